@@ -1,0 +1,16 @@
+/* The subcommands of `obcache`. Each takes argc/argv starting at its own name
+ * (argv[0] == "synth" etc.), handles --help itself, and returns 0 on success
+ * or a negative OBC_E* code after obc_fail(); main() prints the message. Each
+ * lives in the module it belongs to (traces/cmd_*.c, analyze/cmd_*.c, ...). */
+#ifndef OBC_COMMANDS_H
+#define OBC_COMMANDS_H
+
+int cmd_synth(int argc, char **argv);      /* traces/cmd_synth.c */
+int cmd_info(int argc, char **argv);       /* traces/cmd_info.c */
+int cmd_verify(int argc, char **argv);     /* traces/cmd_verify.c */
+int cmd_analyze(int argc, char **argv);    /* analyze/cmd_analyze.c */
+int cmd_generate(int argc, char **argv);   /* model/cmd_generate.c */
+int cmd_tokenize(int argc, char **argv);   /* model/cmd_tokenize.c */
+int cmd_perplexity(int argc, char **argv); /* model/cmd_perplexity.c */
+
+#endif

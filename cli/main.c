@@ -1,0 +1,58 @@
+/* obcache: git-style dispatch to the subcommands of cli/commands.h. The only
+ * place that prints a library error and chooses the exit status. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "common/obc_error.h"
+
+typedef struct {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+} Command;
+
+static const Command commands[] = {
+    /* One line per subcommand, in pipeline order. */
+    {NULL, NULL, NULL},
+};
+
+static void print_usage(FILE *out) {
+  fprintf(out,
+          "usage: obcache <command> [options]   (obcache <command> --help for details)\n"
+          "\n"
+          "Capture attention traces of Llama-family models and analyse how well KV-cache\n"
+          "eviction scores (OBCache, H2O, TOVA, SnapKV, VATP) find the tokens whose\n"
+          "eviction really hurts.\n\ncommands:\n");
+  for (size_t i = 0; commands[i].name; i++)
+    fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out, "  %-12s %s\n", "version", "print the tool version");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    print_usage(stderr);
+    return 2;
+  }
+  const char *name = argv[1];
+  if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
+    print_usage(stdout);
+    return 0;
+  }
+  if (!strcmp(name, "version") || !strcmp(name, "--version")) {
+    printf("obcache %s\n", OBC_VERSION);
+    return 0;
+  }
+  for (size_t i = 0; commands[i].name; i++) {
+    if (strcmp(name, commands[i].name)) continue;
+    int rc = commands[i].run(argc - 1, argv + 1);
+    if (rc < 0) {
+      const char *msg = obc_error_message();
+      fprintf(stderr, "obcache %s: %s\n", name, msg[0] ? msg : obc_error_name(rc));
+      return 1;
+    }
+    return rc;
+  }
+  fprintf(stderr, "obcache: unknown command '%s' (try obcache --help)\n", name);
+  return 2;
+}

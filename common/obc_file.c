@@ -1,0 +1,128 @@
+/* Pending (write-then-rename) files and mkdir -p; see obc_file.h. */
+#include "common/obc_file.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/obc_error.h"
+
+#define OBC_MAX_PENDING 16
+static ObcPendingFile *volatile pending_files[OBC_MAX_PENDING];
+static volatile sig_atomic_t handler_installed;
+
+static void remove_pending_on_signal(int sig) {
+  for (int i = 0; i < OBC_MAX_PENDING; i++)
+    if (pending_files[i]) unlink(pending_files[i]->temp_path);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void obc_pending_register(ObcPendingFile *file) {
+  if (!handler_installed) {
+    signal(SIGINT, remove_pending_on_signal);
+    signal(SIGTERM, remove_pending_on_signal);
+    handler_installed = 1;
+  }
+  for (int i = 0; i < OBC_MAX_PENDING; i++)
+    if (!pending_files[i]) {
+      pending_files[i] = file;
+      return;
+    }
+}
+
+void obc_pending_unregister(ObcPendingFile *file) {
+  for (int i = 0; i < OBC_MAX_PENDING; i++)
+    if (pending_files[i] == file) pending_files[i] = NULL;
+}
+
+int obc_pending_init(ObcPendingFile *file, const char *final_path) {
+  if (!final_path || !final_path[0]) return obc_fail(OBC_EINVAL, "empty output path");
+  if (strlen(final_path) + 32 >= sizeof file->final_path)
+    return obc_fail(OBC_EINVAL, "%s: output path too long", final_path);
+  snprintf(file->final_path, sizeof file->final_path, "%s", final_path);
+  snprintf(file->temp_path, sizeof file->temp_path, "%s.tmp.%ld", final_path, (long)getpid());
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", final_path);
+  char *slash = strrchr(dir, '/');
+  if (slash == dir)
+    dir[1] = '\0';
+  else if (slash)
+    *slash = '\0';
+  else
+    snprintf(dir, sizeof dir, ".");
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    return obc_fail(OBC_EIO, "%s: cannot write: folder %s does not exist", final_path, dir);
+  if (access(dir, W_OK) != 0)
+    return obc_fail(OBC_EIO, "%s: cannot write: folder %s is not writable", final_path, dir);
+  if (stat(final_path, &st) == 0 && S_ISDIR(st.st_mode))
+    return obc_fail(OBC_EIO, "%s: cannot write: it is a folder", final_path);
+  return OBC_OK;
+}
+
+int obc_pending_commit(ObcPendingFile *file) {
+  if (rename(file->temp_path, file->final_path) != 0) {
+    int err = errno;
+    unlink(file->temp_path);
+    return obc_fail(OBC_EIO, "%s: cannot rename %s into place: %s", file->final_path,
+                    file->temp_path, strerror(err));
+  }
+  obc_pending_unregister(file);
+  return OBC_OK;
+}
+
+void obc_pending_abort(ObcPendingFile *file) {
+  if (file->temp_path[0]) unlink(file->temp_path);
+  obc_pending_unregister(file);
+}
+
+int obc_text_open(ObcPendingFile *file, const char *final_path, FILE **out) {
+  int rc = obc_pending_init(file, final_path);
+  if (rc) return rc;
+  FILE *fp = fopen(file->temp_path, "w");
+  if (!fp)
+    return obc_fail(OBC_EIO, "%s: cannot create %s: %s", final_path, file->temp_path,
+                    strerror(errno));
+  obc_pending_register(file);
+  *out = fp;
+  return OBC_OK;
+}
+
+int obc_text_close(ObcPendingFile *file, FILE *fp, int ok) {
+  int write_error = ferror(fp);
+  int close_error = fclose(fp) != 0;
+  if (!ok) {
+    obc_pending_abort(file);
+    return OBC_OK;
+  }
+  if (write_error || close_error) {
+    int err = errno;
+    obc_pending_abort(file);
+    return obc_fail(OBC_EIO, "%s: write failed: %s", file->final_path,
+                    err ? strerror(err) : "I/O error");
+  }
+  return obc_pending_commit(file);
+}
+
+int obc_make_dirs(const char *path) {
+  char buf[4096];
+  if (strlen(path) >= sizeof buf) return obc_fail(OBC_EINVAL, "%s: path too long", path);
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+      return obc_fail(OBC_EIO, "%s: cannot create folder %s: %s", path, buf, strerror(errno));
+    *p = '/';
+  }
+  if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+    return obc_fail(OBC_EIO, "%s: cannot create folder: %s", path, strerror(errno));
+  struct stat st;
+  if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
+    return obc_fail(OBC_EIO, "%s: exists and is not a folder", path);
+  return OBC_OK;
+}

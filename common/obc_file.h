@@ -1,0 +1,39 @@
+/* Files that appear under their final name only when complete.
+ *
+ * Every output (trace, report, CSV, scores file, plot) is written under a
+ * temporary name in the same folder and renamed when complete, so a crash,
+ * Ctrl-C or a full disk never leaves a file that looks finished. */
+#ifndef OBC_FILE_H
+#define OBC_FILE_H
+
+#include <stdio.h>
+
+typedef struct {
+  char final_path[4096];
+  char temp_path[4096];
+} ObcPendingFile;
+
+/* Chooses a temporary name beside final_path ("<path>.tmp.<pid>") and checks
+ * that the folder is writable. Does not create the file. */
+int obc_pending_init(ObcPendingFile *file, const char *final_path);
+/* Renames the temporary file to its final name. */
+int obc_pending_commit(ObcPendingFile *file);
+/* Removes the temporary file if it exists (safe to call twice). */
+void obc_pending_abort(ObcPendingFile *file);
+
+/* Opens a text file for writing under a pending name. On success *out is a
+ * FILE* on file->temp_path; finish with obc_text_close(file, fp, ok). */
+int obc_text_open(ObcPendingFile *file, const char *final_path, FILE **out);
+/* Closes fp; if ok and every write succeeded, renames into place; otherwise
+ * removes the temporary file. Returns 0 or an error (e.g. disk full). */
+int obc_text_close(ObcPendingFile *file, FILE *fp, int ok);
+
+/* Creates a folder and its parents (like mkdir -p). */
+int obc_make_dirs(const char *path);
+
+/* Registers a SIGINT/SIGTERM handler that removes every pending file still
+ * registered, then re-raises the signal. */
+void obc_pending_register(ObcPendingFile *file);
+void obc_pending_unregister(ObcPendingFile *file);
+
+#endif

