@@ -62,6 +62,10 @@ typedef struct {
   float *output_norm;     /* (dim) */
   float *output;          /* (vocab_size, dim); == token_embedding when tied */
   LayerWeights *layers;   /* (n_layers) */
+  /* Per-frequency divisors of RoPE (head_dim / 2), or NULL: GGUF files store
+   * Llama-3 rope scaling as the tensor rope_freqs.weight; for Hugging Face
+   * folders model_load computes them from config.json's rope_scaling. */
+  float *rope_freq_factors;
 } ModelWeights;
 
 typedef struct {
@@ -78,6 +82,9 @@ const char *model_default_path(void);
 /* Loads a GGUF file or a Hugging Face folder; path NULL = the default. */
 int model_load(const char *path, Model **out);
 void model_free(Model *model);
+/* RoPE inverse frequencies (head_dim / 2): theta^(-2i/head_dim), divided by
+ * rope_freq_factors[i] when present. Both runtimes use this. */
+void model_rope_inv_freq(const Model *model, double *inv_freq);
 /* Checks the configuration is one the runtime supports (positive sizes,
  * n_heads % n_kv_heads == 0, even head_dim, ...). */
 int model_config_validate(const ModelConfig *config, const char *source);
