@@ -49,6 +49,9 @@ typedef struct {
 int gguf_open(const char *path, GgufFile **out);
 void gguf_close(GgufFile *file);
 uint32_t gguf_version(const GgufFile *file);
+const char *gguf_path(const GgufFile *file);     /* as given to gguf_open */
+size_t gguf_alignment(const GgufFile *file);     /* general.alignment, default 32 */
+size_t gguf_data_offset(const GgufFile *file);   /* start of the tensor data section */
 
 /* Metadata lookups: OBC_ENOTFOUND when the key is absent, OBC_EFORMAT when it
  * has another type. Integers of any width convert to the requested one. */
@@ -61,6 +64,9 @@ int gguf_get_array(const GgufFile *file, const char *key, uint32_t *element_type
 int gguf_get_array_string(const GgufFile *file, const char *key, uint64_t i, GgufString *out);
 int gguf_get_array_f64(const GgufFile *file, const char *key, uint64_t i, double *out);
 int gguf_get_array_i64(const GgufFile *file, const char *key, uint64_t i, int64_t *out);
+/* Element i of an array of arrays: its element type and count. */
+int gguf_get_array_nested(const GgufFile *file, const char *key, uint64_t i, uint32_t *element_type,
+                          uint64_t *count);
 size_t gguf_metadata_count(const GgufFile *file);
 const char *gguf_metadata_key(const GgufFile *file, size_t i);
 uint32_t gguf_metadata_type(const GgufFile *file, size_t i);
@@ -68,13 +74,21 @@ uint32_t gguf_metadata_type(const GgufFile *file, size_t i);
 size_t gguf_tensor_count(const GgufFile *file);
 const GgufTensor *gguf_tensor(const GgufFile *file, size_t i);
 const GgufTensor *gguf_find_tensor(const GgufFile *file, const char *name);
-const char *ggml_type_name(uint32_t type);
+const char *ggml_type_name(uint32_t type); /* "unsupported" for other types */
+/* Elements and bytes per block of a supported type; 0 for other types. */
+size_t ggml_type_block_size(uint32_t type);
+size_t ggml_type_block_bytes(uint32_t type);
 
-/* Dequantises n elements of a tensor of the given type to fp32. n must be a
- * multiple of the type's block size. */
+/* Dequantises n elements of a tensor of the given type to fp32 (model/dequant.c;
+ * OpenMP over blocks for large n). n must be a multiple of the type's block
+ * size. Unknown type: OBC_EUNSUPPORTED. */
 int ggml_dequantize(uint32_t type, const void *data, float *out, size_t n);
-/* Dequantises a whole tensor, checking its shape is exactly dims (fastest
- * first; n_dims entries). */
+/* Dequantises a whole tensor (out: n_elements floats); an unsupported type is
+ * "<path>: tensor <name> has unsupported type <n>". */
 int gguf_tensor_to_f32(const GgufFile *file, const GgufTensor *tensor, float *out);
+/* OBC_EFORMAT "<path>: tensor <name> has shape [a, b], expected [c, d]" unless
+ * the tensor's shape is exactly dims (fastest first; n_dims entries). */
+int gguf_tensor_check_shape(const GgufFile *file, const GgufTensor *tensor, uint32_t n_dims,
+                            const uint64_t *dims);
 
 #endif
