@@ -1,0 +1,82 @@
+/* Causal GQA attention on the CPU. Work is split into (query head, block of
+ * BLOCK queries) items over OpenMP threads; each item runs its two GEMMs
+ * single-threaded (OpenBLAS does so inside a parallel region), so the result
+ * of an item does not depend on which thread ran it or how many there are. */
+#include "model/cpu_attention.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/obc_cli.h"
+#include "common/obc_error.h"
+
+enum { BLOCK = 64 };
+
+/* Softmax of one row of scaled logits over its first n_valid entries (the
+ * rest set to 0); returns lse. */
+static float softmax_row(float *row, size_t n_valid, size_t n_total) {
+  float max = row[0];
+  for (size_t j = 1; j < n_valid; j++) max = row[j] > max ? row[j] : max;
+  float sum = 0.0f;
+  for (size_t j = 0; j < n_valid; j++) {
+    row[j] = expf(row[j] - max);
+    sum += row[j];
+  }
+  float inv = 1.0f / sum;
+  for (size_t j = 0; j < n_valid; j++) row[j] *= inv;
+  if (n_total > n_valid) memset(row + n_valid, 0, (n_total - n_valid) * sizeof(float));
+  return max + logf(sum);
+}
+
+int cpu_attention(const AttentionShape *s, const float *q, const float *k, const float *v,
+                  float *out, float *lse, const AttentionRows *rows, double *gemm_seconds) {
+  size_t q_dim = s->n_heads * s->head_dim;
+  size_t group = s->n_heads / s->n_kv_heads;
+  size_t n_blocks = (s->n + BLOCK - 1) / BLOCK;
+  size_t n_items = s->n_heads * n_blocks;
+  size_t max_keys = s->pos0 + s->n;
+  float scale = (float)(1.0 / sqrt((double)s->head_dim));
+  int n_threads = omp_get_max_threads();
+  float *scores = obc_malloc((size_t)n_threads * BLOCK * max_keys * sizeof(float),
+                             "attention scores");
+  if (!scores) return OBC_ENOMEM;
+  double gemm_time = 0.0;
+
+#pragma omp parallel for schedule(dynamic, 1)
+  for (size_t item = 0; item < n_items; item++) {
+    size_t h = item / n_blocks, b = item % n_blocks;
+    size_t t0 = b * BLOCK;
+    size_t nq = s->n - t0 < BLOCK ? s->n - t0 : BLOCK;
+    size_t n_keys = s->pos0 + t0 + nq;
+    const float *kh = k + (h / group) * s->kv_stride * s->head_dim;
+    const float *vh = v + (h / group) * s->kv_stride * s->head_dim;
+    float *sc = scores + (size_t)omp_get_thread_num() * BLOCK * max_keys;
+    int timed = omp_get_thread_num() == 0;
+    double start = timed ? obc_now_seconds() : 0.0;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nq, (int)n_keys,
+                (int)s->head_dim, scale, q + t0 * q_dim + h * s->head_dim, (int)q_dim, kh,
+                (int)s->head_dim, 0.0f, sc, (int)n_keys);
+    if (timed) gemm_time += obc_now_seconds() - start;
+    for (size_t r = 0; r < nq; r++) {
+      float *row = sc + r * n_keys;
+      lse[h * s->n + t0 + r] = softmax_row(row, s->pos0 + t0 + r + 1, n_keys);
+      int32_t captured = rows ? rows->row_of[t0 + r] : -1;
+      if (captured >= 0) {
+        float *dst = rows->attn + (h * rows->n_rows + (size_t)captured) * max_keys;
+        memcpy(dst, row, n_keys * sizeof(float));
+        memset(dst + n_keys, 0, (max_keys - n_keys) * sizeof(float));
+      }
+    }
+    start = timed ? obc_now_seconds() : 0.0;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nq, (int)s->head_dim,
+                (int)n_keys, 1.0f, sc, (int)n_keys, vh, (int)s->head_dim, 0.0f,
+                out + t0 * q_dim + h * s->head_dim, (int)q_dim);
+    if (timed) gemm_time += obc_now_seconds() - start;
+  }
+  free(scores);
+  *gemm_seconds += gemm_time;
+  return 0;
+}

@@ -1,0 +1,36 @@
+/* Grouped-query causal attention of one layer on the CPU, for a chunk of
+ * queries against every cached key before them. Query blocks are multiplied
+ * with the keys by sgemm (Q_block K^T, then P V), so that long prompts stay
+ * GEMM-bound; softmax is the numerically stable one and also yields lse. */
+#ifndef OBC_CPU_ATTENTION_H
+#define OBC_CPU_ATTENTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+  size_t n_heads;
+  size_t n_kv_heads;
+  size_t head_dim;
+  size_t kv_stride; /* cache rows per KV head (max_context) */
+  size_t pos0;      /* position of the first query */
+  size_t n;         /* queries at positions [pos0, pos0 + n); keys [0, pos0 + n) */
+} AttentionShape;
+
+/* Optional copy of softmax rows for chosen queries: row_of[t] is the index of
+ * query t among the captured rows, or -1. */
+typedef struct {
+  const int32_t *row_of; /* (n) */
+  size_t n_rows;
+  float *attn;           /* (n_heads, n_rows, pos0 + n) */
+} AttentionRows;
+
+/* out[t, h] = softmax(q[t, h] . K^T / sqrt(head_dim)) V over keys <= pos0 + t.
+ * Returns 0 or OBC_ENOMEM. *gemm_seconds grows by the sgemm time of thread 0. */
+int cpu_attention(const AttentionShape *shape, const float *q /* (n, n_heads * head_dim) */,
+                  const float *k /* (n_kv_heads, kv_stride, head_dim) */,
+                  const float *v /* (n_kv_heads, kv_stride, head_dim) */,
+                  float *out /* (n, n_heads * head_dim) */, float *lse /* (n_heads, n) */,
+                  const AttentionRows *rows, double *gemm_seconds);
+
+#endif

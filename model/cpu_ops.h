@@ -1,0 +1,38 @@
+/* Element-wise and row-wise kernels of the CPU forward pass (RMSNorm, RoPE,
+ * SwiGLU, embedding lookup) and the one GEMM wrapper every weight product goes
+ * through. Rows are independent, so each kernel splits them over OpenMP
+ * threads; the GEMM is OpenBLAS (OpenMP flavour). */
+#ifndef OBC_CPU_OPS_H
+#define OBC_CPU_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight, for n rows. */
+void cpu_rmsnorm(float *out /* (n, dim) */, const float *x /* (n, dim) */,
+                 const float *weight /* (dim) */, size_t n, size_t dim, double eps);
+
+/* Rotates every head of n rows in place; row t sits at position pos0 + t.
+ * cos/sin tables hold angle position * inv_freq[i]. interleaved: pairs
+ * (2i, 2i+1); else halves (i, i + head_dim/2). */
+void cpu_rope(float *x /* (n, n_heads * head_dim) */, size_t n, size_t n_heads, size_t head_dim,
+              size_t pos0, const float *cos_table /* (max_context, head_dim/2) */,
+              const float *sin_table /* (max_context, head_dim/2) */, int interleaved);
+
+/* gate[i] = silu(gate[i]) * up[i]. */
+void cpu_swiglu(float *gate /* (count) */, const float *up /* (count) */, size_t count);
+
+/* out[t] = table[tokens[t]] */
+void cpu_embed(float *out /* (n, dim) */, const float *table /* (vocab, dim) */,
+               const int32_t *tokens /* (n) */, size_t n, size_t dim);
+
+/* rows[t] += bias for n rows. */
+void cpu_add_bias(float *rows /* (n, width) */, const float *bias /* (width) */, size_t n,
+                  size_t width);
+
+/* c = a * w^T + beta * c, with w a weight matrix in (out, in) layout:
+ * a (n, in), w (out, in), c (n, out). Adds its wall time to *seconds. */
+void cpu_gemm_weight(float *c, const float *a, const float *w, size_t n, size_t in, size_t out,
+                     float beta, double *seconds);
+
+#endif
