@@ -1,0 +1,28 @@
+/* Rank statistics for comparing a score with the oracle: average ranks (tied
+ * values share the mean of the ranks they span) and Spearman's rank
+ * correlation, the Pearson correlation of those ranks. */
+#ifndef OBC_STATS_H
+#define OBC_STATS_H
+
+#include <stddef.h>
+
+/* Scratch entry of the ranking sort. */
+typedef struct {
+  double value;
+  size_t index;
+} ObcRankPair;
+
+/* ranks (n): 1-based average ranks of values (n) in ascending order; equal
+ * values share the mean of their ranks. NaN sorts below every number.
+ * scratch: (n). */
+void stats_average_ranks(const double *values, size_t n, ObcRankPair *scratch, double *ranks);
+
+/* Pearson correlation of x (n) and y (n); NaN when either is constant or
+ * n < 2 (the correlation is undefined). */
+double stats_pearson(const double *x, const double *y, size_t n);
+
+/* Spearman's rho of x (n) and y (n) with average ranks for ties: 0 and *rho
+ * (NaN when undefined, as stats_pearson), or OBC_ENOMEM. */
+int stats_spearman(const double *x, const double *y, size_t n, double *rho);
+
+#endif
