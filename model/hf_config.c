@@ -1,0 +1,187 @@
+/* hf_config_read (model/hf_config.h): the fields of a Llama/Qwen2 config.json,
+ * with transformers' defaults where a field may be absent (num_key_value_heads
+ * = num_attention_heads, head_dim = hidden_size / num_attention_heads,
+ * rope_theta = 10000, tie_word_embeddings = false), and a refusal naming the
+ * field for every configuration the runtime does not implement. */
+#include "model/hf_config.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/obc_error.h"
+#include "model/json_file.h"
+
+typedef struct {
+  const char *path; /* config.json, for messages */
+  const cJSON *root;
+} ConfigReader;
+
+static const cJSON *field(const ConfigReader *r, const cJSON *object, const char *name) {
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(object ? object : r->root, name);
+  return cJSON_IsNull(item) ? NULL : item;
+}
+
+/* A positive integer field; def == 0 means required. */
+static int read_size(const ConfigReader *r, const cJSON *object, const char *name, size_t def, size_t *out) {
+  const cJSON *item = field(r, object, name);
+  if (!item) {
+    if (def == 0) return obc_fail(OBC_EFORMAT, "%s: field %s is missing", r->path, name);
+    *out = def;
+    return 0;
+  }
+  double v = cJSON_IsNumber(item) ? item->valuedouble : -1;
+  if (!(v >= 1 && v <= 1e12) || v != floor(v))
+    return obc_fail(OBC_EFORMAT, "%s: field %s must be a positive integer", r->path, name);
+  *out = (size_t)v;
+  return 0;
+}
+
+static int read_double(const ConfigReader *r, const cJSON *object, const char *name, double def, double *out) {
+  const cJSON *item = field(r, object, name);
+  if (!item) {
+    if (isnan(def)) return obc_fail(OBC_EFORMAT, "%s: field %s is missing", r->path, name);
+    *out = def;
+    return 0;
+  }
+  if (!cJSON_IsNumber(item) || !isfinite(item->valuedouble) || item->valuedouble <= 0)
+    return obc_fail(OBC_EFORMAT, "%s: field %s must be a positive number", r->path, name);
+  *out = item->valuedouble;
+  return 0;
+}
+
+static int read_bool(const ConfigReader *r, const char *name, bool def, bool *out) {
+  const cJSON *item = field(r, NULL, name);
+  if (!item) {
+    *out = def;
+    return 0;
+  }
+  if (!cJSON_IsBool(item)) return obc_fail(OBC_EFORMAT, "%s: field %s must be true or false", r->path, name);
+  *out = cJSON_IsTrue(item);
+  return 0;
+}
+
+static int refuse(const ConfigReader *r, const char *field_name, const char *why) {
+  return obc_fail(OBC_EUNSUPPORTED, "%s: %s: %s", r->path, field_name, why);
+}
+
+static int read_architecture(const ConfigReader *r, ModelConfig *config) {
+  const cJSON *type = field(r, NULL, "model_type");
+  if (!cJSON_IsString(type)) return obc_fail(OBC_EFORMAT, "%s: field model_type is missing", r->path);
+  if (strcmp(type->valuestring, "llama") && strcmp(type->valuestring, "qwen2")) {
+    char why[160];
+    snprintf(why, sizeof why, "\"%.64s\" is not supported (expected llama or qwen2)", type->valuestring);
+    return refuse(r, "model_type", why);
+  }
+  snprintf(config->architecture, sizeof config->architecture, "%s", type->valuestring);
+  const cJSON *architectures = field(r, NULL, "architectures");
+  const cJSON *first = cJSON_IsArray(architectures) ? cJSON_GetArrayItem(architectures, 0) : NULL;
+  if (cJSON_IsString(first) && strcmp(first->valuestring, "LlamaForCausalLM") &&
+      strcmp(first->valuestring, "Qwen2ForCausalLM")) {
+    char why[160];
+    snprintf(why, sizeof why, "\"%.64s\" is not supported (expected LlamaForCausalLM or Qwen2ForCausalLM)",
+             first->valuestring);
+    return refuse(r, "architectures", why);
+  }
+  config->qkv_bias = !strcmp(config->architecture, "qwen2");
+  return 0;
+}
+
+/* Features that would change the computation and that the runtime lacks. */
+static int refuse_unsupported(const ConfigReader *r, bool qwen2) {
+  static const char *const expert_fields[] = {"num_local_experts", "num_experts", "n_routed_experts"};
+  for (size_t i = 0; i < sizeof expert_fields / sizeof expert_fields[0]; i++) {
+    const cJSON *item = field(r, NULL, expert_fields[i]);
+    if (cJSON_IsNumber(item) && item->valuedouble > 0)
+      return refuse(r, expert_fields[i], "mixture-of-experts models are not supported");
+  }
+  bool flag = false;
+  int rc = read_bool(r, "use_sliding_window", false, &flag);
+  if (rc) return rc;
+  if (flag) return refuse(r, "use_sliding_window", "sliding-window attention is not supported");
+  if (!qwen2) { /* Qwen2 configs carry an inactive sliding_window value */
+    const cJSON *window = field(r, NULL, "sliding_window");
+    if (cJSON_IsNumber(window) && window->valuedouble > 0)
+      return refuse(r, "sliding_window", "sliding-window attention is not supported");
+  }
+  rc = read_bool(r, "attention_bias", false, &flag);
+  if (rc) return rc;
+  if (flag) return refuse(r, "attention_bias", "biases on the attention projections of a llama model are not supported");
+  rc = read_bool(r, "mlp_bias", false, &flag);
+  if (rc) return rc;
+  if (flag) return refuse(r, "mlp_bias", "MLP biases are not supported");
+  const cJSON *act = field(r, NULL, "hidden_act");
+  if (act && (!cJSON_IsString(act) || strcmp(act->valuestring, "silu")))
+    return refuse(r, "hidden_act", "only \"silu\" (SwiGLU MLP) is supported");
+  return 0;
+}
+
+static int read_rope_scaling(const ConfigReader *r, ModelConfig *config) {
+  config->rope_scaling = OBC_ROPE_NONE;
+  const cJSON *scaling = field(r, NULL, "rope_scaling");
+  if (!scaling) return 0;
+  if (!cJSON_IsObject(scaling)) return obc_fail(OBC_EFORMAT, "%s: field rope_scaling must be an object", r->path);
+  const cJSON *type = field(r, scaling, "rope_type");
+  if (!type) type = field(r, scaling, "type");
+  if (!cJSON_IsString(type))
+    return obc_fail(OBC_EFORMAT, "%s: field rope_scaling.rope_type is missing", r->path);
+  if (!strcmp(type->valuestring, "default")) return 0;
+  int rc;
+  if (!strcmp(type->valuestring, "linear")) {
+    config->rope_scaling = OBC_ROPE_LINEAR;
+    return read_double(r, scaling, "factor", NAN, &config->rope_factor);
+  }
+  if (strcmp(type->valuestring, "llama3")) {
+    char why[160];
+    snprintf(why, sizeof why, "type \"%.64s\" is not supported (expected llama3, linear or default)",
+             type->valuestring);
+    return refuse(r, "rope_scaling.rope_type", why);
+  }
+  config->rope_scaling = OBC_ROPE_LLAMA3;
+  if ((rc = read_double(r, scaling, "factor", NAN, &config->rope_factor)) ||
+      (rc = read_double(r, scaling, "low_freq_factor", NAN, &config->rope_low_freq_factor)) ||
+      (rc = read_double(r, scaling, "high_freq_factor", NAN, &config->rope_high_freq_factor)) ||
+      (rc = read_size(r, scaling, "original_max_position_embeddings", 0, &config->rope_original_context)))
+    return rc;
+  if (config->rope_high_freq_factor <= config->rope_low_freq_factor)
+    return obc_fail(OBC_EFORMAT, "%s: rope_scaling.high_freq_factor must exceed low_freq_factor", r->path);
+  return 0;
+}
+
+static void folder_name(const char *folder, char *name, size_t size) {
+  size_t length = strlen(folder);
+  while (length > 1 && folder[length - 1] == '/') length--;
+  size_t start = length;
+  while (start > 0 && folder[start - 1] != '/') start--;
+  snprintf(name, size, "%.*s", (int)(length - start), folder + start);
+}
+
+int hf_config_read(const char *folder, ModelConfig *config) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/config.json", folder);
+  cJSON *root;
+  int rc = obc_json_read(path, &root);
+  if (rc) return rc;
+  ConfigReader r = {path, root};
+  memset(config, 0, sizeof *config);
+  folder_name(folder, config->name, sizeof config->name);
+  if (!cJSON_IsObject(root)) rc = obc_fail(OBC_EFORMAT, "%s: not a JSON object", path);
+  if (!rc) rc = read_architecture(&r, config);
+  if (!rc) rc = refuse_unsupported(&r, config->qkv_bias);
+  if (!rc) rc = read_size(&r, NULL, "hidden_size", 0, &config->dim);
+  if (!rc) rc = read_size(&r, NULL, "intermediate_size", 0, &config->ffn_dim);
+  if (!rc) rc = read_size(&r, NULL, "num_hidden_layers", 0, &config->n_layers);
+  if (!rc) rc = read_size(&r, NULL, "num_attention_heads", 0, &config->n_heads);
+  if (!rc) rc = read_size(&r, NULL, "num_key_value_heads", config->n_heads, &config->n_kv_heads);
+  if (!rc) rc = read_size(&r, NULL, "head_dim", config->dim / config->n_heads, &config->head_dim);
+  if (!rc) rc = read_size(&r, NULL, "vocab_size", 0, &config->vocab_size);
+  if (!rc) rc = read_size(&r, NULL, "max_position_embeddings", 0, &config->context_length);
+  if (!rc) rc = read_double(&r, NULL, "rms_norm_eps", 1e-6, &config->norm_eps);
+  if (!rc) rc = read_double(&r, NULL, "rope_theta", 10000.0, &config->rope_theta);
+  if (!rc) rc = read_bool(&r, "tie_word_embeddings", false, &config->tied_embeddings);
+  if (!rc) rc = read_rope_scaling(&r, config);
+  config->rope_interleaved = false;
+  cJSON_Delete(root);
+  return rc;
+}

@@ -1,0 +1,13 @@
+/* Reading a small JSON file (config.json, model.safetensors.index.json,
+ * tokenizer_config.json) into a cJSON tree, with errors that name the file. */
+#ifndef OBC_JSON_FILE_H
+#define OBC_JSON_FILE_H
+
+#include <cjson/cJSON.h>
+
+/* Parses the whole file; OBC_ENOTFOUND when it does not exist, OBC_EFORMAT
+ * "<path>: invalid JSON near byte N" when it does not parse. Free the tree with
+ * cJSON_Delete. */
+int obc_json_read(const char *path, cJSON **out);
+
+#endif

@@ -1,0 +1,158 @@
+/* Loading a llama or qwen2 GGUF file: hyperparameters from the <arch>.*
+ * metadata, every weight checked for presence and shape before anything is
+ * dequantised, then dequantised to fp32 once, and the tokenizer from the
+ * tokenizer.ggml.* metadata. llama.cpp permutes the Q/K rows of llama-arch
+ * models so that RoPE on interleaved pairs reproduces Hugging Face's half-split
+ * rotation, hence rope_interleaved for "llama" (qwen2 files are not permuted). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/obc_error.h"
+#include "model/gguf.h"
+#include "model/model_load.h"
+
+/* "<arch>.<suffix>" as a positive size; def == 0 means required. */
+static int read_size(const GgufFile *file, const char *arch, const char *suffix, size_t def, size_t *out) {
+  char key[128];
+  snprintf(key, sizeof key, "%s.%s", arch, suffix);
+  uint64_t value;
+  int rc = gguf_get_u64(file, key, &value);
+  if (rc == OBC_ENOTFOUND && def) {
+    *out = def;
+    return 0;
+  }
+  if (rc) return rc;
+  if (value == 0 || value > ((uint64_t)1 << 40))
+    return obc_fail(OBC_EFORMAT, "%s: %s is %" PRIu64 " (expected a positive size)", gguf_path(file), key, value);
+  *out = (size_t)value;
+  return 0;
+}
+
+static int read_double(const GgufFile *file, const char *arch, const char *suffix, double def, double *out) {
+  char key[128];
+  snprintf(key, sizeof key, "%s.%s", arch, suffix);
+  int rc = gguf_get_f64(file, key, out);
+  if (rc == OBC_ENOTFOUND && !isnan(def)) {
+    *out = def;
+    return 0;
+  }
+  return rc;
+}
+
+static int read_rope_scaling(const GgufFile *file, const char *arch, ModelConfig *c) {
+  char key[128];
+  snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+  GgufString type;
+  int rc = gguf_get_string(file, key, &type);
+  if (rc == OBC_ENOTFOUND) return 0;
+  if (rc) return rc;
+  if (type.length == 4 && !memcmp(type.data, "none", 4)) return 0;
+  if (type.length == 6 && !memcmp(type.data, "linear", 6)) {
+    c->rope_scaling = OBC_ROPE_LINEAR;
+    return read_double(file, arch, "rope.scaling.factor", NAN, &c->rope_factor);
+  }
+  return obc_fail(OBC_EUNSUPPORTED, "%s: %s is \"%.*s\" (supported: none, linear; llama3 via rope_freqs.weight)",
+                  gguf_path(file), key, (int)(type.length > 32 ? 32 : type.length), type.data);
+}
+
+static int read_config(const GgufFile *file, ModelConfig *c) {
+  const char *path = gguf_path(file);
+  GgufString text;
+  int rc = gguf_get_string(file, "general.architecture", &text);
+  if (rc) return rc;
+  if (!((text.length == 5 && !memcmp(text.data, "llama", 5)) || (text.length == 5 && !memcmp(text.data, "qwen2", 5))))
+    return obc_fail(OBC_EUNSUPPORTED, "%s: general.architecture is \"%.*s\" (supported: llama, qwen2)", path,
+                    (int)(text.length > 32 ? 32 : text.length), text.data);
+  snprintf(c->architecture, sizeof c->architecture, "%.*s", (int)text.length, text.data);
+  const char *arch = c->architecture;
+  if (gguf_get_string(file, "general.name", &text) == 0)
+    snprintf(c->name, sizeof c->name, "%.*s", (int)(text.length < 255 ? text.length : 255), text.data);
+  else {
+    const char *slash = strrchr(path, '/');
+    snprintf(c->name, sizeof c->name, "%s", slash ? slash + 1 : path);
+  }
+  size_t experts = 0;
+  if ((rc = read_size(file, arch, "block_count", 0, &c->n_layers)) ||
+      (rc = read_size(file, arch, "embedding_length", 0, &c->dim)) ||
+      (rc = read_size(file, arch, "feed_forward_length", 0, &c->ffn_dim)) ||
+      (rc = read_size(file, arch, "attention.head_count", 0, &c->n_heads)) ||
+      (rc = read_size(file, arch, "attention.head_count_kv", c->n_heads, &c->n_kv_heads)) ||
+      (rc = read_size(file, arch, "attention.key_length", c->dim / c->n_heads ? c->dim / c->n_heads : 1,
+                      &c->head_dim)) ||
+      (rc = read_size(file, arch, "context_length", 0, &c->context_length)) ||
+      (rc = read_size(file, arch, "expert_count", 1, &experts)) ||
+      (rc = read_double(file, arch, "rope.freq_base", 10000.0, &c->rope_theta)) ||
+      (rc = read_double(file, arch, "attention.layer_norm_rms_epsilon", NAN, &c->norm_eps)) ||
+      (rc = read_rope_scaling(file, arch, c)))
+    return rc;
+  if (experts > 1)
+    return obc_fail(OBC_EUNSUPPORTED, "%s: %s.expert_count is %zu (mixture-of-experts models are not supported)", path,
+                    arch, experts);
+  size_t value_length = 0;
+  if ((rc = read_size(file, arch, "attention.value_length", c->head_dim, &value_length))) return rc;
+  if (value_length != c->head_dim)
+    return obc_fail(OBC_EUNSUPPORTED, "%s: %s.attention.value_length %zu differs from key_length %zu", path, arch,
+                    value_length, c->head_dim);
+  const GgufTensor *embedding = gguf_find_tensor(file, "token_embd.weight");
+  if (!embedding || embedding->n_dims != 2)
+    return obc_fail(OBC_EFORMAT, "%s: tensor token_embd.weight is %s", path, embedding ? "not a matrix" : "missing");
+  c->vocab_size = (size_t)embedding->dims[1];
+  c->qkv_bias = !strcmp(arch, "qwen2");
+  c->rope_interleaved = !strcmp(arch, "llama");
+  return 0;
+}
+
+/* Finds every slot's tensor and checks its shape (GGUF dims are fastest first,
+ * the reverse of the slots' row-major shapes). */
+static int match_tensors(const GgufFile *file, Model *model, ModelWeightSlot *slots, size_t n_slots) {
+  for (size_t i = 0; i < n_slots; i++) {
+    ModelWeightSlot *s = &slots[i];
+    const GgufTensor *t = gguf_find_tensor(file, s->name);
+    if (!t) {
+      if (s->optional) continue;
+      return obc_fail(OBC_EFORMAT, "%s: tensor %s is missing (incomplete or not a %s model)", gguf_path(file),
+                      s->name, model->config.architecture);
+    }
+    uint64_t dims[2] = {s->n_dims == 2 ? s->shape[1] : s->shape[0], s->shape[0]};
+    int rc = gguf_tensor_check_shape(file, t, (uint32_t)s->n_dims, dims);
+    if (rc) return rc;
+    s->present = true;
+    s->source = t;
+    if (s->dest == &model->weights.rope_freq_factors && model->config.rope_scaling == OBC_ROPE_NONE)
+      model->config.rope_scaling = OBC_ROPE_LLAMA3; /* factors only; config fields stay 0 */
+  }
+  return 0;
+}
+
+static int load_weights(const GgufFile *file, Model *model) {
+  ModelWeightSlot *slots;
+  size_t n_slots;
+  int rc = model_weight_slots(model, MODEL_FORMAT_GGUF, &slots, &n_slots);
+  if (!rc) rc = match_tensors(file, model, slots, n_slots);
+  if (!rc) rc = model_weight_arena(model, slots, n_slots); /* no output.weight: tied */
+  for (size_t i = 0; !rc && i < n_slots; i++) {
+    if (!slots[i].present) continue;
+    const GgufTensor *t = slots[i].source;
+    rc = gguf_tensor_to_f32(file, t, *slots[i].dest);
+    if (!rc) rc = model_check_finite(gguf_path(file), t->name, *slots[i].dest, t->n_elements);
+  }
+  free(slots);
+  return rc;
+}
+
+int model_load_gguf(const char *path, Model *model) {
+  GgufFile *file;
+  int rc = gguf_open(path, &file);
+  if (rc) return rc;
+  rc = read_config(file, &model->config);
+  if (!rc) rc = model_config_validate(&model->config, path);
+  if (!rc) rc = load_weights(file, model);
+  GgufString tokenizer_model;
+  if (!rc && gguf_get_string(file, "tokenizer.ggml.model", &tokenizer_model) == 0)
+    rc = tokenizer_from_gguf(file, path, &model->tokenizer);
+  gguf_close(file);
+  return rc;
+}
