@@ -12,5 +12,6 @@ int cmd_analyze(int argc, char **argv);    /* analyze/cmd_analyze.c */
 int cmd_generate(int argc, char **argv);   /* model/cmd_generate.c */
 int cmd_tokenize(int argc, char **argv);   /* model/cmd_tokenize.c */
 int cmd_perplexity(int argc, char **argv); /* model/cmd_perplexity.c */
+int cmd_logits(int argc, char **argv);     /* model/cmd_logits.c */
 
 #endif

@@ -1,0 +1,76 @@
+/* File and token-list helpers for the model subcommands; see cli_model.h. */
+#include "model/cli_model.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/obc_error.h"
+
+int cli_read_text_file(const char *path, char **text, size_t *length) {
+  *text = NULL;
+  *length = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return obc_fail(OBC_EIO, "%s: cannot open (%s)", path, strerror(errno));
+  size_t cap = 1 << 16, len = 0;
+  char *buf = obc_malloc(cap, "text file");
+  if (!buf) {
+    fclose(f);
+    return OBC_ENOMEM;
+  }
+  size_t got;
+  while ((got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+    len += got;
+    if (cap - len - 1 == 0) {
+      char *bigger = realloc(buf, cap * 2);
+      if (!bigger) {
+        free(buf);
+        fclose(f);
+        return obc_fail(OBC_ENOMEM, "%s: out of memory reading the file", path);
+      }
+      buf = bigger;
+      cap *= 2;
+    }
+  }
+  int failed = ferror(f);
+  fclose(f);
+  if (failed) {
+    free(buf);
+    return obc_fail(OBC_EIO, "%s: read error", path);
+  }
+  buf[len] = '\0';
+  *text = buf;
+  *length = len;
+  return 0;
+}
+
+int cli_parse_ids(const char *option, const char *text, int32_t **ids, size_t *n) {
+  *ids = NULL;
+  *n = 0;
+  size_t cap = 1;
+  for (const char *p = text; *p; p++) cap += *p == ',';
+  int32_t *out = obc_malloc(cap * sizeof(int32_t), "token ids");
+  if (!out) return OBC_ENOMEM;
+  size_t count = 0;
+  const char *p = text;
+  while (*p) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(p, &end, 10);
+    if (errno || end == p || v < 0 || v > INT32_MAX || (*end && *end != ',')) {
+      free(out);
+      return obc_fail(OBC_EINVAL, "%s: expected comma-separated token ids, got '%s'", option,
+                      text);
+    }
+    out[count++] = (int32_t)v;
+    p = *end ? end + 1 : end;
+  }
+  if (count == 0) {
+    free(out);
+    return obc_fail(OBC_EINVAL, "%s: no token ids given", option);
+  }
+  *ids = out;
+  *n = count;
+  return 0;
+}

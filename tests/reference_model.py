@@ -1,0 +1,236 @@
+"""Independent NumPy forward pass of a Llama-family model (llama / qwen2), the
+reference the C runtime is tested against. Written from the architecture, not
+from the C code: weights come from a GGUF file (read and dequantised with the
+`gguf` PyPI package) or a Hugging Face folder (config.json + safetensors).
+
+Choice of RoPE layout: everything runs in the Hugging Face layout (rotate the
+halves (i, i + d/2) of each head). llama-arch GGUF files hold Q/K rows permuted
+by llama.cpp's converter (so that interleaved pairs can be rotated); this
+module undoes that permutation itself. qwen2-arch GGUF files are not permuted.
+The computation is done in float64, so the reference is not limited by fp32.
+
+Usage as a script: reference_model.py MODEL --ids 1,2,3 -o logits.f32
+(writes the float32 logits of every position, shape (n, vocab))."""
+import argparse
+import json
+import math
+import os
+import sys
+
+import numpy as np
+
+
+class Weights:
+    """Config (a dict of plain numbers) and float64 tensors in HF naming."""
+
+    def __init__(self, config, tensors):
+        self.config = config
+        self.tensors = tensors
+
+
+def _field(reader, key, default=None):
+    field = reader.fields.get(key)
+    if field is None:
+        return default
+    value = field.contents()
+    return value
+
+
+def _unpermute_rows(w, n_head):
+    """Inverse of llama.cpp's convert permute(): rows of each head go from
+    interleaved pairs (2i, 2i+1) back to halves (i, i + d/2)."""
+    rows = w.shape[0]
+    head_dim = rows // n_head
+    rest = w.shape[1:]
+    return w.reshape(n_head, head_dim // 2, 2, *rest).swapaxes(1, 2).reshape(rows, *rest)
+
+
+def load_gguf(path):
+    import gguf
+
+    reader = gguf.GGUFReader(path)
+    arch = _field(reader, "general.architecture")
+    if arch not in ("llama", "qwen2"):
+        raise ValueError(f"{path}: architecture {arch} not supported by the reference")
+
+    def meta(key, default=None):
+        return _field(reader, f"{arch}.{key}", default)
+
+    n_heads = int(meta("attention.head_count"))
+    n_kv = int(meta("attention.head_count_kv", n_heads))
+    dim = int(meta("embedding_length"))
+    config = {
+        "arch": arch,
+        "n_layers": int(meta("block_count")),
+        "dim": dim,
+        "n_heads": n_heads,
+        "n_kv_heads": n_kv,
+        "head_dim": int(meta("attention.key_length", dim // n_heads)),
+        "eps": float(meta("attention.layer_norm_rms_epsilon")),
+        "theta": float(meta("rope.freq_base", 10000.0)),
+    }
+    raw = {}
+    for t in reader.tensors:
+        data = gguf.quants.dequantize(t.data, t.tensor_type)
+        shape = [int(x) for x in reversed(t.shape)]  # GGUF lists the fastest dimension first
+        raw[t.name] = np.asarray(data, dtype=np.float64).reshape(shape)
+
+    tensors = {"embed": raw["token_embd.weight"], "norm": raw["output_norm.weight"]}
+    tensors["lm_head"] = raw.get("output.weight", raw["token_embd.weight"])
+    if "rope_freqs.weight" in raw:
+        tensors["rope_freq_factors"] = raw["rope_freqs.weight"]
+    names = {
+        "attn_norm": "attn_norm.weight", "q": "attn_q.weight", "k": "attn_k.weight",
+        "v": "attn_v.weight", "o": "attn_output.weight", "ffn_norm": "ffn_norm.weight",
+        "gate": "ffn_gate.weight", "up": "ffn_up.weight", "down": "ffn_down.weight",
+        "bq": "attn_q.bias", "bk": "attn_k.bias", "bv": "attn_v.bias",
+    }
+    for layer in range(config["n_layers"]):
+        for short, suffix in names.items():
+            name = f"blk.{layer}.{suffix}"
+            if name in raw:
+                tensors[f"{layer}.{short}"] = raw[name]
+        if arch == "llama":  # undo the converter's Q/K row permutation
+            tensors[f"{layer}.q"] = _unpermute_rows(tensors[f"{layer}.q"], n_heads)
+            tensors[f"{layer}.k"] = _unpermute_rows(tensors[f"{layer}.k"], n_kv)
+            for b, heads in (("bq", n_heads), ("bk", n_kv)):
+                if f"{layer}.{b}" in tensors:
+                    tensors[f"{layer}.{b}"] = _unpermute_rows(tensors[f"{layer}.{b}"], heads)
+    return Weights(config, tensors)
+
+
+def _llama3_factors(inv_freq, scaling):
+    """Per-frequency divisors of Llama-3.1 rope scaling (as HF defines them)."""
+    factor = float(scaling["factor"])
+    low = float(scaling.get("low_freq_factor", 1.0))
+    high = float(scaling.get("high_freq_factor", 4.0))
+    old_ctx = float(scaling["original_max_position_embeddings"])
+    out = np.empty_like(inv_freq)
+    for i, freq in enumerate(inv_freq):
+        wavelen = 2 * math.pi / freq
+        if wavelen < old_ctx / high:
+            new = freq
+        elif wavelen > old_ctx / low:
+            new = freq / factor
+        else:
+            smooth = (old_ctx / wavelen - low) / (high - low)
+            new = (1 - smooth) * freq / factor + smooth * freq
+        out[i] = freq / new
+    return out
+
+
+def load_hf(folder):
+    from safetensors.numpy import load_file
+
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    arch = {"LlamaForCausalLM": "llama", "Qwen2ForCausalLM": "qwen2"}[cfg["architectures"][0]]
+    n_heads = cfg["num_attention_heads"]
+    config = {
+        "arch": arch,
+        "n_layers": cfg["num_hidden_layers"],
+        "dim": cfg["hidden_size"],
+        "n_heads": n_heads,
+        "n_kv_heads": cfg.get("num_key_value_heads", n_heads),
+        "head_dim": cfg.get("head_dim") or cfg["hidden_size"] // n_heads,
+        "eps": cfg["rms_norm_eps"],
+        "theta": cfg.get("rope_theta", 10000.0),
+    }
+    raw = {}
+    index = os.path.join(folder, "model.safetensors.index.json")
+    if os.path.exists(index):
+        with open(index) as f:
+            files = sorted(set(json.load(f)["weight_map"].values()))
+    else:
+        files = ["model.safetensors"]
+    for name in files:
+        raw.update(load_file(os.path.join(folder, name)))
+    raw = {k: np.asarray(v, dtype=np.float64) for k, v in raw.items()}
+    tensors = {"embed": raw["model.embed_tokens.weight"], "norm": raw["model.norm.weight"]}
+    tensors["lm_head"] = raw.get("lm_head.weight", tensors["embed"])
+    names = {
+        "attn_norm": "input_layernorm.weight", "q": "self_attn.q_proj.weight",
+        "k": "self_attn.k_proj.weight", "v": "self_attn.v_proj.weight",
+        "o": "self_attn.o_proj.weight", "ffn_norm": "post_attention_layernorm.weight",
+        "gate": "mlp.gate_proj.weight", "up": "mlp.up_proj.weight",
+        "down": "mlp.down_proj.weight", "bq": "self_attn.q_proj.bias",
+        "bk": "self_attn.k_proj.bias", "bv": "self_attn.v_proj.bias",
+    }
+    for layer in range(config["n_layers"]):
+        for short, suffix in names.items():
+            name = f"model.layers.{layer}.{suffix}"
+            if name in raw:
+                tensors[f"{layer}.{short}"] = raw[name]
+    scaling = cfg.get("rope_scaling")
+    if scaling and scaling.get("rope_type", scaling.get("type")) == "llama3":
+        hd = config["head_dim"]
+        inv = config["theta"] ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)
+        tensors["rope_freq_factors"] = _llama3_factors(inv, scaling)
+    return Weights(config, tensors)
+
+
+def load(path):
+    return load_hf(path) if os.path.isdir(path) else load_gguf(path)
+
+
+def _rms_norm(x, weight, eps):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
+
+
+def _rope_halves(x, positions, inv_freq):
+    """x: (heads, n, d) rotated by angle position * inv_freq over halves."""
+    half = x.shape[-1] // 2
+    angle = positions[:, None] * inv_freq[None, :]  # (n, d/2)
+    cos, sin = np.cos(angle), np.sin(angle)
+    a, b = x[..., :half], x[..., half:]
+    return np.concatenate([a * cos - b * sin, a * sin + b * cos], axis=-1)
+
+
+def forward(weights, ids):
+    """Logits (n, vocab) of every position of ids, starting at position 0."""
+    c, t = weights.config, weights.tensors
+    n = len(ids)
+    hd, nh, nkv = c["head_dim"], c["n_heads"], c["n_kv_heads"]
+    inv_freq = c["theta"] ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)
+    if "rope_freq_factors" in t:
+        inv_freq = inv_freq / t["rope_freq_factors"]
+    positions = np.arange(n, dtype=np.float64)
+    mask = np.triu(np.full((n, n), -np.inf), k=1)
+    x = t["embed"][np.asarray(ids)]
+    for layer in range(c["n_layers"]):
+        p = f"{layer}."
+        h = _rms_norm(x, t[p + "attn_norm"], c["eps"])
+        q, k, v = h @ t[p + "q"].T, h @ t[p + "k"].T, h @ t[p + "v"].T
+        if p + "bq" in t:
+            q, k, v = q + t[p + "bq"], k + t[p + "bk"], v + t[p + "bv"]
+        q = _rope_halves(q.reshape(n, nh, hd).transpose(1, 0, 2), positions, inv_freq)
+        k = _rope_halves(k.reshape(n, nkv, hd).transpose(1, 0, 2), positions, inv_freq)
+        v = v.reshape(n, nkv, hd).transpose(1, 0, 2)
+        k = np.repeat(k, nh // nkv, axis=0)  # query head j uses KV head j // group
+        v = np.repeat(v, nh // nkv, axis=0)
+        z = q @ k.transpose(0, 2, 1) / math.sqrt(hd) + mask
+        z = z - z.max(axis=-1, keepdims=True)
+        a = np.exp(z)
+        a /= a.sum(axis=-1, keepdims=True)
+        o = (a @ v).transpose(1, 0, 2).reshape(n, nh * hd)
+        x = x + o @ t[p + "o"].T
+        h = _rms_norm(x, t[p + "ffn_norm"], c["eps"])
+        g = h @ t[p + "gate"].T
+        x = x + (g / (1.0 + np.exp(-g)) * (h @ t[p + "up"].T)) @ t[p + "down"].T
+    return _rms_norm(x, t["norm"], c["eps"]) @ t["lm_head"].T
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("model")
+    parser.add_argument("--ids", required=True, help="comma-separated token ids")
+    parser.add_argument("-o", "--output", required=True, help="float32 logits (n, vocab)")
+    args = parser.parse_args()
+    ids = [int(s) for s in args.ids.split(",")]
+    logits = forward(load(args.model), ids)
+    logits.astype("<f4").tofile(args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
