@@ -1,0 +1,495 @@
+/* The streaming driver of `obcache analyze`; see analysis.h. For each
+ * (layer, KV head) in order: read K/V and the group's Q/O/lse, convert to
+ * double, run the window sweep and the oracle, then reduce the per-token
+ * arrays to recall, Spearman, needle retention and bias before moving on.
+ * The reductions run in parallel over (quantity, window) tasks that each own
+ * their output slots, and heads are added in a fixed order, so the results do
+ * not depend on the thread count. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/analysis.h"
+#include "analyze/bias.h"
+#include "analyze/scores_file.h"
+#include "analyze/select.h"
+#include "analyze/stats.h"
+#include "common/obc_cli.h"
+#include "common/obc_error.h"
+
+/* Buffers for one (layer, KV head), reused across heads. */
+typedef struct {
+  float *K_f, *V_f;      /* (n_positions, head_dim) as read */
+  float *Q_f, *O_f;      /* (n_rows, head_dim) one query head as read */
+  float *lse_f;          /* (n_rows) */
+  double *K, *V;         /* (n_positions, head_dim) */
+  double *Q, *O;         /* (group_size, n_rows, head_dim) */
+  double *lse;           /* (group_size, n_rows) */
+  double *sweep;         /* (n_windows, OBC_Q_COUNT, n_prompt) */
+  double *ranks;         /* (n_windows, OBC_Q_COUNT, n_prompt) average ranks */
+  double *oracle1;       /* (n_prompt) */
+  double *oracleT;       /* (n_prompt) or NULL */
+  double *oracle_ranks1; /* (n_prompt) */
+  double *oracle_ranksT; /* (n_prompt) or NULL */
+  size_t *oracle_ranked; /* (max_k) */
+  size_t *oracle_rank_of; /* (n_prompt) */
+} HeadBuffers;
+
+/* Per-thread scratch of the reduction tasks. */
+typedef struct {
+  size_t n_threads;
+  size_t *ranked;        /* (n_threads, max_k) */
+  size_t *selected;      /* (n_threads, max_k) */
+  double *share;         /* (n_threads, buckets) */
+  ObcRankPair *pairs;    /* (n_threads, n_prompt) */
+} ThreadScratch;
+
+size_t analysis_recall_index(const ObcAnalysisResult *result, const ObcAnalysisConfig *config,
+                             size_t head, size_t q, size_t w, size_t r, size_t k) {
+  return (((head * OBC_Q_COUNT + q) * config->n_windows + w) * result->n_recents + r) *
+             config->n_topk +
+         k;
+}
+
+static size_t bias_share_index(const ObcAnalysisResult *result, const ObcAnalysisConfig *config,
+                               size_t q, size_t w, size_t r, size_t k) {
+  return (((q * config->n_windows + w) * result->n_recents + r) * config->n_topk + k) *
+         config->buckets;
+}
+
+const char *analysis_reference_name(int reference) {
+  if (reference == OBC_REF_ORACLE1) return "oracle1";
+  if (reference == OBC_REF_ORACLET) return "oracleT";
+  return score_quantity_name((ObcQuantity)reference);
+}
+
+void analysis_result_free(ObcAnalysisResult *result) {
+  free(result->recall);
+  free(result->needle);
+  free(result->pairs);
+  free(result->spearman);
+  free(result->bias_share);
+  free(result->bias_norm);
+  free(result->taylor);
+  memset(result, 0, sizeof *result);
+}
+
+static void head_buffers_free(HeadBuffers *b) {
+  free(b->K_f), free(b->V_f), free(b->Q_f), free(b->O_f), free(b->lse_f);
+  free(b->K), free(b->V), free(b->Q), free(b->O), free(b->lse);
+  free(b->sweep), free(b->ranks), free(b->oracle1), free(b->oracleT);
+  free(b->oracle_ranks1), free(b->oracle_ranksT), free(b->oracle_ranked), free(b->oracle_rank_of);
+  memset(b, 0, sizeof *b);
+}
+
+static int head_buffers_alloc(HeadBuffers *b, const ObcTraceMeta *meta, size_t n_windows,
+                              size_t max_k, bool oracle_all_steps) {
+  memset(b, 0, sizeof *b);
+  size_t d = meta->model.head_dim, n_pos = meta->n_positions, s = meta->n_prompt;
+  size_t rows = meta->n_rows, group = meta->model.n_heads / meta->model.n_kv_heads;
+  size_t per_window = n_windows * OBC_Q_COUNT * s;
+  b->K_f = obc_malloc(n_pos * d * sizeof(float), "K (float)");
+  b->V_f = obc_malloc(n_pos * d * sizeof(float), "V (float)");
+  b->Q_f = obc_malloc(rows * d * sizeof(float), "Q (float)");
+  b->O_f = obc_malloc(rows * d * sizeof(float), "O (float)");
+  b->lse_f = obc_malloc(rows * sizeof(float), "lse (float)");
+  b->K = obc_malloc(n_pos * d * sizeof(double), "K");
+  b->V = obc_malloc(n_pos * d * sizeof(double), "V");
+  b->Q = obc_malloc(group * rows * d * sizeof(double), "Q");
+  b->O = obc_malloc(group * rows * d * sizeof(double), "O");
+  b->lse = obc_malloc(group * rows * sizeof(double), "lse");
+  b->sweep = obc_malloc(per_window * sizeof(double), "window sweep");
+  b->ranks = obc_malloc(per_window * sizeof(double), "score ranks");
+  b->oracle1 = obc_malloc(s * sizeof(double), "oracle@1");
+  b->oracle_ranks1 = obc_malloc(s * sizeof(double), "oracle@1 ranks");
+  b->oracle_ranked = obc_malloc(max_k * sizeof(size_t), "oracle ranking");
+  b->oracle_rank_of = obc_malloc(s * sizeof(size_t), "oracle rank index");
+  bool ok = b->K_f && b->V_f && b->Q_f && b->O_f && b->lse_f && b->K && b->V && b->Q && b->O &&
+            b->lse && b->sweep && b->ranks && b->oracle1 && b->oracle_ranks1 &&
+            b->oracle_ranked && b->oracle_rank_of;
+  if (ok && oracle_all_steps) {
+    b->oracleT = obc_malloc(s * sizeof(double), "oracle@T");
+    b->oracle_ranksT = obc_malloc(s * sizeof(double), "oracle@T ranks");
+    ok = b->oracleT && b->oracle_ranksT;
+  }
+  if (!ok) {
+    head_buffers_free(b);
+    return OBC_ENOMEM;
+  }
+  return OBC_OK;
+}
+
+static void thread_scratch_free(ThreadScratch *t) {
+  free(t->ranked), free(t->selected), free(t->share), free(t->pairs);
+  memset(t, 0, sizeof *t);
+}
+
+static int thread_scratch_alloc(ThreadScratch *t, size_t max_k, size_t buckets, size_t n_prompt) {
+  memset(t, 0, sizeof *t);
+  t->n_threads = (size_t)omp_get_max_threads();
+  t->ranked = obc_malloc(t->n_threads * max_k * sizeof(size_t), "selection ranking");
+  t->selected = obc_malloc(t->n_threads * max_k * sizeof(size_t), "selection");
+  t->share = obc_malloc(t->n_threads * buckets * sizeof(double), "bucket shares");
+  t->pairs = obc_malloc(t->n_threads * n_prompt * sizeof(ObcRankPair), "rank sort");
+  if (!t->ranked || !t->selected || !t->share || !t->pairs) {
+    thread_scratch_free(t);
+    return OBC_ENOMEM;
+  }
+  return OBC_OK;
+}
+
+/* The Spearman pairs: every quantity against the oracle(s), then each Taylor
+ * score against its exact counterpart. */
+static int build_spearman_pairs(ObcAnalysisResult *result, bool oracle_all_steps) {
+  static const ObcQuantity taylor[3][2] = {{OBC_Q_OBC_V, OBC_Q_EXACT_V},
+                                           {OBC_Q_OBC_K, OBC_Q_EXACT_K},
+                                           {OBC_Q_OBC_VK, OBC_Q_EXACT_VK}};
+  size_t n = OBC_Q_COUNT * (oracle_all_steps ? 2 : 1) + 3;
+  result->pairs = obc_malloc(n * sizeof *result->pairs, "Spearman pairs");
+  if (!result->pairs) return OBC_ENOMEM;
+  size_t i = 0;
+  for (int q = 0; q < OBC_Q_COUNT; q++)
+    result->pairs[i++] = (ObcSpearmanPair){(ObcQuantity)q, OBC_REF_ORACLE1};
+  if (oracle_all_steps)
+    for (int q = 0; q < OBC_Q_COUNT; q++)
+      result->pairs[i++] = (ObcSpearmanPair){(ObcQuantity)q, OBC_REF_ORACLET};
+  for (int t = 0; t < 3; t++) result->pairs[i++] = (ObcSpearmanPair){taylor[t][0], (int)taylor[t][1]};
+  result->n_pairs = n;
+  return OBC_OK;
+}
+
+static int result_alloc(ObcAnalysisResult *result, const ObcAnalysisConfig *config,
+                        bool has_needle, size_t taylor_capacity) {
+  size_t per_head = OBC_Q_COUNT * config->n_windows * result->n_recents * config->n_topk;
+  size_t n = result->n_heads * per_head;
+  result->recall = obc_malloc(n * sizeof(double), "recall table");
+  if (has_needle) result->needle = obc_malloc(n * sizeof(double), "needle table");
+  int rc = build_spearman_pairs(result, config->oracle_all_steps);
+  if (rc) return rc;
+  result->spearman =
+      obc_malloc(result->n_heads * result->n_pairs * config->n_windows * sizeof(double), "Spearman");
+  result->bias_share = obc_calloc((OBC_Q_COUNT + 1) * config->n_windows * result->n_recents *
+                                      config->n_topk * config->buckets,
+                                  sizeof(double), "bias shares");
+  result->bias_norm = obc_calloc((OBC_Q_COUNT + 1) * config->n_windows * config->buckets,
+                                 sizeof(double), "bias scores");
+  result->taylor = obc_malloc(taylor_capacity * sizeof(ObcTaylorPoint), "Taylor points");
+  if (!result->recall || (has_needle && !result->needle) || !result->spearman ||
+      !result->bias_share || !result->bias_norm || !result->taylor)
+    return OBC_ENOMEM;
+  return OBC_OK;
+}
+
+static void floats_to_doubles(const float *in, size_t n, double *out) {
+  for (size_t i = 0; i < n; i++) out[i] = (double)in[i];
+}
+
+/* Reads one (layer, KV head) and its query heads into b as doubles. */
+static int read_head(ObcTraceReader *reader, const ObcTraceMeta *meta, size_t layer,
+                     size_t kv_head, HeadBuffers *b) {
+  size_t d = meta->model.head_dim, rows = meta->n_rows;
+  size_t group = meta->model.n_heads / meta->model.n_kv_heads;
+  int rc = trace_read_kv(reader, layer, kv_head, b->K_f, b->V_f);
+  if (rc) return rc;
+  floats_to_doubles(b->K_f, meta->n_positions * d, b->K);
+  floats_to_doubles(b->V_f, meta->n_positions * d, b->V);
+  for (size_t j = 0; j < group; j++) {
+    rc = trace_read_rows(reader, layer, kv_head * group + j, b->Q_f, b->O_f, b->lse_f);
+    if (rc) return rc;
+    floats_to_doubles(b->Q_f, rows * d, b->Q + j * rows * d);
+    floats_to_doubles(b->O_f, rows * d, b->O + j * rows * d);
+    floats_to_doubles(b->lse_f, rows, b->lse + j * rows);
+  }
+  return OBC_OK;
+}
+
+/* Inputs of the per-head reduction that do not change from head to head. */
+typedef struct {
+  const ObcAnalysisConfig *config;
+  size_t n_prompt;
+  size_t max_k;
+  bool has_needle;
+  size_t needle_begin, needle_end;
+} ReduceContext;
+
+/* Selection, recall, needle retention and bias of the oracle itself. */
+static void reduce_oracle(const ReduceContext *ctx, ObcAnalysisResult *result, HeadBuffers *b,
+                          const double *oracle, ThreadScratch *t) {
+  const ObcAnalysisConfig *config = ctx->config;
+  size_t s = ctx->n_prompt;
+  select_rank_top(oracle, s, ctx->max_k, b->oracle_ranked);
+  select_rank_index(b->oracle_ranked, ctx->max_k, s, b->oracle_rank_of);
+  for (size_t ki = 0; ki < config->n_topk; ki++) {
+    /* The oracle's own top-k is the first k entries of its ranking. */
+    bias_selection_shares(b->oracle_ranked, config->topk[ki], s, config->buckets, t->share);
+    double *acc = result->bias_share + bias_share_index(result, config, OBC_Q_COUNT, 0, 0, ki);
+    for (size_t i = 0; i < config->buckets; i++) acc[i] += t->share[i];
+  }
+  bias_mean_norm_scores(oracle, s, config->buckets, t->share);
+  double *acc = result->bias_norm + (size_t)OBC_Q_COUNT * config->n_windows * config->buckets;
+  for (size_t i = 0; i < config->buckets; i++) acc[i] += t->share[i];
+}
+
+/* Everything computed from one quantity at one window, for one head. */
+static void reduce_task(const ReduceContext *ctx, ObcAnalysisResult *result, const HeadBuffers *b,
+                        size_t head, size_t q, size_t w, ThreadScratch *t, size_t tid) {
+  const ObcAnalysisConfig *config = ctx->config;
+  size_t s = ctx->n_prompt, B = config->buckets;
+  const double *score = b->sweep + (w * OBC_Q_COUNT + q) * s;
+  size_t *ranked = t->ranked + tid * ctx->max_k;
+  size_t *selected = t->selected + tid * ctx->max_k;
+  double *share = t->share + tid * B;
+
+  stats_average_ranks(score, s, t->pairs + tid * s, b->ranks + (w * OBC_Q_COUNT + q) * s);
+  bias_mean_norm_scores(score, s, B, share);
+  double *norm_acc = result->bias_norm + (q * config->n_windows + w) * B;
+  for (size_t i = 0; i < B; i++) norm_acc[i] += share[i];
+
+  for (size_t ri = 0; ri < result->n_recents; ri++) {
+    size_t r = result->recents[ri];
+    if (ctx->max_k > r) select_rank_top(score, s - r, ctx->max_k - r, ranked);
+    for (size_t ki = 0; ki < config->n_topk; ki++) {
+      size_t k = config->topk[ki];
+      size_t at = analysis_recall_index(result, config, head, q, w, ri, ki);
+      if (k <= r) { /* no room for scored positions: not reported */
+        result->recall[at] = NAN;
+        if (ctx->has_needle) result->needle[at] = NAN;
+        continue;
+      }
+      select_budget_from_ranking(ranked, s, k, r, selected);
+      result->recall[at] = select_recall(selected, k, b->oracle_rank_of);
+      if (ctx->has_needle)
+        result->needle[at] = select_span_retention(selected, k, ctx->needle_begin, ctx->needle_end);
+      bias_selection_shares(selected, k, s, B, share);
+      double *acc = result->bias_share + bias_share_index(result, config, q, w, ri, ki);
+      for (size_t i = 0; i < B; i++) acc[i] += share[i];
+    }
+  }
+}
+
+/* Every reduction of one head: the oracle's, then (quantity, window) tasks in
+ * parallel, then the Spearman pairs (which need every task's ranks). */
+static void reduce_head(const ReduceContext *ctx, ObcAnalysisResult *result, HeadBuffers *b,
+                        size_t head, ThreadScratch *t) {
+  const ObcAnalysisConfig *config = ctx->config;
+  size_t s = ctx->n_prompt, n_windows = config->n_windows;
+  const double *oracle = config->oracle_all_steps ? b->oracleT : b->oracle1;
+  reduce_oracle(ctx, result, b, oracle, t);
+  stats_average_ranks(b->oracle1, s, t->pairs, b->oracle_ranks1);
+  if (config->oracle_all_steps) stats_average_ranks(b->oracleT, s, t->pairs, b->oracle_ranksT);
+
+  long n_tasks = (long)(OBC_Q_COUNT * n_windows);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (long task = 0; task < n_tasks; task++) {
+    size_t tid = (size_t)omp_get_thread_num();
+    reduce_task(ctx, result, b, head, (size_t)task / n_windows, (size_t)task % n_windows, t, tid);
+  }
+
+  long n_corr = (long)(result->n_pairs * n_windows);
+#pragma omp parallel for schedule(static)
+  for (long c = 0; c < n_corr; c++) {
+    size_t pi = (size_t)c / n_windows, w = (size_t)c % n_windows;
+    const ObcSpearmanPair *pair = &result->pairs[pi];
+    const double *x = b->ranks + (w * OBC_Q_COUNT + pair->quantity) * s;
+    const double *y = pair->reference == OBC_REF_ORACLE1   ? b->oracle_ranks1
+                      : pair->reference == OBC_REF_ORACLET ? b->oracle_ranksT
+                                                           : b->ranks + (w * OBC_Q_COUNT +
+                                                                         (size_t)pair->reference) * s;
+    result->spearman[(head * result->n_pairs + pi) * n_windows + w] = stats_pearson(x, y, s);
+  }
+}
+
+/* Evenly spaced positions of one head for taylor.csv; the first
+ * (total % n_heads) heads take one point more. */
+static size_t add_taylor_points(const ObcAnalysisConfig *config, ObcAnalysisResult *result,
+                                const HeadBuffers *b, size_t w_main, size_t layer, size_t kv_head,
+                                size_t head) {
+  size_t s = result->n_prompt;
+  size_t m = config->taylor_points / result->n_heads + (head < config->taylor_points % result->n_heads);
+  if (m > s) m = s;
+  const double *oracle = config->oracle_all_steps ? b->oracleT : b->oracle1;
+  const double *base = b->sweep + w_main * OBC_Q_COUNT * s;
+  for (size_t j = 0; j < m; j++) {
+    size_t p = (2 * j + 1) * s / (2 * m);
+    result->taylor[result->n_taylor++] = (ObcTaylorPoint){
+        .layer = layer,
+        .kv_head = kv_head,
+        .position = p,
+        .exact_v = base[OBC_Q_EXACT_V * s + p],
+        .obc_v = base[OBC_Q_OBC_V * s + p],
+        .exact_k = base[OBC_Q_EXACT_K * s + p],
+        .obc_k = base[OBC_Q_OBC_K * s + p],
+        .exact_vk = base[OBC_Q_EXACT_VK * s + p],
+        .obc_vk = base[OBC_Q_OBC_VK * s + p],
+        .remove = base[OBC_Q_REMOVE * s + p],
+        .oracle = oracle[p],
+    };
+  }
+  return m;
+}
+
+static size_t index_of(const size_t *values, size_t n, size_t value) {
+  for (size_t i = 0; i < n; i++)
+    if (values[i] == value) return i;
+  return n;
+}
+
+static const char *gqa_name(ObcGqaAggregation a) {
+  return a == OBC_GQA_MEAN ? "mean" : a == OBC_GQA_MAX ? "max" : "sum";
+}
+
+static int open_scores_file(const ObcAnalysisConfig *config, const ObcAnalysisResult *result,
+                            const char *trace_path, ObcScoresFile **out) {
+  const char *names[OBC_Q_COUNT + 2];
+  size_t n = 0;
+  for (int q = 0; q < OBC_Q_COUNT; q++) names[n++] = score_quantity_name((ObcQuantity)q);
+  names[n++] = "oracle1";
+  if (config->oracle_all_steps) names[n++] = "oracleT";
+  ObcScoresFileLayout layout = {
+      .n_layers = result->n_layers,
+      .n_kv_heads = result->n_kv_heads,
+      .n_prompt = result->n_prompt,
+      .window = config->main_window,
+      .trace_path = trace_path,
+      .gqa = gqa_name(config->score_options.aggregation),
+      .precision = config->score_options.precision == OBC_PRECISION_DOUBLE ? "double" : "float",
+      .oracle_steps = config->oracle_all_steps ? result->oracle_steps : 0,
+      .names = names,
+      .n_datasets = n,
+  };
+  return scores_file_create(config->scores_out, &layout, out);
+}
+
+static int write_scores_head(ObcScoresFile *file, const ObcAnalysisConfig *config,
+                             const ObcAnalysisResult *result, const HeadBuffers *b, size_t w_main,
+                             size_t layer, size_t kv_head) {
+  size_t s = result->n_prompt;
+  int rc = OBC_OK;
+  for (size_t q = 0; q < OBC_Q_COUNT && !rc; q++)
+    rc = scores_file_write_head(file, q, layer, kv_head, b->sweep + (w_main * OBC_Q_COUNT + q) * s);
+  if (!rc) rc = scores_file_write_head(file, OBC_Q_COUNT, layer, kv_head, b->oracle1);
+  if (!rc && config->oracle_all_steps)
+    rc = scores_file_write_head(file, OBC_Q_COUNT + 1, layer, kv_head, b->oracleT);
+  return rc;
+}
+
+/* Divides the bias sums by the number of heads and copies the oracle's rows
+ * (computed once per head) to every window and recent window. */
+static void finish_bias(const ObcAnalysisConfig *config, ObcAnalysisResult *result) {
+  size_t B = config->buckets;
+  size_t n_share = (OBC_Q_COUNT + 1) * config->n_windows * result->n_recents * config->n_topk * B;
+  size_t n_norm = (OBC_Q_COUNT + 1) * config->n_windows * B;
+  for (size_t i = 0; i < n_share; i++) result->bias_share[i] /= (double)result->n_heads;
+  for (size_t i = 0; i < n_norm; i++) result->bias_norm[i] /= (double)result->n_heads;
+  for (size_t w = 0; w < config->n_windows; w++) {
+    if (w > 0)
+      memcpy(result->bias_norm + (OBC_Q_COUNT * config->n_windows + w) * B,
+             result->bias_norm + OBC_Q_COUNT * config->n_windows * B, B * sizeof(double));
+    for (size_t ri = 0; ri < result->n_recents; ri++)
+      for (size_t ki = 0; ki < config->n_topk; ki++) {
+        if (w == 0 && ri == 0) continue;
+        memcpy(result->bias_share + bias_share_index(result, config, OBC_Q_COUNT, w, ri, ki),
+               result->bias_share + bias_share_index(result, config, OBC_Q_COUNT, 0, 0, ki),
+               B * sizeof(double));
+      }
+  }
+}
+
+int analysis_run(ObcTraceReader *reader, const ObcAnalysisConfig *config, bool progress,
+                 ObcAnalysisResult *result) {
+  const ObcTraceMeta *meta = trace_meta(reader);
+  double start = obc_now_seconds();
+  memset(result, 0, sizeof *result);
+  result->n_layers = meta->model.n_layers;
+  result->n_kv_heads = meta->model.n_kv_heads;
+  result->n_heads = result->n_layers * result->n_kv_heads;
+  result->n_prompt = meta->n_prompt;
+  size_t first_decode = 0;
+  size_t decode_rows = trace_meta_decode_rows(meta, &first_decode);
+  result->oracle_steps = config->oracle_all_steps ? decode_rows : 1;
+  result->recents[0] = 0;
+  result->n_recents = 1;
+  if (config->recent > 0) result->recents[result->n_recents++] = config->recent;
+
+  const ObcSpan *needle = trace_meta_find_span(meta, "needle");
+  ReduceContext ctx = {.config = config, .n_prompt = meta->n_prompt,
+                       .max_k = config->topk[config->n_topk - 1]};
+  if (needle && needle->end > needle->begin && needle->begin >= 0) {
+    ctx.has_needle = true;
+    ctx.needle_begin = (size_t)needle->begin;
+    ctx.needle_end = needle->end > (int64_t)meta->n_prompt ? meta->n_prompt : (size_t)needle->end;
+  }
+  size_t taylor_capacity = config->taylor_points < result->n_heads * meta->n_prompt
+                               ? config->taylor_points
+                               : result->n_heads * meta->n_prompt;
+  size_t w_main = index_of(config->windows, config->n_windows, config->main_window);
+
+  HeadBuffers b;
+  ThreadScratch t;
+  ObcScoresFile *scores_file = NULL;
+  int rc = result_alloc(result, config, ctx.has_needle, taylor_capacity);
+  if (rc) {
+    analysis_result_free(result);
+    return rc;
+  }
+  if ((rc = head_buffers_alloc(&b, meta, config->n_windows, ctx.max_k, config->oracle_all_steps))) {
+    analysis_result_free(result);
+    return rc;
+  }
+  if ((rc = thread_scratch_alloc(&t, ctx.max_k, config->buckets, meta->n_prompt))) {
+    head_buffers_free(&b);
+    analysis_result_free(result);
+    return rc;
+  }
+  if (config->scores_out) rc = open_scores_file(config, result, trace_path(reader), &scores_file);
+
+  size_t group = meta->model.n_heads / meta->model.n_kv_heads;
+  for (size_t layer = 0; layer < result->n_layers && !rc; layer++) {
+    for (size_t g = 0; g < result->n_kv_heads && !rc; g++) {
+      size_t head = layer * result->n_kv_heads + g;
+      if ((rc = read_head(reader, meta, layer, g, &b))) break;
+      ObcHeadData data = {
+          .n_positions = meta->n_positions,
+          .n_prompt = meta->n_prompt,
+          .head_dim = meta->model.head_dim,
+          .group_size = group,
+          .n_rows = meta->n_rows,
+          .row_positions = meta->row_positions,
+          .K = b.K, .V = b.V, .Q = b.Q, .O = b.O, .lse = b.lse,
+          .attn_scale = meta->model.attn_scale,
+      };
+      rc = score_window_sweep(&data, config->windows, config->n_windows, &config->score_options,
+                              b.sweep);
+      if (!rc)
+        rc = oracle_eviction_error(&data, 1, config->score_options.precision, b.oracle1);
+      if (!rc && config->oracle_all_steps)
+        rc = oracle_eviction_error(&data, result->oracle_steps, config->score_options.precision,
+                                   b.oracleT);
+      if (rc) {
+        obc_fail_context(rc, "layer %zu, KV head %zu", layer, g);
+        break;
+      }
+      reduce_head(&ctx, result, &b, head, &t);
+      add_taylor_points(config, result, &b, w_main, layer, g, head);
+      if (scores_file) rc = write_scores_head(scores_file, config, result, &b, w_main, layer, g);
+    }
+    if (!rc && progress)
+      fprintf(stderr, "analyze: layer %zu/%zu done (%.1f s)\n", layer + 1, result->n_layers,
+              obc_now_seconds() - start);
+  }
+  head_buffers_free(&b);
+  thread_scratch_free(&t);
+  if (!rc && scores_file) {
+    rc = scores_file_commit(scores_file);
+    scores_file = NULL;
+  }
+  scores_file_abort(scores_file);
+  if (rc) {
+    analysis_result_free(result);
+    return rc;
+  }
+  finish_bias(config, result);
+  result->seconds = obc_now_seconds() - start;
+  return OBC_OK;
+}

@@ -1,0 +1,37 @@
+/* The --scores-out file: every per-token quantity of the main window as one
+ * HDF5 dataset per quantity (attn, ..., remove, oracle1, oracleT), each
+ * float64 of shape (n_layers, n_kv_heads, n_prompt), written one (layer, KV
+ * head) hyperslab at a time as the analysis streams, under a temporary name
+ * renamed by scores_file_commit. Attributes: schema "obcache-scores/1",
+ * window, trace, gqa, precision, tool_version, oracle_steps. */
+#ifndef OBC_SCORES_FILE_H
+#define OBC_SCORES_FILE_H
+
+#include <stddef.h>
+
+#define OBC_SCORES_SCHEMA "obcache-scores/1"
+#define OBC_SCORES_MAX_DATASETS 16
+
+typedef struct ObcScoresFile ObcScoresFile;
+
+typedef struct {
+  size_t n_layers, n_kv_heads, n_prompt;
+  size_t window;            /* main window */
+  const char *trace_path;
+  const char *gqa;          /* "sum" / "mean" / "max" */
+  const char *precision;    /* "float" / "double" */
+  size_t oracle_steps;      /* T of oracleT; 0 when only oracle1 is written */
+  const char *const *names; /* (n_datasets) dataset names */
+  size_t n_datasets;
+} ObcScoresFileLayout;
+
+int scores_file_create(const char *path, const ObcScoresFileLayout *layout, ObcScoresFile **out);
+/* values: (n_prompt), dataset index as in layout->names. */
+int scores_file_write_head(ObcScoresFile *file, size_t dataset, size_t layer, size_t kv_head,
+                           const double *values);
+/* Closes and renames into place; frees file. */
+int scores_file_commit(ObcScoresFile *file);
+/* Closes and removes the temporary file; frees file. NULL is a no-op. */
+void scores_file_abort(ObcScoresFile *file);
+
+#endif
