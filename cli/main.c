@@ -14,6 +14,7 @@ typedef struct {
 
 static const Command commands[] = {
     /* One line per subcommand, in pipeline order. */
+    {"synth", cmd_synth, "write a synthetic attention trace (no model needed)"},
     {"generate", cmd_generate, "greedy generation from a prompt, with tokens/s"},
     {"perplexity", cmd_perplexity, "teacher-forced perplexity of a model on a text file"},
     {"logits", cmd_logits, "debugging aid: write the logits of token ids as float32"},
