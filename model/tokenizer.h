@@ -40,6 +40,11 @@ int32_t tokenizer_bos_id(const Tokenizer *tokenizer); /* -1 when none */
 int32_t tokenizer_eos_id(const Tokenizer *tokenizer);
 /* True for the tokens that end a generation (eos, <|im_end|>, <|eot_id|>, ...). */
 int tokenizer_is_stop(const Tokenizer *tokenizer, int32_t id);
+/* True for control and user-defined (added) tokens, which encoding splits out
+ * of the text whole and decoding writes as their text. */
+int tokenizer_is_special(const Tokenizer *tokenizer, int32_t id);
+/* The pre-tokenizer's name (GGUF tokenizer.ggml.pre, or "tokenizer.json"). */
+const char *tokenizer_pre_name(const Tokenizer *tokenizer);
 /* Whether encoding a prompt should start with BOS (tokenizer.ggml.add_bos_token
  * / the HF config). */
 int tokenizer_adds_bos(const Tokenizer *tokenizer);
@@ -50,5 +55,12 @@ ObcChatTemplate tokenizer_chat_template(const Tokenizer *tokenizer);
  * including BOS when the template has one. */
 int tokenizer_encode_chat(const Tokenizer *tokenizer, const char *system, const char *user,
                           int32_t **ids, size_t *n_ids);
+/* The text tokenizer_encode_chat encodes (system may be NULL: the template's
+ * default system message, if any, is used); *text is malloc'ed. */
+int tokenizer_render_chat(const Tokenizer *tokenizer, const char *system, const char *user,
+                          char **text);
+/* The template's default system message (ChatML), or Llama 3.1's preamble of
+ * every system turn; NULL when none. */
+const char *tokenizer_default_system(const Tokenizer *tokenizer);
 
 #endif
