@@ -15,6 +15,9 @@ typedef struct {
 static const Command commands[] = {
     /* One line per subcommand, in pipeline order. */
     {"synth", cmd_synth, "write a synthetic attention trace (no model needed)"},
+    {"capture", cmd_capture, "run the model on a needle-in-a-haystack prompt and record a trace"},
+    {"analyze", cmd_analyze, "rank tokens by every eviction score and compare with the true eviction error"},
+    {"tokenize", cmd_tokenize, "print the token ids of a text (tokenizer only)"},
     {"generate", cmd_generate, "greedy generation from a prompt, with tokens/s"},
     {"perplexity", cmd_perplexity, "teacher-forced perplexity of a model on a text file"},
     {"logits", cmd_logits, "debugging aid: write the logits of token ids as float32"},
