@@ -106,6 +106,14 @@ size_t trace_meta_decode_rows(const ObcTraceMeta *meta, size_t *first_index);
  * presence and shape, and fails with "<path>: <problem>" otherwise. Reads
  * convert to float whatever the storage dtype. Values are checked for NaN/Inf
  * as they are read (OBC_EVALUE naming the dataset). */
+/* Error codes (added): OBC_EIO missing or unreadable file; OBC_EFORMAT not
+ * HDF5, not a trace, incomplete (complete != 1), missing attribute or dataset,
+ * inconsistent shape; OBC_EUNSUPPORTED another schema version; OBC_EVALUE a
+ * NaN/Inf (message names dataset, layer, head, row and column). The read
+ * functions serialise their HDF5 calls internally (an OpenMP critical
+ * section, HDF5 itself is not thread-safe), so threads may read different
+ * heads of one reader at once into their own buffers. meta->tokens,
+ * prompt_text and generated_text are NULL when the trace has none. */
 typedef struct ObcTraceReader ObcTraceReader;
 
 int trace_open(const char *path, ObcTraceReader **out);
@@ -130,6 +138,13 @@ int trace_read_logits(ObcTraceReader *reader, float *logits);
  * trace_create writes under a temporary name beside path; trace_commit writes
  * `complete` last and renames. trace_abort (or a signal) removes the
  * temporary file. Every layer tensor must be written before commit. */
+/* Details (added): the writer copies meta and fills schema_version,
+ * tool_version, created, dtype, has_attn and has_logits itself (from the
+ * options); NULL tokens / texts are simply not stored. lse and logits are
+ * always stored as f32 (store_f16 applies to K, V, Q, O, A). Both
+ * trace_commit (success or not) and trace_abort free the writer; after any
+ * failed trace_write_* call, call trace_abort. Use one writer from one
+ * thread. */
 typedef struct {
   bool store_f16;        /* store float tensors as IEEE half */
   int compression_level; /* 0 = none, 1..9 = deflate (with shuffle) */
