@@ -1,0 +1,242 @@
+"""The C runtime's logits against the independent NumPy reference
+(tests/reference_model.py), on tiny random-weight models this test writes
+(GGUF via the gguf package's GGUFWriter, and a Hugging Face folder) and on the
+real SmolLM2 model (OBC_MODEL, 64-token prompt).
+
+Pass criteria: max relative error <= 1e-4 over the last position, where
+relative = max|C - ref| / max|ref| (the reference runs in float64), and the
+same argmax at every position. Prints each comparison and its error."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reference_model  # noqa: E402
+
+OBCACHE = os.environ.get("OBCACHE", "obcache")
+TOLERANCE = 1e-4
+
+
+def c_logits(model, ids, scratch):
+    out = os.path.join(scratch, "logits.f32")
+    subprocess.run([OBCACHE, "logits", "--model", model, "--ids", ",".join(map(str, ids)),
+                    "--all", "-o", out, "--threads", "2"], check=True)
+    return np.fromfile(out, dtype="<f4").reshape(len(ids), -1)
+
+
+def compare(label, model, ids, scratch):
+    ref = reference_model.forward(reference_model.load(model), ids)
+    try:
+        got = c_logits(model, ids, scratch)
+    except subprocess.CalledProcessError as error:
+        print(f"FAIL {label}: obcache logits exited with {error.returncode}")
+        return False
+    if got.shape != ref.shape:
+        print(f"FAIL {label}: shape {got.shape} vs reference {ref.shape}")
+        return False
+    rel_last = np.abs(got[-1] - ref[-1]).max() / np.abs(ref[-1]).max()
+    rel_all = np.abs(got - ref).max() / np.abs(ref).max()
+    same = got.argmax(axis=1) == ref.argmax(axis=1)
+    ok = rel_last <= TOLERANCE and same.all()
+    print(f"{'ok  ' if ok else 'FAIL'} {label}: {len(ids)} tokens, max relative error "
+          f"last position {rel_last:.3g}, all positions {rel_all:.3g}; argmax equal at "
+          f"{same.sum()}/{len(ids)} positions")
+    return ok
+
+
+def llama3_factors(head_dim, theta, factor, low, high, old_context):
+    """Divisors of the inverse frequencies under Llama-3 rope scaling (what a
+    converter writes as rope_freqs.weight)."""
+    out = []
+    for i in range(head_dim // 2):
+        freq = theta ** (-2.0 * i / head_dim)
+        wavelen = 2 * np.pi / freq
+        if wavelen < old_context / high:
+            out.append(1.0)
+        elif wavelen > old_context / low:
+            out.append(factor)
+        else:
+            smooth = (old_context / wavelen - low) / (high - low)
+            out.append(1.0 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
+class Tiny:
+    """Random weights of a tiny model, named by role, (out, in) matrices."""
+
+    def __init__(self, seed, n_layers, dim, n_heads, n_kv_heads, ffn, vocab, biases):
+        rng = np.random.default_rng(seed)
+        self.n_layers, self.dim, self.n_heads, self.n_kv_heads = n_layers, dim, n_heads, n_kv_heads
+        self.ffn, self.vocab, self.head_dim = ffn, vocab, dim // n_heads
+        hd = self.head_dim
+
+        def mat(rows, cols, scale=1.0):
+            return (rng.standard_normal((rows, cols)) * scale / np.sqrt(cols)).astype(np.float32)
+
+        def vec(n, offset=0.0, scale=0.2):
+            return (offset + scale * rng.standard_normal(n)).astype(np.float32)
+
+        self.embed = (rng.standard_normal((vocab, dim))).astype(np.float32)
+        self.norm = vec(dim, 1.0)
+        self.lm_head = mat(vocab, dim, 2.0)
+        self.layers = []
+        for _ in range(n_layers):
+            layer = {
+                "attn_norm": vec(dim, 1.0), "q": mat(n_heads * hd, dim, 2.0),
+                "k": mat(n_kv_heads * hd, dim, 2.0), "v": mat(n_kv_heads * hd, dim),
+                "o": mat(dim, n_heads * hd), "ffn_norm": vec(dim, 1.0),
+                "gate": mat(ffn, dim), "up": mat(ffn, dim), "down": mat(dim, ffn),
+            }
+            if biases:
+                layer.update(bq=vec(n_heads * hd, 0, 0.5), bk=vec(n_kv_heads * hd, 0, 0.5),
+                             bv=vec(n_kv_heads * hd, 0, 0.5))
+            self.layers.append(layer)
+
+
+def permute_rows(w, n_head):
+    """llama.cpp's converter permutation: halves (i, i + d/2) -> pairs (2i, 2i+1)."""
+    rows = w.shape[0]
+    hd = rows // n_head
+    return w.reshape(n_head, 2, hd // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def write_gguf(path, arch, tiny, theta=10000.0, rope_freqs=None, quantize=False):
+    import gguf
+
+    writer = gguf.GGUFWriter(path, arch)
+    writer.add_name(os.path.basename(path))
+    writer.add_block_count(tiny.n_layers)
+    writer.add_context_length(256)
+    writer.add_embedding_length(tiny.dim)
+    writer.add_feed_forward_length(tiny.ffn)
+    writer.add_head_count(tiny.n_heads)
+    writer.add_head_count_kv(tiny.n_kv_heads)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_rope_freq_base(theta)
+    writer.add_rope_dimension_count(tiny.head_dim)
+    writer.add_vocab_size(tiny.vocab)
+
+    def add(name, array):
+        if quantize and array.ndim == 2:
+            q = gguf.quants.quantize(array, gguf.GGMLQuantizationType.Q8_0)
+            writer.add_tensor(name, q, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+        else:
+            writer.add_tensor(name, array)
+
+    add("token_embd.weight", tiny.embed)
+    add("output_norm.weight", tiny.norm)
+    add("output.weight", tiny.lm_head)
+    if rope_freqs is not None:
+        add("rope_freqs.weight", rope_freqs)
+    names = {"attn_norm": "attn_norm.weight", "q": "attn_q.weight", "k": "attn_k.weight",
+             "v": "attn_v.weight", "o": "attn_output.weight", "ffn_norm": "ffn_norm.weight",
+             "gate": "ffn_gate.weight", "up": "ffn_up.weight", "down": "ffn_down.weight",
+             "bq": "attn_q.bias", "bk": "attn_k.bias", "bv": "attn_v.bias"}
+    for i, layer in enumerate(tiny.layers):
+        for role, array in layer.items():
+            if arch == "llama" and role in ("q", "k"):  # as llama.cpp's converter does
+                array = permute_rows(array, tiny.n_heads if role == "q" else tiny.n_kv_heads)
+            add(f"blk.{i}.{names[role]}", array)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def write_hf(folder, tiny, theta, scaling):
+    from safetensors.numpy import save_file
+
+    os.makedirs(folder, exist_ok=True)
+    config = {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+        "hidden_size": tiny.dim, "intermediate_size": tiny.ffn,
+        "num_hidden_layers": tiny.n_layers, "num_attention_heads": tiny.n_heads,
+        "num_key_value_heads": tiny.n_kv_heads, "vocab_size": tiny.vocab,
+        "max_position_embeddings": 256, "rms_norm_eps": 1e-5, "rope_theta": theta,
+        "rope_scaling": scaling, "tie_word_embeddings": True, "torch_dtype": "float32",
+    }
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f, indent=1)
+    names = {"attn_norm": "input_layernorm.weight", "q": "self_attn.q_proj.weight",
+             "k": "self_attn.k_proj.weight", "v": "self_attn.v_proj.weight",
+             "o": "self_attn.o_proj.weight", "ffn_norm": "post_attention_layernorm.weight",
+             "gate": "mlp.gate_proj.weight", "up": "mlp.up_proj.weight",
+             "down": "mlp.down_proj.weight"}
+    tensors = {"model.embed_tokens.weight": tiny.embed, "model.norm.weight": tiny.norm}
+    for i, layer in enumerate(tiny.layers):
+        for role, array in layer.items():
+            tensors[f"model.layers.{i}.{names[role]}"] = array
+    save_file(tensors, os.path.join(folder, "model.safetensors"))
+
+
+def smollm2_ids(model_path, count):
+    """Token ids of an English passage, looked up word by word in the GGUF
+    vocabulary (words that are single tokens, with the leading-space marker);
+    independent of the C tokenizer."""
+    import gguf
+
+    reader = gguf.GGUFReader(model_path)
+    field = reader.fields["tokenizer.ggml.tokens"]
+    vocab = {bytes(field.parts[i]).decode("utf-8"): n for n, i in enumerate(field.data)}
+    text = ("In the beginning God created the heaven and the earth. And the earth was "
+            "without form, and void; and darkness was upon the face of the deep. And the "
+            "Spirit of God moved upon the face of the waters. And God said, Let there be "
+            "light: and there was light. And God saw the light, that it was good: and God "
+            "divided the light from the darkness. And God called the light Day, and the "
+            "darkness he called Night. And the evening and the morning were the first day.")
+    ids = []
+    for i, word in enumerate(text.replace(",", " ,").replace(".", " .").replace(":", " :")
+                             .replace(";", " ;").split()):
+        key = word if i == 0 or word in ",.:;" else "\u0120" + word
+        if key in vocab:
+            ids.append(vocab[key])
+        if len(ids) == count:
+            break
+    assert len(ids) == count, f"only {len(ids)} single-token words"
+    return ids
+
+
+def main():
+    ok = True
+    ids = [int(x) for x in (np.arange(40) * 37 + 11) % 200]
+    with tempfile.TemporaryDirectory(dir=os.environ.get("OBC_TMP")) as scratch:
+        path = os.path.join(scratch, "llama_gqa2.gguf")
+        write_gguf(path, "llama", Tiny(1, 2, 64, 4, 2, 96, 200, False))
+        ok &= compare("tiny llama GGUF, GQA 2:1", path, ids, scratch)
+
+        path = os.path.join(scratch, "llama_gqa4_rope3.gguf")
+        factors = llama3_factors(16, 500000.0, 8.0, 1.0, 4.0, 64)
+        write_gguf(path, "llama", Tiny(2, 3, 128, 8, 2, 160, 200, False), 500000.0, factors)
+        ok &= compare("tiny llama GGUF, GQA 4:1, Llama-3 rope_freqs.weight", path, ids, scratch)
+
+        path = os.path.join(scratch, "qwen2_bias.gguf")
+        write_gguf(path, "qwen2", Tiny(3, 2, 64, 4, 2, 96, 200, True))
+        ok &= compare("tiny qwen2 GGUF, GQA 2:1, q/k/v biases", path, ids, scratch)
+
+        path = os.path.join(scratch, "llama_q8.gguf")
+        write_gguf(path, "llama", Tiny(4, 2, 64, 8, 2, 96, 200, False), quantize=True)
+        ok &= compare("tiny llama GGUF, GQA 4:1, Q8_0 weights", path, ids, scratch)
+
+        folder = os.path.join(scratch, "llama_hf")
+        scaling = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                   "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
+        write_hf(folder, Tiny(5, 2, 128, 8, 4, 160, 200, False), 500000.0, scaling)
+        ok &= compare("tiny llama HF folder, GQA 2:1, rope_scaling llama3, tied", folder, ids,
+                      scratch)
+
+        model = os.environ.get("OBC_MODEL")
+        if model and os.path.exists(model):
+            ok &= compare("SmolLM2-135M-Instruct GGUF", model, smollm2_ids(model, 64), scratch)
+        else:
+            print(f"FAIL SmolLM2: model not found at {model} (run scripts/setup.sh)")
+            ok = False
+    print("all comparisons passed" if ok else "some comparisons FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
