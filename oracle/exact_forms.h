@@ -1,0 +1,156 @@
+/* Per-pair closed forms of SPEC.md sections 2-3: the contribution of one
+ * (query row i, token p) pair of one query head to each Taylor score and each
+ * exact error, in O(1) once a few dot products are known.
+ *
+ * Inputs of a pair: a = A_ip = exp(z - lse_i) (never exp(z)/sum), z = z_ip,
+ * e = exp(-lse_i) (the weight a zeroed logit would get), one_minus_a = 1 - A_ip,
+ * and four scalars about v = v_p and o = o_i:
+ *   vv = ||v||^2, oo = ||o||^2, dd = ||v - o||^2, vd = v.(v - o).
+ * The fast path gets dd and vd from vo = v.o (dd = vv - 2 vo + oo, vd = vv - vo,
+ * obc_pair_norms_from_dots). That cancels when o ~ v, which happens exactly
+ * when A_ip -> 1, where the exact errors divide by (1 - A)^2; so pairs with
+ * A_ip > 1/2 (at most one per row: z - lse > log 1/2, OBC_LOG_HALF) take the
+ * careful path obc_pair_forms_precise: z in double from q and k, dd and vd
+ * from the vectors, and 1 - A = -expm1(z - lse). Below 1/2, 1 - a is accurate as a plain
+ * subtraction. Shared by oracle/ and the fused window sweep of analyze/. */
+#ifndef OBC_EXACT_FORMS_H
+#define OBC_EXACT_FORMS_H
+
+#include <math.h>
+#include <stddef.h>
+
+/* log(1/2): pairs with z - lse above it have A > 1/2 and take the careful path. */
+#define OBC_LOG_HALF (-0.69314718055994530942)
+/* 1 - A below this (relative to 1) means the row has a single live key to
+ * working precision: o = v_p and the perturbed outputs are known exactly
+ * (zero key: o' = v_p = o; zero both / remove: o' = 0, error ||o||^2). The
+ * formulas would divide rounding noise by (1 - A)^2 there. */
+#define OBC_ONE_MINUS_A_MIN 1e-12
+
+/* dd = ||v - o||^2 and vd = v.(v - o) from vv, vo = v.o, oo. */
+static inline void obc_pair_norms_from_dots(double vv, double vo, double oo, double *dd,
+                                            double *vd) {
+  *dd = vv - 2.0 * vo + oo;
+  *vd = vv - vo;
+}
+
+/* vv, oo, dd, vd straight from the vectors v (d) and o (d), in double. */
+static inline void obc_pair_norms_direct(const double *v, const double *o, size_t d, double *vv,
+                                         double *oo, double *dd, double *vd) {
+  double s_vv = 0.0, s_oo = 0.0, s_dd = 0.0, s_vd = 0.0;
+  for (size_t k = 0; k < d; k++) {
+    double diff = v[k] - o[k];
+    s_vv += v[k] * v[k];
+    s_oo += o[k] * o[k];
+    s_dd += diff * diff;
+    s_vd += v[k] * diff;
+  }
+  *vv = s_vv;
+  *oo = s_oo;
+  *dd = s_dd;
+  *vd = s_vd;
+}
+
+/* obc_v = exact_v: zeroing v gives o' - o = -A v, so A^2 ||v||^2. */
+static inline double obc_form_obc_v(double a, double vv) { return a * a * vv; }
+
+/* obc_k: (A z)^2 ||v - o||^2. */
+static inline double obc_form_obc_k(double a, double z, double dd) {
+  double az = a * z;
+  return az * az * dd;
+}
+
+/* The cross term of obc_vk: 2 A^2 z (||v||^2 - v.o) = 2 A^2 z v.(v - o). */
+static inline double obc_form_obc_vk_cross(double a, double z, double vd) {
+  return 2.0 * a * a * z * vd;
+}
+
+/* exact_k: with r = 1/(1 - A + e), o' = r(o - A v) + r e v, so
+ * o' - o = (r - 1) o - r (A - e) v = r (A - e)(o - v) because r - 1 = r (A - e):
+ * error r^2 (A - e)^2 ||v - o||^2. Single live key: o' = v = o, error 0.
+ * A - e is a plain subtraction: its rounding is eps * max(A, e), so the
+ * relative error of the term is about eps / |z| (the term itself vanishes as
+ * z^2 when z -> 0). */
+static inline double obc_form_exact_k(double a, double e, double one_minus_a, double dd) {
+  double safe = one_minus_a > OBC_ONE_MINUS_A_MIN ? one_minus_a : OBC_ONE_MINUS_A_MIN;
+  double t = (a - e) / (safe + e);
+  double value = t * t * dd;
+  return one_minus_a > OBC_ONE_MINUS_A_MIN ? value : 0.0;
+}
+
+/* exact_vk: o' = r (o - A v), o' - o = r ((A - e) o - A v) = -r (A (v - o) + e o):
+ * error r^2 (A^2 ||v - o||^2 + 2 A e (v - o).o + e^2 ||o||^2), with
+ * (v - o).o = vd - dd. Single live key: o' = 0, error ||o||^2. */
+static inline double obc_form_exact_vk(double a, double e, double one_minus_a, double oo,
+                                       double dd, double vd) {
+  double safe = one_minus_a > OBC_ONE_MINUS_A_MIN ? one_minus_a : OBC_ONE_MINUS_A_MIN;
+  double r = 1.0 / (safe + e);
+  double value = r * r * (a * a * dd + 2.0 * a * e * (vd - dd) + e * e * oo);
+  return one_minus_a > OBC_ONE_MINUS_A_MIN ? value : oo;
+}
+
+/* remove: o' = (o - A v)/(1 - A), o' - o = A (o - v)/(1 - A): error
+ * (A / (1 - A))^2 ||v - o||^2. Single live key: the whole output is lost,
+ * error ||o||^2 (never inf/NaN). */
+static inline double obc_form_remove(double a, double one_minus_a, double oo, double dd) {
+  double safe = one_minus_a > OBC_ONE_MINUS_A_MIN ? one_minus_a : OBC_ONE_MINUS_A_MIN;
+  double t = a / safe;
+  double value = t * t * dd;
+  return one_minus_a > OBC_ONE_MINUS_A_MIN ? value : oo;
+}
+
+/* Every per-pair quantity of one (row, token) pair. */
+typedef struct {
+  double attn;     /* A */
+  double attn2;    /* A^2 */
+  double obc_v;    /* = exact_v */
+  double obc_k;
+  double obc_vk;   /* obc_v + obc_k + cross term */
+  double exact_k;
+  double exact_vk;
+  double remove;
+} ObcPairForms;
+
+/* All forms of one pair from its scalars. */
+static inline void obc_pair_forms(double a, double z, double e, double one_minus_a, double vv,
+                                  double oo, double dd, double vd, ObcPairForms *f) {
+  f->attn = a;
+  f->attn2 = a * a;
+  f->obc_v = obc_form_obc_v(a, vv);
+  f->obc_k = obc_form_obc_k(a, z, dd);
+  f->obc_vk = f->obc_v + f->obc_k + obc_form_obc_vk_cross(a, z, vd);
+  f->exact_k = obc_form_exact_k(a, e, one_minus_a, dd);
+  f->exact_vk = obc_form_exact_vk(a, e, one_minus_a, oo, dd, vd);
+  f->remove = obc_form_remove(a, one_minus_a, oo, dd);
+}
+
+/* The careful path for a pair with A > 1/2: the logit again in double from
+ * q (d) and k (d) (so a FLOAT sweep does not turn a 1e-7 logit error into a
+ * 100% error on 1 - A), A and 1 - A = -expm1(z - lse), and the norms from
+ * v (d) and o (d) without cancellation. */
+static inline void obc_pair_forms_precise(const double *q, const double *k, const double *v,
+                                          const double *o, size_t d, double attn_scale,
+                                          double lse, ObcPairForms *f) {
+  double qk = 0.0, vv, oo, dd, vd;
+  for (size_t c = 0; c < d; c++) qk += q[c] * k[c];
+  obc_pair_norms_direct(v, o, d, &vv, &oo, &dd, &vd);
+  double z = attn_scale * qk, x = z - lse;
+  obc_pair_forms(exp(x), z, exp(-lse), -expm1(x), vv, oo, dd, vd, f);
+}
+
+/* All forms of one pair given its GEMM outputs z and vo: the fast path below
+ * A = 1/2, the careful one above. For code that is not the fused hot loop. */
+static inline void obc_pair_forms_any(const double *q, const double *k, const double *v,
+                                      const double *o, size_t d, double attn_scale, double z,
+                                      double vv, double vo, double oo, double lse,
+                                      ObcPairForms *f) {
+  if (z - lse > OBC_LOG_HALF) {
+    obc_pair_forms_precise(q, k, v, o, d, attn_scale, lse, f);
+    return;
+  }
+  double a = exp(z - lse), dd, vd;
+  obc_pair_norms_from_dots(vv, vo, oo, &dd, &vd);
+  obc_pair_forms(a, z, exp(-lse), 1.0 - a, vv, oo, dd, vd, f);
+}
+
+#endif

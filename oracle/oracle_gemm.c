@@ -1,0 +1,72 @@
+/* Logit and value-output blocks through cblas (see oracle_gemm.h). FLOAT keeps
+ * float copies of Q, O and the covered keys and values, so a sweep rounds each
+ * input once rather than once per block. */
+#include "oracle/oracle_gemm.h"
+
+#include <assert.h>
+#include <cblas.h>
+#include <stdlib.h>
+
+#include "common/obc_error.h"
+
+static float *oracle_gemm_to_float(const double *src, size_t n, const char *what) {
+  float *dst = obc_malloc(n * sizeof *dst, what);
+  if (!dst) return NULL;
+  for (size_t i = 0; i < n; i++) dst[i] = (float)src[i];
+  return dst;
+}
+
+int oracle_gemm_init(OracleGemm *gemm, const ObcHeadData *head, size_t n_keys,
+                     ObcPrecision precision) {
+  assert(n_keys <= head->n_positions);
+  *gemm = (OracleGemm){.head = head, .precision = precision, .n_keys = n_keys};
+  if (precision == OBC_PRECISION_DOUBLE) return 0;
+  size_t d = head->head_dim, rows = head->group_size * head->n_rows * d;
+  gemm->Q = oracle_gemm_to_float(head->Q, rows, "float copy of Q");
+  gemm->O = oracle_gemm_to_float(head->O, rows, "float copy of O");
+  gemm->K = oracle_gemm_to_float(head->K, n_keys * d, "float copy of K");
+  gemm->V = oracle_gemm_to_float(head->V, n_keys * d, "float copy of V");
+  if (!gemm->Q || !gemm->O || !gemm->K || !gemm->V) {
+    oracle_gemm_free(gemm);
+    return OBC_ENOMEM;
+  }
+  return 0;
+}
+
+void oracle_gemm_free(OracleGemm *gemm) {
+  free(gemm->Q);
+  free(gemm->O);
+  free(gemm->K);
+  free(gemm->V);
+  gemm->Q = gemm->O = gemm->K = gemm->V = NULL;
+}
+
+void oracle_gemm_block(const OracleGemm *gemm, size_t j, size_t row_lo, size_t n_rows, size_t b0,
+                       size_t nb, double *z, double *vo, float *scratch) {
+  const ObcHeadData *head = gemm->head;
+  size_t d = head->head_dim;
+  assert(j < head->group_size && row_lo + n_rows <= head->n_rows && b0 + nb <= gemm->n_keys);
+  if (n_rows == 0 || nb == 0) return;
+  size_t row_offset = (j * head->n_rows + row_lo) * d;
+  int m = (int)n_rows, n = (int)nb, k = (int)d;
+  if (gemm->precision == OBC_PRECISION_DOUBLE) {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, head->attn_scale,
+                head->Q + row_offset, k, head->K + b0 * d, k, 0.0, z, n);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0, head->O + row_offset, k,
+                head->V + b0 * d, k, 0.0, vo, n);
+    return;
+  }
+  assert(scratch);
+  size_t count = n_rows * nb;
+  float *zf = scratch, *vof = scratch + count;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f,
+              gemm->Q + row_offset, k, gemm->K + b0 * d, k, 0.0f, zf, n);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, gemm->O + row_offset, k,
+              gemm->V + b0 * d, k, 0.0f, vof, n);
+  /* The scale is applied in double, after the float product. */
+  double scale = head->attn_scale;
+  for (size_t i = 0; i < count; i++) {
+    z[i] = scale * zf[i];
+    vo[i] = vof[i];
+  }
+}

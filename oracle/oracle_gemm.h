@@ -1,0 +1,37 @@
+/* The two GEMMs behind every closed form: logits z = scale * Q_rows K_blk^T and
+ * value-output dots vo = O_rows V_blk^T, for a run of captured rows of one query
+ * head against a block of prompt positions.
+ *
+ * With OBC_PRECISION_FLOAT the inputs are rounded to float once (init) and the
+ * products use sgemm, then are widened to double; with OBC_PRECISION_DOUBLE
+ * dgemm reads the double inputs directly. Called inside an OpenMP parallel
+ * region, the OpenMP build of OpenBLAS runs each call on the calling thread. */
+#ifndef OBC_ORACLE_GEMM_H
+#define OBC_ORACLE_GEMM_H
+
+#include <stddef.h>
+
+#include "oracle/oracle.h"
+
+typedef struct {
+  const ObcHeadData *head;
+  ObcPrecision precision;
+  size_t n_keys;   /* keys covered: positions 0..n_keys-1 */
+  float *Q;        /* (group_size, n_rows, head_dim), FLOAT only */
+  float *O;        /* (group_size, n_rows, head_dim), FLOAT only */
+  float *K;        /* (n_keys, head_dim), FLOAT only */
+  float *V;        /* (n_keys, head_dim), FLOAT only */
+} OracleGemm;
+
+/* Prepares products against keys 0..n_keys-1 (n_keys <= n_positions). */
+int oracle_gemm_init(OracleGemm *gemm, const ObcHeadData *head, size_t n_keys,
+                     ObcPrecision precision);
+void oracle_gemm_free(OracleGemm *gemm);
+
+/* For query head j and rows row_lo..row_lo+n_rows-1, positions b0..b0+nb-1:
+ * z (n_rows, nb) = attn_scale * q.k and vo (n_rows, nb) = o.v. scratch holds
+ * 2 * n_rows * nb floats (FLOAT only; may be NULL for DOUBLE). */
+void oracle_gemm_block(const OracleGemm *gemm, size_t j, size_t row_lo, size_t n_rows, size_t b0,
+                       size_t nb, double *z, double *vo, float *scratch);
+
+#endif
