@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""obcache's tokenizer against an independent reference: the tokenizer that
+`transformers` builds from the GGUF file's own metadata (its GGUF tokenizer
+builder on top of the `tokenizers` package; the metadata is read with the
+`gguf` package because transformers' own GGUF reader imports PyTorch).
+
+Compared, on tests/tokenizer_corpus.txt (line by line and as one text):
+  1. the ids of the default model's GGUF (pre-tokenizer "smollm");
+  2. decode(encode(x)) == x, through `obcache tokenize --decode`;
+  3. the ids when the same tokenizer is loaded from a tokenizer.json +
+     tokenizer_config.json written by the reference (the Hugging Face path);
+  4. the ids of metadata-only GGUF copies whose tokenizer.ggml.pre is
+     "llama-bpe" and "qwen2", where transformers uses its own split regexes;
+  5. the chat prompt ids: the GGUF's chat template rendered by transformers
+     (apply_chat_template, Jinja) and encoded by the reference, against
+     `obcache tokenize --chat`, with and without a system message.
+
+transformers knows no "smollm" pre-tokenizer and falls back to GPT-2's regex;
+SmolLM2's own tokenizer.json (and llama.cpp's "smollm") split digits one by
+one first. The reference gets that pre-tokenizer (Digits + ByteLevel); the
+number of corpus lines where the fallback would differ is printed.
+Exits non-zero on any difference."""
+import json
+import os
+import subprocess
+import sys
+
+import gguf
+from tokenizers import pre_tokenizers
+
+try:
+    from transformers import PreTrainedTokenizerFast
+    from transformers.integrations.gguf.gguf_tokenizer_mapping import convert_gguf_tokenizer
+except ImportError as error:  # pragma: no cover - set-up problem, not a test result
+    sys.exit(f"test_tokenizer_reference: needs the transformers package ({error}); run scripts/setup.sh")
+
+OBCACHE = os.environ["OBCACHE"]
+SOURCE = os.environ.get("OBC_SOURCE_DIR", os.path.join(os.path.dirname(__file__), ".."))
+MODEL = os.environ.get("OBC_MODEL") or os.path.join(SOURCE, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+TMP = os.environ.get("OBC_TMP", "/tmp")
+CORPUS = os.path.join(SOURCE, "tests", "tokenizer_corpus.txt")
+
+failures = []
+
+
+def check(name, ok, detail=""):
+    print(f"{'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}")
+    if not ok:
+        failures.append(name)
+
+
+def read_metadata(path):
+    reader = gguf.GGUFReader(path)
+
+    def value(key, default=None):
+        field = reader.fields.get(key)
+        return field.contents() if field is not None else default
+
+    return {
+        "architecture": value("general.architecture"),
+        "model": value("tokenizer.ggml.model"),
+        "pre": value("tokenizer.ggml.pre"),
+        "tokens": value("tokenizer.ggml.tokens"),
+        "token_type": value("tokenizer.ggml.token_type"),
+        "merges": value("tokenizer.ggml.merges"),
+        "bos": value("tokenizer.ggml.bos_token_id"),
+        "eos": value("tokenizer.ggml.eos_token_id"),
+        "add_bos": bool(value("tokenizer.ggml.add_bos_token", False)),
+        "chat_template": value("tokenizer.chat_template"),
+    }
+
+
+def smollm_pre_tokenizer():
+    return pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True),
+    ])
+
+
+def build_reference(meta, fix_smollm=True):
+    """transformers' tokenizer for the metadata (backend tokenizers.Tokenizer)."""
+    tokenizer_dict = {
+        "tokenizer_type": meta["model"], "pre_tokenizer_type": meta["pre"], "tokens": meta["tokens"],
+        "token_type": meta["token_type"], "merges": meta["merges"], "bos_token_id": meta["bos"],
+        "eos_token_id": meta["eos"],
+    }
+    backend, _ = convert_gguf_tokenizer(meta["architecture"], tokenizer_dict)
+    if fix_smollm and meta["pre"] == "smollm":
+        backend.pre_tokenizer = smollm_pre_tokenizer()
+    return backend
+
+
+def obcache_lines(model, path, *extra):
+    out = subprocess.run([OBCACHE, "tokenize", "--model", model, "--lines", "--file", path, *extra],
+                         check=True, capture_output=True, text=True).stdout
+    return [[int(x) for x in line.split()] for line in out.split("\n")[:-1]]
+
+
+def obcache_ids(model, *args):
+    out = subprocess.run([OBCACHE, "tokenize", "--model", model, *args], check=True, capture_output=True,
+                         text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def expected_ids(reference, meta, text):
+    ids = reference.encode(text, add_special_tokens=False).ids
+    return ([meta["bos"]] if meta["add_bos"] else []) + ids
+
+
+def compare_corpus(label, model, reference, meta, lines, corpus):
+    got = obcache_lines(model, CORPUS)
+    want = [expected_ids(reference, meta, line) for line in lines]
+    bad = [i for i, (g, w) in enumerate(zip(got, want)) if g != w]
+    check(f"{label}: ids of each of the {len(lines)} corpus lines", len(got) == len(want) and not bad,
+          f"{len(bad)} lines differ" + (f", first line {bad[0] + 1}: {lines[bad[0]]!r}\n  obcache   {got[bad[0]]}"
+                                        f"\n  reference {want[bad[0]]}" if bad else ""))
+    whole = obcache_ids(model, "--file", CORPUS)
+    want_whole = expected_ids(reference, meta, corpus)
+    first = next((i for i, (g, w) in enumerate(zip(whole, want_whole)) if g != w), None)
+    check(f"{label}: ids of the whole corpus ({len(want_whole)} tokens)", whole == want_whole,
+          "" if whole == want_whole else f"{len(whole)} vs {len(want_whole)} tokens, first difference at {first}")
+    return whole
+
+
+def write_metadata_gguf(meta, path, pre):
+    """A GGUF holding only the tokenizer metadata, with another pre-tokenizer."""
+    writer = gguf.GGUFWriter(path, meta["architecture"])
+    writer.add_tokenizer_model(meta["model"])
+    writer.add_tokenizer_pre(pre)
+    writer.add_token_list(meta["tokens"])
+    writer.add_token_types([int(t) for t in meta["token_type"]])
+    writer.add_token_merges(meta["merges"])
+    writer.add_bos_token_id(int(meta["bos"]))
+    writer.add_eos_token_id(int(meta["eos"]))
+    writer.add_add_bos_token(meta["add_bos"])
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def write_hf_folder(reference, meta, folder):
+    os.makedirs(folder, exist_ok=True)
+    reference.save(os.path.join(folder, "tokenizer.json"))
+    config = {"bos_token": meta["tokens"][meta["bos"]], "eos_token": meta["tokens"][meta["eos"]],
+              "add_bos_token": meta["add_bos"]}
+    if meta["chat_template"]:
+        config["chat_template"] = meta["chat_template"]
+    with open(os.path.join(folder, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump(config, f, ensure_ascii=False, indent=1)
+
+
+def compare_chat(model, reference, meta):
+    fast = PreTrainedTokenizerFast(tokenizer_object=reference, bos_token=meta["tokens"][meta["bos"]],
+                                   eos_token=meta["tokens"][meta["eos"]])
+    fast.chat_template = meta["chat_template"]
+    cases = [(None, "What is the capital of France?"),
+             ("You are a terse assistant.", "Name three prime numbers  and   a café ☕.")]
+    for system, user in cases:
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
+        text = fast.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        want = reference.encode(text, add_special_tokens=False).ids
+        args = ["--chat", user] + (["--system", system] if system else [])
+        got = obcache_ids(model, *args)
+        check(f"chat prompt ids, system={'given' if system else 'default'} ({len(want)} tokens)", got == want,
+              "" if got == want else f"\n  rendered  {text!r}\n  obcache   {got}\n  reference {want}")
+
+
+def main():
+    if not os.path.exists(MODEL):
+        sys.exit(f"test_tokenizer_reference: model {MODEL} missing (run scripts/setup.sh)")
+    with open(CORPUS, encoding="utf-8", newline="") as f:
+        corpus = f.read()
+    lines = corpus.split("\n")[:-1]
+    meta = read_metadata(MODEL)
+    print(f"model {MODEL}: tokenizer {meta['model']}, pre {meta['pre']}, {len(meta['tokens'])} tokens, "
+          f"{len(meta['merges'])} merges; corpus {len(lines)} lines, {len(corpus.encode())} bytes")
+    reference = build_reference(meta)
+
+    fallback = build_reference(meta, fix_smollm=False)
+    n_fallback = sum(fallback.encode(line, add_special_tokens=False).ids !=
+                     reference.encode(line, add_special_tokens=False).ids for line in lines)
+    print(f"info: transformers' GPT-2 fallback for 'smollm' would differ on {n_fallback} corpus lines")
+
+    whole = compare_corpus("GGUF " + meta["pre"], MODEL, reference, meta, lines, corpus)
+    decoded = subprocess.run([OBCACHE, "tokenize", "--model", MODEL, "--decode", ",".join(map(str, whole))],
+                             check=True, capture_output=True).stdout.decode("utf-8")
+    check("decode(encode(corpus)) == corpus (obcache)", decoded == corpus)
+    check("decode(encode(corpus)) == corpus (reference)",
+          reference.decode(reference.encode(corpus, add_special_tokens=False).ids, skip_special_tokens=False) == corpus)
+
+    folder = os.path.join(TMP, "tokenizer_hf")
+    write_hf_folder(reference, meta, folder)
+    compare_corpus("tokenizer.json", folder, reference, meta, lines, corpus)
+
+    for pre in ("llama-bpe", "qwen2"):
+        variant = dict(meta, pre=pre)
+        path = os.path.join(TMP, f"tokenizer_{pre}.gguf")
+        write_metadata_gguf(variant, path, pre)
+        compare_corpus(f"GGUF {pre}", path, build_reference(variant), variant, lines, corpus)
+
+    if meta["chat_template"]:
+        compare_chat(MODEL, reference, meta)
+    if failures:
+        print(f"{len(failures)} check(s) failed: {', '.join(failures)}")
+        return 1
+    print("all tokenizer reference checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
