@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential cmake pkg-config libhdf5-dev hdf5-tools libcjson-dev
               check libopenblas-openmp-dev libpcre2-dev gnuplot-nox bible-kjv)
-PY_PACKAGES=(numpy h5py gguf tokenizers safetensors)
+PY_PACKAGES=(numpy h5py gguf tokenizers safetensors transformers)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
