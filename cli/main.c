@@ -15,6 +15,8 @@ typedef struct {
 static const Command commands[] = {
     /* One line per subcommand, in pipeline order. */
     {"synth", cmd_synth, "write a synthetic attention trace (no model needed)"},
+    {"info", cmd_info, "summarise a trace: model, positions, rows, spans, datasets"},
+    {"verify", cmd_verify, "recompute lse, O (and A) of a trace from its Q, K, V and compare"},
     {"capture", cmd_capture, "run the model on a needle-in-a-haystack prompt and record a trace"},
     {"analyze", cmd_analyze, "rank tokens by every eviction score and compare with the true eviction error"},
     {"tokenize", cmd_tokenize, "print the token ids of a text (tokenizer only)"},

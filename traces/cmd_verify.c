@@ -1,0 +1,238 @@
+/* `obcache verify TRACE`: recomputes every head's lse, O (and A when stored)
+ * from its Q, K, V in double precision, one (layer, KV head) at a time, and
+ * reports the worst relative difference per quantity. A trace whose stored
+ * outputs disagree with its own inputs beyond the tolerance fails. */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "common/obc_cli.h"
+#include "common/obc_error.h"
+#include "traces/trace.h"
+#include "traces/trace_attend.h"
+
+/* Default tolerances. f32 storage: Q, K, V, O are rounded to 2^-24 relative;
+ * a logit q.k/sqrt(d) of magnitude up to ~30 then moves by ~1e-6, and the
+ * producer (a model runtime) accumulated in float over up to 10^5 keys, so
+ * honest traces stay around 1e-6..1e-5: 1e-4 leaves a margin of ten and still
+ * catches any real inconsistency (wrong head mapping, scale or causality gives
+ * errors of order 1). f16 storage: every input is rounded to 2^-11 ~ 5e-4
+ * relative, so logits move by ~5e-4 |z| (a few 1e-3) before the output is
+ * rounded again: 1e-2. */
+#define VERIFY_TOLERANCE_F32 1e-4
+#define VERIFY_TOLERANCE_F16 1e-2
+
+typedef struct {
+  const char *name; /* "lse", "O", "A" */
+  double worst;     /* worst relative difference */
+  size_t layer, head, row;
+} VerifyWorst;
+
+enum { WORST_LSE, WORST_O, WORST_A, WORST_KINDS };
+
+static void verify_usage(FILE *out) {
+  fprintf(out,
+          "usage: obcache verify [options] TRACE.h5\n"
+          "\n"
+          "Recompute lse, O (and A when stored) of every (layer, head) from the trace's own\n"
+          "Q, K, V in double precision and report the worst relative difference of each:\n"
+          "  lse: |stored - exact| / max(1, |exact|)\n"
+          "  O:   ||stored row - exact row|| / ||exact row||\n"
+          "  A:   max |stored - exact| (probabilities; a row sums to 1)\n"
+          "Exits non-zero when any is above the tolerance.\n"
+          "\n"
+          "options:\n"
+          "  --tolerance X   largest accepted difference (default 1e-4 for f32 traces,\n"
+          "                  1e-2 for f16 ones: half precision keeps 11 bits)\n"
+          "  --threads N     OpenMP threads (0: all cores)\n"
+          "  -h, --help      this help\n");
+}
+
+static void record(VerifyWorst *w, double value, size_t layer, size_t head, size_t row) {
+  if (!(value <= w->worst)) { /* also catches NaN */
+    w->worst = value;
+    w->layer = layer, w->head = head, w->row = row;
+  }
+}
+
+/* Thread-private buffers for one KV head and its query heads. */
+typedef struct {
+  float *K, *V;           /* stored: (P, d) each */
+  double *Kd, *Vd;        /* the same in double */
+  float *Q, *O, *lse, *A; /* stored: (R, d), (R, d), (R), (R, P) */
+  double *Qd, *Od, *lsed, *probs; /* exact: (R, d), (R, d), (R), (R, P) */
+  VerifyWorst worst[WORST_KINDS];
+} VerifyScratch;
+
+static void scratch_free(VerifyScratch *s) {
+  free(s->K), free(s->V), free(s->Kd), free(s->Vd);
+  free(s->Q), free(s->O), free(s->lse), free(s->A), free(s->Qd), free(s->Od), free(s->lsed), free(s->probs);
+  memset(s, 0, sizeof *s);
+}
+
+static int scratch_alloc(VerifyScratch *s, const ObcTraceMeta *m) {
+  size_t R = m->n_rows, d = m->model.head_dim, P = m->n_positions;
+  memset(s, 0, sizeof *s);
+  s->K = malloc(P * d * sizeof(float)), s->V = malloc(P * d * sizeof(float));
+  s->Kd = malloc(P * d * sizeof(double)), s->Vd = malloc(P * d * sizeof(double));
+  s->Q = malloc(R * d * sizeof(float)), s->O = malloc(R * d * sizeof(float));
+  s->lse = malloc(R * sizeof(float));
+  s->A = m->has_attn ? malloc(R * P * sizeof(float)) : NULL;
+  s->Qd = malloc(R * d * sizeof(double)), s->Od = malloc(R * d * sizeof(double));
+  s->lsed = malloc(R * sizeof(double)), s->probs = malloc(R * P * sizeof(double));
+  if (!s->K || !s->V || !s->Kd || !s->Vd || !s->Q || !s->O || !s->lse || (m->has_attn && !s->A) ||
+      !s->Qd || !s->Od || !s->lsed || !s->probs) {
+    scratch_free(s);
+    return obc_fail(OBC_ENOMEM, "out of memory for the verification buffers (%zu rows x %zu positions)", R, P);
+  }
+  s->worst[WORST_LSE].name = "lse", s->worst[WORST_O].name = "O", s->worst[WORST_A].name = "A";
+  return OBC_OK;
+}
+
+/* Compares one query head against the exact recomputation from s->Kd, s->Vd. */
+static int verify_head(ObcTraceReader *reader, size_t layer, size_t head, VerifyScratch *s) {
+  const ObcTraceMeta *m = trace_meta(reader);
+  size_t R = m->n_rows, d = m->model.head_dim, P = m->n_positions;
+  int rc = trace_read_rows(reader, layer, head, s->Q, s->O, s->lse);
+  if (!rc && s->A) rc = trace_read_attn(reader, layer, head, s->A);
+  if (rc) return rc;
+  for (size_t i = 0; i < R * d; i++) s->Qd[i] = s->Q[i];
+  TraceAttendShape shape = {R, P, d, m->model.attn_scale, m->row_positions};
+  trace_attend_rows(&shape, s->Qd, s->Kd, s->Vd, s->probs, s->Od, s->lsed);
+  for (size_t i = 0; i < R; i++) {
+    record(&s->worst[WORST_LSE], fabs(s->lse[i] - s->lsed[i]) / fmax(1.0, fabs(s->lsed[i])), layer, head, i);
+    double diff2 = 0.0, norm2 = 0.0;
+    for (size_t j = 0; j < d; j++) {
+      double exact = s->Od[i * d + j], delta = s->O[i * d + j] - exact;
+      diff2 += delta * delta, norm2 += exact * exact;
+    }
+    record(&s->worst[WORST_O], sqrt(diff2) / fmax(sqrt(norm2), 1e-30), layer, head, i);
+    if (s->A) {
+      double worst = 0.0;
+      for (size_t p = 0; p < P; p++) worst = fmax(worst, fabs(s->A[i * P + p] - s->probs[i * P + p]));
+      record(&s->worst[WORST_A], worst, layer, head, i);
+    }
+  }
+  return OBC_OK;
+}
+
+/* One KV head: its keys and values, then each of its query heads. */
+static int verify_kv_head(ObcTraceReader *reader, size_t layer, size_t kv_head, VerifyScratch *s) {
+  const ObcTraceMeta *m = trace_meta(reader);
+  size_t n = m->n_positions * m->model.head_dim, group = m->model.n_heads / m->model.n_kv_heads;
+  int rc = trace_read_kv(reader, layer, kv_head, s->K, s->V);
+  if (rc) return rc;
+  for (size_t i = 0; i < n; i++) s->Kd[i] = s->K[i], s->Vd[i] = s->V[i];
+  for (size_t k = 0; !rc && k < group; k++) rc = verify_head(reader, layer, kv_head * group + k, s);
+  return rc;
+}
+
+/* Layer by layer; the KV heads of a layer in parallel, each thread streaming
+ * one KV head at a time, so memory stays at a few heads whatever the trace. */
+static int verify_trace(ObcTraceReader *reader, VerifyScratch *scratch, size_t n_threads) {
+  const ObcTraceModel *c = &trace_meta(reader)->model;
+  for (size_t layer = 0; layer < c->n_layers; layer++) {
+    int failed = OBC_OK;
+    char message[1024] = "";
+#pragma omp parallel for schedule(dynamic, 1) num_threads((int)n_threads)
+    for (size_t g = 0; g < c->n_kv_heads; g++) {
+      int stop;
+#pragma omp atomic read
+      stop = failed;
+      if (stop) continue;
+      int rc = verify_kv_head(reader, layer, g, &scratch[omp_get_thread_num()]);
+      if (rc) {
+#pragma omp critical(verify_failure)
+        if (!message[0]) {
+          snprintf(message, sizeof message, "%s", obc_error_message());
+#pragma omp atomic write
+          failed = rc;
+        }
+      }
+    }
+    if (failed) return obc_fail(failed, "%s", message);
+  }
+  return OBC_OK;
+}
+
+static int parse_args(int argc, char **argv, const char **path, double *tolerance, size_t *threads,
+                      bool *help) {
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    int rc = OBC_OK;
+    if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+      *help = true;
+      return OBC_OK;
+    } else if (!strcmp(arg, "--tolerance") || !strcmp(arg, "--threads")) {
+      if (i + 1 >= argc) return obc_fail(OBC_EINVAL, "%s: missing value", arg);
+      if (!strcmp(arg, "--tolerance")) {
+        rc = obc_parse_double(arg, argv[++i], tolerance);
+        if (!rc && *tolerance <= 0) rc = obc_fail(OBC_EINVAL, "--tolerance: must be > 0");
+      } else {
+        rc = obc_parse_size(arg, argv[++i], threads);
+      }
+    } else if (arg[0] == '-' && arg[1]) {
+      rc = obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache verify --help)", arg);
+    } else if (*path) {
+      rc = obc_fail(OBC_EINVAL, "%s: only one trace at a time (see obcache verify --help)", arg);
+    } else {
+      *path = arg;
+    }
+    if (rc) return rc;
+  }
+  if (!*path) return obc_fail(OBC_EINVAL, "no trace given (see obcache verify --help)");
+  return OBC_OK;
+}
+
+int cmd_verify(int argc, char **argv) {
+  const char *path = NULL;
+  double tolerance = 0.0;
+  size_t threads = 0;
+  bool help = false;
+  int rc = parse_args(argc, argv, &path, &tolerance, &threads, &help);
+  if (rc || help) {
+    if (help) verify_usage(stdout);
+    return rc;
+  }
+  ObcTraceReader *reader = NULL;
+  rc = trace_open(path, &reader);
+  if (rc) return rc;
+  const ObcTraceMeta *m = trace_meta(reader);
+  if (tolerance == 0.0) tolerance = strcmp(m->dtype, "f16") ? VERIFY_TOLERANCE_F32 : VERIFY_TOLERANCE_F16;
+  size_t n_threads = threads ? threads : (size_t)omp_get_max_threads();
+  if (n_threads > m->model.n_kv_heads) n_threads = m->model.n_kv_heads;
+  VerifyScratch *scratch = calloc(n_threads, sizeof *scratch);
+  size_t allocated = 0;
+  if (!scratch) rc = obc_fail(OBC_ENOMEM, "%s: out of memory", path);
+  for (; !rc && allocated < n_threads; allocated++) rc = scratch_alloc(&scratch[allocated], m);
+  if (!rc) rc = verify_trace(reader, scratch, n_threads);
+  if (!rc) {
+    printf("verify %s: %zu layers x %zu heads, %zu rows, %zu positions, dtype %s, tolerance %g\n", path,
+           m->model.n_layers, m->model.n_heads, m->n_rows, m->n_positions, m->dtype, tolerance);
+    const char *failing = NULL;
+    VerifyWorst worst_failing = {0};
+    for (int k = 0; k < WORST_KINDS; k++) {
+      if (k == WORST_A && !m->has_attn) continue;
+      VerifyWorst w = scratch[0].worst[k];
+      for (size_t t = 1; t < n_threads; t++)
+        if (!(scratch[t].worst[k].worst <= w.worst)) w = scratch[t].worst[k];
+      bool ok = w.worst <= tolerance;
+      printf("  %-3s worst relative difference %.3g (layer %zu, head %zu, row %zu)  %s\n", w.name,
+             w.worst, w.layer, w.head, w.row, ok ? "ok" : "ABOVE TOLERANCE");
+      if (!ok && !failing) failing = w.name, worst_failing = w;
+    }
+    if (failing)
+      rc = obc_fail(OBC_EFORMAT,
+                    "%s: stored %s differs from its recomputation from Q, K, V by %.3g at layer %zu, "
+                    "head %zu, row %zu (tolerance %g)",
+                    path, failing, worst_failing.worst, worst_failing.layer, worst_failing.head,
+                    worst_failing.row, tolerance);
+  }
+  for (size_t t = 0; scratch && t < allocated; t++) scratch_free(&scratch[t]);
+  free(scratch);
+  trace_close(reader);
+  return rc;
+}
