@@ -67,8 +67,9 @@ static void oracle_accumulate_block(const OracleJob *job, size_t b0, size_t nb, 
                                     double *out) {
   const ObcHeadData *head = job->head;
   size_t d = head->head_dim;
-  for (size_t c0 = job->row_begin; c0 < job->row_end; c0 += ORACLE_ROW_CHUNK) {
-    size_t c1 = c0 + ORACLE_ROW_CHUNK < job->row_end ? c0 + ORACLE_ROW_CHUNK : job->row_end;
+  for (size_t chunk = job->row_begin; chunk < job->row_end; chunk += ORACLE_ROW_CHUNK) {
+    size_t c0 = chunk;
+    size_t c1 = chunk + ORACLE_ROW_CHUNK < job->row_end ? chunk + ORACLE_ROW_CHUNK : job->row_end;
     /* Rows before b0 see none of this block (causality). */
     while (c0 < c1 && head->row_positions[c0] < (int64_t)b0) c0++;
     if (c0 == c1) continue;

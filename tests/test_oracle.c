@@ -73,6 +73,25 @@ START_TEST(window_errors_match_brute_force_in_float) {
 }
 END_TEST
 
+START_TEST(window_errors_across_blocks_and_row_chunks_match_brute_force) {
+  /* s = 530 and 140 rows span two position blocks and two row chunks. */
+  FixtureProblem t;
+  size_t s = 530, W = 140;
+  fixture_make(&t, 14, s, 1, 8, 1, W);
+  double *got = malloc(s * sizeof *got), *ref = malloc(s * sizeof *ref);
+  size_t begin, end;
+  fixture_window_rows(&t, W, &begin, &end);
+  fixture_exact_error(&t, begin, end, FIX_REMOVE, ref);
+  ck_assert_int_eq(oracle_window_error(&t.head, W, OBC_EXACT_REMOVE, OBC_PRECISION_DOUBLE, got), 0);
+  double err = fixture_rel_error(got, ref, s, 1e-6, "remove s 530 W 140 double");
+  track(OBC_PRECISION_DOUBLE, err);
+  ck_assert_msg(err <= 1e-6, "rel. error %g", err);
+  free(got);
+  free(ref);
+  fixture_free(&t);
+}
+END_TEST
+
 /* oracle@1 and oracle@T: decode rows attend to the generated tokens' keys
  * too; only prompt tokens are scored. */
 static void check_eviction(uint64_t seed, size_t group, ObcPrecision precision) {
@@ -281,6 +300,7 @@ int main(void) {
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, window_errors_match_brute_force_in_double);
   tcase_add_test(tc, window_errors_match_brute_force_in_float);
+  tcase_add_test(tc, window_errors_across_blocks_and_row_chunks_match_brute_force);
   tcase_add_test(tc, oracle_at_1_and_T_match_brute_force);
   tcase_add_test(tc, set_eviction_output_matches_brute_force);
   tcase_add_test(tc, oracle_of_a_one_token_set_is_the_eviction_error);
