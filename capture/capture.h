@@ -1,0 +1,45 @@
+/* Capture: run a model on a prompt and record what the analyser needs into a
+ * trace (traces/trace.h). One prefill with the runtime's capture seam
+ * collecting the last R prompt rows (Q, O, lse, and A on request), then T
+ * greedy decode steps from the full cache, each fed token's row captured with
+ * its next-token logits; K/V of every position come from the cache at the end.
+ * The trace file appears under its final name only when complete. */
+#ifndef OBC_CAPTURE_H
+#define OBC_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "capture/niah.h"
+#include "model/model.h"
+
+typedef struct {
+  size_t rows;          /* last R prompt rows captured (clipped to the prompt) */
+  bool all_rows;        /* capture every prompt row (full-history windows) */
+  size_t decode;        /* T >= 1 greedy decode steps, always all T of them */
+  bool store_attn;      /* per-layer A */
+  bool store_f16;       /* half-precision storage */
+  int compression;      /* 0..9 */
+  size_t threads;       /* 0 = OpenMP default */
+  bool progress;        /* progress bar on stderr */
+  const char *producer; /* the command line, recorded in the trace */
+} CaptureOptions;
+
+typedef struct {
+  size_t n_prompt;
+  size_t n_decode;
+  char generated_text[4096]; /* up to the first stop token */
+  int needle_found;          /* RULER string match of the answer */
+  double prefill_seconds;
+  double decode_seconds;
+  double write_seconds;
+} CaptureResult;
+
+void capture_options_default(CaptureOptions *options);
+
+/* Fails before any computation when the prompt plus T decode steps exceed the
+ * model's context or the output folder is not writable. */
+int capture_run(const Model *model, const NiahPrompt *prompt, const CaptureOptions *options,
+                const char *out_path, CaptureResult *result);
+
+#endif

@@ -1,0 +1,55 @@
+/* Draws the capture progress bar with a carriage return, so the line is
+ * rewritten in place; the rate counts whole tokens (layer-tokens divided by
+ * the number of layers). */
+#include "capture/capture_progress.h"
+
+#include <stdio.h>
+
+#include "common/obc_cli.h"
+
+enum { BAR_WIDTH = 24 };
+
+static void draw(CaptureProgress *p, const char *stage, size_t layer) {
+  double now = obc_now_seconds();
+  double elapsed = now - p->start_seconds;
+  double fraction = p->total ? (double)p->done / (double)p->total : 1.0;
+  if (fraction > 1.0) fraction = 1.0;
+  double tokens = (double)p->done / (double)(p->n_layers ? p->n_layers : 1);
+  double rate = elapsed > 0 ? tokens / elapsed : 0.0;
+  double eta = fraction > 0 ? elapsed * (1.0 - fraction) / fraction : 0.0;
+  char bar[BAR_WIDTH + 1];
+  size_t filled = (size_t)(fraction * BAR_WIDTH);
+  for (size_t i = 0; i < BAR_WIDTH; i++) bar[i] = i < filled ? '#' : '.';
+  bar[BAR_WIDTH] = '\0';
+  fprintf(stderr, "\r[%s] %3.0f%% %-8s layer %2zu/%zu  %6.0f tok/s  ETA %4.0fs ", bar,
+          fraction * 100.0, stage, layer + 1, p->n_layers, rate, eta);
+  fflush(stderr);
+  p->last_draw_seconds = now;
+  p->drawn = true;
+}
+
+void capture_progress_begin(CaptureProgress *p, bool enabled, size_t n_layers, size_t total_tokens) {
+  p->enabled = enabled;
+  p->n_layers = n_layers;
+  p->total = total_tokens * n_layers;
+  p->done = 0;
+  p->start_seconds = obc_now_seconds();
+  p->last_draw_seconds = 0;
+  p->drawn = false;
+}
+
+void capture_progress_add(CaptureProgress *p, const char *stage, size_t layer, size_t n_tokens) {
+  p->done += n_tokens;
+  if (!p->enabled) return;
+  if (obc_now_seconds() - p->last_draw_seconds < 0.1 && p->done < p->total) return;
+  draw(p, stage, layer);
+}
+
+void capture_progress_stage(CaptureProgress *p, const char *stage) {
+  if (p->enabled) draw(p, stage, p->n_layers ? p->n_layers - 1 : 0);
+}
+
+void capture_progress_end(CaptureProgress *p) {
+  if (p->enabled && p->drawn) fputc('\n', stderr);
+  p->drawn = false;
+}

@@ -1,0 +1,94 @@
+/* `obcache capture`: builds a Needle-in-a-Haystack prompt for the model and
+ * records a trace of it (capture/capture.h). Everything that can be checked
+ * before the model runs is checked first (options, context length, output
+ * folder), so a bad run fails fast and leaves no file behind. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture/capture.h"
+#include "capture/capture_args.h"
+#include "capture/niah.h"
+#include "cli/commands.h"
+#include "common/obc_error.h"
+#include "common/obc_file.h"
+#include "model/model.h"
+
+static void print_help(FILE *out) {
+  fprintf(out,
+"usage: obcache capture --length N --depth D [options] -o TRACE.h5\n"
+"\n"
+"Runs the model on a Needle-in-a-Haystack prompt of N tokens (the model's own\n"
+"tokens, chat template included) with the needle at D percent of the context:\n"
+"one prefill capturing the last R prompt rows, then T greedy decode steps from\n"
+"the full cache, each captured with its logits. The trace holds K/V of every\n"
+"position, Q/O/lse (and A) of the captured rows, the tokens, the prompt, the\n"
+"spans of needle, value and question, the answer and whether it contains the\n"
+"needle's value. It appears under its final name only when complete.\n"
+"\n");
+  capture_args_print_help(out);
+}
+
+/* Checks the target length against the model before building the prompt. */
+static int check_length(const Model *model, const CaptureArgs *a) {
+  size_t context = model->config.context_length;
+  if (context && a->niah.length + a->capture.decode > context)
+    return obc_fail(OBC_EINVAL, "--length %zu + --decode %zu is beyond %s's context of %zu tokens",
+                    a->niah.length, a->capture.decode, model->config.name, context);
+  return OBC_OK;
+}
+
+static void print_result(const char *path, const NiahPrompt *prompt, const CaptureResult *r) {
+  const ObcSpan *needle = NULL;
+  for (size_t i = 0; i < prompt->n_spans; i++)
+    if (!strcmp(prompt->spans[i].name, "needle")) needle = &prompt->spans[i];
+  printf("wrote %s: %zu prompt tokens + %zu decoded, needle at tokens [%lld, %lld)\n", path,
+         r->n_prompt, r->n_decode, needle ? (long long)needle->begin : -1LL,
+         needle ? (long long)needle->end : -1LL);
+  printf("answer: \"%s\"\nneedle %s (expected %s)\n", r->generated_text,
+         r->needle_found ? "found" : "NOT found", prompt->answers[0]);
+  printf("time: prefill %.2f s, decode %.2f s, write %.2f s\n", r->prefill_seconds,
+         r->decode_seconds, r->write_seconds);
+}
+
+int cmd_capture(int argc, char **argv) {
+  CaptureArgs a;
+  capture_args_default(&a);
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      print_help(stdout);
+      return 0;
+    }
+    int rc = capture_args_parse(argc, argv, &i, &a);
+    if (rc < 0) return rc;
+    if (rc == 0) return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache capture --help)", argv[i]);
+  }
+  if (!a.out_path) return obc_fail(OBC_EINVAL, "missing -o TRACE.h5 (see obcache capture --help)");
+  if (!a.length_given) return obc_fail(OBC_EINVAL, "missing --length N (see obcache capture --help)");
+  ObcPendingFile probe;
+  int rc = obc_pending_init(&probe, a.out_path);
+  if (rc) return rc;
+  char producer[1024];
+  capture_args_command_line(argc, argv, producer, sizeof producer);
+  a.capture.producer = producer;
+  a.capture.progress = isatty(fileno(stderr));
+  /* A file-size limit (ulimit -f) must fail the write, not kill the process
+   * before it can remove its temporary file. */
+  signal(SIGXFSZ, SIG_IGN);
+
+  Model *model = NULL;
+  rc = model_load(a.model_path, &model);
+  if (!rc) rc = check_length(model, &a);
+  NiahPrompt prompt;
+  memset(&prompt, 0, sizeof prompt);
+  if (!rc && !model->tokenizer)
+    rc = obc_fail(OBC_EINVAL, "%s: the model has no tokenizer", model->path);
+  if (!rc) rc = niah_build(model->tokenizer, &a.niah, &prompt);
+  CaptureResult result;
+  if (!rc) rc = capture_run(model, &prompt, &a.capture, a.out_path, &result);
+  if (!rc) print_result(a.out_path, &prompt, &result);
+  niah_prompt_free(&prompt);
+  model_free(model);
+  return rc;
+}
