@@ -1,0 +1,61 @@
+# bias_share.gp: the structural bias of each score. For one window W and
+# budget k, the share of the selected positions that falls in each bucket of
+# relative prompt position p/s, one curve per score and a thick black one for
+# the oracle. A score without bias follows the oracle; attention sums that pile
+# up on early tokens rise at the left. The dotted line is a uniform spread.
+#
+# Variables (gnuplot -e "name=value; ..."), besides those of style.gp:
+#   data     bias.csv of an analysis folder                        [bias.csv]
+#   window   perturbation window W                   [largest W in the data]
+#   k        the budget                                                  [40]
+#   recent   recent window R of the selection                            [0]
+#   scores   space-separated names to draw (include the oracle's name,
+#            "oracle1" or "oracleT", to draw its curve)
+#   model    model name used in the title                           ["model"]
+#   title    replaces the whole title
+# Re-render by hand, e.g.:
+#   gnuplot -e "data='out/bias.csv'; window=16; k=40; outfile='b.png'" plots/bias_share.gp
+
+fig = "bias_share"
+if (!exists("plots_dir")) { plots_dir = ""; do for [i = strlen(ARG0):1:-1] { if (ARG0[i:i] eq "/") { plots_dir = ARG0[1:i]; break } } }
+if (!exists("data")) data = "bias.csv"
+if (!exists("k")) k = 40
+if (!exists("recent")) recent = 0
+if (!exists("scores")) scores = "attn attn2 vatp snapkv obc_v obc_k obc_vk exact_v exact_k exact_vk remove oracle1"
+if (!exists("model")) model = "model"
+if (!exists("width")) width = 1100
+if (!exists("height")) height = 620
+load plots_dir . "style.gp"
+if (!exists("window")) { stats data using "window" nooutput; window = int(STATS_max) }
+stats data using "bucket" nooutput
+buckets = int(STATS_max) + 1
+if (!exists("title")) title = sprintf("Where the top-%d selection falls along the prompt  -  %s, window W = %d, budget k = %d%s", k, model, window, k, (recent > 0 ? sprintf(", recent %d", recent) : ""))
+
+# Collect one block per score: bucket midpoint and the selected share.
+$curves << EOD
+EOD
+do for [s in scores] {
+  set table $curves append
+  plot data using (0.5 * (column("bucket_lo") + column("bucket_hi"))):"selected_share" with table \
+    if (strcol("score") eq s && column("window") == window && column("k") == k && column("recent") == recent)
+  unset table
+  set print $curves append
+  print ""; print ""
+  unset print
+}
+set datafile separator whitespace
+set datafile nocolumnheaders
+
+set title title font ",13"
+set xrange [0:1]
+set xtics 0.1
+set yrange [0:*]
+set xlabel "relative position p / s in the prompt (bucket midpoint; 0 = first token, 1 = last)"
+set ylabel sprintf("share of the %d selected positions in the bucket", k)
+set key outside right top
+set rmargin 21
+n = words(scores)
+plot for [i = 1:n] $curves index (i - 1) using 1:2 smooth unique \
+       with linespoints lc rgb score_colour(word(scores, i)) pt score_point(word(scores, i)) \
+       ps 1.0 lw score_width(word(scores, i)) title word(scores, i), \
+     1.0 / buckets with lines dt 3 lw 1.5 lc rgb "#555555" title "uniform"

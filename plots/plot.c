@@ -1,0 +1,467 @@
+/* The plot command's work (see plot.h): read report.json and look into the
+ * CSVs for what each figure needs (score names, budgets, Spearman values),
+ * check the scripts and gnuplot, then run one gnuplot script per figure and
+ * format, each image under a temporary name renamed when gnuplot succeeded. */
+#include "plots/plot.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/obc_error.h"
+#include "common/obc_file.h"
+#include "plots/plot_csv.h"
+#include "plots/plot_gnuplot.h"
+#include "plots/plot_report.h"
+#include "plots/plot_sweep.h"
+
+static const PlotFigure FIGURES[] = {
+    {"recall_k", "recall_k.gp", "recall.csv", 0,
+     "recall@k against the budget k, one curve per score, at the main window; left the plain "
+     "top-k, right with the last R positions always kept: how much of the oracle's top-k set "
+     "does each score keep?"},
+    {"recall_window", "recall_window.gp", "recall.csv", 0,
+     "recall@k against the window W (log2 axis) at the main budget, with and without the recent "
+     "window: which window makes each score agree best with the oracle?"},
+    {"bias_share", "bias_share.gp", "bias.csv", 0,
+     "share of the selected positions per bucket of relative position p/s, per score and for the "
+     "oracle: does a score pile its selection on early tokens (structural bias)?"},
+    {"bias_score", "bias_score.gp", "bias.csv", 0,
+     "mean normalised score per relative-position bucket (log axis), per score and for the "
+     "oracle: where along the prompt does score accumulate?"},
+    {"taylor", "taylor.gp", "taylor.csv", 0,
+     "log-log scatter of exact_v/exact_k/exact_vk against obc_v/obc_k/obc_vk and of the true "
+     "eviction error against the window's removal error, with y = x: does each Taylor score "
+     "track the error it approximates?"},
+    {"recall_layers", "recall_layers.gp", "recall_layers.csv", 0,
+     "heat map of recall@k per layer (rows) and score (columns) at the main window and budget: "
+     "which layers does each score get right?"},
+    {"sweep_needle", "sweep_needle.gp", "summary.csv", 1,
+     "sweep folders: heat map over context length and needle depth of whether the full-cache "
+     "model found the needle"},
+    {"sweep_recall", "sweep_recall.gp", "summary.csv", 1,
+     "sweep folders: one heat map per score of recall@k over context length and needle depth"},
+};
+#define N_FIGURES (sizeof FIGURES / sizeof FIGURES[0])
+
+const PlotFigure *plot_figures(size_t *count) {
+  *count = N_FIGURES;
+  return FIGURES;
+}
+
+static const char *const SCORE_ORDER[] = {"attn",    "attn2",   "vatp",     "snapkv", "obc_v",
+                                          "obc_k",   "obc_vk",  "exact_v",  "exact_k", "exact_vk",
+                                          "remove",  "oracle1", "oracleT"};
+
+int plot_score_rank(const char *name) {
+  for (size_t i = 0; i < sizeof SCORE_ORDER / sizeof SCORE_ORDER[0]; i++)
+    if (!strcmp(SCORE_ORDER[i], name)) return (int)i;
+  return (int)(sizeof SCORE_ORDER / sizeof SCORE_ORDER[0]);
+}
+
+const char *plot_scripts_dir(const PlotOptions *options) {
+  if (options->scripts_dir && options->scripts_dir[0]) return options->scripts_dir;
+  const char *env = getenv("OBC_PLOTS_DIR");
+  if (env && env[0]) return env;
+  return OBC_SOURCE_DIR "/plots";
+}
+
+/* What the analysis figures need to know, gathered before drawing. */
+typedef struct {
+  PlotReport report;
+  size_t window;          /* the window the figures show */
+  size_t k;               /* the budget the figures show */
+  size_t recent;          /* R of the right-hand panels (0: none in recall.csv) */
+  char scores[512];       /* score names in recall.csv, figure order, space-separated */
+  char bias_names[512];   /* names in bias.csv (scores and the oracle) */
+  char ks[512];           /* the budgets of the report, space-separated */
+  double rho[4];          /* Spearman of obc_v/obc_k/obc_vk/remove vs. their reference */
+  int has_rho[4];
+} AnalysisInputs;
+
+static int file_exists(const char *dir, const char *name) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  return access(path, R_OK) == 0;
+}
+
+/* The distinct values of a text column, in figure order, space-separated. */
+static int collect_names(const PlotTable *table, const char *column_name, char *out, size_t size) {
+  size_t column;
+  int rc = plot_table_column(table, column_name, &column);
+  if (rc) return rc;
+  const char *names[64];
+  size_t n = 0;
+  for (size_t row = 0; row < table->n_rows; row++) {
+    const char *name = plot_table_cell(table, row, column);
+    size_t i = 0;
+    while (i < n && strcmp(names[i], name)) i++;
+    if (i < n) continue;
+    if (n == 64) return obc_fail(OBC_EFORMAT, "%s: more than 64 score names", table->path);
+    if (!name[0] || strchr(name, ' ') || strchr(name, '\''))
+      return obc_fail(OBC_EFORMAT, "%s: line %zu: score name '%s' is empty or has a space or quote",
+                      table->path, row + 2, name);
+    size_t at = n;
+    while (at > 0 && plot_score_rank(names[at - 1]) > plot_score_rank(name)) at--;
+    memmove(names + at + 1, names + at, (n - at) * sizeof *names);
+    names[at] = name;
+    n++;
+  }
+  size_t used = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < n; i++) {
+    int w = snprintf(out + used, size - used, "%s%s", i ? " " : "", names[i]);
+    if (w < 0 || (size_t)w >= size - used)
+      return obc_fail(OBC_EFORMAT, "%s: too many score names", table->path);
+    used += (size_t)w;
+  }
+  return OBC_OK;
+}
+
+/* Rows of recall.csv at (window, recent, k); counts them. */
+static int count_recall_rows(const PlotTable *table, size_t window, size_t recent, size_t k,
+                             size_t *count) {
+  size_t cw, cr, ck;
+  int rc = plot_table_column(table, "window", &cw);
+  if (!rc) rc = plot_table_column(table, "recent", &cr);
+  if (!rc) rc = plot_table_column(table, "k", &ck);
+  if (rc) return rc;
+  *count = 0;
+  for (size_t row = 0; row < table->n_rows; row++) {
+    double w, r, kk;
+    rc = plot_table_number(table, row, cw, &w);
+    if (!rc) rc = plot_table_number(table, row, cr, &r);
+    if (!rc) rc = plot_table_number(table, row, ck, &kk);
+    if (rc) return rc;
+    if ((size_t)w == window && (size_t)r == recent && (size_t)kk == k) (*count)++;
+  }
+  return OBC_OK;
+}
+
+static int read_recall(const char *dir, AnalysisInputs *in) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/recall.csv", dir);
+  PlotTable table;
+  int rc = plot_table_read(path, &table);
+  if (rc) return rc;
+  rc = plot_table_require(&table, "score,window,recent,k,recall_mean,recall_min,recall_max");
+  if (!rc) rc = collect_names(&table, "score", in->scores, sizeof in->scores);
+  size_t count = 0;
+  if (!rc) rc = count_recall_rows(&table, in->window, 0, in->k, &count);
+  if (!rc && count == 0)
+    rc = obc_fail(OBC_EFORMAT, "%s: no rows at window %zu, recent 0, k %zu (does it belong to "
+                  "this report.json?)", path, in->window, in->k);
+  in->recent = in->report.recent;
+  if (!rc && in->recent > 0) {
+    rc = count_recall_rows(&table, in->window, in->recent, in->k, &count);
+    if (!rc && count == 0) in->recent = 0; /* no recent-window rows: one panel */
+  }
+  plot_table_free(&table);
+  return rc;
+}
+
+/* Spearman of each Taylor score against its exact error, and of remove
+ * against the oracle, at the main window (where taylor.csv was sampled). */
+static int read_spearman(const char *dir, AnalysisInputs *in) {
+  static const char *const pairs[4][2] = {
+      {"obc_v", "exact_v"}, {"obc_k", "exact_k"}, {"obc_vk", "exact_vk"}, {"remove", NULL}};
+  char path[4096];
+  snprintf(path, sizeof path, "%s/spearman.csv", dir);
+  PlotTable table;
+  int rc = plot_table_read(path, &table);
+  if (rc) return rc;
+  size_t cs, cw, cref, crho;
+  rc = plot_table_require(&table, "score,window,reference,rho_mean");
+  if (!rc) {
+    plot_table_column(&table, "score", &cs);
+    plot_table_column(&table, "window", &cw);
+    plot_table_column(&table, "reference", &cref);
+    plot_table_column(&table, "rho_mean", &crho);
+  }
+  for (size_t row = 0; row < table.n_rows && !rc; row++) {
+    double w, rho;
+    rc = plot_table_number(&table, row, cw, &w);
+    if (!rc) rc = plot_table_number(&table, row, crho, &rho);
+    if (rc || (size_t)w != in->report.main_window || !isfinite(rho)) continue;
+    for (size_t p = 0; p < 4; p++) {
+      const char *reference = pairs[p][1] ? pairs[p][1] : in->report.oracle;
+      if (!strcmp(plot_table_cell(&table, row, cs), pairs[p][0]) &&
+          !strcmp(plot_table_cell(&table, row, cref), reference)) {
+        in->rho[p] = rho;
+        in->has_rho[p] = 1;
+      }
+    }
+  }
+  plot_table_free(&table);
+  return rc;
+}
+
+/* Header checks of the files only some figures read. */
+static int check_columns(const char *dir, const char *name, const char *columns, char *names,
+                         size_t size) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  PlotTable table;
+  int rc = plot_table_read(path, &table);
+  if (rc) return rc;
+  rc = plot_table_require(&table, columns);
+  if (!rc && names) rc = collect_names(&table, "score", names, size);
+  plot_table_free(&table);
+  return rc;
+}
+
+static int read_analysis(const PlotOptions *options, AnalysisInputs *in) {
+  int rc = plot_report_read(options->dir, &in->report);
+  if (rc) return rc;
+  const PlotReport *r = &in->report;
+  in->window = options->window ? options->window : r->main_window;
+  in->k = options->k ? options->k : r->main_k;
+  if (!plot_report_contains(r->windows, r->n_windows, in->window))
+    return obc_fail(OBC_EINVAL, "--window %zu: not a window of the analysis (%s lists %zu "
+                    "windows, from %zu to %zu)", in->window, r->path, r->n_windows, r->windows[0],
+                    r->windows[r->n_windows - 1]);
+  if (!plot_report_contains(r->topk, r->n_topk, in->k))
+    return obc_fail(OBC_EINVAL, "--k %zu: not a budget of the analysis (%s lists %zu budgets, "
+                    "from %zu to %zu)", in->k, r->path, r->n_topk, r->topk[0],
+                    r->topk[r->n_topk - 1]);
+  size_t used = 0;
+  for (size_t i = 0; i < r->n_topk; i++)
+    used += (size_t)snprintf(in->ks + used, sizeof in->ks - used, "%s%zu", i ? " " : "",
+                             r->topk[i]);
+  rc = read_recall(options->dir, in);
+  if (!rc && file_exists(options->dir, "bias.csv"))
+    rc = check_columns(options->dir, "bias.csv",
+                       "score,window,recent,k,bucket,bucket_lo,bucket_hi,selected_share,"
+                       "mean_norm_score",
+                       in->bias_names, sizeof in->bias_names);
+  if (!rc && file_exists(options->dir, "recall_layers.csv"))
+    rc = check_columns(options->dir, "recall_layers.csv", "score,window,recent,k,layer,recall",
+                       NULL, 0);
+  if (!rc && file_exists(options->dir, "taylor.csv"))
+    rc = check_columns(options->dir, "taylor.csv",
+                       "exact_v,obc_v,exact_k,obc_k,exact_vk,obc_vk,remove,oracle", NULL, 0);
+  if (!rc && file_exists(options->dir, "spearman.csv")) rc = read_spearman(options->dir, in);
+  return rc;
+}
+
+/* The selected figures (selected[i] for FIGURES[i]) from --only; a figure
+ * whose data is missing is an error when named, skipped otherwise. */
+static int select_figures(const PlotOptions *options, int analysis, int sweep, int *selected,
+                          PlotResult *result) {
+  int named[N_FIGURES] = {0};
+  if (options->only) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", options->only);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+      size_t i = 0;
+      while (i < N_FIGURES && strcmp(FIGURES[i].name, tok)) i++;
+      if (i == N_FIGURES)
+        return obc_fail(OBC_EINVAL, "--only: no figure '%s' (figures: recall_k, recall_window, "
+                        "bias_share, bias_score, taylor, recall_layers, sweep_needle, "
+                        "sweep_recall)", tok);
+      named[i] = 1;
+    }
+  }
+  size_t n_selected = 0;
+  for (size_t i = 0; i < N_FIGURES; i++) {
+    const PlotFigure *f = &FIGURES[i];
+    selected[i] = 0;
+    if (options->only && !named[i]) continue;
+    int usable = f->sweep ? sweep : analysis && file_exists(options->dir, f->data);
+    if (!usable) {
+      if (named[i])
+        return obc_fail(OBC_ENOTFOUND, "%s/%s: not found (figure %s needs it%s)", options->dir,
+                        f->data, f->name, f->sweep ? "; it is drawn for sweep folders" : "");
+      if (f->sweep == !sweep || !analysis) continue; /* the other kind of folder: not a skip */
+      if (result->n_skipped < PLOT_MAX_SKIPPED)
+        snprintf(result->skipped[result->n_skipped++], sizeof result->skipped[0],
+                 "%s (no %s in %s)", f->name, f->data, options->dir);
+      continue;
+    }
+    selected[i] = 1;
+    n_selected++;
+  }
+  if (n_selected == 0)
+    return obc_fail(OBC_ENOTFOUND, "%s: no figure has its data here", options->dir);
+  return OBC_OK;
+}
+
+/* The gnuplot variables of one figure. */
+static void figure_args(const PlotFigure *f, const char *dir, const char *data_dir,
+                        const AnalysisInputs *in, const PlotSweep *sweep, const char *model,
+                        PlotArgs *args) {
+  char data[4096];
+  const char *data_name = f->data;
+  if (!strcmp(f->name, "sweep_needle")) data_name = "sweep_needle.csv";
+  if (!strcmp(f->name, "sweep_recall")) data_name = "sweep_recall.csv";
+  snprintf(data, sizeof data, "%s/%s", f->sweep ? data_dir : dir, data_name);
+  plot_args_string(args, "data", data);
+  plot_args_string(args, "model", model);
+  if (f->sweep) {
+    char text[2048];
+    plot_sweep_axis_text(sweep->lengths, sweep->n_lengths, text, sizeof text);
+    plot_args_string(args, "lengths", text);
+    plot_sweep_axis_text(sweep->depths, sweep->n_depths, text, sizeof text);
+    plot_args_string(args, "depths", text);
+    plot_args_size(args, "k", sweep->k);
+    char scores[1024] = "";
+    size_t used = 0;
+    for (size_t s = 0; s < sweep->n_scores; s++)
+      used += (size_t)snprintf(scores + used, sizeof scores - used, "%s%s", s ? " " : "",
+                               sweep->scores[s]);
+    plot_args_string(args, "scores", scores);
+    return;
+  }
+  plot_args_string(args, "oracle", in->report.oracle);
+  if (!strcmp(f->name, "taylor")) {
+    static const char *const rho_names[4] = {"rho_v", "rho_k", "rho_vk", "rho_remove"};
+    plot_args_size(args, "window", in->report.main_window);
+    for (size_t p = 0; p < 4; p++)
+      if (in->has_rho[p]) plot_args_double(args, rho_names[p], in->rho[p]);
+    return;
+  }
+  plot_args_size(args, "window", in->window);
+  plot_args_size(args, "k", in->k);
+  if (!strncmp(f->name, "bias_", 5)) {
+    plot_args_string(args, "scores", in->bias_names);
+    return;
+  }
+  plot_args_string(args, "scores", in->scores);
+  if (!strncmp(f->name, "recall_", 7) && strcmp(f->name, "recall_layers"))
+    plot_args_size(args, "recent", in->recent);
+  if (!strcmp(f->name, "recall_k")) plot_args_string(args, "ks", in->ks);
+}
+
+static void result_add(PlotResult *result, const char *path) {
+  if (result->n_written < PLOT_MAX_WRITTEN)
+    snprintf(result->written[result->n_written++], sizeof result->written[0], "%s", path);
+}
+
+/* Draws one figure in one format: gnuplot writes the temporary file, which
+ * is renamed into place only when gnuplot succeeded and wrote something. */
+static int draw_figure(const PlotGnuplot *gnuplot, const char *script, const char *out_dir,
+                       const char *name, const char *format, const PlotArgs *figure,
+                       PlotResult *result) {
+  char final_path[4096], log_path[4096];
+  if ((size_t)snprintf(final_path, sizeof final_path, "%s/%s.%s", out_dir, name, format) >=
+      sizeof final_path)
+    return obc_fail(OBC_EINVAL, "%s: output path too long", out_dir);
+  snprintf(log_path, sizeof log_path, "%s/.%s.%s.log.%ld", out_dir, name, format, (long)getpid());
+  ObcPendingFile image;
+  int rc = obc_pending_init(&image, final_path);
+  if (rc) return rc;
+  obc_pending_register(&image);
+  PlotArgs args = *figure;
+  plot_args_string(&args, "fmt", format);
+  plot_args_string(&args, "outfile", image.temp_path);
+  rc = plot_args_check(&args);
+  if (!rc) rc = plot_gnuplot_run(gnuplot, script, args.text, log_path);
+  struct stat st;
+  if (!rc && (stat(image.temp_path, &st) != 0 || st.st_size == 0))
+    rc = obc_fail(OBC_EEXTERNAL, "%s: gnuplot exited normally but wrote no image for %s", script,
+                  final_path);
+  if (rc) {
+    obc_pending_abort(&image);
+    return rc;
+  }
+  rc = obc_pending_commit(&image);
+  if (rc) return rc;
+  result_add(result, final_path);
+  return OBC_OK;
+}
+
+/* Every script the selected figures run (and style.gp) must be readable. */
+static int check_scripts(const char *scripts_dir, const int *selected) {
+  const char *helpers[] = {"style.gp", "sweep_axes.gp"};
+  for (size_t i = 0; i < 2 + N_FIGURES; i++) {
+    const char *name = i < 2 ? helpers[i] : FIGURES[i - 2].script;
+    if (i >= 2 && !selected[i - 2]) continue;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", scripts_dir, name);
+    if (access(path, R_OK) != 0)
+      return obc_fail(OBC_ENOTFOUND, "%s: cannot read the figure script: %s (set OBC_PLOTS_DIR to "
+                      "the plots/ folder of the obcache source tree)", path, strerror(errno));
+  }
+  return OBC_OK;
+}
+
+int plot_render(const PlotOptions *options, PlotResult *result) {
+  memset(result, 0, sizeof *result);
+  if (!options->dir || !(options->formats & (PLOT_PNG | PLOT_SVG)))
+    return obc_fail(OBC_EINVAL, "plot: no folder or no output format");
+  struct stat st;
+  if (stat(options->dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    return obc_fail(OBC_ENOTFOUND, "%s: not a folder (expected an analysis folder written by "
+                    "`obcache analyze`, or a sweep folder)", options->dir);
+  int sweep = file_exists(options->dir, "summary.csv");
+  int analysis = file_exists(options->dir, "report.json");
+  if (!analysis && !sweep)
+    return obc_fail(OBC_ENOTFOUND, "%s/report.json: not found (expected an analysis folder "
+                    "written by `obcache analyze -o DIR`, or a sweep folder with summary.csv)",
+                    options->dir);
+  AnalysisInputs in;
+  memset(&in, 0, sizeof in);
+  PlotSweep sweep_data;
+  memset(&sweep_data, 0, sizeof sweep_data);
+  char model[256] = "";
+  int rc = OBC_OK;
+  if (analysis) {
+    rc = read_analysis(options, &in);
+    if (rc && sweep) {
+      /* A sweep folder's own report.json is not an analysis: it only names
+       * the model. */
+      char path[4096];
+      snprintf(path, sizeof path, "%s/report.json", options->dir);
+      obc_error_clear();
+      plot_report_model_name(path, model, sizeof model);
+      analysis = 0;
+      rc = OBC_OK;
+    } else {
+      snprintf(model, sizeof model, "%s", in.report.model[0] ? in.report.model : "unknown model");
+    }
+  }
+  if (!rc && sweep) {
+    rc = plot_sweep_read(options->dir, options->k, &sweep_data);
+    if (!model[0]) {
+      char path[4096];
+      snprintf(path, sizeof path, "%s/sweep.json", options->dir);
+      plot_report_model_name(path, model, sizeof model);
+    }
+  }
+  int selected[N_FIGURES];
+  if (!rc) rc = select_figures(options, analysis, sweep, selected, result);
+  const char *scripts_dir = plot_scripts_dir(options);
+  if (!rc) rc = check_scripts(scripts_dir, selected);
+  PlotGnuplot gnuplot;
+  if (!rc) rc = plot_gnuplot_find(&gnuplot);
+
+  char out_dir[4096];
+  if (options->out_dir) snprintf(out_dir, sizeof out_dir, "%s", options->out_dir);
+  else snprintf(out_dir, sizeof out_dir, "%s/plots", options->dir);
+  if (!rc) rc = obc_make_dirs(out_dir);
+  if (!rc && sweep && (selected[6] || selected[7]))
+    rc = plot_sweep_write(&sweep_data, out_dir, result);
+
+  char plots_dir[4096];
+  snprintf(plots_dir, sizeof plots_dir, "%s/", scripts_dir);
+  for (size_t i = 0; i < N_FIGURES && !rc; i++) {
+    if (!selected[i]) continue;
+    char script[4096];
+    snprintf(script, sizeof script, "%s/%s", scripts_dir, FIGURES[i].script);
+    PlotArgs args;
+    plot_args_init(&args);
+    plot_args_string(&args, "plots_dir", plots_dir);
+    figure_args(&FIGURES[i], options->dir, out_dir, &in, &sweep_data, model, &args);
+    if (!rc && (options->formats & PLOT_PNG))
+      rc = draw_figure(&gnuplot, script, out_dir, FIGURES[i].name, "png", &args, result);
+    if (!rc && (options->formats & PLOT_SVG))
+      rc = draw_figure(&gnuplot, script, out_dir, FIGURES[i].name, "svg", &args, result);
+  }
+  plot_sweep_free(&sweep_data);
+  return rc;
+}

@@ -1,0 +1,61 @@
+/* `obcache plot`: renders the figures of an analysis folder (report.json and
+ * the CSVs of `obcache analyze`) or of a sweep folder (summary.csv) as PNG
+ * and SVG, by running the editable gnuplot scripts of plots/ one per figure.
+ * Every image is written under a temporary name and renamed only when gnuplot
+ * succeeded, so a failure never leaves a picture that looks finished. */
+#ifndef OBC_PLOT_H
+#define OBC_PLOT_H
+
+#include <stddef.h>
+
+enum { PLOT_PNG = 1u << 0, PLOT_SVG = 1u << 1 };
+
+/* One figure: its name (the output file's stem and the --only name), the
+ * script that draws it, the CSV it reads and the question it answers. */
+typedef struct {
+  const char *name;
+  const char *script;   /* file in the scripts folder */
+  const char *data;     /* CSV of the analysis/sweep folder it needs */
+  int sweep;            /* 1: drawn from a sweep folder's summary.csv */
+  const char *question; /* one sentence for --help and the README */
+} PlotFigure;
+
+/* The figures in drawing order; *count is set to their number. */
+const PlotFigure *plot_figures(size_t *count);
+
+typedef struct {
+  const char *dir;         /* the analysis or sweep folder */
+  const char *out_dir;     /* NULL: DIR/plots */
+  unsigned formats;        /* PLOT_PNG | PLOT_SVG */
+  size_t window;           /* 0: the report's main window */
+  size_t k;                /* 0: the report's main budget */
+  const char *only;        /* comma-separated figure names; NULL: every figure with data */
+  const char *scripts_dir; /* NULL: $OBC_PLOTS_DIR, else the source tree's plots/ */
+} PlotOptions;
+
+#define PLOT_MAX_WRITTEN 48
+#define PLOT_MAX_SKIPPED 16
+
+/* What a run produced: every file written (images and the small derived
+ * data files), and the figures left out for lack of data (with why). */
+typedef struct {
+  char written[PLOT_MAX_WRITTEN][4096];
+  size_t n_written;
+  char skipped[PLOT_MAX_SKIPPED][512];
+  size_t n_skipped;
+} PlotResult;
+
+/* Renders the figures. Checks the folder, the scripts and gnuplot before
+ * writing anything. Returns 0 or a negative OBC_E* code after obc_fail(). */
+int plot_render(const PlotOptions *options, PlotResult *result);
+
+/* Position of a score name in the order every figure lists scores (attn,
+ * attn2, vatp, snapkv, obc_v, obc_k, obc_vk, exact_v, exact_k, exact_vk,
+ * remove, oracle1, oracleT); names outside the list get a larger rank. */
+int plot_score_rank(const char *name);
+
+/* The scripts folder in effect: options->scripts_dir, $OBC_PLOTS_DIR or
+ * OBC_SOURCE_DIR "/plots". */
+const char *plot_scripts_dir(const PlotOptions *options);
+
+#endif

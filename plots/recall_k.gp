@@ -1,0 +1,75 @@
+# recall_k.gp: recall@k of the oracle's top-k set against the budget k, one
+# curve per score, at one perturbation window W. Left panel: the plain top-k
+# selection (r = 0); right panel: the last R prompt positions are always kept
+# and the other k - R chosen by the score (r = R). Higher is better; the
+# paper's headline is k = 40.
+#
+# Variables (gnuplot -e "name=value; ..."), besides those of style.gp:
+#   data     recall.csv of an analysis folder                    [recall.csv]
+#   window   perturbation window W                   [largest W in the data]
+#   recent   R for the right panel; 0 draws only the left panel         [0]
+#   scores   space-separated score names to draw
+#   ks       space-separated budgets to label on the x axis   [automatic]
+#   model, oracle   names used in the title            ["model", "oracle1"]
+#   title    replaces the whole title
+# Re-render by hand, e.g.:
+#   gnuplot -e "data='out/recall.csv'; window=16; recent=8; outfile='k.png'" plots/recall_k.gp
+
+fig = "recall_k"
+if (!exists("plots_dir")) { plots_dir = ""; do for [i = strlen(ARG0):1:-1] { if (ARG0[i:i] eq "/") { plots_dir = ARG0[1:i]; break } } }
+if (!exists("data")) data = "recall.csv"
+if (!exists("recent")) recent = 0
+if (!exists("scores")) scores = "attn attn2 vatp snapkv obc_v obc_k obc_vk exact_v exact_k exact_vk remove"
+if (!exists("model")) model = "model"
+if (!exists("oracle")) oracle = "oracle1"
+if (!exists("width")) width = (recent > 0 ? 1400 : 1000)
+if (!exists("height")) height = 620
+load plots_dir . "style.gp"
+if (!exists("window")) { stats data using "window" nooutput; window = int(STATS_max) }
+if (!exists("title")) title = sprintf("Recall of the %s top-k set against the budget k  -  %s, window W = %d", oracle, model, window)
+
+# Collect one block per (score, panel): k and the mean recall over all heads.
+$curves << EOD
+EOD
+panels = (recent > 0 ? 2 : 1)
+do for [s in scores] {
+  do for [p = 1:panels] {
+    r = (p == 1 ? 0 : recent)
+    set table $curves append
+    plot data using "k":"recall_mean" with table \
+      if (strcol("score") eq s && column("window") == window && column("recent") == r)
+    unset table
+    set print $curves append
+    print ""; print ""
+    unset print
+  }
+}
+set datafile separator whitespace
+set datafile nocolumnheaders
+
+set logscale x 2
+set autoscale xfix
+set offsets graph 0.06, graph 0.06, 0, 0
+if (exists("ks")) { set xtics (); do for [kk in ks] { set xtics add (kk int(kk)) } }
+set yrange [0:1.02]
+set ytics 0.1
+set xlabel "budget k (tokens kept per KV head)"
+set ylabel "recall@k (share of the oracle's top k kept)"
+n = words(scores)
+
+set multiplot title title font ",14"
+left(p) = (panels == 1 ? 0.08 : (p == 1 ? 0.06 : 0.45))
+right(p) = (panels == 1 ? 0.78 : (p == 1 ? 0.40 : 0.79))
+do for [p = 1:panels] {
+  set lmargin at screen left(p)
+  set rmargin at screen right(p)
+  set tmargin at screen 0.86
+  set bmargin at screen 0.12
+  set title (p == 1 ? "top-k by the score (r = 0)" : sprintf("last %d positions always kept (r = %d)", recent, recent))
+  if (p == panels) { set key at screen 0.81, 0.86 left top } else { unset key }
+  if (p == 2) { unset ylabel }
+  plot for [i = 1:n] $curves index ((i - 1) * panels + p - 1) using 1:2 smooth unique \
+    with linespoints lc rgb score_colour(word(scores, i)) pt score_point(word(scores, i)) \
+    ps 1.2 lw score_width(word(scores, i)) title word(scores, i)
+}
+unset multiplot

@@ -1,0 +1,74 @@
+# style.gp: the look shared by every obcache figure. It defines one colour,
+# point type and line width per score (the same in every figure, so "obc_vk"
+# is always purple), opens the output terminal and sets fonts and the CSV
+# separator. Every figure script sets its defaults, then loads this file.
+#
+# Variables read (pass with gnuplot -e "name=value; ..."):
+#   fmt      "png" (pngcairo when this gnuplot has it, else png) or "svg"  [png]
+#   outfile  the image to write                                  [<fig>.<fmt>]
+#   width, height  image size in pixels (points for SVG)        [per figure]
+#   fig      the figure's name (each script sets it)
+
+if (!exists("fmt")) fmt = "png"
+if (!exists("outfile")) outfile = fig . "." . fmt
+if (!exists("width")) width = 1000
+if (!exists("height")) height = 600
+
+# --- output terminal -------------------------------------------------------
+if (fmt eq "svg") {
+  set terminal svg size width, height dynamic noenhanced font "DejaVu Sans,12" background "#ffffff"
+} else {
+  if (fmt ne "png") { print "style.gp: fmt must be png or svg, got '" . fmt . "'"; exit error "bad fmt" }
+  if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
+    set terminal pngcairo size width, height noenhanced font "DejaVu Sans,11" background "#ffffff"
+  } else {
+    set terminal png size width, height noenhanced font "DejaVu Sans,11" background "#ffffff"
+  }
+}
+set output outfile
+
+# --- data ------------------------------------------------------------------
+# The analysis CSVs: one header line, comma-separated, columns used by name.
+set datafile separator comma
+set datafile columnheaders
+
+# --- one colour per score --------------------------------------------------
+# Attention-only scores in blues/greens, OBCache's closed forms in warm
+# colours, their exact errors in muted versions of the same, the removal
+# error grey and the oracle black.
+score_colour(s) = \
+  s eq "attn"     ? "#1f77b4" : \
+  s eq "attn2"    ? "#6baed6" : \
+  s eq "snapkv"   ? "#17becf" : \
+  s eq "vatp"     ? "#2ca02c" : \
+  s eq "obc_v"    ? "#ff7f0e" : \
+  s eq "obc_k"    ? "#d62728" : \
+  s eq "obc_vk"   ? "#9467bd" : \
+  s eq "exact_v"  ? "#b8860b" : \
+  s eq "exact_k"  ? "#e377c2" : \
+  s eq "exact_vk" ? "#8c564b" : \
+  s eq "remove"   ? "#7f7f7f" : \
+  s[1:6] eq "oracle" ? "#000000" : "#444444"
+
+score_point(s) = \
+  s eq "attn"     ? 5  : \
+  s eq "attn2"    ? 4  : \
+  s eq "snapkv"   ? 9  : \
+  s eq "vatp"     ? 8  : \
+  s eq "obc_v"    ? 7  : \
+  s eq "obc_k"    ? 13 : \
+  s eq "obc_vk"   ? 11 : \
+  s eq "exact_v"  ? 6  : \
+  s eq "exact_k"  ? 12 : \
+  s eq "exact_vk" ? 10 : \
+  s eq "remove"   ? 3  : \
+  s[1:6] eq "oracle" ? 1 : 2
+
+score_width(s) = s[1:6] eq "oracle" ? 3.5 : (s eq "obc_vk" || s eq "remove" ? 2.5 : 1.8)
+
+# --- common look -------------------------------------------------------------
+set grid back lt 1 lc rgb "#e6e6e6" lw 1
+set border 3 lw 1.2
+set tics nomirror out
+set key noautotitle Left reverse box lc rgb "#bbbbbb" opaque samplen 2.5 spacing 1.1
+set style fill solid 1.0 noborder

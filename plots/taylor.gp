@@ -1,0 +1,63 @@
+# taylor.gp: does the second-order Taylor score predict the exact error?
+# Four log-log scatter panels over a subsample of (layer, KV head, position)
+# points at the main window: exact_v against obc_v (zeroing the value row: the
+# Taylor form is exact, so every point lies on the diagonal), exact_k against
+# obc_k, exact_vk against obc_vk, and the true eviction error (oracle) against
+# the window's removal error (remove). The dashed line is y = x; points that
+# hug it mean the score ranks tokens like the error it approximates.
+#
+# Variables (gnuplot -e "name=value; ..."), besides those of style.gp:
+#   data     taylor.csv of an analysis folder                    [taylor.csv]
+#   window   the window the points were taken at (title only)    [not shown]
+#   rho_v, rho_k, rho_vk, rho_remove   Spearman rank correlations to print
+#            in the panel titles (numbers; omitted when not set)
+#   model, oracle   names used in the title            ["model", "oracle1"]
+#   title    replaces the whole title
+# Re-render by hand, e.g.:
+#   gnuplot -e "data='out/taylor.csv'; window=16; outfile='t.png'" plots/taylor.gp
+
+fig = "taylor"
+if (!exists("plots_dir")) { plots_dir = ""; do for [i = strlen(ARG0):1:-1] { if (ARG0[i:i] eq "/") { plots_dir = ARG0[1:i]; break } } }
+if (!exists("data")) data = "taylor.csv"
+if (!exists("model")) model = "model"
+if (!exists("oracle")) oracle = "oracle1"
+if (!exists("width")) width = 1200
+if (!exists("height")) height = 1000
+load plots_dir . "style.gp"
+if (!exists("title")) title = sprintf("Taylor scores against the exact errors they approximate  -  %s%s", model, (exists("window") ? sprintf(", window W = %d", window) : ""))
+
+# Panel p plots column ys[p] against column xs[p].
+xs = "obc_v obc_k obc_vk remove"
+ys = "exact_v exact_k exact_vk oracle"
+# A point is drawn when both values are positive (the axes are logarithmic).
+both_positive(a, b) = column(a) > 0 && column(b) > 0
+rho_text(name) = exists(name) ? sprintf("   (Spearman rho = %.3f)", value(name)) : ""
+rhos = "rho_v rho_k rho_vk rho_remove"
+panel_what(p) = p == 1 ? "zero the value row" : p == 2 ? "zero the key row" : p == 3 ? "zero both rows" : "evict the token"
+
+set logscale xy 10
+set format x "10^{%T}"
+set format y "10^{%T}"
+set termoption enhanced
+set key top left Left reverse
+set size ratio -1
+set multiplot layout 2, 2 title title font ",14" margins 0.08, 0.97, 0.07, 0.90 spacing 0.09, 0.10
+do for [p = 1:4] {
+  xcol = word(xs, p)
+  ycol = word(ys, p)
+  colour = score_colour(xcol)
+  set title sprintf("%s against %s%s", ycol, xcol, rho_text(word(rhos, p))) noenhanced
+  set xlabel (p < 4 ? sprintf("%s (Taylor score)", xcol) : "remove (exact removal error over the window)") noenhanced
+  set ylabel (p < 4 ? sprintf("%s (exact error: %s)", ycol, panel_what(p)) : sprintf("%s (true eviction error at decode)", oracle)) noenhanced
+  # Both axes share the range of the panel's points so y = x is the diagonal.
+  set autoscale xy
+  stats data using (both_positive(xcol, ycol) ? column(xcol) : NaN):(both_positive(xcol, ycol) ? column(ycol) : NaN) nooutput
+  lo = floor(log10(STATS_min_x < STATS_min_y ? STATS_min_x : STATS_min_y))
+  hi = ceil(log10(STATS_max_x > STATS_max_y ? STATS_max_x : STATS_max_y))
+  set xrange [10**lo:10**hi]
+  set yrange [10**lo:10**hi]
+  plot data using (both_positive(xcol, ycol) ? column(xcol) : NaN):(column(ycol)) \
+         with points pt 7 ps 0.5 lc rgb ("#60" . colour[2:7]) title sprintf("%d points", STATS_records), \
+       x with lines dt 2 lw 1.5 lc rgb "#333333" title "y = x"
+}
+unset multiplot
