@@ -1,0 +1,645 @@
+/* Check suite for traces/: the writer and reader round-trip every field and
+ * tensor (f32 and f16, compressed or not), files appear only on commit, the
+ * synthetic generator is deterministic and its O/lse match a brute-force
+ * recomputation, and every kind of bad input fails with the right code and a
+ * message naming the file. Bad files are made by editing a good trace with
+ * the HDF5 API. */
+#include <check.h>
+#include <hdf5.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/obc_error.h"
+#include "common/obc_file.h"
+#include "traces/synth.h"
+#include "traces/trace.h"
+#include "traces/trace_h5.h"
+
+static char scratch[4096];
+
+static void make_scratch(void) {
+  const char *base = getenv("OBC_TMP");
+  snprintf(scratch, sizeof scratch, "%s/traces.%ld", base ? base : "/tmp", (long)getpid());
+  ck_assert_int_eq(obc_make_dirs(scratch), 0);
+}
+
+static void scratch_path(char *out, size_t size, const char *name) {
+  make_scratch();
+  snprintf(out, size, "%s/%s", scratch, name);
+}
+
+static int exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+static void assert_message_names(const char *path) {
+  const char *msg = obc_error_message();
+  ck_assert_msg(strstr(msg, path) != NULL, "message '%s' does not name '%s'", msg, path);
+  ck_assert_msg(strchr(msg, '\n') == NULL, "message '%s' is not one line", msg);
+}
+
+/* ---- a hand-made trace with every optional part -------------------------------- */
+
+enum { L = 2, H = 4, KVH = 2, D = 8, S = 12, T = 3, R = 5, VOCAB = 7 };
+#define NP (S + T)
+
+/* A value that differs for every (tensor, layer, head, index) and is not
+ * exactly representable in half precision. */
+static float fixture_value(int tensor, size_t layer, size_t head, size_t i) {
+  return (float)(sin(0.37 * (double)(i + 1) + 1.3 * (double)tensor + 0.7 * (double)layer +
+                     0.11 * (double)head) * (1.0 + 0.001 * (double)i));
+}
+
+static void fixture_fill(float *x, size_t n, int tensor, size_t layer, size_t head) {
+  for (size_t i = 0; i < n; i++) x[i] = fixture_value(tensor, layer, head, i);
+}
+
+static void fixture_meta(ObcTraceMeta *m, int64_t *rows, int32_t *tokens) {
+  memset(m, 0, sizeof *m);
+  snprintf(m->model.name, sizeof m->model.name, "fixture-model");
+  snprintf(m->model.architecture, sizeof m->model.architecture, "llama");
+  m->model.n_layers = L, m->model.n_heads = H, m->model.n_kv_heads = KVH, m->model.head_dim = D;
+  m->model.vocab_size = VOCAB;
+  m->model.rope_theta = 500000.0;
+  snprintf(m->model.rope_scaling, sizeof m->model.rope_scaling, "llama3");
+  m->model.rope_factor = 8.0, m->model.rope_low_freq_factor = 1.0, m->model.rope_high_freq_factor = 4.0;
+  m->model.rope_original_context = 8192;
+  m->model.attn_scale = 1.0 / sqrt((double)D);
+  snprintf(m->producer, sizeof m->producer, "test_traces fixture");
+  m->n_prompt = S, m->n_decode = T, m->n_positions = NP, m->n_rows = R + T;
+  for (size_t i = 0; i < R + T; i++) rows[i] = (int64_t)(S - R + i);
+  for (size_t p = 0; p < NP; p++) tokens[p] = (int32_t)((p * 5 + 3) % VOCAB);
+  m->row_positions = rows;
+  m->tokens = tokens;
+  m->prompt_text = "a prompt with \"quotes\"\nand a newline";
+  m->generated_text = NULL;
+  m->needle_found = 1;
+  m->n_spans = 3;
+  const char *names[3] = {"needle", "question", "empty"};
+  int64_t ranges[3][2] = {{2, 5}, {9, 12}, {7, 7}};
+  for (int i = 0; i < 3; i++) {
+    snprintf(m->spans[i].name, sizeof m->spans[i].name, "%s", names[i]);
+    m->spans[i].begin = ranges[i][0], m->spans[i].end = ranges[i][1];
+  }
+}
+
+static int fixture_write(const char *path, bool f16, int level) {
+  ObcTraceMeta meta;
+  int64_t rows[R + T];
+  int32_t tokens[NP];
+  fixture_meta(&meta, rows, tokens);
+  ObcTraceWriteOptions opt = {.store_f16 = f16, .compression_level = level, .store_attn = true, .store_logits = true};
+  ObcTraceWriter *w = NULL;
+  int rc = trace_create(path, &meta, &opt, &w);
+  if (rc) return rc;
+  float kv[2][NP * D], q[2][(R + T) * D], lse[R + T], attn[(R + T) * NP], logits[T * VOCAB];
+  for (size_t layer = 0; layer < L; layer++) {
+    for (size_t g = 0; g < KVH; g++) {
+      fixture_fill(kv[0], NP * D, 0, layer, g), fixture_fill(kv[1], NP * D, 1, layer, g);
+      ck_assert_int_eq(trace_write_kv(w, layer, g, kv[0], kv[1]), 0);
+    }
+    for (size_t h = 0; h < H; h++) {
+      fixture_fill(q[0], (R + T) * D, 2, layer, h), fixture_fill(q[1], (R + T) * D, 3, layer, h);
+      fixture_fill(lse, R + T, 4, layer, h), fixture_fill(attn, (R + T) * NP, 5, layer, h);
+      ck_assert_int_eq(trace_write_rows(w, layer, h, q[0], q[1], lse), 0);
+      ck_assert_int_eq(trace_write_attn(w, layer, h, attn), 0);
+    }
+  }
+  fixture_fill(logits, T * VOCAB, 6, 0, 0);
+  ck_assert_int_eq(trace_write_logits(w, logits), 0);
+  ck_assert_int_eq(trace_set_result(w, "the answer is 42", 1), 0);
+  return trace_commit(w);
+}
+
+/* Stored values: exact for f32, the nearest half for f16 (lse and logits are
+ * always f32). */
+static void assert_tensor(const float *got, size_t n, int tensor, size_t layer, size_t head, bool half) {
+  for (size_t i = 0; i < n; i++) {
+    float want = fixture_value(tensor, layer, head, i);
+    if (half) want = trace_h5_float_from_half(trace_h5_half_from_float(want));
+    ck_assert_msg(got[i] == want, "tensor %d layer %zu head %zu [%zu]: %.9g != %.9g", tensor, layer,
+                  head, i, (double)got[i], (double)want);
+  }
+}
+
+static void check_round_trip(bool f16, int level) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/fixture-%s-%d.h5", (make_scratch(), scratch), f16 ? "f16" : "f32", level);
+  ck_assert_msg(fixture_write(path, f16, level) == 0, "%s", obc_error_message());
+  ObcTraceReader *r = NULL;
+  ck_assert_msg(trace_open(path, &r) == 0, "%s", obc_error_message());
+  const ObcTraceMeta *m = trace_meta(r);
+  ObcTraceMeta want;
+  int64_t rows[R + T];
+  int32_t tokens[NP];
+  fixture_meta(&want, rows, tokens);
+  ck_assert_int_eq(m->schema_version, 1);
+  ck_assert_str_eq(m->tool_version, OBC_VERSION);
+  ck_assert_str_eq(m->producer, want.producer);
+  ck_assert_int_eq(strlen(m->created), 20); /* 2026-01-01T00:00:00Z */
+  ck_assert_str_eq(m->dtype, f16 ? "f16" : "f32");
+  ck_assert(m->complete && m->has_attn && m->has_logits);
+  ck_assert_str_eq(m->model.name, want.model.name);
+  ck_assert_str_eq(m->model.architecture, want.model.architecture);
+  ck_assert_uint_eq(m->model.n_layers, L); ck_assert_uint_eq(m->model.n_heads, H);
+  ck_assert_uint_eq(m->model.n_kv_heads, KVH); ck_assert_uint_eq(m->model.head_dim, D);
+  ck_assert_uint_eq(m->model.vocab_size, VOCAB);
+  ck_assert(m->model.rope_theta == want.model.rope_theta);
+  ck_assert_str_eq(m->model.rope_scaling, "llama3");
+  ck_assert(m->model.rope_factor == 8.0 && m->model.rope_low_freq_factor == 1.0 &&
+            m->model.rope_high_freq_factor == 4.0);
+  ck_assert_uint_eq(m->model.rope_original_context, 8192);
+  ck_assert(m->model.attn_scale == want.model.attn_scale);
+  ck_assert_uint_eq(m->n_prompt, S); ck_assert_uint_eq(m->n_decode, T);
+  ck_assert_uint_eq(m->n_positions, NP); ck_assert_uint_eq(m->n_rows, R + T);
+  for (size_t i = 0; i < R + T; i++) ck_assert_int_eq(m->row_positions[i], rows[i]);
+  ck_assert_ptr_nonnull(m->tokens);
+  for (size_t p = 0; p < NP; p++) ck_assert_int_eq(m->tokens[p], tokens[p]);
+  ck_assert_str_eq(m->prompt_text, want.prompt_text);
+  ck_assert_str_eq(m->generated_text, "the answer is 42");
+  ck_assert_int_eq(m->needle_found, 1);
+  ck_assert_uint_eq(m->n_spans, 3);
+  for (size_t i = 0; i < 3; i++) { /* in the order written, not alphabetical */
+    ck_assert_str_eq(m->spans[i].name, want.spans[i].name);
+    ck_assert_int_eq(m->spans[i].begin, want.spans[i].begin);
+    ck_assert_int_eq(m->spans[i].end, want.spans[i].end);
+  }
+  float K[NP * D], V[NP * D], Q[(R + T) * D], O[(R + T) * D], lse[R + T], A[(R + T) * NP], logits[T * VOCAB];
+  for (size_t layer = 0; layer < L; layer++) {
+    for (size_t g = 0; g < KVH; g++) {
+      ck_assert_int_eq(trace_read_kv(r, layer, g, K, V), 0);
+      assert_tensor(K, NP * D, 0, layer, g, f16), assert_tensor(V, NP * D, 1, layer, g, f16);
+      ck_assert_int_eq(trace_read_kv(r, layer, g, NULL, V), 0); /* either may be skipped */
+    }
+    for (size_t h = 0; h < H; h++) {
+      ck_assert_int_eq(trace_read_rows(r, layer, h, Q, O, lse), 0);
+      assert_tensor(Q, (R + T) * D, 2, layer, h, f16), assert_tensor(O, (R + T) * D, 3, layer, h, f16);
+      assert_tensor(lse, R + T, 4, layer, h, false);
+      ck_assert_int_eq(trace_read_attn(r, layer, h, A), 0);
+      assert_tensor(A, (R + T) * NP, 5, layer, h, f16);
+    }
+  }
+  ck_assert_int_eq(trace_read_logits(r, logits), 0);
+  assert_tensor(logits, T * VOCAB, 6, 0, 0, false);
+  trace_close(r);
+}
+
+START_TEST(round_trip_preserves_every_field_and_tensor_f32) { check_round_trip(false, 0); }
+END_TEST
+START_TEST(round_trip_preserves_every_field_and_tensor_f32_compressed) { check_round_trip(false, 6); }
+END_TEST
+START_TEST(round_trip_preserves_every_field_and_tensor_f16) { check_round_trip(true, 0); }
+END_TEST
+START_TEST(round_trip_preserves_every_field_and_tensor_f16_compressed) { check_round_trip(true, 9); }
+END_TEST
+
+START_TEST(half_conversion_rounds_to_nearest_even_and_keeps_specials) {
+  ck_assert_uint_eq(trace_h5_half_from_float(1.0f), 0x3c00);
+  ck_assert_uint_eq(trace_h5_half_from_float(-2.0f), 0xc000);
+  ck_assert_uint_eq(trace_h5_half_from_float(65504.0f), 0x7bff);
+  ck_assert_uint_eq(trace_h5_half_from_float(1e6f), 0x7c00);            /* overflow -> inf */
+  ck_assert_uint_eq(trace_h5_half_from_float(1.0f + 0x1p-11f), 0x3c00); /* tie -> even */
+  ck_assert_uint_eq(trace_h5_half_from_float(1.0f + 0x1p-11f + 0x1p-20f), 0x3c01);
+  ck_assert_uint_eq(trace_h5_half_from_float(0x1p-24f), 0x0001); /* smallest subnormal */
+  ck_assert(trace_h5_float_from_half(0x0001) == 0x1p-24f);
+  ck_assert(isnan(trace_h5_float_from_half(trace_h5_half_from_float(NAN))));
+  for (uint32_t bits = 0; bits < 0x10000; bits++) { /* every finite half survives the round trip */
+    if ((bits & 0x7c00) == 0x7c00) continue;
+    ck_assert_uint_eq(trace_h5_half_from_float(trace_h5_float_from_half((uint16_t)bits)), bits);
+  }
+}
+END_TEST
+
+/* ---- write-then-rename ------------------------------------------------------------- */
+
+START_TEST(trace_appears_only_on_commit_and_abort_leaves_nothing) {
+  char path[4200];
+  scratch_path(path, sizeof path, "pending.h5");
+  ObcTraceMeta meta;
+  int64_t rows[R + T];
+  int32_t tokens[NP];
+  fixture_meta(&meta, rows, tokens);
+  ObcTraceWriteOptions opt = {0};
+  ObcTraceWriter *w = NULL;
+  ck_assert_int_eq(trace_create(path, &meta, &opt, &w), 0);
+  char temp[4300];
+  snprintf(temp, sizeof temp, "%s.tmp.%ld", path, (long)getpid());
+  ck_assert(!exists(path));
+  ck_assert(exists(temp));
+  trace_abort(w);
+  ck_assert(!exists(path));
+  ck_assert(!exists(temp));
+
+  ck_assert_int_eq(fixture_write(path, false, 0), 0);
+  ck_assert(exists(path));
+  ck_assert(!exists(temp));
+}
+END_TEST
+
+START_TEST(commit_refuses_a_trace_with_a_tensor_never_written) {
+  char path[4200];
+  scratch_path(path, sizeof path, "partial.h5");
+  ObcTraceMeta meta;
+  int64_t rows[R + T];
+  int32_t tokens[NP];
+  fixture_meta(&meta, rows, tokens);
+  ObcTraceWriteOptions opt = {0};
+  ObcTraceWriter *w = NULL;
+  ck_assert_int_eq(trace_create(path, &meta, &opt, &w), 0);
+  float kv[NP * D] = {0};
+  ck_assert_int_eq(trace_write_kv(w, 0, 0, kv, kv), 0);
+  ck_assert_int_eq(trace_commit(w), OBC_EINVAL);
+  assert_message_names(path);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "never written"));
+  ck_assert(!exists(path));
+}
+END_TEST
+
+START_TEST(unwritable_output_path_fails_with_the_path_and_leaves_nothing) {
+  const char *path = "/nonexistent-obc-folder/trace.h5";
+  ObcTraceMeta meta;
+  int64_t rows[R + T];
+  int32_t tokens[NP];
+  fixture_meta(&meta, rows, tokens);
+  ObcTraceWriteOptions opt = {0};
+  ObcTraceWriter *w = NULL;
+  ck_assert_int_eq(trace_create(path, &meta, &opt, &w), OBC_EIO);
+  ck_assert_ptr_null(w);
+  assert_message_names(path);
+  SynthOptions so;
+  synth_options_default(&so);
+  ck_assert_int_eq(synth_generate(&so, path), OBC_EIO);
+  assert_message_names(path);
+  ck_assert(!exists(path));
+}
+END_TEST
+
+/* ---- meta helpers ---------------------------------------------------------------------- */
+
+START_TEST(meta_helpers_find_window_decode_rows_and_spans) {
+  ObcTraceMeta m;
+  int64_t rows[R + T];
+  int32_t tokens[NP];
+  fixture_meta(&m, rows, tokens);
+  ck_assert_uint_eq(trace_meta_window_rows(&m), R);
+  size_t first = 0;
+  ck_assert_uint_eq(trace_meta_decode_rows(&m, &first), T);
+  ck_assert_uint_eq(first, R);
+  ck_assert_uint_eq(trace_meta_row_index(&m, 0), 0);
+  ck_assert_uint_eq(trace_meta_row_index(&m, S - 1), R - 1);
+  ck_assert_uint_eq(trace_meta_row_index(&m, NP), R + T);
+  ck_assert_int_eq(trace_meta_find_span(&m, "question")->begin, 9);
+  ck_assert_ptr_null(trace_meta_find_span(&m, "nothing"));
+  /* A gap before the last prompt row: the contiguous window is what follows it. */
+  int64_t gappy[4] = {2, 9, 10, 11};
+  m.row_positions = gappy, m.n_rows = 4;
+  ck_assert_uint_eq(trace_meta_window_rows(&m), 3);
+  ObcTraceMeta copy;
+  m.row_positions = rows, m.n_rows = R + T;
+  ck_assert_int_eq(trace_meta_copy(&copy, &m), 0);
+  ck_assert_ptr_ne(copy.row_positions, m.row_positions);
+  ck_assert_int_eq(copy.row_positions[R], S);
+  ck_assert_str_eq(copy.prompt_text, m.prompt_text);
+  trace_meta_free(&copy);
+}
+END_TEST
+
+/* ---- synthetic traces ----------------------------------------------------------------------- */
+
+static void synth_small(const char *name, uint64_t seed, int threads, bool attn, char *path, size_t size) {
+  scratch_path(path, size, name);
+  SynthOptions o;
+  synth_options_default(&o);
+  o.seed = seed;
+  o.store_attn = attn;
+  int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  int rc = synth_generate(&o, path);
+  omp_set_num_threads(saved);
+  ck_assert_msg(rc == 0, "%s", obc_error_message());
+}
+
+/* Compares every tensor of two traces; returns the number of differing values. */
+static size_t count_differences(const char *a_path, const char *b_path) {
+  ObcTraceReader *a = NULL, *b = NULL;
+  ck_assert_int_eq(trace_open(a_path, &a), 0);
+  ck_assert_int_eq(trace_open(b_path, &b), 0);
+  const ObcTraceMeta *m = trace_meta(a);
+  size_t P = m->n_positions, Rn = m->n_rows, d = m->model.head_dim, n_diff = 0;
+  size_t nk = P * d, nq = Rn * d;
+  float *x = malloc((4 * nk + 4 * nq + 2 * Rn) * sizeof *x);
+  float *Ka = x, *Va = Ka + nk, *Kb = Va + nk, *Vb = Kb + nk;
+  float *Qa = Vb + nk, *Oa = Qa + nq, *Qb = Oa + nq, *Ob = Qb + nq, *la = Ob + nq, *lb = la + Rn;
+  for (size_t layer = 0; layer < m->model.n_layers; layer++) {
+    for (size_t g = 0; g < m->model.n_kv_heads; g++) {
+      ck_assert_int_eq(trace_read_kv(a, layer, g, Ka, Va), 0);
+      ck_assert_int_eq(trace_read_kv(b, layer, g, Kb, Vb), 0);
+      for (size_t i = 0; i < nk; i++) n_diff += (Ka[i] != Kb[i]) + (Va[i] != Vb[i]);
+    }
+    for (size_t h = 0; h < m->model.n_heads; h++) {
+      ck_assert_int_eq(trace_read_rows(a, layer, h, Qa, Oa, la), 0);
+      ck_assert_int_eq(trace_read_rows(b, layer, h, Qb, Ob, lb), 0);
+      for (size_t i = 0; i < nq; i++) n_diff += (Qa[i] != Qb[i]) + (Oa[i] != Ob[i]);
+      for (size_t i = 0; i < Rn; i++) n_diff += la[i] != lb[i];
+    }
+  }
+  free(x);
+  trace_close(a), trace_close(b);
+  return n_diff;
+}
+
+START_TEST(synth_same_seed_gives_identical_tensors_whatever_the_thread_count) {
+  char a[4200], b[4200], c[4200];
+  synth_small("seed1-a.h5", 1, 1, false, a, sizeof a);
+  synth_small("seed1-b.h5", 1, 2, false, b, sizeof b);
+  synth_small("seed2.h5", 2, 2, false, c, sizeof c);
+  ck_assert_uint_eq(count_differences(a, b), 0);
+  ck_assert_uint_gt(count_differences(a, c), 1000);
+}
+END_TEST
+
+/* Brute force: plain loops in double, straight from the definitions. */
+START_TEST(synth_outputs_equal_a_brute_force_recomputation) {
+  char path[4200];
+  synth_small("brute.h5", 7, 2, true, path, sizeof path);
+  ObcTraceReader *r = NULL;
+  ck_assert_int_eq(trace_open(path, &r), 0);
+  const ObcTraceMeta *m = trace_meta(r);
+  size_t P = m->n_positions, Rn = m->n_rows, d = m->model.head_dim;
+  size_t group = m->model.n_heads / m->model.n_kv_heads;
+  float *K = malloc(P * d * sizeof *K), *V = malloc(P * d * sizeof *V), *Q = malloc(Rn * d * sizeof *Q);
+  float *O = malloc(Rn * d * sizeof *O), *lse = malloc(Rn * sizeof *lse), *A = malloc(Rn * P * sizeof *A);
+  double *z = malloc(P * sizeof *z), worst_lse = 0, worst_o = 0, worst_a = 0;
+  for (size_t layer = 0; layer < m->model.n_layers; layer++)
+    for (size_t h = 0; h < m->model.n_heads; h++) {
+      ck_assert_int_eq(trace_read_kv(r, layer, h / group, K, V), 0);
+      ck_assert_int_eq(trace_read_rows(r, layer, h, Q, O, lse), 0);
+      ck_assert_int_eq(trace_read_attn(r, layer, h, A), 0);
+      for (size_t i = 0; i < Rn; i++) {
+        size_t live = (size_t)m->row_positions[i] + 1;
+        double sum = 0.0;
+        for (size_t p = 0; p < live; p++) {
+          z[p] = 0.0;
+          for (size_t j = 0; j < d; j++) z[p] += (double)Q[i * d + j] * K[p * d + j];
+          z[p] *= m->model.attn_scale;
+          sum += exp(z[p]); /* the logits here are small: no overflow */
+        }
+        double l = log(sum);
+        worst_lse = fmax(worst_lse, fabs(l - lse[i]) / fmax(1.0, fabs(l)));
+        double diff2 = 0.0, norm2 = 0.0;
+        for (size_t j = 0; j < d; j++) {
+          double o = 0.0;
+          for (size_t p = 0; p < live; p++) o += exp(z[p] - l) * V[p * d + j];
+          diff2 += (o - O[i * d + j]) * (o - O[i * d + j]), norm2 += o * o;
+        }
+        worst_o = fmax(worst_o, sqrt(diff2 / norm2));
+        for (size_t p = 0; p < P; p++)
+          worst_a = fmax(worst_a, fabs((p < live ? exp(z[p] - l) : 0.0) - A[i * P + p]));
+      }
+    }
+  printf("synth vs brute force: worst lse %.3g, O %.3g, A %.3g\n", worst_lse, worst_o, worst_a);
+  ck_assert_msg(worst_lse < 1e-6 && worst_o < 1e-6 && worst_a < 1e-6, "lse %g O %g A %g", worst_lse,
+                worst_o, worst_a);
+  free(K), free(V), free(Q), free(O), free(lse), free(A), free(z);
+  trace_close(r);
+}
+END_TEST
+
+START_TEST(synth_records_spans_and_plants_sink_and_needle_attention) {
+  char path[4200];
+  synth_small("structure.h5", 3, 2, true, path, sizeof path);
+  ObcTraceReader *r = NULL;
+  ck_assert_int_eq(trace_open(path, &r), 0);
+  const ObcTraceMeta *m = trace_meta(r);
+  const ObcSpan *needle = trace_meta_find_span(m, "needle"), *question = trace_meta_find_span(m, "question");
+  ck_assert_ptr_nonnull(needle); ck_assert_ptr_nonnull(question);
+  ck_assert_int_eq(needle->end - needle->begin, 16);
+  ck_assert_int_eq(question->end, (int64_t)m->n_prompt);
+  ck_assert_int_le(needle->end, question->begin);
+  size_t P = m->n_positions, Rn = m->n_rows;
+  float *A = malloc(Rn * P * sizeof *A);
+  size_t first_decode = 0;
+  trace_meta_decode_rows(m, &first_decode);
+  double needle_mass = 0.0, sink_mass = 0.0, n = 0.0;
+  for (size_t layer = 0; layer < m->model.n_layers; layer++)
+    for (size_t h = 0; h < m->model.n_heads; h++) {
+      ck_assert_int_eq(trace_read_attn(r, layer, h, A), 0);
+      for (size_t i = first_decode; i < Rn; i++, n++) {
+        sink_mass += A[i * P];
+        for (int64_t p = needle->begin; p < needle->end; p++) needle_mass += A[i * P + (size_t)p];
+      }
+    }
+  needle_mass /= n, sink_mass /= n;
+  double uniform_needle = 16.0 / (double)P, uniform_sink = 1.0 / (double)P;
+  printf("decode rows: mean needle mass %.3f (uniform %.3f), sink mass %.3f (uniform %.3f)\n",
+         needle_mass, uniform_needle, sink_mass, uniform_sink);
+  ck_assert(needle_mass > 1.5 * uniform_needle);
+  ck_assert(sink_mass > 3.0 * uniform_sink);
+  free(A);
+  trace_close(r);
+}
+END_TEST
+
+/* ---- bad input ------------------------------------------------------------------------------------ */
+
+static void good_copy(const char *name, char *path, size_t size) {
+  scratch_path(path, size, name);
+  ck_assert_int_eq(fixture_write(path, false, 0), 0);
+}
+
+static hid_t open_rw(const char *path) {
+  hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  ck_assert_int_ge(f, 0);
+  return f;
+}
+
+static void expect_open_failure(const char *path, int code, const char *phrase) {
+  ObcTraceReader *r = NULL;
+  int rc = trace_open(path, &r);
+  ck_assert_msg(rc == code, "%s: got %d (%s), expected %d", path, rc, obc_error_message(), code);
+  ck_assert_ptr_null(r);
+  assert_message_names(path);
+  if (phrase)
+    ck_assert_msg(strstr(obc_error_message(), phrase), "'%s' lacks '%s'", obc_error_message(), phrase);
+}
+
+START_TEST(missing_file_fails_with_eio_naming_it) {
+  char path[4200];
+  scratch_path(path, sizeof path, "does-not-exist.h5");
+  expect_open_failure(path, OBC_EIO, "No such file");
+}
+END_TEST
+
+START_TEST(text_file_fails_as_not_hdf5) {
+  char path[4200];
+  scratch_path(path, sizeof path, "text.h5");
+  FILE *fp = fopen(path, "w");
+  fputs("this is not a trace\n", fp);
+  fclose(fp);
+  expect_open_failure(path, OBC_EFORMAT, "not an HDF5 file");
+}
+END_TEST
+
+START_TEST(other_schema_version_is_unsupported) {
+  char path[4200];
+  good_copy("schema2.h5", path, sizeof path);
+  hid_t f = open_rw(path);
+  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "schema_version", 2), 0);
+  H5Fclose(f);
+  expect_open_failure(path, OBC_EUNSUPPORTED, "schema version 2");
+}
+END_TEST
+
+START_TEST(missing_complete_flag_means_incomplete) {
+  char path[4200];
+  good_copy("incomplete.h5", path, sizeof path);
+  hid_t f = open_rw(path);
+  ck_assert_int_ge(H5Adelete(f, "complete"), 0);
+  H5Fclose(f);
+  expect_open_failure(path, OBC_EFORMAT, "complete");
+}
+END_TEST
+
+START_TEST(missing_dataset_is_named) {
+  char path[4200];
+  good_copy("missing-v.h5", path, sizeof path);
+  hid_t f = open_rw(path);
+  ck_assert_int_ge(H5Ldelete(f, "/layers/001/V", H5P_DEFAULT), 0);
+  H5Fclose(f);
+  expect_open_failure(path, OBC_EFORMAT, "/layers/001/V is missing");
+}
+END_TEST
+
+START_TEST(missing_attribute_is_named) {
+  char path[4200];
+  good_copy("missing-heads.h5", path, sizeof path);
+  hid_t f = open_rw(path);
+  ck_assert_int_ge(H5Adelete(f, "n_kv_heads"), 0);
+  H5Fclose(f);
+  expect_open_failure(path, OBC_EFORMAT, "'n_kv_heads' is missing");
+}
+END_TEST
+
+START_TEST(inconsistent_shapes_are_named_precisely) {
+  char path[4200];
+  good_copy("bad-shape.h5", path, sizeof path);
+  hid_t f = open_rw(path);
+  /* Replace Q of layer 1 by one with a row too few. */
+  ck_assert_int_ge(H5Ldelete(f, "/layers/001/Q", H5P_DEFAULT), 0);
+  hsize_t dims[3] = {H, R + T - 1, D};
+  hid_t space = H5Screate_simple(3, dims, NULL);
+  hid_t dset = H5Dcreate2(f, "/layers/001/Q", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  ck_assert_int_ge(dset, 0);
+  H5Dclose(dset), H5Sclose(space), H5Fclose(f);
+  expect_open_failure(path, OBC_EFORMAT, "/layers/001/Q has shape (4, 7, 8), expected (4, 8, 8) = (n_heads, n_rows, head_dim)");
+
+  /* Attributes that disagree with each other. */
+  good_copy("bad-positions.h5", path, sizeof path);
+  f = open_rw(path);
+  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "n_positions", NP + 1), 0);
+  H5Fclose(f);
+  expect_open_failure(path, OBC_EFORMAT, "n_positions is 16, expected n_prompt + n_decode = 15");
+
+  /* Attributes that disagree with the datasets. */
+  good_copy("bad-decode.h5", path, sizeof path);
+  f = open_rw(path);
+  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "n_decode", T + 1), 0);
+  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "n_positions", NP + 1), 0);
+  H5Fclose(f);
+  expect_open_failure(path, OBC_EFORMAT, "/tokens has shape (15,), expected (16,) = (n_positions)");
+}
+END_TEST
+
+START_TEST(nan_and_inf_values_fail_on_read_naming_dataset_layer_and_head) {
+  char path[4200];
+  good_copy("nan.h5", path, sizeof path);
+  hid_t f = open_rw(path);
+  hid_t dset = H5Dopen2(f, "/layers/001/K", H5P_DEFAULT);
+  hid_t space = H5Dget_space(dset);
+  hsize_t start[3] = {1, 3, 2}, count[3] = {1, 1, 1};
+  H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL);
+  hid_t mem = H5Screate_simple(1, count, NULL);
+  float bad = NAN;
+  ck_assert_int_ge(H5Dwrite(dset, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, &bad), 0);
+  H5Sclose(mem), H5Sclose(space), H5Dclose(dset);
+  dset = H5Dopen2(f, "/layers/000/O", H5P_DEFAULT);
+  space = H5Dget_space(dset);
+  hsize_t start_o[3] = {2, 4, 0};
+  H5Sselect_hyperslab(space, H5S_SELECT_SET, start_o, NULL, count, NULL);
+  mem = H5Screate_simple(1, count, NULL);
+  bad = INFINITY;
+  ck_assert_int_ge(H5Dwrite(dset, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, &bad), 0);
+  H5Sclose(mem), H5Sclose(space), H5Dclose(dset), H5Fclose(f);
+
+  ObcTraceReader *r = NULL;
+  ck_assert_int_eq(trace_open(path, &r), 0); /* values are checked as they are read */
+  float K[NP * D], Q[(R + T) * D], O[(R + T) * D];
+  ck_assert_int_eq(trace_read_kv(r, 1, 0, K, NULL), 0);
+  ck_assert_int_eq(trace_read_kv(r, 1, 1, K, NULL), OBC_EVALUE);
+  assert_message_names(path);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "/layers/001/K, layer 1, KV head 1: NaN at position 3"));
+  ck_assert_int_eq(trace_read_rows(r, 0, 2, Q, NULL, NULL), 0);
+  ck_assert_int_eq(trace_read_rows(r, 0, 2, Q, O, NULL), OBC_EVALUE);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "/layers/000/O, layer 0, head 2: Inf at row 4"));
+  trace_close(r);
+}
+END_TEST
+
+START_TEST(trace_without_attention_rows_reports_not_found) {
+  char path[4200];
+  synth_small("no-attn.h5", 1, 1, false, path, sizeof path);
+  ObcTraceReader *r = NULL;
+  ck_assert_int_eq(trace_open(path, &r), 0);
+  const ObcTraceMeta *m = trace_meta(r);
+  ck_assert(!m->has_attn && !m->has_logits);
+  ck_assert_ptr_null(m->tokens);
+  float *A = malloc(m->n_rows * m->n_positions * sizeof *A);
+  ck_assert_int_eq(trace_read_attn(r, 0, 0, A), OBC_ENOTFOUND);
+  assert_message_names(path);
+  free(A);
+  trace_close(r);
+}
+END_TEST
+
+static Suite *traces_suite(void) {
+  Suite *s = suite_create("traces");
+  TCase *tc = tcase_create("traces");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, round_trip_preserves_every_field_and_tensor_f32);
+  tcase_add_test(tc, round_trip_preserves_every_field_and_tensor_f32_compressed);
+  tcase_add_test(tc, round_trip_preserves_every_field_and_tensor_f16);
+  tcase_add_test(tc, round_trip_preserves_every_field_and_tensor_f16_compressed);
+  tcase_add_test(tc, half_conversion_rounds_to_nearest_even_and_keeps_specials);
+  tcase_add_test(tc, trace_appears_only_on_commit_and_abort_leaves_nothing);
+  tcase_add_test(tc, commit_refuses_a_trace_with_a_tensor_never_written);
+  tcase_add_test(tc, unwritable_output_path_fails_with_the_path_and_leaves_nothing);
+  tcase_add_test(tc, meta_helpers_find_window_decode_rows_and_spans);
+  tcase_add_test(tc, synth_same_seed_gives_identical_tensors_whatever_the_thread_count);
+  tcase_add_test(tc, synth_outputs_equal_a_brute_force_recomputation);
+  tcase_add_test(tc, synth_records_spans_and_plants_sink_and_needle_attention);
+  tcase_add_test(tc, missing_file_fails_with_eio_naming_it);
+  tcase_add_test(tc, text_file_fails_as_not_hdf5);
+  tcase_add_test(tc, other_schema_version_is_unsupported);
+  tcase_add_test(tc, missing_complete_flag_means_incomplete);
+  tcase_add_test(tc, missing_dataset_is_named);
+  tcase_add_test(tc, missing_attribute_is_named);
+  tcase_add_test(tc, inconsistent_shapes_are_named_precisely);
+  tcase_add_test(tc, nan_and_inf_values_fail_on_read_naming_dataset_layer_and_head);
+  tcase_add_test(tc, trace_without_attention_rows_reports_not_found);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *runner = srunner_create(traces_suite());
+  srunner_run_all(runner, CK_NORMAL);
+  int failed = srunner_ntests_failed(runner);
+  srunner_free(runner);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
