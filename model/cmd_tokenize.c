@@ -185,11 +185,14 @@ static int run(const Tokenizer *tok, const TokenizeArgs *a) {
   int rc = 0;
   if (!a->lines) {
     rc = encode_one(tok, a, text, length);
+    if (rc < 0 && a->file) obc_fail_context(rc, "%s", a->file);
   } else {
-    for (size_t start = 0; start < length && rc == 0;) {
+    size_t line = 1;
+    for (size_t start = 0; start < length && rc == 0; line++) {
       const char *newline = memchr(text + start, '\n', length - start);
       size_t end = newline ? (size_t)(newline - text) : length;
       rc = encode_one(tok, a, text + start, end - start);
+      if (rc < 0) obc_fail_context(rc, "%s: line %zu", a->file ? a->file : "TEXT", line);
       start = end + 1;
     }
   }

@@ -65,9 +65,17 @@ static char *unescape_literal(const char *s, size_t n) {
   return out;
 }
 
+static int has_unescaped_quote(const char *s, const char *end) {
+  for (; s < end; s++) {
+    if (*s == '\\' && s + 1 < end) s++;
+    else if (*s == '\'' || *s == '"') return 1;
+  }
+  return 0;
+}
+
 /* After "<|im_start|>system" and a newline (real or the escape "\n"), a
  * default system message is the text up to "<|im_end|>" when it lies inside
- * one string literal (no quote in between), as in SmolLM2's and Qwen2's
+ * one string literal (no unescaped quote in between), as in SmolLM2's and Qwen2's
  * templates; the branch that writes a given system message has
  * `+ message['content'] +` there instead. */
 static int find_chatml_default_system(const char *template_text, char **out) {
@@ -80,7 +88,7 @@ static int find_chatml_default_system(const char *template_text, char **out) {
     else continue;
     const char *end = strstr(q, "<|im_end|>");
     if (!end || end == q) continue;
-    if (memchr(q, '\'', (size_t)(end - q)) || memchr(q, '"', (size_t)(end - q))) continue;
+    if (has_unescaped_quote(q, end)) continue;
     *out = unescape_literal(q, (size_t)(end - q));
     return *out ? 0 : obc_fail(OBC_ENOMEM, "out of memory for the default system message");
   }

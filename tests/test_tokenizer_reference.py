@@ -30,8 +30,11 @@ from tokenizers import pre_tokenizers
 
 try:
     from transformers import PreTrainedTokenizerFast
-    from transformers.integrations.gguf.gguf_tokenizer_mapping import convert_gguf_tokenizer
-except ImportError as error:  # pragma: no cover - set-up problem, not a test result
+    try:  # transformers 5
+        from transformers.integrations.gguf.gguf_tokenizer_mapping import convert_gguf_tokenizer
+    except ImportError:  # transformers 4
+        from transformers.integrations.ggml import convert_gguf_tokenizer
+except ImportError as error:  # a set-up problem, not a test result
     sys.exit(f"test_tokenizer_reference: needs the transformers package ({error}); run scripts/setup.sh")
 
 OBCACHE = os.environ["OBCACHE"]
@@ -166,6 +169,23 @@ def compare_chat(model, reference, meta):
               "" if got == want else f"\n  rendered  {text!r}\n  obcache   {got}\n  reference {want}")
 
 
+def check_bad_input(meta):
+    """Unknown pre-tokenizer and invalid UTF-8: one-line error naming the culprit, non-zero exit."""
+    path = os.path.join(TMP, "tokenizer_mystery.gguf")
+    write_metadata_gguf(meta, path, "mystery-pre")
+    run = subprocess.run([OBCACHE, "tokenize", "--model", path, "hello"], capture_output=True, text=True)
+    check("unknown pre-tokenizer: error naming the file and the type",
+          run.returncode != 0 and path in run.stderr and "mystery-pre" in run.stderr and not run.stdout,
+          run.stderr.strip())
+    bad = os.path.join(TMP, "tokenizer_bad_utf8.txt")
+    with open(bad, "wb") as f:
+        f.write(b"fine text \xff\xfe then more")
+    run = subprocess.run([OBCACHE, "tokenize", "--model", MODEL, "--file", bad], capture_output=True, text=True)
+    check("invalid UTF-8: error naming the file and the byte offset",
+          run.returncode != 0 and bad in run.stderr and "byte 10" in run.stderr,
+          run.stderr.strip())
+
+
 def main():
     if not os.path.exists(MODEL):
         sys.exit(f"test_tokenizer_reference: model {MODEL} missing (run scripts/setup.sh)")
@@ -201,6 +221,7 @@ def main():
 
     if meta["chat_template"]:
         compare_chat(MODEL, reference, meta)
+    check_bad_input(meta)
     if failures:
         print(f"{len(failures)} check(s) failed: {', '.join(failures)}")
         return 1
