@@ -316,9 +316,9 @@ static int parse(GgufFile *file) {
   /* A key/value pair takes >= 13 bytes and a tensor info >= 29: bound the
    * counts by the file size before allocating. */
   if (n_kvs > file->size / 13 || n_tensors > file->size / 29)
-    return obc_fail(OBC_EFORMAT, "%s: header claims %" PRIu64 " metadata entries and %" PRIu64
-                    " tensors, more than a %zu-byte file can hold",
-                    file->path, n_kvs, n_tensors, file->size);
+    return obc_fail(OBC_EFORMAT, "%s: truncated at offset %zu while reading the metadata (the header claims %" PRIu64
+                    " entries and %" PRIu64 " tensors, more than a %zu-byte file can hold)",
+                    file->path, c.pos, n_kvs, n_tensors, file->size);
   file->kvs = obc_calloc((size_t)n_kvs, sizeof *file->kvs, "GGUF metadata");
   file->tensors = obc_calloc((size_t)n_tensors, sizeof *file->tensors, "the GGUF tensor table");
   if (!file->kvs || !file->tensors) return OBC_ENOMEM;
