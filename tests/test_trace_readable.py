@@ -1,0 +1,131 @@
+"""A trace written by `obcache synth` is readable without any project code:
+h5py sees the attributes, shapes, dtypes (float16 for --dtype f16) and spans
+the schema promises, NumPy recomputes every head's O and lse from Q, K, V
+within 1e-5 relative, and `h5dump -H` lists the layout.
+
+Environment: OBCACHE (the binary), OBC_TMP (scratch folder)."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+
+OBCACHE = os.environ.get("OBCACHE", "obcache")
+TMP = os.environ.get("OBC_TMP", tempfile.gettempdir())
+SHAPE = dict(layers=2, heads=4, kv_heads=2, head_dim=16, prompt=64, rows=16, decode=4)
+failures = []
+
+
+def check(condition, what):
+    print(("ok    " if condition else "FAIL  ") + what)
+    if not condition:
+        failures.append(what)
+
+
+def synth(path, *extra):
+    args = [OBCACHE, "synth", "-o", path, "--seed", "5", "--vocab", "32", "--store-attn",
+            "--layers", str(SHAPE["layers"]), "--heads", str(SHAPE["heads"]),
+            "--kv-heads", str(SHAPE["kv_heads"]), "--head-dim", str(SHAPE["head_dim"]),
+            "--prompt", str(SHAPE["prompt"]), "--rows", str(SHAPE["rows"]),
+            "--decode", str(SHAPE["decode"]), *extra]
+    subprocess.run(args, check=True)
+
+
+def recompute(f, layer):
+    """Exact causal attention in float64 for every head of one layer."""
+    g = f[f"layers/{layer:03d}"]
+    K, V, Q = (g[n][()].astype(np.float64) for n in ("K", "V", "Q"))
+    positions = f["row_positions"][()]
+    scale = float(f.attrs["attn_scale"])
+    group = int(f.attrs["n_heads"]) // int(f.attrs["n_kv_heads"])
+    O, lse, A = [], [], []
+    for h in range(Q.shape[0]):
+        z = Q[h] @ K[h // group].T * scale
+        z[np.arange(z.shape[1])[None, :] > positions[:, None]] = -np.inf
+        top = z.max(axis=1, keepdims=True)
+        w = np.exp(z - top)
+        total = w.sum(axis=1, keepdims=True)
+        lse.append((top + np.log(total))[:, 0])
+        A.append(w / total)
+        O.append(A[-1] @ V[h // group])
+    return np.array(O), np.array(lse), np.array(A)
+
+
+def check_trace(path, dtype):
+    with h5py.File(path, "r") as f:
+        a = f.attrs
+        check(int(a["schema_version"]) == 1 and int(a["complete"]) == 1, "schema_version 1, complete 1")
+        check(a["dtype"] == dtype, f"dtype attribute {a['dtype']!r} == {dtype!r}")
+        for key in ("tool_version", "producer", "created", "model_name", "architecture", "rope_scaling"):
+            check(isinstance(a[key], str), f"attribute {key} is a str ({a[key]!r})")
+        for key in ("n_layers", "n_heads", "n_kv_heads", "head_dim"):
+            want = SHAPE[key[2:] if key.startswith("n_") else key]
+            check(int(a[key]) == want, f"{key} = {int(a[key])} (expected {want})")
+        s, T, R = SHAPE["prompt"], SHAPE["decode"], SHAPE["rows"]
+        P, rows = s + T, R + T
+        check(int(a["n_prompt"]) == s and int(a["n_decode"]) == T and int(a["n_positions"]) == P,
+              "n_prompt, n_decode, n_positions")
+        positions = f["row_positions"][()]
+        check(positions.dtype == np.int64 and list(positions) == list(range(s - R, s + T)),
+              "row_positions = last R prompt rows then every decode row")
+        check(f["tokens"].dtype == np.int32 and f["tokens"].shape == (P,), "tokens int32 (n_positions)")
+        check(f["logits"].shape == (T, 32), "logits (n_decode, vocab)")
+        needle = f["spans/needle"][()]
+        question = f["spans/question"][()]
+        check(list(f["spans"].keys()) == ["needle", "question"], "spans needle and question")
+        check(needle.dtype == np.int64 and needle[1] - needle[0] == 16 and 0 < needle[0] < s,
+              f"needle span {list(needle)} has 16 tokens inside the prompt")
+        check(question[1] == s and needle[1] <= question[0], f"question span {list(question)} ends the prompt")
+        check(abs(float(a["attn_scale"]) - SHAPE["head_dim"] ** -0.5) < 1e-12, "attn_scale = 1/sqrt(d)")
+        float_type = np.float16 if dtype == "f16" else np.float32
+        worst_o = worst_lse = worst_a = 0.0
+        for layer in range(SHAPE["layers"]):
+            g = f[f"layers/{layer:03d}"]
+            H, KV, d = SHAPE["heads"], SHAPE["kv_heads"], SHAPE["head_dim"]
+            want = {"K": (KV, P, d), "V": (KV, P, d), "Q": (H, rows, d), "O": (H, rows, d),
+                    "lse": (H, rows), "A": (H, rows, P)}
+            for name, shape in want.items():
+                ds = g[name]
+                expected_type = np.float32 if name == "lse" else float_type
+                check(ds.shape == shape and ds.dtype == expected_type,
+                      f"layers/{layer:03d}/{name} {ds.shape} {ds.dtype}")
+            O, lse, A = recompute(f, layer)
+            stored_o = g["O"][()].astype(np.float64)
+            worst_o = max(worst_o, float(np.max(np.linalg.norm(O - stored_o, axis=2) / np.linalg.norm(O, axis=2))))
+            worst_lse = max(worst_lse, float(np.max(np.abs(lse - g["lse"][()]) / np.maximum(1, np.abs(lse)))))
+            worst_a = max(worst_a, float(np.max(np.abs(A - g["A"][()]))))
+        # f32: stored O is the exact result rounded to float (~6e-8). f16: the
+        # inputs were rounded to half before the exact computation, so only
+        # O's own rounding (2^-11 ~ 5e-4) remains.
+        limit = 1e-5 if dtype == "f32" else 2e-3
+        print(f"{path}: max relative difference O {worst_o:.3g}, lse {worst_lse:.3g}, A {worst_a:.3g} (limit {limit})")
+        check(worst_o <= limit and worst_lse <= 1e-5 and worst_a <= limit, "O, lse and A recomputed with NumPy")
+
+
+def main():
+    os.makedirs(TMP, exist_ok=True)
+    folder = tempfile.mkdtemp(prefix="trace_readable.", dir=TMP)
+    f32 = os.path.join(folder, "synth-f32.h5")
+    f16 = os.path.join(folder, "synth-f16.h5")
+    synth(f32)
+    synth(f16, "--dtype", "f16", "--compress", "4")
+    check_trace(f32, "f32")
+    check_trace(f16, "f16")
+    dump = subprocess.run(["h5dump", "-H", f32], capture_output=True, text=True)
+    check(dump.returncode == 0, "h5dump -H exits 0")
+    check('DATASET "K"' in dump.stdout and 'GROUP "000"' in dump.stdout, "h5dump lists /layers/000/K")
+    dump = subprocess.run(["h5dump", "-d", "/layers/000/K", "-H", f16], capture_output=True, text=True)
+    check(dump.returncode == 0 and "/layers/000/K" in dump.stdout, "h5dump -d /layers/000/K on the f16 trace")
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        return 1
+    shutil.rmtree(folder)
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
