@@ -48,9 +48,17 @@ set datafile separator whitespace
 set datafile nocolumnheaders
 
 set logscale x 2
-set autoscale xfix
-set offsets graph 0.06, graph 0.06, 0, 0
-if (exists("ks")) { set xtics (); do for [kk in ks] { set xtics add (kk int(kk)) } }
+if (!exists("ks")) { set autoscale xfix; set offsets graph 0.06, graph 0.06, 0, 0 }
+# One tic per budget; a label only where it does not crowd the previous one
+# (at least 0.6 of a doubling away), and the same x range in both panels.
+if (exists("ks")) {
+  set xtics ()
+  last_label = 0
+  do for [kk in ks] {
+    if (last_label == 0 || log(kk / last_label) / log(2) >= 0.6) { set xtics add (kk int(kk)); last_label = kk + 0 } else { set xtics add ("" int(kk)) }
+  }
+  set xrange [word(ks, 1) / 1.3 : word(ks, words(ks)) * 1.3]
+}
 set yrange [0:1.02]
 set ytics 0.1
 set xlabel "budget k (tokens kept per KV head)"

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# CLI tests of `obcache plot`: every figure of an analysis folder and of a
+# sweep folder comes out as a non-empty PNG (checked by its 8-byte signature)
+# and SVG; a missing gnuplot, a folder without report.json, a broken report,
+# an unknown figure and a failing script each give one clear line, a non-zero
+# exit and no image. Fixtures come from tests/plots_fixture.py; the last case
+# renders the real analyser's output of a synthetic trace.
+set -u
+: "${OBCACHE:?path to the obcache binary}" "${OBC_SOURCE_DIR:?source tree}"
+TMP="${OBC_TMP:-/tmp}/test_plots.$$"
+rm -rf "$TMP"
+mkdir -p "$TMP"
+trap 'rm -rf "$TMP"' EXIT
+FAILED=0
+fail() { echo "FAIL: $*"; FAILED=1; }
+pass() { echo "ok: $*"; }
+
+ANALYSIS_FIGURES="recall_k recall_window bias_share bias_score taylor recall_layers"
+SWEEP_FIGURES="sweep_needle sweep_recall"
+MIN_PNG_BYTES=8000   # a titled, labelled figure is far larger; an empty canvas is ~2 KB
+MIN_SVG_BYTES=8000
+
+# is_png FILE: the 8-byte PNG signature 89 50 4E 47 0D 0A 1A 0A and a minimal size.
+is_png() {
+  [ -f "$1" ] || return 1
+  [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] || return 1
+  [ "$(stat -c %s "$1")" -ge "$MIN_PNG_BYTES" ]
+}
+# is_svg FILE: an <svg> document of a minimal size that is closed properly.
+is_svg() {
+  [ -f "$1" ] && grep -q "<svg" "$1" && grep -q "</svg>" "$1" &&
+    [ "$(stat -c %s "$1")" -ge "$MIN_SVG_BYTES" ]
+}
+# no_images DIR: nothing that looks like an image or a temporary file.
+no_images() {
+  [ ! -d "$1" ] && return 0
+  [ -z "$(find "$1" \( -name '*.png' -o -name '*.svg' -o -name '*.tmp.*' \) -print -quit)" ]
+}
+
+python3 "$OBC_SOURCE_DIR/tests/plots_fixture.py" analysis "$TMP/analysis" || fail "fixture"
+python3 "$OBC_SOURCE_DIR/tests/plots_fixture.py" sweep "$TMP/sweep" || fail "sweep fixture"
+
+# 1. Every analysis figure, PNG and SVG, and the printed list names them.
+if "$OBCACHE" plot "$TMP/analysis" > "$TMP/list.txt" 2> "$TMP/err.txt"; then
+  for f in $ANALYSIS_FIGURES; do
+    is_png "$TMP/analysis/plots/$f.png" || fail "analysis: $f.png missing, not a PNG or too small"
+    is_svg "$TMP/analysis/plots/$f.svg" || fail "analysis: $f.svg missing or not an SVG"
+    grep -qx "$TMP/analysis/plots/$f.png" "$TMP/list.txt" || fail "analysis: $f.png not listed"
+  done
+  [ "$(wc -l < "$TMP/list.txt")" -eq 12 ] || fail "analysis: expected 12 files listed, got $(wc -l < "$TMP/list.txt")"
+  no_temp=$(find "$TMP/analysis/plots" -name '*.tmp.*' -o -name '.*.log.*' | wc -l)
+  [ "$no_temp" -eq 0 ] || fail "analysis: temporary files left behind"
+  pass "analysis folder: 6 figures x (png, svg)"
+else
+  fail "analysis: obcache plot failed: $(cat "$TMP/err.txt")"
+fi
+
+# 2. A sweep folder: both heat maps and the derived per-cell tables.
+if "$OBCACHE" plot "$TMP/sweep" -o "$TMP/sweep_out" > "$TMP/list.txt" 2> "$TMP/err.txt"; then
+  for f in $SWEEP_FIGURES; do
+    is_png "$TMP/sweep_out/$f.png" || fail "sweep: $f.png missing, not a PNG or too small"
+    is_svg "$TMP/sweep_out/$f.svg" || fail "sweep: $f.svg missing or not an SVG"
+  done
+  # 4 lengths x 5 depths, two needles per cell averaged into one row each.
+  rows=$(($(wc -l < "$TMP/sweep_out/sweep_needle.csv") - 1))
+  [ "$rows" -eq 20 ] || fail "sweep: sweep_needle.csv has $rows cells, expected 20"
+  pass "sweep folder: 2 figures x (png, svg), 20 cells"
+else
+  fail "sweep: obcache plot failed: $(cat "$TMP/err.txt")"
+fi
+
+# 3. --only and --format select figures and formats.
+if "$OBCACHE" plot "$TMP/analysis" -o "$TMP/only" --only taylor,recall_layers --format png \
+    --window 8 --k 20 > "$TMP/list.txt" 2> "$TMP/err.txt"; then
+  [ "$(ls "$TMP/only" | sort | tr '\n' ' ')" = "recall_layers.png taylor.png " ] ||
+    fail "--only/--format: wrote $(ls "$TMP/only" | tr '\n' ' ')"
+  pass "--only taylor,recall_layers --format png writes exactly those"
+else
+  fail "--only: $(cat "$TMP/err.txt")"
+fi
+
+# 4. Without gnuplot on PATH: the one-line message, non-zero, no output folder or image.
+PATH_NO_GNUPLOT="$TMP/empty-bin"
+mkdir -p "$PATH_NO_GNUPLOT"
+PATH="$PATH_NO_GNUPLOT" "$OBCACHE" plot "$TMP/analysis" -o "$TMP/nognuplot" > /dev/null 2> "$TMP/err.txt"
+rc=$?
+expected="obcache plot: gnuplot not found on PATH; install gnuplot-nox (apt-get install gnuplot-nox)"
+if [ $rc -ne 0 ] && [ "$(cat "$TMP/err.txt")" = "$expected" ] && no_images "$TMP/nognuplot"; then
+  pass "no gnuplot: '$expected', exit $rc, nothing written"
+else
+  fail "no gnuplot: exit $rc, stderr '$(cat "$TMP/err.txt")'"
+fi
+
+# expect_error NAME PATTERN -- COMMAND...: non-zero exit, one stderr line matching PATTERN.
+expect_error() {
+  local name="$1" pattern="$2"
+  shift 3
+  "$@" > /dev/null 2> "$TMP/err.txt"
+  local rc=$?
+  if [ $rc -ne 0 ] && [ "$(wc -l < "$TMP/err.txt")" -eq 1 ] && grep -q -- "$pattern" "$TMP/err.txt"; then
+    pass "$name: $(cat "$TMP/err.txt")"
+  else
+    fail "$name: exit $rc, stderr '$(cat "$TMP/err.txt")'"
+  fi
+}
+
+# 5. Bad input.
+mkdir -p "$TMP/empty"
+expect_error "folder without report.json" "empty/report.json: not found" -- \
+  "$OBCACHE" plot "$TMP/empty"
+no_images "$TMP/empty" || fail "folder without report.json: images written"
+cp -r "$TMP/analysis" "$TMP/broken"
+rm -rf "$TMP/broken/plots"
+echo '{"schema": "obcache-analysis/1", "parameters": ' > "$TMP/broken/report.json"
+expect_error "truncated report.json" "broken/report.json: not valid JSON" -- \
+  "$OBCACHE" plot "$TMP/broken"
+no_images "$TMP/broken" || fail "truncated report.json: images written"
+expect_error "unknown figure" "--only: no figure 'nope'" -- \
+  "$OBCACHE" plot "$TMP/analysis" --only nope -o "$TMP/nope"
+expect_error "window not analysed" "--window 3: not a window of the analysis" -- \
+  "$OBCACHE" plot "$TMP/analysis" --window 3 -o "$TMP/nope"
+no_images "$TMP/nope" || fail "bad options: images written"
+
+# 6. A failing gnuplot script: the error names it, no image under its final
+#    name and no temporary file is left.
+cp -r "$OBC_SOURCE_DIR/plots" "$TMP/scripts"
+echo 'plot "no-such-file.csv" using 1:2' >> "$TMP/scripts/taylor.gp"
+OBC_PLOTS_DIR="$TMP/scripts" expect_error "failing script" "taylor.gp: gnuplot failed" -- \
+  "$OBCACHE" plot "$TMP/analysis" --only taylor -o "$TMP/failing"
+no_images "$TMP/failing" || fail "failing script: an image or temporary file was left"
+
+# 7. The real analyser's output of a small synthetic trace renders too.
+if "$OBCACHE" synth -o "$TMP/syn.h5" --layers 3 --prompt 256 --rows 32 --decode 2 > /dev/null 2>&1 &&
+   "$OBCACHE" analyze "$TMP/syn.h5" -o "$TMP/real" --recent 4 > /dev/null 2>&1; then
+  if "$OBCACHE" plot "$TMP/real" --format png > /dev/null 2> "$TMP/err.txt"; then
+    for f in $ANALYSIS_FIGURES; do
+      is_png "$TMP/real/plots/$f.png" || fail "real analysis: $f.png missing or too small"
+    done
+    pass "real analyser output: 6 PNGs"
+  else
+    fail "real analysis: $(cat "$TMP/err.txt")"
+  fi
+else
+  echo "note: obcache synth/analyze unavailable; real-output case not run"
+fi
+
+exit $FAILED
