@@ -152,7 +152,7 @@ def main():
         out.append((hf, dtype, w.shape, data))
     out.sort(key=lambda item: item[0])
 
-    tmp = args.out + ".part"
+    tmp = f"{args.out}.part{os.getpid()}"  # concurrent conversions must not collide
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     config["torch_dtype"] = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[args.dtype]
@@ -178,7 +178,10 @@ def main():
     if args.tokenizer:
         write_tokenizer(args.gguf, tmp)
     shutil.rmtree(args.out, ignore_errors=True)
-    os.replace(tmp, args.out)
+    try:
+        os.replace(tmp, args.out)
+    except OSError:  # another process finished the same conversion first
+        shutil.rmtree(tmp, ignore_errors=True)
     print(f"gguf_to_hf: {len(out)} tensors ({args.dtype}, {max(args.shards, 1)} file(s)) -> {args.out}")
 
 
