@@ -101,13 +101,10 @@ static size_t spell_codepoint(uint16_t cp, char *out) {
   return 2;
 }
 
-static const Tokenizer *sort_tokenizer; /* qsort has no context argument */
-
-static int longer_token_first(const void *a, const void *b) {
-  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  uint32_t lx = sort_tokenizer->token_lengths[x], ly = sort_tokenizer->token_lengths[y];
-  if (lx != ly) return lx > ly ? -1 : 1;
-  return x < y ? -1 : x > y;
+/* Whether special token a is tried before b: longer first, then lower id. */
+static int special_before(const Tokenizer *tokenizer, int32_t a, int32_t b) {
+  uint32_t la = tokenizer->token_lengths[a], lb = tokenizer->token_lengths[b];
+  return la != lb ? la > lb : a < b;
 }
 
 static int collect_special(Tokenizer *tokenizer) {
@@ -127,9 +124,14 @@ static int collect_special(Tokenizer *tokenizer) {
       tokenizer->special_first_byte[(unsigned char)tokenizer->tokens[i][0]] = 1;
     }
   }
-  sort_tokenizer = tokenizer;
-  qsort(tokenizer->special_ids, tokenizer->n_special, sizeof(int32_t), longer_token_first);
-  sort_tokenizer = NULL;
+  /* Insertion sort: a few hundred tokens at most, and no global qsort context. */
+  for (size_t i = 1; i < tokenizer->n_special; i++) {
+    int32_t id = tokenizer->special_ids[i];
+    size_t k = i;
+    for (; k > 0 && special_before(tokenizer, id, tokenizer->special_ids[k - 1]); k--)
+      tokenizer->special_ids[k] = tokenizer->special_ids[k - 1];
+    tokenizer->special_ids[k] = id;
+  }
   return 0;
 }
 

@@ -153,6 +153,15 @@ def write_hf_folder(reference, meta, folder):
         json.dump(config, f, ensure_ascii=False, indent=1)
 
 
+def merges_as_strings(path):
+    """Rewrites model.merges in the older "left right" form."""
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    data["model"]["merges"] = [m if isinstance(m, str) else " ".join(m) for m in data["model"]["merges"]]
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, ensure_ascii=False)
+
+
 def compare_chat(model, reference, meta):
     fast = PreTrainedTokenizerFast(tokenizer_object=reference, bos_token=meta["tokens"][meta["bos"]],
                                    eos_token=meta["tokens"][meta["eos"]])
@@ -211,13 +220,20 @@ def main():
 
     folder = os.path.join(TMP, "tokenizer_hf")
     write_hf_folder(reference, meta, folder)
-    compare_corpus("tokenizer.json", folder, reference, meta, lines, corpus)
+    compare_corpus("tokenizer.json (merges as pairs)", folder, reference, meta, lines, corpus)
+    merges_as_strings(os.path.join(folder, "tokenizer.json"))
+    compare_corpus("tokenizer.json (merges as strings)", folder, reference, meta, lines, corpus)
 
     for pre in ("llama-bpe", "qwen2"):
         variant = dict(meta, pre=pre)
         path = os.path.join(TMP, f"tokenizer_{pre}.gguf")
         write_metadata_gguf(variant, path, pre)
-        compare_corpus(f"GGUF {pre}", path, build_reference(variant), variant, lines, corpus)
+        variant_reference = build_reference(variant)
+        compare_corpus(f"GGUF {pre}", path, variant_reference, variant, lines, corpus)
+        folder = os.path.join(TMP, f"tokenizer_hf_{pre}")
+        write_hf_folder(variant_reference, variant, folder)
+        compare_corpus(f"tokenizer.json with {pre}'s Split regex", folder, variant_reference, variant, lines,
+                       corpus)
 
     if meta["chat_template"]:
         compare_chat(MODEL, reference, meta)
