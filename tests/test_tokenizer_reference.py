@@ -178,6 +178,21 @@ def compare_chat(model, reference, meta):
               "" if got == want else f"\n  rendered  {text!r}\n  obcache   {got}\n  reference {want}")
 
 
+def check_show(reference):
+    """--show: one token per line, id, tab, its text with \\, newlines and tabs escaped
+    (a text whose tokens are all whole characters, so the offsets give each text)."""
+    text = "Hello world\n\tcafé \\o/ <|im_end|>"
+    out = subprocess.run([OBCACHE, "tokenize", "--model", MODEL, "--show", text], check=True,
+                         capture_output=True).stdout.decode("utf-8")
+    encoding = reference.encode(text, add_special_tokens=False)
+
+    def escape(piece):
+        return piece.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
+
+    want = "".join(f"{i}\t{escape(text[a:b])}\n" for i, (a, b) in zip(encoding.ids, encoding.offsets))
+    check("--show lists id and token text per line", out == want, "" if out == want else f"\n{out}\nvs\n{want}")
+
+
 def check_bad_input(meta):
     """Unknown pre-tokenizer and invalid UTF-8: one-line error naming the culprit, non-zero exit."""
     path = os.path.join(TMP, "tokenizer_mystery.gguf")
@@ -237,6 +252,7 @@ def main():
 
     if meta["chat_template"]:
         compare_chat(MODEL, reference, meta)
+    check_show(reference)
     check_bad_input(meta)
     if failures:
         print(f"{len(failures)} check(s) failed: {', '.join(failures)}")
