@@ -7,6 +7,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/obc_error.h"
@@ -57,14 +58,62 @@ static int name_in_list(const char *name, const char *list) {
   return 0;
 }
 
+/* The characters with Unicode's White_Space property. PCRE2's \s also takes
+ * U+180E (a space before Unicode 6.3), which the Hugging Face tokenizers'
+ * regex engine and llama.cpp do not; spelling the class out keeps the same
+ * pieces as theirs. */
+static const char WHITE_SPACE[] =
+    "\\t\\n\\x0B\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
+
+/* Copies pattern with \s and \S (outside a character class) and \s (inside
+ * one) replaced by the White_Space class; malloc'ed, NULL when out of memory. */
+static char *spell_white_space(const char *pattern) {
+  size_t length = strlen(pattern);
+  size_t n_escapes = 0;
+  for (const char *p = pattern; *p; p++) n_escapes += *p == '\\';
+  char *out = malloc(length + n_escapes * (sizeof(WHITE_SPACE) + 3) + 1);
+  if (!out) return NULL;
+  size_t k = 0;
+  int in_class = 0;
+  for (size_t i = 0; i < length; i++) {
+    char c = pattern[i];
+    if (c == '\\' && i + 1 < length) {
+      char e = pattern[i + 1];
+      if (e == 's' || (e == 'S' && !in_class)) {
+        const char *open = in_class ? "" : e == 's' ? "[" : "[^";
+        k += (size_t)sprintf(out + k, "%s%s%s", open, WHITE_SPACE, in_class ? "" : "]");
+      } else {
+        out[k++] = c;
+        out[k++] = e;
+      }
+      i++;
+      continue;
+    }
+    if (c == '[' && !in_class) {
+      in_class = 1;
+      out[k++] = c;
+      if (pattern[i + 1] == '^') out[k++] = pattern[++i];
+      if (pattern[i + 1] == ']') out[k++] = pattern[++i]; /* a leading ']' is literal */
+      continue;
+    }
+    if (c == ']' && in_class) in_class = 0;
+    out[k++] = c;
+  }
+  out[k] = '\0';
+  return out;
+}
+
 int tokenizer_pre_add_regex(TokenizerPreSplit *pre, const char *pattern, const char *source) {
   if (pre->n_regexes == TOKENIZER_MAX_REGEXES)
     return obc_fail(OBC_EUNSUPPORTED, "%s: more than %d pre-tokenizer regexes", source,
                     TOKENIZER_MAX_REGEXES);
+  char *spelled = spell_white_space(pattern);
+  if (!spelled) return obc_fail(OBC_ENOMEM, "%s: out of memory compiling a regex", source);
   int error = 0;
   PCRE2_SIZE offset = 0;
-  pcre2_code *code = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
+  pcre2_code *code = pcre2_compile((PCRE2_SPTR)spelled, PCRE2_ZERO_TERMINATED,
                                    PCRE2_UTF | PCRE2_UCP, &error, &offset, NULL);
+  free(spelled);
   if (!code) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error, message, sizeof(message));

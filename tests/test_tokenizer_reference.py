@@ -4,7 +4,8 @@
 builder on top of the `tokenizers` package; the metadata is read with the
 `gguf` package because transformers' own GGUF reader imports PyTorch).
 
-Compared, on tests/tokenizer_corpus.txt (line by line and as one text):
+Compared, on tests/tokenizer_corpus.txt (line by line and as one text) and on
+1000 lines drawn at random (fixed seed) from characters the regexes tell apart:
   1. the ids of the default model's GGUF (pre-tokenizer "smollm");
   2. decode(encode(x)) == x, through `obcache tokenize --decode`;
   3. the ids when the same tokenizer is loaded from a tokenizer.json +
@@ -22,6 +23,7 @@ number of corpus lines where the fallback would differ is printed.
 Exits non-zero on any difference."""
 import json
 import os
+import random
 import subprocess
 import sys
 
@@ -123,6 +125,34 @@ def compare_corpus(label, model, reference, meta, lines, corpus):
     check(f"{label}: ids of the whole corpus ({len(want_whole)} tokens)", whole == want_whole,
           "" if whole == want_whole else f"{len(whole)} vs {len(want_whole)} tokens, first difference at {first}")
     return whole
+
+
+# Pieces the generated lines are drawn from: the character classes the
+# pre-tokenizer regexes tell apart (letters of several scripts and cases,
+# digits of several scripts, Unicode spaces and near-spaces, contractions,
+# punctuation, combining marks, emoji sequences) and special tokens.
+GENERATED_POOL = (
+    list("abcXYZ") + list("0123456789") + [" ", "  ", "\t", "\r", "'", "'s", "'LL", "'Re", "'t", "'D"]
+    + list(".,;:!?-_()[]{}<>/\\|@#$%^&*+=~`\"") + list("éñüßÆøåçÀÉ") + list("日本語中文한국")
+    + ["😀", "👍🏽", "👨\u200d👩\u200d👧", "🇫🇷", "\u200d", "\u0301", "\u00a0", "\u2003", "\u3000", "\u2028",
+       "\u2029", "\u0085", "\u1680", "\u180e", "\u200b", "\u2060", "\u00ad", "\ufeff", "\x0b", "\x0c", "\x1f",
+       "\u017f", "\u212a", "\u0130", "\u1e9e", "½", "²", "Ⅻ", "٣", "०", "ǅ", "ʰ", "ª", "µ",
+       "<|im_end|>", "<|endoftext|>"])
+
+
+def generated_lines(count=1000, seed=1234):
+    rng = random.Random(seed)
+    return ["".join(rng.choice(GENERATED_POOL) for _ in range(rng.randint(1, 40))) for _ in range(count)]
+
+
+def compare_generated(label, model, reference, meta, lines):
+    path = os.path.join(TMP, "tokenizer_generated.txt")
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write("\n".join(lines) + "\n")
+    got = obcache_lines(model, path)
+    bad = [i for i, line in enumerate(lines) if got[i] != expected_ids(reference, meta, line)]
+    check(f"{label}: ids of {len(lines)} generated lines (seed 1234)", len(got) == len(lines) and not bad,
+          f"{len(bad)} differ" + (f", first {lines[bad[0]]!r}" if bad else ""))
 
 
 def write_metadata_gguf(meta, path, pre):
@@ -227,6 +257,8 @@ def main():
     print(f"info: transformers' GPT-2 fallback for 'smollm' would differ on {n_fallback} corpus lines")
 
     whole = compare_corpus("GGUF " + meta["pre"], MODEL, reference, meta, lines, corpus)
+    generated = generated_lines()
+    compare_generated("GGUF " + meta["pre"], MODEL, reference, meta, generated)
     decoded = subprocess.run([OBCACHE, "tokenize", "--model", MODEL, "--decode", ",".join(map(str, whole))],
                              check=True, capture_output=True).stdout.decode("utf-8")
     check("decode(encode(corpus)) == corpus (obcache)", decoded == corpus)
@@ -245,6 +277,7 @@ def main():
         write_metadata_gguf(variant, path, pre)
         variant_reference = build_reference(variant)
         compare_corpus(f"GGUF {pre}", path, variant_reference, variant, lines, corpus)
+        compare_generated(f"GGUF {pre}", path, variant_reference, variant, generated)
         folder = os.path.join(TMP, f"tokenizer_hf_{pre}")
         write_hf_folder(variant_reference, variant, folder)
         compare_corpus(f"tokenizer.json with {pre}'s Split regex", folder, variant_reference, variant, lines,
