@@ -351,16 +351,21 @@ static int draw_figure(const PlotGnuplot *gnuplot, const char *script, const cha
   if ((size_t)snprintf(final_path, sizeof final_path, "%s/%s.%s", out_dir, name, format) >=
       sizeof final_path)
     return obc_fail(OBC_EINVAL, "%s: output path too long", out_dir);
-  snprintf(log_path, sizeof log_path, "%s/.%s.%s.log.%ld", out_dir, name, format, (long)getpid());
-  ObcPendingFile image;
+  snprintf(log_path, sizeof log_path, "%s/.%s.%s.gnuplot-log", out_dir, name, format);
+  /* gnuplot's log is a pending file that is never committed: Ctrl-C removes
+   * it together with the half-drawn image. */
+  ObcPendingFile image, log;
   int rc = obc_pending_init(&image, final_path);
+  if (!rc) rc = obc_pending_init(&log, log_path);
   if (rc) return rc;
   obc_pending_register(&image);
+  obc_pending_register(&log);
   PlotArgs args = *figure;
   plot_args_string(&args, "fmt", format);
   plot_args_string(&args, "outfile", image.temp_path);
   rc = plot_args_check(&args);
-  if (!rc) rc = plot_gnuplot_run(gnuplot, script, args.text, log_path);
+  if (!rc) rc = plot_gnuplot_run(gnuplot, script, args.text, log.temp_path);
+  obc_pending_abort(&log);
   struct stat st;
   if (!rc && (stat(image.temp_path, &st) != 0 || st.st_size == 0))
     rc = obc_fail(OBC_EEXTERNAL, "%s: gnuplot exited normally but wrote no image for %s", script,

@@ -6,11 +6,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -60,6 +64,8 @@ int plot_gnuplot_run(const PlotGnuplot *gnuplot, const char *script, const char 
   if (log_fd < 0)
     return obc_fail(OBC_EIO, "%s: cannot create gnuplot's log: %s", log_path, strerror(errno));
   fflush(NULL);
+  pid_t parent = getpid();
+  (void)parent;
   pid_t child = fork();
   if (child < 0) {
     int err = errno;
@@ -68,6 +74,12 @@ int plot_gnuplot_run(const PlotGnuplot *gnuplot, const char *script, const char 
     return obc_fail(OBC_EEXTERNAL, "%s: cannot start gnuplot: %s", script, strerror(err));
   }
   if (child == 0) {
+#ifdef __linux__
+    /* gnuplot dies with us (Ctrl-C, kill), so that it cannot go on to write
+     * an image after our signal handler removed the temporary files. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+#endif
     int null_fd = open("/dev/null", O_RDONLY);
     if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
     dup2(log_fd, STDOUT_FILENO);

@@ -48,7 +48,7 @@ if "$OBCACHE" plot "$TMP/analysis" > "$TMP/list.txt" 2> "$TMP/err.txt"; then
     grep -qx "$TMP/analysis/plots/$f.png" "$TMP/list.txt" || fail "analysis: $f.png not listed"
   done
   [ "$(wc -l < "$TMP/list.txt")" -eq 12 ] || fail "analysis: expected 12 files listed, got $(wc -l < "$TMP/list.txt")"
-  no_temp=$(find "$TMP/analysis/plots" -name '*.tmp.*' -o -name '.*.log.*' | wc -l)
+  no_temp=$(find "$TMP/analysis/plots" -name '*.tmp.*' -o -name '.*gnuplot-log*' | wc -l)
   [ "$no_temp" -eq 0 ] || fail "analysis: temporary files left behind"
   pass "analysis folder: 6 figures x (png, svg)"
 else
@@ -129,7 +129,23 @@ OBC_PLOTS_DIR="$TMP/scripts" expect_error "failing script" "taylor.gp: gnuplot f
   "$OBCACHE" plot "$TMP/analysis" --only taylor -o "$TMP/failing"
 no_images "$TMP/failing" || fail "failing script: an image or temporary file was left"
 
-# 7. The real analyser's output of a small synthetic trace renders too.
+# 7. Killed half-way (SIGTERM while gnuplot draws): the images already renamed
+#    are whole PNGs, and no temporary image or log is left.
+"$OBCACHE" plot "$TMP/analysis" -o "$TMP/killed" --format png > /dev/null 2>&1 &
+pid=$!
+sleep 1
+kill -TERM $pid 2> /dev/null
+wait $pid 2> /dev/null
+sleep 0.5
+left=$(find "$TMP/killed" \( -name '*.tmp.*' -o -name '.*gnuplot-log*' \) 2> /dev/null | wc -l)
+[ "$left" -eq 0 ] || fail "killed: $left temporary files left"
+for png in "$TMP"/killed/*.png; do
+  [ -e "$png" ] || continue
+  is_png "$png" || fail "killed: $png is not a whole PNG"
+done
+pass "killed half-way: $(ls "$TMP/killed" 2> /dev/null | wc -l) whole images, no temporary file"
+
+# 8. The real analyser's output of a small synthetic trace renders too.
 if "$OBCACHE" synth -o "$TMP/syn.h5" --layers 3 --prompt 256 --rows 32 --decode 2 > /dev/null 2>&1 &&
    "$OBCACHE" analyze "$TMP/syn.h5" -o "$TMP/real" --recent 4 > /dev/null 2>&1; then
   if "$OBCACHE" plot "$TMP/real" --format png > /dev/null 2> "$TMP/err.txt"; then
