@@ -9,6 +9,7 @@ int cmd_synth(int argc, char **argv);      /* traces/cmd_synth.c */
 int cmd_info(int argc, char **argv);       /* traces/cmd_info.c */
 int cmd_verify(int argc, char **argv);     /* traces/cmd_verify.c */
 int cmd_capture(int argc, char **argv);    /* capture/cmd_capture.c */
+int cmd_sweep(int argc, char **argv);      /* capture/cmd_sweep.c */
 int cmd_analyze(int argc, char **argv);    /* analyze/cmd_analyze.c */
 int cmd_generate(int argc, char **argv);   /* model/cmd_generate.c */
 int cmd_tokenize(int argc, char **argv);   /* model/cmd_tokenize.c */
