@@ -21,8 +21,8 @@ if (!exists("data")) data = "sweep_needle.csv"
 if (!exists("column_found")) column_found = "found"
 if (!exists("model")) model = ""
 load plots_dir . "sweep_axes.gp"
-if (!exists("width")) width = 200 + 110 * n_lengths + 160
-if (!exists("height")) height = 200 + 50 * n_depths
+if (!exists("width")) width = 360 + 110 * (n_lengths > 3 ? n_lengths : 3)
+if (!exists("height")) height = 200 + 50 * (n_depths > 3 ? n_depths : 3)
 load plots_dir . "style.gp"
 if (!exists("title")) title = "Needle retrieval by the full-cache model" . (model eq "" ? "" : "  -  " . model)
 

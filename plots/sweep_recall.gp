@@ -22,10 +22,20 @@ if (!exists("scores")) scores = "attn attn2 vatp snapkv obc_v obc_k obc_vk exact
 if (!exists("model")) model = ""
 load plots_dir . "sweep_axes.gp"
 n = words(scores)
-columns = (n <= 3 ? n : (n <= 8 ? 4 : 4))
+columns = (n <= 4 ? n : 4)
 rows = int(ceil(n / (1.0 * columns)))
-if (!exists("width")) width = columns * (90 + 60 * n_lengths) + 160
-if (!exists("height")) height = rows * (90 + 34 * n_depths) + 90
+# The layout in design pixels: each panel has room for its title, tic labels
+# and axis labels around a grid of cells; a band on top for the title and one
+# on the right for the colour bar. Fractions of it place the panels, so a
+# -e "width=...; height=..." only scales the figure.
+cells_w = (60 * n_lengths > 160 ? 60 * n_lengths : 160)
+cells_h = (34 * n_depths > 110 ? 34 * n_depths : 110)
+panel_w = cells_w + 110
+panel_h = cells_h + 80
+design_w = columns * panel_w + 130
+design_h = rows * panel_h + 60
+if (!exists("width")) width = design_w
+if (!exists("height")) height = design_h
 load plots_dir . "style.gp"
 if (!exists("title")) title = sprintf("Recall@%d per sweep cell", k) . (model eq "" ? "" : "  -  " . model)
 
@@ -36,7 +46,7 @@ do for [i = 1:n_lengths] { set xtics add (word(lengths, i) i) }
 set ytics () scale 0 font ",9"
 do for [i = 1:n_depths] { set ytics add (word(depths, i) . "%%" i) }
 set xlabel "length" font ",9" offset 0, 0.5
-set ylabel "depth" font ",9" offset 1, 0
+set ylabel "depth" font ",9" offset -0.5, 0
 set cbrange [0:1]
 set palette defined (0 "#440154", 0.25 "#3b528b", 0.5 "#21918c", 0.75 "#5ec962", 1 "#fde725")
 set grid noxtics noytics
@@ -45,20 +55,17 @@ unset key
 unset colorbox
 cell_x(s) = strcol("score") eq s ? length_index(column("length")) : NaN
 
-# Panels fill the left part of the page; the colour bar sits at the right.
-panel_w = (0.97 - 0.10) / columns
-panel_h = 0.86 / rows
 set multiplot title title font ",14"
 do for [p = 1:n] {
   s = word(scores, p)
   col = (p - 1) % columns
   row = (p - 1) / columns
-  set lmargin at screen 0.06 + col * panel_w * 0.95
-  set rmargin at screen 0.06 + col * panel_w * 0.95 + panel_w * 0.75
-  set tmargin at screen 0.90 - row * panel_h - 0.04
-  set bmargin at screen 0.90 - (row + 1) * panel_h + 0.06
+  set lmargin at screen (col * panel_w + 90.0) / design_w
+  set rmargin at screen (col * panel_w + 90.0 + cells_w) / design_w
+  set tmargin at screen 1 - (60.0 + row * panel_h + 25) / design_h
+  set bmargin at screen 1 - (60.0 + row * panel_h + 25 + cells_h) / design_h
   set title s font ",11" offset 0, -0.5
-  if (p == n) { set colorbox user origin screen 0.88, 0.15 size screen 0.015, 0.6; set cbtics 0.2 font ",9"; set cblabel sprintf("recall@%d", k) font ",10" }
+  if (p == n) { set colorbox user origin screen (columns * panel_w + 20.0) / design_w, 0.2 size screen 18.0 / design_w, 0.6; set cbtics 0.2 font ",9"; set cblabel sprintf("recall@%d", k) font ",10" }
   plot data using (cell_x(s)):(depth_index(column("depth"))):(0.5):(0.5):(column("recall")) \
          with boxxyerror fc palette, \
        data using (cell_x(s)):(depth_index(column("depth"))):(sprintf("%.2f", column("recall"))): \
