@@ -12,6 +12,7 @@
 
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "model/cpu_ops.h"
 
 enum { BLOCK = 64 };
 
@@ -20,11 +21,9 @@ enum { BLOCK = 64 };
 static float softmax_row(float *row, size_t n_valid, size_t n_total) {
   float max = row[0];
   for (size_t j = 1; j < n_valid; j++) max = row[j] > max ? row[j] : max;
+  for (size_t j = 0; j < n_valid; j++) row[j] = cpu_expf(row[j] - max);
   float sum = 0.0f;
-  for (size_t j = 0; j < n_valid; j++) {
-    row[j] = expf(row[j] - max);
-    sum += row[j];
-  }
+  for (size_t j = 0; j < n_valid; j++) sum += row[j];
   float inv = 1.0f / sum;
   for (size_t j = 0; j < n_valid; j++) row[j] *= inv;
   if (n_total > n_valid) memset(row + n_valid, 0, (n_total - n_valid) * sizeof(float));

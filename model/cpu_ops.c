@@ -9,9 +9,13 @@
 
 #include "common/obc_cli.h"
 
+/* Below this many elements a kernel runs on one thread: waking the team costs
+ * more than the work (one decode token). */
+enum { PARALLEL_MIN = 1 << 15 };
+
 void cpu_rmsnorm(float *out, const float *x, const float *weight, size_t n, size_t dim,
                  double eps) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n * dim >= PARALLEL_MIN)
   for (size_t t = 0; t < n; t++) {
     const float *row = x + t * dim;
     double sum = 0.0;
@@ -25,7 +29,7 @@ void cpu_rmsnorm(float *out, const float *x, const float *weight, size_t n, size
 void cpu_rope(float *x, size_t n, size_t n_heads, size_t head_dim, size_t pos0,
               const float *cos_table, const float *sin_table, int interleaved) {
   size_t half = head_dim / 2;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n * n_heads * head_dim >= PARALLEL_MIN)
   for (size_t t = 0; t < n; t++) {
     const float *c = cos_table + (pos0 + t) * half;
     const float *s = sin_table + (pos0 + t) * half;
@@ -43,10 +47,10 @@ void cpu_rope(float *x, size_t n, size_t n_heads, size_t head_dim, size_t pos0,
 }
 
 void cpu_swiglu(float *gate, const float *up, size_t count) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (count >= PARALLEL_MIN)
   for (size_t i = 0; i < count; i++) {
     float g = gate[i];
-    gate[i] = g / (1.0f + expf(-g)) * up[i];
+    gate[i] = g / (1.0f + cpu_expf(-g)) * up[i];
   }
 }
 
@@ -56,7 +60,7 @@ void cpu_embed(float *out, const float *table, const int32_t *tokens, size_t n, 
 }
 
 void cpu_add_bias(float *rows, const float *bias, size_t n, size_t width) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n * width >= PARALLEL_MIN)
   for (size_t t = 0; t < n; t++)
     for (size_t i = 0; i < width; i++) rows[t * width + i] += bias[i];
 }

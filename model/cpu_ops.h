@@ -5,8 +5,30 @@
 #ifndef OBC_CPU_OPS_H
 #define OBC_CPU_OPS_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+/* exp(x) for x in [-87, 88] (clamped outside) to about 2 ulp: Cody-Waite
+ * reduction x = n ln2 + r and a degree-6 polynomial for e^r (the Cephes
+ * coefficients). Branch-free, so the compiler vectorises loops over it. */
+static inline float cpu_expf(float x) {
+  x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+  float n = floorf(x * 1.44269504088896341f + 0.5f);
+  float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
+  float scale;
+  memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
 
 /* out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight, for n rows. */
 void cpu_rmsnorm(float *out /* (n, dim) */, const float *x /* (n, dim) */,
