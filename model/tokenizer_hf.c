@@ -2,7 +2,7 @@
  * model: vocab, merges as "left right" strings or [left, right] pairs,
  * added_tokens, and a pre_tokenizer made of Split regexes, Digits and
  * ByteLevel) plus tokenizer_config.json when present (bos/eos tokens,
- * add_bos_token, chat_template). */
+ * add_bos_token, chat_template) or chat_template.jinja. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,6 +217,36 @@ static int read_config(Tokenizer *t, const cJSON *root, const cJSON *config, con
   return 0;
 }
 
+/* Newer checkpoints keep the template in chat_template.jinja beside the config. */
+static int read_template_file(Tokenizer *t, const char *folder) {
+  if (t->chat_template) return 0;
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/chat_template.jinja", folder);
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return 0;
+  char *text = NULL;
+  size_t length = 0, capacity = 0, n = 0;
+  do {
+    if (length + 4096 > capacity) {
+      capacity = 2 * capacity + 4096;
+      char *grown = realloc(text, capacity);
+      if (!grown) {
+        free(text);
+        fclose(fp);
+        return obc_fail(OBC_ENOMEM, "%s: out of memory reading", path);
+      }
+      text = grown;
+    }
+    n = fread(text + length, 1, capacity - length, fp);
+    length += n;
+  } while (n > 0);
+  int error = ferror(fp);
+  fclose(fp);
+  int rc = error ? obc_fail(OBC_EIO, "%s: read error", path) : tokenizer_set_chat_template(t, text, length);
+  free(text);
+  return rc;
+}
+
 int tokenizer_from_hf(const char *folder, Tokenizer **out) {
   *out = NULL;
   char path[4096], config_path[4096];
@@ -228,6 +258,7 @@ int tokenizer_from_hf(const char *folder, Tokenizer **out) {
   Tokenizer *t = NULL;
   if (rc == 0) rc = read_model(&t, root, path);
   if (rc == 0) rc = read_config(t, root, config, config_path);
+  if (rc == 0) rc = read_template_file(t, folder);
   if (rc == 0) rc = tokenizer_finish(t, path);
   cJSON_Delete(root);
   cJSON_Delete(config);

@@ -172,12 +172,20 @@ def write_metadata_gguf(meta, path, pre):
     writer.close()
 
 
-def write_hf_folder(reference, meta, folder):
+def write_hf_folder(reference, meta, folder, template_file=False):
+    """tokenizer.json + tokenizer_config.json; the chat template in the config
+    or, as newer checkpoints do, in chat_template.jinja."""
     os.makedirs(folder, exist_ok=True)
     reference.save(os.path.join(folder, "tokenizer.json"))
     config = {"bos_token": meta["tokens"][meta["bos"]], "eos_token": meta["tokens"][meta["eos"]],
               "add_bos_token": meta["add_bos"]}
-    if meta["chat_template"]:
+    jinja = os.path.join(folder, "chat_template.jinja")
+    if os.path.exists(jinja):
+        os.remove(jinja)
+    if meta["chat_template"] and template_file:
+        with open(jinja, "w", encoding="utf-8") as f:
+            f.write(meta["chat_template"])
+    elif meta["chat_template"]:
         config["chat_template"] = meta["chat_template"]
     with open(os.path.join(folder, "tokenizer_config.json"), "w", encoding="utf-8") as f:
         json.dump(config, f, ensure_ascii=False, indent=1)
@@ -192,7 +200,7 @@ def merges_as_strings(path):
         json.dump(data, f, ensure_ascii=False)
 
 
-def compare_chat(model, reference, meta):
+def compare_chat(model, reference, meta, label="GGUF"):
     fast = PreTrainedTokenizerFast(tokenizer_object=reference, bos_token=meta["tokens"][meta["bos"]],
                                    eos_token=meta["tokens"][meta["eos"]])
     fast.chat_template = meta["chat_template"]
@@ -204,7 +212,8 @@ def compare_chat(model, reference, meta):
         want = reference.encode(text, add_special_tokens=False).ids
         args = ["--chat", user] + (["--system", system] if system else [])
         got = obcache_ids(model, *args)
-        check(f"chat prompt ids, system={'given' if system else 'default'} ({len(want)} tokens)", got == want,
+        check(f"{label}: chat prompt ids, system={'given' if system else 'default'} ({len(want)} tokens)",
+              got == want,
               "" if got == want else f"\n  rendered  {text!r}\n  obcache   {got}\n  reference {want}")
 
 
@@ -279,9 +288,11 @@ def main():
         compare_corpus(f"GGUF {pre}", path, variant_reference, variant, lines, corpus)
         compare_generated(f"GGUF {pre}", path, variant_reference, variant, generated)
         folder = os.path.join(TMP, f"tokenizer_hf_{pre}")
-        write_hf_folder(variant_reference, variant, folder)
+        write_hf_folder(variant_reference, variant, folder, template_file=True)
         compare_corpus(f"tokenizer.json with {pre}'s Split regex", folder, variant_reference, variant, lines,
                        corpus)
+        if meta["chat_template"]:
+            compare_chat(folder, variant_reference, variant, f"tokenizer.json {pre} + chat_template.jinja")
 
     if meta["chat_template"]:
         compare_chat(MODEL, reference, meta)
