@@ -65,38 +65,49 @@ static inline double obc_form_obc_vk_cross(double a, double z, double vd) {
   return 2.0 * a * a * z * vd;
 }
 
+/* 1 when the row has a single live key to working precision (1 - A below
+ * OBC_ONE_MINUS_A_MIN): the forms below are then replaced by their limits
+ * (obc_pair_forms). */
+static inline int obc_pair_single_key(double one_minus_a) {
+  return !(one_minus_a > OBC_ONE_MINUS_A_MIN);
+}
+
+/* The two reciprocals of the exact forms with one division:
+ * r = 1/(1 - A + e) and inv_live = 1/(1 - A), with 1 - A clamped at
+ * OBC_ONE_MINUS_A_MIN so both stay finite (for lse > -700). */
+static inline void obc_pair_reciprocals(double one_minus_a, double e, double *r,
+                                        double *inv_live) {
+  double live = one_minus_a > OBC_ONE_MINUS_A_MIN ? one_minus_a : OBC_ONE_MINUS_A_MIN;
+  double inv = 1.0 / (live * (live + e));
+  *r = live * inv;
+  *inv_live = (live + e) * inv;
+}
+
 /* exact_k: with r = 1/(1 - A + e), o' = r(o - A v) + r e v, so
  * o' - o = (r - 1) o - r (A - e) v = r (A - e)(o - v) because r - 1 = r (A - e):
- * error r^2 (A - e)^2 ||v - o||^2. Single live key: o' = v = o, error 0.
+ * error r^2 (A - e)^2 ||v - o||^2 (single live key: o' = v = o, error 0).
  * A - e is a plain subtraction: its rounding is eps * max(A, e), so the
  * relative error of the term is about eps / |z| (the term itself vanishes as
  * z^2 when z -> 0). */
-static inline double obc_form_exact_k(double a, double e, double one_minus_a, double dd) {
-  double safe = one_minus_a > OBC_ONE_MINUS_A_MIN ? one_minus_a : OBC_ONE_MINUS_A_MIN;
-  double t = (a - e) / (safe + e);
-  double value = t * t * dd;
-  return one_minus_a > OBC_ONE_MINUS_A_MIN ? value : 0.0;
+static inline double obc_form_exact_k(double a, double e, double r, double dd) {
+  double t = (a - e) * r;
+  return t * t * dd;
 }
 
 /* exact_vk: o' = r (o - A v), o' - o = r ((A - e) o - A v) = -r (A (v - o) + e o):
  * error r^2 (A^2 ||v - o||^2 + 2 A e (v - o).o + e^2 ||o||^2), with
- * (v - o).o = vd - dd. Single live key: o' = 0, error ||o||^2. */
-static inline double obc_form_exact_vk(double a, double e, double one_minus_a, double oo,
-                                       double dd, double vd) {
-  double safe = one_minus_a > OBC_ONE_MINUS_A_MIN ? one_minus_a : OBC_ONE_MINUS_A_MIN;
-  double r = 1.0 / (safe + e);
-  double value = r * r * (a * a * dd + 2.0 * a * e * (vd - dd) + e * e * oo);
-  return one_minus_a > OBC_ONE_MINUS_A_MIN ? value : oo;
+ * (v - o).o = vd - dd (single live key: o' = 0, error ||o||^2). */
+static inline double obc_form_exact_vk(double a, double e, double r, double oo, double dd,
+                                       double vd) {
+  return r * r * (a * a * dd + 2.0 * a * e * (vd - dd) + e * e * oo);
 }
 
 /* remove: o' = (o - A v)/(1 - A), o' - o = A (o - v)/(1 - A): error
- * (A / (1 - A))^2 ||v - o||^2. Single live key: the whole output is lost,
- * error ||o||^2 (never inf/NaN). */
-static inline double obc_form_remove(double a, double one_minus_a, double oo, double dd) {
-  double safe = one_minus_a > OBC_ONE_MINUS_A_MIN ? one_minus_a : OBC_ONE_MINUS_A_MIN;
-  double t = a / safe;
-  double value = t * t * dd;
-  return one_minus_a > OBC_ONE_MINUS_A_MIN ? value : oo;
+ * (A / (1 - A))^2 ||v - o||^2 (single live key: the whole output is lost,
+ * error ||o||^2, never inf/NaN). */
+static inline double obc_form_remove(double a, double inv_live, double dd) {
+  double t = a * inv_live;
+  return t * t * dd;
 }
 
 /* Every per-pair quantity of one (row, token) pair. */
@@ -119,9 +130,12 @@ static inline void obc_pair_forms(double a, double z, double e, double one_minus
   f->obc_v = obc_form_obc_v(a, vv);
   f->obc_k = obc_form_obc_k(a, z, dd);
   f->obc_vk = f->obc_v + f->obc_k + obc_form_obc_vk_cross(a, z, vd);
-  f->exact_k = obc_form_exact_k(a, e, one_minus_a, dd);
-  f->exact_vk = obc_form_exact_vk(a, e, one_minus_a, oo, dd, vd);
-  f->remove = obc_form_remove(a, one_minus_a, oo, dd);
+  double r, inv_live;
+  obc_pair_reciprocals(one_minus_a, e, &r, &inv_live);
+  int single = obc_pair_single_key(one_minus_a);
+  f->exact_k = single ? 0.0 : obc_form_exact_k(a, e, r, dd);
+  f->exact_vk = single ? oo : obc_form_exact_vk(a, e, r, oo, dd, vd);
+  f->remove = single ? oo : obc_form_remove(a, inv_live, dd);
 }
 
 /* The careful path for a pair with A > 1/2: the logit again in double from

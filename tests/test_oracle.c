@@ -229,10 +229,13 @@ START_TEST(single_live_key_loses_the_whole_output) {
     ck_assert_msg(got == 0.0, "exact_k %g", got);
   }
   /* The forms themselves, at A = 1 exactly and just below the guard. */
-  ck_assert(obc_form_remove(1.0, 0.0, 2.5, 0.0) == 2.5);
-  ck_assert(obc_form_exact_vk(1.0, 0.0, 0.0, 2.5, 0.0, 0.0) == 2.5);
-  ck_assert(obc_form_exact_k(1.0, 0.0, 0.0, 0.0) == 0.0);
-  ck_assert(isfinite(obc_form_remove(1.0 - 1e-13, 1e-13, 2.5, 1e-30)));
+  ObcPairForms f;
+  obc_pair_forms(1.0, 3.0, 0.0, 0.0, 2.5, 2.5, 0.0, 0.0, &f);
+  ck_assert(f.remove == 2.5 && f.exact_vk == 2.5 && f.exact_k == 0.0);
+  obc_pair_forms(1.0 - 1e-13, 30.0, 1e-14, 1e-13, 2.5, 2.5, 1e-30, 1e-30, &f);
+  ck_assert(f.remove == 2.5 && f.exact_vk == 2.5 && f.exact_k == 0.0);
+  obc_pair_forms(1.0 - 1e-11, 30.0, 1e-14, 1e-11, 2.5, 2.5, 1e-24, 1e-24, &f);
+  ck_assert(isfinite(f.remove) && isfinite(f.exact_vk) && isfinite(f.exact_k));
   fixture_free(&t);
 }
 END_TEST
