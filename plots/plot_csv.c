@@ -81,10 +81,10 @@ int plot_table_read(const char *path, PlotTable *table) {
     if (length > 0) {
       size_t fields = count_fields(line);
       if (fields != table->n_columns) {
-        size_t line_number = row + 1;
+        size_t line_number = row + 1, expected = table->n_columns;
         plot_table_free(table);
         return obc_fail(OBC_EFORMAT, "%s: line %zu has %zu fields (expected %zu, as the header)",
-                        path, line_number, fields, table->n_columns);
+                        path, line_number, fields, expected);
       }
       char **cells = table->cells + row * table->n_columns;
       size_t c = 0;
