@@ -41,8 +41,12 @@ int cpu_attention(const AttentionShape *s, const float *q, const float *k, const
   int n_threads = omp_get_max_threads();
   float *scores = obc_malloc((size_t)n_threads * BLOCK * max_keys * sizeof(float),
                              "attention scores");
-  if (!scores) return OBC_ENOMEM;
-  double gemm_time = 0.0;
+  double *gemm_time = obc_calloc((size_t)n_threads, sizeof(double), "attention timers");
+  if (!scores || !gemm_time) {
+    free(scores);
+    free(gemm_time);
+    return OBC_ENOMEM;
+  }
 
 #pragma omp parallel for schedule(dynamic, 1)
   for (size_t item = 0; item < n_items; item++) {
@@ -52,13 +56,13 @@ int cpu_attention(const AttentionShape *s, const float *q, const float *k, const
     size_t n_keys = s->pos0 + t0 + nq;
     const float *kh = k + (h / group) * s->kv_stride * s->head_dim;
     const float *vh = v + (h / group) * s->kv_stride * s->head_dim;
-    float *sc = scores + (size_t)omp_get_thread_num() * BLOCK * max_keys;
-    int timed = omp_get_thread_num() == 0;
-    double start = timed ? obc_now_seconds() : 0.0;
+    int thread = omp_get_thread_num();
+    float *sc = scores + (size_t)thread * BLOCK * max_keys;
+    double start = obc_now_seconds();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nq, (int)n_keys,
                 (int)s->head_dim, scale, q + t0 * q_dim + h * s->head_dim, (int)q_dim, kh,
                 (int)s->head_dim, 0.0f, sc, (int)n_keys);
-    if (timed) gemm_time += obc_now_seconds() - start;
+    gemm_time[thread] += obc_now_seconds() - start;
     for (size_t r = 0; r < nq; r++) {
       float *row = sc + r * n_keys;
       lse[h * s->n + t0 + r] = softmax_row(row, s->pos0 + t0 + r + 1, n_keys);
@@ -69,13 +73,17 @@ int cpu_attention(const AttentionShape *s, const float *q, const float *k, const
         memset(dst + n_keys, 0, (max_keys - n_keys) * sizeof(float));
       }
     }
-    start = timed ? obc_now_seconds() : 0.0;
+    start = obc_now_seconds();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nq, (int)s->head_dim,
                 (int)n_keys, 1.0f, sc, (int)n_keys, vh, (int)s->head_dim, 0.0f,
                 out + t0 * q_dim + h * s->head_dim, (int)q_dim);
-    if (timed) gemm_time += obc_now_seconds() - start;
+    gemm_time[thread] += obc_now_seconds() - start;
   }
+  /* Threads share the wall time: count the mean sgemm time per thread. */
+  double total = 0.0;
+  for (int t = 0; t < n_threads; t++) total += gemm_time[t];
+  *gemm_seconds += total / n_threads;
   free(scores);
-  *gemm_seconds += gemm_time;
+  free(gemm_time);
   return 0;
 }

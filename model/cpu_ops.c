@@ -68,7 +68,11 @@ void cpu_add_bias(float *rows, const float *bias, size_t n, size_t width) {
 void cpu_gemm_weight(float *c, const float *a, const float *w, size_t n, size_t in, size_t out,
                      float beta, double *seconds) {
   double start = obc_now_seconds();
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)out, (int)in, 1.0f, a,
-              (int)in, w, (int)in, beta, c, (int)out);
+  if (n == 1) /* one decode token: a matrix-vector product */
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)out, (int)in, 1.0f, w, (int)in, a, 1, beta, c,
+                1);
+  else
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)out, (int)in, 1.0f, a,
+                (int)in, w, (int)in, beta, c, (int)out);
   *seconds += obc_now_seconds() - start;
 }

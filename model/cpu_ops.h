@@ -53,7 +53,8 @@ void cpu_add_bias(float *rows /* (n, width) */, const float *bias /* (width) */,
                   size_t width);
 
 /* c = a * w^T + beta * c, with w a weight matrix in (out, in) layout:
- * a (n, in), w (out, in), c (n, out). Adds its wall time to *seconds. */
+ * a (n, in), w (out, in), c (n, out); sgemv when n == 1. Adds its wall time
+ * to *seconds. */
 void cpu_gemm_weight(float *c, const float *a, const float *w, size_t n, size_t in, size_t out,
                      float beta, double *seconds);
 

@@ -103,7 +103,7 @@ typedef struct {
 typedef struct {
   double gemm_seconds;      /* weight GEMMs: Q/K/V/O projections, MLP, LM head */
   double attention_seconds; /* scores, softmax, weighted values (incl. their GEMMs) */
-  double attention_gemm_seconds; /* part of attention_seconds spent in sgemm (thread 0's share) */
+  double attention_gemm_seconds; /* part of attention_seconds in sgemm (mean per thread) */
   double other_seconds;     /* embedding, norms, RoPE, SwiGLU, residuals, capture */
   size_t tokens;            /* tokens processed */
 } RuntimeProfile;
