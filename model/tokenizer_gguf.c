@@ -75,12 +75,6 @@ static int read_settings(Tokenizer *t, const GgufFile *file, const char *path) {
   int rc = read_special_id(file, "tokenizer.ggml.bos_token_id", &t->bos_id);
   if (rc == 0) rc = read_special_id(file, "tokenizer.ggml.eos_token_id", &t->eos_id);
   if (rc < 0) return obc_fail_context(rc, "%s", path);
-  bool add_bos = false;
-  rc = gguf_get_bool(file, "tokenizer.ggml.add_bos_token", &add_bos);
-  if (rc == OBC_ENOTFOUND) obc_error_clear();
-  else if (rc < 0) return obc_fail_context(rc, "%s", path);
-  t->add_bos = add_bos;
-
   char pre_name[64] = "default";
   GgufString s;
   rc = gguf_get_string(file, "tokenizer.ggml.pre", &s);
@@ -89,9 +83,16 @@ static int read_settings(Tokenizer *t, const GgufFile *file, const char *path) {
   else return obc_fail_context(rc, "%s", path);
   rc = tokenizer_pre_from_name(&t->pre, pre_name, path);
   if (rc < 0) return rc;
-  /* llama.cpp (and Llama 3's tokenizer.json) take a piece that is already a token whole. */
-  t->ignore_merges = !strcmp(pre_name, "llama3") || !strcmp(pre_name, "llama-bpe") ||
-                     !strcmp(pre_name, "llama-v3");
+  /* As llama.cpp: Llama 3 takes a piece that is already a token whole and
+   * starts prompts with BOS unless the file says otherwise. */
+  int llama3 = !strcmp(pre_name, "llama3") || !strcmp(pre_name, "llama-bpe") || !strcmp(pre_name, "llama-v3");
+  t->ignore_merges = llama3;
+
+  bool add_bos = llama3;
+  rc = gguf_get_bool(file, "tokenizer.ggml.add_bos_token", &add_bos);
+  if (rc == OBC_ENOTFOUND) obc_error_clear();
+  else if (rc < 0) return obc_fail_context(rc, "%s", path);
+  t->add_bos = add_bos;
 
   rc = gguf_get_string(file, "tokenizer.chat_template", &s);
   if (rc == 0) return tokenizer_set_chat_template(t, s.data, (size_t)s.length);
