@@ -56,7 +56,8 @@ ObcChatTemplate tokenizer_chat_template(const Tokenizer *tokenizer);
 int tokenizer_encode_chat(const Tokenizer *tokenizer, const char *system, const char *user,
                           int32_t **ids, size_t *n_ids);
 /* The text tokenizer_encode_chat encodes (system may be NULL: the template's
- * default system message, if any, is used); *text is malloc'ed. */
+ * default system message, if any, is used); *text is malloc'ed. Without a
+ * template: the system message, a blank line, then the user message. */
 int tokenizer_render_chat(const Tokenizer *tokenizer, const char *system, const char *user,
                           char **text);
 /* The template's default system message (ChatML), or Llama 3.1's preamble of
