@@ -89,6 +89,25 @@ static int file_exists(const char *dir, const char *name) {
   return access(path, R_OK) == 0;
 }
 
+/* 1 when DIR/name has a data line after its header (a file written with no
+ * rows, e.g. taylor.csv with --taylor-points 0, has nothing to draw). */
+static int file_has_rows(const char *dir, const char *name) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *fp = fopen(path, "r");
+  if (!fp) return 0;
+  int lines = 0, at_line_start = 1, c;
+  while (lines < 2 && (c = fgetc(fp)) != EOF) {
+    if (c == '\n') at_line_start = 1;
+    else if (at_line_start && c != '\r') {
+      lines++;
+      at_line_start = 0;
+    }
+  }
+  fclose(fp);
+  return lines >= 2;
+}
+
 /* The distinct values of a text column, in figure order, space-separated. */
 static int collect_names(const PlotTable *table, const char *column_name, char *out, size_t size) {
   size_t column;
@@ -272,15 +291,16 @@ static int select_figures(const PlotOptions *options, int analysis, int sweep, i
     const PlotFigure *f = &FIGURES[i];
     selected[i] = 0;
     if (options->only && !named[i]) continue;
-    int usable = f->sweep ? sweep : analysis && file_exists(options->dir, f->data);
+    int usable = f->sweep ? sweep : analysis && file_has_rows(options->dir, f->data);
     if (!usable) {
       if (named[i])
-        return obc_fail(OBC_ENOTFOUND, "%s/%s: not found (figure %s needs it%s)", options->dir,
-                        f->data, f->name, f->sweep ? "; it is drawn for sweep folders" : "");
+        return obc_fail(OBC_ENOTFOUND, "%s/%s: not found or no data rows (figure %s needs it%s)",
+                        options->dir, f->data, f->name,
+                        f->sweep ? "; it is drawn for sweep folders" : "");
       if (f->sweep == !sweep || !analysis) continue; /* the other kind of folder: not a skip */
       if (result->n_skipped < PLOT_MAX_SKIPPED)
         snprintf(result->skipped[result->n_skipped++], sizeof result->skipped[0],
-                 "%s (no %s in %s)", f->name, f->data, options->dir);
+                 "%s (no data rows in %s/%s)", f->name, options->dir, f->data);
       continue;
     }
     selected[i] = 1;

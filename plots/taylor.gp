@@ -51,13 +51,26 @@ do for [p = 1:4] {
   set ylabel (p < 4 ? sprintf("%s (exact error: %s)", ycol, panel_what(p)) : sprintf("%s (true eviction error at decode)", oracle)) noenhanced
   # Both axes share the range of the panel's points so y = x is the diagonal.
   set autoscale xy
+  undefine STATS_*
   stats data using (both_positive(xcol, ycol) ? column(xcol) : NaN):(both_positive(xcol, ycol) ? column(ycol) : NaN) nooutput
-  lo = floor(log10(STATS_min_x < STATS_min_y ? STATS_min_x : STATS_min_y))
-  hi = ceil(log10(STATS_max_x > STATS_max_y ? STATS_max_x : STATS_max_y))
-  set xrange [10**lo:10**hi]
-  set yrange [10**lo:10**hi]
-  plot data using (both_positive(xcol, ycol) ? column(xcol) : NaN):(column(ycol)) \
-         with points pt 7 ps 0.5 lc rgb ("#60" . colour[2:7]) title sprintf("%d points", STATS_records), \
-       x with lines dt 2 lw 1.5 lc rgb "#333333" title "y = x"
+  if (exists("STATS_min_x") && STATS_records > 0) {
+    lo = floor(log10(STATS_min_x < STATS_min_y ? STATS_min_x : STATS_min_y))
+    hi = ceil(log10(STATS_max_x > STATS_max_y ? STATS_max_x : STATS_max_y))
+    if (hi <= lo) { hi = lo + 1 }
+    set xrange [10**lo:10**hi]
+    set yrange [10**lo:10**hi]
+    unset label 1
+    plot data using (both_positive(xcol, ycol) ? column(xcol) : NaN):(column(ycol)) \
+           with points pt 7 ps 0.5 lc rgb ("#60" . colour[2:7]) title sprintf("%d points", STATS_records), \
+         x with lines dt 2 lw 1.5 lc rgb "#333333" title "y = x"
+  } else {
+    # Nothing positive to place on log axes (e.g. an oracle that is zero
+    # everywhere): an empty panel that says so.
+    set xrange [1e-8:1]
+    set yrange [1e-8:1]
+    set style textbox opaque noborder
+    set label 1 "no point with both values > 0" at graph 0.5, 0.5 center front boxed noenhanced
+    plot x with lines dt 2 lw 1.5 lc rgb "#333333" title "y = x"
+  }
 }
 unset multiplot

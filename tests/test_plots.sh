@@ -79,6 +79,20 @@ else
   fail "--only: $(cat "$TMP/err.txt")"
 fi
 
+# 3b. A data file with a header and no rows (taylor.csv with --taylor-points 0):
+#     that figure is skipped with a note, the others are drawn.
+cp -r "$TMP/analysis" "$TMP/notaylor"
+rm -rf "$TMP/notaylor/plots"
+head -1 "$TMP/analysis/taylor.csv" > "$TMP/notaylor/taylor.csv"
+"$OBCACHE" plot "$TMP/notaylor" --format png > "$TMP/list.txt" 2> "$TMP/err.txt"
+rc=$?
+if [ $rc -eq 0 ] && grep -q "skipped taylor (no data rows" "$TMP/err.txt" &&
+   [ ! -e "$TMP/notaylor/plots/taylor.png" ] && is_png "$TMP/notaylor/plots/recall_k.png"; then
+  pass "empty taylor.csv: $(cat "$TMP/err.txt")"
+else
+  fail "empty taylor.csv: exit $rc, stderr '$(cat "$TMP/err.txt")'"
+fi
+
 # 4. Without gnuplot on PATH: the one-line message, non-zero, no output folder or image.
 PATH_NO_GNUPLOT="$TMP/empty-bin"
 mkdir -p "$PATH_NO_GNUPLOT"
@@ -119,6 +133,8 @@ expect_error "unknown figure" "--only: no figure 'nope'" -- \
   "$OBCACHE" plot "$TMP/analysis" --only nope -o "$TMP/nope"
 expect_error "window not analysed" "--window 3: not a window of the analysis" -- \
   "$OBCACHE" plot "$TMP/analysis" --window 3 -o "$TMP/nope"
+expect_error "figure named but its data empty" "taylor.csv: not found or no data rows" -- \
+  "$OBCACHE" plot "$TMP/notaylor" --only taylor -o "$TMP/nope"
 no_images "$TMP/nope" || fail "bad options: images written"
 
 # 6. A failing gnuplot script: the error names it, no image under its final
