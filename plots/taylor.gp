@@ -41,7 +41,7 @@ set format y "10^{%T}"
 set termoption enhanced
 set key top left Left reverse
 set size ratio -1
-set multiplot layout 2, 2 title title font ",14" margins 0.08, 0.97, 0.07, 0.90 spacing 0.09, 0.10
+set multiplot layout 2, 2 title title font ",14" noenhanced margins 0.08, 0.97, 0.07, 0.90 spacing 0.09, 0.10
 do for [p = 1:4] {
   xcol = word(xs, p)
   ycol = word(ys, p)
