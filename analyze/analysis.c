@@ -42,7 +42,7 @@ typedef struct {
   size_t *ranked;        /* (n_threads, max_k) */
   size_t *selected;      /* (n_threads, max_k) */
   double *share;         /* (n_threads, buckets) */
-  ObcRankPair *pairs;    /* (n_threads, n_prompt) */
+  ObcRankPair *pairs;    /* (n_threads, 2 n_prompt) */
 } ThreadScratch;
 
 size_t analysis_recall_index(const ObcAnalysisResult *result, const ObcAnalysisConfig *config,
@@ -131,7 +131,7 @@ static int thread_scratch_alloc(ThreadScratch *t, size_t max_k, size_t buckets, 
   t->ranked = obc_malloc(t->n_threads * max_k * sizeof(size_t), "selection ranking");
   t->selected = obc_malloc(t->n_threads * max_k * sizeof(size_t), "selection");
   t->share = obc_malloc(t->n_threads * buckets * sizeof(double), "bucket shares");
-  t->pairs = obc_malloc(t->n_threads * n_prompt * sizeof(ObcRankPair), "rank sort");
+  t->pairs = obc_malloc(t->n_threads * 2 * n_prompt * sizeof(ObcRankPair), "rank sort");
   if (!t->ranked || !t->selected || !t->share || !t->pairs) {
     thread_scratch_free(t);
     return OBC_ENOMEM;
@@ -241,7 +241,7 @@ static void reduce_task(const ReduceContext *ctx, ObcAnalysisResult *result, con
   size_t *selected = t->selected + tid * ctx->max_k;
   double *share = t->share + tid * B;
 
-  stats_average_ranks(score, s, t->pairs + tid * s, b->ranks + (w * OBC_Q_COUNT + q) * s);
+  stats_average_ranks(score, s, t->pairs + tid * 2 * s, b->ranks + (w * OBC_Q_COUNT + q) * s);
   bias_mean_norm_scores(score, s, B, share);
   double *norm_acc = result->bias_norm + (q * config->n_windows + w) * B;
   for (size_t i = 0; i < B; i++) norm_acc[i] += share[i];
@@ -448,7 +448,9 @@ int analysis_run(ObcTraceReader *reader, const ObcAnalysisConfig *config, bool p
   for (size_t layer = 0; layer < result->n_layers && !rc; layer++) {
     for (size_t g = 0; g < result->n_kv_heads && !rc; g++) {
       size_t head = layer * result->n_kv_heads + g;
+      double t0 = obc_now_seconds();
       if ((rc = read_head(reader, meta, layer, g, &b))) break;
+      double t1 = obc_now_seconds();
       ObcHeadData data = {
           .n_positions = meta->n_positions,
           .n_prompt = meta->n_prompt,
@@ -461,6 +463,7 @@ int analysis_run(ObcTraceReader *reader, const ObcAnalysisConfig *config, bool p
       };
       rc = score_window_sweep(&data, config->windows, config->n_windows, &config->score_options,
                               b.sweep);
+      double t2 = obc_now_seconds();
       if (!rc)
         rc = oracle_eviction_error(&data, 1, config->score_options.precision, b.oracle1);
       if (!rc && config->oracle_all_steps)
@@ -470,13 +473,23 @@ int analysis_run(ObcTraceReader *reader, const ObcAnalysisConfig *config, bool p
         obc_fail_context(rc, "layer %zu, KV head %zu", layer, g);
         break;
       }
+      double t3 = obc_now_seconds();
       reduce_head(&ctx, result, &b, head, &t);
+      double t4 = obc_now_seconds();
+      result->seconds_read += t1 - t0;
+      result->seconds_sweep += t2 - t1;
+      result->seconds_oracle += t3 - t2;
+      result->seconds_reduce += t4 - t3;
       add_taylor_points(config, result, &b, w_main, layer, g, head);
       if (scores_file) rc = write_scores_head(scores_file, config, result, &b, w_main, layer, g);
     }
     if (!rc && progress)
-      fprintf(stderr, "analyze: layer %zu/%zu done (%.1f s)\n", layer + 1, result->n_layers,
-              obc_now_seconds() - start);
+      fprintf(stderr,
+              "\ranalyze: layer %zu/%zu done (%.1f s: read %.1f, sweep %.1f, oracle %.1f, "
+              "reduce %.1f)%s",
+              layer + 1, result->n_layers, obc_now_seconds() - start, result->seconds_read,
+              result->seconds_sweep, result->seconds_oracle, result->seconds_reduce,
+              layer + 1 == result->n_layers ? "\n" : "");
   }
   head_buffers_free(&b);
   thread_scratch_free(&t);

@@ -82,11 +82,14 @@ typedef struct {
   size_t n_taylor;
   ObcTaylorPoint *taylor; /* (n_taylor) */
   double seconds;         /* wall time of the analysis */
+  /* Wall time by phase: reading + conversion, window sweep, oracle, and the
+   * reductions (selection, recall, ranks, bias). */
+  double seconds_read, seconds_sweep, seconds_oracle, seconds_reduce;
 } ObcAnalysisResult;
 
 /* Runs the analysis; on success *result owns its arrays (analysis_result_free).
  * Writes config->scores_out (temp name, renamed at the end) when set.
- * progress: print one line per layer to stderr. */
+ * progress: keep a progress line (layer, time by phase) updated on stderr. */
 int analysis_run(ObcTraceReader *reader, const ObcAnalysisConfig *config, bool progress,
                  ObcAnalysisResult *result);
 void analysis_result_free(ObcAnalysisResult *result);

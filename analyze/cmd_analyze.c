@@ -48,7 +48,7 @@ static void print_help(FILE *out) {
 "  --scores-out FILE.h5 write every per-token quantity at the main window\n"
 "                       (datasets attn ... remove, oracle1 [, oracleT], each\n"
 "                       float64 [layers, kv_heads, n_prompt])\n"
-"  --quiet              no progress lines and no summary table\n"
+"  --quiet              no progress line (shown on a terminal) and no summary table\n"
 "\n"
 "files written to DIR (all appear together when the run succeeds):\n"
 "  report.json          trace, model, every parameter, tool version, summary\n"
@@ -230,7 +230,7 @@ int cmd_analyze(int argc, char **argv) {
   obc_set_threads(args.config.threads);
 
   ObcAnalysisResult result;
-  rc = analysis_run(reader, &args.config, !args.quiet, &result);
+  rc = analysis_run(reader, &args.config, !args.quiet && isatty(STDERR_FILENO), &result);
   if (rc) {
     trace_close(reader);
     return rc;

@@ -363,6 +363,11 @@ static int write_report_json(OutputSet *set, const char *trace_path, const ObcTr
   cJSON_AddItemToObject(root, "parameters", parameters_json(config, result));
   cJSON_AddItemToObject(root, "summary", summary_json(config, result));
   cJSON_AddNumberToObject(root, "seconds", result->seconds);
+  cJSON *phases = cJSON_AddObjectToObject(root, "seconds_by_phase");
+  cJSON_AddNumberToObject(phases, "read", result->seconds_read);
+  cJSON_AddNumberToObject(phases, "sweep", result->seconds_sweep);
+  cJSON_AddNumberToObject(phases, "oracle", result->seconds_oracle);
+  cJSON_AddNumberToObject(phases, "reduce", result->seconds_reduce);
   cJSON *files = cJSON_AddArrayToObject(root, "files");
   for (size_t i = 0; i < set->count; i++) cJSON_AddItemToArray(files, cJSON_CreateString(set->names[i]));
   if (config->scores_out) cJSON_AddItemToArray(files, cJSON_CreateString(config->scores_out));
@@ -409,13 +414,15 @@ void analysis_print_summary(FILE *out, const char *trace_path, const ObcTraceMet
           meta->n_decode);
   fprintf(out, "recall@%zu of %s (mean over %zu heads), window W=%zu:\n", config->main_k,
           config->oracle_all_steps ? "oracle@T" : "oracle@1", result->n_heads, config->main_window);
+  char recent_label[32];
+  snprintf(recent_label, sizeof recent_label, "r=%zu", result->n_recents > 1 ? result->recents[1] : 0);
   fprintf(out, "  %-9s %8s", "score", "r=0");
-  if (result->n_recents > 1) fprintf(out, " %8s%-3zu", "r=", result->recents[1]);
+  if (result->n_recents > 1) fprintf(out, " %8s", recent_label);
   fprintf(out, " %10s\n", "spearman");
   for (size_t q = 0; q < OBC_Q_COUNT; q++) {
     fprintf(out, "  %-9s %8.3f", score_quantity_name((ObcQuantity)q),
             mean_recall(config, result, q, w, 0, ki));
-    if (result->n_recents > 1) fprintf(out, " %11.3f", mean_recall(config, result, q, w, 1, ki));
+    if (result->n_recents > 1) fprintf(out, " %8.3f", mean_recall(config, result, q, w, 1, ki));
     fprintf(out, " %10.3f\n", mean_spearman(config, result, q, reference, w));
   }
 }

@@ -5,16 +5,18 @@
 #define OBC_STATS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-/* Scratch entry of the ranking sort. */
+/* Scratch entry of the ranking sort: an order-preserving integer key of the
+ * value and the value's index. */
 typedef struct {
-  double value;
+  uint64_t key;
   size_t index;
 } ObcRankPair;
 
 /* ranks (n): 1-based average ranks of values (n) in ascending order; equal
  * values share the mean of their ranks. NaN sorts below every number.
- * scratch: (n). */
+ * scratch: (2 n). A stable LSD radix sort on the key: O(n), no comparisons. */
 void stats_average_ranks(const double *values, size_t n, ObcRankPair *scratch, double *ranks);
 
 /* Pearson correlation of x (n) and y (n); NaN when either is constant or

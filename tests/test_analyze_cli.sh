@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# `obcache analyze` on bad input: a missing trace, a text file, a window or a
+# budget out of range, an unwritable -o, --scores-out into a missing folder.
+# Each must fail with a non-zero exit and ONE line naming the path or option,
+# and leave no output file behind.
+set -u
+OBCACHE=${OBCACHE:-build/obcache}
+work=$(mktemp -d "${OBC_TMP:-/tmp}/analyze_cli.XXXXXX")
+logs=$(mktemp -d "${OBC_TMP:-/tmp}/analyze_cli_logs.XXXXXX")
+trap 'chmod -R u+w "$work"; rm -rf "$work" "$logs"' EXIT
+failures=0
+
+"$OBCACHE" synth -o "$work/t.h5" --layers 1 --heads 2 --kv-heads 1 --head-dim 8 \
+  --prompt 64 --rows 8 --decode 2 --seed 3 >/dev/null || { echo "FAIL: synth"; exit 1; }
+"$OBCACHE" synth -o "$work/nodecode.h5" --layers 1 --heads 2 --kv-heads 1 --head-dim 8 \
+  --prompt 64 --rows 8 --decode 0 --seed 3 >/dev/null 2>&1 || true
+echo "not a trace" > "$work/text.h5"
+mkdir "$work/locked" && chmod a-w "$work/locked"
+
+# expect_failure NAME EXPECTED-SUBSTRING ARGS...
+expect_failure() {
+  local name=$1 expected=$2
+  shift 2
+  local before after
+  before=$(find "$work" | sort)
+  "$OBCACHE" analyze "$@" >"$logs/out" 2>"$logs/err"
+  local rc=$?
+  local lines
+  lines=$(wc -l <"$logs/err")
+  after=$(find "$work" | sort)
+  local msg
+  msg=$(cat "$logs/err")
+  if [ $rc -eq 0 ]; then
+    echo "FAIL $name: exit 0"; failures=$((failures + 1))
+  elif [ "$lines" -ne 1 ]; then
+    echo "FAIL $name: expected one line, got $lines: $msg"; failures=$((failures + 1))
+  elif [[ "$msg" != *"$expected"* ]]; then
+    echo "FAIL $name: message lacks '$expected': $msg"; failures=$((failures + 1))
+  elif [ "$before" != "$after" ]; then
+    echo "FAIL $name: left files: $(diff <(echo "$before") <(echo "$after") | grep '^>' )"
+    failures=$((failures + 1))
+  else
+    echo "ok   $name: $msg"
+  fi
+  rm -f "$logs/out" "$logs/err"
+}
+
+expect_failure "missing trace" "$work/absent.h5" "$work/absent.h5" -o "$work/o1"
+expect_failure "text file" "$work/text.h5" "$work/text.h5" -o "$work/o2"
+expect_failure "window too large" "--window" "$work/t.h5" -o "$work/o3" --window 9
+expect_failure "window zero" "--window" "$work/t.h5" -o "$work/o3" --window 0
+expect_failure "k too large" "--topk" "$work/t.h5" -o "$work/o4" --topk 65
+expect_failure "k zero" "--topk" "$work/t.h5" -o "$work/o4" --topk 0
+expect_failure "recent not below k" "--recent" "$work/t.h5" -o "$work/o5" --topk 10 --recent 10
+# A folder without write permission (not for root, who may write anyway),
+# and a folder whose parent is a file.
+if [ "$(id -u)" != 0 ]; then
+  expect_failure "unwritable -o" "$work/locked" "$work/t.h5" -o "$work/locked/out"
+fi
+expect_failure "-o under a file" "$work/text.h5" "$work/t.h5" -o "$work/text.h5/out"
+expect_failure "scores-out folder missing" "$work/nowhere/s.h5" "$work/t.h5" -o "$work/o6" \
+  --scores-out "$work/nowhere/s.h5"
+expect_failure "bad oracle" "--oracle" "$work/t.h5" -o "$work/o7" --oracle 2
+if [ -f "$work/nodecode.h5" ]; then
+  expect_failure "no decode rows" "decode rows" "$work/nodecode.h5" -o "$work/o8"
+fi
+
+# And a good run still works and writes its files.
+if "$OBCACHE" analyze "$work/t.h5" -o "$work/good" --quiet && [ -f "$work/good/report.json" ] \
+   && [ -f "$work/good/recall.csv" ]; then
+  echo "ok   good run writes report.json and recall.csv"
+else
+  echo "FAIL good run"; failures=$((failures + 1))
+fi
+
+[ $failures -eq 0 ] && echo "OK" || { echo "$failures failure(s)"; exit 1; }

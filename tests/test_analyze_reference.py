@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""Independent NumPy reference for `obcache analyze`, written from
+docs/SPEC.md (sections 1-4), not from the C code: it reads a synthetic trace
+with h5py only, recomputes every per-token quantity (attn, attn2, vatp,
+snapkv, obc_v, obc_k, obc_vk, exact_v, exact_k, exact_vk, remove) for every
+window, oracle@1 and oracle@T, and the recall@k of each score (last r prompt
+positions plus the k - r best others, ties to the lower position), then
+compares them with --scores-out (relative error <= 1e-4 with --precision
+float, <= 1e-6 with double) and with recall_heads.csv / recall.csv (exactly
+equal, except where the scores tie within rounding at the selection
+boundary: allowed and reported). Exits non-zero on any failure."""
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+
+OBCACHE = os.environ.get("OBCACHE", "build/obcache")
+TMP = os.environ.get("OBC_TMP", tempfile.gettempdir())
+NAMES = ["attn", "attn2", "vatp", "snapkv", "obc_v", "obc_k", "obc_vk",
+         "exact_v", "exact_k", "exact_vk", "remove"]
+WINDOWS = [8, 1, 4, 16, 32]       # first = main window
+TOPK = [10, 5, 20, 40]            # first = main budget
+RECENT = 4
+KERNEL = 7
+
+
+def run(args):
+    result = subprocess.run(args, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(args)}\n{result.stderr}")
+    return result.stdout
+
+
+def read_trace(path):
+    f = h5py.File(path, "r")
+    a = f.attrs
+    meta = {key: a[key] for key in ("n_layers", "n_heads", "n_kv_heads", "head_dim", "n_prompt",
+                                     "n_positions", "attn_scale")}
+    meta["row_positions"] = f["row_positions"][()]
+    meta["needle"] = f["spans/needle"][()] if "spans" in f and "needle" in f["spans"] else None
+    return f, meta
+
+
+def max_pool(x, kernel):
+    half = kernel // 2
+    n = len(x)
+    return np.array([x[max(0, p - half):min(n, p + half + 1)].max() for p in range(n)])
+
+
+def head_quantities(K, V, Q, O, lse, rows, s, scale, window):
+    """Every quantity of SPEC sections 2-3 for one KV head: K, V (n_pos, d);
+    Q, O (group, n_rows, d); lse (group, n_rows). Scores summed over the
+    group (--gqa sum), exact errors summed as the spec says."""
+    idx = np.nonzero((rows >= s - window) & (rows < s))[0]
+    assert len(idx) == window
+    pos = rows[idx]
+    Kp, Vp = K[:s], V[:s]
+    v2 = (Vp ** 2).sum(-1)
+    v1 = np.abs(Vp).sum(-1)
+    total = {name: np.zeros(s) for name in NAMES}
+    for h in range(Q.shape[0]):
+        q, o, l = Q[h, idx], O[h, idx], lse[h, idx]
+        mask = np.arange(s)[None, :] <= pos[:, None]                    # (W, s)
+        z = np.where(mask, scale * q @ Kp.T, 0.0)
+        A = np.where(mask, np.exp(z - l[:, None]), 0.0)
+        vo = o @ Vp.T
+        diff = Vp[None, :, :] - o[:, None, :]                           # (W, s, d)
+        vmo2 = (diff ** 2).sum(-1)
+        total["attn"] += A.sum(0)
+        total["attn2"] += (A ** 2).sum(0)
+        total["vatp"] += A.sum(0) * v1
+        total["obc_v"] += (A ** 2).sum(0) * v2
+        total["obc_k"] += ((A * z) ** 2 * vmo2).sum(0)
+        total["obc_vk"] += ((A ** 2).sum(0) * v2 + ((A * z) ** 2 * vmo2).sum(0)
+                            + 2 * (A ** 2 * z * (v2[None, :] - vo)).sum(0))
+        # Exact errors: perturbed outputs o'_i, error ||o'_i - o_i||^2 for p <= i.
+        e = np.exp(-l)[:, None]                                         # (W, 1)
+        Ae = A[:, :, None]
+        oo = o[:, None, :]
+        vv = Vp[None, :, :]
+        r = 1.0 / (1.0 - A + e)
+        d_v = -Ae * vv
+        d_k = r[:, :, None] * (oo - Ae * vv) + (r * e)[:, :, None] * vv - oo
+        d_vk = r[:, :, None] * (oo - Ae * vv) - oo
+        live = 1.0 - A
+        safe = np.where(live > 1e-12, live, 1.0)
+        d_rm = np.where((live > 1e-12)[:, :, None], (oo - Ae * vv) / safe[:, :, None] - oo, -oo)
+        for name, d in (("exact_v", d_v), ("exact_k", d_k), ("exact_vk", d_vk), ("remove", d_rm)):
+            total[name] += np.where(mask, (d ** 2).sum(-1), 0.0).sum(0)
+    total["snapkv"] = max_pool(total["attn"], KERNEL)
+    return total
+
+
+def head_oracle(K, V, Q, O, lse, rows, s, scale, steps):
+    """True eviction error of every prompt token, summed over the first
+    `steps` decode rows and the group's query heads."""
+    idx = np.nonzero(rows >= s)[0][:steps]
+    assert len(idx) == steps
+    out = np.zeros(s)
+    for h in range(Q.shape[0]):
+        for i in idx:
+            p_i = rows[i]
+            z = scale * K[:p_i + 1] @ Q[h, i]
+            A = np.exp(z - lse[h, i])[:s]
+            vmo2 = ((V[:s] - O[h, i]) ** 2).sum(-1)
+            out += (A / (1.0 - A)) ** 2 * vmo2
+    return out
+
+
+def ranking(score, n):
+    """Positions 0..n-1 best first: higher score, then lower position."""
+    return np.lexsort((np.arange(n), -score[:n]))
+
+
+def selection(score, k, r):
+    s = len(score)
+    return np.concatenate([ranking(score, s - r)[:k - r], np.arange(s - r, s)])
+
+
+def boundary_gap(score, k, r):
+    """Relative gap between the last selected and the first rejected
+    candidate: small means the selection depends on rounding."""
+    order = ranking(score, len(score) - r)
+    if k - r >= len(order) or k - r == 0:
+        return np.inf
+    a, b = score[order[k - r - 1]], score[order[k - r]]
+    return abs(a - b) / max(abs(a), abs(b), 1e-300)
+
+
+def read_csv(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def rel_error(ours, ref):
+    """Worst of the elementwise relative error (entries above 1e-6 of the
+    largest) and the error relative to the largest entry."""
+    scale = np.abs(ref).max()
+    if scale == 0:
+        return float(np.abs(ours).max())
+    big = np.abs(ref) > 1e-6 * scale
+    elem = (np.abs(ours - ref)[big] / np.abs(ref)[big]).max()
+    return max(float(elem), float(np.abs(ours - ref).max() / scale))
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="analyze_ref.", dir=TMP)
+    trace = os.path.join(work, "ref.h5")
+    run([OBCACHE, "synth", "-o", trace, "--layers", "2", "--heads", "6", "--kv-heads", "2",
+         "--head-dim", "32", "--prompt", "256", "--rows", "32", "--decode", "4", "--seed", "11"])
+    f, m = read_trace(trace)
+    L, H, G, d, s = (int(m[k]) for k in ("n_layers", "n_heads", "n_kv_heads", "head_dim", "n_prompt"))
+    group = H // G
+    rows = m["row_positions"]
+    scale = float(m["attn_scale"])
+    steps_T = int((rows >= s).sum())
+    common = ["--window", ",".join(map(str, WINDOWS)), "--topk", ",".join(map(str, TOPK)),
+              "--recent", str(RECENT), "--oracle", "T", "--quiet"]
+    out_f = os.path.join(work, "float")
+    out_d = os.path.join(work, "double")
+    run([OBCACHE, "analyze", trace, "-o", out_f, "--scores-out", out_f + ".h5"] + common)
+    run([OBCACHE, "analyze", trace, "-o", out_d, "--scores-out", out_d + ".h5",
+         "--precision", "double"] + common)
+
+    windows = sorted(set(WINDOWS))
+    ref = {}       # (layer, g) -> {window: quantities}
+    oracle1, oracleT = {}, {}
+    for layer in range(L):
+        grp = f[f"layers/{layer:03d}"]
+        for g in range(G):
+            K = grp["K"][g].astype(np.float64)
+            V = grp["V"][g].astype(np.float64)
+            Q = grp["Q"][g * group:(g + 1) * group].astype(np.float64)
+            O = grp["O"][g * group:(g + 1) * group].astype(np.float64)
+            lse = grp["lse"][g * group:(g + 1) * group].astype(np.float64)
+            ref[layer, g] = {w: head_quantities(K, V, Q, O, lse, rows, s, scale, w) for w in windows}
+            oracle1[layer, g] = head_oracle(K, V, Q, O, lse, rows, s, scale, 1)
+            oracleT[layer, g] = head_oracle(K, V, Q, O, lse, rows, s, scale, steps_T)
+
+    failures = []
+    main_w = WINDOWS[0]
+    for label, path, tol in (("float", out_f + ".h5", 1e-4), ("double", out_d + ".h5", 1e-6)):
+        with h5py.File(path, "r") as sf:
+            if sf.attrs["window"] != main_w or sf.attrs["schema"] != "obcache-scores/1":
+                failures.append(f"{path}: attributes window/schema wrong")
+            worst = {}
+            for name in NAMES + ["oracle1", "oracleT"]:
+                data = sf[name][()]
+                if data.shape != (L, G, s):
+                    failures.append(f"{path}:{name} shape {data.shape}, expected {(L, G, s)}")
+                    continue
+                err = 0.0
+                for (layer, g), per_w in ref.items():
+                    expect = (oracle1 if name == "oracle1" else oracleT)[layer, g] \
+                        if name.startswith("oracle") else per_w[main_w][name]
+                    err = max(err, rel_error(data[layer, g], expect))
+                worst[name] = err
+                if not err <= tol:
+                    failures.append(f"{label}: {name} relative error {err:.3g} > {tol:g}")
+            print(f"scores-out ({label}, W={main_w}) vs NumPy: max relative error per quantity: "
+                  + ", ".join(f"{k} {v:.2e}" for k, v in worst.items()))
+
+    # recall@k per head against recall_heads.csv (float and double runs).
+    for label, out in (("float", out_f), ("double", out_d)):
+        table = {(r["score"], int(r["window"]), int(r["recent"]), int(r["k"]), int(r["layer"]),
+                  int(r["kv_head"])): float(r["recall"])
+                 for r in read_csv(os.path.join(out, "recall_heads.csv"))}
+        compared, ties = 0, []
+        for (layer, g), per_w in ref.items():
+            orc = oracleT[layer, g]
+            for w in windows:
+                for name in NAMES:
+                    score = per_w[w][name]
+                    for r in (0, RECENT):
+                        for k in TOPK:
+                            key = (name, w, r, k, layer, g)
+                            if key not in table:
+                                failures.append(f"{label}: recall_heads.csv lacks {key}")
+                                continue
+                            sel = selection(score, k, r)
+                            top = ranking(orc, s)[:k]
+                            ours = len(np.intersect1d(sel, top)) / k
+                            compared += 1
+                            if ours == table[key]:
+                                continue
+                            gap = min(boundary_gap(score, k, r), boundary_gap(orc, k, 0))
+                            if gap < 1e-4:
+                                ties.append((key, ours, table[key], gap))
+                            else:
+                                failures.append(f"{label}: recall {key}: NumPy {ours}, obcache "
+                                                f"{table[key]} (boundary gap {gap:.2e})")
+        print(f"recall_heads.csv ({label}): {compared} (score, window, recent, k, head) cells "
+              f"compared, {len(ties)} differ at a near-tie (allowed)")
+        for t in ties:
+            print(f"  near tie: {t[0]} NumPy {t[1]} obcache {t[2]} relative gap {t[3]:.2e}")
+        # recall.csv is the mean over heads of recall_heads.csv.
+        worst = 0.0
+        for row in read_csv(os.path.join(out, "recall.csv")):
+            key = (row["score"], int(row["window"]), int(row["recent"]), int(row["k"]))
+            vals = [table[key + (layer, g)] for layer in range(L) for g in range(G)]
+            worst = max(worst, abs(np.mean(vals) - float(row["recall_mean"])))
+        print(f"recall.csv ({label}): max |mean of recall_heads - recall_mean| = {worst:.2e}")
+        if worst > 1e-8:
+            failures.append(f"{label}: recall.csv is not the mean of recall_heads.csv")
+
+    if failures:
+        print("FAILED:\n  " + "\n  ".join(failures[:40]))
+        return 1
+    print("OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
