@@ -27,6 +27,9 @@ static const PlotFigure FIGURES[] = {
     {"recall_window", "recall_window.gp", "recall.csv", 0,
      "recall@k against the window W (log2 axis) at the main budget, with and without the recent "
      "window: which window makes each score agree best with the oracle?"},
+    {"needle_k", "needle_k.gp", "needle.csv", 0,
+     "share of the needle span's tokens kept against the budget k, per score, with and without "
+     "the recent window (traces with a needle span): does the selection keep the needle?"},
     {"bias_share", "bias_share.gp", "bias.csv", 0,
      "share of the selected positions per bucket of relative position p/s, per score and for the "
      "oracle: does a score pile its selection on early tokens (structural bias)?"},
@@ -279,10 +282,14 @@ static int select_figures(const PlotOptions *options, int analysis, int sweep, i
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
       size_t i = 0;
       while (i < N_FIGURES && strcmp(FIGURES[i].name, tok)) i++;
-      if (i == N_FIGURES)
-        return obc_fail(OBC_EINVAL, "--only: no figure '%s' (figures: recall_k, recall_window, "
-                        "bias_share, bias_score, taylor, recall_layers, sweep_needle, "
-                        "sweep_recall)", tok);
+      if (i == N_FIGURES) {
+        char names[512] = "";
+        size_t used = 0;
+        for (size_t j = 0; j < N_FIGURES; j++)
+          used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", j ? ", " : "",
+                                   FIGURES[j].name);
+        return obc_fail(OBC_EINVAL, "--only: no figure '%s' (figures: %s)", tok, names);
+      }
       named[i] = 1;
     }
   }
@@ -352,9 +359,9 @@ static void figure_args(const PlotFigure *f, const char *dir, const char *data_d
     return;
   }
   plot_args_string(args, "scores", in->scores);
-  if (!strncmp(f->name, "recall_", 7) && strcmp(f->name, "recall_layers"))
-    plot_args_size(args, "recent", in->recent);
-  if (!strcmp(f->name, "recall_k")) plot_args_string(args, "ks", in->ks);
+  if (strcmp(f->name, "recall_layers")) plot_args_size(args, "recent", in->recent);
+  if (!strcmp(f->name, "recall_k") || !strcmp(f->name, "needle_k"))
+    plot_args_string(args, "ks", in->ks);
 }
 
 static void result_add(PlotResult *result, const char *path) {
@@ -458,7 +465,7 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
       plot_report_model_name(path, model, sizeof model);
     }
   }
-  int selected[N_FIGURES];
+  int selected[N_FIGURES] = {0};
   if (!rc) rc = select_figures(options, analysis, sweep, selected, result);
   const char *scripts_dir = plot_scripts_dir(options);
   if (!rc) rc = check_scripts(scripts_dir, selected);
@@ -469,8 +476,10 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
   if (options->out_dir) snprintf(out_dir, sizeof out_dir, "%s", options->out_dir);
   else snprintf(out_dir, sizeof out_dir, "%s/plots", options->dir);
   if (!rc) rc = obc_make_dirs(out_dir);
-  if (!rc && sweep && (selected[6] || selected[7]))
-    rc = plot_sweep_write(&sweep_data, out_dir, result);
+  int sweep_selected = 0;
+  for (size_t i = 0; i < N_FIGURES; i++)
+    if (FIGURES[i].sweep && selected[i]) sweep_selected = 1;
+  if (!rc && sweep_selected) rc = plot_sweep_write(&sweep_data, out_dir, result);
 
   char plots_dir[4096];
   snprintf(plots_dir, sizeof plots_dir, "%s/", scripts_dir);

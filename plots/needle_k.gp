@@ -1,0 +1,82 @@
+# needle_k.gp: does the selection keep the needle? The share of the needle
+# span's tokens that each score's top-k selection keeps (mean over heads),
+# against the budget k, at one window W. Left panel: plain top-k (r = 0);
+# right panel: the last R positions always kept (r = R). Only analysis folders
+# of traces with a "needle" span have needle.csv.
+#
+# Variables (gnuplot -e "name=value; ..."), besides those of style.gp:
+#   data     needle.csv of an analysis folder                    [needle.csv]
+#   window   perturbation window W                   [largest W in the data]
+#   recent   R for the right panel; 0 draws only the left panel         [0]
+#   scores   space-separated score names to draw
+#   ks       space-separated budgets to label on the x axis   [automatic]
+#   model    model name used in the title                           ["model"]
+#   title    replaces the whole title
+# Re-render by hand, e.g.:
+#   gnuplot -e "data='out/needle.csv'; window=16; recent=8; outfile='n.png'" plots/needle_k.gp
+
+fig = "needle_k"
+if (!exists("plots_dir")) { plots_dir = ""; do for [i = strlen(ARG0):1:-1] { if (ARG0[i:i] eq "/") { plots_dir = ARG0[1:i]; break } } }
+if (!exists("data")) data = "needle.csv"
+if (!exists("recent")) recent = 0
+if (!exists("scores")) scores = "attn attn2 vatp snapkv obc_v obc_k obc_vk exact_v exact_k exact_vk remove"
+if (!exists("model")) model = "model"
+if (!exists("width")) width = (recent > 0 ? 1400 : 1000)
+if (!exists("height")) height = 620
+load plots_dir . "style.gp"
+if (!exists("window")) { stats data using "window" nooutput; window = int(STATS_max) }
+if (!exists("title")) title = sprintf("Share of the needle kept against the budget k  -  %s, window W = %d", model, window)
+
+# Collect one block per (score, panel): k and the mean needle retention.
+$curves << EOD
+EOD
+panels = (recent > 0 ? 2 : 1)
+do for [s in scores] {
+  do for [p = 1:panels] {
+    r = (p == 1 ? 0 : recent)
+    set table $curves append
+    plot data using "k":"retention" with table \
+      if (strcol("score") eq s && column("window") == window && column("recent") == r)
+    unset table
+    set print $curves append
+    print ""; print ""
+    unset print
+  }
+}
+set datafile separator whitespace
+set datafile nocolumnheaders
+
+set logscale x 2
+if (!exists("ks")) { set autoscale xfix; set offsets graph 0.06, graph 0.06, 0, 0 }
+# One tic per budget; a label only where it does not crowd the previous one
+# (at least 0.6 of a doubling away), and the same x range in both panels.
+if (exists("ks")) {
+  set xtics ()
+  last_label = 0
+  do for [kk in ks] {
+    if (last_label == 0 || log(kk / last_label) / log(2) >= 0.6) { set xtics add (kk int(kk)); last_label = kk + 0 } else { set xtics add ("" int(kk)) }
+  }
+  set xrange [word(ks, 1) / 1.3 : word(ks, words(ks)) * 1.3]
+}
+set yrange [0:1.02]
+set ytics 0.1
+set xlabel "budget k (tokens kept per KV head)"
+set ylabel "share of the needle span's tokens kept"
+n = words(scores)
+
+set multiplot title title font ",14"
+left(p) = (panels == 1 ? 0.08 : (p == 1 ? 0.06 : 0.45))
+right(p) = (panels == 1 ? 0.78 : (p == 1 ? 0.40 : 0.79))
+do for [p = 1:panels] {
+  set lmargin at screen left(p)
+  set rmargin at screen right(p)
+  set tmargin at screen 0.86
+  set bmargin at screen 0.12
+  set title (p == 1 ? "top-k by the score (r = 0)" : sprintf("last %d positions always kept (r = %d)", recent, recent))
+  if (p == panels) { set key at screen 0.81, 0.86 left top } else { unset key }
+  if (p == 2) { unset ylabel }
+  plot for [i = 1:n] $curves index ((i - 1) * panels + p - 1) using 1:2 smooth unique \
+    with linespoints lc rgb score_colour(word(scores, i)) pt score_point(word(scores, i)) \
+    ps 1.2 lw score_width(word(scores, i)) title word(scores, i)
+}
+unset multiplot
