@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/obc_error.h"
 #include "traces/trace.h"
@@ -279,6 +280,7 @@ static int open_checked(ObcTraceReader *r) {
   if (stat(r->path, &st) != 0)
     return obc_fail(OBC_EIO, "%s: cannot open: %s", r->path, strerror(errno));
   if (S_ISDIR(st.st_mode)) return obc_fail(OBC_EIO, "%s: is a folder, not a trace file", r->path);
+  if (access(r->path, R_OK) != 0) return obc_fail(OBC_EIO, "%s: cannot read: %s", r->path, strerror(errno));
   if (H5Fis_hdf5(r->path) <= 0)
     return obc_fail(OBC_EFORMAT, "%s: not an HDF5 file (expected an obcache trace)", r->path);
   r->file = H5Fopen(r->path, H5F_ACC_RDONLY, H5P_DEFAULT);
