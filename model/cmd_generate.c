@@ -145,6 +145,7 @@ int cmd_generate(int argc, char **argv) {
   rc = generate_greedy(rt, prompt, n_prompt, &gen, answer, &n_answer, &stats);
   if (rc < 0) goto done;
   fputc('\n', stdout);
+  fflush(stdout);
   size_t decode_steps = stats.new_tokens > 0 ? stats.new_tokens - 1 : 0;
   fprintf(stderr,
           "prompt: %zu tokens, prefill %.1f tokens/s (%.2f s); generated %zu tokens%s, "
