@@ -11,6 +11,8 @@
 #   window   the window the points were taken at (title only)    [not shown]
 #   rho_v, rho_k, rho_vk, rho_remove   Spearman rank correlations to print
 #            in the panel titles (numbers; omitted when not set)
+#   decades  widest span of the axes, in decades below the largest value;
+#            points below are counted in the key, not drawn            [16]
 #   model, oracle   names used in the title            ["model", "oracle1"]
 #   title    replaces the whole title
 # Re-render by hand, e.g.:
@@ -21,6 +23,7 @@ if (!exists("plots_dir")) { plots_dir = ""; do for [i = strlen(ARG0):1:-1] { if 
 if (!exists("data")) data = "taylor.csv"
 if (!exists("model")) model = "model"
 if (!exists("oracle")) oracle = "oracle1"
+if (!exists("decades")) decades = 16
 if (!exists("width")) width = 1200
 if (!exists("height")) height = 1000
 load plots_dir . "style.gp"
@@ -54,14 +57,25 @@ do for [p = 1:4] {
   undefine STATS_*
   stats data using (both_positive(xcol, ycol) ? column(xcol) : NaN):(both_positive(xcol, ycol) ? column(ycol) : NaN) nooutput
   if (exists("STATS_min_x") && STATS_records > 0) {
+    points = STATS_records
     lo = floor(log10(STATS_min_x < STATS_min_y ? STATS_min_x : STATS_min_y))
     hi = ceil(log10(STATS_max_x > STATS_max_y ? STATS_max_x : STATS_max_y))
     if (hi <= lo) { hi = lo + 1 }
-    set xrange [10**lo:10**hi]
-    set yrange [10**lo:10**hi]
+    # At most `decades` decades below the largest value, so that a few tiny
+    # outliers (an oracle of 1e-35) do not squeeze the cloud into a corner;
+    # the key says how many points fall below the axes.
+    below = 0
+    if (hi - lo > decades) {
+      lo = hi - decades
+      stats data using (both_positive(xcol, ycol) && (column(xcol) < 10.0**lo || column(ycol) < 10.0**lo) ? 1 : NaN) nooutput
+      below = STATS_records
+    }
+    set xrange [10.0**lo:10.0**hi]
+    set yrange [10.0**lo:10.0**hi]
     unset label 1
     plot data using (both_positive(xcol, ycol) ? column(xcol) : NaN):(column(ycol)) \
-           with points pt 7 ps 0.5 lc rgb ("#60" . colour[2:7]) title sprintf("%d points", STATS_records), \
+           with points pt 7 ps 0.5 lc rgb ("#60" . colour[2:7]) \
+           title sprintf("%d points", points) . (below > 0 ? sprintf(", %d < 1e%d hidden", below, lo) : ""), \
          x with lines dt 2 lw 1.5 lc rgb "#333333" title "y = x"
   } else {
     # Nothing positive to place on log axes (e.g. an oracle that is zero
