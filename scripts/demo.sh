@@ -23,3 +23,7 @@ echo
 echo "demo: files in $OUT/analysis/: report.json (parameters, summary), recall.csv,"
 echo "      recall_layers.csv, recall_heads.csv, spearman.csv, needle.csv, bias.csv,"
 echo "      taylor.csv; per-token scores at W=64 in $OUT/analysis-scores.h5"
+if "$OBCACHE" --help | grep -q '^  plot '; then
+  "$OBCACHE" plot "$OUT/analysis" >/dev/null
+  echo "demo: figures in $OUT/analysis/plots/"
+fi
