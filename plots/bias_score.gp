@@ -28,7 +28,7 @@ if (!exists("width")) width = 1100
 if (!exists("height")) height = 620
 load plots_dir . "style.gp"
 if (!exists("window")) { stats data using "window" nooutput; window = int(STATS_max) }
-if (!exists("title")) title = sprintf("Mean normalised score along the prompt  -  %s, window W = %d", model, window)
+if (!exists("title")) title = sprintf("Mean normalised score along the prompt\n%s, window W = %d", model, window)
 
 # Collect one block per score: bucket midpoint and the mean normalised score
 # (positive values only: the axis is logarithmic).

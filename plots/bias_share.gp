@@ -29,7 +29,7 @@ load plots_dir . "style.gp"
 if (!exists("window")) { stats data using "window" nooutput; window = int(STATS_max) }
 stats data using "bucket" nooutput
 buckets = int(STATS_max) + 1
-if (!exists("title")) title = sprintf("Where the top-%d selection falls along the prompt  -  %s, window W = %d, budget k = %d%s", k, model, window, k, (recent > 0 ? sprintf(", recent %d", recent) : ""))
+if (!exists("title")) title = sprintf("Where the top-%d selection falls along the prompt\n%s, window W = %d, budget k = %d%s", k, model, window, k, (recent > 0 ? sprintf(", recent %d", recent) : ""))
 
 # Collect one block per score: bucket midpoint and the selected share.
 $curves << EOD

@@ -26,7 +26,7 @@ if (!exists("width")) width = (recent > 0 ? 1400 : 1000)
 if (!exists("height")) height = 620
 load plots_dir . "style.gp"
 if (!exists("window")) { stats data using "window" nooutput; window = int(STATS_max) }
-if (!exists("title")) title = sprintf("Recall of the %s top-k set against the budget k  -  %s, window W = %d", oracle, model, window)
+if (!exists("title")) title = sprintf("Recall of the %s top-k set against the budget k\n%s, window W = %d", oracle, model, window)
 
 # Collect one block per (score, panel): k and the mean recall over all heads.
 $curves << EOD
@@ -71,10 +71,10 @@ right(p) = (panels == 1 ? 0.78 : (p == 1 ? 0.40 : 0.79))
 do for [p = 1:panels] {
   set lmargin at screen left(p)
   set rmargin at screen right(p)
-  set tmargin at screen 0.86
+  set tmargin at screen 0.84
   set bmargin at screen 0.12
   set title (p == 1 ? "top-k by the score (r = 0)" : sprintf("last %d positions always kept (r = %d)", recent, recent))
-  if (p == panels) { set key at screen 0.81, 0.86 left top } else { unset key }
+  if (p == panels) { set key at screen 0.81, 0.84 left top } else { unset key }
   if (p == 2) { unset ylabel }
   plot for [i = 1:n] $curves index ((i - 1) * panels + p - 1) using 1:2 smooth unique \
     with linespoints lc rgb score_colour(word(scores, i)) pt score_point(word(scores, i)) \

@@ -34,7 +34,7 @@ if (!exists("width")) width = 160 + 78 * n + 140
 if (!exists("height")) height = 170 + (layers < 12 ? 12 : layers) * 24
 load plots_dir . "style.gp"
 if (!exists("window")) { stats data using "window" nooutput; window = int(STATS_max) }
-if (!exists("title")) title = sprintf("Recall@%d per layer  -  %s, window W = %d, budget k = %d%s", k, model, window, k, (recent > 0 ? sprintf(", recent %d", recent) : ""))
+if (!exists("title")) title = sprintf("Recall@%d per layer\n%s, window W = %d, budget k = %d%s", k, model, window, k, (recent > 0 ? sprintf(", recent %d", recent) : ""))
 
 # Column of a score in the figure (0 when the score is not drawn).
 score_index(s) = sum [i = 1:n] (word(scores, i) eq s ? i : 0)

@@ -24,7 +24,7 @@ load plots_dir . "sweep_axes.gp"
 if (!exists("width")) width = 360 + 110 * (n_lengths > 3 ? n_lengths : 3)
 if (!exists("height")) height = 200 + 50 * (n_depths > 3 ? n_depths : 3)
 load plots_dir . "style.gp"
-if (!exists("title")) title = "Needle retrieval by the full-cache model" . (model eq "" ? "" : "  -  " . model)
+if (!exists("title")) title = "Needle retrieval by the full-cache model" . (model eq "" ? "" : "\n" . model)
 
 cell_label(v) = v >= 1 ? "found" : (v <= 0 ? "missed" : sprintf("%.0f%% found", 100 * v))
 set title title font ",13"

@@ -33,11 +33,11 @@ cells_h = (34 * n_depths > 110 ? 34 * n_depths : 110)
 panel_w = cells_w + 110
 panel_h = cells_h + 80
 design_w = columns * panel_w + 130
-design_h = rows * panel_h + 60
+design_h = rows * panel_h + 80
 if (!exists("width")) width = design_w
 if (!exists("height")) height = design_h
 load plots_dir . "style.gp"
-if (!exists("title")) title = sprintf("Recall@%d per sweep cell", k) . (model eq "" ? "" : "  -  " . model)
+if (!exists("title")) title = sprintf("Recall@%d per sweep cell", k) . (model eq "" ? "" : "\n" . model)
 
 set xrange [0.5:n_lengths + 0.5]
 set yrange [n_depths + 0.5:0.5]
@@ -62,8 +62,8 @@ do for [p = 1:n] {
   row = (p - 1) / columns
   set lmargin at screen (col * panel_w + 90.0) / design_w
   set rmargin at screen (col * panel_w + 90.0 + cells_w) / design_w
-  set tmargin at screen 1 - (60.0 + row * panel_h + 25) / design_h
-  set bmargin at screen 1 - (60.0 + row * panel_h + 25 + cells_h) / design_h
+  set tmargin at screen 1 - (80.0 + row * panel_h + 25) / design_h
+  set bmargin at screen 1 - (80.0 + row * panel_h + 25 + cells_h) / design_h
   set title s font ",11" offset 0, -0.5
   if (p == n) { set colorbox user origin screen (columns * panel_w + 20.0) / design_w, 0.2 size screen 18.0 / design_w, 0.6; set cbtics 0.2 font ",9"; set cblabel sprintf("recall@%d", k) font ",10" }
   plot data using (cell_x(s)):(depth_index(column("depth"))):(0.5):(0.5):(column("recall")) \

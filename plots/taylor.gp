@@ -27,7 +27,7 @@ if (!exists("decades")) decades = 16
 if (!exists("width")) width = 1200
 if (!exists("height")) height = 1000
 load plots_dir . "style.gp"
-if (!exists("title")) title = sprintf("Taylor scores against the exact errors they approximate  -  %s%s", model, (exists("window") ? sprintf(", window W = %d", window) : ""))
+if (!exists("title")) title = sprintf("Taylor scores against the exact errors they approximate\n%s%s", model, (exists("window") ? sprintf(", window W = %d", window) : ""))
 
 # Panel p plots column ys[p] against column xs[p].
 xs = "obc_v obc_k obc_vk remove"
@@ -44,7 +44,7 @@ set format y "10^{%T}"
 set termoption enhanced
 set key top left Left reverse
 set size ratio -1
-set multiplot layout 2, 2 title title font ",14" noenhanced margins 0.08, 0.97, 0.07, 0.90 spacing 0.09, 0.10
+set multiplot layout 2, 2 title title font ",14" noenhanced margins 0.08, 0.97, 0.07, 0.88 spacing 0.09, 0.10
 do for [p = 1:4] {
   xcol = word(xs, p)
   ycol = word(ys, p)
