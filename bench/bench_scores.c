@@ -1,6 +1,7 @@
 /* Times score_window_sweep on one SmolLM2-shaped KV head: group 3, head_dim
  * 64, a prompt of 8192 tokens, the last 128 prompt rows captured, windows
- * 1, 2, 4, ..., 128, in FLOAT and DOUBLE, with 1 and 2 OpenMP threads.
+ * 1, 2, 4, ..., 128, in FLOAT and DOUBLE, with 1 and 2 OpenMP threads; and
+ * oracle_eviction_error for one decode step.
  *
  * Usage: bench_scores [n_prompt] [rows] [repeats]. Prints the best of
  * `repeats` runs in milliseconds (wall clock, and CPU time summed over threads:
@@ -13,6 +14,7 @@
 
 #include "analyze/scores.h"
 #include "common/obc_error.h"
+#include "oracle/oracle.h"
 #include "tests/fixture_attention.h"
 
 static double now_seconds(clockid_t clock) {
@@ -58,6 +60,20 @@ int main(int argc, char **argv) {
              threads > 1 ? "s" : " ", 1e3 * best, 1e3 * best_cpu,
              1e9 * best_cpu / ((double)rows * s * group));
     }
+    /* oracle@1 (one decode row), what the analysis adds per head. */
+    double *oracle = malloc(s * sizeof *oracle), best_oracle = 1e30;
+    for (int r = 0; r < repeats + 1; r++) {
+      double t0 = now_seconds(CLOCK_PROCESS_CPUTIME_ID);
+      if (oracle_eviction_error(&t.head, 1, precision, oracle)) {
+        fprintf(stderr, "bench_scores: %s\n", obc_error_message());
+        return EXIT_FAILURE;
+      }
+      double cpu = now_seconds(CLOCK_PROCESS_CPUTIME_ID) - t0;
+      if (r > 0 && cpu < best_oracle) best_oracle = cpu;
+    }
+    free(oracle);
+    printf("  %-6s oracle@1 (2 threads): %.2f ms CPU\n",
+           precision == OBC_PRECISION_DOUBLE ? "double" : "float", 1e3 * best_oracle);
     printf("  %-6s 1 and 2 threads bit-identical: %s\n",
            precision == OBC_PRECISION_DOUBLE ? "double" : "float",
            memcmp(out[0], out[1], n_out * sizeof(double)) == 0 ? "yes" : "NO");

@@ -44,9 +44,9 @@ static inline double obc_exp_fast(double x) {
   p = fma(p, r, 1.0);
   /* t's bit pattern is that of the shifter plus n: recover n as an integer
    * and place n + 1023 in the exponent field. */
-  int64_t bits;
+  uint64_t bits; /* unsigned: wraps harmlessly when x is NaN */
   memcpy(&bits, &t, sizeof bits);
-  bits = (bits - (int64_t)0x4338000000000000LL + 1023) << 52;
+  bits = (bits - 0x4338000000000000ULL + 1023) << 52;
   double scale;
   memcpy(&scale, &bits, sizeof scale);
   double result = p * scale;
