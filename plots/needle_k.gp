@@ -48,13 +48,15 @@ set datafile nocolumnheaders
 
 set logscale x 2
 if (!exists("ks")) { set autoscale xfix; set offsets graph 0.06, graph 0.06, 0, 0 }
-# One tic per budget; a label only where it does not crowd the previous one
-# (at least 0.6 of a doubling away), and the same x range in both panels.
+# One tic per budget; a label only where it does not crowd its labelled
+# neighbour on the right (at least 0.45 of a doubling away; the largest k is
+# always labelled), and the same x range in both panels.
 if (exists("ks")) {
   set xtics ()
   last_label = 0
-  do for [kk in ks] {
-    if (last_label == 0 || log(kk / last_label) / log(2) >= 0.6) { set xtics add (kk int(kk)); last_label = kk + 0 } else { set xtics add ("" int(kk)) }
+  do for [i = words(ks):1:-1] {
+    kk = word(ks, i) + 0
+    if (last_label == 0 || log(1.0 * last_label / kk) / log(2) >= 0.45) { set xtics add (sprintf("%d", kk) kk); last_label = kk } else { set xtics add ("" kk) }
   }
   set xrange [word(ks, 1) / 1.3 : word(ks, words(ks)) * 1.3]
 }
