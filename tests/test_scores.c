@@ -29,6 +29,14 @@ static double tolerance(ObcPrecision precision) {
   return precision == OBC_PRECISION_DOUBLE ? 1e-6 : 1e-4;
 }
 
+/* The sweep against oracle.h: the same forms through different loops. In
+ * DOUBLE only the exp and the summation order differ (1e-10 is generous); in
+ * FLOAT one side may take a single row through sgemv and the other through
+ * sgemm, whose float roundings differ (~1e-7 relative on v.o). */
+static double agreement(ObcPrecision precision) {
+  return precision == OBC_PRECISION_DOUBLE ? 1e-10 : 1e-5;
+}
+
 static const char *precision_name(ObcPrecision precision) {
   return precision == OBC_PRECISION_DOUBLE ? "double" : "float";
 }
@@ -108,9 +116,8 @@ static void check_exact(uint64_t seed, size_t s, size_t group, ObcPrecision prec
       track(precision, err);
       ck_assert_msg(err <= tolerance(precision), "%s: rel. error %g", what, err);
       ck_assert_int_eq(oracle_window_error(&t.head, windows[w], kind, precision, oracle), 0);
-      /* Same forms and GEMMs, different loops and exp: rounding only. */
-      err = fixture_rel_error(mine, oracle, s, 1e-10, what);
-      ck_assert_msg(err <= 1e-10, "%s vs oracle.h: rel. error %g", what, err);
+      err = fixture_rel_error(mine, oracle, s, agreement(precision), what);
+      ck_assert_msg(err <= agreement(precision), "%s vs oracle.h: rel. error %g", what, err);
     }
   }
   free(got);
@@ -185,8 +192,8 @@ START_TEST(large_sweep_matches_brute_force_scores_and_oracle) {
         } else {
           ck_assert_int_eq(
               oracle_window_error(&t.head, windows[w], q - OBC_Q_EXACT_V, precision, oracle), 0);
-          double err = fixture_rel_error(mine, oracle, s, 1e-10, what);
-          ck_assert_msg(err <= 1e-10, "%s vs oracle.h: rel. error %g", what, err);
+          double err = fixture_rel_error(mine, oracle, s, agreement(precision), what);
+          ck_assert_msg(err <= agreement(precision), "%s vs oracle.h: rel. error %g", what, err);
         }
       }
     }
