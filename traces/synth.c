@@ -231,8 +231,8 @@ static void synth_keys_values(const SynthPlan *plan, size_t layer, size_t kv_hea
 
 /* Q of one (layer, query head). Each head draws its own strengths, relative
  * to log s because the s haystack keys together weigh about s e^0.5: a sink
- * logit of log s - 1 .. log s + 3 (sink mass ~0.2..0.9), a local boost of 1..5
- * at distance 0, and a needle logit of log s .. log s + 2 for about a third of
+ * logit of log s - 1 .. log s + 3 (sink mass ~0.2..0.9), a local boost at
+ * distance 0 of 1 + 0.2 log s .. 1 + log s (decaying with log distance), and a needle logit of log s .. log s + 2 for about a third of
  * the heads, the "retrieval heads" (the needle then dominates the question and
  * decode rows), and of 0.5 log s - 2 .. 0.5 log s + 1 for the others. */
 static void synth_queries(const SynthPlan *plan, size_t layer, size_t head,
@@ -246,7 +246,7 @@ static void synth_queries(const SynthPlan *plan, size_t layer, size_t head,
   synth_rng_seed(&rng, o->seed, STREAM_QUERY, layer, head);
   double log_s = log((double)o->n_prompt);
   double sink_logit = log_s - 1.0 + 4.0 * synth_rng_uniform(&rng);
-  double local_logit = 1.0 + 4.0 * synth_rng_uniform(&rng);
+  double local_logit = 1.0 + (0.2 + 0.8 * synth_rng_uniform(&rng)) * log_s;
   bool retrieval = synth_rng_uniform(&rng) < 0.35;
   double strength = synth_rng_uniform(&rng);
   double needle_logit = retrieval ? log_s + 2.0 * strength : 0.5 * log_s - 2.0 + 3.0 * strength;
