@@ -74,7 +74,10 @@ static void oracle_accumulate_block(const OracleJob *job, size_t b0, size_t nb, 
     while (c0 < c1 && head->row_positions[c0] < (int64_t)b0) c0++;
     if (c0 == c1) continue;
     for (size_t j = 0; j < head->group_size; j++) {
-      oracle_gemm_block(job->gemm, j, c0, c1 - c0, b0, nb, work->z, work->vo, work->scratch);
+      if (c1 - c0 == 1)
+        oracle_gemm_row(job->gemm, j, c0, b0, nb, work->z, work->vo, work->scratch);
+      else
+        oracle_gemm_block(job->gemm, j, c0, c1 - c0, b0, nb, work->z, work->vo, work->scratch);
       for (size_t row = c0; row < c1; row++) {
         size_t last = (size_t)head->row_positions[row] - b0 + 1;
         size_t len = last < nb ? last : nb;

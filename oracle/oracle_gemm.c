@@ -41,6 +41,16 @@ void oracle_gemm_free(OracleGemm *gemm) {
   gemm->Q = gemm->O = gemm->K = gemm->V = NULL;
 }
 
+/* z = scale * zf and vo = vof in double: the scale is applied after the
+ * float product. */
+static void oracle_gemm_widen(double scale, const float *zf, const float *vof, size_t count,
+                              double *z, double *vo) {
+  for (size_t i = 0; i < count; i++) {
+    z[i] = scale * zf[i];
+    vo[i] = vof[i];
+  }
+}
+
 void oracle_gemm_block(const OracleGemm *gemm, size_t j, size_t row_lo, size_t n_rows, size_t b0,
                        size_t nb, double *z, double *vo, float *scratch) {
   const ObcHeadData *head = gemm->head;
@@ -49,15 +59,6 @@ void oracle_gemm_block(const OracleGemm *gemm, size_t j, size_t row_lo, size_t n
   if (n_rows == 0 || nb == 0) return;
   size_t row_offset = (j * head->n_rows + row_lo) * d;
   int m = (int)n_rows, n = (int)nb, k = (int)d;
-  if (gemm->precision == OBC_PRECISION_DOUBLE && n_rows == 1) {
-    /* One row (a decode step): GEMV, which OpenBLAS runs far faster than an
-     * M = 1 GEMM. */
-    cblas_dgemv(CblasRowMajor, CblasNoTrans, n, k, head->attn_scale, head->K + b0 * d, k,
-                head->Q + row_offset, 1, 0.0, z, 1);
-    cblas_dgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0, head->V + b0 * d, k,
-                head->O + row_offset, 1, 0.0, vo, 1);
-    return;
-  }
   if (gemm->precision == OBC_PRECISION_DOUBLE) {
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, head->attn_scale,
                 head->Q + row_offset, k, head->K + b0 * d, k, 0.0, z, n);
@@ -68,21 +69,33 @@ void oracle_gemm_block(const OracleGemm *gemm, size_t j, size_t row_lo, size_t n
   assert(scratch);
   size_t count = n_rows * nb;
   float *zf = scratch, *vof = scratch + count;
-  if (n_rows == 1) {
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, gemm->K + b0 * d, k,
-                gemm->Q + row_offset, 1, 0.0f, zf, 1);
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, gemm->V + b0 * d, k,
-                gemm->O + row_offset, 1, 0.0f, vof, 1);
-  } else {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, gemm->Q + row_offset, k,
-                gemm->K + b0 * d, k, 0.0f, zf, n);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, gemm->O + row_offset, k,
-                gemm->V + b0 * d, k, 0.0f, vof, n);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, gemm->Q + row_offset, k,
+              gemm->K + b0 * d, k, 0.0f, zf, n);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, gemm->O + row_offset, k,
+              gemm->V + b0 * d, k, 0.0f, vof, n);
+  oracle_gemm_widen(head->attn_scale, zf, vof, count, z, vo);
+}
+
+void oracle_gemm_row(const OracleGemm *gemm, size_t j, size_t row, size_t b0, size_t nb,
+                     double *z, double *vo, float *scratch) {
+  const ObcHeadData *head = gemm->head;
+  size_t d = head->head_dim;
+  assert(j < head->group_size && row < head->n_rows && b0 + nb <= gemm->n_keys);
+  if (nb == 0) return;
+  size_t row_offset = (j * head->n_rows + row) * d;
+  int n = (int)nb, k = (int)d;
+  if (gemm->precision == OBC_PRECISION_DOUBLE) {
+    cblas_dgemv(CblasRowMajor, CblasNoTrans, n, k, head->attn_scale, head->K + b0 * d, k,
+                head->Q + row_offset, 1, 0.0, z, 1);
+    cblas_dgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0, head->V + b0 * d, k,
+                head->O + row_offset, 1, 0.0, vo, 1);
+    return;
   }
-  /* The scale is applied in double, after the float product. */
-  double scale = head->attn_scale;
-  for (size_t i = 0; i < count; i++) {
-    z[i] = scale * zf[i];
-    vo[i] = vof[i];
-  }
+  assert(scratch);
+  float *zf = scratch, *vof = scratch + nb;
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, gemm->K + b0 * d, k, gemm->Q + row_offset,
+              1, 0.0f, zf, 1);
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, gemm->V + b0 * d, k, gemm->O + row_offset,
+              1, 0.0f, vof, 1);
+  oracle_gemm_widen(head->attn_scale, zf, vof, nb, z, vo);
 }

@@ -34,4 +34,11 @@ void oracle_gemm_free(OracleGemm *gemm);
 void oracle_gemm_block(const OracleGemm *gemm, size_t j, size_t row_lo, size_t n_rows, size_t b0,
                        size_t nb, double *z, double *vo, float *scratch);
 
+/* The same for one row (z, vo: nb), through GEMV: a decode step, where
+ * OpenBLAS runs GEMV far faster than an M = 1 GEMM. Its float rounding may
+ * differ from oracle_gemm_block's, so a computation that must not depend on
+ * how rows are grouped (the window sweep) uses oracle_gemm_block only. */
+void oracle_gemm_row(const OracleGemm *gemm, size_t j, size_t row, size_t b0, size_t nb,
+                     double *z, double *vo, float *scratch);
+
 #endif
