@@ -148,6 +148,27 @@ START_TEST(obc_v_is_exactly_exact_v) {
 }
 END_TEST
 
+START_TEST(single_live_key_row_loses_the_whole_output_in_the_sweep) {
+  /* s = 1: the only prompt row sees only token 0 (A = 1). */
+  FixtureProblem t;
+  size_t window = 1;
+  fixture_make(&t, 161, 1, 2, 8, 3, 1);
+  double oo = 0.0;
+  for (size_t j = 0; j < 3; j++)
+    for (size_t c = 0; c < 8; c++) oo += t.O[(j * t.head.n_rows) * 8 + c] * t.O[(j * t.head.n_rows) * 8 + c];
+  for (int precision = 0; precision < 2; precision++) {
+    double *got = sweep(&t, &window, 1, precision, OBC_GQA_SUM);
+    ck_assert_msg(fabs(got[OBC_Q_ATTN] - 3.0) <= 1e-12, "attn %.17g", got[OBC_Q_ATTN]);
+    ck_assert_msg(fabs(got[OBC_Q_REMOVE] - oo) <= 1e-12 * oo, "remove %g vs %g", got[OBC_Q_REMOVE], oo);
+    ck_assert_msg(fabs(got[OBC_Q_EXACT_VK] - oo) <= 1e-12 * oo, "exact_vk %g", got[OBC_Q_EXACT_VK]);
+    ck_assert_msg(got[OBC_Q_EXACT_K] == 0.0, "exact_k %g", got[OBC_Q_EXACT_K]);
+    ck_assert_msg(fabs(got[OBC_Q_EXACT_V] - oo) <= 1e-12 * oo, "exact_v %g", got[OBC_Q_EXACT_V]);
+    free(got);
+  }
+  fixture_free(&t);
+}
+END_TEST
+
 /* A problem large enough for several position blocks and row chunks. */
 static void make_large(FixtureProblem *t) { fixture_make(t, 141, 700, 2, 16, 3, 300); }
 
@@ -287,6 +308,7 @@ int main(void) {
   tcase_add_test(tc, taylor_and_attention_scores_match_brute_force_in_float);
   tcase_add_test(tc, exact_errors_match_brute_force_and_oracle);
   tcase_add_test(tc, obc_v_is_exactly_exact_v);
+  tcase_add_test(tc, single_live_key_row_loses_the_whole_output_in_the_sweep);
   tcase_add_test(tc, one_sweep_equals_separate_single_window_sweeps);
   tcase_add_test(tc, large_sweep_matches_brute_force_scores_and_oracle);
   tcase_add_test(tc, one_and_two_threads_give_identical_results);
