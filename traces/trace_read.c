@@ -55,6 +55,13 @@ static int check_dataset(const ObcTraceReader *r, const char *name, H5T_class_t 
   hid_t space = H5Dget_space(dset);
   H5T_class_t found_cls = H5Tget_class(type);
   size_t type_size = H5Tget_size(type);
+  bool ieee_half = false; /* 16-bit floats must be IEEE half (not bfloat16) */
+  if (found_cls == H5T_FLOAT && type_size == 2) {
+    size_t spos, epos, esize, mpos, msize;
+    H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize);
+    ieee_half = spos == 15 && epos == 10 && esize == 5 && mpos == 0 && msize == 10 &&
+                H5Tget_ebias(type) == 15 && H5Tget_order(type) == H5T_ORDER_LE;
+  }
   int found_rank = H5Sget_simple_extent_ndims(space);
   hsize_t dims[8] = {0};
   if (found_rank > 0 && found_rank <= 8) H5Sget_simple_extent_dims(space, dims, NULL);
@@ -66,6 +73,9 @@ static int check_dataset(const ObcTraceReader *r, const char *name, H5T_class_t 
                     cls == H5T_FLOAT ? "floats" : "integers");
   if (cls == H5T_FLOAT && type_size != 2 && type_size != 4 && type_size != 8)
     return obc_fail(OBC_EFORMAT, "%s: %s has %zu-byte floats (expected 2, 4 or 8)", r->path, name, type_size);
+  if (cls == H5T_FLOAT && type_size == 2 && !ieee_half)
+    return obc_fail(OBC_EFORMAT, "%s: %s has a 16-bit float type that is not little-endian IEEE half",
+                    r->path, name);
   if (cls == H5T_INTEGER && type_size != int_size)
     return obc_fail(OBC_EFORMAT, "%s: %s has %zu-byte integers (expected %zu)", r->path, name,
                     type_size, int_size);
