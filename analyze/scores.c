@@ -56,9 +56,9 @@ enum {
   ACC_COUNT
 };
 
-static const char *const score_names[OBC_Q_COUNT] = {
-    "attn",  "attn2",   "vatp",    "snapkv",   "obc_v", "obc_k",
-    "obc_vk", "exact_v", "exact_k", "exact_vk", "remove"};
+static const char *const score_names[OBC_Q_COUNT] = {"attn",    "attn2",    "vatp",   "snapkv",
+                                                     "obc_v",   "obc_k",    "obc_vk", "exact_v",
+                                                     "exact_k", "exact_vk", "remove"};
 
 void score_options_default(ObcScoreOptions *options) {
   options->precision = OBC_PRECISION_FLOAT;
@@ -94,10 +94,10 @@ typedef struct {
   const ObcHeadData *head;
   const OracleGemm *gemm;
   ObcGqaAggregation aggregation;
-  size_t last_row;           /* index of the row at position n_prompt - 1 */
+  size_t last_row; /* index of the row at position n_prompt - 1 */
   size_t max_window;
-  const size_t *windows;     /* (n_windows) as requested */
-  const size_t *order;       /* (n_windows) indices into windows, by ascending W */
+  const size_t *windows; /* (n_windows) as requested */
+  const size_t *order;   /* (n_windows) indices into windows, by ascending W */
   size_t n_windows;
   const double *v_sq;        /* (n_prompt) ||v_p||^2 */
   const double *v_l1;        /* (n_prompt) ||v_p||_1 */
@@ -107,10 +107,10 @@ typedef struct {
 
 /* One thread's buffers. */
 typedef struct {
-  double *acc;     /* (group_size, ACC_COUNT, SWEEP_BLOCK) */
-  double *z;       /* (group_size, SWEEP_ROW_CHUNK, SWEEP_BLOCK) logits */
-  double *vo;      /* (group_size, SWEEP_ROW_CHUNK, SWEEP_BLOCK) v.o */
-  float *scratch;  /* (2, SWEEP_ROW_CHUNK, SWEEP_BLOCK) sgemm outputs, FLOAT only */
+  double *acc;    /* (group_size, ACC_COUNT, SWEEP_BLOCK) */
+  double *z;      /* (group_size, SWEEP_ROW_CHUNK, SWEEP_BLOCK) logits */
+  double *vo;     /* (group_size, SWEEP_ROW_CHUNK, SWEEP_BLOCK) v.o */
+  float *scratch; /* (2, SWEEP_ROW_CHUNK, SWEEP_BLOCK) sgemm outputs, FLOAT only */
 } SweepWork;
 
 /* The fused pass over pairs lo..hi-1 of one row, none with a > 1/2: every
@@ -204,8 +204,8 @@ static void sweep_combine(const double *acc, size_t group_size, int which, size_
 
 /* Copies the block's current sums into window w of out. SnapKV is left as
  * the aggregated attn; it is pooled across blocks once the sweep is done. */
-static void sweep_snapshot(const SweepPlan *plan, const double *acc, size_t b0, size_t nb,
-                           size_t w, double *out) {
+static void sweep_snapshot(const SweepPlan *plan, const double *acc, size_t b0, size_t nb, size_t w,
+                           double *out) {
   size_t s = plan->head->n_prompt, g = plan->head->group_size;
   double *row[OBC_Q_COUNT];
   for (int q = 0; q < OBC_Q_COUNT; q++) row[q] = out + (w * OBC_Q_COUNT + q) * s + b0;
@@ -213,10 +213,10 @@ static void sweep_snapshot(const SweepPlan *plan, const double *acc, size_t b0, 
     ObcQuantity quantity;
     int acc;
     int is_score;
-  } map[] = {{OBC_Q_ATTN, ACC_ATTN, 1},         {OBC_Q_ATTN2, ACC_ATTN2, 1},
-             {OBC_Q_OBC_V, ACC_OBC_V, 1},       {OBC_Q_OBC_K, ACC_OBC_K, 1},
-             {OBC_Q_OBC_VK, ACC_OBC_VK, 1},     {OBC_Q_EXACT_V, ACC_OBC_V, 0},
-             {OBC_Q_EXACT_K, ACC_EXACT_K, 0},   {OBC_Q_EXACT_VK, ACC_EXACT_VK, 0},
+  } map[] = {{OBC_Q_ATTN, ACC_ATTN, 1},       {OBC_Q_ATTN2, ACC_ATTN2, 1},
+             {OBC_Q_OBC_V, ACC_OBC_V, 1},     {OBC_Q_OBC_K, ACC_OBC_K, 1},
+             {OBC_Q_OBC_VK, ACC_OBC_VK, 1},   {OBC_Q_EXACT_V, ACC_OBC_V, 0},
+             {OBC_Q_EXACT_K, ACC_EXACT_K, 0}, {OBC_Q_EXACT_VK, ACC_EXACT_VK, 0},
              {OBC_Q_REMOVE, ACC_REMOVE, 0}};
   for (size_t m = 0; m < sizeof map / sizeof map[0]; m++)
     sweep_combine(acc, g, map[m].acc, nb, map[m].is_score ? plan->aggregation : OBC_GQA_SUM,
@@ -228,8 +228,7 @@ static void sweep_snapshot(const SweepPlan *plan, const double *acc, size_t b0, 
 }
 
 /* Positions b0..b0+nb-1 for every head, row and window. */
-static void sweep_block(const SweepPlan *plan, size_t b0, size_t nb, SweepWork *work,
-                        double *out) {
+static void sweep_block(const SweepPlan *plan, size_t b0, size_t nb, SweepWork *work, double *out) {
   const ObcHeadData *head = plan->head;
   size_t s = head->n_prompt, g = head->group_size;
   size_t plane = (size_t)SWEEP_ROW_CHUNK * SWEEP_BLOCK;
@@ -278,8 +277,7 @@ static int sweep_check(const ObcHeadData *head, const size_t *windows, size_t n_
                     "capture the final prompt rows)",
                     s - 1);
   size_t captured = 1;
-  while (captured < end &&
-         head->row_positions[end - 1 - captured] == (int64_t)(s - 1 - captured))
+  while (captured < end && head->row_positions[end - 1 - captured] == (int64_t)(s - 1 - captured))
     captured++;
   *last_row = end - 1;
   *max_window = 0;
@@ -312,10 +310,10 @@ int score_window_sweep(const ObcHeadData *head, const size_t *windows, size_t n_
   double *v_sq = obc_malloc(2 * s * sizeof *v_sq, "value norms");
   double *o_sq = obc_malloc(2 * n_ho * sizeof *o_sq, "output norms");
   double *buffers = obc_malloc((size_t)threads * per_thread * sizeof *buffers, "sweep blocks");
-  float *scratch = options->precision == OBC_PRECISION_FLOAT
-                       ? obc_malloc((size_t)threads * 2 * plane * sizeof *scratch,
-                                    "float sweep blocks")
-                       : NULL;
+  float *scratch =
+      options->precision == OBC_PRECISION_FLOAT
+          ? obc_malloc((size_t)threads * 2 * plane * sizeof *scratch, "float sweep blocks")
+          : NULL;
   if (!order || !v_sq || !o_sq || !buffers ||
       (options->precision == OBC_PRECISION_FLOAT && !scratch)) {
     rc = OBC_ENOMEM;
@@ -347,9 +345,9 @@ int score_window_sweep(const ObcHeadData *head, const size_t *windows, size_t n_
     o_sq[i] = sq;
     exp_neg_lse[i] = exp(-head->lse[i]);
   }
-  SweepPlan plan = {head,       &gemm,     options->aggregation, last_row, max_window,
-                    windows,    order,     n_windows,            v_sq,     v_l1,
-                    o_sq,       exp_neg_lse};
+  SweepPlan plan = {
+      head, &gemm, options->aggregation, last_row, max_window, windows, order, n_windows, v_sq,
+      v_l1, o_sq,  exp_neg_lse};
   size_t n_blocks = (s + SWEEP_BLOCK - 1) / SWEEP_BLOCK;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (size_t b = 0; b < n_blocks; b++) {

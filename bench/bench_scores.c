@@ -35,8 +35,8 @@ int main(int argc, char **argv) {
   if (windows[n_windows - 1] != rows) windows[n_windows++] = rows;
   size_t n_out = n_windows * OBC_Q_COUNT * s;
   double *out[2] = {malloc(n_out * sizeof(double)), malloc(n_out * sizeof(double))};
-  printf("score_window_sweep: group %zu, d %zu, s %zu, %zu rows, %zu windows (1..%zu)\n", group,
-         d, s, rows, n_windows, rows);
+  printf("score_window_sweep: group %zu, d %zu, s %zu, %zu rows, %zu windows (1..%zu)\n", group, d,
+         s, rows, n_windows, rows);
   for (int precision = 0; precision < 2; precision++) {
     ObcScoreOptions options;
     score_options_default(&options);
@@ -55,10 +55,10 @@ int main(int argc, char **argv) {
         if (r > 0 && elapsed < best) best = elapsed; /* r = 0 warms up */
         if (r > 0 && cpu < best_cpu) best_cpu = cpu;
       }
-      printf("  %-6s %d thread%s: %8.2f ms wall, %8.2f ms CPU (%.2f ns CPU per (row, token, head))\n",
-             precision == OBC_PRECISION_DOUBLE ? "double" : "float", threads,
-             threads > 1 ? "s" : " ", 1e3 * best, 1e3 * best_cpu,
-             1e9 * best_cpu / ((double)rows * s * group));
+      printf(
+          "  %-6s %d thread%s: %8.2f ms wall, %8.2f ms CPU (%.2f ns CPU per (row, token, head))\n",
+          precision == OBC_PRECISION_DOUBLE ? "double" : "float", threads, threads > 1 ? "s" : " ",
+          1e3 * best, 1e3 * best_cpu, 1e9 * best_cpu / ((double)rows * s * group));
     }
     /* oracle@1 (one decode row), what the analysis adds per head. */
     double *oracle = malloc(s * sizeof *oracle), best_oracle = 1e30;

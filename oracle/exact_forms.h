@@ -75,8 +75,7 @@ static inline int obc_pair_single_key(double one_minus_a) {
 /* The two reciprocals of the exact forms with one division:
  * r = 1/(1 - A + e) and inv_live = 1/(1 - A), with 1 - A clamped at
  * OBC_ONE_MINUS_A_MIN so both stay finite (for lse > -700). */
-static inline void obc_pair_reciprocals(double one_minus_a, double e, double *r,
-                                        double *inv_live) {
+static inline void obc_pair_reciprocals(double one_minus_a, double e, double *r, double *inv_live) {
   double live = one_minus_a > OBC_ONE_MINUS_A_MIN ? one_minus_a : OBC_ONE_MINUS_A_MIN;
   double inv = 1.0 / (live * (live + e));
   *r = live * inv;
@@ -112,11 +111,11 @@ static inline double obc_form_remove(double a, double inv_live, double dd) {
 
 /* Every per-pair quantity of one (row, token) pair. */
 typedef struct {
-  double attn;     /* A */
-  double attn2;    /* A^2 */
-  double obc_v;    /* = exact_v */
+  double attn;  /* A */
+  double attn2; /* A^2 */
+  double obc_v; /* = exact_v */
   double obc_k;
-  double obc_vk;   /* obc_v + obc_k + cross term */
+  double obc_vk; /* obc_v + obc_k + cross term */
   double exact_k;
   double exact_vk;
   double remove;
@@ -143,8 +142,8 @@ static inline void obc_pair_forms(double a, double z, double e, double one_minus
  * 100% error on 1 - A), A and 1 - A = -expm1(z - lse), and the norms from
  * v (d) and o (d) without cancellation. */
 static inline void obc_pair_forms_precise(const double *q, const double *k, const double *v,
-                                          const double *o, size_t d, double attn_scale,
-                                          double lse, ObcPairForms *f) {
+                                          const double *o, size_t d, double attn_scale, double lse,
+                                          ObcPairForms *f) {
   double qk = 0.0, vv, oo, dd, vd;
   for (size_t c = 0; c < d; c++) qk += q[c] * k[c];
   obc_pair_norms_direct(v, o, d, &vv, &oo, &dd, &vd);

@@ -57,9 +57,9 @@ typedef struct {
 
 /* Per-thread GEMM outputs for one (row chunk, position block). */
 typedef struct {
-  double *z;       /* (ORACLE_ROW_CHUNK, ORACLE_BLOCK) */
-  double *vo;      /* (ORACLE_ROW_CHUNK, ORACLE_BLOCK) */
-  float *scratch;  /* (2, ORACLE_ROW_CHUNK, ORACLE_BLOCK), FLOAT only */
+  double *z;      /* (ORACLE_ROW_CHUNK, ORACLE_BLOCK) */
+  double *vo;     /* (ORACLE_ROW_CHUNK, ORACLE_BLOCK) */
+  float *scratch; /* (2, ORACLE_ROW_CHUNK, ORACLE_BLOCK), FLOAT only */
 } OracleWork;
 
 /* out[p] for p in b0..b0+nb-1: every row's error, heads in order, rows in order. */
@@ -111,10 +111,10 @@ static int oracle_accumulate_rows(const ObcHeadData *head, size_t row_begin, siz
   double *v_sq = obc_malloc(s * sizeof *v_sq, "value norms");
   double *o_sq = obc_malloc(n_ho * sizeof *o_sq, "output norms");
   double *zvo = obc_malloc((size_t)threads * 2 * work_doubles * sizeof *zvo, "logit blocks");
-  float *scratch = precision == OBC_PRECISION_FLOAT
-                       ? obc_malloc((size_t)threads * 2 * work_doubles * sizeof *scratch,
-                                    "float logit blocks")
-                       : NULL;
+  float *scratch =
+      precision == OBC_PRECISION_FLOAT
+          ? obc_malloc((size_t)threads * 2 * work_doubles * sizeof *scratch, "float logit blocks")
+          : NULL;
   if (!v_sq || !o_sq || !zvo || (precision == OBC_PRECISION_FLOAT && !scratch)) {
     rc = OBC_ENOMEM;
     goto done;
@@ -153,8 +153,9 @@ int oracle_window_error(const ObcHeadData *head, size_t window, ObcExactKind kin
   assert(head && out && kind < OBC_EXACT_COUNT);
   size_t s = head->n_prompt;
   if (window < 1 || window > s)
-    return obc_fail(OBC_EINVAL, "window error: window %zu out of range (expected 1..%zu prompt rows)",
-                    window, s);
+    return obc_fail(OBC_EINVAL,
+                    "window error: window %zu out of range (expected 1..%zu prompt rows)", window,
+                    s);
   size_t first = oracle_lower_row(head, (int64_t)(s - window));
   size_t last = oracle_lower_row(head, (int64_t)s); /* one past the last prompt row */
   if (last - first != window || head->row_positions[first] != (int64_t)(s - window))

@@ -76,8 +76,8 @@ void oracle_gemm_block(const OracleGemm *gemm, size_t j, size_t row_lo, size_t n
   oracle_gemm_widen(head->attn_scale, zf, vof, count, z, vo);
 }
 
-void oracle_gemm_row(const OracleGemm *gemm, size_t j, size_t row, size_t b0, size_t nb,
-                     double *z, double *vo, float *scratch) {
+void oracle_gemm_row(const OracleGemm *gemm, size_t j, size_t row, size_t b0, size_t nb, double *z,
+                     double *vo, float *scratch) {
   const ObcHeadData *head = gemm->head;
   size_t d = head->head_dim;
   assert(j < head->group_size && row < head->n_rows && b0 + nb <= gemm->n_keys);
@@ -87,15 +87,15 @@ void oracle_gemm_row(const OracleGemm *gemm, size_t j, size_t row, size_t b0, si
   if (gemm->precision == OBC_PRECISION_DOUBLE) {
     cblas_dgemv(CblasRowMajor, CblasNoTrans, n, k, head->attn_scale, head->K + b0 * d, k,
                 head->Q + row_offset, 1, 0.0, z, 1);
-    cblas_dgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0, head->V + b0 * d, k,
-                head->O + row_offset, 1, 0.0, vo, 1);
+    cblas_dgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0, head->V + b0 * d, k, head->O + row_offset,
+                1, 0.0, vo, 1);
     return;
   }
   assert(scratch);
   float *zf = scratch, *vof = scratch + nb;
-  cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, gemm->K + b0 * d, k, gemm->Q + row_offset,
-              1, 0.0f, zf, 1);
-  cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, gemm->V + b0 * d, k, gemm->O + row_offset,
-              1, 0.0f, vof, 1);
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, gemm->K + b0 * d, k, gemm->Q + row_offset, 1,
+              0.0f, zf, 1);
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, gemm->V + b0 * d, k, gemm->O + row_offset, 1,
+              0.0f, vof, 1);
   oracle_gemm_widen(head->attn_scale, zf, vof, nb, z, vo);
 }

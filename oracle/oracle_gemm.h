@@ -16,11 +16,11 @@
 typedef struct {
   const ObcHeadData *head;
   ObcPrecision precision;
-  size_t n_keys;   /* keys covered: positions 0..n_keys-1 */
-  float *Q;        /* (group_size, n_rows, head_dim), FLOAT only */
-  float *O;        /* (group_size, n_rows, head_dim), FLOAT only */
-  float *K;        /* (n_keys, head_dim), FLOAT only */
-  float *V;        /* (n_keys, head_dim), FLOAT only */
+  size_t n_keys; /* keys covered: positions 0..n_keys-1 */
+  float *Q;      /* (group_size, n_rows, head_dim), FLOAT only */
+  float *O;      /* (group_size, n_rows, head_dim), FLOAT only */
+  float *K;      /* (n_keys, head_dim), FLOAT only */
+  float *V;      /* (n_keys, head_dim), FLOAT only */
 } OracleGemm;
 
 /* Prepares products against keys 0..n_keys-1 (n_keys <= n_positions). */
@@ -38,7 +38,7 @@ void oracle_gemm_block(const OracleGemm *gemm, size_t j, size_t row_lo, size_t n
  * OpenBLAS runs GEMV far faster than an M = 1 GEMM. Its float rounding may
  * differ from oracle_gemm_block's, so a computation that must not depend on
  * how rows are grouped (the window sweep) uses oracle_gemm_block only. */
-void oracle_gemm_row(const OracleGemm *gemm, size_t j, size_t row, size_t b0, size_t nb,
-                     double *z, double *vo, float *scratch);
+void oracle_gemm_row(const OracleGemm *gemm, size_t j, size_t row, size_t b0, size_t nb, double *z,
+                     double *vo, float *scratch);
 
 #endif

@@ -55,8 +55,8 @@ enum { FIX_NONE, FIX_ZERO_V, FIX_ZERO_K, FIX_ZERO_VK, FIX_REMOVE };
 
 /* Attention output o (d) of query q at `position` over keys 0..position,
  * with token p perturbed by `mode`, from scratch. No key left: o = 0. */
-static inline void fixture_output(const FixtureProblem *t, const double *q, size_t position, int mode,
-                           size_t p, double *o) {
+static inline void fixture_output(const FixtureProblem *t, const double *q, size_t position,
+                                  int mode, size_t p, double *o) {
   size_t d = t->head.head_dim;
   double zmax = -HUGE_VAL;
   double *z = malloc((position + 1) * sizeof *z);
@@ -82,7 +82,7 @@ static inline void fixture_output(const FixtureProblem *t, const double *q, size
 /* Builds a problem: prompt s, T decode steps (keys s..s+T-1 exist and their
  * query rows are captured), the last `prompt_rows` prompt rows captured. */
 static inline void fixture_make(FixtureProblem *t, uint64_t seed, size_t s, size_t T, size_t d,
-                         size_t group, size_t prompt_rows) {
+                                size_t group, size_t prompt_rows) {
   fixture_rng_state = seed;
   size_t n_pos = s + T, n_rows = prompt_rows + T;
   t->positions = malloc(n_rows * sizeof *t->positions);
@@ -112,9 +112,17 @@ static inline void fixture_make(FixtureProblem *t, uint64_t seed, size_t s, size
       for (size_t c = 0; c < d; c++)
         t->Q[(j * n_rows + r) * d + c] = 0.8 * fixture_normal() + (1.5 + 0.5 * (double)j) * u[c];
   free(u);
-  t->head = (ObcHeadData){.n_positions = n_pos, .n_prompt = s, .head_dim = d,
-                          .group_size = group, .n_rows = n_rows, .row_positions = t->positions,
-                          .K = t->K, .V = t->V, .Q = t->Q, .O = t->O, .lse = t->lse,
+  t->head = (ObcHeadData){.n_positions = n_pos,
+                          .n_prompt = s,
+                          .head_dim = d,
+                          .group_size = group,
+                          .n_rows = n_rows,
+                          .row_positions = t->positions,
+                          .K = t->K,
+                          .V = t->V,
+                          .Q = t->Q,
+                          .O = t->O,
+                          .lse = t->lse,
                           .attn_scale = scale};
   /* O and lse of the full-cache run, in double, from scratch. */
   for (size_t j = 0; j < group; j++)
@@ -127,7 +135,8 @@ static inline void fixture_make(FixtureProblem *t, uint64_t seed, size_t s, size
         double z = scale * fixture_dot(q, t->K + k * d, d);
         zmax = z > zmax ? z : zmax;
       }
-      for (size_t k = 0; k <= pos; k++) total += exp(scale * fixture_dot(q, t->K + k * d, d) - zmax);
+      for (size_t k = 0; k <= pos; k++)
+        total += exp(scale * fixture_dot(q, t->K + k * d, d) - zmax);
       t->lse[ho] = zmax + log(total);
     }
 }
@@ -145,7 +154,7 @@ static inline void fixture_free(FixtureProblem *t) {
  * each prompt token p, sum over rows (p <= position) and heads of
  * ||o'_i - o_i||^2 with p perturbed by `mode`. out (n_prompt). */
 static inline void fixture_exact_error(const FixtureProblem *t, size_t row_begin, size_t row_end,
-                                int mode, double *out) {
+                                       int mode, double *out) {
   size_t d = t->head.head_dim, s = t->head.n_prompt, n_rows = t->head.n_rows;
   double *o = malloc(d * sizeof *o), *o_new = malloc(d * sizeof *o_new);
   for (size_t p = 0; p < s; p++) {
@@ -167,7 +176,7 @@ static inline void fixture_exact_error(const FixtureProblem *t, size_t row_begin
 
 /* Row range of the window of the last W prompt rows. */
 static inline void fixture_window_rows(const FixtureProblem *t, size_t window, size_t *begin,
-                                size_t *end) {
+                                       size_t *end) {
   size_t s = t->head.n_prompt, r = 0;
   while (r < t->head.n_rows && t->positions[r] < (int64_t)s) r++;
   *end = r;
@@ -179,7 +188,7 @@ static inline void fixture_window_rows(const FixtureProblem *t, size_t window, s
  * combined across heads by `how`. out (OBC_Q_COUNT, n_prompt); the exact
  * quantities are left untouched. */
 static inline void fixture_scores(const FixtureProblem *t, size_t window, ObcGqaAggregation how,
-                           size_t kernel, double *out) {
+                                  size_t kernel, double *out) {
   size_t d = t->head.head_dim, s = t->head.n_prompt, g = t->head.group_size;
   size_t begin, end;
   fixture_window_rows(t, window, &begin, &end);
@@ -245,7 +254,7 @@ static inline void fixture_scores(const FixtureProblem *t, size_t window, ObcGqa
  * exact zeros (tokens no row sees) from dividing by zero. Prints both sides
  * of the worst element when it exceeds tol. */
 static inline double fixture_rel_error(const double *x, const double *ref, size_t n, double tol,
-                                const char *what) {
+                                       const char *what) {
   double ref_max = 0.0;
   for (size_t i = 0; i < n; i++) ref_max = fabs(ref[i]) > ref_max ? fabs(ref[i]) : ref_max;
   double worst = 0.0;
@@ -259,8 +268,8 @@ static inline double fixture_rel_error(const double *x, const double *ref, size_
     }
   }
   if (!(worst <= tol))
-    fprintf(stderr, "%s: rel. error %.3g at [%zu]: got %.17g, brute force %.17g\n", what, worst,
-            at, x[at], ref[at]);
+    fprintf(stderr, "%s: rel. error %.3g at [%zu]: got %.17g, brute force %.17g\n", what, worst, at,
+            x[at], ref[at]);
   return worst;
 }
 

@@ -19,8 +19,7 @@
 #include "oracle/oracle.h"
 
 static const int brute_modes[OBC_EXACT_COUNT] = {FIX_ZERO_V, FIX_ZERO_K, FIX_ZERO_VK, FIX_REMOVE};
-static const char *const kind_names[OBC_EXACT_COUNT] = {"exact_v", "exact_k", "exact_vk",
-                                                         "remove"};
+static const char *const kind_names[OBC_EXACT_COUNT] = {"exact_v", "exact_k", "exact_vk", "remove"};
 
 /* Worst errors seen, printed at the end (the report's accuracy figures). */
 static double worst_double, worst_float;
@@ -168,8 +167,9 @@ START_TEST(set_eviction_output_matches_brute_force) {
           norm += ref[c] * ref[c];
         }
         /* normwise: o' is a vector, its small components carry no meaning alone */
-        ck_assert_msg(sqrt(err) <= 1e-10 * sqrt(norm), "trial %d head %zu row %zu: |o'-ref| %g |ref| %g",
-                      trial, j, r, sqrt(err), sqrt(norm));
+        ck_assert_msg(sqrt(err) <= 1e-10 * sqrt(norm),
+                      "trial %d head %zu row %zu: |o'-ref| %g |ref| %g", trial, j, r, sqrt(err),
+                      sqrt(norm));
         ck_assert_msg(fabs(mass_got - mass_ref) <= 1e-12, "mass %.17g vs %.17g", mass_got,
                       mass_ref);
       }

@@ -110,8 +110,9 @@ static void check_exact(uint64_t seed, size_t s, size_t group, ObcPrecision prec
       const double *mine = got + (w * OBC_Q_COUNT + OBC_Q_EXACT_V + kind) * s;
       fixture_exact_error(&t, begin, end, modes[kind], ref);
       char what[128];
-      snprintf(what, sizeof what, "%s group %zu W %zu %s", score_quantity_name(OBC_Q_EXACT_V + kind),
-               group, windows[w], precision_name(precision));
+      snprintf(what, sizeof what, "%s group %zu W %zu %s",
+               score_quantity_name(OBC_Q_EXACT_V + kind), group, windows[w],
+               precision_name(precision));
       double err = fixture_rel_error(mine, ref, s, tolerance(precision), what);
       track(precision, err);
       ck_assert_msg(err <= tolerance(precision), "%s: rel. error %g", what, err);
@@ -155,11 +156,13 @@ START_TEST(single_live_key_row_loses_the_whole_output_in_the_sweep) {
   fixture_make(&t, 161, 1, 2, 8, 3, 1);
   double oo = 0.0;
   for (size_t j = 0; j < 3; j++)
-    for (size_t c = 0; c < 8; c++) oo += t.O[(j * t.head.n_rows) * 8 + c] * t.O[(j * t.head.n_rows) * 8 + c];
+    for (size_t c = 0; c < 8; c++)
+      oo += t.O[(j * t.head.n_rows) * 8 + c] * t.O[(j * t.head.n_rows) * 8 + c];
   for (int precision = 0; precision < 2; precision++) {
     double *got = sweep(&t, &window, 1, precision, OBC_GQA_SUM);
     ck_assert_msg(fabs(got[OBC_Q_ATTN] - 3.0) <= 1e-12, "attn %.17g", got[OBC_Q_ATTN]);
-    ck_assert_msg(fabs(got[OBC_Q_REMOVE] - oo) <= 1e-12 * oo, "remove %g vs %g", got[OBC_Q_REMOVE], oo);
+    ck_assert_msg(fabs(got[OBC_Q_REMOVE] - oo) <= 1e-12 * oo, "remove %g vs %g", got[OBC_Q_REMOVE],
+                  oo);
     ck_assert_msg(fabs(got[OBC_Q_EXACT_VK] - oo) <= 1e-12 * oo, "exact_vk %g", got[OBC_Q_EXACT_VK]);
     ck_assert_msg(got[OBC_Q_EXACT_K] == 0.0, "exact_k %g", got[OBC_Q_EXACT_K]);
     ck_assert_msg(fabs(got[OBC_Q_EXACT_V] - oo) <= 1e-12 * oo, "exact_v %g", got[OBC_Q_EXACT_V]);
