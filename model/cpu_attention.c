@@ -19,11 +19,25 @@ enum { BLOCK = 64 };
 /* Softmax of one row of scaled logits over its first n_valid entries (the
  * rest set to 0); returns lse. */
 static float softmax_row(float *row, size_t n_valid, size_t n_total) {
+  /* 16 lanes in a fixed order: vectorised, and the same for any thread count. */
+  enum { LANES = 16 };
+  float lane_max[LANES], lane_sum[LANES] = {0};
+  for (size_t l = 0; l < LANES; l++) lane_max[l] = row[0];
+  size_t body = n_valid / LANES * LANES;
+  for (size_t j = 0; j < body; j += LANES)
+    for (size_t l = 0; l < LANES; l++)
+      lane_max[l] = row[j + l] > lane_max[l] ? row[j + l] : lane_max[l];
   float max = row[0];
-  for (size_t j = 1; j < n_valid; j++) max = row[j] > max ? row[j] : max;
+  for (size_t l = 0; l < LANES; l++) max = lane_max[l] > max ? lane_max[l] : max;
+  for (size_t j = body; j < n_valid; j++) max = row[j] > max ? row[j] : max;
+
   for (size_t j = 0; j < n_valid; j++) row[j] = cpu_expf(row[j] - max);
+  for (size_t j = 0; j < body; j += LANES)
+    for (size_t l = 0; l < LANES; l++) lane_sum[l] += row[j + l];
   float sum = 0.0f;
-  for (size_t j = 0; j < n_valid; j++) sum += row[j];
+  for (size_t l = 0; l < LANES; l++) sum += lane_sum[l];
+  for (size_t j = body; j < n_valid; j++) sum += row[j];
+
   float inv = 1.0f / sum;
   for (size_t j = 0; j < n_valid; j++) row[j] *= inv;
   if (n_total > n_valid) memset(row + n_valid, 0, (n_total - n_valid) * sizeof(float));
