@@ -30,11 +30,12 @@ static int bench_prefill(Runtime *rt, const int32_t *tokens, size_t n, float *lo
   if (rc < 0) return rc;
   double seconds = obc_now_seconds() - start;
   const RuntimeProfile *p = runtime_profile(rt);
-  printf("prefill %5zu tokens: %8.1f tokens/s (%.2f s)  GEMM %4.1f%%  attention %4.1f%% "
-         "(its sgemm %4.1f%%)  other %4.1f%%\n",
-         n, (double)n / seconds, seconds, 100 * p->gemm_seconds / seconds,
-         100 * p->attention_seconds / seconds, 100 * p->attention_gemm_seconds / seconds,
-         100 * p->other_seconds / seconds);
+  printf(
+      "prefill %5zu tokens: %8.1f tokens/s (%.2f s)  GEMM %4.1f%%  attention %4.1f%% "
+      "(its sgemm %4.1f%%)  other %4.1f%%\n",
+      n, (double)n / seconds, seconds, 100 * p->gemm_seconds / seconds,
+      100 * p->attention_seconds / seconds, 100 * p->attention_gemm_seconds / seconds,
+      100 * p->other_seconds / seconds);
   return 0;
 }
 
@@ -86,8 +87,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf("model %s: %zu layers, dim %zu, %zu/%zu heads; loaded in %.2f s\n", model->config.name,
-         model->config.n_layers, model->config.dim, model->config.n_heads,
-         model->config.n_kv_heads, obc_now_seconds() - start);
+         model->config.n_layers, model->config.dim, model->config.n_heads, model->config.n_kv_heads,
+         obc_now_seconds() - start);
   size_t vocab = model->config.vocab_size;
   RuntimeOptions options = {.max_context = max_len + 64, .threads = threads};
   Runtime *rt = NULL;

@@ -158,9 +158,9 @@ static int run_layer(CpuState *s, size_t layer, size_t pos0, size_t n, CpuCaptur
   AttentionShape shape = {c->n_heads, c->n_kv_heads, hd, s->cache->max_context, pos0, n};
   AttentionRows attn_rows;
   const AttentionRows *want = rows ? cpu_capture_attention_rows(rows, &attn_rows) : NULL;
-  int rc = cpu_attention(&shape, s->q, kv_cache_k(s->cache, layer, 0),
-                         kv_cache_v(s->cache, layer, 0), s->att, s->lse, want,
-                         &profile->attention_gemm_seconds);
+  int rc =
+      cpu_attention(&shape, s->q, kv_cache_k(s->cache, layer, 0), kv_cache_v(s->cache, layer, 0),
+                    s->att, s->lse, want, &profile->attention_gemm_seconds);
   if (rc < 0) return rc;
   profile->attention_seconds += obc_now_seconds() - t_att;
   if (rows && (rc = report_layer(s, layer, pos0, n, rows, capture)) < 0) return rc;

@@ -60,8 +60,7 @@ int cli_parse_ids(const char *option, const char *text, int32_t **ids, size_t *n
     long v = strtol(p, &end, 10);
     if (errno || end == p || v < 0 || v > INT32_MAX || (*end && *end != ',')) {
       free(out);
-      return obc_fail(OBC_EINVAL, "%s: expected comma-separated token ids, got '%s'", option,
-                      text);
+      return obc_fail(OBC_EINVAL, "%s: expected comma-separated token ids, got '%s'", option, text);
     }
     out[count++] = (int32_t)v;
     p = *end ? end + 1 : end;

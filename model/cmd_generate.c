@@ -51,14 +51,22 @@ static int parse_args(int argc, char **argv, GenerateArgs *a) {
       return obc_fail(OBC_EINVAL, "unexpected argument '%s' (see obcache generate --help)", arg);
     if (!next)
       return obc_fail(OBC_EINVAL, "option '%s' needs a value (see obcache generate --help)", arg);
-    if (!strcmp(arg, "--model")) a->model = next;
-    else if (!strcmp(arg, "--prompt")) a->prompt = next;
-    else if (!strcmp(arg, "--prompt-file")) a->prompt_file = next;
-    else if (!strcmp(arg, "--system")) a->system = next;
-    else if (!strcmp(arg, "--max-new")) rc = obc_parse_size(arg, next, &a->max_new);
-    else if (!strcmp(arg, "--context")) rc = obc_parse_size(arg, next, &a->context);
-    else if (!strcmp(arg, "--threads")) rc = obc_parse_size(arg, next, &a->threads);
-    else return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache generate --help)", arg);
+    if (!strcmp(arg, "--model"))
+      a->model = next;
+    else if (!strcmp(arg, "--prompt"))
+      a->prompt = next;
+    else if (!strcmp(arg, "--prompt-file"))
+      a->prompt_file = next;
+    else if (!strcmp(arg, "--system"))
+      a->system = next;
+    else if (!strcmp(arg, "--max-new"))
+      rc = obc_parse_size(arg, next, &a->max_new);
+    else if (!strcmp(arg, "--context"))
+      rc = obc_parse_size(arg, next, &a->context);
+    else if (!strcmp(arg, "--threads"))
+      rc = obc_parse_size(arg, next, &a->threads);
+    else
+      return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache generate --help)", arg);
     if (rc < 0) return rc;
     i++;
   }
@@ -66,7 +74,8 @@ static int parse_args(int argc, char **argv, GenerateArgs *a) {
     return obc_fail(OBC_EINVAL,
                     "give exactly one of --prompt and --prompt-file (see obcache generate --help)");
   if (a->system && !a->chat)
-    return obc_fail(OBC_EINVAL, "--system needs --chat (the system message is part of the template)");
+    return obc_fail(OBC_EINVAL,
+                    "--system needs --chat (the system message is part of the template)");
   return 0;
 }
 
@@ -147,13 +156,13 @@ int cmd_generate(int argc, char **argv) {
   fputc('\n', stdout);
   fflush(stdout);
   size_t decode_steps = stats.new_tokens > 0 ? stats.new_tokens - 1 : 0;
-  fprintf(stderr,
-          "prompt: %zu tokens, prefill %.1f tokens/s (%.2f s); generated %zu tokens%s, "
-          "decode %.1f tokens/s\n",
-          stats.prompt_tokens, (double)stats.prompt_tokens / stats.prefill_seconds,
-          stats.prefill_seconds, stats.new_tokens, stats.stopped ? " (stop token)" : "",
-          decode_steps && stats.decode_seconds > 0 ? (double)decode_steps / stats.decode_seconds
-                                                   : 0.0);
+  fprintf(
+      stderr,
+      "prompt: %zu tokens, prefill %.1f tokens/s (%.2f s); generated %zu tokens%s, "
+      "decode %.1f tokens/s\n",
+      stats.prompt_tokens, (double)stats.prompt_tokens / stats.prefill_seconds,
+      stats.prefill_seconds, stats.new_tokens, stats.stopped ? " (stop token)" : "",
+      decode_steps && stats.decode_seconds > 0 ? (double)decode_steps / stats.decode_seconds : 0.0);
 done:
   free(answer);
   free(prompt);

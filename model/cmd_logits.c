@@ -42,15 +42,24 @@ static int parse_args(int argc, char **argv, LogitsArgs *a) {
       a->all = 1;
       continue;
     }
-    if (!next) return obc_fail(OBC_EINVAL, "option '%s' needs a value (see obcache logits --help)", arg);
-    if (!strcmp(arg, "--model")) a->model = next;
-    else if (!strcmp(arg, "--ids")) a->ids = next;
-    else if (!strcmp(arg, "--text")) a->text = next;
-    else if (!strcmp(arg, "-o") || !strcmp(arg, "--output")) a->output = next;
-    else if (!strcmp(arg, "--ids-out")) a->ids_out = next;
-    else if (!strcmp(arg, "--context")) rc = obc_parse_size(arg, next, &a->context);
-    else if (!strcmp(arg, "--threads")) rc = obc_parse_size(arg, next, &a->threads);
-    else return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache logits --help)", arg);
+    if (!next)
+      return obc_fail(OBC_EINVAL, "option '%s' needs a value (see obcache logits --help)", arg);
+    if (!strcmp(arg, "--model"))
+      a->model = next;
+    else if (!strcmp(arg, "--ids"))
+      a->ids = next;
+    else if (!strcmp(arg, "--text"))
+      a->text = next;
+    else if (!strcmp(arg, "-o") || !strcmp(arg, "--output"))
+      a->output = next;
+    else if (!strcmp(arg, "--ids-out"))
+      a->ids_out = next;
+    else if (!strcmp(arg, "--context"))
+      rc = obc_parse_size(arg, next, &a->context);
+    else if (!strcmp(arg, "--threads"))
+      rc = obc_parse_size(arg, next, &a->threads);
+    else
+      return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache logits --help)", arg);
     if (rc < 0) return rc;
     i++;
   }
@@ -113,9 +122,11 @@ int cmd_logits(int argc, char **argv) {
   float *logits = NULL;
   size_t n = 0;
   if ((rc = model_load(args.model, &model)) < 0) return rc;
-  rc = args.ids ? cli_parse_ids("--ids", args.ids, &ids, &n) : encode_text(model, args.text, &ids, &n);
+  rc = args.ids ? cli_parse_ids("--ids", args.ids, &ids, &n)
+                : encode_text(model, args.text, &ids, &n);
   if (rc < 0) goto done;
-  RuntimeOptions options = {.max_context = args.context ? args.context : n, .threads = args.threads};
+  RuntimeOptions options = {.max_context = args.context ? args.context : n,
+                            .threads = args.threads};
   if ((rc = runtime_create(model, &options, &rt)) < 0) goto done;
   size_t vocab = model->config.vocab_size, rows = args.all ? n : 1;
   logits = obc_malloc(rows * vocab * sizeof(float), "logits");

@@ -41,18 +41,22 @@ static int parse_args(int argc, char **argv, PerplexityArgs *a) {
     const char *next = i + 1 < argc ? argv[i + 1] : NULL;
     int rc = 0;
     if (strncmp(arg, "--", 2)) {
-      if (a->file)
-        return obc_fail(OBC_EINVAL, "unexpected argument '%s' (one FILE only)", arg);
+      if (a->file) return obc_fail(OBC_EINVAL, "unexpected argument '%s' (one FILE only)", arg);
       a->file = arg;
       continue;
     }
     if (!next)
       return obc_fail(OBC_EINVAL, "option '%s' needs a value (see obcache perplexity --help)", arg);
-    if (!strcmp(arg, "--model")) a->model = next;
-    else if (!strcmp(arg, "--context")) rc = obc_parse_size(arg, next, &a->context);
-    else if (!strcmp(arg, "--stride")) rc = obc_parse_size(arg, next, &a->stride);
-    else if (!strcmp(arg, "--threads")) rc = obc_parse_size(arg, next, &a->threads);
-    else return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache perplexity --help)", arg);
+    if (!strcmp(arg, "--model"))
+      a->model = next;
+    else if (!strcmp(arg, "--context"))
+      rc = obc_parse_size(arg, next, &a->context);
+    else if (!strcmp(arg, "--stride"))
+      rc = obc_parse_size(arg, next, &a->stride);
+    else if (!strcmp(arg, "--threads"))
+      rc = obc_parse_size(arg, next, &a->threads);
+    else
+      return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache perplexity --help)", arg);
     if (rc < 0) return rc;
     i++;
   }
@@ -158,9 +162,10 @@ int cmd_perplexity(int argc, char **argv) {
     if (end == n) break;
   }
   double seconds = obc_now_seconds() - start;
-  printf("perplexity %.4f over %zu scored tokens (%zu tokens in %s; %zu windows of %zu, "
-         "stride %zu)\n",
-         exp(nll / (double)scored), scored, n, args.file, windows, args.context, args.stride);
+  printf(
+      "perplexity %.4f over %zu scored tokens (%zu tokens in %s; %zu windows of %zu, "
+      "stride %zu)\n",
+      exp(nll / (double)scored), scored, n, args.file, windows, args.context, args.stride);
   fprintf(stderr, "time %.2f s (%.1f tokens/s run)\n", seconds,
           (double)(windows ? (double)scored : 0.0) / seconds);
 done:

@@ -53,8 +53,8 @@ int cpu_attention(const AttentionShape *s, const float *q, const float *k, const
   size_t max_keys = s->pos0 + s->n;
   float scale = (float)(1.0 / sqrt((double)s->head_dim));
   int n_threads = omp_get_max_threads();
-  float *scores = obc_malloc((size_t)n_threads * BLOCK * max_keys * sizeof(float),
-                             "attention scores");
+  float *scores =
+      obc_malloc((size_t)n_threads * BLOCK * max_keys * sizeof(float), "attention scores");
   double *gemm_time = obc_calloc((size_t)n_threads, sizeof(double), "attention timers");
   if (!scores || !gemm_time) {
     free(scores);
@@ -73,9 +73,9 @@ int cpu_attention(const AttentionShape *s, const float *q, const float *k, const
     int thread = omp_get_thread_num();
     float *sc = scores + (size_t)thread * BLOCK * max_keys;
     double start = obc_now_seconds();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nq, (int)n_keys,
-                (int)s->head_dim, scale, q + t0 * q_dim + h * s->head_dim, (int)q_dim, kh,
-                (int)s->head_dim, 0.0f, sc, (int)n_keys);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nq, (int)n_keys, (int)s->head_dim,
+                scale, q + t0 * q_dim + h * s->head_dim, (int)q_dim, kh, (int)s->head_dim, 0.0f, sc,
+                (int)n_keys);
     gemm_time[thread] += obc_now_seconds() - start;
     for (size_t r = 0; r < nq; r++) {
       float *row = sc + r * n_keys;
@@ -88,8 +88,8 @@ int cpu_attention(const AttentionShape *s, const float *q, const float *k, const
       }
     }
     start = obc_now_seconds();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nq, (int)s->head_dim,
-                (int)n_keys, 1.0f, sc, (int)n_keys, vh, (int)s->head_dim, 0.0f,
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nq, (int)s->head_dim, (int)n_keys,
+                1.0f, sc, (int)n_keys, vh, (int)s->head_dim, 0.0f,
                 out + t0 * q_dim + h * s->head_dim, (int)q_dim);
     gemm_time[thread] += obc_now_seconds() - start;
   }

@@ -22,7 +22,7 @@ typedef struct {
 typedef struct {
   const int32_t *row_of; /* (n) */
   size_t n_rows;
-  float *attn;           /* (n_heads, n_rows, pos0 + n) */
+  float *attn; /* (n_heads, n_rows, pos0 + n) */
 } AttentionRows;
 
 /* out[t, h] = softmax(q[t, h] . K^T / sqrt(head_dim)) V over keys <= pos0 + t.

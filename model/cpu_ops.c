@@ -69,8 +69,7 @@ void cpu_gemm_weight(float *c, const float *a, const float *w, size_t n, size_t 
                      float beta, double *seconds) {
   double start = obc_now_seconds();
   if (n == 1) /* one decode token: a matrix-vector product */
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)out, (int)in, 1.0f, w, (int)in, a, 1, beta, c,
-                1);
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)out, (int)in, 1.0f, w, (int)in, a, 1, beta, c, 1);
   else
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)out, (int)in, 1.0f, a,
                 (int)in, w, (int)in, beta, c, (int)out);

@@ -10,7 +10,7 @@
 #include "model/runtime.h"
 
 typedef struct {
-  size_t max_new;   /* most tokens to generate */
+  size_t max_new;               /* most tokens to generate */
   const Tokenizer *stop_tokens; /* tokenizer_is_stop() ends generation; NULL = never */
   /* Called with each generated token as it is produced (may be NULL); a
    * negative return stops with that code. */
@@ -20,8 +20,8 @@ typedef struct {
 
 typedef struct {
   size_t prompt_tokens;
-  size_t new_tokens;     /* generated, the stop token included when hit */
-  int stopped;           /* 1 when a stop token ended generation */
+  size_t new_tokens; /* generated, the stop token included when hit */
+  int stopped;       /* 1 when a stop token ended generation */
   double prefill_seconds;
   double decode_seconds; /* over new_tokens - 1 decode steps */
 } GenerateStats;

@@ -4,10 +4,9 @@
 #include "model/runtime.h"
 
 #include <assert.h>
+#include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <cblas.h>
 
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
@@ -45,8 +44,7 @@ int runtime_create(const Model *model, const RuntimeOptions *options, Runtime **
   RuntimeOptions opts = options ? *options : (RuntimeOptions){0};
   const RuntimeBackend *backend = find_backend(opts.backend);
   if (!backend)
-    return obc_fail(OBC_EUNSUPPORTED, "runtime: unknown backend '%s' (expected cpu)",
-                    opts.backend);
+    return obc_fail(OBC_EUNSUPPORTED, "runtime: unknown backend '%s' (expected cpu)", opts.backend);
   if (opts.max_context == 0)
     opts.max_context = c->context_length && c->context_length < 4096 ? c->context_length : 4096;
   if (opts.max_batch == 0) opts.max_batch = 512;

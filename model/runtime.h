@@ -19,10 +19,10 @@
 typedef struct Runtime Runtime;
 
 typedef struct {
-  size_t max_context; /* cache capacity in positions; 0 = min(model context, 4096) */
-  size_t max_batch;   /* tokens per chunk of a forward call; 0 = 512 */
+  size_t max_context;  /* cache capacity in positions; 0 = min(model context, 4096) */
+  size_t max_batch;    /* tokens per chunk of a forward call; 0 = 512 */
   const char *backend; /* "cpu" (NULL = "cpu"); "cuda" once that backend exists */
-  size_t threads;     /* OpenMP threads; 0 = leave the default */
+  size_t threads;      /* OpenMP threads; 0 = leave the default */
 } RuntimeOptions;
 
 /* The KV cache of one sequence, in host memory. Keys are stored after RoPE,
@@ -77,9 +77,9 @@ typedef struct {
   /* The requested query rows that fall inside this chunk (maybe none). */
   size_t n_rows;
   const size_t *row_positions; /* (n_rows) absolute positions, ascending */
-  const float *q;   /* (n_heads, n_rows, head_dim) post-RoPE, as cached K */
-  const float *o;   /* (n_heads, n_rows, head_dim) per-head attention output,
-                       before the output projection */
+  const float *q;              /* (n_heads, n_rows, head_dim) post-RoPE, as cached K */
+  const float *o;              /* (n_heads, n_rows, head_dim) per-head attention output,
+                                  before the output projection */
   const float *lse; /* (n_heads, n_rows) log sum_{p <= i} exp(q_i . k_p / sqrt(head_dim)) */
   /* With want_attn: softmax rows over keys [0, n_keys), n_keys = pos0 +
    * n_tokens; entries of keys after the row's own position are 0. Else NULL. */
@@ -101,11 +101,11 @@ typedef struct {
 /* Seconds spent, accumulated over forward calls since runtime_create or the
  * last runtime_profile_reset (wall clock, for benchmarks). */
 typedef struct {
-  double gemm_seconds;      /* weight GEMMs: Q/K/V/O projections, MLP, LM head */
-  double attention_seconds; /* scores, softmax, weighted values (incl. their GEMMs) */
+  double gemm_seconds;           /* weight GEMMs: Q/K/V/O projections, MLP, LM head */
+  double attention_seconds;      /* scores, softmax, weighted values (incl. their GEMMs) */
   double attention_gemm_seconds; /* part of attention_seconds in sgemm (mean per thread) */
-  double other_seconds;     /* embedding, norms, RoPE, SwiGLU, residuals, capture */
-  size_t tokens;            /* tokens processed */
+  double other_seconds;          /* embedding, norms, RoPE, SwiGLU, residuals, capture */
+  size_t tokens;                 /* tokens processed */
 } RuntimeProfile;
 
 /* A backend: the ops one implementation provides. forward() runs one chunk
@@ -116,8 +116,7 @@ typedef struct {
  * download for capture), which the CPU backend does not need. */
 typedef struct {
   const char *name;
-  int (*create)(const Model *model, const RuntimeOptions *options, KVCache *cache,
-                void **state);
+  int (*create)(const Model *model, const RuntimeOptions *options, KVCache *cache, void **state);
   void (*destroy)(void *state);
   int (*forward)(void *state, const int32_t *tokens /* (n) */, size_t n, RuntimeLogits which,
                  float *logits /* (1 or n, vocab_size) */, const RuntimeCapture *capture,

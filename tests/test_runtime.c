@@ -98,8 +98,8 @@ static double relative_error(const float *a, const float *b, size_t count) {
 }
 
 /* Logits of every position of tokens, run in one call. */
-static float *logits_all(const Model *model, const RuntimeOptions *options,
-                         const int32_t *tokens, size_t n) {
+static float *logits_all(const Model *model, const RuntimeOptions *options, const int32_t *tokens,
+                         size_t n) {
   Runtime *rt = NULL;
   ck_assert_int_eq(runtime_create(model, options, &rt), 0);
   float *logits = malloc(n * model->config.vocab_size * sizeof(float));
@@ -127,8 +127,8 @@ START_TEST(test_prefill_then_decode_equals_one_prefill) {
     worst = fmax(worst, relative_error(step, full + t * vocab, vocab));
   }
   ck_assert_uint_eq(runtime_position(rt), n + extra);
-  printf("prefill %zu + decode %zu vs prefill %zu: max relative error %.3g\n", n, extra,
-         n + extra, worst);
+  printf("prefill %zu + decode %zu vs prefill %zu: max relative error %.3g\n", n, extra, n + extra,
+         worst);
   ck_assert_double_le(worst, 1e-5);
   free(step);
   free(full);
@@ -182,8 +182,8 @@ static void permute_rows(float *w, size_t n_heads, size_t head_dim, size_t dim) 
     for (size_t i = 0; i < head_dim / 2; i++) {
       memcpy(w + (h * head_dim + 2 * i) * dim, copy + (h * head_dim + i) * dim,
              dim * sizeof(float));
-      memcpy(w + (h * head_dim + 2 * i + 1) * dim,
-             copy + (h * head_dim + i + head_dim / 2) * dim, dim * sizeof(float));
+      memcpy(w + (h * head_dim + 2 * i + 1) * dim, copy + (h * head_dim + i + head_dim / 2) * dim,
+             dim * sizeof(float));
     }
   free(copy);
 }
