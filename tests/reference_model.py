@@ -119,9 +119,33 @@ def _llama3_factors(inv_freq, scaling):
     return out
 
 
-def load_hf(folder):
-    from safetensors.numpy import load_file
+def read_safetensors(path):
+    """All tensors of a .safetensors file as float64 (F32, F16 or BF16): an
+    8-byte little-endian header size, a JSON header, then the raw data.
+    (safetensors.numpy cannot represent BF16, hence this reader.)"""
+    with open(path, "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+        data = f.read()
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        raw = data[begin:end]
+        if info["dtype"] == "F32":
+            values = np.frombuffer(raw, dtype="<f4")
+        elif info["dtype"] == "F16":
+            values = np.frombuffer(raw, dtype="<f2")
+        elif info["dtype"] == "BF16":
+            values = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            raise ValueError(f"{path}: {name} has dtype {info['dtype']} (expected F32/F16/BF16)")
+        out[name] = values.astype(np.float64).reshape(info["shape"])
+    return out
 
+
+def load_hf(folder):
     with open(os.path.join(folder, "config.json")) as f:
         cfg = json.load(f)
     arch = {"LlamaForCausalLM": "llama", "Qwen2ForCausalLM": "qwen2"}[cfg["architectures"][0]]
@@ -144,8 +168,7 @@ def load_hf(folder):
     else:
         files = ["model.safetensors"]
     for name in files:
-        raw.update(load_file(os.path.join(folder, name)))
-    raw = {k: np.asarray(v, dtype=np.float64) for k, v in raw.items()}
+        raw.update(read_safetensors(os.path.join(folder, name)))
     tensors = {"embed": raw["model.embed_tokens.weight"], "norm": raw["model.norm.weight"]}
     tensors["lm_head"] = raw.get("lm_head.weight", tensors["embed"])
     names = {

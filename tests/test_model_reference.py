@@ -1,7 +1,8 @@
 """The C runtime's logits against the independent NumPy reference
 (tests/reference_model.py), on tiny random-weight models this test writes
 (GGUF via the gguf package's GGUFWriter, and a Hugging Face folder) and on the
-real SmolLM2 model (OBC_MODEL, 64-token prompt).
+real SmolLM2 model (OBC_MODEL, 64-token prompt). A qwen2 Hugging Face folder
+also comes from tests/gguf_to_hf.py (sharded, bf16).
 
 Pass criteria: max relative error <= 1e-4 over the last position, where
 relative = max|C - ref| / max|ref| (the reference runs in float64), and the
@@ -24,7 +25,8 @@ TOLERANCE = 1e-4
 def c_logits(model, ids, scratch):
     out = os.path.join(scratch, "logits.f32")
     subprocess.run([OBCACHE, "logits", "--model", model, "--ids", ",".join(map(str, ids)),
-                    "--all", "-o", out, "--threads", "2"], check=True)
+                    "--all", "-o", out, "--threads", "2"], check=True, stderr=subprocess.PIPE,
+                   text=True)
     return np.fromfile(out, dtype="<f4").reshape(len(ids), -1)
 
 
@@ -33,7 +35,7 @@ def compare(label, model, ids, scratch):
     try:
         got = c_logits(model, ids, scratch)
     except subprocess.CalledProcessError as error:
-        print(f"FAIL {label}: obcache logits exited with {error.returncode}")
+        print(f"FAIL {label}: obcache logits exited with {error.returncode}: {error.stderr}")
         return False
     if got.shape != ref.shape:
         print(f"FAIL {label}: shape {got.shape} vs reference {ref.shape}")
@@ -216,6 +218,14 @@ def main():
         path = os.path.join(scratch, "qwen2_bias.gguf")
         write_gguf(path, "qwen2", Tiny(3, 2, 64, 4, 2, 96, 200, True))
         ok &= compare("tiny qwen2 GGUF, GQA 2:1, q/k/v biases", path, ids, scratch)
+
+        converter = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gguf_to_hf.py")
+        if os.path.exists(converter):  # the loader's GGUF -> HF tool: sharded bf16 qwen2
+            folder = os.path.join(scratch, "qwen2_hf")
+            subprocess.run([sys.executable, converter, path, folder, "--dtype", "bf16",
+                            "--shards", "2"], check=True, stdout=subprocess.DEVNULL)
+            ok &= compare("tiny qwen2 HF folder (gguf_to_hf.py), bf16, 2 shards, biases",
+                          folder, ids, scratch)
 
         path = os.path.join(scratch, "llama_q8.gguf")
         write_gguf(path, "llama", Tiny(4, 2, 64, 8, 2, 96, 200, False), quantize=True)
