@@ -4,6 +4,7 @@
  * format, each image under a temporary name renamed when gnuplot succeeded. */
 #include "plots/plot.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -422,6 +423,30 @@ static int check_scripts(const char *scripts_dir, const int *selected) {
   return OBC_OK;
 }
 
+/* The model of a sweep: `obcache sweep` keeps each cell's analysis in a
+ * subfolder (L<length>_D<depth>/report.json); the first one by name says it.
+ * Leaves model empty when there is none. */
+static void sweep_model_name(const char *dir, char *model, size_t size) {
+  model[0] = '\0';
+  DIR *folder = opendir(dir);
+  if (!folder) return;
+  char first[256] = "";
+  struct dirent *entry;
+  while ((entry = readdir(folder))) {
+    if (entry->d_name[0] == '.' || strlen(entry->d_name) >= sizeof first) continue;
+    char report[4096];
+    snprintf(report, sizeof report, "%s/%s/report.json", dir, entry->d_name);
+    if (access(report, R_OK) != 0) continue;
+    if (!first[0] || strcmp(entry->d_name, first) < 0)
+      snprintf(first, sizeof first, "%s", entry->d_name);
+  }
+  closedir(folder);
+  if (!first[0]) return;
+  char report[4096];
+  snprintf(report, sizeof report, "%s/%s/report.json", dir, first);
+  plot_report_model_name(report, model, size);
+}
+
 int plot_render(const PlotOptions *options, PlotResult *result) {
   memset(result, 0, sizeof *result);
   if (!options->dir || !(options->formats & (PLOT_PNG | PLOT_SVG)))
@@ -459,11 +484,7 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
   }
   if (!rc && sweep) {
     rc = plot_sweep_read(options->dir, options->k, &sweep_data);
-    if (!model[0]) {
-      char path[4096];
-      snprintf(path, sizeof path, "%s/sweep.json", options->dir);
-      plot_report_model_name(path, model, sizeof model);
-    }
+    if (!model[0]) sweep_model_name(options->dir, model, sizeof model);
   }
   int selected[N_FIGURES] = {0};
   if (!rc) rc = select_figures(options, analysis, sweep, selected, result);

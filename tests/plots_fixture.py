@@ -179,12 +179,14 @@ def write_sweep(out):
     for length in [512, 1024, 2048, 4096]:
         for depth in [0, 25, 50, 75, 100]:
             for needle in range(2):
+                value = "%07d" % rng.randrange(10 ** 7)  # the needle's value, as obcache sweep
                 found = 1 if rng.random() < 1.1 - length / 5000.0 - 0.2 * (depth == 50) else 0
                 for score in SCORES:
                     recall = min(1.0, QUALITY[score] * rng.uniform(0.85, 1.1))
-                    rows.append([length, depth, needle, found, found, score, 40, recall])
+                    kept = min(1.0, recall * rng.uniform(0.5, 1.2))
+                    rows.append([length, depth, value, found, found, score, 40, recall, kept])
     write_csv(os.path.join(out, "summary.csv"),
-              "length,depth,needle,found,answer_ok,score,k,recall", rows)
+              "length,depth,needle,found,answer_ok,score,k,recall,needle_kept", rows)
 
 
 def main():
