@@ -167,13 +167,15 @@ static void sweep_row(const SweepPlan *plan, size_t j, size_t row, const double 
   }
   size_t d = head->head_dim, start = 0;
   const double *q = head->Q + ho * d, *o = head->O + ho * d;
+  int only_key = head->row_positions[row] == 0;
   for (size_t t = 0; t < len; t++) {
     if (!(z[t] - lse > OBC_LOG_HALF)) continue;
     sweep_pairs(z, vo, vv, lse, e, oo, acc, start, t);
     start = t + 1;
     size_t p = b0 + t;
     ObcPairForms f;
-    obc_pair_forms_precise(q, head->K + p * d, head->V + p * d, o, d, head->attn_scale, lse, &f);
+    obc_pair_forms_precise(q, head->K + p * d, head->V + p * d, o, d, head->attn_scale, lse,
+                           only_key, &f);
     acc[ACC_ATTN * SWEEP_BLOCK + t] += f.attn;
     acc[ACC_ATTN2 * SWEEP_BLOCK + t] += f.attn2;
     acc[ACC_OBC_V * SWEEP_BLOCK + t] += f.obc_v;

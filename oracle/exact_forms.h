@@ -140,25 +140,29 @@ static inline void obc_pair_forms(double a, double z, double e, double one_minus
 /* The careful path for a pair with A > 1/2: the logit again in double from
  * q (d) and k (d) (so a FLOAT sweep does not turn a 1e-7 logit error into a
  * 100% error on 1 - A), A and 1 - A = -expm1(z - lse), and the norms from
- * v (d) and o (d) without cancellation. */
+ * v (d) and o (d) without cancellation. only_key: the row sits at position 0,
+ * so this token is its only causal key and A = 1 by structure, whatever the
+ * rounding of a float capture's lse says. */
 static inline void obc_pair_forms_precise(const double *q, const double *k, const double *v,
                                           const double *o, size_t d, double attn_scale, double lse,
-                                          ObcPairForms *f) {
+                                          int only_key, ObcPairForms *f) {
   double qk = 0.0, vv, oo, dd, vd;
   for (size_t c = 0; c < d; c++) qk += q[c] * k[c];
   obc_pair_norms_direct(v, o, d, &vv, &oo, &dd, &vd);
   double z = attn_scale * qk, x = z - lse;
-  obc_pair_forms(exp(x), z, exp(-lse), -expm1(x), vv, oo, dd, vd, f);
+  double a = only_key ? 1.0 : exp(x), one_minus_a = only_key ? 0.0 : -expm1(x);
+  obc_pair_forms(a, z, exp(-lse), one_minus_a, vv, oo, dd, vd, f);
 }
 
 /* All forms of one pair given its GEMM outputs z and vo: the fast path below
- * A = 1/2, the careful one above. For code that is not the fused hot loop. */
+ * A = 1/2, the careful one above (only_key as there). For code that is not
+ * the fused hot loop. */
 static inline void obc_pair_forms_any(const double *q, const double *k, const double *v,
                                       const double *o, size_t d, double attn_scale, double z,
-                                      double vv, double vo, double oo, double lse,
+                                      double vv, double vo, double oo, double lse, int only_key,
                                       ObcPairForms *f) {
   if (z - lse > OBC_LOG_HALF) {
-    obc_pair_forms_precise(q, k, v, o, d, attn_scale, lse, f);
+    obc_pair_forms_precise(q, k, v, o, d, attn_scale, lse, only_key, f);
     return;
   }
   double a = exp(z - lse), dd, vd;

@@ -89,7 +89,7 @@ static void oracle_accumulate_block(const OracleJob *job, size_t b0, size_t nb, 
           size_t p = b0 + t;
           ObcPairForms f;
           obc_pair_forms_any(q, head->K + p * d, head->V + p * d, o, d, head->attn_scale, z[t],
-                             job->v_sq[p], vo[t], oo, lse, &f);
+                             job->v_sq[p], vo[t], oo, lse, head->row_positions[row] == 0, &f);
           out[p] += oracle_pick(&f, job->kind);
         }
       }

@@ -228,6 +228,22 @@ START_TEST(single_live_key_loses_the_whole_output) {
     ck_assert_int_eq(oracle_window_error(&t.head, 1, OBC_EXACT_K, precision, &got), 0);
     ck_assert_msg(got == 0.0, "exact_k %g", got);
   }
+  /* As a float capture would store it: O rounded to float, lse off by 1e-7.
+   * Position 0 still has one causal key, so the whole output is lost. */
+  total_oo = 0.0;
+  for (size_t j = 0; j < 3; j++) {
+    double *o = t.O + (j * t.head.n_rows) * 8;
+    for (size_t c = 0; c < 8; c++) {
+      o[c] = (float)o[c];
+      total_oo += o[c] * o[c];
+    }
+    t.lse[j * t.head.n_rows] += 1e-7;
+  }
+  for (int precision = 0; precision < 2; precision++) {
+    ck_assert_int_eq(oracle_window_error(&t.head, 1, OBC_EXACT_REMOVE, precision, &got), 0);
+    ck_assert_msg(fabs(got - total_oo) <= 1e-12 * total_oo, "float capture: remove %g vs %g", got,
+                  total_oo);
+  }
   /* The forms themselves, at A = 1 exactly and just below the guard. */
   ObcPairForms f;
   obc_pair_forms(1.0, 3.0, 0.0, 0.0, 2.5, 2.5, 0.0, 0.0, &f);
