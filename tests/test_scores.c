@@ -250,6 +250,34 @@ START_TEST(one_and_two_threads_give_identical_results) {
 }
 END_TEST
 
+START_TEST(concurrent_sweeps_inside_a_parallel_region_match_serial_ones) {
+  /* The analysis may run heads in parallel: each call then runs on its own
+   * thread (no nested team) and must give the serial result. */
+  FixtureProblem t[2];
+  fixture_make(&t[0], 171, 300, 1, 16, 3, 40);
+  fixture_make(&t[1], 172, 300, 1, 16, 1, 40);
+  size_t windows[2] = {40, 4}, n = 2 * OBC_Q_COUNT * 300;
+  double *serial[2], *parallel[2];
+  for (int k = 0; k < 2; k++) {
+    serial[k] = sweep(&t[k], windows, 2, OBC_PRECISION_FLOAT, OBC_GQA_SUM);
+    parallel[k] = malloc(n * sizeof(double));
+  }
+  ObcScoreOptions options;
+  score_options_default(&options);
+  int rc[2] = {-1, -1};
+#pragma omp parallel for num_threads(2)
+  for (int k = 0; k < 2; k++)
+    rc[k] = score_window_sweep(&t[k].head, windows, 2, &options, parallel[k]);
+  for (int k = 0; k < 2; k++) {
+    ck_assert_int_eq(rc[k], 0);
+    ck_assert(memcmp(serial[k], parallel[k], n * sizeof(double)) == 0);
+    free(serial[k]);
+    free(parallel[k]);
+    fixture_free(&t[k]);
+  }
+}
+END_TEST
+
 START_TEST(max_pool_takes_the_largest_neighbour_with_clamped_edges) {
   const double in[7] = {1, 5, 2, 0, 0, 3, 0};
   double out[7];
@@ -317,6 +345,7 @@ int main(void) {
   tcase_add_test(tc, one_sweep_equals_separate_single_window_sweeps);
   tcase_add_test(tc, large_sweep_matches_brute_force_scores_and_oracle);
   tcase_add_test(tc, one_and_two_threads_give_identical_results);
+  tcase_add_test(tc, concurrent_sweeps_inside_a_parallel_region_match_serial_ones);
   tcase_add_test(tc, max_pool_takes_the_largest_neighbour_with_clamped_edges);
   tcase_add_test(tc, names_round_trip_and_defaults_are_float_sum_kernel_7);
   tcase_add_test(tc, bad_windows_and_kernels_are_rejected_with_a_message);
