@@ -1,12 +1,11 @@
-/* The plot command's work (see plot.h): read report.json and look into the
- * CSVs for what each figure needs (score names, budgets, Spearman values),
- * check the scripts and gnuplot, then run one gnuplot script per figure and
- * format, each image under a temporary name renamed when gnuplot succeeded. */
+/* The plot command's work (see plot.h): gather what each figure needs
+ * (plot_inputs.h for an analysis folder, plot_sweep.h for a sweep), check the
+ * scripts and gnuplot, then run one gnuplot script per figure and format,
+ * each image under a temporary name renamed when gnuplot succeeded. */
 #include "plots/plot.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +14,8 @@
 
 #include "common/obc_error.h"
 #include "common/obc_file.h"
-#include "plots/plot_csv.h"
 #include "plots/plot_gnuplot.h"
+#include "plots/plot_inputs.h"
 #include "plots/plot_report.h"
 #include "plots/plot_sweep.h"
 
@@ -74,203 +73,6 @@ const char *plot_scripts_dir(const PlotOptions *options) {
   return OBC_SOURCE_DIR "/plots";
 }
 
-/* What the analysis figures need to know, gathered before drawing. */
-typedef struct {
-  PlotReport report;
-  size_t window;          /* the window the figures show */
-  size_t k;               /* the budget the figures show */
-  size_t recent;          /* R of the right-hand panels (0: none in recall.csv) */
-  char scores[512];       /* score names in recall.csv, figure order, space-separated */
-  char bias_names[512];   /* names in bias.csv (scores and the oracle) */
-  char ks[512];           /* the budgets of the report, space-separated */
-  double rho[4];          /* Spearman of obc_v/obc_k/obc_vk/remove vs. their reference */
-  int has_rho[4];
-} AnalysisInputs;
-
-static int file_exists(const char *dir, const char *name) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  return access(path, R_OK) == 0;
-}
-
-/* 1 when DIR/name has a data line after its header (a file written with no
- * rows, e.g. taylor.csv with --taylor-points 0, has nothing to draw). */
-static int file_has_rows(const char *dir, const char *name) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *fp = fopen(path, "r");
-  if (!fp) return 0;
-  int lines = 0, at_line_start = 1, c;
-  while (lines < 2 && (c = fgetc(fp)) != EOF) {
-    if (c == '\n') at_line_start = 1;
-    else if (at_line_start && c != '\r') {
-      lines++;
-      at_line_start = 0;
-    }
-  }
-  fclose(fp);
-  return lines >= 2;
-}
-
-/* The distinct values of a text column, in figure order, space-separated. */
-static int collect_names(const PlotTable *table, const char *column_name, char *out, size_t size) {
-  size_t column;
-  int rc = plot_table_column(table, column_name, &column);
-  if (rc) return rc;
-  const char *names[64];
-  size_t n = 0;
-  for (size_t row = 0; row < table->n_rows; row++) {
-    const char *name = plot_table_cell(table, row, column);
-    size_t i = 0;
-    while (i < n && strcmp(names[i], name)) i++;
-    if (i < n) continue;
-    if (n == 64) return obc_fail(OBC_EFORMAT, "%s: more than 64 score names", table->path);
-    if (!name[0] || strchr(name, ' ') || strchr(name, '\''))
-      return obc_fail(OBC_EFORMAT, "%s: line %zu: score name '%s' is empty or has a space or quote",
-                      table->path, row + 2, name);
-    size_t at = n;
-    while (at > 0 && plot_score_rank(names[at - 1]) > plot_score_rank(name)) at--;
-    memmove(names + at + 1, names + at, (n - at) * sizeof *names);
-    names[at] = name;
-    n++;
-  }
-  size_t used = 0;
-  out[0] = '\0';
-  for (size_t i = 0; i < n; i++) {
-    int w = snprintf(out + used, size - used, "%s%s", i ? " " : "", names[i]);
-    if (w < 0 || (size_t)w >= size - used)
-      return obc_fail(OBC_EFORMAT, "%s: too many score names", table->path);
-    used += (size_t)w;
-  }
-  return OBC_OK;
-}
-
-/* Rows of recall.csv at (window, recent, k); counts them. */
-static int count_recall_rows(const PlotTable *table, size_t window, size_t recent, size_t k,
-                             size_t *count) {
-  size_t cw, cr, ck;
-  int rc = plot_table_column(table, "window", &cw);
-  if (!rc) rc = plot_table_column(table, "recent", &cr);
-  if (!rc) rc = plot_table_column(table, "k", &ck);
-  if (rc) return rc;
-  *count = 0;
-  for (size_t row = 0; row < table->n_rows; row++) {
-    double w, r, kk;
-    rc = plot_table_number(table, row, cw, &w);
-    if (!rc) rc = plot_table_number(table, row, cr, &r);
-    if (!rc) rc = plot_table_number(table, row, ck, &kk);
-    if (rc) return rc;
-    if ((size_t)w == window && (size_t)r == recent && (size_t)kk == k) (*count)++;
-  }
-  return OBC_OK;
-}
-
-static int read_recall(const char *dir, AnalysisInputs *in) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/recall.csv", dir);
-  PlotTable table;
-  int rc = plot_table_read(path, &table);
-  if (rc) return rc;
-  rc = plot_table_require(&table, "score,window,recent,k,recall_mean,recall_min,recall_max");
-  if (!rc) rc = collect_names(&table, "score", in->scores, sizeof in->scores);
-  size_t count = 0;
-  if (!rc) rc = count_recall_rows(&table, in->window, 0, in->k, &count);
-  if (!rc && count == 0)
-    rc = obc_fail(OBC_EFORMAT, "%s: no rows at window %zu, recent 0, k %zu (does it belong to "
-                  "this report.json?)", path, in->window, in->k);
-  in->recent = in->report.recent;
-  if (!rc && in->recent > 0) {
-    rc = count_recall_rows(&table, in->window, in->recent, in->k, &count);
-    if (!rc && count == 0) in->recent = 0; /* no recent-window rows: one panel */
-  }
-  plot_table_free(&table);
-  return rc;
-}
-
-/* Spearman of each Taylor score against its exact error, and of remove
- * against the oracle, at the main window (where taylor.csv was sampled). */
-static int read_spearman(const char *dir, AnalysisInputs *in) {
-  static const char *const pairs[4][2] = {
-      {"obc_v", "exact_v"}, {"obc_k", "exact_k"}, {"obc_vk", "exact_vk"}, {"remove", NULL}};
-  char path[4096];
-  snprintf(path, sizeof path, "%s/spearman.csv", dir);
-  PlotTable table;
-  int rc = plot_table_read(path, &table);
-  if (rc) return rc;
-  size_t cs, cw, cref, crho;
-  rc = plot_table_require(&table, "score,window,reference,rho_mean");
-  if (!rc) {
-    plot_table_column(&table, "score", &cs);
-    plot_table_column(&table, "window", &cw);
-    plot_table_column(&table, "reference", &cref);
-    plot_table_column(&table, "rho_mean", &crho);
-  }
-  for (size_t row = 0; row < table.n_rows && !rc; row++) {
-    double w, rho;
-    rc = plot_table_number(&table, row, cw, &w);
-    if (!rc) rc = plot_table_number(&table, row, crho, &rho);
-    if (rc || (size_t)w != in->report.main_window || !isfinite(rho)) continue;
-    for (size_t p = 0; p < 4; p++) {
-      const char *reference = pairs[p][1] ? pairs[p][1] : in->report.oracle;
-      if (!strcmp(plot_table_cell(&table, row, cs), pairs[p][0]) &&
-          !strcmp(plot_table_cell(&table, row, cref), reference)) {
-        in->rho[p] = rho;
-        in->has_rho[p] = 1;
-      }
-    }
-  }
-  plot_table_free(&table);
-  return rc;
-}
-
-/* Header checks of the files only some figures read. */
-static int check_columns(const char *dir, const char *name, const char *columns, char *names,
-                         size_t size) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  PlotTable table;
-  int rc = plot_table_read(path, &table);
-  if (rc) return rc;
-  rc = plot_table_require(&table, columns);
-  if (!rc && names) rc = collect_names(&table, "score", names, size);
-  plot_table_free(&table);
-  return rc;
-}
-
-static int read_analysis(const PlotOptions *options, AnalysisInputs *in) {
-  int rc = plot_report_read(options->dir, &in->report);
-  if (rc) return rc;
-  const PlotReport *r = &in->report;
-  in->window = options->window ? options->window : r->main_window;
-  in->k = options->k ? options->k : r->main_k;
-  if (!plot_report_contains(r->windows, r->n_windows, in->window))
-    return obc_fail(OBC_EINVAL, "--window %zu: not a window of the analysis (%s lists %zu "
-                    "windows, from %zu to %zu)", in->window, r->path, r->n_windows, r->windows[0],
-                    r->windows[r->n_windows - 1]);
-  if (!plot_report_contains(r->topk, r->n_topk, in->k))
-    return obc_fail(OBC_EINVAL, "--k %zu: not a budget of the analysis (%s lists %zu budgets, "
-                    "from %zu to %zu)", in->k, r->path, r->n_topk, r->topk[0],
-                    r->topk[r->n_topk - 1]);
-  size_t used = 0;
-  for (size_t i = 0; i < r->n_topk; i++)
-    used += (size_t)snprintf(in->ks + used, sizeof in->ks - used, "%s%zu", i ? " " : "",
-                             r->topk[i]);
-  rc = read_recall(options->dir, in);
-  if (!rc && file_exists(options->dir, "bias.csv"))
-    rc = check_columns(options->dir, "bias.csv",
-                       "score,window,recent,k,bucket,bucket_lo,bucket_hi,selected_share,"
-                       "mean_norm_score",
-                       in->bias_names, sizeof in->bias_names);
-  if (!rc && file_exists(options->dir, "recall_layers.csv"))
-    rc = check_columns(options->dir, "recall_layers.csv", "score,window,recent,k,layer,recall",
-                       NULL, 0);
-  if (!rc && file_exists(options->dir, "taylor.csv"))
-    rc = check_columns(options->dir, "taylor.csv",
-                       "exact_v,obc_v,exact_k,obc_k,exact_vk,obc_vk,remove,oracle", NULL, 0);
-  if (!rc && file_exists(options->dir, "spearman.csv")) rc = read_spearman(options->dir, in);
-  return rc;
-}
-
 /* The selected figures (selected[i] for FIGURES[i]) from --only; a figure
  * whose data is missing is an error when named, skipped otherwise. */
 static int select_figures(const PlotOptions *options, int analysis, int sweep, int *selected,
@@ -299,7 +101,7 @@ static int select_figures(const PlotOptions *options, int analysis, int sweep, i
     const PlotFigure *f = &FIGURES[i];
     selected[i] = 0;
     if (options->only && !named[i]) continue;
-    int usable = f->sweep ? sweep : analysis && file_has_rows(options->dir, f->data);
+    int usable = f->sweep ? sweep : analysis && plot_file_has_rows(options->dir, f->data);
     if (!usable) {
       if (named[i])
         return obc_fail(OBC_ENOTFOUND, "%s/%s: not found or no data rows (figure %s needs it%s)",
@@ -321,7 +123,7 @@ static int select_figures(const PlotOptions *options, int analysis, int sweep, i
 
 /* The gnuplot variables of one figure. */
 static void figure_args(const PlotFigure *f, const char *dir, const char *data_dir,
-                        const AnalysisInputs *in, const PlotSweep *sweep, const char *model,
+                        const PlotInputs *in, const PlotSweep *sweep, const char *model,
                         PlotArgs *args) {
   char data[4096];
   const char *data_name = f->data;
@@ -455,20 +257,20 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
   if (stat(options->dir, &st) != 0 || !S_ISDIR(st.st_mode))
     return obc_fail(OBC_ENOTFOUND, "%s: not a folder (expected an analysis folder written by "
                     "`obcache analyze`, or a sweep folder)", options->dir);
-  int sweep = file_exists(options->dir, "summary.csv");
-  int analysis = file_exists(options->dir, "report.json");
+  int sweep = plot_file_exists(options->dir, "summary.csv");
+  int analysis = plot_file_exists(options->dir, "report.json");
   if (!analysis && !sweep)
     return obc_fail(OBC_ENOTFOUND, "%s/report.json: not found (expected an analysis folder "
                     "written by `obcache analyze -o DIR`, or a sweep folder with summary.csv)",
                     options->dir);
-  AnalysisInputs in;
+  PlotInputs in;
   memset(&in, 0, sizeof in);
   PlotSweep sweep_data;
   memset(&sweep_data, 0, sizeof sweep_data);
   char model[256] = "";
   int rc = OBC_OK;
   if (analysis) {
-    rc = read_analysis(options, &in);
+    rc = plot_inputs_read(options->dir, options->window, options->k, &in);
     if (rc && sweep) {
       /* A sweep folder's own report.json is not an analysis: it only names
        * the model. */
