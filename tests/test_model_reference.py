@@ -6,7 +6,8 @@ also comes from tests/gguf_to_hf.py (sharded, bf16).
 
 Pass criteria: max relative error <= 1e-4 over the last position, where
 relative = max|C - ref| / max|ref| (the reference runs in float64), and the
-same argmax at every position. Prints each comparison and its error."""
+same argmax at every position. Also: SmolLM2's logits with 1 and 2 threads
+agree to rounding. Prints each comparison and its error."""
 import json
 import os
 import subprocess
@@ -22,11 +23,11 @@ OBCACHE = os.environ.get("OBCACHE", "obcache")
 TOLERANCE = 1e-4
 
 
-def c_logits(model, ids, scratch):
+def c_logits(model, ids, scratch, threads=2):
     out = os.path.join(scratch, "logits.f32")
     subprocess.run([OBCACHE, "logits", "--model", model, "--ids", ",".join(map(str, ids)),
-                    "--all", "-o", out, "--threads", "2"], check=True, stderr=subprocess.PIPE,
-                   text=True)
+                    "--all", "-o", out, "--threads", str(threads)], check=True,
+                   stderr=subprocess.PIPE, text=True)
     return np.fromfile(out, dtype="<f4").reshape(len(ids), -1)
 
 
@@ -240,7 +241,13 @@ def main():
 
         model = os.environ.get("OBC_MODEL")
         if model and os.path.exists(model):
-            ok &= compare("SmolLM2-135M-Instruct GGUF", model, smollm2_ids(model, 64), scratch)
+            prompt = smollm2_ids(model, 64)
+            ok &= compare("SmolLM2-135M-Instruct GGUF", model, prompt, scratch)
+            one, two = c_logits(model, prompt, scratch, 1), c_logits(model, prompt, scratch, 2)
+            rel = np.abs(one - two).max() / np.abs(two).max()
+            print(f"{'ok  ' if rel <= 1e-6 else 'FAIL'} SmolLM2 with 1 vs 2 threads: max "
+                  f"relative difference {rel:.3g} (allowed 1e-6, rounding only)")
+            ok &= bool(rel <= 1e-6)
         else:
             print(f"FAIL SmolLM2: model not found at {model} (run scripts/setup.sh)")
             ok = False
