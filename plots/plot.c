@@ -110,7 +110,7 @@ static int select_figures(const PlotOptions *options, int analysis, int sweep, i
       if (f->sweep == !sweep || !analysis) continue; /* the other kind of folder: not a skip */
       if (result->n_skipped < PLOT_MAX_SKIPPED)
         snprintf(result->skipped[result->n_skipped++], sizeof result->skipped[0],
-                 "%s (no data rows in %s/%s)", f->name, options->dir, f->data);
+                 "%s (%s/%s is missing or has no rows)", f->name, options->dir, f->data);
       continue;
     }
     selected[i] = 1;
