@@ -87,9 +87,12 @@ typedef struct {
   size_t n_keys;
 } RuntimeLayerCapture;
 
-/* Asks a forward call to report per layer. The forward pass with capture ==
- * NULL does no capture work at all. on_layer returns 0, or a negative OBC_E*
- * code (after obc_fail) that stops the forward call with that code. */
+/* Asks a forward call to report per layer. on_layer runs once per (chunk,
+ * layer), chunks in order and layers in order within a chunk, right after that
+ * layer's attention (its K/V rows are already in the cache). Rows outside the
+ * call's positions are ignored. The forward pass with capture == NULL does no
+ * capture work at all. on_layer returns 0, or a negative OBC_E* code (after
+ * obc_fail) that stops the forward call with that code (cache unchanged). */
 typedef struct {
   const size_t *row_positions; /* (n_rows) absolute positions, strictly ascending */
   size_t n_rows;
