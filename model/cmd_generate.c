@@ -16,7 +16,7 @@
 static const char *usage =
     "usage: obcache generate [--model PATH] (--prompt TEXT | --prompt-file FILE)\n"
     "                        [--chat] [--system TEXT] [--max-new N] [--context N]\n"
-    "                        [--threads N]\n"
+    "                        [--threads N] [--device cpu|cuda|cuda-bf16]\n"
     "\n"
     "Greedy generation (argmax, no sampling) until a stop token or --max-new tokens\n"
     "(default 128). --chat wraps the prompt in the model's chat template (with\n"
@@ -24,7 +24,8 @@ static const char *usage =
     "folder (default: the embedded SmolLM2-135M-Instruct). --context is the KV\n"
     "cache size in tokens (default min(model context, 4096)); a prompt that does\n"
     "not fit is an error. Prints the answer on stdout; prompt tokens, prefill and\n"
-    "decode tokens/s on stderr.\n";
+    "decode tokens/s on stderr. --device picks the runtime backend (default cpu;\n"
+    "cuda-bf16: bf16 weights on the GPU).\n";
 
 typedef struct {
   const char *model;
@@ -35,6 +36,7 @@ typedef struct {
   size_t max_new;
   size_t context;
   size_t threads;
+  const char *device;
 } GenerateArgs;
 
 static int parse_args(int argc, char **argv, GenerateArgs *a) {
@@ -65,11 +67,14 @@ static int parse_args(int argc, char **argv, GenerateArgs *a) {
       rc = obc_parse_size(arg, next, &a->context);
     else if (!strcmp(arg, "--threads"))
       rc = obc_parse_size(arg, next, &a->threads);
+    else if (!strcmp(arg, "--device"))
+      a->device = next;
     else
       return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache generate --help)", arg);
     if (rc < 0) return rc;
     i++;
   }
+  if (a->max_new == 0) return obc_fail(OBC_EINVAL, "--max-new: expected at least 1 token");
   if (!a->prompt == !a->prompt_file)
     return obc_fail(OBC_EINVAL,
                     "give exactly one of --prompt and --prompt-file (see obcache generate --help)");
@@ -139,7 +144,8 @@ int cmd_generate(int argc, char **argv) {
     rc = obc_fail(OBC_EINVAL, "the prompt encodes to no tokens");
     goto done;
   }
-  RuntimeOptions options = {.max_context = args.context, .threads = args.threads};
+  RuntimeOptions options = {
+      .max_context = args.context, .threads = args.threads, .backend = args.device};
   if ((rc = runtime_create(model, &options, &rt)) < 0) goto done;
   answer = obc_malloc((args.max_new ? args.max_new : 1) * sizeof(int32_t), "answer tokens");
   if (!answer) {
