@@ -10,6 +10,9 @@
 
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#ifdef OBC_HAVE_CUDA
+#include "model/cuda/backend_cuda.h"
+#endif
 
 struct Runtime {
   const Model *model;
@@ -32,6 +35,10 @@ float *kv_cache_v(const KVCache *cache, size_t layer, size_t kv_head) {
 
 static const RuntimeBackend *find_backend(const char *name) {
   if (!name || !strcmp(name, runtime_backend_cpu.name)) return &runtime_backend_cpu;
+#ifdef OBC_HAVE_CUDA /* model/cuda/, when CMake found nvcc */
+  if (!strcmp(name, runtime_backend_cuda.name)) return &runtime_backend_cuda;
+  if (!strcmp(name, runtime_backend_cuda_bf16.name)) return &runtime_backend_cuda_bf16;
+#endif
   return NULL;
 }
 
@@ -43,8 +50,15 @@ int runtime_create(const Model *model, const RuntimeOptions *options, Runtime **
   if (rc < 0) return rc;
   RuntimeOptions opts = options ? *options : (RuntimeOptions){0};
   const RuntimeBackend *backend = find_backend(opts.backend);
+#ifndef OBC_HAVE_CUDA
+  if (!backend && !strncmp(opts.backend, "cuda", 4))
+    return obc_fail(OBC_EUNSUPPORTED, "--device %s: this build has no CUDA support (rebuild "
+                    "where nvcc is installed, with -DOBC_CUDA=ON)", opts.backend);
+#endif
   if (!backend)
-    return obc_fail(OBC_EUNSUPPORTED, "runtime: unknown backend '%s' (expected cpu)", opts.backend);
+    return obc_fail(OBC_EUNSUPPORTED,
+                    "runtime: unknown backend '%s' (expected cpu, cuda or cuda-bf16)",
+                    opts.backend);
   if (opts.max_context == 0)
     opts.max_context = c->context_length && c->context_length < 4096 ? c->context_length : 4096;
   if (opts.max_batch == 0) opts.max_batch = 512;
