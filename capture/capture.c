@@ -276,7 +276,7 @@ int capture_run(const Model *model, const NiahPrompt *prompt, const CaptureOptio
   float *logits = obc_malloc(T * c->vocab_size * sizeof *logits, "decode logits");
   if (!tokens || !logits) rc = OBC_ENOMEM;
   if (!rc) rc = buffers_alloc(&b, o->store_attn);
-  RuntimeOptions ro = {.max_context = s + T, .threads = o->threads};
+  RuntimeOptions ro = {.max_context = s + T, .threads = o->threads, .backend = o->device};
   Runtime *runtime = NULL;
   if (!rc) rc = runtime_create(model, &ro, &runtime);
   if (!rc) rc = run_model(runtime, prompt, o, &b, tokens, logits, result);

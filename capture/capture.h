@@ -21,6 +21,7 @@ typedef struct {
   bool store_f16;       /* half-precision storage */
   int compression;      /* 0..9 */
   size_t threads;       /* 0 = OpenMP default */
+  const char *device;   /* runtime backend: NULL/"cpu", "cuda", "cuda-bf16" */
   bool progress;        /* progress bar on stderr */
   const char *producer; /* the command line, recorded in the trace */
 } CaptureOptions;

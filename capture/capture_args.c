@@ -39,7 +39,8 @@ void capture_args_print_help(FILE *out) {
 "  --store-attn         also store the attention rows A\n"
 "  --dtype f32|f16      storage of float tensors (default f32)\n"
 "  --compress 0-9       deflate level (default 0)\n"
-"  --threads N          OpenMP threads (default: all cores)\n");
+"  --threads N          OpenMP threads (default: all cores)\n"
+"  --device D           cpu (default), cuda or cuda-bf16 (GPU runtime)\n");
 }
 
 void capture_args_command_line(int argc, char **argv, char *out, size_t size) {
@@ -78,7 +79,7 @@ int capture_args_parse(int argc, char **argv, int *i, CaptureArgs *a) {
   static const char *const options[] = {
       "--model",  "-o",     "--length", "--depth",    "--haystack", "--seed",
       "--needles", "--needle", "--question", "--answer", "--answer-prefix", "--rows",
-      "--decode", "--dtype", "--compress", "--threads"};
+      "--decode", "--dtype", "--compress", "--threads", "--device"};
   const char *name = NULL;
   for (size_t k = 0; !name && k < sizeof options / sizeof *options; k++)
     if (matches(arg, options[k])) name = options[k];
@@ -110,6 +111,7 @@ int capture_args_parse(int argc, char **argv, int *i, CaptureArgs *a) {
   else if (!strcmp(name, "--rows")) rc = obc_parse_size(name, v, &a->capture.rows);
   else if (!strcmp(name, "--decode")) rc = obc_parse_size(name, v, &a->capture.decode);
   else if (!strcmp(name, "--threads")) rc = obc_parse_size(name, v, &a->capture.threads);
+  else if (!strcmp(name, "--device")) a->capture.device = v;
   else if (!strcmp(name, "--dtype")) {
     if (!strcmp(v, "f32")) a->capture.store_f16 = false;
     else if (!strcmp(v, "f16")) a->capture.store_f16 = true;

@@ -1,0 +1,39 @@
+#!/bin/bash
+# The CUDA backend builds where nvcc exists (its objects are in the build
+# tree), and `obcache generate --device cuda` without a usable GPU fails with
+# a one-line message and a non-zero exit, no crash: "no CUDA device found" in
+# a CUDA build, "this build has no CUDA support" in a CPU-only build.
+set -u
+: "${OBCACHE:?set OBCACHE to the obcache binary}"
+build_dir=$(dirname "$OBCACHE")
+fail() { echo "FAIL: $*"; exit 1; }
+
+cuda_on=$(grep -E '^OBC_CUDA:BOOL=' "$build_dir/CMakeCache.txt" 2>/dev/null | cut -d= -f2)
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  if [ "$cuda_on" = "ON" ]; then
+    lib="$build_dir/libobcache_cuda.a"
+    [ -f "$lib" ] || fail "nvcc exists and OBC_CUDA=ON, but $lib was not built"
+    for obj in backend_cuda.cu.o cuda_attention.cu.o cuda_ops.cu.o cuda_check.cu.o twins.c.o; do
+      ar t "$lib" | grep -qx "$obj" || fail "$lib lacks $obj"
+    done
+    echo "CUDA objects built: $(ar t "$lib" | tr '\n' ' ')"
+  else
+    echo "skipped: nvcc exists but this build was configured with -DOBC_CUDA=OFF"
+  fi
+else
+  echo "skipped: no nvcc on this machine (CPU-only build)"
+fi
+
+if [ "$cuda_on" = "ON" ]; then expect="no CUDA device"; else expect="this build has no CUDA support"; fi
+out=$("$OBCACHE" generate --device cuda --prompt "Hello" --max-new 1 2>&1 >/dev/null)
+rc=$?
+if [ "$cuda_on" = "ON" ] && [ $rc -eq 0 ]; then
+  echo "skipped: a CUDA device is present here (generate --device cuda ran); tests/gpu/run.sh checks it"
+  exit 0
+fi
+[ $rc -ne 0 ] || fail "generate --device cuda succeeded without a device"
+[ $rc -lt 128 ] || fail "generate --device cuda crashed (exit $rc): $out"
+[ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "expected a one-line error, got: $out"
+printf '%s\n' "$out" | grep -q -- "--device cuda: $expect" || fail "expected '--device cuda: $expect', got: $out"
+echo "generate --device cuda: exit $rc, '$out'"
+echo "PASS"
