@@ -15,6 +15,7 @@ int cmd_generate(int argc, char **argv);   /* model/cmd_generate.c */
 int cmd_tokenize(int argc, char **argv);   /* model/cmd_tokenize.c */
 int cmd_perplexity(int argc, char **argv); /* model/cmd_perplexity.c */
 int cmd_logits(int argc, char **argv);     /* model/cmd_logits.c */
+int cmd_model_info(int argc, char **argv); /* model/cmd_model_info.c */
 int cmd_plot(int argc, char **argv);       /* plots/cmd_plot.c */
 
 #endif

@@ -25,6 +25,7 @@ static const Command commands[] = {
     {"generate", cmd_generate, "greedy generation from a prompt, with tokens/s"},
     {"perplexity", cmd_perplexity, "teacher-forced perplexity of a model on a text file"},
     {"logits", cmd_logits, "debugging aid: write the logits of token ids as float32"},
+    {"model-info", cmd_model_info, "format, tensor table and configuration of a GGUF file or HF folder"},
     {NULL, NULL, NULL},
 };
 
