@@ -214,6 +214,27 @@ START_TEST(sharded_index_loads_exactly_as_a_single_file) {
 }
 END_TEST
 
+START_TEST(f16_and_bf16_folders_match_within_their_rounding) {
+  static const struct { const char *options; double bound; } cases[] = {
+      {"--dtype f16", 1.0 / 2048}, /* 11 significant bits; tiny values are far from subnormal */
+      {"--dtype bf16 --shards 2", 1.0 / 256},
+  };
+  for (size_t i = 0; i < 2; i++) {
+    char name[16], gguf[4300];
+    snprintf(name, sizeof name, "half%zu", i);
+    const char *folder = tiny_folder("qwen2", name, cases[i].options);
+    snprintf(gguf, sizeof gguf, "%s/tiny_qwen2.gguf", scratch);
+    Model *a = load_ok(gguf), *b = load_ok(folder);
+    Difference d = compare_models(a, b, cases[i].bound);
+    printf("tiny qwen2 GGUF vs HF %s: max relative diff %g (bound %g)\n", cases[i].options, d.max_rel,
+           cases[i].bound);
+    ck_assert(d.max_rel > 0); /* the conversion really rounded */
+    model_free(a);
+    model_free(b);
+  }
+}
+END_TEST
+
 /* Writes folder/config.json: the tiny llama config with extra fields first
  * (cJSON takes the first of duplicate keys, so they override). */
 static const char *config_folder(const char *name, const char *extra) {
@@ -479,6 +500,7 @@ static Suite *model_load_suite(void) {
   TCase *tiny = tcase_create("tiny");
   tcase_set_timeout(tiny, 300);
   tcase_add_test(tiny, sharded_index_loads_exactly_as_a_single_file);
+  tcase_add_test(tiny, f16_and_bf16_folders_match_within_their_rounding);
   tcase_add_test(tiny, unsupported_configs_are_refused_naming_the_field);
   tcase_add_test(tiny, llama3_rope_scaling_follows_transformers);
   tcase_add_test(tiny, damaged_safetensors_fail_naming_file_and_tensor);
