@@ -36,6 +36,9 @@ static const PlotFigure FIGURES[] = {
     {"bias_score", "bias_score.gp", "bias.csv", 0,
      "mean normalised score per relative-position bucket (log axis), per score and for the "
      "oracle: where along the prompt does score accumulate?"},
+    {"bias_windows", "bias_windows.gp", "bias.csv", 0,
+     "the same selection shares for every window W (dark = short, light = long), one panel each "
+     "for attn, vatp, obc_vk and remove, with the oracle dashed: does the bias grow with W?"},
     {"taylor", "taylor.gp", "taylor.csv", 0,
      "log-log scatter of exact_v/exact_k/exact_vk against obc_v/obc_k/obc_vk and of the true "
      "eviction error against the window's removal error, with y = x: does each Taylor score "
@@ -121,6 +124,23 @@ static int select_figures(const PlotOptions *options, int analysis, int sweep, i
   return OBC_OK;
 }
 
+/* The words of wanted that also occur in present (both space-separated). */
+static void names_present(const char *wanted, const char *present, char *out, size_t size) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", wanted);
+  size_t used = 0;
+  out[0] = '\0';
+  char *save = NULL;
+  for (char *name = strtok_r(buf, " ", &save); name; name = strtok_r(NULL, " ", &save)) {
+    size_t length = strlen(name);
+    int found = 0;
+    for (const char *p = strstr(present, name); p && !found; p = strstr(p + 1, name))
+      found = (p == present || p[-1] == ' ') && (p[length] == ' ' || p[length] == '\0');
+    if (found && used < size)
+      used += (size_t)snprintf(out + used, size - used, "%s%s", used ? " " : "", name);
+  }
+}
+
 /* The gnuplot variables of one figure. */
 static void figure_args(const PlotFigure *f, const char *dir, const char *data_dir,
                         const PlotInputs *in, const PlotSweep *sweep, const char *model,
@@ -157,6 +177,13 @@ static void figure_args(const PlotFigure *f, const char *dir, const char *data_d
   }
   plot_args_size(args, "window", in->window);
   plot_args_size(args, "k", in->k);
+  if (!strcmp(f->name, "bias_windows")) {
+    char panels[256];
+    names_present("attn vatp obc_vk remove", in->bias_names, panels, sizeof panels);
+    plot_args_string(args, "scores", panels);
+    plot_args_string(args, "windows", in->windows);
+    return;
+  }
   if (!strncmp(f->name, "bias_", 5)) {
     plot_args_string(args, "scores", in->bias_names);
     return;

@@ -180,6 +180,10 @@ int plot_inputs_read(const char *dir, size_t window, size_t k, PlotInputs *in) {
   for (size_t i = 0; i < r->n_topk; i++)
     used += (size_t)snprintf(in->ks + used, sizeof in->ks - used, "%s%zu", i ? " " : "",
                              r->topk[i]);
+  used = 0;
+  for (size_t i = 0; i < r->n_windows; i++)
+    used += (size_t)snprintf(in->windows + used, sizeof in->windows - used, "%s%zu",
+                             i ? " " : "", r->windows[i]);
   rc = read_recall(dir, in);
   if (!rc && plot_file_exists(dir, "bias.csv"))
     rc = check_columns(dir, "bias.csv",

@@ -18,6 +18,7 @@ typedef struct {
   char scores[512];     /* score names in recall.csv, figure order, space-separated */
   char bias_names[512]; /* names in bias.csv (the scores and the oracle) */
   char ks[512];         /* the report's budgets, space-separated */
+  char windows[512];    /* the report's windows, space-separated */
   double rho[4];        /* Spearman of obc_v, obc_k, obc_vk, remove vs. their reference */
   int has_rho[4];
 } PlotInputs;

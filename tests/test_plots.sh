@@ -15,7 +15,7 @@ FAILED=0
 fail() { echo "FAIL: $*"; FAILED=1; }
 pass() { echo "ok: $*"; }
 
-ANALYSIS_FIGURES="recall_k recall_window needle_k bias_share bias_score taylor recall_layers"
+ANALYSIS_FIGURES="recall_k recall_window needle_k bias_share bias_score bias_windows taylor recall_layers"
 SWEEP_FIGURES="sweep_needle sweep_recall"
 MIN_PNG_BYTES=8000   # a titled, labelled figure is far larger; an empty canvas is ~2 KB
 MIN_SVG_BYTES=8000
@@ -47,10 +47,10 @@ if "$OBCACHE" plot "$TMP/analysis" > "$TMP/list.txt" 2> "$TMP/err.txt"; then
     is_svg "$TMP/analysis/plots/$f.svg" || fail "analysis: $f.svg missing or not an SVG"
     grep -qx "$TMP/analysis/plots/$f.png" "$TMP/list.txt" || fail "analysis: $f.png not listed"
   done
-  [ "$(wc -l < "$TMP/list.txt")" -eq 14 ] || fail "analysis: expected 14 files listed, got $(wc -l < "$TMP/list.txt")"
+  [ "$(wc -l < "$TMP/list.txt")" -eq 16 ] || fail "analysis: expected 16 files listed, got $(wc -l < "$TMP/list.txt")"
   no_temp=$(find "$TMP/analysis/plots" -name '*.tmp.*' -o -name '.*gnuplot-log*' | wc -l)
   [ "$no_temp" -eq 0 ] || fail "analysis: temporary files left behind"
-  pass "analysis folder: 7 figures x (png, svg)"
+  pass "analysis folder: 8 figures x (png, svg)"
 else
   fail "analysis: obcache plot failed: $(cat "$TMP/err.txt")"
 fi
@@ -168,7 +168,7 @@ if "$OBCACHE" synth -o "$TMP/syn.h5" --layers 3 --prompt 256 --rows 32 --decode 
     for f in $ANALYSIS_FIGURES; do
       is_png "$TMP/real/plots/$f.png" || fail "real analysis: $f.png missing or too small"
     done
-    pass "real analyser output: 7 PNGs"
+    pass "real analyser output: 8 PNGs"
   else
     fail "real analysis: $(cat "$TMP/err.txt")"
   fi
