@@ -7,6 +7,9 @@
 # non-zero exit.
 set -u
 : "${OBCACHE:?}" "${OBC_MODEL:?}" "${OBC_TMP:?}"
+# ctest runs tests side by side on few cores: idle OpenMP threads that spin
+# (libgomp's default) then steal the cores the busy ones need.
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 if [ ! -r "$OBC_MODEL" ]; then
   echo "FAIL: no model at $OBC_MODEL (run scripts/setup.sh)"
   exit 1

@@ -20,6 +20,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference_model  # noqa: E402
 
 OBCACHE = os.environ.get("OBCACHE", "obcache")
+# ctest runs tests side by side on few cores: idle OpenMP threads that spin
+# (libgomp's default) then steal the cores the busy ones need.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 TOLERANCE = 1e-4
 
 
