@@ -2,6 +2,7 @@
  * records a trace of it (capture/capture.h). Everything that can be checked
  * before the model runs is checked first (options, context length, output
  * folder), so a bad run fails fast and leaves no file behind. */
+#include <hdf5.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -76,6 +77,11 @@ int cmd_capture(int argc, char **argv) {
   /* A file-size limit (ulimit -f) must fail the write, not kill the process
    * before it can remove its temporary file. */
   signal(SIGXFSZ, SIG_IGN);
+  /* After a write fails (disk full), HDF5 1.10's exit-time clean-up crashes
+   * on the file it could not close; the writer has already removed that
+   * file, and a successful trace is closed before it is renamed, so the
+   * clean-up has nothing left to do. Must precede any other HDF5 call. */
+  H5dont_atexit();
 
   Model *model = NULL;
   rc = model_load(a.model_path, &model);

@@ -2,6 +2,7 @@
  * captured and analysed (capture/sweep.h), with DIR/summary.csv over the grid.
  * Takes every capture option (but --length/--depth) and the main analysis
  * settings; everything is checked before the first cell runs. */
+#include <hdf5.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -111,6 +112,7 @@ int cmd_sweep(int argc, char **argv) {
   s.capture.progress = isatty(fileno(stderr));
   s.command_line = command_line;
   signal(SIGXFSZ, SIG_IGN); /* see cmd_capture.c */
+  H5dont_atexit();          /* see cmd_capture.c */
 
   Model *model = NULL;
   rc = model_load(a.model_path, &model);

@@ -20,7 +20,7 @@
 #include "model/runtime.h"
 #include "traces/trace.h"
 
-static Model *model; /* loaded once in main, shared by the forked tests */
+static Model *model; /* loaded once in main, shared by the tests */
 
 static char *span_text(const NiahPrompt *p, const char *name) {
   const ObcSpan *span = NULL;
@@ -345,6 +345,9 @@ int main(void) {
     return 1;
   }
   SRunner *runner = srunner_create(capture_suite());
+  /* No fork per test: the model was loaded (and OpenMP's threads started)
+   * in this process, and libgomp does not survive a fork. */
+  srunner_set_fork_status(runner, CK_NOFORK);
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);
   srunner_free(runner);
