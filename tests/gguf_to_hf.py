@@ -3,7 +3,8 @@
 
 Writes config.json, the weights as model.safetensors (or N shards plus
 model.safetensors.index.json) in F32, F16 or BF16, and optionally
-tokenizer.json (built by transformers' own GGUF tokenizer converter). The
+tokenizer.json + tokenizer_config.json (built from the GGUF metadata by
+transformers' GGUF tokenizer converter). The
 weights are dequantised with the `gguf` package, and llama.cpp's permutation of
 the Q/K rows of llama-arch models is undone, so the folder holds the layout
 transformers would load: RoPE on halves (i, i + head_dim/2) instead of
@@ -114,12 +115,42 @@ def config_from_gguf(reader, tensors):
     }
 
 
-def write_tokenizer(gguf_path, out_dir):
-    """tokenizer.json via transformers' GGUF converter (optional)."""
-    from transformers import AutoTokenizer
-    tok = AutoTokenizer.from_pretrained(os.path.dirname(os.path.abspath(gguf_path)),
-                                        gguf_file=os.path.basename(gguf_path))
-    tok.save_pretrained(out_dir)
+def write_tokenizer(reader, out_dir):
+    """tokenizer.json + tokenizer_config.json from the GGUF's tokenizer.ggml.*
+    metadata, built by transformers' GGUF tokenizer converter (which needs no
+    PyTorch; its GGUF file reader does, hence the metadata comes from `gguf`).
+    transformers knows no "smollm" pre-tokenizer; SmolLM2's own tokenizer.json
+    splits digits one by one before the byte-level regex, so that is restored."""
+    try:  # transformers 5
+        from transformers.integrations.gguf.gguf_tokenizer_mapping import convert_gguf_tokenizer
+    except ImportError:  # transformers 4
+        from transformers.integrations.ggml import convert_gguf_tokenizer
+    from tokenizers import pre_tokenizers
+
+    value = lambda key, default=None: field_value(reader, key, default)
+    meta = {"tokenizer_type": value("tokenizer.ggml.model"), "pre_tokenizer_type": value("tokenizer.ggml.pre"),
+            "tokens": value("tokenizer.ggml.tokens"), "token_type": value("tokenizer.ggml.token_type"),
+            "merges": value("tokenizer.ggml.merges"), "bos_token_id": value("tokenizer.ggml.bos_token_id"),
+            "eos_token_id": value("tokenizer.ggml.eos_token_id")}
+    if meta["tokens"] is None:
+        sys.exit("gguf_to_hf: the GGUF has no tokenizer.ggml.tokens; drop --tokenizer")
+    backend, _ = convert_gguf_tokenizer(value("general.architecture"), meta)
+    if meta["pre_tokenizer_type"] == "smollm":
+        backend.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)])
+    backend.save(os.path.join(out_dir, "tokenizer.json"))
+    tokens = meta["tokens"]
+    config = {"add_bos_token": bool(value("tokenizer.ggml.add_bos_token", False))}
+    if meta["bos_token_id"] is not None:
+        config["bos_token"] = tokens[meta["bos_token_id"]]
+    if meta["eos_token_id"] is not None:
+        config["eos_token"] = tokens[meta["eos_token_id"]]
+    template = value("tokenizer.chat_template")
+    if template:
+        config["chat_template"] = template
+    with open(os.path.join(out_dir, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump(config, f, ensure_ascii=False, indent=1)
 
 
 def main():
@@ -176,7 +207,7 @@ def main():
         with open(os.path.join(tmp, "model.safetensors.index.json"), "w") as f:
             json.dump(index, f, indent=2)
     if args.tokenizer:
-        write_tokenizer(args.gguf, tmp)
+        write_tokenizer(reader, tmp)
     shutil.rmtree(args.out, ignore_errors=True)
     try:
         os.replace(tmp, args.out)
