@@ -79,16 +79,20 @@ else
   fail "--only: $(cat "$TMP/err.txt")"
 fi
 
-# 3b. A data file with a header and no rows (taylor.csv with --taylor-points 0):
-#     that figure is skipped with a note, the others are drawn.
+# 3b. A data file with a header and no rows (taylor.csv with --taylor-points 0)
+#     or none at all (no needle span: no needle.csv): those figures are
+#     skipped with a note, the others are drawn.
 cp -r "$TMP/analysis" "$TMP/notaylor"
-rm -rf "$TMP/notaylor/plots"
+rm -rf "$TMP/notaylor/plots" "$TMP/notaylor/needle.csv" "$TMP/notaylor/bias.csv" \
+  "$TMP/notaylor/recall_layers.csv"
 head -1 "$TMP/analysis/taylor.csv" > "$TMP/notaylor/taylor.csv"
 "$OBCACHE" plot "$TMP/notaylor" --format png > "$TMP/list.txt" 2> "$TMP/err.txt"
 rc=$?
 if [ $rc -eq 0 ] && grep -q "skipped taylor (.*taylor.csv is missing or has no rows)" "$TMP/err.txt" &&
-   [ ! -e "$TMP/notaylor/plots/taylor.png" ] && is_png "$TMP/notaylor/plots/recall_k.png"; then
-  pass "empty taylor.csv: $(cat "$TMP/err.txt")"
+   grep -q "skipped needle_k (.*needle.csv is missing" "$TMP/err.txt" &&
+   [ "$(ls "$TMP/notaylor/plots" | tr '\n' ' ')" = "recall_k.png recall_window.png " ] &&
+   is_png "$TMP/notaylor/plots/recall_k.png"; then
+  pass "empty taylor.csv, no needle/bias/layer files: $(wc -l < "$TMP/err.txt") figures skipped with a note"
 else
   fail "empty taylor.csv: exit $rc, stderr '$(cat "$TMP/err.txt")'"
 fi
