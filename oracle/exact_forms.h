@@ -11,8 +11,9 @@
  * when A_ip -> 1, where the exact errors divide by (1 - A)^2; so pairs with
  * A_ip > 1/2 (at most one per row: z - lse > log 1/2, OBC_LOG_HALF) take the
  * careful path obc_pair_forms_precise: z in double from q and k, dd and vd
- * from the vectors, and 1 - A = -expm1(z - lse). Below 1/2, 1 - a is accurate as a plain
- * subtraction. Shared by oracle/ and the fused window sweep of analyze/. */
+ * from the vectors, and 1 - A = -expm1(z - lse). Below 1/2, 1 - a is
+ * accurate as a plain subtraction. Shared by oracle/ and the fused window
+ * sweep of analyze/. */
 #ifndef OBC_EXACT_FORMS_H
 #define OBC_EXACT_FORMS_H
 
