@@ -96,12 +96,29 @@ static int read_config(const GgufFile *file, ModelConfig *c) {
   if (value_length != c->head_dim)
     return obc_fail(OBC_EUNSUPPORTED, "%s: %s.attention.value_length %zu differs from key_length %zu", path, arch,
                     value_length, c->head_dim);
+  size_t rope_dims = 0; /* partial rotary embedding would need its own code path */
+  if ((rc = read_size(file, arch, "rope.dimension_count", c->head_dim, &rope_dims))) return rc;
+  if (rope_dims != c->head_dim)
+    return obc_fail(OBC_EUNSUPPORTED, "%s: %s.rope.dimension_count %zu differs from the head dimension %zu "
+                    "(partial rotary embeddings are not supported)", path, arch, rope_dims, c->head_dim);
   const GgufTensor *embedding = gguf_find_tensor(file, "token_embd.weight");
   if (!embedding || embedding->n_dims != 2)
     return obc_fail(OBC_EFORMAT, "%s: tensor token_embd.weight is %s", path, embedding ? "not a matrix" : "missing");
   c->vocab_size = (size_t)embedding->dims[1];
   c->qkv_bias = !strcmp(arch, "qwen2");
   c->rope_interleaved = !strcmp(arch, "llama");
+  return 0;
+}
+
+/* Biases the runtime has no place for: refused rather than silently dropped. */
+static int refuse_extra_biases(const GgufFile *file, const ModelConfig *c) {
+  static const char *const names[] = {"blk.0.attn_output.bias", "blk.0.ffn_gate.bias", "blk.0.ffn_up.bias",
+                                      "blk.0.ffn_down.bias", "blk.0.attn_q.bias"};
+  size_t n = sizeof names / sizeof names[0] - (c->qkv_bias ? 1 : 0);
+  for (size_t i = 0; i < n; i++)
+    if (gguf_find_tensor(file, names[i]))
+      return obc_fail(OBC_EUNSUPPORTED, "%s: tensor %s: biases there are not supported for %s models",
+                      gguf_path(file), names[i], c->architecture);
   return 0;
 }
 
@@ -131,6 +148,7 @@ static int load_weights(const GgufFile *file, Model *model) {
   ModelWeightSlot *slots;
   size_t n_slots;
   int rc = model_weight_slots(model, MODEL_FORMAT_GGUF, &slots, &n_slots);
+  if (!rc) rc = refuse_extra_biases(file, &model->config);
   if (!rc) rc = match_tensors(file, model, slots, n_slots);
   if (!rc) rc = model_weight_arena(model, slots, n_slots); /* no output.weight: tied */
   for (size_t i = 0; !rc && i < n_slots; i++) {

@@ -577,6 +577,16 @@ START_TEST(missing_tensor_shape_mismatch_and_bad_values_are_named) {
   ck_assert_int_eq(model_load(path, &m), OBC_EUNSUPPORTED);
   assert_message_names(path, "general.architecture is \"gemma\"");
 
+  TinySpec partial = {.rope_dims = 2};
+  path = tiny_gguf(&partial, "partial_rope.gguf");
+  ck_assert_int_eq(model_load(path, &m), OBC_EUNSUPPORTED);
+  assert_message_names(path, "llama.rope.dimension_count 2 differs from the head dimension 4");
+
+  TinySpec bias = {.extra = "blk.0.attn_output.bias"};
+  path = tiny_gguf(&bias, "o_bias.gguf");
+  ck_assert_int_eq(model_load(path, &m), OBC_EUNSUPPORTED);
+  assert_message_names(path, "tensor blk.0.attn_output.bias: biases there are not supported");
+
   ck_assert_int_eq(model_load("/nonexistent-obc/none.gguf", &m), OBC_ENOTFOUND);
   assert_message_names("/nonexistent-obc/none.gguf", NULL);
 }

@@ -1,7 +1,8 @@
 /* A tiny llama or qwen2 model as a GGUF file (2 layers, dim 16, 4 query and 2
  * KV heads of dim 4, vocabulary 40, F32 weights with deterministic values
  * tiny_value(tensor index, element)), with optional damage: a tensor left out,
- * reshaped, poisoned with a NaN or given an unknown type. Test code. */
+ * reshaped, poisoned with a NaN or given an unknown type, an extra tensor, a
+ * rope.dimension_count. Test code. */
 #ifndef OBC_TEST_TINY_GGUF_H
 #define OBC_TEST_TINY_GGUF_H
 
@@ -20,6 +21,8 @@ typedef struct {
   const char *poison;      /* tensor with a NaN, or NULL */
   const char *retype;      /* tensor given type 99, or NULL */
   uint64_t reshape_dims[2];
+  uint32_t rope_dims;      /* <arch>.rope.dimension_count when non-zero */
+  const char *extra;       /* an extra tensor of TINY_DIM floats, or NULL */
 } TinySpec;
 
 enum { TINY_DIM = 16, TINY_FFN = 32, TINY_HEADS = 4, TINY_KV = 2, TINY_HD = 4, TINY_VOCAB = 40, TINY_LAYERS = 2 };
@@ -44,6 +47,7 @@ static void tiny_gguf_write(const TinySpec *spec, const char *path) {
   tg_kv_u32(&g, KEY("attention.head_count_kv"), TINY_KV);
   tg_kv_f32(&g, KEY("rope.freq_base"), 10000.0f);
   tg_kv_f32(&g, KEY("attention.layer_norm_rms_epsilon"), 1e-5f);
+  if (spec->rope_dims) tg_kv_u32(&g, KEY("rope.dimension_count"), spec->rope_dims);
 #undef KEY
   struct { char name[64]; uint64_t d0, d1; } list[TB_MAX_TENSORS];
   size_t n = 0;
@@ -74,6 +78,7 @@ static void tiny_gguf_write(const TinySpec *spec, const char *path) {
       T(name, TINY_KV * TINY_HD, 0);
     }
   }
+  if (spec->extra) T(spec->extra, TINY_DIM, 0);
 #undef T
   for (size_t t = 0; t < n; t++) {
     if (spec->skip && !strcmp(spec->skip, list[t].name)) continue;
