@@ -104,13 +104,14 @@ static int select_figures(const PlotOptions *options, int analysis, int sweep, i
     const PlotFigure *f = &FIGURES[i];
     selected[i] = 0;
     if (options->only && !named[i]) continue;
-    int usable = f->sweep ? sweep : analysis && plot_file_has_rows(options->dir, f->data);
+    int applicable = f->sweep ? sweep : analysis; /* this kind of folder has such figures */
+    int usable = applicable && (f->sweep || plot_file_has_rows(options->dir, f->data));
     if (!usable) {
       if (named[i])
         return obc_fail(OBC_ENOTFOUND, "%s/%s: not found or no data rows (figure %s needs it%s)",
                         options->dir, f->data, f->name,
                         f->sweep ? "; it is drawn for sweep folders" : "");
-      if (f->sweep == !sweep || !analysis) continue; /* the other kind of folder: not a skip */
+      if (!applicable) continue; /* a figure of the other kind of folder: not a skip */
       if (result->n_skipped < PLOT_MAX_SKIPPED)
         snprintf(result->skipped[result->n_skipped++], sizeof result->skipped[0],
                  "%s (%s/%s is missing or has no rows)", f->name, options->dir, f->data);
