@@ -157,6 +157,11 @@ static int load_weights(const GgufFile *file, Model *model) {
     rc = gguf_tensor_to_f32(file, t, *slots[i].dest);
     if (!rc) rc = model_check_finite(gguf_path(file), t->name, *slots[i].dest, t->n_elements);
   }
+  const float *factors = model->weights.rope_freq_factors; /* divisors of the RoPE frequencies */
+  for (size_t i = 0; !rc && factors && i < model->config.head_dim / 2; i++)
+    if (!(factors[i] > 0))
+      rc = obc_fail(OBC_EVALUE, "%s: tensor rope_freqs.weight holds %g at %zu (expected positive divisors)",
+                    gguf_path(file), (double)factors[i], i);
   free(slots);
   return rc;
 }

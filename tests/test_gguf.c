@@ -540,6 +540,22 @@ START_TEST(tiny_llama_gguf_loads_with_its_config_and_weights) {
   ck_assert(inv_freq[0] == 1.0 && fabs(inv_freq[1] - 0.01) < 1e-15);
   model_free(m);
 
+  /* Llama-3 scaling as llama.cpp stores it: per-frequency divisors. */
+  static const float divisors[TINY_HD / 2] = {1.0f, 8.0f};
+  TinySpec llama3 = {.extra = "rope_freqs.weight", .extra_length = TINY_HD / 2, .extra_values = divisors};
+  path = tiny_gguf(&llama3, "tiny_llama3.gguf");
+  ck_assert_msg(model_load(path, &m) == 0, "%s", obc_error_message());
+  ck_assert(m->config.rope_scaling == OBC_ROPE_LLAMA3);
+  ck_assert_ptr_nonnull(m->weights.rope_freq_factors);
+  model_rope_inv_freq(m, inv_freq);
+  ck_assert(inv_freq[0] == 1.0 && fabs(inv_freq[1] - 0.01 / 8) < 1e-15);
+  model_free(m);
+  static const float negative[TINY_HD / 2] = {1.0f, -2.0f};
+  llama3.extra_values = negative;
+  path = tiny_gguf(&llama3, "tiny_llama3_bad.gguf");
+  ck_assert_int_eq(model_load(path, &m), OBC_EVALUE);
+  assert_message_names(path, "rope_freqs.weight");
+
   TinySpec qwen = {.arch = "qwen2"};
   path = tiny_gguf(&qwen, "tiny_qwen2.gguf");
   ck_assert_msg(model_load(path, &m) == 0, "%s", obc_error_message());

@@ -8,6 +8,7 @@
 
 #include <check.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,7 +23,9 @@ typedef struct {
   const char *retype;      /* tensor given type 99, or NULL */
   uint64_t reshape_dims[2];
   uint32_t rope_dims;      /* <arch>.rope.dimension_count when non-zero */
-  const char *extra;       /* an extra tensor of TINY_DIM floats, or NULL */
+  const char *extra;       /* an extra 1-D tensor, or NULL */
+  size_t extra_length;     /* its length (0: TINY_DIM) */
+  const float *extra_values; /* its values (NULL: tiny_value) */
 } TinySpec;
 
 enum { TINY_DIM = 16, TINY_FFN = 32, TINY_HEADS = 4, TINY_KV = 2, TINY_HD = 4, TINY_VOCAB = 40, TINY_LAYERS = 2 };
@@ -78,7 +81,7 @@ static void tiny_gguf_write(const TinySpec *spec, const char *path) {
       T(name, TINY_KV * TINY_HD, 0);
     }
   }
-  if (spec->extra) T(spec->extra, TINY_DIM, 0);
+  if (spec->extra) T(spec->extra, spec->extra_length ? spec->extra_length : TINY_DIM, 0);
 #undef T
   for (size_t t = 0; t < n; t++) {
     if (spec->skip && !strcmp(spec->skip, list[t].name)) continue;
@@ -89,7 +92,8 @@ static void tiny_gguf_write(const TinySpec *spec, const char *path) {
     }
     size_t count = (size_t)dims[0] * (dims[1] ? (size_t)dims[1] : 1);
     ck_assert_uint_le(count, TINY_VOCAB * TINY_DIM);
-    for (size_t i = 0; i < count; i++) data[t][i] = tiny_value(t, i);
+    bool extra = spec->extra && !strcmp(spec->extra, list[t].name) && spec->extra_values;
+    for (size_t i = 0; i < count; i++) data[t][i] = extra ? spec->extra_values[i] : tiny_value(t, i);
     if (spec->poison && !strcmp(spec->poison, list[t].name)) data[t][count / 2] = NAN;
     uint32_t type = spec->retype && !strcmp(spec->retype, list[t].name) ? 99u : (uint32_t)GGML_TYPE_F32;
     tg_tensor(&g, list[t].name, type, dims[1] ? 2 : 1, dims, data[t], count * sizeof(float));
