@@ -180,12 +180,14 @@ END_TEST
 
 /* ---- tiny models ---- */
 
+/* arch "llama", "qwen2" or "llama-untied" (with output.weight / lm_head). */
 static const char *tiny_folder(const char *arch, const char *name, const char *options) {
   static char folder[4300];
   char gguf[4300];
   make_scratch();
   snprintf(gguf, sizeof gguf, "%s/tiny_%s.gguf", scratch, arch);
-  TinySpec spec = {.arch = arch};
+  bool untied = !strcmp(arch, "llama-untied");
+  TinySpec spec = {.arch = untied ? "llama" : arch, .untied = untied};
   tiny_gguf_write(&spec, gguf);
   snprintf(folder, sizeof folder, "%s/%s", scratch, name);
   convert(gguf, folder, options);
@@ -193,8 +195,8 @@ static const char *tiny_folder(const char *arch, const char *name, const char *o
 }
 
 START_TEST(sharded_index_loads_exactly_as_a_single_file) {
-  static const char *arches[] = {"llama", "qwen2"};
-  for (size_t i = 0; i < 2; i++) {
+  static const char *arches[] = {"llama", "qwen2", "llama-untied"};
+  for (size_t i = 0; i < 3; i++) {
     char gguf[4300], single[4300], sharded[4300];
     snprintf(single, sizeof single, "%s", tiny_folder(arches[i], "single", "--dtype f32"));
     snprintf(sharded, sizeof sharded, "%s", tiny_folder(arches[i], "sharded", "--dtype f32 --shards 4"));
@@ -204,6 +206,8 @@ START_TEST(sharded_index_loads_exactly_as_a_single_file) {
     printf("tiny %s: single vs 4 shards %zu weights max |diff| %g; GGUF vs HF max |diff| %g\n", arches[i],
            d1.values, d1.max_abs, d2.max_abs);
     ck_assert(a->config.qkv_bias == (i == 1));
+    ck_assert(a->config.tied_embeddings == (i != 2) && g->config.tied_embeddings == (i != 2));
+    ck_assert((a->weights.output == a->weights.token_embedding) == (i != 2));
     model_free(g);
     model_free(a);
     model_free(b);

@@ -26,6 +26,7 @@ typedef struct {
   const char *extra;       /* an extra 1-D tensor, or NULL */
   size_t extra_length;     /* its length (0: TINY_DIM) */
   const float *extra_values; /* its values (NULL: tiny_value) */
+  bool untied;             /* with output.weight (else tied to token_embd) */
 } TinySpec;
 
 enum { TINY_DIM = 16, TINY_FFN = 32, TINY_HEADS = 4, TINY_KV = 2, TINY_HD = 4, TINY_VOCAB = 40, TINY_LAYERS = 2 };
@@ -57,6 +58,7 @@ static void tiny_gguf_write(const TinySpec *spec, const char *path) {
 #define T(nm, a, b) (snprintf(list[n].name, sizeof list[n].name, "%s", nm), list[n].d0 = (a), list[n].d1 = (b), n++)
   T("token_embd.weight", TINY_DIM, TINY_VOCAB);
   T("output_norm.weight", TINY_DIM, 0);
+  if (spec->untied) T("output.weight", TINY_DIM, TINY_VOCAB);
   int qwen = !strcmp(arch, "qwen2");
   for (int l = 0; l < TINY_LAYERS; l++) {
     static const struct { const char *what; uint64_t d0, d1; } per_layer[] = {
