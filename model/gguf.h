@@ -42,8 +42,8 @@ typedef struct {
   uint32_t type;    /* GgmlType */
   uint64_t offset;  /* from the start of the data section */
   size_t n_elements;
-  size_t n_bytes;
-  const void *data; /* into the mapping */
+  size_t n_bytes;   /* 0 for a type this reader does not know (size unknown) */
+  const void *data; /* into the mapping; NULL for such a type */
 } GgufTensor;
 
 int gguf_open(const char *path, GgufFile **out);
