@@ -155,7 +155,13 @@ static int run_layer(CpuState *s, size_t layer, size_t pos0, size_t n, CpuCaptur
   store_kv(s, layer, pos0, n);
 
   double t_att = obc_now_seconds();
-  AttentionShape shape = {c->n_heads, c->n_kv_heads, hd, s->cache->max_context, pos0, n};
+  AttentionShape shape = {
+      .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = hd,
+      .kv_stride = s->cache->max_context, .pos0 = pos0, .n = n,
+      /* the kept-position marks of runtime_evict, or NULL */
+      .evicted = s->cache->evicted
+                     ? s->cache->evicted + layer * c->n_kv_heads * s->cache->max_context
+                     : NULL};
   AttentionRows attn_rows;
   const AttentionRows *want = rows ? cpu_capture_attention_rows(rows, &attn_rows) : NULL;
   int rc =

@@ -51,10 +51,11 @@ int cpu_attention(const AttentionShape *s, const float *q, const float *k, const
   size_t n_blocks = (s->n + BLOCK - 1) / BLOCK;
   size_t n_items = s->n_heads * n_blocks;
   size_t max_keys = s->pos0 + s->n;
+  size_t block_rows = s->n < BLOCK ? s->n : BLOCK; /* 1 for a decode step */
   float scale = (float)(1.0 / sqrt((double)s->head_dim));
   int n_threads = omp_get_max_threads();
   float *scores =
-      obc_malloc((size_t)n_threads * BLOCK * max_keys * sizeof(float), "attention scores");
+      obc_malloc((size_t)n_threads * block_rows * max_keys * sizeof(float), "attention scores");
   double *gemm_time = obc_calloc((size_t)n_threads, sizeof(double), "attention timers");
   if (!scores || !gemm_time) {
     free(scores);
@@ -71,15 +72,23 @@ int cpu_attention(const AttentionShape *s, const float *q, const float *k, const
     const float *kh = k + (h / group) * s->kv_stride * s->head_dim;
     const float *vh = v + (h / group) * s->kv_stride * s->head_dim;
     int thread = omp_get_thread_num();
-    float *sc = scores + (size_t)thread * BLOCK * max_keys;
+    float *sc = scores + (size_t)thread * block_rows * max_keys;
     double start = obc_now_seconds();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nq, (int)n_keys, (int)s->head_dim,
                 scale, q + t0 * q_dim + h * s->head_dim, (int)q_dim, kh, (int)s->head_dim, 0.0f, sc,
                 (int)n_keys);
     gemm_time[thread] += obc_now_seconds() - start;
+    const unsigned char *evicted = s->evicted ? s->evicted + (h / group) * s->kv_stride : NULL;
     for (size_t r = 0; r < nq; r++) {
       float *row = sc + r * n_keys;
-      lse[h * s->n + t0 + r] = softmax_row(row, s->pos0 + t0 + r + 1, n_keys);
+      size_t n_valid = s->pos0 + t0 + r + 1;
+      if (evicted) /* dropped keys: out of the max and the sum, then exactly 0 */
+        for (size_t p = 0; p < n_valid; p++)
+          if (evicted[p]) row[p] = -INFINITY;
+      lse[h * s->n + t0 + r] = softmax_row(row, n_valid, n_keys);
+      if (evicted)
+        for (size_t p = 0; p < n_valid; p++)
+          if (evicted[p]) row[p] = 0.0f;
       int32_t captured = rows ? rows->row_of[t0 + r] : -1;
       if (captured >= 0) {
         float *dst = rows->attn + (h * rows->n_rows + (size_t)captured) * max_keys;

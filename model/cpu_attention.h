@@ -15,6 +15,8 @@ typedef struct {
   size_t kv_stride; /* cache rows per KV head (max_context) */
   size_t pos0;      /* position of the first query */
   size_t n;         /* queries at positions [pos0, pos0 + n); keys [0, pos0 + n) */
+  /* 1 = key row evicted: left out of the softmax (weight exactly 0); NULL = none. */
+  const unsigned char *evicted; /* (n_kv_heads, kv_stride) or NULL */
 } AttentionShape;
 
 /* Optional copy of softmax rows for chosen queries: row_of[t] is the index of

@@ -98,6 +98,7 @@ void runtime_free(Runtime *rt) {
   if (rt->state) rt->backend->destroy(rt->state);
   free(rt->cache.k);
   free(rt->cache.v);
+  free(rt->cache.evicted);
   free(rt);
 }
 
@@ -120,6 +121,11 @@ int runtime_forward(Runtime *rt, const int32_t *tokens, size_t n, RuntimeLogits 
     for (size_t r = 1; r < capture->n_rows; r++)
       assert(capture->row_positions[r] > capture->row_positions[r - 1]);
 
+  if (rt->cache.evicted) /* positions appended from here on are always kept */
+    for (size_t layer = 0; layer < c->n_layers; layer++)
+      for (size_t g = 0; g < c->n_kv_heads; g++)
+        memset(rt->cache.evicted + (layer * c->n_kv_heads + g) * rt->cache.max_context + pos0, 0,
+               n);
   for (size_t done = 0; done < n;) {
     size_t chunk = n - done < rt->max_batch ? n - done : rt->max_batch;
     int last = done + chunk == n;
@@ -141,7 +147,10 @@ int runtime_forward(Runtime *rt, const int32_t *tokens, size_t n, RuntimeLogits 
 size_t runtime_position(const Runtime *rt) { return rt->cache.length; }
 size_t runtime_max_context(const Runtime *rt) { return rt->cache.max_context; }
 const Model *runtime_model(const Runtime *rt) { return rt->model; }
-void runtime_reset(Runtime *rt) { rt->cache.length = 0; }
+void runtime_reset(Runtime *rt) {
+  rt->cache.length = 0;
+  runtime_clear_evictions(rt);
+}
 KVCache *runtime_cache(Runtime *rt) { return &rt->cache; }
 
 int runtime_set_position(Runtime *rt, size_t position) {
@@ -150,6 +159,31 @@ int runtime_set_position(Runtime *rt, size_t position) {
                     position, rt->cache.max_context);
   rt->cache.length = position;
   return 0;
+}
+
+int runtime_evict(Runtime *rt, size_t layer, size_t kv_head, size_t position) {
+  KVCache *cache = &rt->cache;
+  assert(layer < cache->n_layers && kv_head < cache->n_kv_heads);
+  if (rt->backend != &runtime_backend_cpu)
+    return obc_fail(OBC_EUNSUPPORTED, "runtime: backend %s cannot evict cache rows (the CUDA "
+                    "attention has no kept-position list yet; hint: --device cpu)",
+                    rt->backend->name);
+  if (position >= cache->length)
+    return obc_fail(OBC_EINVAL, "runtime: cannot evict position %zu (expected < %zu cached)",
+                    position, cache->length);
+  if (!cache->evicted) {
+    cache->evicted = obc_calloc(cache->n_layers * cache->n_kv_heads * cache->max_context, 1,
+                                "eviction marks");
+    if (!cache->evicted) return OBC_ENOMEM;
+  }
+  cache->evicted[(layer * cache->n_kv_heads + kv_head) * cache->max_context + position] = 1;
+  return 0;
+}
+
+void runtime_clear_evictions(Runtime *rt) {
+  KVCache *cache = &rt->cache;
+  if (cache->evicted)
+    memset(cache->evicted, 0, cache->n_layers * cache->n_kv_heads * cache->max_context);
 }
 
 const RuntimeProfile *runtime_profile(const Runtime *rt) { return &rt->profile; }

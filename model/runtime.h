@@ -32,10 +32,10 @@ typedef struct {
  * Positions [0, length) hold valid rows.
  *
  * Replay (issue 6) writes rows into k/v directly and then sets the length
- * with runtime_set_position(); dropping evicted rows per (layer, KV head)
- * will add a kept-position list per (layer, KV head) here, and the attention
- * then runs over kept positions (+ every position appended after the
- * eviction), with RoPE positions unchanged. */
+ * with runtime_set_position(). Eviction (runtime_evict) marks cached rows of
+ * one (layer, KV head) as dropped: attention then runs over the kept
+ * positions only, plus every position appended afterwards (always kept);
+ * RoPE positions are unchanged. Only the CPU backend honours it. */
 typedef struct {
   size_t n_layers;
   size_t n_kv_heads;
@@ -44,6 +44,8 @@ typedef struct {
   size_t length; /* positions filled */
   float *k;      /* (n_layers, n_kv_heads, max_context, head_dim) */
   float *v;      /* (n_layers, n_kv_heads, max_context, head_dim) */
+  /* 1 = the row is evicted (not attended); NULL until the first eviction. */
+  unsigned char *evicted; /* (n_layers, n_kv_heads, max_context) */
 } KVCache;
 
 /* Pointer to K (or V) of (layer, kv_head, position 0); rows follow with a
@@ -147,6 +149,13 @@ void runtime_reset(Runtime *runtime);
 KVCache *runtime_cache(Runtime *runtime);
 /* Declares positions [0, position) valid after writing rows directly. */
 int runtime_set_position(Runtime *runtime, size_t position);
+/* Drops cached position `position` (< runtime_position()) of (layer, kv_head)
+ * from every later attention. Rows written at or after the current position
+ * by later forward calls are kept. OBC_EUNSUPPORTED on a backend other than
+ * "cpu" (the CUDA attention has no kept-position list yet). */
+int runtime_evict(Runtime *runtime, size_t layer, size_t kv_head, size_t position);
+/* Keeps every cached position again (runtime_reset does this too). */
+void runtime_clear_evictions(Runtime *runtime);
 
 const RuntimeProfile *runtime_profile(const Runtime *runtime);
 void runtime_profile_reset(Runtime *runtime);
