@@ -10,6 +10,11 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Model files are little-endian and are read in place. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "obcache reads GGUF and safetensors in place and needs a little-endian host"
+#endif
+
 static inline float obc_f32_from_bits(uint32_t bits) {
   float value;
   memcpy(&value, &bits, sizeof value);

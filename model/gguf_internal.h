@@ -9,6 +9,11 @@
 
 #include "model/gguf.h"
 
+/* Model files are little-endian and are read in place. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "obcache reads GGUF and safetensors in place and needs a little-endian host"
+#endif
+
 typedef struct {
   char *key;             /* NUL-terminated copy */
   uint32_t type;         /* GgufValueType */
