@@ -241,14 +241,16 @@ static void reduce_task(const ReduceContext *ctx, ObcAnalysisResult *result, con
   size_t *selected = t->selected + tid * ctx->max_k;
   double *share = t->share + tid * B;
 
-  stats_average_ranks(score, s, t->pairs + tid * 2 * s, b->ranks + (w * OBC_Q_COUNT + q) * s);
+  /* One sort gives the ranks (Spearman) and every top-k ranking. */
+  const ObcRankPair *sorted = stats_sort_values(score, s, t->pairs + tid * 2 * s);
+  stats_ranks_from_sorted(sorted, s, b->ranks + (w * OBC_Q_COUNT + q) * s);
   bias_mean_norm_scores(score, s, B, share);
   double *norm_acc = result->bias_norm + (q * config->n_windows + w) * B;
   for (size_t i = 0; i < B; i++) norm_acc[i] += share[i];
 
   for (size_t ri = 0; ri < result->n_recents; ri++) {
     size_t r = result->recents[ri];
-    if (ctx->max_k > r) select_rank_top(score, s - r, ctx->max_k - r, ranked);
+    if (ctx->max_k > r) select_rank_top_sorted(sorted, s, s - r, ctx->max_k - r, ranked);
     for (size_t ki = 0; ki < config->n_topk; ki++) {
       size_t k = config->topk[ki];
       size_t at = analysis_recall_index(result, config, head, q, w, ri, ki);

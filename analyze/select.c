@@ -53,6 +53,19 @@ void select_rank_top(const double *scores, size_t n, size_t count, size_t *ranke
   }
 }
 
+void select_rank_top_sorted(const ObcRankPair *sorted, size_t n, size_t limit, size_t count,
+                            size_t *ranked) {
+  size_t got = 0, end = n;
+  while (got < count && end > 0) {
+    size_t start = end - 1;
+    while (start > 0 && sorted[start - 1].key == sorted[end - 1].key) start--;
+    for (size_t j = start; j < end && got < count; j++)
+      if (sorted[j].index < limit) ranked[got++] = sorted[j].index;
+    end = start;
+  }
+  assert(got == count);
+}
+
 void select_budget_from_ranking(const size_t *ranked, size_t n, size_t k, size_t recent,
                                 size_t *selected) {
   assert(k <= n && (recent < k || k == 0));

@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 
+#include "analyze/stats.h"
+
 /* Marks positions outside a ranking in select_rank_index's output. */
 #define OBC_RANK_NONE ((size_t)-1)
 
@@ -17,6 +19,13 @@
  * score first, equal scores by lower position. NaN ranks below every number.
  * ranked: (count), count <= n. */
 void select_rank_top(const double *scores, size_t n, size_t count, size_t *ranked);
+
+/* The same ranking as select_rank_top(scores, limit, count, ranked), read
+ * off the ascending sort of all n scores (stats_sort_values): walk it from
+ * the end, each group of equal scores in position order, skipping positions
+ * >= limit. O(count + skipped) instead of a pass over the scores. */
+void select_rank_top_sorted(const ObcRankPair *sorted, size_t n, size_t limit, size_t count,
+                            size_t *ranked);
 
 /* Selection for budget k and recent window r < k (or r == 0 < k) over n
  * positions: the k - r best of positions 0..n-r-1 (best first), then the

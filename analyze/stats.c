@@ -24,40 +24,55 @@ static uint64_t rank_key(double v) {
 
 #define RADIX_BITS 11
 #define RADIX_SIZE (1 << RADIX_BITS)
+#define RADIX_PASSES 6 /* ceil(64 / 11) */
 
-/* Stable LSD radix sort of pairs (n) by key, 11 bits a pass (6 passes);
- * tmp: (n). Leaves the sorted pairs in *pairs (swapping with tmp as needed). */
-static void radix_sort_pairs(ObcRankPair **pairs, ObcRankPair **tmp, size_t n) {
-  size_t count[RADIX_SIZE];
-  for (int shift = 0; shift < 64; shift += RADIX_BITS) {
-    ObcRankPair *src = *pairs, *dst = *tmp;
-    memset(count, 0, sizeof count);
-    for (size_t i = 0; i < n; i++) count[(src[i].key >> shift) & (RADIX_SIZE - 1)]++;
-    if (count[(src[0].key >> shift) & (RADIX_SIZE - 1)] == n) continue; /* one digit: pass changes nothing */
+/* Stable LSD radix sort of pairs (n) by key, 11 bits a pass; tmp: (n). All
+ * digit histograms come from one read of the keys, and a pass whose digit is
+ * the same for every key is skipped. Returns the array holding the result. */
+static ObcRankPair *radix_sort_pairs(ObcRankPair *pairs, ObcRankPair *tmp, size_t n) {
+  static _Thread_local size_t count[RADIX_PASSES][RADIX_SIZE];
+  memset(count, 0, sizeof count);
+  for (size_t i = 0; i < n; i++) {
+    uint64_t key = pairs[i].key;
+    for (int pass = 0; pass < RADIX_PASSES; pass++)
+      count[pass][(key >> (pass * RADIX_BITS)) & (RADIX_SIZE - 1)]++;
+  }
+  for (int pass = 0; pass < RADIX_PASSES; pass++) {
+    int shift = pass * RADIX_BITS;
+    size_t *c = count[pass];
+    if (c[(pairs[0].key >> shift) & (RADIX_SIZE - 1)] == n) continue;
     size_t offset = 0;
     for (int d = 0; d < RADIX_SIZE; d++) {
-      size_t c = count[d];
-      count[d] = offset;
-      offset += c;
+      size_t here = c[d];
+      c[d] = offset;
+      offset += here;
     }
-    for (size_t i = 0; i < n; i++) dst[count[(src[i].key >> shift) & (RADIX_SIZE - 1)]++] = src[i];
-    *pairs = dst;
-    *tmp = src;
+    for (size_t i = 0; i < n; i++) tmp[c[(pairs[i].key >> shift) & (RADIX_SIZE - 1)]++] = pairs[i];
+    ObcRankPair *swap = pairs;
+    pairs = tmp;
+    tmp = swap;
+  }
+  return pairs;
+}
+
+const ObcRankPair *stats_sort_values(const double *values, size_t n, ObcRankPair *scratch) {
+  if (n == 0) return scratch;
+  for (size_t i = 0; i < n; i++) scratch[i] = (ObcRankPair){rank_key(values[i]), i};
+  return radix_sort_pairs(scratch, scratch + n, n);
+}
+
+void stats_ranks_from_sorted(const ObcRankPair *sorted, size_t n, double *ranks) {
+  for (size_t start = 0; start < n;) {
+    size_t end = start + 1;
+    while (end < n && sorted[end].key == sorted[start].key) end++;
+    double mean_rank = 0.5 * (double)(start + 1 + end); /* mean of start+1 .. end */
+    for (size_t j = start; j < end; j++) ranks[sorted[j].index] = mean_rank;
+    start = end;
   }
 }
 
 void stats_average_ranks(const double *values, size_t n, ObcRankPair *scratch, double *ranks) {
-  if (n == 0) return;
-  ObcRankPair *pairs = scratch, *tmp = scratch + n;
-  for (size_t i = 0; i < n; i++) pairs[i] = (ObcRankPair){rank_key(values[i]), i};
-  radix_sort_pairs(&pairs, &tmp, n);
-  for (size_t start = 0; start < n;) {
-    size_t end = start + 1;
-    while (end < n && pairs[end].key == pairs[start].key) end++;
-    double mean_rank = 0.5 * (double)(start + 1 + end); /* mean of start+1 .. end */
-    for (size_t j = start; j < end; j++) ranks[pairs[j].index] = mean_rank;
-    start = end;
-  }
+  stats_ranks_from_sorted(stats_sort_values(values, n, scratch), n, ranks);
 }
 
 double stats_pearson(const double *x, const double *y, size_t n) {

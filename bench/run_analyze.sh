@@ -23,27 +23,29 @@ if [ ! -s "$TRACE" ]; then
   "$OBCACHE" synth --shape smollm2 --prompt 8192 --rows 128 --decode 16 --seed 1 -o "$TRACE"
 fi
 
-# Peak RSS and wall time of a child process, from getrusage(RUSAGE_CHILDREN).
+# Wall time, CPU time (user + system) and peak RSS of a child process, from
+# getrusage(RUSAGE_CHILDREN). CPU time is printed too because on a shared
+# machine the wall time also measures the other users' load.
 measure() {
   python3 - "$@" <<'PYEOF'
 import resource, subprocess, sys, time
 t = time.time()
 subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
 seconds = time.time() - t
-rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
-print(f"{seconds:.3f} {rss:.1f}")
+use = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"{seconds:.3f} {use.ru_utime + use.ru_stime:.3f} {use.ru_maxrss / 1024.0:.1f}")
 PYEOF
 }
 
 echo "bench: obcache analyze (float, all cores) on $TRACE, windows $WINDOWS"
-read -r t_c rss_c < <(measure "$OBCACHE" analyze "$TRACE" -o "$WORK/smollm2-analysis" \
+read -r t_c cpu_c rss_c < <(measure "$OBCACHE" analyze "$TRACE" -o "$WORK/smollm2-analysis" \
   --window "$WINDOWS" --scores-out "$WORK/smollm2-scores.h5" --quiet)
-echo "  obcache analyze: $t_c s, peak RSS $rss_c MiB"
+echo "  obcache analyze: $t_c s wall, $cpu_c s CPU, peak RSS $rss_c MiB"
 
 echo "bench: NumPy pseudo-code (float32) on the same trace and windows"
-read -r t_np rss_np < <(measure python3 bench/analyze_numpy.py "$TRACE" --window "$WINDOWS" \
+read -r t_np cpu_np rss_np < <(measure python3 bench/analyze_numpy.py "$TRACE" --window "$WINDOWS" \
   --dtype float32 --out "$WORK/numpy.npz")
-echo "  numpy: $t_np s, peak RSS $rss_np MiB"
+echo "  numpy: $t_np s wall, $cpu_np s CPU, peak RSS $rss_np MiB"
 
 python3 - "$WORK/numpy.npz" "$WORK/smollm2-scores.h5" <<'PYEOF'
 import sys, h5py, numpy as np
@@ -64,12 +66,12 @@ bad = {k: v for k, v in worst.items() if not v < 1e-2}
 if bad:
     sys.exit(f"bench: obcache and NumPy disagree: {bad}")
 PYEOF
-python3 -c "print(f'speed-up of obcache analyze over NumPy: {float(\"$t_np\") / float(\"$t_c\"):.1f}x')"
+python3 -c "print(f'speed-up of obcache analyze over NumPy: {$t_np / $t_c:.1f}x wall time, {$cpu_np / $cpu_c:.1f}x CPU time (load average now: $(cut -d' ' -f1 /proc/loadavg))')"
 
 if [ -s "$LLAMA_TRACE" ]; then
   echo "bench: obcache analyze on $LLAMA_TRACE (Llama-3.1-8B shape)"
-  read -r t_l rss_l < <(measure "$OBCACHE" analyze "$LLAMA_TRACE" -o "$WORK/llama8b-analysis" --quiet)
-  echo "  obcache analyze: $t_l s, peak RSS $rss_l MiB (target < 2048 MiB)"
+  read -r t_l cpu_l rss_l < <(measure "$OBCACHE" analyze "$LLAMA_TRACE" -o "$WORK/llama8b-analysis" --quiet)
+  echo "  obcache analyze: $t_l s wall, $cpu_l s CPU, peak RSS $rss_l MiB (target < 2048 MiB)"
 else
   echo "bench: $LLAMA_TRACE not found; peak RSS on the Llama-8B shape not measured"
 fi

@@ -98,6 +98,26 @@ START_TEST(heap_ranking_matches_a_stable_sort_with_many_ties) {
 }
 END_TEST
 
+START_TEST(ranking_read_off_the_sort_matches_the_heap_ranking) {
+  enum { N = 400 };
+  double scores[N];
+  size_t heap[N], sorted_ranking[N];
+  ObcRankPair pairs[2 * N];
+  for (int trial = 0; trial < 5; trial++) {
+    for (size_t p = 0; p < N; p++) scores[p] = (double)(rng_next() % 9) - 4.0;
+    scores[rng_next() % N] = NAN;
+    scores[rng_next() % N] = -0.0;
+    const ObcRankPair *sorted = stats_sort_values(scores, N, pairs);
+    for (size_t r = 0; r < N; r += 50)
+      for (size_t count = 0; count <= N - r; count += 41) {
+        select_rank_top(scores, N - r, count, heap);
+        select_rank_top_sorted(sorted, N, N - r, count, sorted_ranking);
+        for (size_t j = 0; j < count; j++) ck_assert_uint_eq(sorted_ranking[j], heap[j]);
+      }
+  }
+}
+END_TEST
+
 START_TEST(recall_of_the_oracle_against_itself_is_one) {
   enum { N = 200, K = 40 };
   double oracle[N];
@@ -332,6 +352,7 @@ static Suite *analyze_suite(void) {
   tcase_add_test(units, selection_breaks_ties_by_lower_position);
   tcase_add_test(units, selection_keeps_the_recent_window_and_scores_the_rest);
   tcase_add_test(units, heap_ranking_matches_a_stable_sort_with_many_ties);
+  tcase_add_test(units, ranking_read_off_the_sort_matches_the_heap_ranking);
   tcase_add_test(units, recall_of_the_oracle_against_itself_is_one);
   tcase_add_test(units, span_retention_counts_kept_span_tokens);
   tcase_add_test(units, spearman_is_one_for_monotone_and_minus_one_for_reversed);
