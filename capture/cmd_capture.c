@@ -27,6 +27,10 @@ static void print_help(FILE *out) {
 "position, Q/O/lse (and A) of the captured rows, the tokens, the prompt, the\n"
 "spans of needle, value and question, the answer and whether it contains the\n"
 "needle's value. It appears under its final name only when complete.\n"
+"\n"
+"  --length N           prompt length in tokens (required)\n"
+"  --depth D            needle depth, 0 (start) .. 100 (end) percent (default 50)\n"
+"  -o TRACE.h5          the trace (required)\n"
 "\n");
   capture_args_print_help(out);
 }

@@ -135,6 +135,9 @@ static int open_kjv(NiahHaystack *out) {
   char *text = NULL;
   int rc = read_stream(fp, "kjv haystack (bible -f)", &text);
   int status = pclose(fp);
+  if (!rc && status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127)
+    rc = obc_fail(OBC_EEXTERNAL, "kjv haystack: the `bible` program is not on PATH (install "
+                  "bible-kjv, see scripts/setup.sh, or use --haystack noise|FILE)");
   if (!rc && (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || strlen(text) < 1000))
     rc = obc_fail(OBC_EEXTERNAL, "kjv haystack: `bible -f` failed or printed nothing (exit status "
                   "%d; install bible-kjv, see scripts/setup.sh, or use --haystack FILE)",

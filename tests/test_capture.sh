@@ -22,7 +22,7 @@ check() { # check NAME CONDITION...
   if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
 }
 
-common=(--length 256 --depth 50 --haystack noise --decode 4 --rows 32)
+common=(--length 200 --depth 50 --haystack noise --decode 4 --rows 32)
 "$OBCACHE" capture "${common[@]}" --store-attn -o "$dir/t.h5" > "$dir/out1.txt" 2> "$dir/err1.txt"
 check "capture succeeds" test $? -eq 0 -a -s "$dir/t.h5"
 cat "$dir/out1.txt"
