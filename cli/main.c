@@ -20,6 +20,7 @@ static const Command commands[] = {
     {"capture", cmd_capture, "run the model on a needle-in-a-haystack prompt and record a trace"},
     {"analyze", cmd_analyze, "rank tokens by every eviction score and compare with the true eviction error"},
     {"sweep", cmd_sweep, "capture and analyse a grid of lengths x depths, with a summary table"},
+    {"evict", cmd_evict, "apply an eviction policy to a trace: kept prompt positions per (layer, KV head)"},
     {"plot", cmd_plot, "render the figures of an analysis or sweep folder with gnuplot (PNG, SVG)"},
     {"tokenize", cmd_tokenize, "print the token ids of a text (tokenizer only)"},
     {"generate", cmd_generate, "greedy generation from a prompt, with tokens/s"},

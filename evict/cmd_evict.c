@@ -1,0 +1,76 @@
+/* `obcache evict TRACE --score S --budget B ... -o KEEP.h5`: applies one
+ * eviction policy (evict/policy.h) to a trace and writes the kept prompt
+ * positions of every (layer, KV head), with a one-line summary. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "common/obc_error.h"
+#include "evict/policy.h"
+#include "evict/policy_args.h"
+
+static void print_help(FILE *out) {
+  fprintf(out,
+"usage: obcache evict TRACE [policy options] -o KEEP.h5\n"
+"\n"
+"Applies an eviction policy to the prompt of TRACE and writes, for every\n"
+"(layer, KV head), the prompt positions it keeps: datasets keep (layers,\n"
+"kv_heads, n_prompt) uint8, n_kept (layers, kv_heads) and positions (layers,\n"
+"kv_heads, max kept) padded with -1, every parameter as an attribute.\n"
+"Replay it with obcache replay --offline TRACE --keep KEEP.h5 (or the model).\n"
+"\n");
+  evict_policy_print_options(out);
+}
+
+int cmd_evict(int argc, char **argv) {
+  EvictPolicy policy;
+  evict_policy_default(&policy);
+  const char *trace_path = NULL, *out_path = NULL;
+  for (int i = 1; i < argc; i++) {
+    bool matched = false;
+    int rc = evict_policy_parse_option(argc, argv, &i, &policy, &matched);
+    if (rc) return rc;
+    if (matched) continue;
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      print_help(stdout);
+      return 0;
+    }
+    if (!strcmp(argv[i], "-o")) {
+      if (i + 1 >= argc) return obc_fail(OBC_EINVAL, "-o: missing value");
+      out_path = argv[++i];
+    } else if (argv[i][0] == '-') {
+      return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache evict --help)", argv[i]);
+    } else if (trace_path) {
+      return obc_fail(OBC_EINVAL, "one TRACE expected, got '%s' and '%s'", trace_path, argv[i]);
+    } else {
+      trace_path = argv[i];
+    }
+  }
+  if (!trace_path) return obc_fail(OBC_EINVAL, "missing TRACE (see obcache evict --help)");
+  if (!out_path) return obc_fail(OBC_EINVAL, "missing -o KEEP.h5 (see obcache evict --help)");
+  ObcTraceReader *reader = NULL;
+  int rc = trace_open(trace_path, &reader);
+  if (rc) return rc;
+  EvictKeepSet keep;
+  rc = evict_policy_apply(reader, &policy, &keep);
+  if (!rc) {
+    char command_line[4096];
+    evict_join_command_line(argc, argv, command_line, sizeof command_line);
+    rc = evict_keep_write(out_path, &keep, trace_path, command_line);
+  }
+  if (!rc) {
+    size_t heads = keep.n_layers * keep.n_kv_heads, lo = keep.n_prompt, hi = 0;
+    for (size_t h = 0; h < heads; h++) {
+      lo = keep.n_kept[h] < lo ? keep.n_kept[h] : lo;
+      hi = keep.n_kept[h] > hi ? keep.n_kept[h] : hi;
+    }
+    printf("evict: %s, budget %zu of %zu candidates (%s, %s, window %zu, recent %zu, sinks %zu): "
+           "%zu..%zu kept per KV head -> %s\n",
+           policy.score, keep.budget, keep.n_candidates, evict_allocation_name(policy.allocation),
+           evict_mode_name(policy.mode), keep.window, policy.recent, policy.sinks, lo, hi,
+           out_path);
+    evict_keep_set_free(&keep);
+  }
+  trace_close(reader);
+  return rc;
+}

@@ -1,0 +1,27 @@
+/* One (layer, KV head) of a trace in double precision, the unit every
+ * eviction step works on: keys and values of every position and the query
+ * rows, outputs and lse of the KV head's query heads, wrapped as the
+ * ObcHeadData of oracle/oracle.h so the scores and exact forms apply as is. */
+#ifndef OBC_EVICT_HEAD_H
+#define OBC_EVICT_HEAD_H
+
+#include <stddef.h>
+
+#include "oracle/oracle.h"
+#include "traces/trace.h"
+
+typedef struct {
+  float *K_f, *V_f;          /* (n_positions, head_dim) read buffers */
+  float *Q_f, *O_f, *lse_f;  /* (n_rows, head_dim), (n_rows) read buffers */
+  double *K, *V;             /* (n_positions, head_dim) */
+  double *Q, *O;             /* (group_size, n_rows, head_dim) */
+  double *lse;               /* (group_size, n_rows) */
+  ObcHeadData data;          /* views of the arrays above */
+} EvictHead;
+
+int evict_head_alloc(EvictHead *head, const ObcTraceMeta *meta);
+void evict_head_free(EvictHead *head);
+/* Reads (layer, kv_head) and its query heads. */
+int evict_head_read(EvictHead *head, ObcTraceReader *reader, size_t layer, size_t kv_head);
+
+#endif

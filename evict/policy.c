@@ -1,0 +1,332 @@
+/* Policies: turn per-(layer, KV head) scores into kept prompt positions with
+ * sinks, a recent window and a uniform or AdaKV-style budget (evict/policy.h).
+ * Scores come from the analyser's window sweep, the oracle, a seeded hash or
+ * the position itself (streaming); selection reuses analyze/select.h so ties
+ * break exactly as in the recall figures. */
+#include "evict/policy.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/scores.h"
+#include "analyze/select.h"
+#include "common/obc_cli.h"
+#include "common/obc_error.h"
+#include "evict/evict_head.h"
+
+void evict_policy_default(EvictPolicy *p) {
+  memset(p, 0, sizeof *p);
+  snprintf(p->score, sizeof p->score, "obc_vk");
+  p->kind = EVICT_SCORE_QUANTITY;
+  p->quantity = OBC_Q_OBC_VK;
+  snprintf(p->budget_text, sizeof p->budget_text, "10%%");
+  p->budget_fraction = 0.1;
+  p->adakv_floor = EVICT_DEFAULT_ADAKV_FLOOR;
+  p->seed = 1;
+}
+
+int evict_policy_set_score(EvictPolicy *p, const char *name) {
+  int q = score_quantity_from_name(name);
+  if (q >= 0) {
+    p->kind = EVICT_SCORE_QUANTITY;
+    p->quantity = q;
+  } else if (!strcmp(name, "random")) {
+    p->kind = EVICT_SCORE_RANDOM;
+  } else if (!strcmp(name, "streaming")) {
+    p->kind = EVICT_SCORE_STREAMING;
+  } else if (!strcmp(name, "oracle")) {
+    p->kind = EVICT_SCORE_ORACLE;
+  } else {
+    char names[512] = "";
+    for (int i = 0; i < OBC_Q_COUNT; i++) {
+      strncat(names, score_quantity_name((ObcQuantity)i), sizeof names - strlen(names) - 1);
+      strncat(names, ", ", sizeof names - strlen(names) - 1);
+    }
+    return obc_fail(OBC_EINVAL, "--score %s: unknown score (expected one of %srandom, streaming, "
+                    "oracle)", name, names);
+  }
+  snprintf(p->score, sizeof p->score, "%s", name);
+  return OBC_OK;
+}
+
+int evict_policy_set_budget(EvictPolicy *p, const char *text) {
+  size_t n = strlen(text);
+  double value = 0.0;
+  char *end = NULL;
+  if (n == 0 || n >= sizeof p->budget_text)
+    return obc_fail(OBC_EINVAL, "--budget '%s': expected tokens (40), a fraction (0.1) or a "
+                    "percentage (10%%)", text);
+  value = strtod(text, &end);
+  bool percent = end && *end == '%' && end[1] == '\0';
+  if (!end || end == text || (*end && !percent) || !isfinite(value) || value <= 0.0)
+    return obc_fail(OBC_EINVAL, "--budget '%s': expected a positive number of tokens (40), a "
+                    "fraction (0.1) or a percentage (10%%)", text);
+  p->budget_fraction = 0.0;
+  p->budget_tokens = 0;
+  if (percent) {
+    if (value > 100.0)
+      return obc_fail(OBC_EINVAL, "--budget %s: more than the whole prompt (expected <= 100%%)",
+                      text);
+    p->budget_fraction = value / 100.0;
+  } else if (strchr(text, '.') || strchr(text, 'e')) {
+    if (value > 1.0)
+      return obc_fail(OBC_EINVAL, "--budget %s: a fraction must be <= 1 (tokens are integers)",
+                      text);
+    p->budget_fraction = value;
+  } else {
+    p->budget_tokens = (size_t)value;
+    if ((double)p->budget_tokens != value)
+      return obc_fail(OBC_EINVAL, "--budget %s: expected a whole number of tokens", text);
+  }
+  snprintf(p->budget_text, sizeof p->budget_text, "%s", text);
+  return OBC_OK;
+}
+
+int evict_policy_set_allocation(EvictPolicy *p, const char *name) {
+  if (!strcmp(name, "uniform")) p->allocation = EVICT_ALLOC_UNIFORM;
+  else if (!strcmp(name, "adakv")) p->allocation = EVICT_ALLOC_ADAKV;
+  else return obc_fail(OBC_EINVAL, "--alloc %s: expected uniform or adakv", name);
+  return OBC_OK;
+}
+
+int evict_policy_set_mode(EvictPolicy *p, const char *name) {
+  if (!strcmp(name, "aware")) p->mode = EVICT_MODE_AWARE;
+  else if (!strcmp(name, "agnostic")) p->mode = EVICT_MODE_AGNOSTIC;
+  else return obc_fail(OBC_EINVAL, "--mode %s: expected aware or agnostic", name);
+  return OBC_OK;
+}
+
+const char *evict_allocation_name(EvictAllocation a) {
+  return a == EVICT_ALLOC_ADAKV ? "adakv" : "uniform";
+}
+const char *evict_mode_name(EvictMode m) { return m == EVICT_MODE_AGNOSTIC ? "agnostic" : "aware"; }
+
+int evict_policy_budget_tokens(const EvictPolicy *p, size_t n_candidates, size_t *tokens) {
+  size_t k = p->budget_tokens;
+  if (p->budget_fraction > 0.0) {
+    k = (size_t)llround(p->budget_fraction * (double)n_candidates);
+    if (k == 0) k = 1;
+  }
+  if (k == 0 || k > n_candidates)
+    return obc_fail(OBC_EINVAL, "--budget %s: %zu tokens (expected 1..%zu, the %s)",
+                    p->budget_text, k, n_candidates,
+                    p->mode == EVICT_MODE_AGNOSTIC ? "context positions before the question"
+                                                   : "prompt positions");
+  size_t fixed = p->sinks + (p->kind == EVICT_SCORE_STREAMING ? 0 : p->recent);
+  if (fixed > k || (p->kind == EVICT_SCORE_STREAMING && p->sinks >= k && k < n_candidates))
+    return obc_fail(OBC_EINVAL, "--budget %s: %zu tokens leave no room beside %zu sinks and a "
+                    "recent window of %zu (hint: a larger budget or fewer --sinks/--recent)",
+                    p->budget_text, k, p->sinks, p->recent);
+  *tokens = k;
+  return OBC_OK;
+}
+
+int evict_policy_candidates(const EvictPolicy *p, const ObcTraceMeta *meta, size_t *n) {
+  if (p->mode == EVICT_MODE_AWARE) {
+    *n = meta->n_prompt;
+    return OBC_OK;
+  }
+  const ObcSpan *question = trace_meta_find_span(meta, "question");
+  if (!question || question->begin <= 0 || question->begin >= (int64_t)meta->n_prompt)
+    return obc_fail(OBC_EINVAL, "--mode agnostic: the trace has no \"question\" span inside the "
+                    "prompt (expected a NIAH capture; hint: --mode aware)");
+  *n = (size_t)question->begin;
+  return OBC_OK;
+}
+
+void evict_keep_set_free(EvictKeepSet *k) {
+  free(k->keep);
+  free(k->n_kept);
+  memset(k, 0, sizeof *k);
+}
+
+/* A uniform number in [0, 1) from (seed, layer, head, position): the
+ * splitmix64 finaliser, so every run and thread count agrees. */
+static double seeded_uniform(uint64_t seed, size_t layer, size_t head, size_t position) {
+  uint64_t x = seed * 0x9E3779B97F4A7C15ULL + layer * 0xBF58476D1CE4E5B9ULL +
+               head * 0x94D049BB133111EBULL + position + 1;
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBULL;
+  x ^= x >> 31;
+  return (double)(x >> 11) / 9007199254740992.0;
+}
+
+/* Sinks, recent window and the best `extra` of the middle: marks keep (n)
+ * for candidates [0, n) of one head. ranked: scratch (n). */
+static void select_head(const double *scores, size_t n, size_t sinks, size_t recent, size_t extra,
+                        unsigned char *keep, size_t *ranked) {
+  for (size_t p = 0; p < sinks && p < n; p++) keep[p] = 1;
+  for (size_t p = n - recent; p < n; p++) keep[p] = 1;
+  size_t middle = n - sinks - recent;
+  if (extra > middle) extra = middle;
+  select_rank_top(scores + sinks, middle, extra, ranked);
+  for (size_t i = 0; i < extra; i++) keep[sinks + ranked[i]] = 1;
+}
+
+typedef struct {
+  double score;
+  size_t head, position;
+} Candidate;
+
+/* Higher score first, NaN last, then lower head, then lower position. */
+static int candidate_order(const void *a, const void *b) {
+  const Candidate *x = a, *y = b;
+  bool xn = isnan(x->score), yn = isnan(y->score);
+  if (xn != yn) return xn ? 1 : -1;
+  if (!xn && x->score != y->score) return x->score > y->score ? -1 : 1;
+  if (x->head != y->head) return x->head < y->head ? -1 : 1;
+  return x->position < y->position ? -1 : x->position > y->position;
+}
+
+int evict_keep_from_scores(const EvictPolicy *p, const double *scores, size_t n_layers,
+                           size_t n_kv_heads, size_t n_prompt, size_t n_candidates,
+                           EvictKeepSet *out) {
+  memset(out, 0, sizeof *out);
+  size_t k = 0;
+  int rc = evict_policy_budget_tokens(p, n_candidates, &k);
+  if (rc) return rc;
+  size_t sinks = p->sinks, recent = p->kind == EVICT_SCORE_STREAMING ? 0 : p->recent;
+  if (p->kind == EVICT_SCORE_STREAMING) recent = k - (sinks < k ? sinks : k);
+  if (sinks > k) sinks = k;
+  size_t n = n_candidates, G = n_kv_heads;
+  out->n_layers = n_layers;
+  out->n_kv_heads = G;
+  out->n_prompt = n_prompt;
+  out->n_candidates = n;
+  out->budget = k;
+  out->policy = *p;
+  out->keep = obc_calloc(n_layers * G * n_prompt, 1, "kept positions");
+  out->n_kept = obc_calloc(n_layers * G, sizeof(size_t), "kept counts");
+  size_t *ranked = obc_malloc((n + 1) * sizeof *ranked, "selection ranking");
+  Candidate *pool = p->allocation == EVICT_ALLOC_ADAKV
+                        ? obc_malloc((G * n + 1) * sizeof *pool, "AdaKV candidates")
+                        : NULL;
+  if (!out->keep || !out->n_kept || !ranked || (p->allocation == EVICT_ALLOC_ADAKV && !pool)) {
+    free(ranked);
+    free(pool);
+    evict_keep_set_free(out);
+    return OBC_ENOMEM;
+  }
+  size_t per_head = k;
+  if (p->allocation == EVICT_ALLOC_ADAKV) {
+    per_head = (size_t)ceil(p->adakv_floor * (double)k);
+    if (per_head < sinks + recent) per_head = sinks + recent;
+    if (per_head > k) per_head = k;
+  }
+  for (size_t l = 0; l < n_layers; l++) {
+    for (size_t g = 0; g < G; g++) {
+      size_t head = l * G + g;
+      unsigned char *keep = out->keep + head * n_prompt;
+      select_head(scores + head * n, n, sinks, recent, per_head - sinks - recent, keep, ranked);
+      for (size_t q = n; q < n_prompt; q++) keep[q] = 1; /* after the candidates: always kept */
+    }
+    if (p->allocation == EVICT_ALLOC_ADAKV && per_head < k) {
+      size_t n_pool = 0;
+      for (size_t g = 0; g < G; g++)
+        for (size_t q = 0; q < n; q++)
+          if (!out->keep[(l * G + g) * n_prompt + q])
+            pool[n_pool++] = (Candidate){scores[(l * G + g) * n + q], g, q};
+      qsort(pool, n_pool, sizeof *pool, candidate_order);
+      size_t rest = (k - per_head) * G;
+      for (size_t i = 0; i < rest && i < n_pool; i++)
+        out->keep[(l * G + pool[i].head) * n_prompt + pool[i].position] = 1;
+    }
+    for (size_t g = 0; g < G; g++) {
+      size_t count = 0;
+      for (size_t q = 0; q < n; q++) count += out->keep[(l * G + g) * n_prompt + q];
+      out->n_kept[l * G + g] = count;
+    }
+  }
+  free(ranked);
+  free(pool);
+  return OBC_OK;
+}
+
+/* Contiguous captured prompt rows ending just before position `end`. */
+static size_t rows_ending_at(const ObcTraceMeta *meta, size_t end) {
+  size_t r = trace_meta_row_index(meta, (int64_t)end);
+  size_t count = 0;
+  while (r > count && meta->row_positions[r - 1 - count] == (int64_t)(end - 1 - count)) count++;
+  return count;
+}
+
+/* Scores of the candidates of one head into out (n). */
+static int head_scores(const EvictPolicy *p, EvictHead *h, size_t layer, size_t g, size_t n,
+                       size_t window, double *oracle, double *sweep, double *out) {
+  switch (p->kind) {
+    case EVICT_SCORE_RANDOM:
+      for (size_t q = 0; q < n; q++) out[q] = seeded_uniform(p->seed, layer, g, q);
+      return OBC_OK;
+    case EVICT_SCORE_STREAMING: /* the most recent score highest */
+      for (size_t q = 0; q < n; q++) out[q] = (double)q;
+      return OBC_OK;
+    case EVICT_SCORE_ORACLE: {
+      int rc = oracle_eviction_error(&h->data, 1, OBC_PRECISION_DOUBLE, oracle);
+      if (!rc) memcpy(out, oracle, n * sizeof *out);
+      return rc;
+    }
+    case EVICT_SCORE_QUANTITY: {
+      ObcHeadData data = h->data;
+      data.n_prompt = n; /* the window ends at the candidates' end */
+      ObcScoreOptions options;
+      score_options_default(&options);
+      int rc = score_window_sweep(&data, &window, 1, &options, sweep);
+      if (!rc) memcpy(out, sweep + (size_t)p->quantity * n, n * sizeof *out);
+      return rc;
+    }
+  }
+  return OBC_EINVAL;
+}
+
+int evict_policy_apply(ObcTraceReader *reader, const EvictPolicy *p, EvictKeepSet *out) {
+  const ObcTraceMeta *meta = trace_meta(reader);
+  memset(out, 0, sizeof *out);
+  size_t n = 0, k = 0, first = 0;
+  int rc = evict_policy_candidates(p, meta, &n);
+  if (!rc) rc = evict_policy_budget_tokens(p, n, &k);
+  if (rc) return obc_fail_context(rc, "%s", trace_path(reader));
+  size_t window = 0;
+  if (p->kind == EVICT_SCORE_QUANTITY) {
+    size_t captured = rows_ending_at(meta, n);
+    if (captured == 0)
+      return obc_fail(OBC_EINVAL, "%s: no captured prompt rows end at position %zu (the %s "
+                      "window needs them; hint: capture with more --rows)",
+                      trace_path(reader), n - 1, evict_mode_name(p->mode));
+    window = p->window ? p->window : (captured < EVICT_DEFAULT_WINDOW ? captured
+                                                                       : EVICT_DEFAULT_WINDOW);
+    if (window > captured)
+      return obc_fail(OBC_EINVAL, "%s: --window %zu (expected 1..%zu, the captured rows ending "
+                      "at position %zu)", trace_path(reader), window, captured, n - 1);
+  }
+  if (p->kind == EVICT_SCORE_ORACLE && trace_meta_decode_rows(meta, &first) == 0)
+    return obc_fail(OBC_EINVAL, "%s: no decode rows captured (the oracle needs decode step 1)",
+                    trace_path(reader));
+  size_t L = meta->model.n_layers, G = meta->model.n_kv_heads;
+  double *scores = obc_malloc(L * G * n * sizeof *scores, "policy scores");
+  double *oracle = obc_malloc(meta->n_prompt * sizeof *oracle, "oracle@1");
+  double *sweep = obc_malloc(OBC_Q_COUNT * n * sizeof *sweep, "score sweep");
+  EvictHead h;
+  memset(&h, 0, sizeof h);
+  bool need_head = p->kind == EVICT_SCORE_QUANTITY || p->kind == EVICT_SCORE_ORACLE;
+  rc = scores && oracle && sweep ? OBC_OK : OBC_ENOMEM;
+  if (!rc && need_head) rc = evict_head_alloc(&h, meta);
+  for (size_t l = 0; l < L && !rc; l++) {
+    for (size_t g = 0; g < G && !rc; g++) {
+      if (need_head && (rc = evict_head_read(&h, reader, l, g))) break;
+      rc = head_scores(p, &h, l, g, n, window, oracle, sweep, scores + (l * G + g) * n);
+      if (rc) obc_fail_context(rc, "%s: layer %zu, KV head %zu", trace_path(reader), l, g);
+    }
+  }
+  evict_head_free(&h);
+  if (!rc) rc = evict_keep_from_scores(p, scores, L, G, meta->n_prompt, n, out);
+  if (!rc) out->window = window;
+  free(scores);
+  free(oracle);
+  free(sweep);
+  return rc;
+}

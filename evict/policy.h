@@ -1,0 +1,105 @@
+/* Eviction policies (SPEC.md section 6): which prompt positions each
+ * (layer, KV head) keeps after prefill. A policy is a score (any analyser
+ * score, the oracle@1 as an upper bound, seeded random, or streaming = sinks
+ * + most recent) x a budget (tokens or a fraction of the candidates) x a
+ * recent window x sink tokens x an allocation across KV heads x a mode:
+ *
+ * - query-aware: scores from the window of prompt rows ending at the end of
+ *   the prompt (the question included); every prompt position is a candidate.
+ * - query-agnostic: the window ends where the trace's "question" span
+ *   begins, as if the context were compressed before the question arrived;
+ *   candidates are the positions before it, and the question (with the rest
+ *   of the prompt after it) is always kept in addition to the budget.
+ *
+ * Selection per KV head: the first `sinks` candidates, the last `recent`
+ * candidates, then the best-scoring others (ties: lower position first).
+ * Uniform allocation gives every KV head the budget; AdaKV-style allocation
+ * gives each layer budget x n_kv_heads, every head a floor of
+ * max(sinks + recent, ceil(floor_share x budget)) selected as above, and the
+ * rest of the layer's budget to the best remaining (score, head, position)
+ * across the layer's heads, so heads with more high scores get more. */
+#ifndef OBC_EVICT_POLICY_H
+#define OBC_EVICT_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "traces/trace.h"
+
+typedef enum {
+  EVICT_SCORE_QUANTITY = 0, /* an analyser quantity (analyze/scores.h) */
+  EVICT_SCORE_RANDOM,       /* uniform scores from the seed */
+  EVICT_SCORE_STREAMING,    /* sinks + the most recent positions */
+  EVICT_SCORE_ORACLE        /* oracle@1, the true eviction error (upper bound) */
+} EvictScoreKind;
+
+typedef enum { EVICT_ALLOC_UNIFORM = 0, EVICT_ALLOC_ADAKV } EvictAllocation;
+typedef enum { EVICT_MODE_AWARE = 0, EVICT_MODE_AGNOSTIC } EvictMode;
+
+#define EVICT_DEFAULT_WINDOW 64
+#define EVICT_DEFAULT_ADAKV_FLOOR 0.2
+
+typedef struct {
+  char score[32];       /* the name as given: "obc_vk", "random", "oracle", ... */
+  EvictScoreKind kind;
+  int quantity;         /* ObcQuantity for EVICT_SCORE_QUANTITY */
+  char budget_text[32]; /* as given: "40", "0.1", "10%" */
+  double budget_fraction; /* > 0: a fraction of the candidates */
+  size_t budget_tokens;   /* else tokens */
+  size_t window;          /* rows of the score window; 0 = min(64, captured) */
+  size_t recent;
+  size_t sinks;
+  EvictAllocation allocation;
+  double adakv_floor; /* AdaKV per-head floor as a share of the budget */
+  EvictMode mode;
+  uint64_t seed;      /* random scores */
+} EvictPolicy;
+
+/* The kept prompt positions of every (layer, KV head). */
+typedef struct {
+  size_t n_layers, n_kv_heads, n_prompt;
+  size_t n_candidates;  /* positions [0, n_candidates) compete; the rest are always kept */
+  size_t budget;        /* kept candidates per KV head (AdaKV: the mean) */
+  size_t window;        /* the score window used (0 for random / streaming / oracle) */
+  unsigned char *keep;  /* (n_layers, n_kv_heads, n_prompt) 1 = kept */
+  size_t *n_kept;       /* (n_layers, n_kv_heads) kept candidates */
+  EvictPolicy policy;
+} EvictKeepSet;
+
+void evict_policy_default(EvictPolicy *policy);
+/* Sets the score from its name (analyser quantity names, random, streaming,
+ * oracle); OBC_EINVAL naming the valid ones otherwise. */
+int evict_policy_set_score(EvictPolicy *policy, const char *name);
+/* "40" (tokens), "0.1" or "10%" (fraction of the candidates). */
+int evict_policy_set_budget(EvictPolicy *policy, const char *text);
+int evict_policy_set_allocation(EvictPolicy *policy, const char *name);
+int evict_policy_set_mode(EvictPolicy *policy, const char *name);
+const char *evict_allocation_name(EvictAllocation allocation);
+const char *evict_mode_name(EvictMode mode);
+
+/* Budget in tokens for n_candidates; checks 0 < budget <= n_candidates and
+ * room for the sinks and recent window. */
+int evict_policy_budget_tokens(const EvictPolicy *policy, size_t n_candidates, size_t *tokens);
+/* First position after the candidates in the given mode (n_prompt when
+ * query-aware, the question's begin when query-agnostic). */
+int evict_policy_candidates(const EvictPolicy *policy, const ObcTraceMeta *meta, size_t *n);
+
+/* Applies the policy to every (layer, KV head) of the trace. */
+int evict_policy_apply(ObcTraceReader *reader, const EvictPolicy *policy, EvictKeepSet *out);
+/* Same, on scores given per head: scores (n_layers, n_kv_heads, n_candidates). */
+int evict_keep_from_scores(const EvictPolicy *policy, const double *scores, size_t n_layers,
+                           size_t n_kv_heads, size_t n_prompt, size_t n_candidates,
+                           EvictKeepSet *out);
+void evict_keep_set_free(EvictKeepSet *keep);
+
+/* The keep file: HDF5 with keep (n_layers, n_kv_heads, n_prompt) uint8,
+ * n_kept (n_layers, n_kv_heads) int64, positions (n_layers, n_kv_heads,
+ * max kept) int64 padded with -1, and attributes for every policy parameter,
+ * the trace and the command line. Written under a temporary name. */
+int evict_keep_write(const char *path, const EvictKeepSet *keep, const char *trace_path,
+                     const char *command_line);
+/* Reads a keep file and checks it against the trace's shape. */
+int evict_keep_read(const char *path, const ObcTraceMeta *meta, EvictKeepSet *out);
+
+#endif
