@@ -8,7 +8,9 @@ positions plus the k - r best others, ties to the lower position), then
 compares them with --scores-out (relative error <= 1e-4 with --precision
 float, <= 1e-6 with double) and with recall_heads.csv / recall.csv (exactly
 equal, except where the scores tie within rounding at the selection
-boundary: allowed and reported). Exits non-zero on any failure."""
+boundary: allowed and reported), and Spearman's rho (average ranks for
+ties) of every score against the oracles and of each Taylor score against its
+exact error with spearman.csv. Exits non-zero on any failure."""
 import csv
 import os
 import subprocess
@@ -131,6 +133,17 @@ def boundary_gap(score, k, r):
     return abs(a - b) / max(abs(a), abs(b), 1e-300)
 
 
+def average_ranks(x):
+    """1-based ranks, tied values sharing the mean of their ranks."""
+    values, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    first = np.cumsum(counts) - counts          # 0-based first rank of each value
+    return (first + (counts + 1) / 2.0)[inverse]
+
+
+def spearman(x, y):
+    return np.corrcoef(average_ranks(x), average_ranks(y))[0, 1]
+
+
 def read_csv(path):
     with open(path) as f:
         return list(csv.DictReader(f))
@@ -210,6 +223,7 @@ def main():
                   int(r["kv_head"])): float(r["recall"])
                  for r in read_csv(os.path.join(out, "recall_heads.csv"))}
         compared, ties = 0, []
+        numpy_recall = {}   # (score, window, recent, k) -> per-head NumPy recalls
         for (layer, g), per_w in ref.items():
             orc = oracleT[layer, g]
             for w in windows:
@@ -224,6 +238,7 @@ def main():
                             sel = selection(score, k, r)
                             top = ranking(orc, s)[:k]
                             ours = len(np.intersect1d(sel, top)) / k
+                            numpy_recall.setdefault(key[:4], []).append(ours)
                             compared += 1
                             if ours == table[key]:
                                 continue
@@ -237,15 +252,48 @@ def main():
               f"compared, {len(ties)} differ at a near-tie (allowed)")
         for t in ties:
             print(f"  near tie: {t[0]} NumPy {t[1]} obcache {t[2]} relative gap {t[3]:.2e}")
-        # recall.csv is the mean over heads of recall_heads.csv.
-        worst = 0.0
+        # recall.csv: the mean over heads, against NumPy's own mean (exact up
+        # to the %.9g printing unless a near tie was reported above).
+        worst, rows = 0.0, 0
+        tied = {t[0][:4] for t in ties}
         for row in read_csv(os.path.join(out, "recall.csv")):
             key = (row["score"], int(row["window"]), int(row["recent"]), int(row["k"]))
-            vals = [table[key + (layer, g)] for layer in range(L) for g in range(G)]
-            worst = max(worst, abs(np.mean(vals) - float(row["recall_mean"])))
-        print(f"recall.csv ({label}): max |mean of recall_heads - recall_mean| = {worst:.2e}")
+            rows += 1
+            if key not in numpy_recall:
+                failures.append(f"{label}: recall.csv has {key}, NumPy does not")
+                continue
+            diff = abs(np.mean(numpy_recall[key]) - float(row["recall_mean"]))
+            if key not in tied:
+                worst = max(worst, diff)
+        print(f"recall.csv ({label}): {rows} rows, max |NumPy mean - recall_mean| = {worst:.2e} "
+              f"(rows with a near tie excluded: {len(tied)})")
+        if rows != len(numpy_recall):
+            failures.append(f"{label}: recall.csv has {rows} rows, expected {len(numpy_recall)}")
         if worst > 1e-8:
-            failures.append(f"{label}: recall.csv is not the mean of recall_heads.csv")
+            failures.append(f"{label}: recall.csv differs from the NumPy mean by {worst:.2e}")
+
+    # spearman.csv: mean over heads of rho(score, reference) for every window.
+    exact_of = {"obc_v": "exact_v", "obc_k": "exact_k", "obc_vk": "exact_vk"}
+    for label, out, tol in (("float", out_f, 1e-4), ("double", out_d, 1e-9)):
+        worst, rows = 0.0, 0
+        for row in read_csv(os.path.join(out, "spearman.csv")):
+            name, w, reference = row["score"], int(row["window"]), row["reference"]
+            if reference not in ("oracle1", "oracleT") and exact_of.get(name) != reference:
+                failures.append(f"{label}: spearman.csv pairs {name} with {reference}")
+                continue
+            rhos = []
+            for head, per_w in ref.items():
+                other = (oracle1 if reference == "oracle1" else oracleT)[head] \
+                    if reference.startswith("oracle") else per_w[w][reference]
+                rhos.append(spearman(per_w[w][name], other))
+            worst = max(worst, abs(np.mean(rhos) - float(row["rho_mean"])))
+            rows += 1
+        expected = len(windows) * (2 * len(NAMES) + 3)
+        print(f"spearman.csv ({label}): {rows} rows, max |NumPy - rho_mean| = {worst:.2e}")
+        if rows != expected:
+            failures.append(f"{label}: spearman.csv has {rows} rows, expected {expected}")
+        if not worst <= tol:
+            failures.append(f"{label}: spearman.csv differs from NumPy by {worst:.2e} > {tol:g}")
 
     if failures:
         print("FAILED:\n  " + "\n  ".join(failures[:40]))
