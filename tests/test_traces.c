@@ -5,6 +5,7 @@
  * message naming the file. Bad files are made by editing a good trace with
  * the HDF5 API. */
 #include <check.h>
+#include <dirent.h>
 #include <hdf5.h>
 #include <math.h>
 #include <omp.h>
@@ -22,12 +23,24 @@
 #include "traces/trace.h"
 #include "traces/trace_h5.h"
 
+/* One scratch folder per run, named by main() before the tests fork, and
+ * removed by main() when every test passed. */
 static char scratch[4096];
 
-static void make_scratch(void) {
-  const char *base = getenv("OBC_TMP");
-  snprintf(scratch, sizeof scratch, "%s/traces.%ld", base ? base : "/tmp", (long)getpid());
-  ck_assert_int_eq(obc_make_dirs(scratch), 0);
+static void make_scratch(void) { ck_assert_int_eq(obc_make_dirs(scratch), 0); }
+
+/* The scratch folder holds plain files only. */
+static void remove_scratch(void) {
+  DIR *dir = opendir(scratch);
+  if (!dir) return;
+  for (struct dirent *e; (e = readdir(dir));) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", scratch, e->d_name);
+    unlink(path);
+  }
+  closedir(dir);
+  rmdir(scratch);
 }
 
 static void scratch_path(char *out, size_t size, const char *name) {
@@ -680,9 +693,12 @@ static Suite *traces_suite(void) {
 }
 
 int main(void) {
+  const char *base = getenv("OBC_TMP");
+  snprintf(scratch, sizeof scratch, "%s/traces.%ld", base ? base : "/tmp", (long)getpid());
   SRunner *runner = srunner_create(traces_suite());
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);
   srunner_free(runner);
+  if (!failed) remove_scratch();
   return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
