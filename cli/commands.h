@@ -18,5 +18,6 @@ int cmd_logits(int argc, char **argv);     /* model/cmd_logits.c */
 int cmd_model_info(int argc, char **argv); /* model/cmd_model_info.c */
 int cmd_plot(int argc, char **argv);       /* plots/cmd_plot.c */
 int cmd_evict(int argc, char **argv);      /* evict/cmd_evict.c */
+int cmd_replay(int argc, char **argv);     /* evict/cmd_replay.c */
 
 #endif

@@ -21,6 +21,7 @@ static const Command commands[] = {
     {"analyze", cmd_analyze, "rank tokens by every eviction score and compare with the true eviction error"},
     {"sweep", cmd_sweep, "capture and analyse a grid of lengths x depths, with a summary table"},
     {"evict", cmd_evict, "apply an eviction policy to a trace: kept prompt positions per (layer, KV head)"},
+    {"replay", cmd_replay, "replay decoding over an evicted cache: offline output error, or the model's answer and KL"},
     {"plot", cmd_plot, "render the figures of an analysis or sweep folder with gnuplot (PNG, SVG)"},
     {"tokenize", cmd_tokenize, "print the token ids of a text (tokenizer only)"},
     {"generate", cmd_generate, "greedy generation from a prompt, with tokens/s"},

@@ -142,6 +142,7 @@ static int read_str_attr(hid_t file, const char *name, char *out, size_t size) {
   if (attr < 0) return -1;
   hid_t type = H5Tcopy(H5T_C_S1);
   H5Tset_size(type, H5T_VARIABLE);
+  H5Tset_cset(type, H5T_CSET_UTF8);
   char *value = NULL;
   herr_t status = H5Aread(attr, type, &value);
   if (status >= 0 && value) snprintf(out, size, "%s", value);

@@ -1,0 +1,173 @@
+/* `obcache replay`: what an eviction policy costs, offline from the trace
+ * alone (--offline) or with the model decoding over the pruned cache (the
+ * default); --sweep and --dynamic run the budget sweep and the decoding-time
+ * eviction experiment (evict/sweep.h, evict/dynamic.h). */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "common/obc_cli.h"
+#include "common/obc_error.h"
+#include "evict/model_replay.h"
+#include "evict/offline.h"
+#include "evict/policy_args.h"
+#include "evict/replay_report.h"
+
+static void print_help(FILE *out) {
+  fprintf(out,
+"usage: obcache replay TRACE [--model M] (--keep KEEP.h5 | policy options) [-o DIR]\n"
+"       obcache replay --offline TRACE (--keep KEEP.h5 | policy options) [-o DIR]\n"
+"\n"
+"Model replay (default): loads the prompt K/V of TRACE as the model's cache (no\n"
+"prefill), drops the evicted rows per (layer, KV head), and decodes the captured\n"
+"steps from the first generated token: free-running (greedy; is the needle's\n"
+"value still in the answer? token agreement with the full-cache answer) and\n"
+"teacher-forced (KL divergence of every step's next-token distribution from the\n"
+"trace's full-cache logits). Writes DIR/replay.json and DIR/replay_steps.csv.\n"
+"\n"
+"Offline replay (--offline): for every captured decode step and query head, the\n"
+"exact attention output over the kept prompt positions plus the generated\n"
+"tokens against the captured output: relative error, attention mass lost,\n"
+"needle-span retention. Writes DIR/offline_heads.csv, offline_layers.csv,\n"
+"offline_steps.csv and offline.json.\n"
+"\n"
+"options:\n"
+"  --keep KEEP.h5       kept positions from obcache evict (else the policy options)\n"
+"  --model M            GGUF file or HF folder (default: the embedded SmolLM2)\n"
+"  --steps T            decode steps to replay (default: all captured)\n"
+"  --threads N          OpenMP threads (default: all cores)\n"
+"  -o DIR               output folder (default: TRACE without .h5 + \"-replay\")\n"
+"\n");
+  evict_policy_print_options(out);
+}
+
+typedef struct {
+  const char *trace_path, *keep_path, *model_path, *out_dir;
+  bool offline;
+  size_t steps, threads;
+  EvictPolicy policy;
+} ReplayArgs;
+
+static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
+  for (int i = 1; i < argc; i++) {
+    bool matched = false;
+    int rc = evict_policy_parse_option(argc, argv, &i, &a->policy, &matched);
+    if (rc) return rc;
+    if (matched) continue;
+    const char *arg = argv[i];
+    if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+      *help = true;
+      return OBC_OK;
+    }
+    if (!strcmp(arg, "--offline")) {
+      a->offline = true;
+      continue;
+    }
+    if (arg[0] != '-') {
+      if (a->trace_path)
+        return obc_fail(OBC_EINVAL, "one TRACE expected, got '%s' and '%s'", a->trace_path, arg);
+      a->trace_path = arg;
+      continue;
+    }
+    static const char *const names[] = {"--keep", "--model", "--steps", "--threads", "-o"};
+    const char *name = NULL;
+    for (size_t o = 0; !name && o < sizeof names / sizeof *names; o++)
+      if (!strcmp(arg, names[o])) name = names[o];
+    if (!name) return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache replay --help)", arg);
+    if (i + 1 >= argc || !argv[i + 1][0]) return obc_fail(OBC_EINVAL, "%s: missing value", name);
+    const char *v = argv[++i];
+    if (!strcmp(name, "--keep")) a->keep_path = v;
+    else if (!strcmp(name, "--model")) a->model_path = v;
+    else if (!strcmp(name, "-o")) a->out_dir = v;
+    else if (!strcmp(name, "--steps")) rc = obc_parse_size(name, v, &a->steps);
+    else rc = obc_parse_size(name, v, &a->threads);
+    if (rc) return rc;
+  }
+  if (!a->trace_path) return obc_fail(OBC_EINVAL, "missing TRACE (see obcache replay --help)");
+  return OBC_OK;
+}
+
+static void default_out_dir(const char *trace, char *out, size_t size) {
+  size_t n = strlen(trace);
+  if (n > 3 && !strcmp(trace + n - 3, ".h5")) n -= 3;
+  snprintf(out, size, "%.*s-replay", (int)n, trace);
+}
+
+static void print_offline(const EvictKeepSet *keep, const EvictOfflineResult *r, const char *dir) {
+  EvictOfflineSummary s;
+  evict_offline_summarise(r, &s);
+  printf("offline replay: %s, budget %zu of %zu (%s, %s), %zu decode steps\n", keep->policy.score,
+         keep->budget, keep->n_candidates, evict_allocation_name(keep->policy.allocation),
+         evict_mode_name(keep->policy.mode), r->n_steps);
+  printf("  relative output error %.4g (step 1: %.4g), attention mass lost %.4g, needle kept "
+         "%.3g -> %s\n", s.rel_error, s.rel_error_step1, s.mass_lost, s.needle_kept, dir);
+}
+
+int cmd_replay(int argc, char **argv) {
+  ReplayArgs a;
+  memset(&a, 0, sizeof a);
+  evict_policy_default(&a.policy);
+  bool help = false;
+  int rc = parse_args(argc, argv, &a, &help);
+  if (rc || help) {
+    if (help) print_help(stdout);
+    return rc;
+  }
+  if (a.threads) obc_set_threads(a.threads);
+  char out_dir[4096], command_line[4096];
+  if (a.out_dir) snprintf(out_dir, sizeof out_dir, "%s", a.out_dir);
+  else default_out_dir(a.trace_path, out_dir, sizeof out_dir);
+  evict_join_command_line(argc, argv, command_line, sizeof command_line);
+
+  ObcTraceReader *reader = NULL;
+  if ((rc = trace_open(a.trace_path, &reader))) return rc;
+  EvictKeepSet keep;
+  memset(&keep, 0, sizeof keep);
+  size_t first = 0;
+  if (trace_meta_decode_rows(trace_meta(reader), &first) == 0)
+    rc = obc_fail(OBC_EINVAL, "%s: no decode rows captured (replay needs them; hint: capture "
+                  "with --decode >= 1)", a.trace_path);
+  if (!rc)
+    rc = a.keep_path ? evict_keep_read(a.keep_path, trace_meta(reader), &keep)
+                     : evict_policy_apply(reader, &a.policy, &keep);
+  Model *model = NULL;
+  EvictReplayer *replayer = NULL;
+  if (!rc && a.offline) {
+    EvictOfflineResult result;
+    rc = evict_offline_run(reader, &keep, &result);
+    if (!rc) rc = evict_offline_write(out_dir, a.trace_path, &keep, &result, command_line);
+    if (!rc) print_offline(&keep, &result, out_dir);
+    if (!rc) evict_offline_result_free(&result);
+  } else if (!rc) {
+    const char *path = a.model_path ? a.model_path : model_default_path();
+    EvictModelReplay *result = obc_malloc(sizeof *result, "replay result");
+    rc = result ? model_load(path, &model) : OBC_ENOMEM;
+    if (!rc) rc = evict_replayer_open(model, reader, a.steps, a.threads, &replayer);
+    if (!rc) rc = evict_replayer_run(replayer, &keep, result);
+    if (!rc)
+      rc = evict_replay_write(out_dir, a.trace_path, path, &keep, replayer, result, command_line);
+    if (!rc) {
+      int full_found = -1;
+      const char *full = evict_replayer_full_answer(replayer, &full_found);
+      printf("model replay: %s, budget %zu of %zu (%s, %s), %zu steps\n", keep.policy.score,
+             keep.budget, keep.n_candidates, evict_allocation_name(keep.policy.allocation),
+             evict_mode_name(keep.policy.mode), result->n_steps);
+      printf("  full cache: \"%s\" (needle %s)\n", full,
+             full_found < 0 ? "n/a" : full_found ? "found" : "NOT found");
+      printf("  evicted:    \"%s\" (needle %s)\n", result->answer,
+             result->needle_found < 0 ? "n/a" : result->needle_found ? "found" : "NOT found");
+      printf("  token agreement %.3f, KL free-running %.4g, KL teacher-forced %.4g, max "
+             "relative logit diff (forced) %.3g -> %s\n",
+             result->agreement, result->kl_free_mean, result->kl_forced_mean,
+             result->logits_rel_diff, out_dir);
+    }
+    free(result);
+  }
+  evict_replayer_close(replayer);
+  model_free(model);
+  evict_keep_set_free(&keep);
+  trace_close(reader);
+  return rc;
+}

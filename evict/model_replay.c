@@ -1,0 +1,276 @@
+/* Model replay: loads the trace's prompt K/V into a runtime once, checks the
+ * model against the trace, and replays kept sets (evict/model_replay.h).
+ * Between replays only the eviction marks change; decode rows written after
+ * the prompt are simply overwritten by the next replay. */
+#include "evict/model_replay.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/obc_error.h"
+#include "model/generate.h"
+#include "model/runtime.h"
+
+/* A first decode step that differs more than this from the trace's logits
+ * (relative to their largest magnitude) is another model: same-file replays
+ * agree to ~1e-6, while a different quantisation or RoPE layout is off by
+ * far more than a percent. */
+#define REPLAY_MATCH_TOLERANCE 1e-2
+
+struct EvictReplayer {
+  const Model *model;
+  ObcTraceReader *reader;
+  Runtime *runtime;
+  size_t n_prompt, n_steps, vocab;
+  float *logits_full;  /* (n_steps, vocab) the trace's */
+  float *logits;       /* (vocab) scratch */
+  int32_t *full_tokens; /* (n_steps + 1) g0 and the full cache's next tokens */
+  char needle[256];    /* the needle's value, "" when unknown */
+  char full_answer[4096];
+  int full_needle_found;
+};
+
+static int contains_ignoring_case(const char *text, const char *needle) {
+  size_t n = strlen(needle);
+  if (n == 0) return 0;
+  for (const char *p = text; *p; p++) {
+    size_t i = 0;
+    while (i < n && p[i] && tolower((unsigned char)p[i]) == tolower((unsigned char)needle[i])) i++;
+    if (i == n) return 1;
+  }
+  return 0;
+}
+
+static int check_model(const Model *model, const ObcTraceMeta *meta, const char *trace) {
+  const ModelConfig *c = &model->config;
+  const ObcTraceModel *m = &meta->model;
+  if (c->n_layers != m->n_layers || c->n_heads != m->n_heads || c->n_kv_heads != m->n_kv_heads ||
+      c->head_dim != m->head_dim || c->vocab_size != m->vocab_size)
+    return obc_fail(OBC_EINVAL, "%s: the model %s does not match the trace (expected %zu layers, "
+                    "%zu heads, %zu KV heads, head dim %zu, vocab %zu as in the trace of %s; found "
+                    "%zu, %zu, %zu, %zu, %zu; hint: --model the file that captured it)",
+                    trace, model->path, m->n_layers, m->n_heads, m->n_kv_heads, m->head_dim,
+                    m->vocab_size, m->name, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim,
+                    c->vocab_size);
+  if (!meta->has_logits || !meta->tokens)
+    return obc_fail(OBC_EINVAL, "%s: no decode logits or tokens stored (model replay compares "
+                    "with them; hint: a trace of obcache capture)", trace);
+  return OBC_OK;
+}
+
+/* The needle's value: the tokens of the "needle_value" span, decoded and
+ * trimmed. */
+static int needle_value(const Model *model, const ObcTraceMeta *meta, char *out, size_t size) {
+  out[0] = '\0';
+  const ObcSpan *span = trace_meta_find_span(meta, "needle_value");
+  if (!span || !model->tokenizer || span->begin < 0 || span->end <= span->begin ||
+      span->end > (int64_t)meta->n_prompt)
+    return OBC_OK;
+  char *text = NULL;
+  int rc = tokenizer_decode(model->tokenizer, meta->tokens + span->begin,
+                            (size_t)(span->end - span->begin), &text);
+  if (rc) return rc;
+  const char *b = text;
+  while (*b && isspace((unsigned char)*b)) b++;
+  size_t n = strlen(b);
+  while (n > 0 && (isspace((unsigned char)b[n - 1]) || b[n - 1] == '.')) n--;
+  snprintf(out, size, "%.*s", (int)n, b);
+  free(text);
+  return OBC_OK;
+}
+
+/* Greedy answer text: tokens up to the first stop token, decoded. */
+static int answer_text(const Model *model, const int32_t *tokens, size_t n, char *out,
+                       size_t size) {
+  out[0] = '\0';
+  if (!model->tokenizer) return OBC_OK;
+  size_t keep = 0;
+  while (keep < n && !tokenizer_is_stop(model->tokenizer, tokens[keep])) keep++;
+  char *text = NULL;
+  int rc = tokenizer_decode(model->tokenizer, tokens, keep, &text);
+  if (rc) return rc;
+  snprintf(out, size, "%s", text);
+  free(text);
+  return OBC_OK;
+}
+
+/* KL(p || q) of the softmaxes of logits p_logits (reference) and q_logits. */
+static double kl_divergence(const float *p_logits, const float *q_logits, size_t n) {
+  double p_max = -HUGE_VAL, q_max = -HUGE_VAL;
+  for (size_t i = 0; i < n; i++) {
+    p_max = p_logits[i] > p_max ? p_logits[i] : p_max;
+    q_max = q_logits[i] > q_max ? q_logits[i] : q_max;
+  }
+  double p_sum = 0.0, q_sum = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    p_sum += exp(p_logits[i] - p_max);
+    q_sum += exp(q_logits[i] - q_max);
+  }
+  double p_lse = p_max + log(p_sum), q_lse = q_max + log(q_sum), kl = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    double lp = p_logits[i] - p_lse, lq = q_logits[i] - q_lse;
+    kl += exp(lp) * (lp - lq);
+  }
+  return kl > 0.0 ? kl : 0.0;
+}
+
+static double relative_diff(const float *a, const float *ref, size_t n) {
+  double diff = 0.0, scale = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    diff = fmax(diff, fabs((double)a[i] - ref[i]));
+    scale = fmax(scale, fabs((double)ref[i]));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+static int load_cache(EvictReplayer *r, const ObcTraceMeta *meta) {
+  KVCache *cache = runtime_cache(r->runtime);
+  size_t d = meta->model.head_dim, s = meta->n_prompt;
+  float *K = obc_malloc(meta->n_positions * d * sizeof *K, "trace keys");
+  float *V = obc_malloc(meta->n_positions * d * sizeof *V, "trace values");
+  int rc = K && V ? OBC_OK : OBC_ENOMEM;
+  for (size_t l = 0; l < meta->model.n_layers && !rc; l++)
+    for (size_t g = 0; g < meta->model.n_kv_heads && !rc; g++) {
+      if ((rc = trace_read_kv(r->reader, l, g, K, V))) break;
+      memcpy(kv_cache_k(cache, l, g), K, s * d * sizeof *K);
+      memcpy(kv_cache_v(cache, l, g), V, s * d * sizeof *V);
+    }
+  free(K);
+  free(V);
+  if (!rc) rc = runtime_set_position(r->runtime, s);
+  return rc;
+}
+
+void evict_replayer_close(EvictReplayer *r) {
+  if (!r) return;
+  runtime_free(r->runtime);
+  free(r->logits_full);
+  free(r->logits);
+  free(r->full_tokens);
+  free(r);
+}
+
+int evict_replayer_open(const Model *model, ObcTraceReader *reader, size_t steps, size_t threads,
+                        EvictReplayer **out) {
+  *out = NULL;
+  const ObcTraceMeta *meta = trace_meta(reader);
+  const char *trace = trace_path(reader);
+  int rc = check_model(model, meta, trace);
+  if (rc) return rc;
+  if (meta->n_decode == 0)
+    return obc_fail(OBC_EINVAL, "%s: no decode steps captured (model replay needs them)", trace);
+  if (steps == 0 || steps > meta->n_decode) steps = meta->n_decode;
+  if (steps > EVICT_REPLAY_MAX_STEPS) steps = EVICT_REPLAY_MAX_STEPS;
+  EvictReplayer *r = obc_calloc(1, sizeof *r, "replayer");
+  if (!r) return OBC_ENOMEM;
+  r->model = model;
+  r->reader = reader;
+  r->n_prompt = meta->n_prompt;
+  r->n_steps = steps;
+  r->vocab = model->config.vocab_size;
+  r->logits_full = obc_malloc(meta->n_decode * r->vocab * sizeof(float), "trace logits");
+  r->logits = obc_malloc(r->vocab * sizeof(float), "replay logits");
+  r->full_tokens = obc_malloc((steps + 1) * sizeof(int32_t), "full-cache tokens");
+  if (!r->logits_full || !r->logits || !r->full_tokens) rc = OBC_ENOMEM;
+  if (!rc) rc = trace_read_logits(reader, r->logits_full);
+  RuntimeOptions options = {.max_context = meta->n_prompt + steps, .threads = threads};
+  if (!rc) rc = runtime_create(model, &options, &r->runtime);
+  if (!rc) rc = load_cache(r, meta);
+  if (!rc) {
+    r->full_tokens[0] = meta->tokens[meta->n_prompt];
+    for (size_t t = 0; t < steps; t++)
+      r->full_tokens[t + 1] =
+          (int32_t)generate_argmax(r->logits_full + t * r->vocab, r->vocab);
+    rc = needle_value(model, meta, r->needle, sizeof r->needle);
+  }
+  if (!rc) rc = answer_text(model, r->full_tokens, steps + 1, r->full_answer,
+                            sizeof r->full_answer);
+  r->full_needle_found = r->needle[0] ? contains_ignoring_case(r->full_answer, r->needle) : -1;
+  /* The model must reproduce the first decode step with the full cache. */
+  if (!rc) rc = runtime_forward(r->runtime, r->full_tokens, 1, RUNTIME_LOGITS_LAST, r->logits, NULL);
+  if (!rc) {
+    double diff = relative_diff(r->logits, r->logits_full, r->vocab);
+    if (diff > REPLAY_MATCH_TOLERANCE)
+      rc = obc_fail(OBC_EINVAL, "%s: the model %s does not reproduce the trace's first decode "
+                    "step with the full cache (relative logit difference %.3g, expected <= %g; "
+                    "hint: another quantisation, weights or RoPE layout than the capture's)",
+                    trace, model->path, diff, REPLAY_MATCH_TOLERANCE);
+  }
+  if (!rc) rc = runtime_set_position(r->runtime, r->n_prompt);
+  if (rc) {
+    evict_replayer_close(r);
+    return rc;
+  }
+  *out = r;
+  return OBC_OK;
+}
+
+const char *evict_replayer_full_answer(const EvictReplayer *r, int *needle_found) {
+  if (needle_found) *needle_found = r->full_needle_found;
+  return r->full_answer;
+}
+
+static int apply_marks(EvictReplayer *r, const EvictKeepSet *keep) {
+  runtime_clear_evictions(r->runtime);
+  for (size_t l = 0; l < keep->n_layers; l++)
+    for (size_t g = 0; g < keep->n_kv_heads; g++) {
+      const unsigned char *k = keep->keep + (l * keep->n_kv_heads + g) * keep->n_prompt;
+      for (size_t p = 0; p < keep->n_prompt; p++) {
+        if (k[p]) continue;
+        int rc = runtime_evict(r->runtime, l, g, p);
+        if (rc) return rc;
+      }
+    }
+  return OBC_OK;
+}
+
+/* T steps from position s; forced: feed the full-cache tokens, else the
+ * previous prediction. */
+static int decode(EvictReplayer *r, int forced, EvictModelReplay *out) {
+  int rc = runtime_set_position(r->runtime, r->n_prompt);
+  int32_t token = r->full_tokens[0];
+  size_t agree = 0;
+  for (size_t t = 0; t < r->n_steps && !rc; t++) {
+    rc = runtime_forward(r->runtime, &token, 1, RUNTIME_LOGITS_LAST, r->logits, NULL);
+    if (rc) break;
+    const float *full = r->logits_full + t * r->vocab;
+    int32_t predicted = (int32_t)generate_argmax(r->logits, r->vocab);
+    double kl = kl_divergence(full, r->logits, r->vocab);
+    if (forced) {
+      out->kl_forced[t] = kl;
+      out->kl_forced_mean += kl / r->n_steps;
+      out->logits_rel_diff = fmax(out->logits_rel_diff, relative_diff(r->logits, full, r->vocab));
+      token = r->full_tokens[t + 1];
+    } else {
+      out->kl_free[t] = kl;
+      out->kl_free_mean += kl / r->n_steps;
+      out->tokens[t] = predicted;
+      agree += predicted == r->full_tokens[t + 1];
+      token = predicted;
+    }
+  }
+  if (!forced) out->agreement = (double)agree / r->n_steps;
+  return rc;
+}
+
+int evict_replayer_run(EvictReplayer *r, const EvictKeepSet *keep, EvictModelReplay *out) {
+  memset(out, 0, sizeof *out);
+  out->n_steps = r->n_steps;
+  if (keep->n_prompt != r->n_prompt)
+    return obc_fail(OBC_EINVAL, "replay: the kept set covers %zu prompt positions (expected %zu)",
+                    keep->n_prompt, r->n_prompt);
+  int rc = apply_marks(r, keep);
+  if (!rc) rc = decode(r, 0, out);
+  if (!rc) rc = decode(r, 1, out);
+  if (!rc) {
+    int32_t answer[EVICT_REPLAY_MAX_STEPS + 1];
+    answer[0] = r->full_tokens[0];
+    memcpy(answer + 1, out->tokens, r->n_steps * sizeof *answer);
+    rc = answer_text(r->model, answer, r->n_steps + 1, out->answer, sizeof out->answer);
+  }
+  out->needle_found = r->needle[0] ? contains_ignoring_case(out->answer, r->needle) : -1;
+  return rc;
+}

@@ -1,0 +1,53 @@
+/* Model replay (SPEC.md section 6): the trace's prompt K/V loaded as the
+ * model's cache (no prefill recomputation), the evicted rows dropped per
+ * (layer, KV head) through runtime_evict, then T decode steps from the first
+ * generated token g0 at position s:
+ *
+ * - free-running: greedy, each step fed the previous step's argmax; the
+ *   answer is checked for the needle's value (RULER string match, ignoring
+ *   case) and compared token by token with the full-cache answer;
+ * - teacher-forced: each step fed the full-cache token, so that the KL
+ *   divergence KL(full || evicted) of the next-token distributions compares
+ *   like with like.
+ *
+ * A replayer loads the trace once and replays any number of kept sets. The
+ * model must match the trace (layers, heads, KV heads, head dim, vocabulary)
+ * and reproduce its first decode step's logits with the full cache, which
+ * also catches another RoPE layout or other weights. */
+#ifndef OBC_EVICT_MODEL_REPLAY_H
+#define OBC_EVICT_MODEL_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "evict/policy.h"
+#include "model/model.h"
+#include "traces/trace.h"
+
+#define EVICT_REPLAY_MAX_STEPS 1024
+
+typedef struct {
+  size_t n_steps;
+  int32_t tokens[EVICT_REPLAY_MAX_STEPS]; /* free-running predictions of steps 0..n_steps-1 */
+  char answer[4096];       /* g0 + the predictions up to a stop token, decoded */
+  int needle_found;        /* 1 / 0; -1 without a needle_value span or tokenizer */
+  double agreement;        /* share of steps whose prediction equals the full cache's */
+  double kl_free[EVICT_REPLAY_MAX_STEPS];   /* KL(full || evicted), free-running */
+  double kl_forced[EVICT_REPLAY_MAX_STEPS]; /* same, teacher-forced */
+  double kl_free_mean, kl_forced_mean;
+  double logits_rel_diff; /* teacher-forced max |l' - l| / max |l| over all steps */
+} EvictModelReplay;
+
+typedef struct EvictReplayer EvictReplayer;
+
+/* steps: decode steps to replay, 0 = every captured one (the trace's logits
+ * rows). threads: 0 = default. */
+int evict_replayer_open(const Model *model, ObcTraceReader *reader, size_t steps, size_t threads,
+                        EvictReplayer **out);
+void evict_replayer_close(EvictReplayer *replayer);
+/* The full-cache answer (the trace's tokens) and whether it has the needle. */
+const char *evict_replayer_full_answer(const EvictReplayer *replayer, int *needle_found);
+/* Replays one kept set. */
+int evict_replayer_run(EvictReplayer *replayer, const EvictKeepSet *keep, EvictModelReplay *out);
+
+#endif

@@ -1,0 +1,48 @@
+/* Offline replay (SPEC.md section 6): what a kept set does to the captured
+ * decode steps, from the trace alone. For every captured decode row and query
+ * head, the attention output over the kept prompt positions plus every
+ * generated token's key is the exact set-eviction output of SPEC.md section 3
+ * (oracle_set_eviction_output), compared with the captured full-cache output:
+ * relative output error ||o' - o|| / ||o||, attention mass lost, and the
+ * share of the needle span kept. */
+#ifndef OBC_EVICT_OFFLINE_H
+#define OBC_EVICT_OFFLINE_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "evict/policy.h"
+#include "traces/trace.h"
+
+typedef struct {
+  size_t n_layers, n_heads, n_kv_heads; /* n_heads: query heads per layer */
+  size_t n_steps;                       /* captured decode rows */
+  double *rel_error; /* (n_layers, n_heads, n_steps) ||o' - o|| / ||o|| */
+  double *mass_lost; /* (n_layers, n_heads, n_steps) evicted attention mass */
+  double *sq_error;  /* (n_layers, n_kv_heads, n_steps) sum over the group of ||o' - o||^2 */
+  bool has_needle;
+  double *needle_kept; /* (n_layers, n_kv_heads) share of the needle span kept */
+} EvictOfflineResult;
+
+/* Overall means (over layers, heads and steps; needle over KV heads). */
+typedef struct {
+  double rel_error, rel_error_step1, mass_lost, needle_kept;
+} EvictOfflineSummary;
+
+/* Fails with OBC_EINVAL when the trace has no decode rows. */
+int evict_offline_run(ObcTraceReader *reader, const EvictKeepSet *keep, EvictOfflineResult *out);
+void evict_offline_result_free(EvictOfflineResult *result);
+void evict_offline_summarise(const EvictOfflineResult *result, EvictOfflineSummary *summary);
+
+/* DIR/offline_heads.csv (layer,head,kv_head,rel_error,rel_error_step1,
+ * mass_lost,needle_kept), offline_layers.csv (layer means), offline_steps.csv
+ * (step means) and offline.json (trace, policy, overall means), each written
+ * under a temporary name. */
+int evict_offline_write(const char *dir, const char *trace_path, const EvictKeepSet *keep,
+                        const EvictOfflineResult *result, const char *command_line);
+
+/* The policy of a keep set as a JSON object (for every report of evict/). */
+cJSON *evict_policy_json(const EvictKeepSet *keep);
+
+#endif

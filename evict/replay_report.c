@@ -1,0 +1,55 @@
+/* replay.json and replay_steps.csv of a model replay (evict/replay_report.h). */
+#include "evict/replay_report.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/obc_error.h"
+#include "common/obc_file.h"
+#include "evict/offline.h"
+
+int evict_replay_write(const char *dir, const char *trace_path, const char *model_path,
+                       const EvictKeepSet *keep, const EvictReplayer *replayer,
+                       const EvictModelReplay *r, const char *command_line) {
+  int rc = obc_make_dirs(dir);
+  if (rc) return rc;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/replay_steps.csv", dir);
+  ObcPendingFile file;
+  FILE *fp = NULL;
+  if ((rc = obc_text_open(&file, path, &fp))) return rc;
+  fprintf(fp, "step,token_replay,kl_free,kl_forced\n");
+  for (size_t t = 0; t < r->n_steps; t++)
+    fprintf(fp, "%zu,%d,%.9g,%.9g\n", t + 1, (int)r->tokens[t], r->kl_free[t], r->kl_forced[t]);
+  if ((rc = obc_text_close(&file, fp, 1))) return rc;
+
+  int full_found = -1;
+  const char *full_answer = evict_replayer_full_answer(replayer, &full_found);
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "tool_version", OBC_VERSION);
+  cJSON_AddStringToObject(root, "command_line", command_line ? command_line : "");
+  cJSON_AddStringToObject(root, "trace", trace_path);
+  cJSON_AddStringToObject(root, "model", model_path);
+  cJSON_AddItemToObject(root, "policy", evict_policy_json(keep));
+  cJSON_AddNumberToObject(root, "steps", (double)r->n_steps);
+  cJSON_AddStringToObject(root, "answer_full", full_answer);
+  cJSON_AddStringToObject(root, "answer", r->answer);
+  cJSON_AddNumberToObject(root, "needle_found_full", full_found);
+  cJSON_AddNumberToObject(root, "needle_found", r->needle_found);
+  cJSON_AddNumberToObject(root, "token_agreement", r->agreement);
+  cJSON_AddNumberToObject(root, "kl_free_mean", r->kl_free_mean);
+  cJSON_AddNumberToObject(root, "kl_forced_mean", r->kl_forced_mean);
+  cJSON_AddNumberToObject(root, "logits_rel_diff_forced", r->logits_rel_diff);
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  if (!text) return OBC_ENOMEM;
+  snprintf(path, sizeof path, "%s/replay.json", dir);
+  rc = obc_text_open(&file, path, &fp);
+  if (!rc) {
+    fprintf(fp, "%s\n", text);
+    rc = obc_text_close(&file, fp, 1);
+  }
+  free(text);
+  return rc;
+}

@@ -1,0 +1,15 @@
+/* Files of a model replay: replay.json (trace, model, policy, answers, needle
+ * match, agreement, mean KLs) and replay_steps.csv (step, full-cache token,
+ * replayed token, KL free-running, KL teacher-forced), each written under a
+ * temporary name. */
+#ifndef OBC_EVICT_REPLAY_REPORT_H
+#define OBC_EVICT_REPLAY_REPORT_H
+
+#include "evict/model_replay.h"
+#include "evict/policy.h"
+
+int evict_replay_write(const char *dir, const char *trace_path, const char *model_path,
+                       const EvictKeepSet *keep, const EvictReplayer *replayer,
+                       const EvictModelReplay *result, const char *command_line);
+
+#endif
