@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/commands.h"
 #include "common/obc_cli.h"
@@ -14,11 +15,14 @@
 #include "evict/offline.h"
 #include "evict/policy_args.h"
 #include "evict/replay_report.h"
+#include "evict/sweep.h"
 
 static void print_help(FILE *out) {
   fprintf(out,
 "usage: obcache replay TRACE [--model M] (--keep KEEP.h5 | policy options) [-o DIR]\n"
 "       obcache replay --offline TRACE (--keep KEEP.h5 | policy options) [-o DIR]\n"
+"       obcache replay --sweep (TRACE | SWEEP_DIR) [--scores S,..] [--budgets B,..]\n"
+"                      [--no-model] [policy options] [-o DIR]\n"
 "\n"
 "Model replay (default): loads the prompt K/V of TRACE as the model's cache (no\n"
 "prefill), drops the evicted rows per (layer, KV head), and decodes the captured\n"
@@ -38,14 +42,24 @@ static void print_help(FILE *out) {
 "  --model M            GGUF file or HF folder (default: the embedded SmolLM2)\n"
 "  --steps T            decode steps to replay (default: all captured)\n"
 "  --threads N          OpenMP threads (default: all cores)\n"
-"  -o DIR               output folder (default: TRACE without .h5 + \"-replay\")\n"
+"  -o DIR               output folder (default: TRACE without .h5 + \"-replay\";\n"
+"                       for a sweep folder DIR/replay)\n"
+"\n"
+"budget sweep (--sweep): every score x budget on TRACE or on every *.h5 of a sweep\n"
+"folder, offline and (unless --no-model) with the model; prints the tables and\n"
+"writes replay_cells.csv, replay_sweep.csv (means over traces) and\n"
+"replay_sweep.json; draw them with obcache plot DIR.\n"
+"  --scores S,..        default attn,snapkv,vatp,obc_v,obc_k,obc_vk,streaming,random,oracle\n"
+"  --budgets B,..       default 1%%,2%%,5%%,10%%,20%%,40%%\n"
+"  --no-model           offline replay only (synthetic traces, quick looks)\n"
 "\n");
   evict_policy_print_options(out);
 }
 
 typedef struct {
   const char *trace_path, *keep_path, *model_path, *out_dir;
-  bool offline;
+  bool offline, sweep, no_model;
+  const char *scores, *budgets; /* --sweep lists */
   size_t steps, threads;
   EvictPolicy policy;
 } ReplayArgs;
@@ -61,8 +75,8 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
       *help = true;
       return OBC_OK;
     }
-    if (!strcmp(arg, "--offline")) {
-      a->offline = true;
+    if (!strcmp(arg, "--offline") || !strcmp(arg, "--sweep") || !strcmp(arg, "--no-model")) {
+      *(arg[2] == 'o' ? &a->offline : arg[2] == 's' ? &a->sweep : &a->no_model) = true;
       continue;
     }
     if (arg[0] != '-') {
@@ -71,7 +85,8 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
       a->trace_path = arg;
       continue;
     }
-    static const char *const names[] = {"--keep", "--model", "--steps", "--threads", "-o"};
+    static const char *const names[] = {"--keep",  "--model",  "--steps", "--threads",
+                                        "--scores", "--budgets", "-o"};
     const char *name = NULL;
     for (size_t o = 0; !name && o < sizeof names / sizeof *names; o++)
       if (!strcmp(arg, names[o])) name = names[o];
@@ -81,12 +96,64 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
     if (!strcmp(name, "--keep")) a->keep_path = v;
     else if (!strcmp(name, "--model")) a->model_path = v;
     else if (!strcmp(name, "-o")) a->out_dir = v;
+    else if (!strcmp(name, "--scores")) a->scores = v;
+    else if (!strcmp(name, "--budgets")) a->budgets = v;
     else if (!strcmp(name, "--steps")) rc = obc_parse_size(name, v, &a->steps);
     else rc = obc_parse_size(name, v, &a->threads);
     if (rc) return rc;
   }
   if (!a->trace_path) return obc_fail(OBC_EINVAL, "missing TRACE (see obcache replay --help)");
   return OBC_OK;
+}
+
+/* "a,b,c" into names (max entries of 32 bytes), each checked by check. */
+static int parse_names(const char *option, const char *text, char (*names)[32], size_t *count,
+                       int (*check)(EvictPolicy *, const char *)) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", text);
+  *count = 0;
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    EvictPolicy probe;
+    evict_policy_default(&probe);
+    int rc = check(&probe, tok);
+    if (rc) return rc;
+    if (*count == EVICT_SWEEP_MAX || strlen(tok) >= 32)
+      return obc_fail(OBC_EINVAL, "%s: at most %d entries of < 32 characters", option,
+                      EVICT_SWEEP_MAX);
+    snprintf(names[(*count)++], 32, "%s", tok);
+  }
+  if (*count == 0) return obc_fail(OBC_EINVAL, "%s: empty list", option);
+  return OBC_OK;
+}
+
+static int run_sweep(const ReplayArgs *a, const char *command_line) {
+  EvictSweepConfig config;
+  evict_sweep_config_default(&config);
+  config.base = a->policy;
+  config.with_model = !a->no_model;
+  config.model_path = a->model_path;
+  config.steps = a->steps;
+  config.threads = a->threads;
+  int rc = OBC_OK;
+  if (a->scores)
+    rc = parse_names("--scores", a->scores, config.scores, &config.n_scores,
+                     evict_policy_set_score);
+  if (!rc && a->budgets)
+    rc = parse_names("--budgets", a->budgets, config.budgets, &config.n_budgets,
+                     evict_policy_set_budget);
+  if (rc) return rc;
+  char out_dir[4096];
+  struct stat st;
+  if (a->out_dir) snprintf(out_dir, sizeof out_dir, "%s", a->out_dir);
+  else if (stat(a->trace_path, &st) == 0 && S_ISDIR(st.st_mode))
+    snprintf(out_dir, sizeof out_dir, "%s/replay", a->trace_path);
+  else {
+    size_t n = strlen(a->trace_path);
+    if (n > 3 && !strcmp(a->trace_path + n - 3, ".h5")) n -= 3;
+    snprintf(out_dir, sizeof out_dir, "%.*s-replay-sweep", (int)n, a->trace_path);
+  }
+  return evict_sweep_run(a->trace_path, out_dir, &config, command_line);
 }
 
 static void default_out_dir(const char *trace, char *out, size_t size) {
@@ -117,9 +184,15 @@ int cmd_replay(int argc, char **argv) {
   }
   if (a.threads) obc_set_threads(a.threads);
   char out_dir[4096], command_line[4096];
+  evict_join_command_line(argc, argv, command_line, sizeof command_line);
+  if (a.sweep) {
+    if (a.offline || a.keep_path)
+      return obc_fail(OBC_EINVAL, "--sweep: runs offline and model replay itself from --scores "
+                      "and --budgets (no --offline or --keep)");
+    return run_sweep(&a, command_line);
+  }
   if (a.out_dir) snprintf(out_dir, sizeof out_dir, "%s", a.out_dir);
   else default_out_dir(a.trace_path, out_dir, sizeof out_dir);
-  evict_join_command_line(argc, argv, command_line, sizeof command_line);
 
   ObcTraceReader *reader = NULL;
   if ((rc = trace_open(a.trace_path, &reader))) return rc;

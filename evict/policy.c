@@ -283,12 +283,12 @@ static int head_scores(const EvictPolicy *p, EvictHead *h, size_t layer, size_t 
   return OBC_EINVAL;
 }
 
-int evict_policy_apply(ObcTraceReader *reader, const EvictPolicy *p, EvictKeepSet *out) {
+int evict_policy_scores(ObcTraceReader *reader, const EvictPolicy *p, double **scores_out,
+                        size_t *n_candidates, size_t *window_out) {
   const ObcTraceMeta *meta = trace_meta(reader);
-  memset(out, 0, sizeof *out);
-  size_t n = 0, k = 0, first = 0;
+  *scores_out = NULL;
+  size_t n = 0, first = 0;
   int rc = evict_policy_candidates(p, meta, &n);
-  if (!rc) rc = evict_policy_budget_tokens(p, n, &k);
   if (rc) return obc_fail_context(rc, "%s", trace_path(reader));
   size_t window = 0;
   if (p->kind == EVICT_SCORE_QUANTITY) {
@@ -323,10 +323,30 @@ int evict_policy_apply(ObcTraceReader *reader, const EvictPolicy *p, EvictKeepSe
     }
   }
   evict_head_free(&h);
-  if (!rc) rc = evict_keep_from_scores(p, scores, L, G, meta->n_prompt, n, out);
-  if (!rc) out->window = window;
-  free(scores);
   free(oracle);
   free(sweep);
+  if (rc) {
+    free(scores);
+    return rc;
+  }
+  *scores_out = scores;
+  *n_candidates = n;
+  *window_out = window;
+  return OBC_OK;
+}
+
+int evict_policy_apply(ObcTraceReader *reader, const EvictPolicy *p, EvictKeepSet *out) {
+  const ObcTraceMeta *meta = trace_meta(reader);
+  memset(out, 0, sizeof *out);
+  size_t n = 0, k = 0, window = 0;
+  int rc = evict_policy_candidates(p, meta, &n);
+  if (!rc) rc = evict_policy_budget_tokens(p, n, &k); /* fail fast, before the scores */
+  if (rc) return obc_fail_context(rc, "%s", trace_path(reader));
+  double *scores = NULL;
+  rc = evict_policy_scores(reader, p, &scores, &n, &window);
+  if (!rc) rc = evict_keep_from_scores(p, scores, meta->model.n_layers, meta->model.n_kv_heads,
+                                       meta->n_prompt, n, out);
+  if (!rc) out->window = window;
+  free(scores);
   return rc;
 }

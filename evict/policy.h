@@ -85,6 +85,11 @@ int evict_policy_budget_tokens(const EvictPolicy *policy, size_t n_candidates, s
  * query-aware, the question's begin when query-agnostic). */
 int evict_policy_candidates(const EvictPolicy *policy, const ObcTraceMeta *meta, size_t *n);
 
+/* The policy's scores of every candidate: *scores (n_layers, n_kv_heads,
+ * *n_candidates), malloc'd; *window is the score window used (0 when the
+ * score has none). Computed once, they serve every budget. */
+int evict_policy_scores(ObcTraceReader *reader, const EvictPolicy *policy, double **scores,
+                        size_t *n_candidates, size_t *window);
 /* Applies the policy to every (layer, KV head) of the trace. */
 int evict_policy_apply(ObcTraceReader *reader, const EvictPolicy *policy, EvictKeepSet *out);
 /* Same, on scores given per head: scores (n_layers, n_kv_heads, n_candidates). */

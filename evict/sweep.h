@@ -1,0 +1,38 @@
+/* Budget sweep of eviction policies (`obcache replay --sweep`): scores x
+ * budgets on one trace or on every trace (*.h5) of a sweep folder. Each
+ * score is computed once per trace and serves every budget; each (score,
+ * budget) is replayed offline and, unless disabled, with the model. Writes
+ * DIR/replay_cells.csv (one row per trace, score and budget),
+ * DIR/replay_sweep.csv (means over traces: the data of the replay figures of
+ * `obcache plot`) and DIR/replay_sweep.json, and prints the tables. */
+#ifndef OBC_EVICT_SWEEP_H
+#define OBC_EVICT_SWEEP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "evict/policy.h"
+
+#define EVICT_SWEEP_MAX 32
+#define EVICT_SWEEP_MAX_TRACES 256
+
+typedef struct {
+  char scores[EVICT_SWEEP_MAX][32];
+  size_t n_scores;
+  char budgets[EVICT_SWEEP_MAX][32];
+  size_t n_budgets;
+  EvictPolicy base;       /* window, recent, sinks, allocation, mode, seed */
+  bool with_model;        /* model replay as well as offline */
+  const char *model_path; /* NULL = the default model */
+  size_t steps;           /* decode steps of the model replay (0 = all captured) */
+  size_t threads;
+} EvictSweepConfig;
+
+/* Default scores (attn snapkv vatp obc_v obc_k obc_vk streaming random
+ * oracle) and budgets (1% 2% 5% 10% 20% 40%), with the model. */
+void evict_sweep_config_default(EvictSweepConfig *config);
+/* input: a trace file or a folder of traces. */
+int evict_sweep_run(const char *input, const char *out_dir, const EvictSweepConfig *config,
+                    const char *command_line);
+
+#endif
