@@ -94,7 +94,8 @@ typedef struct {
   int32_t *chat_empty; /* (n_chat_empty) the template around an empty user turn */
   size_t n_chat_empty;
   size_t chat_split; /* where the user text goes in chat_empty */
-  size_t *sentence_tokens; /* (n_sentence_tokens) cache: tokens of " sentence" */
+  size_t *sentence_tokens; /* (n_sentence_tokens) cache: tokens of " sentence",
+                              by index in the haystack (0 = not yet counted) */
   size_t n_sentence_tokens;
   /* The haystack: `full` whole sentences of the stream, then `words` words
    * of the next one. */
@@ -211,6 +212,7 @@ static int custom_needle(Builder *b) {
 /* ---- the haystack ------------------------------------------------------------- */
 
 static int sentence_tokens(Builder *b, size_t i, size_t *count) {
+  i %= b->haystack.n_sentences; /* the stream repeats */
   if (i >= b->n_sentence_tokens) {
     size_t capacity = b->n_sentence_tokens ? b->n_sentence_tokens : 256;
     while (capacity <= i) capacity *= 2;

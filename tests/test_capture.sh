@@ -122,6 +122,19 @@ one_line_error "needle longer than the context" "more than --length" "$dir/bad.h
  check "a failed write exits with status 1, not a crash" test "$last_rc" -eq 1
  exit $fail) || fail=1
 
+# A 1 x 2 sweep: one trace and one analysis folder per cell, and a summary
+# row per cell and quantity.
+"$OBCACHE" sweep --lengths 160 --depths 0,100 --haystack noise --decode 2 --rows 16 \
+  -o "$dir/sweep" > "$dir/sweep.txt" 2>&1
+check "sweep succeeds" test $? -eq 0
+cat "$dir/sweep.txt"
+check "sweep wrote a trace and an analysis per cell" \
+  test -s "$dir/sweep/L160_D0.h5" -a -s "$dir/sweep/L160_D100.h5" \
+  -a -s "$dir/sweep/L160_D0/recall.csv" -a -s "$dir/sweep/L160_D100/recall.csv"
+check "summary.csv has the columns and 2 cells x 11 quantities" test \
+  "$(head -1 "$dir/sweep/summary.csv")" = "length,depth,needle,found,answer_ok,score,k,recall,needle_kept" \
+  -a "$(tail -n +2 "$dir/sweep/summary.csv" | cut -d, -f1,2,6,7 | sort -u | wc -l)" -eq 22
+
 # SIGTERM in the middle of a capture leaves nothing under the final name.
 "$OBCACHE" capture --length 1024 --depth 50 --haystack noise --decode 8 -o "$dir/killed.h5" \
   > /dev/null 2>&1 &
