@@ -16,6 +16,7 @@
 #include "common/obc_file.h"
 #include "plots/plot_gnuplot.h"
 #include "plots/plot_inputs.h"
+#include "plots/plot_replay.h"
 #include "plots/plot_report.h"
 #include "plots/plot_sweep.h"
 
@@ -51,6 +52,12 @@ static const PlotFigure FIGURES[] = {
      "model found the needle"},
     {"sweep_recall", "sweep_recall.gp", "summary.csv", 1,
      "sweep folders: one heat map per score of recall@k over context length and needle depth"},
+    {"replay_needle", "replay_needle.gp", "replay_sweep.csv", 2,
+     "replay sweep folders: share of traces whose answer over the evicted cache still has the "
+     "needle's value, and share of the needle span kept, against the budget, per score"},
+    {"replay_kl", "replay_kl.gp", "replay_sweep.csv", 2,
+     "replay sweep folders: teacher-forced KL(full || evicted) of the next-token distributions "
+     "and the offline attention-output error against the budget, per score"},
 };
 #define N_FIGURES (sizeof FIGURES / sizeof FIGURES[0])
 
@@ -78,7 +85,7 @@ const char *plot_scripts_dir(const PlotOptions *options) {
 
 /* The selected figures (selected[i] for FIGURES[i]) from --only; a figure
  * whose data is missing is an error when named, skipped otherwise. */
-static int select_figures(const PlotOptions *options, int analysis, int sweep, int *selected,
+static int select_figures(const PlotOptions *options, const int *kinds, int *selected,
                           PlotResult *result) {
   int named[N_FIGURES] = {0};
   if (options->only) {
@@ -104,13 +111,15 @@ static int select_figures(const PlotOptions *options, int analysis, int sweep, i
     const PlotFigure *f = &FIGURES[i];
     selected[i] = 0;
     if (options->only && !named[i]) continue;
-    int applicable = f->sweep ? sweep : analysis; /* this kind of folder has such figures */
-    int usable = applicable && (f->sweep || plot_file_has_rows(options->dir, f->data));
+    int applicable = kinds[f->sweep]; /* this kind of folder has such figures */
+    int usable = applicable && (f->sweep == 1 || plot_file_has_rows(options->dir, f->data));
     if (!usable) {
       if (named[i])
         return obc_fail(OBC_ENOTFOUND, "%s/%s: not found or no data rows (figure %s needs it%s)",
                         options->dir, f->data, f->name,
-                        f->sweep ? "; it is drawn for sweep folders" : "");
+                        f->sweep == 1   ? "; it is drawn for sweep folders"
+                        : f->sweep == 2 ? "; it is drawn for obcache replay --sweep folders"
+                                        : "");
       if (!applicable) continue; /* a figure of the other kind of folder: not a skip */
       if (result->n_skipped < PLOT_MAX_SKIPPED)
         snprintf(result->skipped[result->n_skipped++], sizeof result->skipped[0],
@@ -287,9 +296,11 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
                     "`obcache analyze`, or a sweep folder)", options->dir);
   int sweep = plot_file_exists(options->dir, "summary.csv");
   int analysis = plot_file_exists(options->dir, "report.json");
-  if (!analysis && !sweep)
+  int replay = plot_file_exists(options->dir, "replay_sweep.csv"); /* obcache replay --sweep */
+  if (!analysis && !sweep && !replay)
     return obc_fail(OBC_ENOTFOUND, "%s/report.json: not found (expected an analysis folder "
-                    "written by `obcache analyze -o DIR`, or a sweep folder with summary.csv)",
+                    "written by `obcache analyze -o DIR`, a sweep folder with summary.csv, or a "
+                    "replay folder with replay_sweep.csv)",
                     options->dir);
   PlotInputs in;
   memset(&in, 0, sizeof in);
@@ -317,7 +328,8 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
     if (!model[0]) sweep_model_name(options->dir, model, sizeof model);
   }
   int selected[N_FIGURES] = {0};
-  if (!rc) rc = select_figures(options, analysis, sweep, selected, result);
+  int kinds[3] = {analysis, sweep, replay}; /* indexed by PlotFigure.sweep */
+  if (!rc) rc = select_figures(options, kinds, selected, result);
   const char *scripts_dir = plot_scripts_dir(options);
   if (!rc) rc = check_scripts(scripts_dir, selected);
   PlotGnuplot gnuplot;
@@ -329,7 +341,7 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
   if (!rc) rc = obc_make_dirs(out_dir);
   int sweep_selected = 0;
   for (size_t i = 0; i < N_FIGURES; i++)
-    if (FIGURES[i].sweep && selected[i]) sweep_selected = 1;
+    if (FIGURES[i].sweep == 1 && selected[i]) sweep_selected = 1;
   if (!rc && sweep_selected) rc = plot_sweep_write(&sweep_data, out_dir, result);
 
   char plots_dir[4096];
@@ -341,7 +353,8 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
     PlotArgs args;
     plot_args_init(&args);
     plot_args_string(&args, "plots_dir", plots_dir);
-    figure_args(&FIGURES[i], options->dir, out_dir, &in, &sweep_data, model, &args);
+    if (FIGURES[i].sweep == 2) rc = plot_replay_args(options->dir, FIGURES[i].data, &args);
+    else figure_args(&FIGURES[i], options->dir, out_dir, &in, &sweep_data, model, &args);
     if (!rc && (options->formats & PLOT_PNG))
       rc = draw_figure(&gnuplot, script, out_dir, FIGURES[i].name, "png", &args, result);
     if (!rc && (options->formats & PLOT_SVG))

@@ -16,7 +16,8 @@ typedef struct {
   const char *name;
   const char *script;   /* file in the scripts folder */
   const char *data;     /* CSV of the analysis/sweep folder it needs */
-  int sweep;            /* 1: drawn from a sweep folder's summary.csv */
+  int sweep;            /* folder kind: 0 analysis, 1 sweep (summary.csv), 2 replay sweep
+                           (replay_sweep.csv of obcache replay --sweep) */
   const char *question; /* one sentence for --help and the README */
 } PlotFigure;
 
