@@ -5,13 +5,13 @@
  * cuda_ops.cu. With a capture, each layer's captured rows and new K/V rows are
  * copied to pinned host buffers on a second stream while the next layer runs,
  * and handed to on_layer from there (two buffer slots, alternating layers). */
-#include "model/cuda/backend_cuda.h"
-
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "model/cuda/backend_cuda.h"
 
 extern "C" {
 #include "common/obc_cli.h"
@@ -26,17 +26,17 @@ enum { UPLOAD_STAGE_FLOATS = 1 << 24 };
 
 typedef struct {
   void *wq, *wk, *wv, *wo, *w_gate, *w_up, *w_down; /* as ModelWeights, fp32 or bf16 */
-  float *attn_norm;                                  /* (dim) */
-  float *ffn_norm;                                   /* (dim) */
-  float *bq, *bk, *bv;                               /* biases or NULL */
+  float *attn_norm;                                 /* (dim) */
+  float *ffn_norm;                                  /* (dim) */
+  float *bq, *bk, *bv;                              /* biases or NULL */
 } CudaLayer;
 
 /* Device and pinned host buffers of one layer's capture, and what they hold. */
 typedef struct {
   size_t cap_q, cap_o, cap_lse, cap_attn, cap_k, cap_v; /* capacities in floats */
-  float *q, *o, *lse, *attn, *k, *v; /* device: (n_heads, n_rows, head_dim) q/o,
-                                        (n_heads, n_rows) lse, (n_heads, n_rows, n_keys)
-                                        attn, (n_kv_heads, n, head_dim) k/v */
+  float *q, *o, *lse, *attn, *k, *v;                    /* device: (n_heads, n_rows, head_dim) q/o,
+                                                           (n_heads, n_rows) lse, (n_heads, n_rows, n_keys)
+                                                           attn, (n_kv_heads, n, head_dim) k/v */
   float *host_q, *host_o, *host_lse, *host_attn, *host_k, *host_v; /* pinned, same shapes */
   cudaEvent_t ready;  /* compute stream: the slot's device buffers are written */
   cudaEvent_t copied; /* copy stream: the pinned buffers are filled */
@@ -58,29 +58,29 @@ typedef struct {
   cudaStream_t stream;      /* all compute */
   cudaStream_t copy_stream; /* capture downloads */
   cublasHandle_t blas;
-  CudaLayer *layers; /* (n_layers) */
-  void *embedding;   /* (vocab_size, dim) */
-  void *output;      /* (vocab_size, dim); == embedding when tied */
-  float *output_norm; /* (dim) */
-  float *rope_cos;    /* (max_context, head_dim / 2) */
-  float *rope_sin;    /* (max_context, head_dim / 2) */
-  float *k_cache;     /* (n_layers, n_kv_heads, max_context, head_dim) */
-  float *v_cache;     /* (n_layers, n_kv_heads, max_context, head_dim) */
+  CudaLayer *layers;    /* (n_layers) */
+  void *embedding;      /* (vocab_size, dim) */
+  void *output;         /* (vocab_size, dim); == embedding when tied */
+  float *output_norm;   /* (dim) */
+  float *rope_cos;      /* (max_context, head_dim / 2) */
+  float *rope_sin;      /* (max_context, head_dim / 2) */
+  float *k_cache;       /* (n_layers, n_kv_heads, max_context, head_dim) */
+  float *v_cache;       /* (n_layers, n_kv_heads, max_context, head_dim) */
   size_t device_length; /* positions valid in the device cache */
-  int32_t *tokens;    /* (max_batch) */
-  float *x;           /* (max_batch, dim) residual stream */
-  float *xb;          /* (max_batch, dim) */
-  float *q;           /* (max_batch, n_heads * head_dim) */
-  float *k;           /* (max_batch, n_kv_heads * head_dim) */
-  float *v;           /* (max_batch, n_kv_heads * head_dim) */
-  float *att;         /* (max_batch, n_heads * head_dim) */
-  float *lse;         /* (n_heads, max_batch) */
-  float *gate;        /* (max_batch, ffn_dim) */
-  float *up;          /* (max_batch, ffn_dim) */
-  float *logits;      /* (max_batch, vocab_size) */
-  uint16_t *act16;    /* (max_batch, max(dim, q_dim, ffn_dim)) bf16 GEMM input */
-  int32_t *row_t;     /* (max_batch) chunk index of each captured row */
-  int32_t *host_row_t; /* (max_batch) */
+  int32_t *tokens;      /* (max_batch) */
+  float *x;             /* (max_batch, dim) residual stream */
+  float *xb;            /* (max_batch, dim) */
+  float *q;             /* (max_batch, n_heads * head_dim) */
+  float *k;             /* (max_batch, n_kv_heads * head_dim) */
+  float *v;             /* (max_batch, n_kv_heads * head_dim) */
+  float *att;           /* (max_batch, n_heads * head_dim) */
+  float *lse;           /* (n_heads, max_batch) */
+  float *gate;          /* (max_batch, ffn_dim) */
+  float *up;            /* (max_batch, ffn_dim) */
+  float *logits;        /* (max_batch, vocab_size) */
+  uint16_t *act16;      /* (max_batch, max(dim, q_dim, ffn_dim)) bf16 GEMM input */
+  int32_t *row_t;       /* (max_batch) chunk index of each captured row */
+  int32_t *host_row_t;  /* (max_batch) */
   CaptureSlot slots[2];
   TimedSpan *spans; /* (n_spans_cap) */
   size_t n_spans, n_spans_cap;
@@ -138,11 +138,14 @@ static int upload_weights(CudaState *s) {
     OBC_CUDA_TRY(OBC_CUDA_ALLOC(&stage, UPLOAD_STAGE_FLOATS * sizeof(float), "weight staging"));
   s->layers = (CudaLayer *)obc_calloc(c->n_layers, sizeof(CudaLayer), "CUDA layer table");
   int rc = s->layers ? 0 : OBC_ENOMEM;
-  if (!rc) rc = upload_matrix(s, w->token_embedding, c->vocab_size * c->dim, stage, &s->embedding,
-                              "token embedding (GPU weights)");
-  if (!rc && w->output == w->token_embedding) s->output = s->embedding;
-  else if (!rc) rc = upload_matrix(s, w->output, c->vocab_size * c->dim, stage, &s->output,
-                                   "output matrix (GPU weights)");
+  if (!rc)
+    rc = upload_matrix(s, w->token_embedding, c->vocab_size * c->dim, stage, &s->embedding,
+                       "token embedding (GPU weights)");
+  if (!rc && w->output == w->token_embedding)
+    s->output = s->embedding;
+  else if (!rc)
+    rc = upload_matrix(s, w->output, c->vocab_size * c->dim, stage, &s->output,
+                       "output matrix (GPU weights)");
   if (!rc) rc = upload_vector(w->output_norm, c->dim, &s->output_norm, "output norm");
   for (size_t l = 0; l < c->n_layers && !rc; l++) {
     const LayerWeights *lw = &w->layers[l];
@@ -151,12 +154,14 @@ static int upload_weights(CudaState *s) {
     if (!rc) rc = upload_matrix(s, lw->wk, kv_dim * c->dim, stage, &d->wk, "wk (GPU weights)");
     if (!rc) rc = upload_matrix(s, lw->wv, kv_dim * c->dim, stage, &d->wv, "wv (GPU weights)");
     if (!rc) rc = upload_matrix(s, lw->wo, c->dim * q_dim, stage, &d->wo, "wo (GPU weights)");
-    if (!rc) rc = upload_matrix(s, lw->w_gate, c->ffn_dim * c->dim, stage, &d->w_gate,
-                                "w_gate (GPU weights)");
-    if (!rc) rc = upload_matrix(s, lw->w_up, c->ffn_dim * c->dim, stage, &d->w_up,
-                                "w_up (GPU weights)");
-    if (!rc) rc = upload_matrix(s, lw->w_down, c->dim * c->ffn_dim, stage, &d->w_down,
-                                "w_down (GPU weights)");
+    if (!rc)
+      rc = upload_matrix(s, lw->w_gate, c->ffn_dim * c->dim, stage, &d->w_gate,
+                         "w_gate (GPU weights)");
+    if (!rc)
+      rc = upload_matrix(s, lw->w_up, c->ffn_dim * c->dim, stage, &d->w_up, "w_up (GPU weights)");
+    if (!rc)
+      rc = upload_matrix(s, lw->w_down, c->dim * c->ffn_dim, stage, &d->w_down,
+                         "w_down (GPU weights)");
     if (!rc) rc = upload_vector(lw->attn_norm, c->dim, &d->attn_norm, "attention norm");
     if (!rc) rc = upload_vector(lw->ffn_norm, c->dim, &d->ffn_norm, "MLP norm");
     if (!rc) rc = upload_vector(lw->bq, q_dim, &d->bq, "q bias");
@@ -232,8 +237,8 @@ static int alloc_activations(CudaState *s) {
 
 static void slot_free(CaptureSlot *slot) {
   float **device[] = {&slot->q, &slot->o, &slot->lse, &slot->attn, &slot->k, &slot->v};
-  float **host[] = {&slot->host_q, &slot->host_o, &slot->host_lse, &slot->host_attn,
-                    &slot->host_k, &slot->host_v};
+  float **host[] = {&slot->host_q,    &slot->host_o, &slot->host_lse,
+                    &slot->host_attn, &slot->host_k, &slot->host_v};
   for (size_t i = 0; i < 6; i++) {
     device_free(*device[i]);
     host_free(*host[i]);
@@ -250,16 +255,17 @@ static void cuda_destroy(void *state) {
   if (s->layers) {
     for (size_t l = 0; l < s->model->config.n_layers; l++) {
       CudaLayer *d = &s->layers[l];
-      void *ptrs[] = {d->wq, d->wk, d->wv, d->wo, d->w_gate, d->w_up, d->w_down,
-                      d->attn_norm, d->ffn_norm, d->bq, d->bk, d->bv};
+      void *ptrs[] = {d->wq,     d->wk,        d->wv,       d->wo, d->w_gate, d->w_up,
+                      d->w_down, d->attn_norm, d->ffn_norm, d->bq, d->bk,     d->bv};
       for (size_t i = 0; i < sizeof ptrs / sizeof *ptrs; i++) device_free(ptrs[i]);
     }
     free(s->layers);
   }
   if (s->output != s->embedding) device_free(s->output);
-  void *ptrs[] = {s->embedding, s->output_norm, s->rope_cos, s->rope_sin, s->k_cache, s->v_cache,
-                  s->tokens, s->x, s->xb, s->q, s->k, s->v, s->att, s->lse, s->gate, s->up,
-                  s->logits, s->act16, s->row_t};
+  void *ptrs[] = {s->embedding, s->output_norm, s->rope_cos, s->rope_sin, s->k_cache,
+                  s->v_cache,   s->tokens,      s->x,        s->xb,       s->q,
+                  s->k,         s->v,           s->att,      s->lse,      s->gate,
+                  s->up,        s->logits,      s->act16,    s->row_t};
   for (size_t i = 0; i < sizeof ptrs / sizeof *ptrs; i++) device_free(ptrs[i]);
   free(s->host_row_t);
   for (int i = 0; i < 2; i++) {
@@ -280,8 +286,8 @@ static void cuda_destroy(void *state) {
   free(s);
 }
 
-static int create_state(const Model *model, const RuntimeOptions *options, KVCache *cache,
-                        int bf16, CudaState *s) {
+static int create_state(const Model *model, const RuntimeOptions *options, KVCache *cache, int bf16,
+                        CudaState *s) {
   s->model = model;
   s->cache = cache;
   s->max_batch = options->max_batch;
@@ -371,8 +377,8 @@ static int gemm(CudaState *s, float *c, const void *a, const void *w, size_t n, 
   const float alpha = 1.0f;
   cudaDataType_t type = s->bf16 ? CUDA_R_16BF : CUDA_R_32F;
   return OBC_CUBLAS(cublasGemmEx(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)out, (int)n, (int)in,
-                                 &alpha, w, type, (int)in, a, type, (int)in, &beta, c,
-                                 CUDA_R_32F, (int)out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                                 &alpha, w, type, (int)in, a, type, (int)in, &beta, c, CUDA_R_32F,
+                                 (int)out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 /* ---- capture -------------------------------------------------------------- */
@@ -426,7 +432,8 @@ static int capture_layer(CudaState *s, size_t layer, const ChunkRows *rows, Capt
   OBC_CUDA_TRY(cuda_gather_lse(slot->lse, s->lse, s->row_t, R, c->n_heads, n, st));
   size_t layer_offset = layer * c->n_kv_heads * s->cache->max_context * hd;
   if (rows->capture->want_attn && R > 0) {
-    AttentionShape shape = {c->n_heads, c->n_kv_heads, hd, s->cache->max_context, rows->pos0, n};
+    AttentionShape shape = {c->n_heads, c->n_kv_heads, hd, s->cache->max_context, rows->pos0,
+                            n,          NULL};
     OBC_CUDA_TRY(cuda_attention_rows(&shape, s->q, s->k_cache + layer_offset, s->lse, s->row_t, R,
                                      slot->attn, st));
   }
@@ -439,8 +446,7 @@ static int capture_layer(CudaState *s, size_t layer, const ChunkRows *rows, Capt
   OBC_CUDA_TRY(OBC_CUDA(cudaStreamWaitEvent(cp, slot->ready, 0)));
   OBC_CUDA_TRY(OBC_CUDA(cudaMemcpyAsync(slot->host_q, slot->q, qo, cudaMemcpyDeviceToHost, cp)));
   OBC_CUDA_TRY(OBC_CUDA(cudaMemcpyAsync(slot->host_o, slot->o, qo, cudaMemcpyDeviceToHost, cp)));
-  OBC_CUDA_TRY(OBC_CUDA(cudaMemcpyAsync(slot->host_lse, slot->lse,
-                                        c->n_heads * R * sizeof(float),
+  OBC_CUDA_TRY(OBC_CUDA(cudaMemcpyAsync(slot->host_lse, slot->lse, c->n_heads * R * sizeof(float),
                                         cudaMemcpyDeviceToHost, cp)));
   if (rows->capture->want_attn && R > 0)
     OBC_CUDA_TRY(OBC_CUDA(cudaMemcpyAsync(slot->host_attn, slot->attn,
@@ -501,12 +507,12 @@ static int sync_device_cache(CudaState *s) {
   for (size_t l = 0; l < cache->n_layers; l++)
     for (size_t g = 0; g < cache->n_kv_heads; g++) {
       size_t offset = ((l * cache->n_kv_heads + g) * cache->max_context + from) * hd;
-      OBC_CUDA_TRY(OBC_CUDA(cudaMemcpyAsync(s->k_cache + offset, kv_cache_k(cache, l, g) + from * hd,
-                                            count * hd * sizeof(float), cudaMemcpyHostToDevice,
-                                            s->stream)));
-      OBC_CUDA_TRY(OBC_CUDA(cudaMemcpyAsync(s->v_cache + offset, kv_cache_v(cache, l, g) + from * hd,
-                                            count * hd * sizeof(float), cudaMemcpyHostToDevice,
-                                            s->stream)));
+      OBC_CUDA_TRY(
+          OBC_CUDA(cudaMemcpyAsync(s->k_cache + offset, kv_cache_k(cache, l, g) + from * hd,
+                                   count * hd * sizeof(float), cudaMemcpyHostToDevice, s->stream)));
+      OBC_CUDA_TRY(
+          OBC_CUDA(cudaMemcpyAsync(s->v_cache + offset, kv_cache_v(cache, l, g) + from * hd,
+                                   count * hd * sizeof(float), cudaMemcpyHostToDevice, s->stream)));
     }
   s->device_length = cache->length;
   return 0;
@@ -533,14 +539,15 @@ static int run_layer(CudaState *s, size_t layer, size_t pos0, size_t n, const Ch
   if (w->bq) OBC_CUDA_TRY(cuda_add_bias(s->q, w->bq, n, q_dim, st));
   if (w->bk) OBC_CUDA_TRY(cuda_add_bias(s->k, w->bk, n, kv_dim, st));
   if (w->bv) OBC_CUDA_TRY(cuda_add_bias(s->v, w->bv, n, kv_dim, st));
-  OBC_CUDA_TRY(cuda_rope(s->q, n, c->n_heads, hd, pos0, s->rope_cos, s->rope_sin,
-                         c->rope_interleaved, st));
+  OBC_CUDA_TRY(
+      cuda_rope(s->q, n, c->n_heads, hd, pos0, s->rope_cos, s->rope_sin, c->rope_interleaved, st));
   OBC_CUDA_TRY(cuda_rope(s->k, n, c->n_kv_heads, hd, pos0, s->rope_cos, s->rope_sin,
                          c->rope_interleaved, st));
   OBC_CUDA_TRY(cuda_store_kv(k_cache, s->k, n, c->n_kv_heads, hd, s->cache->max_context, pos0, st));
   OBC_CUDA_TRY(cuda_store_kv(v_cache, s->v, n, c->n_kv_heads, hd, s->cache->max_context, pos0, st));
 
-  AttentionShape shape = {c->n_heads, c->n_kv_heads, hd, s->cache->max_context, pos0, n};
+  /* No evicted rows: runtime_evict refuses non-CPU backends. */
+  AttentionShape shape = {c->n_heads, c->n_kv_heads, hd, s->cache->max_context, pos0, n, NULL};
   OBC_CUDA_TRY(span_begin(s, SPAN_ATTENTION, &span));
   OBC_CUDA_TRY(cuda_attention(&shape, s->q, k_cache, v_cache, s->att, s->lse, st));
   OBC_CUDA_TRY(span_end(s, span));
@@ -620,8 +627,9 @@ static int cuda_forward(void *state, const int32_t *tokens, size_t n, RuntimeLog
   s->n_spans = 0;
   ChunkRows rows;
   int rc = sync_device_cache(s);
-  if (!rc) rc = OBC_CUDA(cudaMemcpyAsync(s->tokens, tokens, n * sizeof(int32_t),
-                                         cudaMemcpyHostToDevice, s->stream));
+  if (!rc)
+    rc = OBC_CUDA(
+        cudaMemcpyAsync(s->tokens, tokens, n * sizeof(int32_t), cudaMemcpyHostToDevice, s->stream));
   if (!rc) rc = cuda_embed(s->x, s->embedding, s->bf16, s->tokens, n, c->dim, s->stream);
   if (!rc && capture) rc = chunk_rows(s, capture, pos0, n, &rows);
   if (!rc) rc = forward_layers(s, pos0, n, capture ? &rows : NULL);
@@ -637,15 +645,14 @@ static int cuda_forward(void *state, const int32_t *tokens, size_t n, RuntimeLog
   double total = obc_now_seconds() - start;
   profile->gemm_seconds += gemm_seconds;
   profile->attention_seconds += attention_seconds;
-  profile->other_seconds += total > gemm_seconds + attention_seconds
-                                ? total - gemm_seconds - attention_seconds
-                                : 0.0;
+  profile->other_seconds +=
+      total > gemm_seconds + attention_seconds ? total - gemm_seconds - attention_seconds : 0.0;
   profile->tokens += n;
   return 0;
 }
 
-extern "C" const RuntimeBackend runtime_backend_cuda = {
-    "cuda", cuda_create_f32, cuda_destroy, cuda_forward};
+extern "C" const RuntimeBackend runtime_backend_cuda = {"cuda", cuda_create_f32, cuda_destroy,
+                                                        cuda_forward};
 
-extern "C" const RuntimeBackend runtime_backend_cuda_bf16 = {
-    "cuda-bf16", cuda_create_bf16, cuda_destroy, cuda_forward};
+extern "C" const RuntimeBackend runtime_backend_cuda_bf16 = {"cuda-bf16", cuda_create_bf16,
+                                                             cuda_destroy, cuda_forward};

@@ -3,9 +3,9 @@
  * memory, lane j scores key j for the warp's rows, the warp updates each
  * row's running max / sum / output (online softmax), and lanes own head_dim /
  * 32 output columns. fp32 throughout (CUDA cores, not tensor cores). */
-#include "model/cuda/cuda_attention.h"
-
 #include <math.h>
+
+#include "model/cuda/cuda_attention.h"
 
 extern "C" {
 #include "common/obc_error.h"
@@ -46,10 +46,12 @@ __global__ void __launch_bounds__(WARPS * 32)
     sq[r][d] = (size_t)r < nq ? q[(t0 + r) * q_dim + h * HD + d] * scale : 0.0f;
   }
   float m[ROWS_PER_WARP], l[ROWS_PER_WARP], acc[ROWS_PER_WARP][EPL];
-  _Pragma("unroll") for (int r = 0; r < ROWS_PER_WARP; r++) {
+#pragma unroll
+  for (int r = 0; r < ROWS_PER_WARP; r++) {
     m[r] = -INFINITY;
     l[r] = 0.0f;
-    _Pragma("unroll") for (int e = 0; e < EPL; e++) acc[r][e] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < EPL; e++) acc[r][e] = 0.0f;
   }
 
   for (size_t k0 = 0; k0 < key_end; k0 += BK) {
@@ -62,13 +64,16 @@ __global__ void __launch_bounds__(WARPS * 32)
     }
     __syncthreads();
     float score[ROWS_PER_WARP];
-    _Pragma("unroll") for (int r = 0; r < ROWS_PER_WARP; r++) score[r] = 0.0f;
+#pragma unroll
+    for (int r = 0; r < ROWS_PER_WARP; r++) score[r] = 0.0f;
     for (int d = 0; d < HD; d++) {
       float kd = sk[lane][d];
-      _Pragma("unroll") for (int r = 0; r < ROWS_PER_WARP; r++) score[r] += sq[warp * ROWS_PER_WARP + r][d] * kd;
+#pragma unroll
+      for (int r = 0; r < ROWS_PER_WARP; r++) score[r] += sq[warp * ROWS_PER_WARP + r][d] * kd;
     }
     const size_t key = k0 + lane;
-    _Pragma("unroll") for (int r = 0; r < ROWS_PER_WARP; r++) {
+#pragma unroll
+    for (int r = 0; r < ROWS_PER_WARP; r++) {
       const size_t row = (size_t)(warp * ROWS_PER_WARP + r);
       const bool valid = row < nq && key <= s.pos0 + t0 + row;
       const float sc = valid ? score[r] : -INFINITY;
@@ -78,20 +83,24 @@ __global__ void __launch_bounds__(WARPS * 32)
       const float alpha = expf(m[r] - m_new);
       l[r] = l[r] * alpha + warp_sum(p);
       m[r] = m_new;
-      _Pragma("unroll") for (int e = 0; e < EPL; e++) acc[r][e] *= alpha;
+#pragma unroll
+      for (int e = 0; e < EPL; e++) acc[r][e] *= alpha;
       for (int j = 0; j < BK; j++) {
         const float pj = __shfl_sync(0xffffffffu, p, j);
-        _Pragma("unroll") for (int e = 0; e < EPL; e++) acc[r][e] += pj * sv[j][lane + 32 * e];
+#pragma unroll
+        for (int e = 0; e < EPL; e++) acc[r][e] += pj * sv[j][lane + 32 * e];
       }
     }
   }
 
-  _Pragma("unroll") for (int r = 0; r < ROWS_PER_WARP; r++) {
+#pragma unroll
+  for (int r = 0; r < ROWS_PER_WARP; r++) {
     const size_t row = (size_t)(warp * ROWS_PER_WARP + r);
     if (row >= nq) continue;
     const float inv = 1.0f / l[r];
     float *dst = out + (t0 + row) * q_dim + h * HD;
-    _Pragma("unroll") for (int e = 0; e < EPL; e++) dst[lane + 32 * e] = acc[r][e] * inv;
+#pragma unroll
+    for (int e = 0; e < EPL; e++) dst[lane + 32 * e] = acc[r][e] * inv;
     if (lane == 0) lse[h * s.n + t0 + row] = m[r] + logf(l[r]);
   }
 }
@@ -116,7 +125,8 @@ __global__ void __launch_bounds__(ROWS_THREADS)
   for (size_t j = position + 1 + threadIdx.x; j < n_keys; j += blockDim.x) dst[j] = 0.0f;
   for (size_t j = (size_t)warp; j <= position; j += (size_t)n_warps) {
     float dot = 0.0f;
-    _Pragma("unroll") for (int e = 0; e < EPL; e++) dot += sq[lane + 32 * e] * kh[j * HD + lane + 32 * e];
+#pragma unroll
+    for (int e = 0; e < EPL; e++) dot += sq[lane + 32 * e] * kh[j * HD + lane + 32 * e];
     dot = warp_sum(dot);
     if (lane == 0) dst[j] = expf(dot - row_lse);
   }
@@ -124,6 +134,12 @@ __global__ void __launch_bounds__(ROWS_THREADS)
 
 extern "C" int cuda_attention_supports(size_t head_dim) {
   return head_dim == 32 || head_dim == 64 || head_dim == 96 || head_dim == 128;
+}
+
+/* The kernels attend to every cached row: eviction marks are not read. */
+static int refuse_evicted(void) {
+  return obc_fail(OBC_EUNSUPPORTED,
+                  "cuda attention: evicted cache rows are not supported (hint: --device cpu)");
 }
 
 static int unsupported(size_t head_dim) {
@@ -134,15 +150,25 @@ static int unsupported(size_t head_dim) {
 
 extern "C" int cuda_attention(const AttentionShape *shape, const float *q, const float *k,
                               const float *v, float *out, float *lse, cudaStream_t stream) {
+  if (shape->evicted) return refuse_evicted();
   if (shape->n == 0) return 0;
   dim3 grid((unsigned)((shape->n + BQ - 1) / BQ), (unsigned)shape->n_heads);
   float scale = (float)(1.0 / sqrt((double)shape->head_dim));
   switch (shape->head_dim) {
-    case 32: flash_kernel<32><<<grid, WARPS * 32, 0, stream>>>(*shape, q, k, v, out, lse, scale); break;
-    case 64: flash_kernel<64><<<grid, WARPS * 32, 0, stream>>>(*shape, q, k, v, out, lse, scale); break;
-    case 96: flash_kernel<96><<<grid, WARPS * 32, 0, stream>>>(*shape, q, k, v, out, lse, scale); break;
-    case 128: flash_kernel<128><<<grid, WARPS * 32, 0, stream>>>(*shape, q, k, v, out, lse, scale); break;
-    default: return unsupported(shape->head_dim);
+    case 32:
+      flash_kernel<32><<<grid, WARPS * 32, 0, stream>>>(*shape, q, k, v, out, lse, scale);
+      break;
+    case 64:
+      flash_kernel<64><<<grid, WARPS * 32, 0, stream>>>(*shape, q, k, v, out, lse, scale);
+      break;
+    case 96:
+      flash_kernel<96><<<grid, WARPS * 32, 0, stream>>>(*shape, q, k, v, out, lse, scale);
+      break;
+    case 128:
+      flash_kernel<128><<<grid, WARPS * 32, 0, stream>>>(*shape, q, k, v, out, lse, scale);
+      break;
+    default:
+      return unsupported(shape->head_dim);
   }
   return OBC_CUDA_LAUNCH("flash_kernel");
 }
@@ -150,15 +176,29 @@ extern "C" int cuda_attention(const AttentionShape *shape, const float *q, const
 extern "C" int cuda_attention_rows(const AttentionShape *shape, const float *q, const float *k,
                                    const float *lse, const int32_t *row_t, size_t n_rows,
                                    float *attn, cudaStream_t stream) {
+  if (shape->evicted) return refuse_evicted();
   if (n_rows == 0) return 0;
   dim3 grid((unsigned)n_rows, (unsigned)shape->n_heads);
   float scale = (float)(1.0 / sqrt((double)shape->head_dim));
   switch (shape->head_dim) {
-    case 32: rows_kernel<32><<<grid, ROWS_THREADS, 0, stream>>>(*shape, q, k, lse, row_t, n_rows, attn, scale); break;
-    case 64: rows_kernel<64><<<grid, ROWS_THREADS, 0, stream>>>(*shape, q, k, lse, row_t, n_rows, attn, scale); break;
-    case 96: rows_kernel<96><<<grid, ROWS_THREADS, 0, stream>>>(*shape, q, k, lse, row_t, n_rows, attn, scale); break;
-    case 128: rows_kernel<128><<<grid, ROWS_THREADS, 0, stream>>>(*shape, q, k, lse, row_t, n_rows, attn, scale); break;
-    default: return unsupported(shape->head_dim);
+    case 32:
+      rows_kernel<32>
+          <<<grid, ROWS_THREADS, 0, stream>>>(*shape, q, k, lse, row_t, n_rows, attn, scale);
+      break;
+    case 64:
+      rows_kernel<64>
+          <<<grid, ROWS_THREADS, 0, stream>>>(*shape, q, k, lse, row_t, n_rows, attn, scale);
+      break;
+    case 96:
+      rows_kernel<96>
+          <<<grid, ROWS_THREADS, 0, stream>>>(*shape, q, k, lse, row_t, n_rows, attn, scale);
+      break;
+    case 128:
+      rows_kernel<128>
+          <<<grid, ROWS_THREADS, 0, stream>>>(*shape, q, k, lse, row_t, n_rows, attn, scale);
+      break;
+    default:
+      return unsupported(shape->head_dim);
   }
   return OBC_CUDA_LAUNCH("rows_kernel");
 }

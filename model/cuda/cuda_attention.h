@@ -7,10 +7,9 @@
 #ifndef OBC_CUDA_ATTENTION_H
 #define OBC_CUDA_ATTENTION_H
 
+#include <cuda_runtime_api.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include <cuda_runtime_api.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -21,7 +20,8 @@ extern "C" {
 /* 1 when the kernels are built for this head_dim (32, 64, 96, 128). */
 int cuda_attention_supports(size_t head_dim);
 
-/* out[t, h] = softmax(q[t, h] . K^T / sqrt(head_dim)) V over keys <= pos0 + t,
+/* shape->evicted must be NULL (eviction is refused: OBC_EUNSUPPORTED).
+ * out[t, h] = softmax(q[t, h] . K^T / sqrt(head_dim)) V over keys <= pos0 + t,
  * and lse[h, t] (natural log of the softmax denominator, scaled logits). */
 int cuda_attention(const AttentionShape *shape, const float *q /* (n, n_heads * head_dim) */,
                    const float *k /* (n_kv_heads, kv_stride, head_dim) */,

@@ -39,12 +39,11 @@ static int out_of_memory(size_t bytes, const char *what, const char *kind, const
                   "%s:%d: out of %s memory allocating %s (%.2f GiB; %.2f GiB free of %.2f GiB; "
                   "hint: a shorter --context, fewer captured rows (--rows), or bf16 weights "
                   "(--device cuda-bf16))",
-                  base_name(file), line, kind, what, (double)bytes / gib,
-                  (double)free_bytes / gib, (double)total_bytes / gib);
+                  base_name(file), line, kind, what, (double)bytes / gib, (double)free_bytes / gib,
+                  (double)total_bytes / gib);
 }
 
-extern "C" int cuda_alloc(void **ptr, size_t bytes, const char *what, const char *file,
-                          int line) {
+extern "C" int cuda_alloc(void **ptr, size_t bytes, const char *what, const char *file, int line) {
   *ptr = NULL;
   cudaError_t status = cudaMalloc(ptr, bytes ? bytes : 1);
   if (status == cudaErrorMemoryAllocation) return out_of_memory(bytes, what, "GPU", file, line);

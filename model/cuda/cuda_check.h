@@ -5,10 +5,9 @@
 #ifndef OBC_CUDA_CHECK_H
 #define OBC_CUDA_CHECK_H
 
-#include <stddef.h>
-
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,9 +35,9 @@ int cuda_alloc_host(void **ptr, size_t bytes, const char *what, const char *file
 #define OBC_CUDA_ALLOC_HOST(ptr, bytes, what) \
   cuda_alloc_host((void **)(ptr), (bytes), (what), __FILE__, __LINE__)
 /* Returns from the enclosing int function when the checked call fails. */
-#define OBC_CUDA_TRY(expr)       \
-  do {                           \
-    int obc_rc_ = (expr);        \
+#define OBC_CUDA_TRY(expr)           \
+  do {                               \
+    int obc_rc_ = (expr);            \
     if (obc_rc_ < 0) return obc_rc_; \
   } while (0)
 

@@ -2,12 +2,11 @@
  * size_t indices; row-wise reductions (RMSNorm, argmax) use one block per row.
  * Arithmetic follows the C twins operation by operation, so that fp32 results
  * agree to rounding (expf vs. cpu_expf: a few ulp). */
-#include "model/cuda/cuda_ops.h"
-
 #include <cuda_bf16.h>
 #include <math.h>
 
 #include "model/cuda/cuda_check.h"
+#include "model/cuda/cuda_ops.h"
 
 enum { THREADS = 256, REDUCE_THREADS = 256 };
 
@@ -17,7 +16,7 @@ static unsigned grid_for(size_t count) {
   return (unsigned)(blocks ? blocks : 1);
 }
 
-#define GRID_STRIDE(i, count)                                                  \
+#define GRID_STRIDE(i, count)                                                 \
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (count); \
        i += (size_t)gridDim.x * blockDim.x)
 
@@ -196,8 +195,8 @@ extern "C" int cuda_gather_rows(float *dst, const float *src, const int32_t *row
   return OBC_CUDA_LAUNCH("gather_rows_kernel");
 }
 
-__global__ void gather_lse_kernel(float *dst, const float *lse, const int32_t *row_t,
-                                  size_t n_rows, size_t n_heads, size_t n) {
+__global__ void gather_lse_kernel(float *dst, const float *lse, const int32_t *row_t, size_t n_rows,
+                                  size_t n_heads, size_t n) {
   GRID_STRIDE(i, n_heads * n_rows) {
     size_t r = i % n_rows, h = i / n_rows;
     dst[i] = lse[h * n + (size_t)row_t[r]];

@@ -8,10 +8,9 @@
 #ifndef OBC_CUDA_OPS_H
 #define OBC_CUDA_OPS_H
 
+#include <cuda_runtime_api.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include <cuda_runtime_api.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,16 +47,15 @@ int cuda_to_bf16(uint16_t *out /* (count) */, const float *in /* (count) */, siz
                  cudaStream_t stream);
 
 /* index[r] = argmax of row r (first index on ties). Twin: twin_argmax. */
-int cuda_argmax(int32_t *index /* (n_rows) */, const float *x /* (n_rows, width) */,
-                size_t n_rows, size_t width, cudaStream_t stream);
+int cuda_argmax(int32_t *index /* (n_rows) */, const float *x /* (n_rows, width) */, size_t n_rows,
+                size_t width, cudaStream_t stream);
 
 /* Scatters n rows of (n, n_kv_heads * head_dim) into a cache laid out
  * (n_kv_heads, kv_stride, head_dim) at rows [pos0, pos0 + n). Twin:
  * twin_store_kv. */
 int cuda_store_kv(float *cache /* (n_kv_heads, kv_stride, head_dim) */,
-                  const float *rows /* (n, n_kv_heads * head_dim) */, size_t n,
-                  size_t n_kv_heads, size_t head_dim, size_t kv_stride, size_t pos0,
-                  cudaStream_t stream);
+                  const float *rows /* (n, n_kv_heads * head_dim) */, size_t n, size_t n_kv_heads,
+                  size_t head_dim, size_t kv_stride, size_t pos0, cudaStream_t stream);
 
 /* dst[h, r] = src[row_t[r], h] for per-head vectors: (n, n_heads * width)
  * -> (n_heads, n_rows, width). Twin: twin_gather_rows. */
@@ -69,8 +67,8 @@ int cuda_gather_rows(float *dst /* (n_heads, n_rows, width) */,
 /* dst[h, r] = lse[h, row_t[r]]: (n_heads, n) -> (n_heads, n_rows). Twin:
  * twin_gather_lse. */
 int cuda_gather_lse(float *dst /* (n_heads, n_rows) */, const float *lse /* (n_heads, n) */,
-                    const int32_t *row_t /* (n_rows) */, size_t n_rows, size_t n_heads,
-                    size_t n, cudaStream_t stream);
+                    const int32_t *row_t /* (n_rows) */, size_t n_rows, size_t n_heads, size_t n,
+                    cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -39,8 +39,8 @@ void twin_store_kv(float *cache, const float *rows, size_t n, size_t n_kv_heads,
                    size_t kv_stride, size_t pos0) {
   for (size_t t = 0; t < n; t++)
     for (size_t g = 0; g < n_kv_heads; g++)
-      memcpy(cache + (g * kv_stride + pos0 + t) * head_dim,
-             rows + (t * n_kv_heads + g) * head_dim, head_dim * sizeof(float));
+      memcpy(cache + (g * kv_stride + pos0 + t) * head_dim, rows + (t * n_kv_heads + g) * head_dim,
+             head_dim * sizeof(float));
 }
 
 void twin_gather_rows(float *dst, const float *src, const int32_t *row_t, size_t n_rows,

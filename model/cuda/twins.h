@@ -18,13 +18,13 @@ void twin_embed_bf16(float *out /* (n, dim) */, const uint16_t *table /* (vocab,
                      const int32_t *tokens /* (n) */, size_t n, size_t dim);
 
 /* index[r] = first index of the largest value of row r. */
-void twin_argmax(int32_t *index /* (n_rows) */, const float *x /* (n_rows, width) */,
-                 size_t n_rows, size_t width);
+void twin_argmax(int32_t *index /* (n_rows) */, const float *x /* (n_rows, width) */, size_t n_rows,
+                 size_t width);
 
 /* cache[g, pos0 + t, :] = rows[t, g, :]. */
 void twin_store_kv(float *cache /* (n_kv_heads, kv_stride, head_dim) */,
-                   const float *rows /* (n, n_kv_heads * head_dim) */, size_t n,
-                   size_t n_kv_heads, size_t head_dim, size_t kv_stride, size_t pos0);
+                   const float *rows /* (n, n_kv_heads * head_dim) */, size_t n, size_t n_kv_heads,
+                   size_t head_dim, size_t kv_stride, size_t pos0);
 
 /* dst[h, r, :] = src[row_t[r], h, :]. */
 void twin_gather_rows(float *dst /* (n_heads, n_rows, width) */,
@@ -34,7 +34,6 @@ void twin_gather_rows(float *dst /* (n_heads, n_rows, width) */,
 
 /* dst[h, r] = lse[h, row_t[r]]. */
 void twin_gather_lse(float *dst /* (n_heads, n_rows) */, const float *lse /* (n_heads, n) */,
-                     const int32_t *row_t /* (n_rows) */, size_t n_rows, size_t n_heads,
-                     size_t n);
+                     const int32_t *row_t /* (n_rows) */, size_t n_rows, size_t n_heads, size_t n);
 
 #endif

@@ -33,8 +33,10 @@ static int sink_layer(void *user, const RuntimeLayerCapture *view) {
   size_t rows = view->n_heads * view->n_rows;
   double sum = 0.0;
   for (size_t g = 0; g < view->n_kv_heads; g++)
-    sum += view->k[g * view->kv_stride * view->head_dim] + view->v[g * view->kv_stride * view->head_dim];
-  for (size_t i = 0; i < rows; i++) sum += view->lse[i] + view->q[i * view->head_dim] + view->o[i * view->head_dim];
+    sum += view->k[g * view->kv_stride * view->head_dim] +
+           view->v[g * view->kv_stride * view->head_dim];
+  for (size_t i = 0; i < rows; i++)
+    sum += view->lse[i] + view->q[i * view->head_dim] + view->o[i * view->head_dim];
   sink->checksum += sum;
   sink->bytes_seen += (double)(2 * kv + rows * (2 * view->head_dim + 1)) * sizeof(float);
   return 0;
@@ -42,8 +44,10 @@ static int sink_layer(void *user, const RuntimeLayerCapture *view) {
 
 static double gemm_flops(const ModelConfig *c, size_t tokens) {
   double q_dim = (double)(c->n_heads * c->head_dim), kv_dim = (double)(c->n_kv_heads * c->head_dim);
-  double per_layer = (double)c->dim * (2.0 * q_dim + 2.0 * kv_dim) + 3.0 * (double)c->dim * (double)c->ffn_dim;
-  return 2.0 * (double)tokens * per_layer * (double)c->n_layers + 2.0 * (double)c->dim * (double)c->vocab_size;
+  double per_layer =
+      (double)c->dim * (2.0 * q_dim + 2.0 * kv_dim) + 3.0 * (double)c->dim * (double)c->ffn_dim;
+  return 2.0 * (double)tokens * per_layer * (double)c->n_layers +
+         2.0 * (double)c->dim * (double)c->vocab_size;
 }
 
 static double attention_flops(const ModelConfig *c, size_t tokens) {
@@ -57,26 +61,33 @@ static int prefill(Runtime *rt, const int32_t *ids, size_t tokens, int with_capt
   size_t positions[CAPTURE_ROWS];
   for (size_t r = 0; r < CAPTURE_ROWS; r++) positions[r] = tokens - CAPTURE_ROWS + r;
   Sink sink = {0};
-  RuntimeCapture capture = {.row_positions = positions, .n_rows = CAPTURE_ROWS, .want_attn = false,
-                            .user = &sink, .on_layer = sink_layer};
+  RuntimeCapture capture = {.row_positions = positions,
+                            .n_rows = CAPTURE_ROWS,
+                            .want_attn = false,
+                            .user = &sink,
+                            .on_layer = sink_layer};
   runtime_reset(rt);
   runtime_profile_reset(rt);
   double start = obc_now_seconds();
-  int rc = runtime_forward(rt, ids, tokens, RUNTIME_LOGITS_LAST, logits, with_capture ? &capture : NULL);
+  int rc =
+      runtime_forward(rt, ids, tokens, RUNTIME_LOGITS_LAST, logits, with_capture ? &capture : NULL);
   *seconds = obc_now_seconds() - start;
   *profile = *runtime_profile(rt);
   return rc;
 }
 
-static int bench_model(const Model *model, const char *label, const size_t *lengths, size_t n_lengths) {
+static int bench_model(const Model *model, const char *label, const size_t *lengths,
+                       size_t n_lengths) {
   const ModelConfig *c = &model->config;
   size_t max_len = lengths[n_lengths - 1];
-  RuntimeOptions options = {.max_context = max_len, .max_batch = BENCH_BATCH, .backend = "cuda-bf16"};
+  RuntimeOptions options = {
+      .max_context = max_len, .max_batch = BENCH_BATCH, .backend = "cuda-bf16"};
   Runtime *rt = NULL;
   double t0 = obc_now_seconds();
   int rc = runtime_create(model, &options, &rt);
   if (rc < 0) return rc;
-  printf("%s (bf16 weights, chunks of %d): upload %.1f s\n", label, BENCH_BATCH, obc_now_seconds() - t0);
+  printf("%s (bf16 weights, chunks of %d): upload %.1f s\n", label, BENCH_BATCH,
+         obc_now_seconds() - t0);
   int32_t *ids = malloc(max_len * sizeof(int32_t));
   float *logits = malloc(c->vocab_size * sizeof(float));
   if (!ids || !logits) rc = obc_fail(OBC_ENOMEM, "gpu_bench: out of host memory");
@@ -84,7 +95,9 @@ static int bench_model(const Model *model, const char *label, const size_t *leng
   for (size_t t = 0; t < max_len && !rc; t++) ids[t] = (int32_t)(gpu_next(&state) % c->vocab_size);
   double seconds = 0.0;
   RuntimeProfile p;
-  if (!rc) rc = prefill(rt, ids, lengths[0] < 1024 ? lengths[0] : 1024, 0, logits, &seconds, &p); /* warm-up */
+  if (!rc)
+    rc = prefill(rt, ids, lengths[0] < 1024 ? lengths[0] : 1024, 0, logits, &seconds,
+                 &p); /* warm-up */
   for (size_t i = 0; i < n_lengths && !rc; i++) {
     size_t n = lengths[i];
     double plain = 0.0, captured = 0.0;
@@ -95,11 +108,11 @@ static int bench_model(const Model *model, const char *label, const size_t *leng
     double gf = gemm_flops(c, n), af = attention_flops(c, n);
     printf("  %6zu tokens: prefill %.2f s = %.0f tokens/s; %.1f TFLOP/s overall\n", n, plain,
            (double)n / plain, (gf + af) / plain * 1e-12);
-    printf("      GEMMs %.2f s, %.1f TFLOP/s = %.1f%% of the %.0f TFLOP/s bf16 peak\n", pp.gemm_seconds,
-           gf / pp.gemm_seconds * 1e-12, 100.0 * gf / pp.gemm_seconds * 1e-12 / PEAK_BF16_TFLOPS,
-           PEAK_BF16_TFLOPS);
-    printf("      attention %.2f s, %.1f TFLOP/s (fp32 CUDA cores); other %.2f s\n", pp.attention_seconds,
-           af / pp.attention_seconds * 1e-12, pp.other_seconds);
+    printf("      GEMMs %.2f s, %.1f TFLOP/s = %.1f%% of the %.0f TFLOP/s bf16 peak\n",
+           pp.gemm_seconds, gf / pp.gemm_seconds * 1e-12,
+           100.0 * gf / pp.gemm_seconds * 1e-12 / PEAK_BF16_TFLOPS, PEAK_BF16_TFLOPS);
+    printf("      attention %.2f s, %.1f TFLOP/s (fp32 CUDA cores); other %.2f s\n",
+           pp.attention_seconds, af / pp.attention_seconds * 1e-12, pp.other_seconds);
     printf("      capture (%d rows, all K/V to the host): %.2f s = %.2fx the plain prefill\n",
            CAPTURE_ROWS, captured, captured / plain);
   }
@@ -121,10 +134,19 @@ int main(int argc, char **argv) {
     model_free(model);
   }
   if (!rc && (!strcmp(which, "all") || !strcmp(which, "llama8b"))) {
-    ModelConfig c = {.name = "llama-3.1-8b-shape", .architecture = "llama", .n_layers = 32,
-                     .dim = 4096, .ffn_dim = 14336, .n_heads = 32, .n_kv_heads = 8, .head_dim = 128,
-                     .vocab_size = 128256, .context_length = 131072, .norm_eps = 1e-5,
-                     .rope_theta = 500000.0, .rope_interleaved = false};
+    ModelConfig c = {.name = "llama-3.1-8b-shape",
+                     .architecture = "llama",
+                     .n_layers = 32,
+                     .dim = 4096,
+                     .ffn_dim = 14336,
+                     .n_heads = 32,
+                     .n_kv_heads = 8,
+                     .head_dim = 128,
+                     .vocab_size = 128256,
+                     .context_length = 131072,
+                     .norm_eps = 1e-5,
+                     .rope_theta = 500000.0,
+                     .rope_interleaved = false};
     Model *model = NULL;
     double t0 = obc_now_seconds();
     rc = gpu_random_model(&c, 11, 1, &model);

@@ -47,7 +47,7 @@ static inline void gpu_fill(float *x, size_t count, float scale, uint64_t seed) 
  * produces (an element-wise ratio explodes on values near 0). Prints one line
  * and returns 1 when within tol. */
 static inline int gpu_compare(const char *what, const float *a, const float *b, size_t count,
-                       double tol) {
+                              double tol) {
   double max_diff = 0.0, max_ref = 0.0;
   size_t worst = 0;
   int finite = 1;
@@ -62,8 +62,8 @@ static inline int gpu_compare(const char *what, const float *a, const float *b, 
   }
   double rel = max_ref > 0 ? max_diff / max_ref : max_diff;
   int ok = finite && rel <= tol;
-  printf("  %-40s n=%-10zu max|diff|=%.3e rel=%.3e (tol %.0e) %s", what, count, max_diff, rel,
-         tol, ok ? "OK" : "FAIL");
+  printf("  %-40s n=%-10zu max|diff|=%.3e rel=%.3e (tol %.0e) %s", what, count, max_diff, rel, tol,
+         ok ? "OK" : "FAIL");
   if (!ok && count) printf("  [worst at %zu: %.8g vs %.8g]", worst, a[worst], b[worst]);
   printf("%s\n", finite ? "" : " (non-finite values)");
   return ok;
@@ -73,14 +73,14 @@ static inline int gpu_compare(const char *what, const float *a, const float *b, 
  * weights 1, biases small when config->qkv_bias. share_layers: every layer
  * points at the same matrices (benchmark shapes). model_free() frees it. */
 static inline int gpu_random_model(const ModelConfig *config, uint64_t seed, int share_layers,
-                            Model **out) {
+                                   Model **out) {
   const ModelConfig *c = config;
   size_t q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
   size_t layer_floats = 2 * c->dim + q_dim * c->dim + 2 * kv_dim * c->dim + c->dim * q_dim +
                         3 * c->ffn_dim * c->dim + (c->qkv_bias ? q_dim + 2 * kv_dim : 0);
   size_t stored_layers = share_layers ? 1 : c->n_layers;
-  size_t total = c->vocab_size * c->dim * (c->tied_embeddings ? 1 : 2) + c->dim +
-                 stored_layers * layer_floats;
+  size_t total =
+      c->vocab_size * c->dim * (c->tied_embeddings ? 1 : 2) + c->dim + stored_layers * layer_floats;
   Model *m = calloc(1, sizeof(Model));
   float *storage = malloc(total * sizeof(float));
   LayerWeights *layers = calloc(c->n_layers, sizeof(LayerWeights));
@@ -95,15 +95,17 @@ static inline int gpu_random_model(const ModelConfig *config, uint64_t seed, int
   m->storage = storage;
   m->weights.layers = layers;
   float *p = storage;
-#define TAKE(ptr, count, scale)                                 \
-  do {                                                          \
-    (ptr) = p;                                                  \
-    gpu_fill(p, (count), (scale), seed++);                      \
-    p += (count);                                               \
+#define TAKE(ptr, count, scale)            \
+  do {                                     \
+    (ptr) = p;                             \
+    gpu_fill(p, (count), (scale), seed++); \
+    p += (count);                          \
   } while (0)
   TAKE(m->weights.token_embedding, c->vocab_size * c->dim, 1.0f);
-  if (c->tied_embeddings) m->weights.output = m->weights.token_embedding;
-  else TAKE(m->weights.output, c->vocab_size * c->dim, sqrtf(3.0f / (float)c->dim));
+  if (c->tied_embeddings)
+    m->weights.output = m->weights.token_embedding;
+  else
+    TAKE(m->weights.output, c->vocab_size * c->dim, sqrtf(3.0f / (float)c->dim));
   m->weights.output_norm = p;
   for (size_t i = 0; i < c->dim; i++) p[i] = 1.0f;
   p += c->dim;

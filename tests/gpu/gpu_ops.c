@@ -61,7 +61,8 @@ static void check_rmsnorm(void) {
   float *x = random_floats(n * dim, 2.0f, 1), *w = random_floats(dim, 1.0f, 2);
   float *ref = malloc(n * dim * sizeof(float)), *got = malloc(n * dim * sizeof(float));
   cpu_rmsnorm(ref, x, w, n, dim, 1e-5);
-  float *dx = dev_upload(x, n * dim * 4), *dw = dev_upload(w, dim * 4), *dout = dev_upload(NULL, n * dim * 4);
+  float *dx = dev_upload(x, n * dim * 4), *dw = dev_upload(w, dim * 4),
+        *dout = dev_upload(NULL, n * dim * 4);
   require(cuda_rmsnorm(dout, dx, dw, n, dim, 1e-5, 0));
   dev_download(got, dout, n * dim * 4);
   check(gpu_compare("rmsnorm (37 x 576)", got, ref, n * dim, 1e-6));
@@ -85,8 +86,9 @@ static void check_rope(int interleaved) {
   cpu_rope(x, n, heads, hd, pos0, cos_t, sin_t, interleaved);
   float *got = malloc(n * heads * hd * 4);
   dev_download(got, dx, n * heads * hd * 4);
-  check(gpu_compare(interleaved ? "rope interleaved (19 x 9 x 64)" : "rope half-split (19 x 9 x 64)",
-                    got, x, n * heads * hd, 1e-6));
+  check(
+      gpu_compare(interleaved ? "rope interleaved (19 x 9 x 64)" : "rope half-split (19 x 9 x 64)",
+                  got, x, n * heads * hd, 1e-6));
   cudaFree(dx), cudaFree(dc), cudaFree(ds);
   free(x), free(cos_t), free(sin_t), free(got);
 }
@@ -192,8 +194,9 @@ static void check_store_and_gather(void) {
 /* Attention of a chunk of n queries after pos0 cached rows, with captured rows. */
 static void check_attention(size_t hd, size_t heads, size_t kv_heads, size_t pos0, size_t n) {
   size_t stride = pos0 + n + 7, q_dim = heads * hd, n_keys = pos0 + n;
-  AttentionShape shape = {heads, kv_heads, hd, stride, pos0, n};
-  float *q = random_floats(n * q_dim, 1.5f, 13 + hd), *k = random_floats(kv_heads * stride * hd, 1.5f, 14),
+  AttentionShape shape = {heads, kv_heads, hd, stride, pos0, n, NULL};
+  float *q = random_floats(n * q_dim, 1.5f, 13 + hd),
+        *k = random_floats(kv_heads * stride * hd, 1.5f, 14),
         *v = random_floats(kv_heads * stride * hd, 1.0f, 15);
   int32_t row_of[1024];
   int32_t row_t[3] = {0, (int32_t)(n / 2), (int32_t)(n - 1)};
@@ -212,19 +215,23 @@ static void check_attention(size_t hd, size_t heads, size_t kv_heads, size_t pos
   int32_t *drt = dev_upload(row_t, sizeof row_t);
   require(cuda_attention(&shape, dq, dk, dv, dout, dlse, 0));
   require(cuda_attention_rows(&shape, dq, dk, dlse, drt, R, dattn, 0));
-  float *out = malloc(n * q_dim * 4), *lse = malloc(heads * n * 4), *attn = malloc(heads * R * n_keys * 4);
+  float *out = malloc(n * q_dim * 4), *lse = malloc(heads * n * 4),
+        *attn = malloc(heads * R * n_keys * 4);
   dev_download(out, dout, n * q_dim * 4);
   dev_download(lse, dlse, heads * n * 4);
   dev_download(attn, dattn, heads * R * n_keys * 4);
   char label[96];
-  snprintf(label, sizeof label, "attention out hd%zu %zu:%zu heads %zu+%zu", hd, heads, kv_heads, pos0, n);
+  snprintf(label, sizeof label, "attention out hd%zu %zu:%zu heads %zu+%zu", hd, heads, kv_heads,
+           pos0, n);
   check(gpu_compare(label, out, ref_out, n * q_dim, 1e-5));
   snprintf(label, sizeof label, "attention lse hd%zu", hd);
   check(gpu_compare(label, lse, ref_lse, heads * n, 1e-5));
   snprintf(label, sizeof label, "attention rows A hd%zu (3 rows)", hd);
   check(gpu_compare(label, attn, ref_attn, heads * R * n_keys, 1e-5));
-  cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout), cudaFree(dlse), cudaFree(dattn), cudaFree(drt);
-  free(q), free(k), free(v), free(ref_out), free(ref_lse), free(ref_attn), free(out), free(lse), free(attn);
+  cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout), cudaFree(dlse), cudaFree(dattn),
+      cudaFree(drt);
+  free(q), free(k), free(v), free(ref_out), free(ref_lse), free(ref_attn), free(out), free(lse),
+      free(attn);
 }
 
 int main(void) {
@@ -236,10 +243,10 @@ int main(void) {
   check_elementwise();
   check_embed_and_argmax();
   check_store_and_gather();
-  check_attention(64, 9, 3, 0, 200);   /* prefill from empty, n not a tile multiple */
-  check_attention(64, 9, 3, 300, 77);  /* a chunk after cached rows */
+  check_attention(64, 9, 3, 0, 200);  /* prefill from empty, n not a tile multiple */
+  check_attention(64, 9, 3, 300, 77); /* a chunk after cached rows */
   check_attention(128, 8, 2, 131, 250);
-  check_attention(32, 4, 4, 5, 1);     /* one decode token, no GQA */
+  check_attention(32, 4, 4, 5, 1); /* one decode token, no GQA */
   check_attention(96, 6, 2, 40, 33);
   printf("gpu_ops: %s (%d failed)\n", failures ? "FAIL" : "PASS", failures);
   return failures ? 1 : 0;

@@ -70,7 +70,8 @@ static int run(const Model *model, const char *backend, const int32_t *tokens, R
   rec->logits = calloc(N_TOKENS * c->vocab_size, sizeof(float));
   rec->decode_logits = calloc(c->vocab_size, sizeof(float));
   rec->k = calloc(kv, sizeof(float)), rec->v = calloc(kv, sizeof(float));
-  rec->q = calloc(rows * c->head_dim, sizeof(float)), rec->o = calloc(rows * c->head_dim, sizeof(float));
+  rec->q = calloc(rows * c->head_dim, sizeof(float)),
+  rec->o = calloc(rows * c->head_dim, sizeof(float));
   rec->lse = calloc(rows, sizeof(float)), rec->attn = calloc(rows * N_TOKENS, sizeof(float));
   if (!rec->logits || !rec->decode_logits || !rec->k || !rec->v || !rec->q || !rec->o ||
       !rec->lse || !rec->attn)
@@ -78,8 +79,11 @@ static int run(const Model *model, const char *backend, const int32_t *tokens, R
   RuntimeOptions options = {.max_context = MAX_CONTEXT, .max_batch = MAX_BATCH, .backend = backend};
   Runtime *rt = NULL;
   int rc = runtime_create(model, &options, &rt);
-  RuntimeCapture capture = {.row_positions = ROW_POSITIONS, .n_rows = N_ROWS, .want_attn = true,
-                            .user = rec, .on_layer = record_layer};
+  RuntimeCapture capture = {.row_positions = ROW_POSITIONS,
+                            .n_rows = N_ROWS,
+                            .want_attn = true,
+                            .user = rec,
+                            .on_layer = record_layer};
   if (!rc) rc = runtime_forward(rt, tokens, N_TOKENS, RUNTIME_LOGITS_ALL, rec->logits, &capture);
   if (!rc) {
     const KVCache *cache = runtime_cache(rt);
@@ -121,8 +125,10 @@ static int compare_model(const Model *model, const char *label) {
   size_t kv = c->n_layers * c->n_kv_heads * N_TOKENS * c->head_dim;
   size_t rows = c->n_layers * c->n_heads * N_ROWS;
   printf(" cuda (fp32 weights) vs cpu:\n");
-  ok &= gpu_compare("logits (all positions)", gpu.logits, cpu.logits, N_TOKENS * c->vocab_size, 1e-4);
-  ok &= gpu_compare("logits (decode step)", gpu.decode_logits, cpu.decode_logits, c->vocab_size, 1e-4);
+  ok &=
+      gpu_compare("logits (all positions)", gpu.logits, cpu.logits, N_TOKENS * c->vocab_size, 1e-4);
+  ok &= gpu_compare("logits (decode step)", gpu.decode_logits, cpu.decode_logits, c->vocab_size,
+                    1e-4);
   ok &= gpu_compare("K cache", gpu.k, cpu.k, kv, 1e-4);
   ok &= gpu_compare("V cache", gpu.v, cpu.v, kv, 1e-4);
   ok &= gpu_compare("captured Q", gpu.q, cpu.q, rows * c->head_dim, 1e-4);
@@ -130,7 +136,8 @@ static int compare_model(const Model *model, const char *label) {
   ok &= gpu_compare("captured lse", gpu.lse, cpu.lse, rows, 1e-4);
   ok &= gpu_compare("captured A", gpu.attn, cpu.attn, rows * N_TOKENS, 1e-4);
   printf(" cuda-bf16 (bf16 weights) vs cpu:\n");
-  ok &= gpu_compare("logits (all positions)", bf16.logits, cpu.logits, N_TOKENS * c->vocab_size, 5e-2);
+  ok &= gpu_compare("logits (all positions)", bf16.logits, cpu.logits, N_TOKENS * c->vocab_size,
+                    5e-2);
   size_t agree = 0;
   for (size_t t = 0; t < N_TOKENS; t++)
     agree += argmax_row(bf16.logits + t * c->vocab_size, c->vocab_size) ==
@@ -147,10 +154,20 @@ static int compare_model(const Model *model, const char *label) {
 int main(void) {
   gpu_require_device("gpu_runtime");
   int failures = 0;
-  ModelConfig tiny = {.name = "tiny-random", .architecture = "qwen2", .n_layers = 3, .dim = 256,
-                      .ffn_dim = 512, .n_heads = 4, .n_kv_heads = 2, .head_dim = 64,
-                      .vocab_size = 512, .context_length = 1024, .norm_eps = 1e-6,
-                      .rope_theta = 10000.0, .rope_interleaved = false, .qkv_bias = true};
+  ModelConfig tiny = {.name = "tiny-random",
+                      .architecture = "qwen2",
+                      .n_layers = 3,
+                      .dim = 256,
+                      .ffn_dim = 512,
+                      .n_heads = 4,
+                      .n_kv_heads = 2,
+                      .head_dim = 64,
+                      .vocab_size = 512,
+                      .context_length = 1024,
+                      .norm_eps = 1e-6,
+                      .rope_theta = 10000.0,
+                      .rope_interleaved = false,
+                      .qkv_bias = true};
   Model *model = NULL;
   if (gpu_random_model(&tiny, 7, 0, &model) < 0) {
     printf("FAIL: %s\n", obc_error_message());
