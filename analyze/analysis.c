@@ -5,12 +5,13 @@
  * The reductions run in parallel over (quantity, window) tasks that each own
  * their output slots, and heads are added in a fixed order, so the results do
  * not depend on the thread count. */
+#include "analyze/analysis.h"
+
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/analysis.h"
 #include "analyze/bias.h"
 #include "analyze/scores_file.h"
 #include "analyze/select.h"
@@ -20,29 +21,29 @@
 
 /* Buffers for one (layer, KV head), reused across heads. */
 typedef struct {
-  float *K_f, *V_f;      /* (n_positions, head_dim) as read */
-  float *Q_f, *O_f;      /* (n_rows, head_dim) one query head as read */
-  float *lse_f;          /* (n_rows) */
-  double *K, *V;         /* (n_positions, head_dim) */
-  double *Q, *O;         /* (group_size, n_rows, head_dim) */
-  double *lse;           /* (group_size, n_rows) */
-  double *sweep;         /* (n_windows, OBC_Q_COUNT, n_prompt) */
-  double *ranks;         /* (n_windows, OBC_Q_COUNT, n_prompt) average ranks */
-  double *oracle1;       /* (n_prompt) */
-  double *oracleT;       /* (n_prompt) or NULL */
-  double *oracle_ranks1; /* (n_prompt) */
-  double *oracle_ranksT; /* (n_prompt) or NULL */
-  size_t *oracle_ranked; /* (max_k) */
+  float *K_f, *V_f;       /* (n_positions, head_dim) as read */
+  float *Q_f, *O_f;       /* (n_rows, head_dim) one query head as read */
+  float *lse_f;           /* (n_rows) */
+  double *K, *V;          /* (n_positions, head_dim) */
+  double *Q, *O;          /* (group_size, n_rows, head_dim) */
+  double *lse;            /* (group_size, n_rows) */
+  double *sweep;          /* (n_windows, OBC_Q_COUNT, n_prompt) */
+  double *ranks;          /* (n_windows, OBC_Q_COUNT, n_prompt) average ranks */
+  double *oracle1;        /* (n_prompt) */
+  double *oracleT;        /* (n_prompt) or NULL */
+  double *oracle_ranks1;  /* (n_prompt) */
+  double *oracle_ranksT;  /* (n_prompt) or NULL */
+  size_t *oracle_ranked;  /* (max_k) */
   size_t *oracle_rank_of; /* (n_prompt) */
 } HeadBuffers;
 
 /* Per-thread scratch of the reduction tasks. */
 typedef struct {
   size_t n_threads;
-  size_t *ranked;        /* (n_threads, max_k) */
-  size_t *selected;      /* (n_threads, max_k) */
-  double *share;         /* (n_threads, buckets) */
-  ObcRankPair *pairs;    /* (n_threads, 2 n_prompt) */
+  size_t *ranked;     /* (n_threads, max_k) */
+  size_t *selected;   /* (n_threads, max_k) */
+  double *share;      /* (n_threads, buckets) */
+  ObcRankPair *pairs; /* (n_threads, 2 n_prompt) */
 } ThreadScratch;
 
 size_t analysis_recall_index(const ObcAnalysisResult *result, const ObcAnalysisConfig *config,
@@ -106,8 +107,8 @@ static int head_buffers_alloc(HeadBuffers *b, const ObcTraceMeta *meta, size_t n
   b->oracle_ranked = obc_malloc(max_k * sizeof(size_t), "oracle ranking");
   b->oracle_rank_of = obc_malloc(s * sizeof(size_t), "oracle rank index");
   bool ok = b->K_f && b->V_f && b->Q_f && b->O_f && b->lse_f && b->K && b->V && b->Q && b->O &&
-            b->lse && b->sweep && b->ranks && b->oracle1 && b->oracle_ranks1 &&
-            b->oracle_ranked && b->oracle_rank_of;
+            b->lse && b->sweep && b->ranks && b->oracle1 && b->oracle_ranks1 && b->oracle_ranked &&
+            b->oracle_rank_of;
   if (ok && oracle_all_steps) {
     b->oracleT = obc_malloc(s * sizeof(double), "oracle@T");
     b->oracle_ranksT = obc_malloc(s * sizeof(double), "oracle@T ranks");
@@ -142,9 +143,8 @@ static int thread_scratch_alloc(ThreadScratch *t, size_t max_k, size_t buckets, 
 /* The Spearman pairs: every quantity against the oracle(s), then each Taylor
  * score against its exact counterpart. */
 static int build_spearman_pairs(ObcAnalysisResult *result, bool oracle_all_steps) {
-  static const ObcQuantity taylor[3][2] = {{OBC_Q_OBC_V, OBC_Q_EXACT_V},
-                                           {OBC_Q_OBC_K, OBC_Q_EXACT_K},
-                                           {OBC_Q_OBC_VK, OBC_Q_EXACT_VK}};
+  static const ObcQuantity taylor[3][2] = {
+      {OBC_Q_OBC_V, OBC_Q_EXACT_V}, {OBC_Q_OBC_K, OBC_Q_EXACT_K}, {OBC_Q_OBC_VK, OBC_Q_EXACT_VK}};
   size_t n = OBC_Q_COUNT * (oracle_all_steps ? 2 : 1) + 3;
   result->pairs = obc_malloc(n * sizeof *result->pairs, "Spearman pairs");
   if (!result->pairs) return OBC_ENOMEM;
@@ -154,24 +154,25 @@ static int build_spearman_pairs(ObcAnalysisResult *result, bool oracle_all_steps
   if (oracle_all_steps)
     for (int q = 0; q < OBC_Q_COUNT; q++)
       result->pairs[i++] = (ObcSpearmanPair){(ObcQuantity)q, OBC_REF_ORACLET};
-  for (int t = 0; t < 3; t++) result->pairs[i++] = (ObcSpearmanPair){taylor[t][0], (int)taylor[t][1]};
+  for (int t = 0; t < 3; t++)
+    result->pairs[i++] = (ObcSpearmanPair){taylor[t][0], (int)taylor[t][1]};
   result->n_pairs = n;
   return OBC_OK;
 }
 
-static int result_alloc(ObcAnalysisResult *result, const ObcAnalysisConfig *config,
-                        bool has_needle, size_t taylor_capacity) {
+static int result_alloc(ObcAnalysisResult *result, const ObcAnalysisConfig *config, bool has_needle,
+                        size_t taylor_capacity) {
   size_t per_head = OBC_Q_COUNT * config->n_windows * result->n_recents * config->n_topk;
   size_t n = result->n_heads * per_head;
   result->recall = obc_malloc(n * sizeof(double), "recall table");
   if (has_needle) result->needle = obc_malloc(n * sizeof(double), "needle table");
   int rc = build_spearman_pairs(result, config->oracle_all_steps);
   if (rc) return rc;
-  result->spearman =
-      obc_malloc(result->n_heads * result->n_pairs * config->n_windows * sizeof(double), "Spearman");
-  result->bias_share = obc_calloc((OBC_Q_COUNT + 1) * config->n_windows * result->n_recents *
-                                      config->n_topk * config->buckets,
-                                  sizeof(double), "bias shares");
+  result->spearman = obc_malloc(
+      result->n_heads * result->n_pairs * config->n_windows * sizeof(double), "Spearman");
+  result->bias_share = obc_calloc(
+      (OBC_Q_COUNT + 1) * config->n_windows * result->n_recents * config->n_topk * config->buckets,
+      sizeof(double), "bias shares");
   result->bias_norm = obc_calloc((OBC_Q_COUNT + 1) * config->n_windows * config->buckets,
                                  sizeof(double), "bias scores");
   result->taylor = obc_malloc(taylor_capacity * sizeof(ObcTaylorPoint), "Taylor points");
@@ -186,8 +187,8 @@ static void floats_to_doubles(const float *in, size_t n, double *out) {
 }
 
 /* Reads one (layer, KV head) and its query heads into b as doubles. */
-static int read_head(ObcTraceReader *reader, const ObcTraceMeta *meta, size_t layer,
-                     size_t kv_head, HeadBuffers *b) {
+static int read_head(ObcTraceReader *reader, const ObcTraceMeta *meta, size_t layer, size_t kv_head,
+                     HeadBuffers *b) {
   size_t d = meta->model.head_dim, rows = meta->n_rows;
   size_t group = meta->model.n_heads / meta->model.n_kv_heads;
   int rc = trace_read_kv(reader, layer, kv_head, b->K_f, b->V_f);
@@ -294,10 +295,10 @@ static void reduce_head(const ReduceContext *ctx, ObcAnalysisResult *result, Hea
     size_t pi = (size_t)c / n_windows, w = (size_t)c % n_windows;
     const ObcSpearmanPair *pair = &result->pairs[pi];
     const double *x = b->ranks + (w * OBC_Q_COUNT + pair->quantity) * s;
-    const double *y = pair->reference == OBC_REF_ORACLE1   ? b->oracle_ranks1
-                      : pair->reference == OBC_REF_ORACLET ? b->oracle_ranksT
-                                                           : b->ranks + (w * OBC_Q_COUNT +
-                                                                         (size_t)pair->reference) * s;
+    const double *y = pair->reference == OBC_REF_ORACLE1 ? b->oracle_ranks1
+                      : pair->reference == OBC_REF_ORACLET
+                          ? b->oracle_ranksT
+                          : b->ranks + (w * OBC_Q_COUNT + (size_t)pair->reference) * s;
     result->spearman[(head * result->n_pairs + pi) * n_windows + w] = stats_pearson(x, y, s);
   }
 }
@@ -308,7 +309,8 @@ static size_t add_taylor_points(const ObcAnalysisConfig *config, ObcAnalysisResu
                                 const HeadBuffers *b, size_t w_main, size_t layer, size_t kv_head,
                                 size_t head) {
   size_t s = result->n_prompt;
-  size_t m = config->taylor_points / result->n_heads + (head < config->taylor_points % result->n_heads);
+  size_t m =
+      config->taylor_points / result->n_heads + (head < config->taylor_points % result->n_heads);
   if (m > s) m = s;
   const double *oracle = config->oracle_all_steps ? b->oracleT : b->oracle1;
   const double *base = b->sweep + w_main * OBC_Q_COUNT * s;
@@ -415,8 +417,8 @@ int analysis_run(ObcTraceReader *reader, const ObcAnalysisConfig *config, bool p
   if (config->recent > 0) result->recents[result->n_recents++] = config->recent;
 
   const ObcSpan *needle = trace_meta_find_span(meta, "needle");
-  ReduceContext ctx = {.config = config, .n_prompt = meta->n_prompt,
-                       .max_k = config->topk[config->n_topk - 1]};
+  ReduceContext ctx = {
+      .config = config, .n_prompt = meta->n_prompt, .max_k = config->topk[config->n_topk - 1]};
   if (needle && needle->end > needle->begin && needle->begin >= 0) {
     ctx.has_needle = true;
     ctx.needle_begin = (size_t)needle->begin;
@@ -460,14 +462,17 @@ int analysis_run(ObcTraceReader *reader, const ObcAnalysisConfig *config, bool p
           .group_size = group,
           .n_rows = meta->n_rows,
           .row_positions = meta->row_positions,
-          .K = b.K, .V = b.V, .Q = b.Q, .O = b.O, .lse = b.lse,
+          .K = b.K,
+          .V = b.V,
+          .Q = b.Q,
+          .O = b.O,
+          .lse = b.lse,
           .attn_scale = meta->model.attn_scale,
       };
       rc = score_window_sweep(&data, config->windows, config->n_windows, &config->score_options,
                               b.sweep);
       double t2 = obc_now_seconds();
-      if (!rc)
-        rc = oracle_eviction_error(&data, 1, config->score_options.precision, b.oracle1);
+      if (!rc) rc = oracle_eviction_error(&data, 1, config->score_options.precision, b.oracle1);
       if (!rc && config->oracle_all_steps)
         rc = oracle_eviction_error(&data, result->oracle_steps, config->score_options.precision,
                                    b.oracleT);

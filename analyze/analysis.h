@@ -9,8 +9,8 @@
 #define OBC_ANALYSIS_H
 
 #include <stdbool.h>
-#include <stdio.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "analyze/scores.h"
 #include "traces/trace.h"
@@ -34,9 +34,9 @@ typedef struct {
   size_t recent;                         /* R; recall is reported for r = 0 and r = R */
   bool oracle_all_steps;                 /* oracle@T over every captured decode step */
   ObcScoreOptions score_options;
-  size_t buckets;       /* structural-bias buckets B */
-  size_t taylor_points; /* points of taylor.csv in total */
-  size_t threads;       /* 0 = OpenMP default */
+  size_t buckets;         /* structural-bias buckets B */
+  size_t taylor_points;   /* points of taylor.csv in total */
+  size_t threads;         /* 0 = OpenMP default */
   const char *scores_out; /* per-token quantities at the main window; NULL = none */
 } ObcAnalysisConfig;
 
@@ -65,8 +65,8 @@ typedef struct {
 typedef struct {
   size_t n_layers, n_kv_heads, n_heads; /* n_heads = n_layers * n_kv_heads */
   size_t n_prompt;
-  size_t oracle_steps;   /* decode steps of the oracle recall is measured against */
-  size_t n_recents;      /* 1 (r = 0) or 2 (r = 0, R) */
+  size_t oracle_steps; /* decode steps of the oracle recall is measured against */
+  size_t n_recents;    /* 1 (r = 0) or 2 (r = 0, R) */
   size_t recents[2];
   /* (n_heads, OBC_Q_COUNT, n_windows, n_recents, n_topk); NaN where k <= r. */
   double *recall;

@@ -37,8 +37,9 @@ static int resolve_windows(ObcAnalysisConfig *config, size_t max_window) {
     for (size_t w = 1; w < max_window && config->n_windows < OBC_ANALYSIS_MAX_LIST - 1; w *= 2)
       config->windows[config->n_windows++] = w;
     config->windows[config->n_windows++] = max_window;
-    config->main_window =
-        max_window < OBC_ANALYSIS_DEFAULT_MAIN_WINDOW ? max_window : OBC_ANALYSIS_DEFAULT_MAIN_WINDOW;
+    config->main_window = max_window < OBC_ANALYSIS_DEFAULT_MAIN_WINDOW
+                              ? max_window
+                              : OBC_ANALYSIS_DEFAULT_MAIN_WINDOW;
   } else {
     config->main_window = config->windows[0];
     for (size_t i = 0; i < config->n_windows; i++)
@@ -57,7 +58,8 @@ static int resolve_windows(ObcAnalysisConfig *config, size_t max_window) {
 static int resolve_topk(ObcAnalysisConfig *config, size_t n_prompt) {
   if (config->n_topk == 0) {
     config->topk_given = false;
-    config->main_k = n_prompt < OBC_ANALYSIS_DEFAULT_MAIN_K ? n_prompt : OBC_ANALYSIS_DEFAULT_MAIN_K;
+    config->main_k =
+        n_prompt < OBC_ANALYSIS_DEFAULT_MAIN_K ? n_prompt : OBC_ANALYSIS_DEFAULT_MAIN_K;
     for (size_t i = 0; i < sizeof default_topk_curve / sizeof *default_topk_curve; i++)
       if (default_topk_curve[i] <= n_prompt) config->topk[config->n_topk++] = default_topk_curve[i];
     config->topk[config->n_topk++] = config->main_k;
@@ -109,8 +111,7 @@ int analysis_config_resolve(ObcAnalysisConfig *config, const ObcTraceMeta *meta)
                     config->buckets, meta->n_prompt);
   size_t kernel = config->score_options.snapkv_kernel;
   if (kernel < 1 || kernel % 2 == 0 || kernel > meta->n_prompt)
-    return obc_fail(OBC_EINVAL,
-                    "--snapkv-kernel: %zu is not valid (expected an odd width 1..%zu)", kernel,
-                    meta->n_prompt);
+    return obc_fail(OBC_EINVAL, "--snapkv-kernel: %zu is not valid (expected an odd width 1..%zu)",
+                    kernel, meta->n_prompt);
   return OBC_OK;
 }

@@ -16,56 +16,57 @@
 #include "common/obc_file.h"
 
 static void print_help(FILE *out) {
-  fprintf(out,
-"usage: obcache analyze TRACE [options]\n"
-"\n"
-"Ranks every prompt token of every (layer, KV head) of TRACE by each eviction\n"
-"score and exact error (attn, attn2, vatp, snapkv, obc_v, obc_k, obc_vk,\n"
-"exact_v, exact_k, exact_vk, remove) over the last W prompt rows, and measures\n"
-"how well each finds the tokens whose eviction really hurts: the true eviction\n"
-"error of the first decode step (oracle@1) or of all captured steps (oracle@T).\n"
-"\n"
-"options:\n"
-"  -o DIR               output folder (default: TRACE without .h5 + \"-analysis\")\n"
-"  --window W[,W...]    perturbation windows (prompt rows). The first value is\n"
-"                       the main window. Default: 1,2,4,... up to the captured\n"
-"                       contiguous prompt rows, plus that maximum; main = min(64, max)\n"
-"  --topk K[,K...]      budgets k; the first is the main budget. Default: 40 and\n"
-"                       the curve 1,2,5,10,20,40,60,80,100 (capped at the prompt length)\n"
-"  --recent R           also report a recent window of R positions (last R prompt\n"
-"                       positions always kept, k - R chosen by score); default 0.\n"
-"                       Results are given for r = 0 and r = R. R must be below\n"
-"                       every given k (default curve: budgets k <= R get r = 0 only)\n"
-"  --oracle 1|T         recall against oracle@1 (default) or oracle@T, T = every\n"
-"                       captured decode step (oracle1 is then written as well)\n"
-"  --gqa sum|mean|max   how query heads of a KV group combine scores (default sum;\n"
-"                       exact errors and the oracle are always summed)\n"
-"  --snapkv-kernel K    odd max-pooling width of snapkv (default 7)\n"
-"  --buckets B          relative-position buckets of bias.csv (default 20)\n"
-"  --precision P        float (default; sgemm) or double (dgemm) for q.k and v.o\n"
-"  --taylor-points N    points of taylor.csv in total (default 4000)\n"
-"  --threads N          OpenMP threads (default: all cores)\n"
-"  --scores-out FILE.h5 write every per-token quantity at the main window\n"
-"                       (datasets attn ... remove, oracle1 [, oracleT], each\n"
-"                       float64 [layers, kv_heads, n_prompt])\n"
-"  --quiet              no progress line (shown on a terminal) and no summary table\n"
-"\n"
-"files written to DIR (all appear together when the run succeeds):\n"
-"  report.json          trace, model, every parameter, tool version, summary\n"
-"  recall.csv           score,window,recent,k,recall_mean,recall_min,recall_max\n"
-"                       (recall@k = |selection & oracle top-k| / k over heads)\n"
-"  recall_layers.csv    score,window,recent,k,layer,recall (mean over KV heads)\n"
-"  recall_heads.csv     score,window,recent,k,layer,kv_head,recall\n"
-"  spearman.csv         score,window,reference,rho_mean,rho_min,rho_max: rank\n"
-"                       agreement with the oracle, and of each Taylor score with\n"
-"                       its exact error (obc_v/exact_v, obc_k/exact_k, obc_vk/exact_vk)\n"
-"  needle.csv           score,window,recent,k,retention (share of the needle span\n"
-"                       kept; only when the trace marks a needle)\n"
-"  bias.csv             score,window,recent,k,bucket,bucket_lo,bucket_hi,\n"
-"                       selected_share,mean_norm_score: where in the prompt the\n"
-"                       selection (and the oracle's) falls\n"
-"  taylor.csv           layer,kv_head,position,exact_v,obc_v,exact_k,obc_k,\n"
-"                       exact_vk,obc_vk,remove,oracle at the main window (subsample)\n");
+  fprintf(
+      out,
+      "usage: obcache analyze TRACE [options]\n"
+      "\n"
+      "Ranks every prompt token of every (layer, KV head) of TRACE by each eviction\n"
+      "score and exact error (attn, attn2, vatp, snapkv, obc_v, obc_k, obc_vk,\n"
+      "exact_v, exact_k, exact_vk, remove) over the last W prompt rows, and measures\n"
+      "how well each finds the tokens whose eviction really hurts: the true eviction\n"
+      "error of the first decode step (oracle@1) or of all captured steps (oracle@T).\n"
+      "\n"
+      "options:\n"
+      "  -o DIR               output folder (default: TRACE without .h5 + \"-analysis\")\n"
+      "  --window W[,W...]    perturbation windows (prompt rows). The first value is\n"
+      "                       the main window. Default: 1,2,4,... up to the captured\n"
+      "                       contiguous prompt rows, plus that maximum; main = min(64, max)\n"
+      "  --topk K[,K...]      budgets k; the first is the main budget. Default: 40 and\n"
+      "                       the curve 1,2,5,10,20,40,60,80,100 (capped at the prompt length)\n"
+      "  --recent R           also report a recent window of R positions (last R prompt\n"
+      "                       positions always kept, k - R chosen by score); default 0.\n"
+      "                       Results are given for r = 0 and r = R. R must be below\n"
+      "                       every given k (default curve: budgets k <= R get r = 0 only)\n"
+      "  --oracle 1|T         recall against oracle@1 (default) or oracle@T, T = every\n"
+      "                       captured decode step (oracle1 is then written as well)\n"
+      "  --gqa sum|mean|max   how query heads of a KV group combine scores (default sum;\n"
+      "                       exact errors and the oracle are always summed)\n"
+      "  --snapkv-kernel K    odd max-pooling width of snapkv (default 7)\n"
+      "  --buckets B          relative-position buckets of bias.csv (default 20)\n"
+      "  --precision P        float (default; sgemm) or double (dgemm) for q.k and v.o\n"
+      "  --taylor-points N    points of taylor.csv in total (default 4000)\n"
+      "  --threads N          OpenMP threads (default: all cores)\n"
+      "  --scores-out FILE.h5 write every per-token quantity at the main window\n"
+      "                       (datasets attn ... remove, oracle1 [, oracleT], each\n"
+      "                       float64 [layers, kv_heads, n_prompt])\n"
+      "  --quiet              no progress line (shown on a terminal) and no summary table\n"
+      "\n"
+      "files written to DIR (all appear together when the run succeeds):\n"
+      "  report.json          trace, model, every parameter, tool version, summary\n"
+      "  recall.csv           score,window,recent,k,recall_mean,recall_min,recall_max\n"
+      "                       (recall@k = |selection & oracle top-k| / k over heads)\n"
+      "  recall_layers.csv    score,window,recent,k,layer,recall (mean over KV heads)\n"
+      "  recall_heads.csv     score,window,recent,k,layer,kv_head,recall\n"
+      "  spearman.csv         score,window,reference,rho_mean,rho_min,rho_max: rank\n"
+      "                       agreement with the oracle, and of each Taylor score with\n"
+      "                       its exact error (obc_v/exact_v, obc_k/exact_k, obc_vk/exact_vk)\n"
+      "  needle.csv           score,window,recent,k,retention (share of the needle span\n"
+      "                       kept; only when the trace marks a needle)\n"
+      "  bias.csv             score,window,recent,k,bucket,bucket_lo,bucket_hi,\n"
+      "                       selected_share,mean_norm_score: where in the prompt the\n"
+      "                       selection (and the oracle's) falls\n"
+      "  taylor.csv           layer,kv_head,position,exact_v,obc_v,exact_k,obc_k,\n"
+      "                       exact_vk,obc_vk,remove,oracle at the main window (subsample)\n");
 }
 
 typedef struct {
@@ -89,8 +90,8 @@ static int matches(const char *arg, const char *name) {
   return !strncmp(arg, name, len) && (arg[len] == '\0' || arg[len] == '=');
 }
 
-static int parse_choice(const char *option, const char *value, const char *const *choices,
-                        size_t n, int *out) {
+static int parse_choice(const char *option, const char *value, const char *const *choices, size_t n,
+                        int *out) {
   for (size_t i = 0; i < n; i++)
     if (!strcmp(value, choices[i])) {
       *out = (int)i;
@@ -125,20 +126,23 @@ static int parse_args(int argc, char **argv, AnalyzeArgs *args, bool *help) {
       continue;
     }
     const char *name = matches(arg, "-o") ? "-o" : NULL;
-    static const char *const options[] = {"--window", "--topk", "--recent", "--oracle",
-                                          "--gqa", "--snapkv-kernel", "--buckets", "--precision",
-                                          "--taylor-points", "--threads", "--scores-out"};
+    static const char *const options[] = {"--window",  "--topk",      "--recent",
+                                          "--oracle",  "--gqa",       "--snapkv-kernel",
+                                          "--buckets", "--precision", "--taylor-points",
+                                          "--threads", "--scores-out"};
     for (size_t o = 0; !name && o < sizeof options / sizeof *options; o++)
       if (matches(arg, options[o])) name = options[o];
     if (!name) return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache analyze --help)", arg);
     if (!(v = option_value(argc, argv, &i, name)) || !v[0])
       return obc_fail(OBC_EINVAL, "%s: missing value", name);
-    if (!strcmp(name, "-o")) args->out_dir = v;
+    if (!strcmp(name, "-o"))
+      args->out_dir = v;
     else if (!strcmp(name, "--window"))
       rc = obc_parse_size_list(name, v, c->windows, &c->n_windows, OBC_ANALYSIS_MAX_LIST);
     else if (!strcmp(name, "--topk"))
       rc = obc_parse_size_list(name, v, c->topk, &c->n_topk, OBC_ANALYSIS_MAX_LIST);
-    else if (!strcmp(name, "--recent")) rc = obc_parse_size(name, v, &c->recent);
+    else if (!strcmp(name, "--recent"))
+      rc = obc_parse_size(name, v, &c->recent);
     else if (!strcmp(name, "--oracle")) {
       rc = parse_choice(name, v, oracle_names, 2, &choice);
       c->oracle_all_steps = choice == 1;
@@ -148,11 +152,16 @@ static int parse_args(int argc, char **argv, AnalyzeArgs *args, bool *help) {
     } else if (!strcmp(name, "--precision")) {
       rc = parse_choice(name, v, precision_names, 2, &choice);
       c->score_options.precision = choice ? OBC_PRECISION_DOUBLE : OBC_PRECISION_FLOAT;
-    } else if (!strcmp(name, "--snapkv-kernel")) rc = obc_parse_size(name, v, &c->score_options.snapkv_kernel);
-    else if (!strcmp(name, "--buckets")) rc = obc_parse_size(name, v, &c->buckets);
-    else if (!strcmp(name, "--taylor-points")) rc = obc_parse_size(name, v, &c->taylor_points);
-    else if (!strcmp(name, "--threads")) rc = obc_parse_size(name, v, &c->threads);
-    else if (!strcmp(name, "--scores-out")) c->scores_out = v;
+    } else if (!strcmp(name, "--snapkv-kernel"))
+      rc = obc_parse_size(name, v, &c->score_options.snapkv_kernel);
+    else if (!strcmp(name, "--buckets"))
+      rc = obc_parse_size(name, v, &c->buckets);
+    else if (!strcmp(name, "--taylor-points"))
+      rc = obc_parse_size(name, v, &c->taylor_points);
+    else if (!strcmp(name, "--threads"))
+      rc = obc_parse_size(name, v, &c->threads);
+    else if (!strcmp(name, "--scores-out"))
+      c->scores_out = v;
     if (rc) return rc;
   }
   if (!args->trace_path)
@@ -182,9 +191,12 @@ static int check_out_dir(const char *dir, bool *exists) {
   size_t len = strlen(parent);
   while (len > 1 && parent[len - 1] == '/') parent[--len] = '\0';
   char *slash = strrchr(parent, '/');
-  if (!slash) snprintf(parent, sizeof parent, ".");
-  else if (slash == parent) parent[1] = '\0';
-  else *slash = '\0';
+  if (!slash)
+    snprintf(parent, sizeof parent, ".");
+  else if (slash == parent)
+    parent[1] = '\0';
+  else
+    *slash = '\0';
   if (stat(parent, &st) != 0)
     return obc_fail(OBC_EIO, "-o: %s: cannot create it: folder %s does not exist", dir, parent);
   if (!S_ISDIR(st.st_mode))
@@ -212,15 +224,16 @@ int cmd_analyze(int argc, char **argv) {
   if (rc) return rc;
 
   char out_dir[4096];
-  if (args.out_dir) snprintf(out_dir, sizeof out_dir, "%s", args.out_dir);
-  else default_out_dir(args.trace_path, out_dir, sizeof out_dir);
+  if (args.out_dir)
+    snprintf(out_dir, sizeof out_dir, "%s", args.out_dir);
+  else
+    default_out_dir(args.trace_path, out_dir, sizeof out_dir);
 
   ObcTraceReader *reader = NULL;
   if ((rc = trace_open(args.trace_path, &reader))) return rc;
   const ObcTraceMeta *meta = trace_meta(reader);
   rc = analysis_config_resolve(&args.config, meta);
-  if (rc && strncmp(obc_error_message(), "--", 2))
-    obc_fail_context(rc, "%s", args.trace_path);
+  if (rc && strncmp(obc_error_message(), "--", 2)) obc_fail_context(rc, "%s", args.trace_path);
   bool dir_existed = false;
   if (!rc) rc = check_out_dir(out_dir, &dir_existed);
   if (rc) {
@@ -239,8 +252,8 @@ int cmd_analyze(int argc, char **argv) {
   join_command_line(argc, argv, command_line, sizeof command_line);
   rc = obc_make_dirs(out_dir);
   if (!rc)
-    rc = analysis_write_outputs(out_dir, args.trace_path, meta, &args.config, &result,
-                                command_line);
+    rc =
+        analysis_write_outputs(out_dir, args.trace_path, meta, &args.config, &result, command_line);
   if (rc) {
     /* Nothing of a failed run stays: not the scores file, not a new folder. */
     if (args.config.scores_out) remove(args.config.scores_out);

@@ -78,8 +78,10 @@ static size_t summarise(const double *base, size_t count, size_t stride, double 
     if (v < *lo) *lo = v;
     if (v > *hi) *hi = v;
   }
-  if (n == 0) *mean = *lo = *hi = NAN;
-  else *mean = sum / (double)n;
+  if (n == 0)
+    *mean = *lo = *hi = NAN;
+  else
+    *mean = sum / (double)n;
   return n;
 }
 
@@ -258,7 +260,8 @@ static cJSON *trace_json(const char *trace_path, const ObcTraceMeta *meta) {
     cJSON_AddItemToObject(spans, meta->spans[i].name, span);
   }
   const ObcSpan *needle = trace_meta_find_span(meta, "needle");
-  if (needle) cJSON_AddItemToObject(t, "needle", cJSON_Duplicate(cJSON_GetObjectItem(spans, "needle"), 1));
+  if (needle)
+    cJSON_AddItemToObject(t, "needle", cJSON_Duplicate(cJSON_GetObjectItem(spans, "needle"), 1));
   return t;
 }
 
@@ -275,8 +278,8 @@ static cJSON *parameters_json(const ObcAnalysisConfig *config, const ObcAnalysis
   cJSON_AddStringToObject(p, "gqa", a == OBC_GQA_MEAN ? "mean" : a == OBC_GQA_MAX ? "max" : "sum");
   cJSON_AddNumberToObject(p, "snapkv_kernel", (double)config->score_options.snapkv_kernel);
   cJSON_AddNumberToObject(p, "buckets", (double)config->buckets);
-  cJSON_AddStringToObject(p, "precision",
-                          config->score_options.precision == OBC_PRECISION_DOUBLE ? "double" : "float");
+  cJSON_AddStringToObject(
+      p, "precision", config->score_options.precision == OBC_PRECISION_DOUBLE ? "double" : "float");
   cJSON_AddNumberToObject(p, "taylor_points", (double)config->taylor_points);
   cJSON_AddNumberToObject(p, "threads", (double)config->threads);
   if (config->scores_out) cJSON_AddStringToObject(p, "scores_out", config->scores_out);
@@ -369,7 +372,8 @@ static int write_report_json(OutputSet *set, const char *trace_path, const ObcTr
   cJSON_AddNumberToObject(phases, "oracle", result->seconds_oracle);
   cJSON_AddNumberToObject(phases, "reduce", result->seconds_reduce);
   cJSON *files = cJSON_AddArrayToObject(root, "files");
-  for (size_t i = 0; i < set->count; i++) cJSON_AddItemToArray(files, cJSON_CreateString(set->names[i]));
+  for (size_t i = 0; i < set->count; i++)
+    cJSON_AddItemToArray(files, cJSON_CreateString(set->names[i]));
   if (config->scores_out) cJSON_AddItemToArray(files, cJSON_CreateString(config->scores_out));
   cJSON_AddItemToArray(files, cJSON_CreateString("report.json"));
   char *text = cJSON_Print(root);
@@ -415,7 +419,8 @@ void analysis_print_summary(FILE *out, const char *trace_path, const ObcTraceMet
   fprintf(out, "recall@%zu of %s (mean over %zu heads), window W=%zu:\n", config->main_k,
           config->oracle_all_steps ? "oracle@T" : "oracle@1", result->n_heads, config->main_window);
   char recent_label[32];
-  snprintf(recent_label, sizeof recent_label, "r=%zu", result->n_recents > 1 ? result->recents[1] : 0);
+  snprintf(recent_label, sizeof recent_label, "r=%zu",
+           result->n_recents > 1 ? result->recents[1] : 0);
   fprintf(out, "  %-9s %8s", "score", "r=0");
   if (result->n_recents > 1) fprintf(out, " %8s", recent_label);
   fprintf(out, " %10s\n", "spearman");

@@ -118,8 +118,8 @@ int scores_file_write_head(ObcScoresFile *sf, size_t dataset, size_t layer, size
   H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL);
   hsize_t mem_dims[1] = {sf->n_prompt};
   hid_t mem_space = H5Screate_simple(1, mem_dims, NULL);
-  herr_t status =
-      H5Dwrite(sf->datasets[dataset], H5T_NATIVE_DOUBLE, mem_space, file_space, H5P_DEFAULT, values);
+  herr_t status = H5Dwrite(sf->datasets[dataset], H5T_NATIVE_DOUBLE, mem_space, file_space,
+                           H5P_DEFAULT, values);
   H5Sclose(mem_space);
   H5Sclose(file_space);
   if (status < 0)

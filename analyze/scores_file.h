@@ -16,7 +16,7 @@ typedef struct ObcScoresFile ObcScoresFile;
 
 typedef struct {
   size_t n_layers, n_kv_heads, n_prompt;
-  size_t window;            /* main window */
+  size_t window; /* main window */
   const char *trace_path;
   const char *gqa;          /* "sum" / "mean" / "max" */
   const char *precision;    /* "float" / "double" */

@@ -20,7 +20,8 @@ static void heap_sift_down(const double *scores, size_t *heap, size_t size, size
   for (;;) {
     size_t worst = i;
     size_t left = 2 * i + 1, right = 2 * i + 2;
-    if (left < size && ranks_above(scores[heap[worst]], heap[worst], scores[heap[left]], heap[left]))
+    if (left < size &&
+        ranks_above(scores[heap[worst]], heap[worst], scores[heap[left]], heap[left]))
       worst = left;
     if (right < size &&
         ranks_above(scores[heap[worst]], heap[worst], scores[heap[right]], heap[right]))
