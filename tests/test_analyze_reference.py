@@ -6,7 +6,7 @@ snapkv, obc_v, obc_k, obc_vk, exact_v, exact_k, exact_vk, remove) for every
 window, oracle@1 and oracle@T, and the recall@k of each score (last r prompt
 positions plus the k - r best others, ties to the lower position), then
 compares them with --scores-out (relative error <= 1e-4 with --precision
-float, <= 1e-6 with double) and with recall_heads.csv / recall.csv (exactly
+float, <= 1e-6 with double; also --gqa max --snapkv-kernel 5) and with recall_heads.csv / recall.csv (exactly
 equal, except where the scores tie within rounding at the selection
 boundary: allowed and reported), and Spearman's rho (average ranks for
 ties) of every score against the oracles and of each Taylor score against its
@@ -53,10 +53,15 @@ def max_pool(x, kernel):
     return np.array([x[max(0, p - half):min(n, p + half + 1)].max() for p in range(n)])
 
 
-def head_quantities(K, V, Q, O, lse, rows, s, scale, window):
+SCORES = ["attn", "attn2", "vatp", "obc_v", "obc_k", "obc_vk"]
+COMBINE = {"sum": lambda x: x.sum(0), "mean": lambda x: x.mean(0), "max": lambda x: x.max(0)}
+
+
+def head_quantities(K, V, Q, O, lse, rows, s, scale, window, gqa="sum", kernel=KERNEL):
     """Every quantity of SPEC sections 2-3 for one KV head: K, V (n_pos, d);
-    Q, O (group, n_rows, d); lse (group, n_rows). Scores summed over the
-    group (--gqa sum), exact errors summed as the spec says."""
+    Q, O (group, n_rows, d); lse (group, n_rows). Scores of the group's query
+    heads combined by `gqa` (snapkv pools the combined attn), exact errors
+    always summed as the spec says."""
     idx = np.nonzero((rows >= s - window) & (rows < s))[0]
     assert len(idx) == window
     pos = rows[idx]
@@ -64,6 +69,7 @@ def head_quantities(K, V, Q, O, lse, rows, s, scale, window):
     v2 = (Vp ** 2).sum(-1)
     v1 = np.abs(Vp).sum(-1)
     total = {name: np.zeros(s) for name in NAMES}
+    per_head = {name: [] for name in SCORES}
     for h in range(Q.shape[0]):
         q, o, l = Q[h, idx], O[h, idx], lse[h, idx]
         mask = np.arange(s)[None, :] <= pos[:, None]                    # (W, s)
@@ -72,13 +78,13 @@ def head_quantities(K, V, Q, O, lse, rows, s, scale, window):
         vo = o @ Vp.T
         diff = Vp[None, :, :] - o[:, None, :]                           # (W, s, d)
         vmo2 = (diff ** 2).sum(-1)
-        total["attn"] += A.sum(0)
-        total["attn2"] += (A ** 2).sum(0)
-        total["vatp"] += A.sum(0) * v1
-        total["obc_v"] += (A ** 2).sum(0) * v2
-        total["obc_k"] += ((A * z) ** 2 * vmo2).sum(0)
-        total["obc_vk"] += ((A ** 2).sum(0) * v2 + ((A * z) ** 2 * vmo2).sum(0)
-                            + 2 * (A ** 2 * z * (v2[None, :] - vo)).sum(0))
+        per_head["attn"].append(A.sum(0))
+        per_head["attn2"].append((A ** 2).sum(0))
+        per_head["vatp"].append(A.sum(0) * v1)
+        per_head["obc_v"].append((A ** 2).sum(0) * v2)
+        per_head["obc_k"].append(((A * z) ** 2 * vmo2).sum(0))
+        per_head["obc_vk"].append((A ** 2).sum(0) * v2 + ((A * z) ** 2 * vmo2).sum(0)
+                                  + 2 * (A ** 2 * z * (v2[None, :] - vo)).sum(0))
         # Exact errors: perturbed outputs o'_i, error ||o'_i - o_i||^2 for p <= i.
         e = np.exp(-l)[:, None]                                         # (W, 1)
         Ae = A[:, :, None]
@@ -93,7 +99,9 @@ def head_quantities(K, V, Q, O, lse, rows, s, scale, window):
         d_rm = np.where((live > 1e-12)[:, :, None], (oo - Ae * vv) / safe[:, :, None] - oo, -oo)
         for name, d in (("exact_v", d_v), ("exact_k", d_k), ("exact_vk", d_vk), ("remove", d_rm)):
             total[name] += np.where(mask, (d ** 2).sum(-1), 0.0).sum(0)
-    total["snapkv"] = max_pool(total["attn"], KERNEL)
+    for name in SCORES:
+        total[name] = COMBINE[gqa](np.array(per_head[name]))
+    total["snapkv"] = max_pool(total["attn"], kernel)
     return total
 
 
@@ -179,8 +187,13 @@ def main():
     run([OBCACHE, "analyze", trace, "-o", out_d, "--scores-out", out_d + ".h5",
          "--precision", "double"] + common)
 
+    out_m = os.path.join(work, "max")
+    run([OBCACHE, "analyze", trace, "-o", out_m, "--scores-out", out_m + ".h5",
+         "--precision", "double", "--gqa", "max", "--snapkv-kernel", "5"] + common)
+
     windows = sorted(set(WINDOWS))
     ref = {}       # (layer, g) -> {window: quantities}
+    ref_max = {}   # (layer, g) -> main-window quantities with --gqa max --snapkv-kernel 5
     oracle1, oracleT = {}, {}
     for layer in range(L):
         grp = f[f"layers/{layer:03d}"]
@@ -191,12 +204,15 @@ def main():
             O = grp["O"][g * group:(g + 1) * group].astype(np.float64)
             lse = grp["lse"][g * group:(g + 1) * group].astype(np.float64)
             ref[layer, g] = {w: head_quantities(K, V, Q, O, lse, rows, s, scale, w) for w in windows}
+            ref_max[layer, g] = head_quantities(K, V, Q, O, lse, rows, s, scale, WINDOWS[0],
+                                                gqa="max", kernel=5)
             oracle1[layer, g] = head_oracle(K, V, Q, O, lse, rows, s, scale, 1)
             oracleT[layer, g] = head_oracle(K, V, Q, O, lse, rows, s, scale, steps_T)
 
     failures = []
     main_w = WINDOWS[0]
-    for label, path, tol in (("float", out_f + ".h5", 1e-4), ("double", out_d + ".h5", 1e-6)):
+    for label, path, tol in (("float", out_f + ".h5", 1e-4), ("double", out_d + ".h5", 1e-6),
+                             ("double, --gqa max --snapkv-kernel 5", out_m + ".h5", 1e-6)):
         with h5py.File(path, "r") as sf:
             if sf.attrs["window"] != main_w or sf.attrs["schema"] != "obcache-scores/1":
                 failures.append(f"{path}: attributes window/schema wrong")
@@ -208,8 +224,9 @@ def main():
                     continue
                 err = 0.0
                 for (layer, g), per_w in ref.items():
+                    main_ref = ref_max[layer, g] if "max" in label else per_w[main_w]
                     expect = (oracle1 if name == "oracle1" else oracleT)[layer, g] \
-                        if name.startswith("oracle") else per_w[main_w][name]
+                        if name.startswith("oracle") else main_ref[name]
                     err = max(err, rel_error(data[layer, g], expect))
                 worst[name] = err
                 if not err <= tol:
