@@ -13,6 +13,7 @@ ties) of every score against the oracles and of each Taylor score against its
 exact error with spearman.csv. Exits non-zero on any failure."""
 import csv
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -315,6 +316,7 @@ def main():
     if failures:
         print("FAILED:\n  " + "\n  ".join(failures[:40]))
         return 1
+    shutil.rmtree(work)
     print("OK")
     return 0
 
