@@ -27,6 +27,14 @@ static void make_scratch(void) {
   ck_assert_int_eq(obc_make_dirs(scratch), 0);
 }
 
+/* Removes the scratch folder of a test that passed (a failed one keeps it
+ * for inspection: ck_assert leaves the test before this runs). */
+static void remove_scratch(void) {
+  char command[4200];
+  snprintf(command, sizeof command, "rm -rf '%s'", scratch);
+  ck_assert_int_eq(system(command), 0);
+}
+
 static int exists(const char *path) {
   struct stat st;
   return stat(path, &st) == 0;
@@ -308,6 +316,7 @@ START_TEST(analyze_writes_every_file_and_one_or_two_threads_agree) {
   }
   snprintf(path1, sizeof path1, "%s/scores1.h5", scratch);
   ck_assert(exists(path1));
+  remove_scratch();
 }
 END_TEST
 
@@ -343,6 +352,7 @@ START_TEST(failing_runs_leave_no_output_files) {
   ck_assert_ptr_nonnull(strstr(obc_error_message(), "--topk"));
   ck_assert(!exists(dir));
   ck_assert_int_eq(count_entries(scratch), before);
+  remove_scratch();
 }
 END_TEST
 
