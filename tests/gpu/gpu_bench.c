@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/obc_cli.h"
 #include "model/runtime.h"
@@ -127,7 +128,13 @@ int main(int argc, char **argv) {
   const char *which = argc > 1 ? argv[1] : "all";
   static const size_t lengths[] = {8192, 32768};
   int rc = 0;
-  if (!strcmp(which, "all") || !strcmp(which, "smollm2")) {
+  int smollm2 = !strcmp(which, "all") || !strcmp(which, "smollm2");
+  if (smollm2 && access(model_default_path(), R_OK) != 0) {
+    printf("SKIPPED: SmolLM2 benchmark: %s is not present (scripts/setup.sh fetches it)\n",
+           model_default_path());
+    smollm2 = 0;
+  }
+  if (smollm2) {
     Model *model = NULL;
     rc = model_load(NULL, &model);
     if (!rc) rc = bench_model(model, "SmolLM2-135M", lengths, 2);

@@ -42,9 +42,10 @@ if ! command -v nvcc >/dev/null 2>&1; then
   echo "SKIPPED: no CUDA device (and no nvcc to build the CUDA backend)"
   exit 0
 fi
+mkdir -p "$build"
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DOBC_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$build.cmake.log" 2>&1 ||
-  { cat "$build.cmake.log"; echo "FAIL: cmake"; exit 1; }
+  -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$build/configure.log" 2>&1 ||
+  { cat "$build/configure.log"; echo "FAIL: cmake"; exit 1; }
 cmake --build "$build" -j"$jobs" --target obcache gpu_ops gpu_runtime gpu_bench 2>&1 | tail -3
 [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "FAIL: build"; exit 1; }
 obcache=$build/obcache
@@ -69,9 +70,14 @@ step "(a) CUDA runtime vs. CPU runtime"
 run_step gpu_runtime 180 "$gpu/gpu_runtime"
 
 step "(b) NIAH trace on the GPU and on the CPU, verify, analyse"
+model=${OBC_MODEL:-$src/models/SmolLM2-135M-Instruct.Q4_1.gguf}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-niah=(--length 4096 --depth 50 --rows 64 --decode 4 --store-attn)
+niah=(--model "$model" --haystack noise --length 4096 --depth 50 --rows 64 --decode 4 --store-attn)
+if [ ! -f "$model" ]; then
+  echo "SKIPPED (b): $model is not present (scripts/setup.sh fetches it; 98 MB, more than a"
+  echo "device call can carry, so copy it by other means onto an offline GPU machine)"
+else
 run_step "capture --device cuda" 120 "$obcache" capture "${niah[@]}" --device cuda -o "$tmp/gpu.h5" &&
   run_step "verify (gpu trace)" 120 "$obcache" verify "$tmp/gpu.h5"
 run_step "capture --device cpu" 180 "$obcache" capture "${niah[@]}" --device cpu -o "$tmp/cpu.h5" &&
@@ -103,6 +109,7 @@ print(f"GPU vs CPU analysis: {len(common)} numbers, largest difference {abs(a[wo
       f"at {worst} ({a[worst]:.6g} vs {b[worst]:.6g})")
 EOF
     failed+=("compare analyses")
+fi
 fi
 
 step "(c) prefill benchmark (bf16 weights)"
