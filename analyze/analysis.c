@@ -7,6 +7,7 @@
  * not depend on the thread count. */
 #include "analyze/analysis.h"
 
+#include <assert.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -403,6 +404,7 @@ static void finish_bias(const ObcAnalysisConfig *config, ObcAnalysisResult *resu
 int analysis_run(ObcTraceReader *reader, const ObcAnalysisConfig *config, bool progress,
                  ObcAnalysisResult *result) {
   const ObcTraceMeta *meta = trace_meta(reader);
+  assert(config->n_windows > 0 && config->n_topk > 0); /* analysis_config_resolve ran */
   double start = obc_now_seconds();
   memset(result, 0, sizeof *result);
   result->n_layers = meta->model.n_layers;
