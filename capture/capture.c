@@ -132,8 +132,11 @@ static int run_model(Runtime *runtime, const NiahPrompt *prompt, const CaptureOp
   memcpy(tokens, prompt->tokens, s * sizeof *tokens);
 
   double t0 = obc_now_seconds();
-  RuntimeCapture capture = {.row_positions = positions, .n_rows = s - b->first_row,
-                            .want_attn = o->store_attn, .user = b, .on_layer = on_layer};
+  RuntimeCapture capture = {.row_positions = positions,
+                            .n_rows = s - b->first_row,
+                            .want_attn = o->store_attn,
+                            .user = b,
+                            .on_layer = on_layer};
   b->stage = "prefill";
   if (!rc) rc = runtime_forward(runtime, prompt->tokens, s, RUNTIME_LOGITS_LAST, next, &capture);
   double t1 = obc_now_seconds();
@@ -141,8 +144,11 @@ static int run_model(Runtime *runtime, const NiahPrompt *prompt, const CaptureOp
   for (size_t t = 0; !rc && t < T; t++) {
     int32_t token = (int32_t)generate_argmax(next, vocab);
     tokens[s + t] = token;
-    RuntimeCapture step = {.row_positions = positions + (s + t - b->first_row), .n_rows = 1,
-                           .want_attn = o->store_attn, .user = b, .on_layer = on_layer};
+    RuntimeCapture step = {.row_positions = positions + (s + t - b->first_row),
+                           .n_rows = 1,
+                           .want_attn = o->store_attn,
+                           .user = b,
+                           .on_layer = on_layer};
     rc = runtime_forward(runtime, &token, 1, RUNTIME_LOGITS_LAST, next, &step);
     if (!rc) memcpy(logits + t * vocab, next, vocab * sizeof *next);
   }
@@ -159,7 +165,8 @@ static int write_trace(const char *path, const Model *model, const NiahPrompt *p
   const ModelConfig *c = &model->config;
   ObcTraceMeta meta;
   memset(&meta, 0, sizeof meta);
-  snprintf(meta.producer, sizeof meta.producer, "%s", o->producer ? o->producer : "obcache capture");
+  snprintf(meta.producer, sizeof meta.producer, "%s",
+           o->producer ? o->producer : "obcache capture");
   fill_model(&meta.model, model);
   meta.n_prompt = prompt->n_tokens;
   meta.n_decode = o->decode;
@@ -176,8 +183,10 @@ static int write_trace(const char *path, const Model *model, const NiahPrompt *p
   meta.n_spans = prompt->n_spans;
   memcpy(meta.spans, prompt->spans, sizeof meta.spans);
 
-  ObcTraceWriteOptions wo = {.store_f16 = o->store_f16, .compression_level = o->compression,
-                             .store_attn = o->store_attn, .store_logits = true};
+  ObcTraceWriteOptions wo = {.store_f16 = o->store_f16,
+                             .compression_level = o->compression,
+                             .store_attn = o->store_attn,
+                             .store_logits = true};
   ObcTraceWriter *writer = NULL;
   int rc = trace_create(path, &meta, &wo, &writer);
   free(row_positions);
@@ -186,12 +195,14 @@ static int write_trace(const char *path, const Model *model, const NiahPrompt *p
   size_t hd = c->head_dim, rows = b->n_rows;
   for (size_t layer = 0; !rc && layer < c->n_layers; layer++) {
     for (size_t g = 0; !rc && g < c->n_kv_heads; g++)
-      rc = trace_write_kv(writer, layer, g, kv_cache_k(cache, layer, g), kv_cache_v(cache, layer, g));
+      rc = trace_write_kv(writer, layer, g, kv_cache_k(cache, layer, g),
+                          kv_cache_v(cache, layer, g));
     for (size_t h = 0; !rc && h < c->n_heads; h++) {
       size_t head = layer * c->n_heads + h;
       rc = trace_write_rows(writer, layer, h, b->q + head * rows * hd, b->o + head * rows * hd,
                             b->lse + head * rows);
-      if (!rc && b->attn) rc = trace_write_attn(writer, layer, h, b->attn + head * rows * b->n_positions);
+      if (!rc && b->attn)
+        rc = trace_write_attn(writer, layer, h, b->attn + head * rows * b->n_positions);
     }
   }
   if (!rc) rc = trace_write_logits(writer, logits);
@@ -220,14 +231,19 @@ static int check_space(const char *out_path, double bytes) {
   struct rlimit limit;
   if (!getrlimit(RLIMIT_FSIZE, &limit) && limit.rlim_cur != RLIM_INFINITY &&
       (double)limit.rlim_cur < bytes)
-    return obc_fail(OBC_EIO, "%s: the trace needs about %.1f MiB, beyond the file-size limit of "
-                    "%.1f MiB (ulimit -f)", out_path, bytes / MiB, (double)limit.rlim_cur / MiB);
+    return obc_fail(OBC_EIO,
+                    "%s: the trace needs about %.1f MiB, beyond the file-size limit of "
+                    "%.1f MiB (ulimit -f)",
+                    out_path, bytes / MiB, (double)limit.rlim_cur / MiB);
   char folder[4096];
   snprintf(folder, sizeof folder, "%s", out_path);
   char *slash = strrchr(folder, '/');
-  if (!slash) snprintf(folder, sizeof folder, ".");
-  else if (slash == folder) folder[1] = '\0';
-  else *slash = '\0';
+  if (!slash)
+    snprintf(folder, sizeof folder, ".");
+  else if (slash == folder)
+    folder[1] = '\0';
+  else
+    *slash = '\0';
   struct statvfs fs;
   if (!statvfs(folder, &fs) && (double)fs.f_bavail * (double)fs.f_frsize < bytes)
     return obc_fail(OBC_EIO, "%s: disk full: the trace needs about %.1f MiB, %.1f MiB free in %s",
@@ -239,16 +255,21 @@ static int check_inputs(const Model *model, const NiahPrompt *prompt, const Capt
                         const char *out_path) {
   const ModelConfig *c = &model->config;
   if (!model->tokenizer)
-    return obc_fail(OBC_EINVAL, "%s: the model has no tokenizer (needed to build and check the "
-                    "prompt)", model->path);
+    return obc_fail(OBC_EINVAL,
+                    "%s: the model has no tokenizer (needed to build and check the "
+                    "prompt)",
+                    model->path);
   if (o->decode < 1)
-    return obc_fail(OBC_EINVAL, "capture: --decode %zu must be at least 1 (the oracle needs a "
-                    "decode step)", o->decode);
+    return obc_fail(OBC_EINVAL,
+                    "capture: --decode %zu must be at least 1 (the oracle needs a "
+                    "decode step)",
+                    o->decode);
   if (!o->all_rows && o->rows < 1)
     return obc_fail(OBC_EINVAL, "capture: --rows must be at least 1");
   size_t needed = prompt->n_tokens + o->decode;
   if (c->context_length && needed > c->context_length)
-    return obc_fail(OBC_EINVAL, "capture: %zu prompt tokens + %zu decode steps = %zu positions, "
+    return obc_fail(OBC_EINVAL,
+                    "capture: %zu prompt tokens + %zu decode steps = %zu positions, "
                     "beyond the model's context of %zu (hint: a smaller --length)",
                     prompt->n_tokens, o->decode, needed, c->context_length);
   ObcPendingFile probe; /* only checks that the folder is writable */
@@ -269,9 +290,14 @@ int capture_run(const Model *model, const NiahPrompt *prompt, const CaptureOptio
   size_t R = o->all_rows || o->rows > s ? s : o->rows;
   CaptureProgress progress;
   capture_progress_begin(&progress, o->progress, c->n_layers, s + T);
-  CaptureBuffers b = {.n_layers = c->n_layers, .n_heads = c->n_heads, .head_dim = c->head_dim,
-                      .n_rows = R + T, .n_positions = s + T, .first_row = s - R,
-                      .progress = &progress, .stage = "prefill"};
+  CaptureBuffers b = {.n_layers = c->n_layers,
+                      .n_heads = c->n_heads,
+                      .head_dim = c->head_dim,
+                      .n_rows = R + T,
+                      .n_positions = s + T,
+                      .first_row = s - R,
+                      .progress = &progress,
+                      .stage = "prefill"};
   int32_t *tokens = obc_malloc((s + T) * sizeof *tokens, "trace tokens");
   float *logits = obc_malloc(T * c->vocab_size * sizeof *logits, "decode logits");
   if (!tokens || !logits) rc = OBC_ENOMEM;
@@ -280,8 +306,9 @@ int capture_run(const Model *model, const NiahPrompt *prompt, const CaptureOptio
   Runtime *runtime = NULL;
   if (!rc) rc = runtime_create(model, &ro, &runtime);
   if (!rc) rc = run_model(runtime, prompt, o, &b, tokens, logits, result);
-  if (!rc) rc = generated_text(model, tokens + s, T, result->generated_text,
-                               sizeof result->generated_text);
+  if (!rc)
+    rc =
+        generated_text(model, tokens + s, T, result->generated_text, sizeof result->generated_text);
   if (!rc) {
     result->n_prompt = s;
     result->n_decode = T;

@@ -28,7 +28,8 @@ static void draw(CaptureProgress *p, const char *stage, size_t layer) {
   p->drawn = true;
 }
 
-void capture_progress_begin(CaptureProgress *p, bool enabled, size_t n_layers, size_t total_tokens) {
+void capture_progress_begin(CaptureProgress *p, bool enabled, size_t n_layers,
+                            size_t total_tokens) {
   p->enabled = enabled;
   p->n_layers = n_layers;
   p->total = total_tokens * n_layers;

@@ -18,20 +18,20 @@
 
 static void print_help(FILE *out) {
   fprintf(out,
-"usage: obcache capture --length N --depth D [options] -o TRACE.h5\n"
-"\n"
-"Runs the model on a Needle-in-a-Haystack prompt of N tokens (the model's own\n"
-"tokens, chat template included) with the needle at D percent of the context:\n"
-"one prefill capturing the last R prompt rows, then T greedy decode steps from\n"
-"the full cache, each captured with its logits. The trace holds K/V of every\n"
-"position, Q/O/lse (and A) of the captured rows, the tokens, the prompt, the\n"
-"spans of needle, value and question, the answer and whether it contains the\n"
-"needle's value. It appears under its final name only when complete.\n"
-"\n"
-"  --length N           prompt length in tokens (required)\n"
-"  --depth D            needle depth, 0 (start) .. 100 (end) percent (default 50)\n"
-"  -o TRACE.h5          the trace (required)\n"
-"\n");
+          "usage: obcache capture --length N --depth D [options] -o TRACE.h5\n"
+          "\n"
+          "Runs the model on a Needle-in-a-Haystack prompt of N tokens (the model's own\n"
+          "tokens, chat template included) with the needle at D percent of the context:\n"
+          "one prefill capturing the last R prompt rows, then T greedy decode steps from\n"
+          "the full cache, each captured with its logits. The trace holds K/V of every\n"
+          "position, Q/O/lse (and A) of the captured rows, the tokens, the prompt, the\n"
+          "spans of needle, value and question, the answer and whether it contains the\n"
+          "needle's value. It appears under its final name only when complete.\n"
+          "\n"
+          "  --length N           prompt length in tokens (required)\n"
+          "  --depth D            needle depth, 0 (start) .. 100 (end) percent (default 50)\n"
+          "  -o TRACE.h5          the trace (required)\n"
+          "\n");
   capture_args_print_help(out);
 }
 
@@ -67,10 +67,12 @@ int cmd_capture(int argc, char **argv) {
     }
     int rc = capture_args_parse(argc, argv, &i, &a);
     if (rc < 0) return rc;
-    if (rc == 0) return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache capture --help)", argv[i]);
+    if (rc == 0)
+      return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache capture --help)", argv[i]);
   }
   if (!a.out_path) return obc_fail(OBC_EINVAL, "missing -o TRACE.h5 (see obcache capture --help)");
-  if (!a.length_given) return obc_fail(OBC_EINVAL, "missing --length N (see obcache capture --help)");
+  if (!a.length_given)
+    return obc_fail(OBC_EINVAL, "missing --length N (see obcache capture --help)");
   ObcPendingFile probe;
   int rc = obc_pending_init(&probe, a.out_path);
   if (rc) return rc;

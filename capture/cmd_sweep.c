@@ -17,25 +17,25 @@
 
 static void print_help(FILE *out) {
   fprintf(out,
-"usage: obcache sweep --lengths N[,N...] --depths D[,D...] [options] -o DIR\n"
-"\n"
-"Captures one Needle-in-a-Haystack trace per (length, depth) cell and analyses\n"
-"it: DIR/L<length>_D<depth>.h5, DIR/L<length>_D<depth>/ (the analyze files),\n"
-"and DIR/summary.csv with the columns\n"
-"  length,depth,needle,found,answer_ok,score,k,recall,needle_kept\n"
-"(needle = the needle's value; found = the answer contains it; answer_ok = the\n"
-"answer starts with it; recall = recall@k of the oracle at the main window,\n"
-"recent window 0, mean over heads; needle_kept = share of the needle span kept).\n"
-"Defaults: --lengths 1024,2048 --depths 0,25,50,75,100.\n"
-"\n"
-"analysis:\n"
-"  --window W[,W...]    perturbation windows, the first is the main one\n"
-"                       (default: analyze's sweep 1, 2, 4, ... and its main window)\n"
-"  --topk K[,K...]      budgets, the first is the summary's k (default 40 and\n"
-"                       analyze's curve)\n"
-"  --recent R           also analyse with a recent window of R positions\n"
-"  --oracle 1|T         oracle of the first decode step (default) or all steps\n"
-"\n");
+          "usage: obcache sweep --lengths N[,N...] --depths D[,D...] [options] -o DIR\n"
+          "\n"
+          "Captures one Needle-in-a-Haystack trace per (length, depth) cell and analyses\n"
+          "it: DIR/L<length>_D<depth>.h5, DIR/L<length>_D<depth>/ (the analyze files),\n"
+          "and DIR/summary.csv with the columns\n"
+          "  length,depth,needle,found,answer_ok,score,k,recall,needle_kept\n"
+          "(needle = the needle's value; found = the answer contains it; answer_ok = the\n"
+          "answer starts with it; recall = recall@k of the oracle at the main window,\n"
+          "recent window 0, mean over heads; needle_kept = share of the needle span kept).\n"
+          "Defaults: --lengths 1024,2048 --depths 0,25,50,75,100.\n"
+          "\n"
+          "analysis:\n"
+          "  --window W[,W...]    perturbation windows, the first is the main one\n"
+          "                       (default: analyze's sweep 1, 2, 4, ... and its main window)\n"
+          "  --topk K[,K...]      budgets, the first is the summary's k (default 40 and\n"
+          "                       analyze's curve)\n"
+          "  --recent R           also analyse with a recent window of R positions\n"
+          "  --oracle 1|T         oracle of the first decode step (default) or all steps\n"
+          "\n");
   capture_args_print_help(out);
 }
 
@@ -54,8 +54,8 @@ static int parse_args(int argc, char **argv, CaptureArgs *a, SweepOptions *s, bo
       continue;
     }
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    static const char *const valued[] = {"--lengths", "--depths", "--window", "--topk",
-                                         "--recent", "--oracle"};
+    static const char *const valued[] = {"--lengths", "--depths", "--window",
+                                         "--topk",    "--recent", "--oracle"};
     bool known = false;
     for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(arg, valued[k]);
     if (!known) return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache sweep --help)", arg);

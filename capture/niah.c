@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "capture/niah_haystack.h"
-#include "capture/niah_random.h"
+#include "capture/niah_task.h"
 #include "common/obc_error.h"
 
 /* ---- growable buffers --------------------------------------------------------- */
@@ -53,7 +53,8 @@ static int text_append(TextBuffer *b, const char *text, size_t n) {
     size_t capacity = b->capacity ? b->capacity : 4096;
     while (capacity < b->n + n + 1) capacity *= 2;
     char *grown = realloc(b->text, capacity);
-    if (!grown) return obc_fail(OBC_ENOMEM, "niah: out of memory for %zu bytes of prompt", capacity);
+    if (!grown)
+      return obc_fail(OBC_ENOMEM, "niah: out of memory for %zu bytes of prompt", capacity);
     b->text = grown;
     b->capacity = capacity;
   }
@@ -65,15 +66,7 @@ static int text_append(TextBuffer *b, const char *text, size_t n) {
 
 /* ---- the parts of a prompt -------------------------------------------------- */
 
-typedef struct {
-  char key[64];
-  char before[1024]; /* "One of the special magic numbers for KEY is:" */
-  char value[128];   /* "1234567" */
-  char after[1024];  /* "." */
-  bool value_spaced; /* a space separates before and value */
-} Needle;
-
-/* A haystack unit: sentence `sentence` of the stream, whole or one word. */
+/* A haystack unit: a whole sentence, or one word of the last partial one. */
 typedef struct {
   const char *text;
   size_t length;
@@ -85,15 +78,11 @@ typedef struct {
   const Tokenizer *tokenizer;
   const NiahOptions *options;
   NiahHaystack haystack;
-  Needle needles[NIAH_MAX_NEEDLES];
-  size_t n_needles;
-  char instruction[256]; /* ends with "\n", or empty */
-  char question[512];
-  char answer_prefix[512];
+  NiahTask task; /* needles, instruction, question, answer prefix */
   bool chat;
   int32_t *chat_empty; /* (n_chat_empty) the template around an empty user turn */
   size_t n_chat_empty;
-  size_t chat_split; /* where the user text goes in chat_empty */
+  size_t chat_split;       /* where the user text goes in chat_empty */
   size_t *sentence_tokens; /* (n_sentence_tokens) cache: tokens of " sentence",
                               by index in the haystack (0 = not yet counted) */
   size_t n_sentence_tokens;
@@ -134,79 +123,6 @@ static int count_tokens(const Builder *b, const char *text, size_t length, size_
   *count = ids.n;
   free(ids.ids);
   return rc;
-}
-
-/* ---- needles, question, instruction ----------------------------------------- */
-
-static int ruler_needles(Builder *b) {
-  const NiahOptions *o = b->options;
-  NiahRandom random;
-  niah_random_seed(&random, o->seed);
-  const char *kind = o->value_kind == NIAH_VALUE_UUID ? "uuid" : "number";
-  for (size_t j = 0; j < b->n_needles; j++) {
-    Needle *n = &b->needles[j];
-    bool fresh;
-    do { /* distinct keys (multi-key) and distinct values */
-      if (j == 0 || !o->multi_value) niah_random_key(&random, n->key, sizeof n->key);
-      else snprintf(n->key, sizeof n->key, "%s", b->needles[0].key);
-      if (o->value_kind == NIAH_VALUE_UUID) niah_random_uuid(&random, n->value, sizeof n->value);
-      else niah_random_number(&random, n->value, sizeof n->value);
-      fresh = true;
-      for (size_t i = 0; i < j; i++)
-        if (!strcmp(b->needles[i].value, n->value) ||
-            (!o->multi_value && !strcmp(b->needles[i].key, n->key)))
-          fresh = false;
-    } while (!fresh);
-    snprintf(n->before, sizeof n->before, "One of the special magic %ss for %s is:", kind, n->key);
-    snprintf(n->after, sizeof n->after, ".");
-    n->value_spaced = true;
-  }
-  const char *key = b->needles[0].key;
-  snprintf(b->instruction, sizeof b->instruction,
-           "Some special magic %ss are hidden within the following text. Make sure to memorize "
-           "it. I will quiz you about the %ss afterwards.\n",
-           kind, kind);
-  if (o->multi_value) {
-    snprintf(b->question, sizeof b->question,
-             "What are all the special magic %ss for %s mentioned in the provided text?", kind, key);
-    snprintf(b->answer_prefix, sizeof b->answer_prefix,
-             "The special magic %ss for %s mentioned in the provided text are", kind, key);
-  } else {
-    snprintf(b->question, sizeof b->question,
-             "What is the special magic %s for %s mentioned in the provided text?", kind, key);
-    snprintf(b->answer_prefix, sizeof b->answer_prefix,
-             "The special magic %s for %s mentioned in the provided text is", kind, key);
-  }
-  return OBC_OK;
-}
-
-static int custom_needle(Builder *b) {
-  const NiahOptions *o = b->options;
-  if (!o->needle_text || !o->question_text || !o->answer_text)
-    return obc_fail(OBC_EINVAL, "niah: a custom needle needs --needle, --question and --answer "
-                    "together");
-  if (b->n_needles != 1)
-    return obc_fail(OBC_EINVAL, "niah: a custom needle is inserted once (found --needles %zu)",
-                    b->n_needles);
-  const char *text = o->needle_text, *answer = o->answer_text;
-  const char *at = answer[0] ? strstr(text, answer) : NULL;
-  if (!at)
-    return obc_fail(OBC_EINVAL, "niah: --answer \"%s\" does not occur in --needle \"%s\"", answer,
-                    text);
-  size_t before = (size_t)(at - text), value = strlen(answer);
-  Needle *n = &b->needles[0];
-  if (before >= sizeof n->before || value >= sizeof n->value ||
-      strlen(at + value) >= sizeof n->after || strlen(o->question_text) >= sizeof b->question)
-    return obc_fail(OBC_EINVAL, "niah: --needle or --question is too long (at most 1000 bytes)");
-  n->value_spaced = before > 0 && text[before - 1] == ' ';
-  snprintf(n->before, sizeof n->before, "%.*s", (int)(before - (n->value_spaced ? 1 : 0)), text);
-  snprintf(n->value, sizeof n->value, "%s", answer);
-  snprintf(n->after, sizeof n->after, "%s", at + value);
-  snprintf(n->key, sizeof n->key, "custom");
-  snprintf(b->question, sizeof b->question, "%s", o->question_text);
-  b->instruction[0] = '\0';
-  snprintf(b->answer_prefix, sizeof b->answer_prefix, "%s", o->answer_prefix ? o->answer_prefix : "");
-  return OBC_OK;
 }
 
 /* ---- the haystack ------------------------------------------------------------- */
@@ -281,14 +197,15 @@ static void place_needles(const Builder *b, const Unit *units, size_t n_units, s
   size_t total = 0;
   for (size_t i = 0; i < n_units; i++) total += units[i].tokens;
   double depth0 = b->options->depth;
-  for (size_t j = 0; j < b->n_needles; j++) {
-    double depth = depth0 + (100.0 - depth0) * (double)j / (double)b->n_needles;
+  for (size_t j = 0; j < b->task.n_needles; j++) {
+    double depth = depth0 + (100.0 - depth0) * (double)j / (double)b->task.n_needles;
     double target = depth / 100.0 * (double)total;
     size_t best = 0, offset = 0;
     double best_distance = target;
     for (size_t i = 0; i <= n_units; i++) {
       if (i == n_units || units[i].sentence_start) {
-        double distance = target > (double)offset ? target - (double)offset : (double)offset - target;
+        double distance =
+            target > (double)offset ? target - (double)offset : (double)offset - target;
         if (distance < best_distance) {
           best_distance = distance;
           best = i;
@@ -306,8 +223,10 @@ static int add_span(NiahPrompt *p, const char *name, size_t index, size_t begin,
   if (p->n_spans >= OBC_TRACE_MAX_SPANS)
     return obc_fail(OBC_EINVAL, "niah: more than %d spans", OBC_TRACE_MAX_SPANS);
   ObcSpan *s = &p->spans[p->n_spans++];
-  if (index == 0) snprintf(s->name, sizeof s->name, "%s", name);
-  else snprintf(s->name, sizeof s->name, "%s_%zu", name, index + 1);
+  if (index == 0)
+    snprintf(s->name, sizeof s->name, "%s", name);
+  else
+    snprintf(s->name, sizeof s->name, "%s_%zu", name, index + 1);
   s->begin = (int64_t)begin;
   s->end = (int64_t)end;
   return OBC_OK;
@@ -315,7 +234,7 @@ static int add_span(NiahPrompt *p, const char *name, size_t index, size_t begin,
 
 static int assemble_needle(const Builder *b, size_t j, bool first, bool last, IdBuffer *ids,
                            TextBuffer *text, NiahPrompt *p) {
-  const Needle *n = &b->needles[j];
+  const NiahNeedle *n = &b->task.needles[j];
   size_t begin = ids->n;
   bool has_before = n->before[0] != '\0', has_after = n->after[0] != '\0';
   int rc = OBC_OK;
@@ -344,12 +263,12 @@ static int assemble_user(Builder *b, IdBuffer *ids, TextBuffer *text, NiahPrompt
   ids->n = 0;
   text->n = 0;
   p->n_spans = 0;
-  if (b->instruction[0])
-    rc = encode_piece(b, false, b->instruction, strlen(b->instruction), NULL, ids, text);
+  if (b->task.instruction[0])
+    rc = encode_piece(b, false, b->task.instruction, strlen(b->task.instruction), NULL, ids, text);
   size_t context_begin = ids->n;
-  size_t n_items = n_units + b->n_needles, item = 0;
+  size_t n_items = n_units + b->task.n_needles, item = 0;
   for (size_t i = 0; !rc && i <= n_units; i++) {
-    for (size_t j = 0; !rc && j < b->n_needles; j++) {
+    for (size_t j = 0; !rc && j < b->task.n_needles; j++) {
       if (before[j] != i) continue;
       rc = assemble_needle(b, j, item == 0, item + 1 == n_items, ids, text, p);
       item++;
@@ -362,7 +281,8 @@ static int assemble_user(Builder *b, IdBuffer *ids, TextBuffer *text, NiahPrompt
   if (!rc) rc = add_span(p, "context", 0, context_begin, ids->n);
   size_t question_begin = ids->n;
   if (!rc)
-    rc = encode_piece(b, false, b->question, strlen(b->question), b->chat ? NULL : "\n", ids, text);
+    rc = encode_piece(b, false, b->task.question, strlen(b->task.question), b->chat ? NULL : "\n",
+                      ids, text);
   if (!rc) rc = add_span(p, "question", 0, question_begin, ids->n);
   free(units);
   return rc;
@@ -379,7 +299,8 @@ static int assemble_prompt(Builder *b, NiahPrompt *p, IdBuffer *user, TextBuffer
     offset = b->chat_split;
     rc = ids_append(prompt, b->chat_empty, b->chat_split);
     if (!rc) rc = ids_append(prompt, user->ids, user->n);
-    if (!rc) rc = ids_append(prompt, b->chat_empty + b->chat_split, b->n_chat_empty - b->chat_split);
+    if (!rc)
+      rc = ids_append(prompt, b->chat_empty + b->chat_split, b->n_chat_empty - b->chat_split);
   } else {
     int32_t bos = tokenizer_bos_id(b->tokenizer);
     if (tokenizer_adds_bos(b->tokenizer) && bos >= 0) {
@@ -393,9 +314,11 @@ static int assemble_prompt(Builder *b, NiahPrompt *p, IdBuffer *user, TextBuffer
     p->spans[i].end += (int64_t)offset;
   }
   size_t answer_begin = prompt->n;
-  if (!rc && b->answer_prefix[0])
-    rc = encode_piece(b, false, b->answer_prefix, strlen(b->answer_prefix), NULL, prompt, NULL);
-  if (!rc && b->answer_prefix[0]) rc = add_span(p, "answer_prefix", 0, answer_begin, prompt->n);
+  if (!rc && b->task.answer_prefix[0])
+    rc = encode_piece(b, false, b->task.answer_prefix, strlen(b->task.answer_prefix), NULL, prompt,
+                      NULL);
+  if (!rc && b->task.answer_prefix[0])
+    rc = add_span(p, "answer_prefix", 0, answer_begin, prompt->n);
   return rc;
 }
 
@@ -404,8 +327,7 @@ static int assemble_prompt(Builder *b, NiahPrompt *p, IdBuffer *user, TextBuffer
 /* Renders the template around an empty user turn and finds where the user
  * text goes: the first token where it differs from a rendering with text. */
 static int prepare_chat(Builder *b) {
-  b->chat = !b->options->no_chat_template &&
-            tokenizer_chat_template(b->tokenizer) != OBC_CHAT_NONE;
+  b->chat = !b->options->no_chat_template && tokenizer_chat_template(b->tokenizer) != OBC_CHAT_NONE;
   if (!b->chat) return OBC_OK;
   int rc = tokenizer_encode_chat(b->tokenizer, NULL, "", &b->chat_empty, &b->n_chat_empty);
   int32_t *probe = NULL;
@@ -413,13 +335,15 @@ static int prepare_chat(Builder *b) {
   if (!rc) rc = tokenizer_encode_chat(b->tokenizer, NULL, "Hello world.", &probe, &n_probe);
   if (rc) return rc;
   size_t split = 0;
-  while (split < b->n_chat_empty && split < n_probe && b->chat_empty[split] == probe[split]) split++;
+  while (split < b->n_chat_empty && split < n_probe && b->chat_empty[split] == probe[split])
+    split++;
   size_t tail = b->n_chat_empty - split;
   bool ok = n_probe >= tail + split &&
             !memcmp(probe + n_probe - tail, b->chat_empty + split, tail * sizeof *probe);
   free(probe);
   if (!ok)
-    return obc_fail(OBC_EUNSUPPORTED, "niah: cannot locate the user turn in the model's chat "
+    return obc_fail(OBC_EUNSUPPORTED,
+                    "niah: cannot locate the user turn in the model's chat "
                     "template (hint: --no-chat-template)");
   b->chat_split = split;
   return OBC_OK;
@@ -430,14 +354,16 @@ static int check_boundaries(Builder *b, const TextBuffer *user_text, const IdBuf
                             size_t answer_tokens, bool *consistent) {
   int32_t *whole = NULL;
   size_t n_whole = 0;
-  int rc = b->chat ? tokenizer_encode_chat(b->tokenizer, NULL, user_text->text, &whole, &n_whole)
-                   : tokenizer_encode(b->tokenizer, user_text->text, user_text->n, &whole, &n_whole);
+  int rc = b->chat
+               ? tokenizer_encode_chat(b->tokenizer, NULL, user_text->text, &whole, &n_whole)
+               : tokenizer_encode(b->tokenizer, user_text->text, user_text->n, &whole, &n_whole);
   if (rc) return rc;
   size_t expected = prompt->n - answer_tokens;
   size_t offset = b->chat ? 0 : expected - n_whole; /* the BOS we added */
-  *consistent = b->chat ? n_whole == expected && !memcmp(whole, prompt->ids, expected * sizeof *whole)
-                        : n_whole <= expected &&
-                              !memcmp(whole, prompt->ids + offset, n_whole * sizeof *whole);
+  *consistent =
+      b->chat
+          ? n_whole == expected && !memcmp(whole, prompt->ids, expected * sizeof *whole)
+          : n_whole <= expected && !memcmp(whole, prompt->ids + offset, n_whole * sizeof *whole);
   free(whole);
   return OBC_OK;
 }
@@ -504,8 +430,10 @@ static int build(Builder *b, NiahPrompt *out) {
   b->full = b->words = 0;
   if (!rc) rc = assemble_prompt(b, out, &user, &user_text, &prompt);
   if (!rc && prompt.n > o->length)
-    rc = obc_fail(OBC_EINVAL, "niah: the needles, question and template take %zu tokens, more "
-                  "than --length %zu", prompt.n, o->length);
+    rc = obc_fail(OBC_EINVAL,
+                  "niah: the needles, question and template take %zu tokens, more "
+                  "than --length %zu",
+                  prompt.n, o->length);
   if (!rc) rc = fill_haystack(b, o->length - prompt.n);
   /* Trim or extend word by word; stop below the target if a word overshoots. */
   bool shrunk = false;
@@ -563,17 +491,16 @@ int niah_build(const Tokenizer *tokenizer, const NiahOptions *options, NiahPromp
   if (!b) return OBC_ENOMEM;
   b->tokenizer = tokenizer;
   b->options = options;
-  b->n_needles = options->n_needles;
   bool custom = options->needle_text || options->question_text || options->answer_text;
-  int rc = custom ? custom_needle(b) : ruler_needles(b);
+  int rc = niah_task_make(options, &b->task);
   if (!rc) rc = niah_haystack_open(options->haystack ? options->haystack : "kjv", &b->haystack);
   if (!rc) rc = build(b, out);
   if (!rc) {
     bool all_values = custom || options->multi_value;
-    out->n_answers = all_values ? b->n_needles : 1;
+    out->n_answers = all_values ? b->task.n_needles : 1;
     for (size_t j = 0; j < out->n_answers; j++)
-      snprintf(out->answers[j], sizeof out->answers[j], "%s", b->needles[j].value);
-    snprintf(out->question, sizeof out->question, "%s", b->question);
+      snprintf(out->answers[j], sizeof out->answers[j], "%s", b->task.needles[j].value);
+    snprintf(out->question, sizeof out->question, "%s", b->task.question);
     snprintf(out->haystack_source, sizeof out->haystack_source, "%s", b->haystack.source);
   }
   if (rc) niah_prompt_free(out);

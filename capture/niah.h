@@ -44,9 +44,9 @@ typedef struct {
 typedef struct {
   int32_t *tokens; /* (n_tokens) the ids the model reads */
   size_t n_tokens;
-  char *text;      /* the prompt decoded back from tokens */
-  size_t n_spans;  /* "context", "needle", "needle_value", "question",
-                      "answer_prefix", "needle_2", "needle_value_2", ... */
+  char *text;     /* the prompt decoded back from tokens */
+  size_t n_spans; /* "context", "needle", "needle_value", "question",
+                     "answer_prefix", "needle_2", "needle_value_2", ... */
   ObcSpan spans[OBC_TRACE_MAX_SPANS];
   size_t n_answers; /* the values the answer must contain (RULER string match) */
   char answers[NIAH_MAX_NEEDLES][128];

@@ -21,7 +21,9 @@ static const char noise_text[] =
 /* The five books of Moses: about 160k words, more than any context we serve. */
 static const char kjv_command[] = "bible -f Ge1:1-De34:12 2>/dev/null";
 
-static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+static int is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 
 static int is_sentence_end(char c) { return c == '.' || c == '!' || c == '?'; }
 
@@ -130,16 +132,21 @@ static int read_stream(FILE *fp, const char *source, char **text) {
 static int open_kjv(NiahHaystack *out) {
   FILE *fp = popen(kjv_command, "r");
   if (!fp)
-    return obc_fail(OBC_EEXTERNAL, "kjv haystack: cannot run `bible` (%s; install bible-kjv, "
-                    "see scripts/setup.sh)", strerror(errno));
+    return obc_fail(OBC_EEXTERNAL,
+                    "kjv haystack: cannot run `bible` (%s; install bible-kjv, "
+                    "see scripts/setup.sh)",
+                    strerror(errno));
   char *text = NULL;
   int rc = read_stream(fp, "kjv haystack (bible -f)", &text);
   int status = pclose(fp);
   if (!rc && status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 127)
-    rc = obc_fail(OBC_EEXTERNAL, "kjv haystack: the `bible` program is not on PATH (install "
+    rc = obc_fail(OBC_EEXTERNAL,
+                  "kjv haystack: the `bible` program is not on PATH (install "
                   "bible-kjv, see scripts/setup.sh, or use --haystack noise|FILE)");
-  if (!rc && (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || strlen(text) < 1000))
-    rc = obc_fail(OBC_EEXTERNAL, "kjv haystack: `bible -f` failed or printed nothing (exit status "
+  if (!rc &&
+      (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || strlen(text) < 1000))
+    rc = obc_fail(OBC_EEXTERNAL,
+                  "kjv haystack: `bible -f` failed or printed nothing (exit status "
                   "%d; install bible-kjv, see scripts/setup.sh, or use --haystack FILE)",
                   status == -1 ? -1 : WEXITSTATUS(status));
   if (rc) {

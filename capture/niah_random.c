@@ -8,24 +8,24 @@
 #include <stdio.h>
 
 static const char *const adjectives[] = {
-    "quiet",   "brave",   "gentle",  "hollow",  "bright",  "silent",  "golden",  "rapid",
-    "ancient", "humble",  "frozen",  "velvet",  "crimson", "distant", "eager",   "fragile",
-    "hidden",  "lively",  "narrow",  "patient", "proud",   "rusty",   "shiny",   "sleepy",
-    "smooth",  "steady",  "sturdy",  "tender",  "tidy",    "wild",    "wooden",  "young",
-    "bitter",  "calm",    "clever",  "curious", "dusty",   "empty",   "fancy",   "gray",
-    "heavy",   "jolly",   "lonely",  "mellow",  "noisy",   "odd",     "plain",   "quick",
-    "round",   "salty",   "tall",    "warm",    "wise",    "cheerful", "polite", "soft",
-    "sharp",   "sweet",   "thin",    "vivid",   "bold",    "cozy",    "fierce",  "grand"};
+    "quiet",   "brave",  "gentle", "hollow",  "bright",  "silent",   "golden", "rapid",
+    "ancient", "humble", "frozen", "velvet",  "crimson", "distant",  "eager",  "fragile",
+    "hidden",  "lively", "narrow", "patient", "proud",   "rusty",    "shiny",  "sleepy",
+    "smooth",  "steady", "sturdy", "tender",  "tidy",    "wild",     "wooden", "young",
+    "bitter",  "calm",   "clever", "curious", "dusty",   "empty",    "fancy",  "gray",
+    "heavy",   "jolly",  "lonely", "mellow",  "noisy",   "odd",      "plain",  "quick",
+    "round",   "salty",  "tall",   "warm",    "wise",    "cheerful", "polite", "soft",
+    "sharp",   "sweet",  "thin",   "vivid",   "bold",    "cozy",     "fierce", "grand"};
 
 static const char *const nouns[] = {
-    "lantern", "harbor",  "meadow",  "pencil",  "violin",  "garden",  "castle",  "bridge",
-    "candle",  "feather", "island",  "kettle",  "ladder",  "mirror",  "needle",  "orchard",
-    "pebble",  "pillow",  "rabbit",  "river",   "saddle",  "shadow",  "tunnel",  "wagon",
-    "anchor",  "basket",  "button",  "cabinet", "carpet",  "cottage", "desert",  "engine",
-    "falcon",  "forest",  "glacier", "hammer",  "helmet",  "jacket",  "kitten",  "lemon",
-    "magnet",  "market",  "mountain", "napkin", "ocean",   "parrot",  "planet",  "pocket",
-    "puzzle",  "rocket",  "sandal",  "signal",  "spider",  "statue",  "teapot",  "thunder",
-    "tiger",   "trumpet", "valley",  "village", "window",  "wizard",  "zebra",   "compass"};
+    "lantern", "harbor",  "meadow",   "pencil",  "violin", "garden",  "castle", "bridge",
+    "candle",  "feather", "island",   "kettle",  "ladder", "mirror",  "needle", "orchard",
+    "pebble",  "pillow",  "rabbit",   "river",   "saddle", "shadow",  "tunnel", "wagon",
+    "anchor",  "basket",  "button",   "cabinet", "carpet", "cottage", "desert", "engine",
+    "falcon",  "forest",  "glacier",  "hammer",  "helmet", "jacket",  "kitten", "lemon",
+    "magnet",  "market",  "mountain", "napkin",  "ocean",  "parrot",  "planet", "pocket",
+    "puzzle",  "rocket",  "sandal",   "signal",  "spider", "statue",  "teapot", "thunder",
+    "tiger",   "trumpet", "valley",   "village", "window", "wizard",  "zebra",  "compass"};
 
 void niah_random_seed(NiahRandom *random, uint64_t seed) { random->state = seed; }
 
@@ -61,7 +61,7 @@ void niah_random_number(NiahRandom *random, char *out, size_t size) {
 void niah_random_uuid(NiahRandom *random, char *out, size_t size) {
   uint64_t hi = niah_random_next(random);
   uint64_t lo = niah_random_next(random);
-  hi = (hi & ~0xf000ull) | 0x4000ull;                    /* version 4 */
+  hi = (hi & ~0xf000ull) | 0x4000ull;                        /* version 4 */
   lo = (lo & 0x3fffffffffffffffull) | 0x8000000000000000ull; /* variant 10 */
   snprintf(out, size, "%08x-%04x-%04x-%04x-%012llx", (unsigned)(hi >> 32),
            (unsigned)((hi >> 16) & 0xffff), (unsigned)(hi & 0xffff), (unsigned)(lo >> 48),

@@ -170,8 +170,10 @@ START_TEST(test_custom_needle_spans_and_haystack_file) {
   snprintf(path, sizeof path, "%s/capture_haystack.txt", tmp ? tmp : "/tmp");
   FILE *fp = fopen(path, "w");
   ck_assert_ptr_nonnull(fp);
-  fputs("It was a bright cold day in April.  The clocks were striking thirteen!\n\n"
-        "Winston hurried home? He did not look back.\n", fp);
+  fputs(
+      "It was a bright cold day in April.  The clocks were striking thirteen!\n\n"
+      "Winston hurried home? He did not look back.\n",
+      fp);
   fclose(fp);
   NiahOptions o;
   niah_options_default(&o);
@@ -279,7 +281,8 @@ START_TEST(test_capture_matches_a_run_without_capture) {
   ck_assert_int_eq(trace_read_kv(reader, last, g, K, V), 0);
   ck_assert_int_eq(memcmp(K, kv_cache_k(cache, last, g), n * hd * sizeof *K), 0);
   ck_assert_int_eq(memcmp(V, kv_cache_v(cache, last, g), n * hd * sizeof *V), 0);
-  ck_assert_int_eq(m->needle_found, niah_answer_found(&p, m->generated_text ? m->generated_text : ""));
+  ck_assert_int_eq(m->needle_found,
+                   niah_answer_found(&p, m->generated_text ? m->generated_text : ""));
   trace_close(reader);
   runtime_free(rt);
   free(K);
