@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every benchmark of bench/ (not tests: they print figures and ratios
+# against a reference measured in the same run) for `make bench`.
+#
+# usage: bench/run.sh [BUILD_DIR]   (default build; the benchmarks target must be built)
+#   ONLY=scores,analyze,model,load,tokenizer   runs a subset
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+ONLY=${ONLY:-scores,load,tokenizer,model,analyze}
+
+want() { case ",$ONLY," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+section() { printf '\n== %s ==\n' "$1"; }
+
+if want scores; then
+  section "score_window_sweep, one SmolLM2-shaped head (bench_scores)"
+  "$BUILD/bench/bench_scores"
+fi
+if want load; then
+  section "model load and dequantisation (bench_load)"
+  "$BUILD/bench/bench_load"
+fi
+if want tokenizer; then
+  section "tokenizer encode speed (bench_tokenizer)"
+  "$BUILD/bench/bench_tokenizer"
+fi
+if want model; then
+  section "CPU forward pass: prefill and decode tokens/s, GEMM share (bench_model)"
+  "$BUILD/bench/bench_model"
+fi
+if want analyze; then
+  section "obcache analyze against the NumPy pseudo-code (run_analyze.sh)"
+  bench/run_analyze.sh "$BUILD"
+fi
