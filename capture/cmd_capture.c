@@ -52,7 +52,7 @@ static void print_result(const char *path, const NiahPrompt *prompt, const Captu
          r->n_prompt, r->n_decode, needle ? (long long)needle->begin : -1LL,
          needle ? (long long)needle->end : -1LL);
   printf("answer: \"%s\"\nneedle %s (expected %s)\n", r->generated_text,
-         r->needle_found ? "found" : "NOT found", prompt->answers[0]);
+         r->needle_found ? "found" : "not found", prompt->answers[0]);
   printf("time: prefill %.2f s, decode %.2f s, write %.2f s\n", r->prefill_seconds,
          r->decode_seconds, r->write_seconds);
 }

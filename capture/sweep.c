@@ -60,7 +60,7 @@ static int analyse_cell(const SweepOptions *o, const char *trace_path, const cha
     size_t k = index_of(config.topk, config.n_topk, config.main_k);
     int exact = answer_exact(prompt, captured->generated_text);
     printf("length %5zu depth %3zu: answer \"%s\" -> needle %s; recall@%zu at W=%zu:", length,
-           depth, captured->generated_text, captured->needle_found ? "found" : "NOT found",
+           depth, captured->generated_text, captured->needle_found ? "found" : "not found",
            config.main_k, config.main_window);
     for (size_t q = 0; q < OBC_Q_COUNT; q++) {
       double recall = head_mean(result.recall, &result, &config, q, w, k);
