@@ -164,10 +164,6 @@ int runtime_set_position(Runtime *rt, size_t position) {
 int runtime_evict(Runtime *rt, size_t layer, size_t kv_head, size_t position) {
   KVCache *cache = &rt->cache;
   assert(layer < cache->n_layers && kv_head < cache->n_kv_heads);
-  if (rt->backend != &runtime_backend_cpu)
-    return obc_fail(OBC_EUNSUPPORTED, "runtime: backend %s cannot evict cache rows (the CUDA "
-                    "attention has no kept-position list yet; hint: --device cpu)",
-                    rt->backend->name);
   if (position >= cache->length)
     return obc_fail(OBC_EINVAL, "runtime: cannot evict position %zu (expected < %zu cached)",
                     position, cache->length);

@@ -151,8 +151,8 @@ KVCache *runtime_cache(Runtime *runtime);
 int runtime_set_position(Runtime *runtime, size_t position);
 /* Drops cached position `position` (< runtime_position()) of (layer, kv_head)
  * from every later attention. Rows written at or after the current position
- * by later forward calls are kept. OBC_EUNSUPPORTED on a backend other than
- * "cpu" (the CUDA attention has no kept-position list yet). */
+ * by later forward calls are kept. Both backends honour the marks (the CUDA
+ * one uploads them to the device at each forward call). */
 int runtime_evict(Runtime *runtime, size_t layer, size_t kv_head, size_t position);
 /* Keeps every cached position again (runtime_reset does this too). */
 void runtime_clear_evictions(Runtime *runtime);

@@ -58,29 +58,30 @@ typedef struct {
   cudaStream_t stream;      /* all compute */
   cudaStream_t copy_stream; /* capture downloads */
   cublasHandle_t blas;
-  CudaLayer *layers;    /* (n_layers) */
-  void *embedding;      /* (vocab_size, dim) */
-  void *output;         /* (vocab_size, dim); == embedding when tied */
-  float *output_norm;   /* (dim) */
-  float *rope_cos;      /* (max_context, head_dim / 2) */
-  float *rope_sin;      /* (max_context, head_dim / 2) */
-  float *k_cache;       /* (n_layers, n_kv_heads, max_context, head_dim) */
-  float *v_cache;       /* (n_layers, n_kv_heads, max_context, head_dim) */
-  size_t device_length; /* positions valid in the device cache */
-  int32_t *tokens;      /* (max_batch) */
-  float *x;             /* (max_batch, dim) residual stream */
-  float *xb;            /* (max_batch, dim) */
-  float *q;             /* (max_batch, n_heads * head_dim) */
-  float *k;             /* (max_batch, n_kv_heads * head_dim) */
-  float *v;             /* (max_batch, n_kv_heads * head_dim) */
-  float *att;           /* (max_batch, n_heads * head_dim) */
-  float *lse;           /* (n_heads, max_batch) */
-  float *gate;          /* (max_batch, ffn_dim) */
-  float *up;            /* (max_batch, ffn_dim) */
-  float *logits;        /* (max_batch, vocab_size) */
-  uint16_t *act16;      /* (max_batch, max(dim, q_dim, ffn_dim)) bf16 GEMM input */
-  int32_t *row_t;       /* (max_batch) chunk index of each captured row */
-  int32_t *host_row_t;  /* (max_batch) */
+  CudaLayer *layers;      /* (n_layers) */
+  void *embedding;        /* (vocab_size, dim) */
+  void *output;           /* (vocab_size, dim); == embedding when tied */
+  float *output_norm;     /* (dim) */
+  float *rope_cos;        /* (max_context, head_dim / 2) */
+  float *rope_sin;        /* (max_context, head_dim / 2) */
+  float *k_cache;         /* (n_layers, n_kv_heads, max_context, head_dim) */
+  float *v_cache;         /* (n_layers, n_kv_heads, max_context, head_dim) */
+  size_t device_length;   /* positions valid in the device cache */
+  unsigned char *evicted; /* (n_layers, n_kv_heads, max_context) marks, once the host has any */
+  int32_t *tokens;        /* (max_batch) */
+  float *x;               /* (max_batch, dim) residual stream */
+  float *xb;              /* (max_batch, dim) */
+  float *q;               /* (max_batch, n_heads * head_dim) */
+  float *k;               /* (max_batch, n_kv_heads * head_dim) */
+  float *v;               /* (max_batch, n_kv_heads * head_dim) */
+  float *att;             /* (max_batch, n_heads * head_dim) */
+  float *lse;             /* (n_heads, max_batch) */
+  float *gate;            /* (max_batch, ffn_dim) */
+  float *up;              /* (max_batch, ffn_dim) */
+  float *logits;          /* (max_batch, vocab_size) */
+  uint16_t *act16;        /* (max_batch, max(dim, q_dim, ffn_dim)) bf16 GEMM input */
+  int32_t *row_t;         /* (max_batch) chunk index of each captured row */
+  int32_t *host_row_t;    /* (max_batch) */
   CaptureSlot slots[2];
   TimedSpan *spans; /* (n_spans_cap) */
   size_t n_spans, n_spans_cap;
@@ -265,7 +266,7 @@ static void cuda_destroy(void *state) {
   void *ptrs[] = {s->embedding, s->output_norm, s->rope_cos, s->rope_sin, s->k_cache,
                   s->v_cache,   s->tokens,      s->x,        s->xb,       s->q,
                   s->k,         s->v,           s->att,      s->lse,      s->gate,
-                  s->up,        s->logits,      s->act16,    s->row_t};
+                  s->up,        s->logits,      s->act16,    s->row_t,    s->evicted};
   for (size_t i = 0; i < sizeof ptrs / sizeof *ptrs; i++) device_free(ptrs[i]);
   free(s->host_row_t);
   for (int i = 0; i < 2; i++) {
@@ -420,6 +421,12 @@ typedef struct {
   size_t pos0, n;
 } ChunkRows;
 
+/* The device eviction marks of one layer (n_kv_heads, max_context), or NULL. */
+static const unsigned char *layer_marks(const CudaState *s, size_t layer) {
+  if (!s->cache->evicted || !s->evicted) return NULL;
+  return s->evicted + layer * s->cache->n_kv_heads * s->cache->max_context;
+}
+
 /* Gathers the layer's captured rows and new K/V into the slot on the compute
  * stream, then queues their download on the copy stream. */
 static int capture_layer(CudaState *s, size_t layer, const ChunkRows *rows, CaptureSlot *slot) {
@@ -432,8 +439,8 @@ static int capture_layer(CudaState *s, size_t layer, const ChunkRows *rows, Capt
   OBC_CUDA_TRY(cuda_gather_lse(slot->lse, s->lse, s->row_t, R, c->n_heads, n, st));
   size_t layer_offset = layer * c->n_kv_heads * s->cache->max_context * hd;
   if (rows->capture->want_attn && R > 0) {
-    AttentionShape shape = {c->n_heads, c->n_kv_heads, hd, s->cache->max_context, rows->pos0,
-                            n,          NULL};
+    AttentionShape shape = {c->n_heads, c->n_kv_heads,        hd, s->cache->max_context, rows->pos0,
+                            n,          layer_marks(s, layer)};
     OBC_CUDA_TRY(cuda_attention_rows(&shape, s->q, s->k_cache + layer_offset, s->lse, s->row_t, R,
                                      slot->attn, st));
   }
@@ -497,6 +504,17 @@ static int capture_deliver(CudaState *s, const ChunkRows *rows, const CaptureSlo
 
 /* Rows written into the host cache (replay) beyond the device's copy are
  * uploaded before they are attended to. */
+/* The eviction marks of runtime_evict, uploaded whole for each forward call
+ * (1 byte per cached row: 8 MiB for an 8B model at 32K) once the host has any. */
+static int sync_eviction_marks(CudaState *s) {
+  const KVCache *cache = s->cache;
+  if (!cache->evicted) return 0;
+  size_t bytes = cache->n_layers * cache->n_kv_heads * cache->max_context;
+  if (!s->evicted) OBC_CUDA_TRY(OBC_CUDA_ALLOC(&s->evicted, bytes, "eviction marks"));
+  return OBC_CUDA(
+      cudaMemcpyAsync(s->evicted, cache->evicted, bytes, cudaMemcpyHostToDevice, s->stream));
+}
+
 static int sync_device_cache(CudaState *s) {
   const KVCache *cache = s->cache;
   if (cache->length <= s->device_length) {
@@ -546,8 +564,8 @@ static int run_layer(CudaState *s, size_t layer, size_t pos0, size_t n, const Ch
   OBC_CUDA_TRY(cuda_store_kv(k_cache, s->k, n, c->n_kv_heads, hd, s->cache->max_context, pos0, st));
   OBC_CUDA_TRY(cuda_store_kv(v_cache, s->v, n, c->n_kv_heads, hd, s->cache->max_context, pos0, st));
 
-  /* No evicted rows: runtime_evict refuses non-CPU backends. */
-  AttentionShape shape = {c->n_heads, c->n_kv_heads, hd, s->cache->max_context, pos0, n, NULL};
+  AttentionShape shape = {c->n_heads, c->n_kv_heads,        hd, s->cache->max_context, pos0,
+                          n,          layer_marks(s, layer)};
   OBC_CUDA_TRY(span_begin(s, SPAN_ATTENTION, &span));
   OBC_CUDA_TRY(cuda_attention(&shape, s->q, k_cache, v_cache, s->att, s->lse, st));
   OBC_CUDA_TRY(span_end(s, span));
@@ -627,6 +645,7 @@ static int cuda_forward(void *state, const int32_t *tokens, size_t n, RuntimeLog
   s->n_spans = 0;
   ChunkRows rows;
   int rc = sync_device_cache(s);
+  if (!rc) rc = sync_eviction_marks(s);
   if (!rc)
     rc = OBC_CUDA(
         cudaMemcpyAsync(s->tokens, tokens, n * sizeof(int32_t), cudaMemcpyHostToDevice, s->stream));

@@ -39,6 +39,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   const size_t q_dim = s.n_heads * HD, group = s.n_heads / s.n_kv_heads;
   const float *kh = k + (h / group) * s.kv_stride * HD;
   const float *vh = v + (h / group) * s.kv_stride * HD;
+  const unsigned char *dropped = s.evicted ? s.evicted + (h / group) * s.kv_stride : NULL;
   const size_t key_end = s.pos0 + t0 + nq; /* keys [0, key_end) */
 
   for (int i = threadIdx.x; i < BQ * HD; i += blockDim.x) {
@@ -75,7 +76,7 @@ __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
     for (int r = 0; r < ROWS_PER_WARP; r++) {
       const size_t row = (size_t)(warp * ROWS_PER_WARP + r);
-      const bool valid = row < nq && key <= s.pos0 + t0 + row;
+      const bool valid = row < nq && key <= s.pos0 + t0 + row && !(dropped && dropped[key]);
       const float sc = valid ? score[r] : -INFINITY;
       const float m_new = fmaxf(m[r], warp_max(sc));
       if (m_new == -INFINITY) continue; /* no key of this row yet (uniform in the warp) */
@@ -118,12 +119,17 @@ __global__ void __launch_bounds__(ROWS_THREADS)
   const size_t q_dim = s.n_heads * HD, group = s.n_heads / s.n_kv_heads;
   const size_t n_keys = s.pos0 + s.n, position = s.pos0 + t;
   const float *kh = k + (h / group) * s.kv_stride * HD;
+  const unsigned char *dropped = s.evicted ? s.evicted + (h / group) * s.kv_stride : NULL;
   const float row_lse = lse[h * s.n + t];
   float *dst = attn + (h * n_rows + r) * n_keys;
   for (int d = threadIdx.x; d < HD; d += blockDim.x) sq[d] = q[t * q_dim + h * HD + d] * scale;
   __syncthreads();
   for (size_t j = position + 1 + threadIdx.x; j < n_keys; j += blockDim.x) dst[j] = 0.0f;
   for (size_t j = (size_t)warp; j <= position; j += (size_t)n_warps) {
+    if (dropped && dropped[j]) { /* evicted: exactly 0 (the branch is uniform in the warp) */
+      if (lane == 0) dst[j] = 0.0f;
+      continue;
+    }
     float dot = 0.0f;
 #pragma unroll
     for (int e = 0; e < EPL; e++) dot += sq[lane + 32 * e] * kh[j * HD + lane + 32 * e];
@@ -136,12 +142,6 @@ extern "C" int cuda_attention_supports(size_t head_dim) {
   return head_dim == 32 || head_dim == 64 || head_dim == 96 || head_dim == 128;
 }
 
-/* The kernels attend to every cached row: eviction marks are not read. */
-static int refuse_evicted(void) {
-  return obc_fail(OBC_EUNSUPPORTED,
-                  "cuda attention: evicted cache rows are not supported (hint: --device cpu)");
-}
-
 static int unsupported(size_t head_dim) {
   return obc_fail(OBC_EUNSUPPORTED,
                   "cuda attention: head_dim %zu is not built (expected 32, 64, 96 or 128)",
@@ -150,7 +150,6 @@ static int unsupported(size_t head_dim) {
 
 extern "C" int cuda_attention(const AttentionShape *shape, const float *q, const float *k,
                               const float *v, float *out, float *lse, cudaStream_t stream) {
-  if (shape->evicted) return refuse_evicted();
   if (shape->n == 0) return 0;
   dim3 grid((unsigned)((shape->n + BQ - 1) / BQ), (unsigned)shape->n_heads);
   float scale = (float)(1.0 / sqrt((double)shape->head_dim));
@@ -176,7 +175,6 @@ extern "C" int cuda_attention(const AttentionShape *shape, const float *q, const
 extern "C" int cuda_attention_rows(const AttentionShape *shape, const float *q, const float *k,
                                    const float *lse, const int32_t *row_t, size_t n_rows,
                                    float *attn, cudaStream_t stream) {
-  if (shape->evicted) return refuse_evicted();
   if (n_rows == 0) return 0;
   dim3 grid((unsigned)n_rows, (unsigned)shape->n_heads);
   float scale = (float)(1.0 / sqrt((double)shape->head_dim));

@@ -20,7 +20,8 @@ extern "C" {
 /* 1 when the kernels are built for this head_dim (32, 64, 96, 128). */
 int cuda_attention_supports(size_t head_dim);
 
-/* shape->evicted must be NULL (eviction is refused: OBC_EUNSUPPORTED).
+/* shape->evicted, when not NULL, is a DEVICE array (n_kv_heads, kv_stride) of
+ * eviction marks: marked keys are left out of the softmax (weight exactly 0).
  * out[t, h] = softmax(q[t, h] . K^T / sqrt(head_dim)) V over keys <= pos0 + t,
  * and lse[h, t] (natural log of the softmax denominator, scaled logits). */
 int cuda_attention(const AttentionShape *shape, const float *q /* (n, n_heads * head_dim) */,

@@ -191,10 +191,15 @@ static void check_store_and_gather(void) {
   free(rows), free(cache), free(got), free(src), free(lse), free(ref), free(out);
 }
 
-/* Attention of a chunk of n queries after pos0 cached rows, with captured rows. */
-static void check_attention(size_t hd, size_t heads, size_t kv_heads, size_t pos0, size_t n) {
+/* Attention of a chunk of n queries after pos0 cached rows, with captured rows;
+ * evict: every third cached row of KV head g (offset g) is marked evicted. */
+static void check_attention(size_t hd, size_t heads, size_t kv_heads, size_t pos0, size_t n,
+                            int evict) {
   size_t stride = pos0 + n + 7, q_dim = heads * hd, n_keys = pos0 + n;
-  AttentionShape shape = {heads, kv_heads, hd, stride, pos0, n, NULL};
+  unsigned char *marks = calloc(kv_heads * stride, 1);
+  for (size_t g = 0; evict && g < kv_heads; g++)
+    for (size_t p = g; p < pos0; p += 3) marks[g * stride + p] = 1;
+  AttentionShape shape = {heads, kv_heads, hd, stride, pos0, n, evict ? marks : NULL};
   float *q = random_floats(n * q_dim, 1.5f, 13 + hd),
         *k = random_floats(kv_heads * stride * hd, 1.5f, 14),
         *v = random_floats(kv_heads * stride * hd, 1.0f, 15);
@@ -213,23 +218,27 @@ static void check_attention(size_t hd, size_t heads, size_t kv_heads, size_t pos
         *dv = dev_upload(v, kv_heads * stride * hd * 4), *dout = dev_upload(NULL, n * q_dim * 4),
         *dlse = dev_upload(NULL, heads * n * 4), *dattn = dev_upload(NULL, heads * R * n_keys * 4);
   int32_t *drt = dev_upload(row_t, sizeof row_t);
-  require(cuda_attention(&shape, dq, dk, dv, dout, dlse, 0));
-  require(cuda_attention_rows(&shape, dq, dk, dlse, drt, R, dattn, 0));
+  unsigned char *dmarks = dev_upload(marks, kv_heads * stride);
+  AttentionShape device_shape = shape;
+  device_shape.evicted = evict ? dmarks : NULL;
+  require(cuda_attention(&device_shape, dq, dk, dv, dout, dlse, 0));
+  require(cuda_attention_rows(&device_shape, dq, dk, dlse, drt, R, dattn, 0));
   float *out = malloc(n * q_dim * 4), *lse = malloc(heads * n * 4),
         *attn = malloc(heads * R * n_keys * 4);
   dev_download(out, dout, n * q_dim * 4);
   dev_download(lse, dlse, heads * n * 4);
   dev_download(attn, dattn, heads * R * n_keys * 4);
   char label[96];
-  snprintf(label, sizeof label, "attention out hd%zu %zu:%zu heads %zu+%zu", hd, heads, kv_heads,
-           pos0, n);
+  snprintf(label, sizeof label, "attention out hd%zu %zu:%zu heads %zu+%zu%s", hd, heads, kv_heads,
+           pos0, n, evict ? " evicted" : "");
   check(gpu_compare(label, out, ref_out, n * q_dim, 1e-5));
   snprintf(label, sizeof label, "attention lse hd%zu", hd);
   check(gpu_compare(label, lse, ref_lse, heads * n, 1e-5));
   snprintf(label, sizeof label, "attention rows A hd%zu (3 rows)", hd);
   check(gpu_compare(label, attn, ref_attn, heads * R * n_keys, 1e-5));
   cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dout), cudaFree(dlse), cudaFree(dattn),
-      cudaFree(drt);
+      cudaFree(drt), cudaFree(dmarks);
+  free(marks);
   free(q), free(k), free(v), free(ref_out), free(ref_lse), free(ref_attn), free(out), free(lse),
       free(attn);
 }
@@ -243,11 +252,13 @@ int main(void) {
   check_elementwise();
   check_embed_and_argmax();
   check_store_and_gather();
-  check_attention(64, 9, 3, 0, 200);  /* prefill from empty, n not a tile multiple */
-  check_attention(64, 9, 3, 300, 77); /* a chunk after cached rows */
-  check_attention(128, 8, 2, 131, 250);
-  check_attention(32, 4, 4, 5, 1); /* one decode token, no GQA */
-  check_attention(96, 6, 2, 40, 33);
+  check_attention(64, 9, 3, 0, 200, 0);  /* prefill from empty, n not a tile multiple */
+  check_attention(64, 9, 3, 300, 77, 0); /* a chunk after cached rows */
+  check_attention(128, 8, 2, 131, 250, 0);
+  check_attention(32, 4, 4, 5, 1, 0); /* one decode token, no GQA */
+  check_attention(96, 6, 2, 40, 33, 0);
+  check_attention(64, 9, 3, 300, 77, 1); /* runtime_evict marks on cached rows */
+  check_attention(128, 8, 2, 70, 1, 1);
   printf("gpu_ops: %s (%d failed)\n", failures ? "FAIL" : "PASS", failures);
   return failures ? 1 : 0;
 }
