@@ -1,7 +1,8 @@
 /* The CUDA runtime against the CPU runtime on whole forward passes: SmolLM2
  * (the default GGUF, interleaved RoPE) and a tiny random qwen2-style model
  * (biases, half-split RoPE, GQA 4:2), 600 tokens in chunks of 256 with rows
- * captured in every chunk, then one decode token. Compares logits, the K/V
+ * captured in every chunk, then one decode token after evicting every fifth
+ * cached row (runtime_evict). Compares logits, the K/V
  * cache and the captured Q, O, lse and attention rows A layer by layer.
  *
  * Tolerances, as max|cuda - cpu| / max|cpu| per tensor:
@@ -94,8 +95,13 @@ static int run(const Model *model, const char *backend, const int32_t *tokens, R
         memcpy(rec->k + dst, kv_cache_k(cache, l, g), N_TOKENS * c->head_dim * sizeof(float));
         memcpy(rec->v + dst, kv_cache_v(cache, l, g), N_TOKENS * c->head_dim * sizeof(float));
       }
+    /* The decode step runs after evicting some rows of every (layer, KV head). */
+    for (size_t l = 0; l < c->n_layers && !rc; l++)
+      for (size_t g = 0; g < c->n_kv_heads && !rc; g++)
+        for (size_t p = (7 * l + 3 * g) % 5; p < N_TOKENS && !rc; p += 5)
+          rc = runtime_evict(rt, l, g, p);
     int32_t next = tokens[0];
-    rc = runtime_forward(rt, &next, 1, RUNTIME_LOGITS_LAST, rec->decode_logits, NULL);
+    if (!rc) rc = runtime_forward(rt, &next, 1, RUNTIME_LOGITS_LAST, rec->decode_logits, NULL);
   }
   runtime_free(rt);
   return rc;
@@ -128,8 +134,8 @@ static int compare_model(const Model *model, const char *label) {
   printf(" cuda (fp32 weights) vs cpu:\n");
   ok &=
       gpu_compare("logits (all positions)", gpu.logits, cpu.logits, N_TOKENS * c->vocab_size, 1e-4);
-  ok &= gpu_compare("logits (decode step)", gpu.decode_logits, cpu.decode_logits, c->vocab_size,
-                    1e-4);
+  ok &= gpu_compare("logits (decode step, 1/5 rows evicted)", gpu.decode_logits, cpu.decode_logits,
+                    c->vocab_size, 1e-4);
   ok &= gpu_compare("K cache", gpu.k, cpu.k, kv, 1e-4);
   ok &= gpu_compare("V cache", gpu.v, cpu.v, kv, 1e-4);
   ok &= gpu_compare("captured Q", gpu.q, cpu.q, rows * c->head_dim, 1e-4);
