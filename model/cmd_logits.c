@@ -16,11 +16,13 @@
 static const char *usage =
     "usage: obcache logits [--model PATH] (--ids 1,2,3 | --text TEXT) -o FILE.f32\n"
     "                      [--all] [--ids-out FILE] [--context N] [--threads N]\n"
+    "                      [--device cpu|cuda|cuda-bf16]\n"
     "\n"
     "Debugging aid: runs the tokens through the model from position 0 and writes\n"
     "the logits as raw little-endian float32, shape (n, vocab) with --all, else\n"
     "(1, vocab) for the last token. --text is encoded without a chat template\n"
-    "(BOS added when the tokenizer asks for it); --ids-out writes the ids used.\n";
+    "(BOS added when the tokenizer asks for it); --ids-out writes the ids used.\n"
+    "--device picks the runtime backend (default cpu).\n";
 
 typedef struct {
   const char *model;
@@ -31,6 +33,7 @@ typedef struct {
   int all;
   size_t context;
   size_t threads;
+  const char *device;
 } LogitsArgs;
 
 static int parse_args(int argc, char **argv, LogitsArgs *a) {
@@ -58,6 +61,8 @@ static int parse_args(int argc, char **argv, LogitsArgs *a) {
       rc = obc_parse_size(arg, next, &a->context);
     else if (!strcmp(arg, "--threads"))
       rc = obc_parse_size(arg, next, &a->threads);
+    else if (!strcmp(arg, "--device"))
+      a->device = next;
     else
       return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache logits --help)", arg);
     if (rc < 0) return rc;
@@ -126,7 +131,8 @@ int cmd_logits(int argc, char **argv) {
                 : encode_text(model, args.text, &ids, &n);
   if (rc < 0) goto done;
   RuntimeOptions options = {.max_context = args.context ? args.context : n,
-                            .threads = args.threads};
+                            .threads = args.threads,
+                            .backend = args.device};
   if ((rc = runtime_create(model, &options, &rt)) < 0) goto done;
   size_t vocab = model->config.vocab_size, rows = args.all ? n : 1;
   logits = obc_malloc(rows * vocab * sizeof(float), "logits");

@@ -15,6 +15,7 @@
 
 static const char *usage =
     "usage: obcache perplexity [--model PATH] FILE [--context N] [--stride N] [--threads N]\n"
+    "                          [--device cpu|cuda|cuda-bf16]\n"
     "\n"
     "Teacher-forced perplexity exp(mean negative log-likelihood) of FILE's tokens.\n"
     "The text is encoded without a chat template (BOS first when the tokenizer adds\n"
@@ -22,7 +23,8 @@ static const char *usage =
     "(default context/2); each window is run from an empty cache, and scores only\n"
     "the tokens that no earlier window scored, so every token after the first is\n"
     "predicted once, from at least context - stride tokens of history (fewer at the\n"
-    "start). Prints the perplexity, the tokens scored and the time.\n";
+    "start). Prints the perplexity, the tokens scored and the time. --device picks\n"
+    "the runtime backend (default cpu).\n";
 
 enum { PIECE = 256 }; /* tokens per forward call: bounds the logits buffer */
 
@@ -32,6 +34,7 @@ typedef struct {
   size_t context;
   size_t stride;
   size_t threads;
+  const char *device;
 } PerplexityArgs;
 
 static int parse_args(int argc, char **argv, PerplexityArgs *a) {
@@ -55,6 +58,8 @@ static int parse_args(int argc, char **argv, PerplexityArgs *a) {
       rc = obc_parse_size(arg, next, &a->stride);
     else if (!strcmp(arg, "--threads"))
       rc = obc_parse_size(arg, next, &a->threads);
+    else if (!strcmp(arg, "--device"))
+      a->device = next;
     else
       return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache perplexity --help)", arg);
     if (rc < 0) return rc;
@@ -144,7 +149,8 @@ int cmd_perplexity(int argc, char **argv) {
     rc = obc_fail(OBC_EINVAL, "%s: the text has %zu tokens (expected at least 2)", args.file, n);
     goto done;
   }
-  RuntimeOptions options = {.max_context = args.context, .threads = args.threads};
+  RuntimeOptions options = {
+      .max_context = args.context, .threads = args.threads, .backend = args.device};
   if ((rc = runtime_create(model, &options, &rt)) < 0) goto done;
   logits = obc_malloc(PIECE * model->config.vocab_size * sizeof(float), "logits");
   if (!logits) {
