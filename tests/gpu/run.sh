@@ -12,7 +12,9 @@
 # Without a CUDA device it prints "SKIPPED: no CUDA device" and exits 0.
 # Meant to finish in under 8 minutes on one H200.
 # usage: tests/gpu/run.sh [BUILD_DIR]   (default: build-gpu under the source tree)
-# env:   OBC_CUDA_ARCH (default 90: H100/H200), JOBS (default: all cores)
+# env:   OBC_CUDA_ARCH (default 90: H100/H200), JOBS (default: all cores),
+#        OBC_SKIP_BUILD=1 (use the programs already built in BUILD_DIR),
+#        OBC_MODEL (SmolLM2 GGUF; its parts are skipped when it is absent)
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$src/build-gpu}
@@ -38,16 +40,20 @@ step "build with CUDA (arch $arch) in $build"
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH=/usr/local/cuda/bin:$PATH
 fi
-if ! command -v nvcc >/dev/null 2>&1; then
-  echo "SKIPPED: no CUDA device (and no nvcc to build the CUDA backend)"
-  exit 0
+if [ "${OBC_SKIP_BUILD:-0}" = 1 ] && [ -x "$build/obcache" ] && [ -x "$build/tests/gpu/gpu_bench" ]; then
+  echo "OBC_SKIP_BUILD=1: using the programs already in $build"
+else
+  if ! command -v nvcc >/dev/null 2>&1; then
+    echo "SKIPPED: no CUDA device (and no nvcc to build the CUDA backend)"
+    exit 0
+  fi
+  mkdir -p "$build"
+  cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DOBC_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$build/configure.log" 2>&1 ||
+    { cat "$build/configure.log"; echo "FAIL: cmake"; exit 1; }
+  cmake --build "$build" -j"$jobs" --target obcache gpu_ops gpu_runtime gpu_bench 2>&1 | tail -3
+  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "FAIL: build"; exit 1; }
 fi
-mkdir -p "$build"
-cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DOBC_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES="$arch" >"$build/configure.log" 2>&1 ||
-  { cat "$build/configure.log"; echo "FAIL: cmake"; exit 1; }
-cmake --build "$build" -j"$jobs" --target obcache gpu_ops gpu_runtime gpu_bench 2>&1 | tail -3
-[ "${PIPESTATUS[0]}" -eq 0 ] || { echo "FAIL: build"; exit 1; }
 obcache=$build/obcache
 gpu=$build/tests/gpu
 
