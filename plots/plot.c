@@ -58,6 +58,9 @@ static const PlotFigure FIGURES[] = {
     {"replay_kl", "replay_kl.gp", "replay_sweep.csv", 2,
      "replay sweep folders: teacher-forced KL(full || evicted) of the next-token distributions "
      "and the offline attention-output error against the budget, per score"},
+    {"dynamic_ppl", "dynamic_ppl.gp", "dynamic.csv", 3,
+     "dynamic-eviction folders: perplexity of a long text in windows of positions under each "
+     "running score at each cache budget, against the full cache"},
 };
 #define N_FIGURES (sizeof FIGURES / sizeof FIGURES[0])
 
@@ -119,6 +122,7 @@ static int select_figures(const PlotOptions *options, const int *kinds, int *sel
                         options->dir, f->data, f->name,
                         f->sweep == 1   ? "; it is drawn for sweep folders"
                         : f->sweep == 2 ? "; it is drawn for obcache replay --sweep folders"
+                        : f->sweep == 3 ? "; it is drawn for obcache replay --dynamic folders"
                                         : "");
       if (!applicable) continue; /* a figure of the other kind of folder: not a skip */
       if (result->n_skipped < PLOT_MAX_SKIPPED)
@@ -297,10 +301,11 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
   int sweep = plot_file_exists(options->dir, "summary.csv");
   int analysis = plot_file_exists(options->dir, "report.json");
   int replay = plot_file_exists(options->dir, "replay_sweep.csv"); /* obcache replay --sweep */
-  if (!analysis && !sweep && !replay)
+  int dynamic = plot_file_exists(options->dir, "dynamic.csv");     /* obcache replay --dynamic */
+  if (!analysis && !sweep && !replay && !dynamic)
     return obc_fail(OBC_ENOTFOUND, "%s/report.json: not found (expected an analysis folder "
                     "written by `obcache analyze -o DIR`, a sweep folder with summary.csv, or a "
-                    "replay folder with replay_sweep.csv)",
+                    "replay folder with replay_sweep.csv or dynamic.csv)",
                     options->dir);
   PlotInputs in;
   memset(&in, 0, sizeof in);
@@ -328,7 +333,7 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
     if (!model[0]) sweep_model_name(options->dir, model, sizeof model);
   }
   int selected[N_FIGURES] = {0};
-  int kinds[3] = {analysis, sweep, replay}; /* indexed by PlotFigure.sweep */
+  int kinds[4] = {analysis, sweep, replay, dynamic}; /* indexed by PlotFigure.sweep */
   if (!rc) rc = select_figures(options, kinds, selected, result);
   const char *scripts_dir = plot_scripts_dir(options);
   if (!rc) rc = check_scripts(scripts_dir, selected);
@@ -353,7 +358,7 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
     PlotArgs args;
     plot_args_init(&args);
     plot_args_string(&args, "plots_dir", plots_dir);
-    if (FIGURES[i].sweep == 2) rc = plot_replay_args(options->dir, FIGURES[i].data, &args);
+    if (FIGURES[i].sweep >= 2) rc = plot_replay_args(options->dir, FIGURES[i].data, &args);
     else figure_args(&FIGURES[i], options->dir, out_dir, &in, &sweep_data, model, &args);
     if (!rc && (options->formats & PLOT_PNG))
       rc = draw_figure(&gnuplot, script, out_dir, FIGURES[i].name, "png", &args, result);

@@ -17,7 +17,8 @@ typedef struct {
   const char *script;   /* file in the scripts folder */
   const char *data;     /* CSV of the analysis/sweep folder it needs */
   int sweep;            /* folder kind: 0 analysis, 1 sweep (summary.csv), 2 replay sweep
-                           (replay_sweep.csv of obcache replay --sweep) */
+                           (replay_sweep.csv of obcache replay --sweep), 3 dynamic eviction
+                           (dynamic.csv of obcache replay --dynamic) */
   const char *question; /* one sentence for --help and the README */
 } PlotFigure;
 
