@@ -11,10 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <hdf5.h>
+
 #include "common/obc_error.h"
+#include "evict/evict_head.h"
+#include "evict/model_replay.h"
+#include "evict/offline.h"
+#include "evict/policy.h"
+#include "model/generate.h"
 #include "model/model.h"
 #include "model/runtime.h"
 #include "tests/tiny_gguf.h"
+#include "traces/synth.h"
 
 /* ---- runtime eviction ------------------------------------------------------ */
 
@@ -98,11 +106,407 @@ START_TEST(test_evicted_keys_leave_the_softmax_and_new_positions_stay) {
 }
 END_TEST
 
+
+/* ---- policies, offline replay ---------------------------------------------- */
+
+static void tmp_path(char *out, size_t size, const char *name) {
+  const char *tmp = getenv("OBC_TMP");
+  snprintf(out, size, "%s/%s", tmp ? tmp : "/tmp", name);
+}
+
+/* A small synthetic trace (2 layers, 4 heads, 2 KV heads, s = 64, 16 prompt
+ * rows, T decode rows) at path. */
+static void synth_trace(const char *path, size_t decode, uint64_t seed) {
+  SynthOptions o;
+  synth_options_default(&o);
+  o.n_decode = decode;
+  o.seed = seed;
+  ck_assert_int_eq(synth_generate(&o, path), 0);
+}
+
+static void policy_for(EvictPolicy *p, const char *score, const char *budget, size_t recent,
+                       size_t sinks, const char *alloc, const char *mode) {
+  evict_policy_default(p);
+  ck_assert_int_eq(evict_policy_set_score(p, score), 0);
+  ck_assert_int_eq(evict_policy_set_budget(p, budget), 0);
+  ck_assert_int_eq(evict_policy_set_allocation(p, alloc), 0);
+  ck_assert_int_eq(evict_policy_set_mode(p, mode), 0);
+  p->recent = recent;
+  p->sinks = sinks;
+}
+
+/* The positions dataset of a keep file: strictly increasing, -1 padded. */
+static void check_positions_file(const char *path, const EvictKeepSet *k) {
+  hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  ck_assert_int_ge(file, 0);
+  hid_t set = H5Dopen2(file, "positions", H5P_DEFAULT);
+  hid_t space = H5Dget_space(set);
+  hsize_t dims[3];
+  H5Sget_simple_extent_dims(space, dims, NULL);
+  int64_t *pos = malloc(dims[0] * dims[1] * dims[2] * sizeof *pos);
+  ck_assert_int_ge(H5Dread(set, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, pos), 0);
+  for (size_t h = 0; h < dims[0] * dims[1]; h++) {
+    size_t n = 0;
+    for (size_t j = 0; j < dims[2]; j++) {
+      int64_t p = pos[h * dims[2] + j];
+      if (p < 0) break;
+      if (j > 0) ck_assert_int_gt(p, pos[h * dims[2] + j - 1]); /* no duplicates */
+      ck_assert(k->keep[h * k->n_prompt + (size_t)p]);
+      n++;
+    }
+    ck_assert_uint_eq(n, k->n_kept[h] + (k->n_prompt - k->n_candidates));
+  }
+  free(pos);
+  H5Sclose(space);
+  H5Dclose(set);
+  H5Fclose(file);
+}
+
+START_TEST(test_kept_sets_have_the_requested_size_sinks_recent_and_no_duplicates) {
+  char trace[4096], keep_path[4096];
+  tmp_path(trace, sizeof trace, "evict_sets.h5");
+  tmp_path(keep_path, sizeof keep_path, "evict_sets_keep.h5");
+  synth_trace(trace, 4, 3);
+  ObcTraceReader *reader = NULL;
+  ck_assert_int_eq(trace_open(trace, &reader), 0);
+  static const char *const scores[] = {"obc_vk", "attn", "snapkv", "random", "streaming", "oracle"};
+  static const char *const budgets[] = {"1", "10", "25%", "0.5", "60"};
+  static const char *const allocs[] = {"uniform", "adakv"};
+  static const char *const modes[] = {"aware", "agnostic"};
+  static const size_t fixed[][2] = {{0, 0}, {3, 2}}; /* recent, sinks */
+  size_t checked = 0;
+  for (size_t si = 0; si < 6; si++)
+    for (size_t bi = 0; bi < 5; bi++)
+      for (size_t ai = 0; ai < 2; ai++)
+        for (size_t mi = 0; mi < 2; mi++)
+          for (size_t fi = 0; fi < 2; fi++) {
+            if (!strcmp(scores[si], "streaming") && ai == 1) continue;
+            EvictPolicy p;
+            policy_for(&p, scores[si], budgets[bi], fixed[fi][0], fixed[fi][1], allocs[ai],
+                       modes[mi]);
+            EvictKeepSet k;
+            int rc = evict_policy_apply(reader, &p, &k);
+            size_t n_cand = mi ? 60 : 64; /* synth: the question is the last 4 positions */
+            size_t budget = !strcmp(budgets[bi], "1") ? 1 : !strcmp(budgets[bi], "10") ? 10
+                            : !strcmp(budgets[bi], "60") ? 60
+                            : !strcmp(budgets[bi], "25%") ? (size_t)llround(0.25 * n_cand)
+                                                          : (size_t)llround(0.5 * n_cand);
+            size_t recent = fixed[fi][0], sinks = fixed[fi][1];
+            bool streaming = !strcmp(scores[si], "streaming");
+            if (sinks + (streaming ? 0 : recent) > budget || (streaming && sinks >= budget)) {
+              ck_assert_int_eq(rc, OBC_EINVAL); /* no room: refused */
+              continue;
+            }
+            ck_assert_msg(rc == 0, "%s", obc_error_message());
+            ck_assert_uint_eq(k.n_candidates, n_cand);
+            ck_assert_uint_eq(k.budget, budget);
+            size_t G = k.n_kv_heads;
+            size_t floor_k = (size_t)ceil(0.2 * budget);
+            if (floor_k < sinks + recent) floor_k = sinks + recent;
+            for (size_t l = 0; l < k.n_layers; l++) {
+              size_t layer_total = 0;
+              for (size_t g = 0; g < G; g++) {
+                const unsigned char *m = k.keep + (l * G + g) * k.n_prompt;
+                size_t count = 0;
+                for (size_t q = 0; q < n_cand; q++) count += m[q];
+                ck_assert_uint_eq(count, k.n_kept[l * G + g]);
+                for (size_t q = n_cand; q < k.n_prompt; q++) ck_assert(m[q]); /* question kept */
+                for (size_t q = 0; q < sinks; q++) ck_assert(m[q]);
+                size_t r = streaming ? budget - sinks : recent;
+                for (size_t q = n_cand - r; q < n_cand; q++) ck_assert(m[q]);
+                if (ai == 0) ck_assert_uint_eq(count, budget);
+                else ck_assert_uint_ge(count, floor_k < budget ? floor_k : budget);
+                layer_total += count;
+              }
+              if (ai == 1) ck_assert_uint_eq(layer_total, budget * G);
+            }
+            ck_assert_int_eq(evict_keep_write(keep_path, &k, trace, "test"), 0);
+            check_positions_file(keep_path, &k);
+            EvictKeepSet back;
+            ck_assert_int_eq(evict_keep_read(keep_path, trace_meta(reader), &back), 0);
+            ck_assert_int_eq(memcmp(back.keep, k.keep, k.n_layers * G * k.n_prompt), 0);
+            ck_assert_uint_eq(back.n_candidates, k.n_candidates);
+            evict_keep_set_free(&back);
+            evict_keep_set_free(&k);
+            checked++;
+          }
+  printf("kept sets: %zu policies checked (size, sinks, recent, question, no duplicates)\n",
+         checked);
+  ck_assert_uint_gt(checked, 150);
+  trace_close(reader);
+}
+END_TEST
+
+/* Attention of query q over the keys marked in keep (n), from scratch. */
+static void brute_attention(const double *q, const double *K, const double *V,
+                            const unsigned char *keep, size_t n, size_t d, double scale,
+                            double *out) {
+  double max = -HUGE_VAL, sum = 0.0;
+  for (size_t p = 0; p < n; p++) {
+    if (!keep[p]) continue;
+    double z = 0.0;
+    for (size_t e = 0; e < d; e++) z += q[e] * K[p * d + e];
+    max = fmax(max, scale * z);
+  }
+  memset(out, 0, d * sizeof *out);
+  for (size_t p = 0; p < n; p++) {
+    if (!keep[p]) continue;
+    double z = 0.0;
+    for (size_t e = 0; e < d; e++) z += q[e] * K[p * d + e];
+    double w = exp(scale * z - max);
+    sum += w;
+    for (size_t e = 0; e < d; e++) out[e] += w * V[p * d + e];
+  }
+  for (size_t e = 0; e < d; e++) out[e] /= sum;
+}
+
+START_TEST(test_offline_replay_equals_brute_force_attention_over_the_kept_set) {
+  char trace[4096];
+  tmp_path(trace, sizeof trace, "evict_offline.h5");
+  synth_trace(trace, 4, 5);
+  ObcTraceReader *reader = NULL;
+  ck_assert_int_eq(trace_open(trace, &reader), 0);
+  const ObcTraceMeta *meta = trace_meta(reader);
+  static const char *const scores[] = {"obc_vk", "random", "streaming"};
+  static const char *const budgets[] = {"3", "16", "50%"};
+  EvictHead h;
+  ck_assert_int_eq(evict_head_alloc(&h, meta), 0);
+  size_t d = meta->model.head_dim, H = meta->model.n_heads, G = meta->model.n_kv_heads;
+  size_t group = H / G, first = 0, T = trace_meta_decode_rows(meta, &first);
+  unsigned char *mask = malloc(meta->n_positions);
+  double worst = 0.0, o_new[64];
+  for (size_t c = 0; c < 9; c++) {
+    EvictPolicy p;
+    policy_for(&p, scores[c / 3], budgets[c % 3], 0, c / 3 == 2 ? 1 : 0, "uniform", "aware");
+    EvictKeepSet k;
+    ck_assert_int_eq(evict_policy_apply(reader, &p, &k), 0);
+    EvictOfflineResult r;
+    ck_assert_int_eq(evict_offline_run(reader, &k, &r), 0);
+    for (size_t l = 0; l < meta->model.n_layers; l++)
+      for (size_t g = 0; g < G; g++) {
+        ck_assert_int_eq(evict_head_read(&h, reader, l, g), 0);
+        memcpy(mask, k.keep + (l * G + g) * k.n_prompt, k.n_prompt);
+        memset(mask + k.n_prompt, 1, meta->n_positions - k.n_prompt);
+        for (size_t j = 0; j < group; j++)
+          for (size_t t = 0; t < T; t++) {
+            size_t row = first + t, live = (size_t)meta->row_positions[row] + 1;
+            brute_attention(h.Q + (j * meta->n_rows + row) * d, h.K, h.V, mask, live, d,
+                            meta->model.attn_scale, o_new);
+            const double *o = h.O + (j * meta->n_rows + row) * d;
+            double diff = 0.0, norm = 0.0;
+            for (size_t e = 0; e < d; e++) {
+              diff += (o_new[e] - o[e]) * (o_new[e] - o[e]);
+              norm += o[e] * o[e];
+            }
+            double expected = sqrt(diff / norm);
+            double got = r.rel_error[(l * H + g * group + j) * T + t];
+            worst = fmax(worst, fabs(got - expected) / (1e-3 + expected));
+          }
+      }
+    evict_offline_result_free(&r);
+    evict_keep_set_free(&k);
+  }
+  printf("offline replay vs brute force: max relative difference of the output errors %.3g\n",
+         worst);
+  /* The closed form starts from the stored O and lse (float32): agreement to
+   * float rounding, far below any error worth reporting. */
+  ck_assert_double_le(worst, 1e-4);
+  free(mask);
+  evict_head_free(&h);
+  trace_close(reader);
+}
+END_TEST
+
+START_TEST(test_keeping_everything_loses_nothing) {
+  char trace[4096];
+  tmp_path(trace, sizeof trace, "evict_all.h5");
+  synth_trace(trace, 3, 7);
+  ObcTraceReader *reader = NULL;
+  ck_assert_int_eq(trace_open(trace, &reader), 0);
+  EvictPolicy p;
+  policy_for(&p, "attn", "100%", 0, 0, "uniform", "aware");
+  EvictKeepSet k;
+  ck_assert_int_eq(evict_policy_apply(reader, &p, &k), 0);
+  EvictOfflineResult r;
+  ck_assert_int_eq(evict_offline_run(reader, &k, &r), 0);
+  EvictOfflineSummary s;
+  evict_offline_summarise(&r, &s);
+  ck_assert_double_eq(s.rel_error, 0.0);
+  ck_assert_double_eq(s.mass_lost, 0.0);
+  ck_assert_double_eq(s.needle_kept, 1.0);
+  evict_offline_result_free(&r);
+  evict_keep_set_free(&k);
+  trace_close(reader);
+}
+END_TEST
+
+START_TEST(test_oracle_single_eviction_is_never_worse_at_step_one) {
+  char trace[4096];
+  tmp_path(trace, sizeof trace, "evict_oracle.h5");
+  static const char *const others[] = {"attn", "attn2", "vatp", "snapkv", "obc_v", "obc_k",
+                                       "obc_vk", "remove", "random", "streaming"};
+  size_t compared = 0;
+  for (uint64_t seed = 1; seed <= 3; seed++) {
+    synth_trace(trace, 2, seed);
+    ObcTraceReader *reader = NULL;
+    ck_assert_int_eq(trace_open(trace, &reader), 0);
+    size_t s = trace_meta(reader)->n_prompt;
+    char budget[32];
+    snprintf(budget, sizeof budget, "%zu", s - 1); /* evict exactly one token per head */
+    EvictPolicy p;
+    EvictKeepSet k;
+    EvictOfflineResult oracle, other;
+    policy_for(&p, "oracle", budget, 0, 0, "uniform", "aware");
+    ck_assert_int_eq(evict_policy_apply(reader, &p, &k), 0);
+    ck_assert_int_eq(evict_offline_run(reader, &k, &oracle), 0);
+    evict_keep_set_free(&k);
+    for (size_t o = 0; o < sizeof others / sizeof *others; o++) {
+      policy_for(&p, others[o], budget, 0, 0, "uniform", "aware");
+      ck_assert_int_eq(evict_policy_apply(reader, &p, &k), 0);
+      ck_assert_int_eq(evict_offline_run(reader, &k, &other), 0);
+      size_t T = oracle.n_steps;
+      for (size_t i = 0; i < oracle.n_layers * oracle.n_kv_heads; i++) {
+        /* oracle@1 is the exact squared error of evicting each token at step
+         * 1, summed over the group: its choice is the minimum. */
+        ck_assert_double_le(oracle.sq_error[i * T], other.sq_error[i * T] * (1 + 1e-9) + 1e-15);
+        compared++;
+      }
+      evict_offline_result_free(&other);
+      evict_keep_set_free(&k);
+    }
+    evict_offline_result_free(&oracle);
+    trace_close(reader);
+  }
+  printf("oracle single eviction: %zu (head, policy) pairs, never worse at step 1\n", compared);
+}
+END_TEST
+
+/* ---- model replay ---------------------------------------------------------- */
+
+/* A trace of the tiny model: S prompt tokens, T greedy decode steps with
+ * their logits, K/V from the cache (Q/O/lse rows of the decode steps are not
+ * needed by model replay and are written as zeros). */
+static void tiny_trace(const Model *model, const char *path) {
+  enum { S = 24, T = 4 };
+  const ModelConfig *c = &model->config;
+  int32_t tokens[S + T];
+  for (size_t t = 0; t < S; t++) tokens[t] = (int32_t)((t * 7 + 3) % TINY_VOCAB);
+  float *logits = malloc((T + 1) * c->vocab_size * sizeof(float));
+  RuntimeOptions options = {.max_context = S + T};
+  Runtime *rt = NULL;
+  ck_assert_int_eq(runtime_create(model, &options, &rt), 0);
+  ck_assert_int_eq(runtime_forward(rt, tokens, S, RUNTIME_LOGITS_LAST, logits, NULL), 0);
+  for (size_t t = 0; t < T; t++) {
+    tokens[S + t] = (int32_t)generate_argmax(logits + t * c->vocab_size, c->vocab_size);
+    ck_assert_int_eq(runtime_forward(rt, tokens + S + t, 1, RUNTIME_LOGITS_LAST,
+                                     logits + (t + 1) * c->vocab_size, NULL), 0);
+  }
+  ObcTraceMeta meta;
+  memset(&meta, 0, sizeof meta);
+  snprintf(meta.producer, sizeof meta.producer, "test_evict tiny trace");
+  snprintf(meta.model.name, sizeof meta.model.name, "tiny");
+  snprintf(meta.model.architecture, sizeof meta.model.architecture, "llama");
+  snprintf(meta.model.rope_scaling, sizeof meta.model.rope_scaling, "none");
+  meta.model.n_layers = c->n_layers;
+  meta.model.n_heads = c->n_heads;
+  meta.model.n_kv_heads = c->n_kv_heads;
+  meta.model.head_dim = c->head_dim;
+  meta.model.vocab_size = c->vocab_size;
+  meta.model.rope_theta = c->rope_theta;
+  meta.model.attn_scale = 1.0 / sqrt((double)c->head_dim);
+  meta.n_prompt = S;
+  meta.n_decode = T;
+  meta.n_positions = S + T;
+  meta.n_rows = T;
+  int64_t rows[T];
+  for (size_t t = 0; t < T; t++) rows[t] = (int64_t)(S + t);
+  meta.row_positions = rows;
+  meta.tokens = tokens;
+  meta.needle_found = -1;
+  ObcTraceWriteOptions wo = {.store_logits = true};
+  ObcTraceWriter *w = NULL;
+  ck_assert_int_eq(trace_create(path, &meta, &wo, &w), 0);
+  KVCache *cache = runtime_cache(rt);
+  float zeros[TINY_HEADS * T * TINY_HD] = {0};
+  for (size_t l = 0; l < c->n_layers; l++) {
+    for (size_t g = 0; g < c->n_kv_heads; g++)
+      ck_assert_int_eq(trace_write_kv(w, l, g, kv_cache_k(cache, l, g), kv_cache_v(cache, l, g)),
+                       0);
+    for (size_t h = 0; h < c->n_heads; h++)
+      ck_assert_int_eq(trace_write_rows(w, l, h, zeros, zeros, zeros), 0);
+  }
+  ck_assert_int_eq(trace_write_logits(w, logits + c->vocab_size), 0);
+  ck_assert_int_eq(trace_commit(w), 0);
+  runtime_free(rt);
+  free(logits);
+}
+
+START_TEST(test_model_replay_without_eviction_reproduces_the_captured_logits) {
+  Model *model = tiny_model();
+  char trace[4096], other[4096];
+  tmp_path(trace, sizeof trace, "evict_tiny_trace.h5");
+  tiny_trace(model, trace);
+  ObcTraceReader *reader = NULL;
+  ck_assert_int_eq(trace_open(trace, &reader), 0);
+  EvictReplayer *replayer = NULL;
+  ck_assert_msg(evict_replayer_open(model, reader, 0, 1, &replayer) == 0, "%s",
+                obc_error_message());
+  EvictPolicy p;
+  EvictKeepSet keep_all;
+  policy_for(&p, "random", "100%", 0, 0, "uniform", "aware");
+  ck_assert_int_eq(evict_policy_apply(reader, &p, &keep_all), 0);
+  EvictModelReplay *r = malloc(sizeof *r);
+  ck_assert_int_eq(evict_replayer_run(replayer, &keep_all, r), 0);
+  printf("model replay, nothing evicted: max relative logit difference %.3g, KL %.3g, "
+         "agreement %.2f\n", r->logits_rel_diff, r->kl_forced_mean, r->agreement);
+  ck_assert_double_le(r->logits_rel_diff, 1e-4);
+  ck_assert_double_le(r->kl_forced_mean, 1e-8);
+  ck_assert_double_le(r->kl_free_mean, 1e-8);
+  ck_assert_double_eq(r->agreement, 1.0);
+
+  /* Evicting most of the prompt changes the predictions. */
+  EvictKeepSet few;
+  policy_for(&p, "streaming", "4", 0, 1, "uniform", "aware");
+  ck_assert_int_eq(evict_policy_apply(reader, &p, &few), 0);
+  ck_assert_int_eq(evict_replayer_run(replayer, &few, r), 0);
+  printf("model replay, 4 of 24 kept: max relative logit difference %.3g, KL %.3g\n",
+         r->logits_rel_diff, r->kl_forced_mean);
+  ck_assert_double_gt(r->logits_rel_diff, 1e-3); /* the tiny model's logits are flat: KL is small */
+  ck_assert_double_gt(r->kl_forced_mean, 0.0);
+  /* ...and keeping everything again restores them. */
+  ck_assert_int_eq(evict_replayer_run(replayer, &keep_all, r), 0);
+  ck_assert_double_le(r->logits_rel_diff, 1e-4);
+  evict_keep_set_free(&few);
+  evict_keep_set_free(&keep_all);
+  evict_replayer_close(replayer);
+  trace_close(reader);
+
+  /* A trace of another shape (the synthetic one: head dim 16) is refused. */
+  tmp_path(other, sizeof other, "evict_other_shape.h5");
+  synth_trace(other, 2, 1);
+  ck_assert_int_eq(trace_open(other, &reader), 0);
+  ck_assert_int_eq(evict_replayer_open(model, reader, 0, 1, &replayer), OBC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "does not match the trace"));
+  trace_close(reader);
+  free(r);
+  model_free(model);
+}
+END_TEST
+
 static Suite *evict_suite(void) {
   Suite *s = suite_create("evict");
   TCase *tc = tcase_create("runtime");
   tcase_add_test(tc, test_evicted_keys_leave_the_softmax_and_new_positions_stay);
   suite_add_tcase(s, tc);
+  TCase *policies = tcase_create("policies");
+  tcase_add_test(policies, test_kept_sets_have_the_requested_size_sinks_recent_and_no_duplicates);
+  tcase_add_test(policies, test_offline_replay_equals_brute_force_attention_over_the_kept_set);
+  tcase_add_test(policies, test_keeping_everything_loses_nothing);
+  tcase_add_test(policies, test_oracle_single_eviction_is_never_worse_at_step_one);
+  suite_add_tcase(s, policies);
+  TCase *replay = tcase_create("model replay");
+  tcase_add_test(replay, test_model_replay_without_eviction_reproduces_the_captured_logits);
+  suite_add_tcase(s, replay);
   return s;
 }
 
