@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "capture/niah_haystack.h"
 #include "common/obc_cli.h"
@@ -363,7 +364,7 @@ int evict_dynamic_run(const Model *model, const EvictDynamicConfig *cfg, const c
     }
     double t0 = obc_now_seconds();
     rc = run_policy(model, cfg, kind, results[i].budget, tokens, results[i].nll);
-    if (!rc)
+    if (!rc && isatty(STDERR_FILENO))
       fprintf(stderr, "dynamic: %-9s budget %5zu: ppl %.3f (%.0f s)\n", results[i].score,
               results[i].budget, window_ppl(results[i].nll, 0, cfg->n_tokens - 1),
               obc_now_seconds() - t0);

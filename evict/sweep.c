@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/obc_error.h"
 #include "common/obc_file.h"
@@ -139,15 +140,16 @@ static int sweep_trace(const EvictSweepConfig *c, const Model *model, size_t t, 
       evict_keep_set_free(&keep);
       if (!rc) {
         run->n_cells++;
-        fprintf(stderr, "\rreplay sweep: trace %zu/%zu, %-9s %-5s rel.err %.3f needle %s KL %.3g   ",
-                t + 1, run->n_traces, c->scores[s], c->budgets[b], cell->offline.rel_error,
-                cell->needle_found < 0 ? "n/a" : cell->needle_found ? "yes" : "no",
-                cell->kl_forced);
+        if (isatty(STDERR_FILENO))
+            fprintf(stderr, "\rreplay sweep: trace %zu/%zu, %-9s %-5s rel.err %.3f needle %s KL %.3g   ",
+                  t + 1, run->n_traces, c->scores[s], c->budgets[b], cell->offline.rel_error,
+                  cell->needle_found < 0 ? "n/a" : cell->needle_found ? "yes" : "no",
+                  cell->kl_forced);
       }
     }
     free(scores);
   }
-  fprintf(stderr, "\n");
+  if (isatty(STDERR_FILENO) && run->n_cells > 0) fprintf(stderr, "\n");
   free(replay);
   evict_replayer_close(replayer);
   trace_close(reader);

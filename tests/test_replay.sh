@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# obcache evict / replay from the command line on small synthetic traces:
+# evict writes a keep file that replay --offline reads and that gives the same
+# numbers as the policy options; keeping everything gives zero error; the
+# budget sweep (offline) writes its tables and `obcache plot` draws them; a
+# dynamic run on a short text writes its perplexity table. Bad input (budget
+# beyond the prompt or <= 0, unknown score, a trace without decode rows, a
+# model that does not match the trace) is one stderr line, non-zero exit and
+# no output file.
+set -u
+OBCACHE=${OBCACHE:?set OBCACHE to the obcache binary}
+DIR=$(mktemp -d "${OBC_TMP:-/tmp}/replay_cli.XXXXXX")
+trap 'rm -rf "$DIR"' EXIT
+export OMP_WAIT_POLICY=passive
+failures=0
+pass() { echo "ok    $1"; }
+fail() { echo "FAIL  $1"; failures=$((failures + 1)); }
+
+# expect_failure NAME TEXT CMD...: non-zero exit, one stderr line containing TEXT.
+expect_failure() {
+  local name=$1 text=$2
+  shift 2
+  "$@" >"$DIR/out" 2>"$DIR/err"
+  local rc=$?
+  local lines
+  lines=$(wc -l <"$DIR/err")
+  if [ "$rc" -ne 0 ] && [ "$lines" -eq 1 ] && grep -qF -- "$text" "$DIR/err"; then
+    pass "$name: exit $rc, $(cat "$DIR/err")"
+  else
+    fail "$name: exit $rc, $lines stderr line(s): $(cat "$DIR/err")"
+  fi
+}
+
+T=$DIR/t.h5
+"$OBCACHE" synth --decode 4 --seed 3 -o "$T" >/dev/null || fail "synth"
+"$OBCACHE" synth --decode 0 -o "$DIR/nodecode.h5" >/dev/null || fail "synth without decode rows"
+
+# evict -> keep file -> offline replay equals the same policy given inline.
+if "$OBCACHE" evict "$T" --score obc_vk --budget 10% --recent 2 --sinks 1 -o "$DIR/keep.h5" >"$DIR/out" &&
+  grep -q "6..6 kept per KV head" "$DIR/out" &&
+  "$OBCACHE" replay --offline "$T" --keep "$DIR/keep.h5" -o "$DIR/a" >/dev/null &&
+  "$OBCACHE" replay --offline "$T" --score obc_vk --budget 10% --recent 2 --sinks 1 -o "$DIR/b" >/dev/null &&
+  cmp -s "$DIR/a/offline_heads.csv" "$DIR/b/offline_heads.csv" && [ -s "$DIR/a/offline.json" ] &&
+  [ -s "$DIR/a/offline_layers.csv" ] && [ -s "$DIR/a/offline_steps.csv" ]; then
+  pass "evict + replay --offline --keep equals the inline policy ($(cat "$DIR/out"))"
+else
+  fail "evict + replay --offline --keep"
+fi
+
+# Keeping everything: zero error, nothing lost, the needle kept.
+if "$OBCACHE" replay --offline "$T" --budget 100% -o "$DIR/all" >"$DIR/out" &&
+  grep -q "relative output error 0 (step 1: 0), attention mass lost 0, needle kept 1" "$DIR/out"; then
+  pass "budget = everything: zero error"
+else
+  fail "budget = everything: $(cat "$DIR/out")"
+fi
+
+# Budget sweep, offline, and its figures.
+if "$OBCACHE" replay --sweep "$T" --no-model --scores attn,obc_vk,oracle,random --budgets 5%,25%,100% \
+    -o "$DIR/sweep" >"$DIR/out" && [ "$(wc -l <"$DIR/sweep/replay_sweep.csv")" -eq 13 ] &&
+  grep -q "offline relative output error" "$DIR/out"; then
+  pass "replay --sweep --no-model: 4 scores x 3 budgets"
+  if command -v gnuplot >/dev/null; then
+    if "$OBCACHE" plot "$DIR/sweep" >/dev/null && [ -s "$DIR/sweep/plots/replay_kl.png" ] &&
+      [ -s "$DIR/sweep/plots/replay_needle.svg" ]; then
+      pass "plot draws replay_kl and replay_needle"
+    else
+      fail "plot of a replay sweep folder"
+    fi
+  fi
+  # At 100% every score has zero error.
+  if awk -F, 'NR > 1 && $2 == "100%" && $5 != 0 { bad = 1 } END { exit bad }' "$DIR/sweep/replay_sweep.csv"; then
+    pass "sweep: 100% budget has zero error for every score"
+  else
+    fail "sweep: 100% budget error"
+  fi
+else
+  fail "replay --sweep --no-model: $(cat "$DIR/out")"
+fi
+
+expect_failure "budget beyond the prompt" "expected 1..64" "$OBCACHE" evict "$T" --budget 65 -o "$DIR/x.h5"
+expect_failure "budget zero" "--budget '0'" "$OBCACHE" evict "$T" --budget 0 -o "$DIR/x.h5"
+expect_failure "negative budget" "--budget '-3'" "$OBCACHE" evict "$T" --budget=-3 -o "$DIR/x.h5"
+expect_failure "unknown score" "unknown score" "$OBCACHE" evict "$T" --score h2o --budget 4 -o "$DIR/x.h5"
+expect_failure "no decode rows" "no decode rows" "$OBCACHE" replay --offline "$DIR/nodecode.h5" --budget 4
+expect_failure "no room beside sinks and recent" "no room" "$OBCACHE" evict "$T" --budget 4 --recent 3 --sinks 2 -o "$DIR/x.h5"
+"$OBCACHE" synth --prompt 48 --decode 2 -o "$DIR/other.h5" >/dev/null || fail "synth other"
+expect_failure "keep file of another trace" "made from another trace" \
+  "$OBCACHE" replay --offline "$DIR/other.h5" --keep "$DIR/keep.h5"
+[ ! -e "$DIR/x.h5" ] && pass "no keep file left by the failures" || fail "a keep file was left"
+
+MODEL=${OBC_MODEL:-}
+if [ -n "$MODEL" ] && [ -f "$MODEL" ]; then
+  expect_failure "model that does not match the trace" "does not match the trace" \
+    "$OBCACHE" replay "$T" --model "$MODEL" --budget 10
+  # Dynamic eviction on a short text: the table and the CSV.
+  awk 'BEGIN { for (i = 0; i < 60; i++) print "In the beginning God created the heaven and the earth. And the earth was without form, and void." }' >"$DIR/text.txt"
+  if "$OBCACHE" replay --dynamic --model "$MODEL" --text "$DIR/text.txt" --tokens 161 --budgets 64 \
+      --scores attn,obc_vk,streaming --chunk 16 --ppl-window 40 -o "$DIR/dyn" >"$DIR/out" &&
+    [ "$(wc -l <"$DIR/dyn/dynamic.csv")" -eq 17 ] && grep -q "^full" "$DIR/out"; then
+    pass "replay --dynamic: 3 scores + full cache, 4 windows each"
+  else
+    fail "replay --dynamic: $(cat "$DIR/out")"
+  fi
+else
+  echo "skip  model checks (OBC_MODEL not set or missing)"
+fi
+
+echo "$failures failure(s)"
+[ "$failures" -eq 0 ]
