@@ -33,7 +33,7 @@ set logscale x 10
 set xlabel "budget (% of the prompt kept per KV head)"
 set yrange [-0.02:1.02]
 set ytics 0.1
-set key bottom right
+set key top left
 
 set multiplot layout 1, 2 title title font ",14"
 set title "answer still contains the needle's value (model replay)"
