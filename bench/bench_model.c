@@ -4,6 +4,7 @@
  * then decode tokens/s after a 512-token prompt.
  * Run: cmake --build B --target bench_model && B/bench/bench_model [MODEL]
  *      [--threads N] [--lengths 512,2048,4096] [--decode N] */
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,18 @@ static int bench_decode(Runtime *rt, const int32_t *tokens, size_t n_prompt, siz
   return 0;
 }
 
+/* The machine's 1-minute load average: figures taken on a busy machine are
+ * not comparable with those of a quiet one. */
+static double load_average(void) {
+  double load = -1.0;
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f) {
+    if (fscanf(f, "%lf", &load) != 1) load = -1.0;
+    fclose(f);
+  }
+  return load;
+}
+
 int main(int argc, char **argv) {
   const char *path = NULL;
   size_t threads = 0, decode_steps = 64, lengths[8] = {512, 2048, 4096}, n_lengths = 3;
@@ -86,6 +99,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_model: %s\n", obc_error_message());
     return 1;
   }
+  printf("load average %.2f, OpenMP threads %d\n", load_average(),
+         threads ? (int)threads : omp_get_max_threads());
   printf("model %s: %zu layers, dim %zu, %zu/%zu heads; loaded in %.2f s\n", model->config.name,
          model->config.n_layers, model->config.dim, model->config.n_heads, model->config.n_kv_heads,
          obc_now_seconds() - start);
