@@ -220,11 +220,37 @@ typedef struct {
   Runtime *rt;
   size_t calls;
   size_t rows_seen;
-  double worst_q; /* Q cannot be recomputed from outside; checked for finiteness */
+  const Model *model;
+  const int32_t *tokens; /* (positions) the sequence run so far */
+  double worst_q;        /* layer 0 only: its input is the embedding */
   double worst_lse;
   double worst_attn;
   double worst_o;
 } CaptureCheck;
+
+/* Q of layer 0, head h, at a position: RoPE(W_q RMSNorm(embedding)), in
+ * double, with the interleaved-pair rotation of the model under test. */
+static void layer0_query(const Model *m, int32_t token, size_t pos, size_t h, double *q) {
+  const ModelConfig *c = &m->config;
+  const LayerWeights *w = &m->weights.layers[0];
+  const float *x = m->weights.token_embedding + (size_t)token * c->dim;
+  double ms = 0.0;
+  for (size_t i = 0; i < c->dim; i++) ms += (double)x[i] * x[i];
+  double scale = 1.0 / sqrt(ms / (double)c->dim + c->norm_eps);
+  size_t hd = c->head_dim;
+  for (size_t d = 0; d < hd; d++) {
+    const float *row = w->wq + (h * hd + d) * c->dim;
+    q[d] = 0.0;
+    for (size_t i = 0; i < c->dim; i++) q[d] += row[i] * (x[i] * scale * w->attn_norm[i]);
+  }
+  ck_assert(c->rope_interleaved);
+  for (size_t i = 0; i < hd / 2; i++) {
+    double angle = (double)pos * pow(c->rope_theta, -2.0 * (double)i / (double)hd);
+    double a = q[2 * i], b = q[2 * i + 1];
+    q[2 * i] = a * cos(angle) - b * sin(angle);
+    q[2 * i + 1] = a * sin(angle) + b * cos(angle);
+  }
+}
 
 static int check_layer(void *user, const RuntimeLayerCapture *view) {
   CaptureCheck *cc = user;
@@ -241,6 +267,11 @@ static int check_layer(void *user, const RuntimeLayerCapture *view) {
     for (size_t r = 0; r < view->n_rows; r++) {
       size_t pos = view->row_positions[r];
       const float *q = view->q + (h * view->n_rows + r) * hd;
+      if (view->layer == 0) {
+        double want[64];
+        layer0_query(cc->model, cc->tokens[pos], pos, h, want);
+        for (size_t d = 0; d < hd; d++) cc->worst_q = fmax(cc->worst_q, fabs(q[d] - want[d]));
+      }
       double z[64], max = -INFINITY, sum = 0.0;
       for (size_t p = 0; p <= pos; p++) {
         z[p] = 0.0;
@@ -285,14 +316,17 @@ START_TEST(test_capture_reports_consistent_rows_and_keeps_logits) {
 
   ck_assert_int_eq(runtime_create(&m.model, &options, &rt), 0);
   size_t positions[] = {0, 9, 10, 17, 23, 24};
-  CaptureCheck cc = {.rt = rt};
+  CaptureCheck cc = {.rt = rt, .model = &m.model, .tokens = tokens};
   RuntimeCapture capture = {positions, 6, true, &cc, check_layer};
   float *captured = malloc((n + 1) * vocab * sizeof(float));
   ck_assert_int_eq(runtime_forward(rt, tokens, n, RUNTIME_LOGITS_ALL, captured, &capture), 0);
   ck_assert_int_eq(
       runtime_forward(rt, tokens + n, 1, RUNTIME_LOGITS_ALL, captured + n * vocab, &capture), 0);
-  printf("capture: %zu calls, %zu rows; max |lse| diff %.3g, |A| diff %.3g, |O| diff %.3g\n",
-         cc.calls, cc.rows_seen, cc.worst_lse, cc.worst_attn, cc.worst_o);
+  printf(
+      "capture: %zu calls, %zu rows; max |Q| diff (layer 0) %.3g, |lse| diff %.3g, "
+      "|A| diff %.3g, |O| diff %.3g\n",
+      cc.calls, cc.rows_seen, cc.worst_q, cc.worst_lse, cc.worst_attn, cc.worst_o);
+  ck_assert_double_le(cc.worst_q, 1e-5);
   /* 3 chunks of the prefill + 1 decode step, each per layer. */
   ck_assert_uint_eq(cc.calls, 4 * m.model.config.n_layers);
   ck_assert_uint_eq(cc.rows_seen, 6 * 6 * m.model.config.n_layers);
