@@ -78,6 +78,19 @@ else
   fail "replay --sweep --no-model: $(cat "$DIR/out")"
 fi
 
+# A sweep folder: every trace of it, means over traces.
+mkdir -p "$DIR/folder"
+"$OBCACHE" synth --decode 2 --seed 8 -o "$DIR/folder/L64_D25.h5" >/dev/null &&
+  "$OBCACHE" synth --decode 3 --seed 9 --prompt 80 -o "$DIR/folder/L80_D50.h5" >/dev/null
+if "$OBCACHE" replay --sweep "$DIR/folder" --no-model --scores attn,streaming --budgets 10%,50% \
+    >"$DIR/out" && grep -q "2 trace(s)" "$DIR/out" &&
+  [ "$(wc -l <"$DIR/folder/replay/replay_cells.csv")" -eq 9 ] &&
+  awk -F, 'NR > 1 && $4 != 2 { bad = 1 } END { exit bad }' "$DIR/folder/replay/replay_sweep.csv"; then
+  pass "replay --sweep over a folder: 2 traces, means in DIR/replay"
+else
+  fail "replay --sweep over a folder: $(cat "$DIR/out")"
+fi
+
 expect_failure "budget beyond the prompt" "expected 1..64" "$OBCACHE" evict "$T" --budget 65 -o "$DIR/x.h5"
 expect_failure "budget zero" "--budget '0'" "$OBCACHE" evict "$T" --budget 0 -o "$DIR/x.h5"
 expect_failure "negative budget" "--budget '-3'" "$OBCACHE" evict "$T" --budget=-3 -o "$DIR/x.h5"
