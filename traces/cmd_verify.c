@@ -20,10 +20,13 @@
  * honest traces stay around 1e-6..1e-5: 1e-4 leaves a margin of ten and still
  * catches any real inconsistency (wrong head mapping, scale or causality gives
  * errors of order 1). f16 storage: every input is rounded to 2^-11 ~ 5e-4
- * relative, so logits move by ~5e-4 |z| (a few 1e-3) before the output is
- * rounded again: 1e-2. */
+ * relative, so a logit moves by ~5e-4 |q||k|/sqrt(d): up to a few 1e-2 for the
+ * large logits of real models (sinks, |q||k|/sqrt(d) ~ 50), and the output by
+ * about that times its attention weight. A SmolLM2 capture stored in f16
+ * measured 1.2e-2 on O; 5e-2 keeps a margin and still catches structural
+ * errors (of order 1). */
 #define VERIFY_TOLERANCE_F32 1e-4
-#define VERIFY_TOLERANCE_F16 1e-2
+#define VERIFY_TOLERANCE_F16 5e-2
 
 typedef struct {
   const char *name; /* "lse", "O", "A" */
@@ -46,7 +49,7 @@ static void verify_usage(FILE *out) {
           "\n"
           "options:\n"
           "  --tolerance X   largest accepted difference (default 1e-4 for f32 traces,\n"
-          "                  1e-2 for f16 ones: half precision keeps 11 bits)\n"
+          "                  5e-2 for f16 ones: half precision keeps 11 bits)\n"
           "  --threads N     OpenMP threads (0: all cores)\n"
           "  -h, --help      this help\n");
 }
