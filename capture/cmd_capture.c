@@ -80,14 +80,6 @@ int cmd_capture(int argc, char **argv) {
   capture_args_command_line(argc, argv, producer, sizeof producer);
   a.capture.producer = producer;
   a.capture.progress = isatty(fileno(stderr));
-  /* A file-size limit (ulimit -f) must fail the write, not kill the process
-   * before it can remove its temporary file. */
-  signal(SIGXFSZ, SIG_IGN);
-  /* After a write fails (disk full), HDF5 1.10's exit-time clean-up crashes
-   * on the file it could not close; the writer has already removed that
-   * file, and a successful trace is closed before it is renamed, so the
-   * clean-up has nothing left to do. Must precede any other HDF5 call. */
-  H5dont_atexit();
 
   Model *model = NULL;
   rc = model_load(a.model_path, &model);

@@ -111,8 +111,6 @@ int cmd_sweep(int argc, char **argv) {
   s.capture = a.capture;
   s.capture.progress = isatty(fileno(stderr));
   s.command_line = command_line;
-  signal(SIGXFSZ, SIG_IGN); /* see cmd_capture.c */
-  H5dont_atexit();          /* see cmd_capture.c */
 
   Model *model = NULL;
   rc = model_load(a.model_path, &model);

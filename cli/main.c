@@ -1,5 +1,7 @@
 /* obcache: git-style dispatch to the subcommands of cli/commands.h. The only
  * place that prints a library error and chooses the exit status. */
+#include <hdf5.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,6 +51,13 @@ int main(int argc, char **argv) {
     return 2;
   }
   const char *name = argv[1];
+  /* A file-size limit (ulimit -f) must fail a write with a message, not kill
+   * the process before it removes its temporary file. */
+  signal(SIGXFSZ, SIG_IGN);
+  /* After a failed write (disk full), HDF5 1.10's exit-time clean-up crashes
+   * on the file it could not close; every writer closes or removes its own
+   * files, so that clean-up has nothing to do. Must precede any HDF5 call. */
+  H5dont_atexit();
   if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
     print_usage(stdout);
     return 0;
