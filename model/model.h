@@ -16,7 +16,7 @@
 typedef enum { OBC_ROPE_NONE = 0, OBC_ROPE_LLAMA3, OBC_ROPE_LINEAR } ObcRopeScaling;
 
 typedef struct {
-  char name[256];        /* general.name / folder name */
+  char name[256];        /* GGUF file name without .gguf / HF folder name */
   char architecture[32]; /* "llama" or "qwen2" */
   size_t n_layers;
   size_t dim;            /* hidden size */

@@ -68,12 +68,14 @@ static int read_config(const GgufFile *file, ModelConfig *c) {
                     (int)(text.length > 32 ? 32 : text.length), text.data);
   snprintf(c->architecture, sizeof c->architecture, "%.*s", (int)text.length, text.data);
   const char *arch = c->architecture;
-  if (gguf_get_string(file, "general.name", &text) == 0)
-    snprintf(c->name, sizeof c->name, "%.*s", (int)(text.length < 255 ? text.length : 255), text.data);
-  else {
-    const char *slash = strrchr(path, '/');
-    snprintf(c->name, sizeof c->name, "%s", slash ? slash + 1 : path);
-  }
+  /* The name shown in reports and plot titles is the file's name without
+   * .gguf (e.g. "SmolLM2-135M-Instruct.Q4_1"): it says which checkpoint and
+   * quantisation the user ran, where general.name is often a training-run
+   * label ("Smollm2 135M 8k Lc100K Mix1 Ep2"). */
+  const char *slash = strrchr(path, '/');
+  snprintf(c->name, sizeof c->name, "%s", slash ? slash + 1 : path);
+  size_t name_length = strlen(c->name);
+  if (name_length > 5 && !strcmp(c->name + name_length - 5, ".gguf")) c->name[name_length - 5] = '\0';
   size_t experts = 0;
   if ((rc = read_size(file, arch, "block_count", 0, &c->n_layers)) ||
       (rc = read_size(file, arch, "embedding_length", 0, &c->dim)) ||
