@@ -42,7 +42,7 @@ void evict_dynamic_config_default(EvictDynamicConfig *c) {
   for (size_t i = 0; i < 5; i++) snprintf(c->scores[i], sizeof c->scores[0], "%s", scores[i]);
   c->n_scores = 5;
   c->sinks = 4;
-  c->recent = 32;
+  c->recent = 0; /* half of each budget, H2O's split */
   c->chunk = 16;
   c->ppl_window = 256;
 }
@@ -205,7 +205,7 @@ static int run_policy(const Model *model, const EvictDynamicConfig *cfg, DynScor
   const ModelConfig *c = &model->config;
   size_t n = cfg->n_tokens, vocab = c->vocab_size, L = c->n_layers, G = c->n_kv_heads;
   DynRun run = {.config = c, .score = score, .budget = budget, .sinks = cfg->sinks,
-                .recent = cfg->recent, .max_context = n};
+                .recent = cfg->recent ? cfg->recent : budget / 2, .max_context = n};
   RuntimeOptions options = {.max_context = n, .threads = cfg->threads};
   size_t step_max = score == DYN_FULL ? 256 : cfg->chunk;
   size_t first = score == DYN_FULL ? 0 : (budget < n ? budget : n); /* filled without eviction */
@@ -287,7 +287,7 @@ static int write_outputs(const char *dir, const EvictDynamicConfig *cfg, const M
   cJSON_AddStringToObject(root, "text", cfg->text);
   cJSON_AddNumberToObject(root, "tokens", (double)cfg->n_tokens);
   cJSON_AddNumberToObject(root, "sinks", (double)cfg->sinks);
-  cJSON_AddNumberToObject(root, "recent", (double)cfg->recent);
+  cJSON_AddNumberToObject(root, "recent", (double)cfg->recent); /* 0: half of each budget */
   cJSON_AddNumberToObject(root, "chunk", (double)cfg->chunk);
   cJSON_AddNumberToObject(root, "ppl_window", (double)cfg->ppl_window);
   cJSON *runs = cJSON_AddArrayToObject(root, "runs");
@@ -317,8 +317,11 @@ static void print_table(const EvictDynamicConfig *cfg, const DynResult *results,
     size_t end = m * k / 4;
     if (end > 0) marks[n_marks++] = end;
   }
+  char recent[32];
+  if (cfg->recent) snprintf(recent, sizeof recent, "%zu", cfg->recent);
+  else snprintf(recent, sizeof recent, "budget/2");
   printf("\nperplexity of the text (cumulative up to the position), chunk %zu, sinks %zu, recent "
-         "%zu\n%-10s %7s", cfg->chunk, cfg->sinks, cfg->recent, "score", "budget");
+         "%s\n%-10s %7s", cfg->chunk, cfg->sinks, recent, "score", "budget");
   for (size_t k = 0; k < n_marks; k++) printf(" %9zu", marks[k]);
   printf("\n");
   for (size_t i = 0; i < n_results; i++) {
@@ -343,9 +346,11 @@ int evict_dynamic_run(const Model *model, const EvictDynamicConfig *cfg, const c
     return obc_fail(OBC_EINVAL, "dynamic: --tokens %zu beyond the model's context of %zu",
                     cfg->n_tokens, model->config.context_length);
   for (size_t b = 0; b < cfg->n_budgets; b++)
-    if (cfg->budgets[b] <= cfg->sinks + cfg->recent || cfg->budgets[b] >= cfg->n_tokens)
+    if (cfg->budgets[b] <= cfg->sinks + (cfg->recent ? cfg->recent : cfg->budgets[b] / 2) ||
+        cfg->budgets[b] >= cfg->n_tokens)
       return obc_fail(OBC_EINVAL, "dynamic: budget %zu (expected more than sinks + recent = %zu "
-                      "and fewer than --tokens %zu)", cfg->budgets[b], cfg->sinks + cfg->recent,
+                      "and fewer than --tokens %zu)", cfg->budgets[b],
+                      cfg->sinks + (cfg->recent ? cfg->recent : cfg->budgets[b] / 2),
                       cfg->n_tokens);
   int32_t *tokens = NULL;
   int rc = text_tokens(model, cfg->text, cfg->n_tokens, &tokens);

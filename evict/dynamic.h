@@ -30,7 +30,7 @@ typedef struct {
   char scores[EVICT_DYNAMIC_MAX][32];
   size_t n_scores;        /* default attn obc_v obc_k obc_vk streaming */
   size_t sinks;           /* default 4 */
-  size_t recent;          /* default 32 */
+  size_t recent;          /* 0 (default) = half of each budget, H2O's split */
   size_t chunk;           /* C, default 16 */
   size_t ppl_window;      /* positions per perplexity window (default 256) */
   size_t threads;
