@@ -1,29 +1,311 @@
 #!/usr/bin/env bash
-# The demo behind `make demo` (called as scripts/demo.sh build/obcache). For
-# now it is synthetic: it writes a SmolLM2-shaped trace (30 layers, 9 query
-# heads, 3 KV heads, d=64; a 4096-token prompt with a planted needle, the last
-# 128 prompt rows and 16 decode steps captured) and analyses it with the
-# paper's settings: top-40 budget (and a recall@k curve), a window sweep
-# 1, 2, 4, ..., 128 with main window 64, with and without a recent window of 8
-# tokens, recall measured against the first decode step's true eviction error
-# (oracle@1). Everything lands in ./demo-out/.
-set -euo pipefail
+# The demo behind `make demo` (called as scripts/demo.sh build/obcache, from the
+# repository root). It captures one Needle-in-a-Haystack trace of the embedded
+# default model (SmolLM2-135M-Instruct), checks it, analyses it with the paper's
+# settings (top-40 recall, window sweep, with and without a recent window,
+# oracle of the first decode step), renders the figures, and writes a summary
+# table and an index.html that shows every figure with the exact commands that
+# made it. Everything lands in one folder, demo-out/ (git-ignored).
+#
+# Settings (environment): DEMO_OUT (demo-out), DEMO_LENGTH (4096 tokens),
+# DEMO_DEPTH (50 %), DEMO_HAYSTACK (kjv: the King James Bible; or noise, or a
+# text file), DEMO_SEED (1), DEMO_RECENT (8), DEMO_THREADS (all cores), DEMO_REPLAY_MODEL (0;
+# 1 = model-in-the-loop replay, slow: see the replay section).
+set -Eeuo pipefail
+
 OBCACHE=${1:-build/obcache}
 OUT=${DEMO_OUT:-demo-out}
-mkdir -p "$OUT"
+LENGTH=${DEMO_LENGTH:-4096}
+DEPTH=${DEMO_DEPTH:-50}
+HAYSTACK=${DEMO_HAYSTACK:-kjv}
+SEED=${DEMO_SEED:-1}
+RECENT=${DEMO_RECENT:-8}
+THREADS=()                             # DEMO_THREADS=N: pass --threads N
+[ -n "${DEMO_THREADS:-}" ] && THREADS=(--threads "$DEMO_THREADS")
+MAIN_W=64                              # the main perturbation window
+MAIN_K=40                              # the paper's top-40 budget
+WINDOWS=$MAIN_W,1,2,4,8,16,32,128      # first = main; up to the 128 captured rows
+# Budgets: analyze's default, k = 40 (main) and the curve 1, 2, 5, ..., 100
+# (budgets k <= the recent window get r = 0 only).
 
-TRACE=$OUT/smollm2-synth.h5
-echo "demo: 1/2 synthesising a SmolLM2-shaped trace: $TRACE"
-"$OBCACHE" synth --shape smollm2 --prompt 4096 --rows 128 --decode 16 --seed 1 -o "$TRACE"
+TRACE=$OUT/trace.h5
+MARKER=$OUT/.obcache-demo
 
-echo "demo: 2/2 analysing it (top-40, windows 1..128, recent 0 and 8, oracle@1)"
-"$OBCACHE" analyze "$TRACE" -o "$OUT/analysis" --recent 8 --oracle 1 \
-  --scores-out "$OUT/analysis-scores.h5"
-echo
-echo "demo: files in $OUT/analysis/: report.json (parameters, summary), recall.csv,"
-echo "      recall_layers.csv, recall_heads.csv, spearman.csv, needle.csv, bias.csv,"
-echo "      taylor.csv; per-token scores at W=64 in $OUT/analysis-scores.h5"
-if "$OBCACHE" --help | grep -q '^  plot '; then
-  "$OBCACHE" plot "$OUT/analysis" >/dev/null
-  echo "demo: figures in $OUT/analysis/plots/"
+die() { echo "demo: error: $*" >&2; exit 1; }
+
+# --- stages, timing and the command log ------------------------------------
+STAGE="start-up"
+T_START=$EPOCHREALTIME
+STAGE_NAMES=()
+STAGE_SECONDS=()
+FAILED=0
+trap '[ "$FAILED" = 1 ] || { FAILED=1; echo "demo: FAILED during stage \"$STAGE\" (see the message above); partial outputs are in $OUT/" >&2; }' ERR
+
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+# stage NAME FUNCTION: runs FUNCTION, prints and records its wall time.
+stage() {
+  STAGE=$1
+  echo "demo: [$((${#STAGE_NAMES[@]} + 1))] $1"
+  local t0=$EPOCHREALTIME
+  "$2"
+  local s
+  s=$(elapsed "$t0" "$EPOCHREALTIME")
+  STAGE_NAMES+=("$1")
+  STAGE_SECONDS+=("$s")
+  echo "demo:     ($s s)"
+}
+
+# run CMD...: logs the command (shell-quoted, as run from the repository root)
+# to $OUT/commands.sh, then runs it.
+run() {
+  local a line=""
+  for a in "$@"; do
+    if [[ $a =~ ^[A-Za-z0-9_./,=:%@+-]+$ ]]; then line+=" $a"; else line+=" '${a//\'/\'\\\'\'}'"; fi
+  done
+  printf '%s\n' "${line# }" >> "$OUT/commands.sh"
+  "$@"
+}
+
+# --- preconditions ----------------------------------------------------------
+[ -x "$OBCACHE" ] || die "$OBCACHE is not an executable (build first: make build)"
+command -v gnuplot >/dev/null || die "gnuplot not found on PATH (install gnuplot-nox; make demo does it)"
+[[ $LENGTH =~ ^[1-9][0-9]*$ ]] || die "DEMO_LENGTH must be a number of tokens, found '$LENGTH'"
+if [ -e "$OUT" ] && [ ! -e "$MARKER" ] && [ -n "$(ls -A "$OUT" 2>/dev/null)" ]; then
+  die "$OUT exists and was not written by this demo; move it away or set DEMO_OUT"
 fi
+rm -rf "$OUT"
+mkdir -p "$OUT"
+: > "$MARKER"
+printf '# Commands run by scripts/demo.sh (from the repository root), in order.\n' > "$OUT/commands.sh"
+
+echo "demo: SmolLM2-135M-Instruct, $LENGTH-token NIAH prompt ($HAYSTACK haystack), needle at ${DEPTH}%, seed $SEED -> $OUT/"
+
+# --- 1. capture ---------------------------------------------------------------
+capture() {
+  run "$OBCACHE" capture --length "$LENGTH" --depth "$DEPTH" --haystack "$HAYSTACK" \
+    --seed "$SEED" --rows 128 --decode 16 "${THREADS[@]}" -o "$TRACE" \
+    | tee "$OUT/capture.log"
+}
+
+# --- 2. verify and describe the trace ----------------------------------------
+check() {
+  run "$OBCACHE" verify "$TRACE" | tee "$OUT/verify.log"
+  run "$OBCACHE" info "$TRACE" > "$OUT/info.txt"
+}
+
+# --- 3. analyse with the paper's settings --------------------------------------
+analyse() {
+  run "$OBCACHE" analyze "$TRACE" -o "$OUT/analysis" --window "$WINDOWS" \
+    --recent "$RECENT" --oracle 1 "${THREADS[@]}" --scores-out "$OUT/scores.h5" \
+    | tee "$OUT/analyze.log"
+}
+
+# --- 4. figures -----------------------------------------------------------------
+figures() {
+  run "$OBCACHE" plot "$OUT/analysis" -o "$OUT/plots" --format png,svg > "$OUT/plot.log"
+  echo "demo:     $(grep -c '\.png$' "$OUT/plot.log") figures in $OUT/plots/"
+}
+
+# === REPLAY SECTION (issue 6, item 6: needle retrieval and KL against budget) ===
+# Owner: the replay engineer. Contract with the rest of this script: write
+# everything under $OUT/replay/; index.html then shows
+#   - $OUT/replay/table.txt (if present) as a preformatted table,
+#   - every $OUT/replay/plots/*.png, captioned by the line "NAME<TAB>caption"
+#     of $OUT/replay/captions.tsv (if present),
+# and commands logged with `run` appear in the command list. Return non-zero
+# (or let a command fail) to stop the demo with a message.
+#
+# By default the sweep is offline only (--no-model: exact attention output
+# over the kept set, needle-span retention; about 1-2 minutes at 4096 tokens
+# on 2 cores). DEMO_REPLAY_MODEL=1 adds the model in the loop (needle
+# retrieval by the replayed answer, teacher-forced KL): measured at about
+# 40 s per score x budget cell at 4096 tokens on 2 shared cores, i.e. over
+# half an hour for the default 9 scores x 6 budgets.
+replay_available() {
+  local top sub
+  top=$("$OBCACHE" --help 2>&1 || true)
+  sub=$("$OBCACHE" replay --help 2>&1 || true)
+  [[ $top == *$'\n  replay '* && $sub == *--sweep* ]]
+}
+replay() {
+  mkdir -p "$OUT/replay"
+  local model_flag=(--no-model)
+  [ "${DEMO_REPLAY_MODEL:-0}" = 1 ] && model_flag=()
+  run "$OBCACHE" replay --sweep "$TRACE" "${model_flag[@]}" "${THREADS[@]}" \
+    -o "$OUT/replay" | tee "$OUT/replay/table.txt"
+  run "$OBCACHE" plot "$OUT/replay" -o "$OUT/replay/plots" --format png,svg > "$OUT/replay/plot.log"
+  printf '%s\t%s\n' \
+    replay_needle "Does the model still find the needle when each score chooses what to keep? Share of answers with the needle's value (model replay) and share of the needle span kept, against the budget." \
+    replay_kl "What does eviction cost the next-token distribution and the attention outputs? Teacher-forced KL(full || evicted) (model replay) and offline relative output error, against the budget." \
+    > "$OUT/replay/captions.tsv"
+}
+# === END OF REPLAY SECTION =====================================================
+
+stage "capture a $LENGTH-token NIAH trace" capture
+stage "verify the trace (recompute lse and O from Q, K, V)" check
+stage "analyse: recall@k of oracle@1, windows $WINDOWS, recent 0 and $RECENT" analyse
+stage "render the figures (gnuplot)" figures
+if replay_available; then
+  stage "replay: needle retrieval and KL against budget per score" replay
+else
+  echo "demo: (replay section skipped: this obcache has no 'replay --sweep' yet)"
+fi
+
+# --- 5. summary table ------------------------------------------------------------
+STAGE="summary table and index.html"
+ANSWER=$(awk '/^answer: "/ { on = 1; sub(/^answer: "/, "") }
+              on && /^needle (found|not found) \(expected / { exit }
+              on { lines = lines (n++ ? "\\n" : "") $0 }
+              END { sub(/"$/, "", lines); print lines }' "$OUT/capture.log")
+FOUND_LINE=$(grep -E '^needle (found|not found) \(expected ' "$OUT/capture.log") \
+  || die "$OUT/capture.log has no 'needle found/not found' line"
+FOUND=$(sed -E 's/^needle (found|not found) .*/\1/' <<< "$FOUND_LINE")
+EXPECTED=$(sed -E 's/.*\(expected (.*)\)$/\1/' <<< "$FOUND_LINE")
+MODEL=$(sed -n 's/^model  *\([^(]*\) (.*/\1/p' "$OUT/info.txt" | sed 's/ *$//')
+NEEDLE_SPAN=$(sed -n 's/.* needle  *\(\[[0-9]*, [0-9]*)\).*/\1/p' "$OUT/info.txt")
+
+# score,recall(r=0),recall(r=R),best window (r=0),recall there,needle kept (r=0)
+awk -F, -v W="$MAIN_W" -v K="$MAIN_K" -v R="$RECENT" '
+  FNR == 1 { next }
+  FILENAME ~ /recall\.csv$/ && $4 == K {
+    if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 }
+    if ($2 == W && $3 == 0) r0[$1] = $5
+    if ($2 == W && $3 == R) rr[$1] = $5
+    if ($3 == 0 && (!($1 in best) || $5 > best[$1])) { best[$1] = $5; bw[$1] = $2 }
+  }
+  FILENAME ~ /needle\.csv$/ && $4 == K && $2 == W && $3 == 0 { nk[$1] = $5 }
+  END {
+    for (i = 1; i <= n; i++) {
+      s = order[i]
+      printf "%s,%.3f,%s,%d,%.3f,%s\n", s, r0[s], (s in rr) ? sprintf("%.3f", rr[s]) : "-",
+             bw[s], best[s], (s in nk) ? sprintf("%.3f", nk[s]) : "-"
+    }
+  }' "$OUT/analysis/recall.csv" "$OUT/analysis/needle.csv" > "$OUT/summary.csv"
+[ -s "$OUT/summary.csv" ] || die "$OUT/analysis/recall.csv has no rows for window $MAIN_W, k $MAIN_K"
+
+{
+  echo "model    $MODEL (the embedded default, SmolLM2-135M-Instruct.Q4_1.gguf)"
+  echo "prompt   $LENGTH tokens, $HAYSTACK haystack, needle at ${DEPTH}% (tokens $NEEDLE_SPAN), seed $SEED"
+  echo "answer   \"$ANSWER\""
+  echo "needle   $FOUND (expected $EXPECTED)"
+  echo
+  echo "recall@$MAIN_K of oracle@1 (mean over 30 layers x 3 KV heads), window W = $MAIN_W:"
+  printf '  %-9s %7s %7s  %7s %11s %12s\n' score "r=0" "r=$RECENT" "best W" "recall(W)" "needle kept"
+  while IFS=, read -r s a b w bv nk; do
+    printf '  %-9s %7s %7s  %7s %11s %12s\n' "$s" "$a" "$b" "$w" "$bv" "$nk"
+  done < "$OUT/summary.csv"
+  echo "  r = the last r prompt positions always kept, k - r chosen by the score; best W ="
+  echo "  the window of the highest recall@$MAIN_K with r = 0; needle kept = share of the"
+  echo "  needle span's tokens among the $MAIN_K kept (W = $MAIN_W, r = 0). exact_* and remove"
+  echo "  are exact errors over the window (references), not cheap scores."
+} > "$OUT/summary.txt"
+
+# --- 6. index.html ------------------------------------------------------------------
+html_escape() { sed -e 's/&/\&amp;/g' -e 's/</\&lt;/g' -e 's/>/\&gt;/g'; }
+
+caption_of() {
+  case $1 in
+    recall_window) echo "Which perturbation window W makes each score agree best with the true eviction error? recall@$MAIN_K against W, without (left) and with (right) the last $RECENT positions kept." ;;
+    recall_k)      echo "How much of the oracle's top-k set does each score keep as the budget k grows? recall@k at W = $MAIN_W." ;;
+    needle_k)      echo "Does the selection keep the needle? Share of the needle span's tokens each score keeps against k, at W = $MAIN_W." ;;
+    recall_layers) echo "Which layers does each score get right? recall@$MAIN_K per layer and score at W = $MAIN_W." ;;
+    taylor)        echo "Does each OBCache Taylor score track the exact error it approximates, and does the window's removal error track the true eviction error at decode?" ;;
+    bias_share)    echo "Does a score pile its selection on early tokens (structural bias)? Share of the kept positions per relative-position bucket, oracle for reference." ;;
+    bias_score)    echo "Where along the prompt does each score accumulate? Mean normalised score per relative-position bucket." ;;
+    bias_windows)  echo "Does the structural bias grow with the window W? Selection shares for every W, one panel per score, oracle dashed." ;;
+    *)             echo "$1" ;;
+  esac
+}
+
+figure_html() {  # DIR NAME CAPTION
+  local rel=${1#"$OUT"/}
+  echo "<figure><a href=\"$rel/$2.svg\"><img src=\"$rel/$2.png\" alt=\"$2\"></a>"
+  echo "<figcaption><b>$2</b>: $(html_escape <<< "$3")</figcaption></figure>"
+}
+
+TOTAL=$(elapsed "$T_START" "$EPOCHREALTIME")
+{
+  cat <<EOF
+<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>obcache demo: $(html_escape <<< "$MODEL"), $LENGTH tokens</title>
+<style>
+body { font-family: sans-serif; max-width: 1400px; margin: 2em auto; padding: 0 1em; }
+figure { margin: 2em 0; } img { max-width: 100%; border: 1px solid #ddd; }
+figcaption { margin-top: .3em; } pre { background: #f6f6f6; padding: .8em; overflow-x: auto; }
+table { border-collapse: collapse; } td, th { border: 1px solid #ccc; padding: .2em .6em; text-align: right; }
+td:first-child, th:first-child { text-align: left; }
+</style></head><body>
+<h1>obcache demo</h1>
+<p>One Needle-in-a-Haystack trace of SmolLM2-135M-Instruct, analysed offline: for every
+(layer, KV head), which prompt tokens does each eviction score keep, and how many of them
+are among the $MAIN_K tokens whose eviction would really perturb the first decoding step
+(oracle@1)? Made by <code>scripts/demo.sh</code> with $("$OBCACHE" version 2>/dev/null | html_escape || echo obcache)
+on $(date -u '+%Y-%m-%d %H:%M UTC'), in $TOTAL s.</p>
+<h2>Summary</h2>
+<pre>$(head -4 "$OUT/summary.txt" | html_escape)</pre>
+<p>recall@$MAIN_K of oracle@1, mean over 30 layers x 3 KV heads, window W = $MAIN_W:</p>
+<table><tr><th>score</th><th>recall@$MAIN_K, r=0</th><th>recall@$MAIN_K, r=$RECENT</th>
+<th>best W (r=0)</th><th>recall@$MAIN_K there</th><th>needle kept (r=0)</th></tr>
+EOF
+  while IFS=, read -r s a b w bv nk; do
+    echo "<tr><td>$s</td><td>$a</td><td>$b</td><td>$w</td><td>$bv</td><td>$nk</td></tr>"
+  done < "$OUT/summary.csv"
+  echo "</table>"
+  echo "<p>$(sed -n '/^  r = the last/,$p' "$OUT/summary.txt" | html_escape)</p>"
+  echo "<p>Per-head, per-layer and"
+  echo "per-window numbers: <a href=\"analysis/\">analysis/</a> (report.json and CSVs);"
+  echo "every per-token score and error at W = $MAIN_W: <code>scores.h5</code>; the trace: <code>trace.h5</code>"
+  echo "(<a href=\"info.txt\">obcache info</a>, <a href=\"verify.log\">obcache verify</a>).</p>"
+  echo "<h2>Figures</h2>"
+  echo "<p>Click a figure for its SVG. The gnuplot scripts are in <code>plots/*.gp</code> of the repository.</p>"
+  shown=" "
+  for name in recall_window recall_k needle_k recall_layers taylor bias_share bias_score bias_windows; do
+    if [ -s "$OUT/plots/$name.png" ]; then
+      figure_html "$OUT/plots" "$name" "$(caption_of "$name")"
+      shown+="$name "
+    fi
+  done
+  for png in "$OUT"/plots/*.png; do
+    name=$(basename "$png" .png)
+    [[ $shown == *" $name "* ]] || figure_html "$OUT/plots" "$name" "$(caption_of "$name")"
+  done
+  echo "<!-- REPLAY SECTION BEGIN (filled from $OUT/replay/ by the replay stage of demo.sh) -->"
+  echo "<h2>Replay: what the model loses</h2>"
+  if [ -d "$OUT/replay" ]; then
+    [ -s "$OUT/replay/table.txt" ] && echo "<pre>$(html_escape < "$OUT/replay/table.txt")</pre>"
+    for png in "$OUT"/replay/plots/*.png; do
+      [ -e "$png" ] || continue
+      name=$(basename "$png" .png)
+      cap=$name
+      [ -s "$OUT/replay/captions.tsv" ] && cap=$(awk -F'\t' -v n="$name" '$1 == n { print $2 }' "$OUT/replay/captions.tsv")
+      figure_html "$OUT/replay/plots" "$name" "${cap:-$name}"
+    done
+  else
+    echo "<p>Not run: this build of obcache has no <code>replay --sweep</code> yet (issue 6).</p>"
+  fi
+  echo "<!-- REPLAY SECTION END -->"
+  echo "<h2>Commands</h2>"
+  echo "<p>Run from the repository root; each figure and number above comes from these.</p>"
+  echo "<pre>$(grep -v '^#' "$OUT/commands.sh" | html_escape)</pre>"
+  echo "<h2>Wall time per stage</h2><table><tr><th>stage</th><th>seconds</th></tr>"
+  for i in "${!STAGE_NAMES[@]}"; do
+    echo "<tr><td>$(html_escape <<< "${STAGE_NAMES[$i]}")</td><td>${STAGE_SECONDS[$i]}</td></tr>"
+  done
+  echo "<tr><td><b>total</b></td><td><b>$TOTAL</b></td></tr></table>"
+  echo "<p>Machine: $(nproc) cores; $(uptime | sed 's/.*load average/load average/')</p>"
+  echo "</body></html>"
+} > "$OUT/index.html.tmp"
+mv "$OUT/index.html.tmp" "$OUT/index.html"
+
+echo
+cat "$OUT/summary.txt"
+echo
+echo "wall time per stage:"
+for i in "${!STAGE_NAMES[@]}"; do
+  printf '  %7s s  %s\n' "${STAGE_SECONDS[$i]}" "${STAGE_NAMES[$i]}"
+done
+printf '  %7s s  total\n' "$(elapsed "$T_START" "$EPOCHREALTIME")"
+echo
+echo "demo: open $OUT/index.html (figures in $OUT/plots/, tables in $OUT/analysis/, commands in $OUT/commands.sh)"
