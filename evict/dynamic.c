@@ -199,16 +199,20 @@ static double token_nll(const float *logits, size_t vocab, int32_t target) {
   return max + log(sum) - logits[target];
 }
 
-/* One teacher-forced pass; nll (n - 1): nll[t] = -log p(tokens[t+1] | ..t). */
+/* One teacher-forced pass; nll (n - 1): nll[t] = -log p(tokens[t+1] | ..t).
+ * scores_out (n_layers, n_kv_heads, n), may be NULL: the running scores at
+ * the end. */
 static int run_policy(const Model *model, const EvictDynamicConfig *cfg, DynScore score,
-                      size_t budget, const int32_t *tokens, double *nll) {
+                      size_t budget, const int32_t *tokens, double *nll, double *scores_out) {
   const ModelConfig *c = &model->config;
   size_t n = cfg->n_tokens, vocab = c->vocab_size, L = c->n_layers, G = c->n_kv_heads;
   DynRun run = {.config = c, .score = score, .budget = budget, .sinks = cfg->sinks,
                 .recent = cfg->recent ? cfg->recent : budget / 2, .max_context = n};
   RuntimeOptions options = {.max_context = n, .threads = cfg->threads};
   size_t step_max = score == DYN_FULL ? 256 : cfg->chunk;
-  size_t first = score == DYN_FULL ? 0 : (budget < n ? budget : n); /* filled without eviction */
+  /* Positions [0, first) are filled in large blocks: no eviction is due yet.
+   * A budget of the whole text (the tests) runs every block as a chunk. */
+  size_t first = score == DYN_FULL || budget >= n ? 0 : budget;
   size_t block_max = first > step_max ? (first < 256 ? first : 256) : step_max;
   float *logits = obc_malloc(block_max * vocab * sizeof *logits, "logits");
   size_t *positions = obc_malloc(block_max * sizeof *positions, "row positions");
@@ -241,6 +245,7 @@ static int run_policy(const Model *model, const EvictDynamicConfig *cfg, DynScor
     pos += block;
     if (score != DYN_FULL) rc = evict_to_budget(&run, pos);
   }
+  if (!rc && scores_out && run.score_of) memcpy(scores_out, run.score_of, L * G * n * sizeof(double));
   runtime_free(run.runtime);
   free(logits);
   free(positions);
@@ -368,7 +373,7 @@ int evict_dynamic_run(const Model *model, const EvictDynamicConfig *cfg, const c
       break;
     }
     double t0 = obc_now_seconds();
-    rc = run_policy(model, cfg, kind, results[i].budget, tokens, results[i].nll);
+    rc = run_policy(model, cfg, kind, results[i].budget, tokens, results[i].nll, NULL);
     if (!rc && isatty(STDERR_FILENO))
       fprintf(stderr, "dynamic: %-9s budget %5zu: ppl %.3f (%.0f s)\n", results[i].score,
               results[i].budget, window_ppl(results[i].nll, 0, cfg->n_tokens - 1),
@@ -382,5 +387,22 @@ int evict_dynamic_run(const Model *model, const EvictDynamicConfig *cfg, const c
   for (size_t i = 0; results && i < n_results; i++) free(results[i].nll);
   free(results);
   free(tokens);
+  return rc;
+}
+
+int evict_dynamic_scores(const Model *model, const int32_t *tokens, size_t n, const char *score,
+                         size_t chunk, double *scores) {
+  DynScore kind = DYN_ATTN;
+  int rc = dyn_score_from_name(score, &kind);
+  if (rc) return rc;
+  EvictDynamicConfig cfg;
+  evict_dynamic_config_default(&cfg);
+  cfg.n_tokens = n;
+  cfg.chunk = chunk;
+  double *nll = obc_malloc(n * sizeof *nll, "token losses");
+  if (!nll) return OBC_ENOMEM;
+  /* budget n: nothing is ever evicted; the first block is the chunk itself */
+  rc = run_policy(model, &cfg, kind, n, tokens, nll, scores);
+  free(nll);
   return rc;
 }

@@ -44,4 +44,10 @@ void evict_dynamic_config_default(EvictDynamicConfig *config);
 int evict_dynamic_run(const Model *model, const EvictDynamicConfig *config, const char *out_dir,
                       const char *command_line);
 
+/* The running scores of `score` after feeding tokens (n) in chunks of
+ * `chunk` with nothing evicted: scores (n_layers, n_kv_heads, n). For the
+ * tests, which compare them with the closed forms over the full history. */
+int evict_dynamic_scores(const Model *model, const int32_t *tokens, size_t n, const char *score,
+                         size_t chunk, double *scores);
+
 #endif

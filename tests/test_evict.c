@@ -14,6 +14,7 @@
 #include <hdf5.h>
 
 #include "common/obc_error.h"
+#include "evict/dynamic.h"
 #include "evict/evict_head.h"
 #include "evict/model_replay.h"
 #include "evict/offline.h"
@@ -493,6 +494,81 @@ START_TEST(test_model_replay_without_eviction_reproduces_the_captured_logits) {
 }
 END_TEST
 
+
+/* Every row of the tiny model with its Q, O, lse and A (capture seam). */
+typedef struct {
+  size_t n;
+  float q[TINY_LAYERS][TINY_HEADS][32][TINY_HD];
+  float o[TINY_LAYERS][TINY_HEADS][32][TINY_HD];
+  float lse[TINY_LAYERS][TINY_HEADS][32];
+} AllRows;
+
+static int keep_all_rows(void *user, const RuntimeLayerCapture *v) {
+  AllRows *a = user;
+  for (size_t h = 0; h < v->n_heads; h++)
+    for (size_t r = 0; r < v->n_rows; r++) {
+      size_t i = v->row_positions[r];
+      memcpy(a->q[v->layer][h][i], v->q + (h * v->n_rows + r) * v->head_dim, TINY_HD * 4);
+      memcpy(a->o[v->layer][h][i], v->o + (h * v->n_rows + r) * v->head_dim, TINY_HD * 4);
+      a->lse[v->layer][h][i] = v->lse[h * v->n_rows + r];
+    }
+  return 0;
+}
+
+START_TEST(test_dynamic_running_scores_equal_the_closed_forms_over_the_history) {
+  Model *model = tiny_model();
+  enum { N = 30 };
+  int32_t tokens[N];
+  for (size_t t = 0; t < N; t++) tokens[t] = (int32_t)((t * 13 + 2) % TINY_VOCAB);
+  static AllRows rows;
+  size_t positions[N];
+  for (size_t t = 0; t < N; t++) positions[t] = t;
+  RuntimeOptions options = {.max_context = N};
+  Runtime *rt = NULL;
+  ck_assert_int_eq(runtime_create(model, &options, &rt), 0);
+  RuntimeCapture capture = {positions, N, false, &rows, keep_all_rows};
+  ck_assert_int_eq(runtime_forward(rt, tokens, N, RUNTIME_LOGITS_NONE, NULL, &capture), 0);
+  KVCache *cache = runtime_cache(rt);
+  static const char *const names[] = {"attn", "obc_v", "obc_k", "obc_vk"};
+  double got[TINY_LAYERS * TINY_KV * N], worst = 0.0;
+  size_t d = TINY_HD, group = TINY_HEADS / TINY_KV;
+  for (size_t si = 0; si < 4; si++) {
+    ck_assert_int_eq(evict_dynamic_scores(model, tokens, N, names[si], 7, got), 0);
+    for (size_t l = 0; l < TINY_LAYERS; l++)
+      for (size_t g = 0; g < TINY_KV; g++) {
+        const float *K = kv_cache_k(cache, l, g), *V = kv_cache_v(cache, l, g);
+        for (size_t p = 0; p < N; p++) {
+          double expected = 0.0;
+          for (size_t j = 0; j < group; j++)
+            for (size_t i = p; i < N; i++) { /* every row that sees p */
+              size_t h = g * group + j;
+              const float *q = rows.q[l][h][i], *o = rows.o[l][h][i];
+              double z = 0.0, v_sq = 0.0, vo = 0.0, diff_sq = 0.0;
+              for (size_t e = 0; e < d; e++) {
+                z += (double)q[e] * K[p * d + e];
+                v_sq += (double)V[p * d + e] * V[p * d + e];
+                vo += (double)V[p * d + e] * o[e];
+                diff_sq += ((double)V[p * d + e] - o[e]) * ((double)V[p * d + e] - o[e]);
+              }
+              z /= sqrt((double)d);
+              double a = exp(z - rows.lse[l][h][i]), a2 = a * a;
+              double sv = a2 * v_sq, sk = a2 * z * z * diff_sq;
+              expected += si == 0 ? a : si == 1 ? sv : si == 2 ? sk
+                          : sv + sk + 2.0 * a2 * z * (v_sq - vo);
+            }
+          double value = got[(l * TINY_KV + g) * N + p];
+          worst = fmax(worst, fabs(value - expected) / (fabs(expected) + 1e-6));
+        }
+      }
+  }
+  printf("dynamic running scores vs closed forms over the history: max relative diff %.3g\n",
+         worst);
+  ck_assert_double_le(worst, 1e-4);
+  runtime_free(rt);
+  model_free(model);
+}
+END_TEST
+
 static Suite *evict_suite(void) {
   Suite *s = suite_create("evict");
   TCase *tc = tcase_create("runtime");
@@ -506,6 +582,7 @@ static Suite *evict_suite(void) {
   suite_add_tcase(s, policies);
   TCase *replay = tcase_create("model replay");
   tcase_add_test(replay, test_model_replay_without_eviction_reproduces_the_captured_logits);
+  tcase_add_test(replay, test_dynamic_running_scores_equal_the_closed_forms_over_the_history);
   suite_add_tcase(s, replay);
   return s;
 }
