@@ -35,7 +35,7 @@ typedef struct {
  * with runtime_set_position(). Eviction (runtime_evict) marks cached rows of
  * one (layer, KV head) as dropped: attention then runs over the kept
  * positions only, plus every position appended afterwards (always kept);
- * RoPE positions are unchanged. Only the CPU backend honours it. */
+ * RoPE positions are unchanged (both backends honour it, see runtime_evict). */
 typedef struct {
   size_t n_layers;
   size_t n_kv_heads;
