@@ -28,6 +28,11 @@ WINDOWS=$MAIN_W,1,2,4,8,16,32,128      # first = main; up to the 128 captured ro
 # Budgets: analyze's default, k = 40 (main) and the curve 1, 2, 5, ..., 100
 # (budgets k <= the recent window get r = 0 only).
 
+# OpenMP threads sleep instead of spinning while they wait: on a machine
+# shared with other jobs, spinning threads starve each other (decoding was
+# measured 20x slower that way on 2 busy cores); results do not depend on it.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+
 TRACE=$OUT/trace.h5
 MARKER=$OUT/.obcache-demo
 
