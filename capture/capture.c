@@ -105,6 +105,7 @@ static void fill_model(ObcTraceModel *out, const Model *model) {
   out->rope_high_freq_factor = c->rope_high_freq_factor;
   out->rope_original_context = c->rope_original_context;
   out->attn_scale = 1.0 / sqrt((double)c->head_dim);
+  snprintf(out->rope_layout, sizeof out->rope_layout, "%s", c->rope_interleaved ? "interleaved" : "half");
 }
 
 /* The generated text up to the first stop token. */

@@ -55,6 +55,11 @@ static int check_model(const Model *model, const ObcTraceMeta *meta, const char 
                     trace, model->path, m->n_layers, m->n_heads, m->n_kv_heads, m->head_dim,
                     m->vocab_size, m->name, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim,
                     c->vocab_size);
+  const char *layout = c->rope_interleaved ? "interleaved" : "half";
+  if (m->rope_layout[0] && strcmp(m->rope_layout, "none") && strcmp(m->rope_layout, layout))
+    return obc_fail(OBC_EINVAL, "%s: the trace's keys use the %s RoPE layout, the model %s the %s one "
+                    "(hint: replay with the same kind of file, GGUF or Hugging Face, that captured it)",
+                    trace, m->rope_layout, model->path, layout);
   if (!meta->has_logits || !meta->tokens)
     return obc_fail(OBC_EINVAL, "%s: no decode logits or tokens stored (model replay compares "
                     "with them; hint: a trace of obcache capture)", trace);

@@ -130,10 +130,11 @@ static void print_summary(const char *path, const ObcTraceMeta *m, const Tokeniz
   printf("model      %s (%s): %zu layers, %zu heads, %zu KV heads, head dim %zu, vocab %zu\n",
          c->name, c->architecture, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim,
          c->vocab_size);
-  printf("           rope theta %g, scaling %s (factor %g, low %g, high %g, original context %zu), "
-         "attn_scale %.6g\n",
-         c->rope_theta, c->rope_scaling, c->rope_factor, c->rope_low_freq_factor,
-         c->rope_high_freq_factor, c->rope_original_context, c->attn_scale);
+  printf("           rope theta %g, layout %s, scaling %s (factor %g, low %g, high %g, original "
+         "context %zu), attn_scale %.6g\n",
+         c->rope_theta, c->rope_layout[0] ? c->rope_layout : "unrecorded", c->rope_scaling,
+         c->rope_factor, c->rope_low_freq_factor, c->rope_high_freq_factor,
+         c->rope_original_context, c->attn_scale);
   printf("dtype      %s\n", m->dtype);
   printf("positions  %zu (prompt %zu + decode %zu)\n", m->n_positions, m->n_prompt, m->n_decode);
   print_rows(m);

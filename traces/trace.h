@@ -55,6 +55,12 @@ typedef struct {
   double rope_high_freq_factor;
   size_t rope_original_context;
   double attn_scale; /* multiplier of q.k; 1/sqrt(head_dim) for llama */
+  /* Head-dimension layout of the stored Q and K: "interleaved" (RoPE on pairs
+   * (2i, 2i+1), llama-arch GGUF), "half" (pairs (i, i + d/2), Hugging Face),
+   * "none" (synthetic), or "" when the trace does not say (optional on read).
+   * The two RoPE layouts differ by a fixed permutation of the head dimension:
+   * attention is the same, but K and Q rows are not interchangeable. */
+  char rope_layout[16];
 } ObcTraceModel;
 
 /* Everything about a trace except the per-layer tensors. */

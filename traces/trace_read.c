@@ -133,6 +133,9 @@ static int read_attributes(ObcTraceReader *r) {
   rc = rc ? rc : trace_h5_attr_read_f64(p, f, "rope_high_freq_factor", &c->rope_high_freq_factor);
   rc = rc ? rc : read_size_attr(r, "rope_original_context", &c->rope_original_context);
   rc = rc ? rc : trace_h5_attr_read_f64(p, f, "attn_scale", &c->attn_scale);
+  c->rope_layout[0] = '\0'; /* optional: absent in traces written before it was added */
+  if (!rc && H5Aexists(r->file, "rope_layout") > 0)
+    rc = trace_h5_attr_read_str(p, f, "rope_layout", c->rope_layout, sizeof c->rope_layout);
   rc = rc ? rc : read_size_attr(r, "n_prompt", &m->n_prompt);
   rc = rc ? rc : read_size_attr(r, "n_decode", &m->n_decode);
   rc = rc ? rc : read_size_attr(r, "n_positions", &m->n_positions);

@@ -201,6 +201,7 @@ static int write_root_attributes(ObcTraceWriter *w) {
   rc = rc ? rc : trace_h5_attr_write_f64(path, root, "rope_high_freq_factor", c->rope_high_freq_factor);
   rc = rc ? rc : trace_h5_attr_write_i64(path, root, "rope_original_context", (int64_t)c->rope_original_context);
   rc = rc ? rc : trace_h5_attr_write_f64(path, root, "attn_scale", c->attn_scale);
+  rc = rc ? rc : trace_h5_attr_write_str(path, root, "rope_layout", c->rope_layout[0] ? c->rope_layout : "none");
   rc = rc ? rc : trace_h5_attr_write_i64(path, root, "n_prompt", (int64_t)m->n_prompt);
   rc = rc ? rc : trace_h5_attr_write_i64(path, root, "n_decode", (int64_t)m->n_decode);
   rc = rc ? rc : trace_h5_attr_write_i64(path, root, "n_positions", (int64_t)m->n_positions);
