@@ -1,4 +1,5 @@
-/* File and token-list helpers for the model subcommands; see cli_model.h. */
+/* File, token-list and text-encoding helpers for the model subcommands; see
+ * cli_model.h. */
 #include "model/cli_model.h"
 
 #include <errno.h>
@@ -71,5 +72,24 @@ int cli_parse_ids(const char *option, const char *text, int32_t **ids, size_t *n
   }
   *ids = out;
   *n = count;
+  return 0;
+}
+
+int cli_encode_text(const Tokenizer *tok, const char *text, size_t length, int32_t **ids,
+                    size_t *n) {
+  int32_t *body = NULL;
+  size_t n_body = 0;
+  int rc = tokenizer_encode(tok, text, length, &body, &n_body);
+  if (rc < 0) return rc;
+  int bos = tokenizer_adds_bos(tok) && tokenizer_bos_id(tok) >= 0;
+  *ids = obc_malloc((n_body + 1) * sizeof(int32_t), "token ids");
+  if (!*ids) {
+    free(body);
+    return OBC_ENOMEM;
+  }
+  if (bos) (*ids)[0] = tokenizer_bos_id(tok);
+  if (n_body) memcpy(*ids + bos, body, n_body * sizeof(int32_t));
+  *n = n_body + (size_t)bos;
+  free(body);
   return 0;
 }

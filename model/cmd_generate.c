@@ -87,21 +87,7 @@ static int parse_args(int argc, char **argv, GenerateArgs *a) {
 static int encode_prompt(const Tokenizer *tok, const GenerateArgs *a, const char *text,
                          int32_t **ids, size_t *n) {
   if (a->chat) return tokenizer_encode_chat(tok, a->system, text, ids, n);
-  int32_t *body = NULL;
-  size_t n_body = 0;
-  int rc = tokenizer_encode(tok, text, strlen(text), &body, &n_body);
-  if (rc < 0) return rc;
-  int bos = tokenizer_adds_bos(tok) && tokenizer_bos_id(tok) >= 0;
-  *ids = obc_malloc((n_body + 1) * sizeof(int32_t), "prompt tokens");
-  if (!*ids) {
-    free(body);
-    return OBC_ENOMEM;
-  }
-  if (bos) (*ids)[0] = tokenizer_bos_id(tok);
-  if (n_body) memcpy(*ids + bos, body, n_body * sizeof(int32_t));
-  *n = n_body + (size_t)bos;
-  free(body);
-  return 0;
+  return cli_encode_text(tok, text, strlen(text), ids, n);
 }
 
 static int print_token(void *user, int32_t token) {

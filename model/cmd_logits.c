@@ -77,20 +77,8 @@ static int parse_args(int argc, char **argv, LogitsArgs *a) {
 static int encode_text(const Model *model, const char *text, int32_t **ids, size_t *n) {
   if (!model->tokenizer)
     return obc_fail(OBC_EINVAL, "%s: the model has no tokenizer (hint: use --ids)", model->path);
-  int32_t *body = NULL;
-  size_t n_body = 0;
-  int rc = tokenizer_encode(model->tokenizer, text, strlen(text), &body, &n_body);
+  int rc = cli_encode_text(model->tokenizer, text, strlen(text), ids, n);
   if (rc < 0) return rc;
-  int bos = tokenizer_adds_bos(model->tokenizer) && tokenizer_bos_id(model->tokenizer) >= 0;
-  *ids = obc_malloc((n_body + 1) * sizeof(int32_t), "token ids");
-  if (!*ids) {
-    free(body);
-    return OBC_ENOMEM;
-  }
-  if (bos) (*ids)[0] = tokenizer_bos_id(model->tokenizer);
-  if (n_body) memcpy(*ids + bos, body, n_body * sizeof(int32_t));
-  *n = n_body + (size_t)bos;
-  free(body);
   return *n ? 0 : obc_fail(OBC_EINVAL, "--text: the text encodes to no tokens");
 }
 

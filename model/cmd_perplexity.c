@@ -103,25 +103,6 @@ static int score_window(Runtime *rt, const int32_t *ids, size_t begin, size_t en
   return 0;
 }
 
-static int encode_file(const Tokenizer *tok, const char *text, size_t length, int32_t **ids,
-                       size_t *n) {
-  int32_t *body = NULL;
-  size_t n_body = 0;
-  int rc = tokenizer_encode(tok, text, length, &body, &n_body);
-  if (rc < 0) return rc;
-  int bos = tokenizer_adds_bos(tok) && tokenizer_bos_id(tok) >= 0;
-  *ids = obc_malloc((n_body + 1) * sizeof(int32_t), "tokens");
-  if (!*ids) {
-    free(body);
-    return OBC_ENOMEM;
-  }
-  if (bos) (*ids)[0] = tokenizer_bos_id(tok);
-  if (n_body) memcpy(*ids + bos, body, n_body * sizeof(int32_t));
-  *n = n_body + (size_t)bos;
-  free(body);
-  return 0;
-}
-
 int cmd_perplexity(int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -144,7 +125,7 @@ int cmd_perplexity(int argc, char **argv) {
     rc = obc_fail(OBC_EINVAL, "%s: the model has no tokenizer to encode the text", model->path);
     goto done;
   }
-  if ((rc = encode_file(model->tokenizer, text, length, &ids, &n)) < 0) goto done;
+  if ((rc = cli_encode_text(model->tokenizer, text, length, &ids, &n)) < 0) goto done;
   if (n < 2) {
     rc = obc_fail(OBC_EINVAL, "%s: the text has %zu tokens (expected at least 2)", args.file, n);
     goto done;
