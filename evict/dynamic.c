@@ -16,6 +16,7 @@
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "common/obc_json.h"
 #include "model/cli_model.h"
 #include "model/runtime.h"
 
@@ -303,17 +304,8 @@ static int write_outputs(const char *dir, const EvictDynamicConfig *cfg, const M
     cJSON_AddNumberToObject(r, "ppl", window_ppl(results[i].nll, 0, m));
     cJSON_AddItemToArray(runs, r);
   }
-  char *text = cJSON_Print(root);
-  cJSON_Delete(root);
-  if (!text) return OBC_ENOMEM;
   snprintf(path, sizeof path, "%s/dynamic.json", dir);
-  rc = obc_text_open(&file, path, &fp);
-  if (!rc) {
-    fprintf(fp, "%s\n", text);
-    rc = obc_text_close(&file, fp, 1);
-  }
-  free(text);
-  return rc;
+  return obc_json_write(path, root);
 }
 
 static void print_table(const EvictDynamicConfig *cfg, const DynResult *results, size_t n_results) {

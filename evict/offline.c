@@ -12,6 +12,7 @@
 
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "common/obc_json.h"
 #include "evict/evict_head.h"
 #include "oracle/oracle.h"
 
@@ -204,18 +205,7 @@ int evict_offline_write(const char *dir, const char *trace_path, const EvictKeep
   cJSON_AddItemToObject(m, "rel_error_step1", json_number(s.rel_error_step1));
   cJSON_AddItemToObject(m, "mass_lost", json_number(s.mass_lost));
   cJSON_AddItemToObject(m, "needle_kept", json_number(s.needle_kept));
-  char *text = cJSON_Print(root);
-  cJSON_Delete(root);
-  if (!text) return OBC_ENOMEM;
   char path[4096];
   snprintf(path, sizeof path, "%s/offline.json", dir);
-  ObcPendingFile file;
-  FILE *fp = NULL;
-  rc = obc_text_open(&file, path, &fp);
-  if (!rc) {
-    fprintf(fp, "%s\n", text);
-    rc = obc_text_close(&file, fp, 1);
-  }
-  free(text);
-  return rc;
+  return obc_json_write(path, root);
 }

@@ -7,6 +7,7 @@
 
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "common/obc_json.h"
 #include "evict/offline.h"
 
 int evict_replay_write(const char *dir, const char *trace_path, const char *model_path,
@@ -41,15 +42,6 @@ int evict_replay_write(const char *dir, const char *trace_path, const char *mode
   cJSON_AddNumberToObject(root, "kl_free_mean", r->kl_free_mean);
   cJSON_AddNumberToObject(root, "kl_forced_mean", r->kl_forced_mean);
   cJSON_AddNumberToObject(root, "logits_rel_diff_forced", r->logits_rel_diff);
-  char *text = cJSON_Print(root);
-  cJSON_Delete(root);
-  if (!text) return OBC_ENOMEM;
   snprintf(path, sizeof path, "%s/replay.json", dir);
-  rc = obc_text_open(&file, path, &fp);
-  if (!rc) {
-    fprintf(fp, "%s\n", text);
-    rc = obc_text_close(&file, fp, 1);
-  }
-  free(text);
-  return rc;
+  return obc_json_write(path, root);
 }

@@ -15,6 +15,7 @@
 
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "common/obc_json.h"
 #include "evict/model_replay.h"
 #include "evict/offline.h"
 
@@ -250,17 +251,8 @@ static int write_outputs(const char *dir, const EvictSweepConfig *c, const Sweep
   cJSON_AddNumberToObject(root, "seed", (double)c->base.seed);
   cJSON_AddBoolToObject(root, "model_replay", c->with_model);
   cJSON_AddNumberToObject(root, "steps", (double)c->steps);
-  char *text = cJSON_Print(root);
-  cJSON_Delete(root);
-  if (!text) return OBC_ENOMEM;
   snprintf(path, sizeof path, "%s/replay_sweep.json", dir);
-  rc = obc_text_open(&file, path, &fp);
-  if (!rc) {
-    fprintf(fp, "%s\n", text);
-    rc = obc_text_close(&file, fp, 1);
-  }
-  free(text);
-  return rc;
+  return obc_json_write(path, root);
 }
 
 /* One table: rows = scores, columns = budgets. which: 0 needle found,

@@ -1,0 +1,23 @@
+/* Pretty-printed JSON reports written through a pending file; see obc_json.h. */
+#include "common/obc_json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/obc_error.h"
+#include "common/obc_file.h"
+
+int obc_json_write(const char *path, cJSON *root) {
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  if (!text) return OBC_ENOMEM;
+  ObcPendingFile file;
+  FILE *fp = NULL;
+  int rc = obc_text_open(&file, path, &fp);
+  if (!rc) {
+    fprintf(fp, "%s\n", text);
+    rc = obc_text_close(&file, fp, 1);
+  }
+  free(text);
+  return rc;
+}

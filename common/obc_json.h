@@ -1,0 +1,13 @@
+/* Writing a cJSON document as a report file: pretty-printed, followed by a
+ * newline, under a temporary name renamed when complete (common/obc_file.h),
+ * so every JSON report of the tool is written the same way. */
+#ifndef OBC_JSON_H
+#define OBC_JSON_H
+
+#include <cjson/cJSON.h>
+
+/* Prints root to path and frees root (also on failure). Returns 0,
+ * OBC_ENOMEM when cJSON cannot print it, or an obc_text_open/close error. */
+int obc_json_write(const char *path, cJSON *root);
+
+#endif
