@@ -108,19 +108,6 @@ static void fill_model(ObcTraceModel *out, const Model *model) {
   snprintf(out->rope_layout, sizeof out->rope_layout, "%s", c->rope_interleaved ? "interleaved" : "half");
 }
 
-/* The generated text up to the first stop token. */
-static int generated_text(const Model *model, const int32_t *tokens, size_t n, char *out,
-                          size_t size) {
-  size_t keep = 0;
-  while (keep < n && !tokenizer_is_stop(model->tokenizer, tokens[keep])) keep++;
-  char *text = NULL;
-  int rc = tokenizer_decode(model->tokenizer, tokens, keep, &text);
-  if (rc) return rc;
-  snprintf(out, size, "%s", text);
-  free(text);
-  return OBC_OK;
-}
-
 /* Prefill with capture of the prompt rows, then T decode steps. tokens has
  * room for s + T ids; logits receives (T, vocab_size). */
 static int run_model(Runtime *runtime, const NiahPrompt *prompt, const CaptureOptions *o,
@@ -308,8 +295,8 @@ int capture_run(const Model *model, const NiahPrompt *prompt, const CaptureOptio
   if (!rc) rc = runtime_create(model, &ro, &runtime);
   if (!rc) rc = run_model(runtime, prompt, o, &b, tokens, logits, result);
   if (!rc)
-    rc =
-        generated_text(model, tokens + s, T, result->generated_text, sizeof result->generated_text);
+    rc = generate_answer_text(model->tokenizer, tokens + s, T, result->generated_text,
+                              sizeof result->generated_text);
   if (!rc) {
     result->n_prompt = s;
     result->n_decode = T;

@@ -87,21 +87,6 @@ static int needle_value(const Model *model, const ObcTraceMeta *meta, char *out,
   return OBC_OK;
 }
 
-/* Greedy answer text: tokens up to the first stop token, decoded. */
-static int answer_text(const Model *model, const int32_t *tokens, size_t n, char *out,
-                       size_t size) {
-  out[0] = '\0';
-  if (!model->tokenizer) return OBC_OK;
-  size_t keep = 0;
-  while (keep < n && !tokenizer_is_stop(model->tokenizer, tokens[keep])) keep++;
-  char *text = NULL;
-  int rc = tokenizer_decode(model->tokenizer, tokens, keep, &text);
-  if (rc) return rc;
-  snprintf(out, size, "%s", text);
-  free(text);
-  return OBC_OK;
-}
-
 /* KL(p || q) of the softmaxes of logits p_logits (reference) and q_logits. */
 static double kl_divergence(const float *p_logits, const float *q_logits, size_t n) {
   double p_max = -HUGE_VAL, q_max = -HUGE_VAL;
@@ -191,8 +176,9 @@ int evict_replayer_open(const Model *model, ObcTraceReader *reader, size_t steps
           (int32_t)generate_argmax(r->logits_full + t * r->vocab, r->vocab);
     rc = needle_value(model, meta, r->needle, sizeof r->needle);
   }
-  if (!rc) rc = answer_text(model, r->full_tokens, steps + 1, r->full_answer,
-                            sizeof r->full_answer);
+  if (!rc)
+    rc = generate_answer_text(model->tokenizer, r->full_tokens, steps + 1, r->full_answer,
+                              sizeof r->full_answer);
   r->full_needle_found = r->needle[0] ? contains_ignoring_case(r->full_answer, r->needle) : -1;
   /* The model must reproduce the first decode step with the full cache. */
   if (!rc) rc = runtime_forward(r->runtime, r->full_tokens, 1, RUNTIME_LOGITS_LAST, r->logits, NULL);
@@ -274,7 +260,8 @@ int evict_replayer_run(EvictReplayer *r, const EvictKeepSet *keep, EvictModelRep
     int32_t answer[EVICT_REPLAY_MAX_STEPS + 1];
     answer[0] = r->full_tokens[0];
     memcpy(answer + 1, out->tokens, r->n_steps * sizeof *answer);
-    rc = answer_text(r->model, answer, r->n_steps + 1, out->answer, sizeof out->answer);
+    rc = generate_answer_text(r->model->tokenizer, answer, r->n_steps + 1, out->answer,
+                              sizeof out->answer);
   }
   out->needle_found = r->needle[0] ? contains_ignoring_case(out->answer, r->needle) : -1;
   return rc;

@@ -3,6 +3,7 @@
 #include "model/generate.h"
 
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,4 +54,18 @@ int generate_greedy(Runtime *rt, const int32_t *prompt, size_t n_prompt,
   stats->new_tokens = *n_out;
   free(logits);
   return rc;
+}
+
+int generate_answer_text(const Tokenizer *tokenizer, const int32_t *tokens, size_t n, char *out,
+                         size_t size) {
+  out[0] = '\0';
+  if (!tokenizer) return OBC_OK;
+  size_t keep = 0;
+  while (keep < n && !tokenizer_is_stop(tokenizer, tokens[keep])) keep++;
+  char *text = NULL;
+  int rc = tokenizer_decode(tokenizer, tokens, keep, &text);
+  if (rc) return rc;
+  snprintf(out, size, "%s", text);
+  free(text);
+  return OBC_OK;
 }

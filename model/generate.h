@@ -1,6 +1,7 @@
 /* Greedy generation on top of the runtime: prefill a prompt, then decode one
  * token at a time (argmax, lowest id on ties) until a stop token of the
- * tokenizer or the max-new limit, with timings for the tokens/s report. */
+ * tokenizer or the max-new limit, with timings for the tokens/s report; and
+ * the text of a generated answer. */
 #ifndef OBC_GENERATE_H
 #define OBC_GENERATE_H
 
@@ -34,5 +35,10 @@ size_t generate_argmax(const float *logits /* (count) */, size_t count);
 int generate_greedy(Runtime *runtime, const int32_t *prompt /* (n_prompt) */, size_t n_prompt,
                     const GenerateOptions *options, int32_t *out /* (max_new) */, size_t *n_out,
                     GenerateStats *stats);
+
+/* The generated answer as text: tokens (n) up to the first stop token, decoded
+ * into out (size bytes, truncated to fit). "" when tokenizer is NULL. */
+int generate_answer_text(const Tokenizer *tokenizer, const int32_t *tokens /* (n) */, size_t n,
+                         char *out, size_t size);
 
 #endif
