@@ -152,7 +152,11 @@ stage "verify the trace (recompute lse and O from Q, K, V)" check
 stage "analyse: recall@k of oracle@1, windows $WINDOWS, recent 0 and $RECENT" analyse
 stage "render the figures (gnuplot)" figures
 if replay_available; then
-  stage "replay: needle retrieval and KL against budget per score" replay
+  if [ "${DEMO_REPLAY_MODEL:-0}" = 1 ]; then
+    stage "replay sweep with the model: needle retrieval, KL and output error per score and budget" replay
+  else
+    stage "replay sweep, offline: output error and needle span kept per score and budget" replay
+  fi
 else
   echo "demo: (replay section skipped: this obcache has no 'replay --sweep' yet)"
 fi
