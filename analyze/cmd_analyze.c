@@ -76,20 +76,6 @@ typedef struct {
   ObcAnalysisConfig config;
 } AnalyzeArgs;
 
-/* The value of option argv[*i] ("--opt value" or "--opt=value"). */
-static const char *option_value(int argc, char **argv, int *i, const char *name) {
-  const char *arg = argv[*i];
-  size_t len = strlen(name);
-  if (arg[len] == '=') return arg + len + 1;
-  if (*i + 1 >= argc) return NULL;
-  return argv[++*i];
-}
-
-static int matches(const char *arg, const char *name) {
-  size_t len = strlen(name);
-  return !strncmp(arg, name, len) && (arg[len] == '\0' || arg[len] == '=');
-}
-
 static int parse_choice(const char *option, const char *value, const char *const *choices, size_t n,
                         int *out) {
   for (size_t i = 0; i < n; i++)
@@ -125,15 +111,15 @@ static int parse_args(int argc, char **argv, AnalyzeArgs *args, bool *help) {
       args->trace_path = arg;
       continue;
     }
-    const char *name = matches(arg, "-o") ? "-o" : NULL;
+    const char *name = obc_option_matches(arg, "-o") ? "-o" : NULL;
     static const char *const options[] = {"--window",  "--topk",      "--recent",
                                           "--oracle",  "--gqa",       "--snapkv-kernel",
                                           "--buckets", "--precision", "--taylor-points",
                                           "--threads", "--scores-out"};
     for (size_t o = 0; !name && o < sizeof options / sizeof *options; o++)
-      if (matches(arg, options[o])) name = options[o];
+      if (obc_option_matches(arg, options[o])) name = options[o];
     if (!name) return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache analyze --help)", arg);
-    if (!(v = option_value(argc, argv, &i, name)) || !v[0])
+    if (!(v = obc_option_value(argc, argv, &i, name)) || !v[0])
       return obc_fail(OBC_EINVAL, "%s: missing value", name);
     if (!strcmp(name, "-o"))
       args->out_dir = v;

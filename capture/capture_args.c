@@ -50,20 +50,6 @@ void capture_args_command_line(int argc, char **argv, char *out, size_t size) {
     n += (size_t)snprintf(out + n, size - n, " %s", argv[i]);
 }
 
-static int matches(const char *arg, const char *name) {
-  size_t len = strlen(name);
-  return !strncmp(arg, name, len) && (arg[len] == '\0' || arg[len] == '=');
-}
-
-/* The value of argv[*i] ("--opt value" or "--opt=value"), or NULL. */
-static const char *option_value(int argc, char **argv, int *i, const char *name) {
-  const char *arg = argv[*i];
-  size_t len = strlen(name);
-  if (arg[len] == '=') return arg + len + 1;
-  if (*i + 1 >= argc) return NULL;
-  return argv[++*i];
-}
-
 static int parse_flag(const char *arg, CaptureArgs *a) {
   if (!strcmp(arg, "--multi-value"))
     a->niah.multi_value = true;
@@ -89,9 +75,9 @@ int capture_args_parse(int argc, char **argv, int *i, CaptureArgs *a) {
       "--decode",  "--dtype",  "--compress", "--threads", "--device"};
   const char *name = NULL;
   for (size_t k = 0; !name && k < sizeof options / sizeof *options; k++)
-    if (matches(arg, options[k])) name = options[k];
+    if (obc_option_matches(arg, options[k])) name = options[k];
   if (!name) return 0;
-  const char *v = option_value(argc, argv, i, name);
+  const char *v = obc_option_value(argc, argv, i, name);
   if (!v || !v[0]) return obc_fail(OBC_EINVAL, "%s: missing value", name);
   int rc = OBC_OK;
   size_t size = 0;

@@ -28,11 +28,6 @@ void evict_policy_print_options(FILE *out) {
 "  --seed N             seed of --score random (default 1)\n");
 }
 
-static int option_matches(const char *arg, const char *name) {
-  size_t len = strlen(name);
-  return !strncmp(arg, name, len) && (arg[len] == '\0' || arg[len] == '=');
-}
-
 int evict_policy_parse_option(int argc, char **argv, int *i, EvictPolicy *p, bool *matched) {
   static const char *const names[] = {"--score", "--budget", "--window", "--recent",
                                       "--sinks", "--alloc",  "--adakv-floor", "--mode",
@@ -40,13 +35,10 @@ int evict_policy_parse_option(int argc, char **argv, int *i, EvictPolicy *p, boo
   const char *arg = argv[*i], *name = NULL;
   *matched = false;
   for (size_t o = 0; !name && o < sizeof names / sizeof *names; o++)
-    if (option_matches(arg, names[o])) name = names[o];
+    if (obc_option_matches(arg, names[o])) name = names[o];
   if (!name) return OBC_OK;
   *matched = true;
-  const char *v = NULL;
-  size_t len = strlen(name);
-  if (arg[len] == '=') v = arg + len + 1;
-  else if (*i + 1 < argc) v = argv[++*i];
+  const char *v = obc_option_value(argc, argv, i, name);
   if (!v || !v[0]) return obc_fail(OBC_EINVAL, "%s: missing value", name);
   if (!strcmp(name, "--score")) return evict_policy_set_score(p, v);
   if (!strcmp(name, "--budget")) return evict_policy_set_budget(p, v);
