@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/analysis_head.h"
 #include "analyze/bias.h"
 #include "analyze/scores_file.h"
 #include "analyze/select.h"
@@ -22,12 +23,7 @@
 
 /* Buffers for one (layer, KV head), reused across heads. */
 typedef struct {
-  float *K_f, *V_f;       /* (n_positions, head_dim) as read */
-  float *Q_f, *O_f;       /* (n_rows, head_dim) one query head as read */
-  float *lse_f;           /* (n_rows) */
-  double *K, *V;          /* (n_positions, head_dim) */
-  double *Q, *O;          /* (group_size, n_rows, head_dim) */
-  double *lse;            /* (group_size, n_rows) */
+  AnalysisHead head;      /* the (layer, KV head) being analysed, in doubles */
   double *sweep;          /* (n_windows, OBC_Q_COUNT, n_prompt) */
   double *ranks;          /* (n_windows, OBC_Q_COUNT, n_prompt) average ranks */
   double *oracle1;        /* (n_prompt) */
@@ -78,8 +74,7 @@ void analysis_result_free(ObcAnalysisResult *result) {
 }
 
 static void head_buffers_free(HeadBuffers *b) {
-  free(b->K_f), free(b->V_f), free(b->Q_f), free(b->O_f), free(b->lse_f);
-  free(b->K), free(b->V), free(b->Q), free(b->O), free(b->lse);
+  analysis_head_free(&b->head);
   free(b->sweep), free(b->ranks), free(b->oracle1), free(b->oracleT);
   free(b->oracle_ranks1), free(b->oracle_ranksT), free(b->oracle_ranked), free(b->oracle_rank_of);
   memset(b, 0, sizeof *b);
@@ -88,27 +83,16 @@ static void head_buffers_free(HeadBuffers *b) {
 static int head_buffers_alloc(HeadBuffers *b, const ObcTraceMeta *meta, size_t n_windows,
                               size_t max_k, bool oracle_all_steps) {
   memset(b, 0, sizeof *b);
-  size_t d = meta->model.head_dim, n_pos = meta->n_positions, s = meta->n_prompt;
-  size_t rows = meta->n_rows, group = meta->model.n_heads / meta->model.n_kv_heads;
-  size_t per_window = n_windows * OBC_Q_COUNT * s;
-  b->K_f = obc_malloc(n_pos * d * sizeof(float), "K (float)");
-  b->V_f = obc_malloc(n_pos * d * sizeof(float), "V (float)");
-  b->Q_f = obc_malloc(rows * d * sizeof(float), "Q (float)");
-  b->O_f = obc_malloc(rows * d * sizeof(float), "O (float)");
-  b->lse_f = obc_malloc(rows * sizeof(float), "lse (float)");
-  b->K = obc_malloc(n_pos * d * sizeof(double), "K");
-  b->V = obc_malloc(n_pos * d * sizeof(double), "V");
-  b->Q = obc_malloc(group * rows * d * sizeof(double), "Q");
-  b->O = obc_malloc(group * rows * d * sizeof(double), "O");
-  b->lse = obc_malloc(group * rows * sizeof(double), "lse");
+  size_t s = meta->n_prompt, per_window = n_windows * OBC_Q_COUNT * s;
+  int rc = analysis_head_alloc(&b->head, meta);
+  if (rc) return rc;
   b->sweep = obc_malloc(per_window * sizeof(double), "window sweep");
   b->ranks = obc_malloc(per_window * sizeof(double), "score ranks");
   b->oracle1 = obc_malloc(s * sizeof(double), "oracle@1");
   b->oracle_ranks1 = obc_malloc(s * sizeof(double), "oracle@1 ranks");
   b->oracle_ranked = obc_malloc(max_k * sizeof(size_t), "oracle ranking");
   b->oracle_rank_of = obc_malloc(s * sizeof(size_t), "oracle rank index");
-  bool ok = b->K_f && b->V_f && b->Q_f && b->O_f && b->lse_f && b->K && b->V && b->Q && b->O &&
-            b->lse && b->sweep && b->ranks && b->oracle1 && b->oracle_ranks1 && b->oracle_ranked &&
+  bool ok = b->sweep && b->ranks && b->oracle1 && b->oracle_ranks1 && b->oracle_ranked &&
             b->oracle_rank_of;
   if (ok && oracle_all_steps) {
     b->oracleT = obc_malloc(s * sizeof(double), "oracle@T");
@@ -180,29 +164,6 @@ static int result_alloc(ObcAnalysisResult *result, const ObcAnalysisConfig *conf
   if (!result->recall || (has_needle && !result->needle) || !result->spearman ||
       !result->bias_share || !result->bias_norm || !result->taylor)
     return OBC_ENOMEM;
-  return OBC_OK;
-}
-
-static void floats_to_doubles(const float *in, size_t n, double *out) {
-  for (size_t i = 0; i < n; i++) out[i] = (double)in[i];
-}
-
-/* Reads one (layer, KV head) and its query heads into b as doubles. */
-static int read_head(ObcTraceReader *reader, const ObcTraceMeta *meta, size_t layer, size_t kv_head,
-                     HeadBuffers *b) {
-  size_t d = meta->model.head_dim, rows = meta->n_rows;
-  size_t group = meta->model.n_heads / meta->model.n_kv_heads;
-  int rc = trace_read_kv(reader, layer, kv_head, b->K_f, b->V_f);
-  if (rc) return rc;
-  floats_to_doubles(b->K_f, meta->n_positions * d, b->K);
-  floats_to_doubles(b->V_f, meta->n_positions * d, b->V);
-  for (size_t j = 0; j < group; j++) {
-    rc = trace_read_rows(reader, layer, kv_head * group + j, b->Q_f, b->O_f, b->lse_f);
-    if (rc) return rc;
-    floats_to_doubles(b->Q_f, rows * d, b->Q + j * rows * d);
-    floats_to_doubles(b->O_f, rows * d, b->O + j * rows * d);
-    floats_to_doubles(b->lse_f, rows, b->lse + j * rows);
-  }
   return OBC_OK;
 }
 
@@ -450,33 +411,19 @@ int analysis_run(ObcTraceReader *reader, const ObcAnalysisConfig *config, bool p
   }
   if (config->scores_out) rc = open_scores_file(config, result, trace_path(reader), &scores_file);
 
-  size_t group = meta->model.n_heads / meta->model.n_kv_heads;
   for (size_t layer = 0; layer < result->n_layers && !rc; layer++) {
     for (size_t g = 0; g < result->n_kv_heads && !rc; g++) {
       size_t head = layer * result->n_kv_heads + g;
       double t0 = obc_now_seconds();
-      if ((rc = read_head(reader, meta, layer, g, &b))) break;
+      if ((rc = analysis_head_read(&b.head, reader, layer, g))) break;
       double t1 = obc_now_seconds();
-      ObcHeadData data = {
-          .n_positions = meta->n_positions,
-          .n_prompt = meta->n_prompt,
-          .head_dim = meta->model.head_dim,
-          .group_size = group,
-          .n_rows = meta->n_rows,
-          .row_positions = meta->row_positions,
-          .K = b.K,
-          .V = b.V,
-          .Q = b.Q,
-          .O = b.O,
-          .lse = b.lse,
-          .attn_scale = meta->model.attn_scale,
-      };
-      rc = score_window_sweep(&data, config->windows, config->n_windows, &config->score_options,
+      const ObcHeadData *data = &b.head.data;
+      rc = score_window_sweep(data, config->windows, config->n_windows, &config->score_options,
                               b.sweep);
       double t2 = obc_now_seconds();
-      if (!rc) rc = oracle_eviction_error(&data, 1, config->score_options.precision, b.oracle1);
+      if (!rc) rc = oracle_eviction_error(data, 1, config->score_options.precision, b.oracle1);
       if (!rc && config->oracle_all_steps)
-        rc = oracle_eviction_error(&data, result->oracle_steps, config->score_options.precision,
+        rc = oracle_eviction_error(data, result->oracle_steps, config->score_options.precision,
                                    b.oracleT);
       if (rc) {
         obc_fail_context(rc, "layer %zu, KV head %zu", layer, g);

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/analysis_head.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_json.h"
-#include "evict/evict_head.h"
 #include "oracle/oracle.h"
 
 void evict_offline_result_free(EvictOfflineResult *r) {
@@ -44,10 +44,10 @@ int evict_offline_run(ObcTraceReader *reader, const EvictKeepSet *keep, EvictOff
   out->needle_kept = obc_malloc(L * G * sizeof(double), "needle retention");
   unsigned char *mask = obc_malloc(meta->n_positions, "keep mask");
   double *o_new = obc_malloc(d * sizeof(double), "replayed output");
-  EvictHead h;
+  AnalysisHead h;
   memset(&h, 0, sizeof h);
   int rc = out->rel_error && out->mass_lost && out->sq_error && out->needle_kept && mask && o_new
-               ? evict_head_alloc(&h, meta)
+               ? analysis_head_alloc(&h, meta)
                : OBC_ENOMEM;
   const ObcSpan *needle = trace_meta_find_span(meta, "needle");
   size_t nb = 0, ne = 0;
@@ -58,7 +58,7 @@ int evict_offline_run(ObcTraceReader *reader, const EvictKeepSet *keep, EvictOff
   }
   for (size_t l = 0; l < L && !rc; l++) {
     for (size_t g = 0; g < G && !rc; g++) {
-      if ((rc = evict_head_read(&h, reader, l, g))) break;
+      if ((rc = analysis_head_read(&h, reader, l, g))) break;
       memcpy(mask, keep->keep + (l * G + g) * s, s);
       memset(mask + s, 1, meta->n_positions - s); /* generated tokens stay */
       size_t kept = 0;
@@ -83,7 +83,7 @@ int evict_offline_run(ObcTraceReader *reader, const EvictKeepSet *keep, EvictOff
       }
     }
   }
-  evict_head_free(&h);
+  analysis_head_free(&h);
   free(mask);
   free(o_new);
   if (rc) evict_offline_result_free(out);

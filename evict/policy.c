@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/analysis_head.h"
 #include "analyze/scores.h"
 #include "analyze/select.h"
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
-#include "evict/evict_head.h"
 
 void evict_policy_default(EvictPolicy *p) {
   memset(p, 0, sizeof *p);
@@ -256,7 +256,7 @@ static size_t rows_ending_at(const ObcTraceMeta *meta, size_t end) {
 }
 
 /* Scores of the candidates of one head into out (n). */
-static int head_scores(const EvictPolicy *p, EvictHead *h, size_t layer, size_t g, size_t n,
+static int head_scores(const EvictPolicy *p, AnalysisHead *h, size_t layer, size_t g, size_t n,
                        size_t window, double *oracle, double *sweep, double *out) {
   switch (p->kind) {
     case EVICT_SCORE_RANDOM:
@@ -310,19 +310,19 @@ int evict_policy_scores(ObcTraceReader *reader, const EvictPolicy *p, double **s
   double *scores = obc_malloc(L * G * n * sizeof *scores, "policy scores");
   double *oracle = obc_malloc(meta->n_prompt * sizeof *oracle, "oracle@1");
   double *sweep = obc_malloc(OBC_Q_COUNT * n * sizeof *sweep, "score sweep");
-  EvictHead h;
+  AnalysisHead h;
   memset(&h, 0, sizeof h);
   bool need_head = p->kind == EVICT_SCORE_QUANTITY || p->kind == EVICT_SCORE_ORACLE;
   rc = scores && oracle && sweep ? OBC_OK : OBC_ENOMEM;
-  if (!rc && need_head) rc = evict_head_alloc(&h, meta);
+  if (!rc && need_head) rc = analysis_head_alloc(&h, meta);
   for (size_t l = 0; l < L && !rc; l++) {
     for (size_t g = 0; g < G && !rc; g++) {
-      if (need_head && (rc = evict_head_read(&h, reader, l, g))) break;
+      if (need_head && (rc = analysis_head_read(&h, reader, l, g))) break;
       rc = head_scores(p, &h, l, g, n, window, oracle, sweep, scores + (l * G + g) * n);
       if (rc) obc_fail_context(rc, "%s: layer %zu, KV head %zu", trace_path(reader), l, g);
     }
   }
-  evict_head_free(&h);
+  analysis_head_free(&h);
   free(oracle);
   free(sweep);
   if (rc) {

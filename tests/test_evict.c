@@ -13,9 +13,9 @@
 
 #include <hdf5.h>
 
+#include "analyze/analysis_head.h"
 #include "common/obc_error.h"
 #include "evict/dynamic.h"
-#include "evict/evict_head.h"
 #include "evict/model_replay.h"
 #include "evict/offline.h"
 #include "evict/policy.h"
@@ -270,8 +270,8 @@ START_TEST(test_offline_replay_equals_brute_force_attention_over_the_kept_set) {
   const ObcTraceMeta *meta = trace_meta(reader);
   static const char *const scores[] = {"obc_vk", "random", "streaming"};
   static const char *const budgets[] = {"3", "16", "50%"};
-  EvictHead h;
-  ck_assert_int_eq(evict_head_alloc(&h, meta), 0);
+  AnalysisHead h;
+  ck_assert_int_eq(analysis_head_alloc(&h, meta), 0);
   size_t d = meta->model.head_dim, H = meta->model.n_heads, G = meta->model.n_kv_heads;
   size_t group = H / G, first = 0, T = trace_meta_decode_rows(meta, &first);
   unsigned char *mask = malloc(meta->n_positions);
@@ -285,7 +285,7 @@ START_TEST(test_offline_replay_equals_brute_force_attention_over_the_kept_set) {
     ck_assert_int_eq(evict_offline_run(reader, &k, &r), 0);
     for (size_t l = 0; l < meta->model.n_layers; l++)
       for (size_t g = 0; g < G; g++) {
-        ck_assert_int_eq(evict_head_read(&h, reader, l, g), 0);
+        ck_assert_int_eq(analysis_head_read(&h, reader, l, g), 0);
         memcpy(mask, k.keep + (l * G + g) * k.n_prompt, k.n_prompt);
         memset(mask + k.n_prompt, 1, meta->n_positions - k.n_prompt);
         for (size_t j = 0; j < group; j++)
@@ -313,7 +313,7 @@ START_TEST(test_offline_replay_equals_brute_force_attention_over_the_kept_set) {
    * float rounding, far below any error worth reporting. */
   ck_assert_double_le(worst, 1e-4);
   free(mask);
-  evict_head_free(&h);
+  analysis_head_free(&h);
   trace_close(reader);
 }
 END_TEST

@@ -1,9 +1,9 @@
-/* One (layer, KV head) of a trace in double precision, the unit every
- * eviction step works on: keys and values of every position and the query
- * rows, outputs and lse of the KV head's query heads, wrapped as the
+/* One (layer, KV head) of a trace in double precision, the unit the analyser
+ * and every eviction step work on: keys and values of every position and the
+ * query rows, outputs and lse of the KV head's query heads, wrapped as the
  * ObcHeadData of oracle/oracle.h so the scores and exact forms apply as is. */
-#ifndef OBC_EVICT_HEAD_H
-#define OBC_EVICT_HEAD_H
+#ifndef OBC_ANALYSIS_HEAD_H
+#define OBC_ANALYSIS_HEAD_H
 
 #include <stddef.h>
 
@@ -17,11 +17,11 @@ typedef struct {
   double *Q, *O;             /* (group_size, n_rows, head_dim) */
   double *lse;               /* (group_size, n_rows) */
   ObcHeadData data;          /* views of the arrays above */
-} EvictHead;
+} AnalysisHead;
 
-int evict_head_alloc(EvictHead *head, const ObcTraceMeta *meta);
-void evict_head_free(EvictHead *head);
+int analysis_head_alloc(AnalysisHead *head, const ObcTraceMeta *meta);
+void analysis_head_free(AnalysisHead *head);
 /* Reads (layer, kv_head) and its query heads. */
-int evict_head_read(EvictHead *head, ObcTraceReader *reader, size_t layer, size_t kv_head);
+int analysis_head_read(AnalysisHead *head, ObcTraceReader *reader, size_t layer, size_t kv_head);
 
 #endif
