@@ -9,8 +9,8 @@
 #
 # Settings (environment): DEMO_OUT (demo-out), DEMO_LENGTH (4096 tokens),
 # DEMO_DEPTH (50 %), DEMO_HAYSTACK (kjv: the King James Bible; or noise, or a
-# text file), DEMO_SEED (1), DEMO_RECENT (8), DEMO_THREADS (all cores), DEMO_REPLAY_MODEL (0;
-# 1 = model-in-the-loop replay, slow: see the replay section).
+# text file), DEMO_SEED (1), DEMO_RECENT (8), DEMO_THREADS (all cores), DEMO_REPLAY_MODEL (1 =
+# replay sweep with the model in the loop; 0 = offline only, quicker).
 set -Eeuo pipefail
 
 OBCACHE=${1:-build/obcache}
@@ -121,12 +121,11 @@ figures() {
 # and commands logged with `run` appear in the command list. Return non-zero
 # (or let a command fail) to stop the demo with a message.
 #
-# By default the sweep is offline only (--no-model: exact attention output
-# over the kept set, needle-span retention; about 1-2 minutes at 4096 tokens
-# on 2 cores). DEMO_REPLAY_MODEL=1 adds the model in the loop (needle
-# retrieval by the replayed answer, teacher-forced KL): measured at about
-# 40 s per score x budget cell at 4096 tokens on 2 shared cores, i.e. over
-# half an hour for the default 9 scores x 6 budgets.
+# By default the sweep runs the model in the loop (needle retrieval by the
+# replayed answer, teacher-forced KL, plus the offline output error and
+# needle-span retention) over replay's default 9 scores x 6 budgets: about
+# 4 s per cell at 4096 tokens on 2 cores. DEMO_REPLAY_MODEL=0 keeps it
+# offline only (no model; about 1.5 minutes).
 replay_available() {
   local top sub
   top=$("$OBCACHE" --help 2>&1 || true)
@@ -136,7 +135,7 @@ replay_available() {
 replay() {
   mkdir -p "$OUT/replay"
   local model_flag=(--no-model)
-  [ "${DEMO_REPLAY_MODEL:-0}" = 1 ] && model_flag=()
+  [ "${DEMO_REPLAY_MODEL:-1}" = 1 ] && model_flag=()
   run "$OBCACHE" replay --sweep "$TRACE" "${model_flag[@]}" "${THREADS[@]}" \
     -o "$OUT/replay" | tee "$OUT/replay/table.txt"
   run "$OBCACHE" plot "$OUT/replay" -o "$OUT/replay/plots" --format png,svg > "$OUT/replay/plot.log"
@@ -152,7 +151,7 @@ stage "verify the trace (recompute lse and O from Q, K, V)" check
 stage "analyse: recall@k of oracle@1, windows $WINDOWS, recent 0 and $RECENT" analyse
 stage "render the figures (gnuplot)" figures
 if replay_available; then
-  if [ "${DEMO_REPLAY_MODEL:-0}" = 1 ]; then
+  if [ "${DEMO_REPLAY_MODEL:-1}" = 1 ]; then
     stage "replay sweep with the model: needle retrieval, KL and output error per score and budget" replay
   else
     stage "replay sweep, offline: output error and needle span kept per score and budget" replay
