@@ -136,8 +136,10 @@ replay() {
   mkdir -p "$OUT/replay"
   local model_flag=(--no-model)
   [ "${DEMO_REPLAY_MODEL:-1}" = 1 ] && model_flag=()
+  # Every policy keeps the attention sinks and the same recent window as the
+  # analysis (the paper's H2O-style split); streaming is then StreamingLLM.
   run "$OBCACHE" replay --sweep "$TRACE" "${model_flag[@]}" "${THREADS[@]}" \
-    -o "$OUT/replay" | tee "$OUT/replay/table.txt"
+    --recent "$RECENT" --sinks 4 -o "$OUT/replay" | tee "$OUT/replay/table.txt"
   run "$OBCACHE" plot "$OUT/replay" -o "$OUT/replay/plots" --format png,svg > "$OUT/replay/plot.log"
   printf '%s\t%s\n' \
     replay_needle "Does the model still find the needle when each score chooses what to keep? Share of answers with the needle's value (model replay) and share of the needle span kept, against the budget." \
