@@ -18,14 +18,11 @@
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "traces/synth.h"
+#include "tests/test_env.h"
 
 static char scratch[4096];
 
-static void make_scratch(void) {
-  const char *base = getenv("OBC_TMP");
-  snprintf(scratch, sizeof scratch, "%s/analyze.%ld", base ? base : "/tmp", (long)getpid());
-  ck_assert_int_eq(obc_make_dirs(scratch), 0);
-}
+static void make_scratch(void) { test_scratch_path("analyze", scratch, sizeof scratch, 1); }
 
 /* Removes the scratch folder of a test that passed (a failed one keeps it
  * for inspection: ck_assert leaves the test before this runs). */

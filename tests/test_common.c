@@ -10,14 +10,11 @@
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "tests/test_env.h"
 
 static char scratch[4096];
 
-static void make_scratch(void) {
-  const char *base = getenv("OBC_TMP");
-  snprintf(scratch, sizeof scratch, "%s/common.%ld", base ? base : "/tmp", (long)getpid());
-  ck_assert_int_eq(obc_make_dirs(scratch), 0);
-}
+static void make_scratch(void) { test_scratch_path("common", scratch, sizeof scratch, 1); }
 
 static int exists(const char *path) {
   struct stat st;

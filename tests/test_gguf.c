@@ -19,25 +19,13 @@
 #include "model/model.h"
 #include "tests/gguf_builder.h"
 #include "tests/tiny_gguf.h"
+#include "tests/test_env.h"
 
 static char scratch[4096];
 static char fixtures[4096];
 
-static void make_scratch(void) {
-  const char *base = getenv("OBC_TMP");
-  snprintf(scratch, sizeof scratch, "%s/gguf.%ld", base ? base : "/tmp", (long)getpid());
-  ck_assert_int_eq(obc_make_dirs(scratch), 0);
-}
+static void make_scratch(void) { test_scratch_path("gguf", scratch, sizeof scratch, 1); }
 
-static const char *real_model(void) {
-  const char *path = getenv("OBC_MODEL");
-  if (!path || access(path, R_OK) != 0) {
-    printf("SKIP: OBC_MODEL (%s) missing; run scripts/setup.sh to test on the real SmolLM2 file\n",
-           path ? path : "unset");
-    return NULL;
-  }
-  return path;
-}
 
 /* Runs tests/make_quant_fixtures.py once per build tree (unchecked fixture). */
 static void make_fixtures(void) {
@@ -89,7 +77,7 @@ static const char *tiny_gguf(const TinySpec *spec, const char *file) {
 /* ---- the real file ---- */
 
 START_TEST(real_smollm2_header_metadata_and_tensor_table_read_as_gguf_package_reads_them) {
-  const char *path = real_model();
+  const char *path = test_real_model();
   if (!path) return;
   GgufFile *f;
   ck_assert_int_eq(gguf_open(path, &f), 0);
@@ -163,7 +151,7 @@ static void compare_floats(const char *what, const float *got, const float *want
 }
 
 START_TEST(real_smollm2_tensors_dequantise_like_gguf_package) {
-  const char *path = real_model();
+  const char *path = test_real_model();
   if (!path) return;
   GgufFile *f;
   ck_assert_int_eq(gguf_open(path, &f), 0);
@@ -629,7 +617,7 @@ START_TEST(config_validation_rejects_impossible_shapes) {
 END_TEST
 
 START_TEST(real_smollm2_loads_through_model_load) {
-  const char *path = real_model();
+  const char *path = test_real_model();
   if (!path) return;
   Model *m;
   ck_assert_msg(model_load(path, &m) == 0, "%s", obc_error_message());

@@ -20,24 +20,12 @@
 #include "model/model.h"
 #include "model/model_load.h"
 #include "tests/tiny_gguf.h"
+#include "tests/test_env.h"
 
 static char scratch[4096];
 
-static void make_scratch(void) {
-  const char *base = getenv("OBC_TMP");
-  snprintf(scratch, sizeof scratch, "%s/model_load.%ld", base ? base : "/tmp", (long)getpid());
-  ck_assert_int_eq(obc_make_dirs(scratch), 0);
-}
+static void make_scratch(void) { test_scratch_path("model_load", scratch, sizeof scratch, 1); }
 
-static const char *real_model(void) {
-  const char *path = getenv("OBC_MODEL");
-  if (!path || access(path, R_OK) != 0) {
-    printf("SKIP: OBC_MODEL (%s) missing; run scripts/setup.sh to test on the real SmolLM2 file\n",
-           path ? path : "unset");
-    return NULL;
-  }
-  return path;
-}
 
 /* Runs tests/gguf_to_hf.py unless out already holds a finished conversion. */
 static void convert(const char *gguf, const char *out, const char *options) {
@@ -143,7 +131,7 @@ static Model *load_ok(const char *path) {
 }
 
 START_TEST(smollm2_gguf_and_converted_f32_folder_hold_identical_weights) {
-  const char *gguf = real_model();
+  const char *gguf = test_real_model();
   if (!gguf) return;
   char folder[4200];
   snprintf(folder, sizeof folder, "%s/smollm2-hf-f32", getenv("OBC_TMP") ? getenv("OBC_TMP") : "/tmp");
@@ -163,7 +151,7 @@ START_TEST(smollm2_gguf_and_converted_f32_folder_hold_identical_weights) {
 END_TEST
 
 START_TEST(smollm2_bf16_shards_match_gguf_within_bf16_rounding) {
-  const char *gguf = real_model();
+  const char *gguf = test_real_model();
   if (!gguf) return;
   char folder[4200];
   snprintf(folder, sizeof folder, "%s/smollm2-hf-bf16-shards", getenv("OBC_TMP") ? getenv("OBC_TMP") : "/tmp");

@@ -18,14 +18,15 @@
 #include "plots/plot_gnuplot.h"
 #include "plots/plot_report.h"
 #include "plots/plot_sweep.h"
+#include "tests/test_env.h"
 
 static char scratch[4096];
 
 /* A fresh folder per test under $OBC_TMP. */
 static void make_scratch(const char *name) {
-  const char *base = getenv("OBC_TMP");
-  snprintf(scratch, sizeof scratch, "%s/plots.%ld.%s", base ? base : "/tmp", (long)getpid(), name);
-  ck_assert_int_eq(obc_make_dirs(scratch), 0);
+  char suite[256];
+  snprintf(suite, sizeof suite, "plots.%s", name);
+  test_scratch_path(suite, scratch, sizeof scratch, 1);
 }
 
 /* Writes text to scratch/name and returns the path in path. */

@@ -22,6 +22,7 @@
 #include "traces/synth.h"
 #include "traces/trace.h"
 #include "traces/trace_h5.h"
+#include "tests/test_env.h"
 
 /* One scratch folder per run, named by main() before the tests fork, and
  * removed by main() when every test passed. */
@@ -693,8 +694,7 @@ static Suite *traces_suite(void) {
 }
 
 int main(void) {
-  const char *base = getenv("OBC_TMP");
-  snprintf(scratch, sizeof scratch, "%s/traces.%ld", base ? base : "/tmp", (long)getpid());
+  test_scratch_path("traces", scratch, sizeof scratch, 0);
   SRunner *runner = srunner_create(traces_suite());
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);
