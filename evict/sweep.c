@@ -46,6 +46,7 @@ typedef struct {
   size_t n_traces;
   SweepCell *cells; /* (n_traces * n_scores * n_budgets) */
   size_t n_cells;
+  char trace_model[256]; /* the model named by the first trace (titles without --model) */
 } SweepRun;
 
 static int name_order(const void *a, const void *b) { return strcmp(a, b); }
@@ -97,6 +98,8 @@ static int sweep_trace(const EvictSweepConfig *c, const Model *model, size_t t, 
   ObcTraceReader *reader = NULL;
   int rc = trace_open(run->traces[t], &reader);
   if (rc) return rc;
+  if (t == 0)
+    snprintf(run->trace_model, sizeof run->trace_model, "%s", trace_meta(reader)->model.name);
   size_t first = 0;
   if (trace_meta_decode_rows(trace_meta(reader), &first) == 0)
     rc = obc_fail(OBC_EINVAL, "%s: no decode rows captured (replay needs them)", run->traces[t]);
@@ -290,7 +293,8 @@ int evict_sweep_run(const char *input, const char *out_dir, const EvictSweepConf
   const char *model_path = c->model_path ? c->model_path : model_default_path();
   if (!rc && c->with_model) rc = model_load(model_path, &model);
   for (size_t t = 0; t < run.n_traces && !rc; t++) rc = sweep_trace(c, model, t, &run);
-  if (!rc) rc = write_outputs(out_dir, c, &run, c->with_model ? model_path : "", command_line);
+  if (!rc) rc = write_outputs(out_dir, c, &run, c->with_model ? model_path : run.trace_model,
+                                 command_line);
   if (!rc) {
     printf("replay sweep: %zu trace(s), %zu scores x %zu budgets -> %s\n", run.n_traces,
            c->n_scores, c->n_budgets, out_dir);
