@@ -273,4 +273,26 @@ static inline double fixture_rel_error(const double *x, const double *ref, size_
   return worst;
 }
 
+/* Normwise relative error max_i |x_i - ref_i| / max_i |ref_i|: for sums of
+ * rounded products whose small elements carry no meaning alone (a change of
+ * summation order moves every element by a multiple of the largest term). */
+static inline double fixture_normwise_error(const double *x, const double *ref, size_t n,
+                                            double tol, const char *what) {
+  double ref_max = 0.0, worst = 0.0;
+  size_t at = 0;
+  for (size_t i = 0; i < n; i++) ref_max = fabs(ref[i]) > ref_max ? fabs(ref[i]) : ref_max;
+  for (size_t i = 0; i < n; i++) {
+    double err = fabs(x[i] - ref[i]);
+    if (!(err <= worst)) {
+      worst = err;
+      at = i;
+    }
+  }
+  worst = ref_max > 0 ? worst / ref_max : worst;
+  if (!(worst <= tol))
+    fprintf(stderr, "%s: normwise error %.3g at [%zu]: got %.17g, reference %.17g\n", what, worst,
+            at, x[at], ref[at]);
+  return worst;
+}
+
 #endif
