@@ -1,5 +1,6 @@
 /* obcache: git-style dispatch to the subcommands of cli/commands.h. The only
  * place that prints a library error and chooses the exit status. */
+#include <cblas.h>
 #include <hdf5.h>
 #include <signal.h>
 #include <stdio.h>
@@ -63,7 +64,9 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(name, "version") || !strcmp(name, "--version")) {
-    printf("obcache %s\n", OBC_VERSION);
+    /* The BLAS kernels decide the last bits of every GEMM (README, Tests). */
+    printf("obcache %s\nblas    %s (core %s)\n", OBC_VERSION, openblas_get_config(),
+           openblas_get_corename());
     return 0;
   }
   for (size_t i = 0; commands[i].name; i++) {
