@@ -16,10 +16,11 @@
  *   remove: (a / (1 - a))^2 dd                    (o' - o = a (o - v) / (1 - a))
  * so one GEMM block of logits z = Q K^T * scale and one of vo = O V^T give
  * everything in O(1) per pair (oracle/exact_forms.h). A pair with a > 1/2
- * (at most one per row) would lose dd to cancellation and is redone from the
- * vectors with its logit in double (obc_pair_forms_precise). A row whose only
- * live key is p (position 0, or 1 - a < 1e-12) has o = v_p: its removal and
- * zero-both errors are the whole output ||o_i||^2, its zero-key error 0.
+ * (at most one per row) cannot be read from the stored lse and O: its row's
+ * attention is recomputed in double from q, K, V before the sweep
+ * (oracle/dominant.h, docs/SCIENCE.md) and the sweep adds those numbers. A
+ * row whose only live key is p (position 0, or every other weight
+ * underflowing) loses its whole output ||o_i||^2 on removal.
  *
  * Parallel layout: prompt positions are cut into fixed blocks; one thread owns
  * a block for every head, row and window, walking rows s-1, s-2, ... and

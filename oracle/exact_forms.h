@@ -6,22 +6,18 @@
  * e = exp(-lse_i) (the weight a zeroed logit would get), one_minus_a = 1 - A_ip,
  * and four scalars about v = v_p and o = o_i:
  *   vv = ||v||^2, oo = ||o||^2, dd = ||v - o||^2, vd = v.(v - o).
- * The fast path gets dd and vd from vo = v.o (dd = vv - 2 vo + oo, vd = vv - vo,
- * obc_pair_norms_from_dots). That cancels when o ~ v, which happens exactly
- * when A_ip -> 1, where the exact errors divide by (1 - A)^2; so pairs with
- * A_ip > 1/2 (at most one per row: z - lse > log 1/2, OBC_LOG_HALF) take the
- * careful path obc_pair_forms_precise: z in double from q and k, dd and vd
- * from the vectors, and 1 - A = -expm1(z - lse). Below 1/2, 1 - a is
- * accurate as a plain subtraction. Shared by oracle/ and the fused window
- * sweep of analyze/. */
+ * dd and vd come from vo = v.o (dd = vv - 2 vo + oo, vd = vv - vo,
+ * obc_pair_norms_from_dots), and a, e from the stored lse. That is accurate
+ * for A_ip <= 1/2 only: above it (at most one pair per row) 1 - A and v - o
+ * fall below the rounding of the stored lse and O, and oracle/dominant.h
+ * recomputes the pair from q, K, V (docs/SCIENCE.md). Shared by oracle/ and
+ * the fused window sweep of analyze/. */
 #ifndef OBC_EXACT_FORMS_H
 #define OBC_EXACT_FORMS_H
 
 #include <math.h>
 #include <stddef.h>
 
-/* log(1/2): pairs with z - lse above it have A > 1/2 and take the careful path. */
-#define OBC_LOG_HALF (-0.69314718055994530942)
 /* 1 - A below this (relative to 1) means the row has a single live key to
  * working precision: o = v_p and the perturbed outputs are known exactly
  * (zero key: o' = v_p = o; zero both / remove: o' = 0, error ||o||^2). The

@@ -5,7 +5,9 @@
  * This is the plain path: one quantity at a time, GEMMs blocked over prompt
  * positions and rows, OpenMP over position blocks (each output element is
  * accumulated by one thread in a fixed order, so results do not depend on the
- * thread count). analyze/scores.c fuses the same forms for many windows. */
+ * thread count). The pair of a row with A > 1/2 comes from oracle/dominant.h,
+ * recomputed from q, K, V rather than the stored lse and O (docs/SCIENCE.md).
+ * analyze/scores.c fuses the same forms for many windows. */
 #include "oracle/oracle.h"
 
 #include <assert.h>
