@@ -16,10 +16,11 @@
  *   remove: (a / (1 - a))^2 dd                    (o' - o = a (o - v) / (1 - a))
  * so one GEMM block of logits z = Q K^T * scale and one of vo = O V^T give
  * everything in O(1) per pair (oracle/exact_forms.h). A pair with a > 1/2
- * (at most one per row) would lose dd to cancellation and is redone from the
- * vectors with its logit in double (obc_pair_forms_precise). A row whose only
- * live key is p (position 0, or 1 - a < 1e-12) has o = v_p: its removal and
- * zero-both errors are the whole output ||o_i||^2, its zero-key error 0.
+ * (at most one per row) cannot be read from the stored lse and O: its row's
+ * attention is recomputed in double from q, K, V before the sweep
+ * (oracle/dominant.h, docs/SCIENCE.md) and the sweep adds those numbers. A
+ * row whose only live key is p (position 0, or every other weight
+ * underflowing) loses its whole output ||o_i||^2 on removal.
  *
  * Parallel layout: prompt positions are cut into fixed blocks; one thread owns
  * a block for every head, row and window, walking rows s-1, s-2, ... and
@@ -35,6 +36,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
+#include "oracle/dominant.h"
 #include "oracle/exact_forms.h"
 #include "oracle/fast_exp.h"
 #include "oracle/oracle_gemm.h"
@@ -104,6 +106,7 @@ typedef struct {
   const double *v_l1;        /* (n_prompt) ||v_p||_1 */
   const double *o_sq;        /* (group_size, n_rows) ||o_i||^2 */
   const double *exp_neg_lse; /* (group_size, n_rows) exp(-lse_i) */
+  const OracleDominant *dominant; /* the window's rows */
 } SweepPlan;
 
 /* One thread's buffers. */
@@ -151,42 +154,33 @@ static inline void sweep_pairs(const double *restrict z, const double *restrict 
 /* Adds row `row` of query head j to the head's accumulators acc
  * (ACC_COUNT, SWEEP_BLOCK) for positions b0..b0+len-1 (len already stops at
  * the row's own position). z (len) and vo (len) are the row's GEMM outputs.
- * Pairs with a > 1/2 (z - lse > log 1/2: at most one per row) take the
- * careful path; the fused pass runs over the stretches between them. */
+ * The row's pair with A > 1/2, when there is one in this block, adds its
+ * recomputed quantities (oracle/dominant.h); the fused pass runs over the
+ * stretches around it. */
 static void sweep_row(const SweepPlan *plan, size_t j, size_t row, const double *z,
                       const double *vo, size_t b0, size_t len, double *acc) {
   const ObcHeadData *head = plan->head;
   size_t ho = j * head->n_rows + row;
   const double lse = head->lse[ho], e = plan->exp_neg_lse[ho], oo = plan->o_sq[ho];
   const double *vv = plan->v_sq + b0;
-  double z_max = -HUGE_VAL;
-#pragma omp simd reduction(max : z_max)
-  for (size_t t = 0; t < len; t++) z_max = z[t] > z_max ? z[t] : z_max;
-  if (!(z_max - lse > OBC_LOG_HALF)) {
+  const OracleDominantPair *dominant = oracle_dominant_pair(plan->dominant, j, row);
+  size_t p = dominant->position;
+  if (p == ORACLE_DOMINANT_NONE || p < b0 || p - b0 >= len) {
     sweep_pairs(z, vo, vv, lse, e, oo, acc, 0, len);
     return;
   }
-  size_t d = head->head_dim, start = 0;
-  const double *q = head->Q + ho * d, *o = head->O + ho * d;
-  int only_key = head->row_positions[row] == 0;
-  for (size_t t = 0; t < len; t++) {
-    if (!(z[t] - lse > OBC_LOG_HALF)) continue;
-    sweep_pairs(z, vo, vv, lse, e, oo, acc, start, t);
-    start = t + 1;
-    size_t p = b0 + t;
-    ObcPairForms f;
-    obc_pair_forms_precise(q, head->K + p * d, head->V + p * d, o, d, head->attn_scale, lse,
-                           only_key, &f);
-    acc[ACC_ATTN * SWEEP_BLOCK + t] += f.attn;
-    acc[ACC_ATTN2 * SWEEP_BLOCK + t] += f.attn2;
-    acc[ACC_OBC_V * SWEEP_BLOCK + t] += f.obc_v;
-    acc[ACC_OBC_K * SWEEP_BLOCK + t] += f.obc_k;
-    acc[ACC_OBC_VK * SWEEP_BLOCK + t] += f.obc_vk;
-    acc[ACC_EXACT_K * SWEEP_BLOCK + t] += f.exact_k;
-    acc[ACC_EXACT_VK * SWEEP_BLOCK + t] += f.exact_vk;
-    acc[ACC_REMOVE * SWEEP_BLOCK + t] += f.remove;
-  }
-  sweep_pairs(z, vo, vv, lse, e, oo, acc, start, len);
+  size_t t = p - b0;
+  sweep_pairs(z, vo, vv, lse, e, oo, acc, 0, t);
+  const ObcPairForms *f = &dominant->forms;
+  acc[ACC_ATTN * SWEEP_BLOCK + t] += f->attn;
+  acc[ACC_ATTN2 * SWEEP_BLOCK + t] += f->attn2;
+  acc[ACC_OBC_V * SWEEP_BLOCK + t] += f->obc_v;
+  acc[ACC_OBC_K * SWEEP_BLOCK + t] += f->obc_k;
+  acc[ACC_OBC_VK * SWEEP_BLOCK + t] += f->obc_vk;
+  acc[ACC_EXACT_K * SWEEP_BLOCK + t] += f->exact_k;
+  acc[ACC_EXACT_VK * SWEEP_BLOCK + t] += f->exact_vk;
+  acc[ACC_REMOVE * SWEEP_BLOCK + t] += f->remove;
+  sweep_pairs(z, vo, vv, lse, e, oo, acc, t + 1, len);
 }
 
 /* dst (nb) = the heads' accumulators `which` (acc: group_size, ACC_COUNT,
@@ -307,8 +301,17 @@ int score_window_sweep(const ObcHeadData *head, const size_t *windows, size_t n_
   size_t acc_n = g * ACC_COUNT * SWEEP_BLOCK, plane = (size_t)SWEEP_ROW_CHUNK * SWEEP_BLOCK;
   size_t per_thread = acc_n + 2 * g * plane;
   OracleGemm gemm;
+  OracleDominant dominant;
   rc = oracle_gemm_init(&gemm, head, s, options->precision);
   if (rc) return rc;
+  /* Whole chunks: the numbers of a row do not depend on the largest window. */
+  rc = oracle_dominant_init(
+      &dominant, head, oracle_dominant_whole_chunks(last_row + 1 - max_window, last_row + 1),
+      last_row + 1);
+  if (rc) {
+    oracle_gemm_free(&gemm);
+    return rc;
+  }
   size_t *order = obc_malloc(n_windows * sizeof *order, "window order");
   double *v_sq = obc_malloc(2 * s * sizeof *v_sq, "value norms");
   double *o_sq = obc_malloc(2 * n_ho * sizeof *o_sq, "output norms");
@@ -350,7 +353,7 @@ int score_window_sweep(const ObcHeadData *head, const size_t *windows, size_t n_
   }
   SweepPlan plan = {
       head, &gemm, options->aggregation, last_row, max_window, windows, order, n_windows, v_sq,
-      v_l1, o_sq,  exp_neg_lse};
+      v_l1, o_sq,  exp_neg_lse, &dominant};
   size_t n_blocks = (s + SWEEP_BLOCK - 1) / SWEEP_BLOCK;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (size_t b = 0; b < n_blocks; b++) {
@@ -370,6 +373,7 @@ done:
   free(o_sq);
   free(buffers);
   free(scratch);
+  oracle_dominant_free(&dominant);
   oracle_gemm_free(&gemm);
   return rc;
 }

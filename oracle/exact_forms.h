@@ -6,22 +6,18 @@
  * e = exp(-lse_i) (the weight a zeroed logit would get), one_minus_a = 1 - A_ip,
  * and four scalars about v = v_p and o = o_i:
  *   vv = ||v||^2, oo = ||o||^2, dd = ||v - o||^2, vd = v.(v - o).
- * The fast path gets dd and vd from vo = v.o (dd = vv - 2 vo + oo, vd = vv - vo,
- * obc_pair_norms_from_dots). That cancels when o ~ v, which happens exactly
- * when A_ip -> 1, where the exact errors divide by (1 - A)^2; so pairs with
- * A_ip > 1/2 (at most one per row: z - lse > log 1/2, OBC_LOG_HALF) take the
- * careful path obc_pair_forms_precise: z in double from q and k, dd and vd
- * from the vectors, and 1 - A = -expm1(z - lse). Below 1/2, 1 - a is
- * accurate as a plain subtraction. Shared by oracle/ and the fused window
- * sweep of analyze/. */
+ * dd and vd come from vo = v.o (dd = vv - 2 vo + oo, vd = vv - vo,
+ * obc_pair_norms_from_dots), and a, e from the stored lse. That is accurate
+ * for A_ip <= 1/2 only: above it (at most one pair per row) 1 - A and v - o
+ * fall below the rounding of the stored lse and O, and oracle/dominant.h
+ * recomputes the pair from q, K, V (docs/SCIENCE.md). Shared by oracle/ and
+ * the fused window sweep of analyze/. */
 #ifndef OBC_EXACT_FORMS_H
 #define OBC_EXACT_FORMS_H
 
 #include <math.h>
 #include <stddef.h>
 
-/* log(1/2): pairs with z - lse above it have A > 1/2 and take the careful path. */
-#define OBC_LOG_HALF (-0.69314718055994530942)
 /* 1 - A below this (relative to 1) means the row has a single live key to
  * working precision: o = v_p and the perturbed outputs are known exactly
  * (zero key: o' = v_p = o; zero both / remove: o' = 0, error ||o||^2). The
@@ -33,23 +29,6 @@ static inline void obc_pair_norms_from_dots(double vv, double vo, double oo, dou
                                             double *vd) {
   *dd = vv - 2.0 * vo + oo;
   *vd = vv - vo;
-}
-
-/* vv, oo, dd, vd straight from the vectors v (d) and o (d), in double. */
-static inline void obc_pair_norms_direct(const double *v, const double *o, size_t d, double *vv,
-                                         double *oo, double *dd, double *vd) {
-  double s_vv = 0.0, s_oo = 0.0, s_dd = 0.0, s_vd = 0.0;
-  for (size_t k = 0; k < d; k++) {
-    double diff = v[k] - o[k];
-    s_vv += v[k] * v[k];
-    s_oo += o[k] * o[k];
-    s_dd += diff * diff;
-    s_vd += v[k] * diff;
-  }
-  *vv = s_vv;
-  *oo = s_oo;
-  *dd = s_dd;
-  *vd = s_vd;
 }
 
 /* obc_v = exact_v: zeroing v gives o' - o = -A v, so A^2 ||v||^2. */
@@ -138,37 +117,15 @@ static inline void obc_pair_forms(double a, double z, double e, double one_minus
   f->remove = single ? oo : obc_form_remove(a, inv_live, dd);
 }
 
-/* The careful path for a pair with A > 1/2: the logit again in double from
- * q (d) and k (d) (so a FLOAT sweep does not turn a 1e-7 logit error into a
- * 100% error on 1 - A), A and 1 - A = -expm1(z - lse), and the norms from
- * v (d) and o (d) without cancellation. only_key: the row sits at position 0,
- * so this token is its only causal key and A = 1 by structure, whatever the
- * rounding of a float capture's lse says. */
-static inline void obc_pair_forms_precise(const double *q, const double *k, const double *v,
-                                          const double *o, size_t d, double attn_scale, double lse,
-                                          int only_key, ObcPairForms *f) {
-  double qk = 0.0, vv, oo, dd, vd;
-  for (size_t c = 0; c < d; c++) qk += q[c] * k[c];
-  obc_pair_norms_direct(v, o, d, &vv, &oo, &dd, &vd);
-  double z = attn_scale * qk, x = z - lse;
-  double a = only_key ? 1.0 : exp(x), one_minus_a = only_key ? 0.0 : -expm1(x);
-  obc_pair_forms(a, z, exp(-lse), one_minus_a, vv, oo, dd, vd, f);
-}
-
-/* All forms of one pair given its GEMM outputs z and vo: the fast path below
- * A = 1/2, the careful one above (only_key as there). For code that is not
- * the fused hot loop. */
-static inline void obc_pair_forms_any(const double *q, const double *k, const double *v,
-                                      const double *o, size_t d, double attn_scale, double z,
-                                      double vv, double vo, double oo, double lse, int only_key,
-                                      ObcPairForms *f) {
-  if (z - lse > OBC_LOG_HALF) {
-    obc_pair_forms_precise(q, k, v, o, d, attn_scale, lse, only_key, f);
-    return;
-  }
+/* All forms of a pair with A <= 1/2 from its GEMM outputs z and vo and the
+ * row's stored lse (e = exp(-lse)): 1 - A is then accurate as a plain
+ * subtraction and dd, vd from the dots lose little. The pair with A > 1/2
+ * takes oracle/dominant.h instead. */
+static inline void obc_pair_forms_below_half(double z, double vv, double vo, double oo, double lse,
+                                             double e, ObcPairForms *f) {
   double a = exp(z - lse), dd, vd;
   obc_pair_norms_from_dots(vv, vo, oo, &dd, &vd);
-  obc_pair_forms(a, z, exp(-lse), 1.0 - a, vv, oo, dd, vd, f);
+  obc_pair_forms(a, z, e, 1.0 - a, vv, oo, dd, vd, f);
 }
 
 #endif

@@ -5,7 +5,9 @@
  * This is the plain path: one quantity at a time, GEMMs blocked over prompt
  * positions and rows, OpenMP over position blocks (each output element is
  * accumulated by one thread in a fixed order, so results do not depend on the
- * thread count). analyze/scores.c fuses the same forms for many windows. */
+ * thread count). The pair of a row with A > 1/2 comes from oracle/dominant.h,
+ * recomputed from q, K, V rather than the stored lse and O (docs/SCIENCE.md).
+ * analyze/scores.c fuses the same forms for many windows. */
 #include "oracle/oracle.h"
 
 #include <assert.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
+#include "oracle/dominant.h"
 #include "oracle/exact_forms.h"
 #include "oracle/oracle_gemm.h"
 
@@ -53,6 +56,7 @@ typedef struct {
   size_t row_begin, row_end; /* captured rows to sum over */
   const double *v_sq;        /* (n_prompt) ||v_p||^2 */
   const double *o_sq;        /* (group_size, n_rows) ||o_i||^2 */
+  const OracleDominant *dominant; /* rows row_begin..row_end-1 */
 } OracleJob;
 
 /* Per-thread GEMM outputs for one (row chunk, position block). */
@@ -66,7 +70,6 @@ typedef struct {
 static void oracle_accumulate_block(const OracleJob *job, size_t b0, size_t nb, OracleWork *work,
                                     double *out) {
   const ObcHeadData *head = job->head;
-  size_t d = head->head_dim;
   for (size_t chunk = job->row_begin; chunk < job->row_end; chunk += ORACLE_ROW_CHUNK) {
     size_t c0 = chunk;
     size_t c1 = chunk + ORACLE_ROW_CHUNK < job->row_end ? chunk + ORACLE_ROW_CHUNK : job->row_end;
@@ -82,14 +85,17 @@ static void oracle_accumulate_block(const OracleJob *job, size_t b0, size_t nb, 
         size_t last = (size_t)head->row_positions[row] - b0 + 1;
         size_t len = last < nb ? last : nb;
         size_t ho = j * head->n_rows + row;
-        const double *q = head->Q + ho * d, *o = head->O + ho * d;
         const double *z = work->z + (row - c0) * nb, *vo = work->vo + (row - c0) * nb;
-        double lse = head->lse[ho], oo = job->o_sq[ho];
+        const OracleDominantPair *dominant = oracle_dominant_pair(job->dominant, j, row);
+        double lse = head->lse[ho], e = exp(-lse), oo = job->o_sq[ho];
         for (size_t t = 0; t < len; t++) {
           size_t p = b0 + t;
+          if (p == dominant->position) {
+            out[p] += oracle_pick(&dominant->forms, job->kind);
+            continue;
+          }
           ObcPairForms f;
-          obc_pair_forms_any(q, head->K + p * d, head->V + p * d, o, d, head->attn_scale, z[t],
-                             job->v_sq[p], vo[t], oo, lse, head->row_positions[row] == 0, &f);
+          obc_pair_forms_below_half(z[t], job->v_sq[p], vo[t], oo, lse, e, &f);
           out[p] += oracle_pick(&f, job->kind);
         }
       }
@@ -106,8 +112,14 @@ static int oracle_accumulate_rows(const ObcHeadData *head, size_t row_begin, siz
   int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   size_t work_doubles = (size_t)ORACLE_ROW_CHUNK * ORACLE_BLOCK;
   OracleGemm gemm;
+  OracleDominant dominant;
   int rc = oracle_gemm_init(&gemm, head, s, precision);
   if (rc) return rc;
+  rc = oracle_dominant_init(&dominant, head, row_begin, row_end);
+  if (rc) {
+    oracle_gemm_free(&gemm);
+    return rc;
+  }
   double *v_sq = obc_malloc(s * sizeof *v_sq, "value norms");
   double *o_sq = obc_malloc(n_ho * sizeof *o_sq, "output norms");
   double *zvo = obc_malloc((size_t)threads * 2 * work_doubles * sizeof *zvo, "logit blocks");
@@ -129,7 +141,7 @@ static int oracle_accumulate_rows(const ObcHeadData *head, size_t row_begin, siz
     for (size_t k = 0; k < d; k++) oo += head->O[i * d + k] * head->O[i * d + k];
     o_sq[i] = oo;
   }
-  OracleJob job = {head, &gemm, kind, row_begin, row_end, v_sq, o_sq};
+  OracleJob job = {head, &gemm, kind, row_begin, row_end, v_sq, o_sq, &dominant};
   size_t n_blocks = (s + ORACLE_BLOCK - 1) / ORACLE_BLOCK;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (size_t b = 0; b < n_blocks; b++) {
@@ -144,6 +156,7 @@ done:
   free(o_sq);
   free(zvo);
   free(scratch);
+  oracle_dominant_free(&dominant);
   oracle_gemm_free(&gemm);
   return rc;
 }

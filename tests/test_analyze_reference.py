@@ -58,6 +58,24 @@ SCORES = ["attn", "attn2", "vatp", "obc_v", "obc_k", "obc_vk"]
 COMBINE = {"sum": lambda x: x.sum(0), "mean": lambda x: x.mean(0), "max": lambda x: x.max(0)}
 
 
+def pair_attention(z, mask, lse, O, V):
+    """A, exp(-lse) (rows, n) and o (rows, n, d) seen by each pair (row, key) of
+    logits z (rows, n): from the stored lse and O, except for a key with
+    A > 1/2, whose row is recomputed from Q, K, V in float64 (docs/SCIENCE.md:
+    there 1 - A and o - v fall below the float32 rounding of lse and O)."""
+    zm = np.where(mask, z, -np.inf)
+    zmax = zm.max(-1, keepdims=True)
+    w = np.exp(zm - zmax)
+    l_new = (zmax + np.log(w.sum(-1, keepdims=True)))[:, 0]
+    o_new = (w / w.sum(-1, keepdims=True)) @ V
+    A_new = np.where(mask, np.exp(z - l_new[:, None]), 0.0)
+    dom = A_new > 0.5
+    A = np.where(dom, A_new, np.where(mask, np.exp(z - lse[:, None]), 0.0))
+    e = np.where(dom, np.exp(-l_new)[:, None], np.exp(-lse)[:, None])
+    o = np.where(dom[:, :, None], o_new[:, None, :], O[:, None, :])
+    return A, e, o
+
+
 def head_quantities(K, V, Q, O, lse, rows, s, scale, window, gqa="sum", kernel=KERNEL):
     """Every quantity of SPEC sections 2-3 for one KV head: K, V (n_pos, d);
     Q, O (group, n_rows, d); lse (group, n_rows). Scores of the group's query
@@ -72,12 +90,12 @@ def head_quantities(K, V, Q, O, lse, rows, s, scale, window, gqa="sum", kernel=K
     total = {name: np.zeros(s) for name in NAMES}
     per_head = {name: [] for name in SCORES}
     for h in range(Q.shape[0]):
-        q, o, l = Q[h, idx], O[h, idx], lse[h, idx]
+        q = Q[h, idx]
         mask = np.arange(s)[None, :] <= pos[:, None]                    # (W, s)
         z = np.where(mask, scale * q @ Kp.T, 0.0)
-        A = np.where(mask, np.exp(z - l[:, None]), 0.0)
-        vo = o @ Vp.T
-        diff = Vp[None, :, :] - o[:, None, :]                           # (W, s, d)
+        A, e, o = pair_attention(z, mask, lse[h, idx], O[h, idx], Vp)   # (W, s), (W, s), (W, s, d)
+        vo = (o * Vp[None, :, :]).sum(-1)
+        diff = Vp[None, :, :] - o                                       # (W, s, d)
         vmo2 = (diff ** 2).sum(-1)
         per_head["attn"].append(A.sum(0))
         per_head["attn2"].append((A ** 2).sum(0))
@@ -87,9 +105,8 @@ def head_quantities(K, V, Q, O, lse, rows, s, scale, window, gqa="sum", kernel=K
         per_head["obc_vk"].append((A ** 2).sum(0) * v2 + ((A * z) ** 2 * vmo2).sum(0)
                                   + 2 * (A ** 2 * z * (v2[None, :] - vo)).sum(0))
         # Exact errors: perturbed outputs o'_i, error ||o'_i - o_i||^2 for p <= i.
-        e = np.exp(-l)[:, None]                                         # (W, 1)
         Ae = A[:, :, None]
-        oo = o[:, None, :]
+        oo = o
         vv = Vp[None, :, :]
         r = 1.0 / (1.0 - A + e)
         d_v = -Ae * vv
@@ -116,8 +133,10 @@ def head_oracle(K, V, Q, O, lse, rows, s, scale, steps):
         for i in idx:
             p_i = rows[i]
             z = scale * K[:p_i + 1] @ Q[h, i]
-            A = np.exp(z - lse[h, i])[:s]
-            vmo2 = ((V[:s] - O[h, i]) ** 2).sum(-1)
+            A, _, o = pair_attention(z[None, :], np.ones((1, p_i + 1), bool), lse[h, i:i + 1],
+                                     O[h, i:i + 1], V[:p_i + 1])
+            A, o = A[0, :s], o[0, :s]
+            vmo2 = ((V[:s] - o) ** 2).sum(-1)
             out += (A / (1.0 - A)) ** 2 * vmo2
     return out
 

@@ -1,0 +1,63 @@
+/* Rows where one key takes more than half the attention (an attention sink):
+ * every per-pair quantity of that (row, key) pair, recomputed in double from
+ * q, K and V without the trace's stored lse or O (docs/SCIENCE.md, "A key
+ * that takes nearly all the attention").
+ *
+ * There 1 - A can be ~1e-7 and o - v_p = (1 - A)(u - v_p) just as small, below
+ * the rounding of a stored float lse (ulp ~5e-7 at lse ~ 20) and of a stored
+ * float O; so the row's attention is redone over every causal key: with
+ * w_j = exp(z_j - z_p) (j != p), m = sum w_j and u = sum w_j v_j / m (the
+ * output of attention over the other keys), A = 1/(1 + m), 1 - A = m/(1 + m)
+ * exactly as computed. The table is built in bulk (dgemm over row chunks) for
+ * the rows a call uses and read by oracle/oracle.c and analyze/scores.c. */
+#ifndef OBC_DOMINANT_H
+#define OBC_DOMINANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "oracle/exact_forms.h"
+#include "oracle/oracle.h"
+
+/* position of a row where no key has A > 1/2 */
+#define ORACLE_DOMINANT_NONE SIZE_MAX
+
+/* One (query head, row): its dominant key and that pair's quantities. */
+typedef struct {
+  size_t position;    /* p with A_ip > 1/2, or ORACLE_DOMINANT_NONE */
+  ObcPairForms forms; /* every quantity of the pair (row, p), when there is one */
+} OracleDominantPair;
+
+typedef struct {
+  size_t row_begin, row_end; /* rows covered */
+  OracleDominantPair *pairs; /* (group_size, row_end - row_begin) */
+} OracleDominant;
+
+/* Rows per GEMM of the table. */
+enum { ORACLE_DOMINANT_ROW_CHUNK = 64 };
+
+/* Finds the dominant key of rows row_begin..row_end-1 of every query head of
+ * the group and computes its pair's quantities, in double. The rows are cut
+ * into chunks of ORACLE_DOMINANT_ROW_CHUNK from row_end downwards, one GEMM
+ * each; a row's numbers depend on its chunk only (never on the thread count).
+ * A caller whose numbers must not depend on row_begin either passes
+ * oracle_dominant_whole_chunks' begin. OBC_ENOMEM when memory runs out. */
+int oracle_dominant_init(OracleDominant *table, const ObcHeadData *head, size_t row_begin,
+                         size_t row_end);
+void oracle_dominant_free(OracleDominant *table);
+
+/* The first row of whole chunks ending at row_end that cover row_begin (or
+ * row 0): the same chunks, hence the same numbers, for every row_begin. */
+static inline size_t oracle_dominant_whole_chunks(size_t row_begin, size_t row_end) {
+  size_t chunks = (row_end - row_begin + ORACLE_DOMINANT_ROW_CHUNK - 1) / ORACLE_DOMINANT_ROW_CHUNK;
+  size_t span = chunks * ORACLE_DOMINANT_ROW_CHUNK;
+  return span < row_end ? row_end - span : 0;
+}
+
+/* The entry of query head j, row `row` (row_begin <= row < row_end). */
+static inline const OracleDominantPair *oracle_dominant_pair(const OracleDominant *table, size_t j,
+                                                             size_t row) {
+  return table->pairs + j * (table->row_end - table->row_begin) + (row - table->row_begin);
+}
+
+#endif
