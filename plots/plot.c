@@ -190,10 +190,9 @@ static void figure_args(const PlotFigure *f, const char *dir, const char *data_d
     return;
   }
   plot_args_string(args, "oracle", in->report.oracle);
-  if (in->report.references[0]) { /* recall.csv has a reference column */
-    plot_args_string(args, "reference", in->report.oracle);
-    plot_args_string(args, "references", in->report.references);
-  }
+  /* "" for an old report, whose recall.csv has no reference column. */
+  plot_args_string(args, "references", in->report.references);
+  if (in->report.references[0]) plot_args_string(args, "reference", in->report.oracle);
   if (!strcmp(f->name, "taylor")) {
     static const char *const rho_names[4] = {"rho_v", "rho_k", "rho_vk", "rho_remove"};
     plot_args_size(args, "window", in->report.main_window);

@@ -7,7 +7,8 @@
 #
 # Variables (gnuplot -e "name=value; ..."), besides those of style.gp:
 #   data        recall.csv of `obcache analyze` (with its reference column)
-#   references  space-separated reference names, one panel each ["oracle@1 oracle@T"]
+#   references  space-separated reference names, one panel each; "" (an older
+#               report) draws a note instead               ["oracle@1 oracle@T"]
 #   window      the window W drawn                          [largest in the data]
 #   scores      space-separated score names to draw                 [all 11]
 #   model       model name used in the title                       ["model"]
@@ -27,6 +28,14 @@ if (!exists("height")) height = 620
 load plots_dir . "style.gp"
 if (!exists("window")) { stats data using "window" nooutput; window = int(STATS_max) }
 if (!exists("title")) title = sprintf("Recall against each oracle reference\n%s, window W = %d, no recent window", model, window)
+
+# An older analysis (recall.csv without a reference column) has one oracle.
+if (references eq "") {
+  set title "this analysis has no recall against several oracles (an older report)"
+  unset tics; unset border; set xrange [0:1]; set yrange [0:1]
+  plot -1 notitle
+  exit
+}
 
 # One block per (score, reference): k and the mean recall over all heads.
 $curves << EOD
