@@ -8,7 +8,7 @@
 # Variables (gnuplot -e "name=value; ..."), besides those of style.gp:
 #   data        recall.csv of `obcache analyze` (with its reference column)
 #   references  space-separated reference names, one panel each; "" (an older
-#               report) draws a note instead               ["oracle@1 oracle@T"]
+#               report without a reference column): one panel   ["oracle@1 oracle@T"]
 #   window      the window W drawn                          [largest in the data]
 #   scores      space-separated score names to draw                 [all 11]
 #   model       model name used in the title                       ["model"]
@@ -22,21 +22,17 @@ if (!exists("data")) data = "recall.csv"
 if (!exists("references")) references = "oracle@1 oracle@T"
 if (!exists("scores")) scores = "attn attn2 vatp snapkv obc_v obc_k obc_vk exact_v exact_k exact_vk remove"
 if (!exists("model")) model = "model"
-panels = words(references)
+panels = (references eq "" ? 1 : words(references))
 if (!exists("width")) width = 520 * panels + 260
 if (!exists("height")) height = 620
 load plots_dir . "style.gp"
 if (!exists("window")) { stats data using "window" nooutput; window = int(STATS_max) }
 if (!exists("title")) title = sprintf("Recall against each oracle reference\n%s, window W = %d, no recent window", model, window)
 
-# An older analysis (recall.csv without a reference column) has one oracle.
-if (references eq "") {
-  set title "this analysis has no recall against several oracles (an older report)"
-  unset tics; unset border; set xrange [0:1]; set yrange [0:1]
-  plot -1 notitle
-  exit
-}
-
+# An older analysis (recall.csv without a reference column) has one oracle:
+# one panel, every row.
+filtered = (references ne "")
+if (!filtered) references = (exists("oracle") ? oracle : "oracle@1")
 # One block per (score, reference): k and the mean recall over all heads.
 $curves << EOD
 EOD
@@ -45,7 +41,7 @@ do for [s in scores] {
     ref = word(references, p)
     set table $curves append
     plot data using "k":"recall_mean" with table \
-      if (strcol("score") eq s && column("window") == window && column("recent") == 0 && strcol("reference") eq ref)
+      if (strcol("score") eq s && column("window") == window && column("recent") == 0 && (!filtered || strcol("reference") eq ref))
     unset table
     set print $curves append
     print ""; print ""
