@@ -26,12 +26,11 @@ typedef struct {
   AnalysisHead head;      /* the (layer, KV head) being analysed, in doubles */
   double *sweep;          /* (n_windows, OBC_Q_COUNT, n_prompt) */
   double *ranks;          /* (n_windows, OBC_Q_COUNT, n_prompt) average ranks */
-  double *oracle1;        /* (n_prompt) */
-  double *oracleT;        /* (n_prompt) or NULL */
-  double *oracle_ranks1;  /* (n_prompt) */
-  double *oracle_ranksT;  /* (n_prompt) or NULL */
-  size_t *oracle_ranked;  /* (max_k) */
-  size_t *oracle_rank_of; /* (n_prompt) */
+  /* Per oracle reference (result->references order), NULL past n_references: */
+  double *oracle[OBC_ANALYSIS_MAX_REFERENCES];         /* (n_prompt) errors */
+  double *oracle_ranks[OBC_ANALYSIS_MAX_REFERENCES];   /* (n_prompt) average ranks */
+  size_t *oracle_rank_of[OBC_ANALYSIS_MAX_REFERENCES]; /* (n_prompt) index in its top max_k */
+  size_t *oracle_ranked;                               /* (max_k) scratch */
 } HeadBuffers;
 
 /* Per-thread scratch of the reduction tasks. */
@@ -56,9 +55,12 @@ static size_t bias_share_index(const ObcAnalysisResult *result, const ObcAnalysi
          config->buckets;
 }
 
-const char *analysis_reference_name(int reference) {
-  if (reference == OBC_REF_ORACLE1) return "oracle1";
-  if (reference == OBC_REF_ORACLET) return "oracleT";
+size_t analysis_recall_stride(const ObcAnalysisResult *result, const ObcAnalysisConfig *config) {
+  return result->n_heads * OBC_Q_COUNT * config->n_windows * result->n_recents * config->n_topk;
+}
+
+const char *analysis_reference_name(const ObcAnalysisResult *result, int reference) {
+  if (reference < 0) return result->reference_names[-1 - reference];
   return score_quantity_name((ObcQuantity)reference);
 }
 
@@ -75,29 +77,27 @@ void analysis_result_free(ObcAnalysisResult *result) {
 
 static void head_buffers_free(HeadBuffers *b) {
   analysis_head_free(&b->head);
-  free(b->sweep), free(b->ranks), free(b->oracle1), free(b->oracleT);
-  free(b->oracle_ranks1), free(b->oracle_ranksT), free(b->oracle_ranked), free(b->oracle_rank_of);
+  free(b->sweep), free(b->ranks), free(b->oracle_ranked);
+  for (size_t i = 0; i < OBC_ANALYSIS_MAX_REFERENCES; i++)
+    free(b->oracle[i]), free(b->oracle_ranks[i]), free(b->oracle_rank_of[i]);
   memset(b, 0, sizeof *b);
 }
 
 static int head_buffers_alloc(HeadBuffers *b, const ObcTraceMeta *meta, size_t n_windows,
-                              size_t max_k, bool oracle_all_steps) {
+                              size_t max_k, size_t n_references) {
   memset(b, 0, sizeof *b);
   size_t s = meta->n_prompt, per_window = n_windows * OBC_Q_COUNT * s;
   int rc = analysis_head_alloc(&b->head, meta);
   if (rc) return rc;
   b->sweep = obc_malloc(per_window * sizeof(double), "window sweep");
   b->ranks = obc_malloc(per_window * sizeof(double), "score ranks");
-  b->oracle1 = obc_malloc(s * sizeof(double), "oracle@1");
-  b->oracle_ranks1 = obc_malloc(s * sizeof(double), "oracle@1 ranks");
   b->oracle_ranked = obc_malloc(max_k * sizeof(size_t), "oracle ranking");
-  b->oracle_rank_of = obc_malloc(s * sizeof(size_t), "oracle rank index");
-  bool ok = b->sweep && b->ranks && b->oracle1 && b->oracle_ranks1 && b->oracle_ranked &&
-            b->oracle_rank_of;
-  if (ok && oracle_all_steps) {
-    b->oracleT = obc_malloc(s * sizeof(double), "oracle@T");
-    b->oracle_ranksT = obc_malloc(s * sizeof(double), "oracle@T ranks");
-    ok = b->oracleT && b->oracle_ranksT;
+  bool ok = b->sweep && b->ranks && b->oracle_ranked;
+  for (size_t i = 0; i < n_references && ok; i++) {
+    b->oracle[i] = obc_malloc(s * sizeof(double), "oracle errors");
+    b->oracle_ranks[i] = obc_malloc(s * sizeof(double), "oracle ranks");
+    b->oracle_rank_of[i] = obc_malloc(s * sizeof(size_t), "oracle rank index");
+    ok = b->oracle[i] && b->oracle_ranks[i] && b->oracle_rank_of[i];
   }
   if (!ok) {
     head_buffers_free(b);
@@ -125,33 +125,52 @@ static int thread_scratch_alloc(ThreadScratch *t, size_t max_k, size_t buckets, 
   return OBC_OK;
 }
 
-/* The Spearman pairs: every quantity against the oracle(s), then each Taylor
- * score against its exact counterpart. */
-static int build_spearman_pairs(ObcAnalysisResult *result, bool oracle_all_steps) {
+/* The Spearman pairs: every quantity against each oracle reference, then
+ * each Taylor score against its exact counterpart. */
+static int build_spearman_pairs(ObcAnalysisResult *result) {
   static const ObcQuantity taylor[3][2] = {
       {OBC_Q_OBC_V, OBC_Q_EXACT_V}, {OBC_Q_OBC_K, OBC_Q_EXACT_K}, {OBC_Q_OBC_VK, OBC_Q_EXACT_VK}};
-  size_t n = OBC_Q_COUNT * (oracle_all_steps ? 2 : 1) + 3;
+  size_t n = OBC_Q_COUNT * result->n_references + 3;
   result->pairs = obc_malloc(n * sizeof *result->pairs, "Spearman pairs");
   if (!result->pairs) return OBC_ENOMEM;
   size_t i = 0;
-  for (int q = 0; q < OBC_Q_COUNT; q++)
-    result->pairs[i++] = (ObcSpearmanPair){(ObcQuantity)q, OBC_REF_ORACLE1};
-  if (oracle_all_steps)
+  for (size_t ref = 0; ref < result->n_references; ref++)
     for (int q = 0; q < OBC_Q_COUNT; q++)
-      result->pairs[i++] = (ObcSpearmanPair){(ObcQuantity)q, OBC_REF_ORACLET};
+      result->pairs[i++] = (ObcSpearmanPair){(ObcQuantity)q, OBC_REF_ORACLE(ref)};
   for (int t = 0; t < 3; t++)
     result->pairs[i++] = (ObcSpearmanPair){taylor[t][0], (int)taylor[t][1]};
   result->n_pairs = n;
   return OBC_OK;
 }
 
+/* The references: --oracle first, then oracle@1 and oracle@T unless the
+ * same range is already there. */
+static int resolve_references(const ObcAnalysisConfig *config, const ObcTraceMeta *meta,
+                              ObcAnalysisResult *result) {
+  OracleSteps wanted[3] = {config->oracle, ORACLE_STEPS_ONE, ORACLE_STEPS_ALL};
+  size_t first_decode = 0, decode_rows = trace_meta_decode_rows(meta, &first_decode);
+  result->n_references = 0;
+  for (size_t i = 0; i < 3; i++) {
+    bool seen = false;
+    for (size_t j = 0; j < i; j++) seen |= oracle_steps_equal(&wanted[i], &wanted[j]);
+    if (seen) continue;
+    size_t r = result->n_references++;
+    int rc = oracle_steps_resolve(&wanted[i], decode_rows, NULL, &result->reference_first[r],
+                                  &result->reference_steps[r]);
+    if (rc) return rc;
+    oracle_steps_name("oracle", &wanted[i], result->reference_names[r],
+                      sizeof result->reference_names[r]);
+  }
+  result->oracle_steps = result->reference_steps[0];
+  return OBC_OK;
+}
+
 static int result_alloc(ObcAnalysisResult *result, const ObcAnalysisConfig *config, bool has_needle,
                         size_t taylor_capacity) {
-  size_t per_head = OBC_Q_COUNT * config->n_windows * result->n_recents * config->n_topk;
-  size_t n = result->n_heads * per_head;
-  result->recall = obc_malloc(n * sizeof(double), "recall table");
+  size_t n = analysis_recall_stride(result, config);
+  result->recall = obc_malloc(result->n_references * n * sizeof(double), "recall table");
   if (has_needle) result->needle = obc_malloc(n * sizeof(double), "needle table");
-  int rc = build_spearman_pairs(result, config->oracle_all_steps);
+  int rc = build_spearman_pairs(result);
   if (rc) return rc;
   result->spearman = obc_malloc(
       result->n_heads * result->n_pairs * config->n_windows * sizeof(double), "Spearman");
@@ -176,13 +195,17 @@ typedef struct {
   size_t needle_begin, needle_end;
 } ReduceContext;
 
-/* Selection, recall, needle retention and bias of the oracle itself. */
+/* Every reference's top-k index and ranks; bias of the main one itself. */
 static void reduce_oracle(const ReduceContext *ctx, ObcAnalysisResult *result, HeadBuffers *b,
-                          const double *oracle, ThreadScratch *t) {
+                          ThreadScratch *t) {
   const ObcAnalysisConfig *config = ctx->config;
   size_t s = ctx->n_prompt;
-  select_rank_top(oracle, s, ctx->max_k, b->oracle_ranked);
-  select_rank_index(b->oracle_ranked, ctx->max_k, s, b->oracle_rank_of);
+  for (size_t ref = result->n_references; ref-- > 0;) { /* the main one last: its ranking stays */
+    select_rank_top(b->oracle[ref], s, ctx->max_k, b->oracle_ranked);
+    select_rank_index(b->oracle_ranked, ctx->max_k, s, b->oracle_rank_of[ref]);
+    stats_average_ranks(b->oracle[ref], s, t->pairs, b->oracle_ranks[ref]);
+  }
+  const double *oracle = b->oracle[0];
   for (size_t ki = 0; ki < config->n_topk; ki++) {
     /* The oracle's own top-k is the first k entries of its ranking. */
     bias_selection_shares(b->oracle_ranked, config->topk[ki], s, config->buckets, t->share);
@@ -217,13 +240,16 @@ static void reduce_task(const ReduceContext *ctx, ObcAnalysisResult *result, con
     for (size_t ki = 0; ki < config->n_topk; ki++) {
       size_t k = config->topk[ki];
       size_t at = analysis_recall_index(result, config, head, q, w, ri, ki);
+      size_t stride = analysis_recall_stride(result, config);
       if (k <= r) { /* no room for scored positions: not reported */
-        result->recall[at] = NAN;
+        for (size_t ref = 0; ref < result->n_references; ref++)
+          result->recall[ref * stride + at] = NAN;
         if (ctx->has_needle) result->needle[at] = NAN;
         continue;
       }
       select_budget_from_ranking(ranked, s, k, r, selected);
-      result->recall[at] = select_recall(selected, k, b->oracle_rank_of);
+      for (size_t ref = 0; ref < result->n_references; ref++)
+        result->recall[ref * stride + at] = select_recall(selected, k, b->oracle_rank_of[ref]);
       if (ctx->has_needle)
         result->needle[at] = select_span_retention(selected, k, ctx->needle_begin, ctx->needle_end);
       bias_selection_shares(selected, k, s, B, share);
@@ -239,10 +265,7 @@ static void reduce_head(const ReduceContext *ctx, ObcAnalysisResult *result, Hea
                         size_t head, ThreadScratch *t) {
   const ObcAnalysisConfig *config = ctx->config;
   size_t s = ctx->n_prompt, n_windows = config->n_windows;
-  const double *oracle = config->oracle_all_steps ? b->oracleT : b->oracle1;
-  reduce_oracle(ctx, result, b, oracle, t);
-  stats_average_ranks(b->oracle1, s, t->pairs, b->oracle_ranks1);
-  if (config->oracle_all_steps) stats_average_ranks(b->oracleT, s, t->pairs, b->oracle_ranksT);
+  reduce_oracle(ctx, result, b, t);
 
   long n_tasks = (long)(OBC_Q_COUNT * n_windows);
 #pragma omp parallel for schedule(dynamic, 1)
@@ -257,9 +280,8 @@ static void reduce_head(const ReduceContext *ctx, ObcAnalysisResult *result, Hea
     size_t pi = (size_t)c / n_windows, w = (size_t)c % n_windows;
     const ObcSpearmanPair *pair = &result->pairs[pi];
     const double *x = b->ranks + (w * OBC_Q_COUNT + pair->quantity) * s;
-    const double *y = pair->reference == OBC_REF_ORACLE1 ? b->oracle_ranks1
-                      : pair->reference == OBC_REF_ORACLET
-                          ? b->oracle_ranksT
+    const double *y = pair->reference < 0
+                          ? b->oracle_ranks[-1 - pair->reference]
                           : b->ranks + (w * OBC_Q_COUNT + (size_t)pair->reference) * s;
     result->spearman[(head * result->n_pairs + pi) * n_windows + w] = stats_pearson(x, y, s);
   }
@@ -274,7 +296,7 @@ static size_t add_taylor_points(const ObcAnalysisConfig *config, ObcAnalysisResu
   size_t m =
       config->taylor_points / result->n_heads + (head < config->taylor_points % result->n_heads);
   if (m > s) m = s;
-  const double *oracle = config->oracle_all_steps ? b->oracleT : b->oracle1;
+  const double *oracle = b->oracle[0];
   const double *base = b->sweep + w_main * OBC_Q_COUNT * s;
   for (size_t j = 0; j < m; j++) {
     size_t p = (2 * j + 1) * s / (2 * m);
@@ -307,11 +329,10 @@ static const char *gqa_name(ObcGqaAggregation a) {
 
 static int open_scores_file(const ObcAnalysisConfig *config, const ObcAnalysisResult *result,
                             const char *trace_path, ObcScoresFile **out) {
-  const char *names[OBC_Q_COUNT + 2];
+  const char *names[OBC_Q_COUNT + OBC_ANALYSIS_MAX_REFERENCES];
   size_t n = 0;
   for (int q = 0; q < OBC_Q_COUNT; q++) names[n++] = score_quantity_name((ObcQuantity)q);
-  names[n++] = "oracle1";
-  if (config->oracle_all_steps) names[n++] = "oracleT";
+  for (size_t ref = 0; ref < result->n_references; ref++) names[n++] = result->reference_names[ref];
   ObcScoresFileLayout layout = {
       .n_layers = result->n_layers,
       .n_kv_heads = result->n_kv_heads,
@@ -320,7 +341,7 @@ static int open_scores_file(const ObcAnalysisConfig *config, const ObcAnalysisRe
       .trace_path = trace_path,
       .gqa = gqa_name(config->score_options.aggregation),
       .precision = config->score_options.precision == OBC_PRECISION_DOUBLE ? "double" : "float",
-      .oracle_steps = config->oracle_all_steps ? result->oracle_steps : 0,
+      .oracle_steps = result->oracle_steps,
       .names = names,
       .n_datasets = n,
   };
@@ -334,9 +355,8 @@ static int write_scores_head(ObcScoresFile *file, const ObcAnalysisConfig *confi
   int rc = OBC_OK;
   for (size_t q = 0; q < OBC_Q_COUNT && !rc; q++)
     rc = scores_file_write_head(file, q, layer, kv_head, b->sweep + (w_main * OBC_Q_COUNT + q) * s);
-  if (!rc) rc = scores_file_write_head(file, OBC_Q_COUNT, layer, kv_head, b->oracle1);
-  if (!rc && config->oracle_all_steps)
-    rc = scores_file_write_head(file, OBC_Q_COUNT + 1, layer, kv_head, b->oracleT);
+  for (size_t ref = 0; ref < result->n_references && !rc; ref++)
+    rc = scores_file_write_head(file, OBC_Q_COUNT + ref, layer, kv_head, b->oracle[ref]);
   return rc;
 }
 
@@ -372,9 +392,8 @@ int analysis_run(ObcTraceReader *reader, const ObcAnalysisConfig *config, bool p
   result->n_kv_heads = meta->model.n_kv_heads;
   result->n_heads = result->n_layers * result->n_kv_heads;
   result->n_prompt = meta->n_prompt;
-  size_t first_decode = 0;
-  size_t decode_rows = trace_meta_decode_rows(meta, &first_decode);
-  result->oracle_steps = config->oracle_all_steps ? decode_rows : 1;
+  int rc = resolve_references(config, meta, result);
+  if (rc) return obc_fail_context(rc, "%s", trace_path(reader));
   result->recents[0] = 0;
   result->n_recents = 1;
   if (config->recent > 0) result->recents[result->n_recents++] = config->recent;
@@ -395,12 +414,12 @@ int analysis_run(ObcTraceReader *reader, const ObcAnalysisConfig *config, bool p
   HeadBuffers b;
   ThreadScratch t;
   ObcScoresFile *scores_file = NULL;
-  int rc = result_alloc(result, config, ctx.has_needle, taylor_capacity);
+  rc = result_alloc(result, config, ctx.has_needle, taylor_capacity);
   if (rc) {
     analysis_result_free(result);
     return rc;
   }
-  if ((rc = head_buffers_alloc(&b, meta, config->n_windows, ctx.max_k, config->oracle_all_steps))) {
+  if ((rc = head_buffers_alloc(&b, meta, config->n_windows, ctx.max_k, result->n_references))) {
     analysis_result_free(result);
     return rc;
   }
@@ -421,10 +440,10 @@ int analysis_run(ObcTraceReader *reader, const ObcAnalysisConfig *config, bool p
       rc = score_window_sweep(data, config->windows, config->n_windows, &config->score_options,
                               b.sweep);
       double t2 = obc_now_seconds();
-      if (!rc) rc = oracle_eviction_error(data, 1, config->score_options.precision, b.oracle1);
-      if (!rc && config->oracle_all_steps)
-        rc = oracle_eviction_error(data, result->oracle_steps, config->score_options.precision,
-                                   b.oracleT);
+      for (size_t ref = 0; ref < result->n_references && !rc; ref++)
+        rc = oracle_eviction_error(data, result->reference_first[ref],
+                                   result->reference_steps[ref], config->score_options.precision,
+                                   b.oracle[ref]);
       if (rc) {
         obc_fail_context(rc, "layer %zu, KV head %zu", layer, g);
         break;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "analyze/scores.h"
+#include "oracle/oracle_steps.h"
 #include "traces/trace.h"
 
 #define OBC_ANALYSIS_MAX_LIST 64 /* longest --window / --topk list */
@@ -20,6 +21,7 @@
 #define OBC_ANALYSIS_DEFAULT_MAIN_K 40
 #define OBC_ANALYSIS_DEFAULT_BUCKETS 20
 #define OBC_ANALYSIS_DEFAULT_TAYLOR_POINTS 4000
+#define OBC_ANALYSIS_MAX_REFERENCES 3
 
 /* What to compute. Lists hold what the user asked for; analysis_config_resolve
  * fills the defaults from the trace, sorts and validates. */
@@ -32,7 +34,7 @@ typedef struct {
   size_t main_k;                         /* first --topk value; 0 = default */
   bool topk_given;                       /* user list (strict checks) */
   size_t recent;                         /* R; recall is reported for r = 0 and r = R */
-  bool oracle_all_steps;                 /* oracle@T over every captured decode step */
+  OracleSteps oracle;                    /* the main reference (--oracle); default oracle@1 */
   ObcScoreOptions score_options;
   size_t buckets;         /* structural-bias buckets B */
   size_t taylor_points;   /* points of taylor.csv in total */
@@ -47,8 +49,9 @@ void analysis_config_default(ObcAnalysisConfig *config);
 int analysis_config_resolve(ObcAnalysisConfig *config, const ObcTraceMeta *meta);
 
 /* Spearman pairs: each quantity against the oracle(s), and each Taylor score
- * against its exact counterpart. reference is a quantity index or one of: */
-enum { OBC_REF_ORACLE1 = -1, OBC_REF_ORACLET = -2 };
+ * against its exact counterpart. reference is a quantity index, or
+ * OBC_REF_ORACLE(i) for the result's oracle reference i. */
+#define OBC_REF_ORACLE(i) (-1 - (int)(i))
 typedef struct {
   ObcQuantity quantity;
   int reference;
@@ -65,10 +68,17 @@ typedef struct {
 typedef struct {
   size_t n_layers, n_kv_heads, n_heads; /* n_heads = n_layers * n_kv_heads */
   size_t n_prompt;
-  size_t oracle_steps; /* decode steps of the oracle recall is measured against */
+  size_t oracle_steps; /* decode steps of the main reference (--oracle) */
+  /* The oracles recall is measured against: 0 is --oracle (the main one:
+   * bias, Taylor, summary), then oracle@1 and oracle@T unless already there. */
+  size_t n_references;
+  char reference_names[OBC_ANALYSIS_MAX_REFERENCES][48]; /* "oracle@1", "oracle@T", ... */
+  size_t reference_first[OBC_ANALYSIS_MAX_REFERENCES];   /* 1-based first decode step */
+  size_t reference_steps[OBC_ANALYSIS_MAX_REFERENCES];   /* decode steps summed */
   size_t n_recents;    /* 1 (r = 0) or 2 (r = 0, R) */
   size_t recents[2];
-  /* (n_heads, OBC_Q_COUNT, n_windows, n_recents, n_topk); NaN where k <= r. */
+  /* (n_references, n_heads, OBC_Q_COUNT, n_windows, n_recents, n_topk); NaN
+   * where k <= r. Reference i starts at i * analysis_recall_stride. */
   double *recall;
   /* Same shape: share of the "needle" span kept; NULL without that span. */
   double *needle;
@@ -98,8 +108,11 @@ void analysis_result_free(ObcAnalysisResult *result);
 size_t analysis_recall_index(const ObcAnalysisResult *result, const ObcAnalysisConfig *config,
                              size_t head, size_t q, size_t w, size_t r, size_t k);
 
-/* The reference's name: "oracle1", "oracleT" or a quantity name. */
-const char *analysis_reference_name(int reference);
+/* Entries of one reference's block of result->recall. */
+size_t analysis_recall_stride(const ObcAnalysisResult *result, const ObcAnalysisConfig *config);
+
+/* The reference's name: "oracle@1", "oracle@T", "oracle@a-b" or a quantity name. */
+const char *analysis_reference_name(const ObcAnalysisResult *result, int reference);
 
 /* The files of the analysis folder (report.c): report.json, recall.csv,
  * recall_layers.csv, recall_heads.csv, spearman.csv, needle.csv (with a

@@ -13,6 +13,7 @@ static const size_t default_topk_curve[] = {1, 2, 5, 10, 20, 40, 60, 80, 100};
 
 void analysis_config_default(ObcAnalysisConfig *config) {
   memset(config, 0, sizeof *config);
+  config->oracle = ORACLE_STEPS_ONE;
   score_options_default(&config->score_options);
   config->buckets = OBC_ANALYSIS_DEFAULT_BUCKETS;
   config->taylor_points = OBC_ANALYSIS_DEFAULT_TAYLOR_POINTS;
@@ -102,7 +103,9 @@ int analysis_config_resolve(ObcAnalysisConfig *config, const ObcTraceMeta *meta)
     return obc_fail(OBC_EINVAL,
                     "no captured prompt rows end at the last prompt position (expected a "
                     "contiguous block of rows; the window scores need them)");
-  int rc;
+  size_t first_step = 0, n_steps = 0;
+  int rc = oracle_steps_resolve(&config->oracle, decode_rows, NULL, &first_step, &n_steps);
+  if (rc) return rc;
   if ((rc = resolve_windows(config, max_window))) return rc;
   if ((rc = resolve_topk(config, meta->n_prompt))) return rc;
   if ((rc = resolve_recent(config))) return rc;

@@ -37,8 +37,11 @@ static void print_help(FILE *out) {
       "                       positions always kept, k - R chosen by score); default 0.\n"
       "                       Results are given for r = 0 and r = R. R must be below\n"
       "                       every given k (default curve: budgets k <= R get r = 0 only)\n"
-      "  --oracle 1|T         recall against oracle@1 (default) or oracle@T, T = every\n"
-      "                       captured decode step (oracle1 is then written as well)\n"
+      "  --oracle 1|T|N|a-b   the main reference (summary, bias, taylor): oracle@1\n"
+      "                       (default, the paper's), oracle@T (every captured decode\n"
+      "                       step), step N alone (oracle@N-N) or steps a..b (oracle@a-b,\n"
+      "                       1-based). Recall is also reported against oracle@1 and\n"
+      "                       oracle@T\n"
       "  --gqa sum|mean|max   how query heads of a KV group combine scores (default sum;\n"
       "                       exact errors and the oracle are always summed)\n"
       "  --snapkv-kernel K    odd max-pooling width of snapkv (default 7)\n"
@@ -47,14 +50,17 @@ static void print_help(FILE *out) {
       "  --taylor-points N    points of taylor.csv in total (default 4000)\n"
       "  --threads N          OpenMP threads (default: all cores)\n"
       "  --scores-out FILE.h5 write every per-token quantity at the main window\n"
-      "                       (datasets attn ... remove, oracle1 [, oracleT], each\n"
+      "                       (datasets attn ... remove, oracle@1, oracle@T [, the\n"
+      "                       --oracle one], each\n"
       "                       float64 [layers, kv_heads, n_prompt])\n"
       "  --quiet              no progress line (shown on a terminal) and no summary table\n"
       "\n"
       "files written to DIR (all appear together when the run succeeds):\n"
       "  report.json          trace, model, every parameter, tool version, summary\n"
-      "  recall.csv           score,window,recent,k,recall_mean,recall_min,recall_max\n"
-      "                       (recall@k = |selection & oracle top-k| / k over heads)\n"
+      "  recall.csv           score,window,recent,k,reference,recall_mean,recall_min,\n"
+      "                       recall_max (recall@k = |selection & reference top-k| / k\n"
+      "                       over heads; reference oracle@1, oracle@T [, --oracle])\n"
+      "  recall_layers.csv, recall_heads.csv: against the --oracle reference only\n"
       "  recall_layers.csv    score,window,recent,k,layer,recall (mean over KV heads)\n"
       "  recall_heads.csv     score,window,recent,k,layer,kv_head,recall\n"
       "  spearman.csv         score,window,reference,rho_mean,rho_min,rho_max: rank\n"
@@ -91,7 +97,6 @@ static int parse_choice(const char *option, const char *value, const char *const
 static int parse_args(int argc, char **argv, AnalyzeArgs *args, bool *help) {
   static const char *const gqa_names[] = {"sum", "mean", "max"};
   static const char *const precision_names[] = {"float", "double"};
-  static const char *const oracle_names[] = {"1", "T"};
   ObcAnalysisConfig *c = &args->config;
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -130,8 +135,7 @@ static int parse_args(int argc, char **argv, AnalyzeArgs *args, bool *help) {
     else if (!strcmp(name, "--recent"))
       rc = obc_parse_size(name, v, &c->recent);
     else if (!strcmp(name, "--oracle")) {
-      rc = parse_choice(name, v, oracle_names, 2, &choice);
-      c->oracle_all_steps = choice == 1;
+      rc = oracle_steps_parse(name, v, &c->oracle);
     } else if (!strcmp(name, "--gqa")) {
       rc = parse_choice(name, v, gqa_names, 3, &choice);
       c->score_options.aggregation = (ObcGqaAggregation)choice;

@@ -95,18 +95,22 @@ static int write_recall_files(OutputSet *set, const ObcAnalysisConfig *config,
   FILE *all, *layers, *heads;
   int rc = output_open(set, "recall.csv", &all);
   if (rc) return rc;
-  fprintf(all, "score,window,recent,k,recall_mean,recall_min,recall_max\n");
+  fprintf(all, "score,window,recent,k,reference,recall_mean,recall_min,recall_max\n");
   size_t stride = recall_head_stride(config, result);
-  for (size_t q = 0; q < OBC_Q_COUNT; q++)
-    for (size_t w = 0; w < config->n_windows; w++)
-      for (size_t ri = 0; ri < result->n_recents; ri++)
-        for (size_t ki = 0; ki < config->n_topk; ki++) {
-          size_t at = analysis_recall_index(result, config, 0, q, w, ri, ki);
-          double mean, lo, hi;
-          if (!summarise(result->recall + at, result->n_heads, stride, &mean, &lo, &hi)) continue;
-          fprintf(all, "%s,%zu,%zu,%zu,%.9g,%.9g,%.9g\n", score_quantity_name((ObcQuantity)q),
-                  config->windows[w], result->recents[ri], config->topk[ki], mean, lo, hi);
-        }
+  for (size_t ref = 0; ref < result->n_references; ref++)
+    for (size_t q = 0; q < OBC_Q_COUNT; q++)
+      for (size_t w = 0; w < config->n_windows; w++)
+        for (size_t ri = 0; ri < result->n_recents; ri++)
+          for (size_t ki = 0; ki < config->n_topk; ki++) {
+            size_t at = ref * analysis_recall_stride(result, config) +
+                        analysis_recall_index(result, config, 0, q, w, ri, ki);
+            double mean, lo, hi;
+            if (!summarise(result->recall + at, result->n_heads, stride, &mean, &lo, &hi))
+              continue;
+            fprintf(all, "%s,%zu,%zu,%zu,%s,%.9g,%.9g,%.9g\n",
+                    score_quantity_name((ObcQuantity)q), config->windows[w], result->recents[ri],
+                    config->topk[ki], result->reference_names[ref], mean, lo, hi);
+          }
   if ((rc = output_finish(set, all))) return rc;
 
   if ((rc = output_open(set, "recall_layers.csv", &layers))) return rc;
@@ -155,7 +159,7 @@ static int write_spearman_file(OutputSet *set, const ObcAnalysisConfig *config,
       summarise(result->spearman + pi * config->n_windows + w, result->n_heads, stride, &mean, &lo,
                 &hi);
       fprintf(fp, "%s,%zu,%s,%.9g,%.9g,%.9g\n", score_quantity_name(result->pairs[pi].quantity),
-              config->windows[w], analysis_reference_name(result->pairs[pi].reference), mean, lo,
+              config->windows[w], analysis_reference_name(result, result->pairs[pi].reference), mean, lo,
               hi);
     }
   return output_finish(set, fp);
@@ -181,9 +185,6 @@ static int write_needle_file(OutputSet *set, const ObcAnalysisConfig *config,
   return output_finish(set, fp);
 }
 
-static const char *oracle_name(const ObcAnalysisConfig *config) {
-  return config->oracle_all_steps ? "oracleT" : "oracle1";
-}
 
 static int write_bias_file(OutputSet *set, const ObcAnalysisConfig *config,
                            const ObcAnalysisResult *result) {
@@ -193,7 +194,7 @@ static int write_bias_file(OutputSet *set, const ObcAnalysisConfig *config,
   fprintf(fp, "score,window,recent,k,bucket,bucket_lo,bucket_hi,selected_share,mean_norm_score\n");
   size_t B = config->buckets;
   for (size_t q = 0; q <= OBC_Q_COUNT; q++) {
-    const char *name = q == OBC_Q_COUNT ? oracle_name(config) : score_quantity_name((ObcQuantity)q);
+    const char *name = q == OBC_Q_COUNT ? result->reference_names[0] : score_quantity_name((ObcQuantity)q);
     for (size_t w = 0; w < config->n_windows; w++)
       for (size_t ri = 0; ri < result->n_recents; ri++)
         for (size_t ki = 0; ki < config->n_topk; ki++) {
@@ -272,8 +273,11 @@ static cJSON *parameters_json(const ObcAnalysisConfig *config, const ObcAnalysis
   cJSON_AddItemToObject(p, "topk", size_array(config->topk, config->n_topk));
   cJSON_AddNumberToObject(p, "main_k", (double)config->main_k);
   cJSON_AddItemToObject(p, "recent", size_array(result->recents, result->n_recents));
-  cJSON_AddStringToObject(p, "oracle", oracle_name(config));
+  cJSON_AddStringToObject(p, "oracle", result->reference_names[0]);
   cJSON_AddNumberToObject(p, "oracle_steps", (double)result->oracle_steps);
+  cJSON *references = cJSON_AddArrayToObject(p, "references");
+  for (size_t ref = 0; ref < result->n_references; ref++)
+    cJSON_AddItemToArray(references, cJSON_CreateString(result->reference_names[ref]));
   ObcGqaAggregation a = config->score_options.aggregation;
   cJSON_AddStringToObject(p, "gqa", a == OBC_GQA_MEAN ? "mean" : a == OBC_GQA_MAX ? "max" : "sum");
   cJSON_AddNumberToObject(p, "snapkv_kernel", (double)config->score_options.snapkv_kernel);
@@ -286,11 +290,13 @@ static cJSON *parameters_json(const ObcAnalysisConfig *config, const ObcAnalysis
   return p;
 }
 
-/* Mean over heads of one recall cell (NaN when not reported). */
+/* Mean over heads of one recall cell against reference ref (NaN when not
+ * reported). */
 static double mean_recall(const ObcAnalysisConfig *config, const ObcAnalysisResult *result,
-                          size_t q, size_t w, size_t ri, size_t ki) {
+                          size_t ref, size_t q, size_t w, size_t ri, size_t ki) {
   double mean, lo, hi;
-  summarise(result->recall + analysis_recall_index(result, config, 0, q, w, ri, ki),
+  summarise(result->recall + ref * analysis_recall_stride(result, config) +
+                analysis_recall_index(result, config, 0, q, w, ri, ki),
             result->n_heads, recall_head_stride(config, result), &mean, &lo, &hi);
   return mean;
 }
@@ -313,29 +319,46 @@ static size_t window_index(const ObcAnalysisConfig *config, size_t window) {
   return 0;
 }
 
+/* {"recent=R": {"k": recall}} of quantity q at window w against reference ref. */
+static cJSON *recall_json(const ObcAnalysisConfig *config, const ObcAnalysisResult *result,
+                          size_t ref, size_t q, size_t w) {
+  cJSON *recall = cJSON_CreateObject();
+  for (size_t ri = 0; ri < result->n_recents; ri++) {
+    char key[32];
+    snprintf(key, sizeof key, "recent=%zu", result->recents[ri]);
+    cJSON *by_k = cJSON_AddObjectToObject(recall, key);
+    for (size_t ki = 0; ki < config->n_topk; ki++) {
+      double v = mean_recall(config, result, ref, q, w, ri, ki);
+      if (isnan(v)) continue;
+      snprintf(key, sizeof key, "%zu", config->topk[ki]);
+      cJSON_AddNumberToObject(by_k, key, v);
+    }
+  }
+  return recall;
+}
+
+/* Per score: recall and Spearman against the main reference (--oracle), the
+ * same against every reference (recall_by_reference, spearman_by_reference)
+ * and the Taylor score's Spearman with its exact error. */
 static cJSON *summary_json(const ObcAnalysisConfig *config, const ObcAnalysisResult *result) {
   cJSON *summary = cJSON_CreateObject();
   size_t w = window_index(config, config->main_window);
-  int reference = config->oracle_all_steps ? OBC_REF_ORACLET : OBC_REF_ORACLE1;
   cJSON_AddNumberToObject(summary, "window", (double)config->main_window);
-  cJSON_AddStringToObject(summary, "reference", oracle_name(config));
+  cJSON_AddStringToObject(summary, "reference", result->reference_names[0]);
   cJSON *scores = cJSON_AddObjectToObject(summary, "scores");
   for (size_t q = 0; q < OBC_Q_COUNT; q++) {
     cJSON *entry = cJSON_AddObjectToObject(scores, score_quantity_name((ObcQuantity)q));
-    cJSON *recall = cJSON_AddObjectToObject(entry, "recall");
-    for (size_t ri = 0; ri < result->n_recents; ri++) {
-      char key[32];
-      snprintf(key, sizeof key, "recent=%zu", result->recents[ri]);
-      cJSON *by_k = cJSON_AddObjectToObject(recall, key);
-      for (size_t ki = 0; ki < config->n_topk; ki++) {
-        double v = mean_recall(config, result, q, w, ri, ki);
-        if (isnan(v)) continue;
-        snprintf(key, sizeof key, "%zu", config->topk[ki]);
-        cJSON_AddNumberToObject(by_k, key, v);
-      }
-    }
-    double rho = mean_spearman(config, result, q, reference, w);
+    cJSON_AddItemToObject(entry, "recall", recall_json(config, result, 0, q, w));
+    double rho = mean_spearman(config, result, q, OBC_REF_ORACLE(0), w);
     if (!isnan(rho)) cJSON_AddNumberToObject(entry, "spearman_oracle", rho);
+    cJSON *by_ref = cJSON_AddObjectToObject(entry, "recall_by_reference");
+    cJSON *rho_by_ref = cJSON_AddObjectToObject(entry, "spearman_by_reference");
+    for (size_t ref = 0; ref < result->n_references; ref++) {
+      cJSON_AddItemToObject(by_ref, result->reference_names[ref],
+                            recall_json(config, result, ref, q, w));
+      rho = mean_spearman(config, result, q, OBC_REF_ORACLE(ref), w);
+      if (!isnan(rho)) cJSON_AddNumberToObject(rho_by_ref, result->reference_names[ref], rho);
+    }
     for (size_t pi = 0; pi < result->n_pairs; pi++)
       if (result->pairs[pi].quantity == q && result->pairs[pi].reference >= 0) {
         double r2 = mean_spearman(config, result, q, result->pairs[pi].reference, w);
@@ -412,22 +435,27 @@ void analysis_print_summary(FILE *out, const char *trace_path, const ObcTraceMet
   size_t w = window_index(config, config->main_window);
   size_t ki = 0;
   while (ki + 1 < config->n_topk && config->topk[ki] != config->main_k) ki++;
-  int reference = config->oracle_all_steps ? OBC_REF_ORACLET : OBC_REF_ORACLE1;
   fprintf(out, "%s: %s, %zu layers x %zu KV heads, s=%zu, %zu decode steps\n", trace_path,
           meta->model.name, meta->model.n_layers, meta->model.n_kv_heads, meta->n_prompt,
           meta->n_decode);
   fprintf(out, "recall@%zu of %s (mean over %zu heads), window W=%zu:\n", config->main_k,
-          config->oracle_all_steps ? "oracle@T" : "oracle@1", result->n_heads, config->main_window);
+          result->reference_names[0], result->n_heads, config->main_window);
   char recent_label[32];
   snprintf(recent_label, sizeof recent_label, "r=%zu",
            result->n_recents > 1 ? result->recents[1] : 0);
   fprintf(out, "  %-9s %8s", "score", "r=0");
   if (result->n_recents > 1) fprintf(out, " %8s", recent_label);
-  fprintf(out, " %10s\n", "spearman");
+  fprintf(out, " %10s", "spearman");
+  for (size_t ref = 1; ref < result->n_references; ref++)
+    fprintf(out, " %14.14s", result->reference_names[ref]);
+  fprintf(out, "\n");
   for (size_t q = 0; q < OBC_Q_COUNT; q++) {
     fprintf(out, "  %-9s %8.3f", score_quantity_name((ObcQuantity)q),
-            mean_recall(config, result, q, w, 0, ki));
-    if (result->n_recents > 1) fprintf(out, " %8.3f", mean_recall(config, result, q, w, 1, ki));
-    fprintf(out, " %10.3f\n", mean_spearman(config, result, q, reference, w));
+            mean_recall(config, result, 0, q, w, 0, ki));
+    if (result->n_recents > 1) fprintf(out, " %8.3f", mean_recall(config, result, 0, q, w, 1, ki));
+    fprintf(out, " %10.3f", mean_spearman(config, result, q, OBC_REF_ORACLE(0), w));
+    for (size_t ref = 1; ref < result->n_references; ref++)
+      fprintf(out, " %14.3f", mean_recall(config, result, ref, q, w, 0, ki));
+    fprintf(out, "\n");
   }
 }

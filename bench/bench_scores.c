@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
     double *oracle = malloc(s * sizeof *oracle), best_oracle = 1e30;
     for (int r = 0; r < repeats + 1; r++) {
       double t0 = now_seconds(CLOCK_PROCESS_CPUTIME_ID);
-      if (oracle_eviction_error(&t.head, 1, precision, oracle)) {
+      if (oracle_eviction_error(&t.head, 1, 1, precision, oracle)) {
         fprintf(stderr, "bench_scores: %s\n", obc_error_message());
         return EXIT_FAILURE;
       }

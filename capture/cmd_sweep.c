@@ -34,7 +34,8 @@ static void print_help(FILE *out) {
           "  --topk K[,K...]      budgets, the first is the summary's k (default 40 and\n"
           "                       analyze's curve)\n"
           "  --recent R           also analyse with a recent window of R positions\n"
-          "  --oracle 1|T         oracle of the first decode step (default) or all steps\n"
+          "  --oracle 1|T|N|a-b   oracle of the first decode step (default), all steps, step N\n"
+          "                       or steps a-b (1-based)\n"
           "\n");
   capture_args_print_help(out);
 }
@@ -77,9 +78,7 @@ static int parse_args(int argc, char **argv, CaptureArgs *a, SweepOptions *s, bo
     } else if (!strcmp(arg, "--recent")) {
       rc = obc_parse_size(arg, v, &c->recent);
     } else if (!strcmp(arg, "--oracle")) {
-      if (strcmp(v, "1") && strcmp(v, "T"))
-        return obc_fail(OBC_EINVAL, "--oracle: expected 1 or T, got '%s'", v);
-      c->oracle_all_steps = !strcmp(v, "T");
+      rc = oracle_steps_parse(arg, v, &c->oracle);
     }
     if (rc) return rc;
   }

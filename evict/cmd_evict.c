@@ -66,7 +66,7 @@ int cmd_evict(int argc, char **argv) {
     }
     printf("evict: %s, budget %zu of %zu candidates (%s, %s, window %zu, recent %zu, sinks %zu): "
            "%zu..%zu kept per KV head -> %s\n",
-           policy.score, keep.budget, keep.n_candidates, evict_allocation_name(policy.allocation),
+           keep.policy.score, keep.budget, keep.n_candidates, evict_allocation_name(policy.allocation),
            evict_mode_name(policy.mode), keep.window, policy.recent, policy.sinks, lo, hi,
            out_path);
     evict_keep_set_free(&keep);

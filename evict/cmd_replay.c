@@ -30,9 +30,11 @@ static void print_help(FILE *out) {
 "Model replay (default): loads the prompt K/V of TRACE as the model's cache (no\n"
 "prefill), drops the evicted rows per (layer, KV head), and decodes the captured\n"
 "steps from the first generated token: free-running (greedy; is the needle's\n"
-"value still in the answer? token agreement with the full-cache answer) and\n"
+"value still in the answer, how long a prefix of it, what share of its tokens?\n"
+"token agreement with the full-cache answer and the first diverging step) and\n"
 "teacher-forced (KL divergence of every step's next-token distribution from the\n"
-"trace's full-cache logits). Writes DIR/replay.json and DIR/replay_steps.csv.\n"
+"trace's full-cache logits, per step and mean). Writes DIR/replay.json and\n"
+"DIR/replay_steps.csv (step,token_full,token_replay,kl_forced).\n"
 "\n"
 "Offline replay (--offline): for every captured decode step and query head, the\n"
 "exact attention output over the kept prompt positions plus the generated\n"
@@ -50,9 +52,13 @@ static void print_help(FILE *out) {
 "\n"
 "budget sweep (--sweep): every score x budget on TRACE or on every *.h5 of a sweep\n"
 "folder, offline and (unless --no-model) with the model; prints the tables and\n"
-"writes replay_cells.csv, replay_sweep.csv (means over traces) and\n"
-"replay_sweep.json; draw them with obcache plot DIR.\n"
-"  --scores S,..        default attn,snapkv,vatp,obc_v,obc_k,obc_vk,streaming,random,oracle\n"
+"writes replay_cells.csv, replay_sweep.csv (means over traces), kl_steps.csv\n"
+"(teacher-forced KL per score, budget and decode step) and replay_sweep.json;\n"
+"draw them with obcache plot DIR.\n"
+"  --scores S,..        default attn,snapkv,vatp,obc_v,obc_k,obc_vk,streaming,random,\n"
+"                       oracle@1,oracle@T,decode_attn. oracle and decode_attn without\n"
+"                       @steps take --oracle (default 1 and T); each entry is its\n"
+"                       own policy, so oracle@1 and oracle@T sit side by side\n"
 "  --budgets B,..       default 1%%,2%%,5%%,10%%,20%%,40%%\n"
 "  --no-model           offline replay only (synthetic traces, quick looks)\n"
 "\n"
@@ -303,12 +309,19 @@ int cmd_replay(int argc, char **argv) {
              evict_mode_name(keep.policy.mode), result->n_steps);
       printf("  full cache: \"%s\" (needle %s)\n", full,
              full_found < 0 ? "n/a" : full_found ? "found" : "NOT found");
-      printf("  evicted:    \"%s\" (needle %s)\n", result->answer,
-             result->needle_found < 0 ? "n/a" : result->needle_found ? "found" : "NOT found");
-      printf("  token agreement %.3f, KL free-running %.4g, KL teacher-forced %.4g, max "
-             "relative logit diff (forced) %.3g -> %s\n",
-             result->agreement, result->kl_free_mean, result->kl_forced_mean,
-             result->logits_rel_diff, out_dir);
+      printf("  evicted:    \"%s\" (needle %s, prefix %zu of %zu characters, %.3g of its "
+             "tokens)\n", result->answer,
+             result->needle_found < 0 ? "n/a" : result->needle_found ? "found" : "NOT found",
+             result->needle_prefix, result->needle_chars, result->needle_tokens);
+      char diverges[32] = "none";
+      if (result->first_divergence)
+        snprintf(diverges, sizeof diverges, "step %zu", result->first_divergence);
+      printf("  free-running: token agreement %.3f, first diverging %s\n", result->agreement,
+             diverges);
+      printf("  teacher-forced KL(full || evicted): mean %.4g, per step", result->kl_forced_mean);
+      for (size_t t = 0; t < result->n_steps; t++) printf(" %.3g", result->kl_forced[t]);
+      printf("\n  max relative logit diff (forced) %.3g -> %s\n", result->logits_rel_diff,
+             out_dir);
     }
     free(result);
   }

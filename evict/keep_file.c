@@ -51,6 +51,7 @@ static const char *kind_name(EvictScoreKind kind) {
     case EVICT_SCORE_RANDOM: return "random";
     case EVICT_SCORE_STREAMING: return "streaming";
     case EVICT_SCORE_ORACLE: return "oracle";
+    case EVICT_SCORE_DECODE_ATTN: return "decode_attn";
     default: return "quantity";
   }
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
+#include "evict/replay_metrics.h"
 #include "model/generate.h"
 #include "model/runtime.h"
 
@@ -19,6 +20,7 @@
  * agree to ~1e-6, while a different quantisation or RoPE layout is off by
  * far more than a percent. */
 #define REPLAY_MATCH_TOLERANCE 1e-2
+#define REPLAY_MAX_PIECES 64
 
 struct EvictReplayer {
   const Model *model;
@@ -29,6 +31,8 @@ struct EvictReplayer {
   float *logits;       /* (vocab) scratch */
   int32_t *full_tokens; /* (n_steps + 1) g0 and the full cache's next tokens */
   char needle[256];    /* the needle's value, "" when unknown */
+  char value_pieces[REPLAY_MAX_PIECES][32]; /* the value's tokens as text, trimmed */
+  size_t n_value_pieces;
   char full_answer[4096];
   int full_needle_found;
 };
@@ -64,6 +68,59 @@ static int check_model(const Model *model, const ObcTraceMeta *meta, const char 
     return obc_fail(OBC_EINVAL, "%s: no decode logits or tokens stored (model replay compares "
                     "with them; hint: a trace of obcache capture)", trace);
   return OBC_OK;
+}
+
+/* One token's text without spaces and periods ("" for such a token), so
+ * " 9" in the prompt and "9" in an answer compare equal. */
+static int token_piece(const Tokenizer *tokenizer, int32_t id, char *out, size_t size) {
+  char *text = NULL;
+  int rc = tokenizer_decode(tokenizer, &id, 1, &text);
+  if (rc) return rc;
+  size_t n = 0;
+  for (const char *c = text; *c && n + 1 < size; c++)
+    if (!isspace((unsigned char)*c) && *c != '.') out[n++] = *c;
+  out[n] = '\0';
+  free(text);
+  return OBC_OK;
+}
+
+/* The needle value's tokens as trimmed pieces (empty ones dropped). */
+static int value_pieces(EvictReplayer *r, const ObcTraceMeta *meta) {
+  const ObcSpan *span = trace_meta_find_span(meta, "needle_value");
+  r->n_value_pieces = 0;
+  if (!r->needle[0] || !span) return OBC_OK;
+  for (int64_t p = span->begin; p < span->end && r->n_value_pieces < REPLAY_MAX_PIECES; p++) {
+    char *piece = r->value_pieces[r->n_value_pieces];
+    int rc = token_piece(r->model->tokenizer, meta->tokens[p], piece, sizeof r->value_pieces[0]);
+    if (rc) return rc;
+    if (piece[0]) r->n_value_pieces++;
+  }
+  return OBC_OK;
+}
+
+/* needle_prefix, needle_chars and needle_tokens of an answer: tokens (n) are
+ * g0 and the predictions, up to the first stop token. */
+static int needle_metrics(const EvictReplayer *r, const int32_t *tokens, size_t n,
+                          EvictModelReplay *out) {
+  out->needle_chars = strlen(r->needle);
+  out->needle_prefix = replay_needle_prefix(out->answer, r->needle);
+  out->needle_tokens = NAN;
+  if (r->n_value_pieces == 0) return OBC_OK;
+  char(*pieces)[32] = malloc((n ? n : 1) * sizeof *pieces);
+  const char **answer = malloc((n ? n : 1) * sizeof *answer);
+  const char *value[REPLAY_MAX_PIECES];
+  int rc = pieces && answer ? OBC_OK : OBC_ENOMEM;
+  size_t m = 0;
+  for (size_t t = 0; t < n && !rc; t++) {
+    if (tokenizer_is_stop(r->model->tokenizer, tokens[t])) break;
+    rc = token_piece(r->model->tokenizer, tokens[t], pieces[m], sizeof pieces[0]);
+    if (!rc && pieces[m][0]) answer[m] = pieces[m], m++;
+  }
+  for (size_t i = 0; i < r->n_value_pieces; i++) value[i] = r->value_pieces[i];
+  if (!rc) out->needle_tokens = replay_piece_share(value, r->n_value_pieces, answer, m);
+  free(pieces);
+  free(answer);
+  return rc;
 }
 
 /* The needle's value: the tokens of the "needle_value" span, decoded and
@@ -176,6 +233,7 @@ int evict_replayer_open(const Model *model, ObcTraceReader *reader, size_t steps
           (int32_t)generate_argmax(r->logits_full + t * r->vocab, r->vocab);
     rc = needle_value(model, meta, r->needle, sizeof r->needle);
   }
+  if (!rc) rc = value_pieces(r, meta);
   if (!rc)
     rc = generate_answer_text(model->tokenizer, r->full_tokens, steps + 1, r->full_answer,
                               sizeof r->full_answer);
@@ -204,6 +262,10 @@ const char *evict_replayer_full_answer(const EvictReplayer *r, int *needle_found
   return r->full_answer;
 }
 
+int32_t evict_replayer_full_token(const EvictReplayer *r, size_t t) {
+  return t <= r->n_steps ? r->full_tokens[t] : -1;
+}
+
 static int apply_marks(EvictReplayer *r, const EvictKeepSet *keep) {
   runtime_clear_evictions(r->runtime);
   for (size_t l = 0; l < keep->n_layers; l++)
@@ -229,21 +291,22 @@ static int decode(EvictReplayer *r, int forced, EvictModelReplay *out) {
     if (rc) break;
     const float *full = r->logits_full + t * r->vocab;
     int32_t predicted = (int32_t)generate_argmax(r->logits, r->vocab);
-    double kl = kl_divergence(full, r->logits, r->vocab);
     if (forced) {
+      double kl = kl_divergence(full, r->logits, r->vocab);
       out->kl_forced[t] = kl;
       out->kl_forced_mean += kl / r->n_steps;
       out->logits_rel_diff = fmax(out->logits_rel_diff, relative_diff(r->logits, full, r->vocab));
       token = r->full_tokens[t + 1];
     } else {
-      out->kl_free[t] = kl;
-      out->kl_free_mean += kl / r->n_steps;
       out->tokens[t] = predicted;
       agree += predicted == r->full_tokens[t + 1];
       token = predicted;
     }
   }
-  if (!forced) out->agreement = (double)agree / r->n_steps;
+  if (!forced) {
+    out->agreement = (double)agree / r->n_steps;
+    out->first_divergence = replay_first_divergence(r->full_tokens + 1, out->tokens, r->n_steps);
+  }
   return rc;
 }
 
@@ -262,6 +325,7 @@ int evict_replayer_run(EvictReplayer *r, const EvictKeepSet *keep, EvictModelRep
     memcpy(answer + 1, out->tokens, r->n_steps * sizeof *answer);
     rc = generate_answer_text(r->model->tokenizer, answer, r->n_steps + 1, out->answer,
                               sizeof out->answer);
+    if (!rc) rc = needle_metrics(r, answer, r->n_steps + 1, out);
   }
   out->needle_found = r->needle[0] ? contains_ignoring_case(out->answer, r->needle) : -1;
   return rc;

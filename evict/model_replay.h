@@ -5,10 +5,13 @@
  *
  * - free-running: greedy, each step fed the previous step's argmax; the
  *   answer is checked for the needle's value (RULER string match, ignoring
- *   case) and compared token by token with the full-cache answer;
+ *   case; also the longest prefix of the value it holds and the share of the
+ *   value's tokens it reproduces) and compared token by token with the
+ *   full-cache answer (share of matching tokens, first diverging step). No KL
+ *   here: once the tokens differ the two runs condition on different text;
  * - teacher-forced: each step fed the full-cache token, so that the KL
- *   divergence KL(full || evicted) of the next-token distributions compares
- *   like with like.
+ *   divergence KL(full || evicted) of each step's next-token distribution
+ *   compares like with like.
  *
  * A replayer loads the trace once and replays any number of kept sets. The
  * model must match the trace (layers, heads, KV heads, head dim, vocabulary)
@@ -31,10 +34,13 @@ typedef struct {
   int32_t tokens[EVICT_REPLAY_MAX_STEPS]; /* free-running predictions of steps 0..n_steps-1 */
   char answer[4096];       /* g0 + the predictions up to a stop token, decoded */
   int needle_found;        /* 1 / 0; -1 without a needle_value span or tokenizer */
+  size_t needle_chars;     /* characters of the needle's value; 0 without one */
+  size_t needle_prefix;    /* longest prefix of the value in the answer (characters) */
+  double needle_tokens;    /* share of the value's tokens reproduced in order; NaN without */
   double agreement;        /* share of steps whose prediction equals the full cache's */
-  double kl_free[EVICT_REPLAY_MAX_STEPS];   /* KL(full || evicted), free-running */
-  double kl_forced[EVICT_REPLAY_MAX_STEPS]; /* same, teacher-forced */
-  double kl_free_mean, kl_forced_mean;
+  size_t first_divergence; /* first step (1-based) predicting another token; 0 = none */
+  double kl_forced[EVICT_REPLAY_MAX_STEPS]; /* KL(full || evicted) per step, teacher-forced */
+  double kl_forced_mean;
   double logits_rel_diff; /* teacher-forced max |l' - l| / max |l| over all steps */
 } EvictModelReplay;
 
@@ -47,6 +53,8 @@ int evict_replayer_open(const Model *model, ObcTraceReader *reader, size_t steps
 void evict_replayer_close(EvictReplayer *replayer);
 /* The full-cache answer (the trace's tokens) and whether it has the needle. */
 const char *evict_replayer_full_answer(const EvictReplayer *replayer, int *needle_found);
+/* The full cache's token of decode step t (1-based; 0 is g0). */
+int32_t evict_replayer_full_token(const EvictReplayer *replayer, size_t t);
 /* Replays one kept set. */
 int evict_replayer_run(EvictReplayer *replayer, const EvictKeepSet *keep, EvictModelReplay *out);
 

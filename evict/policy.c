@@ -16,6 +16,7 @@
 #include "analyze/select.h"
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "oracle/decode_attention.h"
 
 void evict_policy_default(EvictPolicy *p) {
   memset(p, 0, sizeof *p);
@@ -37,8 +38,15 @@ int evict_policy_set_score(EvictPolicy *p, const char *name) {
     p->kind = EVICT_SCORE_RANDOM;
   } else if (!strcmp(name, "streaming")) {
     p->kind = EVICT_SCORE_STREAMING;
-  } else if (!strcmp(name, "oracle")) {
-    p->kind = EVICT_SCORE_ORACLE;
+  } else if (!strcmp(name, "oracle") || !strncmp(name, "oracle@", 7) ||
+             !strcmp(name, "decode_attn") || !strncmp(name, "decode_attn@", 12)) {
+    p->kind = name[0] == 'o' ? EVICT_SCORE_ORACLE : EVICT_SCORE_DECODE_ATTN;
+    const char *at = strchr(name, '@');
+    if (at) {
+      int rc = oracle_steps_parse("--score", at + 1, &p->steps);
+      if (rc) return rc;
+      p->steps_given = true;
+    }
   } else {
     char names[512] = "";
     for (int i = 0; i < OBC_Q_COUNT; i++) {
@@ -46,10 +54,33 @@ int evict_policy_set_score(EvictPolicy *p, const char *name) {
       strncat(names, ", ", sizeof names - strlen(names) - 1);
     }
     return obc_fail(OBC_EINVAL, "--score %s: unknown score (expected one of %srandom, streaming, "
-                    "oracle)", name, names);
+                    "oracle[@1|@T|@a-b], decode_attn[@...])", name, names);
   }
   snprintf(p->score, sizeof p->score, "%s", name);
   return OBC_OK;
+}
+
+int evict_policy_set_steps(EvictPolicy *p, const char *text) {
+  int rc = oracle_steps_parse("--oracle", text, &p->steps);
+  if (!rc) p->steps_given = true;
+  return rc;
+}
+
+OracleSteps evict_policy_steps(const EvictPolicy *p) {
+  if (p->steps_given) return p->steps;
+  return p->kind == EVICT_SCORE_DECODE_ATTN ? ORACLE_STEPS_ALL : ORACLE_STEPS_ONE;
+}
+
+void evict_policy_score_name(const EvictPolicy *p, char *out, size_t size) {
+  OracleSteps steps = evict_policy_steps(p);
+  if (p->kind == EVICT_SCORE_ORACLE)
+    oracle_steps_name("oracle", &steps, out, size);
+  else if (p->kind == EVICT_SCORE_DECODE_ATTN && steps.all)
+    snprintf(out, size, "decode_attn");
+  else if (p->kind == EVICT_SCORE_DECODE_ATTN)
+    oracle_steps_name("decode_attn", &steps, out, size);
+  else
+    snprintf(out, size, "%s", p->score);
 }
 
 int evict_policy_set_budget(EvictPolicy *p, const char *text) {
@@ -200,6 +231,7 @@ int evict_keep_from_scores(const EvictPolicy *p, const double *scores, size_t n_
   out->n_candidates = n;
   out->budget = k;
   out->policy = *p;
+  evict_policy_score_name(p, out->policy.score, sizeof out->policy.score);
   out->keep = obc_calloc(n_layers * G * n_prompt, 1, "kept positions");
   out->n_kept = obc_calloc(n_layers * G, sizeof(size_t), "kept counts");
   size_t *ranked = obc_malloc((n + 1) * sizeof *ranked, "selection ranking");
@@ -255,9 +287,11 @@ static size_t rows_ending_at(const ObcTraceMeta *meta, size_t end) {
   return count;
 }
 
-/* Scores of the candidates of one head into out (n). */
+/* Scores of the candidates of one head into out (n); steps: the resolved
+ * decode steps (first, count) of oracle / decode_attn. */
 static int head_scores(const EvictPolicy *p, AnalysisHead *h, size_t layer, size_t g, size_t n,
-                       size_t window, double *oracle, double *sweep, double *out) {
+                       size_t window, const size_t steps[2], double *oracle, double *sweep,
+                       double *out) {
   switch (p->kind) {
     case EVICT_SCORE_RANDOM:
       for (size_t q = 0; q < n; q++) out[q] = seeded_uniform(p->seed, layer, g, q);
@@ -266,7 +300,12 @@ static int head_scores(const EvictPolicy *p, AnalysisHead *h, size_t layer, size
       for (size_t q = 0; q < n; q++) out[q] = (double)q;
       return OBC_OK;
     case EVICT_SCORE_ORACLE: {
-      int rc = oracle_eviction_error(&h->data, 1, OBC_PRECISION_DOUBLE, oracle);
+      int rc = oracle_eviction_error(&h->data, steps[0], steps[1], OBC_PRECISION_DOUBLE, oracle);
+      if (!rc) memcpy(out, oracle, n * sizeof *out);
+      return rc;
+    }
+    case EVICT_SCORE_DECODE_ATTN: {
+      int rc = oracle_decode_attention(&h->data, steps[0], steps[1], OBC_PRECISION_DOUBLE, oracle);
       if (!rc) memcpy(out, oracle, n * sizeof *out);
       return rc;
     }
@@ -303,22 +342,27 @@ int evict_policy_scores(ObcTraceReader *reader, const EvictPolicy *p, double **s
       return obc_fail(OBC_EINVAL, "%s: --window %zu (expected 1..%zu, the captured rows ending "
                       "at position %zu)", trace_path(reader), window, captured, n - 1);
   }
-  if (p->kind == EVICT_SCORE_ORACLE && trace_meta_decode_rows(meta, &first) == 0)
-    return obc_fail(OBC_EINVAL, "%s: no decode rows captured (the oracle needs decode step 1)",
-                    trace_path(reader));
+  size_t steps[2] = {0, 0}; /* first step, count */
+  bool decode = p->kind == EVICT_SCORE_ORACLE || p->kind == EVICT_SCORE_DECODE_ATTN;
+  if (decode) {
+    OracleSteps wanted = evict_policy_steps(p);
+    rc = oracle_steps_resolve(&wanted, trace_meta_decode_rows(meta, &first), trace_path(reader),
+                              &steps[0], &steps[1]);
+    if (rc) return rc;
+  }
   size_t L = meta->model.n_layers, G = meta->model.n_kv_heads;
   double *scores = obc_malloc(L * G * n * sizeof *scores, "policy scores");
   double *oracle = obc_malloc(meta->n_prompt * sizeof *oracle, "oracle@1");
   double *sweep = obc_malloc(OBC_Q_COUNT * n * sizeof *sweep, "score sweep");
   AnalysisHead h;
   memset(&h, 0, sizeof h);
-  bool need_head = p->kind == EVICT_SCORE_QUANTITY || p->kind == EVICT_SCORE_ORACLE;
+  bool need_head = p->kind == EVICT_SCORE_QUANTITY || decode;
   rc = scores && oracle && sweep ? OBC_OK : OBC_ENOMEM;
   if (!rc && need_head) rc = analysis_head_alloc(&h, meta);
   for (size_t l = 0; l < L && !rc; l++) {
     for (size_t g = 0; g < G && !rc; g++) {
       if (need_head && (rc = analysis_head_read(&h, reader, l, g))) break;
-      rc = head_scores(p, &h, l, g, n, window, oracle, sweep, scores + (l * G + g) * n);
+      rc = head_scores(p, &h, l, g, n, window, steps, oracle, sweep, scores + (l * G + g) * n);
       if (rc) obc_fail_context(rc, "%s: layer %zu, KV head %zu", trace_path(reader), l, g);
     }
   }

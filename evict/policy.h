@@ -1,6 +1,7 @@
 /* Eviction policies (SPEC.md section 6): which prompt positions each
  * (layer, KV head) keeps after prefill. A policy is a score (any analyser
- * score, the oracle@1 as an upper bound, seeded random, or streaming = sinks
+ * score, the oracle over a range of decode steps as an upper bound, the
+ * decode queries' attention decode_attn, seeded random, or streaming = sinks
  * + most recent) x a budget (tokens or a fraction of the candidates) x a
  * recent window x sink tokens x an allocation across KV heads x a mode:
  *
@@ -25,13 +26,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "oracle/oracle_steps.h"
 #include "traces/trace.h"
 
 typedef enum {
   EVICT_SCORE_QUANTITY = 0, /* an analyser quantity (analyze/scores.h) */
   EVICT_SCORE_RANDOM,       /* uniform scores from the seed */
   EVICT_SCORE_STREAMING,    /* sinks + the most recent positions */
-  EVICT_SCORE_ORACLE        /* oracle@1, the true eviction error (upper bound) */
+  EVICT_SCORE_ORACLE,       /* oracle@a-b, the true eviction error (upper bound) */
+  EVICT_SCORE_DECODE_ATTN   /* attention mass from the decode queries of steps a-b */
 } EvictScoreKind;
 
 typedef enum { EVICT_ALLOC_UNIFORM = 0, EVICT_ALLOC_ADAKV } EvictAllocation;
@@ -41,7 +44,7 @@ typedef enum { EVICT_MODE_AWARE = 0, EVICT_MODE_AGNOSTIC } EvictMode;
 #define EVICT_DEFAULT_ADAKV_FLOOR 0.2
 
 typedef struct {
-  char score[32];       /* the name as given: "obc_vk", "random", "oracle", ... */
+  char score[32];       /* "obc_vk", "random", "oracle@T", ... (canonical once applied) */
   EvictScoreKind kind;
   int quantity;         /* ObcQuantity for EVICT_SCORE_QUANTITY */
   char budget_text[32]; /* as given: "40", "0.1", "10%" */
@@ -54,6 +57,8 @@ typedef struct {
   double adakv_floor; /* AdaKV per-head floor as a share of the budget */
   EvictMode mode;
   uint64_t seed;      /* random scores */
+  OracleSteps steps;  /* decode steps of oracle / decode_attn, when steps_given */
+  bool steps_given;   /* else oracle@1 for oracle, every step (T) for decode_attn */
 } EvictPolicy;
 
 /* The kept prompt positions of every (layer, KV head). */
@@ -69,8 +74,16 @@ typedef struct {
 
 void evict_policy_default(EvictPolicy *policy);
 /* Sets the score from its name (analyser quantity names, random, streaming,
- * oracle); OBC_EINVAL naming the valid ones otherwise. */
+ * oracle, decode_attn; the last two also with their steps: oracle@T,
+ * decode_attn@3-9); OBC_EINVAL naming the valid ones otherwise. */
 int evict_policy_set_score(EvictPolicy *policy, const char *name);
+/* --oracle 1|T|N|a-b: the steps of oracle and decode_attn. */
+int evict_policy_set_steps(EvictPolicy *policy, const char *text);
+/* The decode steps the score sums over (oracle / decode_attn). */
+OracleSteps evict_policy_steps(const EvictPolicy *policy);
+/* The score's name in outputs: "oracle@1", "oracle@T", "oracle@a-b",
+ * "decode_attn" (every step) or "decode_attn@a-b"; else the name as given. */
+void evict_policy_score_name(const EvictPolicy *policy, char *out, size_t size);
 /* "40" (tokens), "0.1" or "10%" (fraction of the candidates). */
 int evict_policy_set_budget(EvictPolicy *policy, const char *text);
 int evict_policy_set_allocation(EvictPolicy *policy, const char *name);

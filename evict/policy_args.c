@@ -12,8 +12,16 @@ void evict_policy_print_options(FILE *out) {
 "policy options:\n"
 "  --score S            attn, attn2, vatp, snapkv, obc_v, obc_k, obc_vk, exact_v,\n"
 "                       exact_k, exact_vk, remove (analyser scores), random\n"
-"                       (seeded), streaming (sinks + most recent), oracle\n"
-"                       (top oracle@1: the upper bound). Default obc_vk\n"
+"                       (seeded), streaming (sinks + most recent), oracle (the\n"
+"                       true eviction error over the --oracle steps: the upper\n"
+"                       bound), decode_attn (attention mass from the captured\n"
+"                       decode queries of the --oracle steps). oracle@1,\n"
+"                       oracle@T, oracle@a-b, decode_attn@a-b name the steps\n"
+"                       directly. Default obc_vk\n"
+"  --oracle 1|T|N|a-b   decode steps of oracle and decode_attn: 1 (the paper's\n"
+"                       oracle@1, default for oracle), T (every captured step,\n"
+"                       default for decode_attn), N (step N alone) or a-b (steps\n"
+"                       a..b, 1-based, inclusive)\n"
 "  --budget B           kept positions per KV head: tokens (40), a fraction (0.1)\n"
 "                       or a percentage (10%%) of the candidates. Default 10%%\n"
 "  --window W           score window in prompt rows (default min(64, captured))\n"
@@ -31,7 +39,7 @@ void evict_policy_print_options(FILE *out) {
 int evict_policy_parse_option(int argc, char **argv, int *i, EvictPolicy *p, bool *matched) {
   static const char *const names[] = {"--score", "--budget", "--window", "--recent",
                                       "--sinks", "--alloc",  "--adakv-floor", "--mode",
-                                      "--seed"};
+                                      "--seed", "--oracle"};
   const char *arg = argv[*i], *name = NULL;
   *matched = false;
   for (size_t o = 0; !name && o < sizeof names / sizeof *names; o++)
@@ -42,6 +50,7 @@ int evict_policy_parse_option(int argc, char **argv, int *i, EvictPolicy *p, boo
   if (!v || !v[0]) return obc_fail(OBC_EINVAL, "%s: missing value", name);
   if (!strcmp(name, "--score")) return evict_policy_set_score(p, v);
   if (!strcmp(name, "--budget")) return evict_policy_set_budget(p, v);
+  if (!strcmp(name, "--oracle")) return evict_policy_set_steps(p, v);
   if (!strcmp(name, "--window")) {
     int rc = obc_parse_size(name, v, &p->window);
     if (!rc && p->window == 0) rc = obc_fail(OBC_EINVAL, "--window 0 (expected >= 1)");

@@ -1,7 +1,7 @@
 /* The policy options shared by `obcache evict` and `obcache replay`
- * (--score, --budget, --window, --recent, --sinks, --alloc, --adakv-floor,
- * --mode, --seed), parsed into an EvictPolicy, and a command-line joiner for
- * the provenance attributes of the outputs. */
+ * (--score, --oracle, --budget, --window, --recent, --sinks, --alloc,
+ * --adakv-floor, --mode, --seed), parsed into an EvictPolicy, and a
+ * command-line joiner for the provenance attributes of the outputs. */
 #ifndef OBC_EVICT_POLICY_ARGS_H
 #define OBC_EVICT_POLICY_ARGS_H
 

@@ -2,6 +2,7 @@
 #include "evict/replay_report.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -20,9 +21,10 @@ int evict_replay_write(const char *dir, const char *trace_path, const char *mode
   ObcPendingFile file;
   FILE *fp = NULL;
   if ((rc = obc_text_open(&file, path, &fp))) return rc;
-  fprintf(fp, "step,token_replay,kl_free,kl_forced\n");
+  fprintf(fp, "step,token_full,token_replay,kl_forced\n");
   for (size_t t = 0; t < r->n_steps; t++)
-    fprintf(fp, "%zu,%d,%.9g,%.9g\n", t + 1, (int)r->tokens[t], r->kl_free[t], r->kl_forced[t]);
+    fprintf(fp, "%zu,%d,%d,%.9g\n", t + 1, (int)evict_replayer_full_token(replayer, t + 1),
+            (int)r->tokens[t], r->kl_forced[t]);
   if ((rc = obc_text_close(&file, fp, 1))) return rc;
 
   int full_found = -1;
@@ -38,9 +40,17 @@ int evict_replay_write(const char *dir, const char *trace_path, const char *mode
   cJSON_AddStringToObject(root, "answer", r->answer);
   cJSON_AddNumberToObject(root, "needle_found_full", full_found);
   cJSON_AddNumberToObject(root, "needle_found", r->needle_found);
+  cJSON_AddNumberToObject(root, "needle_chars", (double)r->needle_chars);
+  cJSON_AddNumberToObject(root, "needle_prefix", (double)r->needle_prefix);
+  cJSON_AddItemToObject(root, "needle_tokens", isfinite(r->needle_tokens)
+                                                   ? cJSON_CreateNumber(r->needle_tokens)
+                                                   : cJSON_CreateNull());
   cJSON_AddNumberToObject(root, "token_agreement", r->agreement);
-  cJSON_AddNumberToObject(root, "kl_free_mean", r->kl_free_mean);
+  cJSON_AddNumberToObject(root, "first_divergence", (double)r->first_divergence);
   cJSON_AddNumberToObject(root, "kl_forced_mean", r->kl_forced_mean);
+  cJSON *steps = cJSON_AddArrayToObject(root, "kl_forced_steps");
+  for (size_t t = 0; t < r->n_steps; t++)
+    cJSON_AddItemToArray(steps, cJSON_CreateNumber(r->kl_forced[t]));
   cJSON_AddNumberToObject(root, "logits_rel_diff_forced", r->logits_rel_diff);
   snprintf(path, sizeof path, "%s/replay.json", dir);
   return obc_json_write(path, root);

@@ -1,7 +1,7 @@
 /* Files of a model replay: replay.json (trace, model, policy, answers, needle
- * match, agreement, mean KLs) and replay_steps.csv (step, full-cache token,
- * replayed token, KL free-running, KL teacher-forced), each written under a
- * temporary name. */
+ * match and prefix, token agreement, first diverging step, teacher-forced KL
+ * per step and its mean) and replay_steps.csv (step, full-cache token,
+ * replayed token, teacher-forced KL), each written under a temporary name. */
 #ifndef OBC_EVICT_REPLAY_REPORT_H
 #define OBC_EVICT_REPLAY_REPORT_H
 

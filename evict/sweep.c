@@ -21,7 +21,8 @@
 
 void evict_sweep_config_default(EvictSweepConfig *c) {
   static const char *const scores[] = {"attn", "snapkv", "vatp", "obc_v", "obc_k",
-                                       "obc_vk", "streaming", "random", "oracle"};
+                                       "obc_vk", "streaming", "random", "oracle@1",
+                                       "oracle@T", "decode_attn"};
   static const char *const budgets[] = {"1%", "2%", "5%", "10%", "20%", "40%"};
   memset(c, 0, sizeof *c);
   for (size_t i = 0; i < sizeof scores / sizeof *scores; i++)
@@ -38,7 +39,10 @@ typedef struct {
   size_t tokens, candidates;
   EvictOfflineSummary offline;
   int needle_found; /* -1 without model replay or needle */
-  double agreement, kl_free, kl_forced;
+  double needle_prefix, needle_chars, needle_tokens; /* NaN without model replay or needle */
+  double agreement, first_divergence, kl_forced;   /* first_divergence: none = steps + 1 */
+  size_t n_steps;    /* replayed decode steps (0 without model replay) */
+  double *kl_steps;  /* (n_steps) teacher-forced KL per step, or NULL */
 } SweepCell;
 
 typedef struct {
@@ -94,6 +98,25 @@ static int check_budgets(const EvictSweepConfig *c, ObcTraceReader *reader) {
   return OBC_OK;
 }
 
+/* The model-replay fields of a cell. */
+static int sweep_cell_from_replay(const EvictModelReplay *replay, SweepCell *cell) {
+  cell->needle_found = replay->needle_found;
+  if (replay->needle_chars > 0) {
+    cell->needle_prefix = (double)replay->needle_prefix;
+    cell->needle_chars = (double)replay->needle_chars;
+    cell->needle_tokens = replay->needle_tokens;
+  }
+  cell->agreement = replay->agreement;
+  cell->first_divergence =
+      (double)(replay->first_divergence ? replay->first_divergence : replay->n_steps + 1);
+  cell->kl_forced = replay->kl_forced_mean;
+  cell->n_steps = replay->n_steps;
+  cell->kl_steps = obc_malloc(replay->n_steps * sizeof *cell->kl_steps + 1, "KL per step");
+  if (!cell->kl_steps) return OBC_ENOMEM;
+  memcpy(cell->kl_steps, replay->kl_forced, replay->n_steps * sizeof *cell->kl_steps);
+  return OBC_OK;
+}
+
 static int sweep_trace(const EvictSweepConfig *c, const Model *model, size_t t, SweepRun *run) {
   ObcTraceReader *reader = NULL;
   int rc = trace_open(run->traces[t], &reader);
@@ -126,8 +149,9 @@ static int sweep_trace(const EvictSweepConfig *c, const Model *model, size_t t, 
       SweepCell *cell = &run->cells[run->n_cells];
       memset(cell, 0, sizeof *cell);
       *cell = (SweepCell){.trace = t, .score = s, .budget = b, .tokens = keep.budget,
-                          .candidates = n, .needle_found = -1, .agreement = NAN,
-                          .kl_free = NAN, .kl_forced = NAN};
+                          .candidates = n, .needle_found = -1, .needle_prefix = NAN,
+                          .needle_chars = NAN, .needle_tokens = NAN, .agreement = NAN,
+                          .first_divergence = NAN, .kl_forced = NAN};
       EvictOfflineResult offline;
       rc = evict_offline_run(reader, &keep, &offline);
       if (!rc) {
@@ -136,10 +160,7 @@ static int sweep_trace(const EvictSweepConfig *c, const Model *model, size_t t, 
       }
       if (!rc && replayer) {
         rc = evict_replayer_run(replayer, &keep, replay);
-        cell->needle_found = replay->needle_found;
-        cell->agreement = replay->agreement;
-        cell->kl_free = replay->kl_free_mean;
-        cell->kl_forced = replay->kl_forced_mean;
+        if (!rc) rc = sweep_cell_from_replay(replay, cell);
       }
       evict_keep_set_free(&keep);
       if (!rc) {
@@ -169,7 +190,8 @@ static const char *number(double v, char *buf, size_t size) {
 /* The mean over traces of one (score, budget). */
 typedef struct {
   double fraction, rel_error, rel_error_step1, mass_lost, needle_kept, needle_found, agreement,
-      kl_free, kl_forced;
+      first_divergence, kl_forced;
+  double needle_prefix, needle_prefix_share, needle_tokens; /* over traces with a needle */
   size_t n_found; /* traces with a needle match */
 } SweepMean;
 
@@ -186,57 +208,102 @@ static void sweep_mean(const SweepRun *run, size_t s, size_t b, SweepMean *m) {
     m->mass_lost += c->offline.mass_lost;
     m->needle_kept += c->offline.needle_kept;
     m->agreement += c->agreement;
-    m->kl_free += c->kl_free;
+    m->first_divergence += c->first_divergence;
     m->kl_forced += c->kl_forced;
     if (c->needle_found >= 0) {
       m->needle_found += c->needle_found;
+      m->needle_prefix += c->needle_prefix;
+      m->needle_prefix_share += c->needle_prefix / c->needle_chars;
+      m->needle_tokens += c->needle_tokens;
       m->n_found++;
     }
   }
   double *fields[] = {&m->fraction, &m->rel_error, &m->rel_error_step1, &m->mass_lost,
-                      &m->needle_kept, &m->agreement, &m->kl_free, &m->kl_forced};
+                      &m->needle_kept, &m->agreement, &m->first_divergence, &m->kl_forced};
   for (size_t f = 0; f < sizeof fields / sizeof *fields; f++) *fields[f] = n ? *fields[f] / n : NAN;
-  m->needle_found = m->n_found ? m->needle_found / m->n_found : NAN;
+  double *needle[] = {&m->needle_found, &m->needle_prefix, &m->needle_prefix_share,
+                      &m->needle_tokens};
+  for (size_t f = 0; f < sizeof needle / sizeof *needle; f++)
+    *needle[f] = m->n_found ? *needle[f] / m->n_found : NAN;
+}
+
+/* kl_steps.csv: the teacher-forced KL of every (score, budget, decode step),
+ * mean over the traces that replayed that step; no rows without the model. */
+static int write_kl_steps(const char *dir, const EvictSweepConfig *c, const SweepRun *run) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/kl_steps.csv", dir);
+  ObcPendingFile file;
+  FILE *fp = NULL;
+  int rc = obc_text_open(&file, path, &fp);
+  if (rc) return rc;
+  fprintf(fp, "score,budget,fraction,step,traces,kl_forced\n");
+  size_t max_steps = 0;
+  for (size_t i = 0; i < run->n_cells; i++)
+    max_steps = run->cells[i].n_steps > max_steps ? run->cells[i].n_steps : max_steps;
+  for (size_t s = 0; s < c->n_scores; s++)
+    for (size_t b = 0; b < c->n_budgets; b++)
+      for (size_t t = 0; t < max_steps; t++) {
+        double kl = 0.0, fraction = 0.0;
+        size_t n = 0;
+        for (size_t i = 0; i < run->n_cells; i++) {
+          const SweepCell *x = &run->cells[i];
+          if (x->score != s || x->budget != b || t >= x->n_steps) continue;
+          kl += x->kl_steps[t];
+          fraction += (double)x->tokens / (double)x->candidates;
+          n++;
+        }
+        if (n)
+          fprintf(fp, "%s,%s,%.6g,%zu,%zu,%.6g\n", c->scores[s], c->budgets[b], fraction / n,
+                  t + 1, n, kl / n);
+      }
+  return obc_text_close(&file, fp, 1);
 }
 
 static int write_outputs(const char *dir, const EvictSweepConfig *c, const SweepRun *run,
                          const char *model_name, const char *command_line) {
   int rc = obc_make_dirs(dir);
   if (rc) return rc;
-  char path[4096], a[32], b2[32], c2[32], d[32];
+  char path[4096], a[32], b2[32], d[32];
   ObcPendingFile file;
   FILE *fp = NULL;
   snprintf(path, sizeof path, "%s/replay_cells.csv", dir);
   if ((rc = obc_text_open(&file, path, &fp))) return rc;
   fprintf(fp, "trace,score,budget,tokens,candidates,rel_error,rel_error_step1,mass_lost,"
-              "needle_kept,needle_found,agreement,kl_free,kl_forced\n");
+              "needle_kept,needle_found,needle_prefix,needle_chars,needle_tokens,agreement,"
+              "first_divergence,kl_forced\n");
   for (size_t i = 0; i < run->n_cells; i++) {
     const SweepCell *x = &run->cells[i];
-    fprintf(fp, "%s,%s,%s,%zu,%zu,%.6g,%.6g,%.6g,%s,%d,%s,%s,%s\n", run->traces[x->trace],
-            c->scores[x->score], c->budgets[x->budget], x->tokens, x->candidates,
-            x->offline.rel_error, x->offline.rel_error_step1, x->offline.mass_lost,
+    char e[32], f[32], g[32], h[32];
+    fprintf(fp, "%s,%s,%s,%zu,%zu,%.6g,%.6g,%.6g,%s,%d,%s,%s,%s,%s,%s,%s\n",
+            run->traces[x->trace], c->scores[x->score], c->budgets[x->budget], x->tokens,
+            x->candidates, x->offline.rel_error, x->offline.rel_error_step1, x->offline.mass_lost,
             number(x->offline.needle_kept, a, sizeof a), x->needle_found,
-            number(x->agreement, b2, sizeof b2), number(x->kl_free, c2, sizeof c2),
-            number(x->kl_forced, d, sizeof d));
+            number(x->needle_prefix, e, sizeof e), number(x->needle_chars, f, sizeof f),
+            number(x->needle_tokens, g, sizeof g), number(x->agreement, b2, sizeof b2),
+            number(x->first_divergence, h, sizeof h), number(x->kl_forced, d, sizeof d));
   }
   if ((rc = obc_text_close(&file, fp, 1))) return rc;
 
   snprintf(path, sizeof path, "%s/replay_sweep.csv", dir);
   if ((rc = obc_text_open(&file, path, &fp))) return rc;
   fprintf(fp, "score,budget,fraction,traces,rel_error,rel_error_step1,mass_lost,needle_kept,"
-              "needle_found,agreement,kl_free,kl_forced\n");
+              "needle_found,needle_prefix,needle_prefix_share,needle_tokens,agreement,"
+              "first_divergence,kl_forced\n");
   for (size_t s = 0; s < c->n_scores; s++)
     for (size_t b = 0; b < c->n_budgets; b++) {
       SweepMean m;
       sweep_mean(run, s, b, &m);
-      char e[32], f[32], g[32], h[32];
-      fprintf(fp, "%s,%s,%.6g,%zu,%.6g,%.6g,%.6g,%s,%s,%s,%s,%s\n", c->scores[s], c->budgets[b],
-              m.fraction, run->n_traces, m.rel_error, m.rel_error_step1, m.mass_lost,
-              number(m.needle_kept, a, sizeof a), number(m.needle_found, e, sizeof e),
-              number(m.agreement, f, sizeof f), number(m.kl_free, g, sizeof g),
-              number(m.kl_forced, h, sizeof h));
+      char e[32], f[32], g[32], h[32], i2[32], j2[32], k2[32];
+      fprintf(fp, "%s,%s,%.6g,%zu,%.6g,%.6g,%.6g,%s,%s,%s,%s,%s,%s,%s,%s\n", c->scores[s],
+              c->budgets[b], m.fraction, run->n_traces, m.rel_error, m.rel_error_step1,
+              m.mass_lost, number(m.needle_kept, a, sizeof a),
+              number(m.needle_found, e, sizeof e), number(m.needle_prefix, i2, sizeof i2),
+              number(m.needle_prefix_share, j2, sizeof j2),
+              number(m.needle_tokens, k2, sizeof k2), number(m.agreement, f, sizeof f),
+              number(m.first_divergence, g, sizeof g), number(m.kl_forced, h, sizeof h));
     }
   if ((rc = obc_text_close(&file, fp, 1))) return rc;
+  if ((rc = write_kl_steps(dir, c, run))) return rc;
 
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "kind", "replay_sweep");
@@ -259,19 +326,21 @@ static int write_outputs(const char *dir, const EvictSweepConfig *c, const Sweep
 }
 
 /* One table: rows = scores, columns = budgets. which: 0 needle found,
- * 1 KL forced, 2 relative output error, 3 needle kept. */
+ * 1 KL forced, 2 relative output error, 3 needle kept, 4 needle prefix share,
+ * 5 first diverging step. */
 static void print_table(const EvictSweepConfig *c, const SweepRun *run, int which,
                         const char *title) {
-  printf("\n%s\n%-10s", title, "score");
+  printf("\n%s\n%-12s", title, "score");
   for (size_t b = 0; b < c->n_budgets; b++) printf(" %9s", c->budgets[b]);
   printf("\n");
   for (size_t s = 0; s < c->n_scores; s++) {
-    printf("%-10s", c->scores[s]);
+    printf("%-12s", c->scores[s]);
     for (size_t b = 0; b < c->n_budgets; b++) {
       SweepMean m;
       sweep_mean(run, s, b, &m);
       double v = which == 0 ? m.needle_found : which == 1 ? m.kl_forced
-                 : which == 2 ? m.rel_error : m.needle_kept;
+                 : which == 2 ? m.rel_error : which == 3 ? m.needle_kept
+                 : which == 4 ? m.needle_prefix_share : m.first_divergence;
       if (isfinite(v)) printf(" %9.4f", v);
       else printf(" %9s", "-");
     }
@@ -279,11 +348,26 @@ static void print_table(const EvictSweepConfig *c, const SweepRun *run, int whic
   }
 }
 
-int evict_sweep_run(const char *input, const char *out_dir, const EvictSweepConfig *c,
+/* Every score under its output name (oracle -> oracle@1 or the --oracle
+ * steps), checked once. */
+static int canonical_scores(EvictSweepConfig *c) {
+  for (size_t s = 0; s < c->n_scores; s++) {
+    EvictPolicy p = c->base;
+    int rc = evict_policy_set_score(&p, c->scores[s]);
+    if (rc) return rc;
+    evict_policy_score_name(&p, c->scores[s], sizeof c->scores[s]);
+  }
+  return OBC_OK;
+}
+
+int evict_sweep_run(const char *input, const char *out_dir, const EvictSweepConfig *given,
                     const char *command_line) {
+  EvictSweepConfig config = *given, *c = &config;
+  int rc = canonical_scores(c);
+  if (rc) return rc;
   SweepRun run;
   memset(&run, 0, sizeof run);
-  int rc = list_traces(input, &run);
+  rc = list_traces(input, &run);
   if (!rc) {
     run.cells = obc_malloc(run.n_traces * c->n_scores * c->n_budgets * sizeof *run.cells,
                            "sweep cells");
@@ -301,7 +385,11 @@ int evict_sweep_run(const char *input, const char *out_dir, const EvictSweepConf
     if (c->with_model) {
       print_table(c, &run, 0, "needle retrieval (share of traces whose replayed answer has the "
                               "needle's value)");
+      print_table(c, &run, 4, "needle prefix (share of the value's characters the answer "
+                              "reproduces from its start)");
       print_table(c, &run, 1, "KL(full || evicted), teacher-forced, mean over decode steps");
+      print_table(c, &run, 5, "first decode step whose free-running token differs from the "
+                              "full cache's (steps + 1 = none)");
     }
     print_table(c, &run, 2, "offline relative output error ||o'-o||/||o|| (mean over layers, "
                             "heads, decode steps)");
@@ -309,6 +397,7 @@ int evict_sweep_run(const char *input, const char *out_dir, const EvictSweepConf
   }
   model_free(model);
   free(run.traces);
+  for (size_t i = 0; i < run.n_cells; i++) free(run.cells[i].kl_steps);
   free(run.cells);
   return rc;
 }

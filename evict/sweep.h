@@ -4,7 +4,9 @@
  * budget) is replayed offline and, unless disabled, with the model. Writes
  * DIR/replay_cells.csv (one row per trace, score and budget),
  * DIR/replay_sweep.csv (means over traces: the data of the replay figures of
- * `obcache plot`) and DIR/replay_sweep.json, and prints the tables. */
+ * `obcache plot`), DIR/kl_steps.csv (teacher-forced KL per score, budget and
+ * decode step, mean over traces) and DIR/replay_sweep.json, and prints the
+ * tables. Scores are named as in outputs (oracle@1, oracle@T, decode_attn). */
 #ifndef OBC_EVICT_SWEEP_H
 #define OBC_EVICT_SWEEP_H
 
@@ -29,7 +31,8 @@ typedef struct {
 } EvictSweepConfig;
 
 /* Default scores (attn snapkv vatp obc_v obc_k obc_vk streaming random
- * oracle) and budgets (1% 2% 5% 10% 20% 40%), with the model. */
+ * oracle@1 oracle@T decode_attn) and budgets (1% 2% 5% 10% 20% 40%), with
+ * the model. */
 void evict_sweep_config_default(EvictSweepConfig *config);
 /* input: a trace file or a folder of traces. */
 int evict_sweep_run(const char *input, const char *out_dir, const EvictSweepConfig *config,

@@ -179,16 +179,18 @@ int oracle_window_error(const ObcHeadData *head, size_t window, ObcExactKind kin
   return oracle_accumulate_rows(head, first, last, kind, precision, out);
 }
 
-int oracle_eviction_error(const ObcHeadData *head, size_t n_steps, ObcPrecision precision,
-                          double *out) {
+int oracle_eviction_error(const ObcHeadData *head, size_t first_step, size_t n_steps,
+                          ObcPrecision precision, double *out) {
   assert(head && out);
   size_t first = oracle_lower_row(head, (int64_t)head->n_prompt);
   size_t available = head->n_rows - first;
-  if (n_steps < 1 || n_steps > available)
+  if (first_step < 1 || n_steps < 1 || first_step - 1 + n_steps > available)
     return obc_fail(OBC_EINVAL,
-                    "oracle@%zu: needs %zu decode rows (expected positions >= %zu, found %zu; "
-                    "hint: capture more decode steps)",
-                    n_steps, n_steps, head->n_prompt, available);
+                    "oracle@%zu-%zu: needs decode rows of steps %zu..%zu (expected positions >= "
+                    "%zu, found %zu decode rows; hint: capture more decode steps)",
+                    first_step, first_step + n_steps - 1, first_step, first_step + n_steps - 1,
+                    head->n_prompt, available);
+  first += first_step - 1;
   return oracle_accumulate_rows(head, first, first + n_steps, OBC_EXACT_REMOVE, precision, out);
 }
 

@@ -50,12 +50,13 @@ typedef enum {
 int oracle_window_error(const ObcHeadData *head, size_t window, ObcExactKind kind,
                         ObcPrecision precision, double *out);
 
-/* True eviction error oracle@T: evicting prompt token p at the end of prefill,
- * summed over the first n_steps captured decode rows (positions >= n_prompt)
- * and the group's query heads. n_steps = 1 is the paper's oracle. out:
- * (n_prompt). OBC_EINVAL when fewer decode rows are captured. */
-int oracle_eviction_error(const ObcHeadData *head, size_t n_steps, ObcPrecision precision,
-                          double *out);
+/* True eviction error oracle@a-b: evicting prompt token p at the end of
+ * prefill, summed over the captured decode rows (positions >= n_prompt) of
+ * steps first_step..first_step+n_steps-1 (1-based) and the group's query
+ * heads. (1, 1) is the paper's oracle@1. out: (n_prompt). OBC_EINVAL when
+ * those decode rows are not captured. */
+int oracle_eviction_error(const ObcHeadData *head, size_t first_step, size_t n_steps,
+                          ObcPrecision precision, double *out);
 
 /* Set eviction (SPEC.md section 3): for query row index r of query head j,
  * o' = (o - sum_{p in E} A_p v_p) / (1 - sum_{p in E} A_p), where `keep` marks

@@ -11,7 +11,7 @@
 #   k        the budget whose rows to read (the score does not depend on it,
 #            the analyser repeats it per k)                              [40]
 #   recent   recent window R of the rows to read                         [0]
-#   scores   space-separated names to draw (include "oracle1"/"oracleT")
+#   scores   space-separated names to draw (include "oracle@1"/"oracle@T")
 #   model    model name used in the title                           ["model"]
 #   title    replaces the whole title
 # Re-render by hand, e.g.:
@@ -22,7 +22,7 @@ if (!exists("plots_dir")) { plots_dir = ""; do for [i = strlen(ARG0):1:-1] { if 
 if (!exists("data")) data = "bias.csv"
 if (!exists("k")) k = 40
 if (!exists("recent")) recent = 0
-if (!exists("scores")) scores = "attn attn2 vatp snapkv obc_v obc_k obc_vk exact_v exact_k exact_vk remove oracle1"
+if (!exists("scores")) scores = "attn attn2 vatp snapkv obc_v obc_k obc_vk exact_v exact_k exact_vk remove oracle@1"
 if (!exists("model")) model = "model"
 if (!exists("width")) width = 1100
 if (!exists("height")) height = 620

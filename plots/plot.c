@@ -28,6 +28,10 @@ static const PlotFigure FIGURES[] = {
     {"recall_window", "recall_window.gp", "recall.csv", 0,
      "recall@k against the window W (log2 axis) at the main budget, with and without the recent "
      "window: which window makes each score agree best with the oracle?"},
+    {"recall_oracles", "recall_oracles.gp", "recall.csv", 0,
+     "recall@k against the budget k at the main window, one panel per oracle reference "
+     "(oracle@1, oracle@T, the --oracle one): does a score find the tokens of the first answer "
+     "token only, or of the whole answer?"},
     {"needle_k", "needle_k.gp", "needle.csv", 0,
      "share of the needle span's tokens kept against the budget k, per score, with and without "
      "the recent window (traces with a needle span): does the selection keep the needle?"},
@@ -58,6 +62,9 @@ static const PlotFigure FIGURES[] = {
     {"replay_kl", "replay_kl.gp", "replay_sweep.csv", 2,
      "replay sweep folders: teacher-forced KL(full || evicted) of the next-token distributions "
      "and the offline attention-output error against the budget, per score"},
+    {"replay_kl_steps", "replay_kl_steps.gp", "kl_steps.csv", 2,
+     "replay sweep folders: teacher-forced KL(full || evicted) of each decode step, one panel "
+     "per budget, one curve per score: which answer token breaks?"},
     {"dynamic_ppl", "dynamic_ppl.gp", "dynamic.csv", 3,
      "dynamic-eviction folders: perplexity of a long text in windows of positions under each "
      "running score at each cache budget, against the full cache"},
@@ -71,7 +78,8 @@ const PlotFigure *plot_figures(size_t *count) {
 
 static const char *const SCORE_ORDER[] = {"attn",    "attn2",   "vatp",     "snapkv", "obc_v",
                                           "obc_k",   "obc_vk",  "exact_v",  "exact_k", "exact_vk",
-                                          "remove",  "oracle1", "oracleT"};
+                                          "remove",  "oracle@1", "oracle@T", "oracle1",
+                                          "oracleT", "decode_attn"};
 
 int plot_score_rank(const char *name) {
   for (size_t i = 0; i < sizeof SCORE_ORDER / sizeof SCORE_ORDER[0]; i++)
@@ -182,6 +190,9 @@ static void figure_args(const PlotFigure *f, const char *dir, const char *data_d
     return;
   }
   plot_args_string(args, "oracle", in->report.oracle);
+  /* "" for an old report, whose recall.csv has no reference column. */
+  plot_args_string(args, "references", in->report.references);
+  if (in->report.references[0]) plot_args_string(args, "reference", in->report.oracle);
   if (!strcmp(f->name, "taylor")) {
     static const char *const rho_names[4] = {"rho_v", "rho_k", "rho_vk", "rho_remove"};
     plot_args_size(args, "window", in->report.main_window);

@@ -56,11 +56,11 @@ int plot_replay_args(const char *dir, const char *data, PlotArgs *args) {
   PlotTable table;
   int rc = plot_table_read(path, &table);
   if (rc) return rc;
-  int dynamic = !strcmp(data, "dynamic.csv");
+  int dynamic = !strcmp(data, "dynamic.csv"), by_budget = dynamic || !strcmp(data, "kl_steps.csv");
   rc = distinct_values(&table, "score", values, sizeof values);
   if (!rc) plot_args_string(args, "scores", values);
-  if (!rc && dynamic) rc = distinct_values(&table, "budget", values, sizeof values);
-  if (!rc && dynamic) plot_args_string(args, "budgets", values);
+  if (!rc && by_budget) rc = distinct_values(&table, "budget", values, sizeof values);
+  if (!rc && by_budget) plot_args_string(args, "budgets", values);
   plot_table_free(&table);
   if (rc) return rc;
   plot_args_string(args, "data", path);

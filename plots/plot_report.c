@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
+#include "oracle/oracle_steps.h"
 
 /* Reads a whole (small) JSON file and parses it. */
 static int json_load(const char *path, cJSON **out) {
@@ -124,11 +125,20 @@ static int report_fill(const char *path, const cJSON *root, PlotReport *report) 
       if (report->topk[i] > report->main_k) report->main_k = report->topk[i];
   }
   const cJSON *oracle = cJSON_GetObjectItemCaseSensitive(parameters, "oracle");
-  snprintf(report->oracle, sizeof report->oracle, "%s",
-           cJSON_IsString(oracle) ? oracle->valuestring : "oracle1");
-  if (strcmp(report->oracle, "oracle1") && strcmp(report->oracle, "oracleT"))
-    return obc_fail(OBC_EFORMAT, "%s: parameters.oracle is \"%s\" (expected oracle1 or oracleT)",
-                    path, report->oracle);
+  OracleSteps steps;
+  const char *name = cJSON_IsString(oracle) ? oracle->valuestring : "oracle@1";
+  if (oracle_steps_parse("parameters.oracle", name, &steps)) /* old reports: oracle1, oracleT */
+    return obc_fail(OBC_EFORMAT, "%s: parameters.oracle is \"%s\" (expected oracle@1, oracle@T "
+                    "or oracle@a-b)", path, name);
+  oracle_steps_name("oracle", &steps, report->oracle, sizeof report->oracle);
+  const cJSON *references = cJSON_GetObjectItemCaseSensitive(parameters, "references");
+  const cJSON *item;
+  size_t used = 0;
+  cJSON_ArrayForEach(item, references) {
+    if (cJSON_IsString(item) && used < sizeof report->references)
+      used += (size_t)snprintf(report->references + used, sizeof report->references - used,
+                               "%s%s", used ? " " : "", item->valuestring);
+  }
   if (!plot_report_contains(report->windows, report->n_windows, report->main_window))
     return obc_fail(OBC_EFORMAT, "%s: main_window %zu is not among parameters.windows", path,
                     report->main_window);

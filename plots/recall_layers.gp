@@ -9,7 +9,7 @@
 #   k        the budget                                                  [40]
 #   recent   recent window R                                             [0]
 #   scores   space-separated score names, one column each, in this order
-#   model, oracle   names used in the title            ["model", "oracle1"]
+#   model, oracle   names used in the title            ["model", "oracle@1"]
 #   values   1 prints the recall in each cell, 0 does not               [1]
 #   title    replaces the whole title
 # Re-render by hand, e.g.:
@@ -22,7 +22,7 @@ if (!exists("k")) k = 40
 if (!exists("recent")) recent = 0
 if (!exists("scores")) scores = "attn attn2 vatp snapkv obc_v obc_k obc_vk exact_v exact_k exact_vk remove"
 if (!exists("model")) model = "model"
-if (!exists("oracle")) oracle = "oracle1"
+if (!exists("oracle")) oracle = "oracle@1"
 if (!exists("values")) values = 1
 n = words(scores)
 # The height follows the number of layers so that rows stay readable.

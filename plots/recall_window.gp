@@ -10,7 +10,9 @@
 #   recent   R for the right panel; 0 draws only the left panel         [0]
 #   window   main window to mark with a dotted line          [none drawn]
 #   scores   space-separated score names to draw
-#   model, oracle   names used in the title            ["model", "oracle1"]
+#   model, oracle   names used in the title            ["model", "oracle@1"]
+#   reference  rows of recall.csv drawn (its reference column; "" = a file
+#              without one)                                           [""]
 #   title    replaces the whole title
 # Re-render by hand, e.g.:
 #   gnuplot -e "data='out/recall.csv'; k=40; recent=8; outfile='w.png'" plots/recall_window.gp
@@ -22,7 +24,8 @@ if (!exists("k")) k = 40
 if (!exists("recent")) recent = 0
 if (!exists("scores")) scores = "attn attn2 vatp snapkv obc_v obc_k obc_vk exact_v exact_k exact_vk remove"
 if (!exists("model")) model = "model"
-if (!exists("oracle")) oracle = "oracle1"
+if (!exists("oracle")) oracle = "oracle@1"
+if (!exists("reference")) reference = ""
 if (!exists("width")) width = (recent > 0 ? 1400 : 1000)
 if (!exists("height")) height = 620
 load plots_dir . "style.gp"
@@ -37,7 +40,7 @@ do for [s in scores] {
     r = (p == 1 ? 0 : recent)
     set table $curves append
     plot data using "window":"recall_mean" with table \
-      if (strcol("score") eq s && column("k") == k && column("recent") == r)
+      if (strcol("score") eq s && column("k") == k && column("recent") == r && (reference eq "" || strcol("reference") eq reference))
     unset table
     set print $curves append
     print ""; print ""

@@ -19,14 +19,14 @@
 fig = "replay_kl"
 if (!exists("plots_dir")) { plots_dir = ""; do for [i = strlen(ARG0):1:-1] { if (ARG0[i:i] eq "/") { plots_dir = ARG0[1:i]; break } } }
 if (!exists("data")) data = "replay_sweep.csv"
-if (!exists("scores")) scores = "attn attn2 vatp snapkv obc_v obc_k obc_vk exact_v exact_k exact_vk remove streaming random oracle"
+if (!exists("scores")) scores = "attn attn2 vatp snapkv obc_v obc_k obc_vk exact_v exact_k exact_vk remove streaming random oracle@1 oracle@T decode_attn"
 if (!exists("model")) model = "model"
 if (!exists("with_model")) with_model = 1
 if (!exists("width")) width = 1400
 if (!exists("height")) height = 620
 load plots_dir . "style.gp"
 # The policies that are not analyser scores get their own colours here.
-replay_colour(s) = s eq "streaming" ? "#bcbd22" : (s eq "random" ? "#aaaaaa" : score_colour(s))
+replay_colour(s) = s eq "streaming" ? "#bcbd22" : (s eq "random" ? "#aaaaaa" : (s eq "decode_attn" ? "#8c564b" : (s eq "oracle@T" ? "#555555" : score_colour(s))))
 if (!exists("title")) title = sprintf("What eviction costs against the cache budget\n%s", model)
 
 # Zero (nothing lost) cannot sit on a log axis: drawn at the floor instead.

@@ -13,7 +13,7 @@
 #            in the panel titles (numbers; omitted when not set)
 #   decades  widest span of the axes, in decades below the largest value;
 #            points below are counted in the key, not drawn            [16]
-#   model, oracle   names used in the title            ["model", "oracle1"]
+#   model, oracle   names used in the title            ["model", "oracle@1"]
 #   title    replaces the whole title
 # Re-render by hand, e.g.:
 #   gnuplot -e "data='out/taylor.csv'; window=16; outfile='t.png'" plots/taylor.gp
@@ -22,7 +22,7 @@ fig = "taylor"
 if (!exists("plots_dir")) { plots_dir = ""; do for [i = strlen(ARG0):1:-1] { if (ARG0[i:i] eq "/") { plots_dir = ARG0[1:i]; break } } }
 if (!exists("data")) data = "taylor.csv"
 if (!exists("model")) model = "model"
-if (!exists("oracle")) oracle = "oracle1"
+if (!exists("oracle")) oracle = "oracle@1"
 if (!exists("decades")) decades = 16
 if (!exists("width")) width = 1200
 if (!exists("height")) height = 1000

@@ -178,11 +178,11 @@ NEEDLE_SPAN=$(sed -n 's/.* needle  *\(\[[0-9]*, [0-9]*)\).*/\1/p' "$OUT/info.txt
 # score,recall(r=0),recall(r=R),best window (r=0),recall there,needle kept (r=0)
 awk -F, -v W="$MAIN_W" -v K="$MAIN_K" -v R="$RECENT" '
   FNR == 1 { next }
-  FILENAME ~ /recall\.csv$/ && $4 == K {
+  FILENAME ~ /recall\.csv$/ && $4 == K && $5 == "oracle@1" {
     if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 }
-    if ($2 == W && $3 == 0) r0[$1] = $5
-    if ($2 == W && $3 == R) rr[$1] = $5
-    if ($3 == 0 && (!($1 in best) || $5 > best[$1])) { best[$1] = $5; bw[$1] = $2 }
+    if ($2 == W && $3 == 0) r0[$1] = $6
+    if ($2 == W && $3 == R) rr[$1] = $6
+    if ($3 == 0 && (!($1 in best) || $6 > best[$1])) { best[$1] = $6; bw[$1] = $2 }
   }
   FILENAME ~ /needle\.csv$/ && $4 == K && $2 == W && $3 == 0 { nk[$1] = $5 }
   END {

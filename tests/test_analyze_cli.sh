@@ -60,7 +60,8 @@ fi
 expect_failure "-o under a file" "$work/text.h5" "$work/t.h5" -o "$work/text.h5/out"
 expect_failure "scores-out folder missing" "$work/nowhere/s.h5" "$work/t.h5" -o "$work/o6" \
   --scores-out "$work/nowhere/s.h5"
-expect_failure "bad oracle" "--oracle" "$work/t.h5" -o "$work/o7" --oracle 2
+expect_failure "bad oracle" "--oracle 0" "$work/t.h5" -o "$work/o7" --oracle 0
+expect_failure "oracle beyond the decode steps" "needs decode steps beyond" "$work/t.h5" -o "$work/o7" --oracle 2-99
 if [ -f "$work/nodecode.h5" ]; then
   expect_failure "no decode rows" "decode rows" "$work/nodecode.h5" -o "$work/o8"
 fi

@@ -237,7 +237,7 @@ def main():
             if sf.attrs["window"] != main_w or sf.attrs["schema"] != "obcache-scores/1":
                 failures.append(f"{path}: attributes window/schema wrong")
             worst = {}
-            for name in NAMES + ["oracle1", "oracleT"]:
+            for name in NAMES + ["oracle@1", "oracle@T"]:
                 data = sf[name][()]
                 if data.shape != (L, G, s):
                     failures.append(f"{path}:{name} shape {data.shape}, expected {(L, G, s)}")
@@ -245,7 +245,7 @@ def main():
                 err = 0.0
                 for (layer, g), per_w in ref.items():
                     main_ref = ref_max[layer, g] if "max" in label else per_w[main_w]
-                    expect = (oracle1 if name == "oracle1" else oracleT)[layer, g] \
+                    expect = (oracle1 if name == "oracle@1" else oracleT)[layer, g] \
                         if name.startswith("oracle") else main_ref[name]
                     err = max(err, rel_error(data[layer, g], expect))
                 worst[name] = err
@@ -294,6 +294,8 @@ def main():
         worst, rows = 0.0, 0
         tied = {t[0][:4] for t in ties}
         for row in read_csv(os.path.join(out, "recall.csv")):
+            if row["reference"] != "oracle@T":  # the --oracle T rows; oracle@1 has its own
+                continue
             key = (row["score"], int(row["window"]), int(row["recent"]), int(row["k"]))
             rows += 1
             if key not in numpy_recall:
@@ -315,12 +317,12 @@ def main():
         worst, rows = 0.0, 0
         for row in read_csv(os.path.join(out, "spearman.csv")):
             name, w, reference = row["score"], int(row["window"]), row["reference"]
-            if reference not in ("oracle1", "oracleT") and exact_of.get(name) != reference:
+            if reference not in ("oracle@1", "oracle@T") and exact_of.get(name) != reference:
                 failures.append(f"{label}: spearman.csv pairs {name} with {reference}")
                 continue
             rhos = []
             for head, per_w in ref.items():
-                other = (oracle1 if reference == "oracle1" else oracleT)[head] \
+                other = (oracle1 if reference == "oracle@1" else oracleT)[head] \
                     if reference.startswith("oracle") else per_w[w][reference]
                 rhos.append(spearman(per_w[w][name], other))
             worst = max(worst, abs(np.mean(rhos) - float(row["rho_mean"])))

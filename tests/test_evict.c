@@ -19,9 +19,13 @@
 #include "evict/model_replay.h"
 #include "evict/offline.h"
 #include "evict/policy.h"
+#include "evict/replay_metrics.h"
+#include "oracle/decode_attention.h"
+#include "oracle/oracle_steps.h"
 #include "model/generate.h"
 #include "model/model.h"
 #include "model/runtime.h"
+#include "tests/fixture_attention.h"
 #include "tests/tiny_gguf.h"
 #include "traces/synth.h"
 
@@ -462,8 +466,8 @@ START_TEST(test_model_replay_without_eviction_reproduces_the_captured_logits) {
          "agreement %.2f\n", r->logits_rel_diff, r->kl_forced_mean, r->agreement);
   ck_assert_double_le(r->logits_rel_diff, 1e-4);
   ck_assert_double_le(r->kl_forced_mean, 1e-8);
-  ck_assert_double_le(r->kl_free_mean, 1e-8);
   ck_assert_double_eq(r->agreement, 1.0);
+  ck_assert_uint_eq(r->first_divergence, 0);
 
   /* Evicting most of the prompt changes the predictions. */
   EvictKeepSet few;
@@ -474,6 +478,16 @@ START_TEST(test_model_replay_without_eviction_reproduces_the_captured_logits) {
          r->logits_rel_diff, r->kl_forced_mean);
   ck_assert_double_gt(r->logits_rel_diff, 1e-3); /* the tiny model's logits are flat: KL is small */
   ck_assert_double_gt(r->kl_forced_mean, 0.0);
+  /* The reported mean is the mean of the per-step KLs: the same n terms, so
+   * only the order of the additions differs (relative 1e-12 is ~1e4 ulps). */
+  double sum = 0.0;
+  for (size_t t = 0; t < r->n_steps; t++) sum += r->kl_forced[t];
+  ck_assert_double_eq_tol(sum / (double)r->n_steps, r->kl_forced_mean,
+                          1e-12 * r->kl_forced_mean);
+  size_t mismatch = 0; /* the first step whose token differs, by hand */
+  for (size_t t = r->n_steps; t-- > 0;)
+    if (r->tokens[t] != evict_replayer_full_token(replayer, t + 1)) mismatch = t + 1;
+  ck_assert_uint_eq(r->first_divergence, mismatch);
   /* ...and keeping everything again restores them. */
   ck_assert_int_eq(evict_replayer_run(replayer, &keep_all, r), 0);
   ck_assert_double_le(r->logits_rel_diff, 1e-4);
@@ -569,6 +583,138 @@ START_TEST(test_dynamic_running_scores_equal_the_closed_forms_over_the_history) 
 }
 END_TEST
 
+/* --oracle: the accepted forms, their names, and one-line errors for the rest. */
+START_TEST(test_oracle_step_ranges_parse_name_and_reject_bad_specs) {
+  static const struct {
+    const char *text, *name;
+  } good[] = {{"1", "oracle@1"},         {"T", "oracle@T"},        {"3", "oracle@3-3"},
+              {"3-9", "oracle@3-9"},     {"1-1", "oracle@1"},      {"oracle@T", "oracle@T"},
+              {"oracle@2-4", "oracle@2-4"}, {"oracle1", "oracle@1"}, {"oracleT", "oracle@T"}};
+  for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+    OracleSteps steps;
+    char name[64];
+    ck_assert_msg(oracle_steps_parse("--oracle", good[i].text, &steps) == 0, "%s", good[i].text);
+    oracle_steps_name("oracle", &steps, name, sizeof name);
+    ck_assert_str_eq(name, good[i].name);
+  }
+  static const char *const bad[] = {"0", "x", "9-3", "3-", "-3", "T1", "1-T", "", "2.5", "0-2"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    OracleSteps steps;
+    ck_assert_int_eq(oracle_steps_parse("--oracle", bad[i], &steps), OBC_EINVAL);
+    const char *message = obc_error_message();
+    ck_assert_msg(strstr(message, "--oracle") && strstr(message, "a-b") && !strchr(message, '\n'),
+                  "%s -> %s", bad[i], message);
+  }
+  OracleSteps steps;
+  size_t first = 0, count = 0;
+  ck_assert_int_eq(oracle_steps_parse("--oracle", "3-9", &steps), 0);
+  ck_assert_int_eq(oracle_steps_resolve(&steps, 12, "t.h5", &first, &count), 0);
+  ck_assert_uint_eq(first, 3);
+  ck_assert_uint_eq(count, 7);
+  ck_assert_int_eq(oracle_steps_resolve(&ORACLE_STEPS_ALL, 12, "t.h5", &first, &count), 0);
+  ck_assert_uint_eq(first, 1);
+  ck_assert_uint_eq(count, 12);
+  ck_assert_int_eq(oracle_steps_resolve(&steps, 8, "t.h5", &first, &count), OBC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "t.h5: oracle@3-9"));
+  ck_assert_ptr_null(strchr(obc_error_message(), '\n'));
+}
+END_TEST
+
+/* oracle@1-3 is the sum of oracle@1, oracle@2-2 and oracle@3-3. Each is a
+ * sum of non-negative terms in double precision, so they agree to a few ulps
+ * of the sum: 1e-12 relative leaves a thousandfold margin. */
+START_TEST(test_oracle_over_a_range_is_the_sum_of_its_steps) {
+  FixtureProblem t;
+  size_t s = 40, T = 4;
+  fixture_make(&t, 17, s, T, 16, 3, 8);
+  double *range = malloc(s * sizeof *range), *step = malloc(s * sizeof *step);
+  double *sum = calloc(s, sizeof *sum);
+  ck_assert_int_eq(oracle_eviction_error(&t.head, 1, 3, OBC_PRECISION_DOUBLE, range), 0);
+  for (size_t k = 1; k <= 3; k++) {
+    ck_assert_int_eq(oracle_eviction_error(&t.head, k, 1, OBC_PRECISION_DOUBLE, step), 0);
+    for (size_t p = 0; p < s; p++) sum[p] += step[p];
+  }
+  for (size_t p = 0; p < s; p++) ck_assert_double_eq_tol(range[p], sum[p], 1e-12 * sum[p]);
+  ck_assert_int_eq(oracle_eviction_error(&t.head, 2, 4, OBC_PRECISION_DOUBLE, step), OBC_EINVAL);
+  free(range), free(step), free(sum);
+  fixture_free(&t);
+}
+END_TEST
+
+/* decode_attn against a brute-force softmax: for each decode row of the
+ * range and each query head, A_ip = exp(z_ip - max) / sum over keys 0..i
+ * (the decoded keys included), summed. Double GEMMs against an explicit loop:
+ * both ~1e-15 relative per term, 1e-10 is generous. */
+START_TEST(test_decode_attn_is_the_sum_of_the_decode_rows_softmax_weights) {
+  FixtureProblem t;
+  size_t s = 50, T = 5, d = 16, group = 2;
+  fixture_make(&t, 23, s, T, d, group, 6);
+  double *got = malloc(s * sizeof *got), *want = calloc(s, sizeof *want);
+  ck_assert_int_eq(oracle_decode_attention(&t.head, 2, 3, OBC_PRECISION_DOUBLE, got), 0);
+  size_t first = t.head.n_rows - T + 1; /* the decode row of step 2 */
+  for (size_t j = 0; j < group; j++)
+    for (size_t r = first; r < first + 3; r++) {
+      const double *q = t.head.Q + (j * t.head.n_rows + r) * d;
+      size_t position = (size_t)t.head.row_positions[r];
+      double zmax = -HUGE_VAL, total = 0.0;
+      for (size_t k = 0; k <= position; k++)
+        zmax = fmax(zmax, t.head.attn_scale * fixture_dot(q, t.head.K + k * d, d));
+      for (size_t k = 0; k <= position; k++)
+        total += exp(t.head.attn_scale * fixture_dot(q, t.head.K + k * d, d) - zmax);
+      for (size_t p = 0; p < s; p++)
+        want[p] += exp(t.head.attn_scale * fixture_dot(q, t.head.K + p * d, d) - zmax) / total;
+    }
+  for (size_t p = 0; p < s; p++) ck_assert_double_eq_tol(got[p], want[p], 1e-10 * want[p] + 1e-300);
+  ck_assert_int_eq(oracle_decode_attention(&t.head, 4, 3, OBC_PRECISION_DOUBLE, got), OBC_EINVAL);
+  free(got), free(want);
+  fixture_free(&t);
+}
+END_TEST
+
+/* The answer metrics on constructed answers. */
+START_TEST(test_replay_answer_metrics_on_constructed_answers) {
+  int32_t full[5] = {7, 8, 9, 10, 11}, same[5] = {7, 8, 9, 10, 11}, late[5] = {7, 8, 9, 3, 11};
+  ck_assert_uint_eq(replay_first_divergence(full, same, 5), 0);
+  ck_assert_uint_eq(replay_first_divergence(full, late, 5), 4);
+  ck_assert_uint_eq(replay_first_divergence(full, (int32_t[]){1, 8, 9, 10, 11}, 5), 1);
+  /* The reporter's case: " 989059." for the value 9890590: 6 of 7 digits. */
+  ck_assert_uint_eq(replay_needle_prefix(" 989059.", "9890590"), 6);
+  ck_assert_uint_eq(replay_needle_prefix("The number is 9890590.", "9890590"), 7);
+  ck_assert_uint_eq(replay_needle_prefix(" 123", "9890590"), 0);
+  ck_assert_uint_eq(replay_needle_prefix("ABC-x", "abc-def"), 4); /* case ignored */
+  const char *value[7] = {"9", "8", "9", "0", "5", "9", "0"};
+  const char *dropped[6] = {"9", "8", "9", "0", "5", "9"};
+  const char *other[9] = {"9", "8", "7", "6", "5", "4", "3", "2", "1"};
+  ck_assert_double_eq(replay_piece_share(value, 7, value, 7), 1.0);
+  ck_assert_double_eq_tol(replay_piece_share(value, 7, dropped, 6), 6.0 / 7.0, 1e-15);
+  ck_assert_double_eq_tol(replay_piece_share(value, 7, other, 9), 3.0 / 7.0, 1e-15); /* 9 8 5 */
+  ck_assert(isnan(replay_piece_share(value, 0, other, 9)));
+}
+END_TEST
+
+/* --score names: oracle and decode_attn take --oracle or their @steps. */
+START_TEST(test_policy_score_names_carry_the_decode_steps) {
+  static const struct {
+    const char *score, *oracle, *name;
+  } cases[] = {{"oracle", NULL, "oracle@1"},          {"oracle", "T", "oracle@T"},
+               {"oracle@T", NULL, "oracle@T"},        {"oracle", "3-9", "oracle@3-9"},
+               {"decode_attn", NULL, "decode_attn"},  {"decode_attn", "1", "decode_attn@1"},
+               {"decode_attn@2-5", NULL, "decode_attn@2-5"}, {"obc_vk", "T", "obc_vk"}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    EvictPolicy p;
+    char name[64];
+    evict_policy_default(&p);
+    ck_assert_int_eq(evict_policy_set_score(&p, cases[i].score), 0);
+    if (cases[i].oracle) ck_assert_int_eq(evict_policy_set_steps(&p, cases[i].oracle), 0);
+    evict_policy_score_name(&p, name, sizeof name);
+    ck_assert_str_eq(name, cases[i].name);
+  }
+  EvictPolicy p;
+  evict_policy_default(&p);
+  ck_assert_int_eq(evict_policy_set_score(&p, "oracle@0"), OBC_EINVAL);
+}
+END_TEST
+
 static Suite *evict_suite(void) {
   Suite *s = suite_create("evict");
   TCase *tc = tcase_create("runtime");
@@ -579,6 +725,11 @@ static Suite *evict_suite(void) {
   tcase_add_test(policies, test_offline_replay_equals_brute_force_attention_over_the_kept_set);
   tcase_add_test(policies, test_keeping_everything_loses_nothing);
   tcase_add_test(policies, test_oracle_single_eviction_is_never_worse_at_step_one);
+  tcase_add_test(policies, test_oracle_step_ranges_parse_name_and_reject_bad_specs);
+  tcase_add_test(policies, test_oracle_over_a_range_is_the_sum_of_its_steps);
+  tcase_add_test(policies, test_decode_attn_is_the_sum_of_the_decode_rows_softmax_weights);
+  tcase_add_test(policies, test_replay_answer_metrics_on_constructed_answers);
+  tcase_add_test(policies, test_policy_score_names_carry_the_decode_steps);
   suite_add_tcase(s, policies);
   TCase *replay = tcase_create("model replay");
   tcase_add_test(replay, test_model_replay_without_eviction_reproduces_the_captured_logits);

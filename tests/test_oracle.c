@@ -102,7 +102,7 @@ static void check_eviction(uint64_t seed, size_t group, ObcPrecision precision) 
   size_t steps[2] = {1, T};
   for (int k = 0; k < 2; k++) {
     fixture_exact_error(&t, first, first + steps[k], FIX_REMOVE, ref);
-    ck_assert_int_eq(oracle_eviction_error(&t.head, steps[k], precision, got), 0);
+    ck_assert_int_eq(oracle_eviction_error(&t.head, 1, steps[k], precision, got), 0);
     char what[96];
     snprintf(what, sizeof what, "oracle@%zu group %zu %s", steps[k], group,
              precision == OBC_PRECISION_DOUBLE ? "double" : "float");
@@ -188,7 +188,7 @@ START_TEST(oracle_of_a_one_token_set_is_the_eviction_error) {
   size_t s = 40, T = 2, d = 16, g = 3;
   fixture_make(&t, 51, s, T, d, g, 4);
   double *oracle = malloc(s * sizeof *oracle), o_new[16], mass;
-  ck_assert_int_eq(oracle_eviction_error(&t.head, 1, OBC_PRECISION_DOUBLE, oracle), 0);
+  ck_assert_int_eq(oracle_eviction_error(&t.head, 1, 1, OBC_PRECISION_DOUBLE, oracle), 0);
   unsigned char *keep = malloc(t.head.n_positions);
   size_t r = t.head.n_rows - T;
   for (size_t p = 0; p < s; p++) {
@@ -281,9 +281,9 @@ START_TEST(uncaptured_rows_are_rejected_with_a_message) {
   ck_assert_ptr_nonnull(strstr(obc_error_message(), "not all captured"));
   ck_assert_int_eq(oracle_window_error(&t.head, 0, OBC_EXACT_REMOVE, OBC_PRECISION_DOUBLE, out),
                    OBC_EINVAL);
-  ck_assert_int_eq(oracle_eviction_error(&t.head, 3, OBC_PRECISION_DOUBLE, out), OBC_EINVAL);
+  ck_assert_int_eq(oracle_eviction_error(&t.head, 1, 3, OBC_PRECISION_DOUBLE, out), OBC_EINVAL);
   ck_assert_ptr_nonnull(strstr(obc_error_message(), "decode rows"));
-  ck_assert_int_eq(oracle_eviction_error(&t.head, 2, OBC_PRECISION_DOUBLE, out), 0);
+  ck_assert_int_eq(oracle_eviction_error(&t.head, 1, 2, OBC_PRECISION_DOUBLE, out), 0);
   fixture_free(&t);
 }
 END_TEST
@@ -302,9 +302,9 @@ START_TEST(results_do_not_depend_on_thread_count) {
     ck_assert_int_eq(oracle_window_error(&t.head, 150, OBC_EXACT_VK, precision, two), 0);
     ck_assert(memcmp(one, two, s * sizeof *one) == 0);
     omp_set_num_threads(1);
-    ck_assert_int_eq(oracle_eviction_error(&t.head, 3, precision, one), 0);
+    ck_assert_int_eq(oracle_eviction_error(&t.head, 1, 3, precision, one), 0);
     omp_set_num_threads(2);
-    ck_assert_int_eq(oracle_eviction_error(&t.head, 3, precision, two), 0);
+    ck_assert_int_eq(oracle_eviction_error(&t.head, 1, 3, precision, two), 0);
     ck_assert(memcmp(one, two, s * sizeof *one) == 0);
   }
   omp_set_num_threads(saved);

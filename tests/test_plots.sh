@@ -15,7 +15,7 @@ FAILED=0
 fail() { echo "FAIL: $*"; FAILED=1; }
 pass() { echo "ok: $*"; }
 
-ANALYSIS_FIGURES="recall_k recall_window needle_k bias_share bias_score bias_windows taylor recall_layers"
+ANALYSIS_FIGURES="recall_k recall_window recall_oracles needle_k bias_share bias_score bias_windows taylor recall_layers"
 SWEEP_FIGURES="sweep_needle sweep_recall"
 MIN_PNG_BYTES=8000   # a titled, labelled figure is far larger; an empty canvas is ~2 KB
 MIN_SVG_BYTES=8000
@@ -47,7 +47,7 @@ if "$OBCACHE" plot "$TMP/analysis" > "$TMP/list.txt" 2> "$TMP/err.txt"; then
     is_svg "$TMP/analysis/plots/$f.svg" || fail "analysis: $f.svg missing or not an SVG"
     grep -qx "$TMP/analysis/plots/$f.png" "$TMP/list.txt" || fail "analysis: $f.png not listed"
   done
-  [ "$(wc -l < "$TMP/list.txt")" -eq 16 ] || fail "analysis: expected 16 files listed, got $(wc -l < "$TMP/list.txt")"
+  [ "$(wc -l < "$TMP/list.txt")" -eq 18 ] || fail "analysis: expected 18 files listed, got $(wc -l < "$TMP/list.txt")"
   no_temp=$(find "$TMP/analysis/plots" -name '*.tmp.*' -o -name '.*gnuplot-log*' | wc -l)
   [ "$no_temp" -eq 0 ] || fail "analysis: temporary files left behind"
   pass "analysis folder: 8 figures x (png, svg)"
@@ -90,7 +90,7 @@ head -1 "$TMP/analysis/taylor.csv" > "$TMP/notaylor/taylor.csv"
 rc=$?
 if [ $rc -eq 0 ] && grep -q "skipped taylor (.*taylor.csv is missing or has no rows)" "$TMP/err.txt" &&
    grep -q "skipped needle_k (.*needle.csv is missing" "$TMP/err.txt" &&
-   [ "$(ls "$TMP/notaylor/plots" | tr '\n' ' ')" = "recall_k.png recall_window.png " ] &&
+   [ "$(ls "$TMP/notaylor/plots" | tr '\n' ' ')" = "recall_k.png recall_oracles.png recall_window.png " ] &&
    is_png "$TMP/notaylor/plots/recall_k.png"; then
   pass "empty taylor.csv, no needle/bias/layer files: $(wc -l < "$TMP/err.txt") figures skipped with a note"
 else

@@ -91,6 +91,19 @@ else
   fail "replay --sweep over a folder: $(cat "$DIR/out")"
 fi
 
+# Both oracles and decode_attn as separate policies, named by their steps.
+if "$OBCACHE" replay --sweep "$T" --no-model --scores oracle,oracle@T,decode_attn,oracle@2-3 \
+    --budgets 10% -o "$DIR/oracles" >"$DIR/out" &&
+  [ "$(cut -d, -f1 "$DIR/oracles/replay_sweep.csv" | tail -n +2 | tr '\n' ' ')" = \
+    "oracle@1 oracle@T decode_attn oracle@2-3 " ] && [ -f "$DIR/oracles/kl_steps.csv" ]; then
+  pass "replay --sweep: oracle@1, oracle@T, decode_attn, oracle@2-3 side by side"
+else
+  fail "replay --sweep with both oracles: $(cat "$DIR/out")"
+fi
+
+expect_failure "--oracle not a step range" "--oracle 0: expected 1" "$OBCACHE" evict "$T" --score oracle --oracle 0 -o "$DIR/x.h5"
+expect_failure "--oracle beyond the captured steps" "t.h5: oracle@2-9 needs decode steps beyond the 4 captured" \
+  "$OBCACHE" evict "$T" --score oracle --oracle 2-9 -o "$DIR/x.h5"
 expect_failure "budget beyond the prompt" "expected 1..64" "$OBCACHE" evict "$T" --budget 65 -o "$DIR/x.h5"
 expect_failure "budget zero" "--budget '0'" "$OBCACHE" evict "$T" --budget 0 -o "$DIR/x.h5"
 expect_failure "negative budget" "--budget '-3'" "$OBCACHE" evict "$T" --budget=-3 -o "$DIR/x.h5"
