@@ -136,7 +136,7 @@ static void check_oracle(double one_minus_a, int storage) {
   for (int precision = 0; precision < 2; precision++) {
     for (size_t steps = 1; steps <= T; steps++) {
       fixture_exact_error(&t, first, first + steps, FIX_REMOVE, ref);
-      ck_assert_int_eq(oracle_eviction_error(&t.head, steps, precision, got), 0);
+      ck_assert_int_eq(oracle_eviction_error(&t.head, 1, steps, precision, got), 0);
       snprintf(what, sizeof what, "oracle@%zu 1-A %g %s %s", steps, one_minus_a,
                storage_name(storage), precision == OBC_PRECISION_DOUBLE ? "double" : "float");
       check_close(got, ref, s, what);
