@@ -3,9 +3,12 @@
 # repository root). It captures one Needle-in-a-Haystack trace of the embedded
 # default model (SmolLM2-135M-Instruct), checks it, analyses it with the paper's
 # settings (top-40 recall, window sweep, with and without a recent window,
-# oracle of the first decode step), renders the figures, and writes a summary
-# table and an index.html that shows every figure with the exact commands that
-# made it. Everything lands in one folder, demo-out/ (git-ignored).
+# recall against oracle@1, the paper's first-decode-step oracle, and oracle@T,
+# summed over every captured decode step), renders the figures, replays the
+# eviction of every policy with the model (both oracles and decode_attn among
+# them), and writes a summary table and an index.html that shows every figure
+# with the exact commands that made it. Everything lands in one folder,
+# demo-out/ (git-ignored).
 #
 # Settings (environment): DEMO_OUT (demo-out), DEMO_LENGTH (4096 tokens),
 # DEMO_DEPTH (50 %), DEMO_HAYSTACK (kjv: the King James Bible; or noise, or a
@@ -123,8 +126,9 @@ figures() {
 #
 # By default the sweep runs the model in the loop (needle retrieval by the
 # replayed answer, teacher-forced KL, plus the offline output error and
-# needle-span retention) over replay's default 9 scores x 6 budgets: about
-# 4 s per cell at 4096 tokens on 2 cores. DEMO_REPLAY_MODEL=0 keeps it
+# needle-span retention) over replay's default 11 policies (the analyser's
+# scores, streaming, random, oracle@1, oracle@T, decode_attn) x 6 budgets:
+# about 4 s per cell at 4096 tokens on 2 cores. DEMO_REPLAY_MODEL=0 keeps it
 # offline only (no model; about 1.5 minutes).
 replay_available() {
   local top sub
@@ -144,13 +148,14 @@ replay() {
   printf '%s\t%s\n' \
     replay_needle "Does the model still find the needle when each score chooses what to keep? Share of answers with the needle's value (model replay) and share of the needle span kept, against the budget." \
     replay_kl "What does eviction cost the next-token distribution and the attention outputs? Teacher-forced KL(full || evicted) (model replay) and offline relative output error, against the budget." \
+    replay_kl_steps "Which answer token breaks? Teacher-forced KL(full || evicted) at each decode step, one panel per budget." \
     > "$OUT/replay/captions.tsv"
 }
 # === END OF REPLAY SECTION =====================================================
 
 stage "capture a $LENGTH-token NIAH trace" capture
 stage "verify the trace (recompute lse and O from Q, K, V)" check
-stage "analyse: recall@k of oracle@1, windows $WINDOWS, recent 0 and $RECENT" analyse
+stage "analyse: recall@k of oracle@1 and oracle@T, windows $WINDOWS, recent 0 and $RECENT" analyse
 stage "render the figures (gnuplot)" figures
 if replay_available; then
   if [ "${DEMO_REPLAY_MODEL:-1}" = 1 ]; then
@@ -163,6 +168,42 @@ else
 fi
 
 # --- 5. summary table ------------------------------------------------------------
+# replay_digest: per policy, the smallest budget from which every larger one
+# has the needle in its replayed answer, the share of the value's characters
+# reproduced from its start and the teacher-forced KL at three budgets (from
+# replay/replay_sweep.csv).
+replay_digest() {
+  local csv=$OUT/replay/replay_sweep.csv
+  [ -s "$csv" ] && [ "${DEMO_REPLAY_MODEL:-1}" = 1 ] || return 0
+  echo
+  echo "replay with the model (every policy keeps 4 sinks and the last $RECENT positions;"
+  echo "found = smallest budget from which the answer has the needle at every larger budget,"
+  echo "prefix = share of the value's digits reproduced from its start, KL = teacher-forced"
+  echo "KL(full || evicted), mean over the decode steps):"
+  awk -F, '
+    NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+    { s = $col["score"]; b = $col["budget"]
+      if (!(s in seen)) { seen[s] = 1; order[++n] = s }
+      if (!(b in bseen)) { bseen[b] = 1; budgets[++nb] = b }
+      found[s, b] = $col["needle_found"]; prefix[s, b] = $col["needle_prefix_share"]
+      kl[s, b] = $col["kl_forced"] }
+    END {
+      pick[1] = budgets[nb >= 3 ? 2 : 1]; pick[2] = budgets[nb >= 4 ? 4 : nb]; pick[3] = budgets[nb]
+      printf "  %-12s %7s", "score", "found"
+      for (j = 1; j <= 3; j++) printf " %11s", "prefix@" pick[j]
+      for (j = 1; j <= 3; j++) printf " %9s", "KL@" pick[j]
+      printf "\n"
+      for (i = 1; i <= n; i++) {
+        s = order[i]; first = "-"
+        for (j = nb; j >= 1; j--) if (found[s, budgets[j]] + 0 >= 0.5) first = budgets[j]; else break
+        printf "  %-12s %7s", s, first
+        for (j = 1; j <= 3; j++) printf " %11.2f", prefix[s, pick[j]]
+        for (j = 1; j <= 3; j++) printf " %9.4f", kl[s, pick[j]]
+        printf "\n"
+      }
+    }' "$csv"
+}
+
 STAGE="summary table and index.html"
 ANSWER=$(awk '/^answer: "/ { on = 1; sub(/^answer: "/, "") }
               on && /^needle (found|not found) \(expected / { exit }
@@ -175,21 +216,24 @@ EXPECTED=$(sed -E 's/.*\(expected (.*)\)$/\1/' <<< "$FOUND_LINE")
 MODEL=$(sed -n 's/^model  *\([^(]*\) (.*/\1/p' "$OUT/info.txt" | sed 's/ *$//')
 NEEDLE_SPAN=$(sed -n 's/.* needle  *\(\[[0-9]*, [0-9]*)\).*/\1/p' "$OUT/info.txt")
 
-# score,recall(r=0),recall(r=R),best window (r=0),recall there,needle kept (r=0)
+# score, recall vs oracle@1 (r=0, r=R), vs oracle@T (r=0, r=R), best window vs
+# oracle@1 (r=0), recall there, needle kept (r=0)
 awk -F, -v W="$MAIN_W" -v K="$MAIN_K" -v R="$RECENT" '
+  function f(a, k) { return (k in a) ? sprintf("%.3f", a[k]) : "-" }
   FNR == 1 { next }
-  FILENAME ~ /recall\.csv$/ && $4 == K && $5 == "oracle@1" {
+  FILENAME ~ /recall\.csv$/ && $4 == K && ($5 == "oracle@1" || $5 == "oracle@T") {
     if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 }
-    if ($2 == W && $3 == 0) r0[$1] = $6
-    if ($2 == W && $3 == R) rr[$1] = $6
-    if ($3 == 0 && (!($1 in best) || $6 > best[$1])) { best[$1] = $6; bw[$1] = $2 }
+    key = $1 SUBSEP $5
+    if ($2 == W && $3 == 0) r0[key] = $6
+    if ($2 == W && $3 == R) rr[key] = $6
+    if ($5 == "oracle@1" && $3 == 0 && (!($1 in best) || $6 > best[$1])) { best[$1] = $6; bw[$1] = $2 }
   }
   FILENAME ~ /needle\.csv$/ && $4 == K && $2 == W && $3 == 0 { nk[$1] = $5 }
   END {
     for (i = 1; i <= n; i++) {
       s = order[i]
-      printf "%s,%.3f,%s,%d,%.3f,%s\n", s, r0[s], (s in rr) ? sprintf("%.3f", rr[s]) : "-",
-             bw[s], best[s], (s in nk) ? sprintf("%.3f", nk[s]) : "-"
+      printf "%s,%s,%s,%s,%s,%d,%.3f,%s\n", s, f(r0, s SUBSEP "oracle@1"), f(rr, s SUBSEP "oracle@1"),
+             f(r0, s SUBSEP "oracle@T"), f(rr, s SUBSEP "oracle@T"), bw[s], best[s], f(nk, s)
     }
   }' "$OUT/analysis/recall.csv" "$OUT/analysis/needle.csv" > "$OUT/summary.csv"
 [ -s "$OUT/summary.csv" ] || die "$OUT/analysis/recall.csv has no rows for window $MAIN_W, k $MAIN_K"
@@ -200,15 +244,18 @@ awk -F, -v W="$MAIN_W" -v K="$MAIN_K" -v R="$RECENT" '
   echo "answer   \"$ANSWER\""
   echo "needle   $FOUND (expected $EXPECTED)"
   echo
-  echo "recall@$MAIN_K of oracle@1 (mean over 30 layers x 3 KV heads), window W = $MAIN_W:"
-  printf '  %-9s %7s %7s  %7s %11s %12s\n' score "r=0" "r=$RECENT" "best W" "recall(W)" "needle kept"
-  while IFS=, read -r s a b w bv nk; do
-    printf '  %-9s %7s %7s  %7s %11s %12s\n' "$s" "$a" "$b" "$w" "$bv" "$nk"
+  echo "recall@$MAIN_K (mean over 30 layers x 3 KV heads), window W = $MAIN_W, against oracle@1 (the"
+  echo "paper's, first decode step) and oracle@T (every captured decode step):"
+  printf '  %-9s %7s %7s %7s %7s  %7s %9s %12s\n' "" "@1" "@1" "@T" "@T" "best W" "recall" "needle"
+  printf '  %-9s %7s %7s %7s %7s  %7s %9s %12s\n' score "r=0" "r=$RECENT" "r=0" "r=$RECENT" "(@1)" "there" "kept"
+  while IFS=, read -r s a b c e w bv nk; do
+    printf '  %-9s %7s %7s %7s %7s  %7s %9s %12s\n' "$s" "$a" "$b" "$c" "$e" "$w" "$bv" "$nk"
   done < "$OUT/summary.csv"
   echo "  r = the last r prompt positions always kept, k - r chosen by the score; best W ="
-  echo "  the window of the highest recall@$MAIN_K with r = 0; needle kept = share of the"
-  echo "  needle span's tokens among the $MAIN_K kept (W = $MAIN_W, r = 0). exact_* and remove"
-  echo "  are exact errors over the window (references), not cheap scores."
+  echo "  the window of the highest recall@$MAIN_K against oracle@1 with r = 0; needle kept ="
+  echo "  share of the needle span's tokens among the $MAIN_K kept (W = $MAIN_W, r = 0). exact_*"
+  echo "  and remove are exact errors over the window (references), not cheap scores."
+  replay_digest
 } > "$OUT/summary.txt"
 
 # --- 6. index.html ------------------------------------------------------------------
@@ -218,6 +265,7 @@ caption_of() {
   case $1 in
     recall_window) echo "Which perturbation window W makes each score agree best with the true eviction error? recall@$MAIN_K against W, without (left) and with (right) the last $RECENT positions kept." ;;
     recall_k)      echo "How much of the oracle's top-k set does each score keep as the budget k grows? recall@k at W = $MAIN_W." ;;
+    recall_oracles) echo "Does that depend on which decode steps the oracle looks at? recall@k against oracle@1 (left) and oracle@T (right), at W = $MAIN_W." ;;
     needle_k)      echo "Does the selection keep the needle? Share of the needle span's tokens each score keeps against k, at W = $MAIN_W." ;;
     recall_layers) echo "Which layers does each score get right? recall@$MAIN_K per layer and score at W = $MAIN_W." ;;
     taylor)        echo "Does each OBCache Taylor score track the exact error it approximates, and does the window's removal error track the true eviction error at decode?" ;;
@@ -251,19 +299,24 @@ td:first-child, th:first-child { text-align: left; }
 <p>One Needle-in-a-Haystack trace of SmolLM2-135M-Instruct, analysed offline: for every
 (layer, KV head), which prompt tokens does each eviction score keep, and how many of them
 are among the $MAIN_K tokens whose eviction would really perturb the first decoding step
-(oracle@1)? Made by <code>scripts/demo.sh</code> with $("$OBCACHE" version 2>/dev/null | html_escape || echo obcache)
+(oracle@1) or the whole answer (oracle@T), and what does the model lose when the rest are
+dropped? Made by <code>scripts/demo.sh</code> with $("$OBCACHE" version 2>/dev/null | html_escape || echo obcache)
 on $(date -u '+%Y-%m-%d %H:%M UTC'), in $TOTAL s.</p>
 <h2>Summary</h2>
 <pre>$(head -4 "$OUT/summary.txt" | html_escape)</pre>
-<p>recall@$MAIN_K of oracle@1, mean over 30 layers x 3 KV heads, window W = $MAIN_W:</p>
-<table><tr><th>score</th><th>recall@$MAIN_K, r=0</th><th>recall@$MAIN_K, r=$RECENT</th>
-<th>best W (r=0)</th><th>recall@$MAIN_K there</th><th>needle kept (r=0)</th></tr>
+<p>recall@$MAIN_K, mean over 30 layers x 3 KV heads, window W = $MAIN_W, against oracle@1
+(the first decode step) and oracle@T (every captured decode step):</p>
+<table><tr><th>score</th><th>oracle@1, r=0</th><th>oracle@1, r=$RECENT</th>
+<th>oracle@T, r=0</th><th>oracle@T, r=$RECENT</th>
+<th>best W (oracle@1, r=0)</th><th>recall@$MAIN_K there</th><th>needle kept (r=0)</th></tr>
 EOF
-  while IFS=, read -r s a b w bv nk; do
-    echo "<tr><td>$s</td><td>$a</td><td>$b</td><td>$w</td><td>$bv</td><td>$nk</td></tr>"
+  while IFS=, read -r s a b c e w bv nk; do
+    echo "<tr><td>$s</td><td>$a</td><td>$b</td><td>$c</td><td>$e</td><td>$w</td><td>$bv</td><td>$nk</td></tr>"
   done < "$OUT/summary.csv"
   echo "</table>"
-  echo "<p>$(sed -n '/^  r = the last/,$p' "$OUT/summary.txt" | html_escape)</p>"
+  echo "<p>$(sed -n '/^  r = the last/,/^  and remove/p' "$OUT/summary.txt" | html_escape)</p>"
+  grep -q '^replay with the model' "$OUT/summary.txt" &&
+    echo "<pre>$(sed -n '/^replay with the model/,$p' "$OUT/summary.txt" | html_escape)</pre>"
   echo "<p>Per-head, per-layer and"
   echo "per-window numbers: <a href=\"analysis/\">analysis/</a> (report.json and CSVs);"
   echo "every per-token score and error at W = $MAIN_W: <code>scores.h5</code>; the trace: <code>trace.h5</code>"
@@ -271,7 +324,7 @@ EOF
   echo "<h2>Figures</h2>"
   echo "<p>Click a figure for its SVG. The gnuplot scripts are in <code>plots/*.gp</code> of the repository.</p>"
   shown=" "
-  for name in recall_window recall_k needle_k recall_layers taylor bias_share bias_score bias_windows; do
+  for name in recall_window recall_k recall_oracles needle_k recall_layers taylor bias_share bias_score bias_windows; do
     if [ -s "$OUT/plots/$name.png" ]; then
       figure_html "$OUT/plots" "$name" "$(caption_of "$name")"
       shown+="$name "
