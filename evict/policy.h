@@ -1,7 +1,8 @@
 /* Eviction policies (SPEC.md section 6): which prompt positions each
  * (layer, KV head) keeps after prefill. A policy is a score (any analyser
- * score, the oracle over a range of decode steps as an upper bound, the
- * decode queries' attention decode_attn, seeded random, or streaming = sinks
+ * score, the oracle over a range of decode steps as a reference (not a
+ * bound: docs/SCIENCE.md), the decode queries' attention decode_attn, seeded
+ * random, or streaming = sinks
  * + most recent) x a budget (tokens or a fraction of the candidates) x a
  * recent window x sink tokens x an allocation across KV heads x a mode:
  *
@@ -33,7 +34,7 @@ typedef enum {
   EVICT_SCORE_QUANTITY = 0, /* an analyser quantity (analyze/scores.h) */
   EVICT_SCORE_RANDOM,       /* uniform scores from the seed */
   EVICT_SCORE_STREAMING,    /* sinks + the most recent positions */
-  EVICT_SCORE_ORACLE,       /* oracle@a-b, the true eviction error (upper bound) */
+  EVICT_SCORE_ORACLE,       /* oracle@a-b, the true eviction error (a reference) */
   EVICT_SCORE_DECODE_ATTN   /* attention mass from the decode queries of steps a-b */
 } EvictScoreKind;
 

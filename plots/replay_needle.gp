@@ -5,8 +5,9 @@
 # start (needle_prefix_share: 5 of 7 digits = 0.71); right: the share of the
 # needle span's tokens the policy kept (mean over heads and traces). All
 # against the budget (% of the prompt kept per KV head, log axis), one curve
-# per score; the oracles (oracle@1, oracle@T) are the upper bounds, streaming
-# (sinks + recent) and random the floor.
+# per score; the oracles (oracle@1, oracle@T) and decode_attn, which see the
+# captured answer's queries, are references (not bounds), streaming (sinks +
+# recent) and random the floor.
 #
 # Variables (gnuplot -e "name=value; ..."), besides those of style.gp:
 #   data     replay_sweep.csv of `obcache replay --sweep`   [replay_sweep.csv]
