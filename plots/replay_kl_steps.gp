@@ -36,10 +36,15 @@ set format y "%.0e"
 set xlabel "decode step"
 set ylabel "KL (nats)"
 set xtics 1
-set key top right font ",9"
+# One y range for every panel, so budgets compare at a glance; one key, in
+# the first panel's empty bottom (the KL of every policy is above 1e-4 at the
+# smallest budget).
+set yrange [floor:30]
+set key bottom right font ",9" maxrows 6 opaque
 set multiplot layout rows, columns title title font ",14"
 do for [b in budgets] {
   set title sprintf("budget %s", b)
+  if (b ne word(budgets, 1)) { unset key }
   plot for [s in scores] data using (strcol("score") eq s && strcol("budget") eq b ? column("step") : NaN):(positive(column("kl_forced"))) \
          with linespoints lc rgb replay_colour(s) pt score_point(s) lw score_width(s) title s
 }

@@ -36,7 +36,9 @@ set logscale x 10
 set xlabel "budget (% of the prompt kept per KV head)"
 set yrange [-0.02:1.02]
 set ytics 0.1
-set key top left
+# One key, in the last panel (its curves rise to the lower right): in the
+# first two the retrieved curves sit at 1 on the left, under any key there.
+unset key
 
 set multiplot layout 1, 3 title title font ",14"
 set title "answer still contains the needle's value (model replay)"
@@ -68,6 +70,7 @@ if (with_model) {
 }
 set title "needle span kept by the policy (offline)"
 set ylabel "share of the needle's tokens kept"
+set key top left
 plot for [s in scores] data using (strcol("score") eq s ? 100 * column("fraction") : NaN):"needle_kept" \
        with linespoints lc rgb replay_colour(s) pt score_point(s) lw score_width(s) title s
 unset multiplot
