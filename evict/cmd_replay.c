@@ -315,8 +315,8 @@ int cmd_replay(int argc, char **argv) {
              result->needle_prefix, result->needle_chars, result->needle_tokens);
       char diverges[32] = "none";
       if (result->first_divergence)
-        snprintf(diverges, sizeof diverges, "step %zu", result->first_divergence);
-      printf("  free-running: token agreement %.3f, first diverging %s\n", result->agreement,
+        snprintf(diverges, sizeof diverges, "%zu", result->first_divergence);
+      printf("  free-running: token agreement %.3f, first diverging step: %s\n", result->agreement,
              diverges);
       printf("  teacher-forced KL(full || evicted): mean %.4g, per step", result->kl_forced_mean);
       for (size_t t = 0; t < result->n_steps; t++) printf(" %.3g", result->kl_forced[t]);
