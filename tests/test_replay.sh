@@ -3,7 +3,8 @@
 # evict writes a keep file that replay --offline reads and that gives the same
 # numbers as the policy options; keeping everything gives zero error; the
 # budget sweep (offline) writes its tables and `obcache plot` draws them; a
-# dynamic run on a short text writes its perplexity table. Bad input (budget
+# dynamic run on a short text writes its perplexity table; with the real model,
+# the answer-aware oracle@T keeps the needle at 10%. Bad input (budget
 # beyond the prompt or <= 0, unknown score, a trace without decode rows, a
 # model that does not match the trace) is one stderr line, non-zero exit and
 # no output file.
@@ -127,6 +128,29 @@ if [ -n "$MODEL" ] && [ -f "$MODEL" ]; then
     pass "replay --dynamic: 3 scores + full cache, 4 windows each"
   else
     fail "replay --dynamic: $(cat "$DIR/out")"
+  fi
+  # The answer-aware oracle keeps what the later digits of the needle need
+  # (docs/SCIENCE.md, "The oracle"): on a 768-token KJV trace, 10% chosen by
+  # oracle@T reproduces the value (teacher-forced KL ~1e-3 nats, far from any
+  # rounding flip), and the replay reports the KL of every decode step.
+  if "$OBCACHE" capture --length 768 --depth 50 --haystack kjv --seed 1 --rows 64 --decode 12 \
+      --model "$MODEL" -o "$DIR/t768.h5" >"$DIR/out" 2>&1 &&
+    "$OBCACHE" evict "$DIR/t768.h5" --score oracle --oracle T --budget 10% -o "$DIR/keepT.h5" \
+      >"$DIR/out" && grep -q "oracle@T, budget 77 of 768" "$DIR/out" &&
+    "$OBCACHE" replay "$DIR/t768.h5" --keep "$DIR/keepT.h5" --model "$MODEL" -o "$DIR/rT" \
+      >"$DIR/out" && grep -q "needle found, prefix 7 of 7" "$DIR/out" &&
+    [ "$(wc -l <"$DIR/rT/replay_steps.csv")" -eq 13 ] &&
+    python3 - "$DIR/rT/replay.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+steps = r["kl_forced_steps"]
+assert len(steps) == 12 and abs(sum(steps) / 12 - r["kl_forced_mean"]) <= 1e-9 * max(1.0, r["kl_forced_mean"])
+assert r["kl_forced_mean"] < 0.05 and r["first_divergence"] == 0 and "kl_free_mean" not in r
+EOF
+  then
+    pass "oracle@T at 10% of a 768-token KJV trace keeps the needle: $(grep -m1 'evicted:' "$DIR/out")"
+  else
+    fail "oracle@T at 10%: $(cat "$DIR/out")"
   fi
 else
   echo "skip  model checks (OBC_MODEL not set or missing)"
