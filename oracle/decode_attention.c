@@ -18,19 +18,12 @@ int oracle_decode_attention(const ObcHeadData *head, size_t first_step, size_t n
                             ObcPrecision precision, double *out) {
   assert(head && out);
   size_t s = head->n_prompt, first = 0;
-  while (first < head->n_rows && head->row_positions[first] < (int64_t)s) first++;
-  size_t available = head->n_rows - first;
-  if (first_step < 1 || n_steps < 1 || first_step - 1 + n_steps > available)
-    return obc_fail(OBC_EINVAL,
-                    "decode_attn@%zu-%zu: needs decode rows of steps %zu..%zu (found %zu decode "
-                    "rows; hint: capture more decode steps)",
-                    first_step, first_step + n_steps - 1, first_step, first_step + n_steps - 1,
-                    available);
-  first += first_step - 1;
+  int rc = oracle_decode_rows(head, "decode_attn", first_step, n_steps, &first);
+  if (rc) return rc;
   memset(out, 0, s * sizeof *out);
   size_t block = s < DECODE_ATTN_BLOCK ? s : DECODE_ATTN_BLOCK;
   OracleGemm gemm;
-  int rc = oracle_gemm_init(&gemm, head, s, precision);
+  rc = oracle_gemm_init(&gemm, head, s, precision);
   if (rc) return rc;
   double *z = obc_malloc(2 * n_steps * block * sizeof *z, "decode logits"); /* z, then vo */
   float *scratch = precision == OBC_PRECISION_FLOAT

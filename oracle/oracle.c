@@ -179,18 +179,26 @@ int oracle_window_error(const ObcHeadData *head, size_t window, ObcExactKind kin
   return oracle_accumulate_rows(head, first, last, kind, precision, out);
 }
 
-int oracle_eviction_error(const ObcHeadData *head, size_t first_step, size_t n_steps,
-                          ObcPrecision precision, double *out) {
-  assert(head && out);
+int oracle_decode_rows(const ObcHeadData *head, const char *what, size_t first_step,
+                       size_t n_steps, size_t *row) {
   size_t first = oracle_lower_row(head, (int64_t)head->n_prompt);
   size_t available = head->n_rows - first;
   if (first_step < 1 || n_steps < 1 || first_step - 1 + n_steps > available)
     return obc_fail(OBC_EINVAL,
-                    "oracle@%zu-%zu: needs decode rows of steps %zu..%zu (expected positions >= "
+                    "%s@%zu-%zu: needs decode rows of steps %zu..%zu (expected positions >= "
                     "%zu, found %zu decode rows; hint: capture more decode steps)",
-                    first_step, first_step + n_steps - 1, first_step, first_step + n_steps - 1,
-                    head->n_prompt, available);
-  first += first_step - 1;
+                    what, first_step, first_step + n_steps - 1, first_step,
+                    first_step + n_steps - 1, head->n_prompt, available);
+  *row = first + first_step - 1;
+  return OBC_OK;
+}
+
+int oracle_eviction_error(const ObcHeadData *head, size_t first_step, size_t n_steps,
+                          ObcPrecision precision, double *out) {
+  assert(head && out);
+  size_t first = 0;
+  int rc = oracle_decode_rows(head, "oracle", first_step, n_steps, &first);
+  if (rc) return rc;
   return oracle_accumulate_rows(head, first, first + n_steps, OBC_EXACT_REMOVE, precision, out);
 }
 

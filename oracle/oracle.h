@@ -50,6 +50,12 @@ typedef enum {
 int oracle_window_error(const ObcHeadData *head, size_t window, ObcExactKind kind,
                         ObcPrecision precision, double *out);
 
+/* The captured row of decode step first_step (1-based) into *row, after
+ * checking that the rows of steps first_step..first_step+n_steps-1 are all
+ * captured; OBC_EINVAL naming `what` ("oracle", "decode_attn") otherwise. */
+int oracle_decode_rows(const ObcHeadData *head, const char *what, size_t first_step,
+                       size_t n_steps, size_t *row);
+
 /* True eviction error oracle@a-b: evicting prompt token p at the end of
  * prefill, summed over the captured decode rows (positions >= n_prompt) of
  * steps first_step..first_step+n_steps-1 (1-based) and the group's query
