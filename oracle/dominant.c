@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
+#include "oracle/fast_exp.h"
 
 /* Keys a row at `position` attends to. */
 static size_t dominant_causal_keys(const ObcHeadData *head, int64_t position) {
@@ -71,17 +72,20 @@ static void dominant_single_forms(double z, const double *v, const double *o, si
 
 /* Turns the logits z (n_keys) of a row with `live` causal keys into weights
  * w_j = exp(z_j - z_p) in place (0 at p and beyond live); returns m, the top
- * key p (the first of equal maxima) and its logit z_p. */
+ * key p (the first of equal maxima) and its logit z_p. Every row of every
+ * chunk passes here, so the exponentials are the vectorisable obc_exp_fast
+ * (about 2 ulp, far below what m needs). */
 static double dominant_row_weights(double *z, size_t n_keys, size_t live, size_t *top,
                                    double *z_top) {
   size_t p = 0;
   for (size_t k = 1; k < live; k++)
     if (z[k] > z[p]) p = k;
   double zp = z[p], m = 0.0;
-  for (size_t k = 0; k < live; k++) {
-    z[k] = k == p ? 0.0 : exp(z[k] - zp);
-    m += z[k];
-  }
+#pragma omp simd
+  for (size_t k = 0; k < live; k++) z[k] = obc_exp_fast(z[k] - zp);
+  z[p] = 0.0;
+#pragma omp simd reduction(+ : m)
+  for (size_t k = 0; k < live; k++) m += z[k];
   for (size_t k = live; k < n_keys; k++) z[k] = 0.0;
   *top = p;
   *z_top = zp;
