@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/obc_error.h"
@@ -13,8 +14,15 @@
 #define OBC_MAX_PENDING 16
 static ObcPendingFile *volatile pending_files[OBC_MAX_PENDING];
 static volatile sig_atomic_t handler_installed;
+static volatile pid_t pending_child;
 
 static void remove_pending_on_signal(int sig) {
+  pid_t child = pending_child;
+  if (child > 0) { /* kill and waitpid are async-signal-safe */
+    kill(child, SIGKILL);
+    while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
+    }
+  }
   for (int i = 0; i < OBC_MAX_PENDING; i++)
     if (pending_files[i]) unlink(pending_files[i]->temp_path);
   signal(sig, SIG_DFL);
@@ -33,6 +41,8 @@ void obc_pending_register(ObcPendingFile *file) {
       return;
     }
 }
+
+void obc_pending_child(pid_t child) { pending_child = child; }
 
 void obc_pending_unregister(ObcPendingFile *file) {
   for (int i = 0; i < OBC_MAX_PENDING; i++)

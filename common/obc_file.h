@@ -7,6 +7,7 @@
 #define OBC_FILE_H
 
 #include <stdio.h>
+#include <sys/types.h>
 
 typedef struct {
   char final_path[4096];
@@ -35,5 +36,10 @@ int obc_make_dirs(const char *path);
  * registered, then re-raises the signal. */
 void obc_pending_register(ObcPendingFile *file);
 void obc_pending_unregister(ObcPendingFile *file);
+
+/* The child process writing into the pending files (gnuplot), or 0: the
+ * handler kills and reaps it before removing the files, so that it cannot
+ * create one after they were removed. */
+void obc_pending_child(pid_t child);
 
 #endif

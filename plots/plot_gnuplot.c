@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/obc_error.h"
+#include "common/obc_file.h"
 
 int plot_gnuplot_find(PlotGnuplot *gnuplot) {
   const char *path = getenv("PATH");
@@ -66,7 +67,16 @@ int plot_gnuplot_run(const PlotGnuplot *gnuplot, const char *script, const char 
   fflush(NULL);
   pid_t parent = getpid();
   (void)parent;
+  /* Ctrl-C / kill between fork and obc_pending_child would miss the child:
+   * hold them until the child is registered (obc_file.h). */
+  sigset_t stop, saved;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  sigprocmask(SIG_BLOCK, &stop, &saved);
   pid_t child = fork();
+  if (child > 0) obc_pending_child(child);
+  if (child != 0) sigprocmask(SIG_SETMASK, &saved, NULL);
   if (child < 0) {
     int err = errno;
     close(log_fd);
@@ -80,6 +90,7 @@ int plot_gnuplot_run(const PlotGnuplot *gnuplot, const char *script, const char 
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);
 #endif
+    sigprocmask(SIG_SETMASK, &saved, NULL);
     int null_fd = open("/dev/null", O_RDONLY);
     if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
     dup2(log_fd, STDOUT_FILENO);
@@ -92,9 +103,11 @@ int plot_gnuplot_run(const PlotGnuplot *gnuplot, const char *script, const char 
   int status = 0;
   while (waitpid(child, &status, 0) < 0)
     if (errno != EINTR) {
+      obc_pending_child(0);
       unlink(log_path);
       return obc_fail(OBC_EEXTERNAL, "%s: lost the gnuplot process: %s", script, strerror(errno));
     }
+  obc_pending_child(0);
   char message[1024];
   last_message(log_path, message, sizeof message);
   unlink(log_path);
