@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/analysis_head.h"
+#include "scores/analysis_head.h"
 #include "analyze/bias.h"
 #include "analyze/scores_file.h"
-#include "analyze/select.h"
-#include "analyze/stats.h"
+#include "scores/select.h"
+#include "scores/stats.h"
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
 

@@ -1,6 +1,6 @@
 /* The analyser's driver: streams a trace one (layer, KV head) at a time,
  * computes every score and exact error for a list of perturbation windows
- * (analyze/scores.h) and the true eviction error (oracle/oracle.h), and
+ * (scores/scores.h) and the true eviction error (oracle/oracle.h), and
  * reduces them at once to recall, rank correlation, needle retention and
  * position-bias figures, so memory does not grow with the number of layers.
  * analysis_write_outputs (analyze/report.c) turns the result into the files of
@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "analyze/scores.h"
+#include "scores/scores.h"
 #include "oracle/oracle_steps.h"
 #include "traces/trace.h"
 

@@ -11,7 +11,7 @@
 
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "model/model.h"
 
 static double cpu_seconds(void) {

@@ -11,9 +11,9 @@
 
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
-#include "model/generate.h"
+#include "runtime/generate.h"
 #include "model/model.h"
-#include "model/runtime.h"
+#include "runtime/runtime.h"
 
 static void fill_tokens(int32_t *tokens, size_t n, size_t vocab) {
   uint64_t state = 12345;

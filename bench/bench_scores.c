@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "analyze/scores.h"
+#include "scores/scores.h"
 #include "common/obc_error.h"
 #include "oracle/oracle.h"
 #include "tests/fixture_attention.h"

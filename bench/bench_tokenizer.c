@@ -10,10 +10,10 @@
 
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
-#include "model/cli_model.h"
-#include "model/gguf.h"
+#include "tokenizer/text_input.h"
+#include "formats/gguf.h"
 #include "model/model.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 static int open_tokenizer(const char *path, Tokenizer **out) {
   struct stat st;
@@ -35,7 +35,7 @@ int main(int argc, char **argv) {
   double t0 = obc_now_seconds();
   int rc = open_tokenizer(model, &tok);
   double load_s = obc_now_seconds() - t0;
-  if (rc == 0) rc = cli_read_text_file(text_path, &unit, &unit_length);
+  if (rc == 0) rc = text_read_file(text_path, &unit, &unit_length);
   if (rc < 0) {
     fprintf(stderr, "bench_tokenizer: %s\n", obc_error_message());
     return 1;

@@ -17,8 +17,8 @@
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
-#include "model/generate.h"
-#include "model/runtime.h"
+#include "runtime/generate.h"
+#include "runtime/runtime.h"
 #include "traces/trace.h"
 
 /* What the seam callback fills, for every layer. */

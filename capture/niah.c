@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture/niah_haystack.h"
+#include "corpus/niah_haystack.h"
 #include "capture/niah_task.h"
 #include "common/obc_error.h"
 

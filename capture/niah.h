@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "traces/trace.h"
 
 #define NIAH_MAX_NEEDLES 16

@@ -12,13 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "capture/niah_haystack.h"
+#include "corpus/niah_haystack.h"
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_json.h"
-#include "model/cli_model.h"
-#include "model/runtime.h"
+#include "tokenizer/text_input.h"
+#include "runtime/runtime.h"
 
 typedef enum { DYN_ATTN = 0, DYN_OBC_V, DYN_OBC_K, DYN_OBC_VK, DYN_STREAMING, DYN_FULL } DynScore;
 
@@ -73,7 +73,7 @@ static int text_tokens(const Model *model, const char *spec, size_t n_tokens, in
     if (text) text[length] = '\0';
     niah_haystack_close(&haystack);
     if (!text) return OBC_ENOMEM;
-  } else if ((rc = cli_read_text_file(spec, &text, &length))) {
+  } else if ((rc = text_read_file(spec, &text, &length))) {
     return rc;
   }
   int32_t *ids = NULL;

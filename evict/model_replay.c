@@ -12,8 +12,8 @@
 
 #include "common/obc_error.h"
 #include "evict/replay_metrics.h"
-#include "model/generate.h"
-#include "model/runtime.h"
+#include "runtime/generate.h"
+#include "runtime/runtime.h"
 
 /* A first decode step that differs more than this from the trace's logits
  * (relative to their largest magnitude) is another model: same-file replays

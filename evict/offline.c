@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/analysis_head.h"
+#include "scores/analysis_head.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_json.h"

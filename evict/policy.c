@@ -1,7 +1,7 @@
 /* Policies: turn per-(layer, KV head) scores into kept prompt positions with
  * sinks, a recent window and a uniform or AdaKV-style budget (evict/policy.h).
  * Scores come from the analyser's window sweep, the oracle, a seeded hash or
- * the position itself (streaming); selection reuses analyze/select.h so ties
+ * the position itself (streaming); selection reuses scores/select.h so ties
  * break exactly as in the recall figures. */
 #include "evict/policy.h"
 
@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/analysis_head.h"
-#include "analyze/scores.h"
-#include "analyze/select.h"
+#include "scores/analysis_head.h"
+#include "scores/scores.h"
+#include "scores/select.h"
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "oracle/decode_attention.h"

@@ -31,7 +31,7 @@
 #include "traces/trace.h"
 
 typedef enum {
-  EVICT_SCORE_QUANTITY = 0, /* an analyser quantity (analyze/scores.h) */
+  EVICT_SCORE_QUANTITY = 0, /* an analyser quantity (scores/scores.h) */
   EVICT_SCORE_RANDOM,       /* uniform scores from the seed */
   EVICT_SCORE_STREAMING,    /* sinks + the most recent positions */
   EVICT_SCORE_ORACLE,       /* oracle@a-b, the true eviction error (a reference) */

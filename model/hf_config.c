@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
-#include "model/json_file.h"
+#include "formats/json_file.h"
 
 typedef struct {
   const char *path; /* config.json, for messages */

@@ -1,9 +1,9 @@
 /* A Llama-family model in memory: configuration, fp32 weights and tokenizer.
  *
- * model_load() takes a GGUF file (model/gguf.h) or a Hugging Face folder
- * (config.json + safetensors, model/safetensors.h); quantised weights are
+ * model_load() takes a GGUF file (formats/gguf.h) or a Hugging Face folder
+ * (config.json + safetensors, formats/safetensors.h); quantised weights are
  * dequantised once, here. Matrices are row-major (out_features, in_features),
- * the layout of both formats. The forward pass lives in model/runtime.h. */
+ * the layout of both formats. The forward pass lives in runtime/runtime.h. */
 #ifndef OBC_MODEL_H
 #define OBC_MODEL_H
 
@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 typedef enum { OBC_ROPE_NONE = 0, OBC_ROPE_LLAMA3, OBC_ROPE_LINEAR } ObcRopeScaling;
 

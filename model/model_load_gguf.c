@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "model/model_load.h"
 
 /* "<arch>.<suffix>" as a positive size; def == 0 means required. */

@@ -10,7 +10,7 @@
 #include "common/obc_error.h"
 #include "model/hf_config.h"
 #include "model/model_load.h"
-#include "model/safetensors.h"
+#include "formats/safetensors.h"
 
 static int match_tensors(const SafetensorsModel *st, const char *folder, Model *model, ModelWeightSlot *slots,
                          size_t n_slots) {

@@ -9,7 +9,7 @@
  * w_j = exp(z_j - z_p) (j != p), m = sum w_j and u = sum w_j v_j / m (the
  * output of attention over the other keys), A = 1/(1 + m), 1 - A = m/(1 + m)
  * exactly as computed. The table is built in bulk (dgemm over row chunks) for
- * the rows a call uses and read by oracle/oracle.c and analyze/scores.c. */
+ * the rows a call uses and read by oracle/oracle.c and scores/scores.c. */
 #ifndef OBC_DOMINANT_H
 #define OBC_DOMINANT_H
 

@@ -7,7 +7,7 @@
  * accumulated by one thread in a fixed order, so results do not depend on the
  * thread count). The pair of a row with A > 1/2 comes from oracle/dominant.h,
  * recomputed from q, K, V rather than the stored lse and O (docs/SCIENCE.md).
- * analyze/scores.c fuses the same forms for many windows. */
+ * scores/scores.c fuses the same forms for many windows. */
 #include "oracle/oracle.h"
 
 #include <assert.h>

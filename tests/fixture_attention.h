@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/scores.h"
+#include "scores/scores.h"
 #include "oracle/oracle.h"
 
 typedef struct {

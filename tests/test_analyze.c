@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "analyze/bias.h"
-#include "analyze/select.h"
-#include "analyze/stats.h"
+#include "scores/select.h"
+#include "scores/stats.h"
 #include "cli/commands.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"

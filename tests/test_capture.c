@@ -13,11 +13,11 @@
 
 #include "capture/capture.h"
 #include "capture/niah.h"
-#include "capture/niah_haystack.h"
+#include "corpus/niah_haystack.h"
 #include "common/obc_error.h"
-#include "model/generate.h"
+#include "runtime/generate.h"
 #include "model/model.h"
-#include "model/runtime.h"
+#include "runtime/runtime.h"
 #include "traces/trace.h"
 
 static Model *model; /* loaded once in main, shared by the tests */

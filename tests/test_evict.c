@@ -13,7 +13,7 @@
 
 #include <hdf5.h>
 
-#include "analyze/analysis_head.h"
+#include "scores/analysis_head.h"
 #include "common/obc_error.h"
 #include "evict/dynamic.h"
 #include "evict/model_replay.h"
@@ -22,9 +22,9 @@
 #include "evict/replay_metrics.h"
 #include "oracle/decode_attention.h"
 #include "oracle/oracle_steps.h"
-#include "model/generate.h"
+#include "runtime/generate.h"
 #include "model/model.h"
-#include "model/runtime.h"
+#include "runtime/runtime.h"
 #include "tests/fixture_attention.h"
 #include "tests/tiny_gguf.h"
 #include "traces/synth.h"

@@ -1,4 +1,4 @@
-/* Check suite of the GGUF reader (model/gguf.h) and of model_load on GGUF
+/* Check suite of the GGUF reader (formats/gguf.h) and of model_load on GGUF
  * files: the real SmolLM2 file reads as the gguf package reads it, every
  * supported type dequantises exactly as gguf.quants.dequantize does (fixtures
  * from tests/make_quant_fixtures.py), metadata of every value type reads back,
@@ -15,7 +15,7 @@
 
 #include "common/obc_error.h"
 #include "common/obc_file.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "model/model.h"
 #include "tests/gguf_builder.h"
 #include "tests/tiny_gguf.h"

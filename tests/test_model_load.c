@@ -1,4 +1,4 @@
-/* Check suite of model_load on Hugging Face folders (model/safetensors.h,
+/* Check suite of model_load on Hugging Face folders (formats/safetensors.h,
  * model/hf_config.h) against GGUF: SmolLM2 converted by tests/gguf_to_hf.py
  * (dequantised by the gguf package, llama.cpp's Q/K permutation undone) loads
  * to the same weights as the GGUF itself, exactly in F32 and within bf16

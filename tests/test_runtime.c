@@ -1,4 +1,4 @@
-/* Check suite of the model runtime (model/runtime.h) on tiny random-weight
+/* Check suite of the model runtime (runtime/runtime.h) on tiny random-weight
  * models built in memory: incremental decoding equals one long prefill, the
  * capture seam reports Q/O/lse/A that a direct recomputation from the cache
  * confirms without changing the logits, thread count and chunk size change
@@ -11,7 +11,7 @@
 
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
-#include "model/runtime.h"
+#include "runtime/runtime.h"
 
 /* A tiny model: weights drawn from a fixed-seed generator. */
 typedef struct {

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze/scores.h"
+#include "scores/scores.h"
 #include "common/obc_error.h"
 #include "fixture_attention.h"
 #include "oracle/oracle.h"

@@ -1,4 +1,4 @@
-/* Check suite for the tokenizer (model/tokenizer*.c) on the default model's
+/* Check suite for the tokenizer (tokenizer/tokenizer*.c) on the default model's
  * GGUF vocabulary: decode(encode(x)) == x on the corpus, special tokens split
  * out whole and never merged, the chat renderings of the ChatML and Llama 3
  * formats, stop tokens, and bad input. The ids themselves are compared with an
@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "common/obc_error.h"
-#include "model/gguf.h"
-#include "model/tokenizer.h"
-#include "model/tokenizer_internal.h"
+#include "formats/gguf.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_internal.h"
 
 static Tokenizer *tok;
 

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "model/gguf.h"
+#include "formats/gguf.h"
 #include "tests/gguf_builder.h"
 
 typedef struct {

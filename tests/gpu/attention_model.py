@@ -1,5 +1,5 @@
 # A lane-level NumPy model of the two attention kernels of
-# model/cuda/cuda_attention.cu (tiles, warps, per-lane keys, online softmax,
+# runtime/cuda/cuda_attention.cu (tiles, warps, per-lane keys, online softmax,
 # masks), checked against a direct float64 attention. It checks the kernels'
 # index and softmax logic on a machine without a GPU; it does not run them.
 # Usage: python3 tests/gpu/attention_model.py (prints the max differences).

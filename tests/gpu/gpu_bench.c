@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "common/obc_cli.h"
-#include "model/runtime.h"
+#include "runtime/runtime.h"
 #include "tests/gpu/gpu_common.h"
 
 static const double PEAK_BF16_TFLOPS = 989.0;

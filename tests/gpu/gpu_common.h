@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
-#include "model/cuda/backend_cuda.h"
+#include "runtime/cuda/backend_cuda.h"
 #include "model/model.h"
 
 enum { GPU_SKIP = 77 };

@@ -1,5 +1,5 @@
-/* Op-by-op check of the CUDA kernels against their C twins (model/cpu_ops.h,
- * model/cpu_attention.h, model/cuda/twins.h) on seeded random inputs of
+/* Op-by-op check of the CUDA kernels against their C twins (runtime/cpu_ops.h,
+ * runtime/cpu_attention.h, runtime/cuda/twins.h) on seeded random inputs of
  * awkward sizes (rows not a multiple of a tile, GQA groups of 3, a chunk that
  * starts after cached rows). Prints one line per tensor with its normalised
  * error; exits 1 on any failure, 77 (skipped) without a CUDA device.
@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/cpu_attention.h"
-#include "model/cpu_ops.h"
-#include "model/cuda/cuda_attention.h"
-#include "model/cuda/cuda_ops.h"
-#include "model/cuda/twins.h"
+#include "runtime/cpu_attention.h"
+#include "runtime/cpu_ops.h"
+#include "runtime/cuda/cuda_attention.h"
+#include "runtime/cuda/cuda_ops.h"
+#include "runtime/cuda/twins.h"
 #include "tests/gpu/gpu_common.h"
 
 static int failures;

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "model/runtime.h"
+#include "runtime/runtime.h"
 #include "tests/gpu/gpu_common.h"
 
 enum { N_TOKENS = 600, MAX_BATCH = 256, MAX_CONTEXT = 640 };

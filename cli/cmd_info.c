@@ -1,0 +1,185 @@
+/* `obcache info TRACE`: a readable summary of a trace (who made it, the
+ * model, the positions and captured rows, the spans, the datasets and their
+ * size on disk). Opening the trace validates it, so a summary also means the
+ * trace is well-formed; `obcache verify` checks the numbers. */
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/commands.h"
+#include "common/obc_error.h"
+#include "formats/gguf.h"
+#include "tokenizer/tokenizer.h"
+#include "traces/trace.h"
+#include "traces/trace_h5.h"
+
+static void info_usage(FILE *out) {
+  fprintf(out,
+          "usage: obcache info [options] TRACE.h5\n"
+          "\n"
+          "Print a summary of a trace: producer, model configuration, storage dtype,\n"
+          "positions, captured rows, decode steps, spans, datasets with their size on\n"
+          "disk, and the complete flag. Fails with one line if the trace is malformed.\n"
+          "\n"
+          "options:\n"
+          "  --tokenizer GGUF   decode the span tokens with this model's tokenizer (the\n"
+          "                     trace stores token ids, not their text)\n"
+          "  -h, --help         this help\n");
+}
+
+static void print_bytes(const char *label, double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) bytes /= 1024.0, u++;
+  printf("%s%.1f %s", label, bytes, units[u]);
+}
+
+/* Prints text on one line, escaping newlines and quotes, cut at max bytes. */
+static void print_quoted(const char *text, size_t max) {
+  putchar('"');
+  size_t n = strlen(text);
+  for (size_t i = 0; i < n && i < max; i++) {
+    if (text[i] == '\n') fputs("\\n", stdout);
+    else if (text[i] == '"') fputs("\\\"", stdout);
+    else if ((unsigned char)text[i] < 32) printf("\\x%02x", (unsigned char)text[i]);
+    else putchar(text[i]);
+  }
+  printf("\"%s", n > max ? "..." : "");
+}
+
+/* Per dataset name (K, V, ...): total bytes stored and logical size. */
+static void print_datasets(const char *path, const ObcTraceMeta *m) {
+  const char *names[] = {"K", "V", "Q", "O", "lse", "A"};
+  const char *shapes[] = {"(n_kv_heads, n_positions, head_dim)", "(n_kv_heads, n_positions, head_dim)",
+                          "(n_heads, n_rows, head_dim)",         "(n_heads, n_rows, head_dim)",
+                          "(n_heads, n_rows)",                   "(n_heads, n_rows, n_positions)"};
+  hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (file < 0) return;
+  printf("datasets   per layer /layers/NNN/...; stored sizes summed over %zu layers\n", m->model.n_layers);
+  for (size_t k = 0; k < (m->has_attn ? 6u : 5u); k++) {
+    double stored = 0.0, logical = 0.0;
+    char type[16] = "?";
+    for (size_t layer = 0; layer < m->model.n_layers; layer++) {
+      char name[64];
+      trace_h5_layer_dataset(name, sizeof name, layer, names[k]);
+      hid_t dset = H5Dopen2(file, name, H5P_DEFAULT);
+      if (dset < 0) continue;
+      hid_t t = H5Dget_type(dset), space = H5Dget_space(dset);
+      stored += (double)H5Dget_storage_size(dset);
+      logical += (double)H5Sget_simple_extent_npoints(space) * (double)H5Tget_size(t);
+      snprintf(type, sizeof type, "f%zu", 8 * H5Tget_size(t));
+      H5Tclose(t), H5Sclose(space), H5Dclose(dset);
+    }
+    printf("  %-4s %-3s %-38s", names[k], type, shapes[k]);
+    print_bytes(" ", stored);
+    printf(" (%.0f%% of raw)\n", logical > 0 ? 100.0 * stored / logical : 0.0);
+  }
+  printf("  row_positions (%zu) i64%s%s\n", m->n_rows, m->tokens ? ", tokens (n_positions) i32" : "",
+         m->has_logits ? ", logits (n_decode, vocab_size) f32" : "");
+  H5Fclose(file);
+}
+
+static void print_spans(const ObcTraceMeta *m, const Tokenizer *tokenizer) {
+  if (!m->n_spans) {
+    printf("spans      none\n");
+    return;
+  }
+  for (size_t i = 0; i < m->n_spans; i++) {
+    const ObcSpan *s = &m->spans[i];
+    printf("%s %-12s [%lld, %lld)  %lld tokens", i ? "          " : "spans     ", s->name,
+           (long long)s->begin, (long long)s->end, (long long)(s->end - s->begin));
+    if (m->tokens && tokenizer) {
+      char *text = NULL;
+      if (!tokenizer_decode(tokenizer, m->tokens + s->begin, (size_t)(s->end - s->begin), &text)) {
+        printf("  ");
+        print_quoted(text, 160);
+        free(text);
+      }
+    } else if (m->tokens) {
+      printf("  ids");
+      for (int64_t p = s->begin; p < s->end && p < s->begin + 8; p++) printf(" %d", m->tokens[p]);
+      if (s->end - s->begin > 8) printf(" ...");
+    }
+    putchar('\n');
+  }
+}
+
+static void print_rows(const ObcTraceMeta *m) {
+  size_t first_decode = 0;
+  size_t decode = trace_meta_decode_rows(m, &first_decode);
+  size_t window = trace_meta_window_rows(m);
+  printf("rows       %zu captured: %zu prompt rows", m->n_rows, first_decode);
+  if (first_decode)
+    printf(" (positions %lld..%lld, contiguous window of %zu ending at the last prompt position)",
+           (long long)m->row_positions[0], (long long)m->row_positions[first_decode - 1], window);
+  printf(", %zu decode rows\n", decode);
+  printf("decode     %zu steps (positions %zu..%zu)\n", m->n_decode, m->n_prompt,
+         m->n_positions ? m->n_positions - 1 : 0);
+}
+
+static void print_summary(const char *path, const ObcTraceMeta *m, const Tokenizer *tokenizer) {
+  const ObcTraceModel *c = &m->model;
+  struct stat st;
+  printf("trace      %s", path);
+  if (stat(path, &st) == 0) print_bytes(" (", (double)st.st_size), printf(" on disk)");
+  printf("\nschema     version %d, written by obcache %s at %s; complete: %s\n", m->schema_version,
+         m->tool_version, m->created, m->complete ? "yes" : "no");
+  printf("producer   %s\n", m->producer);
+  printf("model      %s (%s): %zu layers, %zu heads, %zu KV heads, head dim %zu, vocab %zu\n",
+         c->name, c->architecture, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim,
+         c->vocab_size);
+  printf("           rope theta %g, layout %s, scaling %s (factor %g, low %g, high %g, original "
+         "context %zu), attn_scale %.6g\n",
+         c->rope_theta, c->rope_layout[0] ? c->rope_layout : "unrecorded", c->rope_scaling,
+         c->rope_factor, c->rope_low_freq_factor, c->rope_high_freq_factor,
+         c->rope_original_context, c->attn_scale);
+  printf("dtype      %s\n", m->dtype);
+  printf("positions  %zu (prompt %zu + decode %zu)\n", m->n_positions, m->n_prompt, m->n_decode);
+  print_rows(m);
+  printf("needle     %s\n", m->needle_found < 0 ? "not applicable" : m->needle_found ? "found" : "not found");
+  print_spans(m, tokenizer);
+  if (m->prompt_text) printf("prompt     %zu bytes of text\n", strlen(m->prompt_text));
+  if (m->generated_text) {
+    printf("generated  ");
+    print_quoted(m->generated_text, 200);
+    putchar('\n');
+  }
+  print_datasets(path, m);
+}
+
+int cmd_info(int argc, char **argv) {
+  const char *path = NULL, *tokenizer_path = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      info_usage(stdout);
+      return OBC_OK;
+    }
+    if (!strcmp(argv[i], "--tokenizer")) {
+      if (i + 1 >= argc) return obc_fail(OBC_EINVAL, "--tokenizer: missing value");
+      tokenizer_path = argv[++i];
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache info --help)", argv[i]);
+    } else if (path) {
+      return obc_fail(OBC_EINVAL, "%s: only one trace at a time (see obcache info --help)", argv[i]);
+    } else {
+      path = argv[i];
+    }
+  }
+  if (!path) return obc_fail(OBC_EINVAL, "no trace given (see obcache info --help)");
+  ObcTraceReader *reader = NULL;
+  int rc = trace_open(path, &reader);
+  if (rc) return rc;
+  GgufFile *gguf = NULL;
+  Tokenizer *tokenizer = NULL;
+  if (tokenizer_path) {
+    rc = gguf_open(tokenizer_path, &gguf);
+    if (!rc) rc = tokenizer_from_gguf(gguf, tokenizer_path, &tokenizer);
+  }
+  if (!rc) print_summary(path, trace_meta(reader), tokenizer);
+  if (tokenizer) tokenizer_free(tokenizer);
+  if (gguf) gguf_close(gguf);
+  trace_close(reader);
+  return rc;
+}

@@ -1,0 +1,144 @@
+/* `obcache logits`: a debugging aid that runs token ids (or a text) through the
+ * C runtime and writes the raw float32 logits, so that tests can compare the
+ * runtime with an independent reference (tests/reference_model.py). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "common/obc_cli.h"
+#include "common/obc_error.h"
+#include "common/obc_file.h"
+#include "tokenizer/text_input.h"
+#include "model/model.h"
+#include "runtime/runtime.h"
+
+static const char *usage =
+    "usage: obcache logits [--model PATH] (--ids 1,2,3 | --text TEXT) -o FILE.f32\n"
+    "                      [--all] [--ids-out FILE] [--context N] [--threads N]\n"
+    "                      [--device cpu|cuda|cuda-bf16]\n"
+    "\n"
+    "Debugging aid: runs the tokens through the model from position 0 and writes\n"
+    "the logits as raw little-endian float32, shape (n, vocab) with --all, else\n"
+    "(1, vocab) for the last token. --text is encoded without a chat template\n"
+    "(BOS added when the tokenizer asks for it); --ids-out writes the ids used.\n"
+    "--device picks the runtime backend (default cpu).\n";
+
+typedef struct {
+  const char *model;
+  const char *ids;
+  const char *text;
+  const char *output;
+  const char *ids_out;
+  int all;
+  size_t context;
+  size_t threads;
+  const char *device;
+} LogitsArgs;
+
+static int parse_args(int argc, char **argv, LogitsArgs *a) {
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+    int rc = 0;
+    if (!strcmp(arg, "--all")) {
+      a->all = 1;
+      continue;
+    }
+    if (!next)
+      return obc_fail(OBC_EINVAL, "option '%s' needs a value (see obcache logits --help)", arg);
+    if (!strcmp(arg, "--model"))
+      a->model = next;
+    else if (!strcmp(arg, "--ids"))
+      a->ids = next;
+    else if (!strcmp(arg, "--text"))
+      a->text = next;
+    else if (!strcmp(arg, "-o") || !strcmp(arg, "--output"))
+      a->output = next;
+    else if (!strcmp(arg, "--ids-out"))
+      a->ids_out = next;
+    else if (!strcmp(arg, "--context"))
+      rc = obc_parse_size(arg, next, &a->context);
+    else if (!strcmp(arg, "--threads"))
+      rc = obc_parse_size(arg, next, &a->threads);
+    else if (!strcmp(arg, "--device"))
+      a->device = next;
+    else
+      return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache logits --help)", arg);
+    if (rc < 0) return rc;
+    i++;
+  }
+  if (!a->output) return obc_fail(OBC_EINVAL, "missing -o FILE.f32 (see obcache logits --help)");
+  if (!a->ids == !a->text)
+    return obc_fail(OBC_EINVAL, "give exactly one of --ids and --text (see obcache logits --help)");
+  return 0;
+}
+
+static int encode_text(const Model *model, const char *text, int32_t **ids, size_t *n) {
+  if (!model->tokenizer)
+    return obc_fail(OBC_EINVAL, "%s: the model has no tokenizer (hint: use --ids)", model->path);
+  int rc = text_encode(model->tokenizer, text, strlen(text), ids, n);
+  if (rc < 0) return rc;
+  return *n ? 0 : obc_fail(OBC_EINVAL, "--text: the text encodes to no tokens");
+}
+
+static int write_ids(const char *path, const int32_t *ids, size_t n) {
+  ObcPendingFile pending;
+  FILE *f = NULL;
+  int rc = obc_text_open(&pending, path, &f);
+  if (rc < 0) return rc;
+  for (size_t i = 0; i < n; i++) fprintf(f, "%d%c", (int)ids[i], i + 1 < n ? ',' : '\n');
+  return obc_text_close(&pending, f, 1);
+}
+
+static int write_logits(const char *path, const float *logits, size_t count) {
+  ObcPendingFile pending;
+  FILE *f = NULL;
+  int rc = obc_text_open(&pending, path, &f);
+  if (rc < 0) return rc;
+  int ok = fwrite(logits, sizeof(float), count, f) == count;
+  return obc_text_close(&pending, f, ok);
+}
+
+int cmd_logits(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(usage, stdout);
+      return 0;
+    }
+  LogitsArgs args = {0};
+  int rc = parse_args(argc, argv, &args);
+  if (rc < 0) return rc;
+  Model *model = NULL;
+  Runtime *rt = NULL;
+  int32_t *ids = NULL;
+  float *logits = NULL;
+  size_t n = 0;
+  if ((rc = model_load(args.model, &model)) < 0) return rc;
+  rc = args.ids ? text_parse_ids("--ids", args.ids, &ids, &n)
+                : encode_text(model, args.text, &ids, &n);
+  if (rc < 0) goto done;
+  RuntimeOptions options = {.max_context = args.context ? args.context : n,
+                            .threads = args.threads,
+                            .backend = args.device};
+  if ((rc = runtime_create(model, &options, &rt)) < 0) goto done;
+  size_t vocab = model->config.vocab_size, rows = args.all ? n : 1;
+  logits = obc_malloc(rows * vocab * sizeof(float), "logits");
+  if (!logits) {
+    rc = OBC_ENOMEM;
+    goto done;
+  }
+  rc = runtime_forward(rt, ids, n, args.all ? RUNTIME_LOGITS_ALL : RUNTIME_LOGITS_LAST, logits,
+                       NULL);
+  if (rc < 0) goto done;
+  if ((rc = write_logits(args.output, logits, rows * vocab)) < 0) goto done;
+  if (args.ids_out && (rc = write_ids(args.ids_out, ids, n)) < 0) goto done;
+  fprintf(stderr, "logits: %zu tokens, wrote (%zu, %zu) float32 to %s\n", n, rows, vocab,
+          args.output);
+done:
+  free(logits);
+  free(ids);
+  runtime_free(rt);
+  model_free(model);
+  return rc;
+}

@@ -1,0 +1,142 @@
+/* `obcache model-info`: what a model file or folder holds — its format, the
+ * tensor table (types and sizes as stored, read from the headers only), and,
+ * unless --no-load, the configuration model_load derives, the fp32 weight size
+ * and the load time. Useful to check a checkpoint before a long capture. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/commands.h"
+#include "common/obc_cli.h"
+#include "common/obc_error.h"
+#include "formats/gguf.h"
+#include "model/model.h"
+#include "formats/safetensors.h"
+
+static const char *usage =
+    "usage: obcache model-info [--model PATH] [--tensors] [--no-load]\n"
+    "\n"
+    "Prints the format and tensor table of a GGUF file or Hugging Face folder\n"
+    "(default: the embedded SmolLM2-135M-Instruct), then loads it and prints the\n"
+    "configuration, the fp32 weight size and the load time. --tensors lists every\n"
+    "tensor (name, stored type, shape as the file writes it); --no-load stops\n"
+    "after the table (large models need 4 bytes per parameter to load).\n";
+
+static void print_gguf_table(const GgufFile *file, int list) {
+  size_t counts[64] = {0}, other = 0, bytes = 0;
+  for (size_t i = 0; i < gguf_tensor_count(file); i++) {
+    const GgufTensor *t = gguf_tensor(file, i);
+    if (t->type < 64) counts[t->type]++;
+    else other++;
+    bytes += t->n_bytes;
+    if (list) {
+      printf("  %-40s %-11s [", t->name, ggml_type_name(t->type));
+      for (uint32_t d = 0; d < t->n_dims; d++) printf("%s%" PRIu64, d ? ", " : "", t->dims[d]);
+      printf("]\n");
+    }
+  }
+  printf("format: GGUF v%" PRIu32 ", alignment %zu, %zu metadata keys\n", gguf_version(file), gguf_alignment(file),
+         gguf_metadata_count(file));
+  printf("tensors: %zu (", gguf_tensor_count(file));
+  const char *sep = "";
+  for (uint32_t type = 0; type < 64; type++) {
+    if (!counts[type]) continue;
+    if (ggml_type_block_size(type)) printf("%s%s %zu", sep, ggml_type_name(type), counts[type]);
+    else printf("%stype %" PRIu32 " %zu", sep, type, counts[type]);
+    sep = ", ";
+  }
+  if (other) printf("%sother %zu", sep, other);
+  printf("), %.1f MB of tensor data\n", (double)bytes / 1e6);
+}
+
+static void print_safetensors_table(const SafetensorsModel *st, int list) {
+  size_t f32 = 0, f16 = 0, bf16 = 0, other = 0, bytes = 0;
+  for (size_t i = 0; i < safetensors_tensor_count(st); i++) {
+    const SafetensorsTensor *t = safetensors_tensor(st, i);
+    f32 += t->dtype == OBC_ST_F32;
+    f16 += t->dtype == OBC_ST_F16;
+    bf16 += t->dtype == OBC_ST_BF16;
+    other += t->dtype == OBC_ST_UNSUPPORTED;
+    bytes += t->n_bytes;
+    if (list) {
+      printf("  %-48s %-5s [", t->name, t->dtype_name);
+      for (size_t d = 0; d < t->n_dims; d++) printf("%s%" PRIu64, d ? ", " : "", t->shape[d]);
+      printf("]\n");
+    }
+  }
+  printf("format: Hugging Face folder (safetensors)\n");
+  printf("tensors: %zu (F32 %zu, F16 %zu, BF16 %zu, other %zu), %.1f MB of tensor data\n",
+         safetensors_tensor_count(st), f32, f16, bf16, other, (double)bytes / 1e6);
+}
+
+static void print_config(const Model *m, double seconds) {
+  const ModelConfig *c = &m->config;
+  static const char *scaling[] = {"none", "llama3", "linear"};
+  printf("name: %s\n", c->name);
+  printf("config: %s, %zu layers, dim %zu, ffn %zu, heads %zu (kv %zu), head_dim %zu, vocab %zu, context %zu\n",
+         c->architecture, c->n_layers, c->dim, c->ffn_dim, c->n_heads, c->n_kv_heads, c->head_dim, c->vocab_size,
+         c->context_length);
+  printf("        rms eps %g, rope theta %g on %s, rope scaling %s", c->norm_eps, c->rope_theta,
+         c->rope_interleaved ? "interleaved pairs" : "halves", scaling[c->rope_scaling]);
+  if (c->rope_scaling != OBC_ROPE_NONE && c->rope_factor > 0) printf(" (factor %g)", c->rope_factor);
+  if (c->rope_scaling == OBC_ROPE_LLAMA3 && c->rope_factor == 0) printf(" (from rope_freqs.weight)");
+  printf(", tied embeddings %s, qkv bias %s\n", c->tied_embeddings ? "yes" : "no", c->qkv_bias ? "yes" : "no");
+  size_t q = c->n_heads * c->head_dim, kv = c->n_kv_heads * c->head_dim;
+  size_t per_layer = 2 * c->dim + (q + 2 * kv) * c->dim + c->dim * q + 3 * c->ffn_dim * c->dim +
+                     (c->qkv_bias ? q + 2 * kv : 0);
+  size_t params = c->vocab_size * c->dim * (c->tied_embeddings ? 1 : 2) + c->dim + c->n_layers * per_layer;
+  printf("weights: %.1fM parameters, %.0f MB in fp32, loaded in %.2f s\n", (double)params / 1e6,
+         (double)params * 4 / 1e6, seconds);
+  if (m->tokenizer)
+    printf("tokenizer: %zu tokens, BOS %" PRId32 ", EOS %" PRId32 "\n", tokenizer_vocab_size(m->tokenizer),
+           tokenizer_bos_id(m->tokenizer), tokenizer_eos_id(m->tokenizer));
+  else
+    printf("tokenizer: none\n");
+}
+
+int cmd_model_info(int argc, char **argv) {
+  const char *path = NULL;
+  int list = 0, load = 1;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(usage, stdout);
+      return 0;
+    } else if (!strcmp(argv[i], "--tensors")) {
+      list = 1;
+    } else if (!strcmp(argv[i], "--no-load")) {
+      load = 0;
+    } else if (!strcmp(argv[i], "--model")) {
+      if (i + 1 >= argc) return obc_fail(OBC_EINVAL, "option '--model' needs a value (see obcache model-info --help)");
+      path = argv[++i];
+    } else {
+      return obc_fail(OBC_EINVAL, "unknown argument '%s' (see obcache model-info --help)", argv[i]);
+    }
+  }
+  if (!path) path = model_default_path();
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return obc_fail(OBC_ENOTFOUND, "%s: no such model file or folder (hint: run scripts/setup.sh for the default "
+                    "model, or pass --model PATH)", path);
+  printf("model: %s\n", path);
+  int rc;
+  if (S_ISDIR(st.st_mode)) {
+    SafetensorsModel *tensors;
+    if ((rc = safetensors_open_folder(path, &tensors))) return rc;
+    print_safetensors_table(tensors, list);
+    safetensors_close(tensors);
+  } else {
+    GgufFile *file;
+    if ((rc = gguf_open(path, &file))) return rc;
+    print_gguf_table(file, list);
+    gguf_close(file);
+  }
+  if (!load) return 0;
+  double start = obc_now_seconds();
+  Model *model;
+  if ((rc = model_load(path, &model))) return rc;
+  print_config(model, obc_now_seconds() - start);
+  model_free(model);
+  return 0;
+}

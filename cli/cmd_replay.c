@@ -1,0 +1,333 @@
+/* `obcache replay`: what an eviction policy costs, offline from the trace
+ * alone (--offline) or with the model decoding over the pruned cache (the
+ * default); --sweep and --dynamic run the budget sweep and the decoding-time
+ * eviction experiment (sweep/replay_sweep.h, evict/dynamic.h). */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/commands.h"
+#include "common/obc_cli.h"
+#include "common/obc_error.h"
+#include "evict/dynamic.h"
+#include "evict/model_replay.h"
+#include "evict/offline.h"
+#include "evict/policy_args.h"
+#include "evict/replay_report.h"
+#include "sweep/replay_sweep.h"
+
+static void print_help(FILE *out) {
+  fprintf(out,
+"usage: obcache replay TRACE [--model M] (--keep KEEP.h5 | policy options) [-o DIR]\n"
+"       obcache replay --offline TRACE (--keep KEEP.h5 | policy options) [-o DIR]\n"
+"       obcache replay --sweep (TRACE | SWEEP_DIR) [--scores S,..] [--budgets B,..]\n"
+"                      [--no-model] [policy options] [-o DIR]\n"
+"       obcache replay --dynamic [--model M] [--text kjv|FILE] [--tokens N]\n"
+"                      [--budgets 256,512,1024] [--scores S,..] [-o DIR]\n"
+"\n"
+"Model replay (default): loads the prompt K/V of TRACE as the model's cache (no\n"
+"prefill), drops the evicted rows per (layer, KV head), and decodes the captured\n"
+"steps from the first generated token: free-running (greedy; is the needle's\n"
+"value still in the answer, how long a prefix of it, what share of its tokens?\n"
+"token agreement with the full-cache answer and the first diverging step) and\n"
+"teacher-forced (KL divergence of every step's next-token distribution from the\n"
+"trace's full-cache logits, per step and mean). Writes DIR/replay.json and\n"
+"DIR/replay_steps.csv (step,token_full,token_replay,kl_forced).\n"
+"\n"
+"Offline replay (--offline): for every captured decode step and query head, the\n"
+"exact attention output over the kept prompt positions plus the generated\n"
+"tokens against the captured output: relative error, attention mass lost,\n"
+"needle-span retention. Writes DIR/offline_heads.csv, offline_layers.csv,\n"
+"offline_steps.csv and offline.json.\n"
+"\n"
+"options:\n"
+"  --keep KEEP.h5       kept positions from obcache evict (else the policy options)\n"
+"  --model M            GGUF file or HF folder (default: the embedded SmolLM2)\n"
+"  --steps T            decode steps to replay (default: all captured)\n"
+"  --threads N          OpenMP threads (default: all cores)\n"
+"  -o DIR               output folder (default: TRACE without .h5 + \"-replay\";\n"
+"                       for a sweep folder DIR/replay)\n"
+"\n"
+"budget sweep (--sweep): every score x budget on TRACE or on every *.h5 of a sweep\n"
+"folder, offline and (unless --no-model) with the model; prints the tables and\n"
+"writes replay_cells.csv, replay_sweep.csv (means over traces), kl_steps.csv\n"
+"(teacher-forced KL per score, budget and decode step) and replay_sweep.json;\n"
+"draw them with obcache plot DIR.\n"
+"  --scores S,..        default attn,snapkv,vatp,obc_v,obc_k,obc_vk,streaming,random,\n"
+"                       oracle@1,oracle@T,decode_attn. oracle and decode_attn without\n"
+"                       @steps take --oracle (default 1 and T); each entry is its\n"
+"                       own policy, so oracle@1 and oracle@T sit side by side\n"
+"  --budgets B,..       default 1%%,2%%,5%%,10%%,20%%,40%%\n"
+"  --no-model           offline replay only (synthetic traces, quick looks)\n"
+"\n"
+"dynamic eviction (--dynamic, the paper's PG19 experiment): teacher-forced\n"
+"decoding over a long text with a fixed cache budget per (layer, KV head);\n"
+"every new row adds to each cached token's running score and the lowest are\n"
+"evicted (outside --sinks, default 4, and --recent, default half the budget as\n"
+"in H2O; streaming keeps sinks + the most recent only) whenever a head\n"
+"holds more than the budget. Perplexity against the full cache; writes\n"
+"dynamic.csv and dynamic.json (draw them with obcache plot DIR).\n"
+"  --text T             kjv (default; Debian's bible-kjv) or a UTF-8 text file\n"
+"  --tokens N           tokens of the text (default 4096)\n"
+"  --budgets B,..       cache budgets in tokens (default 256,512,1024)\n"
+"  --scores S,..        attn (H2O), obc_v, obc_k, obc_vk, streaming (default all)\n"
+"  --chunk C            tokens fed per forward call; eviction after each (default\n"
+"                       16; the cache holds at most budget + C - 1; 1 = strict)\n"
+"  --ppl-window N       positions per perplexity window (default 256)\n"
+"  -o DIR               default dynamic-eviction\n"
+"\n");
+  evict_policy_print_options(out);
+}
+
+typedef struct {
+  const char *trace_path, *keep_path, *model_path, *out_dir;
+  bool offline, sweep, no_model, dynamic, sinks_given, recent_given;
+  const char *text;
+  size_t tokens, chunk, ppl_window;
+  const char *scores, *budgets; /* --sweep lists */
+  size_t steps, threads;
+  EvictPolicy policy;
+} ReplayArgs;
+
+static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
+  for (int i = 1; i < argc; i++) {
+    bool matched = false;
+    int rc = evict_policy_parse_option(argc, argv, &i, &a->policy, &matched);
+    if (rc) return rc;
+    if (matched) {
+      a->sinks_given |= !strncmp(argv[i - 1], "--sinks", 7) || !strncmp(argv[i], "--sinks", 7);
+      a->recent_given |= !strncmp(argv[i - 1], "--recent", 8) || !strncmp(argv[i], "--recent", 8);
+      continue;
+    }
+    const char *arg = argv[i];
+    if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+      *help = true;
+      return OBC_OK;
+    }
+    if (!strcmp(arg, "--offline") || !strcmp(arg, "--sweep") || !strcmp(arg, "--no-model") ||
+        !strcmp(arg, "--dynamic")) {
+      *(arg[2] == 'o' ? &a->offline : arg[2] == 's' ? &a->sweep
+        : arg[2] == 'n' ? &a->no_model : &a->dynamic) = true;
+      continue;
+    }
+    if (arg[0] != '-') {
+      if (a->trace_path)
+        return obc_fail(OBC_EINVAL, "one TRACE expected, got '%s' and '%s'", a->trace_path, arg);
+      a->trace_path = arg;
+      continue;
+    }
+    static const char *const names[] = {"--keep",   "--model",   "--steps", "--threads",
+                                        "--scores", "--budgets", "--text",  "--tokens",
+                                        "--chunk",  "--ppl-window", "-o"};
+    const char *name = NULL;
+    for (size_t o = 0; !name && o < sizeof names / sizeof *names; o++)
+      if (!strcmp(arg, names[o])) name = names[o];
+    if (!name) return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache replay --help)", arg);
+    if (i + 1 >= argc || !argv[i + 1][0]) return obc_fail(OBC_EINVAL, "%s: missing value", name);
+    const char *v = argv[++i];
+    if (!strcmp(name, "--keep")) a->keep_path = v;
+    else if (!strcmp(name, "--model")) a->model_path = v;
+    else if (!strcmp(name, "-o")) a->out_dir = v;
+    else if (!strcmp(name, "--scores")) a->scores = v;
+    else if (!strcmp(name, "--budgets")) a->budgets = v;
+    else if (!strcmp(name, "--text")) a->text = v;
+    else if (!strcmp(name, "--tokens")) rc = obc_parse_size(name, v, &a->tokens);
+    else if (!strcmp(name, "--chunk")) rc = obc_parse_size(name, v, &a->chunk);
+    else if (!strcmp(name, "--ppl-window")) rc = obc_parse_size(name, v, &a->ppl_window);
+    else if (!strcmp(name, "--steps")) rc = obc_parse_size(name, v, &a->steps);
+    else rc = obc_parse_size(name, v, &a->threads);
+    if (rc) return rc;
+  }
+  if (!a->trace_path && !a->dynamic)
+    return obc_fail(OBC_EINVAL, "missing TRACE (see obcache replay --help)");
+  if (a->trace_path && a->dynamic)
+    return obc_fail(OBC_EINVAL, "--dynamic reads a text, not a trace (got '%s'; see --text)",
+                    a->trace_path);
+  return OBC_OK;
+}
+
+/* "a,b,c" into names (max entries of 32 bytes), each checked by check. */
+static int parse_names(const char *option, const char *text, char (*names)[32], size_t *count,
+                       int (*check)(EvictPolicy *, const char *)) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", text);
+  *count = 0;
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    EvictPolicy probe;
+    evict_policy_default(&probe);
+    int rc = check(&probe, tok);
+    if (rc) return rc;
+    if (*count == EVICT_SWEEP_MAX || strlen(tok) >= 32)
+      return obc_fail(OBC_EINVAL, "%s: at most %d entries of < 32 characters", option,
+                      EVICT_SWEEP_MAX);
+    snprintf(names[(*count)++], 32, "%s", tok);
+  }
+  if (*count == 0) return obc_fail(OBC_EINVAL, "%s: empty list", option);
+  return OBC_OK;
+}
+
+static int run_sweep(const ReplayArgs *a, const char *command_line) {
+  EvictSweepConfig config;
+  evict_sweep_config_default(&config);
+  config.base = a->policy;
+  config.with_model = !a->no_model;
+  config.model_path = a->model_path;
+  config.steps = a->steps;
+  config.threads = a->threads;
+  int rc = OBC_OK;
+  if (a->scores)
+    rc = parse_names("--scores", a->scores, config.scores, &config.n_scores,
+                     evict_policy_set_score);
+  if (!rc && a->budgets)
+    rc = parse_names("--budgets", a->budgets, config.budgets, &config.n_budgets,
+                     evict_policy_set_budget);
+  if (rc) return rc;
+  char out_dir[4096];
+  struct stat st;
+  if (a->out_dir) snprintf(out_dir, sizeof out_dir, "%s", a->out_dir);
+  else if (stat(a->trace_path, &st) == 0 && S_ISDIR(st.st_mode))
+    snprintf(out_dir, sizeof out_dir, "%s/replay", a->trace_path);
+  else {
+    size_t n = strlen(a->trace_path);
+    if (n > 3 && !strcmp(a->trace_path + n - 3, ".h5")) n -= 3;
+    snprintf(out_dir, sizeof out_dir, "%.*s-replay-sweep", (int)n, a->trace_path);
+  }
+  return evict_sweep_run(a->trace_path, out_dir, &config, command_line);
+}
+
+static int dynamic_score_check(EvictPolicy *probe, const char *name) {
+  (void)probe;
+  static const char *const names[] = {"attn", "obc_v", "obc_k", "obc_vk", "streaming"};
+  for (size_t i = 0; i < 5; i++)
+    if (!strcmp(name, names[i])) return OBC_OK;
+  return obc_fail(OBC_EINVAL, "--scores %s: not a dynamic score (expected attn, obc_v, obc_k, "
+                  "obc_vk or streaming)", name);
+}
+
+static int run_dynamic(const ReplayArgs *a, const char *command_line) {
+  EvictDynamicConfig config;
+  evict_dynamic_config_default(&config);
+  if (a->text) config.text = a->text;
+  if (a->tokens) config.n_tokens = a->tokens;
+  if (a->chunk) config.chunk = a->chunk;
+  if (a->ppl_window) config.ppl_window = a->ppl_window;
+  if (a->sinks_given) config.sinks = a->policy.sinks;
+  if (a->recent_given) config.recent = a->policy.recent;
+  config.threads = a->threads;
+  int rc = OBC_OK;
+  if (a->scores)
+    rc = parse_names("--scores", a->scores, config.scores, &config.n_scores, dynamic_score_check);
+  if (!rc && a->budgets) {
+    config.n_budgets = 0;
+    rc = obc_parse_size_list("--budgets", a->budgets, config.budgets, &config.n_budgets,
+                             EVICT_DYNAMIC_MAX);
+  }
+  if (rc) return rc;
+  Model *model = NULL;
+  rc = model_load(a->model_path ? a->model_path : model_default_path(), &model);
+  if (!rc)
+    rc = evict_dynamic_run(model, &config, a->out_dir ? a->out_dir : "dynamic-eviction",
+                           command_line);
+  model_free(model);
+  return rc;
+}
+
+static void default_out_dir(const char *trace, char *out, size_t size) {
+  size_t n = strlen(trace);
+  if (n > 3 && !strcmp(trace + n - 3, ".h5")) n -= 3;
+  snprintf(out, size, "%.*s-replay", (int)n, trace);
+}
+
+static void print_offline(const EvictKeepSet *keep, const EvictOfflineResult *r, const char *dir) {
+  EvictOfflineSummary s;
+  evict_offline_summarise(r, &s);
+  printf("offline replay: %s, budget %zu of %zu (%s, %s), %zu decode steps\n", keep->policy.score,
+         keep->budget, keep->n_candidates, evict_allocation_name(keep->policy.allocation),
+         evict_mode_name(keep->policy.mode), r->n_steps);
+  printf("  relative output error %.4g (step 1: %.4g), attention mass lost %.4g, needle kept "
+         "%.3g -> %s\n", s.rel_error, s.rel_error_step1, s.mass_lost, s.needle_kept, dir);
+}
+
+int cmd_replay(int argc, char **argv) {
+  ReplayArgs a;
+  memset(&a, 0, sizeof a);
+  evict_policy_default(&a.policy);
+  bool help = false;
+  int rc = parse_args(argc, argv, &a, &help);
+  if (rc || help) {
+    if (help) print_help(stdout);
+    return rc;
+  }
+  if (a.threads) obc_set_threads(a.threads);
+  char out_dir[4096], command_line[4096];
+  evict_join_command_line(argc, argv, command_line, sizeof command_line);
+  if (a.sweep) {
+    if (a.offline || a.keep_path)
+      return obc_fail(OBC_EINVAL, "--sweep: runs offline and model replay itself from --scores "
+                      "and --budgets (no --offline or --keep)");
+    return run_sweep(&a, command_line);
+  }
+  if (a.dynamic) return run_dynamic(&a, command_line);
+  if (a.out_dir) snprintf(out_dir, sizeof out_dir, "%s", a.out_dir);
+  else default_out_dir(a.trace_path, out_dir, sizeof out_dir);
+
+  ObcTraceReader *reader = NULL;
+  if ((rc = trace_open(a.trace_path, &reader))) return rc;
+  EvictKeepSet keep;
+  memset(&keep, 0, sizeof keep);
+  size_t first = 0;
+  if (trace_meta_decode_rows(trace_meta(reader), &first) == 0)
+    rc = obc_fail(OBC_EINVAL, "%s: no decode rows captured (replay needs them; hint: capture "
+                  "with --decode >= 1)", a.trace_path);
+  if (!rc)
+    rc = a.keep_path ? evict_keep_read(a.keep_path, trace_meta(reader), &keep)
+                     : evict_policy_apply(reader, &a.policy, &keep);
+  Model *model = NULL;
+  EvictReplayer *replayer = NULL;
+  if (!rc && a.offline) {
+    EvictOfflineResult result;
+    rc = evict_offline_run(reader, &keep, &result);
+    if (!rc) rc = evict_offline_write(out_dir, a.trace_path, &keep, &result, command_line);
+    if (!rc) print_offline(&keep, &result, out_dir);
+    if (!rc) evict_offline_result_free(&result);
+  } else if (!rc) {
+    const char *path = a.model_path ? a.model_path : model_default_path();
+    EvictModelReplay *result = obc_malloc(sizeof *result, "replay result");
+    rc = result ? model_load(path, &model) : OBC_ENOMEM;
+    if (!rc) rc = evict_replayer_open(model, reader, a.steps, a.threads, &replayer);
+    if (!rc) rc = evict_replayer_run(replayer, &keep, result);
+    if (!rc)
+      rc = evict_replay_write(out_dir, a.trace_path, path, &keep, replayer, result, command_line);
+    if (!rc) {
+      int full_found = -1;
+      const char *full = evict_replayer_full_answer(replayer, &full_found);
+      printf("model replay: %s, budget %zu of %zu (%s, %s), %zu steps\n", keep.policy.score,
+             keep.budget, keep.n_candidates, evict_allocation_name(keep.policy.allocation),
+             evict_mode_name(keep.policy.mode), result->n_steps);
+      printf("  full cache: \"%s\" (needle %s)\n", full,
+             full_found < 0 ? "n/a" : full_found ? "found" : "NOT found");
+      printf("  evicted:    \"%s\" (needle %s, prefix %zu of %zu characters, %.3g of its "
+             "tokens)\n", result->answer,
+             result->needle_found < 0 ? "n/a" : result->needle_found ? "found" : "NOT found",
+             result->needle_prefix, result->needle_chars, result->needle_tokens);
+      char diverges[32] = "none";
+      if (result->first_divergence)
+        snprintf(diverges, sizeof diverges, "%zu", result->first_divergence);
+      printf("  free-running: token agreement %.3f, first diverging step: %s\n", result->agreement,
+             diverges);
+      printf("  teacher-forced KL(full || evicted): mean %.4g, per step", result->kl_forced_mean);
+      for (size_t t = 0; t < result->n_steps; t++) printf(" %.3g", result->kl_forced[t]);
+      printf("\n  max relative logit diff (forced) %.3g -> %s\n", result->logits_rel_diff,
+             out_dir);
+    }
+    free(result);
+  }
+  evict_replayer_close(replayer);
+  model_free(model);
+  evict_keep_set_free(&keep);
+  trace_close(reader);
+  return rc;
+}

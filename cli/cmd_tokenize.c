@@ -1,0 +1,219 @@
+/* `obcache tokenize`: the token ids of a text (or of each line of a file, or
+ * of the text wrapped in the chat template), and with --show each id beside
+ * its token text; --decode turns ids back into text. Opens only the
+ * tokenizer: a GGUF file's metadata, never its weights. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/commands.h"
+#include "common/obc_error.h"
+#include "tokenizer/text_input.h"
+#include "formats/gguf.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+static const char *usage =
+    "usage: obcache tokenize [--model PATH] [--chat] [--system TEXT] [--lines] [--show]\n"
+    "                        (--file FILE | TEXT | --decode IDS)\n"
+    "\n"
+    "Prints the token ids of TEXT (or of the file's contents) on one line,\n"
+    "space-separated; BOS first when the tokenizer asks for it. --chat wraps the\n"
+    "text in the model's chat template as the user turn (--system: the system\n"
+    "message; default: the template's). --lines encodes each line of the input\n"
+    "separately (without its newline) and prints one line of ids per line. --show\n"
+    "prints one token per line instead: id, tab, its text (\\n, \\t, \\\\ and\n"
+    "bytes that are not printable UTF-8 escaped). --decode \"1,2,3\" prints the\n"
+    "text of those ids. --model takes a GGUF file or a Hugging Face folder with\n"
+    "tokenizer.json (default: the embedded SmolLM2-135M-Instruct).\n";
+
+typedef struct {
+  const char *model;
+  const char *file;
+  const char *text;
+  const char *system;
+  const char *decode;
+  int chat, lines, show;
+} TokenizeArgs;
+
+static int parse_args(int argc, char **argv, TokenizeArgs *a) {
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(arg, "--chat")) a->chat = 1;
+    else if (!strcmp(arg, "--lines")) a->lines = 1;
+    else if (!strcmp(arg, "--show")) a->show = 1;
+    else if (!strcmp(arg, "--model") || !strcmp(arg, "--file") || !strcmp(arg, "--system") ||
+             !strcmp(arg, "--decode")) {
+      if (!next) return obc_fail(OBC_EINVAL, "option '%s' needs a value (see obcache tokenize --help)", arg);
+      const char **slot = !strcmp(arg, "--model")  ? &a->model
+                          : !strcmp(arg, "--file") ? &a->file
+                          : !strcmp(arg, "--system") ? &a->system
+                                                     : &a->decode;
+      *slot = next;
+      i++;
+    } else if (!strncmp(arg, "--", 2)) {
+      return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache tokenize --help)", arg);
+    } else if (!a->text) {
+      a->text = arg;
+    } else {
+      return obc_fail(OBC_EINVAL, "more than one TEXT argument ('%s'; quote the text)", arg);
+    }
+  }
+  int sources = (a->text != NULL) + (a->file != NULL) + (a->decode != NULL);
+  if (sources != 1)
+    return obc_fail(OBC_EINVAL, "give exactly one of TEXT, --file FILE or --decode IDS (see obcache tokenize --help)");
+  return 0;
+}
+
+/* The tokenizer alone: a folder is a Hugging Face checkpoint, anything else a GGUF file. */
+static int open_tokenizer(const char *path, Tokenizer **out) {
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return obc_fail(OBC_ENOTFOUND, "%s: no such model file or folder (hint: run scripts/setup.sh for the default "
+                    "model, or pass --model PATH)", path);
+  if (S_ISDIR(st.st_mode)) return tokenizer_from_hf(path, out);
+  GgufFile *file = NULL;
+  int rc = gguf_open(path, &file);
+  if (rc < 0) return rc;
+  rc = tokenizer_from_gguf(file, path, out);
+  gguf_close(file);
+  return rc;
+}
+
+/* Token text with the bytes that would garble a terminal line escaped. */
+static void print_escaped(const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    unsigned char c = *p;
+    if (c == '\n') fputs("\\n", stdout);
+    else if (c == '\t') fputs("\\t", stdout);
+    else if (c == '\r') fputs("\\r", stdout);
+    else if (c == '\\') fputs("\\\\", stdout);
+    else if (c < 0x20 || c == 0x7F) printf("\\x%02x", c);
+    else if (c < 0x80) putchar(c);
+    else {
+      size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
+      size_t k = 1;
+      while (k < n && (p[k] & 0xC0) == 0x80) k++;
+      if (n == 0 || k < n) { /* a byte of a character split across tokens */
+        printf("\\x%02x", c);
+        p++;
+        continue;
+      }
+      fwrite(p, 1, n, stdout);
+      p += n;
+      continue;
+    }
+    p++;
+  }
+}
+
+static int print_ids(const Tokenizer *tok, const int32_t *ids, size_t n, int show) {
+  if (!show) {
+    for (size_t i = 0; i < n; i++) printf(i ? " %d" : "%d", ids[i]);
+    putchar('\n');
+    return 0;
+  }
+  char text[1024];
+  for (size_t i = 0; i < n; i++) {
+    int rc = tokenizer_token_text(tok, ids[i], text, sizeof(text));
+    if (rc < 0) return rc;
+    printf("%d\t", ids[i]);
+    print_escaped(text);
+    putchar('\n');
+  }
+  return 0;
+}
+
+static int encode_one(const Tokenizer *tok, const TokenizeArgs *a, const char *text, size_t length) {
+  int32_t *ids = NULL;
+  size_t n = 0;
+  int rc;
+  if (a->chat) {
+    char *copy = malloc(length + 1);
+    if (!copy) return obc_fail(OBC_ENOMEM, "out of memory");
+    memcpy(copy, text, length);
+    copy[length] = '\0';
+    rc = tokenizer_encode_chat(tok, a->system, copy, &ids, &n);
+    free(copy);
+  } else {
+    int32_t *body = NULL;
+    rc = tokenizer_encode(tok, text, length, &body, &n);
+    int bos = rc == 0 && tokenizer_adds_bos(tok) && tokenizer_bos_id(tok) >= 0;
+    if (bos) {
+      ids = malloc((n + 1) * sizeof(*ids));
+      if (!ids) rc = obc_fail(OBC_ENOMEM, "out of memory");
+      else {
+        ids[0] = tokenizer_bos_id(tok);
+        memcpy(ids + 1, body, n * sizeof(*ids));
+        n++;
+      }
+      free(body);
+    } else {
+      ids = body;
+    }
+  }
+  if (rc == 0) rc = print_ids(tok, ids, n, a->show);
+  free(ids);
+  return rc;
+}
+
+static int run(const Tokenizer *tok, const TokenizeArgs *a) {
+  if (a->decode) {
+    int32_t *ids = NULL;
+    size_t n = 0;
+    char *text = NULL;
+    int rc = text_parse_ids("--decode", a->decode, &ids, &n);
+    if (rc == 0) rc = tokenizer_decode(tok, ids, n, &text);
+    if (rc == 0) fputs(text, stdout);
+    free(ids);
+    free(text);
+    return rc;
+  }
+  char *file_text = NULL;
+  size_t length = 0;
+  const char *text = a->text;
+  if (a->file) {
+    int rc = text_read_file(a->file, &file_text, &length);
+    if (rc < 0) return rc;
+    text = file_text;
+  } else {
+    length = strlen(text);
+  }
+  int rc = 0;
+  if (!a->lines) {
+    rc = encode_one(tok, a, text, length);
+    if (rc < 0 && a->file) obc_fail_context(rc, "%s", a->file);
+  } else {
+    size_t line = 1;
+    for (size_t start = 0; start < length && rc == 0; line++) {
+      const char *newline = memchr(text + start, '\n', length - start);
+      size_t end = newline ? (size_t)(newline - text) : length;
+      rc = encode_one(tok, a, text + start, end - start);
+      if (rc < 0) obc_fail_context(rc, "%s: line %zu", a->file ? a->file : "TEXT", line);
+      start = end + 1;
+    }
+  }
+  free(file_text);
+  return rc;
+}
+
+int cmd_tokenize(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(usage, stdout);
+      return 0;
+    }
+  TokenizeArgs args = {0};
+  int rc = parse_args(argc, argv, &args);
+  if (rc < 0) return rc;
+  Tokenizer *tok = NULL;
+  rc = open_tokenizer(args.model ? args.model : model_default_path(), &tok);
+  if (rc < 0) return rc;
+  rc = run(tok, &args);
+  tokenizer_free(tok);
+  if (rc == 0 && fflush(stdout) != 0) rc = obc_fail(OBC_EIO, "write error on standard output");
+  return rc;
+}

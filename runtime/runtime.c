@@ -1,0 +1,186 @@
+/* The runtime front end: owns the KV cache and the chosen backend, checks each
+ * forward call (room in the cache, token ids in the vocabulary) and splits long
+ * inputs into chunks of max_batch tokens for the backend. */
+#include "runtime/runtime.h"
+
+#include <assert.h>
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/obc_cli.h"
+#include "common/obc_error.h"
+#ifdef OBC_HAVE_CUDA
+#include "runtime/cuda/backend_cuda.h"
+#endif
+
+struct Runtime {
+  const Model *model;
+  const RuntimeBackend *backend;
+  void *state;
+  KVCache cache;
+  size_t max_batch;
+  RuntimeProfile profile;
+};
+
+float *kv_cache_k(const KVCache *cache, size_t layer, size_t kv_head) {
+  assert(layer < cache->n_layers && kv_head < cache->n_kv_heads);
+  return cache->k + ((layer * cache->n_kv_heads + kv_head) * cache->max_context) * cache->head_dim;
+}
+
+float *kv_cache_v(const KVCache *cache, size_t layer, size_t kv_head) {
+  assert(layer < cache->n_layers && kv_head < cache->n_kv_heads);
+  return cache->v + ((layer * cache->n_kv_heads + kv_head) * cache->max_context) * cache->head_dim;
+}
+
+static const RuntimeBackend *find_backend(const char *name) {
+  if (!name || !strcmp(name, runtime_backend_cpu.name)) return &runtime_backend_cpu;
+#ifdef OBC_HAVE_CUDA /* runtime/cuda/, when CMake found nvcc */
+  if (!strcmp(name, runtime_backend_cuda.name)) return &runtime_backend_cuda;
+  if (!strcmp(name, runtime_backend_cuda_bf16.name)) return &runtime_backend_cuda_bf16;
+#endif
+  return NULL;
+}
+
+int runtime_create(const Model *model, const RuntimeOptions *options, Runtime **out) {
+  assert(model && out);
+  *out = NULL;
+  const ModelConfig *c = &model->config;
+  int rc = model_config_validate(c, model->path);
+  if (rc < 0) return rc;
+  RuntimeOptions opts = options ? *options : (RuntimeOptions){0};
+  const RuntimeBackend *backend = find_backend(opts.backend);
+#ifndef OBC_HAVE_CUDA
+  if (!backend && !strncmp(opts.backend, "cuda", 4))
+    return obc_fail(OBC_EUNSUPPORTED, "--device %s: this build has no CUDA support (rebuild "
+                    "where nvcc is installed, with -DOBC_CUDA=ON)", opts.backend);
+#endif
+  if (!backend)
+    return obc_fail(OBC_EUNSUPPORTED,
+                    "runtime: unknown backend '%s' (expected cpu, cuda or cuda-bf16)",
+                    opts.backend);
+  if (opts.max_context == 0)
+    opts.max_context = c->context_length && c->context_length < 4096 ? c->context_length : 4096;
+  if (opts.max_batch == 0) opts.max_batch = 512;
+  if (opts.max_batch > opts.max_context) opts.max_batch = opts.max_context;
+  if (opts.threads > 0) {
+    obc_set_threads(opts.threads);
+    openblas_set_num_threads((int)opts.threads);
+  }
+
+  Runtime *rt = obc_calloc(1, sizeof(Runtime), "runtime");
+  if (!rt) return OBC_ENOMEM;
+  rt->model = model;
+  rt->backend = backend;
+  rt->max_batch = opts.max_batch;
+  KVCache *cache = &rt->cache;
+  cache->n_layers = c->n_layers;
+  cache->n_kv_heads = c->n_kv_heads;
+  cache->max_context = opts.max_context;
+  cache->head_dim = c->head_dim;
+  size_t floats = c->n_layers * c->n_kv_heads * opts.max_context * c->head_dim;
+  cache->k = obc_calloc(floats, sizeof(float), "KV cache (keys; try a smaller --context)");
+  cache->v = obc_calloc(floats, sizeof(float), "KV cache (values; try a smaller --context)");
+  if (!cache->k || !cache->v) {
+    runtime_free(rt);
+    return OBC_ENOMEM;
+  }
+  if ((rc = backend->create(model, &opts, cache, &rt->state)) < 0) {
+    runtime_free(rt);
+    return rc;
+  }
+  *out = rt;
+  return 0;
+}
+
+void runtime_free(Runtime *rt) {
+  if (!rt) return;
+  if (rt->state) rt->backend->destroy(rt->state);
+  free(rt->cache.k);
+  free(rt->cache.v);
+  free(rt->cache.evicted);
+  free(rt);
+}
+
+int runtime_forward(Runtime *rt, const int32_t *tokens, size_t n, RuntimeLogits which,
+                    float *logits, const RuntimeCapture *capture) {
+  assert(rt && (tokens || n == 0) && (logits || which == RUNTIME_LOGITS_NONE));
+  const ModelConfig *c = &rt->model->config;
+  size_t pos0 = rt->cache.length;
+  if (n == 0) return obc_fail(OBC_EINVAL, "runtime: no tokens to run");
+  if (n > rt->cache.max_context - pos0)
+    return obc_fail(OBC_EINVAL,
+                    "runtime: %zu tokens do not fit the context (expected at most %zu more "
+                    "after %zu cached, context %zu; hint: raise --context)",
+                    n, rt->cache.max_context - pos0, pos0, rt->cache.max_context);
+  for (size_t t = 0; t < n; t++)
+    if (tokens[t] < 0 || (size_t)tokens[t] >= c->vocab_size)
+      return obc_fail(OBC_EINVAL, "runtime: token %zu has id %d (expected 0..%zu)", t,
+                      (int)tokens[t], c->vocab_size - 1);
+  if (capture)
+    for (size_t r = 1; r < capture->n_rows; r++)
+      assert(capture->row_positions[r] > capture->row_positions[r - 1]);
+
+  if (rt->cache.evicted) /* positions appended from here on are always kept */
+    for (size_t layer = 0; layer < c->n_layers; layer++)
+      for (size_t g = 0; g < c->n_kv_heads; g++)
+        memset(rt->cache.evicted + (layer * c->n_kv_heads + g) * rt->cache.max_context + pos0, 0,
+               n);
+  for (size_t done = 0; done < n;) {
+    size_t chunk = n - done < rt->max_batch ? n - done : rt->max_batch;
+    int last = done + chunk == n;
+    RuntimeLogits chunk_which = which;
+    float *chunk_logits = logits;
+    if (which == RUNTIME_LOGITS_ALL) chunk_logits = logits + done * c->vocab_size;
+    if (which == RUNTIME_LOGITS_LAST && !last) chunk_which = RUNTIME_LOGITS_NONE;
+    int rc = rt->backend->forward(rt->state, tokens + done, chunk, chunk_which, chunk_logits,
+                                  capture, &rt->profile);
+    if (rc < 0) {
+      rt->cache.length = pos0;
+      return rc;
+    }
+    done += chunk;
+  }
+  return 0;
+}
+
+size_t runtime_position(const Runtime *rt) { return rt->cache.length; }
+size_t runtime_max_context(const Runtime *rt) { return rt->cache.max_context; }
+const Model *runtime_model(const Runtime *rt) { return rt->model; }
+void runtime_reset(Runtime *rt) {
+  rt->cache.length = 0;
+  runtime_clear_evictions(rt);
+}
+KVCache *runtime_cache(Runtime *rt) { return &rt->cache; }
+
+int runtime_set_position(Runtime *rt, size_t position) {
+  if (position > rt->cache.max_context)
+    return obc_fail(OBC_EINVAL, "runtime: position %zu beyond the context (expected <= %zu)",
+                    position, rt->cache.max_context);
+  rt->cache.length = position;
+  return 0;
+}
+
+int runtime_evict(Runtime *rt, size_t layer, size_t kv_head, size_t position) {
+  KVCache *cache = &rt->cache;
+  assert(layer < cache->n_layers && kv_head < cache->n_kv_heads);
+  if (position >= cache->length)
+    return obc_fail(OBC_EINVAL, "runtime: cannot evict position %zu (expected < %zu cached)",
+                    position, cache->length);
+  if (!cache->evicted) {
+    cache->evicted = obc_calloc(cache->n_layers * cache->n_kv_heads * cache->max_context, 1,
+                                "eviction marks");
+    if (!cache->evicted) return OBC_ENOMEM;
+  }
+  cache->evicted[(layer * cache->n_kv_heads + kv_head) * cache->max_context + position] = 1;
+  return 0;
+}
+
+void runtime_clear_evictions(Runtime *rt) {
+  KVCache *cache = &rt->cache;
+  if (cache->evicted)
+    memset(cache->evicted, 0, cache->n_layers * cache->n_kv_heads * cache->max_context);
+}
+
+const RuntimeProfile *runtime_profile(const Runtime *rt) { return &rt->profile; }
+void runtime_profile_reset(Runtime *rt) { memset(&rt->profile, 0, sizeof(rt->profile)); }

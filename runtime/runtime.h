@@ -1,0 +1,163 @@
+/* The forward pass of a Llama-family model (model/model.h) with its KV cache,
+ * a seam where capture can read each layer's attention, and a small backend
+ * interface so that a second implementation (CUDA) can slot in beside the CPU.
+ *
+ * A Runtime owns one sequence: runtime_forward() runs tokens at the next
+ * positions (prefill of a prompt, or one decode token), appends their post-RoPE
+ * keys and values to the cache and returns logits. Long inputs are processed
+ * in chunks of at most max_batch tokens; results do not depend on the chunking
+ * beyond rounding. Greedy generation on top of this lives in runtime/generate.h. */
+#ifndef OBC_RUNTIME_H
+#define OBC_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/model.h"
+
+typedef struct Runtime Runtime;
+
+typedef struct {
+  size_t max_context;  /* cache capacity in positions; 0 = min(model context, 4096) */
+  size_t max_batch;    /* tokens per chunk of a forward call; 0 = 512 */
+  const char *backend; /* "cpu" (NULL = "cpu"); "cuda" once that backend exists */
+  size_t threads;      /* OpenMP threads; 0 = leave the default */
+} RuntimeOptions;
+
+/* The KV cache of one sequence, in host memory. Keys are stored after RoPE,
+ * in the model's own head-dimension layout (see ModelConfig.rope_interleaved:
+ * GGUF llama-arch keys and queries are both permuted by the same fixed
+ * permutation, so their dot products, and all attention, are the same).
+ * Positions [0, length) hold valid rows.
+ *
+ * Replay (issue 6) writes rows into k/v directly and then sets the length
+ * with runtime_set_position(). Eviction (runtime_evict) marks cached rows of
+ * one (layer, KV head) as dropped: attention then runs over the kept
+ * positions only, plus every position appended afterwards (always kept);
+ * RoPE positions are unchanged (both backends honour it, see runtime_evict). */
+typedef struct {
+  size_t n_layers;
+  size_t n_kv_heads;
+  size_t max_context;
+  size_t head_dim;
+  size_t length; /* positions filled */
+  float *k;      /* (n_layers, n_kv_heads, max_context, head_dim) */
+  float *v;      /* (n_layers, n_kv_heads, max_context, head_dim) */
+  /* 1 = the row is evicted (not attended); NULL until the first eviction. */
+  unsigned char *evicted; /* (n_layers, n_kv_heads, max_context) */
+} KVCache;
+
+/* Pointer to K (or V) of (layer, kv_head, position 0); rows follow with a
+ * stride of head_dim floats. */
+float *kv_cache_k(const KVCache *cache, size_t layer, size_t kv_head);
+float *kv_cache_v(const KVCache *cache, size_t layer, size_t kv_head);
+
+typedef enum {
+  RUNTIME_LOGITS_NONE = 0, /* no LM head (e.g. filling the cache) */
+  RUNTIME_LOGITS_LAST,     /* logits (vocab_size) of the last token */
+  RUNTIME_LOGITS_ALL       /* logits (n_tokens, vocab_size) of every token */
+} RuntimeLogits;
+
+/* What the capture seam shows for one layer and one chunk of a forward call:
+ * the chunk's tokens occupy positions [pos0, pos0 + n_tokens). Every pointer
+ * is valid only during the callback; copy what you keep. Query heads are
+ * grouped: query head h attends with KV head h / (n_heads / n_kv_heads). */
+typedef struct {
+  size_t layer;
+  size_t n_heads;
+  size_t n_kv_heads;
+  size_t head_dim;
+  size_t pos0;
+  size_t n_tokens;
+  /* This chunk's new cache rows, post-RoPE as cached: row t of KV head g is
+   * k[(g * kv_stride + t) * head_dim ...] (position pos0 + t). On the CPU
+   * these point into the cache itself (kv_stride == max_context). */
+  const float *k; /* (n_kv_heads, kv_stride, head_dim) */
+  const float *v; /* (n_kv_heads, kv_stride, head_dim) */
+  size_t kv_stride;
+  /* The requested query rows that fall inside this chunk (maybe none). */
+  size_t n_rows;
+  const size_t *row_positions; /* (n_rows) absolute positions, ascending */
+  const float *q;              /* (n_heads, n_rows, head_dim) post-RoPE, as cached K */
+  const float *o;              /* (n_heads, n_rows, head_dim) per-head attention output,
+                                  before the output projection */
+  const float *lse; /* (n_heads, n_rows) log sum_{p <= i} exp(q_i . k_p / sqrt(head_dim)) */
+  /* With want_attn: softmax rows over keys [0, n_keys), n_keys = pos0 +
+   * n_tokens; entries of keys after the row's own position are 0. Else NULL. */
+  const float *attn; /* (n_heads, n_rows, n_keys) */
+  size_t n_keys;
+} RuntimeLayerCapture;
+
+/* Asks a forward call to report per layer. on_layer runs once per (chunk,
+ * layer), chunks in order and layers in order within a chunk, right after that
+ * layer's attention (its K/V rows are already in the cache). Rows outside the
+ * call's positions are ignored. The forward pass with capture == NULL does no
+ * capture work at all. on_layer returns 0, or a negative OBC_E* code (after
+ * obc_fail) that stops the forward call with that code (cache unchanged). */
+typedef struct {
+  const size_t *row_positions; /* (n_rows) absolute positions, strictly ascending */
+  size_t n_rows;
+  bool want_attn;
+  void *user;
+  int (*on_layer)(void *user, const RuntimeLayerCapture *view);
+} RuntimeCapture;
+
+/* Seconds spent, accumulated over forward calls since runtime_create or the
+ * last runtime_profile_reset (wall clock, for benchmarks). */
+typedef struct {
+  double gemm_seconds;           /* weight GEMMs: Q/K/V/O projections, MLP, LM head */
+  double attention_seconds;      /* scores, softmax, weighted values (incl. their GEMMs) */
+  double attention_gemm_seconds; /* part of attention_seconds in sgemm (mean per thread) */
+  double other_seconds;          /* embedding, norms, RoPE, SwiGLU, residuals, capture */
+  size_t tokens;                 /* tokens processed */
+} RuntimeProfile;
+
+/* A backend: the ops one implementation provides. forward() runs one chunk
+ * (n <= max_batch tokens at positions [cache->length, + n)) through every
+ * layer, appends K/V to the cache, advances cache->length and writes logits.
+ * A device backend keeps its own copy of the cache and mirrors the host
+ * KVCache when asked (an op it will add: upload after replay writes rows,
+ * download for capture), which the CPU backend does not need. */
+typedef struct {
+  const char *name;
+  int (*create)(const Model *model, const RuntimeOptions *options, KVCache *cache, void **state);
+  void (*destroy)(void *state);
+  int (*forward)(void *state, const int32_t *tokens /* (n) */, size_t n, RuntimeLogits which,
+                 float *logits /* (1 or n, vocab_size) */, const RuntimeCapture *capture,
+                 RuntimeProfile *profile);
+} RuntimeBackend;
+
+extern const RuntimeBackend runtime_backend_cpu; /* runtime/backend_cpu.c */
+
+int runtime_create(const Model *model, const RuntimeOptions *options, Runtime **out);
+void runtime_free(Runtime *runtime);
+
+/* Runs n tokens at positions [runtime_position(), + n). logits: (vocab_size)
+ * for LAST, (n, vocab_size) for ALL, may be NULL for NONE. capture may be NULL.
+ * Fails (one-line message) when the tokens would not fit in max_context or a
+ * token id is outside the vocabulary; the cache is then unchanged. */
+int runtime_forward(Runtime *runtime, const int32_t *tokens /* (n) */, size_t n,
+                    RuntimeLogits which, float *logits, const RuntimeCapture *capture);
+
+size_t runtime_position(const Runtime *runtime); /* tokens in the cache */
+size_t runtime_max_context(const Runtime *runtime);
+const Model *runtime_model(const Runtime *runtime);
+/* Empties the cache (position 0). */
+void runtime_reset(Runtime *runtime);
+/* The cache, for reading (capture) or writing rows (replay). */
+KVCache *runtime_cache(Runtime *runtime);
+/* Declares positions [0, position) valid after writing rows directly. */
+int runtime_set_position(Runtime *runtime, size_t position);
+/* Drops cached position `position` (< runtime_position()) of (layer, kv_head)
+ * from every later attention. Rows written at or after the current position
+ * by later forward calls are kept. Both backends honour the marks (the CUDA
+ * one uploads them to the device at each forward call). */
+int runtime_evict(Runtime *runtime, size_t layer, size_t kv_head, size_t position);
+/* Keeps every cached position again (runtime_reset does this too). */
+void runtime_clear_evictions(Runtime *runtime);
+
+const RuntimeProfile *runtime_profile(const Runtime *runtime);
+void runtime_profile_reset(Runtime *runtime);
+
+#endif

@@ -1,0 +1,63 @@
+/* Reading one (layer, KV head) of a trace into doubles, for the analyser and
+ * the eviction steps (policies, offline replay) alike, with the ObcHeadData
+ * view filled once at allocation. */
+#include "scores/analysis_head.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/obc_error.h"
+
+void analysis_head_free(AnalysisHead *h) {
+  free(h->K_f), free(h->V_f), free(h->Q_f), free(h->O_f), free(h->lse_f);
+  free(h->K), free(h->V), free(h->Q), free(h->O), free(h->lse);
+  memset(h, 0, sizeof *h);
+}
+
+int analysis_head_alloc(AnalysisHead *h, const ObcTraceMeta *meta) {
+  memset(h, 0, sizeof *h);
+  size_t d = meta->model.head_dim, n_pos = meta->n_positions, rows = meta->n_rows;
+  size_t group = meta->model.n_heads / meta->model.n_kv_heads;
+  h->K_f = obc_malloc(n_pos * d * sizeof(float), "K (float)");
+  h->V_f = obc_malloc(n_pos * d * sizeof(float), "V (float)");
+  h->Q_f = obc_malloc(rows * d * sizeof(float), "Q (float)");
+  h->O_f = obc_malloc(rows * d * sizeof(float), "O (float)");
+  h->lse_f = obc_malloc(rows * sizeof(float), "lse (float)");
+  h->K = obc_malloc(n_pos * d * sizeof(double), "K");
+  h->V = obc_malloc(n_pos * d * sizeof(double), "V");
+  h->Q = obc_malloc(group * rows * d * sizeof(double), "Q");
+  h->O = obc_malloc(group * rows * d * sizeof(double), "O");
+  h->lse = obc_malloc(group * rows * sizeof(double), "lse");
+  if (!h->K_f || !h->V_f || !h->Q_f || !h->O_f || !h->lse_f || !h->K || !h->V || !h->Q ||
+      !h->O || !h->lse) {
+    analysis_head_free(h);
+    return OBC_ENOMEM;
+  }
+  h->data = (ObcHeadData){.n_positions = n_pos, .n_prompt = meta->n_prompt, .head_dim = d,
+                          .group_size = group, .n_rows = rows,
+                          .row_positions = meta->row_positions, .K = h->K, .V = h->V,
+                          .Q = h->Q, .O = h->O, .lse = h->lse,
+                          .attn_scale = meta->model.attn_scale};
+  return OBC_OK;
+}
+
+static void to_doubles(const float *in, size_t n, double *out) {
+  for (size_t i = 0; i < n; i++) out[i] = (double)in[i];
+}
+
+int analysis_head_read(AnalysisHead *h, ObcTraceReader *reader, size_t layer, size_t kv_head) {
+  const ObcTraceMeta *meta = trace_meta(reader);
+  size_t d = meta->model.head_dim, rows = meta->n_rows, group = h->data.group_size;
+  int rc = trace_read_kv(reader, layer, kv_head, h->K_f, h->V_f);
+  if (rc) return rc;
+  to_doubles(h->K_f, meta->n_positions * d, h->K);
+  to_doubles(h->V_f, meta->n_positions * d, h->V);
+  for (size_t j = 0; j < group; j++) {
+    rc = trace_read_rows(reader, layer, kv_head * group + j, h->Q_f, h->O_f, h->lse_f);
+    if (rc) return rc;
+    to_doubles(h->Q_f, rows * d, h->Q + j * rows * d);
+    to_doubles(h->O_f, rows * d, h->O + j * rows * d);
+    to_doubles(h->lse_f, rows, h->lse + j * rows);
+  }
+  return OBC_OK;
+}

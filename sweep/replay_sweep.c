@@ -1,0 +1,403 @@
+/* The budget sweep (sweep/replay_sweep.h): for every trace, every score's per-head
+ * scores once, then every budget's kept set, offline replay and model replay;
+ * rows are collected in memory and written at the end, with the means over
+ * traces that the replay figures draw. */
+#include "sweep/replay_sweep.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/obc_error.h"
+#include "common/obc_file.h"
+#include "common/obc_json.h"
+#include "evict/model_replay.h"
+#include "evict/offline.h"
+
+void evict_sweep_config_default(EvictSweepConfig *c) {
+  static const char *const scores[] = {"attn", "snapkv", "vatp", "obc_v", "obc_k",
+                                       "obc_vk", "streaming", "random", "oracle@1",
+                                       "oracle@T", "decode_attn"};
+  static const char *const budgets[] = {"1%", "2%", "5%", "10%", "20%", "40%"};
+  memset(c, 0, sizeof *c);
+  for (size_t i = 0; i < sizeof scores / sizeof *scores; i++)
+    snprintf(c->scores[c->n_scores++], sizeof c->scores[0], "%s", scores[i]);
+  for (size_t i = 0; i < sizeof budgets / sizeof *budgets; i++)
+    snprintf(c->budgets[c->n_budgets++], sizeof c->budgets[0], "%s", budgets[i]);
+  evict_policy_default(&c->base);
+  c->with_model = true;
+}
+
+/* One (trace, score, budget) result. */
+typedef struct {
+  size_t trace, score, budget; /* indices */
+  size_t tokens, candidates;
+  EvictOfflineSummary offline;
+  int needle_found; /* -1 without model replay or needle */
+  double needle_prefix, needle_chars, needle_tokens; /* NaN without model replay or needle */
+  double agreement, first_divergence, kl_forced;   /* first_divergence: none = steps + 1 */
+  size_t n_steps;    /* replayed decode steps (0 without model replay) */
+  double *kl_steps;  /* (n_steps) teacher-forced KL per step, or NULL */
+} SweepCell;
+
+typedef struct {
+  char (*traces)[4096]; /* (n_traces) */
+  size_t n_traces;
+  SweepCell *cells; /* (n_traces * n_scores * n_budgets) */
+  size_t n_cells;
+  char trace_model[256]; /* the model named by the first trace (titles without --model) */
+} SweepRun;
+
+static int name_order(const void *a, const void *b) { return strcmp(a, b); }
+
+/* The traces of input: the file itself, or the folder's *.h5 by name. */
+static int list_traces(const char *input, SweepRun *run) {
+  struct stat st;
+  if (stat(input, &st) != 0)
+    return obc_fail(OBC_EIO, "%s: not found (expected a trace or a sweep folder)", input);
+  run->traces = obc_calloc(EVICT_SWEEP_MAX_TRACES, sizeof *run->traces, "trace list");
+  if (!run->traces) return OBC_ENOMEM;
+  if (!S_ISDIR(st.st_mode)) {
+    snprintf(run->traces[0], sizeof run->traces[0], "%s", input);
+    run->n_traces = 1;
+    return OBC_OK;
+  }
+  DIR *dir = opendir(input);
+  if (!dir) return obc_fail(OBC_EIO, "%s: cannot list the folder", input);
+  struct dirent *e;
+  while ((e = readdir(dir)) && run->n_traces < EVICT_SWEEP_MAX_TRACES) {
+    size_t n = strlen(e->d_name);
+    if (n > 3 && !strcmp(e->d_name + n - 3, ".h5") && !strstr(e->d_name, ".tmp."))
+      snprintf(run->traces[run->n_traces++], sizeof run->traces[0], "%s/%s", input, e->d_name);
+  }
+  closedir(dir);
+  if (run->n_traces == 0)
+    return obc_fail(OBC_ENOTFOUND, "%s: no *.h5 traces in the folder (expected obcache sweep's "
+                    "output)", input);
+  qsort(run->traces, run->n_traces, sizeof *run->traces, name_order);
+  return OBC_OK;
+}
+
+/* Checks every budget against the trace before any long computation. */
+static int check_budgets(const EvictSweepConfig *c, ObcTraceReader *reader) {
+  for (size_t s = 0; s < c->n_scores; s++)
+    for (size_t b = 0; b < c->n_budgets; b++) {
+      EvictPolicy p = c->base;
+      size_t n = 0, k = 0;
+      int rc = evict_policy_set_score(&p, c->scores[s]);
+      if (!rc) rc = evict_policy_set_budget(&p, c->budgets[b]);
+      if (!rc) rc = evict_policy_candidates(&p, trace_meta(reader), &n);
+      if (!rc) rc = evict_policy_budget_tokens(&p, n, &k);
+      if (rc) return obc_fail_context(rc, "%s", trace_path(reader));
+    }
+  return OBC_OK;
+}
+
+/* The model-replay fields of a cell. */
+static int sweep_cell_from_replay(const EvictModelReplay *replay, SweepCell *cell) {
+  cell->needle_found = replay->needle_found;
+  if (replay->needle_chars > 0) {
+    cell->needle_prefix = (double)replay->needle_prefix;
+    cell->needle_chars = (double)replay->needle_chars;
+    cell->needle_tokens = replay->needle_tokens;
+  }
+  cell->agreement = replay->agreement;
+  cell->first_divergence =
+      (double)(replay->first_divergence ? replay->first_divergence : replay->n_steps + 1);
+  cell->kl_forced = replay->kl_forced_mean;
+  cell->n_steps = replay->n_steps;
+  cell->kl_steps = obc_malloc(replay->n_steps * sizeof *cell->kl_steps + 1, "KL per step");
+  if (!cell->kl_steps) return OBC_ENOMEM;
+  memcpy(cell->kl_steps, replay->kl_forced, replay->n_steps * sizeof *cell->kl_steps);
+  return OBC_OK;
+}
+
+static int sweep_trace(const EvictSweepConfig *c, const Model *model, size_t t, SweepRun *run) {
+  ObcTraceReader *reader = NULL;
+  int rc = trace_open(run->traces[t], &reader);
+  if (rc) return rc;
+  if (t == 0)
+    snprintf(run->trace_model, sizeof run->trace_model, "%s", trace_meta(reader)->model.name);
+  size_t first = 0;
+  if (trace_meta_decode_rows(trace_meta(reader), &first) == 0)
+    rc = obc_fail(OBC_EINVAL, "%s: no decode rows captured (replay needs them)", run->traces[t]);
+  if (!rc) rc = check_budgets(c, reader);
+  EvictReplayer *replayer = NULL;
+  if (!rc && model) rc = evict_replayer_open(model, reader, c->steps, c->threads, &replayer);
+  EvictModelReplay *replay = obc_malloc(sizeof *replay, "replay result");
+  if (!rc && !replay) rc = OBC_ENOMEM;
+  const ObcTraceMeta *meta = trace_meta(reader);
+  for (size_t s = 0; s < c->n_scores && !rc; s++) {
+    EvictPolicy p = c->base;
+    rc = evict_policy_set_score(&p, c->scores[s]);
+    double *scores = NULL;
+    size_t n = 0, window = 0;
+    if (!rc) rc = evict_policy_scores(reader, &p, &scores, &n, &window);
+    for (size_t b = 0; b < c->n_budgets && !rc; b++) {
+      rc = evict_policy_set_budget(&p, c->budgets[b]);
+      EvictKeepSet keep;
+      if (!rc)
+        rc = evict_keep_from_scores(&p, scores, meta->model.n_layers, meta->model.n_kv_heads,
+                                    meta->n_prompt, n, &keep);
+      if (rc) break;
+      keep.window = window;
+      SweepCell *cell = &run->cells[run->n_cells];
+      memset(cell, 0, sizeof *cell);
+      *cell = (SweepCell){.trace = t, .score = s, .budget = b, .tokens = keep.budget,
+                          .candidates = n, .needle_found = -1, .needle_prefix = NAN,
+                          .needle_chars = NAN, .needle_tokens = NAN, .agreement = NAN,
+                          .first_divergence = NAN, .kl_forced = NAN};
+      EvictOfflineResult offline;
+      rc = evict_offline_run(reader, &keep, &offline);
+      if (!rc) {
+        evict_offline_summarise(&offline, &cell->offline);
+        evict_offline_result_free(&offline);
+      }
+      if (!rc && replayer) {
+        rc = evict_replayer_run(replayer, &keep, replay);
+        if (!rc) rc = sweep_cell_from_replay(replay, cell);
+      }
+      evict_keep_set_free(&keep);
+      if (!rc) {
+        run->n_cells++;
+        if (isatty(STDERR_FILENO))
+            fprintf(stderr, "\rreplay sweep: trace %zu/%zu, %-9s %-5s rel.err %.3f needle %s KL %.3g   ",
+                  t + 1, run->n_traces, c->scores[s], c->budgets[b], cell->offline.rel_error,
+                  cell->needle_found < 0 ? "n/a" : cell->needle_found ? "yes" : "no",
+                  cell->kl_forced);
+      }
+    }
+    free(scores);
+  }
+  if (isatty(STDERR_FILENO) && run->n_cells > 0) fprintf(stderr, "\n");
+  free(replay);
+  evict_replayer_close(replayer);
+  trace_close(reader);
+  return rc;
+}
+
+static const char *number(double v, char *buf, size_t size) {
+  if (isfinite(v)) snprintf(buf, size, "%.6g", v);
+  else snprintf(buf, size, "nan");
+  return buf;
+}
+
+/* The mean over traces of one (score, budget). */
+typedef struct {
+  double fraction, rel_error, rel_error_step1, mass_lost, needle_kept, needle_found, agreement,
+      first_divergence, kl_forced;
+  double needle_prefix, needle_prefix_share, needle_tokens; /* over traces with a needle */
+  size_t n_found; /* traces with a needle match */
+} SweepMean;
+
+static void sweep_mean(const SweepRun *run, size_t s, size_t b, SweepMean *m) {
+  memset(m, 0, sizeof *m);
+  size_t n = 0;
+  for (size_t i = 0; i < run->n_cells; i++) {
+    const SweepCell *c = &run->cells[i];
+    if (c->score != s || c->budget != b) continue;
+    n++;
+    m->fraction += (double)c->tokens / c->candidates;
+    m->rel_error += c->offline.rel_error;
+    m->rel_error_step1 += c->offline.rel_error_step1;
+    m->mass_lost += c->offline.mass_lost;
+    m->needle_kept += c->offline.needle_kept;
+    m->agreement += c->agreement;
+    m->first_divergence += c->first_divergence;
+    m->kl_forced += c->kl_forced;
+    if (c->needle_found >= 0) {
+      m->needle_found += c->needle_found;
+      m->needle_prefix += c->needle_prefix;
+      m->needle_prefix_share += c->needle_prefix / c->needle_chars;
+      m->needle_tokens += c->needle_tokens;
+      m->n_found++;
+    }
+  }
+  double *fields[] = {&m->fraction, &m->rel_error, &m->rel_error_step1, &m->mass_lost,
+                      &m->needle_kept, &m->agreement, &m->first_divergence, &m->kl_forced};
+  for (size_t f = 0; f < sizeof fields / sizeof *fields; f++) *fields[f] = n ? *fields[f] / n : NAN;
+  double *needle[] = {&m->needle_found, &m->needle_prefix, &m->needle_prefix_share,
+                      &m->needle_tokens};
+  for (size_t f = 0; f < sizeof needle / sizeof *needle; f++)
+    *needle[f] = m->n_found ? *needle[f] / m->n_found : NAN;
+}
+
+/* kl_steps.csv: the teacher-forced KL of every (score, budget, decode step),
+ * mean over the traces that replayed that step; no rows without the model. */
+static int write_kl_steps(const char *dir, const EvictSweepConfig *c, const SweepRun *run) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/kl_steps.csv", dir);
+  ObcPendingFile file;
+  FILE *fp = NULL;
+  int rc = obc_text_open(&file, path, &fp);
+  if (rc) return rc;
+  fprintf(fp, "score,budget,fraction,step,traces,kl_forced\n");
+  size_t max_steps = 0;
+  for (size_t i = 0; i < run->n_cells; i++)
+    max_steps = run->cells[i].n_steps > max_steps ? run->cells[i].n_steps : max_steps;
+  for (size_t s = 0; s < c->n_scores; s++)
+    for (size_t b = 0; b < c->n_budgets; b++)
+      for (size_t t = 0; t < max_steps; t++) {
+        double kl = 0.0, fraction = 0.0;
+        size_t n = 0;
+        for (size_t i = 0; i < run->n_cells; i++) {
+          const SweepCell *x = &run->cells[i];
+          if (x->score != s || x->budget != b || t >= x->n_steps) continue;
+          kl += x->kl_steps[t];
+          fraction += (double)x->tokens / (double)x->candidates;
+          n++;
+        }
+        if (n)
+          fprintf(fp, "%s,%s,%.6g,%zu,%zu,%.6g\n", c->scores[s], c->budgets[b], fraction / n,
+                  t + 1, n, kl / n);
+      }
+  return obc_text_close(&file, fp, 1);
+}
+
+static int write_outputs(const char *dir, const EvictSweepConfig *c, const SweepRun *run,
+                         const char *model_name, const char *command_line) {
+  int rc = obc_make_dirs(dir);
+  if (rc) return rc;
+  char path[4096], a[32], b2[32], d[32];
+  ObcPendingFile file;
+  FILE *fp = NULL;
+  snprintf(path, sizeof path, "%s/replay_cells.csv", dir);
+  if ((rc = obc_text_open(&file, path, &fp))) return rc;
+  fprintf(fp, "trace,score,budget,tokens,candidates,rel_error,rel_error_step1,mass_lost,"
+              "needle_kept,needle_found,needle_prefix,needle_chars,needle_tokens,agreement,"
+              "first_divergence,kl_forced\n");
+  for (size_t i = 0; i < run->n_cells; i++) {
+    const SweepCell *x = &run->cells[i];
+    char e[32], f[32], g[32], h[32];
+    fprintf(fp, "%s,%s,%s,%zu,%zu,%.6g,%.6g,%.6g,%s,%d,%s,%s,%s,%s,%s,%s\n",
+            run->traces[x->trace], c->scores[x->score], c->budgets[x->budget], x->tokens,
+            x->candidates, x->offline.rel_error, x->offline.rel_error_step1, x->offline.mass_lost,
+            number(x->offline.needle_kept, a, sizeof a), x->needle_found,
+            number(x->needle_prefix, e, sizeof e), number(x->needle_chars, f, sizeof f),
+            number(x->needle_tokens, g, sizeof g), number(x->agreement, b2, sizeof b2),
+            number(x->first_divergence, h, sizeof h), number(x->kl_forced, d, sizeof d));
+  }
+  if ((rc = obc_text_close(&file, fp, 1))) return rc;
+
+  snprintf(path, sizeof path, "%s/replay_sweep.csv", dir);
+  if ((rc = obc_text_open(&file, path, &fp))) return rc;
+  fprintf(fp, "score,budget,fraction,traces,rel_error,rel_error_step1,mass_lost,needle_kept,"
+              "needle_found,needle_prefix,needle_prefix_share,needle_tokens,agreement,"
+              "first_divergence,kl_forced\n");
+  for (size_t s = 0; s < c->n_scores; s++)
+    for (size_t b = 0; b < c->n_budgets; b++) {
+      SweepMean m;
+      sweep_mean(run, s, b, &m);
+      char e[32], f[32], g[32], h[32], i2[32], j2[32], k2[32];
+      fprintf(fp, "%s,%s,%.6g,%zu,%.6g,%.6g,%.6g,%s,%s,%s,%s,%s,%s,%s,%s\n", c->scores[s],
+              c->budgets[b], m.fraction, run->n_traces, m.rel_error, m.rel_error_step1,
+              m.mass_lost, number(m.needle_kept, a, sizeof a),
+              number(m.needle_found, e, sizeof e), number(m.needle_prefix, i2, sizeof i2),
+              number(m.needle_prefix_share, j2, sizeof j2),
+              number(m.needle_tokens, k2, sizeof k2), number(m.agreement, f, sizeof f),
+              number(m.first_divergence, g, sizeof g), number(m.kl_forced, h, sizeof h));
+    }
+  if ((rc = obc_text_close(&file, fp, 1))) return rc;
+  if ((rc = write_kl_steps(dir, c, run))) return rc;
+
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "kind", "replay_sweep");
+  cJSON_AddStringToObject(root, "tool_version", OBC_VERSION);
+  cJSON_AddStringToObject(root, "command_line", command_line ? command_line : "");
+  cJSON_AddStringToObject(root, "model", model_name);
+  cJSON *traces = cJSON_AddArrayToObject(root, "traces");
+  for (size_t t = 0; t < run->n_traces; t++)
+    cJSON_AddItemToArray(traces, cJSON_CreateString(run->traces[t]));
+  cJSON_AddNumberToObject(root, "window", (double)c->base.window);
+  cJSON_AddNumberToObject(root, "recent", (double)c->base.recent);
+  cJSON_AddNumberToObject(root, "sinks", (double)c->base.sinks);
+  cJSON_AddStringToObject(root, "allocation", evict_allocation_name(c->base.allocation));
+  cJSON_AddStringToObject(root, "mode", evict_mode_name(c->base.mode));
+  cJSON_AddNumberToObject(root, "seed", (double)c->base.seed);
+  cJSON_AddBoolToObject(root, "model_replay", c->with_model);
+  cJSON_AddNumberToObject(root, "steps", (double)c->steps);
+  snprintf(path, sizeof path, "%s/replay_sweep.json", dir);
+  return obc_json_write(path, root);
+}
+
+/* One table: rows = scores, columns = budgets. which: 0 needle found,
+ * 1 KL forced, 2 relative output error, 3 needle kept, 4 needle prefix share,
+ * 5 first diverging step. */
+static void print_table(const EvictSweepConfig *c, const SweepRun *run, int which,
+                        const char *title) {
+  printf("\n%s\n%-12s", title, "score");
+  for (size_t b = 0; b < c->n_budgets; b++) printf(" %9s", c->budgets[b]);
+  printf("\n");
+  for (size_t s = 0; s < c->n_scores; s++) {
+    printf("%-12s", c->scores[s]);
+    for (size_t b = 0; b < c->n_budgets; b++) {
+      SweepMean m;
+      sweep_mean(run, s, b, &m);
+      double v = which == 0 ? m.needle_found : which == 1 ? m.kl_forced
+                 : which == 2 ? m.rel_error : which == 3 ? m.needle_kept
+                 : which == 4 ? m.needle_prefix_share : m.first_divergence;
+      if (isfinite(v)) printf(" %9.4f", v);
+      else printf(" %9s", "-");
+    }
+    printf("\n");
+  }
+}
+
+/* Every score under its output name (oracle -> oracle@1 or the --oracle
+ * steps), checked once. */
+static int canonical_scores(EvictSweepConfig *c) {
+  for (size_t s = 0; s < c->n_scores; s++) {
+    EvictPolicy p = c->base;
+    int rc = evict_policy_set_score(&p, c->scores[s]);
+    if (rc) return rc;
+    evict_policy_score_name(&p, c->scores[s], sizeof c->scores[s]);
+  }
+  return OBC_OK;
+}
+
+int evict_sweep_run(const char *input, const char *out_dir, const EvictSweepConfig *given,
+                    const char *command_line) {
+  EvictSweepConfig config = *given, *c = &config;
+  int rc = canonical_scores(c);
+  if (rc) return rc;
+  SweepRun run;
+  memset(&run, 0, sizeof run);
+  rc = list_traces(input, &run);
+  if (!rc) {
+    run.cells = obc_malloc(run.n_traces * c->n_scores * c->n_budgets * sizeof *run.cells,
+                           "sweep cells");
+    if (!run.cells) rc = OBC_ENOMEM;
+  }
+  Model *model = NULL;
+  const char *model_path = c->model_path ? c->model_path : model_default_path();
+  if (!rc && c->with_model) rc = model_load(model_path, &model);
+  for (size_t t = 0; t < run.n_traces && !rc; t++) rc = sweep_trace(c, model, t, &run);
+  if (!rc) rc = write_outputs(out_dir, c, &run, c->with_model ? model_path : run.trace_model,
+                                 command_line);
+  if (!rc) {
+    printf("replay sweep: %zu trace(s), %zu scores x %zu budgets -> %s\n", run.n_traces,
+           c->n_scores, c->n_budgets, out_dir);
+    if (c->with_model) {
+      print_table(c, &run, 0, "needle retrieval (share of traces whose replayed answer has the "
+                              "needle's value)");
+      print_table(c, &run, 4, "needle prefix (share of the value's characters the answer "
+                              "reproduces from its start)");
+      print_table(c, &run, 1, "KL(full || evicted), teacher-forced, mean over decode steps");
+      print_table(c, &run, 5, "first decode step whose free-running token differs from the "
+                              "full cache's (steps + 1 = none)");
+    }
+    print_table(c, &run, 2, "offline relative output error ||o'-o||/||o|| (mean over layers, "
+                            "heads, decode steps)");
+    print_table(c, &run, 3, "share of the needle span kept (offline)");
+  }
+  model_free(model);
+  free(run.traces);
+  for (size_t i = 0; i < run.n_cells; i++) free(run.cells[i].kl_steps);
+  free(run.cells);
+  return rc;
+}

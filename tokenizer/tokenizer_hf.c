@@ -1,0 +1,271 @@
+/* Loading the tokenizer from a Hugging Face folder: tokenizer.json (a BPE
+ * model: vocab, merges as "left right" strings or [left, right] pairs,
+ * added_tokens, and a pre_tokenizer made of Split regexes, Digits and
+ * ByteLevel) plus tokenizer_config.json when present (bos/eos tokens,
+ * add_bos_token, chat_template) or chat_template.jinja. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/obc_error.h"
+#include "tokenizer/tokenizer_internal.h"
+
+static int read_json(const char *path, int required, cJSON **out) {
+  *out = NULL;
+  FILE *fp = fopen(path, "rb");
+  if (!fp) {
+    if (!required) return 0;
+    return obc_fail(OBC_EIO, "%s: cannot open (expected a Hugging Face tokenizer file)", path);
+  }
+  char *text = NULL;
+  size_t length = 0, capacity = 0;
+  for (;;) {
+    if (length + 65536 > capacity) {
+      capacity = 2 * capacity + 65536;
+      char *grown = realloc(text, capacity + 1);
+      if (!grown) {
+        free(text);
+        fclose(fp);
+        return obc_fail(OBC_ENOMEM, "%s: out of memory reading", path);
+      }
+      text = grown;
+    }
+    size_t n = fread(text + length, 1, capacity - length, fp);
+    length += n;
+    if (n == 0) break;
+  }
+  int error = ferror(fp);
+  fclose(fp);
+  if (error) {
+    free(text);
+    return obc_fail(OBC_EIO, "%s: read error", path);
+  }
+  text[length] = '\0';
+  *out = cJSON_ParseWithLength(text, length);
+  free(text);
+  if (!*out) return obc_fail(OBC_EFORMAT, "%s: not valid JSON", path);
+  return 0;
+}
+
+/* A token given as "text" or {"content": "text"} in tokenizer_config.json. */
+static const char *token_content(const cJSON *item) {
+  if (cJSON_IsString(item)) return item->valuestring;
+  const cJSON *content = cJSON_GetObjectItemCaseSensitive(item, "content");
+  return cJSON_IsString(content) ? content->valuestring : NULL;
+}
+
+static int add_pre_tokenizer(TokenizerPreSplit *pre, const cJSON *node, const char *path) {
+  const cJSON *type = cJSON_GetObjectItemCaseSensitive(node, "type");
+  if (!cJSON_IsString(type))
+    return obc_fail(OBC_EUNSUPPORTED, "%s: pre_tokenizer without a type (expected Sequence, Split, Digits or ByteLevel)", path);
+  const char *name = type->valuestring;
+  if (!strcmp(name, "Sequence")) {
+    const cJSON *item;
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(node, "pretokenizers")) {
+      int rc = add_pre_tokenizer(pre, item, path);
+      if (rc < 0) return rc;
+    }
+    return 0;
+  }
+  if (!strcmp(name, "Split")) {
+    const cJSON *pattern = cJSON_GetObjectItemCaseSensitive(node, "pattern");
+    const cJSON *regex = cJSON_GetObjectItemCaseSensitive(pattern, "Regex");
+    const cJSON *behavior = cJSON_GetObjectItemCaseSensitive(node, "behavior");
+    const cJSON *invert = cJSON_GetObjectItemCaseSensitive(node, "invert");
+    if (!cJSON_IsString(regex) || !cJSON_IsString(behavior) ||
+        strcmp(behavior->valuestring, "Isolated") || cJSON_IsTrue(invert))
+      return obc_fail(OBC_EUNSUPPORTED,
+                      "%s: pre_tokenizer Split is supported with a Regex pattern, behavior "
+                      "Isolated and invert false only",
+                      path);
+    return tokenizer_pre_add_regex(pre, regex->valuestring, path);
+  }
+  if (!strcmp(name, "Digits")) {
+    int individual = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(node, "individual_digits"));
+    return tokenizer_pre_add_regex(pre, individual ? "\\p{N}" : "\\p{N}+", path);
+  }
+  if (!strcmp(name, "ByteLevel")) {
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(node, "add_prefix_space")))
+      return obc_fail(OBC_EUNSUPPORTED, "%s: pre_tokenizer ByteLevel with add_prefix_space is not supported", path);
+    const cJSON *use_regex = cJSON_GetObjectItemCaseSensitive(node, "use_regex");
+    if (use_regex && cJSON_IsFalse(use_regex)) return 0;
+    return tokenizer_pre_add_regex(
+        pre, "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+", path);
+  }
+  return obc_fail(OBC_EUNSUPPORTED,
+                  "%s: unknown pre_tokenizer type '%s' (expected Sequence, Split, Digits or ByteLevel)",
+                  path, name);
+}
+
+/* Largest id in model.vocab and added_tokens, plus one. */
+static size_t count_vocab(const cJSON *vocab, const cJSON *added) {
+  long top = -1;
+  const cJSON *item;
+  cJSON_ArrayForEach(item, vocab) if (cJSON_IsNumber(item) && item->valuedouble > top) top = (long)item->valuedouble;
+  cJSON_ArrayForEach(item, added) {
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(item, "id");
+    if (cJSON_IsNumber(id) && id->valuedouble > top) top = (long)id->valuedouble;
+  }
+  return (size_t)(top + 1);
+}
+
+static int read_model(Tokenizer **out, const cJSON *root, const char *path) {
+  const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+  const cJSON *type = cJSON_GetObjectItemCaseSensitive(model, "type");
+  if (!cJSON_IsString(type) || strcmp(type->valuestring, "BPE"))
+    return obc_fail(OBC_EUNSUPPORTED, "%s: model.type is '%s' (expected 'BPE')", path,
+                    cJSON_IsString(type) ? type->valuestring : "missing");
+  const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+  const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
+  const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
+  if (!cJSON_IsObject(vocab) || !cJSON_IsArray(merges))
+    return obc_fail(OBC_EFORMAT, "%s: model.vocab (object) or model.merges (array) missing", path);
+  size_t n_vocab = count_vocab(vocab, added);
+  if (n_vocab == 0 || n_vocab > INT32_MAX) return obc_fail(OBC_EFORMAT, "%s: empty model.vocab", path);
+
+  Tokenizer *t = NULL;
+  int rc = tokenizer_alloc(n_vocab, &t);
+  *out = t;
+  if (rc < 0) return rc;
+  const cJSON *item;
+  cJSON_ArrayForEach(item, vocab) {
+    if (!cJSON_IsNumber(item) || item->valuedouble < 0)
+      return obc_fail(OBC_EFORMAT, "%s: model.vocab['%s'] is not a token id", path, item->string);
+    rc = tokenizer_set_token(t, (size_t)item->valuedouble, item->string, strlen(item->string),
+                             TOKEN_TYPE_NORMAL);
+    if (rc < 0) return rc;
+  }
+  cJSON_ArrayForEach(item, added) {
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(item, "id");
+    const cJSON *content = cJSON_GetObjectItemCaseSensitive(item, "content");
+    const cJSON *special = cJSON_GetObjectItemCaseSensitive(item, "special");
+    if (!cJSON_IsNumber(id) || id->valuedouble < 0 || !cJSON_IsString(content))
+      return obc_fail(OBC_EFORMAT, "%s: added_tokens entry without id or content", path);
+    rc = tokenizer_set_token(t, (size_t)id->valuedouble, content->valuestring, strlen(content->valuestring),
+                             cJSON_IsTrue(special) ? TOKEN_TYPE_CONTROL : TOKEN_TYPE_USER_DEFINED);
+    if (rc < 0) return rc;
+  }
+  rc = tokenizer_index_vocab(t, (size_t)cJSON_GetArraySize(merges), path);
+  if (rc < 0) return rc;
+  int32_t rank = 0;
+  cJSON_ArrayForEach(item, merges) {
+    if (cJSON_IsString(item)) {
+      const char *s = item->valuestring;
+      const char *space = s[0] ? strchr(s + 1, ' ') : NULL;
+      if (!space) return obc_fail(OBC_EFORMAT, "%s: merge %d is '%s' (expected \"left right\")", path, rank, s);
+      tokenizer_add_merge(t, s, (size_t)(space - s), space + 1, strlen(space + 1), rank);
+    } else if (cJSON_IsArray(item) && cJSON_GetArraySize(item) == 2 &&
+               cJSON_IsString(cJSON_GetArrayItem(item, 0)) && cJSON_IsString(cJSON_GetArrayItem(item, 1))) {
+      const char *left = cJSON_GetArrayItem(item, 0)->valuestring;
+      const char *right = cJSON_GetArrayItem(item, 1)->valuestring;
+      tokenizer_add_merge(t, left, strlen(left), right, strlen(right), rank);
+    } else {
+      return obc_fail(OBC_EFORMAT, "%s: merge %d is neither \"left right\" nor [left, right]", path, rank);
+    }
+    rank++;
+  }
+  t->ignore_merges = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "ignore_merges"));
+  const cJSON *normalizer = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
+  const cJSON *normalizer_type = cJSON_GetObjectItemCaseSensitive(normalizer, "type");
+  /* NFC (Qwen2) is accepted and not applied: text is taken to be NFC already. */
+  if (normalizer && !cJSON_IsNull(normalizer) &&
+      !(cJSON_IsString(normalizer_type) && !strcmp(normalizer_type->valuestring, "NFC")))
+    return obc_fail(OBC_EUNSUPPORTED, "%s: normalizer '%s' is not supported (expected none or NFC)", path,
+                    cJSON_IsString(normalizer_type) ? normalizer_type->valuestring : "?");
+  snprintf(t->pre.name, sizeof(t->pre.name), "tokenizer.json");
+  const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
+  if (!pre || cJSON_IsNull(pre))
+    return obc_fail(OBC_EUNSUPPORTED, "%s: no pre_tokenizer (expected ByteLevel or a Split regex)", path);
+  return add_pre_tokenizer(&t->pre, pre, path);
+}
+
+/* Whether the post-processor's template for one sequence starts with bos. */
+static int post_processor_adds(const cJSON *node, const char *bos) {
+  if (!node || !bos) return 0;
+  const cJSON *type = cJSON_GetObjectItemCaseSensitive(node, "type");
+  if (cJSON_IsString(type) && !strcmp(type->valuestring, "Sequence")) {
+    const cJSON *item;
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(node, "processors")) if (post_processor_adds(item, bos)) return 1;
+    return 0;
+  }
+  if (!cJSON_IsString(type) || strcmp(type->valuestring, "TemplateProcessing")) return 0;
+  const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(node, "single"), 0);
+  const cJSON *id = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(first, "SpecialToken"), "id");
+  return cJSON_IsString(id) && !strcmp(id->valuestring, bos);
+}
+
+static int read_config(Tokenizer *t, const cJSON *root, const cJSON *config, const char *path) {
+  const char *bos = token_content(cJSON_GetObjectItemCaseSensitive(config, "bos_token"));
+  const char *eos = token_content(cJSON_GetObjectItemCaseSensitive(config, "eos_token"));
+  if (bos) t->bos_id = tokenizer_token_id(t, bos);
+  if (eos) t->eos_id = tokenizer_token_id(t, eos);
+  const cJSON *add_bos = cJSON_GetObjectItemCaseSensitive(config, "add_bos_token");
+  if (cJSON_IsBool(add_bos)) t->add_bos = cJSON_IsTrue(add_bos);
+  else t->add_bos = post_processor_adds(cJSON_GetObjectItemCaseSensitive(root, "post_processor"), bos);
+  const cJSON *chat = cJSON_GetObjectItemCaseSensitive(config, "chat_template");
+  if (cJSON_IsArray(chat)) { /* [{"name": "default", "template": ...}, ...] */
+    const cJSON *item, *found = NULL;
+    cJSON_ArrayForEach(item, chat) {
+      const cJSON *name = cJSON_GetObjectItemCaseSensitive(item, "name");
+      if (cJSON_IsString(name) && !strcmp(name->valuestring, "default")) found = item;
+    }
+    chat = cJSON_GetObjectItemCaseSensitive(found, "template");
+  }
+  if (cJSON_IsString(chat)) return tokenizer_set_chat_template(t, chat->valuestring, strlen(chat->valuestring));
+  (void)path;
+  return 0;
+}
+
+/* Newer checkpoints keep the template in chat_template.jinja beside the config. */
+static int read_template_file(Tokenizer *t, const char *folder) {
+  if (t->chat_template) return 0;
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/chat_template.jinja", folder);
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return 0;
+  char *text = NULL;
+  size_t length = 0, capacity = 0, n = 0;
+  do {
+    if (length + 4096 > capacity) {
+      capacity = 2 * capacity + 4096;
+      char *grown = realloc(text, capacity);
+      if (!grown) {
+        free(text);
+        fclose(fp);
+        return obc_fail(OBC_ENOMEM, "%s: out of memory reading", path);
+      }
+      text = grown;
+    }
+    n = fread(text + length, 1, capacity - length, fp);
+    length += n;
+  } while (n > 0);
+  int error = ferror(fp);
+  fclose(fp);
+  int rc = error ? obc_fail(OBC_EIO, "%s: read error", path) : tokenizer_set_chat_template(t, text, length);
+  free(text);
+  return rc;
+}
+
+int tokenizer_from_hf(const char *folder, Tokenizer **out) {
+  *out = NULL;
+  char path[4096], config_path[4096];
+  snprintf(path, sizeof(path), "%s/tokenizer.json", folder);
+  snprintf(config_path, sizeof(config_path), "%s/tokenizer_config.json", folder);
+  cJSON *root = NULL, *config = NULL;
+  int rc = read_json(path, 1, &root);
+  if (rc == 0) rc = read_json(config_path, 0, &config);
+  Tokenizer *t = NULL;
+  if (rc == 0) rc = read_model(&t, root, path);
+  if (rc == 0) rc = read_config(t, root, config, config_path);
+  if (rc == 0) rc = read_template_file(t, folder);
+  if (rc == 0) rc = tokenizer_finish(t, path);
+  cJSON_Delete(root);
+  cJSON_Delete(config);
+  if (rc < 0) {
+    tokenizer_free(t);
+    return rc;
+  }
+  *out = t;
+  return 0;
+}

@@ -1,0 +1,135 @@
+/* The inside of the Tokenizer shared by its files (tokenizer*.c only): the
+ * vocabulary and its hash map, the BPE merge table, the special tokens that
+ * are split out before pre-tokenization, the pre-tokenizer regexes and the chat
+ * template. A loader allocates the tokenizer, sets every token, indexes the
+ * vocabulary, adds the merges and calls tokenizer_finish(). */
+#ifndef OBC_TOKENIZER_INTERNAL_H
+#define OBC_TOKENIZER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokenizer/tokenizer.h"
+
+/* Token types, numbered as in GGUF's tokenizer.ggml.token_type. */
+enum {
+  TOKEN_TYPE_NORMAL = 1,
+  TOKEN_TYPE_UNKNOWN = 2,
+  TOKEN_TYPE_CONTROL = 3,
+  TOKEN_TYPE_USER_DEFINED = 4,
+  TOKEN_TYPE_UNUSED = 5,
+  TOKEN_TYPE_BYTE = 6
+};
+
+/* Open-addressing hash map from a byte string to an int32 value. */
+typedef struct {
+  const char **keys;     /* (capacity) borrowed pointers; NULL = empty slot */
+  uint32_t *key_lengths; /* (capacity) */
+  int32_t *values;       /* (capacity) */
+  size_t capacity;       /* power of two */
+  size_t count;
+} TokenStringMap;
+
+#define TOKEN_PAIR_EMPTY UINT64_MAX
+/* Open-addressing hash map from a (left id, right id) pair to its merge. */
+typedef struct {
+  uint64_t *keys;  /* (capacity) left << 32 | right; TOKEN_PAIR_EMPTY = empty slot */
+  int32_t *ranks;  /* (capacity) position in the merge list: lower merges first */
+  int32_t *merged; /* (capacity) id of the concatenation */
+  size_t capacity; /* power of two */
+  size_t count;
+} TokenPairMap;
+
+/* The pre-tokenizer: regexes applied in turn; each splits every piece of the
+ * previous one into its matches and the gaps between them ("isolated"). */
+#define TOKENIZER_MAX_REGEXES 4
+typedef struct {
+  char name[64]; /* pre type, e.g. "smollm", or "tokenizer.json" */
+  size_t n_regexes;
+  void *codes[TOKENIZER_MAX_REGEXES]; /* pcre2_code_8 * */
+} TokenizerPreSplit;
+
+struct Tokenizer {
+  size_t n_vocab;
+  char **tokens;           /* (n_vocab) token strings as stored (byte-level form), NUL-terminated */
+  uint32_t *token_lengths; /* (n_vocab) bytes */
+  uint8_t *token_types;    /* (n_vocab) TOKEN_TYPE_* */
+  TokenStringMap vocab;    /* token string -> id */
+  TokenPairMap merges;
+  int ignore_merges;       /* a piece that is itself a token is not merged (Llama 3) */
+
+  /* GPT-2 byte <-> unicode mapping: every byte has a printable stand-in. */
+  uint16_t byte_codepoint[256]; /* byte -> code point of its stand-in */
+  int16_t codepoint_byte[512];  /* code point (< 512) -> byte, -1 when none */
+  int32_t byte_ids[256];        /* id of the one-character token of each byte */
+
+  int32_t *special_ids; /* (n_special) split out first, longest first */
+  size_t n_special;
+  uint8_t special_first_byte[256]; /* 1 where some special token starts with that byte */
+
+  TokenizerPreSplit pre;
+
+  int32_t bos_id, eos_id; /* -1 when none */
+  int add_bos;
+  int32_t *stop_ids; /* (n_stop) */
+  size_t n_stop;
+
+  ObcChatTemplate chat;
+  char *chat_template;  /* the template text from the metadata (NULL when none) */
+  char *default_system; /* default system message of the template (NULL when none) */
+};
+
+/* tokenizer_maps.c */
+int token_string_map_init(TokenStringMap *map, size_t max_count);
+void token_string_map_free(TokenStringMap *map);
+int32_t token_string_map_insert(TokenStringMap *map, const char *key, size_t length, int32_t value);
+int32_t token_string_map_find(const TokenStringMap *map, const char *key, size_t length);
+int token_pair_map_init(TokenPairMap *map, size_t max_count);
+void token_pair_map_free(TokenPairMap *map);
+void token_pair_map_insert(TokenPairMap *map, int32_t left, int32_t right, int32_t rank,
+                           int32_t merged);
+int token_pair_map_find(const TokenPairMap *map, int32_t left, int32_t right, int32_t *rank,
+                        int32_t *merged);
+
+/* tokenizer_build.c: the loaders' side. */
+int tokenizer_alloc(size_t n_vocab, Tokenizer **out);
+/* Copies the token text (length bytes) as token id. */
+int tokenizer_set_token(Tokenizer *tokenizer, size_t id, const char *text, size_t length,
+                        uint8_t type);
+/* Builds the string -> id map once every token is set, and sizes the merge
+ * table for n_merges merges. */
+int tokenizer_index_vocab(Tokenizer *tokenizer, size_t n_merges, const char *source);
+/* Adds merge number rank ("left right"); a merge whose parts or result are not
+ * tokens is skipped, as it can never apply. */
+void tokenizer_add_merge(Tokenizer *tokenizer, const char *left, size_t left_length,
+                         const char *right, size_t right_length, int32_t rank);
+int tokenizer_set_chat_template(Tokenizer *tokenizer, const char *text, size_t length);
+/* Byte mapping, special-token list, stop tokens and chat kind; checks that
+ * every byte has its token. The pre-tokenizer must be set already. */
+int tokenizer_finish(Tokenizer *tokenizer, const char *source);
+
+/* tokenizer_pretokenize.c */
+/* The regexes llama.cpp uses for a GGUF tokenizer.ggml.pre value. */
+int tokenizer_pre_from_name(TokenizerPreSplit *pre, const char *name, const char *source);
+/* Appends one regex (PCRE2 syntax, UTF + UCP) to the pre-tokenizer. */
+int tokenizer_pre_add_regex(TokenizerPreSplit *pre, const char *pattern, const char *source);
+void tokenizer_pre_free(TokenizerPreSplit *pre);
+/* Calls piece(context, start, length) for every piece of text[0, length),
+ * in order; the pieces tile the text. */
+typedef int (*TokenizerPieceFn)(void *context, const char *start, size_t length);
+int tokenizer_pre_split(const TokenizerPreSplit *pre, const char *text, size_t length,
+                        TokenizerPieceFn piece, void *context);
+
+/* tokenizer_bpe.c: appends the ids of one pre-tokenized piece to out. */
+typedef struct {
+  int32_t *ids; /* (count) */
+  size_t count, capacity;
+} TokenIdList;
+int token_id_list_push(TokenIdList *list, int32_t id);
+int tokenizer_bpe_piece(const Tokenizer *tokenizer, const char *piece, size_t length,
+                        TokenIdList *out);
+
+/* tokenizer_chat.c: finds the template kind and its default system message. */
+int tokenizer_chat_detect(Tokenizer *tokenizer);
+
+#endif
