@@ -1,9 +1,7 @@
-/* Parsing of the options shared by capture and sweep. Values are given as
- * "--opt VALUE" or "--opt=VALUE"; a bad value fails with a message naming the
- * option and what was expected. */
+/* The option table shared by capture and sweep (common/obc_options.h); a bad
+ * value fails with a message naming the option and what was expected. */
 #include "capture/capture_args.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "common/obc_cli.h"
@@ -15,120 +13,82 @@ void capture_args_default(CaptureArgs *args) {
   capture_options_default(&args->capture);
 }
 
-void capture_args_print_help(FILE *out) {
-  fprintf(
-      out,
-      "model and prompt:\n"
-      "  --model M            GGUF file or Hugging Face folder (default: SmolLM2-135M-Instruct)\n"
-      "  --haystack H         kjv (default; King James Bible via the `bible` program of\n"
-      "                       bible-kjv), noise (RULER's repeated sentences) or a text FILE\n"
-      "  --seed S             needle keys and values (default 1)\n"
-      "  --needles K          insert K needles (default 1): distinct keys, the question\n"
-      "                       asks the first; with --multi-value they share one key and\n"
-      "                       the answer must list every value\n"
-      "  --multi-value        see --needles\n"
-      "  --uuid               UUID values instead of 7-digit numbers\n"
-      "  --needle TEXT --question TEXT --answer TEXT\n"
-      "                       a custom needle (the answer must occur in it)\n"
-      "  --answer-prefix TEXT start of the assistant's answer (default RULER's for\n"
-      "                       RULER needles, none for a custom needle)\n"
-      "  --no-chat-template   plain text even when the model has a chat template\n"
-      "what to record:\n"
-      "  --rows R             last R prompt rows of Q/O/lse (default 128)\n"
-      "  --all-rows           every prompt row (full-history windows)\n"
-      "  --decode T           greedy decode steps, every one captured (default 16)\n"
-      "  --store-attn         also store the attention rows A\n"
-      "  --dtype f32|f16      storage of float tensors (default f32)\n"
-      "  --compress 0-9       deflate level (default 0)\n"
-      "  --threads N          OpenMP threads (default: all cores)\n"
-      "  --device D           cpu (default), cuda or cuda-bf16 (GPU runtime)\n");
-}
-
 void capture_args_command_line(int argc, char **argv, char *out, size_t size) {
   size_t n = (size_t)snprintf(out, size, "obcache");
   for (int i = 0; i < argc && n < size; i++)
     n += (size_t)snprintf(out + n, size - n, " %s", argv[i]);
 }
 
-static int parse_flag(const char *arg, CaptureArgs *a) {
-  if (!strcmp(arg, "--multi-value"))
-    a->niah.multi_value = true;
-  else if (!strcmp(arg, "--uuid"))
-    a->niah.value_kind = NIAH_VALUE_UUID;
-  else if (!strcmp(arg, "--no-chat-template"))
-    a->niah.no_chat_template = true;
-  else if (!strcmp(arg, "--all-rows"))
-    a->capture.all_rows = true;
-  else if (!strcmp(arg, "--store-attn"))
-    a->capture.store_attn = true;
-  else
-    return 0;
-  return 1;
+static int parse_uuid(void *target, const char *option, const char *value) {
+  (void)option, (void)value;
+  *(NiahValueKind *)target = NIAH_VALUE_UUID;
+  return OBC_OK;
 }
 
-int capture_args_parse(int argc, char **argv, int *i, CaptureArgs *a) {
-  const char *arg = argv[*i];
-  if (parse_flag(arg, a)) return 1;
-  static const char *const options[] = {
-      "--model",   "-o",       "--length",   "--depth",   "--haystack",      "--seed",
-      "--needles", "--needle", "--question", "--answer",  "--answer-prefix", "--rows",
-      "--decode",  "--dtype",  "--compress", "--threads", "--device"};
-  const char *name = NULL;
-  for (size_t k = 0; !name && k < sizeof options / sizeof *options; k++)
-    if (obc_option_matches(arg, options[k])) name = options[k];
-  if (!name) return 0;
-  const char *v = obc_option_value(argc, argv, i, name);
-  if (!v || !v[0]) return obc_fail(OBC_EINVAL, "%s: missing value", name);
-  int rc = OBC_OK;
-  size_t size = 0;
+static int parse_dtype(void *target, const char *option, const char *value) {
+  (void)option;
+  if (strcmp(value, "f32") && strcmp(value, "f16"))
+    return obc_fail(OBC_EINVAL, "--dtype: expected f32 or f16, got '%s'", value);
+  *(bool *)target = !strcmp(value, "f16");
+  return OBC_OK;
+}
+
+static int parse_compress(void *target, const char *option, const char *value) {
   long number = 0;
-  if (!strcmp(name, "--model"))
-    a->model_path = v;
-  else if (!strcmp(name, "-o"))
-    a->out_path = v;
-  else if (!strcmp(name, "--length")) {
-    rc = obc_parse_size(name, v, &a->niah.length);
-    a->length_given = true;
-  } else if (!strcmp(name, "--depth")) {
-    rc = obc_parse_double(name, v, &a->niah.depth);
-    if (!rc && !(a->niah.depth >= 0 && a->niah.depth <= 100))
-      rc = obc_fail(OBC_EINVAL, "--depth: %s is outside 0..100 (percent of the context)", v);
-    a->depth_given = true;
-  } else if (!strcmp(name, "--haystack"))
-    a->niah.haystack = v;
-  else if (!strcmp(name, "--seed")) {
-    rc = obc_parse_size(name, v, &size);
-    a->niah.seed = (uint64_t)size;
-  } else if (!strcmp(name, "--needles"))
-    rc = obc_parse_size(name, v, &a->niah.n_needles);
-  else if (!strcmp(name, "--needle"))
-    a->niah.needle_text = v;
-  else if (!strcmp(name, "--question"))
-    a->niah.question_text = v;
-  else if (!strcmp(name, "--answer"))
-    a->niah.answer_text = v;
-  else if (!strcmp(name, "--answer-prefix"))
-    a->niah.answer_prefix = v;
-  else if (!strcmp(name, "--rows"))
-    rc = obc_parse_size(name, v, &a->capture.rows);
-  else if (!strcmp(name, "--decode"))
-    rc = obc_parse_size(name, v, &a->capture.decode);
-  else if (!strcmp(name, "--threads"))
-    rc = obc_parse_size(name, v, &a->capture.threads);
-  else if (!strcmp(name, "--device"))
-    a->capture.device = v;
-  else if (!strcmp(name, "--dtype")) {
-    if (!strcmp(v, "f32"))
-      a->capture.store_f16 = false;
-    else if (!strcmp(v, "f16"))
-      a->capture.store_f16 = true;
-    else
-      rc = obc_fail(OBC_EINVAL, "--dtype: expected f32 or f16, got '%s'", v);
-  } else if (!strcmp(name, "--compress")) {
-    rc = obc_parse_int(name, v, &number);
-    if (!rc && (number < 0 || number > 9))
-      rc = obc_fail(OBC_EINVAL, "--compress: %ld is outside 0..9", number);
-    a->capture.compression = (int)number;
-  }
-  return rc ? rc : 1;
+  int rc = obc_parse_int(option, value, &number);
+  if (!rc && (number < 0 || number > 9))
+    rc = obc_fail(OBC_EINVAL, "--compress: %ld is outside 0..9", number);
+  if (!rc) *(int *)target = (int)number;
+  return rc;
+}
+
+void capture_args_options(CaptureArgs *a, ObcOption options[CAPTURE_ARGS_N_OPTIONS]) {
+  NiahOptions *n = &a->niah;
+  CaptureOptions *c = &a->capture;
+  const ObcOption table[] = {
+      OBC_OPTION_HEADING("model and prompt:"),
+      {"--model", NULL, "M", "GGUF file or Hugging Face folder", "SmolLM2-135M-Instruct",
+       OBC_OPTION_TEXT, &a->model_path, NULL, NULL},
+      {"--haystack", NULL, "H",
+       "kjv (default; King James Bible via the `bible` program of bible-kjv), noise (RULER's "
+       "repeated sentences) or a text FILE",
+       NULL, OBC_OPTION_TEXT, &n->haystack, NULL, NULL},
+      {"--seed", NULL, "S", "needle keys and values", "1", OBC_OPTION_UINT64, &n->seed, NULL, NULL},
+      {"--needles", NULL, "K",
+       "insert K needles: distinct keys, the question asks the first; with --multi-value they "
+       "share one key and the answer must list every value",
+       "1", OBC_OPTION_SIZE, &n->n_needles, NULL, NULL},
+      {"--multi-value", NULL, NULL, "see --needles", NULL, OBC_OPTION_FLAG, &n->multi_value, NULL, NULL},
+      {"--uuid", NULL, NULL, "UUID values instead of 7-digit numbers", NULL, OBC_OPTION_CUSTOM,
+       &n->value_kind, parse_uuid, NULL},
+      {"--needle", NULL, "TEXT", "a custom needle (the answer must occur in it)", NULL,
+       OBC_OPTION_TEXT, &n->needle_text, NULL, NULL},
+      {"--question", NULL, "TEXT", "the custom needle's question", NULL, OBC_OPTION_TEXT,
+       &n->question_text, NULL, NULL},
+      {"--answer", NULL, "TEXT", "the custom needle's answer", NULL, OBC_OPTION_TEXT,
+       &n->answer_text, NULL, NULL},
+      {"--answer-prefix", NULL, "TEXT",
+       "start of the assistant's answer (default RULER's for RULER needles, none for a custom "
+       "needle)",
+       NULL, OBC_OPTION_TEXT, &n->answer_prefix, NULL, NULL},
+      {"--no-chat-template", NULL, NULL, "plain text even when the model has a chat template",
+       NULL, OBC_OPTION_FLAG, &n->no_chat_template, NULL, NULL},
+      OBC_OPTION_HEADING("what to record:"),
+      {"--rows", NULL, "R", "last R prompt rows of Q/O/lse", "128", OBC_OPTION_SIZE, &c->rows, NULL, NULL},
+      {"--all-rows", NULL, NULL, "every prompt row (full-history windows)", NULL,
+       OBC_OPTION_FLAG, &c->all_rows, NULL, NULL},
+      {"--decode", NULL, "T", "greedy decode steps, every one captured", "16", OBC_OPTION_SIZE,
+       &c->decode, NULL, NULL},
+      {"--store-attn", NULL, NULL, "also store the attention rows A", NULL, OBC_OPTION_FLAG,
+       &c->store_attn, NULL, NULL},
+      {"--dtype", NULL, "f32|f16", "storage of float tensors", "f32", OBC_OPTION_CUSTOM,
+       &c->store_f16, parse_dtype, NULL},
+      {"--compress", NULL, "0-9", "deflate level", "0", OBC_OPTION_CUSTOM, &c->compression,
+       parse_compress, NULL},
+      {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &c->threads, NULL, NULL},
+      {"--device", NULL, "D", "cpu (default), cuda or cuda-bf16 (GPU runtime)", NULL,
+       OBC_OPTION_TEXT, &c->device, NULL, NULL},
+  };
+  _Static_assert(sizeof table / sizeof *table == CAPTURE_ARGS_N_OPTIONS, "table size");
+  memcpy(options, table, sizeof table);
 }

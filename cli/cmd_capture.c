@@ -12,11 +12,13 @@
 #include "capture/capture_args.h"
 #include "capture/niah.h"
 #include "cli/commands.h"
+#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "common/obc_options.h"
 #include "model/model.h"
 
-static void print_help(FILE *out) {
+static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
   fprintf(out,
           "usage: obcache capture --length N --depth D [options] -o TRACE.h5\n"
           "\n"
@@ -27,12 +29,16 @@ static void print_help(FILE *out) {
           "position, Q/O/lse (and A) of the captured rows, the tokens, the prompt, the\n"
           "spans of needle, value and question, the answer and whether it contains the\n"
           "needle's value. It appears under its final name only when complete.\n"
-          "\n"
-          "  --length N           prompt length in tokens (required)\n"
-          "  --depth D            needle depth, 0 (start) .. 100 (end) percent (default 50)\n"
-          "  -o TRACE.h5          the trace (required)\n"
           "\n");
-  capture_args_print_help(out);
+  obc_options_print_help(out, lists, n_lists);
+}
+
+static int parse_depth(void *target, const char *option, const char *value) {
+  int rc = obc_parse_double(option, value, target);
+  double depth = *(double *)target;
+  if (!rc && !(depth >= 0 && depth <= 100))
+    rc = obc_fail(OBC_EINVAL, "--depth: %s is outside 0..100 (percent of the context)", value);
+  return rc;
 }
 
 /* Checks the target length against the model before building the prompt. */
@@ -60,21 +66,33 @@ static void print_result(const char *path, const NiahPrompt *prompt, const Captu
 int cmd_capture(int argc, char **argv) {
   CaptureArgs a;
   capture_args_default(&a);
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      print_help(stdout);
-      return 0;
-    }
-    int rc = capture_args_parse(argc, argv, &i, &a);
-    if (rc < 0) return rc;
-    if (rc == 0)
-      return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache capture --help)", argv[i]);
+  bool length_given = false;
+  const ObcOption own[] = {
+      {"--length", NULL, "N", "prompt length in tokens (required)", NULL, OBC_OPTION_SIZE,
+       &a.niah.length, .seen = &length_given},
+      {"--depth", NULL, "D", "needle depth, 0 (start) .. 100 (end) percent", "50",
+       OBC_OPTION_CUSTOM, &a.niah.depth, parse_depth, NULL},
+      {"-o", NULL, "TRACE.h5", "the trace (required)", NULL, OBC_OPTION_TEXT, &a.out_path, NULL, NULL},
+      OBC_OPTION_HEADING(""),
+  };
+  ObcOption shared[CAPTURE_ARGS_N_OPTIONS];
+  capture_args_options(&a, shared);
+  const ObcOptionList lists[] = {OBC_OPTION_LIST(own), OBC_OPTION_LIST(shared)};
+  ObcArguments args;
+  int rc = obc_options_parse("capture", lists, 2, argc, argv, &args);
+  if (rc) return rc;
+  if (args.help) {
+    print_help(stdout, lists, 2);
+    return 0;
   }
+  if (args.n_positional)
+    return obc_fail(OBC_EINVAL, "unexpected argument '%s' (try obcache capture --help)",
+                    args.positional[0]);
   if (!a.out_path) return obc_fail(OBC_EINVAL, "missing -o TRACE.h5 (see obcache capture --help)");
-  if (!a.length_given)
+  if (!length_given)
     return obc_fail(OBC_EINVAL, "missing --length N (see obcache capture --help)");
   ObcPendingFile probe;
-  int rc = obc_pending_init(&probe, a.out_path);
+  rc = obc_pending_init(&probe, a.out_path);
   if (rc) return rc;
   char producer[1024];
   capture_args_command_line(argc, argv, producer, sizeof producer);

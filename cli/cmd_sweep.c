@@ -13,9 +13,10 @@
 #include "cli/commands.h"
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_options.h"
 #include "model/model.h"
 
-static void print_help(FILE *out) {
+static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
   fprintf(out,
           "usage: obcache sweep --lengths N[,N...] --depths D[,D...] [options] -o DIR\n"
           "\n"
@@ -28,60 +29,59 @@ static void print_help(FILE *out) {
           "recent window 0, mean over heads; needle_kept = share of the needle span kept).\n"
           "Defaults: --lengths 1024,2048 --depths 0,25,50,75,100.\n"
           "\n"
-          "analysis:\n"
-          "  --window W[,W...]    perturbation windows, the first is the main one\n"
-          "                       (default: analyze's sweep 1, 2, 4, ... and its main window)\n"
-          "  --topk K[,K...]      budgets, the first is the summary's k (default 40 and\n"
-          "                       analyze's curve)\n"
-          "  --recent R           also analyse with a recent window of R positions\n"
-          "  --oracle 1|T|N|a-b   oracle of the first decode step (default), all steps, step N\n"
-          "                       or steps a-b (1-based)\n"
           "\n");
-  capture_args_print_help(out);
+  obc_options_print_help(out, lists, n_lists);
 }
 
+static int reject_single_cell(void *target, const char *option, const char *value) {
+  (void)target, (void)option, (void)value;
+  return obc_fail(OBC_EINVAL, "sweep takes --lengths and --depths, not --length/--depth");
+}
+
+/* Parses argv into a and s; prints the help instead when asked (*help). */
 static int parse_args(int argc, char **argv, CaptureArgs *a, SweepOptions *s, bool *help) {
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-      *help = true;
-      return OBC_OK;
-    }
-    int rc = capture_args_parse(argc, argv, &i, a);
-    if (rc < 0) return rc;
-    if (rc == 1) {
-      if (a->length_given || a->depth_given)
-        return obc_fail(OBC_EINVAL, "sweep takes --lengths and --depths, not --length/--depth");
-      continue;
-    }
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    static const char *const valued[] = {"--lengths", "--depths", "--window",
-                                         "--topk",    "--recent", "--oracle"};
-    bool known = false;
-    for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(arg, valued[k]);
-    if (!known) return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache sweep --help)", arg);
-    if (!v) return obc_fail(OBC_EINVAL, "%s: missing value", arg);
-    i++;
-    ObcAnalysisConfig *c = &s->analysis;
-    if (!strcmp(arg, "--lengths")) {
-      s->n_lengths = 0;
-      rc = obc_parse_size_list(arg, v, s->lengths, &s->n_lengths, SWEEP_MAX_CELLS);
-    } else if (!strcmp(arg, "--depths")) {
-      s->n_depths = 0;
-      rc = obc_parse_size_list(arg, v, s->depths, &s->n_depths, SWEEP_MAX_CELLS);
-    } else if (!strcmp(arg, "--window")) {
-      c->n_windows = 0;
-      rc = obc_parse_size_list(arg, v, c->windows, &c->n_windows, OBC_ANALYSIS_MAX_LIST);
-    } else if (!strcmp(arg, "--topk")) {
-      c->n_topk = 0;
-      rc = obc_parse_size_list(arg, v, c->topk, &c->n_topk, OBC_ANALYSIS_MAX_LIST);
-    } else if (!strcmp(arg, "--recent")) {
-      rc = obc_parse_size(arg, v, &c->recent);
-    } else if (!strcmp(arg, "--oracle")) {
-      rc = oracle_steps_parse(arg, v, &c->oracle);
-    }
-    if (rc) return rc;
+  ObcAnalysisConfig *c = &s->analysis;
+  ObcSizeList lengths = {s->lengths, &s->n_lengths, SWEEP_MAX_CELLS};
+  ObcSizeList depths = {s->depths, &s->n_depths, SWEEP_MAX_CELLS};
+  ObcSizeList windows = {c->windows, &c->n_windows, OBC_ANALYSIS_MAX_LIST};
+  ObcSizeList topk = {c->topk, &c->n_topk, OBC_ANALYSIS_MAX_LIST};
+  const ObcOption own[] = {
+      {"--lengths", NULL, "N[,N...]", "prompt lengths in tokens", "1024,2048", OBC_OPTION_CUSTOM,
+       &lengths, obc_option_parse_size_list, NULL},
+      {"--depths", NULL, "D[,D...]", "needle depths in percent", "0,25,50,75,100",
+       OBC_OPTION_CUSTOM, &depths, obc_option_parse_size_list, NULL},
+      {"-o", NULL, "DIR", "output folder (required)", NULL, OBC_OPTION_TEXT, &a->out_path, NULL, NULL},
+      {"--length", NULL, "N", NULL, NULL, OBC_OPTION_CUSTOM, NULL, reject_single_cell, NULL},
+      {"--depth", NULL, "D", NULL, NULL, OBC_OPTION_CUSTOM, NULL, reject_single_cell, NULL},
+      OBC_OPTION_HEADING("\nanalysis:"),
+      {"--window", NULL, "W[,W...]",
+       "perturbation windows, the first is the main one (default: analyze's sweep 1, 2, 4, ... "
+       "and its main window)",
+       NULL, OBC_OPTION_CUSTOM, &windows, obc_option_parse_size_list, NULL},
+      {"--topk", NULL, "K[,K...]",
+       "budgets, the first is the summary's k (default 40 and analyze's curve)", NULL,
+       OBC_OPTION_CUSTOM, &topk, obc_option_parse_size_list, NULL},
+      {"--recent", NULL, "R", "also analyse with a recent window of R positions", NULL,
+       OBC_OPTION_SIZE, &c->recent, NULL, NULL},
+      {"--oracle", NULL, "1|T|N|a-b",
+       "oracle of the first decode step (default), all steps, step N or steps a-b (1-based)",
+       NULL, OBC_OPTION_CUSTOM, &c->oracle, oracle_steps_parse_option, NULL},
+      OBC_OPTION_HEADING(""),
+  };
+  ObcOption shared[CAPTURE_ARGS_N_OPTIONS];
+  capture_args_options(a, shared);
+  const ObcOptionList lists[] = {OBC_OPTION_LIST(own), OBC_OPTION_LIST(shared)};
+  ObcArguments args;
+  int rc = obc_options_parse("sweep", lists, 2, argc, argv, &args);
+  if (rc) return rc;
+  if (args.help) {
+    print_help(stdout, lists, 2);
+    *help = true;
+    return OBC_OK;
   }
+  if (args.n_positional)
+    return obc_fail(OBC_EINVAL, "unexpected argument '%s' (try obcache sweep --help)",
+                    args.positional[0]);
   return OBC_OK;
 }
 
@@ -99,10 +99,7 @@ int cmd_sweep(int argc, char **argv) {
   bool help = false;
   int rc = parse_args(argc, argv, &a, &s, &help);
   if (rc) return rc;
-  if (help) {
-    print_help(stdout);
-    return 0;
-  }
+  if (help) return 0;
   if (!a.out_path) return obc_fail(OBC_EINVAL, "missing -o DIR (see obcache sweep --help)");
   char command_line[1024];
   capture_args_command_line(argc, argv, command_line, sizeof command_line);

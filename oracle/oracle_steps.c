@@ -19,6 +19,10 @@ static bool parse_step(const char *text, size_t n, size_t *out) {
   return v >= 1;
 }
 
+int oracle_steps_parse_option(void *target, const char *option, const char *text) {
+  return oracle_steps_parse(option, text, target);
+}
+
 int oracle_steps_parse(const char *option, const char *text, OracleSteps *out) {
   const char *spec = text;
   if (!strncmp(spec, "oracle@", 7)) spec += 7;

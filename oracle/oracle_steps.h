@@ -23,6 +23,8 @@ typedef struct {
  * "oracle@" is accepted, and the old report names "oracle1" / "oracleT".
  * OBC_EINVAL with a one-line message naming `option` otherwise. */
 int oracle_steps_parse(const char *option, const char *text, OracleSteps *out);
+/* The same as an option parser (common/obc_options.h): target is an OracleSteps. */
+int oracle_steps_parse_option(void *target, const char *option, const char *text);
 
 /* The steps against a trace with n_decode captured decode steps: *first_step
  * (1-based) and *n_steps. OBC_EINVAL naming the trace (when not NULL; else

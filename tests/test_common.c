@@ -1,5 +1,6 @@
 /* Check suite for common/: pending files appear only when complete, and the
- * number/list parsers reject bad input with a message naming the option. */
+ * number/list parsers reject bad input with a message naming the option, and
+ * the option tables parse argv and print the help. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "common/obc_options.h"
 #include "tests/test_env.h"
 
 static char scratch[4096];
@@ -69,12 +71,148 @@ START_TEST(parsers_reject_garbage_and_name_the_option) {
 }
 END_TEST
 
+/* A small table covering every kind the commands use. */
+typedef struct {
+  const char *out;
+  size_t rows;
+  double depth;
+  bool quiet, rows_seen;
+  int level;
+} Parsed;
+
+static int parse_level(void *target, const char *option, const char *value) {
+  long v = 0;
+  int rc = obc_parse_int(option, value, &v);
+  if (!rc && (v < 0 || v > 9)) rc = obc_fail(OBC_EINVAL, "%s: %ld is outside 0..9", option, v);
+  if (!rc) *(int *)target = (int)v;
+  return rc;
+}
+
+static int parse_example(int argc, char **argv, Parsed *p, ObcArguments *args) {
+  memset(p, 0, sizeof *p);
+  const ObcOption options[] = {
+      {"--output", "-o", "PATH", "file to write", NULL, OBC_OPTION_TEXT, &p->out, NULL, NULL},
+      {"--rows", NULL, "R", "rows kept", "128", OBC_OPTION_SIZE, &p->rows, .seen = &p->rows_seen},
+      OBC_OPTION_HEADING("tuning:"),
+      {"--depth", NULL, "D", "needle depth in percent", "50", OBC_OPTION_DOUBLE, &p->depth, NULL, NULL},
+      {"--compress", NULL, "0-9", "deflate level", "0", OBC_OPTION_CUSTOM, &p->level, parse_level, NULL},
+      {"--quiet", NULL, NULL, "no progress line", NULL, OBC_OPTION_FLAG, &p->quiet, NULL, NULL},
+  };
+  ObcOptionList list = OBC_OPTION_LIST(options);
+  return obc_options_parse("example", &list, 1, argc, argv, args);
+}
+
+START_TEST(options_take_separate_and_equals_values) {
+  char *argv[] = {"example", "--rows", "12", "--depth=25.5", "-o", "a.h5", "--compress=3"};
+  Parsed p;
+  ObcArguments args;
+  ck_assert_int_eq(parse_example(7, argv, &p, &args), OBC_OK);
+  ck_assert_uint_eq(p.rows, 12);
+  ck_assert(p.rows_seen);
+  ck_assert_double_eq(p.depth, 25.5);
+  ck_assert_str_eq(p.out, "a.h5");
+  ck_assert_int_eq(p.level, 3);
+  ck_assert(!p.quiet);
+  char *argv2[] = {"example", "--output=b.h5", "-o=c.h5"};
+  ck_assert_int_eq(parse_example(3, argv2, &p, &args), OBC_OK);
+  ck_assert_str_eq(p.out, "c.h5");
+  ck_assert(!p.rows_seen);
+}
+END_TEST
+
+START_TEST(options_flags_and_positionals_keep_their_order) {
+  char *argv[] = {"example", "first.h5", "--quiet", "-", "--", "--rows"};
+  Parsed p;
+  ObcArguments args;
+  ck_assert_int_eq(parse_example(6, argv, &p, &args), OBC_OK);
+  ck_assert(p.quiet);
+  ck_assert_uint_eq(args.n_positional, 3);
+  ck_assert_str_eq(args.positional[0], "first.h5");
+  ck_assert_str_eq(args.positional[1], "-");
+  ck_assert_str_eq(args.positional[2], "--rows");
+  ck_assert(!args.help);
+}
+END_TEST
+
+START_TEST(options_errors_name_the_option) {
+  Parsed p;
+  ObcArguments args;
+  char *missing[] = {"example", "--rows"};
+  ck_assert_int_eq(parse_example(2, missing, &p, &args), OBC_EINVAL);
+  ck_assert_str_eq(obc_error_message(), "--rows: missing value");
+  char *empty[] = {"example", "--output="};
+  ck_assert_int_eq(parse_example(2, empty, &p, &args), OBC_EINVAL);
+  ck_assert_str_eq(obc_error_message(), "--output: missing value");
+  char *unknown[] = {"example", "--bogus=1"};
+  ck_assert_int_eq(parse_example(2, unknown, &p, &args), OBC_EINVAL);
+  ck_assert_str_eq(obc_error_message(), "unknown option '--bogus=1' (try obcache example --help)");
+  char *flag_value[] = {"example", "--quiet=yes"};
+  ck_assert_int_eq(parse_example(2, flag_value, &p, &args), OBC_EINVAL);
+  ck_assert_str_eq(obc_error_message(), "--quiet: takes no value");
+  char *bad_number[] = {"example", "--rows", "-3"};
+  ck_assert_int_eq(parse_example(3, bad_number, &p, &args), OBC_EINVAL);
+  ck_assert_str_eq(obc_error_message(), "--rows: expected a non-negative integer, got '-3'");
+  char *out_of_range[] = {"example", "--compress", "12"};
+  ck_assert_int_eq(parse_example(3, out_of_range, &p, &args), OBC_EINVAL);
+  ck_assert_str_eq(obc_error_message(), "--compress: 12 is outside 0..9");
+  char *prefix[] = {"example", "--row", "3"};
+  ck_assert_int_eq(parse_example(3, prefix, &p, &args), OBC_EINVAL);
+}
+END_TEST
+
+START_TEST(options_help_anywhere_wins) {
+  char *argv[] = {"example", "--rows", "x", "-h"};
+  Parsed p;
+  ObcArguments args;
+  ck_assert_int_eq(parse_example(4, argv, &p, &args), OBC_OK);
+  ck_assert(args.help);
+}
+END_TEST
+
+START_TEST(options_help_lists_every_option_with_its_default) {
+  Parsed p;
+  memset(&p, 0, sizeof p);
+  const ObcOption options[] = {
+      {"--output", "-o", "PATH", "file to write", NULL, OBC_OPTION_TEXT, &p.out, NULL, NULL},
+      {"--rows", NULL, "R", "rows kept", "128", OBC_OPTION_SIZE, &p.rows, NULL, NULL},
+      OBC_OPTION_HEADING("tuning:"),
+      {"--a-rather-long-option-name", NULL, "VALUE",
+       "a description long enough to need a second line once it is wrapped at eighty "
+       "columns by the printer",
+       "7", OBC_OPTION_TEXT, &p.out, NULL, NULL},
+      {"--hidden", NULL, "H", NULL, NULL, OBC_OPTION_TEXT, &p.out, NULL, NULL},
+      {"--quiet", NULL, NULL, "no progress line", NULL, OBC_OPTION_FLAG, &p.quiet, NULL, NULL},
+  };
+  ObcOptionList list = OBC_OPTION_LIST(options);
+  char *text = NULL;
+  size_t size = 0;
+  FILE *out = open_memstream(&text, &size);
+  obc_options_print_help(out, &list, 1);
+  fclose(out);
+  ck_assert_ptr_nonnull(strstr(text, "  -o, --output PATH    file to write\n"));
+  ck_assert_ptr_nonnull(strstr(text, "  --rows R             rows kept (default 128)\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\ntuning:\n"));
+  ck_assert_ptr_nonnull(strstr(text, "  --a-rather-long-option-name VALUE\n"));
+  ck_assert_ptr_nonnull(strstr(text, "printer (default 7)\n"));
+  ck_assert_ptr_nonnull(strstr(text, "  --quiet              no progress line\n"));
+  ck_assert_ptr_null(strstr(text, "--hidden"));
+  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+    ck_assert_uint_le(strlen(line), 80);
+  free(text);
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("common");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, pending_text_file_appears_only_on_success);
   tcase_add_test(tc, pending_file_in_missing_folder_fails_with_path);
   tcase_add_test(tc, parsers_reject_garbage_and_name_the_option);
+  tcase_add_test(tc, options_take_separate_and_equals_values);
+  tcase_add_test(tc, options_flags_and_positionals_keep_their_order);
+  tcase_add_test(tc, options_errors_name_the_option);
+  tcase_add_test(tc, options_help_anywhere_wins);
+  tcase_add_test(tc, options_help_lists_every_option_with_its_default);
   suite_add_tcase(suite, tc);
   SRunner *runner = srunner_create(suite);
   srunner_run_all(runner, CK_NORMAL);

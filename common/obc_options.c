@@ -1,0 +1,157 @@
+/* Table-driven option parsing and help for the subcommands; see obc_options.h. */
+#include "common/obc_options.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "common/obc_cli.h"
+#include "common/obc_error.h"
+
+enum {
+  HELP_INDENT = 2,       /* columns before an option's name */
+  HELP_DESCRIPTION = 23, /* column where descriptions start */
+  HELP_WIDTH = 80,       /* the longest help line */
+};
+
+/* Whether arg is the option spelled name: "name" alone or "name=value". */
+static bool matches(const char *arg, const char *name) {
+  if (!name) return false;
+  size_t len = strlen(name);
+  return !strncmp(arg, name, len) && (arg[len] == '\0' || arg[len] == '=');
+}
+
+static const ObcOption *find_option(const ObcOptionList *lists, size_t n_lists, const char *arg) {
+  for (size_t l = 0; l < n_lists; l++)
+    for (size_t o = 0; o < lists[l].count; o++) {
+      const ObcOption *option = &lists[l].options[o];
+      if (option->name && (matches(arg, option->name) || matches(arg, option->alias)))
+        return option;
+    }
+  return NULL;
+}
+
+static int store_value(const ObcOption *option, const char *value) {
+  size_t size = 0;
+  int rc = OBC_OK;
+  switch (option->kind) {
+  case OBC_OPTION_FLAG:
+    *(bool *)option->target = true;
+    return OBC_OK;
+  case OBC_OPTION_TEXT:
+    *(const char **)option->target = value;
+    return OBC_OK;
+  case OBC_OPTION_SIZE:
+    return obc_parse_size(option->name, value, option->target);
+  case OBC_OPTION_UINT64:
+    rc = obc_parse_size(option->name, value, &size);
+    if (!rc) *(uint64_t *)option->target = (uint64_t)size;
+    return rc;
+  case OBC_OPTION_DOUBLE:
+    return obc_parse_double(option->name, value, option->target);
+  case OBC_OPTION_CUSTOM:
+    return option->parse(option->target, option->name, value);
+  case OBC_OPTION_HELP:
+    break;
+  }
+  return OBC_OK;
+}
+
+int obc_option_parse_size_list(void *target, const char *option, const char *value) {
+  ObcSizeList *list = target;
+  *list->count = 0;
+  return obc_parse_size_list(option, value, list->values, list->count, list->max);
+}
+
+static bool is_help(const char *arg) { return !strcmp(arg, "--help") || !strcmp(arg, "-h"); }
+
+int obc_options_parse(const char *command, const ObcOptionList *lists, size_t n_lists, int argc,
+                      char **argv, ObcArguments *args) {
+  memset(args, 0, sizeof *args);
+  for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+    if (is_help(argv[i])) {
+      args->help = true;
+      return OBC_OK;
+    }
+  bool options_done = false;
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (!options_done && !strcmp(arg, "--")) {
+      options_done = true;
+      continue;
+    }
+    if (options_done || arg[0] != '-' || arg[1] == '\0') {
+      if (args->n_positional == OBC_OPTIONS_MAX_POSITIONAL)
+        return obc_fail(OBC_EINVAL, "too many arguments ('%s'; try obcache %s --help)", arg,
+                        command);
+      args->positional[args->n_positional++] = arg;
+      continue;
+    }
+    const ObcOption *option = find_option(lists, n_lists, arg);
+    if (!option)
+      return obc_fail(OBC_EINVAL, "unknown option '%s' (try obcache %s --help)", arg, command);
+    const char *equals = strchr(arg, '=');
+    const char *value = NULL;
+    if (!option->value) {
+      if (equals) return obc_fail(OBC_EINVAL, "%s: takes no value", option->name);
+    } else {
+      value = equals ? equals + 1 : i + 1 < argc ? argv[++i] : NULL;
+      if (!value || !value[0]) return obc_fail(OBC_EINVAL, "%s: missing value", option->name);
+    }
+    int rc = store_value(option, value);
+    if (rc) return rc;
+    if (option->seen) *option->seen = true;
+  }
+  return OBC_OK;
+}
+
+/* Prints text word-wrapped from column `column` (where the cursor is) to
+ * HELP_WIDTH, continuation lines indented to HELP_DESCRIPTION. */
+static void print_wrapped(FILE *out, const char *text, size_t column) {
+  bool line_start = true;
+  while (*text) {
+    size_t word = strcspn(text, " ");
+    if (!line_start && column + 1 + word > HELP_WIDTH) {
+      fprintf(out, "\n%*s", HELP_DESCRIPTION, "");
+      column = HELP_DESCRIPTION;
+      line_start = true;
+    }
+    if (!line_start) {
+      fputc(' ', out);
+      column++;
+    }
+    fprintf(out, "%.*s", (int)word, text);
+    column += word;
+    line_start = false;
+    text += word;
+    while (*text == ' ') text++;
+  }
+  fputc('\n', out);
+}
+
+static void print_option(FILE *out, const ObcOption *option) {
+  char left[128];
+  snprintf(left, sizeof left, "%s%s%s%s%s", option->alias ? option->alias : "",
+           option->alias ? ", " : "", option->name, option->value ? " " : "",
+           option->value ? option->value : "");
+  int width = fprintf(out, "%*s%s", HELP_INDENT, "", left);
+  if (width + 1 > HELP_DESCRIPTION)
+    fprintf(out, "\n%*s", HELP_DESCRIPTION, "");
+  else
+    fprintf(out, "%*s", HELP_DESCRIPTION - width, "");
+  char text[2048];
+  snprintf(text, sizeof text, "%s%s%s%s", option->help, option->default_text ? " (default " : "",
+           option->default_text ? option->default_text : "", option->default_text ? ")" : "");
+  print_wrapped(out, text, HELP_DESCRIPTION);
+}
+
+void obc_options_print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
+  for (size_t l = 0; l < n_lists; l++)
+    for (size_t o = 0; o < lists[l].count; o++) {
+      const ObcOption *option = &lists[l].options[o];
+      if (!option->help) continue;
+      if (!option->name)
+        fprintf(out, "%s\n", option->help);
+      else
+        print_option(out, option);
+    }
+}

@@ -1,0 +1,87 @@
+/* The one option parser of every subcommand. A command describes its options
+ * in a table of ObcOption (name, short form, value placeholder, description,
+ * default, where the value goes); obc_options_parse reads argv against the
+ * tables and obc_options_print_help prints the option list from the same
+ * tables, so help and parser cannot drift apart.
+ *
+ * Every option takes "--opt value" and "--opt=value" (also "-o value" and
+ * "-o=value"); a flag takes no value. Arguments that do not start with '-'
+ * (and "-" itself, and everything after "--") are positional, returned in
+ * order. Errors are one line naming the option:
+ *   unknown option '--x' (try obcache CMD --help)
+ *   --x: missing value
+ *   --x: takes no value
+ * and bad numbers fail as in obc_cli.h ("--x: expected ..., got '...'"). */
+#ifndef OBC_OPTIONS_H
+#define OBC_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+typedef enum {
+  OBC_OPTION_FLAG,   /* bool *target set to true; value must be NULL */
+  OBC_OPTION_TEXT,   /* const char **target = the value */
+  OBC_OPTION_SIZE,   /* size_t *target: a non-negative integer */
+  OBC_OPTION_UINT64, /* uint64_t *target: a non-negative integer */
+  OBC_OPTION_DOUBLE, /* double *target: a finite number */
+  OBC_OPTION_CUSTOM, /* parse(target, name, value); value is NULL for a flag */
+  OBC_OPTION_HELP,   /* -h, --help: listed in the help, handled by the parser */
+} ObcOptionKind;
+
+/* Stores value (NULL for a flag) into target; returns OBC_OK or an OBC_E*
+ * code after obc_fail() with a message naming option. */
+typedef int (*ObcOptionParse)(void *target, const char *option, const char *value);
+
+typedef struct {
+  const char *name;         /* "--length", or a short form alone ("-o"); NULL: a heading */
+  const char *alias;        /* the short form of name ("-o"), or NULL */
+  const char *value;        /* placeholder in the help ("N"); NULL: a flag */
+  const char *help;         /* one paragraph, wrapped by the help printer; NULL: hidden;
+                             * for a heading (name NULL) the heading line */
+  const char *default_text; /* printed as "(default X)"; NULL: none, or said in help */
+  ObcOptionKind kind;
+  void *target;
+  ObcOptionParse parse; /* OBC_OPTION_CUSTOM */
+  bool *seen;           /* set to true when the option is given, or NULL */
+} ObcOption;
+
+/* A heading line of the help (text may start with '\n' for a blank line). */
+#define OBC_OPTION_HEADING(text) {NULL, NULL, NULL, (text), NULL, OBC_OPTION_HELP, NULL, NULL, NULL}
+
+/* A table of options; commands pass their own and the shared groups'. */
+typedef struct {
+  const ObcOption *options;
+  size_t count;
+} ObcOptionList;
+
+#define OBC_OPTION_LIST(array) ((ObcOptionList){(array), sizeof(array) / sizeof *(array)})
+
+enum { OBC_OPTIONS_MAX_POSITIONAL = 16 };
+
+typedef struct {
+  bool help;                                              /* -h or --help given */
+  size_t n_positional;                                    /* arguments not options */
+  const char *positional[OBC_OPTIONS_MAX_POSITIONAL];     /* in argv order */
+} ObcArguments;
+
+/* A list of sizes for OBC_OPTION_CUSTOM with obc_option_parse_size_list. */
+typedef struct {
+  size_t *values; /* [max] */
+  size_t *count;
+  size_t max;
+} ObcSizeList;
+
+/* ObcOptionParse for an ObcSizeList target: "1,2,4" replaces the list. */
+int obc_option_parse_size_list(void *target, const char *option, const char *value);
+
+/* Parses argv[1..argc) (argv[0] is the command name) against the tables.
+ * When -h or --help is anywhere, sets args->help and parses nothing. */
+int obc_options_parse(const char *command, const ObcOptionList *lists, size_t n_lists, int argc,
+                      char **argv, ObcArguments *args);
+
+/* Prints every option of the tables: "  -o, --output PATH   description
+ * (default X)", wrapped at 80 columns; headings as they are. */
+void obc_options_print_help(FILE *out, const ObcOptionList *lists, size_t n_lists);
+
+#endif
