@@ -9,7 +9,7 @@
 #include "evict/policy.h"
 #include "evict/policy_args.h"
 
-static void print_help(FILE *out) {
+static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
   fprintf(out,
 "usage: obcache evict TRACE [policy options] -o KEEP.h5\n"
 "\n"
@@ -19,37 +19,36 @@ static void print_help(FILE *out) {
 "kv_heads, max kept) padded with -1, every parameter as an attribute.\n"
 "Replay it with obcache replay --offline TRACE --keep KEEP.h5 (or the model).\n"
 "\n");
-  evict_policy_print_options(out);
+  obc_options_print_help(out, lists, n_lists);
 }
 
 int cmd_evict(int argc, char **argv) {
   EvictPolicy policy;
   evict_policy_default(&policy);
   const char *trace_path = NULL, *out_path = NULL;
-  for (int i = 1; i < argc; i++) {
-    bool matched = false;
-    int rc = evict_policy_parse_option(argc, argv, &i, &policy, &matched);
-    if (rc) return rc;
-    if (matched) continue;
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      print_help(stdout);
-      return 0;
-    }
-    if (!strcmp(argv[i], "-o")) {
-      if (i + 1 >= argc) return obc_fail(OBC_EINVAL, "-o: missing value");
-      out_path = argv[++i];
-    } else if (argv[i][0] == '-') {
-      return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache evict --help)", argv[i]);
-    } else if (trace_path) {
-      return obc_fail(OBC_EINVAL, "one TRACE expected, got '%s' and '%s'", trace_path, argv[i]);
-    } else {
-      trace_path = argv[i];
-    }
+  const ObcOption own[] = {
+      {"-o", NULL, "KEEP.h5", "the kept positions (required)", NULL, OBC_OPTION_TEXT, &out_path,
+       NULL, NULL},
+      OBC_OPTION_HEADING(""),
+  };
+  ObcOption policy_options[EVICT_POLICY_N_OPTIONS];
+  evict_policy_options(&policy, NULL, NULL, policy_options);
+  const ObcOptionList lists[] = {OBC_OPTION_LIST(own), OBC_OPTION_LIST(policy_options)};
+  ObcArguments args;
+  int rc = obc_options_parse("evict", lists, 2, argc, argv, &args);
+  if (rc) return rc;
+  if (args.help) {
+    print_help(stdout, lists, 2);
+    return 0;
   }
+  if (args.n_positional > 1)
+    return obc_fail(OBC_EINVAL, "one TRACE expected, got '%s' and '%s'", args.positional[0],
+                    args.positional[1]);
+  if (args.n_positional) trace_path = args.positional[0];
   if (!trace_path) return obc_fail(OBC_EINVAL, "missing TRACE (see obcache evict --help)");
   if (!out_path) return obc_fail(OBC_EINVAL, "missing -o KEEP.h5 (see obcache evict --help)");
   ObcTraceReader *reader = NULL;
-  int rc = trace_open(trace_path, &reader);
+  rc = trace_open(trace_path, &reader);
   if (rc) return rc;
   EvictKeepSet keep;
   rc = evict_policy_apply(reader, &policy, &keep);

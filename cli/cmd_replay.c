@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_options.h"
 #include "evict/dynamic.h"
 #include "evict/model_replay.h"
 #include "evict/offline.h"
@@ -18,7 +19,7 @@
 #include "evict/replay_report.h"
 #include "sweep/replay_sweep.h"
 
-static void print_help(FILE *out) {
+static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
   fprintf(out,
 "usage: obcache replay TRACE [--model M] (--keep KEEP.h5 | policy options) [-o DIR]\n"
 "       obcache replay --offline TRACE (--keep KEEP.h5 | policy options) [-o DIR]\n"
@@ -41,44 +42,8 @@ static void print_help(FILE *out) {
 "tokens against the captured output: relative error, attention mass lost,\n"
 "needle-span retention. Writes DIR/offline_heads.csv, offline_layers.csv,\n"
 "offline_steps.csv and offline.json.\n"
-"\n"
-"options:\n"
-"  --keep KEEP.h5       kept positions from obcache evict (else the policy options)\n"
-"  --model M            GGUF file or HF folder (default: the embedded SmolLM2)\n"
-"  --steps T            decode steps to replay (default: all captured)\n"
-"  --threads N          OpenMP threads (default: all cores)\n"
-"  -o DIR               output folder (default: TRACE without .h5 + \"-replay\";\n"
-"                       for a sweep folder DIR/replay)\n"
-"\n"
-"budget sweep (--sweep): every score x budget on TRACE or on every *.h5 of a sweep\n"
-"folder, offline and (unless --no-model) with the model; prints the tables and\n"
-"writes replay_cells.csv, replay_sweep.csv (means over traces), kl_steps.csv\n"
-"(teacher-forced KL per score, budget and decode step) and replay_sweep.json;\n"
-"draw them with obcache plot DIR.\n"
-"  --scores S,..        default attn,snapkv,vatp,obc_v,obc_k,obc_vk,streaming,random,\n"
-"                       oracle@1,oracle@T,decode_attn. oracle and decode_attn without\n"
-"                       @steps take --oracle (default 1 and T); each entry is its\n"
-"                       own policy, so oracle@1 and oracle@T sit side by side\n"
-"  --budgets B,..       default 1%%,2%%,5%%,10%%,20%%,40%%\n"
-"  --no-model           offline replay only (synthetic traces, quick looks)\n"
-"\n"
-"dynamic eviction (--dynamic, the paper's PG19 experiment): teacher-forced\n"
-"decoding over a long text with a fixed cache budget per (layer, KV head);\n"
-"every new row adds to each cached token's running score and the lowest are\n"
-"evicted (outside --sinks, default 4, and --recent, default half the budget as\n"
-"in H2O; streaming keeps sinks + the most recent only) whenever a head\n"
-"holds more than the budget. Perplexity against the full cache; writes\n"
-"dynamic.csv and dynamic.json (draw them with obcache plot DIR).\n"
-"  --text T             kjv (default; Debian's bible-kjv) or a UTF-8 text file\n"
-"  --tokens N           tokens of the text (default 4096)\n"
-"  --budgets B,..       cache budgets in tokens (default 256,512,1024)\n"
-"  --scores S,..        attn (H2O), obc_v, obc_k, obc_vk, streaming (default all)\n"
-"  --chunk C            tokens fed per forward call; eviction after each (default\n"
-"                       16; the cache holds at most budget + C - 1; 1 = strict)\n"
-"  --ppl-window N       positions per perplexity window (default 256)\n"
-"  -o DIR               default dynamic-eviction\n"
 "\n");
-  evict_policy_print_options(out);
+  obc_options_print_help(out, lists, n_lists);
 }
 
 typedef struct {
@@ -92,54 +57,79 @@ typedef struct {
 } ReplayArgs;
 
 static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
-  for (int i = 1; i < argc; i++) {
-    bool matched = false;
-    int rc = evict_policy_parse_option(argc, argv, &i, &a->policy, &matched);
-    if (rc) return rc;
-    if (matched) {
-      a->sinks_given |= !strncmp(argv[i - 1], "--sinks", 7) || !strncmp(argv[i], "--sinks", 7);
-      a->recent_given |= !strncmp(argv[i - 1], "--recent", 8) || !strncmp(argv[i], "--recent", 8);
-      continue;
-    }
-    const char *arg = argv[i];
-    if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-      *help = true;
-      return OBC_OK;
-    }
-    if (!strcmp(arg, "--offline") || !strcmp(arg, "--sweep") || !strcmp(arg, "--no-model") ||
-        !strcmp(arg, "--dynamic")) {
-      *(arg[2] == 'o' ? &a->offline : arg[2] == 's' ? &a->sweep
-        : arg[2] == 'n' ? &a->no_model : &a->dynamic) = true;
-      continue;
-    }
-    if (arg[0] != '-') {
-      if (a->trace_path)
-        return obc_fail(OBC_EINVAL, "one TRACE expected, got '%s' and '%s'", a->trace_path, arg);
-      a->trace_path = arg;
-      continue;
-    }
-    static const char *const names[] = {"--keep",   "--model",   "--steps", "--threads",
-                                        "--scores", "--budgets", "--text",  "--tokens",
-                                        "--chunk",  "--ppl-window", "-o"};
-    const char *name = NULL;
-    for (size_t o = 0; !name && o < sizeof names / sizeof *names; o++)
-      if (!strcmp(arg, names[o])) name = names[o];
-    if (!name) return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache replay --help)", arg);
-    if (i + 1 >= argc || !argv[i + 1][0]) return obc_fail(OBC_EINVAL, "%s: missing value", name);
-    const char *v = argv[++i];
-    if (!strcmp(name, "--keep")) a->keep_path = v;
-    else if (!strcmp(name, "--model")) a->model_path = v;
-    else if (!strcmp(name, "-o")) a->out_dir = v;
-    else if (!strcmp(name, "--scores")) a->scores = v;
-    else if (!strcmp(name, "--budgets")) a->budgets = v;
-    else if (!strcmp(name, "--text")) a->text = v;
-    else if (!strcmp(name, "--tokens")) rc = obc_parse_size(name, v, &a->tokens);
-    else if (!strcmp(name, "--chunk")) rc = obc_parse_size(name, v, &a->chunk);
-    else if (!strcmp(name, "--ppl-window")) rc = obc_parse_size(name, v, &a->ppl_window);
-    else if (!strcmp(name, "--steps")) rc = obc_parse_size(name, v, &a->steps);
-    else rc = obc_parse_size(name, v, &a->threads);
-    if (rc) return rc;
+  const ObcOption own[] = {
+      OBC_OPTION_HEADING("options:"),
+      {"--offline", NULL, NULL, "offline replay from the trace alone (see above)", NULL,
+       OBC_OPTION_FLAG, &a->offline, NULL, NULL},
+      {"--keep", NULL, "KEEP.h5", "kept positions from obcache evict (else the policy options)",
+       NULL, OBC_OPTION_TEXT, &a->keep_path, NULL, NULL},
+      {"--model", NULL, "M", "GGUF file or HF folder", "the embedded SmolLM2", OBC_OPTION_TEXT,
+       &a->model_path, NULL, NULL},
+      {"--steps", NULL, "T", "decode steps to replay", "all captured", OBC_OPTION_SIZE,
+       &a->steps, NULL, NULL},
+      {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &a->threads, NULL,
+       NULL},
+      {"-o", NULL, "DIR",
+       "output folder (default: TRACE without .h5 + \"-replay\"; for a sweep folder DIR/replay; "
+       "for --dynamic dynamic-eviction)",
+       NULL, OBC_OPTION_TEXT, &a->out_dir, NULL, NULL},
+      OBC_OPTION_HEADING(
+          "\nbudget sweep (--sweep): every score x budget on TRACE or on every *.h5 of a sweep\n"
+          "folder, offline and (unless --no-model) with the model; prints the tables and\n"
+          "writes replay_cells.csv, replay_sweep.csv (means over traces), kl_steps.csv\n"
+          "(teacher-forced KL per score, budget and decode step) and replay_sweep.json;\n"
+          "draw them with obcache plot DIR."),
+      {"--sweep", NULL, NULL, "run the budget sweep", NULL, OBC_OPTION_FLAG, &a->sweep, NULL,
+       NULL},
+      {"--scores", NULL, "S,..",
+       "sweep: default attn,snapkv,vatp,obc_v,obc_k,obc_vk,streaming,random, "
+       "oracle@1,oracle@T,decode_attn. oracle and decode_attn without @steps take --oracle (default 1 and T); "
+       "each entry is its own policy, so oracle@1 and oracle@T sit side by side. --dynamic: "
+       "attn (H2O), obc_v, obc_k, obc_vk, streaming (default all)",
+       NULL, OBC_OPTION_TEXT, &a->scores, NULL, NULL},
+      {"--budgets", NULL, "B,..",
+       "sweep: default 1%,2%,5%,10%,20%,40%. --dynamic: cache budgets in tokens (default "
+       "256,512,1024)",
+       NULL, OBC_OPTION_TEXT, &a->budgets, NULL, NULL},
+      {"--no-model", NULL, NULL, "offline replay only (synthetic traces, quick looks)", NULL,
+       OBC_OPTION_FLAG, &a->no_model, NULL, NULL},
+      OBC_OPTION_HEADING(
+          "\ndynamic eviction (--dynamic, the paper's PG19 experiment): teacher-forced\n"
+          "decoding over a long text with a fixed cache budget per (layer, KV head);\n"
+          "every new row adds to each cached token's running score and the lowest are\n"
+          "evicted (outside --sinks, default 4, and --recent, default half the budget as\n"
+          "in H2O; streaming keeps sinks + the most recent only) whenever a head\n"
+          "holds more than the budget. Perplexity against the full cache; writes\n"
+          "dynamic.csv and dynamic.json (draw them with obcache plot DIR)."),
+      {"--dynamic", NULL, NULL, "run the dynamic-eviction experiment", NULL, OBC_OPTION_FLAG,
+       &a->dynamic, NULL, NULL},
+      {"--text", NULL, "T", "kjv (default; Debian's bible-kjv) or a UTF-8 text file", NULL,
+       OBC_OPTION_TEXT, &a->text, NULL, NULL},
+      {"--tokens", NULL, "N", "tokens of the text", "4096", OBC_OPTION_SIZE, &a->tokens, NULL,
+       NULL},
+      {"--chunk", NULL, "C",
+       "tokens fed per forward call; eviction after each (default 16; the cache holds at most "
+       "budget + C - 1; 1 = strict)",
+       NULL, OBC_OPTION_SIZE, &a->chunk, NULL, NULL},
+      {"--ppl-window", NULL, "N", "positions per perplexity window", "256", OBC_OPTION_SIZE,
+       &a->ppl_window, NULL, NULL},
+      OBC_OPTION_HEADING(""),
+  };
+  ObcOption policy_options[EVICT_POLICY_N_OPTIONS];
+  evict_policy_options(&a->policy, &a->sinks_given, &a->recent_given, policy_options);
+  const ObcOptionList lists[] = {OBC_OPTION_LIST(own), OBC_OPTION_LIST(policy_options)};
+  ObcArguments args;
+  int rc = obc_options_parse("replay", lists, 2, argc, argv, &args);
+  if (rc) return rc;
+  if (args.help) {
+    print_help(stdout, lists, 2);
+    *help = true;
+    return OBC_OK;
   }
+  if (args.n_positional > 1)
+    return obc_fail(OBC_EINVAL, "one TRACE expected, got '%s' and '%s'", args.positional[0],
+                    args.positional[1]);
+  if (args.n_positional) a->trace_path = args.positional[0];
   if (!a->trace_path && !a->dynamic)
     return obc_fail(OBC_EINVAL, "missing TRACE (see obcache replay --help)");
   if (a->trace_path && a->dynamic)
@@ -257,10 +247,7 @@ int cmd_replay(int argc, char **argv) {
   evict_policy_default(&a.policy);
   bool help = false;
   int rc = parse_args(argc, argv, &a, &help);
-  if (rc || help) {
-    if (help) print_help(stdout);
-    return rc;
-  }
+  if (rc || help) return rc;
   if (a.threads) obc_set_threads(a.threads);
   char out_dir[4096], command_line[4096];
   evict_join_command_line(argc, argv, command_line, sizeof command_line);

@@ -1,5 +1,6 @@
-/* Parsing of the policy options common to evict and replay: each option
- * fails with a message naming it and the accepted values. */
+/* The option table of the policy options common to evict and replay
+ * (common/obc_options.h): each fails with a message naming it and the
+ * accepted values. */
 #include "evict/policy_args.h"
 
 #include <string.h>
@@ -7,70 +8,69 @@
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
 
-void evict_policy_print_options(FILE *out) {
-  fprintf(out,
-"policy options:\n"
-"  --score S            attn, attn2, vatp, snapkv, obc_v, obc_k, obc_vk, exact_v,\n"
-"                       exact_k, exact_vk, remove (analyser scores), random\n"
-"                       (seeded), streaming (sinks + most recent), oracle (each\n"
-"                       token's true eviction error over the --oracle steps: a\n"
-"                       reference, not a bound), decode_attn (attention mass\n"
-"                       from the captured decode queries of the --oracle\n"
-"                       steps; like oracle, it sees the answer). oracle@1,\n"
-"                       oracle@T, oracle@a-b, decode_attn@a-b name the steps\n"
-"                       directly. Default obc_vk\n"
-"  --oracle 1|T|N|a-b   decode steps of oracle and decode_attn: 1 (the paper's\n"
-"                       oracle@1, default for oracle), T (every captured step,\n"
-"                       default for decode_attn), N (step N alone) or a-b (steps\n"
-"                       a..b, 1-based, inclusive)\n"
-"  --budget B           kept positions per KV head: tokens (40), a fraction (0.1)\n"
-"                       or a percentage (10%%) of the candidates. Default 10%%\n"
-"  --window W           score window in prompt rows (default min(64, captured))\n"
-"  --recent R           last R candidates always kept (default 0)\n"
-"  --sinks N            first N positions always kept (default 0)\n"
-"  --alloc A            uniform (default: the budget for every KV head) or adakv\n"
-"                       (budget x KV heads per layer, split by score with a floor)\n"
-"  --adakv-floor F      AdaKV floor per head as a share of the budget (default 0.2)\n"
-"  --mode M             aware (default: window ends at the question = end of the\n"
-"                       prompt) or agnostic (window ends before the question span;\n"
-"                       the question is kept on top of the budget)\n"
-"  --seed N             seed of --score random (default 1)\n");
+/* Adapters from the evict_policy_set_* setters to ObcOptionParse. */
+static int parse_score(void *p, const char *o, const char *v) { (void)o; return evict_policy_set_score(p, v); }
+static int parse_steps(void *p, const char *o, const char *v) { (void)o; return evict_policy_set_steps(p, v); }
+static int parse_budget(void *p, const char *o, const char *v) { (void)o; return evict_policy_set_budget(p, v); }
+static int parse_alloc(void *p, const char *o, const char *v) { (void)o; return evict_policy_set_allocation(p, v); }
+static int parse_mode(void *p, const char *o, const char *v) { (void)o; return evict_policy_set_mode(p, v); }
+
+static int parse_window(void *target, const char *option, const char *value) {
+  int rc = obc_parse_size(option, value, target);
+  if (!rc && *(size_t *)target == 0) rc = obc_fail(OBC_EINVAL, "--window 0 (expected >= 1)");
+  return rc;
 }
 
-int evict_policy_parse_option(int argc, char **argv, int *i, EvictPolicy *p, bool *matched) {
-  static const char *const names[] = {"--score", "--budget", "--window", "--recent",
-                                      "--sinks", "--alloc",  "--adakv-floor", "--mode",
-                                      "--seed", "--oracle"};
-  const char *arg = argv[*i], *name = NULL;
-  *matched = false;
-  for (size_t o = 0; !name && o < sizeof names / sizeof *names; o++)
-    if (obc_option_matches(arg, names[o])) name = names[o];
-  if (!name) return OBC_OK;
-  *matched = true;
-  const char *v = obc_option_value(argc, argv, i, name);
-  if (!v || !v[0]) return obc_fail(OBC_EINVAL, "%s: missing value", name);
-  if (!strcmp(name, "--score")) return evict_policy_set_score(p, v);
-  if (!strcmp(name, "--budget")) return evict_policy_set_budget(p, v);
-  if (!strcmp(name, "--oracle")) return evict_policy_set_steps(p, v);
-  if (!strcmp(name, "--window")) {
-    int rc = obc_parse_size(name, v, &p->window);
-    if (!rc && p->window == 0) rc = obc_fail(OBC_EINVAL, "--window 0 (expected >= 1)");
-    return rc;
-  }
-  if (!strcmp(name, "--recent")) return obc_parse_size(name, v, &p->recent);
-  if (!strcmp(name, "--sinks")) return obc_parse_size(name, v, &p->sinks);
-  if (!strcmp(name, "--alloc")) return evict_policy_set_allocation(p, v);
-  if (!strcmp(name, "--mode")) return evict_policy_set_mode(p, v);
-  if (!strcmp(name, "--adakv-floor")) {
-    int rc = obc_parse_double(name, v, &p->adakv_floor);
-    if (!rc && !(p->adakv_floor >= 0.0 && p->adakv_floor <= 1.0))
-      rc = obc_fail(OBC_EINVAL, "--adakv-floor %s (expected 0..1)", v);
-    return rc;
-  }
-  size_t seed = 0;
-  int rc = obc_parse_size(name, v, &seed);
-  p->seed = seed;
+static int parse_floor(void *target, const char *option, const char *value) {
+  int rc = obc_parse_double(option, value, target);
+  double floor = *(double *)target;
+  if (!rc && !(floor >= 0.0 && floor <= 1.0))
+    rc = obc_fail(OBC_EINVAL, "--adakv-floor %s (expected 0..1)", value);
   return rc;
+}
+
+void evict_policy_options(EvictPolicy *p, bool *sinks_given, bool *recent_given,
+                          ObcOption options[EVICT_POLICY_N_OPTIONS]) {
+  const ObcOption table[] = {
+      OBC_OPTION_HEADING("policy options:"),
+      {"--score", NULL, "S",
+       "attn, attn2, vatp, snapkv, obc_v, obc_k, obc_vk, exact_v, exact_k, exact_vk, remove "
+       "(analyser scores), random (seeded), streaming (sinks + most recent), oracle (each "
+       "token's true eviction error over the --oracle steps: a reference, not a bound), "
+       "decode_attn (attention mass from the captured decode queries of the --oracle steps; "
+       "like oracle, it sees the answer). oracle@1, oracle@T, oracle@a-b, decode_attn@a-b name "
+       "the steps directly",
+       "obc_vk", OBC_OPTION_CUSTOM, p, parse_score, NULL},
+      {"--oracle", NULL, "1|T|N|a-b",
+       "decode steps of oracle and decode_attn: 1 (the paper's oracle@1, default for oracle), T "
+       "(every captured step, default for decode_attn), N (step N alone) or a-b (steps a..b, "
+       "1-based, inclusive)",
+       NULL, OBC_OPTION_CUSTOM, p, parse_steps, NULL},
+      {"--budget", NULL, "B",
+       "kept positions per KV head: tokens (40), a fraction (0.1) or a percentage (10%) of the "
+       "candidates",
+       "10%", OBC_OPTION_CUSTOM, p, parse_budget, NULL},
+      {"--window", NULL, "W", "score window in prompt rows", "min(64, captured)",
+       OBC_OPTION_CUSTOM, &p->window, parse_window, NULL},
+      {"--recent", NULL, "R", "last R candidates always kept", "0", OBC_OPTION_SIZE, &p->recent,
+       NULL, recent_given},
+      {"--sinks", NULL, "N", "first N positions always kept", "0", OBC_OPTION_SIZE, &p->sinks,
+       NULL, sinks_given},
+      {"--alloc", NULL, "A",
+       "uniform (default: the budget for every KV head) or adakv (budget x KV heads per layer, "
+       "split by score with a floor)",
+       NULL, OBC_OPTION_CUSTOM, p, parse_alloc, NULL},
+      {"--adakv-floor", NULL, "F", "AdaKV floor per head as a share of the budget", "0.2",
+       OBC_OPTION_CUSTOM, &p->adakv_floor, parse_floor, NULL},
+      {"--mode", NULL, "M",
+       "aware (default: window ends at the question = end of the prompt) or agnostic (window "
+       "ends before the question span; the question is kept on top of the budget)",
+       NULL, OBC_OPTION_CUSTOM, p, parse_mode, NULL},
+      {"--seed", NULL, "N", "seed of --score random", "1", OBC_OPTION_UINT64, &p->seed, NULL,
+       NULL},
+  };
+  _Static_assert(sizeof table / sizeof *table == EVICT_POLICY_N_OPTIONS, "table size");
+  memcpy(options, table, sizeof table);
 }
 
 void evict_join_command_line(int argc, char **argv, char *out, size_t size) {

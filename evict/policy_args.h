@@ -1,6 +1,7 @@
 /* The policy options shared by `obcache evict` and `obcache replay`
  * (--score, --oracle, --budget, --window, --recent, --sinks, --alloc,
- * --adakv-floor, --mode, --seed), parsed into an EvictPolicy, and a
+ * --adakv-floor, --mode, --seed) as an option table that fills an
+ * EvictPolicy (common/obc_options.h), and a
  * command-line joiner for the provenance attributes of the outputs. */
 #ifndef OBC_EVICT_POLICY_ARGS_H
 #define OBC_EVICT_POLICY_ARGS_H
@@ -8,13 +9,15 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "common/obc_options.h"
 #include "evict/policy.h"
 
-/* The help text of the policy options. */
-void evict_policy_print_options(FILE *out);
-/* If argv[*i] is a policy option ("--opt value" or "--opt=value"), parses it
- * into policy, advances *i past its value and sets *matched. */
-int evict_policy_parse_option(int argc, char **argv, int *i, EvictPolicy *policy, bool *matched);
+enum { EVICT_POLICY_N_OPTIONS = 11 };
+/* Fills options with the policy options (a heading and 10 options), parsed
+ * into policy; --sinks and --recent also set *sinks_given / *recent_given
+ * (either may be NULL). */
+void evict_policy_options(EvictPolicy *policy, bool *sinks_given, bool *recent_given,
+                          ObcOption options[EVICT_POLICY_N_OPTIONS]);
 /* argv joined by spaces into out (size bytes, truncated). */
 void evict_join_command_line(int argc, char **argv, char *out, size_t size);
 
