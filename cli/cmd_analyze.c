@@ -14,8 +14,9 @@
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "common/obc_options.h"
 
-static void print_help(FILE *out) {
+static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
   fprintf(
       out,
       "usage: obcache analyze TRACE [options]\n"
@@ -26,34 +27,10 @@ static void print_help(FILE *out) {
       "how well each finds the tokens whose eviction really hurts: the true eviction\n"
       "error of the first decode step (oracle@1) or of all captured steps (oracle@T).\n"
       "\n"
-      "options:\n"
-      "  -o DIR               output folder (default: TRACE without .h5 + \"-analysis\")\n"
-      "  --window W[,W...]    perturbation windows (prompt rows). The first value is\n"
-      "                       the main window. Default: 1,2,4,... up to the captured\n"
-      "                       contiguous prompt rows, plus that maximum; main = min(64, max)\n"
-      "  --topk K[,K...]      budgets k; the first is the main budget. Default: 40 and\n"
-      "                       the curve 1,2,5,10,20,40,60,80,100 (capped at the prompt length)\n"
-      "  --recent R           also report a recent window of R positions (last R prompt\n"
-      "                       positions always kept, k - R chosen by score); default 0.\n"
-      "                       Results are given for r = 0 and r = R. R must be below\n"
-      "                       every given k (default curve: budgets k <= R get r = 0 only)\n"
-      "  --oracle 1|T|N|a-b   the main reference (summary, bias, taylor): oracle@1\n"
-      "                       (default, the paper's), oracle@T (every captured decode\n"
-      "                       step), step N alone (oracle@N-N) or steps a..b (oracle@a-b,\n"
-      "                       1-based). Recall is also reported against oracle@1 and\n"
-      "                       oracle@T\n"
-      "  --gqa sum|mean|max   how query heads of a KV group combine scores (default sum;\n"
-      "                       exact errors and the oracle are always summed)\n"
-      "  --snapkv-kernel K    odd max-pooling width of snapkv (default 7)\n"
-      "  --buckets B          relative-position buckets of bias.csv (default 20)\n"
-      "  --precision P        float (default; sgemm) or double (dgemm) for q.k and v.o\n"
-      "  --taylor-points N    points of taylor.csv in total (default 4000)\n"
-      "  --threads N          OpenMP threads (default: all cores)\n"
-      "  --scores-out FILE.h5 write every per-token quantity at the main window\n"
-      "                       (datasets attn ... remove, oracle@1, oracle@T [, the\n"
-      "                       --oracle one], each\n"
-      "                       float64 [layers, kv_heads, n_prompt])\n"
-      "  --quiet              no progress line (shown on a terminal) and no summary table\n"
+      "options:\n");
+  obc_options_print_help(out, lists, n_lists);
+  fprintf(
+      out,
       "\n"
       "files written to DIR (all appear together when the run succeeds):\n"
       "  report.json          trace, model, every parameter, tool version, summary\n"
@@ -82,80 +59,85 @@ typedef struct {
   ObcAnalysisConfig config;
 } AnalyzeArgs;
 
-static int parse_choice(const char *option, const char *value, const char *const *choices, size_t n,
-                        int *out) {
-  for (size_t i = 0; i < n; i++)
-    if (!strcmp(value, choices[i])) {
-      *out = (int)i;
+static int parse_gqa(void *target, const char *option, const char *value) {
+  static const char *const names[] = {"sum", "mean", "max"};
+  for (size_t i = 0; i < 3; i++)
+    if (!strcmp(value, names[i])) {
+      *(ObcGqaAggregation *)target = (ObcGqaAggregation)i;
       return OBC_OK;
     }
-  return obc_fail(OBC_EINVAL, "%s: expected one of %s%s%s%s%s, got '%s'", option, choices[0],
-                  n > 1 ? "|" : "", n > 1 ? choices[1] : "", n > 2 ? "|" : "",
-                  n > 2 ? choices[2] : "", value);
+  return obc_fail(OBC_EINVAL, "%s: expected one of sum|mean|max, got '%s'", option, value);
+}
+
+static int parse_precision(void *target, const char *option, const char *value) {
+  if (strcmp(value, "float") && strcmp(value, "double"))
+    return obc_fail(OBC_EINVAL, "%s: expected one of float|double, got '%s'", option, value);
+  *(ObcPrecision *)target = strcmp(value, "float") ? OBC_PRECISION_DOUBLE : OBC_PRECISION_FLOAT;
+  return OBC_OK;
 }
 
 static int parse_args(int argc, char **argv, AnalyzeArgs *args, bool *help) {
-  static const char *const gqa_names[] = {"sum", "mean", "max"};
-  static const char *const precision_names[] = {"float", "double"};
   ObcAnalysisConfig *c = &args->config;
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    const char *v = NULL;
-    int rc = OBC_OK, choice = 0;
-    if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-      *help = true;
-      return OBC_OK;
-    }
-    if (!strcmp(arg, "--quiet")) {
-      args->quiet = true;
-      continue;
-    }
-    if (arg[0] != '-') {
-      if (args->trace_path)
-        return obc_fail(OBC_EINVAL, "one TRACE expected, got '%s' and '%s'", args->trace_path, arg);
-      args->trace_path = arg;
-      continue;
-    }
-    const char *name = obc_option_matches(arg, "-o") ? "-o" : NULL;
-    static const char *const options[] = {"--window",  "--topk",      "--recent",
-                                          "--oracle",  "--gqa",       "--snapkv-kernel",
-                                          "--buckets", "--precision", "--taylor-points",
-                                          "--threads", "--scores-out"};
-    for (size_t o = 0; !name && o < sizeof options / sizeof *options; o++)
-      if (obc_option_matches(arg, options[o])) name = options[o];
-    if (!name) return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache analyze --help)", arg);
-    if (!(v = obc_option_value(argc, argv, &i, name)) || !v[0])
-      return obc_fail(OBC_EINVAL, "%s: missing value", name);
-    if (!strcmp(name, "-o"))
-      args->out_dir = v;
-    else if (!strcmp(name, "--window"))
-      rc = obc_parse_size_list(name, v, c->windows, &c->n_windows, OBC_ANALYSIS_MAX_LIST);
-    else if (!strcmp(name, "--topk"))
-      rc = obc_parse_size_list(name, v, c->topk, &c->n_topk, OBC_ANALYSIS_MAX_LIST);
-    else if (!strcmp(name, "--recent"))
-      rc = obc_parse_size(name, v, &c->recent);
-    else if (!strcmp(name, "--oracle")) {
-      rc = oracle_steps_parse(name, v, &c->oracle);
-    } else if (!strcmp(name, "--gqa")) {
-      rc = parse_choice(name, v, gqa_names, 3, &choice);
-      c->score_options.aggregation = (ObcGqaAggregation)choice;
-    } else if (!strcmp(name, "--precision")) {
-      rc = parse_choice(name, v, precision_names, 2, &choice);
-      c->score_options.precision = choice ? OBC_PRECISION_DOUBLE : OBC_PRECISION_FLOAT;
-    } else if (!strcmp(name, "--snapkv-kernel"))
-      rc = obc_parse_size(name, v, &c->score_options.snapkv_kernel);
-    else if (!strcmp(name, "--buckets"))
-      rc = obc_parse_size(name, v, &c->buckets);
-    else if (!strcmp(name, "--taylor-points"))
-      rc = obc_parse_size(name, v, &c->taylor_points);
-    else if (!strcmp(name, "--threads"))
-      rc = obc_parse_size(name, v, &c->threads);
-    else if (!strcmp(name, "--scores-out"))
-      c->scores_out = v;
-    if (rc) return rc;
+  ObcSizeList windows = {c->windows, &c->n_windows, OBC_ANALYSIS_MAX_LIST};
+  ObcSizeList topk = {c->topk, &c->n_topk, OBC_ANALYSIS_MAX_LIST};
+  const ObcOption options[] = {
+      {"-o", NULL, "DIR", "output folder (default: TRACE without .h5 + \"-analysis\")", NULL,
+       OBC_OPTION_TEXT, &args->out_dir, NULL, NULL},
+      {"--window", NULL, "W[,W...]",
+       "perturbation windows (prompt rows). The first value is the main window. Default: "
+       "1,2,4,... up to the captured contiguous prompt rows, plus that maximum; main = min(64, "
+       "max)",
+       NULL, OBC_OPTION_CUSTOM, &windows, obc_option_parse_size_list, NULL},
+      {"--topk", NULL, "K[,K...]",
+       "budgets k; the first is the main budget. Default: 40 and the curve "
+       "1,2,5,10,20,40,60,80,100 (capped at the prompt length)",
+       NULL, OBC_OPTION_CUSTOM, &topk, obc_option_parse_size_list, NULL},
+      {"--recent", NULL, "R",
+       "also report a recent window of R positions (last R prompt positions always kept, k - R "
+       "chosen by score); default 0. Results are given for r = 0 and r = R. R must be below "
+       "every given k (default curve: budgets k <= R get r = 0 only)",
+       NULL, OBC_OPTION_SIZE, &c->recent, NULL, NULL},
+      {"--oracle", NULL, "1|T|N|a-b",
+       "the main reference (summary, bias, taylor): oracle@1 (default, the paper's), oracle@T "
+       "(every captured decode step), step N alone (oracle@N-N) or steps a..b (oracle@a-b, "
+       "1-based). Recall is also reported against oracle@1 and oracle@T",
+       NULL, OBC_OPTION_CUSTOM, &c->oracle, oracle_steps_parse_option, NULL},
+      {"--gqa", NULL, "sum|mean|max",
+       "how query heads of a KV group combine scores (default sum; exact errors and the oracle "
+       "are always summed)",
+       NULL, OBC_OPTION_CUSTOM, &c->score_options.aggregation, parse_gqa, NULL},
+      {"--snapkv-kernel", NULL, "K", "odd max-pooling width of snapkv", "7", OBC_OPTION_SIZE,
+       &c->score_options.snapkv_kernel, NULL, NULL},
+      {"--buckets", NULL, "B", "relative-position buckets of bias.csv", "20", OBC_OPTION_SIZE,
+       &c->buckets, NULL, NULL},
+      {"--precision", NULL, "P", "float (default; sgemm) or double (dgemm) for q.k and v.o",
+       NULL, OBC_OPTION_CUSTOM, &c->score_options.precision, parse_precision, NULL},
+      {"--taylor-points", NULL, "N", "points of taylor.csv in total", "4000", OBC_OPTION_SIZE,
+       &c->taylor_points, NULL, NULL},
+      {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &c->threads, NULL,
+       NULL},
+      {"--scores-out", NULL, "FILE.h5",
+       "write every per-token quantity at the main window (datasets attn ... remove, oracle@1, "
+       "oracle@T [, the --oracle one], each float64 [layers, kv_heads, n_prompt])",
+       NULL, OBC_OPTION_TEXT, &c->scores_out, NULL, NULL},
+      {"--quiet", NULL, NULL, "no progress line (shown on a terminal) and no summary table", NULL,
+       OBC_OPTION_FLAG, &args->quiet, NULL, NULL},
+  };
+  const ObcOptionList list = OBC_OPTION_LIST(options);
+  ObcArguments parsed;
+  int rc = obc_options_parse("analyze", &list, 1, argc, argv, &parsed);
+  if (rc) return rc;
+  if (parsed.help) {
+    print_help(stdout, &list, 1);
+    *help = true;
+    return OBC_OK;
   }
-  if (!args->trace_path)
+  if (parsed.n_positional > 1)
+    return obc_fail(OBC_EINVAL, "one TRACE expected, got '%s' and '%s'", parsed.positional[0],
+                    parsed.positional[1]);
+  if (!parsed.n_positional)
     return obc_fail(OBC_EINVAL, "missing TRACE (usage: obcache analyze TRACE [options])");
+  args->trace_path = parsed.positional[0];
   return OBC_OK;
 }
 
@@ -207,11 +189,7 @@ int cmd_analyze(int argc, char **argv) {
   analysis_config_default(&args.config);
   bool help = false;
   int rc = parse_args(argc, argv, &args, &help);
-  if (help) {
-    print_help(stdout);
-    return OBC_OK;
-  }
-  if (rc) return rc;
+  if (rc || help) return rc;
 
   char out_dir[4096];
   if (args.out_dir)

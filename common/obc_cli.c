@@ -11,19 +11,6 @@
 
 #include "common/obc_error.h"
 
-int obc_option_matches(const char *arg, const char *name) {
-  size_t len = strlen(name);
-  return !strncmp(arg, name, len) && (arg[len] == '\0' || arg[len] == '=');
-}
-
-const char *obc_option_value(int argc, char **argv, int *i, const char *name) {
-  const char *arg = argv[*i];
-  size_t len = strlen(name);
-  if (arg[len] == '=') return arg + len + 1;
-  if (*i + 1 >= argc) return NULL;
-  return argv[++*i];
-}
-
 int obc_parse_int(const char *option, const char *text, long *out) {
   char *end = NULL;
   errno = 0;
