@@ -10,12 +10,13 @@
 
 #include "cli/commands.h"
 #include "common/obc_error.h"
+#include "common/obc_options.h"
 #include "formats/gguf.h"
 #include "tokenizer/tokenizer.h"
 #include "traces/trace.h"
 #include "traces/trace_h5.h"
 
-static void info_usage(FILE *out) {
+static void info_usage(FILE *out, const ObcOptionList *list) {
   fprintf(out,
           "usage: obcache info [options] TRACE.h5\n"
           "\n"
@@ -23,10 +24,8 @@ static void info_usage(FILE *out) {
           "positions, captured rows, decode steps, spans, datasets with their size on\n"
           "disk, and the complete flag. Fails with one line if the trace is malformed.\n"
           "\n"
-          "options:\n"
-          "  --tokenizer GGUF   decode the span tokens with this model's tokenizer (the\n"
-          "                     trace stores token ids, not their text)\n"
-          "  -h, --help         this help\n");
+          "options:\n");
+  obc_options_print_help(out, list, 1);
 }
 
 static void print_bytes(const char *label, double bytes) {
@@ -151,25 +150,28 @@ static void print_summary(const char *path, const ObcTraceMeta *m, const Tokeniz
 
 int cmd_info(int argc, char **argv) {
   const char *path = NULL, *tokenizer_path = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      info_usage(stdout);
-      return OBC_OK;
-    }
-    if (!strcmp(argv[i], "--tokenizer")) {
-      if (i + 1 >= argc) return obc_fail(OBC_EINVAL, "--tokenizer: missing value");
-      tokenizer_path = argv[++i];
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache info --help)", argv[i]);
-    } else if (path) {
-      return obc_fail(OBC_EINVAL, "%s: only one trace at a time (see obcache info --help)", argv[i]);
-    } else {
-      path = argv[i];
-    }
+  const ObcOption options[] = {
+      {"--tokenizer", NULL, "GGUF",
+       "decode the span tokens with this model's tokenizer (the trace stores token ids, not "
+       "their text)",
+       NULL, OBC_OPTION_TEXT, &tokenizer_path, NULL, NULL},
+      {"--help", "-h", NULL, "this help", NULL, OBC_OPTION_HELP, NULL, NULL, NULL},
+  };
+  const ObcOptionList list = OBC_OPTION_LIST(options);
+  ObcArguments args;
+  int rc = obc_options_parse("info", &list, 1, argc, argv, &args);
+  if (rc) return rc;
+  if (args.help) {
+    info_usage(stdout, &list);
+    return OBC_OK;
   }
+  if (args.n_positional > 1)
+    return obc_fail(OBC_EINVAL, "%s: only one trace at a time (see obcache info --help)",
+                    args.positional[1]);
+  if (args.n_positional) path = args.positional[0];
   if (!path) return obc_fail(OBC_EINVAL, "no trace given (see obcache info --help)");
   ObcTraceReader *reader = NULL;
-  int rc = trace_open(path, &reader);
+  rc = trace_open(path, &reader);
   if (rc) return rc;
   GgufFile *gguf = NULL;
   Tokenizer *tokenizer = NULL;

@@ -7,9 +7,10 @@
 #include "cli/commands.h"
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_options.h"
 #include "traces/synth.h"
 
-static void synth_usage(FILE *out) {
+static void synth_usage(FILE *out, const ObcOptionList *list) {
   fprintf(out,
           "usage: obcache synth [options] -o TRACE.h5\n"
           "\n"
@@ -17,78 +18,86 @@ static void synth_usage(FILE *out) {
           "position 0, local attention, a planted needle span that the question and decode\n"
           "queries retrieve, log-normal value norms. O, lse (and A) are exact.\n"
           "\n"
-          "options (defaults make a tiny trace):\n"
-          "  -o, --output PATH      trace to write (required; written under a temporary name)\n"
-          "  --shape NAME           model dimensions of smollm2 (30 layers, 9 heads, 3 KV heads,\n"
-          "                         d=64) or llama8b (32 layers, 32 heads, 8 KV heads, d=128,\n"
-          "                         prompt 32768, rows 128, decode 16); later options override\n"
-          "  --layers N             layers (2)\n"
-          "  --heads N              query heads (4)\n"
-          "  --kv-heads N           KV heads, must divide --heads (2)\n"
-          "  --head-dim N           head dimension d (16)\n"
-          "  --prompt S             prompt positions s (64)\n"
-          "  --rows R               captured prompt rows: the last R prompt positions (16)\n"
-          "  --decode T             decode steps, all captured (4)\n"
-          "  --vocab V              also store random tokens and decode logits of V entries (0: none)\n"
-          "  --seed N               random seed; same seed, same trace (1)\n"
-          "  --needle-depth PCT     needle start, percent of the haystack (50)\n"
-          "  --needle-length N      needle tokens (16)\n"
-          "  --question-length N    last prompt positions that ask for the needle (0: s/16, 1..8)\n"
-          "  --store-attn           also store the attention rows A (n_heads, rows, positions)\n"
-          "  --dtype f32|f16        storage precision of the tensors (f32)\n"
-          "  --compress 0-9         deflate level with byte shuffle (0: none)\n"
-          "  --threads N            OpenMP threads (0: all cores); the trace does not depend on it\n"
-          "  -h, --help             this help\n");
+          "options (defaults make a tiny trace):\n");
+  obc_options_print_help(out, list, 1);
+}
+
+static int parse_dtype(void *target, const char *option, const char *value) {
+  (void)option;
+  if (strcmp(value, "f16") && strcmp(value, "f32"))
+    return obc_fail(OBC_EINVAL, "--dtype: expected f32 or f16, got '%s'", value);
+  *(bool *)target = !strcmp(value, "f16");
+  return OBC_OK;
+}
+
+static int parse_compress(void *target, const char *option, const char *value) {
+  long level = 0;
+  int rc = obc_parse_int(option, value, &level);
+  if (!rc && (level < 0 || level > 9))
+    rc = obc_fail(OBC_EINVAL, "--compress: expected 0..9, got '%s'", value);
+  if (!rc) *(int *)target = (int)level;
+  return rc;
+}
+
+static int parse_shape(void *target, const char *option, const char *value) {
+  (void)option;
+  return synth_options_shape(target, value);
 }
 
 static int parse_args(int argc, char **argv, SynthOptions *o, const char **output, bool *help) {
   size_t threads = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-      *help = true;
-      return OBC_OK;
-    }
-    if (!strcmp(arg, "--store-attn")) {
-      o->store_attn = true;
-      continue;
-    }
-    if (i + 1 >= argc) return obc_fail(OBC_EINVAL, "%s: missing value (see obcache synth --help)", arg);
-    const char *value = argv[++i];
-    int rc = OBC_OK;
-    long level = 0;
-    if (!strcmp(arg, "-o") || !strcmp(arg, "--output")) *output = value;
-    else if (!strcmp(arg, "--shape")) rc = synth_options_shape(o, value);
-    else if (!strcmp(arg, "--layers")) rc = obc_parse_size(arg, value, &o->n_layers);
-    else if (!strcmp(arg, "--heads")) rc = obc_parse_size(arg, value, &o->n_heads);
-    else if (!strcmp(arg, "--kv-heads")) rc = obc_parse_size(arg, value, &o->n_kv_heads);
-    else if (!strcmp(arg, "--head-dim")) rc = obc_parse_size(arg, value, &o->head_dim);
-    else if (!strcmp(arg, "--prompt")) rc = obc_parse_size(arg, value, &o->n_prompt);
-    else if (!strcmp(arg, "--rows")) rc = obc_parse_size(arg, value, &o->n_prompt_rows);
-    else if (!strcmp(arg, "--decode")) rc = obc_parse_size(arg, value, &o->n_decode);
-    else if (!strcmp(arg, "--vocab")) rc = obc_parse_size(arg, value, &o->vocab_size);
-    else if (!strcmp(arg, "--needle-depth")) rc = obc_parse_double(arg, value, &o->needle_depth);
-    else if (!strcmp(arg, "--needle-length")) rc = obc_parse_size(arg, value, &o->needle_length);
-    else if (!strcmp(arg, "--question-length")) rc = obc_parse_size(arg, value, &o->question_length);
-    else if (!strcmp(arg, "--threads")) rc = obc_parse_size(arg, value, &threads);
-    else if (!strcmp(arg, "--seed")) {
-      size_t seed = 0;
-      rc = obc_parse_size(arg, value, &seed);
-      o->seed = seed;
-    } else if (!strcmp(arg, "--dtype")) {
-      if (!strcmp(value, "f16")) o->store_f16 = true;
-      else if (!strcmp(value, "f32")) o->store_f16 = false;
-      else rc = obc_fail(OBC_EINVAL, "--dtype: expected f32 or f16, got '%s'", value);
-    } else if (!strcmp(arg, "--compress")) {
-      rc = obc_parse_int(arg, value, &level);
-      if (!rc && (level < 0 || level > 9))
-        rc = obc_fail(OBC_EINVAL, "--compress: expected 0..9, got '%s'", value);
-      o->compression_level = (int)level;
-    } else {
-      return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache synth --help)", arg);
-    }
-    if (rc) return rc;
+  const ObcOption options[] = {
+      {"--output", "-o", "PATH", "trace to write (required; written under a temporary name)",
+       NULL, OBC_OPTION_TEXT, output, NULL, NULL},
+      {"--shape", NULL, "NAME",
+       "model dimensions of smollm2 (30 layers, 9 heads, 3 KV heads, d=64) or llama8b (32 "
+       "layers, 32 heads, 8 KV heads, d=128, prompt 32768, rows 128, decode 16); later options "
+       "override",
+       NULL, OBC_OPTION_CUSTOM, o, parse_shape, NULL},
+      {"--layers", NULL, "N", "layers", "2", OBC_OPTION_SIZE, &o->n_layers, NULL, NULL},
+      {"--heads", NULL, "N", "query heads", "4", OBC_OPTION_SIZE, &o->n_heads, NULL, NULL},
+      {"--kv-heads", NULL, "N", "KV heads, must divide --heads", "2", OBC_OPTION_SIZE,
+       &o->n_kv_heads, NULL, NULL},
+      {"--head-dim", NULL, "N", "head dimension d", "16", OBC_OPTION_SIZE, &o->head_dim, NULL,
+       NULL},
+      {"--prompt", NULL, "S", "prompt positions s", "64", OBC_OPTION_SIZE, &o->n_prompt, NULL,
+       NULL},
+      {"--rows", NULL, "R", "captured prompt rows: the last R prompt positions", "16",
+       OBC_OPTION_SIZE, &o->n_prompt_rows, NULL, NULL},
+      {"--decode", NULL, "T", "decode steps, all captured", "4", OBC_OPTION_SIZE, &o->n_decode,
+       NULL, NULL},
+      {"--vocab", NULL, "V", "also store random tokens and decode logits of V entries",
+       "0: none", OBC_OPTION_SIZE, &o->vocab_size, NULL, NULL},
+      {"--seed", NULL, "N", "random seed; same seed, same trace", "1", OBC_OPTION_UINT64,
+       &o->seed, NULL, NULL},
+      {"--needle-depth", NULL, "PCT", "needle start, percent of the haystack", "50",
+       OBC_OPTION_DOUBLE, &o->needle_depth, NULL, NULL},
+      {"--needle-length", NULL, "N", "needle tokens", "16", OBC_OPTION_SIZE, &o->needle_length,
+       NULL, NULL},
+      {"--question-length", NULL, "N", "last prompt positions that ask for the needle",
+       "0: s/16, 1..8", OBC_OPTION_SIZE, &o->question_length, NULL, NULL},
+      {"--store-attn", NULL, NULL, "also store the attention rows A (n_heads, rows, positions)",
+       NULL, OBC_OPTION_FLAG, &o->store_attn, NULL, NULL},
+      {"--dtype", NULL, "f32|f16", "storage precision of the tensors", "f32", OBC_OPTION_CUSTOM,
+       &o->store_f16, parse_dtype, NULL},
+      {"--compress", NULL, "0-9", "deflate level with byte shuffle", "0: none",
+       OBC_OPTION_CUSTOM, &o->compression_level, parse_compress, NULL},
+      {"--threads", NULL, "N", "OpenMP threads; the trace does not depend on it",
+       "0: all cores", OBC_OPTION_SIZE, &threads, NULL, NULL},
+      {"--help", "-h", NULL, "this help", NULL, OBC_OPTION_HELP, NULL, NULL, NULL},
+  };
+  const ObcOptionList list = OBC_OPTION_LIST(options);
+  ObcArguments args;
+  int rc = obc_options_parse("synth", &list, 1, argc, argv, &args);
+  if (rc) return rc;
+  if (args.help) {
+    synth_usage(stdout, &list);
+    *help = true;
+    return OBC_OK;
   }
+  if (args.n_positional)
+    return obc_fail(OBC_EINVAL, "unexpected argument '%s' (try obcache synth --help)",
+                    args.positional[0]);
   obc_set_threads(threads);
   return OBC_OK;
 }
@@ -99,11 +108,7 @@ int cmd_synth(int argc, char **argv) {
   const char *output = NULL;
   bool help = false;
   int rc = parse_args(argc, argv, &options, &output, &help);
-  if (rc) return rc;
-  if (help) {
-    synth_usage(stdout);
-    return OBC_OK;
-  }
+  if (rc || help) return rc;
   if (!output) return obc_fail(OBC_EINVAL, "no output: give -o TRACE.h5 (see obcache synth --help)");
   return synth_generate(&options, output);
 }

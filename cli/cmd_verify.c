@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_options.h"
 #include "traces/trace.h"
 #include "traces/trace_attend.h"
 
@@ -36,7 +37,7 @@ typedef struct {
 
 enum { WORST_LSE, WORST_O, WORST_A, WORST_KINDS };
 
-static void verify_usage(FILE *out) {
+static void verify_usage(FILE *out, const ObcOptionList *list) {
   fprintf(out,
           "usage: obcache verify [options] TRACE.h5\n"
           "\n"
@@ -47,11 +48,8 @@ static void verify_usage(FILE *out) {
           "  A:   max |stored - exact| (probabilities; a row sums to 1)\n"
           "Exits non-zero when any is above the tolerance.\n"
           "\n"
-          "options:\n"
-          "  --tolerance X   largest accepted difference (default 1e-4 for f32 traces,\n"
-          "                  5e-2 for f16 ones: half precision keeps 11 bits)\n"
-          "  --threads N     OpenMP threads (0: all cores)\n"
-          "  -h, --help      this help\n");
+          "options:\n");
+  obc_options_print_help(out, list, 1);
 }
 
 static void record(VerifyWorst *w, double value, size_t layer, size_t head, size_t row) {
@@ -161,32 +159,37 @@ static int verify_trace(ObcTraceReader *reader, VerifyScratch *scratch, size_t n
   return OBC_OK;
 }
 
+static int parse_tolerance(void *target, const char *option, const char *value) {
+  int rc = obc_parse_double(option, value, target);
+  if (!rc && *(double *)target <= 0) rc = obc_fail(OBC_EINVAL, "--tolerance: must be > 0");
+  return rc;
+}
+
 static int parse_args(int argc, char **argv, const char **path, double *tolerance, size_t *threads,
                       bool *help) {
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    int rc = OBC_OK;
-    if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-      *help = true;
-      return OBC_OK;
-    } else if (!strcmp(arg, "--tolerance") || !strcmp(arg, "--threads")) {
-      if (i + 1 >= argc) return obc_fail(OBC_EINVAL, "%s: missing value", arg);
-      if (!strcmp(arg, "--tolerance")) {
-        rc = obc_parse_double(arg, argv[++i], tolerance);
-        if (!rc && *tolerance <= 0) rc = obc_fail(OBC_EINVAL, "--tolerance: must be > 0");
-      } else {
-        rc = obc_parse_size(arg, argv[++i], threads);
-      }
-    } else if (arg[0] == '-' && arg[1]) {
-      rc = obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache verify --help)", arg);
-    } else if (*path) {
-      rc = obc_fail(OBC_EINVAL, "%s: only one trace at a time (see obcache verify --help)", arg);
-    } else {
-      *path = arg;
-    }
-    if (rc) return rc;
+  const ObcOption options[] = {
+      {"--tolerance", NULL, "X",
+       "largest accepted difference (default 1e-4 for f32 traces, 5e-2 for f16 ones: half "
+       "precision keeps 11 bits)",
+       NULL, OBC_OPTION_CUSTOM, tolerance, parse_tolerance, NULL},
+      {"--threads", NULL, "N", "OpenMP threads (0: all cores)", NULL, OBC_OPTION_SIZE, threads,
+       NULL, NULL},
+      {"--help", "-h", NULL, "this help", NULL, OBC_OPTION_HELP, NULL, NULL, NULL},
+  };
+  const ObcOptionList list = OBC_OPTION_LIST(options);
+  ObcArguments args;
+  int rc = obc_options_parse("verify", &list, 1, argc, argv, &args);
+  if (rc) return rc;
+  if (args.help) {
+    verify_usage(stdout, &list);
+    *help = true;
+    return OBC_OK;
   }
-  if (!*path) return obc_fail(OBC_EINVAL, "no trace given (see obcache verify --help)");
+  if (args.n_positional > 1)
+    return obc_fail(OBC_EINVAL, "%s: only one trace at a time (see obcache verify --help)",
+                    args.positional[1]);
+  if (!args.n_positional) return obc_fail(OBC_EINVAL, "no trace given (see obcache verify --help)");
+  *path = args.positional[0];
   return OBC_OK;
 }
 
@@ -196,10 +199,7 @@ int cmd_verify(int argc, char **argv) {
   size_t threads = 0;
   bool help = false;
   int rc = parse_args(argc, argv, &path, &tolerance, &threads, &help);
-  if (rc || help) {
-    if (help) verify_usage(stdout);
-    return rc;
-  }
+  if (rc || help) return rc;
   ObcTraceReader *reader = NULL;
   rc = trace_open(path, &reader);
   if (rc) return rc;
