@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_options.h"
 #include "formats/gguf.h"
 #include "model/model.h"
 #include "formats/safetensors.h"
@@ -98,22 +99,29 @@ static void print_config(const Model *m, double seconds) {
 
 int cmd_model_info(int argc, char **argv) {
   const char *path = NULL;
-  int list = 0, load = 1;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(usage, stdout);
-      return 0;
-    } else if (!strcmp(argv[i], "--tensors")) {
-      list = 1;
-    } else if (!strcmp(argv[i], "--no-load")) {
-      load = 0;
-    } else if (!strcmp(argv[i], "--model")) {
-      if (i + 1 >= argc) return obc_fail(OBC_EINVAL, "option '--model' needs a value (see obcache model-info --help)");
-      path = argv[++i];
-    } else {
-      return obc_fail(OBC_EINVAL, "unknown argument '%s' (see obcache model-info --help)", argv[i]);
-    }
+  bool list = false, no_load = false;
+  const ObcOption options[] = {
+      {"--model", NULL, "PATH", "GGUF file or Hugging Face folder",
+       "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &path, NULL, NULL},
+      {"--tensors", NULL, NULL, "list every tensor (name, stored type, shape as the file writes it)",
+       NULL, OBC_OPTION_FLAG, &list, NULL, NULL},
+      {"--no-load", NULL, NULL,
+       "stop after the table (large models need 4 bytes per parameter to load)", NULL,
+       OBC_OPTION_FLAG, &no_load, NULL, NULL},
+  };
+  const ObcOptionList option_list = OBC_OPTION_LIST(options);
+  ObcArguments args;
+  int parsed = obc_options_parse("model-info", &option_list, 1, argc, argv, &args);
+  if (parsed) return parsed;
+  if (args.help) {
+    fputs(usage, stdout);
+    fputs("\noptions:\n", stdout);
+    obc_options_print_help(stdout, &option_list, 1);
+    return 0;
   }
+  if (args.n_positional)
+    return obc_fail(OBC_EINVAL, "unexpected argument '%s' (try obcache model-info --help)",
+                    args.positional[0]);
   if (!path) path = model_default_path();
   struct stat st;
   if (stat(path, &st) != 0)
@@ -132,7 +140,7 @@ int cmd_model_info(int argc, char **argv) {
     print_gguf_table(file, list);
     gguf_close(file);
   }
-  if (!load) return 0;
+  if (no_load) return 0;
   double start = obc_now_seconds();
   Model *model;
   if ((rc = model_load(path, &model))) return rc;

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_options.h"
 #include "plots/plot.h"
 
 /* Prints text wrapped at width columns, every line indented by indent. */
@@ -31,7 +32,7 @@ static void print_wrapped(FILE *out, const char *text, size_t indent, size_t wid
   fputc('\n', out);
 }
 
-static void print_help(FILE *out, const char *scripts_dir) {
+static void print_help(FILE *out, const ObcOptionList *list, const char *scripts_dir) {
   fprintf(out,
           "usage: obcache plot DIR [-o OUTDIR] [--format png,svg] [--window W] [--k K]\n"
           "                        [--only NAME[,NAME...]]\n"
@@ -46,16 +47,9 @@ static void print_help(FILE *out, const char *scripts_dir) {
           "the files written are printed one per line. Figures whose data file is missing\n"
           "are skipped with a note on stderr.\n"
           "\n"
-          "options:\n"
-          "  -o OUTDIR        output folder (default DIR/plots; created if needed)\n"
-          "  --format LIST    png, svg or png,svg (default png,svg; PNG via pngcairo when\n"
-          "                   gnuplot has it, else png)\n"
-          "  --window W       the perturbation window the recall_k, needle_k, bias_* and\n"
-          "                   recall_layers figures show (default: the report's main_window)\n"
-          "  --k K            the budget of recall_window, bias_* and recall_layers\n"
-          "                   (default: the report's main_k, else 40); for a sweep, the k\n"
-          "                   rows of summary.csv to draw\n"
-          "  --only LIST      draw only these figures (comma-separated names below)\n"
+          "options:\n");
+  obc_options_print_help(out, list, 1);
+  fprintf(out,
           "\n"
           "figures (OUTDIR/NAME.png and OUTDIR/NAME.svg):\n");
   size_t count = 0;
@@ -74,7 +68,9 @@ static void print_help(FILE *out, const char *scripts_dir) {
 }
 
 /* "png", "svg" or "png,svg" -> PLOT_PNG | PLOT_SVG. */
-static int parse_formats(const char *text, unsigned *formats) {
+static int parse_formats(void *target, const char *option, const char *text) {
+  (void)option;
+  unsigned *formats = target;
   char buf[64];
   if (strlen(text) >= sizeof buf)
     return obc_fail(OBC_EINVAL, "--format: expected png, svg or png,svg, got '%s'", text);
@@ -92,27 +88,34 @@ static int parse_formats(const char *text, unsigned *formats) {
 
 int cmd_plot(int argc, char **argv) {
   PlotOptions options = {.formats = PLOT_PNG | PLOT_SVG};
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-      print_help(stdout, plot_scripts_dir(&options));
-      return 0;
-    }
-    int takes_value = !strcmp(arg, "-o") || !strcmp(arg, "--output") ||
-                      !strcmp(arg, "--format") || !strcmp(arg, "--window") ||
-                      !strcmp(arg, "--k") || !strcmp(arg, "--only");
-    if (takes_value && i + 1 >= argc) return obc_fail(OBC_EINVAL, "%s: missing value", arg);
-    int rc = OBC_OK;
-    if (!strcmp(arg, "-o") || !strcmp(arg, "--output")) options.out_dir = argv[++i];
-    else if (!strcmp(arg, "--format")) rc = parse_formats(argv[++i], &options.formats);
-    else if (!strcmp(arg, "--window")) rc = obc_parse_size("--window", argv[++i], &options.window);
-    else if (!strcmp(arg, "--k")) rc = obc_parse_size("--k", argv[++i], &options.k);
-    else if (!strcmp(arg, "--only")) options.only = argv[++i];
-    else if (arg[0] == '-' && arg[1]) rc = obc_fail(OBC_EINVAL, "unknown option %s (see obcache plot --help)", arg);
-    else if (options.dir) rc = obc_fail(OBC_EINVAL, "one folder expected, got %s and %s", options.dir, arg);
-    else options.dir = arg;
-    if (rc) return rc;
+  const ObcOption table[] = {
+      {"--output", "-o", "OUTDIR", "output folder, created if needed", "DIR/plots",
+       OBC_OPTION_TEXT, &options.out_dir, NULL, NULL},
+      {"--format", NULL, "LIST", "png, svg or png,svg (PNG via pngcairo when gnuplot has it, else png)",
+       "png,svg", OBC_OPTION_CUSTOM, &options.formats, parse_formats, NULL},
+      {"--window", NULL, "W",
+       "the perturbation window the recall_k, needle_k, bias_* and recall_layers figures show "
+       "(default: the report's main_window)",
+       NULL, OBC_OPTION_SIZE, &options.window, NULL, NULL},
+      {"--k", NULL, "K",
+       "the budget of recall_window, bias_* and recall_layers (default: the report's main_k, "
+       "else 40); for a sweep, the k rows of summary.csv to draw",
+       NULL, OBC_OPTION_SIZE, &options.k, NULL, NULL},
+      {"--only", NULL, "LIST", "draw only these figures (comma-separated names below)", NULL,
+       OBC_OPTION_TEXT, &options.only, NULL, NULL},
+  };
+  const ObcOptionList list = OBC_OPTION_LIST(table);
+  ObcArguments args;
+  int parsed = obc_options_parse("plot", &list, 1, argc, argv, &args);
+  if (parsed) return parsed;
+  if (args.help) {
+    print_help(stdout, &list, plot_scripts_dir(&options));
+    return 0;
   }
+  if (args.n_positional > 1)
+    return obc_fail(OBC_EINVAL, "one folder expected, got %s and %s", args.positional[0],
+                    args.positional[1]);
+  if (args.n_positional) options.dir = args.positional[0];
   if (!options.dir)
     return obc_fail(OBC_EINVAL, "missing the analysis folder (usage: obcache plot DIR [options]; "
                     "see --help)");

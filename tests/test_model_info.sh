@@ -41,5 +41,5 @@ mkdir -p "$work/folder"
 echo '{"model_type": "mistral"}' >"$work/folder/config.json"
 printf '\010\000\000\000\000\000\000\000{}      ' >"$work/folder/model.safetensors"
 expect_error "config.json: model_type" --model "$work/folder"
-expect_error "unknown argument" --bogus
+expect_error "unknown option '--bogus' (try obcache model-info --help)" --bogus
 echo "model-info CLI: all checks passed"
