@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_options.h"
 #include "tokenizer/text_input.h"
 #include "runtime/generate.h"
 #include "model/model.h"
@@ -32,48 +33,48 @@ typedef struct {
   const char *prompt;
   const char *prompt_file;
   const char *system;
-  int chat;
+  bool chat;
   size_t max_new;
   size_t context;
   size_t threads;
   const char *device;
 } GenerateArgs;
 
-static int parse_args(int argc, char **argv, GenerateArgs *a) {
+static int parse_args(int argc, char **argv, GenerateArgs *a, bool *help) {
   a->max_new = 128;
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-    int rc = 0;
-    if (!strcmp(arg, "--chat")) {
-      a->chat = 1;
-      continue;
-    }
-    if (strncmp(arg, "--", 2))
-      return obc_fail(OBC_EINVAL, "unexpected argument '%s' (see obcache generate --help)", arg);
-    if (!next)
-      return obc_fail(OBC_EINVAL, "option '%s' needs a value (see obcache generate --help)", arg);
-    if (!strcmp(arg, "--model"))
-      a->model = next;
-    else if (!strcmp(arg, "--prompt"))
-      a->prompt = next;
-    else if (!strcmp(arg, "--prompt-file"))
-      a->prompt_file = next;
-    else if (!strcmp(arg, "--system"))
-      a->system = next;
-    else if (!strcmp(arg, "--max-new"))
-      rc = obc_parse_size(arg, next, &a->max_new);
-    else if (!strcmp(arg, "--context"))
-      rc = obc_parse_size(arg, next, &a->context);
-    else if (!strcmp(arg, "--threads"))
-      rc = obc_parse_size(arg, next, &a->threads);
-    else if (!strcmp(arg, "--device"))
-      a->device = next;
-    else
-      return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache generate --help)", arg);
-    if (rc < 0) return rc;
-    i++;
+  const ObcOption options[] = {
+      {"--model", NULL, "PATH", "GGUF file or Hugging Face folder",
+       "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &a->model, NULL, NULL},
+      {"--prompt", NULL, "TEXT", "the prompt", NULL, OBC_OPTION_TEXT, &a->prompt, NULL, NULL},
+      {"--prompt-file", NULL, "FILE", "read the prompt from FILE", NULL, OBC_OPTION_TEXT,
+       &a->prompt_file, NULL, NULL},
+      {"--chat", NULL, NULL, "wrap the prompt in the model's chat template", NULL,
+       OBC_OPTION_FLAG, &a->chat, NULL, NULL},
+      {"--system", NULL, "TEXT", "the system message (needs --chat)", NULL, OBC_OPTION_TEXT,
+       &a->system, NULL, NULL},
+      {"--max-new", NULL, "N", "most tokens to generate", "128", OBC_OPTION_SIZE, &a->max_new,
+       NULL, NULL},
+      {"--context", NULL, "N", "KV cache size in tokens", "min(model context, 4096)",
+       OBC_OPTION_SIZE, &a->context, NULL, NULL},
+      {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &a->threads, NULL,
+       NULL},
+      {"--device", NULL, "cpu|cuda|cuda-bf16", "runtime backend (cuda-bf16: bf16 weights on the GPU)",
+       "cpu", OBC_OPTION_TEXT, &a->device, NULL, NULL},
+  };
+  const ObcOptionList list = OBC_OPTION_LIST(options);
+  ObcArguments args;
+  int rc = obc_options_parse("generate", &list, 1, argc, argv, &args);
+  if (rc) return rc;
+  if (args.help) {
+    fputs(usage, stdout);
+    fputs("\noptions:\n", stdout);
+    obc_options_print_help(stdout, &list, 1);
+    *help = true;
+    return 0;
   }
+  if (args.n_positional)
+    return obc_fail(OBC_EINVAL, "unexpected argument '%s' (see obcache generate --help)",
+                    args.positional[0]);
   if (a->max_new == 0) return obc_fail(OBC_EINVAL, "--max-new: expected at least 1 token");
   if (!a->prompt == !a->prompt_file)
     return obc_fail(OBC_EINVAL,
@@ -102,14 +103,10 @@ static int print_token(void *user, int32_t token) {
 }
 
 int cmd_generate(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(usage, stdout);
-      return 0;
-    }
   GenerateArgs args = {0};
-  int rc = parse_args(argc, argv, &args);
-  if (rc < 0) return rc;
+  bool help = false;
+  int rc = parse_args(argc, argv, &args, &help);
+  if (rc < 0 || help) return rc;
   char *file_text = NULL;
   size_t file_length = 0;
   if (args.prompt_file && (rc = text_read_file(args.prompt_file, &file_text, &file_length)) < 0)

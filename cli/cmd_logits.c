@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_options.h"
 #include "common/obc_file.h"
 #include "tokenizer/text_input.h"
 #include "model/model.h"
@@ -30,44 +31,47 @@ typedef struct {
   const char *text;
   const char *output;
   const char *ids_out;
-  int all;
+  bool all;
   size_t context;
   size_t threads;
   const char *device;
 } LogitsArgs;
 
-static int parse_args(int argc, char **argv, LogitsArgs *a) {
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-    int rc = 0;
-    if (!strcmp(arg, "--all")) {
-      a->all = 1;
-      continue;
-    }
-    if (!next)
-      return obc_fail(OBC_EINVAL, "option '%s' needs a value (see obcache logits --help)", arg);
-    if (!strcmp(arg, "--model"))
-      a->model = next;
-    else if (!strcmp(arg, "--ids"))
-      a->ids = next;
-    else if (!strcmp(arg, "--text"))
-      a->text = next;
-    else if (!strcmp(arg, "-o") || !strcmp(arg, "--output"))
-      a->output = next;
-    else if (!strcmp(arg, "--ids-out"))
-      a->ids_out = next;
-    else if (!strcmp(arg, "--context"))
-      rc = obc_parse_size(arg, next, &a->context);
-    else if (!strcmp(arg, "--threads"))
-      rc = obc_parse_size(arg, next, &a->threads);
-    else if (!strcmp(arg, "--device"))
-      a->device = next;
-    else
-      return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache logits --help)", arg);
-    if (rc < 0) return rc;
-    i++;
+static int parse_args(int argc, char **argv, LogitsArgs *a, bool *help) {
+  const ObcOption options[] = {
+      {"--model", NULL, "PATH", "GGUF file or Hugging Face folder",
+       "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &a->model, NULL, NULL},
+      {"--ids", NULL, "1,2,3", "comma-separated token ids", NULL, OBC_OPTION_TEXT, &a->ids, NULL,
+       NULL},
+      {"--text", NULL, "TEXT", "a text to encode instead of --ids", NULL, OBC_OPTION_TEXT,
+       &a->text, NULL, NULL},
+      {"--output", "-o", "FILE.f32", "the logits (required)", NULL, OBC_OPTION_TEXT, &a->output,
+       NULL, NULL},
+      {"--all", NULL, NULL, "the logits of every token, not only the last", NULL,
+       OBC_OPTION_FLAG, &a->all, NULL, NULL},
+      {"--ids-out", NULL, "FILE", "write the ids used", NULL, OBC_OPTION_TEXT, &a->ids_out, NULL,
+       NULL},
+      {"--context", NULL, "N", "KV cache size in tokens", NULL, OBC_OPTION_SIZE, &a->context,
+       NULL, NULL},
+      {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &a->threads, NULL,
+       NULL},
+      {"--device", NULL, "cpu|cuda|cuda-bf16", "runtime backend", "cpu", OBC_OPTION_TEXT,
+       &a->device, NULL, NULL},
+  };
+  const ObcOptionList list = OBC_OPTION_LIST(options);
+  ObcArguments args;
+  int rc = obc_options_parse("logits", &list, 1, argc, argv, &args);
+  if (rc) return rc;
+  if (args.help) {
+    fputs(usage, stdout);
+    fputs("\noptions:\n", stdout);
+    obc_options_print_help(stdout, &list, 1);
+    *help = true;
+    return 0;
   }
+  if (args.n_positional)
+    return obc_fail(OBC_EINVAL, "unexpected argument '%s' (try obcache logits --help)",
+                    args.positional[0]);
   if (!a->output) return obc_fail(OBC_EINVAL, "missing -o FILE.f32 (see obcache logits --help)");
   if (!a->ids == !a->text)
     return obc_fail(OBC_EINVAL, "give exactly one of --ids and --text (see obcache logits --help)");
@@ -101,14 +105,10 @@ static int write_logits(const char *path, const float *logits, size_t count) {
 }
 
 int cmd_logits(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(usage, stdout);
-      return 0;
-    }
   LogitsArgs args = {0};
-  int rc = parse_args(argc, argv, &args);
-  if (rc < 0) return rc;
+  bool help = false;
+  int rc = parse_args(argc, argv, &args, &help);
+  if (rc < 0 || help) return rc;
   Model *model = NULL;
   Runtime *rt = NULL;
   int32_t *ids = NULL;

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_options.h"
 #include "tokenizer/text_input.h"
 #include "model/model.h"
 #include "runtime/runtime.h"
@@ -37,34 +38,34 @@ typedef struct {
   const char *device;
 } PerplexityArgs;
 
-static int parse_args(int argc, char **argv, PerplexityArgs *a) {
+static int parse_args(int argc, char **argv, PerplexityArgs *a, bool *help) {
   a->context = 1024;
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-    int rc = 0;
-    if (strncmp(arg, "--", 2)) {
-      if (a->file) return obc_fail(OBC_EINVAL, "unexpected argument '%s' (one FILE only)", arg);
-      a->file = arg;
-      continue;
-    }
-    if (!next)
-      return obc_fail(OBC_EINVAL, "option '%s' needs a value (see obcache perplexity --help)", arg);
-    if (!strcmp(arg, "--model"))
-      a->model = next;
-    else if (!strcmp(arg, "--context"))
-      rc = obc_parse_size(arg, next, &a->context);
-    else if (!strcmp(arg, "--stride"))
-      rc = obc_parse_size(arg, next, &a->stride);
-    else if (!strcmp(arg, "--threads"))
-      rc = obc_parse_size(arg, next, &a->threads);
-    else if (!strcmp(arg, "--device"))
-      a->device = next;
-    else
-      return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache perplexity --help)", arg);
-    if (rc < 0) return rc;
-    i++;
+  const ObcOption options[] = {
+      {"--model", NULL, "PATH", "GGUF file or Hugging Face folder",
+       "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &a->model, NULL, NULL},
+      {"--context", NULL, "N", "tokens per window", "1024", OBC_OPTION_SIZE, &a->context, NULL,
+       NULL},
+      {"--stride", NULL, "N", "tokens between window starts", "context/2", OBC_OPTION_SIZE,
+       &a->stride, NULL, NULL},
+      {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &a->threads, NULL,
+       NULL},
+      {"--device", NULL, "cpu|cuda|cuda-bf16", "runtime backend", "cpu", OBC_OPTION_TEXT,
+       &a->device, NULL, NULL},
+  };
+  const ObcOptionList list = OBC_OPTION_LIST(options);
+  ObcArguments args;
+  int rc = obc_options_parse("perplexity", &list, 1, argc, argv, &args);
+  if (rc) return rc;
+  if (args.help) {
+    fputs(usage, stdout);
+    fputs("\noptions:\n", stdout);
+    obc_options_print_help(stdout, &list, 1);
+    *help = true;
+    return 0;
   }
+  if (args.n_positional > 1)
+    return obc_fail(OBC_EINVAL, "unexpected argument '%s' (one FILE only)", args.positional[1]);
+  if (args.n_positional) a->file = args.positional[0];
   if (!a->file) return obc_fail(OBC_EINVAL, "missing FILE (see obcache perplexity --help)");
   if (a->context < 2) return obc_fail(OBC_EINVAL, "--context: expected at least 2 tokens");
   if (a->stride == 0) a->stride = a->context / 2;
@@ -104,14 +105,10 @@ static int score_window(Runtime *rt, const int32_t *ids, size_t begin, size_t en
 }
 
 int cmd_perplexity(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(usage, stdout);
-      return 0;
-    }
   PerplexityArgs args = {0};
-  int rc = parse_args(argc, argv, &args);
-  if (rc < 0) return rc;
+  bool help = false;
+  int rc = parse_args(argc, argv, &args, &help);
+  if (rc < 0 || help) return rc;
   char *text = NULL;
   size_t length = 0;
   if ((rc = text_read_file(args.file, &text, &length)) < 0) return rc;

@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "common/obc_error.h"
+#include "common/obc_options.h"
 #include "tokenizer/text_input.h"
 #include "formats/gguf.h"
 #include "model/model.h"
@@ -34,33 +35,41 @@ typedef struct {
   const char *text;
   const char *system;
   const char *decode;
-  int chat, lines, show;
+  bool chat, lines, show;
 } TokenizeArgs;
 
-static int parse_args(int argc, char **argv, TokenizeArgs *a) {
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(arg, "--chat")) a->chat = 1;
-    else if (!strcmp(arg, "--lines")) a->lines = 1;
-    else if (!strcmp(arg, "--show")) a->show = 1;
-    else if (!strcmp(arg, "--model") || !strcmp(arg, "--file") || !strcmp(arg, "--system") ||
-             !strcmp(arg, "--decode")) {
-      if (!next) return obc_fail(OBC_EINVAL, "option '%s' needs a value (see obcache tokenize --help)", arg);
-      const char **slot = !strcmp(arg, "--model")  ? &a->model
-                          : !strcmp(arg, "--file") ? &a->file
-                          : !strcmp(arg, "--system") ? &a->system
-                                                     : &a->decode;
-      *slot = next;
-      i++;
-    } else if (!strncmp(arg, "--", 2)) {
-      return obc_fail(OBC_EINVAL, "unknown option '%s' (see obcache tokenize --help)", arg);
-    } else if (!a->text) {
-      a->text = arg;
-    } else {
-      return obc_fail(OBC_EINVAL, "more than one TEXT argument ('%s'; quote the text)", arg);
-    }
+static int parse_args(int argc, char **argv, TokenizeArgs *a, bool *help) {
+  const ObcOption options[] = {
+      {"--model", NULL, "PATH", "GGUF file or Hugging Face folder with tokenizer.json",
+       "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &a->model, NULL, NULL},
+      {"--file", NULL, "FILE", "encode the file's contents instead of TEXT", NULL,
+       OBC_OPTION_TEXT, &a->file, NULL, NULL},
+      {"--chat", NULL, NULL, "wrap the text in the model's chat template as the user turn", NULL,
+       OBC_OPTION_FLAG, &a->chat, NULL, NULL},
+      {"--system", NULL, "TEXT", "the system message of --chat", "the template's",
+       OBC_OPTION_TEXT, &a->system, NULL, NULL},
+      {"--lines", NULL, NULL, "encode each line separately, one line of ids per line", NULL,
+       OBC_OPTION_FLAG, &a->lines, NULL, NULL},
+      {"--show", NULL, NULL, "one token per line: id, tab, its text", NULL, OBC_OPTION_FLAG,
+       &a->show, NULL, NULL},
+      {"--decode", NULL, "IDS", "print the text of these comma-separated ids", NULL,
+       OBC_OPTION_TEXT, &a->decode, NULL, NULL},
+  };
+  const ObcOptionList list = OBC_OPTION_LIST(options);
+  ObcArguments args;
+  int rc = obc_options_parse("tokenize", &list, 1, argc, argv, &args);
+  if (rc) return rc;
+  if (args.help) {
+    fputs(usage, stdout);
+    fputs("\noptions:\n", stdout);
+    obc_options_print_help(stdout, &list, 1);
+    *help = true;
+    return 0;
   }
+  if (args.n_positional > 1)
+    return obc_fail(OBC_EINVAL, "more than one TEXT argument ('%s'; quote the text)",
+                    args.positional[1]);
+  if (args.n_positional) a->text = args.positional[0];
   int sources = (a->text != NULL) + (a->file != NULL) + (a->decode != NULL);
   if (sources != 1)
     return obc_fail(OBC_EINVAL, "give exactly one of TEXT, --file FILE or --decode IDS (see obcache tokenize --help)");
@@ -201,14 +210,10 @@ static int run(const Tokenizer *tok, const TokenizeArgs *a) {
 }
 
 int cmd_tokenize(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(usage, stdout);
-      return 0;
-    }
   TokenizeArgs args = {0};
-  int rc = parse_args(argc, argv, &args);
-  if (rc < 0) return rc;
+  bool help = false;
+  int rc = parse_args(argc, argv, &args, &help);
+  if (rc < 0 || help) return rc;
   Tokenizer *tok = NULL;
   rc = open_tokenizer(args.model ? args.model : model_default_path(), &tok);
   if (rc < 0) return rc;
