@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS  ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all setup build demo test bench clean
+.PHONY: all setup build demo test bench format check-format clean
 
 all: build
 
@@ -24,6 +24,14 @@ test: build
 bench: build
 	@cmake --build $(BUILD) -j $(JOBS) --target benchmarks
 	@bench/run.sh $(BUILD)
+
+# Reformat every tracked C/H/CUDA file as .clang-format says; check-format
+# only lists the files that differ (not yet part of `make test`).
+format: setup
+	@scripts/check_format.sh --fix
+
+check-format: setup
+	@scripts/check_format.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential cmake pkg-config libhdf5-dev hdf5-tools libcjson-dev
-              check libopenblas-openmp-dev libpcre2-dev gnuplot-nox bible-kjv)
+              check libopenblas-openmp-dev libpcre2-dev gnuplot-nox bible-kjv
+              clang-format)
 PY_PACKAGES=(numpy h5py gguf tokenizers safetensors transformers)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
