@@ -19,7 +19,7 @@ static inline void tb_put(TestBuffer *b, const void *data, size_t n) {
     b->capacity = (b->size + n) * 2 + 256;
     b->bytes = realloc(b->bytes, b->capacity);
   }
-  memcpy(b->bytes + b->size, data, n);
+  if (n) memcpy(b->bytes + b->size, data, n); /* memcpy(_, NULL, 0) is undefined */
   b->size += n;
 }
 static inline void tb_u32(TestBuffer *b, uint32_t v) { tb_put(b, &v, 4); }
