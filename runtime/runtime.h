@@ -103,6 +103,19 @@ typedef struct {
   int (*on_layer)(void *user, const RuntimeLayerCapture *view);
 } RuntimeCapture;
 
+/* The requested rows that fall inside one chunk, positions [pos0, pos0 + n):
+ * indices [*first, *first + *count) of capture->row_positions. Inline so that
+ * both backends (C and CUDA) select a chunk's rows the same way. */
+static inline void runtime_capture_chunk_rows(const RuntimeCapture *capture, size_t pos0, size_t n,
+                                              size_t *first, size_t *count) {
+  size_t lo = 0;
+  while (lo < capture->n_rows && capture->row_positions[lo] < pos0) lo++;
+  size_t hi = lo;
+  while (hi < capture->n_rows && capture->row_positions[hi] < pos0 + n) hi++;
+  *first = lo;
+  *count = hi - lo;
+}
+
 /* Seconds spent, accumulated over forward calls since runtime_create or the
  * last runtime_profile_reset (wall clock, for benchmarks). */
 typedef struct {
