@@ -17,6 +17,7 @@
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_json.h"
+#include "oracle/exact_forms.h"
 #include "tokenizer/text_input.h"
 #include "runtime/runtime.h"
 
@@ -152,11 +153,12 @@ static int accumulate(void *user, const RuntimeLayerCapture *view) {
             S[p] += a;
             continue;
           }
-          double z = log(a) + lse, a2 = a * a, vo = run->vo[p * m + r];
-          double sv = a2 * v_sq[p], sk = a2 * z * z * (v_sq[p] - 2.0 * vo + o_sq);
+          double z = log(a) + lse, dd, vd;
+          obc_pair_norms_from_dots(v_sq[p], run->vo[p * m + r], o_sq, &dd, &vd);
+          double sv = obc_form_obc_v(a, v_sq[p]), sk = obc_form_obc_k(a, z, dd);
           S[p] += run->score == DYN_OBC_V   ? sv
                   : run->score == DYN_OBC_K ? sk
-                                            : sv + sk + 2.0 * a2 * z * (v_sq[p] - vo);
+                                            : sv + sk + obc_form_obc_vk_cross(a, z, vd);
         }
       }
     }
