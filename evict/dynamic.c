@@ -19,6 +19,7 @@
 #include "common/obc_json.h"
 #include "oracle/exact_forms.h"
 #include "tokenizer/text_input.h"
+#include "runtime/generate.h"
 #include "runtime/runtime.h"
 
 typedef enum { DYN_ATTN = 0, DYN_OBC_V, DYN_OBC_K, DYN_OBC_VK, DYN_STREAMING, DYN_FULL } DynScore;
@@ -194,14 +195,6 @@ static int evict_to_budget(DynRun *run, size_t length) {
   return OBC_OK;
 }
 
-/* log-softmax at target of logits (vocab). */
-static double token_nll(const float *logits, size_t vocab, int32_t target) {
-  double max = -HUGE_VAL, sum = 0.0;
-  for (size_t i = 0; i < vocab; i++) max = logits[i] > max ? logits[i] : max;
-  for (size_t i = 0; i < vocab; i++) sum += exp(logits[i] - max);
-  return max + log(sum) - logits[target];
-}
-
 /* One teacher-forced pass; nll (n - 1): nll[t] = -log p(tokens[t+1] | ..t).
  * scores_out (n_layers, n_kv_heads, n), may be NULL: the running scores at
  * the end. */
@@ -242,7 +235,8 @@ static int run_policy(const Model *model, const EvictDynamicConfig *cfg, DynScor
                          scored ? &capture : NULL);
     if (rc) break;
     for (size_t t = 0; t < block; t++)
-      if (pos + t + 1 < n) nll[pos + t] = token_nll(logits + t * vocab, vocab, tokens[pos + t + 1]);
+      if (pos + t + 1 < n)
+        nll[pos + t] = generate_token_nll(logits + t * vocab, vocab, tokens[pos + t + 1]);
     if (run.alive)
       for (size_t head = 0; head < L * G; head++) memset(run.alive + head * n + pos, 1, block);
     pos += block;
