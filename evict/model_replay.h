@@ -1,6 +1,6 @@
 /* Model replay (SPEC.md section 6): the trace's prompt K/V loaded as the
  * model's cache (no prefill recomputation), the evicted rows dropped per
- * (layer, KV head) through runtime_evict, then T decode steps from the first
+ * (layer, KV head) through runtime_set_kept, then T decode steps from the first
  * generated token g0 at position s:
  *
  * - free-running: greedy, each step fed the previous step's argmax; the

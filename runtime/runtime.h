@@ -32,7 +32,7 @@ typedef struct {
  * Positions [0, length) hold valid rows.
  *
  * Replay (issue 6) writes rows into k/v directly and then sets the length
- * with runtime_set_position(). Eviction (runtime_evict) marks cached rows of
+ * with runtime_set_position(). Eviction (runtime_evict, runtime_set_kept) marks cached rows of
  * one (layer, KV head) as dropped: attention then runs over the kept
  * positions only, plus every position appended afterwards (always kept);
  * RoPE positions are unchanged (both backends honour it, see runtime_evict). */
@@ -167,6 +167,11 @@ int runtime_set_position(Runtime *runtime, size_t position);
  * by later forward calls are kept. Both backends honour the marks (the CUDA
  * one uploads them to the device at each forward call). */
 int runtime_evict(Runtime *runtime, size_t layer, size_t kv_head, size_t position);
+/* Sets the marks of positions [0, n) of (layer, kv_head) from a keep mask:
+ * keep[p] != 0 keeps position p, 0 drops it as runtime_evict does; later
+ * positions keep their marks. n must be <= runtime_position(). */
+int runtime_set_kept(Runtime *runtime, size_t layer, size_t kv_head,
+                     const unsigned char *keep /* (n) */, size_t n);
 /* Keeps every cached position again (runtime_reset does this too). */
 void runtime_clear_evictions(Runtime *runtime);
 

@@ -504,7 +504,7 @@ static int capture_deliver(CudaState *s, const ChunkRows *rows, const CaptureSlo
 
 /* Rows written into the host cache (replay) beyond the device's copy are
  * uploaded before they are attended to. */
-/* The eviction marks of runtime_evict, uploaded whole for each forward call
+/* The eviction marks (runtime_evict, runtime_set_kept), uploaded whole for each forward call
  * (1 byte per cached row: 8 MiB for an 8B model at 32K) once the host has any. */
 static int sync_eviction_marks(CudaState *s) {
   const KVCache *cache = s->cache;
