@@ -104,6 +104,13 @@ int obc_text_open(ObcPendingFile *file, const char *final_path, FILE **out) {
   return OBC_OK;
 }
 
+int obc_text_open_in(ObcPendingFile *file, const char *dir, const char *name, FILE **out) {
+  char path[sizeof file->final_path];
+  if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
+    return obc_fail(OBC_EINVAL, "%s: output path too long", dir);
+  return obc_text_open(file, path, out);
+}
+
 int obc_text_close(ObcPendingFile *file, FILE *fp, int ok) {
   int write_error = ferror(fp);
   int close_error = fclose(fp) != 0;

@@ -26,6 +26,9 @@ void obc_pending_abort(ObcPendingFile *file);
 /* Opens a text file for writing under a pending name. On success *out is a
  * FILE* on file->temp_path; finish with obc_text_close(file, fp, ok). */
 int obc_text_open(ObcPendingFile *file, const char *final_path, FILE **out);
+/* The same for the file DIR/NAME: the one way every command opens an output
+ * in its output folder. Fails (naming dir) when the path would not fit. */
+int obc_text_open_in(ObcPendingFile *file, const char *dir, const char *name, FILE **out);
 /* Closes fp; if ok and every write succeeded, renames into place; otherwise
  * removes the temporary file. Returns 0 or an error (e.g. disk full). */
 int obc_text_close(ObcPendingFile *file, FILE *fp, int ok);

@@ -269,11 +269,9 @@ static int write_outputs(const char *dir, const EvictDynamicConfig *cfg, const M
                          const DynResult *results, size_t n_results, const char *command_line) {
   int rc = obc_make_dirs(dir);
   if (rc) return rc;
-  char path[4096];
-  snprintf(path, sizeof path, "%s/dynamic.csv", dir);
   ObcPendingFile file;
   FILE *fp = NULL;
-  if ((rc = obc_text_open(&file, path, &fp))) return rc;
+  if ((rc = obc_text_open_in(&file, dir, "dynamic.csv", &fp))) return rc;
   size_t m = cfg->n_tokens - 1, w = cfg->ppl_window;
   fprintf(fp, "score,budget,position,ppl_window,ppl_cumulative\n");
   for (size_t i = 0; i < n_results; i++)
@@ -300,8 +298,7 @@ static int write_outputs(const char *dir, const EvictDynamicConfig *cfg, const M
     cJSON_AddNumberToObject(r, "ppl", window_ppl(results[i].nll, 0, m));
     cJSON_AddItemToArray(runs, r);
   }
-  snprintf(path, sizeof path, "%s/dynamic.json", dir);
-  return obc_json_write(path, root);
+  return obc_json_write(dir, "dynamic.json", root);
 }
 
 static void print_table(const EvictDynamicConfig *cfg, const DynResult *results, size_t n_results) {
