@@ -1,6 +1,6 @@
 /* Exact window errors, the true eviction error (oracle@1, oracle@T) and set
  * eviction for one (layer, KV head), from the per-pair closed forms of
- * oracle/exact_forms.h (SPEC.md section 3).
+ * oracle/exact_forms.h (docs/SCIENCE.md, "Exact errors over the window").
  *
  * This is the plain path: one quantity at a time, GEMMs blocked over prompt
  * positions and rows, OpenMP over position blocks (each output element is
