@@ -1,6 +1,7 @@
 /* The forward pass of a Llama-family model (model/model.h) with its KV cache,
  * a seam where capture can read each layer's attention, and a small backend
- * interface so that a second implementation (CUDA) can slot in beside the CPU.
+ * interface with two implementations: the CPU (runtime/backend_cpu.c) and
+ * CUDA (runtime/cuda/, "cuda" and "cuda-bf16", built when CMake finds nvcc).
  *
  * A Runtime owns one sequence: runtime_forward() runs tokens at the next
  * positions (prefill of a prompt, or one decode token), appends their post-RoPE
@@ -21,7 +22,7 @@ typedef struct Runtime Runtime;
 typedef struct {
   size_t max_context;  /* cache capacity in positions; 0 = min(model context, 4096) */
   size_t max_batch;    /* tokens per chunk of a forward call; 0 = 512 */
-  const char *backend; /* "cpu" (NULL = "cpu"); "cuda" once that backend exists */
+  const char *backend; /* "cpu" (NULL = "cpu"), "cuda" or "cuda-bf16" (runtime/cuda/) */
   size_t threads;      /* OpenMP threads; 0 = leave the default */
 } RuntimeOptions;
 
@@ -31,11 +32,12 @@ typedef struct {
  * permutation, so their dot products, and all attention, are the same).
  * Positions [0, length) hold valid rows.
  *
- * Replay (issue 6) writes rows into k/v directly and then sets the length
- * with runtime_set_position(). Eviction (runtime_evict, runtime_set_kept) marks cached rows of
- * one (layer, KV head) as dropped: attention then runs over the kept
- * positions only, plus every position appended afterwards (always kept);
- * RoPE positions are unchanged (both backends honour it, see runtime_evict). */
+ * Model replay (evict/model_replay.c) writes a trace's rows into k/v directly
+ * and then sets the length with runtime_set_position(). Eviction
+ * (runtime_evict, runtime_set_kept) marks cached rows of one (layer, KV head)
+ * as dropped: attention then runs over the kept positions only, plus every
+ * position appended afterwards (always kept); RoPE positions are unchanged
+ * (both backends honour it, see runtime_evict). */
 typedef struct {
   size_t n_layers;
   size_t n_kv_heads;
@@ -129,9 +131,10 @@ typedef struct {
 /* A backend: the ops one implementation provides. forward() runs one chunk
  * (n <= max_batch tokens at positions [cache->length, + n)) through every
  * layer, appends K/V to the cache, advances cache->length and writes logits.
- * A device backend keeps its own copy of the cache and mirrors the host
- * KVCache when asked (an op it will add: upload after replay writes rows,
- * download for capture), which the CPU backend does not need. */
+ * The CUDA backend keeps its own copy of the cache and mirrors the host
+ * KVCache inside forward(): rows written on the host (replay) beyond its copy
+ * are uploaded first, and with a capture each chunk's new K/V rows are
+ * downloaded into the host cache; the CPU backend works on the host cache. */
 typedef struct {
   const char *name;
   int (*create)(const Model *model, const RuntimeOptions *options, KVCache *cache, void **state);
