@@ -1,5 +1,5 @@
-/* Structural bias (SPEC.md section 5): where along the prompt a score's
- * selection falls. The prompt is cut into B equal buckets of relative
+/* Structural bias (docs/SCIENCE.md, "Structural bias"): where along the prompt
+ * a score's selection falls. The prompt is cut into B equal buckets of relative
  * position p/s; for a selection we count the share of its positions in each
  * bucket, and for a score the mean normalised score score_p / mean(score) of
  * each bucket's positions. Early buckets piling up weight is the bias a long

@@ -26,11 +26,8 @@ typedef struct {
 
 /* Opens DIR/name under its temporary name. */
 static int output_open(OutputSet *set, const char *name, FILE **fp) {
-  char path[4096];
-  if ((size_t)snprintf(path, sizeof path, "%s/%s", set->dir, name) >= sizeof path)
-    return obc_fail(OBC_EINVAL, "%s: output path too long", set->dir);
   ObcPendingFile *file = &set->files[set->count];
-  int rc = obc_text_open(file, path, fp);
+  int rc = obc_text_open_in(file, set->dir, name, fp);
   if (rc) return rc;
   set->names[set->count++] = name;
   return OBC_OK;

@@ -12,6 +12,7 @@
 #include "common/obc_options.h"
 #include "tokenizer/text_input.h"
 #include "model/model.h"
+#include "runtime/generate.h"
 #include "runtime/runtime.h"
 
 static const char *usage =
@@ -75,15 +76,6 @@ static int parse_args(int argc, char **argv, PerplexityArgs *a, bool *help) {
   return 0;
 }
 
-/* -log softmax(logits)[target], computed stably in double. */
-static double negative_log_likelihood(const float *logits, size_t vocab, int32_t target) {
-  float max = logits[0];
-  for (size_t i = 1; i < vocab; i++) max = logits[i] > max ? logits[i] : max;
-  double sum = 0.0;
-  for (size_t i = 0; i < vocab; i++) sum += exp((double)logits[i] - max);
-  return log(sum) + max - logits[target];
-}
-
 /* Runs tokens [begin, end) from an empty cache and adds the NLL of every
  * token in [first_scored, end) (predicted from the position before it). */
 static int score_window(Runtime *rt, const int32_t *ids, size_t begin, size_t end,
@@ -97,7 +89,7 @@ static int score_window(Runtime *rt, const int32_t *ids, size_t begin, size_t en
     for (size_t t = 0; t < n; t++) {
       size_t target = at + t + 1; /* logits of position at+t predict token at+t+1 */
       if (target < first_scored || target >= end) continue;
-      *nll += negative_log_likelihood(logits + t * vocab, vocab, ids[target]);
+      *nll += generate_token_nll(logits + t * vocab, vocab, ids[target]);
       (*scored)++;
     }
   }

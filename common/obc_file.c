@@ -2,9 +2,11 @@
 #include "common/obc_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -102,6 +104,13 @@ int obc_text_open(ObcPendingFile *file, const char *final_path, FILE **out) {
   return OBC_OK;
 }
 
+int obc_text_open_in(ObcPendingFile *file, const char *dir, const char *name, FILE **out) {
+  char path[sizeof file->final_path];
+  if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
+    return obc_fail(OBC_EINVAL, "%s: output path too long", dir);
+  return obc_text_open(file, path, out);
+}
+
 int obc_text_close(ObcPendingFile *file, FILE *fp, int ok) {
   int write_error = ferror(fp);
   int close_error = fclose(fp) != 0;
@@ -135,4 +144,36 @@ int obc_make_dirs(const char *path) {
   if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
     return obc_fail(OBC_EIO, "%s: exists and is not a folder", path);
   return OBC_OK;
+}
+
+int obc_file_map(const char *path, const void **map, size_t *size) {
+  *map = NULL;
+  *size = 0;
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) {
+    int err = errno;
+    return obc_fail(err == ENOENT ? OBC_ENOTFOUND : OBC_EIO, "%s: cannot open (%s)", path, strerror(err));
+  }
+  struct stat st;
+  if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return obc_fail(OBC_EIO, "%s: not a regular file", path);
+  }
+  size_t bytes = (size_t)st.st_size;
+  if (bytes > 0) {
+    void *mapped = mmap(NULL, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (mapped == MAP_FAILED) {
+      int err = errno;
+      close(fd);
+      return obc_fail(OBC_EIO, "%s: cannot memory-map (%s)", path, strerror(err));
+    }
+    *map = mapped;
+  }
+  close(fd);
+  *size = bytes;
+  return OBC_OK;
+}
+
+void obc_file_unmap(const void *map, size_t size) {
+  if (map) munmap((void *)map, size);
 }

@@ -6,6 +6,7 @@
 #ifndef OBC_FILE_H
 #define OBC_FILE_H
 
+#include <stddef.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -25,9 +26,19 @@ void obc_pending_abort(ObcPendingFile *file);
 /* Opens a text file for writing under a pending name. On success *out is a
  * FILE* on file->temp_path; finish with obc_text_close(file, fp, ok). */
 int obc_text_open(ObcPendingFile *file, const char *final_path, FILE **out);
+/* The same for the file DIR/NAME: the one way every command opens an output
+ * in its output folder. Fails (naming dir) when the path would not fit. */
+int obc_text_open_in(ObcPendingFile *file, const char *dir, const char *name, FILE **out);
 /* Closes fp; if ok and every write succeeded, renames into place; otherwise
  * removes the temporary file. Returns 0 or an error (e.g. disk full). */
 int obc_text_close(ObcPendingFile *file, FILE *fp, int ok);
+
+/* Maps the whole regular file at path read-only. On success *map points to
+ * its *size bytes (NULL when the file is empty); release with obc_file_unmap.
+ * Fails with a one-line message naming the file (missing: OBC_ENOTFOUND). */
+int obc_file_map(const char *path, const void **map, size_t *size);
+/* Unmaps what obc_file_map returned (a NULL map is a no-op). */
+void obc_file_unmap(const void *map, size_t size);
 
 /* Creates a folder and its parents (like mkdir -p). */
 int obc_make_dirs(const char *path);

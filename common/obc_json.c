@@ -7,13 +7,13 @@
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 
-int obc_json_write(const char *path, cJSON *root) {
+int obc_json_write(const char *dir, const char *name, cJSON *root) {
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
   if (!text) return OBC_ENOMEM;
   ObcPendingFile file;
   FILE *fp = NULL;
-  int rc = obc_text_open(&file, path, &fp);
+  int rc = obc_text_open_in(&file, dir, name, &fp);
   if (!rc) {
     fprintf(fp, "%s\n", text);
     rc = obc_text_close(&file, fp, 1);

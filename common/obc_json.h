@@ -6,8 +6,8 @@
 
 #include <cjson/cJSON.h>
 
-/* Prints root to path and frees root (also on failure). Returns 0,
- * OBC_ENOMEM when cJSON cannot print it, or an obc_text_open/close error. */
-int obc_json_write(const char *path, cJSON *root);
+/* Prints root to DIR/NAME and frees root (also on failure). Returns 0,
+ * OBC_ENOMEM when cJSON cannot print it, or an obc_text_open_in/close error. */
+int obc_json_write(const char *dir, const char *name, cJSON *root);
 
 #endif

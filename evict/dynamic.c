@@ -17,7 +17,9 @@
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_json.h"
+#include "oracle/exact_forms.h"
 #include "tokenizer/text_input.h"
+#include "runtime/generate.h"
 #include "runtime/runtime.h"
 
 typedef enum { DYN_ATTN = 0, DYN_OBC_V, DYN_OBC_K, DYN_OBC_VK, DYN_STREAMING, DYN_FULL } DynScore;
@@ -152,11 +154,12 @@ static int accumulate(void *user, const RuntimeLayerCapture *view) {
             S[p] += a;
             continue;
           }
-          double z = log(a) + lse, a2 = a * a, vo = run->vo[p * m + r];
-          double sv = a2 * v_sq[p], sk = a2 * z * z * (v_sq[p] - 2.0 * vo + o_sq);
+          double z = log(a) + lse, dd, vd;
+          obc_pair_norms_from_dots(v_sq[p], run->vo[p * m + r], o_sq, &dd, &vd);
+          double sv = obc_form_obc_v(a, v_sq[p]), sk = obc_form_obc_k(a, z, dd);
           S[p] += run->score == DYN_OBC_V   ? sv
                   : run->score == DYN_OBC_K ? sk
-                                            : sv + sk + 2.0 * a2 * z * (v_sq[p] - vo);
+                                            : sv + sk + obc_form_obc_vk_cross(a, z, vd);
         }
       }
     }
@@ -190,14 +193,6 @@ static int evict_to_budget(DynRun *run, size_t length) {
     }
   }
   return OBC_OK;
-}
-
-/* log-softmax at target of logits (vocab). */
-static double token_nll(const float *logits, size_t vocab, int32_t target) {
-  double max = -HUGE_VAL, sum = 0.0;
-  for (size_t i = 0; i < vocab; i++) max = logits[i] > max ? logits[i] : max;
-  for (size_t i = 0; i < vocab; i++) sum += exp(logits[i] - max);
-  return max + log(sum) - logits[target];
 }
 
 /* One teacher-forced pass; nll (n - 1): nll[t] = -log p(tokens[t+1] | ..t).
@@ -240,7 +235,8 @@ static int run_policy(const Model *model, const EvictDynamicConfig *cfg, DynScor
                          scored ? &capture : NULL);
     if (rc) break;
     for (size_t t = 0; t < block; t++)
-      if (pos + t + 1 < n) nll[pos + t] = token_nll(logits + t * vocab, vocab, tokens[pos + t + 1]);
+      if (pos + t + 1 < n)
+        nll[pos + t] = generate_token_nll(logits + t * vocab, vocab, tokens[pos + t + 1]);
     if (run.alive)
       for (size_t head = 0; head < L * G; head++) memset(run.alive + head * n + pos, 1, block);
     pos += block;
@@ -273,11 +269,9 @@ static int write_outputs(const char *dir, const EvictDynamicConfig *cfg, const M
                          const DynResult *results, size_t n_results, const char *command_line) {
   int rc = obc_make_dirs(dir);
   if (rc) return rc;
-  char path[4096];
-  snprintf(path, sizeof path, "%s/dynamic.csv", dir);
   ObcPendingFile file;
   FILE *fp = NULL;
-  if ((rc = obc_text_open(&file, path, &fp))) return rc;
+  if ((rc = obc_text_open_in(&file, dir, "dynamic.csv", &fp))) return rc;
   size_t m = cfg->n_tokens - 1, w = cfg->ppl_window;
   fprintf(fp, "score,budget,position,ppl_window,ppl_cumulative\n");
   for (size_t i = 0; i < n_results; i++)
@@ -304,8 +298,7 @@ static int write_outputs(const char *dir, const EvictDynamicConfig *cfg, const M
     cJSON_AddNumberToObject(r, "ppl", window_ppl(results[i].nll, 0, m));
     cJSON_AddItemToArray(runs, r);
   }
-  snprintf(path, sizeof path, "%s/dynamic.json", dir);
-  return obc_json_write(path, root);
+  return obc_json_write(dir, "dynamic.json", root);
 }
 
 static void print_table(const EvictDynamicConfig *cfg, const DynResult *results, size_t n_results) {

@@ -1,8 +1,9 @@
-/* Dynamic (decoding-time) eviction, the paper's PG19 experiment (SPEC.md
- * section 6): teacher-forced decoding over a long text with a fixed cache
- * budget per (layer, KV head). Every new query row adds its contribution to
- * the running score of every cached token of its KV head (summed over the
- * group's query heads, SPEC.md section 2 with the row's own A, z and o):
+/* Dynamic (decoding-time) eviction, the paper's PG19 experiment
+ * (docs/SCIENCE.md, "Eviction and replay"): teacher-forced decoding over a long
+ * text with a fixed cache budget per (layer, KV head). Every new query row adds
+ * its contribution to the running score of every cached token of its KV head
+ * (summed over the group's query heads; docs/SCIENCE.md, "Approximate scores",
+ * with the row's own A, z and o):
  *   attn (H2O)  A_ip
  *   obc_v       A_ip^2 ||v_p||^2
  *   obc_k       (A_ip z_ip)^2 ||v_p - o_i||^2

@@ -271,11 +271,8 @@ static int apply_marks(EvictReplayer *r, const EvictKeepSet *keep) {
   for (size_t l = 0; l < keep->n_layers; l++)
     for (size_t g = 0; g < keep->n_kv_heads; g++) {
       const unsigned char *k = keep->keep + (l * keep->n_kv_heads + g) * keep->n_prompt;
-      for (size_t p = 0; p < keep->n_prompt; p++) {
-        if (k[p]) continue;
-        int rc = runtime_evict(r->runtime, l, g, p);
-        if (rc) return rc;
-      }
+      int rc = runtime_set_kept(r->runtime, l, g, k, keep->n_prompt);
+      if (rc) return rc;
     }
   return OBC_OK;
 }

@@ -1,7 +1,7 @@
-/* Model replay (SPEC.md section 6): the trace's prompt K/V loaded as the
- * model's cache (no prefill recomputation), the evicted rows dropped per
- * (layer, KV head) through runtime_evict, then T decode steps from the first
- * generated token g0 at position s:
+/* Model replay (docs/SCIENCE.md, "Eviction and replay"): the trace's prompt K/V
+ * loaded as the model's cache (no prefill recomputation), the evicted rows
+ * dropped per (layer, KV head) through runtime_set_kept, then T decode steps
+ * from the first generated token g0 at position s:
  *
  * - free-running: greedy, each step fed the previous step's argmax; the
  *   answer is checked for the needle's value (RULER string match, ignoring

@@ -106,11 +106,9 @@ void evict_offline_summarise(const EvictOfflineResult *r, EvictOfflineSummary *s
 }
 
 static int write_heads_csv(const char *dir, const EvictOfflineResult *r) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/offline_heads.csv", dir);
   ObcPendingFile file;
   FILE *fp = NULL;
-  int rc = obc_text_open(&file, path, &fp);
+  int rc = obc_text_open_in(&file, dir, "offline_heads.csv", &fp);
   if (rc) return rc;
   size_t T = r->n_steps, group = r->n_heads / r->n_kv_heads;
   fprintf(fp, "layer,head,kv_head,rel_error,rel_error_step1,mass_lost,needle_kept\n");
@@ -127,11 +125,9 @@ static int write_heads_csv(const char *dir, const EvictOfflineResult *r) {
 }
 
 static int write_layers_csv(const char *dir, const EvictOfflineResult *r) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/offline_layers.csv", dir);
   ObcPendingFile file;
   FILE *fp = NULL;
-  int rc = obc_text_open(&file, path, &fp);
+  int rc = obc_text_open_in(&file, dir, "offline_layers.csv", &fp);
   if (rc) return rc;
   size_t T = r->n_steps, H = r->n_heads, G = r->n_kv_heads;
   fprintf(fp, "layer,rel_error,rel_error_step1,mass_lost,needle_kept\n");
@@ -151,11 +147,9 @@ static int write_layers_csv(const char *dir, const EvictOfflineResult *r) {
 }
 
 static int write_steps_csv(const char *dir, const EvictOfflineResult *r) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/offline_steps.csv", dir);
   ObcPendingFile file;
   FILE *fp = NULL;
-  int rc = obc_text_open(&file, path, &fp);
+  int rc = obc_text_open_in(&file, dir, "offline_steps.csv", &fp);
   if (rc) return rc;
   size_t T = r->n_steps, n = r->n_layers * r->n_heads;
   fprintf(fp, "step,rel_error,mass_lost\n");
@@ -205,7 +199,5 @@ int evict_offline_write(const char *dir, const char *trace_path, const EvictKeep
   cJSON_AddItemToObject(m, "rel_error_step1", json_number(s.rel_error_step1));
   cJSON_AddItemToObject(m, "mass_lost", json_number(s.mass_lost));
   cJSON_AddItemToObject(m, "needle_kept", json_number(s.needle_kept));
-  char path[4096];
-  snprintf(path, sizeof path, "%s/offline.json", dir);
-  return obc_json_write(path, root);
+  return obc_json_write(dir, "offline.json", root);
 }

@@ -1,10 +1,11 @@
-/* Offline replay (SPEC.md section 6): what a kept set does to the captured
- * decode steps, from the trace alone. For every captured decode row and query
- * head, the attention output over the kept prompt positions plus every
- * generated token's key is the exact set-eviction output of SPEC.md section 3
- * (oracle_set_eviction_output), compared with the captured full-cache output:
- * relative output error ||o' - o|| / ||o||, attention mass lost, and the
- * share of the needle span kept. */
+/* Offline replay (docs/SCIENCE.md, "Eviction and replay"): what a kept set does
+ * to the captured decode steps, from the trace alone. For every captured decode
+ * row and query head, the attention output over the kept prompt positions plus
+ * every generated token's key is the exact set-eviction output
+ * (docs/SCIENCE.md, "Eviction and replay"; oracle_set_eviction_output),
+ * compared with the captured full-cache output: relative output error
+ * ||o' - o|| / ||o||, attention mass lost, and the share of the needle span
+ * kept. */
 #ifndef OBC_EVICT_OFFLINE_H
 #define OBC_EVICT_OFFLINE_H
 

@@ -1,10 +1,10 @@
-/* Eviction policies (SPEC.md section 6): which prompt positions each
- * (layer, KV head) keeps after prefill. A policy is a score (any analyser
- * score, the oracle over a range of decode steps as a reference (not a
+/* Eviction policies (docs/SCIENCE.md, "Eviction and replay"): which prompt
+ * positions each (layer, KV head) keeps after prefill. A policy is a score (any
+ * analyser score, the oracle over a range of decode steps as a reference (not a
  * bound: docs/SCIENCE.md), the decode queries' attention decode_attn, seeded
- * random, or streaming = sinks
- * + most recent) x a budget (tokens or a fraction of the candidates) x a
- * recent window x sink tokens x an allocation across KV heads x a mode:
+ * random, or streaming = sinks + most recent) x a budget (tokens or a fraction
+ * of the candidates) x a recent window x sink tokens x an allocation across KV
+ * heads x a mode:
  *
  * - query-aware: scores from the window of prompt rows ending at the end of
  *   the prompt (the question included); every prompt position is a candidate.

@@ -16,11 +16,9 @@ int evict_replay_write(const char *dir, const char *trace_path, const char *mode
                        const EvictModelReplay *r, const char *command_line) {
   int rc = obc_make_dirs(dir);
   if (rc) return rc;
-  char path[4096];
-  snprintf(path, sizeof path, "%s/replay_steps.csv", dir);
   ObcPendingFile file;
   FILE *fp = NULL;
-  if ((rc = obc_text_open(&file, path, &fp))) return rc;
+  if ((rc = obc_text_open_in(&file, dir, "replay_steps.csv", &fp))) return rc;
   fprintf(fp, "step,token_full,token_replay,kl_forced\n");
   for (size_t t = 0; t < r->n_steps; t++)
     fprintf(fp, "%zu,%d,%d,%.9g\n", t + 1, (int)evict_replayer_full_token(replayer, t + 1),
@@ -52,6 +50,5 @@ int evict_replay_write(const char *dir, const char *trace_path, const char *mode
   for (size_t t = 0; t < r->n_steps; t++)
     cJSON_AddItemToArray(steps, cJSON_CreateNumber(r->kl_forced[t]));
   cJSON_AddNumberToObject(root, "logits_rel_diff_forced", r->logits_rel_diff);
-  snprintf(path, sizeof path, "%s/replay.json", dir);
-  return obc_json_write(path, root);
+  return obc_json_write(dir, "replay.json", root);
 }

@@ -9,17 +9,13 @@
 #include "formats/gguf.h"
 
 #include <assert.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "common/obc_error.h"
+#include "common/obc_file.h"
 #include "formats/gguf_internal.h"
 
 enum { GGUF_MAX_ARRAY_DEPTH = 4, GGUF_DEFAULT_ALIGNMENT = 32 };
@@ -325,31 +321,14 @@ int gguf_open(const char *path, GgufFile **out) {
   GgufFile *file = obc_calloc(1, sizeof *file, "a GGUF file handle");
   if (!file) return OBC_ENOMEM;
   snprintf(file->path, sizeof file->path, "%s", path);
-  int fd = open(path, O_RDONLY);
-  if (fd < 0) {
-    int err = errno;
+  const void *map;
+  int rc = obc_file_map(path, &map, &file->size);
+  if (rc) {
     free(file);
-    return obc_fail(err == ENOENT ? OBC_ENOTFOUND : OBC_EIO, "%s: cannot open (%s)", path, strerror(err));
+    return rc;
   }
-  struct stat st;
-  if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-    close(fd);
-    free(file);
-    return obc_fail(OBC_EIO, "%s: not a regular file", path);
-  }
-  file->size = (size_t)st.st_size;
-  if (file->size > 0) {
-    void *map = mmap(NULL, file->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map == MAP_FAILED) {
-      int err = errno;
-      close(fd);
-      free(file);
-      return obc_fail(OBC_EIO, "%s: cannot memory-map (%s)", path, strerror(err));
-    }
-    file->map = map;
-  }
-  close(fd);
-  int rc = parse(file);
+  file->map = map;
+  rc = parse(file);
   if (rc) {
     gguf_close(file);
     return rc;
@@ -366,7 +345,7 @@ void gguf_close(GgufFile *file) {
   }
   free(file->kvs);
   free(file->tensors);
-  if (file->map) munmap((void *)file->map, file->size);
+  obc_file_unmap(file->map, file->size);
   free(file);
 }
 

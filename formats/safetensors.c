@@ -6,19 +6,16 @@
 #include "formats/safetensors.h"
 
 #include <assert.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "common/obc_error.h"
+#include "common/obc_file.h"
 #include "formats/float16.h"
 #include "formats/json_file.h"
 
@@ -59,37 +56,20 @@ static int map_shard(const char *path, Shard **out) {
   Shard *shard = obc_calloc(1, sizeof *shard, "a safetensors shard");
   if (!shard) return OBC_ENOMEM;
   snprintf(shard->path, sizeof shard->path, "%s", path);
-  int fd = open(path, O_RDONLY);
-  if (fd < 0) {
-    int err = errno;
+  const void *map;
+  int rc = obc_file_map(path, &map, &shard->size);
+  if (rc) {
     free(shard);
-    return obc_fail(err == ENOENT ? OBC_ENOTFOUND : OBC_EIO, "%s: cannot open (%s)", path, strerror(err));
+    return rc;
   }
-  struct stat st;
-  if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-    close(fd);
-    free(shard);
-    return obc_fail(OBC_EIO, "%s: not a regular file", path);
-  }
-  shard->size = (size_t)st.st_size;
-  if (shard->size > 0) {
-    void *map = mmap(NULL, shard->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map == MAP_FAILED) {
-      int err = errno;
-      close(fd);
-      free(shard);
-      return obc_fail(OBC_EIO, "%s: cannot memory-map (%s)", path, strerror(err));
-    }
-    shard->map = map;
-  }
-  close(fd);
+  shard->map = map;
   *out = shard;
   return 0;
 }
 
 static void unmap_shard(Shard *shard) {
   if (!shard) return;
-  if (shard->map) munmap((void *)shard->map, shard->size);
+  obc_file_unmap(shard->map, shard->size);
   free(shard);
 }
 

@@ -1,6 +1,7 @@
-/* Per-pair closed forms of SPEC.md sections 2-3: the contribution of one
- * (query row i, token p) pair of one query head to each Taylor score and each
- * exact error, in O(1) once a few dot products are known.
+/* Per-pair closed forms (docs/SCIENCE.md, "Approximate scores" and "Exact
+ * errors over the window"): the contribution of one (query row i, token p) pair
+ * of one query head to each Taylor score and each exact error, in O(1) once a
+ * few dot products are known.
  *
  * Inputs of a pair: a = A_ip = exp(z - lse_i) (never exp(z)/sum), z = z_ip,
  * e = exp(-lse_i) (the weight a zeroed logit would get), one_minus_a = 1 - A_ip,
@@ -11,7 +12,7 @@
  * for A_ip <= 1/2 only: above it (at most one pair per row) 1 - A and v - o
  * fall below the rounding of the stored lse and O, and oracle/dominant.h
  * recomputes the pair from q, K, V (docs/SCIENCE.md). Shared by oracle/ and
- * the fused window sweep of analyze/. */
+ * the fused window sweep of scores/. */
 #ifndef OBC_EXACT_FORMS_H
 #define OBC_EXACT_FORMS_H
 

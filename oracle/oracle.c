@@ -1,6 +1,6 @@
 /* Exact window errors, the true eviction error (oracle@1, oracle@T) and set
  * eviction for one (layer, KV head), from the per-pair closed forms of
- * oracle/exact_forms.h (SPEC.md section 3).
+ * oracle/exact_forms.h (docs/SCIENCE.md, "Exact errors over the window").
  *
  * This is the plain path: one quantity at a time, GEMMs blocked over prompt
  * positions and rows, OpenMP over position blocks (each output element is
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
+#include "common/obc_search.h"
 #include "oracle/dominant.h"
 #include "oracle/exact_forms.h"
 #include "oracle/oracle_gemm.h"
@@ -25,15 +26,7 @@ enum { ORACLE_BLOCK = 512, ORACLE_ROW_CHUNK = 128 };
 
 /* Index of the captured row at `position`, or the first row after it. */
 static size_t oracle_lower_row(const ObcHeadData *head, int64_t position) {
-  size_t lo = 0, hi = head->n_rows;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (head->row_positions[mid] < position)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
+  return obc_lower_bound_i64(head->row_positions, head->n_rows, position);
 }
 
 static double oracle_pick(const ObcPairForms *f, ObcExactKind kind) {

@@ -1,10 +1,11 @@
-/* Exact errors and the true eviction error (SPEC.md section 3) for one
+/* Exact errors and the true eviction error (docs/SCIENCE.md, "Exact errors
+ * over the window" and "The oracle: the true eviction error") for one
  * (layer, KV head), summed over the query heads of its group.
  *
  * All quantities have O(W d) closed forms per token; tests/test_oracle.c
  * recomputes each by brute force (perturb, re-run attention, measure). The
  * per-element closed forms are the static inline functions of
- * oracle/exact_forms.h, shared with the fused window sweep of analyze/. */
+ * oracle/exact_forms.h, shared with the fused window sweep of scores/. */
 #ifndef OBC_ORACLE_H
 #define OBC_ORACLE_H
 
@@ -64,11 +65,11 @@ int oracle_decode_rows(const ObcHeadData *head, const char *what, size_t first_s
 int oracle_eviction_error(const ObcHeadData *head, size_t first_step, size_t n_steps,
                           ObcPrecision precision, double *out);
 
-/* Set eviction (SPEC.md section 3): for query row index r of query head j,
- * o' = (o - sum_{p in E} A_p v_p) / (1 - sum_{p in E} A_p), where `keep` marks
- * (n_positions) which keys stay. Writes o' (head_dim) and returns the evicted
- * attention mass through *mass_lost. When every causal key is evicted o' is 0
- * and the mass lost is 1. */
+/* Set eviction (docs/SCIENCE.md, "Eviction and replay"): for query row index r
+ * of query head j, o' = (o - sum_{p in E} A_p v_p) / (1 - sum_{p in E} A_p),
+ * where `keep` marks (n_positions) which keys stay. Writes o' (head_dim) and
+ * returns the evicted attention mass through *mass_lost. When every causal key
+ * is evicted o' is 0 and the mass lost is 1. */
 int oracle_set_eviction_output(const ObcHeadData *head, size_t j, size_t r,
                                const unsigned char *keep, double *o_new, double *mass_lost);
 

@@ -197,14 +197,6 @@ void plot_sweep_axis_text(const double *values, size_t n, char *out, size_t size
   }
 }
 
-/* Opens out_dir/name under a temporary name. */
-static int table_open(const char *out_dir, const char *name, ObcPendingFile *file, FILE **fp) {
-  char path[4096];
-  if ((size_t)snprintf(path, sizeof path, "%s/%s", out_dir, name) >= sizeof path)
-    return obc_fail(OBC_EINVAL, "%s: path too long", out_dir);
-  return obc_text_open(file, path, fp);
-}
-
 static void result_add(PlotResult *result, const char *path) {
   if (result->n_written < PLOT_MAX_WRITTEN)
     snprintf(result->written[result->n_written++], sizeof result->written[0], "%s", path);
@@ -213,7 +205,7 @@ static void result_add(PlotResult *result, const char *path) {
 int plot_sweep_write(const PlotSweep *sweep, const char *out_dir, PlotResult *result) {
   ObcPendingFile needle_file, recall_file;
   FILE *fp;
-  int rc = table_open(out_dir, "sweep_needle.csv", &needle_file, &fp);
+  int rc = obc_text_open_in(&needle_file, out_dir, "sweep_needle.csv", &fp);
   if (rc) return rc;
   fprintf(fp, "length,depth,needles,found,answer_ok\n");
   for (size_t li = 0; li < sweep->n_lengths; li++)
@@ -227,7 +219,7 @@ int plot_sweep_write(const PlotSweep *sweep, const char *out_dir, PlotResult *re
   if (rc) return rc;
   result_add(result, needle_file.final_path);
 
-  rc = table_open(out_dir, "sweep_recall.csv", &recall_file, &fp);
+  rc = obc_text_open_in(&recall_file, out_dir, "sweep_recall.csv", &fp);
   if (rc) return rc;
   fprintf(fp, "length,depth,score,k,needles,recall\n");
   for (size_t li = 0; li < sweep->n_lengths; li++)

@@ -158,7 +158,7 @@ static int run_layer(CpuState *s, size_t layer, size_t pos0, size_t n, CpuCaptur
   AttentionShape shape = {
       .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = hd,
       .kv_stride = s->cache->max_context, .pos0 = pos0, .n = n,
-      /* the kept-position marks of runtime_evict, or NULL */
+      /* the eviction marks (runtime_evict, runtime_set_kept), or NULL */
       .evicted = s->cache->evicted
                      ? s->cache->evicted + layer * c->n_kv_heads * s->cache->max_context
                      : NULL};

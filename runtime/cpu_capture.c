@@ -14,11 +14,8 @@ int cpu_capture_begin(CpuCaptureRows *rows, const RuntimeCapture *capture, size_
   rows->head_dim = head_dim;
   rows->pos0 = pos0;
   rows->n = n;
-  size_t first = 0;
-  while (first < capture->n_rows && capture->row_positions[first] < pos0) first++;
-  size_t last = first;
-  while (last < capture->n_rows && capture->row_positions[last] < pos0 + n) last++;
-  rows->n_rows = last - first;
+  size_t first;
+  runtime_capture_chunk_rows(capture, pos0, n, &first, &rows->n_rows);
   rows->positions = capture->row_positions + first;
   size_t per_head = n_heads * (rows->n_rows ? rows->n_rows : 1);
   rows->row_of = obc_malloc(n * sizeof(int32_t), "capture row map");

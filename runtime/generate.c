@@ -3,6 +3,7 @@
 #include "runtime/generate.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,14 @@ size_t generate_argmax(const float *logits, size_t count) {
   for (size_t i = 1; i < count; i++)
     if (logits[i] > logits[best]) best = i;
   return best;
+}
+
+double generate_token_nll(const float *logits, size_t vocab, int32_t target) {
+  float max = logits[0];
+  for (size_t i = 1; i < vocab; i++) max = logits[i] > max ? logits[i] : max;
+  double sum = 0.0;
+  for (size_t i = 0; i < vocab; i++) sum += exp((double)logits[i] - max);
+  return log(sum) + max - logits[target];
 }
 
 int generate_greedy(Runtime *rt, const int32_t *prompt, size_t n_prompt,

@@ -1,7 +1,7 @@
 /* Greedy generation on top of the runtime: prefill a prompt, then decode one
  * token at a time (argmax, lowest id on ties) until a stop token of the
- * tokenizer or the max-new limit, with timings for the tokens/s report; and
- * the text of a generated answer. */
+ * tokenizer or the max-new limit, with timings for the tokens/s report; the
+ * text of a generated answer; and the NLL of a token under its logits. */
 #ifndef OBC_GENERATE_H
 #define OBC_GENERATE_H
 
@@ -29,6 +29,10 @@ typedef struct {
 
 /* Index of the largest value (the first one on ties). */
 size_t generate_argmax(const float *logits /* (count) */, size_t count);
+
+/* -log softmax(logits)[target]: the negative log-likelihood of token target
+ * under logits (vocab), computed stably in double. */
+double generate_token_nll(const float *logits /* (vocab) */, size_t vocab, int32_t target);
 
 /* Runs prompt (n_prompt tokens) from the runtime's current position and
  * generates up to options->max_new tokens into out (max_new), *n_out of them. */

@@ -176,6 +176,26 @@ int runtime_evict(Runtime *rt, size_t layer, size_t kv_head, size_t position) {
   return 0;
 }
 
+int runtime_set_kept(Runtime *rt, size_t layer, size_t kv_head, const unsigned char *keep,
+                     size_t n) {
+  KVCache *cache = &rt->cache;
+  assert(layer < cache->n_layers && kv_head < cache->n_kv_heads);
+  if (n > cache->length)
+    return obc_fail(OBC_EINVAL, "runtime: cannot set marks of %zu positions (expected <= %zu cached)",
+                    n, cache->length);
+  size_t dropped = 0;
+  for (size_t p = 0; p < n; p++) dropped += !keep[p];
+  if (!cache->evicted && dropped == 0) return 0; /* no marks yet, none needed */
+  if (!cache->evicted) {
+    cache->evicted = obc_calloc(cache->n_layers * cache->n_kv_heads * cache->max_context, 1,
+                                "eviction marks");
+    if (!cache->evicted) return OBC_ENOMEM;
+  }
+  unsigned char *marks = cache->evicted + (layer * cache->n_kv_heads + kv_head) * cache->max_context;
+  for (size_t p = 0; p < n; p++) marks[p] = !keep[p];
+  return 0;
+}
+
 void runtime_clear_evictions(Runtime *rt) {
   KVCache *cache = &rt->cache;
   if (cache->evicted)

@@ -1,6 +1,7 @@
 /* The forward pass of a Llama-family model (model/model.h) with its KV cache,
  * a seam where capture can read each layer's attention, and a small backend
- * interface so that a second implementation (CUDA) can slot in beside the CPU.
+ * interface with two implementations: the CPU (runtime/backend_cpu.c) and
+ * CUDA (runtime/cuda/, "cuda" and "cuda-bf16", built when CMake finds nvcc).
  *
  * A Runtime owns one sequence: runtime_forward() runs tokens at the next
  * positions (prefill of a prompt, or one decode token), appends their post-RoPE
@@ -21,7 +22,7 @@ typedef struct Runtime Runtime;
 typedef struct {
   size_t max_context;  /* cache capacity in positions; 0 = min(model context, 4096) */
   size_t max_batch;    /* tokens per chunk of a forward call; 0 = 512 */
-  const char *backend; /* "cpu" (NULL = "cpu"); "cuda" once that backend exists */
+  const char *backend; /* "cpu" (NULL = "cpu"), "cuda" or "cuda-bf16" (runtime/cuda/) */
   size_t threads;      /* OpenMP threads; 0 = leave the default */
 } RuntimeOptions;
 
@@ -31,11 +32,12 @@ typedef struct {
  * permutation, so their dot products, and all attention, are the same).
  * Positions [0, length) hold valid rows.
  *
- * Replay (issue 6) writes rows into k/v directly and then sets the length
- * with runtime_set_position(). Eviction (runtime_evict) marks cached rows of
- * one (layer, KV head) as dropped: attention then runs over the kept
- * positions only, plus every position appended afterwards (always kept);
- * RoPE positions are unchanged (both backends honour it, see runtime_evict). */
+ * Model replay (evict/model_replay.c) writes a trace's rows into k/v directly
+ * and then sets the length with runtime_set_position(). Eviction
+ * (runtime_evict, runtime_set_kept) marks cached rows of one (layer, KV head)
+ * as dropped: attention then runs over the kept positions only, plus every
+ * position appended afterwards (always kept); RoPE positions are unchanged
+ * (both backends honour it, see runtime_evict). */
 typedef struct {
   size_t n_layers;
   size_t n_kv_heads;
@@ -103,6 +105,19 @@ typedef struct {
   int (*on_layer)(void *user, const RuntimeLayerCapture *view);
 } RuntimeCapture;
 
+/* The requested rows that fall inside one chunk, positions [pos0, pos0 + n):
+ * indices [*first, *first + *count) of capture->row_positions. Inline so that
+ * both backends (C and CUDA) select a chunk's rows the same way. */
+static inline void runtime_capture_chunk_rows(const RuntimeCapture *capture, size_t pos0, size_t n,
+                                              size_t *first, size_t *count) {
+  size_t lo = 0;
+  while (lo < capture->n_rows && capture->row_positions[lo] < pos0) lo++;
+  size_t hi = lo;
+  while (hi < capture->n_rows && capture->row_positions[hi] < pos0 + n) hi++;
+  *first = lo;
+  *count = hi - lo;
+}
+
 /* Seconds spent, accumulated over forward calls since runtime_create or the
  * last runtime_profile_reset (wall clock, for benchmarks). */
 typedef struct {
@@ -116,9 +131,10 @@ typedef struct {
 /* A backend: the ops one implementation provides. forward() runs one chunk
  * (n <= max_batch tokens at positions [cache->length, + n)) through every
  * layer, appends K/V to the cache, advances cache->length and writes logits.
- * A device backend keeps its own copy of the cache and mirrors the host
- * KVCache when asked (an op it will add: upload after replay writes rows,
- * download for capture), which the CPU backend does not need. */
+ * The CUDA backend keeps its own copy of the cache and mirrors the host
+ * KVCache inside forward(): rows written on the host (replay) beyond its copy
+ * are uploaded first, and with a capture each chunk's new K/V rows are
+ * downloaded into the host cache; the CPU backend works on the host cache. */
 typedef struct {
   const char *name;
   int (*create)(const Model *model, const RuntimeOptions *options, KVCache *cache, void **state);
@@ -154,6 +170,11 @@ int runtime_set_position(Runtime *runtime, size_t position);
  * by later forward calls are kept. Both backends honour the marks (the CUDA
  * one uploads them to the device at each forward call). */
 int runtime_evict(Runtime *runtime, size_t layer, size_t kv_head, size_t position);
+/* Sets the marks of positions [0, n) of (layer, kv_head) from a keep mask:
+ * keep[p] != 0 keeps position p, 0 drops it as runtime_evict does; later
+ * positions keep their marks. n must be <= runtime_position(). */
+int runtime_set_kept(Runtime *runtime, size_t layer, size_t kv_head,
+                     const unsigned char *keep /* (n) */, size_t n);
 /* Keeps every cached position again (runtime_reset does this too). */
 void runtime_clear_evictions(Runtime *runtime);
 

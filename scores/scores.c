@@ -1,6 +1,7 @@
-/* Every score and exact window error of SPEC.md sections 2-3 for one (layer,
- * KV head) and a list of windows, in one fused backward sweep over the
- * captured prompt rows: all windows cost what the largest one costs.
+/* Every score and exact window error (docs/SCIENCE.md, "Approximate scores" and
+ * "Exact errors over the window") for one (layer, KV head) and a list of
+ * windows, in one fused backward sweep over the captured prompt rows: all
+ * windows cost what the largest one costs.
  *
  * The algebra. For a pair (row i, token p) of query head h let
  *   a = A_ip = exp(z - lse_i), z = z_ip, e = exp(-lse_i),

@@ -1,5 +1,6 @@
-/* Approximate scores (SPEC.md section 2) and exact window errors for one
- * (layer, KV head), for a list of perturbation windows in one pass.
+/* Approximate scores and exact window errors (docs/SCIENCE.md, "Approximate
+ * scores" and "Exact errors over the window") for one (layer, KV head), for a
+ * list of perturbation windows in one pass.
  *
  * The window sweep walks the captured prompt rows from the last one backwards,
  * accumulating per-row contributions, and snapshots every quantity when the
@@ -29,7 +30,7 @@ typedef enum {
 } ObcQuantity;
 
 /* How per-query-head scores of a GQA group are combined. Exact errors are
- * always summed (SPEC.md section 1). */
+ * always summed (docs/SCIENCE.md, "Notation: one layer, one KV head"). */
 typedef enum { OBC_GQA_SUM = 0, OBC_GQA_MEAN, OBC_GQA_MAX } ObcGqaAggregation;
 
 typedef struct {

@@ -1,6 +1,7 @@
-/* Which prompt positions a score keeps (SPEC.md section 4): the last r
- * positions (the recent window) plus the k - r highest-scoring others, ties
- * broken by lower position first so every run selects the same set.
+/* Which prompt positions a score keeps (docs/SCIENCE.md, "Recall of the
+ * oracle"): the last r positions (the recent window) plus the k - r
+ * highest-scoring others, ties broken by lower position first so every run
+ * selects the same set.
  *
  * Selection is a bounded heap (O(n log k)), never a full sort; a ranking of
  * the best `count` candidates serves every budget up to `count` at once

@@ -114,11 +114,9 @@ int sweep_run(const Model *model, const SweepOptions *o, const char *dir) {
                       o->lengths[i], o->capture.decode, model->config.name, context);
   int rc = obc_make_dirs(dir);
   if (rc) return rc;
-  char path[4096];
-  snprintf(path, sizeof path, "%s/summary.csv", dir);
   ObcPendingFile pending;
   FILE *summary = NULL;
-  rc = obc_text_open(&pending, path, &summary);
+  rc = obc_text_open_in(&pending, dir, "summary.csv", &summary);
   if (rc) return rc;
   fprintf(summary, "length,depth,needle,found,answer_ok,score,k,recall,needle_kept\n");
   for (size_t i = 0; !rc && i < o->n_lengths; i++)

@@ -230,11 +230,9 @@ static void sweep_mean(const SweepRun *run, size_t s, size_t b, SweepMean *m) {
 /* kl_steps.csv: the teacher-forced KL of every (score, budget, decode step),
  * mean over the traces that replayed that step; no rows without the model. */
 static int write_kl_steps(const char *dir, const EvictSweepConfig *c, const SweepRun *run) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/kl_steps.csv", dir);
   ObcPendingFile file;
   FILE *fp = NULL;
-  int rc = obc_text_open(&file, path, &fp);
+  int rc = obc_text_open_in(&file, dir, "kl_steps.csv", &fp);
   if (rc) return rc;
   fprintf(fp, "score,budget,fraction,step,traces,kl_forced\n");
   size_t max_steps = 0;
@@ -263,11 +261,10 @@ static int write_outputs(const char *dir, const EvictSweepConfig *c, const Sweep
                          const char *model_name, const char *command_line) {
   int rc = obc_make_dirs(dir);
   if (rc) return rc;
-  char path[4096], a[32], b2[32], d[32];
+  char a[32], b2[32], d[32];
   ObcPendingFile file;
   FILE *fp = NULL;
-  snprintf(path, sizeof path, "%s/replay_cells.csv", dir);
-  if ((rc = obc_text_open(&file, path, &fp))) return rc;
+  if ((rc = obc_text_open_in(&file, dir, "replay_cells.csv", &fp))) return rc;
   fprintf(fp, "trace,score,budget,tokens,candidates,rel_error,rel_error_step1,mass_lost,"
               "needle_kept,needle_found,needle_prefix,needle_chars,needle_tokens,agreement,"
               "first_divergence,kl_forced\n");
@@ -284,8 +281,7 @@ static int write_outputs(const char *dir, const EvictSweepConfig *c, const Sweep
   }
   if ((rc = obc_text_close(&file, fp, 1))) return rc;
 
-  snprintf(path, sizeof path, "%s/replay_sweep.csv", dir);
-  if ((rc = obc_text_open(&file, path, &fp))) return rc;
+  if ((rc = obc_text_open_in(&file, dir, "replay_sweep.csv", &fp))) return rc;
   fprintf(fp, "score,budget,fraction,traces,rel_error,rel_error_step1,mass_lost,needle_kept,"
               "needle_found,needle_prefix,needle_prefix_share,needle_tokens,agreement,"
               "first_divergence,kl_forced\n");
@@ -321,8 +317,7 @@ static int write_outputs(const char *dir, const EvictSweepConfig *c, const Sweep
   cJSON_AddNumberToObject(root, "seed", (double)c->base.seed);
   cJSON_AddBoolToObject(root, "model_replay", c->with_model);
   cJSON_AddNumberToObject(root, "steps", (double)c->steps);
-  snprintf(path, sizeof path, "%s/replay_sweep.json", dir);
-  return obc_json_write(path, root);
+  return obc_json_write(dir, "replay_sweep.json", root);
 }
 
 /* One table: rows = scores, columns = budgets. which: 0 needle found,

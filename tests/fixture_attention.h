@@ -1,5 +1,6 @@
 /* Random attention problems for one (layer, KV head) and brute-force twins of
- * every score and exact error, written straight from SPEC.md sections 1-3 in
+ * every score and exact error, written straight from docs/SCIENCE.md
+ * ("Notation", "Approximate scores", "Exact errors over the window") in
  * double: perturb, recompute attention from Q, K, V, measure. Shared by
  * tests/test_oracle.c and tests/test_scores.c; header-only (static functions).
  *
@@ -183,10 +184,10 @@ static inline void fixture_window_rows(const FixtureProblem *t, size_t window, s
   *begin = r - window;
 }
 
-/* Brute-force approximate scores (SPEC.md section 2) over the window of the
- * last W prompt rows, A and z by explicit loops (no GEMM, no captured lse),
- * combined across heads by `how`. out (OBC_Q_COUNT, n_prompt); the exact
- * quantities are left untouched. */
+/* Brute-force approximate scores (docs/SCIENCE.md, "Approximate scores") over
+ * the window of the last W prompt rows, A and z by explicit loops (no GEMM, no
+ * captured lse), combined across heads by `how`. out (OBC_Q_COUNT, n_prompt);
+ * the exact quantities are left untouched. */
 static inline void fixture_scores(const FixtureProblem *t, size_t window, ObcGqaAggregation how,
                                   size_t kernel, double *out) {
   size_t d = t->head.head_dim, s = t->head.n_prompt, g = t->head.group_size;

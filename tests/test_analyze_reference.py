@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Independent NumPy reference for `obcache analyze`, written from
-docs/SPEC.md (sections 1-4), not from the C code: it reads a synthetic trace
-with h5py only, recomputes every per-token quantity (attn, attn2, vatp,
-snapkv, obc_v, obc_k, obc_vk, exact_v, exact_k, exact_vk, remove) for every
-window, oracle@1 and oracle@T, and the recall@k of each score (last r prompt
+docs/SCIENCE.md (from "Notation" to "Recall of the oracle"), not from the C
+code: it reads a synthetic trace with h5py only, recomputes every per-token
+quantity (attn, attn2, vatp, snapkv, obc_v, obc_k, obc_vk, exact_v, exact_k,
+exact_vk, remove) for every window, oracle@1 and oracle@T, and the recall@k of each score (last r prompt
 positions plus the k - r best others, ties to the lower position), then
 compares them with --scores-out (relative error <= 1e-4 with --precision
 float, <= 1e-6 with double; also --gqa max --snapkv-kernel 5) and with recall_heads.csv / recall.csv (exactly

@@ -4,7 +4,7 @@
  * when the trace stores lse as float32 and O rounded to float32 or float16
  * (docs/SCIENCE.md, "A key that takes nearly all the attention").
  *
- * The fixture (issue 15): one layer, one head, d = 16, prompt 64, the last 8
+ * The fixture: one layer, one head, d = 16, prompt 64, the last 8
  * prompt rows and 2 decode rows captured; key 0 has a logit ~17-22 in every
  * row, the other keys' logits are small. Q, K, V are rounded to the storage
  * type first, and both sides use the rounded values, so that rounding is

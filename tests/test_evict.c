@@ -1,4 +1,4 @@
-/* Check suite of eviction and replay (evict/, issue 6): the runtime's
+/* Check suite of eviction and replay (evict/): the runtime's
  * per-(layer, KV head) eviction marks drop exactly the marked keys from the
  * softmax (checked against the full-cache attention renormalised by hand);
  * policies keep sets of the requested size that hold the sinks and the

@@ -1,9 +1,10 @@
-/* Check suite for analyze/scores: the fused window sweep gives every score of
- * SPEC.md section 2 as brute force computes it (A and z by explicit loops), the
- * exact errors as brute force perturbation and oracle.h give them, the same
- * numbers for several windows at once as for one at a time (to rounding: the
- * GEMM shapes differ), and bit-identical results for 1 and 2 threads (each
- * output element is summed by one thread in one order, with the same GEMMs).
+/* Check suite for scores/scores: the fused window sweep gives every score of
+ * docs/SCIENCE.md, "Approximate scores", as brute force computes it (A and z by
+ * explicit loops), the exact errors as brute force perturbation and oracle.h
+ * give them, the same numbers for several windows at once as for one at a time
+ * (to rounding: the GEMM shapes differ), and bit-identical results for 1 and 2
+ * threads (each output element is summed by one thread in one order, with the
+ * same GEMMs).
  *
  * Tolerances as in test_oracle.c: 1e-6 per element in DOUBLE (dgemm, agreement
  * is ~1e-12 in practice), 1e-4 in FLOAT (inputs rounded to float before the

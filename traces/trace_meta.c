@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
+#include "common/obc_search.h"
 #include "traces/trace.h"
 
 void trace_meta_free(ObcTraceMeta *meta) {
@@ -61,16 +62,7 @@ const ObcSpan *trace_meta_find_span(const ObcTraceMeta *meta, const char *name) 
 }
 
 size_t trace_meta_row_index(const ObcTraceMeta *meta, int64_t position) {
-  /* Binary search: row_positions is strictly increasing. */
-  size_t lo = 0, hi = meta->n_rows;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (meta->row_positions[mid] < position)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
+  return obc_lower_bound_i64(meta->row_positions, meta->n_rows, position);
 }
 
 size_t trace_meta_window_rows(const ObcTraceMeta *meta) {

@@ -504,7 +504,7 @@ static int capture_deliver(CudaState *s, const ChunkRows *rows, const CaptureSlo
 
 /* Rows written into the host cache (replay) beyond the device's copy are
  * uploaded before they are attended to. */
-/* The eviction marks of runtime_evict, uploaded whole for each forward call
+/* The eviction marks (runtime_evict, runtime_set_kept), uploaded whole for each forward call
  * (1 byte per cached row: 8 MiB for an 8B model at 32K) once the host has any. */
 static int sync_eviction_marks(CudaState *s) {
   const KVCache *cache = s->cache;
@@ -596,12 +596,9 @@ static int chunk_rows(CudaState *s, const RuntimeCapture *capture, size_t pos0, 
   rows->capture = capture;
   rows->pos0 = pos0;
   rows->n = n;
-  size_t first = 0;
-  while (first < capture->n_rows && capture->row_positions[first] < pos0) first++;
-  size_t last = first;
-  while (last < capture->n_rows && capture->row_positions[last] < pos0 + n) last++;
+  size_t first;
+  runtime_capture_chunk_rows(capture, pos0, n, &first, &rows->n_rows);
   rows->first = first;
-  rows->n_rows = last - first;
   for (size_t r = 0; r < rows->n_rows; r++)
     s->host_row_t[r] = (int32_t)(capture->row_positions[first + r] - pos0);
   OBC_CUDA_TRY(slots_reserve(s, rows->n_rows, n, pos0 + n, capture->want_attn));
