@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scores/analysis_head.h"
+#include "scores/score_head.h"
 #include "analyze/bias.h"
 #include "analyze/scores_file.h"
 #include "scores/select.h"
@@ -23,7 +23,7 @@
 
 /* Buffers for one (layer, KV head), reused across heads. */
 typedef struct {
-  AnalysisHead head;      /* the (layer, KV head) being analysed, in doubles */
+  ScoreHead head;      /* the (layer, KV head) being analysed, in doubles */
   double *sweep;          /* (n_windows, OBC_Q_COUNT, n_prompt) */
   double *ranks;          /* (n_windows, OBC_Q_COUNT, n_prompt) average ranks */
   /* Per oracle reference (result->references order), NULL past n_references: */
@@ -39,32 +39,32 @@ typedef struct {
   size_t *ranked;     /* (n_threads, max_k) */
   size_t *selected;   /* (n_threads, max_k) */
   double *share;      /* (n_threads, buckets) */
-  ObcRankPair *pairs; /* (n_threads, 2 n_prompt) */
+  StatsRankPair *pairs; /* (n_threads, 2 n_prompt) */
 } ThreadScratch;
 
-size_t analysis_recall_index(const ObcAnalysisResult *result, const ObcAnalysisConfig *config,
+size_t analysis_recall_index(const AnalysisResult *result, const AnalysisConfig *config,
                              size_t head, size_t q, size_t w, size_t r, size_t k) {
   return (((head * OBC_Q_COUNT + q) * config->n_windows + w) * result->n_recents + r) *
              config->n_topk +
          k;
 }
 
-static size_t bias_share_index(const ObcAnalysisResult *result, const ObcAnalysisConfig *config,
+static size_t bias_share_index(const AnalysisResult *result, const AnalysisConfig *config,
                                size_t q, size_t w, size_t r, size_t k) {
   return (((q * config->n_windows + w) * result->n_recents + r) * config->n_topk + k) *
          config->buckets;
 }
 
-size_t analysis_recall_stride(const ObcAnalysisResult *result, const ObcAnalysisConfig *config) {
+size_t analysis_recall_stride(const AnalysisResult *result, const AnalysisConfig *config) {
   return result->n_heads * OBC_Q_COUNT * config->n_windows * result->n_recents * config->n_topk;
 }
 
-const char *analysis_reference_name(const ObcAnalysisResult *result, int reference) {
+const char *analysis_reference_name(const AnalysisResult *result, int reference) {
   if (reference < 0) return result->reference_names[-1 - reference];
-  return score_quantity_name((ObcQuantity)reference);
+  return score_quantity_name((ScoreQuantity)reference);
 }
 
-void analysis_result_free(ObcAnalysisResult *result) {
+void analysis_result_free(AnalysisResult *result) {
   free(result->recall);
   free(result->needle);
   free(result->pairs);
@@ -76,18 +76,18 @@ void analysis_result_free(ObcAnalysisResult *result) {
 }
 
 static void head_buffers_free(HeadBuffers *b) {
-  analysis_head_free(&b->head);
+  score_head_free(&b->head);
   free(b->sweep), free(b->ranks), free(b->oracle_ranked);
   for (size_t i = 0; i < OBC_ANALYSIS_MAX_REFERENCES; i++)
     free(b->oracle[i]), free(b->oracle_ranks[i]), free(b->oracle_rank_of[i]);
   memset(b, 0, sizeof *b);
 }
 
-static int head_buffers_alloc(HeadBuffers *b, const ObcTraceMeta *meta, size_t n_windows,
+static int head_buffers_alloc(HeadBuffers *b, const TraceMeta *meta, size_t n_windows,
                               size_t max_k, size_t n_references) {
   memset(b, 0, sizeof *b);
   size_t s = meta->n_prompt, per_window = n_windows * OBC_Q_COUNT * s;
-  int rc = analysis_head_alloc(&b->head, meta);
+  int rc = score_head_alloc(&b->head, meta);
   if (rc) return rc;
   b->sweep = obc_malloc(per_window * sizeof(double), "window sweep");
   b->ranks = obc_malloc(per_window * sizeof(double), "score ranks");
@@ -117,7 +117,7 @@ static int thread_scratch_alloc(ThreadScratch *t, size_t max_k, size_t buckets, 
   t->ranked = obc_malloc(t->n_threads * max_k * sizeof(size_t), "selection ranking");
   t->selected = obc_malloc(t->n_threads * max_k * sizeof(size_t), "selection");
   t->share = obc_malloc(t->n_threads * buckets * sizeof(double), "bucket shares");
-  t->pairs = obc_malloc(t->n_threads * 2 * n_prompt * sizeof(ObcRankPair), "rank sort");
+  t->pairs = obc_malloc(t->n_threads * 2 * n_prompt * sizeof(StatsRankPair), "rank sort");
   if (!t->ranked || !t->selected || !t->share || !t->pairs) {
     thread_scratch_free(t);
     return OBC_ENOMEM;
@@ -127,8 +127,8 @@ static int thread_scratch_alloc(ThreadScratch *t, size_t max_k, size_t buckets, 
 
 /* The Spearman pairs: every quantity against each oracle reference, then
  * each Taylor score against its exact counterpart. */
-static int build_spearman_pairs(ObcAnalysisResult *result) {
-  static const ObcQuantity taylor[3][2] = {
+static int build_spearman_pairs(AnalysisResult *result) {
+  static const ScoreQuantity taylor[3][2] = {
       {OBC_Q_OBC_V, OBC_Q_EXACT_V}, {OBC_Q_OBC_K, OBC_Q_EXACT_K}, {OBC_Q_OBC_VK, OBC_Q_EXACT_VK}};
   size_t n = OBC_Q_COUNT * result->n_references + 3;
   result->pairs = obc_malloc(n * sizeof *result->pairs, "Spearman pairs");
@@ -136,17 +136,17 @@ static int build_spearman_pairs(ObcAnalysisResult *result) {
   size_t i = 0;
   for (size_t ref = 0; ref < result->n_references; ref++)
     for (int q = 0; q < OBC_Q_COUNT; q++)
-      result->pairs[i++] = (ObcSpearmanPair){(ObcQuantity)q, OBC_REF_ORACLE(ref)};
+      result->pairs[i++] = (AnalysisSpearmanPair){(ScoreQuantity)q, OBC_REF_ORACLE(ref)};
   for (int t = 0; t < 3; t++)
-    result->pairs[i++] = (ObcSpearmanPair){taylor[t][0], (int)taylor[t][1]};
+    result->pairs[i++] = (AnalysisSpearmanPair){taylor[t][0], (int)taylor[t][1]};
   result->n_pairs = n;
   return OBC_OK;
 }
 
 /* The references: --oracle first, then oracle@1 and oracle@T unless the
  * same range is already there. */
-static int resolve_references(const ObcAnalysisConfig *config, const ObcTraceMeta *meta,
-                              ObcAnalysisResult *result) {
+static int resolve_references(const AnalysisConfig *config, const TraceMeta *meta,
+                              AnalysisResult *result) {
   OracleSteps wanted[3] = {config->oracle, ORACLE_STEPS_ONE, ORACLE_STEPS_ALL};
   size_t first_decode = 0, decode_rows = trace_meta_decode_rows(meta, &first_decode);
   result->n_references = 0;
@@ -165,7 +165,7 @@ static int resolve_references(const ObcAnalysisConfig *config, const ObcTraceMet
   return OBC_OK;
 }
 
-static int result_alloc(ObcAnalysisResult *result, const ObcAnalysisConfig *config, bool has_needle,
+static int result_alloc(AnalysisResult *result, const AnalysisConfig *config, bool has_needle,
                         size_t taylor_capacity) {
   size_t n = analysis_recall_stride(result, config);
   result->recall = obc_malloc(result->n_references * n * sizeof(double), "recall table");
@@ -179,7 +179,7 @@ static int result_alloc(ObcAnalysisResult *result, const ObcAnalysisConfig *conf
       sizeof(double), "bias shares");
   result->bias_norm = obc_calloc((OBC_Q_COUNT + 1) * config->n_windows * config->buckets,
                                  sizeof(double), "bias scores");
-  result->taylor = obc_malloc(taylor_capacity * sizeof(ObcTaylorPoint), "Taylor points");
+  result->taylor = obc_malloc(taylor_capacity * sizeof(AnalysisTaylorPoint), "Taylor points");
   if (!result->recall || (has_needle && !result->needle) || !result->spearman ||
       !result->bias_share || !result->bias_norm || !result->taylor)
     return OBC_ENOMEM;
@@ -188,7 +188,7 @@ static int result_alloc(ObcAnalysisResult *result, const ObcAnalysisConfig *conf
 
 /* Inputs of the per-head reduction that do not change from head to head. */
 typedef struct {
-  const ObcAnalysisConfig *config;
+  const AnalysisConfig *config;
   size_t n_prompt;
   size_t max_k;
   bool has_needle;
@@ -196,9 +196,9 @@ typedef struct {
 } ReduceContext;
 
 /* Every reference's top-k index and ranks; bias of the main one itself. */
-static void reduce_oracle(const ReduceContext *ctx, ObcAnalysisResult *result, HeadBuffers *b,
+static void reduce_oracle(const ReduceContext *ctx, AnalysisResult *result, HeadBuffers *b,
                           ThreadScratch *t) {
-  const ObcAnalysisConfig *config = ctx->config;
+  const AnalysisConfig *config = ctx->config;
   size_t s = ctx->n_prompt;
   for (size_t ref = result->n_references; ref-- > 0;) { /* the main one last: its ranking stays */
     select_rank_top(b->oracle[ref], s, ctx->max_k, b->oracle_ranked);
@@ -218,9 +218,9 @@ static void reduce_oracle(const ReduceContext *ctx, ObcAnalysisResult *result, H
 }
 
 /* Everything computed from one quantity at one window, for one head. */
-static void reduce_task(const ReduceContext *ctx, ObcAnalysisResult *result, const HeadBuffers *b,
+static void reduce_task(const ReduceContext *ctx, AnalysisResult *result, const HeadBuffers *b,
                         size_t head, size_t q, size_t w, ThreadScratch *t, size_t tid) {
-  const ObcAnalysisConfig *config = ctx->config;
+  const AnalysisConfig *config = ctx->config;
   size_t s = ctx->n_prompt, B = config->buckets;
   const double *score = b->sweep + (w * OBC_Q_COUNT + q) * s;
   size_t *ranked = t->ranked + tid * ctx->max_k;
@@ -228,7 +228,7 @@ static void reduce_task(const ReduceContext *ctx, ObcAnalysisResult *result, con
   double *share = t->share + tid * B;
 
   /* One sort gives the ranks (Spearman) and every top-k ranking. */
-  const ObcRankPair *sorted = stats_sort_values(score, s, t->pairs + tid * 2 * s);
+  const StatsRankPair *sorted = stats_sort_values(score, s, t->pairs + tid * 2 * s);
   stats_ranks_from_sorted(sorted, s, b->ranks + (w * OBC_Q_COUNT + q) * s);
   bias_mean_norm_scores(score, s, B, share);
   double *norm_acc = result->bias_norm + (q * config->n_windows + w) * B;
@@ -261,9 +261,9 @@ static void reduce_task(const ReduceContext *ctx, ObcAnalysisResult *result, con
 
 /* Every reduction of one head: the oracle's, then (quantity, window) tasks in
  * parallel, then the Spearman pairs (which need every task's ranks). */
-static void reduce_head(const ReduceContext *ctx, ObcAnalysisResult *result, HeadBuffers *b,
+static void reduce_head(const ReduceContext *ctx, AnalysisResult *result, HeadBuffers *b,
                         size_t head, ThreadScratch *t) {
-  const ObcAnalysisConfig *config = ctx->config;
+  const AnalysisConfig *config = ctx->config;
   size_t s = ctx->n_prompt, n_windows = config->n_windows;
   reduce_oracle(ctx, result, b, t);
 
@@ -278,7 +278,7 @@ static void reduce_head(const ReduceContext *ctx, ObcAnalysisResult *result, Hea
 #pragma omp parallel for schedule(static)
   for (long c = 0; c < n_corr; c++) {
     size_t pi = (size_t)c / n_windows, w = (size_t)c % n_windows;
-    const ObcSpearmanPair *pair = &result->pairs[pi];
+    const AnalysisSpearmanPair *pair = &result->pairs[pi];
     const double *x = b->ranks + (w * OBC_Q_COUNT + pair->quantity) * s;
     const double *y = pair->reference < 0
                           ? b->oracle_ranks[-1 - pair->reference]
@@ -289,7 +289,7 @@ static void reduce_head(const ReduceContext *ctx, ObcAnalysisResult *result, Hea
 
 /* Evenly spaced positions of one head for taylor.csv; the first
  * (total % n_heads) heads take one point more. */
-static size_t add_taylor_points(const ObcAnalysisConfig *config, ObcAnalysisResult *result,
+static size_t add_taylor_points(const AnalysisConfig *config, AnalysisResult *result,
                                 const HeadBuffers *b, size_t w_main, size_t layer, size_t kv_head,
                                 size_t head) {
   size_t s = result->n_prompt;
@@ -300,7 +300,7 @@ static size_t add_taylor_points(const ObcAnalysisConfig *config, ObcAnalysisResu
   const double *base = b->sweep + w_main * OBC_Q_COUNT * s;
   for (size_t j = 0; j < m; j++) {
     size_t p = (2 * j + 1) * s / (2 * m);
-    result->taylor[result->n_taylor++] = (ObcTaylorPoint){
+    result->taylor[result->n_taylor++] = (AnalysisTaylorPoint){
         .layer = layer,
         .kv_head = kv_head,
         .position = p,
@@ -323,17 +323,17 @@ static size_t index_of(const size_t *values, size_t n, size_t value) {
   return n;
 }
 
-static const char *gqa_name(ObcGqaAggregation a) {
+static const char *gqa_name(ScoreGqa a) {
   return a == OBC_GQA_MEAN ? "mean" : a == OBC_GQA_MAX ? "max" : "sum";
 }
 
-static int open_scores_file(const ObcAnalysisConfig *config, const ObcAnalysisResult *result,
-                            const char *trace_path, ObcScoresFile **out) {
+static int open_scores_file(const AnalysisConfig *config, const AnalysisResult *result,
+                            const char *trace_path, ScoresFile **out) {
   const char *names[OBC_Q_COUNT + OBC_ANALYSIS_MAX_REFERENCES];
   size_t n = 0;
-  for (int q = 0; q < OBC_Q_COUNT; q++) names[n++] = score_quantity_name((ObcQuantity)q);
+  for (int q = 0; q < OBC_Q_COUNT; q++) names[n++] = score_quantity_name((ScoreQuantity)q);
   for (size_t ref = 0; ref < result->n_references; ref++) names[n++] = result->reference_names[ref];
-  ObcScoresFileLayout layout = {
+  ScoresFileLayout layout = {
       .n_layers = result->n_layers,
       .n_kv_heads = result->n_kv_heads,
       .n_prompt = result->n_prompt,
@@ -348,8 +348,8 @@ static int open_scores_file(const ObcAnalysisConfig *config, const ObcAnalysisRe
   return scores_file_create(config->scores_out, &layout, out);
 }
 
-static int write_scores_head(ObcScoresFile *file, const ObcAnalysisConfig *config,
-                             const ObcAnalysisResult *result, const HeadBuffers *b, size_t w_main,
+static int write_scores_head(ScoresFile *file, const AnalysisConfig *config,
+                             const AnalysisResult *result, const HeadBuffers *b, size_t w_main,
                              size_t layer, size_t kv_head) {
   size_t s = result->n_prompt;
   int rc = OBC_OK;
@@ -362,7 +362,7 @@ static int write_scores_head(ObcScoresFile *file, const ObcAnalysisConfig *confi
 
 /* Divides the bias sums by the number of heads and copies the oracle's rows
  * (computed once per head) to every window and recent window. */
-static void finish_bias(const ObcAnalysisConfig *config, ObcAnalysisResult *result) {
+static void finish_bias(const AnalysisConfig *config, AnalysisResult *result) {
   size_t B = config->buckets;
   size_t n_share = (OBC_Q_COUNT + 1) * config->n_windows * result->n_recents * config->n_topk * B;
   size_t n_norm = (OBC_Q_COUNT + 1) * config->n_windows * B;
@@ -382,9 +382,9 @@ static void finish_bias(const ObcAnalysisConfig *config, ObcAnalysisResult *resu
   }
 }
 
-int analysis_run(ObcTraceReader *reader, const ObcAnalysisConfig *config, bool progress,
-                 ObcAnalysisResult *result) {
-  const ObcTraceMeta *meta = trace_meta(reader);
+int analysis_run(TraceReader *reader, const AnalysisConfig *config, bool progress,
+                 AnalysisResult *result) {
+  const TraceMeta *meta = trace_meta(reader);
   assert(config->n_windows > 0 && config->n_topk > 0); /* analysis_config_resolve ran */
   double start = obc_now_seconds();
   memset(result, 0, sizeof *result);
@@ -398,7 +398,7 @@ int analysis_run(ObcTraceReader *reader, const ObcAnalysisConfig *config, bool p
   result->n_recents = 1;
   if (config->recent > 0) result->recents[result->n_recents++] = config->recent;
 
-  const ObcSpan *needle = trace_meta_find_span(meta, "needle");
+  const TraceSpan *needle = trace_meta_find_span(meta, "needle");
   ReduceContext ctx = {
       .config = config, .n_prompt = meta->n_prompt, .max_k = config->topk[config->n_topk - 1]};
   if (needle && needle->end > needle->begin && needle->begin >= 0) {
@@ -413,7 +413,7 @@ int analysis_run(ObcTraceReader *reader, const ObcAnalysisConfig *config, bool p
 
   HeadBuffers b;
   ThreadScratch t;
-  ObcScoresFile *scores_file = NULL;
+  ScoresFile *scores_file = NULL;
   rc = result_alloc(result, config, ctx.has_needle, taylor_capacity);
   if (rc) {
     analysis_result_free(result);
@@ -434,9 +434,9 @@ int analysis_run(ObcTraceReader *reader, const ObcAnalysisConfig *config, bool p
     for (size_t g = 0; g < result->n_kv_heads && !rc; g++) {
       size_t head = layer * result->n_kv_heads + g;
       double t0 = obc_now_seconds();
-      if ((rc = analysis_head_read(&b.head, reader, layer, g))) break;
+      if ((rc = score_head_read(&b.head, reader, layer, g))) break;
       double t1 = obc_now_seconds();
-      const ObcHeadData *data = &b.head.data;
+      const OracleHead *data = &b.head.data;
       rc = score_window_sweep(data, config->windows, config->n_windows, &config->score_options,
                               b.sweep);
       double t2 = obc_now_seconds();

@@ -35,33 +35,33 @@ typedef struct {
   bool topk_given;                       /* user list (strict checks) */
   size_t recent;                         /* R; recall is reported for r = 0 and r = R */
   OracleSteps oracle;                    /* the main reference (--oracle); default oracle@1 */
-  ObcScoreOptions score_options;
+  ScoreOptions score_options;
   size_t buckets;         /* structural-bias buckets B */
   size_t taylor_points;   /* points of taylor.csv in total */
   size_t threads;         /* 0 = OpenMP default */
   const char *scores_out; /* per-token quantities at the main window; NULL = none */
-} ObcAnalysisConfig;
+} AnalysisConfig;
 
-void analysis_config_default(ObcAnalysisConfig *config);
+void analysis_config_default(AnalysisConfig *config);
 
 /* Fills the defaults that depend on the trace and checks every value against
  * it; errors name the option and the valid range. */
-int analysis_config_resolve(ObcAnalysisConfig *config, const ObcTraceMeta *meta);
+int analysis_config_resolve(AnalysisConfig *config, const TraceMeta *meta);
 
 /* Spearman pairs: each quantity against the oracle(s), and each Taylor score
  * against its exact counterpart. reference is a quantity index, or
  * OBC_REF_ORACLE(i) for the result's oracle reference i. */
 #define OBC_REF_ORACLE(i) (-1 - (int)(i))
 typedef struct {
-  ObcQuantity quantity;
+  ScoreQuantity quantity;
   int reference;
-} ObcSpearmanPair;
+} AnalysisSpearmanPair;
 
 /* One point of the Taylor-versus-exact scatter (taylor.csv). */
 typedef struct {
   size_t layer, kv_head, position;
   double exact_v, obc_v, exact_k, obc_k, exact_vk, obc_vk, remove, oracle;
-} ObcTaylorPoint;
+} AnalysisTaylorPoint;
 
 /* Everything the report is made of. "head" below is the flat index
  * layer * n_kv_heads + kv_head. */
@@ -83,49 +83,49 @@ typedef struct {
   /* Same shape: share of the "needle" span kept; NULL without that span. */
   double *needle;
   size_t n_pairs;
-  ObcSpearmanPair *pairs; /* (n_pairs) */
+  AnalysisSpearmanPair *pairs; /* (n_pairs) */
   double *spearman;       /* (n_heads, n_pairs, n_windows); NaN when undefined */
   /* Means over heads. Quantity index OBC_Q_COUNT is the oracle (its
    * selection ignores window and recent: stored for every w and r alike). */
   double *bias_share; /* (OBC_Q_COUNT + 1, n_windows, n_recents, n_topk, buckets) */
   double *bias_norm;  /* (OBC_Q_COUNT + 1, n_windows, buckets) */
   size_t n_taylor;
-  ObcTaylorPoint *taylor; /* (n_taylor) */
+  AnalysisTaylorPoint *taylor; /* (n_taylor) */
   double seconds;         /* wall time of the analysis */
   /* Wall time by phase: reading + conversion, window sweep, oracle, and the
    * reductions (selection, recall, ranks, bias). */
   double seconds_read, seconds_sweep, seconds_oracle, seconds_reduce;
-} ObcAnalysisResult;
+} AnalysisResult;
 
 /* Runs the analysis; on success *result owns its arrays (analysis_result_free).
  * Writes config->scores_out (temp name, renamed at the end) when set.
  * progress: keep a progress line (layer, time by phase) updated on stderr. */
-int analysis_run(ObcTraceReader *reader, const ObcAnalysisConfig *config, bool progress,
-                 ObcAnalysisResult *result);
-void analysis_result_free(ObcAnalysisResult *result);
+int analysis_run(TraceReader *reader, const AnalysisConfig *config, bool progress,
+                 AnalysisResult *result);
+void analysis_result_free(AnalysisResult *result);
 
 /* Index helpers for the result arrays. */
-size_t analysis_recall_index(const ObcAnalysisResult *result, const ObcAnalysisConfig *config,
+size_t analysis_recall_index(const AnalysisResult *result, const AnalysisConfig *config,
                              size_t head, size_t q, size_t w, size_t r, size_t k);
 
 /* Entries of one reference's block of result->recall. */
-size_t analysis_recall_stride(const ObcAnalysisResult *result, const ObcAnalysisConfig *config);
+size_t analysis_recall_stride(const AnalysisResult *result, const AnalysisConfig *config);
 
 /* The reference's name: "oracle@1", "oracle@T", "oracle@a-b" or a quantity name. */
-const char *analysis_reference_name(const ObcAnalysisResult *result, int reference);
+const char *analysis_reference_name(const AnalysisResult *result, int reference);
 
 /* The files of the analysis folder (report.c): report.json, recall.csv,
  * recall_layers.csv, recall_heads.csv, spearman.csv, needle.csv (with a
  * needle span), bias.csv, taylor.csv. All are written under temporary names
  * and renamed together at the end; on failure none is left. command_line is
  * recorded in report.json. */
-int analysis_write_outputs(const char *dir, const char *trace_path, const ObcTraceMeta *meta,
-                           const ObcAnalysisConfig *config, const ObcAnalysisResult *result,
+int analysis_write_outputs(const char *dir, const char *trace_path, const TraceMeta *meta,
+                           const AnalysisConfig *config, const AnalysisResult *result,
                            const char *command_line);
 
 /* The summary table (recall@main_k per score at the main window, r = 0 and
  * r = R, and Spearman vs the oracle) on out. */
-void analysis_print_summary(FILE *out, const char *trace_path, const ObcTraceMeta *meta,
-                            const ObcAnalysisConfig *config, const ObcAnalysisResult *result);
+void analysis_print_summary(FILE *out, const char *trace_path, const TraceMeta *meta,
+                            const AnalysisConfig *config, const AnalysisResult *result);
 
 #endif

@@ -11,7 +11,7 @@
 /* The recall@k curve used when --topk is not given (capped at n_prompt). */
 static const size_t default_topk_curve[] = {1, 2, 5, 10, 20, 40, 60, 80, 100};
 
-void analysis_config_default(ObcAnalysisConfig *config) {
+void analysis_config_default(AnalysisConfig *config) {
   memset(config, 0, sizeof *config);
   config->oracle = ORACLE_STEPS_ONE;
   score_options_default(&config->score_options);
@@ -33,7 +33,7 @@ static void sort_unique(size_t *values, size_t *count) {
   *count = out;
 }
 
-static int resolve_windows(ObcAnalysisConfig *config, size_t max_window) {
+static int resolve_windows(AnalysisConfig *config, size_t max_window) {
   if (config->n_windows == 0) {
     for (size_t w = 1; w < max_window && config->n_windows < OBC_ANALYSIS_MAX_LIST - 1; w *= 2)
       config->windows[config->n_windows++] = w;
@@ -56,7 +56,7 @@ static int resolve_windows(ObcAnalysisConfig *config, size_t max_window) {
   return OBC_OK;
 }
 
-static int resolve_topk(ObcAnalysisConfig *config, size_t n_prompt) {
+static int resolve_topk(AnalysisConfig *config, size_t n_prompt) {
   if (config->n_topk == 0) {
     config->topk_given = false;
     config->main_k =
@@ -76,7 +76,7 @@ static int resolve_topk(ObcAnalysisConfig *config, size_t n_prompt) {
   return OBC_OK;
 }
 
-static int resolve_recent(const ObcAnalysisConfig *config) {
+static int resolve_recent(const AnalysisConfig *config) {
   size_t r = config->recent;
   if (r == 0) return OBC_OK;
   /* A recent window must leave room for scored positions: r < k. With a
@@ -91,7 +91,7 @@ static int resolve_recent(const ObcAnalysisConfig *config) {
   return OBC_OK;
 }
 
-int analysis_config_resolve(ObcAnalysisConfig *config, const ObcTraceMeta *meta) {
+int analysis_config_resolve(AnalysisConfig *config, const TraceMeta *meta) {
   size_t first_decode = 0;
   size_t decode_rows = trace_meta_decode_rows(meta, &first_decode);
   if (decode_rows == 0)

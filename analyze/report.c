@@ -83,12 +83,12 @@ static size_t summarise(const double *base, size_t count, size_t stride, double 
 }
 
 /* Stride between heads in the recall-shaped arrays. */
-static size_t recall_head_stride(const ObcAnalysisConfig *config, const ObcAnalysisResult *result) {
+static size_t recall_head_stride(const AnalysisConfig *config, const AnalysisResult *result) {
   return OBC_Q_COUNT * config->n_windows * result->n_recents * config->n_topk;
 }
 
-static int write_recall_files(OutputSet *set, const ObcAnalysisConfig *config,
-                              const ObcAnalysisResult *result) {
+static int write_recall_files(OutputSet *set, const AnalysisConfig *config,
+                              const AnalysisResult *result) {
   FILE *all, *layers, *heads;
   int rc = output_open(set, "recall.csv", &all);
   if (rc) return rc;
@@ -105,7 +105,7 @@ static int write_recall_files(OutputSet *set, const ObcAnalysisConfig *config,
             if (!summarise(result->recall + at, result->n_heads, stride, &mean, &lo, &hi))
               continue;
             fprintf(all, "%s,%zu,%zu,%zu,%s,%.9g,%.9g,%.9g\n",
-                    score_quantity_name((ObcQuantity)q), config->windows[w], result->recents[ri],
+                    score_quantity_name((ScoreQuantity)q), config->windows[w], result->recents[ri],
                     config->topk[ki], result->reference_names[ref], mean, lo, hi);
           }
   if ((rc = output_finish(set, all))) return rc;
@@ -122,7 +122,7 @@ static int write_recall_files(OutputSet *set, const ObcAnalysisConfig *config,
             double mean, lo, hi;
             if (!summarise(result->recall + at, result->n_kv_heads, stride, &mean, &lo, &hi))
               continue;
-            fprintf(layers, "%s,%zu,%zu,%zu,%zu,%.9g\n", score_quantity_name((ObcQuantity)q),
+            fprintf(layers, "%s,%zu,%zu,%zu,%zu,%.9g\n", score_quantity_name((ScoreQuantity)q),
                     config->windows[w], result->recents[ri], config->topk[ki], layer, mean);
           }
   if ((rc = output_finish(set, layers))) return rc;
@@ -136,15 +136,15 @@ static int write_recall_files(OutputSet *set, const ObcAnalysisConfig *config,
           for (size_t head = 0; head < result->n_heads; head++) {
             double v = result->recall[analysis_recall_index(result, config, head, q, w, ri, ki)];
             if (isnan(v)) continue;
-            fprintf(heads, "%s,%zu,%zu,%zu,%zu,%zu,%.9g\n", score_quantity_name((ObcQuantity)q),
+            fprintf(heads, "%s,%zu,%zu,%zu,%zu,%zu,%.9g\n", score_quantity_name((ScoreQuantity)q),
                     config->windows[w], result->recents[ri], config->topk[ki],
                     head / result->n_kv_heads, head % result->n_kv_heads, v);
           }
   return output_finish(set, heads);
 }
 
-static int write_spearman_file(OutputSet *set, const ObcAnalysisConfig *config,
-                               const ObcAnalysisResult *result) {
+static int write_spearman_file(OutputSet *set, const AnalysisConfig *config,
+                               const AnalysisResult *result) {
   FILE *fp;
   int rc = output_open(set, "spearman.csv", &fp);
   if (rc) return rc;
@@ -162,8 +162,8 @@ static int write_spearman_file(OutputSet *set, const ObcAnalysisConfig *config,
   return output_finish(set, fp);
 }
 
-static int write_needle_file(OutputSet *set, const ObcAnalysisConfig *config,
-                             const ObcAnalysisResult *result) {
+static int write_needle_file(OutputSet *set, const AnalysisConfig *config,
+                             const AnalysisResult *result) {
   FILE *fp;
   int rc = output_open(set, "needle.csv", &fp);
   if (rc) return rc;
@@ -176,22 +176,22 @@ static int write_needle_file(OutputSet *set, const ObcAnalysisConfig *config,
           size_t at = analysis_recall_index(result, config, 0, q, w, ri, ki);
           double mean, lo, hi;
           if (!summarise(result->needle + at, result->n_heads, stride, &mean, &lo, &hi)) continue;
-          fprintf(fp, "%s,%zu,%zu,%zu,%.9g\n", score_quantity_name((ObcQuantity)q),
+          fprintf(fp, "%s,%zu,%zu,%zu,%.9g\n", score_quantity_name((ScoreQuantity)q),
                   config->windows[w], result->recents[ri], config->topk[ki], mean);
         }
   return output_finish(set, fp);
 }
 
 
-static int write_bias_file(OutputSet *set, const ObcAnalysisConfig *config,
-                           const ObcAnalysisResult *result) {
+static int write_bias_file(OutputSet *set, const AnalysisConfig *config,
+                           const AnalysisResult *result) {
   FILE *fp;
   int rc = output_open(set, "bias.csv", &fp);
   if (rc) return rc;
   fprintf(fp, "score,window,recent,k,bucket,bucket_lo,bucket_hi,selected_share,mean_norm_score\n");
   size_t B = config->buckets;
   for (size_t q = 0; q <= OBC_Q_COUNT; q++) {
-    const char *name = q == OBC_Q_COUNT ? result->reference_names[0] : score_quantity_name((ObcQuantity)q);
+    const char *name = q == OBC_Q_COUNT ? result->reference_names[0] : score_quantity_name((ScoreQuantity)q);
     for (size_t w = 0; w < config->n_windows; w++)
       for (size_t ri = 0; ri < result->n_recents; ri++)
         for (size_t ki = 0; ki < config->n_topk; ki++) {
@@ -210,13 +210,13 @@ static int write_bias_file(OutputSet *set, const ObcAnalysisConfig *config,
   return output_finish(set, fp);
 }
 
-static int write_taylor_file(OutputSet *set, const ObcAnalysisResult *result) {
+static int write_taylor_file(OutputSet *set, const AnalysisResult *result) {
   FILE *fp;
   int rc = output_open(set, "taylor.csv", &fp);
   if (rc) return rc;
   fprintf(fp, "layer,kv_head,position,exact_v,obc_v,exact_k,obc_k,exact_vk,obc_vk,remove,oracle\n");
   for (size_t i = 0; i < result->n_taylor; i++) {
-    const ObcTaylorPoint *t = &result->taylor[i];
+    const AnalysisTaylorPoint *t = &result->taylor[i];
     fprintf(fp, "%zu,%zu,%zu,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", t->layer, t->kv_head,
             t->position, t->exact_v, t->obc_v, t->exact_k, t->obc_k, t->exact_vk, t->obc_vk,
             t->remove, t->oracle);
@@ -230,7 +230,7 @@ static cJSON *size_array(const size_t *values, size_t n) {
   return array;
 }
 
-static cJSON *trace_json(const char *trace_path, const ObcTraceMeta *meta) {
+static cJSON *trace_json(const char *trace_path, const TraceMeta *meta) {
   cJSON *t = cJSON_CreateObject();
   cJSON_AddStringToObject(t, "path", trace_path);
   cJSON_AddStringToObject(t, "producer", meta->producer);
@@ -257,13 +257,13 @@ static cJSON *trace_json(const char *trace_path, const ObcTraceMeta *meta) {
     cJSON_AddItemToArray(span, cJSON_CreateNumber((double)meta->spans[i].end));
     cJSON_AddItemToObject(spans, meta->spans[i].name, span);
   }
-  const ObcSpan *needle = trace_meta_find_span(meta, "needle");
+  const TraceSpan *needle = trace_meta_find_span(meta, "needle");
   if (needle)
     cJSON_AddItemToObject(t, "needle", cJSON_Duplicate(cJSON_GetObjectItem(spans, "needle"), 1));
   return t;
 }
 
-static cJSON *parameters_json(const ObcAnalysisConfig *config, const ObcAnalysisResult *result) {
+static cJSON *parameters_json(const AnalysisConfig *config, const AnalysisResult *result) {
   cJSON *p = cJSON_CreateObject();
   cJSON_AddItemToObject(p, "windows", size_array(config->windows, config->n_windows));
   cJSON_AddNumberToObject(p, "main_window", (double)config->main_window);
@@ -275,7 +275,7 @@ static cJSON *parameters_json(const ObcAnalysisConfig *config, const ObcAnalysis
   cJSON *references = cJSON_AddArrayToObject(p, "references");
   for (size_t ref = 0; ref < result->n_references; ref++)
     cJSON_AddItemToArray(references, cJSON_CreateString(result->reference_names[ref]));
-  ObcGqaAggregation a = config->score_options.aggregation;
+  ScoreGqa a = config->score_options.aggregation;
   cJSON_AddStringToObject(p, "gqa", a == OBC_GQA_MEAN ? "mean" : a == OBC_GQA_MAX ? "max" : "sum");
   cJSON_AddNumberToObject(p, "snapkv_kernel", (double)config->score_options.snapkv_kernel);
   cJSON_AddNumberToObject(p, "buckets", (double)config->buckets);
@@ -289,7 +289,7 @@ static cJSON *parameters_json(const ObcAnalysisConfig *config, const ObcAnalysis
 
 /* Mean over heads of one recall cell against reference ref (NaN when not
  * reported). */
-static double mean_recall(const ObcAnalysisConfig *config, const ObcAnalysisResult *result,
+static double mean_recall(const AnalysisConfig *config, const AnalysisResult *result,
                           size_t ref, size_t q, size_t w, size_t ri, size_t ki) {
   double mean, lo, hi;
   summarise(result->recall + ref * analysis_recall_stride(result, config) +
@@ -298,7 +298,7 @@ static double mean_recall(const ObcAnalysisConfig *config, const ObcAnalysisResu
   return mean;
 }
 
-static double mean_spearman(const ObcAnalysisConfig *config, const ObcAnalysisResult *result,
+static double mean_spearman(const AnalysisConfig *config, const AnalysisResult *result,
                             size_t q, int reference, size_t w) {
   for (size_t pi = 0; pi < result->n_pairs; pi++) {
     if (result->pairs[pi].quantity != q || result->pairs[pi].reference != reference) continue;
@@ -310,14 +310,14 @@ static double mean_spearman(const ObcAnalysisConfig *config, const ObcAnalysisRe
   return NAN;
 }
 
-static size_t window_index(const ObcAnalysisConfig *config, size_t window) {
+static size_t window_index(const AnalysisConfig *config, size_t window) {
   for (size_t w = 0; w < config->n_windows; w++)
     if (config->windows[w] == window) return w;
   return 0;
 }
 
 /* {"recent=R": {"k": recall}} of quantity q at window w against reference ref. */
-static cJSON *recall_json(const ObcAnalysisConfig *config, const ObcAnalysisResult *result,
+static cJSON *recall_json(const AnalysisConfig *config, const AnalysisResult *result,
                           size_t ref, size_t q, size_t w) {
   cJSON *recall = cJSON_CreateObject();
   for (size_t ri = 0; ri < result->n_recents; ri++) {
@@ -337,14 +337,14 @@ static cJSON *recall_json(const ObcAnalysisConfig *config, const ObcAnalysisResu
 /* Per score: recall and Spearman against the main reference (--oracle), the
  * same against every reference (recall_by_reference, spearman_by_reference)
  * and the Taylor score's Spearman with its exact error. */
-static cJSON *summary_json(const ObcAnalysisConfig *config, const ObcAnalysisResult *result) {
+static cJSON *summary_json(const AnalysisConfig *config, const AnalysisResult *result) {
   cJSON *summary = cJSON_CreateObject();
   size_t w = window_index(config, config->main_window);
   cJSON_AddNumberToObject(summary, "window", (double)config->main_window);
   cJSON_AddStringToObject(summary, "reference", result->reference_names[0]);
   cJSON *scores = cJSON_AddObjectToObject(summary, "scores");
   for (size_t q = 0; q < OBC_Q_COUNT; q++) {
-    cJSON *entry = cJSON_AddObjectToObject(scores, score_quantity_name((ObcQuantity)q));
+    cJSON *entry = cJSON_AddObjectToObject(scores, score_quantity_name((ScoreQuantity)q));
     cJSON_AddItemToObject(entry, "recall", recall_json(config, result, 0, q, w));
     double rho = mean_spearman(config, result, q, OBC_REF_ORACLE(0), w);
     if (!isnan(rho)) cJSON_AddNumberToObject(entry, "spearman_oracle", rho);
@@ -372,8 +372,8 @@ static void utc_now(char *out, size_t size) {
   strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static int write_report_json(OutputSet *set, const char *trace_path, const ObcTraceMeta *meta,
-                             const ObcAnalysisConfig *config, const ObcAnalysisResult *result,
+static int write_report_json(OutputSet *set, const char *trace_path, const TraceMeta *meta,
+                             const AnalysisConfig *config, const AnalysisResult *result,
                              const char *command_line) {
   char created[32];
   utc_now(created, sizeof created);
@@ -410,8 +410,8 @@ static int write_report_json(OutputSet *set, const char *trace_path, const ObcTr
   return rc;
 }
 
-int analysis_write_outputs(const char *dir, const char *trace_path, const ObcTraceMeta *meta,
-                           const ObcAnalysisConfig *config, const ObcAnalysisResult *result,
+int analysis_write_outputs(const char *dir, const char *trace_path, const TraceMeta *meta,
+                           const AnalysisConfig *config, const AnalysisResult *result,
                            const char *command_line) {
   OutputSet set = {.dir = dir};
   int rc = write_recall_files(&set, config, result);
@@ -427,8 +427,8 @@ int analysis_write_outputs(const char *dir, const char *trace_path, const ObcTra
   return output_commit_all(&set);
 }
 
-void analysis_print_summary(FILE *out, const char *trace_path, const ObcTraceMeta *meta,
-                            const ObcAnalysisConfig *config, const ObcAnalysisResult *result) {
+void analysis_print_summary(FILE *out, const char *trace_path, const TraceMeta *meta,
+                            const AnalysisConfig *config, const AnalysisResult *result) {
   size_t w = window_index(config, config->main_window);
   size_t ki = 0;
   while (ki + 1 < config->n_topk && config->topk[ki] != config->main_k) ki++;
@@ -447,7 +447,7 @@ void analysis_print_summary(FILE *out, const char *trace_path, const ObcTraceMet
     fprintf(out, " %14.14s", result->reference_names[ref]);
   fprintf(out, "\n");
   for (size_t q = 0; q < OBC_Q_COUNT; q++) {
-    fprintf(out, "  %-9s %8.3f", score_quantity_name((ObcQuantity)q),
+    fprintf(out, "  %-9s %8.3f", score_quantity_name((ScoreQuantity)q),
             mean_recall(config, result, 0, q, w, 0, ki));
     if (result->n_recents > 1) fprintf(out, " %8.3f", mean_recall(config, result, 0, q, w, 1, ki));
     fprintf(out, " %10.3f", mean_spearman(config, result, q, OBC_REF_ORACLE(0), w));

@@ -9,7 +9,7 @@
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 
-struct ObcScoresFile {
+struct ScoresFile {
   ObcPendingFile pending;
   hid_t file;
   hid_t datasets[OBC_SCORES_MAX_DATASETS];
@@ -17,7 +17,7 @@ struct ObcScoresFile {
   size_t n_layers, n_kv_heads, n_prompt;
 };
 
-static int attr_write_str(ObcScoresFile *sf, const char *name, const char *value) {
+static int attr_write_str(ScoresFile *sf, const char *name, const char *value) {
   hid_t type = H5Tcopy(H5T_C_S1);
   H5Tset_size(type, H5T_VARIABLE);
   H5Tset_cset(type, H5T_CSET_UTF8);
@@ -32,7 +32,7 @@ static int attr_write_str(ObcScoresFile *sf, const char *name, const char *value
   return OBC_OK;
 }
 
-static int attr_write_i64(ObcScoresFile *sf, const char *name, long long value) {
+static int attr_write_i64(ScoresFile *sf, const char *name, long long value) {
   hid_t space = H5Screate(H5S_SCALAR);
   hid_t attr = H5Acreate2(sf->file, name, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
   herr_t status = attr < 0 ? -1 : H5Awrite(attr, H5T_NATIVE_LLONG, &value);
@@ -43,7 +43,7 @@ static int attr_write_i64(ObcScoresFile *sf, const char *name, long long value) 
   return OBC_OK;
 }
 
-static void close_handles(ObcScoresFile *sf) {
+static void close_handles(ScoresFile *sf) {
   for (size_t i = 0; i < sf->n_datasets; i++)
     if (sf->datasets[i] >= 0) H5Dclose(sf->datasets[i]);
   sf->n_datasets = 0;
@@ -51,18 +51,18 @@ static void close_handles(ObcScoresFile *sf) {
   sf->file = -1;
 }
 
-void scores_file_abort(ObcScoresFile *sf) {
+void scores_file_abort(ScoresFile *sf) {
   if (!sf) return;
   close_handles(sf);
   obc_pending_abort(&sf->pending);
   free(sf);
 }
 
-int scores_file_create(const char *path, const ObcScoresFileLayout *layout, ObcScoresFile **out) {
+int scores_file_create(const char *path, const ScoresFileLayout *layout, ScoresFile **out) {
   *out = NULL;
   if (layout->n_datasets > OBC_SCORES_MAX_DATASETS)
     return obc_fail(OBC_EINVAL, "%s: too many datasets (%zu)", path, layout->n_datasets);
-  ObcScoresFile *sf = obc_calloc(1, sizeof *sf, "scores file");
+  ScoresFile *sf = obc_calloc(1, sizeof *sf, "scores file");
   if (!sf) return OBC_ENOMEM;
   sf->file = -1;
   sf->n_layers = layout->n_layers;
@@ -108,7 +108,7 @@ int scores_file_create(const char *path, const ObcScoresFileLayout *layout, ObcS
   return OBC_OK;
 }
 
-int scores_file_write_head(ObcScoresFile *sf, size_t dataset, size_t layer, size_t kv_head,
+int scores_file_write_head(ScoresFile *sf, size_t dataset, size_t layer, size_t kv_head,
                            const double *values) {
   if (dataset >= sf->n_datasets || layer >= sf->n_layers || kv_head >= sf->n_kv_heads)
     return obc_fail(OBC_EINVAL, "%s: hyperslab out of range", sf->pending.final_path);
@@ -128,7 +128,7 @@ int scores_file_write_head(ObcScoresFile *sf, size_t dataset, size_t layer, size
   return OBC_OK;
 }
 
-int scores_file_commit(ObcScoresFile *sf) {
+int scores_file_commit(ScoresFile *sf) {
   for (size_t i = 0; i < sf->n_datasets; i++) H5Dclose(sf->datasets[i]);
   sf->n_datasets = 0;
   herr_t status = H5Fclose(sf->file);

@@ -12,7 +12,7 @@
 #define OBC_SCORES_SCHEMA "obcache-scores/1"
 #define OBC_SCORES_MAX_DATASETS 16
 
-typedef struct ObcScoresFile ObcScoresFile;
+typedef struct ScoresFile ScoresFile;
 
 typedef struct {
   size_t n_layers, n_kv_heads, n_prompt;
@@ -23,15 +23,15 @@ typedef struct {
   size_t oracle_steps;      /* T of oracleT; 0 when only oracle1 is written */
   const char *const *names; /* (n_datasets) dataset names */
   size_t n_datasets;
-} ObcScoresFileLayout;
+} ScoresFileLayout;
 
-int scores_file_create(const char *path, const ObcScoresFileLayout *layout, ObcScoresFile **out);
+int scores_file_create(const char *path, const ScoresFileLayout *layout, ScoresFile **out);
 /* values: (n_prompt), dataset index as in layout->names. */
-int scores_file_write_head(ObcScoresFile *file, size_t dataset, size_t layer, size_t kv_head,
+int scores_file_write_head(ScoresFile *file, size_t dataset, size_t layer, size_t kv_head,
                            const double *values);
 /* Closes and renames into place; frees file. */
-int scores_file_commit(ObcScoresFile *file);
+int scores_file_commit(ScoresFile *file);
 /* Closes and removes the temporary file; frees file. NULL is a no-op. */
-void scores_file_abort(ObcScoresFile *file);
+void scores_file_abort(ScoresFile *file);
 
 #endif

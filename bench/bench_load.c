@@ -50,7 +50,7 @@ static int bench_types(const GgufFile *file, int threads, int repeats) {
     }
     if (elements)
       printf("  %-5s %d thread(s): %9.1fM values in %7.3f s = %6.0f M values/s (%5.0f MB/s read)\n",
-             ggml_type_name(type), threads, elements / 1e6, best, elements / best / 1e6, bytes / best / 1e6);
+             gguf_type_name(type), threads, elements / 1e6, best, elements / best / 1e6, bytes / best / 1e6);
   }
   free(out);
   return 0;

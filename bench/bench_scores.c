@@ -38,7 +38,7 @@ int main(int argc, char **argv) {
   printf("score_window_sweep: group %zu, d %zu, s %zu, %zu rows, %zu windows (1..%zu)\n", group, d,
          s, rows, n_windows, rows);
   for (int precision = 0; precision < 2; precision++) {
-    ObcScoreOptions options;
+    ScoreOptions options;
     score_options_default(&options);
     options.precision = precision;
     for (int threads = 1; threads <= 2; threads++) {

@@ -85,7 +85,7 @@ static int buffers_alloc(CaptureBuffers *b, bool attn) {
   return OBC_OK;
 }
 
-static void fill_model(ObcTraceModel *out, const Model *model) {
+static void fill_model(TraceModel *out, const Model *model) {
   const ModelConfig *c = &model->config;
   memset(out, 0, sizeof *out);
   snprintf(out->name, sizeof out->name, "%s", c->name);
@@ -151,7 +151,7 @@ static int write_trace(const char *path, const Model *model, const NiahPrompt *p
                        const CaptureOptions *o, const CaptureBuffers *b, Runtime *runtime,
                        int32_t *tokens, const float *logits, CaptureResult *result) {
   const ModelConfig *c = &model->config;
-  ObcTraceMeta meta;
+  TraceMeta meta;
   memset(&meta, 0, sizeof meta);
   snprintf(meta.producer, sizeof meta.producer, "%s",
            o->producer ? o->producer : "obcache capture");
@@ -171,20 +171,20 @@ static int write_trace(const char *path, const Model *model, const NiahPrompt *p
   meta.n_spans = prompt->n_spans;
   memcpy(meta.spans, prompt->spans, sizeof meta.spans);
 
-  ObcTraceWriteOptions wo = {.store_f16 = o->store_f16,
+  TraceWriteOptions wo = {.store_f16 = o->store_f16,
                              .compression_level = o->compression,
                              .store_attn = o->store_attn,
                              .store_logits = true};
-  ObcTraceWriter *writer = NULL;
+  TraceWriter *writer = NULL;
   int rc = trace_create(path, &meta, &wo, &writer);
   free(row_positions);
   if (rc) return rc;
-  const KVCache *cache = runtime_cache(runtime);
+  const RuntimeCache *cache = runtime_cache(runtime);
   size_t hd = c->head_dim, rows = b->n_rows;
   for (size_t layer = 0; !rc && layer < c->n_layers; layer++) {
     for (size_t g = 0; !rc && g < c->n_kv_heads; g++)
-      rc = trace_write_kv(writer, layer, g, kv_cache_k(cache, layer, g),
-                          kv_cache_v(cache, layer, g));
+      rc = trace_write_kv(writer, layer, g, runtime_cache_k(cache, layer, g),
+                          runtime_cache_v(cache, layer, g));
     for (size_t h = 0; !rc && h < c->n_heads; h++) {
       size_t head = layer * c->n_heads + h;
       rc = trace_write_rows(writer, layer, h, b->q + head * rows * hd, b->o + head * rows * hd,

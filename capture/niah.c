@@ -222,7 +222,7 @@ static void place_needles(const Builder *b, const Unit *units, size_t n_units, s
 static int add_span(NiahPrompt *p, const char *name, size_t index, size_t begin, size_t end) {
   if (p->n_spans >= OBC_TRACE_MAX_SPANS)
     return obc_fail(OBC_EINVAL, "niah: more than %d spans", OBC_TRACE_MAX_SPANS);
-  ObcSpan *s = &p->spans[p->n_spans++];
+  TraceSpan *s = &p->spans[p->n_spans++];
   if (index == 0)
     snprintf(s->name, sizeof s->name, "%s", name);
   else
@@ -450,7 +450,7 @@ static int build(Builder *b, NiahPrompt *out) {
     }
   }
   size_t answer_tokens = 0;
-  const ObcSpan *answer = NULL;
+  const TraceSpan *answer = NULL;
   for (size_t i = 0; i < out->n_spans; i++)
     if (!strcmp(out->spans[i].name, "answer_prefix")) answer = &out->spans[i];
   if (answer) answer_tokens = (size_t)(answer->end - answer->begin);

@@ -47,7 +47,7 @@ typedef struct {
   char *text;     /* the prompt decoded back from tokens */
   size_t n_spans; /* "context", "needle", "needle_value", "question",
                      "answer_prefix", "needle_2", "needle_value_2", ... */
-  ObcSpan spans[OBC_TRACE_MAX_SPANS];
+  TraceSpan spans[OBC_TRACE_MAX_SPANS];
   size_t n_answers; /* the values the answer must contain (RULER string match) */
   char answers[NIAH_MAX_NEEDLES][128];
   char question[512];

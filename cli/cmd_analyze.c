@@ -56,14 +56,14 @@ typedef struct {
   const char *trace_path;
   const char *out_dir;
   bool quiet;
-  ObcAnalysisConfig config;
+  AnalysisConfig config;
 } AnalyzeArgs;
 
 static int parse_gqa(void *target, const char *option, const char *value) {
   static const char *const names[] = {"sum", "mean", "max"};
   for (size_t i = 0; i < 3; i++)
     if (!strcmp(value, names[i])) {
-      *(ObcGqaAggregation *)target = (ObcGqaAggregation)i;
+      *(ScoreGqa *)target = (ScoreGqa)i;
       return OBC_OK;
     }
   return obc_fail(OBC_EINVAL, "%s: expected one of sum|mean|max, got '%s'", option, value);
@@ -72,12 +72,12 @@ static int parse_gqa(void *target, const char *option, const char *value) {
 static int parse_precision(void *target, const char *option, const char *value) {
   if (strcmp(value, "float") && strcmp(value, "double"))
     return obc_fail(OBC_EINVAL, "%s: expected one of float|double, got '%s'", option, value);
-  *(ObcPrecision *)target = strcmp(value, "float") ? OBC_PRECISION_DOUBLE : OBC_PRECISION_FLOAT;
+  *(OraclePrecision *)target = strcmp(value, "float") ? OBC_PRECISION_DOUBLE : OBC_PRECISION_FLOAT;
   return OBC_OK;
 }
 
 static int parse_args(int argc, char **argv, AnalyzeArgs *args, bool *help) {
-  ObcAnalysisConfig *c = &args->config;
+  AnalysisConfig *c = &args->config;
   ObcSizeList windows = {c->windows, &c->n_windows, OBC_ANALYSIS_MAX_LIST};
   ObcSizeList topk = {c->topk, &c->n_topk, OBC_ANALYSIS_MAX_LIST};
   const ObcOption options[] = {
@@ -197,9 +197,9 @@ int cmd_analyze(int argc, char **argv) {
   else
     default_out_dir(args.trace_path, out_dir, sizeof out_dir);
 
-  ObcTraceReader *reader = NULL;
+  TraceReader *reader = NULL;
   if ((rc = trace_open(args.trace_path, &reader))) return rc;
-  const ObcTraceMeta *meta = trace_meta(reader);
+  const TraceMeta *meta = trace_meta(reader);
   rc = analysis_config_resolve(&args.config, meta);
   if (rc && strncmp(obc_error_message(), "--", 2)) obc_fail_context(rc, "%s", args.trace_path);
   bool dir_existed = false;
@@ -210,7 +210,7 @@ int cmd_analyze(int argc, char **argv) {
   }
   obc_set_threads(args.config.threads);
 
-  ObcAnalysisResult result;
+  AnalysisResult result;
   rc = analysis_run(reader, &args.config, !args.quiet && isatty(STDERR_FILENO), &result);
   if (rc) {
     trace_close(reader);

@@ -51,7 +51,7 @@ static int check_length(const Model *model, const CaptureArgs *a) {
 }
 
 static void print_result(const char *path, const NiahPrompt *prompt, const CaptureResult *r) {
-  const ObcSpan *needle = NULL;
+  const TraceSpan *needle = NULL;
   for (size_t i = 0; i < prompt->n_spans; i++)
     if (!strcmp(prompt->spans[i].name, "needle")) needle = &prompt->spans[i];
   printf("wrote %s: %zu prompt tokens + %zu decoded, needle at tokens [%lld, %lld)\n", path,

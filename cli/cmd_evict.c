@@ -47,7 +47,7 @@ int cmd_evict(int argc, char **argv) {
   if (args.n_positional) trace_path = args.positional[0];
   if (!trace_path) return obc_fail(OBC_EINVAL, "missing TRACE (see obcache evict --help)");
   if (!out_path) return obc_fail(OBC_EINVAL, "missing -o KEEP.h5 (see obcache evict --help)");
-  ObcTraceReader *reader = NULL;
+  TraceReader *reader = NULL;
   rc = trace_open(trace_path, &reader);
   if (rc) return rc;
   EvictKeepSet keep;

@@ -49,7 +49,7 @@ static void print_quoted(const char *text, size_t max) {
 }
 
 /* Per dataset name (K, V, ...): total bytes stored and logical size. */
-static void print_datasets(const char *path, const ObcTraceMeta *m) {
+static void print_datasets(const char *path, const TraceMeta *m) {
   const char *names[] = {"K", "V", "Q", "O", "lse", "A"};
   const char *shapes[] = {"(n_kv_heads, n_positions, head_dim)", "(n_kv_heads, n_positions, head_dim)",
                           "(n_heads, n_rows, head_dim)",         "(n_heads, n_rows, head_dim)",
@@ -80,13 +80,13 @@ static void print_datasets(const char *path, const ObcTraceMeta *m) {
   H5Fclose(file);
 }
 
-static void print_spans(const ObcTraceMeta *m, const Tokenizer *tokenizer) {
+static void print_spans(const TraceMeta *m, const Tokenizer *tokenizer) {
   if (!m->n_spans) {
     printf("spans      none\n");
     return;
   }
   for (size_t i = 0; i < m->n_spans; i++) {
-    const ObcSpan *s = &m->spans[i];
+    const TraceSpan *s = &m->spans[i];
     printf("%s %-12s [%lld, %lld)  %lld tokens", i ? "          " : "spans     ", s->name,
            (long long)s->begin, (long long)s->end, (long long)(s->end - s->begin));
     if (m->tokens && tokenizer) {
@@ -105,7 +105,7 @@ static void print_spans(const ObcTraceMeta *m, const Tokenizer *tokenizer) {
   }
 }
 
-static void print_rows(const ObcTraceMeta *m) {
+static void print_rows(const TraceMeta *m) {
   size_t first_decode = 0;
   size_t decode = trace_meta_decode_rows(m, &first_decode);
   size_t window = trace_meta_window_rows(m);
@@ -118,8 +118,8 @@ static void print_rows(const ObcTraceMeta *m) {
          m->n_positions ? m->n_positions - 1 : 0);
 }
 
-static void print_summary(const char *path, const ObcTraceMeta *m, const Tokenizer *tokenizer) {
-  const ObcTraceModel *c = &m->model;
+static void print_summary(const char *path, const TraceMeta *m, const Tokenizer *tokenizer) {
+  const TraceModel *c = &m->model;
   struct stat st;
   printf("trace      %s", path);
   if (stat(path, &st) == 0) print_bytes(" (", (double)st.st_size), printf(" on disk)");
@@ -170,7 +170,7 @@ int cmd_info(int argc, char **argv) {
                     args.positional[1]);
   if (args.n_positional) path = args.positional[0];
   if (!path) return obc_fail(OBC_EINVAL, "no trace given (see obcache info --help)");
-  ObcTraceReader *reader = NULL;
+  TraceReader *reader = NULL;
   rc = trace_open(path, &reader);
   if (rc) return rc;
   GgufFile *gguf = NULL;

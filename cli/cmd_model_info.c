@@ -33,7 +33,7 @@ static void print_gguf_table(const GgufFile *file, int list) {
     else other++;
     bytes += t->n_bytes;
     if (list) {
-      printf("  %-40s %-11s [", t->name, ggml_type_name(t->type));
+      printf("  %-40s %-11s [", t->name, gguf_type_name(t->type));
       for (uint32_t d = 0; d < t->n_dims; d++) printf("%s%" PRIu64, d ? ", " : "", t->dims[d]);
       printf("]\n");
     }
@@ -44,7 +44,7 @@ static void print_gguf_table(const GgufFile *file, int list) {
   const char *sep = "";
   for (uint32_t type = 0; type < 64; type++) {
     if (!counts[type]) continue;
-    if (ggml_type_block_size(type)) printf("%s%s %zu", sep, ggml_type_name(type), counts[type]);
+    if (gguf_type_block_size(type)) printf("%s%s %zu", sep, gguf_type_name(type), counts[type]);
     else printf("%stype %" PRIu32 " %zu", sep, type, counts[type]);
     sep = ", ";
   }

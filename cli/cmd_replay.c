@@ -160,8 +160,8 @@ static int parse_names(const char *option, const char *text, char (*names)[32], 
 }
 
 static int run_sweep(const ReplayArgs *a, const char *command_line) {
-  EvictSweepConfig config;
-  evict_sweep_config_default(&config);
+  SweepReplayConfig config;
+  sweep_replay_config_default(&config);
   config.base = a->policy;
   config.with_model = !a->no_model;
   config.model_path = a->model_path;
@@ -185,7 +185,7 @@ static int run_sweep(const ReplayArgs *a, const char *command_line) {
     if (n > 3 && !strcmp(a->trace_path + n - 3, ".h5")) n -= 3;
     snprintf(out_dir, sizeof out_dir, "%.*s-replay-sweep", (int)n, a->trace_path);
   }
-  return evict_sweep_run(a->trace_path, out_dir, &config, command_line);
+  return sweep_replay_run(a->trace_path, out_dir, &config, command_line);
 }
 
 static int dynamic_score_check(EvictPolicy *probe, const char *name) {
@@ -261,7 +261,7 @@ int cmd_replay(int argc, char **argv) {
   if (a.out_dir) snprintf(out_dir, sizeof out_dir, "%s", a.out_dir);
   else default_out_dir(a.trace_path, out_dir, sizeof out_dir);
 
-  ObcTraceReader *reader = NULL;
+  TraceReader *reader = NULL;
   if ((rc = trace_open(a.trace_path, &reader))) return rc;
   EvictKeepSet keep;
   memset(&keep, 0, sizeof keep);

@@ -40,7 +40,7 @@ static int reject_single_cell(void *target, const char *option, const char *valu
 
 /* Parses argv into a and s; prints the help instead when asked (*help). */
 static int parse_args(int argc, char **argv, CaptureArgs *a, SweepOptions *s, bool *help) {
-  ObcAnalysisConfig *c = &s->analysis;
+  AnalysisConfig *c = &s->analysis;
   ObcSizeList lengths = {s->lengths, &s->n_lengths, SWEEP_MAX_CELLS};
   ObcSizeList depths = {s->depths, &s->n_depths, SWEEP_MAX_CELLS};
   ObcSizeList windows = {c->windows, &c->n_windows, OBC_ANALYSIS_MAX_LIST};

@@ -74,7 +74,7 @@ static void scratch_free(VerifyScratch *s) {
   memset(s, 0, sizeof *s);
 }
 
-static int scratch_alloc(VerifyScratch *s, const ObcTraceMeta *m) {
+static int scratch_alloc(VerifyScratch *s, const TraceMeta *m) {
   size_t R = m->n_rows, d = m->model.head_dim, P = m->n_positions;
   memset(s, 0, sizeof *s);
   s->K = malloc(P * d * sizeof(float)), s->V = malloc(P * d * sizeof(float));
@@ -94,8 +94,8 @@ static int scratch_alloc(VerifyScratch *s, const ObcTraceMeta *m) {
 }
 
 /* Compares one query head against the exact recomputation from s->Kd, s->Vd. */
-static int verify_head(ObcTraceReader *reader, size_t layer, size_t head, VerifyScratch *s) {
-  const ObcTraceMeta *m = trace_meta(reader);
+static int verify_head(TraceReader *reader, size_t layer, size_t head, VerifyScratch *s) {
+  const TraceMeta *m = trace_meta(reader);
   size_t R = m->n_rows, d = m->model.head_dim, P = m->n_positions;
   int rc = trace_read_rows(reader, layer, head, s->Q, s->O, s->lse);
   if (!rc && s->A) rc = trace_read_attn(reader, layer, head, s->A);
@@ -121,8 +121,8 @@ static int verify_head(ObcTraceReader *reader, size_t layer, size_t head, Verify
 }
 
 /* One KV head: its keys and values, then each of its query heads. */
-static int verify_kv_head(ObcTraceReader *reader, size_t layer, size_t kv_head, VerifyScratch *s) {
-  const ObcTraceMeta *m = trace_meta(reader);
+static int verify_kv_head(TraceReader *reader, size_t layer, size_t kv_head, VerifyScratch *s) {
+  const TraceMeta *m = trace_meta(reader);
   size_t n = m->n_positions * m->model.head_dim, group = m->model.n_heads / m->model.n_kv_heads;
   int rc = trace_read_kv(reader, layer, kv_head, s->K, s->V);
   if (rc) return rc;
@@ -133,8 +133,8 @@ static int verify_kv_head(ObcTraceReader *reader, size_t layer, size_t kv_head, 
 
 /* Layer by layer; the KV heads of a layer in parallel, each thread streaming
  * one KV head at a time, so memory stays at a few heads whatever the trace. */
-static int verify_trace(ObcTraceReader *reader, VerifyScratch *scratch, size_t n_threads) {
-  const ObcTraceModel *c = &trace_meta(reader)->model;
+static int verify_trace(TraceReader *reader, VerifyScratch *scratch, size_t n_threads) {
+  const TraceModel *c = &trace_meta(reader)->model;
   for (size_t layer = 0; layer < c->n_layers; layer++) {
     int failed = OBC_OK;
     char message[1024] = "";
@@ -200,10 +200,10 @@ int cmd_verify(int argc, char **argv) {
   bool help = false;
   int rc = parse_args(argc, argv, &path, &tolerance, &threads, &help);
   if (rc || help) return rc;
-  ObcTraceReader *reader = NULL;
+  TraceReader *reader = NULL;
   rc = trace_open(path, &reader);
   if (rc) return rc;
-  const ObcTraceMeta *m = trace_meta(reader);
+  const TraceMeta *m = trace_meta(reader);
   if (tolerance == 0.0) tolerance = strcmp(m->dtype, "f16") ? VERIFY_TOLERANCE_F32 : VERIFY_TOLERANCE_F16;
   size_t n_threads = threads ? threads : (size_t)omp_get_max_threads();
   if (n_threads > m->model.n_kv_heads) n_threads = m->model.n_kv_heads;

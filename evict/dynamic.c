@@ -122,14 +122,14 @@ static int accumulate(void *user, const RuntimeLayerCapture *view) {
   DynRun *run = user;
   if (run->score == DYN_STREAMING || run->score == DYN_FULL) return 0;
   const ModelConfig *c = run->config;
-  KVCache *cache = runtime_cache(run->runtime);
+  RuntimeCache *cache = runtime_cache(run->runtime);
   size_t d = view->head_dim, group = view->n_heads / view->n_kv_heads, m = view->n_rows;
   size_t n_keys = view->n_keys;
   for (size_t g = 0; g < view->n_kv_heads; g++) {
     size_t head = view->layer * c->n_kv_heads + g;
     double *S = run->score_of + head * run->max_context;
     double *v_sq = run->v_sq + head * run->max_context;
-    const float *V = kv_cache_v(cache, view->layer, g);
+    const float *V = runtime_cache_v(cache, view->layer, g);
     for (size_t p = view->pos0; p < view->pos0 + view->n_tokens; p++) {
       double sq = 0.0;
       for (size_t e = 0; e < d; e++) sq += (double)V[p * d + e] * V[p * d + e];
@@ -155,11 +155,11 @@ static int accumulate(void *user, const RuntimeLayerCapture *view) {
             continue;
           }
           double z = log(a) + lse, dd, vd;
-          obc_pair_norms_from_dots(v_sq[p], run->vo[p * m + r], o_sq, &dd, &vd);
-          double sv = obc_form_obc_v(a, v_sq[p]), sk = obc_form_obc_k(a, z, dd);
+          oracle_pair_norms_from_dots(v_sq[p], run->vo[p * m + r], o_sq, &dd, &vd);
+          double sv = oracle_form_obc_v(a, v_sq[p]), sk = oracle_form_obc_k(a, z, dd);
           S[p] += run->score == DYN_OBC_V   ? sv
                   : run->score == DYN_OBC_K ? sk
-                                            : sv + sk + obc_form_obc_vk_cross(a, z, vd);
+                                            : sv + sk + oracle_form_obc_vk_cross(a, z, vd);
         }
       }
     }

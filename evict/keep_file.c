@@ -153,7 +153,7 @@ static int read_str_attr(hid_t file, const char *name, char *out, size_t size) {
   return status < 0 ? -1 : 0;
 }
 
-int evict_keep_read(const char *path, const ObcTraceMeta *meta, EvictKeepSet *out) {
+int evict_keep_read(const char *path, const TraceMeta *meta, EvictKeepSet *out) {
   memset(out, 0, sizeof *out);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);

@@ -24,7 +24,7 @@
 
 struct EvictReplayer {
   const Model *model;
-  ObcTraceReader *reader;
+  TraceReader *reader;
   Runtime *runtime;
   size_t n_prompt, n_steps, vocab;
   float *logits_full;  /* (n_steps, vocab) the trace's */
@@ -48,9 +48,9 @@ static int contains_ignoring_case(const char *text, const char *needle) {
   return 0;
 }
 
-static int check_model(const Model *model, const ObcTraceMeta *meta, const char *trace) {
+static int check_model(const Model *model, const TraceMeta *meta, const char *trace) {
   const ModelConfig *c = &model->config;
-  const ObcTraceModel *m = &meta->model;
+  const TraceModel *m = &meta->model;
   if (c->n_layers != m->n_layers || c->n_heads != m->n_heads || c->n_kv_heads != m->n_kv_heads ||
       c->head_dim != m->head_dim || c->vocab_size != m->vocab_size)
     return obc_fail(OBC_EINVAL, "%s: the model %s does not match the trace (expected %zu layers, "
@@ -85,8 +85,8 @@ static int token_piece(const Tokenizer *tokenizer, int32_t id, char *out, size_t
 }
 
 /* The needle value's tokens as trimmed pieces (empty ones dropped). */
-static int value_pieces(EvictReplayer *r, const ObcTraceMeta *meta) {
-  const ObcSpan *span = trace_meta_find_span(meta, "needle_value");
+static int value_pieces(EvictReplayer *r, const TraceMeta *meta) {
+  const TraceSpan *span = trace_meta_find_span(meta, "needle_value");
   r->n_value_pieces = 0;
   if (!r->needle[0] || !span) return OBC_OK;
   for (int64_t p = span->begin; p < span->end && r->n_value_pieces < REPLAY_MAX_PIECES; p++) {
@@ -125,9 +125,9 @@ static int needle_metrics(const EvictReplayer *r, const int32_t *tokens, size_t 
 
 /* The needle's value: the tokens of the "needle_value" span, decoded and
  * trimmed. */
-static int needle_value(const Model *model, const ObcTraceMeta *meta, char *out, size_t size) {
+static int needle_value(const Model *model, const TraceMeta *meta, char *out, size_t size) {
   out[0] = '\0';
-  const ObcSpan *span = trace_meta_find_span(meta, "needle_value");
+  const TraceSpan *span = trace_meta_find_span(meta, "needle_value");
   if (!span || !model->tokenizer || span->begin < 0 || span->end <= span->begin ||
       span->end > (int64_t)meta->n_prompt)
     return OBC_OK;
@@ -173,8 +173,8 @@ static double relative_diff(const float *a, const float *ref, size_t n) {
   return scale > 0 ? diff / scale : diff;
 }
 
-static int load_cache(EvictReplayer *r, const ObcTraceMeta *meta) {
-  KVCache *cache = runtime_cache(r->runtime);
+static int load_cache(EvictReplayer *r, const TraceMeta *meta) {
+  RuntimeCache *cache = runtime_cache(r->runtime);
   size_t d = meta->model.head_dim, s = meta->n_prompt;
   float *K = obc_malloc(meta->n_positions * d * sizeof *K, "trace keys");
   float *V = obc_malloc(meta->n_positions * d * sizeof *V, "trace values");
@@ -182,8 +182,8 @@ static int load_cache(EvictReplayer *r, const ObcTraceMeta *meta) {
   for (size_t l = 0; l < meta->model.n_layers && !rc; l++)
     for (size_t g = 0; g < meta->model.n_kv_heads && !rc; g++) {
       if ((rc = trace_read_kv(r->reader, l, g, K, V))) break;
-      memcpy(kv_cache_k(cache, l, g), K, s * d * sizeof *K);
-      memcpy(kv_cache_v(cache, l, g), V, s * d * sizeof *V);
+      memcpy(runtime_cache_k(cache, l, g), K, s * d * sizeof *K);
+      memcpy(runtime_cache_v(cache, l, g), V, s * d * sizeof *V);
     }
   free(K);
   free(V);
@@ -200,10 +200,10 @@ void evict_replayer_close(EvictReplayer *r) {
   free(r);
 }
 
-int evict_replayer_open(const Model *model, ObcTraceReader *reader, size_t steps, size_t threads,
+int evict_replayer_open(const Model *model, TraceReader *reader, size_t steps, size_t threads,
                         EvictReplayer **out) {
   *out = NULL;
-  const ObcTraceMeta *meta = trace_meta(reader);
+  const TraceMeta *meta = trace_meta(reader);
   const char *trace = trace_path(reader);
   int rc = check_model(model, meta, trace);
   if (rc) return rc;

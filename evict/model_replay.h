@@ -48,7 +48,7 @@ typedef struct EvictReplayer EvictReplayer;
 
 /* steps: decode steps to replay, 0 = every captured one (the trace's logits
  * rows). threads: 0 = default. */
-int evict_replayer_open(const Model *model, ObcTraceReader *reader, size_t steps, size_t threads,
+int evict_replayer_open(const Model *model, TraceReader *reader, size_t steps, size_t threads,
                         EvictReplayer **out);
 void evict_replayer_close(EvictReplayer *replayer);
 /* The full-cache answer (the trace's tokens) and whether it has the needle. */

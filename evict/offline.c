@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scores/analysis_head.h"
+#include "scores/score_head.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_json.h"
@@ -24,8 +24,8 @@ void evict_offline_result_free(EvictOfflineResult *r) {
   memset(r, 0, sizeof *r);
 }
 
-int evict_offline_run(ObcTraceReader *reader, const EvictKeepSet *keep, EvictOfflineResult *out) {
-  const ObcTraceMeta *meta = trace_meta(reader);
+int evict_offline_run(TraceReader *reader, const EvictKeepSet *keep, EvictOfflineResult *out) {
+  const TraceMeta *meta = trace_meta(reader);
   memset(out, 0, sizeof *out);
   size_t first = 0, T = trace_meta_decode_rows(meta, &first);
   if (T == 0)
@@ -44,12 +44,12 @@ int evict_offline_run(ObcTraceReader *reader, const EvictKeepSet *keep, EvictOff
   out->needle_kept = obc_malloc(L * G * sizeof(double), "needle retention");
   unsigned char *mask = obc_malloc(meta->n_positions, "keep mask");
   double *o_new = obc_malloc(d * sizeof(double), "replayed output");
-  AnalysisHead h;
+  ScoreHead h;
   memset(&h, 0, sizeof h);
   int rc = out->rel_error && out->mass_lost && out->sq_error && out->needle_kept && mask && o_new
-               ? analysis_head_alloc(&h, meta)
+               ? score_head_alloc(&h, meta)
                : OBC_ENOMEM;
-  const ObcSpan *needle = trace_meta_find_span(meta, "needle");
+  const TraceSpan *needle = trace_meta_find_span(meta, "needle");
   size_t nb = 0, ne = 0;
   if (needle && needle->begin >= 0 && needle->end > needle->begin) {
     out->has_needle = true;
@@ -58,7 +58,7 @@ int evict_offline_run(ObcTraceReader *reader, const EvictKeepSet *keep, EvictOff
   }
   for (size_t l = 0; l < L && !rc; l++) {
     for (size_t g = 0; g < G && !rc; g++) {
-      if ((rc = analysis_head_read(&h, reader, l, g))) break;
+      if ((rc = score_head_read(&h, reader, l, g))) break;
       memcpy(mask, keep->keep + (l * G + g) * s, s);
       memset(mask + s, 1, meta->n_positions - s); /* generated tokens stay */
       size_t kept = 0;
@@ -83,7 +83,7 @@ int evict_offline_run(ObcTraceReader *reader, const EvictKeepSet *keep, EvictOff
       }
     }
   }
-  analysis_head_free(&h);
+  score_head_free(&h);
   free(mask);
   free(o_new);
   if (rc) evict_offline_result_free(out);

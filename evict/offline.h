@@ -32,7 +32,7 @@ typedef struct {
 } EvictOfflineSummary;
 
 /* Fails with OBC_EINVAL when the trace has no decode rows. */
-int evict_offline_run(ObcTraceReader *reader, const EvictKeepSet *keep, EvictOfflineResult *out);
+int evict_offline_run(TraceReader *reader, const EvictKeepSet *keep, EvictOfflineResult *out);
 void evict_offline_result_free(EvictOfflineResult *result);
 void evict_offline_summarise(const EvictOfflineResult *result, EvictOfflineSummary *summary);
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scores/analysis_head.h"
+#include "scores/score_head.h"
 #include "scores/scores.h"
 #include "scores/select.h"
 #include "common/obc_cli.h"
@@ -50,7 +50,7 @@ int evict_policy_set_score(EvictPolicy *p, const char *name) {
   } else {
     char names[512] = "";
     for (int i = 0; i < OBC_Q_COUNT; i++) {
-      strncat(names, score_quantity_name((ObcQuantity)i), sizeof names - strlen(names) - 1);
+      strncat(names, score_quantity_name((ScoreQuantity)i), sizeof names - strlen(names) - 1);
       strncat(names, ", ", sizeof names - strlen(names) - 1);
     }
     return obc_fail(OBC_EINVAL, "--score %s: unknown score (expected one of %srandom, streaming, "
@@ -155,12 +155,12 @@ int evict_policy_budget_tokens(const EvictPolicy *p, size_t n_candidates, size_t
   return OBC_OK;
 }
 
-int evict_policy_candidates(const EvictPolicy *p, const ObcTraceMeta *meta, size_t *n) {
+int evict_policy_candidates(const EvictPolicy *p, const TraceMeta *meta, size_t *n) {
   if (p->mode == EVICT_MODE_AWARE) {
     *n = meta->n_prompt;
     return OBC_OK;
   }
-  const ObcSpan *question = trace_meta_find_span(meta, "question");
+  const TraceSpan *question = trace_meta_find_span(meta, "question");
   if (!question || question->begin <= 0 || question->begin >= (int64_t)meta->n_prompt)
     return obc_fail(OBC_EINVAL, "--mode agnostic: the trace has no \"question\" span inside the "
                     "prompt (expected a NIAH capture; hint: --mode aware)");
@@ -280,7 +280,7 @@ int evict_keep_from_scores(const EvictPolicy *p, const double *scores, size_t n_
 }
 
 /* Contiguous captured prompt rows ending just before position `end`. */
-static size_t rows_ending_at(const ObcTraceMeta *meta, size_t end) {
+static size_t rows_ending_at(const TraceMeta *meta, size_t end) {
   size_t r = trace_meta_row_index(meta, (int64_t)end);
   size_t count = 0;
   while (r > count && meta->row_positions[r - 1 - count] == (int64_t)(end - 1 - count)) count++;
@@ -289,7 +289,7 @@ static size_t rows_ending_at(const ObcTraceMeta *meta, size_t end) {
 
 /* Scores of the candidates of one head into out (n); steps: the resolved
  * decode steps (first, count) of oracle / decode_attn. */
-static int head_scores(const EvictPolicy *p, AnalysisHead *h, size_t layer, size_t g, size_t n,
+static int head_scores(const EvictPolicy *p, ScoreHead *h, size_t layer, size_t g, size_t n,
                        size_t window, const size_t steps[2], double *oracle, double *sweep,
                        double *out) {
   switch (p->kind) {
@@ -310,9 +310,9 @@ static int head_scores(const EvictPolicy *p, AnalysisHead *h, size_t layer, size
       return rc;
     }
     case EVICT_SCORE_QUANTITY: {
-      ObcHeadData data = h->data;
+      OracleHead data = h->data;
       data.n_prompt = n; /* the window ends at the candidates' end */
-      ObcScoreOptions options;
+      ScoreOptions options;
       score_options_default(&options);
       int rc = score_window_sweep(&data, &window, 1, &options, sweep);
       if (!rc) memcpy(out, sweep + (size_t)p->quantity * n, n * sizeof *out);
@@ -322,9 +322,9 @@ static int head_scores(const EvictPolicy *p, AnalysisHead *h, size_t layer, size
   return OBC_EINVAL;
 }
 
-int evict_policy_scores(ObcTraceReader *reader, const EvictPolicy *p, double **scores_out,
+int evict_policy_scores(TraceReader *reader, const EvictPolicy *p, double **scores_out,
                         size_t *n_candidates, size_t *window_out) {
-  const ObcTraceMeta *meta = trace_meta(reader);
+  const TraceMeta *meta = trace_meta(reader);
   *scores_out = NULL;
   size_t n = 0, first = 0;
   int rc = evict_policy_candidates(p, meta, &n);
@@ -354,19 +354,19 @@ int evict_policy_scores(ObcTraceReader *reader, const EvictPolicy *p, double **s
   double *scores = obc_malloc(L * G * n * sizeof *scores, "policy scores");
   double *oracle = obc_malloc(meta->n_prompt * sizeof *oracle, "oracle@1");
   double *sweep = obc_malloc(OBC_Q_COUNT * n * sizeof *sweep, "score sweep");
-  AnalysisHead h;
+  ScoreHead h;
   memset(&h, 0, sizeof h);
   bool need_head = p->kind == EVICT_SCORE_QUANTITY || decode;
   rc = scores && oracle && sweep ? OBC_OK : OBC_ENOMEM;
-  if (!rc && need_head) rc = analysis_head_alloc(&h, meta);
+  if (!rc && need_head) rc = score_head_alloc(&h, meta);
   for (size_t l = 0; l < L && !rc; l++) {
     for (size_t g = 0; g < G && !rc; g++) {
-      if (need_head && (rc = analysis_head_read(&h, reader, l, g))) break;
+      if (need_head && (rc = score_head_read(&h, reader, l, g))) break;
       rc = head_scores(p, &h, l, g, n, window, steps, oracle, sweep, scores + (l * G + g) * n);
       if (rc) obc_fail_context(rc, "%s: layer %zu, KV head %zu", trace_path(reader), l, g);
     }
   }
-  analysis_head_free(&h);
+  score_head_free(&h);
   free(oracle);
   free(sweep);
   if (rc) {
@@ -379,8 +379,8 @@ int evict_policy_scores(ObcTraceReader *reader, const EvictPolicy *p, double **s
   return OBC_OK;
 }
 
-int evict_policy_apply(ObcTraceReader *reader, const EvictPolicy *p, EvictKeepSet *out) {
-  const ObcTraceMeta *meta = trace_meta(reader);
+int evict_policy_apply(TraceReader *reader, const EvictPolicy *p, EvictKeepSet *out) {
+  const TraceMeta *meta = trace_meta(reader);
   memset(out, 0, sizeof *out);
   size_t n = 0, k = 0, window = 0;
   int rc = evict_policy_candidates(p, meta, &n);

@@ -47,7 +47,7 @@ typedef enum { EVICT_MODE_AWARE = 0, EVICT_MODE_AGNOSTIC } EvictMode;
 typedef struct {
   char score[32];       /* "obc_vk", "random", "oracle@T", ... (canonical once applied) */
   EvictScoreKind kind;
-  int quantity;         /* ObcQuantity for EVICT_SCORE_QUANTITY */
+  int quantity;         /* ScoreQuantity for EVICT_SCORE_QUANTITY */
   char budget_text[32]; /* as given: "40", "0.1", "10%" */
   double budget_fraction; /* > 0: a fraction of the candidates */
   size_t budget_tokens;   /* else tokens */
@@ -97,15 +97,15 @@ const char *evict_mode_name(EvictMode mode);
 int evict_policy_budget_tokens(const EvictPolicy *policy, size_t n_candidates, size_t *tokens);
 /* First position after the candidates in the given mode (n_prompt when
  * query-aware, the question's begin when query-agnostic). */
-int evict_policy_candidates(const EvictPolicy *policy, const ObcTraceMeta *meta, size_t *n);
+int evict_policy_candidates(const EvictPolicy *policy, const TraceMeta *meta, size_t *n);
 
 /* The policy's scores of every candidate: *scores (n_layers, n_kv_heads,
  * *n_candidates), malloc'd; *window is the score window used (0 when the
  * score has none). Computed once, they serve every budget. */
-int evict_policy_scores(ObcTraceReader *reader, const EvictPolicy *policy, double **scores,
+int evict_policy_scores(TraceReader *reader, const EvictPolicy *policy, double **scores,
                         size_t *n_candidates, size_t *window);
 /* Applies the policy to every (layer, KV head) of the trace. */
-int evict_policy_apply(ObcTraceReader *reader, const EvictPolicy *policy, EvictKeepSet *out);
+int evict_policy_apply(TraceReader *reader, const EvictPolicy *policy, EvictKeepSet *out);
 /* Same, on scores given per head: scores (n_layers, n_kv_heads, n_candidates). */
 int evict_keep_from_scores(const EvictPolicy *policy, const double *scores, size_t n_layers,
                            size_t n_kv_heads, size_t n_prompt, size_t n_candidates,
@@ -119,6 +119,6 @@ void evict_keep_set_free(EvictKeepSet *keep);
 int evict_keep_write(const char *path, const EvictKeepSet *keep, const char *trace_path,
                      const char *command_line);
 /* Reads a keep file and checks it against the trace's shape. */
-int evict_keep_read(const char *path, const ObcTraceMeta *meta, EvictKeepSet *out);
+int evict_keep_read(const char *path, const TraceMeta *meta, EvictKeepSet *out);
 
 #endif

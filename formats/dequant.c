@@ -1,4 +1,4 @@
-/* Dequantisation of ggml tensor blocks to fp32 (ggml_dequantize, formats/gguf.h).
+/* Dequantisation of ggml tensor blocks to fp32 (dequant_gguf, formats/gguf.h).
  *
  * One function per block format, each decoding one block; the driver runs
  * them over the blocks with OpenMP when the tensor is large. The layouts are
@@ -17,19 +17,19 @@
 enum { QK = 32, QK_K = 256, K_SCALE_BYTES = 12 };
 
 static void block_f32(const uint8_t *b, float *y) { memcpy(y, b, sizeof *y); }
-static void block_f16(const uint8_t *b, float *y) { *y = obc_f16_to_f32(obc_read_u16(b)); }
-static void block_bf16(const uint8_t *b, float *y) { *y = obc_bf16_to_f32(obc_read_u16(b)); }
+static void block_f16(const uint8_t *b, float *y) { *y = float16_f16_to_f32(float16_read_u16(b)); }
+static void block_bf16(const uint8_t *b, float *y) { *y = float16_bf16_to_f32(float16_read_u16(b)); }
 
 /* Q8_0: f16 d, int8 q[32]; x = d * q. */
 static void block_q8_0(const uint8_t *b, float *y) {
-  float d = obc_f16_to_f32(obc_read_u16(b));
+  float d = float16_f16_to_f32(float16_read_u16(b));
   const int8_t *q = (const int8_t *)(b + 2);
   for (int j = 0; j < QK; j++) y[j] = d * (float)q[j];
 }
 
 /* Q4_0: f16 d, 16 bytes of nibbles; x = d * (q - 8). */
 static void block_q4_0(const uint8_t *b, float *y) {
-  float d = obc_f16_to_f32(obc_read_u16(b));
+  float d = float16_f16_to_f32(float16_read_u16(b));
   const uint8_t *qs = b + 2;
   for (int j = 0; j < QK / 2; j++) {
     y[j] = d * (float)((qs[j] & 0x0f) - 8);
@@ -39,8 +39,8 @@ static void block_q4_0(const uint8_t *b, float *y) {
 
 /* Q4_1: f16 d, f16 m, 16 bytes of nibbles; x = d * q + m. */
 static void block_q4_1(const uint8_t *b, float *y) {
-  float d = obc_f16_to_f32(obc_read_u16(b));
-  float m = obc_f16_to_f32(obc_read_u16(b + 2));
+  float d = float16_f16_to_f32(float16_read_u16(b));
+  float m = float16_f16_to_f32(float16_read_u16(b + 2));
   const uint8_t *qs = b + 4;
   for (int j = 0; j < QK / 2; j++) {
     y[j] = d * (float)(qs[j] & 0x0f) + m;
@@ -56,15 +56,15 @@ static int q5_value(const uint8_t *qs, uint32_t qh, int j) {
 
 /* Q5_0: f16 d, uint32 qh, 16 bytes of nibbles; x = d * (q - 16). */
 static void block_q5_0(const uint8_t *b, float *y) {
-  float d = obc_f16_to_f32(obc_read_u16(b));
+  float d = float16_f16_to_f32(float16_read_u16(b));
   uint32_t qh = (uint32_t)b[2] | (uint32_t)b[3] << 8 | (uint32_t)b[4] << 16 | (uint32_t)b[5] << 24;
   for (int j = 0; j < QK; j++) y[j] = d * (float)(q5_value(b + 6, qh, j) - 16);
 }
 
 /* Q5_1: f16 d, f16 m, uint32 qh, 16 bytes of nibbles; x = d * q + m. */
 static void block_q5_1(const uint8_t *b, float *y) {
-  float d = obc_f16_to_f32(obc_read_u16(b));
-  float m = obc_f16_to_f32(obc_read_u16(b + 2));
+  float d = float16_f16_to_f32(float16_read_u16(b));
+  float m = float16_f16_to_f32(float16_read_u16(b + 2));
   uint32_t qh = (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 | (uint32_t)b[7] << 24;
   for (int j = 0; j < QK; j++) y[j] = d * (float)q5_value(b + 8, qh, j) + m;
 }
@@ -87,8 +87,8 @@ static void k_scale_min(const uint8_t *scales, int j, int *scale, int *min) {
  * chunk c holds sub-block 2c in its low nibbles and 2c+1 in its high ones;
  * x = d * scale * q - dmin * min. */
 static void block_q4_k(const uint8_t *b, float *y) {
-  float d = obc_f16_to_f32(obc_read_u16(b));
-  float dmin = obc_f16_to_f32(obc_read_u16(b + 2));
+  float d = float16_f16_to_f32(float16_read_u16(b));
+  float dmin = float16_f16_to_f32(float16_read_u16(b + 2));
   const uint8_t *scales = b + 4, *qs = b + 4 + K_SCALE_BYTES;
   for (int sub = 0; sub < QK_K / QK; sub++) {
     int scale, min;
@@ -103,8 +103,8 @@ static void block_q4_k(const uint8_t *b, float *y) {
 /* Q5_K: as Q4_K with 32 bytes qh before the nibbles: bit `sub` of qh[l] is
  * bit 4 of element l of sub-block sub. */
 static void block_q5_k(const uint8_t *b, float *y) {
-  float d = obc_f16_to_f32(obc_read_u16(b));
-  float dmin = obc_f16_to_f32(obc_read_u16(b + 2));
+  float d = float16_f16_to_f32(float16_read_u16(b));
+  float dmin = float16_f16_to_f32(float16_read_u16(b + 2));
   const uint8_t *scales = b + 4, *qh = b + 4 + K_SCALE_BYTES, *qs = qh + QK_K / 8;
   for (int sub = 0; sub < QK_K / QK; sub++) {
     int scale, min;
@@ -126,7 +126,7 @@ static void block_q5_k(const uint8_t *b, float *y) {
 static void block_q6_k(const uint8_t *b, float *y) {
   const uint8_t *ql = b, *qh = b + QK_K / 2;
   const int8_t *scales = (const int8_t *)(b + QK_K / 2 + QK_K / 4);
-  float d = obc_f16_to_f32(obc_read_u16(b + QK_K / 2 + QK_K / 4 + QK_K / 16));
+  float d = float16_f16_to_f32(float16_read_u16(b + QK_K / 2 + QK_K / 4 + QK_K / 16));
   for (int half = 0; half < 2; half++) {
     for (int g = 0; g < 4; g++) {
       const uint8_t *low = ql + 64 * half + 32 * (g % 2);
@@ -159,15 +159,15 @@ static BlockDecoder block_decoder(uint32_t type) {
   }
 }
 
-int ggml_dequantize(uint32_t type, const void *data, float *out, size_t n) {
+int dequant_gguf(uint32_t type, const void *data, float *out, size_t n) {
   BlockDecoder decode = block_decoder(type);
   if (!decode)
     return obc_fail(OBC_EUNSUPPORTED, "unsupported ggml type %" PRIu32
                     " (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)", type);
-  size_t block_size = ggml_type_block_size(type), block_bytes = ggml_type_block_bytes(type);
+  size_t block_size = gguf_type_block_size(type), block_bytes = gguf_type_block_bytes(type);
   if (n % block_size)
     return obc_fail(OBC_EINVAL, "%zu elements of type %s: not a multiple of its block of %zu", n,
-                    ggml_type_name(type), block_size);
+                    gguf_type_name(type), block_size);
   if (type == GGML_TYPE_F32) {
     memcpy(out, data, n * sizeof *out);
     return 0;

@@ -15,30 +15,30 @@
 #error "obcache reads GGUF and safetensors in place and needs a little-endian host"
 #endif
 
-static inline float obc_f32_from_bits(uint32_t bits) {
+static inline float float16_f32_from_bits(uint32_t bits) {
   float value;
   memcpy(&value, &bits, sizeof value);
   return value;
 }
 
-static inline float obc_f16_to_f32(uint16_t h) {
+static inline float float16_f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   uint32_t exponent = (h >> 10) & 0x1fu;
   uint32_t mantissa = h & 0x3ffu;
   if (exponent == 0x1f) /* infinity or NaN: keep the payload */
-    return obc_f32_from_bits(sign | 0x7f800000u | (mantissa << 13));
+    return float16_f32_from_bits(sign | 0x7f800000u | (mantissa << 13));
   if (exponent == 0) {
-    if (mantissa == 0) return obc_f32_from_bits(sign); /* signed zero */
+    if (mantissa == 0) return float16_f32_from_bits(sign); /* signed zero */
     /* subnormal: mantissa * 2^-24, exact in fp32 */
     float magnitude = (float)mantissa * (1.0f / 16777216.0f);
     return sign ? -magnitude : magnitude;
   }
-  return obc_f32_from_bits(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+  return float16_f32_from_bits(sign | ((exponent + 112u) << 23) | (mantissa << 13));
 }
 
-static inline float obc_bf16_to_f32(uint16_t b) { return obc_f32_from_bits((uint32_t)b << 16); }
+static inline float float16_bf16_to_f32(uint16_t b) { return float16_f32_from_bits((uint32_t)b << 16); }
 
 /* Reads a little-endian uint16 from unaligned memory. */
-static inline uint16_t obc_read_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint16_t float16_read_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 
 #endif

@@ -178,13 +178,13 @@ static void type_block(uint32_t type, size_t *block_elements, size_t *block_byte
   *block_bytes = b;
 }
 
-size_t ggml_type_block_size(uint32_t type) {
+size_t gguf_type_block_size(uint32_t type) {
   size_t e, b;
   type_block(type, &e, &b);
   return e;
 }
 
-size_t ggml_type_block_bytes(uint32_t type) {
+size_t gguf_type_block_bytes(uint32_t type) {
   size_t e, b;
   type_block(type, &e, &b);
   return b;
@@ -228,7 +228,7 @@ static int read_tensor_info(Cursor *c, size_t index, GgufTensor *t) {
   }
   if (t->dims[0] % block_elements)
     return obc_fail(OBC_EFORMAT, "%s: tensor %s has rows of %" PRIu64 " elements, not a multiple of %s's block of %zu",
-                    c->file->path, t->name, t->dims[0], ggml_type_name(t->type), block_elements);
+                    c->file->path, t->name, t->dims[0], gguf_type_name(t->type), block_elements);
   t->n_bytes = t->n_elements / block_elements * block_bytes;
   return 0;
 }
@@ -369,7 +369,7 @@ const GgufTensor *gguf_find_tensor(const GgufFile *file, const char *name) {
   return NULL;
 }
 
-const char *ggml_type_name(uint32_t type) {
+const char *gguf_type_name(uint32_t type) {
   switch (type) {
     case GGML_TYPE_F32: return "F32";
     case GGML_TYPE_F16: return "F16";
@@ -387,11 +387,11 @@ const char *ggml_type_name(uint32_t type) {
 }
 
 int gguf_tensor_to_f32(const GgufFile *file, const GgufTensor *tensor, float *out) {
-  if (ggml_type_block_size(tensor->type) == 0 || !tensor->data)
+  if (gguf_type_block_size(tensor->type) == 0 || !tensor->data)
     return obc_fail(OBC_EUNSUPPORTED, "%s: tensor %s has unsupported type %" PRIu32
                     " (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)",
                     file->path, tensor->name, tensor->type);
-  int rc = ggml_dequantize(tensor->type, tensor->data, out, tensor->n_elements);
+  int rc = dequant_gguf(tensor->type, tensor->data, out, tensor->n_elements);
   if (rc) return obc_fail_context(rc, "%s: tensor %s", file->path, tensor->name);
   return 0;
 }

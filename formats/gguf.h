@@ -26,7 +26,7 @@ typedef enum {
   GGML_TYPE_F32 = 0, GGML_TYPE_F16 = 1, GGML_TYPE_Q4_0 = 2, GGML_TYPE_Q4_1 = 3,
   GGML_TYPE_Q5_0 = 6, GGML_TYPE_Q5_1 = 7, GGML_TYPE_Q8_0 = 8, GGML_TYPE_Q4_K = 12,
   GGML_TYPE_Q5_K = 13, GGML_TYPE_Q6_K = 14, GGML_TYPE_BF16 = 30
-} GgmlType;
+} GgufType;
 
 typedef struct {
   const char *data; /* points into the mapping; not NUL-terminated */
@@ -39,7 +39,7 @@ typedef struct {
   char name[256];
   uint32_t n_dims;
   uint64_t dims[4]; /* dims[0] is the fastest-varying (row length) */
-  uint32_t type;    /* GgmlType */
+  uint32_t type;    /* GgufType */
   uint64_t offset;  /* from the start of the data section */
   size_t n_elements;
   size_t n_bytes;   /* 0 for a type this reader does not know (size unknown) */
@@ -74,15 +74,15 @@ uint32_t gguf_metadata_type(const GgufFile *file, size_t i);
 size_t gguf_tensor_count(const GgufFile *file);
 const GgufTensor *gguf_tensor(const GgufFile *file, size_t i);
 const GgufTensor *gguf_find_tensor(const GgufFile *file, const char *name);
-const char *ggml_type_name(uint32_t type); /* "unsupported" for other types */
+const char *gguf_type_name(uint32_t type); /* "unsupported" for other types */
 /* Elements and bytes per block of a supported type; 0 for other types. */
-size_t ggml_type_block_size(uint32_t type);
-size_t ggml_type_block_bytes(uint32_t type);
+size_t gguf_type_block_size(uint32_t type);
+size_t gguf_type_block_bytes(uint32_t type);
 
 /* Dequantises n elements of a tensor of the given type to fp32 (formats/dequant.c;
  * OpenMP over blocks for large n). n must be a multiple of the type's block
  * size. Unknown type: OBC_EUNSUPPORTED. */
-int ggml_dequantize(uint32_t type, const void *data, float *out, size_t n);
+int dequant_gguf(uint32_t type, const void *data, float *out, size_t n);
 /* Dequantises a whole tensor (out: n_elements floats); an unsupported type is
  * "<path>: tensor <name> has unsupported type <n>". */
 int gguf_tensor_to_f32(const GgufFile *file, const GgufTensor *tensor, float *out);

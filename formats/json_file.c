@@ -1,4 +1,4 @@
-/* obc_json_read (formats/json_file.h): slurp a JSON file and parse it with
+/* json_file_read (formats/json_file.h): slurp a JSON file and parse it with
  * cJSON, reporting the byte where parsing stopped. Files are capped at 1 GiB
  * (tokenizer.json of large vocabularies is tens of MB). */
 #include "formats/json_file.h"
@@ -10,7 +10,7 @@
 
 #include "common/obc_error.h"
 
-int obc_json_read(const char *path, cJSON **out) {
+int json_file_read(const char *path, cJSON **out) {
   *out = NULL;
   FILE *fp = fopen(path, "rb");
   if (!fp)

@@ -8,6 +8,6 @@
 /* Parses the whole file; OBC_ENOTFOUND when it does not exist, OBC_EFORMAT
  * "<path>: invalid JSON near byte N" when it does not parse. Free the tree with
  * cJSON_Delete. */
-int obc_json_read(const char *path, cJSON **out);
+int json_file_read(const char *path, cJSON **out);
 
 #endif

@@ -205,7 +205,7 @@ static bool shard_listed(const SafetensorsModel *model, const char *path) {
  * its shard. */
 static int open_index(SafetensorsModel *model, const char *folder, const char *index_path) {
   cJSON *index;
-  int rc = obc_json_read(index_path, &index);
+  int rc = json_file_read(index_path, &index);
   if (rc) return rc;
   const cJSON *map = cJSON_GetObjectItemCaseSensitive(index, "weight_map");
   if (!cJSON_IsObject(map)) {
@@ -294,11 +294,11 @@ int safetensors_to_f32(const SafetensorsTensor *tensor, float *out) {
       return 0;
     case OBC_ST_F16:
 #pragma omp parallel for schedule(static) if (n >= (1u << 20))
-      for (size_t i = 0; i < n; i++) out[i] = obc_f16_to_f32(obc_read_u16(p + 2 * i));
+      for (size_t i = 0; i < n; i++) out[i] = float16_f16_to_f32(float16_read_u16(p + 2 * i));
       return 0;
     case OBC_ST_BF16:
 #pragma omp parallel for schedule(static) if (n >= (1u << 20))
-      for (size_t i = 0; i < n; i++) out[i] = obc_bf16_to_f32(obc_read_u16(p + 2 * i));
+      for (size_t i = 0; i < n; i++) out[i] = float16_bf16_to_f32(float16_read_u16(p + 2 * i));
       return 0;
     default:
       return obc_fail(OBC_EUNSUPPORTED, "%s: tensor %s has unsupported dtype %s (expected F32, F16 or BF16)",

@@ -161,7 +161,7 @@ int hf_config_read(const char *folder, ModelConfig *config) {
   char path[4096];
   snprintf(path, sizeof path, "%s/config.json", folder);
   cJSON *root;
-  int rc = obc_json_read(path, &root);
+  int rc = json_file_read(path, &root);
   if (rc) return rc;
   ConfigReader r = {path, root};
   memset(config, 0, sizeof *config);

@@ -55,13 +55,13 @@ typedef struct {
   float *w_gate;    /* (ffn_dim, dim) */
   float *w_up;      /* (ffn_dim, dim) */
   float *w_down;    /* (dim, ffn_dim) */
-} LayerWeights;
+} ModelLayerWeights;
 
 typedef struct {
   float *token_embedding; /* (vocab_size, dim) */
   float *output_norm;     /* (dim) */
   float *output;          /* (vocab_size, dim); == token_embedding when tied */
-  LayerWeights *layers;   /* (n_layers) */
+  ModelLayerWeights *layers;   /* (n_layers) */
   /* Per-frequency divisors of RoPE (head_dim / 2), or NULL: GGUF files store
    * Llama-3 rope scaling as the tensor rope_freqs.weight; for Hugging Face
    * folders model_load computes them from config.json's rope_scaling. */

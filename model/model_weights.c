@@ -59,7 +59,7 @@ int model_weight_slots(Model *model, ModelFormat format, ModelWeightSlot **slots
   /* GGUF only; a Hugging Face loader fills it from config.json. */
   add(&list, "rope_freqs.weight", &w->rope_freq_factors, c->head_dim / 2, 0, true);
   for (size_t l = 0; l < c->n_layers; l++) {
-    LayerWeights *lw = &w->layers[l];
+    ModelLayerWeights *lw = &w->layers[l];
     add_layer(&list, l, "attn_norm", "input_layernorm", "weight", &lw->attn_norm, dim, 0);
     add_layer(&list, l, "attn_q", "self_attn.q_proj", "weight", &lw->wq, q_dim, dim);
     add_layer(&list, l, "attn_k", "self_attn.k_proj", "weight", &lw->wk, kv_dim, dim);

@@ -14,8 +14,8 @@
 
 enum { DECODE_ATTN_BLOCK = 2048 };
 
-int oracle_decode_attention(const ObcHeadData *head, size_t first_step, size_t n_steps,
-                            ObcPrecision precision, double *out) {
+int oracle_decode_attention(const OracleHead *head, size_t first_step, size_t n_steps,
+                            OraclePrecision precision, double *out) {
   assert(head && out);
   size_t s = head->n_prompt, first = 0;
   int rc = oracle_decode_rows(head, "decode_attn", first_step, n_steps, &first);

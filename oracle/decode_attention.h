@@ -13,7 +13,7 @@
 /* out (n_prompt)[p] = sum_{j in group} sum_{steps} exp(z_ip - lse_i) over the
  * decode rows of steps first_step..first_step+n_steps-1 (1-based). OBC_EINVAL
  * when those rows are not captured. */
-int oracle_decode_attention(const ObcHeadData *head, size_t first_step, size_t n_steps,
-                            ObcPrecision precision, double *out);
+int oracle_decode_attention(const OracleHead *head, size_t first_step, size_t n_steps,
+                            OraclePrecision precision, double *out);
 
 #endif

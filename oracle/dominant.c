@@ -19,7 +19,7 @@
 #include "oracle/fast_exp.h"
 
 /* Keys a row at `position` attends to. */
-static size_t dominant_causal_keys(const ObcHeadData *head, int64_t position) {
+static size_t dominant_causal_keys(const OracleHead *head, int64_t position) {
   size_t n = (size_t)position + 1;
   return n < head->n_positions ? n : head->n_positions;
 }
@@ -34,7 +34,7 @@ static size_t dominant_causal_keys(const ObcHeadData *head, int64_t position) {
  * with r = 1/(1 - A + e); the Taylor scores take dd = ||v - o||^2 and
  * vd = v.(v - o) from the same factorisation. */
 static void dominant_pair_forms(double z, double m, const double *v, const double *u, size_t d,
-                                ObcPairForms *f) {
+                                OraclePairForms *f) {
   double a = 1.0 / (1.0 + m), one_minus_a = m / (1.0 + m);
   double e = exp(-(z + log1p(m))), r = 1.0 / (one_minus_a + e);
   double vv = 0.0, du = 0.0, vdu = 0.0, vk = 0.0;
@@ -49,31 +49,31 @@ static void dominant_pair_forms(double z, double m, const double *v, const doubl
   double k_shift = one_minus_a * (a - e) * r;
   f->attn = a;
   f->attn2 = a * a;
-  f->obc_v = obc_form_obc_v(a, vv);
-  f->obc_k = obc_form_obc_k(a, z, dd);
-  f->obc_vk = f->obc_v + f->obc_k + obc_form_obc_vk_cross(a, z, vd);
+  f->obc_v = oracle_form_obc_v(a, vv);
+  f->obc_k = oracle_form_obc_k(a, z, dd);
+  f->obc_vk = f->obc_v + f->obc_k + oracle_form_obc_vk_cross(a, z, vd);
   f->exact_k = k_shift * k_shift * du;
   f->exact_vk = vk;
   f->remove = a * a * du;
 }
 
 /* A row with a single live key (position 0, or every other weight underflows):
- * o = v_p, and the existing convention of obc_pair_forms (remove and exact_vk
+ * o = v_p, and the existing convention of oracle_pair_forms (remove and exact_vk
  * lose the whole stored output oo, exact_k is 0). */
 static void dominant_single_forms(double z, const double *v, const double *o, size_t d,
-                                  ObcPairForms *f) {
+                                  OraclePairForms *f) {
   double vv = 0.0, oo = 0.0;
   for (size_t c = 0; c < d; c++) {
     vv += v[c] * v[c];
     oo += o[c] * o[c];
   }
-  obc_pair_forms(1.0, z, 0.0, 0.0, vv, oo, 0.0, 0.0, f);
+  oracle_pair_forms(1.0, z, 0.0, 0.0, vv, oo, 0.0, 0.0, f);
 }
 
 /* Turns the logits z (n_keys) of a row with `live` causal keys into weights
  * w_j = exp(z_j - z_p) in place (0 at p and beyond live); returns m, the top
  * key p (the first of equal maxima) and its logit z_p. Every row of every
- * chunk passes here, so the exponentials are the vectorisable obc_exp_fast
+ * chunk passes here, so the exponentials are the vectorisable oracle_exp_fast
  * (about 2 ulp, far below what m needs). */
 static double dominant_row_weights(double *z, size_t n_keys, size_t live, size_t *top,
                                    double *z_top) {
@@ -82,7 +82,7 @@ static double dominant_row_weights(double *z, size_t n_keys, size_t live, size_t
     if (z[k] > z[p]) p = k;
   double zp = z[p], m = 0.0;
 #pragma omp simd
-  for (size_t k = 0; k < live; k++) z[k] = obc_exp_fast(z[k] - zp);
+  for (size_t k = 0; k < live; k++) z[k] = oracle_exp_fast(z[k] - zp);
   z[p] = 0.0;
 #pragma omp simd reduction(+ : m)
   for (size_t k = 0; k < live; k++) m += z[k];
@@ -94,7 +94,7 @@ static double dominant_row_weights(double *z, size_t n_keys, size_t live, size_t
 
 /* Rows r0..r1-1 of query head j. zw: (ORACLE_DOMINANT_ROW_CHUNK, n_keys) logits, then
  * the dominant rows' weights packed at the front; u: (ORACLE_DOMINANT_ROW_CHUNK, d). */
-static void dominant_chunk(const ObcHeadData *head, size_t j, size_t r0, size_t r1, double *zw,
+static void dominant_chunk(const OracleHead *head, size_t j, size_t r0, size_t r1, double *zw,
                            double *u, OracleDominantPair *out /* (r1 - r0) */) {
   size_t d = head->head_dim, n = r1 - r0, ho = j * head->n_rows + r0;
   size_t n_keys = dominant_causal_keys(head, head->row_positions[r1 - 1]);
@@ -130,7 +130,7 @@ static void dominant_chunk(const ObcHeadData *head, size_t j, size_t r0, size_t 
   }
 }
 
-int oracle_dominant_init(OracleDominant *table, const ObcHeadData *head, size_t row_begin,
+int oracle_dominant_init(OracleDominant *table, const OracleHead *head, size_t row_begin,
                          size_t row_end) {
   assert(table && head && row_begin <= row_end && row_end <= head->n_rows);
   size_t g = head->group_size, n = row_end - row_begin, d = head->head_dim;

@@ -25,7 +25,7 @@
 /* One (query head, row): its dominant key and that pair's quantities. */
 typedef struct {
   size_t position;    /* p with A_ip > 1/2, or ORACLE_DOMINANT_NONE */
-  ObcPairForms forms; /* every quantity of the pair (row, p), when there is one */
+  OraclePairForms forms; /* every quantity of the pair (row, p), when there is one */
 } OracleDominantPair;
 
 typedef struct {
@@ -42,7 +42,7 @@ enum { ORACLE_DOMINANT_ROW_CHUNK = 64 };
  * each; a row's numbers depend on its chunk only (never on the thread count).
  * A caller whose numbers must not depend on row_begin either passes
  * oracle_dominant_whole_chunks' begin. OBC_ENOMEM when memory runs out. */
-int oracle_dominant_init(OracleDominant *table, const ObcHeadData *head, size_t row_begin,
+int oracle_dominant_init(OracleDominant *table, const OracleHead *head, size_t row_begin,
                          size_t row_end);
 void oracle_dominant_free(OracleDominant *table);
 

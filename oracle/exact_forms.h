@@ -8,7 +8,7 @@
  * and four scalars about v = v_p and o = o_i:
  *   vv = ||v||^2, oo = ||o||^2, dd = ||v - o||^2, vd = v.(v - o).
  * dd and vd come from vo = v.o (dd = vv - 2 vo + oo, vd = vv - vo,
- * obc_pair_norms_from_dots), and a, e from the stored lse. That is accurate
+ * oracle_pair_norms_from_dots), and a, e from the stored lse. That is accurate
  * for A_ip <= 1/2 only: above it (at most one pair per row) 1 - A and v - o
  * fall below the rounding of the stored lse and O, and oracle/dominant.h
  * recomputes the pair from q, K, V (docs/SCIENCE.md). Shared by oracle/ and
@@ -26,37 +26,37 @@
 #define OBC_ONE_MINUS_A_MIN 1e-12
 
 /* dd = ||v - o||^2 and vd = v.(v - o) from vv, vo = v.o, oo. */
-static inline void obc_pair_norms_from_dots(double vv, double vo, double oo, double *dd,
+static inline void oracle_pair_norms_from_dots(double vv, double vo, double oo, double *dd,
                                             double *vd) {
   *dd = vv - 2.0 * vo + oo;
   *vd = vv - vo;
 }
 
 /* obc_v = exact_v: zeroing v gives o' - o = -A v, so A^2 ||v||^2. */
-static inline double obc_form_obc_v(double a, double vv) { return a * a * vv; }
+static inline double oracle_form_obc_v(double a, double vv) { return a * a * vv; }
 
 /* obc_k: (A z)^2 ||v - o||^2. */
-static inline double obc_form_obc_k(double a, double z, double dd) {
+static inline double oracle_form_obc_k(double a, double z, double dd) {
   double az = a * z;
   return az * az * dd;
 }
 
 /* The cross term of obc_vk: 2 A^2 z (||v||^2 - v.o) = 2 A^2 z v.(v - o). */
-static inline double obc_form_obc_vk_cross(double a, double z, double vd) {
+static inline double oracle_form_obc_vk_cross(double a, double z, double vd) {
   return 2.0 * a * a * z * vd;
 }
 
 /* 1 when the row has a single live key to working precision (1 - A below
  * OBC_ONE_MINUS_A_MIN): the forms below are then replaced by their limits
- * (obc_pair_forms). */
-static inline int obc_pair_single_key(double one_minus_a) {
+ * (oracle_pair_forms). */
+static inline int oracle_pair_single_key(double one_minus_a) {
   return !(one_minus_a > OBC_ONE_MINUS_A_MIN);
 }
 
 /* The two reciprocals of the exact forms with one division:
  * r = 1/(1 - A + e) and inv_live = 1/(1 - A), with 1 - A clamped at
  * OBC_ONE_MINUS_A_MIN so both stay finite (for lse > -700). */
-static inline void obc_pair_reciprocals(double one_minus_a, double e, double *r, double *inv_live) {
+static inline void oracle_pair_reciprocals(double one_minus_a, double e, double *r, double *inv_live) {
   double live = one_minus_a > OBC_ONE_MINUS_A_MIN ? one_minus_a : OBC_ONE_MINUS_A_MIN;
   double inv = 1.0 / (live * (live + e));
   *r = live * inv;
@@ -69,7 +69,7 @@ static inline void obc_pair_reciprocals(double one_minus_a, double e, double *r,
  * A - e is a plain subtraction: its rounding is eps * max(A, e), so the
  * relative error of the term is about eps / |z| (the term itself vanishes as
  * z^2 when z -> 0). */
-static inline double obc_form_exact_k(double a, double e, double r, double dd) {
+static inline double oracle_form_exact_k(double a, double e, double r, double dd) {
   double t = (a - e) * r;
   return t * t * dd;
 }
@@ -77,7 +77,7 @@ static inline double obc_form_exact_k(double a, double e, double r, double dd) {
 /* exact_vk: o' = r (o - A v), o' - o = r ((A - e) o - A v) = -r (A (v - o) + e o):
  * error r^2 (A^2 ||v - o||^2 + 2 A e (v - o).o + e^2 ||o||^2), with
  * (v - o).o = vd - dd (single live key: o' = 0, error ||o||^2). */
-static inline double obc_form_exact_vk(double a, double e, double r, double oo, double dd,
+static inline double oracle_form_exact_vk(double a, double e, double r, double oo, double dd,
                                        double vd) {
   return r * r * (a * a * dd + 2.0 * a * e * (vd - dd) + e * e * oo);
 }
@@ -85,7 +85,7 @@ static inline double obc_form_exact_vk(double a, double e, double r, double oo, 
 /* remove: o' = (o - A v)/(1 - A), o' - o = A (o - v)/(1 - A): error
  * (A / (1 - A))^2 ||v - o||^2 (single live key: the whole output is lost,
  * error ||o||^2, never inf/NaN). */
-static inline double obc_form_remove(double a, double inv_live, double dd) {
+static inline double oracle_form_remove(double a, double inv_live, double dd) {
   double t = a * inv_live;
   return t * t * dd;
 }
@@ -100,33 +100,33 @@ typedef struct {
   double exact_k;
   double exact_vk;
   double remove;
-} ObcPairForms;
+} OraclePairForms;
 
 /* All forms of one pair from its scalars. */
-static inline void obc_pair_forms(double a, double z, double e, double one_minus_a, double vv,
-                                  double oo, double dd, double vd, ObcPairForms *f) {
+static inline void oracle_pair_forms(double a, double z, double e, double one_minus_a, double vv,
+                                  double oo, double dd, double vd, OraclePairForms *f) {
   f->attn = a;
   f->attn2 = a * a;
-  f->obc_v = obc_form_obc_v(a, vv);
-  f->obc_k = obc_form_obc_k(a, z, dd);
-  f->obc_vk = f->obc_v + f->obc_k + obc_form_obc_vk_cross(a, z, vd);
+  f->obc_v = oracle_form_obc_v(a, vv);
+  f->obc_k = oracle_form_obc_k(a, z, dd);
+  f->obc_vk = f->obc_v + f->obc_k + oracle_form_obc_vk_cross(a, z, vd);
   double r, inv_live;
-  obc_pair_reciprocals(one_minus_a, e, &r, &inv_live);
-  int single = obc_pair_single_key(one_minus_a);
-  f->exact_k = single ? 0.0 : obc_form_exact_k(a, e, r, dd);
-  f->exact_vk = single ? oo : obc_form_exact_vk(a, e, r, oo, dd, vd);
-  f->remove = single ? oo : obc_form_remove(a, inv_live, dd);
+  oracle_pair_reciprocals(one_minus_a, e, &r, &inv_live);
+  int single = oracle_pair_single_key(one_minus_a);
+  f->exact_k = single ? 0.0 : oracle_form_exact_k(a, e, r, dd);
+  f->exact_vk = single ? oo : oracle_form_exact_vk(a, e, r, oo, dd, vd);
+  f->remove = single ? oo : oracle_form_remove(a, inv_live, dd);
 }
 
 /* All forms of a pair with A <= 1/2 from its GEMM outputs z and vo and the
  * row's stored lse (e = exp(-lse)): 1 - A is then accurate as a plain
  * subtraction and dd, vd from the dots lose little. The pair with A > 1/2
  * takes oracle/dominant.h instead. */
-static inline void obc_pair_forms_below_half(double z, double vv, double vo, double oo, double lse,
-                                             double e, ObcPairForms *f) {
+static inline void oracle_pair_forms_below_half(double z, double vv, double vo, double oo, double lse,
+                                             double e, OraclePairForms *f) {
   double a = exp(z - lse), dd, vd;
-  obc_pair_norms_from_dots(vv, vo, oo, &dd, &vd);
-  obc_pair_forms(a, z, e, 1.0 - a, vv, oo, dd, vd, f);
+  oracle_pair_norms_from_dots(vv, vo, oo, &dd, &vd);
+  oracle_pair_forms(a, z, e, 1.0 - a, vv, oo, dd, vd, f);
 }
 
 #endif

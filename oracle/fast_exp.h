@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline double obc_exp_fast(double x) {
+static inline double oracle_exp_fast(double x) {
   const double lowest = -708.0, highest = 709.0;
   /* 1.5 * 2^52: adding it rounds to an integer kept in the low mantissa bits. */
   const double shifter = 0x1.8p52;

@@ -25,11 +25,11 @@
 enum { ORACLE_BLOCK = 512, ORACLE_ROW_CHUNK = 128 };
 
 /* Index of the captured row at `position`, or the first row after it. */
-static size_t oracle_lower_row(const ObcHeadData *head, int64_t position) {
+static size_t oracle_lower_row(const OracleHead *head, int64_t position) {
   return obc_lower_bound_i64(head->row_positions, head->n_rows, position);
 }
 
-static double oracle_pick(const ObcPairForms *f, ObcExactKind kind) {
+static double oracle_pick(const OraclePairForms *f, OracleExactKind kind) {
   switch (kind) {
     case OBC_EXACT_V:
       return f->obc_v;
@@ -43,9 +43,9 @@ static double oracle_pick(const ObcPairForms *f, ObcExactKind kind) {
 }
 
 typedef struct {
-  const ObcHeadData *head;
+  const OracleHead *head;
   const OracleGemm *gemm;
-  ObcExactKind kind;
+  OracleExactKind kind;
   size_t row_begin, row_end; /* captured rows to sum over */
   const double *v_sq;        /* (n_prompt) ||v_p||^2 */
   const double *o_sq;        /* (group_size, n_rows) ||o_i||^2 */
@@ -62,7 +62,7 @@ typedef struct {
 /* out[p] for p in b0..b0+nb-1: every row's error, heads in order, rows in order. */
 static void oracle_accumulate_block(const OracleJob *job, size_t b0, size_t nb, OracleWork *work,
                                     double *out) {
-  const ObcHeadData *head = job->head;
+  const OracleHead *head = job->head;
   for (size_t chunk = job->row_begin; chunk < job->row_end; chunk += ORACLE_ROW_CHUNK) {
     size_t c0 = chunk;
     size_t c1 = chunk + ORACLE_ROW_CHUNK < job->row_end ? chunk + ORACLE_ROW_CHUNK : job->row_end;
@@ -87,8 +87,8 @@ static void oracle_accumulate_block(const OracleJob *job, size_t b0, size_t nb, 
             out[p] += oracle_pick(&dominant->forms, job->kind);
             continue;
           }
-          ObcPairForms f;
-          obc_pair_forms_below_half(z[t], job->v_sq[p], vo[t], oo, lse, e, &f);
+          OraclePairForms f;
+          oracle_pair_forms_below_half(z[t], job->v_sq[p], vo[t], oo, lse, e, &f);
           out[p] += oracle_pick(&f, job->kind);
         }
       }
@@ -97,8 +97,8 @@ static void oracle_accumulate_block(const OracleJob *job, size_t b0, size_t nb, 
 }
 
 /* out (n_prompt) = sum over rows row_begin..row_end-1 and the group's heads. */
-static int oracle_accumulate_rows(const ObcHeadData *head, size_t row_begin, size_t row_end,
-                                  ObcExactKind kind, ObcPrecision precision, double *out) {
+static int oracle_accumulate_rows(const OracleHead *head, size_t row_begin, size_t row_end,
+                                  OracleExactKind kind, OraclePrecision precision, double *out) {
   size_t s = head->n_prompt, d = head->head_dim;
   size_t n_ho = head->group_size * head->n_rows;
   memset(out, 0, s * sizeof *out);
@@ -154,8 +154,8 @@ done:
   return rc;
 }
 
-int oracle_window_error(const ObcHeadData *head, size_t window, ObcExactKind kind,
-                        ObcPrecision precision, double *out) {
+int oracle_window_error(const OracleHead *head, size_t window, OracleExactKind kind,
+                        OraclePrecision precision, double *out) {
   assert(head && out && kind < OBC_EXACT_COUNT);
   size_t s = head->n_prompt;
   if (window < 1 || window > s)
@@ -172,7 +172,7 @@ int oracle_window_error(const ObcHeadData *head, size_t window, ObcExactKind kin
   return oracle_accumulate_rows(head, first, last, kind, precision, out);
 }
 
-int oracle_decode_rows(const ObcHeadData *head, const char *what, size_t first_step,
+int oracle_decode_rows(const OracleHead *head, const char *what, size_t first_step,
                        size_t n_steps, size_t *row) {
   size_t first = oracle_lower_row(head, (int64_t)head->n_prompt);
   size_t available = head->n_rows - first;
@@ -186,8 +186,8 @@ int oracle_decode_rows(const ObcHeadData *head, const char *what, size_t first_s
   return OBC_OK;
 }
 
-int oracle_eviction_error(const ObcHeadData *head, size_t first_step, size_t n_steps,
-                          ObcPrecision precision, double *out) {
+int oracle_eviction_error(const OracleHead *head, size_t first_step, size_t n_steps,
+                          OraclePrecision precision, double *out) {
   assert(head && out);
   size_t first = 0;
   int rc = oracle_decode_rows(head, "oracle", first_step, n_steps, &first);
@@ -195,14 +195,14 @@ int oracle_eviction_error(const ObcHeadData *head, size_t first_step, size_t n_s
   return oracle_accumulate_rows(head, first, first + n_steps, OBC_EXACT_REMOVE, precision, out);
 }
 
-static double oracle_logit(const ObcHeadData *head, const double *q, size_t p) {
+static double oracle_logit(const OracleHead *head, const double *q, size_t p) {
   const double *k = head->K + p * head->head_dim;
   double dot = 0.0;
   for (size_t c = 0; c < head->head_dim; c++) dot += q[c] * k[c];
   return head->attn_scale * dot;
 }
 
-int oracle_set_eviction_output(const ObcHeadData *head, size_t j, size_t r,
+int oracle_set_eviction_output(const OracleHead *head, size_t j, size_t r,
                                const unsigned char *keep, double *o_new, double *mass_lost) {
   assert(head && keep && o_new && mass_lost && j < head->group_size && r < head->n_rows);
   size_t d = head->head_dim, ho = j * head->n_rows + r;

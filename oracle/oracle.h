@@ -28,12 +28,12 @@ typedef struct {
   const double *O;             /* (group_size, n_rows, head_dim) */
   const double *lse;           /* (group_size, n_rows) */
   double attn_scale;           /* z = attn_scale * q.k */
-} ObcHeadData;
+} OracleHead;
 
 /* Precision of the GEMMs (q.k and v.o); element-wise work is always double.
  * FLOAT rounds the inputs to float and uses sgemm (rel. error ~1e-5);
  * DOUBLE uses dgemm (~1e-12). */
-typedef enum { OBC_PRECISION_FLOAT = 0, OBC_PRECISION_DOUBLE = 1 } ObcPrecision;
+typedef enum { OBC_PRECISION_FLOAT = 0, OBC_PRECISION_DOUBLE = 1 } OraclePrecision;
 
 /* Which exact window error. */
 typedef enum {
@@ -42,19 +42,19 @@ typedef enum {
   OBC_EXACT_VK,     /* zero both */
   OBC_EXACT_REMOVE, /* remove the token from the softmax (eviction) */
   OBC_EXACT_COUNT
-} ObcExactKind;
+} OracleExactKind;
 
 /* Exact error E_p = sum_h sum_i ||o'_i - o_i||^2 over the window of the last
  * `window` prompt rows (rows i with n_prompt-window <= i < n_prompt; each row
  * contributes to p only when p <= i). out: (n_prompt). The window rows must be
  * captured; OBC_EINVAL otherwise. */
-int oracle_window_error(const ObcHeadData *head, size_t window, ObcExactKind kind,
-                        ObcPrecision precision, double *out);
+int oracle_window_error(const OracleHead *head, size_t window, OracleExactKind kind,
+                        OraclePrecision precision, double *out);
 
 /* The captured row of decode step first_step (1-based) into *row, after
  * checking that the rows of steps first_step..first_step+n_steps-1 are all
  * captured; OBC_EINVAL naming `what` ("oracle", "decode_attn") otherwise. */
-int oracle_decode_rows(const ObcHeadData *head, const char *what, size_t first_step,
+int oracle_decode_rows(const OracleHead *head, const char *what, size_t first_step,
                        size_t n_steps, size_t *row);
 
 /* True eviction error oracle@a-b: evicting prompt token p at the end of
@@ -62,15 +62,15 @@ int oracle_decode_rows(const ObcHeadData *head, const char *what, size_t first_s
  * steps first_step..first_step+n_steps-1 (1-based) and the group's query
  * heads. (1, 1) is the paper's oracle@1. out: (n_prompt). OBC_EINVAL when
  * those decode rows are not captured. */
-int oracle_eviction_error(const ObcHeadData *head, size_t first_step, size_t n_steps,
-                          ObcPrecision precision, double *out);
+int oracle_eviction_error(const OracleHead *head, size_t first_step, size_t n_steps,
+                          OraclePrecision precision, double *out);
 
 /* Set eviction (docs/SCIENCE.md, "Eviction and replay"): for query row index r
  * of query head j, o' = (o - sum_{p in E} A_p v_p) / (1 - sum_{p in E} A_p),
  * where `keep` marks (n_positions) which keys stay. Writes o' (head_dim) and
  * returns the evicted attention mass through *mass_lost. When every causal key
  * is evicted o' is 0 and the mass lost is 1. */
-int oracle_set_eviction_output(const ObcHeadData *head, size_t j, size_t r,
+int oracle_set_eviction_output(const OracleHead *head, size_t j, size_t r,
                                const unsigned char *keep, double *o_new, double *mass_lost);
 
 #endif

@@ -16,8 +16,8 @@ static float *oracle_gemm_to_float(const double *src, size_t n, const char *what
   return dst;
 }
 
-int oracle_gemm_init(OracleGemm *gemm, const ObcHeadData *head, size_t n_keys,
-                     ObcPrecision precision) {
+int oracle_gemm_init(OracleGemm *gemm, const OracleHead *head, size_t n_keys,
+                     OraclePrecision precision) {
   assert(n_keys <= head->n_positions);
   *gemm = (OracleGemm){.head = head, .precision = precision, .n_keys = n_keys};
   if (precision == OBC_PRECISION_DOUBLE) return 0;
@@ -53,7 +53,7 @@ static void oracle_gemm_widen(double scale, const float *zf, const float *vof, s
 
 void oracle_gemm_block(const OracleGemm *gemm, size_t j, size_t row_lo, size_t n_rows, size_t b0,
                        size_t nb, double *z, double *vo, float *scratch) {
-  const ObcHeadData *head = gemm->head;
+  const OracleHead *head = gemm->head;
   size_t d = head->head_dim;
   assert(j < head->group_size && row_lo + n_rows <= head->n_rows && b0 + nb <= gemm->n_keys);
   if (n_rows == 0 || nb == 0) return;
@@ -78,7 +78,7 @@ void oracle_gemm_block(const OracleGemm *gemm, size_t j, size_t row_lo, size_t n
 
 void oracle_gemm_row(const OracleGemm *gemm, size_t j, size_t row, size_t b0, size_t nb, double *z,
                      double *vo, float *scratch) {
-  const ObcHeadData *head = gemm->head;
+  const OracleHead *head = gemm->head;
   size_t d = head->head_dim;
   assert(j < head->group_size && row < head->n_rows && b0 + nb <= gemm->n_keys);
   if (nb == 0) return;

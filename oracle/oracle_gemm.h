@@ -14,8 +14,8 @@
 #include "oracle/oracle.h"
 
 typedef struct {
-  const ObcHeadData *head;
-  ObcPrecision precision;
+  const OracleHead *head;
+  OraclePrecision precision;
   size_t n_keys; /* keys covered: positions 0..n_keys-1 */
   float *Q;      /* (group_size, n_rows, head_dim), FLOAT only */
   float *O;      /* (group_size, n_rows, head_dim), FLOAT only */
@@ -24,8 +24,8 @@ typedef struct {
 } OracleGemm;
 
 /* Prepares products against keys 0..n_keys-1 (n_keys <= n_positions). */
-int oracle_gemm_init(OracleGemm *gemm, const ObcHeadData *head, size_t n_keys,
-                     ObcPrecision precision);
+int oracle_gemm_init(OracleGemm *gemm, const OracleHead *head, size_t n_keys,
+                     OraclePrecision precision);
 void oracle_gemm_free(OracleGemm *gemm);
 
 /* For query head j and rows row_lo..row_lo+n_rows-1, positions b0..b0+nb-1:

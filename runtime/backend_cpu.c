@@ -16,7 +16,7 @@
 
 typedef struct {
   const Model *model;
-  KVCache *cache;
+  RuntimeCache *cache;
   size_t max_batch;
   float *rope_cos; /* (max_context, head_dim / 2) */
   float *rope_sin; /* (max_context, head_dim / 2) */
@@ -69,7 +69,7 @@ static int rope_tables(CpuState *s) {
   return 0;
 }
 
-static int cpu_create(const Model *model, const RuntimeOptions *options, KVCache *cache,
+static int cpu_create(const Model *model, const RuntimeOptions *options, RuntimeCache *cache,
                       void **out) {
   const ModelConfig *c = &model->config;
   CpuState *s = obc_calloc(1, sizeof(CpuState), "CPU backend");
@@ -101,8 +101,8 @@ static void store_kv(CpuState *s, size_t layer, size_t pos0, size_t n) {
   const ModelConfig *c = &s->model->config;
   size_t hd = c->head_dim, kv_dim = c->n_kv_heads * hd;
   for (size_t g = 0; g < c->n_kv_heads; g++) {
-    float *kc = kv_cache_k(s->cache, layer, g) + pos0 * hd;
-    float *vc = kv_cache_v(s->cache, layer, g) + pos0 * hd;
+    float *kc = runtime_cache_k(s->cache, layer, g) + pos0 * hd;
+    float *vc = runtime_cache_v(s->cache, layer, g) + pos0 * hd;
     for (size_t t = 0; t < n; t++) {
       memcpy(kc + t * hd, s->k + t * kv_dim + g * hd, hd * sizeof(float));
       memcpy(vc + t * hd, s->v + t * kv_dim + g * hd, hd * sizeof(float));
@@ -121,8 +121,8 @@ static int report_layer(CpuState *s, size_t layer, size_t pos0, size_t n, CpuCap
       .head_dim = c->head_dim,
       .pos0 = pos0,
       .n_tokens = n,
-      .k = kv_cache_k(s->cache, layer, 0) + pos0 * c->head_dim,
-      .v = kv_cache_v(s->cache, layer, 0) + pos0 * c->head_dim,
+      .k = runtime_cache_k(s->cache, layer, 0) + pos0 * c->head_dim,
+      .v = runtime_cache_v(s->cache, layer, 0) + pos0 * c->head_dim,
       .kv_stride = s->cache->max_context,
       .n_rows = rows->n_rows,
       .row_positions = rows->positions,
@@ -139,7 +139,7 @@ static int report_layer(CpuState *s, size_t layer, size_t pos0, size_t n, CpuCap
 static int run_layer(CpuState *s, size_t layer, size_t pos0, size_t n, CpuCaptureRows *rows,
                      const RuntimeCapture *capture, RuntimeProfile *profile) {
   const ModelConfig *c = &s->model->config;
-  const LayerWeights *w = &s->model->weights.layers[layer];
+  const ModelLayerWeights *w = &s->model->weights.layers[layer];
   size_t hd = c->head_dim, q_dim = c->n_heads * hd, kv_dim = c->n_kv_heads * hd;
   double gemm = 0.0;
 
@@ -155,17 +155,17 @@ static int run_layer(CpuState *s, size_t layer, size_t pos0, size_t n, CpuCaptur
   store_kv(s, layer, pos0, n);
 
   double t_att = obc_now_seconds();
-  AttentionShape shape = {
+  CpuAttentionShape shape = {
       .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = hd,
       .kv_stride = s->cache->max_context, .pos0 = pos0, .n = n,
       /* the eviction marks (runtime_evict, runtime_set_kept), or NULL */
       .evicted = s->cache->evicted
                      ? s->cache->evicted + layer * c->n_kv_heads * s->cache->max_context
                      : NULL};
-  AttentionRows attn_rows;
-  const AttentionRows *want = rows ? cpu_capture_attention_rows(rows, &attn_rows) : NULL;
+  CpuAttentionRows attn_rows;
+  const CpuAttentionRows *want = rows ? cpu_capture_attention_rows(rows, &attn_rows) : NULL;
   int rc =
-      cpu_attention(&shape, s->q, kv_cache_k(s->cache, layer, 0), kv_cache_v(s->cache, layer, 0),
+      cpu_attention(&shape, s->q, runtime_cache_k(s->cache, layer, 0), runtime_cache_v(s->cache, layer, 0),
                     s->att, s->lse, want, &profile->attention_gemm_seconds);
   if (rc < 0) return rc;
   profile->attention_seconds += obc_now_seconds() - t_att;

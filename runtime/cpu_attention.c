@@ -44,8 +44,8 @@ static float softmax_row(float *row, size_t n_valid, size_t n_total) {
   return max + logf(sum);
 }
 
-int cpu_attention(const AttentionShape *s, const float *q, const float *k, const float *v,
-                  float *out, float *lse, const AttentionRows *rows, double *gemm_seconds) {
+int cpu_attention(const CpuAttentionShape *s, const float *q, const float *k, const float *v,
+                  float *out, float *lse, const CpuAttentionRows *rows, double *gemm_seconds) {
   size_t q_dim = s->n_heads * s->head_dim;
   size_t group = s->n_heads / s->n_kv_heads;
   size_t n_blocks = (s->n + BLOCK - 1) / BLOCK;

@@ -17,7 +17,7 @@ typedef struct {
   size_t n;         /* queries at positions [pos0, pos0 + n); keys [0, pos0 + n) */
   /* 1 = key row evicted: left out of the softmax (weight exactly 0); NULL = none. */
   const unsigned char *evicted; /* (n_kv_heads, kv_stride) or NULL */
-} AttentionShape;
+} CpuAttentionShape;
 
 /* Optional copy of softmax rows for chosen queries: row_of[t] is the index of
  * query t among the captured rows, or -1. */
@@ -25,14 +25,14 @@ typedef struct {
   const int32_t *row_of; /* (n) */
   size_t n_rows;
   float *attn; /* (n_heads, n_rows, pos0 + n) */
-} AttentionRows;
+} CpuAttentionRows;
 
 /* out[t, h] = softmax(q[t, h] . K^T / sqrt(head_dim)) V over keys <= pos0 + t.
  * Returns 0 or OBC_ENOMEM. *gemm_seconds grows by the sgemm time of thread 0. */
-int cpu_attention(const AttentionShape *shape, const float *q /* (n, n_heads * head_dim) */,
+int cpu_attention(const CpuAttentionShape *shape, const float *q /* (n, n_heads * head_dim) */,
                   const float *k /* (n_kv_heads, kv_stride, head_dim) */,
                   const float *v /* (n_kv_heads, kv_stride, head_dim) */,
                   float *out /* (n, n_heads * head_dim) */, float *lse /* (n_heads, n) */,
-                  const AttentionRows *rows, double *gemm_seconds);
+                  const CpuAttentionRows *rows, double *gemm_seconds);
 
 #endif

@@ -33,7 +33,7 @@ int cpu_capture_begin(CpuCaptureRows *rows, const RuntimeCapture *capture, size_
   return 0;
 }
 
-const AttentionRows *cpu_capture_attention_rows(const CpuCaptureRows *rows, AttentionRows *buf) {
+const CpuAttentionRows *cpu_capture_attention_rows(const CpuCaptureRows *rows, CpuAttentionRows *buf) {
   if (!rows->attn || rows->n_rows == 0) return NULL;
   buf->row_of = rows->row_of;
   buf->n_rows = rows->n_rows;

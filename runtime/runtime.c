@@ -18,17 +18,17 @@ struct Runtime {
   const Model *model;
   const RuntimeBackend *backend;
   void *state;
-  KVCache cache;
+  RuntimeCache cache;
   size_t max_batch;
   RuntimeProfile profile;
 };
 
-float *kv_cache_k(const KVCache *cache, size_t layer, size_t kv_head) {
+float *runtime_cache_k(const RuntimeCache *cache, size_t layer, size_t kv_head) {
   assert(layer < cache->n_layers && kv_head < cache->n_kv_heads);
   return cache->k + ((layer * cache->n_kv_heads + kv_head) * cache->max_context) * cache->head_dim;
 }
 
-float *kv_cache_v(const KVCache *cache, size_t layer, size_t kv_head) {
+float *runtime_cache_v(const RuntimeCache *cache, size_t layer, size_t kv_head) {
   assert(layer < cache->n_layers && kv_head < cache->n_kv_heads);
   return cache->v + ((layer * cache->n_kv_heads + kv_head) * cache->max_context) * cache->head_dim;
 }
@@ -73,7 +73,7 @@ int runtime_create(const Model *model, const RuntimeOptions *options, Runtime **
   rt->model = model;
   rt->backend = backend;
   rt->max_batch = opts.max_batch;
-  KVCache *cache = &rt->cache;
+  RuntimeCache *cache = &rt->cache;
   cache->n_layers = c->n_layers;
   cache->n_kv_heads = c->n_kv_heads;
   cache->max_context = opts.max_context;
@@ -151,7 +151,7 @@ void runtime_reset(Runtime *rt) {
   rt->cache.length = 0;
   runtime_clear_evictions(rt);
 }
-KVCache *runtime_cache(Runtime *rt) { return &rt->cache; }
+RuntimeCache *runtime_cache(Runtime *rt) { return &rt->cache; }
 
 int runtime_set_position(Runtime *rt, size_t position) {
   if (position > rt->cache.max_context)
@@ -162,7 +162,7 @@ int runtime_set_position(Runtime *rt, size_t position) {
 }
 
 int runtime_evict(Runtime *rt, size_t layer, size_t kv_head, size_t position) {
-  KVCache *cache = &rt->cache;
+  RuntimeCache *cache = &rt->cache;
   assert(layer < cache->n_layers && kv_head < cache->n_kv_heads);
   if (position >= cache->length)
     return obc_fail(OBC_EINVAL, "runtime: cannot evict position %zu (expected < %zu cached)",
@@ -178,7 +178,7 @@ int runtime_evict(Runtime *rt, size_t layer, size_t kv_head, size_t position) {
 
 int runtime_set_kept(Runtime *rt, size_t layer, size_t kv_head, const unsigned char *keep,
                      size_t n) {
-  KVCache *cache = &rt->cache;
+  RuntimeCache *cache = &rt->cache;
   assert(layer < cache->n_layers && kv_head < cache->n_kv_heads);
   if (n > cache->length)
     return obc_fail(OBC_EINVAL, "runtime: cannot set marks of %zu positions (expected <= %zu cached)",
@@ -197,7 +197,7 @@ int runtime_set_kept(Runtime *rt, size_t layer, size_t kv_head, const unsigned c
 }
 
 void runtime_clear_evictions(Runtime *rt) {
-  KVCache *cache = &rt->cache;
+  RuntimeCache *cache = &rt->cache;
   if (cache->evicted)
     memset(cache->evicted, 0, cache->n_layers * cache->n_kv_heads * cache->max_context);
 }

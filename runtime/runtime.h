@@ -48,12 +48,12 @@ typedef struct {
   float *v;      /* (n_layers, n_kv_heads, max_context, head_dim) */
   /* 1 = the row is evicted (not attended); NULL until the first eviction. */
   unsigned char *evicted; /* (n_layers, n_kv_heads, max_context) */
-} KVCache;
+} RuntimeCache;
 
 /* Pointer to K (or V) of (layer, kv_head, position 0); rows follow with a
  * stride of head_dim floats. */
-float *kv_cache_k(const KVCache *cache, size_t layer, size_t kv_head);
-float *kv_cache_v(const KVCache *cache, size_t layer, size_t kv_head);
+float *runtime_cache_k(const RuntimeCache *cache, size_t layer, size_t kv_head);
+float *runtime_cache_v(const RuntimeCache *cache, size_t layer, size_t kv_head);
 
 typedef enum {
   RUNTIME_LOGITS_NONE = 0, /* no LM head (e.g. filling the cache) */
@@ -132,12 +132,12 @@ typedef struct {
  * (n <= max_batch tokens at positions [cache->length, + n)) through every
  * layer, appends K/V to the cache, advances cache->length and writes logits.
  * The CUDA backend keeps its own copy of the cache and mirrors the host
- * KVCache inside forward(): rows written on the host (replay) beyond its copy
+ * RuntimeCache inside forward(): rows written on the host (replay) beyond its copy
  * are uploaded first, and with a capture each chunk's new K/V rows are
  * downloaded into the host cache; the CPU backend works on the host cache. */
 typedef struct {
   const char *name;
-  int (*create)(const Model *model, const RuntimeOptions *options, KVCache *cache, void **state);
+  int (*create)(const Model *model, const RuntimeOptions *options, RuntimeCache *cache, void **state);
   void (*destroy)(void *state);
   int (*forward)(void *state, const int32_t *tokens /* (n) */, size_t n, RuntimeLogits which,
                  float *logits /* (1 or n, vocab_size) */, const RuntimeCapture *capture,
@@ -162,7 +162,7 @@ const Model *runtime_model(const Runtime *runtime);
 /* Empties the cache (position 0). */
 void runtime_reset(Runtime *runtime);
 /* The cache, for reading (capture) or writing rows (replay). */
-KVCache *runtime_cache(Runtime *runtime);
+RuntimeCache *runtime_cache(Runtime *runtime);
 /* Declares positions [0, position) valid after writing rows directly. */
 int runtime_set_position(Runtime *runtime, size_t position);
 /* Drops cached position `position` (< runtime_position()) of (layer, kv_head)

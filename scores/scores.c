@@ -64,13 +64,13 @@ static const char *const score_names[OBC_Q_COUNT] = {"attn",    "attn2",    "vat
                                                      "obc_v",   "obc_k",    "obc_vk", "exact_v",
                                                      "exact_k", "exact_vk", "remove"};
 
-void score_options_default(ObcScoreOptions *options) {
+void score_options_default(ScoreOptions *options) {
   options->precision = OBC_PRECISION_FLOAT;
   options->aggregation = OBC_GQA_SUM;
   options->snapkv_kernel = 7;
 }
 
-const char *score_quantity_name(ObcQuantity q) {
+const char *score_quantity_name(ScoreQuantity q) {
   assert(q < OBC_Q_COUNT);
   return score_names[q];
 }
@@ -81,7 +81,7 @@ int score_quantity_from_name(const char *name) {
   return -1;
 }
 
-int score_quantity_is_score(ObcQuantity q) { return q < OBC_Q_EXACT_V; }
+int score_quantity_is_score(ScoreQuantity q) { return q < OBC_Q_EXACT_V; }
 
 void score_max_pool(const double *in, size_t n, size_t kernel, double *out) {
   assert(kernel % 2 == 1 && in != out);
@@ -95,9 +95,9 @@ void score_max_pool(const double *in, size_t n, size_t kernel, double *out) {
 }
 
 typedef struct {
-  const ObcHeadData *head;
+  const OracleHead *head;
   const OracleGemm *gemm;
-  ObcGqaAggregation aggregation;
+  ScoreGqa aggregation;
   size_t last_row; /* index of the row at position n_prompt - 1 */
   size_t max_window;
   const size_t *windows; /* (n_windows) as requested */
@@ -133,22 +133,22 @@ static inline void sweep_pairs(const double *restrict z, const double *restrict 
   double *restrict s_remove = acc + ACC_REMOVE * SWEEP_BLOCK;
 #pragma omp simd
   for (size_t t = lo; t < hi; t++) {
-    double a = obc_exp_fast(z[t] - lse);
+    double a = oracle_exp_fast(z[t] - lse);
     double dd, vd;
-    obc_pair_norms_from_dots(vv[t], vo[t], oo, &dd, &vd);
+    oracle_pair_norms_from_dots(vv[t], vo[t], oo, &dd, &vd);
     /* a <= 1/2 here, so 1 - a is accurate and never a single live key. */
     double r, inv_live;
-    obc_pair_reciprocals(1.0 - a, e, &r, &inv_live);
-    double obc_v = obc_form_obc_v(a, vv[t]);
-    double obc_k = obc_form_obc_k(a, z[t], dd);
+    oracle_pair_reciprocals(1.0 - a, e, &r, &inv_live);
+    double obc_v = oracle_form_obc_v(a, vv[t]);
+    double obc_k = oracle_form_obc_k(a, z[t], dd);
     s_attn[t] += a;
     s_attn2[t] += a * a;
     s_obc_v[t] += obc_v;
     s_obc_k[t] += obc_k;
-    s_obc_vk[t] += obc_v + obc_k + obc_form_obc_vk_cross(a, z[t], vd);
-    s_exact_k[t] += obc_form_exact_k(a, e, r, dd);
-    s_exact_vk[t] += obc_form_exact_vk(a, e, r, oo, dd, vd);
-    s_remove[t] += obc_form_remove(a, inv_live, dd);
+    s_obc_vk[t] += obc_v + obc_k + oracle_form_obc_vk_cross(a, z[t], vd);
+    s_exact_k[t] += oracle_form_exact_k(a, e, r, dd);
+    s_exact_vk[t] += oracle_form_exact_vk(a, e, r, oo, dd, vd);
+    s_remove[t] += oracle_form_remove(a, inv_live, dd);
   }
 }
 
@@ -160,7 +160,7 @@ static inline void sweep_pairs(const double *restrict z, const double *restrict 
  * stretches around it. */
 static void sweep_row(const SweepPlan *plan, size_t j, size_t row, const double *z,
                       const double *vo, size_t b0, size_t len, double *acc) {
-  const ObcHeadData *head = plan->head;
+  const OracleHead *head = plan->head;
   size_t ho = j * head->n_rows + row;
   const double lse = head->lse[ho], e = plan->exp_neg_lse[ho], oo = plan->o_sq[ho];
   const double *vv = plan->v_sq + b0;
@@ -172,7 +172,7 @@ static void sweep_row(const SweepPlan *plan, size_t j, size_t row, const double 
   }
   size_t t = p - b0;
   sweep_pairs(z, vo, vv, lse, e, oo, acc, 0, t);
-  const ObcPairForms *f = &dominant->forms;
+  const OraclePairForms *f = &dominant->forms;
   acc[ACC_ATTN * SWEEP_BLOCK + t] += f->attn;
   acc[ACC_ATTN2 * SWEEP_BLOCK + t] += f->attn2;
   acc[ACC_OBC_V * SWEEP_BLOCK + t] += f->obc_v;
@@ -187,7 +187,7 @@ static void sweep_row(const SweepPlan *plan, size_t j, size_t row, const double 
 /* dst (nb) = the heads' accumulators `which` (acc: group_size, ACC_COUNT,
  * SWEEP_BLOCK) combined in head order. */
 static void sweep_combine(const double *acc, size_t group_size, int which, size_t nb,
-                          ObcGqaAggregation how, double *dst) {
+                          ScoreGqa how, double *dst) {
   memcpy(dst, acc + which * SWEEP_BLOCK, nb * sizeof *dst);
   for (size_t j = 1; j < group_size; j++) {
     const double *src = acc + (j * ACC_COUNT + which) * SWEEP_BLOCK;
@@ -208,7 +208,7 @@ static void sweep_snapshot(const SweepPlan *plan, const double *acc, size_t b0, 
   double *row[OBC_Q_COUNT];
   for (int q = 0; q < OBC_Q_COUNT; q++) row[q] = out + (w * OBC_Q_COUNT + q) * s + b0;
   static const struct {
-    ObcQuantity quantity;
+    ScoreQuantity quantity;
     int acc;
     int is_score;
   } map[] = {{OBC_Q_ATTN, ACC_ATTN, 1},       {OBC_Q_ATTN2, ACC_ATTN2, 1},
@@ -227,7 +227,7 @@ static void sweep_snapshot(const SweepPlan *plan, const double *acc, size_t b0, 
 
 /* Positions b0..b0+nb-1 for every head, row and window. */
 static void sweep_block(const SweepPlan *plan, size_t b0, size_t nb, SweepWork *work, double *out) {
-  const ObcHeadData *head = plan->head;
+  const OracleHead *head = plan->head;
   size_t s = head->n_prompt, g = head->group_size;
   size_t plane = (size_t)SWEEP_ROW_CHUNK * SWEEP_BLOCK;
   memset(work->acc, 0, g * ACC_COUNT * SWEEP_BLOCK * sizeof *work->acc);
@@ -260,8 +260,8 @@ static void sweep_block(const SweepPlan *plan, size_t b0, size_t nb, SweepWork *
 
 /* Checks the request; finds the row of position s-1 and the number of
  * contiguous prompt rows captured up to it. */
-static int sweep_check(const ObcHeadData *head, const size_t *windows, size_t n_windows,
-                       const ObcScoreOptions *options, size_t *last_row, size_t *max_window) {
+static int sweep_check(const OracleHead *head, const size_t *windows, size_t n_windows,
+                       const ScoreOptions *options, size_t *last_row, size_t *max_window) {
   size_t s = head->n_prompt;
   if (options->snapkv_kernel % 2 == 0)
     return obc_fail(OBC_EINVAL, "score sweep: SnapKV kernel %zu (expected an odd width >= 1)",
@@ -290,8 +290,8 @@ static int sweep_check(const ObcHeadData *head, const size_t *windows, size_t n_
   return 0;
 }
 
-int score_window_sweep(const ObcHeadData *head, const size_t *windows, size_t n_windows,
-                       const ObcScoreOptions *options, double *out) {
+int score_window_sweep(const OracleHead *head, const size_t *windows, size_t n_windows,
+                       const ScoreOptions *options, double *out) {
   assert(head && windows && options && out);
   size_t last_row = 0, max_window = 0;
   int rc = sweep_check(head, windows, n_windows, options, &last_row, &max_window);

@@ -27,31 +27,31 @@ typedef enum {
   OBC_Q_EXACT_VK,
   OBC_Q_REMOVE,
   OBC_Q_COUNT
-} ObcQuantity;
+} ScoreQuantity;
 
 /* How per-query-head scores of a GQA group are combined. Exact errors are
  * always summed (docs/SCIENCE.md, "Notation: one layer, one KV head"). */
-typedef enum { OBC_GQA_SUM = 0, OBC_GQA_MEAN, OBC_GQA_MAX } ObcGqaAggregation;
+typedef enum { OBC_GQA_SUM = 0, OBC_GQA_MEAN, OBC_GQA_MAX } ScoreGqa;
 
 typedef struct {
-  ObcPrecision precision;      /* default OBC_PRECISION_FLOAT */
-  ObcGqaAggregation aggregation;
+  OraclePrecision precision;      /* default OBC_PRECISION_FLOAT */
+  ScoreGqa aggregation;
   size_t snapkv_kernel;        /* odd pooling width, default 7 */
-} ObcScoreOptions;
+} ScoreOptions;
 
-void score_options_default(ObcScoreOptions *options);
-const char *score_quantity_name(ObcQuantity q); /* "attn", ..., "remove" */
+void score_options_default(ScoreOptions *options);
+const char *score_quantity_name(ScoreQuantity q); /* "attn", ..., "remove" */
 int score_quantity_from_name(const char *name); /* -1 when unknown */
 /* 1 for the approximate scores, 0 for exact errors. */
-int score_quantity_is_score(ObcQuantity q);
+int score_quantity_is_score(ScoreQuantity q);
 
 /* For each window windows[w] (1 <= W <= captured contiguous prompt rows,
  * any order), every quantity for every prompt position:
  * out[(w * OBC_Q_COUNT + q) * n_prompt + p]. Thread-safe; parallelises over
  * the group's heads and positions with OpenMP when not already in a parallel
  * region. */
-int score_window_sweep(const ObcHeadData *head, const size_t *windows, size_t n_windows,
-                       const ObcScoreOptions *options, double *out);
+int score_window_sweep(const OracleHead *head, const size_t *windows, size_t n_windows,
+                       const ScoreOptions *options, double *out);
 
 /* 1-D max pooling of scores (n) with an odd kernel, edges clamped. */
 void score_max_pool(const double *in, size_t n, size_t kernel, double *out);

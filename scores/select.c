@@ -54,7 +54,7 @@ void select_rank_top(const double *scores, size_t n, size_t count, size_t *ranke
   }
 }
 
-void select_rank_top_sorted(const ObcRankPair *sorted, size_t n, size_t limit, size_t count,
+void select_rank_top_sorted(const StatsRankPair *sorted, size_t n, size_t limit, size_t count,
                             size_t *ranked) {
   size_t got = 0, end = n;
   while (got < count && end > 0) {

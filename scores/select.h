@@ -25,7 +25,7 @@ void select_rank_top(const double *scores, size_t n, size_t count, size_t *ranke
  * off the ascending sort of all n scores (stats_sort_values): walk it from
  * the end, each group of equal scores in position order, skipping positions
  * >= limit. O(count + skipped) instead of a pass over the scores. */
-void select_rank_top_sorted(const ObcRankPair *sorted, size_t n, size_t limit, size_t count,
+void select_rank_top_sorted(const StatsRankPair *sorted, size_t n, size_t limit, size_t count,
                             size_t *ranked);
 
 /* Selection for budget k and recent window r < k (or r == 0 < k) over n

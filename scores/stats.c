@@ -29,7 +29,7 @@ static uint64_t rank_key(double v) {
 /* Stable LSD radix sort of pairs (n) by key, 11 bits a pass; tmp: (n). All
  * digit histograms come from one read of the keys, and a pass whose digit is
  * the same for every key is skipped. Returns the array holding the result. */
-static ObcRankPair *radix_sort_pairs(ObcRankPair *pairs, ObcRankPair *tmp, size_t n) {
+static StatsRankPair *radix_sort_pairs(StatsRankPair *pairs, StatsRankPair *tmp, size_t n) {
   static _Thread_local size_t count[RADIX_PASSES][RADIX_SIZE];
   memset(count, 0, sizeof count);
   for (size_t i = 0; i < n; i++) {
@@ -48,20 +48,20 @@ static ObcRankPair *radix_sort_pairs(ObcRankPair *pairs, ObcRankPair *tmp, size_
       offset += here;
     }
     for (size_t i = 0; i < n; i++) tmp[c[(pairs[i].key >> shift) & (RADIX_SIZE - 1)]++] = pairs[i];
-    ObcRankPair *swap = pairs;
+    StatsRankPair *swap = pairs;
     pairs = tmp;
     tmp = swap;
   }
   return pairs;
 }
 
-const ObcRankPair *stats_sort_values(const double *values, size_t n, ObcRankPair *scratch) {
+const StatsRankPair *stats_sort_values(const double *values, size_t n, StatsRankPair *scratch) {
   if (n == 0) return scratch;
-  for (size_t i = 0; i < n; i++) scratch[i] = (ObcRankPair){rank_key(values[i]), i};
+  for (size_t i = 0; i < n; i++) scratch[i] = (StatsRankPair){rank_key(values[i]), i};
   return radix_sort_pairs(scratch, scratch + n, n);
 }
 
-void stats_ranks_from_sorted(const ObcRankPair *sorted, size_t n, double *ranks) {
+void stats_ranks_from_sorted(const StatsRankPair *sorted, size_t n, double *ranks) {
   for (size_t start = 0; start < n;) {
     size_t end = start + 1;
     while (end < n && sorted[end].key == sorted[start].key) end++;
@@ -71,7 +71,7 @@ void stats_ranks_from_sorted(const ObcRankPair *sorted, size_t n, double *ranks)
   }
 }
 
-void stats_average_ranks(const double *values, size_t n, ObcRankPair *scratch, double *ranks) {
+void stats_average_ranks(const double *values, size_t n, StatsRankPair *scratch, double *ranks) {
   stats_ranks_from_sorted(stats_sort_values(values, n, scratch), n, ranks);
 }
 
@@ -96,7 +96,7 @@ double stats_pearson(const double *x, const double *y, size_t n) {
 }
 
 int stats_spearman(const double *x, const double *y, size_t n, double *rho) {
-  ObcRankPair *scratch = obc_malloc(2 * n * sizeof *scratch, "spearman sort");
+  StatsRankPair *scratch = obc_malloc(2 * n * sizeof *scratch, "spearman sort");
   double *ranks = obc_malloc(2 * n * sizeof *ranks, "spearman ranks");
   if (!scratch || !ranks) {
     free(scratch);

@@ -12,21 +12,21 @@
 typedef struct {
   uint64_t key;
   size_t index;
-} ObcRankPair;
+} StatsRankPair;
 
 /* ranks (n): 1-based average ranks of values (n) in ascending order; equal
  * values share the mean of their ranks. NaN sorts below every number.
  * scratch: (2 n). A stable LSD radix sort on the key: O(n), no comparisons. */
-void stats_average_ranks(const double *values, size_t n, ObcRankPair *scratch, double *ranks);
+void stats_average_ranks(const double *values, size_t n, StatsRankPair *scratch, double *ranks);
 
 /* Sorts values (n) ascending (NaN as -inf, -0 as +0, equal values in index
  * order) and returns the sorted pairs, which lie in scratch (2 n) at
  * scratch or scratch + n. The order serves both the ranks and, read from
  * the end, the top-k selection (select_rank_top_sorted). */
-const ObcRankPair *stats_sort_values(const double *values, size_t n, ObcRankPair *scratch);
+const StatsRankPair *stats_sort_values(const double *values, size_t n, StatsRankPair *scratch);
 
 /* ranks (n): average ranks from the output of stats_sort_values. */
-void stats_ranks_from_sorted(const ObcRankPair *sorted, size_t n, double *ranks);
+void stats_ranks_from_sorted(const StatsRankPair *sorted, size_t n, double *ranks);
 
 /* Pearson correlation of x (n) and y (n); NaN when either is constant or
  * n < 2 (the correlation is undefined). */

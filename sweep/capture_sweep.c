@@ -24,8 +24,8 @@ static int answer_exact(const NiahPrompt *prompt, const char *answer) {
 
 /* Mean over heads of a (n_heads, OBC_Q_COUNT, n_windows, n_recents, n_topk)
  * array at (q, w, r = 0, k); NaN when the array is absent. */
-static double head_mean(const double *values, const ObcAnalysisResult *result,
-                        const ObcAnalysisConfig *config, size_t q, size_t w, size_t k) {
+static double head_mean(const double *values, const AnalysisResult *result,
+                        const AnalysisConfig *config, size_t q, size_t w, size_t k) {
   if (!values) return NAN;
   double sum = 0;
   for (size_t h = 0; h < result->n_heads; h++)
@@ -43,12 +43,12 @@ static size_t index_of(const size_t *values, size_t n, size_t value) {
 static int analyse_cell(const SweepOptions *o, const char *trace_path, const char *cell_dir,
                         const NiahPrompt *prompt, const CaptureResult *captured, size_t length,
                         size_t depth, FILE *summary) {
-  ObcTraceReader *reader = NULL;
+  TraceReader *reader = NULL;
   int rc = trace_open(trace_path, &reader);
   if (rc) return rc;
-  const ObcTraceMeta *meta = trace_meta(reader);
-  ObcAnalysisConfig config = o->analysis;
-  ObcAnalysisResult result;
+  const TraceMeta *meta = trace_meta(reader);
+  AnalysisConfig config = o->analysis;
+  AnalysisResult result;
   memset(&result, 0, sizeof result);
   rc = analysis_config_resolve(&config, meta);
   if (!rc) rc = obc_make_dirs(cell_dir);
@@ -66,10 +66,10 @@ static int analyse_cell(const SweepOptions *o, const char *trace_path, const cha
       double recall = head_mean(result.recall, &result, &config, q, w, k);
       double kept = head_mean(result.needle, &result, &config, q, w, k);
       fprintf(summary, "%zu,%zu,%s,%d,%d,%s,%zu,%.6f,%.6f\n", length, depth, prompt->answers[0],
-              captured->needle_found, exact, score_quantity_name((ObcQuantity)q), config.main_k,
+              captured->needle_found, exact, score_quantity_name((ScoreQuantity)q), config.main_k,
               recall, kept);
       if (q == OBC_Q_ATTN || q == OBC_Q_OBC_VK || q == OBC_Q_REMOVE)
-        printf(" %s %.3f", score_quantity_name((ObcQuantity)q), recall);
+        printf(" %s %.3f", score_quantity_name((ScoreQuantity)q), recall);
     }
     printf("\n");
     fflush(stdout);

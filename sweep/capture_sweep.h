@@ -23,7 +23,7 @@ typedef struct {
   size_t n_depths;
   NiahOptions niah;           /* length and depth are set per cell */
   CaptureOptions capture;     /* producer is set per cell */
-  ObcAnalysisConfig analysis; /* resolved per cell against its trace */
+  AnalysisConfig analysis; /* resolved per cell against its trace */
   const char *command_line;
 } SweepOptions;
 

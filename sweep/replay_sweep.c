@@ -19,7 +19,7 @@
 #include "evict/model_replay.h"
 #include "evict/offline.h"
 
-void evict_sweep_config_default(EvictSweepConfig *c) {
+void sweep_replay_config_default(SweepReplayConfig *c) {
   static const char *const scores[] = {"attn", "snapkv", "vatp", "obc_v", "obc_k",
                                        "obc_vk", "streaming", "random", "oracle@1",
                                        "oracle@T", "decode_attn"};
@@ -84,7 +84,7 @@ static int list_traces(const char *input, SweepRun *run) {
 }
 
 /* Checks every budget against the trace before any long computation. */
-static int check_budgets(const EvictSweepConfig *c, ObcTraceReader *reader) {
+static int check_budgets(const SweepReplayConfig *c, TraceReader *reader) {
   for (size_t s = 0; s < c->n_scores; s++)
     for (size_t b = 0; b < c->n_budgets; b++) {
       EvictPolicy p = c->base;
@@ -117,8 +117,8 @@ static int sweep_cell_from_replay(const EvictModelReplay *replay, SweepCell *cel
   return OBC_OK;
 }
 
-static int sweep_trace(const EvictSweepConfig *c, const Model *model, size_t t, SweepRun *run) {
-  ObcTraceReader *reader = NULL;
+static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t, SweepRun *run) {
+  TraceReader *reader = NULL;
   int rc = trace_open(run->traces[t], &reader);
   if (rc) return rc;
   if (t == 0)
@@ -131,7 +131,7 @@ static int sweep_trace(const EvictSweepConfig *c, const Model *model, size_t t, 
   if (!rc && model) rc = evict_replayer_open(model, reader, c->steps, c->threads, &replayer);
   EvictModelReplay *replay = obc_malloc(sizeof *replay, "replay result");
   if (!rc && !replay) rc = OBC_ENOMEM;
-  const ObcTraceMeta *meta = trace_meta(reader);
+  const TraceMeta *meta = trace_meta(reader);
   for (size_t s = 0; s < c->n_scores && !rc; s++) {
     EvictPolicy p = c->base;
     rc = evict_policy_set_score(&p, c->scores[s]);
@@ -229,7 +229,7 @@ static void sweep_mean(const SweepRun *run, size_t s, size_t b, SweepMean *m) {
 
 /* kl_steps.csv: the teacher-forced KL of every (score, budget, decode step),
  * mean over the traces that replayed that step; no rows without the model. */
-static int write_kl_steps(const char *dir, const EvictSweepConfig *c, const SweepRun *run) {
+static int write_kl_steps(const char *dir, const SweepReplayConfig *c, const SweepRun *run) {
   ObcPendingFile file;
   FILE *fp = NULL;
   int rc = obc_text_open_in(&file, dir, "kl_steps.csv", &fp);
@@ -257,7 +257,7 @@ static int write_kl_steps(const char *dir, const EvictSweepConfig *c, const Swee
   return obc_text_close(&file, fp, 1);
 }
 
-static int write_outputs(const char *dir, const EvictSweepConfig *c, const SweepRun *run,
+static int write_outputs(const char *dir, const SweepReplayConfig *c, const SweepRun *run,
                          const char *model_name, const char *command_line) {
   int rc = obc_make_dirs(dir);
   if (rc) return rc;
@@ -323,7 +323,7 @@ static int write_outputs(const char *dir, const EvictSweepConfig *c, const Sweep
 /* One table: rows = scores, columns = budgets. which: 0 needle found,
  * 1 KL forced, 2 relative output error, 3 needle kept, 4 needle prefix share,
  * 5 first diverging step. */
-static void print_table(const EvictSweepConfig *c, const SweepRun *run, int which,
+static void print_table(const SweepReplayConfig *c, const SweepRun *run, int which,
                         const char *title) {
   printf("\n%s\n%-12s", title, "score");
   for (size_t b = 0; b < c->n_budgets; b++) printf(" %9s", c->budgets[b]);
@@ -345,7 +345,7 @@ static void print_table(const EvictSweepConfig *c, const SweepRun *run, int whic
 
 /* Every score under its output name (oracle -> oracle@1 or the --oracle
  * steps), checked once. */
-static int canonical_scores(EvictSweepConfig *c) {
+static int canonical_scores(SweepReplayConfig *c) {
   for (size_t s = 0; s < c->n_scores; s++) {
     EvictPolicy p = c->base;
     int rc = evict_policy_set_score(&p, c->scores[s]);
@@ -355,9 +355,9 @@ static int canonical_scores(EvictSweepConfig *c) {
   return OBC_OK;
 }
 
-int evict_sweep_run(const char *input, const char *out_dir, const EvictSweepConfig *given,
+int sweep_replay_run(const char *input, const char *out_dir, const SweepReplayConfig *given,
                     const char *command_line) {
-  EvictSweepConfig config = *given, *c = &config;
+  SweepReplayConfig config = *given, *c = &config;
   int rc = canonical_scores(c);
   if (rc) return rc;
   SweepRun run;

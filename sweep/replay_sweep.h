@@ -28,14 +28,14 @@ typedef struct {
   const char *model_path; /* NULL = the default model */
   size_t steps;           /* decode steps of the model replay (0 = all captured) */
   size_t threads;
-} EvictSweepConfig;
+} SweepReplayConfig;
 
 /* Default scores (attn snapkv vatp obc_v obc_k obc_vk streaming random
  * oracle@1 oracle@T decode_attn) and budgets (1% 2% 5% 10% 20% 40%), with
  * the model. */
-void evict_sweep_config_default(EvictSweepConfig *config);
+void sweep_replay_config_default(SweepReplayConfig *config);
 /* input: a trace file or a folder of traces. */
-int evict_sweep_run(const char *input, const char *out_dir, const EvictSweepConfig *config,
+int sweep_replay_run(const char *input, const char *out_dir, const SweepReplayConfig *config,
                     const char *command_line);
 
 #endif

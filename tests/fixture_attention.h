@@ -20,7 +20,7 @@
 #include "oracle/oracle.h"
 
 typedef struct {
-  ObcHeadData head;
+  OracleHead head;
   int64_t *positions; /* (n_rows) */
   double *K;          /* (n_positions, d) */
   double *V;          /* (n_positions, d) */
@@ -113,7 +113,7 @@ static inline void fixture_make(FixtureProblem *t, uint64_t seed, size_t s, size
       for (size_t c = 0; c < d; c++)
         t->Q[(j * n_rows + r) * d + c] = 0.8 * fixture_normal() + (1.5 + 0.5 * (double)j) * u[c];
   free(u);
-  t->head = (ObcHeadData){.n_positions = n_pos,
+  t->head = (OracleHead){.n_positions = n_pos,
                           .n_prompt = s,
                           .head_dim = d,
                           .group_size = group,
@@ -188,7 +188,7 @@ static inline void fixture_window_rows(const FixtureProblem *t, size_t window, s
  * the window of the last W prompt rows, A and z by explicit loops (no GEMM, no
  * captured lse), combined across heads by `how`. out (OBC_Q_COUNT, n_prompt);
  * the exact quantities are left untouched. */
-static inline void fixture_scores(const FixtureProblem *t, size_t window, ObcGqaAggregation how,
+static inline void fixture_scores(const FixtureProblem *t, size_t window, ScoreGqa how,
                                   size_t kernel, double *out) {
   size_t d = t->head.head_dim, s = t->head.n_prompt, g = t->head.group_size;
   size_t begin, end;

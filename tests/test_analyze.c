@@ -107,12 +107,12 @@ START_TEST(ranking_read_off_the_sort_matches_the_heap_ranking) {
   enum { N = 400 };
   double scores[N];
   size_t heap[N], sorted_ranking[N];
-  ObcRankPair pairs[2 * N];
+  StatsRankPair pairs[2 * N];
   for (int trial = 0; trial < 5; trial++) {
     for (size_t p = 0; p < N; p++) scores[p] = (double)(rng_next() % 9) - 4.0;
     scores[rng_next() % N] = NAN;
     scores[rng_next() % N] = -0.0;
-    const ObcRankPair *sorted = stats_sort_values(scores, N, pairs);
+    const StatsRankPair *sorted = stats_sort_values(scores, N, pairs);
     for (size_t r = 0; r < N; r += 50)
       for (size_t count = 0; count <= N - r; count += 41) {
         select_rank_top(scores, N - r, count, heap);
@@ -174,7 +174,7 @@ START_TEST(spearman_gives_tied_values_their_average_rank) {
   const double x[] = {1, 2, 2, 3};
   const double y[] = {1, 2, 3, 4};
   double ranks[4];
-  ObcRankPair pairs[8];
+  StatsRankPair pairs[8];
   stats_average_ranks(x, 4, pairs, ranks);
   ck_assert_double_eq(ranks[0], 1.0);
   ck_assert_double_eq(ranks[1], 2.5);
@@ -191,7 +191,7 @@ END_TEST
 START_TEST(average_ranks_match_counting_with_negatives_zeros_and_ties) {
   enum { N = 500 };
   double values[N], ranks[N];
-  ObcRankPair pairs[2 * N];
+  StatsRankPair pairs[2 * N];
   for (size_t i = 0; i < N; i++) values[i] = (double)((int)(rng_next() % 21) - 10) * 0.25;
   values[3] = -0.0; /* equal to +0 */
   values[4] = NAN;  /* below every number */

@@ -23,7 +23,7 @@
 static Model *model; /* loaded once in main, shared by the tests */
 
 static char *span_text(const NiahPrompt *p, const char *name) {
-  const ObcSpan *span = NULL;
+  const TraceSpan *span = NULL;
   for (size_t i = 0; i < p->n_spans; i++)
     if (!strcmp(p->spans[i].name, name)) span = &p->spans[i];
   ck_assert_msg(span != NULL, "span %s missing", name);
@@ -122,7 +122,7 @@ START_TEST(test_needle_moves_with_depth) {
     o.depth = depths[i];
     NiahPrompt p;
     build(&o, &p);
-    const ObcSpan *context = NULL, *needle = NULL;
+    const TraceSpan *context = NULL, *needle = NULL;
     for (size_t k = 0; k < p.n_spans; k++) {
       if (!strcmp(p.spans[k].name, "context")) context = &p.spans[k];
       if (!strcmp(p.spans[k].name, "needle")) needle = &p.spans[k];
@@ -263,10 +263,10 @@ START_TEST(test_capture_matches_a_run_without_capture) {
     memcpy(plain + t * vocab, logits, vocab * sizeof *logits);
   }
 
-  ObcTraceReader *reader = NULL;
+  TraceReader *reader = NULL;
   rc = trace_open(path, &reader);
   ck_assert_msg(rc == 0, "trace_open: %s", obc_error_message());
-  const ObcTraceMeta *m = trace_meta(reader);
+  const TraceMeta *m = trace_meta(reader);
   ck_assert_uint_eq(m->n_prompt, s);
   ck_assert_uint_eq(m->n_decode, T);
   ck_assert_uint_eq(m->n_rows, 32 + T);
@@ -276,11 +276,11 @@ START_TEST(test_capture_matches_a_run_without_capture) {
   ck_assert_int_eq(trace_read_logits(reader, traced), 0);
   ck_assert_int_eq(memcmp(traced, plain, T * vocab * sizeof *plain), 0);
   float *K = malloc(n * hd * sizeof *K), *V = malloc(n * hd * sizeof *V);
-  const KVCache *cache = runtime_cache(rt);
+  const RuntimeCache *cache = runtime_cache(rt);
   size_t last = model->config.n_layers - 1, g = model->config.n_kv_heads - 1;
   ck_assert_int_eq(trace_read_kv(reader, last, g, K, V), 0);
-  ck_assert_int_eq(memcmp(K, kv_cache_k(cache, last, g), n * hd * sizeof *K), 0);
-  ck_assert_int_eq(memcmp(V, kv_cache_v(cache, last, g), n * hd * sizeof *V), 0);
+  ck_assert_int_eq(memcmp(K, runtime_cache_k(cache, last, g), n * hd * sizeof *K), 0);
+  ck_assert_int_eq(memcmp(V, runtime_cache_v(cache, last, g), n * hd * sizeof *V), 0);
   ck_assert_int_eq(m->needle_found,
                    niah_answer_found(&p, m->generated_text ? m->generated_text : ""));
   trace_close(reader);

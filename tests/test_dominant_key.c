@@ -142,7 +142,7 @@ static void check_oracle(double one_minus_a, int storage) {
       check_close(got, ref, s, what);
     }
     static const struct {
-      ObcExactKind kind;
+      OracleExactKind kind;
       int mode;
       const char *name;
     } kinds[] = {{OBC_EXACT_REMOVE, FIX_REMOVE, "remove"},
@@ -167,7 +167,7 @@ static void check_sweep(double one_minus_a, int storage) {
   size_t s = t.head.n_prompt, windows[2] = {1, 8};
   double *ref = malloc(OBC_Q_COUNT * s * sizeof *ref), *out = malloc(2 * OBC_Q_COUNT * s * sizeof *out);
   char what[128];
-  ObcScoreOptions options;
+  ScoreOptions options;
   score_options_default(&options);
   for (int precision = 0; precision < 2; precision++) {
     options.precision = precision;
@@ -180,7 +180,7 @@ static void check_sweep(double one_minus_a, int storage) {
       fixture_exact_error(&t, begin, end, FIX_ZERO_K, ref + OBC_Q_EXACT_K * s);
       fixture_exact_error(&t, begin, end, FIX_ZERO_VK, ref + OBC_Q_EXACT_VK * s);
       fixture_scores(&t, windows[w], OBC_GQA_SUM, options.snapkv_kernel, ref);
-      static const ObcQuantity checked[] = {OBC_Q_REMOVE, OBC_Q_EXACT_K, OBC_Q_EXACT_VK,
+      static const ScoreQuantity checked[] = {OBC_Q_REMOVE, OBC_Q_EXACT_K, OBC_Q_EXACT_VK,
                                             OBC_Q_OBC_K, OBC_Q_OBC_VK};
       for (size_t k = 0; k < sizeof checked / sizeof checked[0]; k++) {
         snprintf(what, sizeof what, "sweep %s W %zu 1-A %g %s %s",

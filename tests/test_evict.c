@@ -13,7 +13,7 @@
 
 #include <hdf5.h>
 
-#include "scores/analysis_head.h"
+#include "scores/score_head.h"
 #include "common/obc_error.h"
 #include "evict/dynamic.h"
 #include "evict/model_replay.h"
@@ -172,7 +172,7 @@ START_TEST(test_kept_sets_have_the_requested_size_sinks_recent_and_no_duplicates
   tmp_path(trace, sizeof trace, "evict_sets.h5");
   tmp_path(keep_path, sizeof keep_path, "evict_sets_keep.h5");
   synth_trace(trace, 4, 3);
-  ObcTraceReader *reader = NULL;
+  TraceReader *reader = NULL;
   ck_assert_int_eq(trace_open(trace, &reader), 0);
   static const char *const scores[] = {"obc_vk", "attn", "snapkv", "random", "streaming", "oracle"};
   static const char *const budgets[] = {"1", "10", "25%", "0.5", "60"};
@@ -269,13 +269,13 @@ START_TEST(test_offline_replay_equals_brute_force_attention_over_the_kept_set) {
   char trace[4096];
   tmp_path(trace, sizeof trace, "evict_offline.h5");
   synth_trace(trace, 4, 5);
-  ObcTraceReader *reader = NULL;
+  TraceReader *reader = NULL;
   ck_assert_int_eq(trace_open(trace, &reader), 0);
-  const ObcTraceMeta *meta = trace_meta(reader);
+  const TraceMeta *meta = trace_meta(reader);
   static const char *const scores[] = {"obc_vk", "random", "streaming"};
   static const char *const budgets[] = {"3", "16", "50%"};
-  AnalysisHead h;
-  ck_assert_int_eq(analysis_head_alloc(&h, meta), 0);
+  ScoreHead h;
+  ck_assert_int_eq(score_head_alloc(&h, meta), 0);
   size_t d = meta->model.head_dim, H = meta->model.n_heads, G = meta->model.n_kv_heads;
   size_t group = H / G, first = 0, T = trace_meta_decode_rows(meta, &first);
   unsigned char *mask = malloc(meta->n_positions);
@@ -289,7 +289,7 @@ START_TEST(test_offline_replay_equals_brute_force_attention_over_the_kept_set) {
     ck_assert_int_eq(evict_offline_run(reader, &k, &r), 0);
     for (size_t l = 0; l < meta->model.n_layers; l++)
       for (size_t g = 0; g < G; g++) {
-        ck_assert_int_eq(analysis_head_read(&h, reader, l, g), 0);
+        ck_assert_int_eq(score_head_read(&h, reader, l, g), 0);
         memcpy(mask, k.keep + (l * G + g) * k.n_prompt, k.n_prompt);
         memset(mask + k.n_prompt, 1, meta->n_positions - k.n_prompt);
         for (size_t j = 0; j < group; j++)
@@ -317,7 +317,7 @@ START_TEST(test_offline_replay_equals_brute_force_attention_over_the_kept_set) {
    * float rounding, far below any error worth reporting. */
   ck_assert_double_le(worst, 1e-4);
   free(mask);
-  analysis_head_free(&h);
+  score_head_free(&h);
   trace_close(reader);
 }
 END_TEST
@@ -326,7 +326,7 @@ START_TEST(test_keeping_everything_loses_nothing) {
   char trace[4096];
   tmp_path(trace, sizeof trace, "evict_all.h5");
   synth_trace(trace, 3, 7);
-  ObcTraceReader *reader = NULL;
+  TraceReader *reader = NULL;
   ck_assert_int_eq(trace_open(trace, &reader), 0);
   EvictPolicy p;
   policy_for(&p, "attn", "100%", 0, 0, "uniform", "aware");
@@ -353,7 +353,7 @@ START_TEST(test_oracle_single_eviction_is_never_worse_at_step_one) {
   size_t compared = 0;
   for (uint64_t seed = 1; seed <= 3; seed++) {
     synth_trace(trace, 2, seed);
-    ObcTraceReader *reader = NULL;
+    TraceReader *reader = NULL;
     ck_assert_int_eq(trace_open(trace, &reader), 0);
     size_t s = trace_meta(reader)->n_prompt;
     char budget[32];
@@ -406,7 +406,7 @@ static void tiny_trace(const Model *model, const char *path) {
     ck_assert_int_eq(runtime_forward(rt, tokens + S + t, 1, RUNTIME_LOGITS_LAST,
                                      logits + (t + 1) * c->vocab_size, NULL), 0);
   }
-  ObcTraceMeta meta;
+  TraceMeta meta;
   memset(&meta, 0, sizeof meta);
   snprintf(meta.producer, sizeof meta.producer, "test_evict tiny trace");
   snprintf(meta.model.name, sizeof meta.model.name, "tiny");
@@ -428,14 +428,14 @@ static void tiny_trace(const Model *model, const char *path) {
   meta.row_positions = rows;
   meta.tokens = tokens;
   meta.needle_found = -1;
-  ObcTraceWriteOptions wo = {.store_logits = true};
-  ObcTraceWriter *w = NULL;
+  TraceWriteOptions wo = {.store_logits = true};
+  TraceWriter *w = NULL;
   ck_assert_int_eq(trace_create(path, &meta, &wo, &w), 0);
-  KVCache *cache = runtime_cache(rt);
+  RuntimeCache *cache = runtime_cache(rt);
   float zeros[TINY_HEADS * T * TINY_HD] = {0};
   for (size_t l = 0; l < c->n_layers; l++) {
     for (size_t g = 0; g < c->n_kv_heads; g++)
-      ck_assert_int_eq(trace_write_kv(w, l, g, kv_cache_k(cache, l, g), kv_cache_v(cache, l, g)),
+      ck_assert_int_eq(trace_write_kv(w, l, g, runtime_cache_k(cache, l, g), runtime_cache_v(cache, l, g)),
                        0);
     for (size_t h = 0; h < c->n_heads; h++)
       ck_assert_int_eq(trace_write_rows(w, l, h, zeros, zeros, zeros), 0);
@@ -451,7 +451,7 @@ START_TEST(test_model_replay_without_eviction_reproduces_the_captured_logits) {
   char trace[4096], other[4096];
   tmp_path(trace, sizeof trace, "evict_tiny_trace.h5");
   tiny_trace(model, trace);
-  ObcTraceReader *reader = NULL;
+  TraceReader *reader = NULL;
   ck_assert_int_eq(trace_open(trace, &reader), 0);
   EvictReplayer *replayer = NULL;
   ck_assert_msg(evict_replayer_open(model, reader, 0, 1, &replayer) == 0, "%s",
@@ -542,7 +542,7 @@ START_TEST(test_dynamic_running_scores_equal_the_closed_forms_over_the_history) 
   ck_assert_int_eq(runtime_create(model, &options, &rt), 0);
   RuntimeCapture capture = {positions, N, false, &rows, keep_all_rows};
   ck_assert_int_eq(runtime_forward(rt, tokens, N, RUNTIME_LOGITS_NONE, NULL, &capture), 0);
-  KVCache *cache = runtime_cache(rt);
+  RuntimeCache *cache = runtime_cache(rt);
   static const char *const names[] = {"attn", "obc_v", "obc_k", "obc_vk"};
   double got[TINY_LAYERS * TINY_KV * N], worst = 0.0;
   size_t d = TINY_HD, group = TINY_HEADS / TINY_KV;
@@ -550,7 +550,7 @@ START_TEST(test_dynamic_running_scores_equal_the_closed_forms_over_the_history) 
     ck_assert_int_eq(evict_dynamic_scores(model, tokens, N, names[si], 7, got), 0);
     for (size_t l = 0; l < TINY_LAYERS; l++)
       for (size_t g = 0; g < TINY_KV; g++) {
-        const float *K = kv_cache_k(cache, l, g), *V = kv_cache_v(cache, l, g);
+        const float *K = runtime_cache_k(cache, l, g), *V = runtime_cache_v(cache, l, g);
         for (size_t p = 0; p < N; p++) {
           double expected = 0.0;
           for (size_t j = 0; j < group; j++)

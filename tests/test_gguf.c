@@ -191,11 +191,11 @@ START_TEST(every_supported_type_dequantises_like_gguf_package) {
     float *want = read_file(path, &want_size);
     ck_assert(raw && want);
     ck_assert_uint_eq(want_size, n * sizeof(float));
-    ck_assert_uint_eq(raw_size, n / ggml_type_block_size(type) * ggml_type_block_bytes(type));
+    ck_assert_uint_eq(raw_size, n / gguf_type_block_size(type) * gguf_type_block_bytes(type));
     float *got = malloc(want_size);
-    ck_assert_int_eq(ggml_dequantize(type, raw, got, n), 0);
+    ck_assert_int_eq(dequant_gguf(type, raw, got, n), 0);
     compare_floats(name, got, want, n);
-    ck_assert_str_eq(ggml_type_name(type), name);
+    ck_assert_str_eq(gguf_type_name(type), name);
     free(got);
     free(raw);
     free(want);
@@ -204,8 +204,8 @@ START_TEST(every_supported_type_dequantises_like_gguf_package) {
   fclose(manifest);
   ck_assert_uint_eq(types, 11);
   float out[32];
-  ck_assert_int_eq(ggml_dequantize(GGML_TYPE_Q4_0, out, out, 31), OBC_EINVAL);
-  ck_assert_int_eq(ggml_dequantize(10 /* Q2_K */, out, out, 256), OBC_EUNSUPPORTED);
+  ck_assert_int_eq(dequant_gguf(GGML_TYPE_Q4_0, out, out, 31), OBC_EINVAL);
+  ck_assert_int_eq(dequant_gguf(10 /* Q2_K */, out, out, 256), OBC_EUNSUPPORTED);
 }
 END_TEST
 

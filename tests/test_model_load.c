@@ -106,7 +106,7 @@ static Difference compare_models(const Model *a, const Model *b, double rel_tol)
   compare(&d, "output_norm", x->output_norm, y->output_norm, 1, c->dim, hd, false, rel_tol);
   compare(&d, "output", x->output, y->output, c->vocab_size, c->dim, hd, false, rel_tol);
   for (size_t l = 0; l < c->n_layers; l++) {
-    const LayerWeights *u = &x->layers[l], *v = &y->layers[l];
+    const ModelLayerWeights *u = &x->layers[l], *v = &y->layers[l];
     compare(&d, "attn_norm", u->attn_norm, v->attn_norm, 1, c->dim, hd, false, rel_tol);
     compare(&d, "wq", u->wq, v->wq, q, c->dim, hd, permuted, rel_tol);
     compare(&d, "wk", u->wk, v->wk, kv, c->dim, hd, permuted, rel_tol);

@@ -24,18 +24,18 @@ static const char *const kind_names[OBC_EXACT_COUNT] = {"exact_v", "exact_k", "e
 /* Worst errors seen, printed at the end (the report's accuracy figures). */
 static double worst_double, worst_float;
 
-static void track(ObcPrecision precision, double err) {
+static void track(OraclePrecision precision, double err) {
   double *worst = precision == OBC_PRECISION_DOUBLE ? &worst_double : &worst_float;
   if (err > *worst) *worst = err;
 }
 
-static double tolerance(ObcPrecision precision) {
+static double tolerance(OraclePrecision precision) {
   return precision == OBC_PRECISION_DOUBLE ? 1e-6 : 1e-4;
 }
 
 /* Window errors of one problem, all kinds, windows 1, 7 and s (every prompt
  * row, so row 0 has a single live key), against brute force. */
-static void check_windows(uint64_t seed, size_t s, size_t group, ObcPrecision precision) {
+static void check_windows(uint64_t seed, size_t s, size_t group, OraclePrecision precision) {
   FixtureProblem t;
   fixture_make(&t, seed, s, 3, 16, group, s);
   double *got = malloc(s * sizeof *got), *ref = malloc(s * sizeof *ref);
@@ -93,7 +93,7 @@ END_TEST
 
 /* oracle@1 and oracle@T: decode rows attend to the generated tokens' keys
  * too; only prompt tokens are scored. */
-static void check_eviction(uint64_t seed, size_t group, ObcPrecision precision) {
+static void check_eviction(uint64_t seed, size_t group, OraclePrecision precision) {
   size_t s = 45, T = 4;
   FixtureProblem t;
   fixture_make(&t, seed, s, T, 16, group, 9);
@@ -245,12 +245,12 @@ START_TEST(single_live_key_loses_the_whole_output) {
                   total_oo);
   }
   /* The forms themselves, at A = 1 exactly and just below the guard. */
-  ObcPairForms f;
-  obc_pair_forms(1.0, 3.0, 0.0, 0.0, 2.5, 2.5, 0.0, 0.0, &f);
+  OraclePairForms f;
+  oracle_pair_forms(1.0, 3.0, 0.0, 0.0, 2.5, 2.5, 0.0, 0.0, &f);
   ck_assert(f.remove == 2.5 && f.exact_vk == 2.5 && f.exact_k == 0.0);
-  obc_pair_forms(1.0 - 1e-13, 30.0, 1e-14, 1e-13, 2.5, 2.5, 1e-30, 1e-30, &f);
+  oracle_pair_forms(1.0 - 1e-13, 30.0, 1e-14, 1e-13, 2.5, 2.5, 1e-30, 1e-30, &f);
   ck_assert(f.remove == 2.5 && f.exact_vk == 2.5 && f.exact_k == 0.0);
-  obc_pair_forms(1.0 - 1e-11, 30.0, 1e-14, 1e-11, 2.5, 2.5, 1e-24, 1e-24, &f);
+  oracle_pair_forms(1.0 - 1e-11, 30.0, 1e-14, 1e-11, 2.5, 2.5, 1e-24, 1e-24, &f);
   ck_assert(isfinite(f.remove) && isfinite(f.exact_vk) && isfinite(f.exact_k));
   fixture_free(&t);
 }
@@ -260,15 +260,15 @@ START_TEST(fast_exp_matches_libm) {
   double worst = 0.0;
   for (int k = -199990; k <= 200000; k++) {
     double x = k * 3.54e-3 + 1e-7 * (k % 7);
-    double ref = exp(x), got = obc_exp_fast(x);
+    double ref = exp(x), got = oracle_exp_fast(x);
     double err = ref > 0 ? fabs(got - ref) / ref : fabs(got);
     worst = err > worst ? err : worst;
   }
   ck_assert_msg(worst <= 4.5e-16, "worst relative error %g", worst);
-  ck_assert(obc_exp_fast(-800.0) == 0.0);
-  ck_assert(obc_exp_fast(0.0) == 1.0);
-  ck_assert(isinf(obc_exp_fast(800.0)));
-  ck_assert(isnan(obc_exp_fast(NAN)));
+  ck_assert(oracle_exp_fast(-800.0) == 0.0);
+  ck_assert(oracle_exp_fast(0.0) == 1.0);
+  ck_assert(isinf(oracle_exp_fast(800.0)));
+  ck_assert(isnan(oracle_exp_fast(NAN)));
 }
 END_TEST
 

@@ -16,7 +16,7 @@
 /* A tiny model: weights drawn from a fixed-seed generator. */
 typedef struct {
   Model model;
-  LayerWeights layers[2];
+  ModelLayerWeights layers[2];
   float *blocks[32];
   size_t n_blocks;
   uint64_t seed;
@@ -61,7 +61,7 @@ static void tiny_build(TinyModel *m, size_t n_heads, size_t n_kv_heads, int inte
   w->output = tiny_array(m, c->vocab_size * c->dim, 0.3f, 0.0f);
   w->layers = m->layers;
   for (size_t l = 0; l < c->n_layers; l++) {
-    LayerWeights *lw = &m->layers[l];
+    ModelLayerWeights *lw = &m->layers[l];
     lw->attn_norm = tiny_array(m, c->dim, 0.2f, 1.0f);
     lw->wq = tiny_array(m, q_dim * c->dim, 0.5f, 0.0f);
     lw->wk = tiny_array(m, kv_dim * c->dim, 0.5f, 0.0f);
@@ -232,7 +232,7 @@ typedef struct {
  * double, with the interleaved-pair rotation of the model under test. */
 static void layer0_query(const Model *m, int32_t token, size_t pos, size_t h, double *q) {
   const ModelConfig *c = &m->config;
-  const LayerWeights *w = &m->weights.layers[0];
+  const ModelLayerWeights *w = &m->weights.layers[0];
   const float *x = m->weights.token_embedding + (size_t)token * c->dim;
   double ms = 0.0;
   for (size_t i = 0; i < c->dim; i++) ms += (double)x[i] * x[i];
@@ -254,16 +254,16 @@ static void layer0_query(const Model *m, int32_t token, size_t pos, size_t h, do
 
 static int check_layer(void *user, const RuntimeLayerCapture *view) {
   CaptureCheck *cc = user;
-  const KVCache *cache = runtime_cache(cc->rt);
+  const RuntimeCache *cache = runtime_cache(cc->rt);
   size_t hd = view->head_dim, group = view->n_heads / view->n_kv_heads;
   cc->calls++;
   /* The view's new K rows are the cache rows of this chunk. */
   for (size_t g = 0; g < view->n_kv_heads; g++)
     ck_assert(view->k + g * view->kv_stride * hd ==
-              kv_cache_k(cache, view->layer, g) + view->pos0 * hd);
+              runtime_cache_k(cache, view->layer, g) + view->pos0 * hd);
   for (size_t h = 0; h < view->n_heads; h++) {
-    const float *k = kv_cache_k(cache, view->layer, h / group);
-    const float *v = kv_cache_v(cache, view->layer, h / group);
+    const float *k = runtime_cache_k(cache, view->layer, h / group);
+    const float *v = runtime_cache_v(cache, view->layer, h / group);
     for (size_t r = 0; r < view->n_rows; r++) {
       size_t pos = view->row_positions[r];
       const float *q = view->q + (h * view->n_rows + r) * hd;

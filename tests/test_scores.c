@@ -22,12 +22,12 @@
 
 static double worst_double, worst_float;
 
-static void track(ObcPrecision precision, double err) {
+static void track(OraclePrecision precision, double err) {
   double *worst = precision == OBC_PRECISION_DOUBLE ? &worst_double : &worst_float;
   if (err > *worst) *worst = err;
 }
 
-static double tolerance(ObcPrecision precision) {
+static double tolerance(OraclePrecision precision) {
   return precision == OBC_PRECISION_DOUBLE ? 1e-6 : 1e-4;
 }
 
@@ -35,17 +35,17 @@ static double tolerance(ObcPrecision precision) {
  * DOUBLE only the exp and the summation order differ (1e-10 is generous); in
  * FLOAT one side may take a single row through sgemv and the other through
  * sgemm, whose float roundings differ (~1e-7 relative on v.o). */
-static double agreement(ObcPrecision precision) {
+static double agreement(OraclePrecision precision) {
   return precision == OBC_PRECISION_DOUBLE ? 1e-10 : 1e-5;
 }
 
-static const char *precision_name(ObcPrecision precision) {
+static const char *precision_name(OraclePrecision precision) {
   return precision == OBC_PRECISION_DOUBLE ? "double" : "float";
 }
 
 static double *sweep(const FixtureProblem *t, const size_t *windows, size_t n_windows,
-                     ObcPrecision precision, ObcGqaAggregation how) {
-  ObcScoreOptions options;
+                     OraclePrecision precision, ScoreGqa how) {
+  ScoreOptions options;
   score_options_default(&options);
   options.precision = precision;
   options.aggregation = how;
@@ -56,7 +56,7 @@ static double *sweep(const FixtureProblem *t, const size_t *windows, size_t n_wi
 }
 
 /* Scores of windows s, 1 and 7 (out of order) in one sweep, against brute force. */
-static void check_scores(uint64_t seed, size_t s, size_t group, ObcPrecision precision) {
+static void check_scores(uint64_t seed, size_t s, size_t group, OraclePrecision precision) {
   static const char *const how_names[3] = {"sum", "mean", "max"};
   FixtureProblem t;
   fixture_make(&t, seed, s, 2, 16, group, s);
@@ -98,7 +98,7 @@ END_TEST
 
 /* Exact errors of the sweep against brute force perturbation, and against
  * oracle_window_error (a separate, unfused code path). */
-static void check_exact(uint64_t seed, size_t s, size_t group, ObcPrecision precision) {
+static void check_exact(uint64_t seed, size_t s, size_t group, OraclePrecision precision) {
   static const int modes[4] = {FIX_ZERO_V, FIX_ZERO_K, FIX_ZERO_VK, FIX_REMOVE};
   FixtureProblem t;
   fixture_make(&t, seed, s, 2, 16, group, s);
@@ -283,7 +283,7 @@ START_TEST(concurrent_sweeps_inside_a_parallel_region_match_serial_ones) {
     serial[k] = sweep(&t[k], windows, 2, OBC_PRECISION_FLOAT, OBC_GQA_SUM);
     parallel[k] = malloc(n * sizeof(double));
   }
-  ObcScoreOptions options;
+  ScoreOptions options;
   score_options_default(&options);
   int rc[2] = {-1, -1};
 #pragma omp parallel for num_threads(2)
@@ -325,7 +325,7 @@ START_TEST(names_round_trip_and_defaults_are_float_sum_kernel_7) {
   ck_assert_int_eq(score_quantity_from_name("h2o"), -1);
   ck_assert(score_quantity_is_score(OBC_Q_SNAPKV));
   ck_assert(!score_quantity_is_score(OBC_Q_EXACT_V));
-  ObcScoreOptions options;
+  ScoreOptions options;
   score_options_default(&options);
   ck_assert_int_eq(options.precision, OBC_PRECISION_FLOAT);
   ck_assert_int_eq(options.aggregation, OBC_GQA_SUM);
@@ -336,7 +336,7 @@ END_TEST
 START_TEST(bad_windows_and_kernels_are_rejected_with_a_message) {
   FixtureProblem t;
   fixture_make(&t, 151, 30, 2, 8, 1, 10);
-  ObcScoreOptions options;
+  ScoreOptions options;
   score_options_default(&options);
   double *out = malloc(2 * OBC_Q_COUNT * 30 * sizeof *out);
   size_t too_big[2] = {3, 11}, zero[1] = {0}, ok[2] = {10, 10};

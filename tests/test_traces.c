@@ -76,7 +76,7 @@ static void fixture_fill(float *x, size_t n, int tensor, size_t layer, size_t he
   for (size_t i = 0; i < n; i++) x[i] = fixture_value(tensor, layer, head, i);
 }
 
-static void fixture_meta(ObcTraceMeta *m, int64_t *rows, int32_t *tokens) {
+static void fixture_meta(TraceMeta *m, int64_t *rows, int32_t *tokens) {
   memset(m, 0, sizeof *m);
   snprintf(m->model.name, sizeof m->model.name, "fixture-model");
   snprintf(m->model.architecture, sizeof m->model.architecture, "llama");
@@ -106,12 +106,12 @@ static void fixture_meta(ObcTraceMeta *m, int64_t *rows, int32_t *tokens) {
 }
 
 static int fixture_write(const char *path, bool f16, int level) {
-  ObcTraceMeta meta;
+  TraceMeta meta;
   int64_t rows[R + T];
   int32_t tokens[NP];
   fixture_meta(&meta, rows, tokens);
-  ObcTraceWriteOptions opt = {.store_f16 = f16, .compression_level = level, .store_attn = true, .store_logits = true};
-  ObcTraceWriter *w = NULL;
+  TraceWriteOptions opt = {.store_f16 = f16, .compression_level = level, .store_attn = true, .store_logits = true};
+  TraceWriter *w = NULL;
   int rc = trace_create(path, &meta, &opt, &w);
   if (rc) return rc;
   float kv[2][NP * D], q[2][(R + T) * D], lse[R + T], attn[(R + T) * NP], logits[T * VOCAB];
@@ -148,10 +148,10 @@ static void check_round_trip(bool f16, int level) {
   char path[4200];
   snprintf(path, sizeof path, "%s/fixture-%s-%d.h5", (make_scratch(), scratch), f16 ? "f16" : "f32", level);
   ck_assert_msg(fixture_write(path, f16, level) == 0, "%s", obc_error_message());
-  ObcTraceReader *r = NULL;
+  TraceReader *r = NULL;
   ck_assert_msg(trace_open(path, &r) == 0, "%s", obc_error_message());
-  const ObcTraceMeta *m = trace_meta(r);
-  ObcTraceMeta want;
+  const TraceMeta *m = trace_meta(r);
+  TraceMeta want;
   int64_t rows[R + T];
   int32_t tokens[NP];
   fixture_meta(&want, rows, tokens);
@@ -237,12 +237,12 @@ END_TEST
 START_TEST(trace_appears_only_on_commit_and_abort_leaves_nothing) {
   char path[4200];
   scratch_path(path, sizeof path, "pending.h5");
-  ObcTraceMeta meta;
+  TraceMeta meta;
   int64_t rows[R + T];
   int32_t tokens[NP];
   fixture_meta(&meta, rows, tokens);
-  ObcTraceWriteOptions opt = {0};
-  ObcTraceWriter *w = NULL;
+  TraceWriteOptions opt = {0};
+  TraceWriter *w = NULL;
   ck_assert_int_eq(trace_create(path, &meta, &opt, &w), 0);
   char temp[4300];
   snprintf(temp, sizeof temp, "%s.tmp.%ld", path, (long)getpid());
@@ -264,12 +264,12 @@ START_TEST(interrupt_removes_the_temporary_file) {
   pid_t child = fork();
   ck_assert_int_ge(child, 0);
   if (child == 0) { /* create, then get Ctrl-C before committing */
-    ObcTraceMeta meta;
+    TraceMeta meta;
     int64_t rows[R + T];
     int32_t tokens[NP];
     fixture_meta(&meta, rows, tokens);
-    ObcTraceWriteOptions opt = {0};
-    ObcTraceWriter *w = NULL;
+    TraceWriteOptions opt = {0};
+    TraceWriter *w = NULL;
     if (trace_create(path, &meta, &opt, &w)) _exit(3);
     raise(SIGINT);
     _exit(4); /* not reached: the handler re-raises with the default action */
@@ -287,12 +287,12 @@ END_TEST
 START_TEST(commit_refuses_a_trace_with_a_tensor_never_written) {
   char path[4200];
   scratch_path(path, sizeof path, "partial.h5");
-  ObcTraceMeta meta;
+  TraceMeta meta;
   int64_t rows[R + T];
   int32_t tokens[NP];
   fixture_meta(&meta, rows, tokens);
-  ObcTraceWriteOptions opt = {0};
-  ObcTraceWriter *w = NULL;
+  TraceWriteOptions opt = {0};
+  TraceWriter *w = NULL;
   ck_assert_int_eq(trace_create(path, &meta, &opt, &w), 0);
   float kv[NP * D] = {0};
   ck_assert_int_eq(trace_write_kv(w, 0, 0, kv, kv), 0);
@@ -305,12 +305,12 @@ END_TEST
 
 START_TEST(unwritable_output_path_fails_with_the_path_and_leaves_nothing) {
   const char *path = "/nonexistent-obc-folder/trace.h5";
-  ObcTraceMeta meta;
+  TraceMeta meta;
   int64_t rows[R + T];
   int32_t tokens[NP];
   fixture_meta(&meta, rows, tokens);
-  ObcTraceWriteOptions opt = {0};
-  ObcTraceWriter *w = NULL;
+  TraceWriteOptions opt = {0};
+  TraceWriter *w = NULL;
   ck_assert_int_eq(trace_create(path, &meta, &opt, &w), OBC_EIO);
   ck_assert_ptr_null(w);
   assert_message_names(path);
@@ -325,7 +325,7 @@ END_TEST
 /* ---- meta helpers ---------------------------------------------------------------------- */
 
 START_TEST(meta_helpers_find_window_decode_rows_and_spans) {
-  ObcTraceMeta m;
+  TraceMeta m;
   int64_t rows[R + T];
   int32_t tokens[NP];
   fixture_meta(&m, rows, tokens);
@@ -342,7 +342,7 @@ START_TEST(meta_helpers_find_window_decode_rows_and_spans) {
   int64_t gappy[4] = {2, 9, 10, 11};
   m.row_positions = gappy, m.n_rows = 4;
   ck_assert_uint_eq(trace_meta_window_rows(&m), 3);
-  ObcTraceMeta copy;
+  TraceMeta copy;
   m.row_positions = rows, m.n_rows = R + T;
   ck_assert_int_eq(trace_meta_copy(&copy, &m), 0);
   ck_assert_ptr_ne(copy.row_positions, m.row_positions);
@@ -369,10 +369,10 @@ static void synth_small(const char *name, uint64_t seed, int threads, bool attn,
 
 /* Compares every tensor of two traces; returns the number of differing values. */
 static size_t count_differences(const char *a_path, const char *b_path) {
-  ObcTraceReader *a = NULL, *b = NULL;
+  TraceReader *a = NULL, *b = NULL;
   ck_assert_int_eq(trace_open(a_path, &a), 0);
   ck_assert_int_eq(trace_open(b_path, &b), 0);
-  const ObcTraceMeta *m = trace_meta(a);
+  const TraceMeta *m = trace_meta(a);
   size_t P = m->n_positions, Rn = m->n_rows, d = m->model.head_dim, n_diff = 0;
   size_t nk = P * d, nq = Rn * d;
   float *x = malloc((4 * nk + 4 * nq + 2 * Rn) * sizeof *x);
@@ -410,9 +410,9 @@ END_TEST
 START_TEST(synth_outputs_equal_a_brute_force_recomputation) {
   char path[4200];
   synth_small("brute.h5", 7, 2, true, path, sizeof path);
-  ObcTraceReader *r = NULL;
+  TraceReader *r = NULL;
   ck_assert_int_eq(trace_open(path, &r), 0);
-  const ObcTraceMeta *m = trace_meta(r);
+  const TraceMeta *m = trace_meta(r);
   size_t P = m->n_positions, Rn = m->n_rows, d = m->model.head_dim;
   size_t group = m->model.n_heads / m->model.n_kv_heads;
   float *K = malloc(P * d * sizeof *K), *V = malloc(P * d * sizeof *V), *Q = malloc(Rn * d * sizeof *Q);
@@ -464,10 +464,10 @@ START_TEST(synth_records_spans_and_plants_sink_and_needle_attention) {
   synth_options_default(&o);
   o.n_prompt = 256, o.n_heads = 8, o.store_attn = true, o.seed = 3;
   ck_assert_int_eq(synth_generate(&o, path), 0);
-  ObcTraceReader *r = NULL;
+  TraceReader *r = NULL;
   ck_assert_int_eq(trace_open(path, &r), 0);
-  const ObcTraceMeta *m = trace_meta(r);
-  const ObcSpan *needle = trace_meta_find_span(m, "needle"), *question = trace_meta_find_span(m, "question");
+  const TraceMeta *m = trace_meta(r);
+  const TraceSpan *needle = trace_meta_find_span(m, "needle"), *question = trace_meta_find_span(m, "question");
   ck_assert_ptr_nonnull(needle);
   ck_assert_ptr_nonnull(question);
   ck_assert_int_eq(needle->end - needle->begin, 16);
@@ -516,7 +516,7 @@ static hid_t open_rw(const char *path) {
 }
 
 static void expect_open_failure(const char *path, int code, const char *phrase) {
-  ObcTraceReader *r = NULL;
+  TraceReader *r = NULL;
   int rc = trace_open(path, &r);
   ck_assert_msg(rc == code, "%s: got %d (%s), expected %d", path, rc, obc_error_message(), code);
   ck_assert_ptr_null(r);
@@ -633,7 +633,7 @@ START_TEST(nan_and_inf_values_fail_on_read_naming_dataset_layer_and_head) {
   ck_assert_int_ge(H5Dwrite(dset, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, &bad), 0);
   H5Sclose(mem), H5Sclose(space), H5Dclose(dset), H5Fclose(f);
 
-  ObcTraceReader *r = NULL;
+  TraceReader *r = NULL;
   ck_assert_int_eq(trace_open(path, &r), 0); /* values are checked as they are read */
   float K[NP * D], Q[(R + T) * D], O[(R + T) * D];
   ck_assert_int_eq(trace_read_kv(r, 1, 0, K, NULL), 0);
@@ -650,9 +650,9 @@ END_TEST
 START_TEST(trace_without_attention_rows_reports_not_found) {
   char path[4200];
   synth_small("no-attn.h5", 1, 1, false, path, sizeof path);
-  ObcTraceReader *r = NULL;
+  TraceReader *r = NULL;
   ck_assert_int_eq(trace_open(path, &r), 0);
-  const ObcTraceMeta *m = trace_meta(r);
+  const TraceMeta *m = trace_meta(r);
   ck_assert(!m->has_attn && !m->has_logits);
   ck_assert_ptr_null(m->tokens);
   float *A = malloc(m->n_rows * m->n_positions * sizeof *A);

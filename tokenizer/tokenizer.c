@@ -13,8 +13,8 @@ void tokenizer_free(Tokenizer *tokenizer) {
   free(tokenizer->tokens);
   free(tokenizer->token_lengths);
   free(tokenizer->token_types);
-  token_string_map_free(&tokenizer->vocab);
-  token_pair_map_free(&tokenizer->merges);
+  tokenizer_string_map_free(&tokenizer->vocab);
+  tokenizer_pair_map_free(&tokenizer->merges);
   tokenizer_pre_free(&tokenizer->pre);
   free(tokenizer->special_ids);
   free(tokenizer->stop_ids);
@@ -31,7 +31,7 @@ int32_t tokenizer_eos_id(const Tokenizer *tokenizer) { return tokenizer->eos_id;
 
 int tokenizer_adds_bos(const Tokenizer *tokenizer) { return tokenizer->add_bos; }
 
-ObcChatTemplate tokenizer_chat_template(const Tokenizer *tokenizer) { return tokenizer->chat; }
+TokenizerChatTemplate tokenizer_chat_template(const Tokenizer *tokenizer) { return tokenizer->chat; }
 
 const char *tokenizer_default_system(const Tokenizer *tokenizer) { return tokenizer->default_system; }
 
@@ -50,5 +50,5 @@ int tokenizer_is_special(const Tokenizer *tokenizer, int32_t id) {
 }
 
 int32_t tokenizer_token_id(const Tokenizer *tokenizer, const char *token) {
-  return token_string_map_find(&tokenizer->vocab, token, strlen(token));
+  return tokenizer_string_map_find(&tokenizer->vocab, token, strlen(token));
 }

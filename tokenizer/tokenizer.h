@@ -18,7 +18,7 @@ typedef enum {
   OBC_CHAT_NONE = 0, /* no template: plain text */
   OBC_CHAT_CHATML,   /* <|im_start|>role\n...<|im_end|>\n (SmolLM2, Qwen2) */
   OBC_CHAT_LLAMA3    /* <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|> */
-} ObcChatTemplate;
+} TokenizerChatTemplate;
 
 int tokenizer_from_gguf(const GgufFile *file, const char *path, Tokenizer **out);
 /* folder holds tokenizer.json (and tokenizer_config.json, optional). */
@@ -49,7 +49,7 @@ const char *tokenizer_pre_name(const Tokenizer *tokenizer);
  * / the HF config). */
 int tokenizer_adds_bos(const Tokenizer *tokenizer);
 
-ObcChatTemplate tokenizer_chat_template(const Tokenizer *tokenizer);
+TokenizerChatTemplate tokenizer_chat_template(const Tokenizer *tokenizer);
 /* Renders a one-turn chat (optional system message, user message, and the
  * assistant header that generation continues from), then encodes it,
  * including BOS when the template has one. */

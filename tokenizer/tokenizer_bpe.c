@@ -10,7 +10,7 @@
 #include "common/obc_error.h"
 #include "tokenizer/tokenizer_internal.h"
 
-int token_id_list_push(TokenIdList *list, int32_t id) {
+int tokenizer_id_list_push(TokenizerIdList *list, int32_t id) {
   if (list->count == list->capacity) {
     size_t capacity = list->capacity ? 2 * list->capacity : 256;
     int32_t *ids = realloc(list->ids, capacity * sizeof(*ids));
@@ -74,7 +74,7 @@ static void queue_pair(const Tokenizer *tokenizer, MergeState *state, int32_t le
   if (right < 0) return;
   MergeCandidate candidate = {.left = left, .right = right,
                               .left_id = state->id[left], .right_id = state->id[right]};
-  if (token_pair_map_find(&tokenizer->merges, candidate.left_id, candidate.right_id,
+  if (tokenizer_pair_map_find(&tokenizer->merges, candidate.left_id, candidate.right_id,
                           &candidate.rank, &candidate.merged))
     heap_push(state, candidate);
 }
@@ -99,11 +99,11 @@ static void merge_all(const Tokenizer *tokenizer, MergeState *state, size_t n) {
 }
 
 int tokenizer_bpe_piece(const Tokenizer *tokenizer, const char *piece, size_t length,
-                        TokenIdList *out) {
+                        TokenizerIdList *out) {
   if (length == 0) return 0;
   const unsigned char *bytes = (const unsigned char *)piece;
   if (length == 1)
-    return tokenizer->byte_ids[bytes[0]] < 0 ? 0 : token_id_list_push(out, tokenizer->byte_ids[bytes[0]]);
+    return tokenizer->byte_ids[bytes[0]] < 0 ? 0 : tokenizer_id_list_push(out, tokenizer->byte_ids[bytes[0]]);
   if (tokenizer->ignore_merges) {
     /* The vocabulary holds pieces in their stand-in spelling; build it. */
     char spelled[256];
@@ -117,8 +117,8 @@ int tokenizer_bpe_piece(const Tokenizer *tokenizer, const char *piece, size_t le
         spelled[k++] = (char)(0x80 | (cp & 0x3F));
       }
       if (i + 1 == length) {
-        int32_t id = token_string_map_find(&tokenizer->vocab, spelled, k);
-        if (id >= 0) return token_id_list_push(out, id);
+        int32_t id = tokenizer_string_map_find(&tokenizer->vocab, spelled, k);
+        if (id >= 0) return tokenizer_id_list_push(out, id);
       }
     }
   }
@@ -151,7 +151,7 @@ int tokenizer_bpe_piece(const Tokenizer *tokenizer, const char *piece, size_t le
   merge_all(tokenizer, &state, length);
   int rc = 0;
   for (int32_t i = 0; i >= 0 && rc == 0; i = state.next[i])
-    if (state.id[i] >= 0) rc = token_id_list_push(out, state.id[i]); /* -1: a byte without a token */
+    if (state.id[i] >= 0) rc = tokenizer_id_list_push(out, state.id[i]); /* -1: a byte without a token */
   if (ints != small_ints) free(ints);
   if (state.heap != small_heap) free(state.heap);
   return rc;

@@ -40,21 +40,21 @@ int tokenizer_set_token(Tokenizer *tokenizer, size_t id, const char *text, size_
 }
 
 int tokenizer_index_vocab(Tokenizer *tokenizer, size_t n_merges, const char *source) {
-  int rc = token_string_map_init(&tokenizer->vocab, tokenizer->n_vocab);
+  int rc = tokenizer_string_map_init(&tokenizer->vocab, tokenizer->n_vocab);
   if (rc < 0) return rc;
   for (size_t i = 0; i < tokenizer->n_vocab; i++) {
     if (!tokenizer->tokens[i])
       return obc_fail(OBC_EFORMAT, "%s: token id %zu has no string (vocabulary has holes)", source, i);
-    token_string_map_insert(&tokenizer->vocab, tokenizer->tokens[i], tokenizer->token_lengths[i],
+    tokenizer_string_map_insert(&tokenizer->vocab, tokenizer->tokens[i], tokenizer->token_lengths[i],
                             (int32_t)i);
   }
-  return token_pair_map_init(&tokenizer->merges, n_merges);
+  return tokenizer_pair_map_init(&tokenizer->merges, n_merges);
 }
 
 void tokenizer_add_merge(Tokenizer *tokenizer, const char *left, size_t left_length,
                          const char *right, size_t right_length, int32_t rank) {
-  int32_t left_id = token_string_map_find(&tokenizer->vocab, left, left_length);
-  int32_t right_id = token_string_map_find(&tokenizer->vocab, right, right_length);
+  int32_t left_id = tokenizer_string_map_find(&tokenizer->vocab, left, left_length);
+  int32_t right_id = tokenizer_string_map_find(&tokenizer->vocab, right, right_length);
   if (left_id < 0 || right_id < 0) return;
   char small[512];
   size_t length = left_length + right_length;
@@ -62,11 +62,11 @@ void tokenizer_add_merge(Tokenizer *tokenizer, const char *left, size_t left_len
   if (!joined) return;
   memcpy(joined, left, left_length);
   memcpy(joined + left_length, right, right_length);
-  int32_t merged = token_string_map_find(&tokenizer->vocab, joined, length);
+  int32_t merged = tokenizer_string_map_find(&tokenizer->vocab, joined, length);
   if (joined != small) free(joined);
   if (merged < 0) return;
   if (2 * tokenizer->merges.count + 1 >= tokenizer->merges.capacity) return; /* more than announced */
-  token_pair_map_insert(&tokenizer->merges, left_id, right_id, rank, merged);
+  tokenizer_pair_map_insert(&tokenizer->merges, left_id, right_id, rank, merged);
 }
 
 int tokenizer_set_chat_template(Tokenizer *tokenizer, const char *text, size_t length) {
@@ -160,7 +160,7 @@ int tokenizer_finish(Tokenizer *tokenizer, const char *source) {
   for (int b = 0; b < 256; b++) {
     char spelled[2];
     size_t length = spell_codepoint(tokenizer->byte_codepoint[b], spelled);
-    tokenizer->byte_ids[b] = token_string_map_find(&tokenizer->vocab, spelled, length);
+    tokenizer->byte_ids[b] = tokenizer_string_map_find(&tokenizer->vocab, spelled, length);
     n_bytes += tokenizer->byte_ids[b] >= 0;
   }
   if (n_bytes < 128)

@@ -36,7 +36,7 @@ static size_t utf8_valid_prefix(const unsigned char *s, size_t length) {
 
 typedef struct {
   const Tokenizer *tokenizer;
-  TokenIdList *out;
+  TokenizerIdList *out;
 } PieceContext;
 
 static int encode_piece(void *context, const char *start, size_t length) {
@@ -63,7 +63,7 @@ int tokenizer_encode(const Tokenizer *tokenizer, const char *text, size_t length
   if (valid != length)
     return obc_fail(OBC_EINVAL, "tokenizer: text is not valid UTF-8 at byte %zu (of %zu)", valid,
                     length);
-  TokenIdList out = {0};
+  TokenizerIdList out = {0};
   PieceContext context = {tokenizer, &out};
   int rc = 0;
   size_t plain_start = 0;
@@ -75,7 +75,7 @@ int tokenizer_encode(const Tokenizer *tokenizer, const char *text, size_t length
     }
     rc = tokenizer_pre_split(&tokenizer->pre, text + plain_start, i - plain_start, encode_piece,
                              &context);
-    if (rc == 0 && special >= 0) rc = token_id_list_push(&out, special);
+    if (rc == 0 && special >= 0) rc = tokenizer_id_list_push(&out, special);
     if (special < 0) break;
     i += tokenizer->token_lengths[special];
     plain_start = i;

@@ -28,7 +28,7 @@ typedef struct {
   int32_t *values;       /* (capacity) */
   size_t capacity;       /* power of two */
   size_t count;
-} TokenStringMap;
+} TokenizerStringMap;
 
 #define TOKEN_PAIR_EMPTY UINT64_MAX
 /* Open-addressing hash map from a (left id, right id) pair to its merge. */
@@ -38,7 +38,7 @@ typedef struct {
   int32_t *merged; /* (capacity) id of the concatenation */
   size_t capacity; /* power of two */
   size_t count;
-} TokenPairMap;
+} TokenizerPairMap;
 
 /* The pre-tokenizer: regexes applied in turn; each splits every piece of the
  * previous one into its matches and the gaps between them ("isolated"). */
@@ -54,8 +54,8 @@ struct Tokenizer {
   char **tokens;           /* (n_vocab) token strings as stored (byte-level form), NUL-terminated */
   uint32_t *token_lengths; /* (n_vocab) bytes */
   uint8_t *token_types;    /* (n_vocab) TOKEN_TYPE_* */
-  TokenStringMap vocab;    /* token string -> id */
-  TokenPairMap merges;
+  TokenizerStringMap vocab;    /* token string -> id */
+  TokenizerPairMap merges;
   int ignore_merges;       /* a piece that is itself a token is not merged (Llama 3) */
 
   /* GPT-2 byte <-> unicode mapping: every byte has a printable stand-in. */
@@ -74,21 +74,21 @@ struct Tokenizer {
   int32_t *stop_ids; /* (n_stop) */
   size_t n_stop;
 
-  ObcChatTemplate chat;
+  TokenizerChatTemplate chat;
   char *chat_template;  /* the template text from the metadata (NULL when none) */
   char *default_system; /* default system message of the template (NULL when none) */
 };
 
 /* tokenizer_maps.c */
-int token_string_map_init(TokenStringMap *map, size_t max_count);
-void token_string_map_free(TokenStringMap *map);
-int32_t token_string_map_insert(TokenStringMap *map, const char *key, size_t length, int32_t value);
-int32_t token_string_map_find(const TokenStringMap *map, const char *key, size_t length);
-int token_pair_map_init(TokenPairMap *map, size_t max_count);
-void token_pair_map_free(TokenPairMap *map);
-void token_pair_map_insert(TokenPairMap *map, int32_t left, int32_t right, int32_t rank,
+int tokenizer_string_map_init(TokenizerStringMap *map, size_t max_count);
+void tokenizer_string_map_free(TokenizerStringMap *map);
+int32_t tokenizer_string_map_insert(TokenizerStringMap *map, const char *key, size_t length, int32_t value);
+int32_t tokenizer_string_map_find(const TokenizerStringMap *map, const char *key, size_t length);
+int tokenizer_pair_map_init(TokenizerPairMap *map, size_t max_count);
+void tokenizer_pair_map_free(TokenizerPairMap *map);
+void tokenizer_pair_map_insert(TokenizerPairMap *map, int32_t left, int32_t right, int32_t rank,
                            int32_t merged);
-int token_pair_map_find(const TokenPairMap *map, int32_t left, int32_t right, int32_t *rank,
+int tokenizer_pair_map_find(const TokenizerPairMap *map, int32_t left, int32_t right, int32_t *rank,
                         int32_t *merged);
 
 /* tokenizer_build.c: the loaders' side. */
@@ -124,10 +124,10 @@ int tokenizer_pre_split(const TokenizerPreSplit *pre, const char *text, size_t l
 typedef struct {
   int32_t *ids; /* (count) */
   size_t count, capacity;
-} TokenIdList;
-int token_id_list_push(TokenIdList *list, int32_t id);
+} TokenizerIdList;
+int tokenizer_id_list_push(TokenizerIdList *list, int32_t id);
 int tokenizer_bpe_piece(const Tokenizer *tokenizer, const char *piece, size_t length,
-                        TokenIdList *out);
+                        TokenizerIdList *out);
 
 /* tokenizer_chat.c: finds the template kind and its default system message. */
 int tokenizer_chat_detect(Tokenizer *tokenizer);

@@ -32,7 +32,7 @@ static size_t capacity_for(size_t count) {
   return capacity;
 }
 
-int token_string_map_init(TokenStringMap *map, size_t max_count) {
+int tokenizer_string_map_init(TokenizerStringMap *map, size_t max_count) {
   memset(map, 0, sizeof(*map));
   map->capacity = capacity_for(max_count);
   map->keys = obc_calloc(map->capacity, sizeof(*map->keys), "token map keys");
@@ -42,7 +42,7 @@ int token_string_map_init(TokenStringMap *map, size_t max_count) {
   return 0;
 }
 
-void token_string_map_free(TokenStringMap *map) {
+void tokenizer_string_map_free(TokenizerStringMap *map) {
   free(map->keys);
   free(map->key_lengths);
   free(map->values);
@@ -50,7 +50,7 @@ void token_string_map_free(TokenStringMap *map) {
 }
 
 /* Inserts key (borrowed) unless present; returns the value now stored. */
-int32_t token_string_map_insert(TokenStringMap *map, const char *key, size_t length, int32_t value) {
+int32_t tokenizer_string_map_insert(TokenizerStringMap *map, const char *key, size_t length, int32_t value) {
   size_t mask = map->capacity - 1;
   size_t slot = (size_t)hash_bytes(key, length) & mask;
   while (map->keys[slot]) {
@@ -65,7 +65,7 @@ int32_t token_string_map_insert(TokenStringMap *map, const char *key, size_t len
   return value;
 }
 
-int32_t token_string_map_find(const TokenStringMap *map, const char *key, size_t length) {
+int32_t tokenizer_string_map_find(const TokenizerStringMap *map, const char *key, size_t length) {
   if (!map->capacity) return -1;
   size_t mask = map->capacity - 1;
   size_t slot = (size_t)hash_bytes(key, length) & mask;
@@ -77,7 +77,7 @@ int32_t token_string_map_find(const TokenStringMap *map, const char *key, size_t
   return -1;
 }
 
-int token_pair_map_init(TokenPairMap *map, size_t max_count) {
+int tokenizer_pair_map_init(TokenizerPairMap *map, size_t max_count) {
   memset(map, 0, sizeof(*map));
   map->capacity = capacity_for(max_count);
   map->keys = obc_malloc(map->capacity * sizeof(*map->keys), "merge map keys");
@@ -88,7 +88,7 @@ int token_pair_map_init(TokenPairMap *map, size_t max_count) {
   return 0;
 }
 
-void token_pair_map_free(TokenPairMap *map) {
+void tokenizer_pair_map_free(TokenizerPairMap *map) {
   free(map->keys);
   free(map->ranks);
   free(map->merged);
@@ -100,7 +100,7 @@ static uint64_t pair_key(int32_t left, int32_t right) {
 }
 
 /* Keeps the first (lowest-rank) entry when a pair is listed twice. */
-void token_pair_map_insert(TokenPairMap *map, int32_t left, int32_t right, int32_t rank,
+void tokenizer_pair_map_insert(TokenizerPairMap *map, int32_t left, int32_t right, int32_t rank,
                            int32_t merged) {
   uint64_t key = pair_key(left, right);
   size_t mask = map->capacity - 1;
@@ -115,7 +115,7 @@ void token_pair_map_insert(TokenPairMap *map, int32_t left, int32_t right, int32
   map->count++;
 }
 
-int token_pair_map_find(const TokenPairMap *map, int32_t left, int32_t right, int32_t *rank,
+int tokenizer_pair_map_find(const TokenizerPairMap *map, int32_t left, int32_t right, int32_t *rank,
                         int32_t *merged) {
   if (!map->capacity) return 0;
   uint64_t key = pair_key(left, right);

@@ -344,7 +344,7 @@ static void synth_layer_compute(const SynthPlan *plan, size_t layer, SynthLayer 
 }
 
 static int synth_layer_write(const SynthPlan *plan, size_t layer, const SynthLayer *l,
-                             ObcTraceWriter *writer) {
+                             TraceWriter *writer) {
   const SynthOptions *o = plan->options;
   const size_t d = o->head_dim, P = plan->n_positions, R = plan->n_rows;
   int rc = OBC_OK;
@@ -359,9 +359,9 @@ static int synth_layer_write(const SynthPlan *plan, size_t layer, const SynthLay
 
 /* ---- trace metadata ------------------------------------------------------------------ */
 
-static int synth_meta_fill(const SynthOptions *o, const SynthPlan *plan, ObcTraceMeta *m) {
+static int synth_meta_fill(const SynthOptions *o, const SynthPlan *plan, TraceMeta *m) {
   memset(m, 0, sizeof *m);
-  ObcTraceModel *c = &m->model;
+  TraceModel *c = &m->model;
   snprintf(c->name, sizeof c->name, "%s", o->model_name ? o->model_name : "synthetic");
   snprintf(c->architecture, sizeof c->architecture, "synthetic");
   c->n_layers = o->n_layers, c->n_heads = o->n_heads, c->n_kv_heads = o->n_kv_heads;
@@ -401,7 +401,7 @@ static int synth_meta_fill(const SynthOptions *o, const SynthPlan *plan, ObcTrac
 
 /* Logits row t (computed at position s + t): noise plus a clear winner, the
  * token at position s + t + 1 when the trace has it. */
-static int synth_write_logits(const SynthOptions *o, const ObcTraceMeta *m, ObcTraceWriter *writer) {
+static int synth_write_logits(const SynthOptions *o, const TraceMeta *m, TraceWriter *writer) {
   float *logits = obc_malloc(o->n_decode * o->vocab_size * sizeof *logits, "synthetic logits");
   if (!logits) return OBC_ENOMEM;
   SynthRng rng;
@@ -450,12 +450,12 @@ int synth_generate(const SynthOptions *o, const char *path) {
     }
   }
 
-  ObcTraceMeta meta;
-  ObcTraceWriter *writer = NULL;
+  TraceMeta meta;
+  TraceWriter *writer = NULL;
   SynthLayer layer_buffers;
   memset(&layer_buffers, 0, sizeof layer_buffers);
   rc = synth_meta_fill(o, &plan, &meta);
-  ObcTraceWriteOptions write_options = {.store_f16 = o->store_f16,
+  TraceWriteOptions write_options = {.store_f16 = o->store_f16,
                                         .compression_level = o->compression_level,
                                         .store_attn = o->store_attn,
                                         .store_logits = o->vocab_size > 0};

@@ -37,7 +37,7 @@ typedef struct {
   char name[64];
   int64_t begin;
   int64_t end;
-} ObcSpan;
+} TraceSpan;
 
 /* The model configuration a trace records (also what the runtime reports). */
 typedef struct {
@@ -61,7 +61,7 @@ typedef struct {
    * The two RoPE layouts differ by a fixed permutation of the head dimension:
    * attention is the same, but K and Q rows are not interchangeable. */
   char rope_layout[16];
-} ObcTraceModel;
+} TraceModel;
 
 /* Everything about a trace except the per-layer tensors. */
 typedef struct {
@@ -72,7 +72,7 @@ typedef struct {
   char dtype[8];       /* storage dtype of the float tensors: "f32" or "f16" */
   bool complete;       /* written last; readers refuse traces without it */
 
-  ObcTraceModel model;
+  TraceModel model;
 
   size_t n_prompt;    /* s */
   size_t n_decode;    /* T */
@@ -86,26 +86,26 @@ typedef struct {
   int needle_found;     /* 1 / 0, or -1 when not applicable */
 
   size_t n_spans;
-  ObcSpan spans[OBC_TRACE_MAX_SPANS];
+  TraceSpan spans[OBC_TRACE_MAX_SPANS];
 
   bool has_attn;   /* per-layer A present */
   bool has_logits; /* logits present */
-} ObcTraceMeta;
+} TraceMeta;
 
 /* Frees the arrays and strings owned by meta (not meta itself). */
-void trace_meta_free(ObcTraceMeta *meta);
+void trace_meta_free(TraceMeta *meta);
 /* Deep copy. */
-int trace_meta_copy(ObcTraceMeta *dst, const ObcTraceMeta *src);
+int trace_meta_copy(TraceMeta *dst, const TraceMeta *src);
 /* Finds a span by name; returns NULL when absent. */
-const ObcSpan *trace_meta_find_span(const ObcTraceMeta *meta, const char *name);
+const TraceSpan *trace_meta_find_span(const TraceMeta *meta, const char *name);
 /* Index of the first captured row at or after position, or n_rows. */
-size_t trace_meta_row_index(const ObcTraceMeta *meta, int64_t position);
+size_t trace_meta_row_index(const TraceMeta *meta, int64_t position);
 /* Number of captured prompt rows that form a contiguous block ending at the
  * last prompt position (the largest usable perturbation window W). */
-size_t trace_meta_window_rows(const ObcTraceMeta *meta);
+size_t trace_meta_window_rows(const TraceMeta *meta);
 /* Number of captured decode rows (positions >= n_prompt), and the index of the
  * first one. */
-size_t trace_meta_decode_rows(const ObcTraceMeta *meta, size_t *first_index);
+size_t trace_meta_decode_rows(const TraceMeta *meta, size_t *first_index);
 
 /* ---- Reading ---------------------------------------------------------------
  * trace_open checks the schema version, the complete flag, every dataset's
@@ -120,25 +120,25 @@ size_t trace_meta_decode_rows(const ObcTraceMeta *meta, size_t *first_index);
  * section, HDF5 itself is not thread-safe), so threads may read different
  * heads of one reader at once into their own buffers. meta->tokens,
  * prompt_text and generated_text are NULL when the trace has none. */
-typedef struct ObcTraceReader ObcTraceReader;
+typedef struct TraceReader TraceReader;
 
-int trace_open(const char *path, ObcTraceReader **out);
-void trace_close(ObcTraceReader *reader);
-const ObcTraceMeta *trace_meta(const ObcTraceReader *reader);
-const char *trace_path(const ObcTraceReader *reader);
+int trace_open(const char *path, TraceReader **out);
+void trace_close(TraceReader *reader);
+const TraceMeta *trace_meta(const TraceReader *reader);
+const char *trace_path(const TraceReader *reader);
 
 /* K and V of one (layer, KV head): each (n_positions, head_dim). Either
  * pointer may be NULL to skip it. */
-int trace_read_kv(ObcTraceReader *reader, size_t layer, size_t kv_head, float *K, float *V);
+int trace_read_kv(TraceReader *reader, size_t layer, size_t kv_head, float *K, float *V);
 /* Q, O (n_rows, head_dim) and lse (n_rows) of one (layer, query head). Any
  * pointer may be NULL. */
-int trace_read_rows(ObcTraceReader *reader, size_t layer, size_t head, float *Q, float *O,
+int trace_read_rows(TraceReader *reader, size_t layer, size_t head, float *Q, float *O,
                     float *lse);
 /* A of one (layer, query head): (n_rows, n_positions). OBC_ENOTFOUND if the
  * trace was written without attention rows. */
-int trace_read_attn(ObcTraceReader *reader, size_t layer, size_t head, float *A);
+int trace_read_attn(TraceReader *reader, size_t layer, size_t head, float *A);
 /* Logits (n_decode, vocab_size). */
-int trace_read_logits(ObcTraceReader *reader, float *logits);
+int trace_read_logits(TraceReader *reader, float *logits);
 
 /* ---- Writing ---------------------------------------------------------------
  * trace_create writes under a temporary name beside path; trace_commit writes
@@ -156,22 +156,22 @@ typedef struct {
   int compression_level; /* 0 = none, 1..9 = deflate (with shuffle) */
   bool store_attn;       /* create the per-layer A datasets */
   bool store_logits;     /* create the logits dataset (needs vocab_size) */
-} ObcTraceWriteOptions;
+} TraceWriteOptions;
 
-typedef struct ObcTraceWriter ObcTraceWriter;
+typedef struct TraceWriter TraceWriter;
 
-int trace_create(const char *path, const ObcTraceMeta *meta, const ObcTraceWriteOptions *options,
-                 ObcTraceWriter **out);
-int trace_write_kv(ObcTraceWriter *writer, size_t layer, size_t kv_head, const float *K,
+int trace_create(const char *path, const TraceMeta *meta, const TraceWriteOptions *options,
+                 TraceWriter **out);
+int trace_write_kv(TraceWriter *writer, size_t layer, size_t kv_head, const float *K,
                    const float *V);
-int trace_write_rows(ObcTraceWriter *writer, size_t layer, size_t head, const float *Q,
+int trace_write_rows(TraceWriter *writer, size_t layer, size_t head, const float *Q,
                      const float *O, const float *lse);
-int trace_write_attn(ObcTraceWriter *writer, size_t layer, size_t head, const float *A);
-int trace_write_logits(ObcTraceWriter *writer, const float *logits);
+int trace_write_attn(TraceWriter *writer, size_t layer, size_t head, const float *A);
+int trace_write_logits(TraceWriter *writer, const float *logits);
 /* Updates the generated text / needle_found before commit (capture knows them
  * only at the end). */
-int trace_set_result(ObcTraceWriter *writer, const char *generated_text, int needle_found);
-int trace_commit(ObcTraceWriter *writer);
-void trace_abort(ObcTraceWriter *writer);
+int trace_set_result(TraceWriter *writer, const char *generated_text, int needle_found);
+int trace_commit(TraceWriter *writer);
+void trace_abort(TraceWriter *writer);
 
 #endif

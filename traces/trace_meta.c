@@ -1,4 +1,4 @@
-/* Helpers on ObcTraceMeta that need no file: freeing and deep-copying the
+/* Helpers on TraceMeta that need no file: freeing and deep-copying the
  * owned arrays and strings, span look-up, and the row bookkeeping the
  * analyser needs (which captured rows form the prompt window, which are
  * decode rows). */
@@ -9,7 +9,7 @@
 #include "common/obc_search.h"
 #include "traces/trace.h"
 
-void trace_meta_free(ObcTraceMeta *meta) {
+void trace_meta_free(TraceMeta *meta) {
   if (!meta) return;
   free(meta->row_positions);
   free(meta->tokens);
@@ -31,7 +31,7 @@ static int copy_text(char **dst, const char *src) {
   return OBC_OK;
 }
 
-int trace_meta_copy(ObcTraceMeta *dst, const ObcTraceMeta *src) {
+int trace_meta_copy(TraceMeta *dst, const TraceMeta *src) {
   *dst = *src;
   dst->row_positions = NULL;
   dst->tokens = NULL;
@@ -55,17 +55,17 @@ fail:
   return OBC_ENOMEM;
 }
 
-const ObcSpan *trace_meta_find_span(const ObcTraceMeta *meta, const char *name) {
+const TraceSpan *trace_meta_find_span(const TraceMeta *meta, const char *name) {
   for (size_t i = 0; i < meta->n_spans; i++)
     if (!strcmp(meta->spans[i].name, name)) return &meta->spans[i];
   return NULL;
 }
 
-size_t trace_meta_row_index(const ObcTraceMeta *meta, int64_t position) {
+size_t trace_meta_row_index(const TraceMeta *meta, int64_t position) {
   return obc_lower_bound_i64(meta->row_positions, meta->n_rows, position);
 }
 
-size_t trace_meta_window_rows(const ObcTraceMeta *meta) {
+size_t trace_meta_window_rows(const TraceMeta *meta) {
   size_t first_decode = trace_meta_row_index(meta, (int64_t)meta->n_prompt);
   if (first_decode == 0 || meta->row_positions[first_decode - 1] != (int64_t)meta->n_prompt - 1)
     return 0;
@@ -76,7 +76,7 @@ size_t trace_meta_window_rows(const ObcTraceMeta *meta) {
   return count;
 }
 
-size_t trace_meta_decode_rows(const ObcTraceMeta *meta, size_t *first_index) {
+size_t trace_meta_decode_rows(const TraceMeta *meta, size_t *first_index) {
   size_t first = trace_meta_row_index(meta, (int64_t)meta->n_prompt);
   if (first_index) *first_index = first;
   return meta->n_rows - first;

@@ -14,16 +14,16 @@
 #include "traces/trace.h"
 #include "traces/trace_h5.h"
 
-struct ObcTraceReader {
+struct TraceReader {
   char path[4096];
   hid_t file;
-  ObcTraceMeta meta;
+  TraceMeta meta;
 };
 
-const ObcTraceMeta *trace_meta(const ObcTraceReader *reader) { return &reader->meta; }
-const char *trace_path(const ObcTraceReader *reader) { return reader->path; }
+const TraceMeta *trace_meta(const TraceReader *reader) { return &reader->meta; }
+const char *trace_path(const TraceReader *reader) { return reader->path; }
 
-void trace_close(ObcTraceReader *reader) {
+void trace_close(TraceReader *reader) {
   if (!reader) return;
 #pragma omp critical(obc_hdf5)
   if (reader->file >= 0) H5Fclose(reader->file);
@@ -45,7 +45,7 @@ static void format_dims(char *out, size_t size, int rank, const hsize_t *dims) {
 /* Checks that dataset `name` exists, has the type class (and, for floats, a
  * size of 2, 4 or 8 bytes; for integers `int_size`) and exactly the shape
  * expected; `meaning` names the dimensions in the message. */
-static int check_dataset(const ObcTraceReader *r, const char *name, H5T_class_t cls, size_t int_size,
+static int check_dataset(const TraceReader *r, const char *name, H5T_class_t cls, size_t int_size,
                          int rank, const hsize_t *expected, const char *meaning) {
   if (H5Lexists(r->file, name, H5P_DEFAULT) <= 0)
     return obc_fail(OBC_EFORMAT, "%s: dataset %s is missing (expected shape %s)", r->path, name, meaning);
@@ -91,7 +91,7 @@ static int check_dataset(const ObcTraceReader *r, const char *name, H5T_class_t 
   return OBC_OK;
 }
 
-static int read_size_attr(const ObcTraceReader *r, const char *name, size_t *out) {
+static int read_size_attr(const TraceReader *r, const char *name, size_t *out) {
   int64_t v = 0;
   int rc = trace_h5_attr_read_i64(r->path, r->file, name, &v);
   if (rc) return rc;
@@ -100,16 +100,16 @@ static int read_size_attr(const ObcTraceReader *r, const char *name, size_t *out
   return OBC_OK;
 }
 
-static int read_flag_attr(const ObcTraceReader *r, const char *name, bool *out) {
+static int read_flag_attr(const TraceReader *r, const char *name, bool *out) {
   int64_t v = 0;
   int rc = trace_h5_attr_read_i64(r->path, r->file, name, &v);
   *out = v != 0;
   return rc;
 }
 
-static int read_attributes(ObcTraceReader *r) {
-  ObcTraceMeta *m = &r->meta;
-  ObcTraceModel *c = &m->model;
+static int read_attributes(TraceReader *r) {
+  TraceMeta *m = &r->meta;
+  TraceModel *c = &m->model;
   const char *p = r->path;
   hid_t f = r->file;
   int64_t needle = 0;
@@ -172,8 +172,8 @@ static int read_attributes(ObcTraceReader *r) {
   return OBC_OK;
 }
 
-static int read_row_positions(ObcTraceReader *r) {
-  ObcTraceMeta *m = &r->meta;
+static int read_row_positions(TraceReader *r) {
+  TraceMeta *m = &r->meta;
   hsize_t dims[1] = {m->n_rows};
   int rc = check_dataset(r, "/row_positions", H5T_INTEGER, 8, 1, dims, "(n_rows)");
   if (rc) return rc;
@@ -193,8 +193,8 @@ static int read_row_positions(ObcTraceReader *r) {
   return OBC_OK;
 }
 
-static int read_texts(ObcTraceReader *r) {
-  ObcTraceMeta *m = &r->meta;
+static int read_texts(TraceReader *r) {
+  TraceMeta *m = &r->meta;
   int rc = OBC_OK;
   if (H5Lexists(r->file, "/prompt_text", H5P_DEFAULT) > 0)
     rc = trace_h5_text_read(r->path, r->file, "/prompt_text", &m->prompt_text);
@@ -203,8 +203,8 @@ static int read_texts(ObcTraceReader *r) {
   return rc;
 }
 
-static int read_spans(ObcTraceReader *r) {
-  ObcTraceMeta *m = &r->meta;
+static int read_spans(TraceReader *r) {
+  TraceMeta *m = &r->meta;
   if (H5Lexists(r->file, "/spans", H5P_DEFAULT) <= 0)
     return obc_fail(OBC_EFORMAT, "%s: group /spans is missing", r->path);
   hid_t group = H5Gopen2(r->file, "/spans", H5P_DEFAULT);
@@ -220,7 +220,7 @@ static int read_spans(ObcTraceReader *r) {
     rc = obc_fail(OBC_EFORMAT, "%s: /spans has %llu entries (at most %d)", r->path,
                   (unsigned long long)info.nlinks, OBC_TRACE_MAX_SPANS);
   for (hsize_t i = 0; !rc && i < info.nlinks; i++) {
-    ObcSpan *span = &m->spans[m->n_spans];
+    TraceSpan *span = &m->spans[m->n_spans];
     ssize_t n = H5Lget_name_by_idx(group, ".", index, H5_ITER_INC, i, span->name, sizeof span->name, H5P_DEFAULT);
     if (n <= 0 || (size_t)n >= sizeof span->name) {
       rc = obc_fail(OBC_EFORMAT, "%s: /spans entry %llu has no usable name", r->path, (unsigned long long)i);
@@ -252,9 +252,9 @@ static int read_spans(ObcTraceReader *r) {
   return rc;
 }
 
-static int check_layers(const ObcTraceReader *r) {
-  const ObcTraceMeta *m = &r->meta;
-  const ObcTraceModel *c = &m->model;
+static int check_layers(const TraceReader *r) {
+  const TraceMeta *m = &r->meta;
+  const TraceModel *c = &m->model;
   hsize_t kv[3] = {c->n_kv_heads, m->n_positions, c->head_dim};
   hsize_t rows[3] = {c->n_heads, m->n_rows, c->head_dim};
   hsize_t lse[2] = {c->n_heads, m->n_rows};
@@ -288,7 +288,7 @@ static int check_layers(const ObcTraceReader *r) {
   return OBC_OK;
 }
 
-static int open_checked(ObcTraceReader *r) {
+static int open_checked(TraceReader *r) {
   struct stat st;
   if (stat(r->path, &st) != 0)
     return obc_fail(OBC_EIO, "%s: cannot open: %s", r->path, strerror(errno));
@@ -322,13 +322,13 @@ static int open_checked(ObcTraceReader *r) {
   return rc;
 }
 
-int trace_open(const char *path, ObcTraceReader **out) {
+int trace_open(const char *path, TraceReader **out) {
   assert(path && out);
   *out = NULL;
   trace_h5_silence();
-  if (strlen(path) >= sizeof((ObcTraceReader *)0)->path)
+  if (strlen(path) >= sizeof((TraceReader *)0)->path)
     return obc_fail(OBC_EINVAL, "%s: path too long", path);
-  ObcTraceReader *r = obc_calloc(1, sizeof *r, "trace reader");
+  TraceReader *r = obc_calloc(1, sizeof *r, "trace reader");
   if (!r) return OBC_ENOMEM;
   snprintf(r->path, sizeof r->path, "%s", path);
   r->file = -1;
@@ -349,7 +349,7 @@ int trace_open(const char *path, ObcTraceReader **out) {
 /* Reads slab [head, :, ...] of a layer dataset (or the whole dataset when
  * layer_name is an absolute name) into out (count floats). Halves are read
  * raw into the front of out and widened in place, back to front. */
-static int read_slab(ObcTraceReader *r, const char *dset_name, size_t head, bool whole, float *out,
+static int read_slab(TraceReader *r, const char *dset_name, size_t head, bool whole, float *out,
                      size_t count) {
   int rc = OBC_OK;
   bool half = false;
@@ -389,7 +389,7 @@ static int read_slab(ObcTraceReader *r, const char *dset_name, size_t head, bool
 
 /* OBC_EVALUE naming the dataset, layer, head and element if any value of
  * data (rows, cols) is NaN or infinite. */
-static int check_finite(const ObcTraceReader *r, const char *dset_name, size_t layer,
+static int check_finite(const TraceReader *r, const char *dset_name, size_t layer,
                         const char *head_kind, size_t head, const float *data, size_t rows,
                         size_t cols, const char *row_kind) {
   for (size_t i = 0; i < rows * cols; i++) {
@@ -404,7 +404,7 @@ static int check_finite(const ObcTraceReader *r, const char *dset_name, size_t l
   return OBC_OK;
 }
 
-static int read_layer_head(ObcTraceReader *r, size_t layer, const char *name, const char *head_kind,
+static int read_layer_head(TraceReader *r, size_t layer, const char *name, const char *head_kind,
                            size_t head, float *out, size_t rows, size_t cols, const char *row_kind) {
   char dset_name[64];
   trace_h5_layer_dataset(dset_name, sizeof dset_name, layer, name);
@@ -413,8 +413,8 @@ static int read_layer_head(ObcTraceReader *r, size_t layer, const char *name, co
   return rc;
 }
 
-int trace_read_kv(ObcTraceReader *r, size_t layer, size_t kv_head, float *K, float *V) {
-  const ObcTraceMeta *m = &r->meta;
+int trace_read_kv(TraceReader *r, size_t layer, size_t kv_head, float *K, float *V) {
+  const TraceMeta *m = &r->meta;
   assert(layer < m->model.n_layers && kv_head < m->model.n_kv_heads);
   int rc = OBC_OK;
   if (K) rc = read_layer_head(r, layer, "K", "KV head", kv_head, K, m->n_positions, m->model.head_dim, "position");
@@ -422,8 +422,8 @@ int trace_read_kv(ObcTraceReader *r, size_t layer, size_t kv_head, float *K, flo
   return rc;
 }
 
-int trace_read_rows(ObcTraceReader *r, size_t layer, size_t head, float *Q, float *O, float *lse) {
-  const ObcTraceMeta *m = &r->meta;
+int trace_read_rows(TraceReader *r, size_t layer, size_t head, float *Q, float *O, float *lse) {
+  const TraceMeta *m = &r->meta;
   assert(layer < m->model.n_layers && head < m->model.n_heads);
   int rc = OBC_OK;
   if (Q) rc = read_layer_head(r, layer, "Q", "head", head, Q, m->n_rows, m->model.head_dim, "row");
@@ -432,16 +432,16 @@ int trace_read_rows(ObcTraceReader *r, size_t layer, size_t head, float *Q, floa
   return rc;
 }
 
-int trace_read_attn(ObcTraceReader *r, size_t layer, size_t head, float *A) {
-  const ObcTraceMeta *m = &r->meta;
+int trace_read_attn(TraceReader *r, size_t layer, size_t head, float *A) {
+  const TraceMeta *m = &r->meta;
   assert(layer < m->model.n_layers && head < m->model.n_heads && A);
   if (!m->has_attn)
     return obc_fail(OBC_ENOTFOUND, "%s: the trace has no attention rows A (re-create it with them)", r->path);
   return read_layer_head(r, layer, "A", "head", head, A, m->n_rows, m->n_positions, "row");
 }
 
-int trace_read_logits(ObcTraceReader *r, float *logits) {
-  const ObcTraceMeta *m = &r->meta;
+int trace_read_logits(TraceReader *r, float *logits) {
+  const TraceMeta *m = &r->meta;
   assert(logits);
   if (!m->has_logits)
     return obc_fail(OBC_ENOTFOUND, "%s: the trace has no logits", r->path);

@@ -15,24 +15,24 @@
 /* Which tensors have been written, so commit can refuse a partial trace. */
 enum { WRITTEN_KV, WRITTEN_ROWS, WRITTEN_ATTN, WRITTEN_KINDS };
 
-struct ObcTraceWriter {
+struct TraceWriter {
   ObcPendingFile pending;
   hid_t file;
   hid_t float_file_type; /* H5T_IEEE_F32LE or the 16-bit float type */
-  ObcTraceMeta meta;     /* deep copy; generated_text/needle_found updated late */
-  ObcTraceWriteOptions options;
+  TraceMeta meta;     /* deep copy; generated_text/needle_found updated late */
+  TraceWriteOptions options;
   unsigned char *written[WRITTEN_KINDS]; /* (n_layers, heads of that kind) */
   bool logits_written;
   uint16_t *half_buffer; /* conversion scratch for f16 storage */
   size_t half_capacity;
 };
 
-static const char *writer_path(const ObcTraceWriter *w) { return w->pending.final_path; }
+static const char *writer_path(const TraceWriter *w) { return w->pending.final_path; }
 
 /* ---- validation ------------------------------------------------------------ */
 
-static int check_meta(const char *path, const ObcTraceMeta *m, const ObcTraceWriteOptions *o) {
-  const ObcTraceModel *c = &m->model;
+static int check_meta(const char *path, const TraceMeta *m, const TraceWriteOptions *o) {
+  const TraceModel *c = &m->model;
   if (!c->n_layers || !c->n_heads || !c->n_kv_heads || !c->head_dim)
     return obc_fail(OBC_EINVAL, "%s: model shape has a zero (layers %zu, heads %zu, kv heads %zu, head dim %zu)",
                     path, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim);
@@ -54,7 +54,7 @@ static int check_meta(const char *path, const ObcTraceMeta *m, const ObcTraceWri
   if (m->n_spans > OBC_TRACE_MAX_SPANS)
     return obc_fail(OBC_EINVAL, "%s: %zu spans (at most %d)", path, m->n_spans, OBC_TRACE_MAX_SPANS);
   for (size_t i = 0; i < m->n_spans; i++) {
-    const ObcSpan *s = &m->spans[i];
+    const TraceSpan *s = &m->spans[i];
     if (!s->name[0] || strchr(s->name, '/') || strchr(s->name, '.') == s->name)
       return obc_fail(OBC_EINVAL, "%s: span %zu has an invalid name '%s'", path, i, s->name);
     if (s->begin < 0 || s->end < s->begin || s->end > (int64_t)m->n_positions)
@@ -75,7 +75,7 @@ static int check_meta(const char *path, const ObcTraceMeta *m, const ObcTraceWri
 
 /* ---- creation -------------------------------------------------------------- */
 
-static int create_dataset(ObcTraceWriter *w, const char *name, hid_t type, int rank,
+static int create_dataset(TraceWriter *w, const char *name, hid_t type, int rank,
                           const hsize_t *dims, const hsize_t *chunk, bool compress) {
   hid_t space = H5Screate_simple(rank, dims, NULL);
   hid_t plist = H5Pcreate(H5P_DATASET_CREATE);
@@ -105,9 +105,9 @@ static hsize_t at_most(size_t n, size_t cap) {
   return (hsize_t)((n + chunks - 1) / chunks);
 }
 
-static int create_layer(ObcTraceWriter *w, size_t layer) {
-  const ObcTraceMeta *m = &w->meta;
-  const ObcTraceModel *c = &m->model;
+static int create_layer(TraceWriter *w, size_t layer) {
+  const TraceMeta *m = &w->meta;
+  const TraceModel *c = &m->model;
   char name[64];
   trace_h5_layer_group(name, sizeof name, layer);
   hid_t group = H5Gcreate2(w->file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -146,7 +146,7 @@ static int create_layer(ObcTraceWriter *w, size_t layer) {
   return OBC_OK;
 }
 
-static int write_whole(ObcTraceWriter *w, const char *name, hid_t file_type, hid_t mem_type,
+static int write_whole(TraceWriter *w, const char *name, hid_t file_type, hid_t mem_type,
                        size_t count, const void *data) {
   hsize_t dims[1] = {count};
   int rc = create_dataset(w, name, file_type, 1, dims, NULL, false);
@@ -158,7 +158,7 @@ static int write_whole(ObcTraceWriter *w, const char *name, hid_t file_type, hid
   return OBC_OK;
 }
 
-static int write_spans(ObcTraceWriter *w) {
+static int write_spans(TraceWriter *w) {
   hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
   /* Keep the spans in the order the producer listed them. */
   H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
@@ -176,10 +176,10 @@ static int write_spans(ObcTraceWriter *w) {
   return OBC_OK;
 }
 
-static int write_root_attributes(ObcTraceWriter *w) {
+static int write_root_attributes(TraceWriter *w) {
   const char *path = writer_path(w);
-  const ObcTraceMeta *m = &w->meta;
-  const ObcTraceModel *c = &m->model;
+  const TraceMeta *m = &w->meta;
+  const TraceModel *c = &m->model;
   hid_t root = w->file;
   int rc = 0;
   rc = rc ? rc : trace_h5_attr_write_i64(path, root, "schema_version", m->schema_version);
@@ -220,7 +220,7 @@ static void format_now(char *out, size_t size) {
   strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &utc);
 }
 
-static void writer_free(ObcTraceWriter *w) {
+static void writer_free(TraceWriter *w) {
   if (w->file >= 0) H5Fclose(w->file);
   if (w->float_file_type >= 0 && w->options.store_f16) H5Tclose(w->float_file_type);
   for (int k = 0; k < WRITTEN_KINDS; k++) free(w->written[k]);
@@ -229,8 +229,8 @@ static void writer_free(ObcTraceWriter *w) {
   free(w);
 }
 
-static int create_contents(ObcTraceWriter *w) {
-  const ObcTraceMeta *m = &w->meta;
+static int create_contents(TraceWriter *w) {
+  const TraceMeta *m = &w->meta;
   int rc = write_root_attributes(w);
   if (!rc) rc = write_whole(w, "/row_positions", H5T_STD_I64LE, H5T_NATIVE_INT64, m->n_rows, m->row_positions);
   if (!rc && m->tokens)
@@ -251,14 +251,14 @@ static int create_contents(ObcTraceWriter *w) {
   return rc;
 }
 
-int trace_create(const char *path, const ObcTraceMeta *meta, const ObcTraceWriteOptions *options,
-                 ObcTraceWriter **out) {
+int trace_create(const char *path, const TraceMeta *meta, const TraceWriteOptions *options,
+                 TraceWriter **out) {
   assert(path && meta && options && out);
   *out = NULL;
   trace_h5_silence();
   int rc = check_meta(path, meta, options);
   if (rc) return rc;
-  ObcTraceWriter *w = obc_calloc(1, sizeof *w, "trace writer");
+  TraceWriter *w = obc_calloc(1, sizeof *w, "trace writer");
   if (!w) return OBC_ENOMEM;
   w->file = -1;
   w->float_file_type = -1;
@@ -269,7 +269,7 @@ int trace_create(const char *path, const ObcTraceMeta *meta, const ObcTraceWrite
     free(w);
     return rc;
   }
-  ObcTraceMeta *m = &w->meta;
+  TraceMeta *m = &w->meta;
   m->schema_version = OBC_TRACE_SCHEMA_VERSION;
   snprintf(m->tool_version, sizeof m->tool_version, "%s", OBC_VERSION);
   format_now(m->created, sizeof m->created);
@@ -308,7 +308,7 @@ int trace_create(const char *path, const ObcTraceMeta *meta, const ObcTraceWrite
 
 /* Writes the slab [head, :, ...] (count floats) of a rank-2/3 layer dataset.
  * as_f32 forces single precision whatever the trace dtype (lse). */
-static int write_head_slab(ObcTraceWriter *w, size_t layer, const char *name, size_t head,
+static int write_head_slab(TraceWriter *w, size_t layer, const char *name, size_t head,
                            const float *data, size_t count, bool as_f32) {
   char dset_name[64];
   trace_h5_layer_dataset(dset_name, sizeof dset_name, layer, name);
@@ -350,8 +350,8 @@ static int write_head_slab(ObcTraceWriter *w, size_t layer, const char *name, si
   return OBC_OK;
 }
 
-int trace_write_kv(ObcTraceWriter *w, size_t layer, size_t kv_head, const float *K, const float *V) {
-  const ObcTraceMeta *m = &w->meta;
+int trace_write_kv(TraceWriter *w, size_t layer, size_t kv_head, const float *K, const float *V) {
+  const TraceMeta *m = &w->meta;
   assert(layer < m->model.n_layers && kv_head < m->model.n_kv_heads && K && V);
   size_t count = m->n_positions * m->model.head_dim;
   int rc = write_head_slab(w, layer, "K", kv_head, K, count, false);
@@ -360,9 +360,9 @@ int trace_write_kv(ObcTraceWriter *w, size_t layer, size_t kv_head, const float 
   return rc;
 }
 
-int trace_write_rows(ObcTraceWriter *w, size_t layer, size_t head, const float *Q, const float *O,
+int trace_write_rows(TraceWriter *w, size_t layer, size_t head, const float *Q, const float *O,
                      const float *lse) {
-  const ObcTraceMeta *m = &w->meta;
+  const TraceMeta *m = &w->meta;
   assert(layer < m->model.n_layers && head < m->model.n_heads && Q && O && lse);
   size_t count = m->n_rows * m->model.head_dim;
   int rc = write_head_slab(w, layer, "Q", head, Q, count, false);
@@ -372,8 +372,8 @@ int trace_write_rows(ObcTraceWriter *w, size_t layer, size_t head, const float *
   return rc;
 }
 
-int trace_write_attn(ObcTraceWriter *w, size_t layer, size_t head, const float *A) {
-  const ObcTraceMeta *m = &w->meta;
+int trace_write_attn(TraceWriter *w, size_t layer, size_t head, const float *A) {
+  const TraceMeta *m = &w->meta;
   assert(layer < m->model.n_layers && head < m->model.n_heads && A);
   if (!w->options.store_attn)
     return obc_fail(OBC_EINVAL, "%s: attention rows written but the trace was created without them",
@@ -383,7 +383,7 @@ int trace_write_attn(ObcTraceWriter *w, size_t layer, size_t head, const float *
   return rc;
 }
 
-int trace_write_logits(ObcTraceWriter *w, const float *logits) {
+int trace_write_logits(TraceWriter *w, const float *logits) {
   assert(logits);
   if (!w->options.store_logits)
     return obc_fail(OBC_EINVAL, "%s: logits written but the trace was created without them",
@@ -396,7 +396,7 @@ int trace_write_logits(ObcTraceWriter *w, const float *logits) {
   return OBC_OK;
 }
 
-int trace_set_result(ObcTraceWriter *w, const char *generated_text, int needle_found) {
+int trace_set_result(TraceWriter *w, const char *generated_text, int needle_found) {
   free(w->meta.generated_text);
   w->meta.generated_text = NULL;
   if (generated_text) {
@@ -410,8 +410,8 @@ int trace_set_result(ObcTraceWriter *w, const char *generated_text, int needle_f
 }
 
 /* The first tensor that was never written, as a message; OBC_OK if none. */
-static int check_all_written(const ObcTraceWriter *w) {
-  const ObcTraceMeta *m = &w->meta;
+static int check_all_written(const TraceWriter *w) {
+  const TraceMeta *m = &w->meta;
   const char *names[WRITTEN_KINDS] = {"K/V of KV head", "Q/O/lse of head", "A of head"};
   size_t heads[WRITTEN_KINDS] = {m->model.n_kv_heads, m->model.n_heads, m->model.n_heads};
   for (int k = 0; k < WRITTEN_KINDS; k++) {
@@ -426,7 +426,7 @@ static int check_all_written(const ObcTraceWriter *w) {
   return OBC_OK;
 }
 
-int trace_commit(ObcTraceWriter *w) {
+int trace_commit(TraceWriter *w) {
   const char *path = writer_path(w);
   int rc = check_all_written(w);
   if (!rc && w->meta.generated_text)
@@ -449,7 +449,7 @@ int trace_commit(ObcTraceWriter *w) {
   return OBC_OK;
 }
 
-void trace_abort(ObcTraceWriter *w) {
+void trace_abort(TraceWriter *w) {
   if (!w) return;
   if (w->file >= 0) H5Fclose(w->file);
   w->file = -1;

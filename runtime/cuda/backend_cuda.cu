@@ -52,7 +52,7 @@ typedef struct {
 
 typedef struct {
   const Model *model;
-  KVCache *cache; /* host mirror */
+  RuntimeCache *cache; /* host mirror */
   size_t max_batch;
   int bf16;
   cudaStream_t stream;      /* all compute */
@@ -149,7 +149,7 @@ static int upload_weights(CudaState *s) {
                        "output matrix (GPU weights)");
   if (!rc) rc = upload_vector(w->output_norm, c->dim, &s->output_norm, "output norm");
   for (size_t l = 0; l < c->n_layers && !rc; l++) {
-    const LayerWeights *lw = &w->layers[l];
+    const ModelLayerWeights *lw = &w->layers[l];
     CudaLayer *d = &s->layers[l];
     if (!rc) rc = upload_matrix(s, lw->wq, q_dim * c->dim, stage, &d->wq, "wq (GPU weights)");
     if (!rc) rc = upload_matrix(s, lw->wk, kv_dim * c->dim, stage, &d->wk, "wk (GPU weights)");
@@ -287,7 +287,7 @@ static void cuda_destroy(void *state) {
   free(s);
 }
 
-static int create_state(const Model *model, const RuntimeOptions *options, KVCache *cache, int bf16,
+static int create_state(const Model *model, const RuntimeOptions *options, RuntimeCache *cache, int bf16,
                         CudaState *s) {
   s->model = model;
   s->cache = cache;
@@ -302,7 +302,7 @@ static int create_state(const Model *model, const RuntimeOptions *options, KVCac
   return alloc_activations(s);
 }
 
-static int cuda_create_common(const Model *model, const RuntimeOptions *options, KVCache *cache,
+static int cuda_create_common(const Model *model, const RuntimeOptions *options, RuntimeCache *cache,
                               int bf16, void **out) {
   *out = NULL;
   const ModelConfig *c = &model->config;
@@ -323,12 +323,12 @@ static int cuda_create_common(const Model *model, const RuntimeOptions *options,
   return 0;
 }
 
-static int cuda_create_f32(const Model *model, const RuntimeOptions *options, KVCache *cache,
+static int cuda_create_f32(const Model *model, const RuntimeOptions *options, RuntimeCache *cache,
                            void **out) {
   return cuda_create_common(model, options, cache, 0, out);
 }
 
-static int cuda_create_bf16(const Model *model, const RuntimeOptions *options, KVCache *cache,
+static int cuda_create_bf16(const Model *model, const RuntimeOptions *options, RuntimeCache *cache,
                             void **out) {
   return cuda_create_common(model, options, cache, 1, out);
 }
@@ -439,7 +439,7 @@ static int capture_layer(CudaState *s, size_t layer, const ChunkRows *rows, Capt
   OBC_CUDA_TRY(cuda_gather_lse(slot->lse, s->lse, s->row_t, R, c->n_heads, n, st));
   size_t layer_offset = layer * c->n_kv_heads * s->cache->max_context * hd;
   if (rows->capture->want_attn && R > 0) {
-    AttentionShape shape = {c->n_heads, c->n_kv_heads,        hd, s->cache->max_context, rows->pos0,
+    CpuAttentionShape shape = {c->n_heads, c->n_kv_heads,        hd, s->cache->max_context, rows->pos0,
                             n,          layer_marks(s, layer)};
     OBC_CUDA_TRY(cuda_attention_rows(&shape, s->q, s->k_cache + layer_offset, s->lse, s->row_t, R,
                                      slot->attn, st));
@@ -473,9 +473,9 @@ static int capture_deliver(CudaState *s, const ChunkRows *rows, const CaptureSlo
   size_t hd = c->head_dim, n = rows->n;
   OBC_CUDA_TRY(OBC_CUDA(cudaEventSynchronize(slot->copied)));
   for (size_t g = 0; g < c->n_kv_heads; g++) {
-    memcpy(kv_cache_k(s->cache, slot->layer, g) + rows->pos0 * hd, slot->host_k + g * n * hd,
+    memcpy(runtime_cache_k(s->cache, slot->layer, g) + rows->pos0 * hd, slot->host_k + g * n * hd,
            n * hd * sizeof(float));
-    memcpy(kv_cache_v(s->cache, slot->layer, g) + rows->pos0 * hd, slot->host_v + g * n * hd,
+    memcpy(runtime_cache_v(s->cache, slot->layer, g) + rows->pos0 * hd, slot->host_v + g * n * hd,
            n * hd * sizeof(float));
   }
   const int want_attn = rows->capture->want_attn && rows->n_rows > 0;
@@ -487,8 +487,8 @@ static int capture_deliver(CudaState *s, const ChunkRows *rows, const CaptureSlo
   view.head_dim = hd;
   view.pos0 = rows->pos0;
   view.n_tokens = n;
-  view.k = kv_cache_k(s->cache, slot->layer, 0) + rows->pos0 * hd;
-  view.v = kv_cache_v(s->cache, slot->layer, 0) + rows->pos0 * hd;
+  view.k = runtime_cache_k(s->cache, slot->layer, 0) + rows->pos0 * hd;
+  view.v = runtime_cache_v(s->cache, slot->layer, 0) + rows->pos0 * hd;
   view.kv_stride = s->cache->max_context;
   view.n_rows = rows->n_rows;
   view.row_positions = rows->capture->row_positions + rows->first;
@@ -507,7 +507,7 @@ static int capture_deliver(CudaState *s, const ChunkRows *rows, const CaptureSlo
 /* The eviction marks (runtime_evict, runtime_set_kept), uploaded whole for each forward call
  * (1 byte per cached row: 8 MiB for an 8B model at 32K) once the host has any. */
 static int sync_eviction_marks(CudaState *s) {
-  const KVCache *cache = s->cache;
+  const RuntimeCache *cache = s->cache;
   if (!cache->evicted) return 0;
   size_t bytes = cache->n_layers * cache->n_kv_heads * cache->max_context;
   if (!s->evicted) OBC_CUDA_TRY(OBC_CUDA_ALLOC(&s->evicted, bytes, "eviction marks"));
@@ -516,7 +516,7 @@ static int sync_eviction_marks(CudaState *s) {
 }
 
 static int sync_device_cache(CudaState *s) {
-  const KVCache *cache = s->cache;
+  const RuntimeCache *cache = s->cache;
   if (cache->length <= s->device_length) {
     s->device_length = cache->length;
     return 0;
@@ -526,10 +526,10 @@ static int sync_device_cache(CudaState *s) {
     for (size_t g = 0; g < cache->n_kv_heads; g++) {
       size_t offset = ((l * cache->n_kv_heads + g) * cache->max_context + from) * hd;
       OBC_CUDA_TRY(
-          OBC_CUDA(cudaMemcpyAsync(s->k_cache + offset, kv_cache_k(cache, l, g) + from * hd,
+          OBC_CUDA(cudaMemcpyAsync(s->k_cache + offset, runtime_cache_k(cache, l, g) + from * hd,
                                    count * hd * sizeof(float), cudaMemcpyHostToDevice, s->stream)));
       OBC_CUDA_TRY(
-          OBC_CUDA(cudaMemcpyAsync(s->v_cache + offset, kv_cache_v(cache, l, g) + from * hd,
+          OBC_CUDA(cudaMemcpyAsync(s->v_cache + offset, runtime_cache_v(cache, l, g) + from * hd,
                                    count * hd * sizeof(float), cudaMemcpyHostToDevice, s->stream)));
     }
   s->device_length = cache->length;
@@ -564,7 +564,7 @@ static int run_layer(CudaState *s, size_t layer, size_t pos0, size_t n, const Ch
   OBC_CUDA_TRY(cuda_store_kv(k_cache, s->k, n, c->n_kv_heads, hd, s->cache->max_context, pos0, st));
   OBC_CUDA_TRY(cuda_store_kv(v_cache, s->v, n, c->n_kv_heads, hd, s->cache->max_context, pos0, st));
 
-  AttentionShape shape = {c->n_heads, c->n_kv_heads,        hd, s->cache->max_context, pos0,
+  CpuAttentionShape shape = {c->n_heads, c->n_kv_heads,        hd, s->cache->max_context, pos0,
                           n,          layer_marks(s, layer)};
   OBC_CUDA_TRY(span_begin(s, SPAN_ATTENTION, &span));
   OBC_CUDA_TRY(cuda_attention(&shape, s->q, k_cache, v_cache, s->att, s->lse, st));

@@ -27,7 +27,7 @@ __device__ static float warp_sum(float x) {
 
 template <int HD>
 __global__ void __launch_bounds__(WARPS * 32)
-    flash_kernel(AttentionShape s, const float *q, const float *k, const float *v, float *out,
+    flash_kernel(CpuAttentionShape s, const float *q, const float *k, const float *v, float *out,
                  float *lse, float scale) {
   constexpr int EPL = HD / 32; /* output columns per lane */
   __shared__ float sq[BQ][HD];
@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(WARPS * 32)
  * warp scores keys j = warp, warp + 8, ... with lanes over head_dim. */
 template <int HD>
 __global__ void __launch_bounds__(ROWS_THREADS)
-    rows_kernel(AttentionShape s, const float *q, const float *k, const float *lse,
+    rows_kernel(CpuAttentionShape s, const float *q, const float *k, const float *lse,
                 const int32_t *row_t, size_t n_rows, float *attn, float scale) {
   constexpr int EPL = HD / 32;
   __shared__ float sq[HD];
@@ -148,7 +148,7 @@ static int unsupported(size_t head_dim) {
                   head_dim);
 }
 
-extern "C" int cuda_attention(const AttentionShape *shape, const float *q, const float *k,
+extern "C" int cuda_attention(const CpuAttentionShape *shape, const float *q, const float *k,
                               const float *v, float *out, float *lse, cudaStream_t stream) {
   if (shape->n == 0) return 0;
   dim3 grid((unsigned)((shape->n + BQ - 1) / BQ), (unsigned)shape->n_heads);
@@ -172,7 +172,7 @@ extern "C" int cuda_attention(const AttentionShape *shape, const float *q, const
   return OBC_CUDA_LAUNCH("flash_kernel");
 }
 
-extern "C" int cuda_attention_rows(const AttentionShape *shape, const float *q, const float *k,
+extern "C" int cuda_attention_rows(const CpuAttentionShape *shape, const float *q, const float *k,
                                    const float *lse, const int32_t *row_t, size_t n_rows,
                                    float *attn, cudaStream_t stream) {
   if (n_rows == 0) return 0;

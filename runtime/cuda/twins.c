@@ -22,7 +22,7 @@ void twin_embed_bf16(float *out, const uint16_t *table, const int32_t *tokens, s
                      size_t dim) {
   for (size_t t = 0; t < n; t++)
     for (size_t d = 0; d < dim; d++)
-      out[t * dim + d] = obc_bf16_to_f32(table[(size_t)tokens[t] * dim + d]);
+      out[t * dim + d] = float16_bf16_to_f32(table[(size_t)tokens[t] * dim + d]);
 }
 
 void twin_argmax(int32_t *index, const float *x, size_t n_rows, size_t width) {

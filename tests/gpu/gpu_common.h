@@ -83,7 +83,7 @@ static inline int gpu_random_model(const ModelConfig *config, uint64_t seed, int
       c->vocab_size * c->dim * (c->tied_embeddings ? 1 : 2) + c->dim + stored_layers * layer_floats;
   Model *m = calloc(1, sizeof(Model));
   float *storage = malloc(total * sizeof(float));
-  LayerWeights *layers = calloc(c->n_layers, sizeof(LayerWeights));
+  ModelLayerWeights *layers = calloc(c->n_layers, sizeof(ModelLayerWeights));
   if (!m || !storage || !layers) {
     free(m);
     free(storage);
@@ -110,7 +110,7 @@ static inline int gpu_random_model(const ModelConfig *config, uint64_t seed, int
   for (size_t i = 0; i < c->dim; i++) p[i] = 1.0f;
   p += c->dim;
   for (size_t l = 0; l < stored_layers; l++) {
-    LayerWeights *w = &layers[l];
+    ModelLayerWeights *w = &layers[l];
     float in_dim = sqrtf(3.0f / (float)c->dim), in_q = sqrtf(3.0f / (float)q_dim);
     float in_ffn = sqrtf(3.0f / (float)c->ffn_dim);
     w->attn_norm = p;

@@ -199,7 +199,7 @@ static void check_attention(size_t hd, size_t heads, size_t kv_heads, size_t pos
   unsigned char *marks = calloc(kv_heads * stride, 1);
   for (size_t g = 0; evict && g < kv_heads; g++)
     for (size_t p = g; p < pos0; p += 3) marks[g * stride + p] = 1;
-  AttentionShape shape = {heads, kv_heads, hd, stride, pos0, n, evict ? marks : NULL};
+  CpuAttentionShape shape = {heads, kv_heads, hd, stride, pos0, n, evict ? marks : NULL};
   float *q = random_floats(n * q_dim, 1.5f, 13 + hd),
         *k = random_floats(kv_heads * stride * hd, 1.5f, 14),
         *v = random_floats(kv_heads * stride * hd, 1.0f, 15);
@@ -210,7 +210,7 @@ static void check_attention(size_t hd, size_t heads, size_t kv_heads, size_t pos
   for (size_t r = 0; r < R; r++) row_of[row_t[r]] = (int32_t)r;
   float *ref_out = malloc(n * q_dim * 4), *ref_lse = malloc(heads * n * 4);
   float *ref_attn = malloc(heads * R * n_keys * 4);
-  AttentionRows rows = {row_of, R, ref_attn};
+  CpuAttentionRows rows = {row_of, R, ref_attn};
   double gemm_seconds = 0.0;
   require(cpu_attention(&shape, q, k, v, ref_out, ref_lse, &rows, &gemm_seconds));
 
@@ -219,7 +219,7 @@ static void check_attention(size_t hd, size_t heads, size_t kv_heads, size_t pos
         *dlse = dev_upload(NULL, heads * n * 4), *dattn = dev_upload(NULL, heads * R * n_keys * 4);
   int32_t *drt = dev_upload(row_t, sizeof row_t);
   unsigned char *dmarks = dev_upload(marks, kv_heads * stride);
-  AttentionShape device_shape = shape;
+  CpuAttentionShape device_shape = shape;
   device_shape.evicted = evict ? dmarks : NULL;
   require(cuda_attention(&device_shape, dq, dk, dv, dout, dlse, 0));
   require(cuda_attention_rows(&device_shape, dq, dk, dlse, drt, R, dattn, 0));

@@ -88,12 +88,12 @@ static int run(const Model *model, const char *backend, const int32_t *tokens, R
                             .on_layer = record_layer};
   if (!rc) rc = runtime_forward(rt, tokens, N_TOKENS, RUNTIME_LOGITS_ALL, rec->logits, &capture);
   if (!rc) {
-    const KVCache *cache = runtime_cache(rt);
+    const RuntimeCache *cache = runtime_cache(rt);
     for (size_t l = 0; l < c->n_layers; l++)
       for (size_t g = 0; g < c->n_kv_heads; g++) {
         size_t dst = (l * c->n_kv_heads + g) * N_TOKENS * c->head_dim;
-        memcpy(rec->k + dst, kv_cache_k(cache, l, g), N_TOKENS * c->head_dim * sizeof(float));
-        memcpy(rec->v + dst, kv_cache_v(cache, l, g), N_TOKENS * c->head_dim * sizeof(float));
+        memcpy(rec->k + dst, runtime_cache_k(cache, l, g), N_TOKENS * c->head_dim * sizeof(float));
+        memcpy(rec->v + dst, runtime_cache_v(cache, l, g), N_TOKENS * c->head_dim * sizeof(float));
       }
     /* The decode step runs after evicting some rows of every (layer, KV head). */
     for (size_t l = 0; l < c->n_layers && !rc; l++)

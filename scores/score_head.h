@@ -1,9 +1,9 @@
 /* One (layer, KV head) of a trace in double precision, the unit the analyser
  * and every eviction step work on: keys and values of every position and the
  * query rows, outputs and lse of the KV head's query heads, wrapped as the
- * ObcHeadData of oracle/oracle.h so the scores and exact forms apply as is. */
-#ifndef OBC_ANALYSIS_HEAD_H
-#define OBC_ANALYSIS_HEAD_H
+ * OracleHead of oracle/oracle.h so the scores and exact forms apply as is. */
+#ifndef OBC_SCORE_HEAD_H
+#define OBC_SCORE_HEAD_H
 
 #include <stddef.h>
 
@@ -16,12 +16,12 @@ typedef struct {
   double *K, *V;             /* (n_positions, head_dim) */
   double *Q, *O;             /* (group_size, n_rows, head_dim) */
   double *lse;               /* (group_size, n_rows) */
-  ObcHeadData data;          /* views of the arrays above */
-} AnalysisHead;
+  OracleHead data;          /* views of the arrays above */
+} ScoreHead;
 
-int analysis_head_alloc(AnalysisHead *head, const ObcTraceMeta *meta);
-void analysis_head_free(AnalysisHead *head);
+int score_head_alloc(ScoreHead *head, const TraceMeta *meta);
+void score_head_free(ScoreHead *head);
 /* Reads (layer, kv_head) and its query heads. */
-int analysis_head_read(AnalysisHead *head, ObcTraceReader *reader, size_t layer, size_t kv_head);
+int score_head_read(ScoreHead *head, TraceReader *reader, size_t layer, size_t kv_head);
 
 #endif

@@ -1,20 +1,20 @@
 /* Reading one (layer, KV head) of a trace into doubles, for the analyser and
- * the eviction steps (policies, offline replay) alike, with the ObcHeadData
+ * the eviction steps (policies, offline replay) alike, with the OracleHead
  * view filled once at allocation. */
-#include "scores/analysis_head.h"
+#include "scores/score_head.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/obc_error.h"
 
-void analysis_head_free(AnalysisHead *h) {
+void score_head_free(ScoreHead *h) {
   free(h->K_f), free(h->V_f), free(h->Q_f), free(h->O_f), free(h->lse_f);
   free(h->K), free(h->V), free(h->Q), free(h->O), free(h->lse);
   memset(h, 0, sizeof *h);
 }
 
-int analysis_head_alloc(AnalysisHead *h, const ObcTraceMeta *meta) {
+int score_head_alloc(ScoreHead *h, const TraceMeta *meta) {
   memset(h, 0, sizeof *h);
   size_t d = meta->model.head_dim, n_pos = meta->n_positions, rows = meta->n_rows;
   size_t group = meta->model.n_heads / meta->model.n_kv_heads;
@@ -30,10 +30,10 @@ int analysis_head_alloc(AnalysisHead *h, const ObcTraceMeta *meta) {
   h->lse = obc_malloc(group * rows * sizeof(double), "lse");
   if (!h->K_f || !h->V_f || !h->Q_f || !h->O_f || !h->lse_f || !h->K || !h->V || !h->Q ||
       !h->O || !h->lse) {
-    analysis_head_free(h);
+    score_head_free(h);
     return OBC_ENOMEM;
   }
-  h->data = (ObcHeadData){.n_positions = n_pos, .n_prompt = meta->n_prompt, .head_dim = d,
+  h->data = (OracleHead){.n_positions = n_pos, .n_prompt = meta->n_prompt, .head_dim = d,
                           .group_size = group, .n_rows = rows,
                           .row_positions = meta->row_positions, .K = h->K, .V = h->V,
                           .Q = h->Q, .O = h->O, .lse = h->lse,
@@ -45,8 +45,8 @@ static void to_doubles(const float *in, size_t n, double *out) {
   for (size_t i = 0; i < n; i++) out[i] = (double)in[i];
 }
 
-int analysis_head_read(AnalysisHead *h, ObcTraceReader *reader, size_t layer, size_t kv_head) {
-  const ObcTraceMeta *meta = trace_meta(reader);
+int score_head_read(ScoreHead *h, TraceReader *reader, size_t layer, size_t kv_head) {
+  const TraceMeta *meta = trace_meta(reader);
   size_t d = meta->model.head_dim, rows = meta->n_rows, group = h->data.group_size;
   int rc = trace_read_kv(reader, layer, kv_head, h->K_f, h->V_f);
   if (rc) return rc;
