@@ -23,9 +23,9 @@
 
 /* Buffers for one (layer, KV head), reused across heads. */
 typedef struct {
-  ScoreHead head;      /* the (layer, KV head) being analysed, in doubles */
-  double *sweep;          /* (n_windows, OBC_Q_COUNT, n_prompt) */
-  double *ranks;          /* (n_windows, OBC_Q_COUNT, n_prompt) average ranks */
+  ScoreHead head; /* the (layer, KV head) being analysed, in doubles */
+  double *sweep;  /* (n_windows, OBC_Q_COUNT, n_prompt) */
+  double *ranks;  /* (n_windows, OBC_Q_COUNT, n_prompt) average ranks */
   /* Per oracle reference (result->references order), NULL past n_references: */
   double *oracle[OBC_ANALYSIS_MAX_REFERENCES];         /* (n_prompt) errors */
   double *oracle_ranks[OBC_ANALYSIS_MAX_REFERENCES];   /* (n_prompt) average ranks */
@@ -36,9 +36,9 @@ typedef struct {
 /* Per-thread scratch of the reduction tasks. */
 typedef struct {
   size_t n_threads;
-  size_t *ranked;     /* (n_threads, max_k) */
-  size_t *selected;   /* (n_threads, max_k) */
-  double *share;      /* (n_threads, buckets) */
+  size_t *ranked;       /* (n_threads, max_k) */
+  size_t *selected;     /* (n_threads, max_k) */
+  double *share;        /* (n_threads, buckets) */
   StatsRankPair *pairs; /* (n_threads, 2 n_prompt) */
 } ThreadScratch;
 
@@ -49,8 +49,8 @@ size_t analysis_recall_index(const AnalysisResult *result, const AnalysisConfig 
          k;
 }
 
-static size_t bias_share_index(const AnalysisResult *result, const AnalysisConfig *config,
-                               size_t q, size_t w, size_t r, size_t k) {
+static size_t bias_share_index(const AnalysisResult *result, const AnalysisConfig *config, size_t q,
+                               size_t w, size_t r, size_t k) {
   return (((q * config->n_windows + w) * result->n_recents + r) * config->n_topk + k) *
          config->buckets;
 }
@@ -83,8 +83,8 @@ static void head_buffers_free(HeadBuffers *b) {
   memset(b, 0, sizeof *b);
 }
 
-static int head_buffers_alloc(HeadBuffers *b, const TraceMeta *meta, size_t n_windows,
-                              size_t max_k, size_t n_references) {
+static int head_buffers_alloc(HeadBuffers *b, const TraceMeta *meta, size_t n_windows, size_t max_k,
+                              size_t n_references) {
   memset(b, 0, sizeof *b);
   size_t s = meta->n_prompt, per_window = n_windows * OBC_Q_COUNT * s;
   int rc = score_head_alloc(&b->head, meta);
@@ -441,9 +441,8 @@ int analysis_run(TraceReader *reader, const AnalysisConfig *config, bool progres
                               b.sweep);
       double t2 = obc_now_seconds();
       for (size_t ref = 0; ref < result->n_references && !rc; ref++)
-        rc = oracle_eviction_error(data, result->reference_first[ref],
-                                   result->reference_steps[ref], config->score_options.precision,
-                                   b.oracle[ref]);
+        rc = oracle_eviction_error(data, result->reference_first[ref], result->reference_steps[ref],
+                                   config->score_options.precision, b.oracle[ref]);
       if (rc) {
         obc_fail_context(rc, "layer %zu, KV head %zu", layer, g);
         break;

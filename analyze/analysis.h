@@ -75,7 +75,7 @@ typedef struct {
   char reference_names[OBC_ANALYSIS_MAX_REFERENCES][48]; /* "oracle@1", "oracle@T", ... */
   size_t reference_first[OBC_ANALYSIS_MAX_REFERENCES];   /* 1-based first decode step */
   size_t reference_steps[OBC_ANALYSIS_MAX_REFERENCES];   /* decode steps summed */
-  size_t n_recents;    /* 1 (r = 0) or 2 (r = 0, R) */
+  size_t n_recents;                                      /* 1 (r = 0) or 2 (r = 0, R) */
   size_t recents[2];
   /* (n_references, n_heads, OBC_Q_COUNT, n_windows, n_recents, n_topk); NaN
    * where k <= r. Reference i starts at i * analysis_recall_stride. */
@@ -84,14 +84,14 @@ typedef struct {
   double *needle;
   size_t n_pairs;
   AnalysisSpearmanPair *pairs; /* (n_pairs) */
-  double *spearman;       /* (n_heads, n_pairs, n_windows); NaN when undefined */
+  double *spearman;            /* (n_heads, n_pairs, n_windows); NaN when undefined */
   /* Means over heads. Quantity index OBC_Q_COUNT is the oracle (its
    * selection ignores window and recent: stored for every w and r alike). */
   double *bias_share; /* (OBC_Q_COUNT + 1, n_windows, n_recents, n_topk, buckets) */
   double *bias_norm;  /* (OBC_Q_COUNT + 1, n_windows, buckets) */
   size_t n_taylor;
   AnalysisTaylorPoint *taylor; /* (n_taylor) */
-  double seconds;         /* wall time of the analysis */
+  double seconds;              /* wall time of the analysis */
   /* Wall time by phase: reading + conversion, window sweep, oracle, and the
    * reductions (selection, recall, ranks, bias). */
   double seconds_read, seconds_sweep, seconds_oracle, seconds_reduce;

@@ -102,8 +102,7 @@ static int write_recall_files(OutputSet *set, const AnalysisConfig *config,
             size_t at = ref * analysis_recall_stride(result, config) +
                         analysis_recall_index(result, config, 0, q, w, ri, ki);
             double mean, lo, hi;
-            if (!summarise(result->recall + at, result->n_heads, stride, &mean, &lo, &hi))
-              continue;
+            if (!summarise(result->recall + at, result->n_heads, stride, &mean, &lo, &hi)) continue;
             fprintf(all, "%s,%zu,%zu,%zu,%s,%.9g,%.9g,%.9g\n",
                     score_quantity_name((ScoreQuantity)q), config->windows[w], result->recents[ri],
                     config->topk[ki], result->reference_names[ref], mean, lo, hi);
@@ -156,8 +155,8 @@ static int write_spearman_file(OutputSet *set, const AnalysisConfig *config,
       summarise(result->spearman + pi * config->n_windows + w, result->n_heads, stride, &mean, &lo,
                 &hi);
       fprintf(fp, "%s,%zu,%s,%.9g,%.9g,%.9g\n", score_quantity_name(result->pairs[pi].quantity),
-              config->windows[w], analysis_reference_name(result, result->pairs[pi].reference), mean, lo,
-              hi);
+              config->windows[w], analysis_reference_name(result, result->pairs[pi].reference),
+              mean, lo, hi);
     }
   return output_finish(set, fp);
 }
@@ -191,7 +190,8 @@ static int write_bias_file(OutputSet *set, const AnalysisConfig *config,
   fprintf(fp, "score,window,recent,k,bucket,bucket_lo,bucket_hi,selected_share,mean_norm_score\n");
   size_t B = config->buckets;
   for (size_t q = 0; q <= OBC_Q_COUNT; q++) {
-    const char *name = q == OBC_Q_COUNT ? result->reference_names[0] : score_quantity_name((ScoreQuantity)q);
+    const char *name =
+        q == OBC_Q_COUNT ? result->reference_names[0] : score_quantity_name((ScoreQuantity)q);
     for (size_t w = 0; w < config->n_windows; w++)
       for (size_t ri = 0; ri < result->n_recents; ri++)
         for (size_t ki = 0; ki < config->n_topk; ki++) {
@@ -289,8 +289,8 @@ static cJSON *parameters_json(const AnalysisConfig *config, const AnalysisResult
 
 /* Mean over heads of one recall cell against reference ref (NaN when not
  * reported). */
-static double mean_recall(const AnalysisConfig *config, const AnalysisResult *result,
-                          size_t ref, size_t q, size_t w, size_t ri, size_t ki) {
+static double mean_recall(const AnalysisConfig *config, const AnalysisResult *result, size_t ref,
+                          size_t q, size_t w, size_t ri, size_t ki) {
   double mean, lo, hi;
   summarise(result->recall + ref * analysis_recall_stride(result, config) +
                 analysis_recall_index(result, config, 0, q, w, ri, ki),
@@ -298,8 +298,8 @@ static double mean_recall(const AnalysisConfig *config, const AnalysisResult *re
   return mean;
 }
 
-static double mean_spearman(const AnalysisConfig *config, const AnalysisResult *result,
-                            size_t q, int reference, size_t w) {
+static double mean_spearman(const AnalysisConfig *config, const AnalysisResult *result, size_t q,
+                            int reference, size_t w) {
   for (size_t pi = 0; pi < result->n_pairs; pi++) {
     if (result->pairs[pi].quantity != q || result->pairs[pi].reference != reference) continue;
     double mean, lo, hi;
@@ -317,8 +317,8 @@ static size_t window_index(const AnalysisConfig *config, size_t window) {
 }
 
 /* {"recent=R": {"k": recall}} of quantity q at window w against reference ref. */
-static cJSON *recall_json(const AnalysisConfig *config, const AnalysisResult *result,
-                          size_t ref, size_t q, size_t w) {
+static cJSON *recall_json(const AnalysisConfig *config, const AnalysisResult *result, size_t ref,
+                          size_t q, size_t w) {
   cJSON *recall = cJSON_CreateObject();
   for (size_t ri = 0; ri < result->n_recents; ri++) {
     char key[32];

@@ -17,8 +17,8 @@
 static double cpu_seconds(void) {
   struct rusage usage;
   getrusage(RUSAGE_SELF, &usage);
-  return (double)usage.ru_utime.tv_sec + usage.ru_utime.tv_usec * 1e-6 + (double)usage.ru_stime.tv_sec +
-         usage.ru_stime.tv_usec * 1e-6;
+  return (double)usage.ru_utime.tv_sec + usage.ru_utime.tv_usec * 1e-6 +
+         (double)usage.ru_stime.tv_sec + usage.ru_stime.tv_usec * 1e-6;
 }
 
 static int bench_types(const GgufFile *file, int threads, int repeats) {
@@ -50,7 +50,8 @@ static int bench_types(const GgufFile *file, int threads, int repeats) {
     }
     if (elements)
       printf("  %-5s %d thread(s): %9.1fM values in %7.3f s = %6.0f M values/s (%5.0f MB/s read)\n",
-             gguf_type_name(type), threads, elements / 1e6, best, elements / best / 1e6, bytes / best / 1e6);
+             gguf_type_name(type), threads, elements / 1e6, best, elements / best / 1e6,
+             bytes / best / 1e6);
   }
   free(out);
   return 0;
@@ -68,7 +69,8 @@ int main(int argc, char **argv) {
   }
   int max_threads = omp_get_max_threads();
   printf("dequantisation of %s (best of %d)\n", path, repeats);
-  for (int threads = 1; threads <= max_threads && !rc; threads = threads == max_threads ? threads + 1 : max_threads)
+  for (int threads = 1; threads <= max_threads && !rc;
+       threads = threads == max_threads ? threads + 1 : max_threads)
     rc = bench_types(file, threads, repeats);
   gguf_close(file);
   omp_set_num_threads(max_threads);
@@ -77,8 +79,8 @@ int main(int argc, char **argv) {
     Model *model;
     rc = model_load(path, &model);
     if (rc) break;
-    printf("model_load (%d threads): %.3f s wall, %.3f s CPU\n", max_threads, obc_now_seconds() - start,
-           cpu_seconds() - cpu);
+    printf("model_load (%d threads): %.3f s wall, %.3f s CPU\n", max_threads,
+           obc_now_seconds() - start, cpu_seconds() - cpu);
     model_free(model);
   }
   if (rc) {

@@ -63,8 +63,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf("tokenizer load (%zu tokens): %.3f s\n", tokenizer_vocab_size(tok), load_s);
-  printf("encode %s x%zu: %zu bytes -> %zu tokens in %.4f s (best of 5): %.0f tokens/s, %.1f MB/s\n",
-         text_path, copies, length, n, best, (double)n / best, (double)length / best / 1e6);
+  printf(
+      "encode %s x%zu: %zu bytes -> %zu tokens in %.4f s (best of 5): %.0f tokens/s, %.1f MB/s\n",
+      text_path, copies, length, n, best, (double)n / best, (double)length / best / 1e6);
   free(text);
   free(unit);
   tokenizer_free(tok);

@@ -105,7 +105,8 @@ static void fill_model(TraceModel *out, const Model *model) {
   out->rope_high_freq_factor = c->rope_high_freq_factor;
   out->rope_original_context = c->rope_original_context;
   out->attn_scale = 1.0 / sqrt((double)c->head_dim);
-  snprintf(out->rope_layout, sizeof out->rope_layout, "%s", c->rope_interleaved ? "interleaved" : "half");
+  snprintf(out->rope_layout, sizeof out->rope_layout, "%s",
+           c->rope_interleaved ? "interleaved" : "half");
 }
 
 /* Prefill with capture of the prompt rows, then T decode steps. tokens has
@@ -172,9 +173,9 @@ static int write_trace(const char *path, const Model *model, const NiahPrompt *p
   memcpy(meta.spans, prompt->spans, sizeof meta.spans);
 
   TraceWriteOptions wo = {.store_f16 = o->store_f16,
-                             .compression_level = o->compression,
-                             .store_attn = o->store_attn,
-                             .store_logits = true};
+                          .compression_level = o->compression,
+                          .store_attn = o->store_attn,
+                          .store_logits = true};
   TraceWriter *writer = NULL;
   int rc = trace_create(path, &meta, &wo, &writer);
   free(row_positions);

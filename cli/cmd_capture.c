@@ -72,7 +72,8 @@ int cmd_capture(int argc, char **argv) {
        &a.niah.length, .seen = &length_given},
       {"--depth", NULL, "D", "needle depth, 0 (start) .. 100 (end) percent", "50",
        OBC_OPTION_CUSTOM, &a.niah.depth, parse_depth, NULL},
-      {"-o", NULL, "TRACE.h5", "the trace (required)", NULL, OBC_OPTION_TEXT, &a.out_path, NULL, NULL},
+      {"-o", NULL, "TRACE.h5", "the trace (required)", NULL, OBC_OPTION_TEXT, &a.out_path, NULL,
+       NULL},
       OBC_OPTION_HEADING(""),
   };
   ObcOption shared[CAPTURE_ARGS_N_OPTIONS];
@@ -89,8 +90,7 @@ int cmd_capture(int argc, char **argv) {
     return obc_fail(OBC_EINVAL, "unexpected argument '%s' (try obcache capture --help)",
                     args.positional[0]);
   if (!a.out_path) return obc_fail(OBC_EINVAL, "missing -o TRACE.h5 (see obcache capture --help)");
-  if (!length_given)
-    return obc_fail(OBC_EINVAL, "missing --length N (see obcache capture --help)");
+  if (!length_given) return obc_fail(OBC_EINVAL, "missing --length N (see obcache capture --help)");
   ObcPendingFile probe;
   rc = obc_pending_init(&probe, a.out_path);
   if (rc) return rc;

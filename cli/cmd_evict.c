@@ -11,14 +11,14 @@
 
 static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
   fprintf(out,
-"usage: obcache evict TRACE [policy options] -o KEEP.h5\n"
-"\n"
-"Applies an eviction policy to the prompt of TRACE and writes, for every\n"
-"(layer, KV head), the prompt positions it keeps: datasets keep (layers,\n"
-"kv_heads, n_prompt) uint8, n_kept (layers, kv_heads) and positions (layers,\n"
-"kv_heads, max kept) padded with -1, every parameter as an attribute.\n"
-"Replay it with obcache replay --offline TRACE --keep KEEP.h5 (or the model).\n"
-"\n");
+          "usage: obcache evict TRACE [policy options] -o KEEP.h5\n"
+          "\n"
+          "Applies an eviction policy to the prompt of TRACE and writes, for every\n"
+          "(layer, KV head), the prompt positions it keeps: datasets keep (layers,\n"
+          "kv_heads, n_prompt) uint8, n_kept (layers, kv_heads) and positions (layers,\n"
+          "kv_heads, max kept) padded with -1, every parameter as an attribute.\n"
+          "Replay it with obcache replay --offline TRACE --keep KEEP.h5 (or the model).\n"
+          "\n");
   obc_options_print_help(out, lists, n_lists);
 }
 
@@ -63,11 +63,11 @@ int cmd_evict(int argc, char **argv) {
       lo = keep.n_kept[h] < lo ? keep.n_kept[h] : lo;
       hi = keep.n_kept[h] > hi ? keep.n_kept[h] : hi;
     }
-    printf("evict: %s, budget %zu of %zu candidates (%s, %s, window %zu, recent %zu, sinks %zu): "
-           "%zu..%zu kept per KV head -> %s\n",
-           keep.policy.score, keep.budget, keep.n_candidates, evict_allocation_name(policy.allocation),
-           evict_mode_name(policy.mode), keep.window, policy.recent, policy.sinks, lo, hi,
-           out_path);
+    printf(
+        "evict: %s, budget %zu of %zu candidates (%s, %s, window %zu, recent %zu, sinks %zu): "
+        "%zu..%zu kept per KV head -> %s\n",
+        keep.policy.score, keep.budget, keep.n_candidates, evict_allocation_name(policy.allocation),
+        evict_mode_name(policy.mode), keep.window, policy.recent, policy.sinks, lo, hi, out_path);
     evict_keep_set_free(&keep);
   }
   trace_close(reader);

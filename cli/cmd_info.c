@@ -40,10 +40,14 @@ static void print_quoted(const char *text, size_t max) {
   putchar('"');
   size_t n = strlen(text);
   for (size_t i = 0; i < n && i < max; i++) {
-    if (text[i] == '\n') fputs("\\n", stdout);
-    else if (text[i] == '"') fputs("\\\"", stdout);
-    else if ((unsigned char)text[i] < 32) printf("\\x%02x", (unsigned char)text[i]);
-    else putchar(text[i]);
+    if (text[i] == '\n')
+      fputs("\\n", stdout);
+    else if (text[i] == '"')
+      fputs("\\\"", stdout);
+    else if ((unsigned char)text[i] < 32)
+      printf("\\x%02x", (unsigned char)text[i]);
+    else
+      putchar(text[i]);
   }
   printf("\"%s", n > max ? "..." : "");
 }
@@ -51,12 +55,16 @@ static void print_quoted(const char *text, size_t max) {
 /* Per dataset name (K, V, ...): total bytes stored and logical size. */
 static void print_datasets(const char *path, const TraceMeta *m) {
   const char *names[] = {"K", "V", "Q", "O", "lse", "A"};
-  const char *shapes[] = {"(n_kv_heads, n_positions, head_dim)", "(n_kv_heads, n_positions, head_dim)",
-                          "(n_heads, n_rows, head_dim)",         "(n_heads, n_rows, head_dim)",
-                          "(n_heads, n_rows)",                   "(n_heads, n_rows, n_positions)"};
+  const char *shapes[] = {"(n_kv_heads, n_positions, head_dim)",
+                          "(n_kv_heads, n_positions, head_dim)",
+                          "(n_heads, n_rows, head_dim)",
+                          "(n_heads, n_rows, head_dim)",
+                          "(n_heads, n_rows)",
+                          "(n_heads, n_rows, n_positions)"};
   hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (file < 0) return;
-  printf("datasets   per layer /layers/NNN/...; stored sizes summed over %zu layers\n", m->model.n_layers);
+  printf("datasets   per layer /layers/NNN/...; stored sizes summed over %zu layers\n",
+         m->model.n_layers);
   for (size_t k = 0; k < (m->has_attn ? 6u : 5u); k++) {
     double stored = 0.0, logical = 0.0;
     char type[16] = "?";
@@ -75,7 +83,8 @@ static void print_datasets(const char *path, const TraceMeta *m) {
     print_bytes(" ", stored);
     printf(" (%.0f%% of raw)\n", logical > 0 ? 100.0 * stored / logical : 0.0);
   }
-  printf("  row_positions (%zu) i64%s%s\n", m->n_rows, m->tokens ? ", tokens (n_positions) i32" : "",
+  printf("  row_positions (%zu) i64%s%s\n", m->n_rows,
+         m->tokens ? ", tokens (n_positions) i32" : "",
          m->has_logits ? ", logits (n_decode, vocab_size) f32" : "");
   H5Fclose(file);
 }
@@ -129,15 +138,18 @@ static void print_summary(const char *path, const TraceMeta *m, const Tokenizer 
   printf("model      %s (%s): %zu layers, %zu heads, %zu KV heads, head dim %zu, vocab %zu\n",
          c->name, c->architecture, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim,
          c->vocab_size);
-  printf("           rope theta %g, layout %s, scaling %s (factor %g, low %g, high %g, original "
-         "context %zu), attn_scale %.6g\n",
-         c->rope_theta, c->rope_layout[0] ? c->rope_layout : "unrecorded", c->rope_scaling,
-         c->rope_factor, c->rope_low_freq_factor, c->rope_high_freq_factor,
-         c->rope_original_context, c->attn_scale);
+  printf(
+      "           rope theta %g, layout %s, scaling %s (factor %g, low %g, high %g, original "
+      "context %zu), attn_scale %.6g\n",
+      c->rope_theta, c->rope_layout[0] ? c->rope_layout : "unrecorded", c->rope_scaling,
+      c->rope_factor, c->rope_low_freq_factor, c->rope_high_freq_factor, c->rope_original_context,
+      c->attn_scale);
   printf("dtype      %s\n", m->dtype);
   printf("positions  %zu (prompt %zu + decode %zu)\n", m->n_positions, m->n_prompt, m->n_decode);
   print_rows(m);
-  printf("needle     %s\n", m->needle_found < 0 ? "not applicable" : m->needle_found ? "found" : "not found");
+  printf("needle     %s\n", m->needle_found < 0 ? "not applicable"
+                            : m->needle_found   ? "found"
+                                                : "not found");
   print_spans(m, tokenizer);
   if (m->prompt_text) printf("prompt     %zu bytes of text\n", strlen(m->prompt_text));
   if (m->generated_text) {

@@ -29,8 +29,10 @@ static void print_gguf_table(const GgufFile *file, int list) {
   size_t counts[64] = {0}, other = 0, bytes = 0;
   for (size_t i = 0; i < gguf_tensor_count(file); i++) {
     const GgufTensor *t = gguf_tensor(file, i);
-    if (t->type < 64) counts[t->type]++;
-    else other++;
+    if (t->type < 64)
+      counts[t->type]++;
+    else
+      other++;
     bytes += t->n_bytes;
     if (list) {
       printf("  %-40s %-11s [", t->name, gguf_type_name(t->type));
@@ -38,14 +40,16 @@ static void print_gguf_table(const GgufFile *file, int list) {
       printf("]\n");
     }
   }
-  printf("format: GGUF v%" PRIu32 ", alignment %zu, %zu metadata keys\n", gguf_version(file), gguf_alignment(file),
-         gguf_metadata_count(file));
+  printf("format: GGUF v%" PRIu32 ", alignment %zu, %zu metadata keys\n", gguf_version(file),
+         gguf_alignment(file), gguf_metadata_count(file));
   printf("tensors: %zu (", gguf_tensor_count(file));
   const char *sep = "";
   for (uint32_t type = 0; type < 64; type++) {
     if (!counts[type]) continue;
-    if (gguf_type_block_size(type)) printf("%s%s %zu", sep, gguf_type_name(type), counts[type]);
-    else printf("%stype %" PRIu32 " %zu", sep, type, counts[type]);
+    if (gguf_type_block_size(type))
+      printf("%s%s %zu", sep, gguf_type_name(type), counts[type]);
+    else
+      printf("%stype %" PRIu32 " %zu", sep, type, counts[type]);
     sep = ", ";
   }
   if (other) printf("%sother %zu", sep, other);
@@ -76,23 +80,30 @@ static void print_config(const Model *m, double seconds) {
   const ModelConfig *c = &m->config;
   static const char *scaling[] = {"none", "llama3", "linear"};
   printf("name: %s\n", c->name);
-  printf("config: %s, %zu layers, dim %zu, ffn %zu, heads %zu (kv %zu), head_dim %zu, vocab %zu, context %zu\n",
-         c->architecture, c->n_layers, c->dim, c->ffn_dim, c->n_heads, c->n_kv_heads, c->head_dim, c->vocab_size,
-         c->context_length);
+  printf(
+      "config: %s, %zu layers, dim %zu, ffn %zu, heads %zu (kv %zu), head_dim %zu, vocab %zu, "
+      "context %zu\n",
+      c->architecture, c->n_layers, c->dim, c->ffn_dim, c->n_heads, c->n_kv_heads, c->head_dim,
+      c->vocab_size, c->context_length);
   printf("        rms eps %g, rope theta %g on %s, rope scaling %s", c->norm_eps, c->rope_theta,
          c->rope_interleaved ? "interleaved pairs" : "halves", scaling[c->rope_scaling]);
-  if (c->rope_scaling != OBC_ROPE_NONE && c->rope_factor > 0) printf(" (factor %g)", c->rope_factor);
-  if (c->rope_scaling == OBC_ROPE_LLAMA3 && c->rope_factor == 0) printf(" (from rope_freqs.weight)");
-  printf(", tied embeddings %s, qkv bias %s\n", c->tied_embeddings ? "yes" : "no", c->qkv_bias ? "yes" : "no");
+  if (c->rope_scaling != OBC_ROPE_NONE && c->rope_factor > 0)
+    printf(" (factor %g)", c->rope_factor);
+  if (c->rope_scaling == OBC_ROPE_LLAMA3 && c->rope_factor == 0)
+    printf(" (from rope_freqs.weight)");
+  printf(", tied embeddings %s, qkv bias %s\n", c->tied_embeddings ? "yes" : "no",
+         c->qkv_bias ? "yes" : "no");
   size_t q = c->n_heads * c->head_dim, kv = c->n_kv_heads * c->head_dim;
   size_t per_layer = 2 * c->dim + (q + 2 * kv) * c->dim + c->dim * q + 3 * c->ffn_dim * c->dim +
                      (c->qkv_bias ? q + 2 * kv : 0);
-  size_t params = c->vocab_size * c->dim * (c->tied_embeddings ? 1 : 2) + c->dim + c->n_layers * per_layer;
+  size_t params =
+      c->vocab_size * c->dim * (c->tied_embeddings ? 1 : 2) + c->dim + c->n_layers * per_layer;
   printf("weights: %.1fM parameters, %.0f MB in fp32, loaded in %.2f s\n", (double)params / 1e6,
          (double)params * 4 / 1e6, seconds);
   if (m->tokenizer)
-    printf("tokenizer: %zu tokens, BOS %" PRId32 ", EOS %" PRId32 "\n", tokenizer_vocab_size(m->tokenizer),
-           tokenizer_bos_id(m->tokenizer), tokenizer_eos_id(m->tokenizer));
+    printf("tokenizer: %zu tokens, BOS %" PRId32 ", EOS %" PRId32 "\n",
+           tokenizer_vocab_size(m->tokenizer), tokenizer_bos_id(m->tokenizer),
+           tokenizer_eos_id(m->tokenizer));
   else
     printf("tokenizer: none\n");
 }
@@ -103,8 +114,9 @@ int cmd_model_info(int argc, char **argv) {
   const ObcOption options[] = {
       {"--model", NULL, "PATH", "GGUF file or Hugging Face folder",
        "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &path, NULL, NULL},
-      {"--tensors", NULL, NULL, "list every tensor (name, stored type, shape as the file writes it)",
-       NULL, OBC_OPTION_FLAG, &list, NULL, NULL},
+      {"--tensors", NULL, NULL,
+       "list every tensor (name, stored type, shape as the file writes it)", NULL, OBC_OPTION_FLAG,
+       &list, NULL, NULL},
       {"--no-load", NULL, NULL,
        "stop after the table (large models need 4 bytes per parameter to load)", NULL,
        OBC_OPTION_FLAG, &no_load, NULL, NULL},
@@ -125,8 +137,10 @@ int cmd_model_info(int argc, char **argv) {
   if (!path) path = model_default_path();
   struct stat st;
   if (stat(path, &st) != 0)
-    return obc_fail(OBC_ENOTFOUND, "%s: no such model file or folder (hint: run scripts/setup.sh for the default "
-                    "model, or pass --model PATH)", path);
+    return obc_fail(OBC_ENOTFOUND,
+                    "%s: no such model file or folder (hint: run scripts/setup.sh for the default "
+                    "model, or pass --model PATH)",
+                    path);
   printf("model: %s\n", path);
   int rc;
   if (S_ISDIR(st.st_mode)) {

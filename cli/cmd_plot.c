@@ -78,9 +78,13 @@ static int parse_formats(void *target, const char *option, const char *text) {
   *formats = 0;
   char *save = NULL;
   for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    if (!strcmp(tok, "png")) *formats |= PLOT_PNG;
-    else if (!strcmp(tok, "svg")) *formats |= PLOT_SVG;
-    else return obc_fail(OBC_EINVAL, "--format: unknown format '%s' (expected png, svg or png,svg)", tok);
+    if (!strcmp(tok, "png"))
+      *formats |= PLOT_PNG;
+    else if (!strcmp(tok, "svg"))
+      *formats |= PLOT_SVG;
+    else
+      return obc_fail(OBC_EINVAL, "--format: unknown format '%s' (expected png, svg or png,svg)",
+                      tok);
   }
   if (!*formats) return obc_fail(OBC_EINVAL, "--format: empty list (expected png, svg or png,svg)");
   return OBC_OK;
@@ -89,10 +93,11 @@ static int parse_formats(void *target, const char *option, const char *text) {
 int cmd_plot(int argc, char **argv) {
   PlotOptions options = {.formats = PLOT_PNG | PLOT_SVG};
   const ObcOption table[] = {
-      {"--output", "-o", "OUTDIR", "output folder, created if needed", "DIR/plots",
-       OBC_OPTION_TEXT, &options.out_dir, NULL, NULL},
-      {"--format", NULL, "LIST", "png, svg or png,svg (PNG via pngcairo when gnuplot has it, else png)",
-       "png,svg", OBC_OPTION_CUSTOM, &options.formats, parse_formats, NULL},
+      {"--output", "-o", "OUTDIR", "output folder, created if needed", "DIR/plots", OBC_OPTION_TEXT,
+       &options.out_dir, NULL, NULL},
+      {"--format", NULL, "LIST",
+       "png, svg or png,svg (PNG via pngcairo when gnuplot has it, else png)", "png,svg",
+       OBC_OPTION_CUSTOM, &options.formats, parse_formats, NULL},
       {"--window", NULL, "W",
        "the perturbation window the recall_k, needle_k, bias_* and recall_layers figures show "
        "(default: the report's main_window)",
@@ -117,7 +122,8 @@ int cmd_plot(int argc, char **argv) {
                     args.positional[1]);
   if (args.n_positional) options.dir = args.positional[0];
   if (!options.dir)
-    return obc_fail(OBC_EINVAL, "missing the analysis folder (usage: obcache plot DIR [options]; "
+    return obc_fail(OBC_EINVAL,
+                    "missing the analysis folder (usage: obcache plot DIR [options]; "
                     "see --help)");
   PlotResult *result = calloc(1, sizeof *result);
   if (!result) return obc_fail(OBC_ENOMEM, "plot: out of memory");

@@ -21,28 +21,28 @@
 
 static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
   fprintf(out,
-"usage: obcache replay TRACE [--model M] (--keep KEEP.h5 | policy options) [-o DIR]\n"
-"       obcache replay --offline TRACE (--keep KEEP.h5 | policy options) [-o DIR]\n"
-"       obcache replay --sweep (TRACE | SWEEP_DIR) [--scores S,..] [--budgets B,..]\n"
-"                      [--no-model] [policy options] [-o DIR]\n"
-"       obcache replay --dynamic [--model M] [--text kjv|FILE] [--tokens N]\n"
-"                      [--budgets 256,512,1024] [--scores S,..] [-o DIR]\n"
-"\n"
-"Model replay (default): loads the prompt K/V of TRACE as the model's cache (no\n"
-"prefill), drops the evicted rows per (layer, KV head), and decodes the captured\n"
-"steps from the first generated token: free-running (greedy; is the needle's\n"
-"value still in the answer, how long a prefix of it, what share of its tokens?\n"
-"token agreement with the full-cache answer and the first diverging step) and\n"
-"teacher-forced (KL divergence of every step's next-token distribution from the\n"
-"trace's full-cache logits, per step and mean). Writes DIR/replay.json and\n"
-"DIR/replay_steps.csv (step,token_full,token_replay,kl_forced).\n"
-"\n"
-"Offline replay (--offline): for every captured decode step and query head, the\n"
-"exact attention output over the kept prompt positions plus the generated\n"
-"tokens against the captured output: relative error, attention mass lost,\n"
-"needle-span retention. Writes DIR/offline_heads.csv, offline_layers.csv,\n"
-"offline_steps.csv and offline.json.\n"
-"\n");
+          "usage: obcache replay TRACE [--model M] (--keep KEEP.h5 | policy options) [-o DIR]\n"
+          "       obcache replay --offline TRACE (--keep KEEP.h5 | policy options) [-o DIR]\n"
+          "       obcache replay --sweep (TRACE | SWEEP_DIR) [--scores S,..] [--budgets B,..]\n"
+          "                      [--no-model] [policy options] [-o DIR]\n"
+          "       obcache replay --dynamic [--model M] [--text kjv|FILE] [--tokens N]\n"
+          "                      [--budgets 256,512,1024] [--scores S,..] [-o DIR]\n"
+          "\n"
+          "Model replay (default): loads the prompt K/V of TRACE as the model's cache (no\n"
+          "prefill), drops the evicted rows per (layer, KV head), and decodes the captured\n"
+          "steps from the first generated token: free-running (greedy; is the needle's\n"
+          "value still in the answer, how long a prefix of it, what share of its tokens?\n"
+          "token agreement with the full-cache answer and the first diverging step) and\n"
+          "teacher-forced (KL divergence of every step's next-token distribution from the\n"
+          "trace's full-cache logits, per step and mean). Writes DIR/replay.json and\n"
+          "DIR/replay_steps.csv (step,token_full,token_replay,kl_forced).\n"
+          "\n"
+          "Offline replay (--offline): for every captured decode step and query head, the\n"
+          "exact attention output over the kept prompt positions plus the generated\n"
+          "tokens against the captured output: relative error, attention mass lost,\n"
+          "needle-span retention. Writes DIR/offline_heads.csv, offline_layers.csv,\n"
+          "offline_steps.csv and offline.json.\n"
+          "\n");
   obc_options_print_help(out, lists, n_lists);
 }
 
@@ -65,8 +65,8 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
        NULL, OBC_OPTION_TEXT, &a->keep_path, NULL, NULL},
       {"--model", NULL, "M", "GGUF file or HF folder", "the embedded SmolLM2", OBC_OPTION_TEXT,
        &a->model_path, NULL, NULL},
-      {"--steps", NULL, "T", "decode steps to replay", "all captured", OBC_OPTION_SIZE,
-       &a->steps, NULL, NULL},
+      {"--steps", NULL, "T", "decode steps to replay", "all captured", OBC_OPTION_SIZE, &a->steps,
+       NULL, NULL},
       {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &a->threads, NULL,
        NULL},
       {"-o", NULL, "DIR",
@@ -79,11 +79,11 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
           "writes replay_cells.csv, replay_sweep.csv (means over traces), kl_steps.csv\n"
           "(teacher-forced KL per score, budget and decode step) and replay_sweep.json;\n"
           "draw them with obcache plot DIR."),
-      {"--sweep", NULL, NULL, "run the budget sweep", NULL, OBC_OPTION_FLAG, &a->sweep, NULL,
-       NULL},
+      {"--sweep", NULL, NULL, "run the budget sweep", NULL, OBC_OPTION_FLAG, &a->sweep, NULL, NULL},
       {"--scores", NULL, "S,..",
        "sweep: default attn,snapkv,vatp,obc_v,obc_k,obc_vk,streaming,random, "
-       "oracle@1,oracle@T,decode_attn. oracle and decode_attn without @steps take --oracle (default 1 and T); "
+       "oracle@1,oracle@T,decode_attn. oracle and decode_attn without @steps take --oracle "
+       "(default 1 and T); "
        "each entry is its own policy, so oracle@1 and oracle@T sit side by side. --dynamic: "
        "attn (H2O), obc_v, obc_k, obc_vk, streaming (default all)",
        NULL, OBC_OPTION_TEXT, &a->scores, NULL, NULL},
@@ -169,15 +169,16 @@ static int run_sweep(const ReplayArgs *a, const char *command_line) {
   config.threads = a->threads;
   int rc = OBC_OK;
   if (a->scores)
-    rc = parse_names("--scores", a->scores, config.scores, &config.n_scores,
-                     evict_policy_set_score);
+    rc =
+        parse_names("--scores", a->scores, config.scores, &config.n_scores, evict_policy_set_score);
   if (!rc && a->budgets)
     rc = parse_names("--budgets", a->budgets, config.budgets, &config.n_budgets,
                      evict_policy_set_budget);
   if (rc) return rc;
   char out_dir[4096];
   struct stat st;
-  if (a->out_dir) snprintf(out_dir, sizeof out_dir, "%s", a->out_dir);
+  if (a->out_dir)
+    snprintf(out_dir, sizeof out_dir, "%s", a->out_dir);
   else if (stat(a->trace_path, &st) == 0 && S_ISDIR(st.st_mode))
     snprintf(out_dir, sizeof out_dir, "%s/replay", a->trace_path);
   else {
@@ -193,8 +194,10 @@ static int dynamic_score_check(EvictPolicy *probe, const char *name) {
   static const char *const names[] = {"attn", "obc_v", "obc_k", "obc_vk", "streaming"};
   for (size_t i = 0; i < 5; i++)
     if (!strcmp(name, names[i])) return OBC_OK;
-  return obc_fail(OBC_EINVAL, "--scores %s: not a dynamic score (expected attn, obc_v, obc_k, "
-                  "obc_vk or streaming)", name);
+  return obc_fail(OBC_EINVAL,
+                  "--scores %s: not a dynamic score (expected attn, obc_v, obc_k, "
+                  "obc_vk or streaming)",
+                  name);
 }
 
 static int run_dynamic(const ReplayArgs *a, const char *command_line) {
@@ -237,8 +240,10 @@ static void print_offline(const EvictKeepSet *keep, const EvictOfflineResult *r,
   printf("offline replay: %s, budget %zu of %zu (%s, %s), %zu decode steps\n", keep->policy.score,
          keep->budget, keep->n_candidates, evict_allocation_name(keep->policy.allocation),
          evict_mode_name(keep->policy.mode), r->n_steps);
-  printf("  relative output error %.4g (step 1: %.4g), attention mass lost %.4g, needle kept "
-         "%.3g -> %s\n", s.rel_error, s.rel_error_step1, s.mass_lost, s.needle_kept, dir);
+  printf(
+      "  relative output error %.4g (step 1: %.4g), attention mass lost %.4g, needle kept "
+      "%.3g -> %s\n",
+      s.rel_error, s.rel_error_step1, s.mass_lost, s.needle_kept, dir);
 }
 
 int cmd_replay(int argc, char **argv) {
@@ -253,13 +258,16 @@ int cmd_replay(int argc, char **argv) {
   evict_join_command_line(argc, argv, command_line, sizeof command_line);
   if (a.sweep) {
     if (a.offline || a.keep_path)
-      return obc_fail(OBC_EINVAL, "--sweep: runs offline and model replay itself from --scores "
+      return obc_fail(OBC_EINVAL,
+                      "--sweep: runs offline and model replay itself from --scores "
                       "and --budgets (no --offline or --keep)");
     return run_sweep(&a, command_line);
   }
   if (a.dynamic) return run_dynamic(&a, command_line);
-  if (a.out_dir) snprintf(out_dir, sizeof out_dir, "%s", a.out_dir);
-  else default_out_dir(a.trace_path, out_dir, sizeof out_dir);
+  if (a.out_dir)
+    snprintf(out_dir, sizeof out_dir, "%s", a.out_dir);
+  else
+    default_out_dir(a.trace_path, out_dir, sizeof out_dir);
 
   TraceReader *reader = NULL;
   if ((rc = trace_open(a.trace_path, &reader))) return rc;
@@ -267,8 +275,10 @@ int cmd_replay(int argc, char **argv) {
   memset(&keep, 0, sizeof keep);
   size_t first = 0;
   if (trace_meta_decode_rows(trace_meta(reader), &first) == 0)
-    rc = obc_fail(OBC_EINVAL, "%s: no decode rows captured (replay needs them; hint: capture "
-                  "with --decode >= 1)", a.trace_path);
+    rc = obc_fail(OBC_EINVAL,
+                  "%s: no decode rows captured (replay needs them; hint: capture "
+                  "with --decode >= 1)",
+                  a.trace_path);
   if (!rc)
     rc = a.keep_path ? evict_keep_read(a.keep_path, trace_meta(reader), &keep)
                      : evict_policy_apply(reader, &a.policy, &keep);
@@ -295,11 +305,17 @@ int cmd_replay(int argc, char **argv) {
              keep.budget, keep.n_candidates, evict_allocation_name(keep.policy.allocation),
              evict_mode_name(keep.policy.mode), result->n_steps);
       printf("  full cache: \"%s\" (needle %s)\n", full,
-             full_found < 0 ? "n/a" : full_found ? "found" : "NOT found");
-      printf("  evicted:    \"%s\" (needle %s, prefix %zu of %zu characters, %.3g of its "
-             "tokens)\n", result->answer,
-             result->needle_found < 0 ? "n/a" : result->needle_found ? "found" : "NOT found",
-             result->needle_prefix, result->needle_chars, result->needle_tokens);
+             full_found < 0 ? "n/a"
+             : full_found   ? "found"
+                            : "NOT found");
+      printf(
+          "  evicted:    \"%s\" (needle %s, prefix %zu of %zu characters, %.3g of its "
+          "tokens)\n",
+          result->answer,
+          result->needle_found < 0 ? "n/a"
+          : result->needle_found   ? "found"
+                                   : "NOT found",
+          result->needle_prefix, result->needle_chars, result->needle_tokens);
       char diverges[32] = "none";
       if (result->first_divergence)
         snprintf(diverges, sizeof diverges, "%zu", result->first_divergence);
@@ -307,8 +323,7 @@ int cmd_replay(int argc, char **argv) {
              diverges);
       printf("  teacher-forced KL(full || evicted): mean %.4g, per step", result->kl_forced_mean);
       for (size_t t = 0; t < result->n_steps; t++) printf(" %.3g", result->kl_forced[t]);
-      printf("\n  max relative logit diff (forced) %.3g -> %s\n", result->logits_rel_diff,
-             out_dir);
+      printf("\n  max relative logit diff (forced) %.3g -> %s\n", result->logits_rel_diff, out_dir);
     }
     free(result);
   }

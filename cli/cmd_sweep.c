@@ -50,7 +50,8 @@ static int parse_args(int argc, char **argv, CaptureArgs *a, SweepOptions *s, bo
        &lengths, obc_option_parse_size_list, NULL},
       {"--depths", NULL, "D[,D...]", "needle depths in percent", "0,25,50,75,100",
        OBC_OPTION_CUSTOM, &depths, obc_option_parse_size_list, NULL},
-      {"-o", NULL, "DIR", "output folder (required)", NULL, OBC_OPTION_TEXT, &a->out_path, NULL, NULL},
+      {"-o", NULL, "DIR", "output folder (required)", NULL, OBC_OPTION_TEXT, &a->out_path, NULL,
+       NULL},
       {"--length", NULL, "N", NULL, NULL, OBC_OPTION_CUSTOM, NULL, reject_single_cell, NULL},
       {"--depth", NULL, "D", NULL, NULL, OBC_OPTION_CUSTOM, NULL, reject_single_cell, NULL},
       OBC_OPTION_HEADING("\nanalysis:"),
@@ -64,8 +65,8 @@ static int parse_args(int argc, char **argv, CaptureArgs *a, SweepOptions *s, bo
       {"--recent", NULL, "R", "also analyse with a recent window of R positions", NULL,
        OBC_OPTION_SIZE, &c->recent, NULL, NULL},
       {"--oracle", NULL, "1|T|N|a-b",
-       "oracle of the first decode step (default), all steps, step N or steps a-b (1-based)",
-       NULL, OBC_OPTION_CUSTOM, &c->oracle, oracle_steps_parse_option, NULL},
+       "oracle of the first decode step (default), all steps, step N or steps a-b (1-based)", NULL,
+       OBC_OPTION_CUSTOM, &c->oracle, oracle_steps_parse_option, NULL},
       OBC_OPTION_HEADING(""),
   };
   ObcOption shared[CAPTURE_ARGS_N_OPTIONS];

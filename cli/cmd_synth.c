@@ -47,8 +47,8 @@ static int parse_shape(void *target, const char *option, const char *value) {
 static int parse_args(int argc, char **argv, SynthOptions *o, const char **output, bool *help) {
   size_t threads = 0;
   const ObcOption options[] = {
-      {"--output", "-o", "PATH", "trace to write (required; written under a temporary name)",
-       NULL, OBC_OPTION_TEXT, output, NULL, NULL},
+      {"--output", "-o", "PATH", "trace to write (required; written under a temporary name)", NULL,
+       OBC_OPTION_TEXT, output, NULL, NULL},
       {"--shape", NULL, "NAME",
        "model dimensions of smollm2 (30 layers, 9 heads, 3 KV heads, d=64) or llama8b (32 "
        "layers, 32 heads, 8 KV heads, d=128, prompt 32768, rows 128, decode 16); later options "
@@ -66,10 +66,10 @@ static int parse_args(int argc, char **argv, SynthOptions *o, const char **outpu
        OBC_OPTION_SIZE, &o->n_prompt_rows, NULL, NULL},
       {"--decode", NULL, "T", "decode steps, all captured", "4", OBC_OPTION_SIZE, &o->n_decode,
        NULL, NULL},
-      {"--vocab", NULL, "V", "also store random tokens and decode logits of V entries",
-       "0: none", OBC_OPTION_SIZE, &o->vocab_size, NULL, NULL},
-      {"--seed", NULL, "N", "random seed; same seed, same trace", "1", OBC_OPTION_UINT64,
-       &o->seed, NULL, NULL},
+      {"--vocab", NULL, "V", "also store random tokens and decode logits of V entries", "0: none",
+       OBC_OPTION_SIZE, &o->vocab_size, NULL, NULL},
+      {"--seed", NULL, "N", "random seed; same seed, same trace", "1", OBC_OPTION_UINT64, &o->seed,
+       NULL, NULL},
       {"--needle-depth", NULL, "PCT", "needle start, percent of the haystack", "50",
        OBC_OPTION_DOUBLE, &o->needle_depth, NULL, NULL},
       {"--needle-length", NULL, "N", "needle tokens", "16", OBC_OPTION_SIZE, &o->needle_length,
@@ -80,10 +80,10 @@ static int parse_args(int argc, char **argv, SynthOptions *o, const char **outpu
        NULL, OBC_OPTION_FLAG, &o->store_attn, NULL, NULL},
       {"--dtype", NULL, "f32|f16", "storage precision of the tensors", "f32", OBC_OPTION_CUSTOM,
        &o->store_f16, parse_dtype, NULL},
-      {"--compress", NULL, "0-9", "deflate level with byte shuffle", "0: none",
-       OBC_OPTION_CUSTOM, &o->compression_level, parse_compress, NULL},
-      {"--threads", NULL, "N", "OpenMP threads; the trace does not depend on it",
-       "0: all cores", OBC_OPTION_SIZE, &threads, NULL, NULL},
+      {"--compress", NULL, "0-9", "deflate level with byte shuffle", "0: none", OBC_OPTION_CUSTOM,
+       &o->compression_level, parse_compress, NULL},
+      {"--threads", NULL, "N", "OpenMP threads; the trace does not depend on it", "0: all cores",
+       OBC_OPTION_SIZE, &threads, NULL, NULL},
       {"--help", "-h", NULL, "this help", NULL, OBC_OPTION_HELP, NULL, NULL, NULL},
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);
@@ -109,6 +109,7 @@ int cmd_synth(int argc, char **argv) {
   bool help = false;
   int rc = parse_args(argc, argv, &options, &output, &help);
   if (rc || help) return rc;
-  if (!output) return obc_fail(OBC_EINVAL, "no output: give -o TRACE.h5 (see obcache synth --help)");
+  if (!output)
+    return obc_fail(OBC_EINVAL, "no output: give -o TRACE.h5 (see obcache synth --help)");
   return synth_generate(&options, output);
 }

@@ -42,12 +42,12 @@ static int parse_args(int argc, char **argv, TokenizeArgs *a, bool *help) {
   const ObcOption options[] = {
       {"--model", NULL, "PATH", "GGUF file or Hugging Face folder with tokenizer.json",
        "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &a->model, NULL, NULL},
-      {"--file", NULL, "FILE", "encode the file's contents instead of TEXT", NULL,
-       OBC_OPTION_TEXT, &a->file, NULL, NULL},
+      {"--file", NULL, "FILE", "encode the file's contents instead of TEXT", NULL, OBC_OPTION_TEXT,
+       &a->file, NULL, NULL},
       {"--chat", NULL, NULL, "wrap the text in the model's chat template as the user turn", NULL,
        OBC_OPTION_FLAG, &a->chat, NULL, NULL},
-      {"--system", NULL, "TEXT", "the system message of --chat", "the template's",
-       OBC_OPTION_TEXT, &a->system, NULL, NULL},
+      {"--system", NULL, "TEXT", "the system message of --chat", "the template's", OBC_OPTION_TEXT,
+       &a->system, NULL, NULL},
       {"--lines", NULL, NULL, "encode each line separately, one line of ids per line", NULL,
        OBC_OPTION_FLAG, &a->lines, NULL, NULL},
       {"--show", NULL, NULL, "one token per line: id, tab, its text", NULL, OBC_OPTION_FLAG,
@@ -72,7 +72,9 @@ static int parse_args(int argc, char **argv, TokenizeArgs *a, bool *help) {
   if (args.n_positional) a->text = args.positional[0];
   int sources = (a->text != NULL) + (a->file != NULL) + (a->decode != NULL);
   if (sources != 1)
-    return obc_fail(OBC_EINVAL, "give exactly one of TEXT, --file FILE or --decode IDS (see obcache tokenize --help)");
+    return obc_fail(
+        OBC_EINVAL,
+        "give exactly one of TEXT, --file FILE or --decode IDS (see obcache tokenize --help)");
   return 0;
 }
 
@@ -80,8 +82,10 @@ static int parse_args(int argc, char **argv, TokenizeArgs *a, bool *help) {
 static int open_tokenizer(const char *path, Tokenizer **out) {
   struct stat st;
   if (stat(path, &st) != 0)
-    return obc_fail(OBC_ENOTFOUND, "%s: no such model file or folder (hint: run scripts/setup.sh for the default "
-                    "model, or pass --model PATH)", path);
+    return obc_fail(OBC_ENOTFOUND,
+                    "%s: no such model file or folder (hint: run scripts/setup.sh for the default "
+                    "model, or pass --model PATH)",
+                    path);
   if (S_ISDIR(st.st_mode)) return tokenizer_from_hf(path, out);
   GgufFile *file = NULL;
   int rc = gguf_open(path, &file);
@@ -96,12 +100,18 @@ static void print_escaped(const char *s) {
   const unsigned char *p = (const unsigned char *)s;
   while (*p) {
     unsigned char c = *p;
-    if (c == '\n') fputs("\\n", stdout);
-    else if (c == '\t') fputs("\\t", stdout);
-    else if (c == '\r') fputs("\\r", stdout);
-    else if (c == '\\') fputs("\\\\", stdout);
-    else if (c < 0x20 || c == 0x7F) printf("\\x%02x", c);
-    else if (c < 0x80) putchar(c);
+    if (c == '\n')
+      fputs("\\n", stdout);
+    else if (c == '\t')
+      fputs("\\t", stdout);
+    else if (c == '\r')
+      fputs("\\r", stdout);
+    else if (c == '\\')
+      fputs("\\\\", stdout);
+    else if (c < 0x20 || c == 0x7F)
+      printf("\\x%02x", c);
+    else if (c < 0x80)
+      putchar(c);
     else {
       size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
       size_t k = 1;
@@ -136,7 +146,8 @@ static int print_ids(const Tokenizer *tok, const int32_t *ids, size_t n, int sho
   return 0;
 }
 
-static int encode_one(const Tokenizer *tok, const TokenizeArgs *a, const char *text, size_t length) {
+static int encode_one(const Tokenizer *tok, const TokenizeArgs *a, const char *text,
+                      size_t length) {
   int32_t *ids = NULL;
   size_t n = 0;
   int rc;
@@ -153,7 +164,8 @@ static int encode_one(const Tokenizer *tok, const TokenizeArgs *a, const char *t
     int bos = rc == 0 && tokenizer_adds_bos(tok) && tokenizer_bos_id(tok) >= 0;
     if (bos) {
       ids = malloc((n + 1) * sizeof(*ids));
-      if (!ids) rc = obc_fail(OBC_ENOMEM, "out of memory");
+      if (!ids)
+        rc = obc_fail(OBC_ENOMEM, "out of memory");
       else {
         ids[0] = tokenizer_bos_id(tok);
         memcpy(ids + 1, body, n * sizeof(*ids));

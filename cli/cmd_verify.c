@@ -61,16 +61,17 @@ static void record(VerifyWorst *w, double value, size_t layer, size_t head, size
 
 /* Thread-private buffers for one KV head and its query heads. */
 typedef struct {
-  float *K, *V;           /* stored: (P, d) each */
-  double *Kd, *Vd;        /* the same in double */
-  float *Q, *O, *lse, *A; /* stored: (R, d), (R, d), (R), (R, P) */
+  float *K, *V;                   /* stored: (P, d) each */
+  double *Kd, *Vd;                /* the same in double */
+  float *Q, *O, *lse, *A;         /* stored: (R, d), (R, d), (R), (R, P) */
   double *Qd, *Od, *lsed, *probs; /* exact: (R, d), (R, d), (R), (R, P) */
   VerifyWorst worst[WORST_KINDS];
 } VerifyScratch;
 
 static void scratch_free(VerifyScratch *s) {
   free(s->K), free(s->V), free(s->Kd), free(s->Vd);
-  free(s->Q), free(s->O), free(s->lse), free(s->A), free(s->Qd), free(s->Od), free(s->lsed), free(s->probs);
+  free(s->Q), free(s->O), free(s->lse), free(s->A), free(s->Qd), free(s->Od), free(s->lsed),
+      free(s->probs);
   memset(s, 0, sizeof *s);
 }
 
@@ -87,7 +88,8 @@ static int scratch_alloc(VerifyScratch *s, const TraceMeta *m) {
   if (!s->K || !s->V || !s->Kd || !s->Vd || !s->Q || !s->O || !s->lse || (m->has_attn && !s->A) ||
       !s->Qd || !s->Od || !s->lsed || !s->probs) {
     scratch_free(s);
-    return obc_fail(OBC_ENOMEM, "out of memory for the verification buffers (%zu rows x %zu positions)", R, P);
+    return obc_fail(OBC_ENOMEM,
+                    "out of memory for the verification buffers (%zu rows x %zu positions)", R, P);
   }
   s->worst[WORST_LSE].name = "lse", s->worst[WORST_O].name = "O", s->worst[WORST_A].name = "A";
   return OBC_OK;
@@ -104,7 +106,8 @@ static int verify_head(TraceReader *reader, size_t layer, size_t head, VerifyScr
   TraceAttendShape shape = {R, P, d, m->model.attn_scale, m->row_positions};
   trace_attend_rows(&shape, s->Qd, s->Kd, s->Vd, s->probs, s->Od, s->lsed);
   for (size_t i = 0; i < R; i++) {
-    record(&s->worst[WORST_LSE], fabs(s->lse[i] - s->lsed[i]) / fmax(1.0, fabs(s->lsed[i])), layer, head, i);
+    record(&s->worst[WORST_LSE], fabs(s->lse[i] - s->lsed[i]) / fmax(1.0, fabs(s->lsed[i])), layer,
+           head, i);
     double diff2 = 0.0, norm2 = 0.0;
     for (size_t j = 0; j < d; j++) {
       double exact = s->Od[i * d + j], delta = s->O[i * d + j] - exact;
@@ -113,7 +116,8 @@ static int verify_head(TraceReader *reader, size_t layer, size_t head, VerifyScr
     record(&s->worst[WORST_O], sqrt(diff2) / fmax(sqrt(norm2), 1e-30), layer, head, i);
     if (s->A) {
       double worst = 0.0;
-      for (size_t p = 0; p < P; p++) worst = fmax(worst, fabs(s->A[i * P + p] - s->probs[i * P + p]));
+      for (size_t p = 0; p < P; p++)
+        worst = fmax(worst, fabs(s->A[i * P + p] - s->probs[i * P + p]));
       record(&s->worst[WORST_A], worst, layer, head, i);
     }
   }
@@ -204,7 +208,8 @@ int cmd_verify(int argc, char **argv) {
   rc = trace_open(path, &reader);
   if (rc) return rc;
   const TraceMeta *m = trace_meta(reader);
-  if (tolerance == 0.0) tolerance = strcmp(m->dtype, "f16") ? VERIFY_TOLERANCE_F32 : VERIFY_TOLERANCE_F16;
+  if (tolerance == 0.0)
+    tolerance = strcmp(m->dtype, "f16") ? VERIFY_TOLERANCE_F32 : VERIFY_TOLERANCE_F16;
   size_t n_threads = threads ? threads : (size_t)omp_get_max_threads();
   if (n_threads > m->model.n_kv_heads) n_threads = m->model.n_kv_heads;
   VerifyScratch *scratch = calloc(n_threads, sizeof *scratch);
@@ -213,8 +218,9 @@ int cmd_verify(int argc, char **argv) {
   for (; !rc && allocated < n_threads; allocated++) rc = scratch_alloc(&scratch[allocated], m);
   if (!rc) rc = verify_trace(reader, scratch, n_threads);
   if (!rc) {
-    printf("verify %s: %zu layers x %zu heads, %zu rows, %zu positions, dtype %s, tolerance %g\n", path,
-           m->model.n_layers, m->model.n_heads, m->n_rows, m->n_positions, m->dtype, tolerance);
+    printf("verify %s: %zu layers x %zu heads, %zu rows, %zu positions, dtype %s, tolerance %g\n",
+           path, m->model.n_layers, m->model.n_heads, m->n_rows, m->n_positions, m->dtype,
+           tolerance);
     const char *failing = NULL;
     VerifyWorst worst_failing = {0};
     for (int k = 0; k < WORST_KINDS; k++) {
@@ -228,11 +234,12 @@ int cmd_verify(int argc, char **argv) {
       if (!ok && !failing) failing = w.name, worst_failing = w;
     }
     if (failing)
-      rc = obc_fail(OBC_EFORMAT,
-                    "%s: stored %s differs from its recomputation from Q, K, V by %.3g at layer %zu, "
-                    "head %zu, row %zu (tolerance %g)",
-                    path, failing, worst_failing.worst, worst_failing.layer, worst_failing.head,
-                    worst_failing.row, tolerance);
+      rc = obc_fail(
+          OBC_EFORMAT,
+          "%s: stored %s differs from its recomputation from Q, K, V by %.3g at layer %zu, "
+          "head %zu, row %zu (tolerance %g)",
+          path, failing, worst_failing.worst, worst_failing.layer, worst_failing.head,
+          worst_failing.row, tolerance);
   }
   for (size_t t = 0; scratch && t < allocated; t++) scratch_free(&scratch[t]);
   free(scratch);

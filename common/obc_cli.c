@@ -25,7 +25,8 @@ int obc_parse_size(const char *option, const char *text, size_t *out) {
   long v = 0;
   int rc = obc_parse_int(option, text, &v);
   if (rc) return rc;
-  if (v < 0) return obc_fail(OBC_EINVAL, "%s: expected a non-negative integer, got '%s'", option, text);
+  if (v < 0)
+    return obc_fail(OBC_EINVAL, "%s: expected a non-negative integer, got '%s'", option, text);
   *out = (size_t)v;
   return OBC_OK;
 }

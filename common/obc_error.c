@@ -38,8 +38,7 @@ void obc_error_clear(void) { error_message[0] = '\0'; }
 const char *obc_error_name(int code) {
   switch (code) {
 #define OBC_X(name, value, text) \
-  case value:                    \
-    return text;
+  case value: return text;
     OBC_ERROR_CODES(OBC_X)
 #undef OBC_X
   }
@@ -54,6 +53,7 @@ void *obc_malloc(size_t bytes, const char *what) {
 
 void *obc_calloc(size_t count, size_t size, const char *what) {
   void *p = calloc(count ? count : 1, size ? size : 1);
-  if (!p) obc_fail(OBC_ENOMEM, "out of memory allocating %zu x %zu bytes for %s", count, size, what);
+  if (!p)
+    obc_fail(OBC_ENOMEM, "out of memory allocating %zu x %zu bytes for %s", count, size, what);
   return p;
 }

@@ -10,16 +10,16 @@
 #include <stddef.h>
 
 /* X(name, value, description) */
-#define OBC_ERROR_CODES(X)                                   \
-  X(OBC_OK, 0, "success")                                    \
-  X(OBC_EIO, -1, "input/output error")                       \
-  X(OBC_EFORMAT, -2, "malformed or inconsistent file")       \
-  X(OBC_EINVAL, -3, "invalid argument")                      \
-  X(OBC_ENOMEM, -4, "out of memory")                         \
-  X(OBC_EUNSUPPORTED, -5, "unsupported feature")             \
-  X(OBC_ENOTFOUND, -6, "not found")                          \
-  X(OBC_EVALUE, -7, "non-finite value in data")              \
-  X(OBC_EINTERRUPTED, -8, "interrupted")                     \
+#define OBC_ERROR_CODES(X)                             \
+  X(OBC_OK, 0, "success")                              \
+  X(OBC_EIO, -1, "input/output error")                 \
+  X(OBC_EFORMAT, -2, "malformed or inconsistent file") \
+  X(OBC_EINVAL, -3, "invalid argument")                \
+  X(OBC_ENOMEM, -4, "out of memory")                   \
+  X(OBC_EUNSUPPORTED, -5, "unsupported feature")       \
+  X(OBC_ENOTFOUND, -6, "not found")                    \
+  X(OBC_EVALUE, -7, "non-finite value in data")        \
+  X(OBC_EINTERRUPTED, -8, "interrupted")               \
   X(OBC_EEXTERNAL, -9, "external program failed")
 
 enum {

@@ -152,7 +152,8 @@ int obc_file_map(const char *path, const void **map, size_t *size) {
   int fd = open(path, O_RDONLY);
   if (fd < 0) {
     int err = errno;
-    return obc_fail(err == ENOENT ? OBC_ENOTFOUND : OBC_EIO, "%s: cannot open (%s)", path, strerror(err));
+    return obc_fail(err == ENOENT ? OBC_ENOTFOUND : OBC_EIO, "%s: cannot open (%s)", path,
+                    strerror(err));
   }
   struct stat st;
   if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {

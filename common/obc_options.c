@@ -34,24 +34,16 @@ static int store_value(const ObcOption *option, const char *value) {
   size_t size = 0;
   int rc = OBC_OK;
   switch (option->kind) {
-  case OBC_OPTION_FLAG:
-    *(bool *)option->target = true;
-    return OBC_OK;
-  case OBC_OPTION_TEXT:
-    *(const char **)option->target = value;
-    return OBC_OK;
-  case OBC_OPTION_SIZE:
-    return obc_parse_size(option->name, value, option->target);
-  case OBC_OPTION_UINT64:
-    rc = obc_parse_size(option->name, value, &size);
-    if (!rc) *(uint64_t *)option->target = (uint64_t)size;
-    return rc;
-  case OBC_OPTION_DOUBLE:
-    return obc_parse_double(option->name, value, option->target);
-  case OBC_OPTION_CUSTOM:
-    return option->parse(option->target, option->name, value);
-  case OBC_OPTION_HELP:
-    break;
+    case OBC_OPTION_FLAG: *(bool *)option->target = true; return OBC_OK;
+    case OBC_OPTION_TEXT: *(const char **)option->target = value; return OBC_OK;
+    case OBC_OPTION_SIZE: return obc_parse_size(option->name, value, option->target);
+    case OBC_OPTION_UINT64:
+      rc = obc_parse_size(option->name, value, &size);
+      if (!rc) *(uint64_t *)option->target = (uint64_t)size;
+      return rc;
+    case OBC_OPTION_DOUBLE: return obc_parse_double(option->name, value, option->target);
+    case OBC_OPTION_CUSTOM: return option->parse(option->target, option->name, value);
+    case OBC_OPTION_HELP: break;
   }
   return OBC_OK;
 }

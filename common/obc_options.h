@@ -47,7 +47,8 @@ typedef struct {
 } ObcOption;
 
 /* A heading line of the help (text may start with '\n' for a blank line). */
-#define OBC_OPTION_HEADING(text) {NULL, NULL, NULL, (text), NULL, OBC_OPTION_HELP, NULL, NULL, NULL}
+#define OBC_OPTION_HEADING(text) \
+  { NULL, NULL, NULL, (text), NULL, OBC_OPTION_HELP, NULL, NULL, NULL }
 
 /* A table of options; commands pass their own and the shared groups'. */
 typedef struct {
@@ -60,9 +61,9 @@ typedef struct {
 enum { OBC_OPTIONS_MAX_POSITIONAL = 16 };
 
 typedef struct {
-  bool help;                                              /* -h or --help given */
-  size_t n_positional;                                    /* arguments not options */
-  const char *positional[OBC_OPTIONS_MAX_POSITIONAL];     /* in argv order */
+  bool help;                                          /* -h or --help given */
+  size_t n_positional;                                /* arguments not options */
+  const char *positional[OBC_OPTIONS_MAX_POSITIONAL]; /* in argv order */
 } ObcArguments;
 
 /* A list of sizes for OBC_OPTION_CUSTOM with obc_option_parse_size_list. */

@@ -31,8 +31,10 @@ static int dyn_score_from_name(const char *name, DynScore *out) {
       *out = (DynScore)i;
       return OBC_OK;
     }
-  return obc_fail(OBC_EINVAL, "--scores %s: not a dynamic score (expected attn, obc_v, obc_k, "
-                  "obc_vk or streaming)", name);
+  return obc_fail(OBC_EINVAL,
+                  "--scores %s: not a dynamic score (expected attn, obc_v, obc_k, "
+                  "obc_vk or streaming)",
+                  name);
 }
 
 void evict_dynamic_config_default(EvictDynamicConfig *c) {
@@ -87,8 +89,10 @@ static int text_tokens(const Model *model, const char *spec, size_t n_tokens, in
   size_t offset = bos >= 0 ? 1 : 0;
   if (n_ids + offset < n_tokens) {
     free(ids);
-    return obc_fail(OBC_EINVAL, "%s: %zu tokens (expected at least --tokens %zu; hint: a longer "
-                    "text)", spec, n_ids + offset, n_tokens);
+    return obc_fail(OBC_EINVAL,
+                    "%s: %zu tokens (expected at least --tokens %zu; hint: a longer "
+                    "text)",
+                    spec, n_ids + offset, n_tokens);
   }
   int32_t *tokens = obc_malloc(n_tokens * sizeof *tokens, "text tokens");
   if (!tokens) {
@@ -202,8 +206,12 @@ static int run_policy(const Model *model, const EvictDynamicConfig *cfg, DynScor
                       size_t budget, const int32_t *tokens, double *nll, double *scores_out) {
   const ModelConfig *c = &model->config;
   size_t n = cfg->n_tokens, vocab = c->vocab_size, L = c->n_layers, G = c->n_kv_heads;
-  DynRun run = {.config = c, .score = score, .budget = budget, .sinks = cfg->sinks,
-                .recent = cfg->recent ? cfg->recent : budget / 2, .max_context = n};
+  DynRun run = {.config = c,
+                .score = score,
+                .budget = budget,
+                .sinks = cfg->sinks,
+                .recent = cfg->recent ? cfg->recent : budget / 2,
+                .max_context = n};
   RuntimeOptions options = {.max_context = n, .threads = cfg->threads};
   size_t step_max = score == DYN_FULL ? 256 : cfg->chunk;
   /* Positions [0, first) are filled in large blocks: no eviction is due yet.
@@ -229,8 +237,11 @@ static int run_policy(const Model *model, const EvictDynamicConfig *cfg, DynScor
     if (block > block_max) block = block_max;
     if (block > n - pos) block = n - pos;
     for (size_t t = 0; t < block; t++) positions[t] = pos + t;
-    RuntimeCapture capture = {.row_positions = positions, .n_rows = block, .want_attn = true,
-                              .user = &run, .on_layer = accumulate};
+    RuntimeCapture capture = {.row_positions = positions,
+                              .n_rows = block,
+                              .want_attn = true,
+                              .user = &run,
+                              .on_layer = accumulate};
     rc = runtime_forward(run.runtime, tokens + pos, block, RUNTIME_LOGITS_ALL, logits,
                          scored ? &capture : NULL);
     if (rc) break;
@@ -242,7 +253,8 @@ static int run_policy(const Model *model, const EvictDynamicConfig *cfg, DynScor
     pos += block;
     if (score != DYN_FULL) rc = evict_to_budget(&run, pos);
   }
-  if (!rc && scores_out && run.score_of) memcpy(scores_out, run.score_of, L * G * n * sizeof(double));
+  if (!rc && scores_out && run.score_of)
+    memcpy(scores_out, run.score_of, L * G * n * sizeof(double));
   runtime_free(run.runtime);
   free(logits);
   free(positions);
@@ -308,10 +320,14 @@ static void print_table(const EvictDynamicConfig *cfg, const DynResult *results,
     if (end > 0) marks[n_marks++] = end;
   }
   char recent[32];
-  if (cfg->recent) snprintf(recent, sizeof recent, "%zu", cfg->recent);
-  else snprintf(recent, sizeof recent, "budget/2");
-  printf("\nperplexity of the text (cumulative up to the position), chunk %zu, sinks %zu, recent "
-         "%s\n%-10s %7s", cfg->chunk, cfg->sinks, recent, "score", "budget");
+  if (cfg->recent)
+    snprintf(recent, sizeof recent, "%zu", cfg->recent);
+  else
+    snprintf(recent, sizeof recent, "budget/2");
+  printf(
+      "\nperplexity of the text (cumulative up to the position), chunk %zu, sinks %zu, recent "
+      "%s\n%-10s %7s",
+      cfg->chunk, cfg->sinks, recent, "score", "budget");
   for (size_t k = 0; k < n_marks; k++) printf(" %9zu", marks[k]);
   printf("\n");
   for (size_t i = 0; i < n_results; i++) {
@@ -328,18 +344,22 @@ int evict_dynamic_run(const Model *model, const EvictDynamicConfig *cfg, const c
     int rc = dyn_score_from_name(cfg->scores[s], &kinds[s]);
     if (rc) return rc;
   }
-  if (cfg->n_tokens < 2 || cfg->chunk < 1 || cfg->ppl_window < 1 || cfg->ppl_window >= cfg->n_tokens)
-    return obc_fail(OBC_EINVAL, "dynamic: --tokens %zu, --chunk %zu, --ppl-window %zu (expected "
-                    "tokens >= 2, chunk >= 1, 1 <= window < tokens)", cfg->n_tokens, cfg->chunk,
-                    cfg->ppl_window);
+  if (cfg->n_tokens < 2 || cfg->chunk < 1 || cfg->ppl_window < 1 ||
+      cfg->ppl_window >= cfg->n_tokens)
+    return obc_fail(OBC_EINVAL,
+                    "dynamic: --tokens %zu, --chunk %zu, --ppl-window %zu (expected "
+                    "tokens >= 2, chunk >= 1, 1 <= window < tokens)",
+                    cfg->n_tokens, cfg->chunk, cfg->ppl_window);
   if (model->config.context_length && cfg->n_tokens > model->config.context_length)
     return obc_fail(OBC_EINVAL, "dynamic: --tokens %zu beyond the model's context of %zu",
                     cfg->n_tokens, model->config.context_length);
   for (size_t b = 0; b < cfg->n_budgets; b++)
     if (cfg->budgets[b] <= cfg->sinks + (cfg->recent ? cfg->recent : cfg->budgets[b] / 2) ||
         cfg->budgets[b] >= cfg->n_tokens)
-      return obc_fail(OBC_EINVAL, "dynamic: budget %zu (expected more than sinks + recent = %zu "
-                      "and fewer than --tokens %zu)", cfg->budgets[b],
+      return obc_fail(OBC_EINVAL,
+                      "dynamic: budget %zu (expected more than sinks + recent = %zu "
+                      "and fewer than --tokens %zu)",
+                      cfg->budgets[b],
                       cfg->sinks + (cfg->recent ? cfg->recent : cfg->budgets[b] / 2),
                       cfg->n_tokens);
   int32_t *tokens = NULL;

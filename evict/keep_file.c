@@ -36,8 +36,8 @@ static herr_t attr_f64(hid_t file, const char *name, double value) {
   return status;
 }
 
-static herr_t write_dataset(hid_t file, const char *name, hid_t file_type, hid_t mem_type,
-                            int rank, const hsize_t *dims, const void *data) {
+static herr_t write_dataset(hid_t file, const char *name, hid_t file_type, hid_t mem_type, int rank,
+                            const hsize_t *dims, const void *data) {
   hid_t space = H5Screate_simple(rank, dims, NULL);
   hid_t set = H5Dcreate2(file, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   herr_t status = set < 0 ? -1 : H5Dwrite(set, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
@@ -99,13 +99,14 @@ int evict_keep_write(const char *path, const EvictKeepSet *k, const char *trace_
   bool ok =
       write_dataset(file, "keep", H5T_STD_U8LE, H5T_NATIVE_UCHAR, 3, mask_dims, k->keep) >= 0 &&
       write_dataset(file, "n_kept", H5T_STD_I64LE, H5T_NATIVE_INT64, 2, count_dims, counts) >= 0 &&
-      write_dataset(file, "positions", H5T_STD_I64LE, H5T_NATIVE_INT64, 3, list_dims,
-                    positions) >= 0 &&
+      write_dataset(file, "positions", H5T_STD_I64LE, H5T_NATIVE_INT64, 3, list_dims, positions) >=
+          0 &&
       attr_str(file, "schema", EVICT_KEEP_SCHEMA) >= 0 &&
       attr_str(file, "tool_version", OBC_VERSION) >= 0 &&
       attr_str(file, "trace", trace_path) >= 0 &&
       attr_str(file, "command_line", command_line ? command_line : "") >= 0 &&
-      attr_str(file, "score", p->score) >= 0 && attr_str(file, "score_kind", kind_name(p->kind)) >= 0 &&
+      attr_str(file, "score", p->score) >= 0 &&
+      attr_str(file, "score_kind", kind_name(p->kind)) >= 0 &&
       attr_str(file, "budget_given", p->budget_text) >= 0 &&
       attr_f64(file, "budget", (double)k->budget) >= 0 &&
       attr_f64(file, "window", (double)k->window) >= 0 &&
@@ -157,8 +158,11 @@ int evict_keep_read(const char *path, const TraceMeta *meta, EvictKeepSet *out) 
   memset(out, 0, sizeof *out);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (file < 0) return obc_fail(OBC_EIO, "%s: cannot open as HDF5 (expected a keep file of "
-                                "obcache evict)", path);
+  if (file < 0)
+    return obc_fail(OBC_EIO,
+                    "%s: cannot open as HDF5 (expected a keep file of "
+                    "obcache evict)",
+                    path);
   char schema[64] = "";
   double budget = 0, n_candidates = 0, window = 0, recent = 0, sinks = 0;
   int rc = OBC_OK;
@@ -177,7 +181,8 @@ int evict_keep_read(const char *path, const TraceMeta *meta, EvictKeepSet *out) 
   }
   if (!rc && (dims[0] != meta->model.n_layers || dims[1] != meta->model.n_kv_heads ||
               dims[2] != meta->n_prompt))
-    rc = obc_fail(OBC_EFORMAT, "%s: keep is (%llu, %llu, %llu) (expected (%zu, %zu, %zu) for the "
+    rc = obc_fail(OBC_EFORMAT,
+                  "%s: keep is (%llu, %llu, %llu) (expected (%zu, %zu, %zu) for the "
                   "trace's layers, KV heads and prompt; hint: made from another trace?)",
                   path, (unsigned long long)dims[0], (unsigned long long)dims[1],
                   (unsigned long long)dims[2], meta->model.n_layers, meta->model.n_kv_heads,

@@ -27,10 +27,10 @@ struct EvictReplayer {
   TraceReader *reader;
   Runtime *runtime;
   size_t n_prompt, n_steps, vocab;
-  float *logits_full;  /* (n_steps, vocab) the trace's */
-  float *logits;       /* (vocab) scratch */
-  int32_t *full_tokens; /* (n_steps + 1) g0 and the full cache's next tokens */
-  char needle[256];    /* the needle's value, "" when unknown */
+  float *logits_full;                       /* (n_steps, vocab) the trace's */
+  float *logits;                            /* (vocab) scratch */
+  int32_t *full_tokens;                     /* (n_steps + 1) g0 and the full cache's next tokens */
+  char needle[256];                         /* the needle's value, "" when unknown */
   char value_pieces[REPLAY_MAX_PIECES][32]; /* the value's tokens as text, trimmed */
   size_t n_value_pieces;
   char full_answer[4096];
@@ -53,7 +53,8 @@ static int check_model(const Model *model, const TraceMeta *meta, const char *tr
   const TraceModel *m = &meta->model;
   if (c->n_layers != m->n_layers || c->n_heads != m->n_heads || c->n_kv_heads != m->n_kv_heads ||
       c->head_dim != m->head_dim || c->vocab_size != m->vocab_size)
-    return obc_fail(OBC_EINVAL, "%s: the model %s does not match the trace (expected %zu layers, "
+    return obc_fail(OBC_EINVAL,
+                    "%s: the model %s does not match the trace (expected %zu layers, "
                     "%zu heads, %zu KV heads, head dim %zu, vocab %zu as in the trace of %s; found "
                     "%zu, %zu, %zu, %zu, %zu; hint: --model the file that captured it)",
                     trace, model->path, m->n_layers, m->n_heads, m->n_kv_heads, m->head_dim,
@@ -61,12 +62,16 @@ static int check_model(const Model *model, const TraceMeta *meta, const char *tr
                     c->vocab_size);
   const char *layout = c->rope_interleaved ? "interleaved" : "half";
   if (m->rope_layout[0] && strcmp(m->rope_layout, "none") && strcmp(m->rope_layout, layout))
-    return obc_fail(OBC_EINVAL, "%s: the trace's keys use the %s RoPE layout, the model %s the %s one "
-                    "(hint: replay with the same kind of file, GGUF or Hugging Face, that captured it)",
-                    trace, m->rope_layout, model->path, layout);
+    return obc_fail(
+        OBC_EINVAL,
+        "%s: the trace's keys use the %s RoPE layout, the model %s the %s one "
+        "(hint: replay with the same kind of file, GGUF or Hugging Face, that captured it)",
+        trace, m->rope_layout, model->path, layout);
   if (!meta->has_logits || !meta->tokens)
-    return obc_fail(OBC_EINVAL, "%s: no decode logits or tokens stored (model replay compares "
-                    "with them; hint: a trace of obcache capture)", trace);
+    return obc_fail(OBC_EINVAL,
+                    "%s: no decode logits or tokens stored (model replay compares "
+                    "with them; hint: a trace of obcache capture)",
+                    trace);
   return OBC_OK;
 }
 
@@ -229,8 +234,7 @@ int evict_replayer_open(const Model *model, TraceReader *reader, size_t steps, s
   if (!rc) {
     r->full_tokens[0] = meta->tokens[meta->n_prompt];
     for (size_t t = 0; t < steps; t++)
-      r->full_tokens[t + 1] =
-          (int32_t)generate_argmax(r->logits_full + t * r->vocab, r->vocab);
+      r->full_tokens[t + 1] = (int32_t)generate_argmax(r->logits_full + t * r->vocab, r->vocab);
     rc = needle_value(model, meta, r->needle, sizeof r->needle);
   }
   if (!rc) rc = value_pieces(r, meta);
@@ -239,11 +243,13 @@ int evict_replayer_open(const Model *model, TraceReader *reader, size_t steps, s
                               sizeof r->full_answer);
   r->full_needle_found = r->needle[0] ? contains_ignoring_case(r->full_answer, r->needle) : -1;
   /* The model must reproduce the first decode step with the full cache. */
-  if (!rc) rc = runtime_forward(r->runtime, r->full_tokens, 1, RUNTIME_LOGITS_LAST, r->logits, NULL);
+  if (!rc)
+    rc = runtime_forward(r->runtime, r->full_tokens, 1, RUNTIME_LOGITS_LAST, r->logits, NULL);
   if (!rc) {
     double diff = relative_diff(r->logits, r->logits_full, r->vocab);
     if (diff > REPLAY_MATCH_TOLERANCE)
-      rc = obc_fail(OBC_EINVAL, "%s: the model %s does not reproduce the trace's first decode "
+      rc = obc_fail(OBC_EINVAL,
+                    "%s: the model %s does not reproduce the trace's first decode "
                     "step with the full cache (relative logit difference %.3g, expected <= %g; "
                     "hint: another quantisation, weights or RoPE layout than the capture's)",
                     trace, model->path, diff, REPLAY_MATCH_TOLERANCE);

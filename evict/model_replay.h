@@ -32,9 +32,9 @@
 typedef struct {
   size_t n_steps;
   int32_t tokens[EVICT_REPLAY_MAX_STEPS]; /* free-running predictions of steps 0..n_steps-1 */
-  char answer[4096];       /* g0 + the predictions up to a stop token, decoded */
-  int needle_found;        /* 1 / 0; -1 without a needle_value span or tokenizer */
-  size_t needle_chars;     /* characters of the needle's value; 0 without one */
+  char answer[4096];                      /* g0 + the predictions up to a stop token, decoded */
+  int needle_found;                       /* 1 / 0; -1 without a needle_value span or tokenizer */
+  size_t needle_chars;                    /* characters of the needle's value; 0 without one */
   size_t needle_prefix;    /* longest prefix of the value in the answer (characters) */
   double needle_tokens;    /* share of the value's tokens reproduced in order; NaN without */
   double agreement;        /* share of steps whose prediction equals the full cache's */

@@ -29,8 +29,10 @@ int evict_offline_run(TraceReader *reader, const EvictKeepSet *keep, EvictOfflin
   memset(out, 0, sizeof *out);
   size_t first = 0, T = trace_meta_decode_rows(meta, &first);
   if (T == 0)
-    return obc_fail(OBC_EINVAL, "%s: no decode rows captured (offline replay needs them; hint: "
-                    "capture with --decode >= 1)", trace_path(reader));
+    return obc_fail(OBC_EINVAL,
+                    "%s: no decode rows captured (offline replay needs them; hint: "
+                    "capture with --decode >= 1)",
+                    trace_path(reader));
   size_t L = meta->model.n_layers, H = meta->model.n_heads, G = meta->model.n_kv_heads;
   size_t group = H / G, d = meta->model.head_dim, s = meta->n_prompt;
   assert(keep->n_layers == L && keep->n_kv_heads == G && keep->n_prompt == s);
@@ -155,7 +157,8 @@ static int write_steps_csv(const char *dir, const EvictOfflineResult *r) {
   fprintf(fp, "step,rel_error,mass_lost\n");
   for (size_t t = 0; t < T; t++) {
     double err = 0.0, mass = 0.0;
-    for (size_t i = 0; i < n; i++) err += r->rel_error[i * T + t] / n, mass += r->mass_lost[i * T + t] / n;
+    for (size_t i = 0; i < n; i++)
+      err += r->rel_error[i * T + t] / n, mass += r->mass_lost[i * T + t] / n;
     fprintf(fp, "%zu,%.9g,%.9g\n", t + 1, err, mass);
   }
   return obc_text_close(&file, fp, 1);
@@ -177,7 +180,9 @@ cJSON *evict_policy_json(const EvictKeepSet *keep) {
   return j;
 }
 
-static cJSON *json_number(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
+static cJSON *json_number(double v) {
+  return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
 
 int evict_offline_write(const char *dir, const char *trace_path, const EvictKeepSet *keep,
                         const EvictOfflineResult *r, const char *command_line) {

@@ -19,9 +19,9 @@
 typedef struct {
   size_t n_layers, n_heads, n_kv_heads; /* n_heads: query heads per layer */
   size_t n_steps;                       /* captured decode rows */
-  double *rel_error; /* (n_layers, n_heads, n_steps) ||o' - o|| / ||o|| */
-  double *mass_lost; /* (n_layers, n_heads, n_steps) evicted attention mass */
-  double *sq_error;  /* (n_layers, n_kv_heads, n_steps) sum over the group of ||o' - o||^2 */
+  double *rel_error;                    /* (n_layers, n_heads, n_steps) ||o' - o|| / ||o|| */
+  double *mass_lost;                    /* (n_layers, n_heads, n_steps) evicted attention mass */
+  double *sq_error; /* (n_layers, n_kv_heads, n_steps) sum over the group of ||o' - o||^2 */
   bool has_needle;
   double *needle_kept; /* (n_layers, n_kv_heads) share of the needle span kept */
 } EvictOfflineResult;

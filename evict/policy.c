@@ -53,8 +53,10 @@ int evict_policy_set_score(EvictPolicy *p, const char *name) {
       strncat(names, score_quantity_name((ScoreQuantity)i), sizeof names - strlen(names) - 1);
       strncat(names, ", ", sizeof names - strlen(names) - 1);
     }
-    return obc_fail(OBC_EINVAL, "--score %s: unknown score (expected one of %srandom, streaming, "
-                    "oracle[@1|@T|@a-b], decode_attn[@...])", name, names);
+    return obc_fail(OBC_EINVAL,
+                    "--score %s: unknown score (expected one of %srandom, streaming, "
+                    "oracle[@1|@T|@a-b], decode_attn[@...])",
+                    name, names);
   }
   snprintf(p->score, sizeof p->score, "%s", name);
   return OBC_OK;
@@ -88,13 +90,17 @@ int evict_policy_set_budget(EvictPolicy *p, const char *text) {
   double value = 0.0;
   char *end = NULL;
   if (n == 0 || n >= sizeof p->budget_text)
-    return obc_fail(OBC_EINVAL, "--budget '%s': expected tokens (40), a fraction (0.1) or a "
-                    "percentage (10%%)", text);
+    return obc_fail(OBC_EINVAL,
+                    "--budget '%s': expected tokens (40), a fraction (0.1) or a "
+                    "percentage (10%%)",
+                    text);
   value = strtod(text, &end);
   bool percent = end && *end == '%' && end[1] == '\0';
   if (!end || end == text || (*end && !percent) || !isfinite(value) || value <= 0.0)
-    return obc_fail(OBC_EINVAL, "--budget '%s': expected a positive number of tokens (40), a "
-                    "fraction (0.1) or a percentage (10%%)", text);
+    return obc_fail(OBC_EINVAL,
+                    "--budget '%s': expected a positive number of tokens (40), a "
+                    "fraction (0.1) or a percentage (10%%)",
+                    text);
   p->budget_fraction = 0.0;
   p->budget_tokens = 0;
   if (percent) {
@@ -117,16 +123,22 @@ int evict_policy_set_budget(EvictPolicy *p, const char *text) {
 }
 
 int evict_policy_set_allocation(EvictPolicy *p, const char *name) {
-  if (!strcmp(name, "uniform")) p->allocation = EVICT_ALLOC_UNIFORM;
-  else if (!strcmp(name, "adakv")) p->allocation = EVICT_ALLOC_ADAKV;
-  else return obc_fail(OBC_EINVAL, "--alloc %s: expected uniform or adakv", name);
+  if (!strcmp(name, "uniform"))
+    p->allocation = EVICT_ALLOC_UNIFORM;
+  else if (!strcmp(name, "adakv"))
+    p->allocation = EVICT_ALLOC_ADAKV;
+  else
+    return obc_fail(OBC_EINVAL, "--alloc %s: expected uniform or adakv", name);
   return OBC_OK;
 }
 
 int evict_policy_set_mode(EvictPolicy *p, const char *name) {
-  if (!strcmp(name, "aware")) p->mode = EVICT_MODE_AWARE;
-  else if (!strcmp(name, "agnostic")) p->mode = EVICT_MODE_AGNOSTIC;
-  else return obc_fail(OBC_EINVAL, "--mode %s: expected aware or agnostic", name);
+  if (!strcmp(name, "aware"))
+    p->mode = EVICT_MODE_AWARE;
+  else if (!strcmp(name, "agnostic"))
+    p->mode = EVICT_MODE_AGNOSTIC;
+  else
+    return obc_fail(OBC_EINVAL, "--mode %s: expected aware or agnostic", name);
   return OBC_OK;
 }
 
@@ -142,13 +154,14 @@ int evict_policy_budget_tokens(const EvictPolicy *p, size_t n_candidates, size_t
     if (k == 0) k = 1;
   }
   if (k == 0 || k > n_candidates)
-    return obc_fail(OBC_EINVAL, "--budget %s: %zu tokens (expected 1..%zu, the %s)",
-                    p->budget_text, k, n_candidates,
+    return obc_fail(OBC_EINVAL, "--budget %s: %zu tokens (expected 1..%zu, the %s)", p->budget_text,
+                    k, n_candidates,
                     p->mode == EVICT_MODE_AGNOSTIC ? "context positions before the question"
                                                    : "prompt positions");
   size_t fixed = p->sinks + (p->kind == EVICT_SCORE_STREAMING ? 0 : p->recent);
   if (fixed > k || (p->kind == EVICT_SCORE_STREAMING && p->sinks >= k && k < n_candidates))
-    return obc_fail(OBC_EINVAL, "--budget %s: %zu tokens leave no room beside %zu sinks and a "
+    return obc_fail(OBC_EINVAL,
+                    "--budget %s: %zu tokens leave no room beside %zu sinks and a "
                     "recent window of %zu (hint: a larger budget or fewer --sinks/--recent)",
                     p->budget_text, k, p->sinks, p->recent);
   *tokens = k;
@@ -162,7 +175,8 @@ int evict_policy_candidates(const EvictPolicy *p, const TraceMeta *meta, size_t 
   }
   const TraceSpan *question = trace_meta_find_span(meta, "question");
   if (!question || question->begin <= 0 || question->begin >= (int64_t)meta->n_prompt)
-    return obc_fail(OBC_EINVAL, "--mode agnostic: the trace has no \"question\" span inside the "
+    return obc_fail(OBC_EINVAL,
+                    "--mode agnostic: the trace has no \"question\" span inside the "
                     "prompt (expected a NIAH capture; hint: --mode aware)");
   *n = (size_t)question->begin;
   return OBC_OK;
@@ -333,14 +347,17 @@ int evict_policy_scores(TraceReader *reader, const EvictPolicy *p, double **scor
   if (p->kind == EVICT_SCORE_QUANTITY) {
     size_t captured = rows_ending_at(meta, n);
     if (captured == 0)
-      return obc_fail(OBC_EINVAL, "%s: no captured prompt rows end at position %zu (the %s "
+      return obc_fail(OBC_EINVAL,
+                      "%s: no captured prompt rows end at position %zu (the %s "
                       "window needs them; hint: capture with more --rows)",
                       trace_path(reader), n - 1, evict_mode_name(p->mode));
-    window = p->window ? p->window : (captured < EVICT_DEFAULT_WINDOW ? captured
-                                                                       : EVICT_DEFAULT_WINDOW);
+    window =
+        p->window ? p->window : (captured < EVICT_DEFAULT_WINDOW ? captured : EVICT_DEFAULT_WINDOW);
     if (window > captured)
-      return obc_fail(OBC_EINVAL, "%s: --window %zu (expected 1..%zu, the captured rows ending "
-                      "at position %zu)", trace_path(reader), window, captured, n - 1);
+      return obc_fail(OBC_EINVAL,
+                      "%s: --window %zu (expected 1..%zu, the captured rows ending "
+                      "at position %zu)",
+                      trace_path(reader), window, captured, n - 1);
   }
   size_t steps[2] = {0, 0}; /* first step, count */
   bool decode = p->kind == EVICT_SCORE_ORACLE || p->kind == EVICT_SCORE_DECODE_ATTN;
@@ -388,8 +405,9 @@ int evict_policy_apply(TraceReader *reader, const EvictPolicy *p, EvictKeepSet *
   if (rc) return obc_fail_context(rc, "%s", trace_path(reader));
   double *scores = NULL;
   rc = evict_policy_scores(reader, p, &scores, &n, &window);
-  if (!rc) rc = evict_keep_from_scores(p, scores, meta->model.n_layers, meta->model.n_kv_heads,
-                                       meta->n_prompt, n, out);
+  if (!rc)
+    rc = evict_keep_from_scores(p, scores, meta->model.n_layers, meta->model.n_kv_heads,
+                                meta->n_prompt, n, out);
   if (!rc) out->window = window;
   free(scores);
   return rc;

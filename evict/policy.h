@@ -45,10 +45,10 @@ typedef enum { EVICT_MODE_AWARE = 0, EVICT_MODE_AGNOSTIC } EvictMode;
 #define EVICT_DEFAULT_ADAKV_FLOOR 0.2
 
 typedef struct {
-  char score[32];       /* "obc_vk", "random", "oracle@T", ... (canonical once applied) */
+  char score[32]; /* "obc_vk", "random", "oracle@T", ... (canonical once applied) */
   EvictScoreKind kind;
-  int quantity;         /* ScoreQuantity for EVICT_SCORE_QUANTITY */
-  char budget_text[32]; /* as given: "40", "0.1", "10%" */
+  int quantity;           /* ScoreQuantity for EVICT_SCORE_QUANTITY */
+  char budget_text[32];   /* as given: "40", "0.1", "10%" */
   double budget_fraction; /* > 0: a fraction of the candidates */
   size_t budget_tokens;   /* else tokens */
   size_t window;          /* rows of the score window; 0 = min(64, captured) */
@@ -57,19 +57,19 @@ typedef struct {
   EvictAllocation allocation;
   double adakv_floor; /* AdaKV per-head floor as a share of the budget */
   EvictMode mode;
-  uint64_t seed;      /* random scores */
-  OracleSteps steps;  /* decode steps of oracle / decode_attn, when steps_given */
-  bool steps_given;   /* else oracle@1 for oracle, every step (T) for decode_attn */
+  uint64_t seed;     /* random scores */
+  OracleSteps steps; /* decode steps of oracle / decode_attn, when steps_given */
+  bool steps_given;  /* else oracle@1 for oracle, every step (T) for decode_attn */
 } EvictPolicy;
 
 /* The kept prompt positions of every (layer, KV head). */
 typedef struct {
   size_t n_layers, n_kv_heads, n_prompt;
-  size_t n_candidates;  /* positions [0, n_candidates) compete; the rest are always kept */
-  size_t budget;        /* kept candidates per KV head (AdaKV: the mean) */
-  size_t window;        /* the score window used (0 for random / streaming / oracle) */
-  unsigned char *keep;  /* (n_layers, n_kv_heads, n_prompt) 1 = kept */
-  size_t *n_kept;       /* (n_layers, n_kv_heads) kept candidates */
+  size_t n_candidates; /* positions [0, n_candidates) compete; the rest are always kept */
+  size_t budget;       /* kept candidates per KV head (AdaKV: the mean) */
+  size_t window;       /* the score window used (0 for random / streaming / oracle) */
+  unsigned char *keep; /* (n_layers, n_kv_heads, n_prompt) 1 = kept */
+  size_t *n_kept;      /* (n_layers, n_kv_heads) kept candidates */
   EvictPolicy policy;
 } EvictKeepSet;
 

@@ -9,11 +9,26 @@
 #include "common/obc_error.h"
 
 /* Adapters from the evict_policy_set_* setters to ObcOptionParse. */
-static int parse_score(void *p, const char *o, const char *v) { (void)o; return evict_policy_set_score(p, v); }
-static int parse_steps(void *p, const char *o, const char *v) { (void)o; return evict_policy_set_steps(p, v); }
-static int parse_budget(void *p, const char *o, const char *v) { (void)o; return evict_policy_set_budget(p, v); }
-static int parse_alloc(void *p, const char *o, const char *v) { (void)o; return evict_policy_set_allocation(p, v); }
-static int parse_mode(void *p, const char *o, const char *v) { (void)o; return evict_policy_set_mode(p, v); }
+static int parse_score(void *p, const char *o, const char *v) {
+  (void)o;
+  return evict_policy_set_score(p, v);
+}
+static int parse_steps(void *p, const char *o, const char *v) {
+  (void)o;
+  return evict_policy_set_steps(p, v);
+}
+static int parse_budget(void *p, const char *o, const char *v) {
+  (void)o;
+  return evict_policy_set_budget(p, v);
+}
+static int parse_alloc(void *p, const char *o, const char *v) {
+  (void)o;
+  return evict_policy_set_allocation(p, v);
+}
+static int parse_mode(void *p, const char *o, const char *v) {
+  (void)o;
+  return evict_policy_set_mode(p, v);
+}
 
 static int parse_window(void *target, const char *option, const char *value) {
   int rc = obc_parse_size(option, value, target);
@@ -50,12 +65,12 @@ void evict_policy_options(EvictPolicy *p, bool *sinks_given, bool *recent_given,
        "kept positions per KV head: tokens (40), a fraction (0.1) or a percentage (10%) of the "
        "candidates",
        "10%", OBC_OPTION_CUSTOM, p, parse_budget, NULL},
-      {"--window", NULL, "W", "score window in prompt rows", "min(64, captured)",
-       OBC_OPTION_CUSTOM, &p->window, parse_window, NULL},
+      {"--window", NULL, "W", "score window in prompt rows", "min(64, captured)", OBC_OPTION_CUSTOM,
+       &p->window, parse_window, NULL},
       {"--recent", NULL, "R", "last R candidates always kept", "0", OBC_OPTION_SIZE, &p->recent,
        NULL, recent_given},
-      {"--sinks", NULL, "N", "first N positions always kept", "0", OBC_OPTION_SIZE, &p->sinks,
-       NULL, sinks_given},
+      {"--sinks", NULL, "N", "first N positions always kept", "0", OBC_OPTION_SIZE, &p->sinks, NULL,
+       sinks_given},
       {"--alloc", NULL, "A",
        "uniform (default: the budget for every KV head) or adakv (budget x KV heads per layer, "
        "split by score with a floor)",
@@ -66,8 +81,7 @@ void evict_policy_options(EvictPolicy *p, bool *sinks_given, bool *recent_given,
        "aware (default: window ends at the question = end of the prompt) or agnostic (window "
        "ends before the question span; the question is kept on top of the budget)",
        NULL, OBC_OPTION_CUSTOM, p, parse_mode, NULL},
-      {"--seed", NULL, "N", "seed of --score random", "1", OBC_OPTION_UINT64, &p->seed, NULL,
-       NULL},
+      {"--seed", NULL, "N", "seed of --score random", "1", OBC_OPTION_UINT64, &p->seed, NULL, NULL},
   };
   _Static_assert(sizeof table / sizeof *table == EVICT_POLICY_N_OPTIONS, "table size");
   memcpy(options, table, sizeof table);

@@ -38,8 +38,10 @@ double replay_piece_share(const char *const *value, size_t n_value, const char *
     size_t diagonal = 0; /* LCS(value[..i), answer[..j-1)) */
     for (size_t j = 1; j <= n_answer; j++) {
       size_t above = row[j];
-      if (!strcmp(value[i], answer[j - 1])) row[j] = diagonal + 1;
-      else if (row[j - 1] > row[j]) row[j] = row[j - 1];
+      if (!strcmp(value[i], answer[j - 1]))
+        row[j] = diagonal + 1;
+      else if (row[j - 1] > row[j])
+        row[j] = row[j - 1];
       diagonal = above;
     }
   }

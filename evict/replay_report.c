@@ -40,9 +40,9 @@ int evict_replay_write(const char *dir, const char *trace_path, const char *mode
   cJSON_AddNumberToObject(root, "needle_found", r->needle_found);
   cJSON_AddNumberToObject(root, "needle_chars", (double)r->needle_chars);
   cJSON_AddNumberToObject(root, "needle_prefix", (double)r->needle_prefix);
-  cJSON_AddItemToObject(root, "needle_tokens", isfinite(r->needle_tokens)
-                                                   ? cJSON_CreateNumber(r->needle_tokens)
-                                                   : cJSON_CreateNull());
+  cJSON_AddItemToObject(
+      root, "needle_tokens",
+      isfinite(r->needle_tokens) ? cJSON_CreateNumber(r->needle_tokens) : cJSON_CreateNull());
   cJSON_AddNumberToObject(root, "token_agreement", r->agreement);
   cJSON_AddNumberToObject(root, "first_divergence", (double)r->first_divergence);
   cJSON_AddNumberToObject(root, "kl_forced_mean", r->kl_forced_mean);

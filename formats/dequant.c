@@ -18,7 +18,9 @@ enum { QK = 32, QK_K = 256, K_SCALE_BYTES = 12 };
 
 static void block_f32(const uint8_t *b, float *y) { memcpy(y, b, sizeof *y); }
 static void block_f16(const uint8_t *b, float *y) { *y = float16_f16_to_f32(float16_read_u16(b)); }
-static void block_bf16(const uint8_t *b, float *y) { *y = float16_bf16_to_f32(float16_read_u16(b)); }
+static void block_bf16(const uint8_t *b, float *y) {
+  *y = float16_bf16_to_f32(float16_read_u16(b));
+}
 
 /* Q8_0: f16 d, int8 q[32]; x = d * q. */
 static void block_q8_0(const uint8_t *b, float *y) {
@@ -162,8 +164,10 @@ static BlockDecoder block_decoder(uint32_t type) {
 int dequant_gguf(uint32_t type, const void *data, float *out, size_t n) {
   BlockDecoder decode = block_decoder(type);
   if (!decode)
-    return obc_fail(OBC_EUNSUPPORTED, "unsupported ggml type %" PRIu32
-                    " (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)", type);
+    return obc_fail(OBC_EUNSUPPORTED,
+                    "unsupported ggml type %" PRIu32
+                    " (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)",
+                    type);
   size_t block_size = gguf_type_block_size(type), block_bytes = gguf_type_block_bytes(type);
   if (n % block_size)
     return obc_fail(OBC_EINVAL, "%zu elements of type %s: not a multiple of its block of %zu", n,
@@ -176,6 +180,7 @@ int dequant_gguf(uint32_t type, const void *data, float *out, size_t n) {
   long n_blocks = (long)(n / block_size);
   /* Blocks are independent; threads only pay off past ~1M elements. */
 #pragma omp parallel for schedule(static) if (n >= (1u << 20))
-  for (long i = 0; i < n_blocks; i++) decode(bytes + (size_t)i * block_bytes, out + (size_t)i * block_size);
+  for (long i = 0; i < n_blocks; i++)
+    decode(bytes + (size_t)i * block_bytes, out + (size_t)i * block_size);
   return 0;
 }

@@ -36,7 +36,9 @@ static inline float float16_f16_to_f32(uint16_t h) {
   return float16_f32_from_bits(sign | ((exponent + 112u) << 23) | (mantissa << 13));
 }
 
-static inline float float16_bf16_to_f32(uint16_t b) { return float16_f32_from_bits((uint32_t)b << 16); }
+static inline float float16_bf16_to_f32(uint16_t b) {
+  return float16_f32_from_bits((uint32_t)b << 16);
+}
 
 /* Reads a little-endian uint16 from unaligned memory. */
 static inline uint16_t float16_read_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }

@@ -81,11 +81,19 @@ static int cursor_string(Cursor *c, const char *what, GgufString *out) {
 
 int gguf_value_type_size(uint32_t type) {
   switch (type) {
-    case GGUF_TYPE_UINT8: case GGUF_TYPE_INT8: case GGUF_TYPE_BOOL: return 1;
-    case GGUF_TYPE_UINT16: case GGUF_TYPE_INT16: return 2;
-    case GGUF_TYPE_UINT32: case GGUF_TYPE_INT32: case GGUF_TYPE_FLOAT32: return 4;
-    case GGUF_TYPE_UINT64: case GGUF_TYPE_INT64: case GGUF_TYPE_FLOAT64: return 8;
-    case GGUF_TYPE_STRING: case GGUF_TYPE_ARRAY: return 0;
+    case GGUF_TYPE_UINT8:
+    case GGUF_TYPE_INT8:
+    case GGUF_TYPE_BOOL: return 1;
+    case GGUF_TYPE_UINT16:
+    case GGUF_TYPE_INT16: return 2;
+    case GGUF_TYPE_UINT32:
+    case GGUF_TYPE_INT32:
+    case GGUF_TYPE_FLOAT32: return 4;
+    case GGUF_TYPE_UINT64:
+    case GGUF_TYPE_INT64:
+    case GGUF_TYPE_FLOAT64: return 8;
+    case GGUF_TYPE_STRING:
+    case GGUF_TYPE_ARRAY: return 0;
     default: return -1;
   }
 }
@@ -94,7 +102,8 @@ int gguf_value_type_size(uint32_t type) {
 static int cursor_skip_value(Cursor *c, uint32_t type, int depth, const char *key) {
   int size = gguf_value_type_size(type);
   if (size < 0)
-    return obc_fail(OBC_EFORMAT, "%s: metadata key %s has unknown value type %" PRIu32 " at offset %zu",
+    return obc_fail(OBC_EFORMAT,
+                    "%s: metadata key %s has unknown value type %" PRIu32 " at offset %zu",
                     c->file->path, key, type, c->pos);
   if (size > 0) return cursor_skip_elements(c, 1, size, key);
   if (type == GGUF_TYPE_STRING) {
@@ -162,16 +171,47 @@ static int read_kv(Cursor *c, GgufKv *kv) {
 static void type_block(uint32_t type, size_t *block_elements, size_t *block_bytes) {
   size_t e = 0, b = 0;
   switch (type) {
-    case GGML_TYPE_F32: e = 1; b = 4; break;
-    case GGML_TYPE_F16: case GGML_TYPE_BF16: e = 1; b = 2; break;
-    case GGML_TYPE_Q4_0: e = 32; b = 18; break;
-    case GGML_TYPE_Q4_1: e = 32; b = 20; break;
-    case GGML_TYPE_Q5_0: e = 32; b = 22; break;
-    case GGML_TYPE_Q5_1: e = 32; b = 24; break;
-    case GGML_TYPE_Q8_0: e = 32; b = 34; break;
-    case GGML_TYPE_Q4_K: e = 256; b = 144; break;
-    case GGML_TYPE_Q5_K: e = 256; b = 176; break;
-    case GGML_TYPE_Q6_K: e = 256; b = 210; break;
+    case GGML_TYPE_F32:
+      e = 1;
+      b = 4;
+      break;
+    case GGML_TYPE_F16:
+    case GGML_TYPE_BF16:
+      e = 1;
+      b = 2;
+      break;
+    case GGML_TYPE_Q4_0:
+      e = 32;
+      b = 18;
+      break;
+    case GGML_TYPE_Q4_1:
+      e = 32;
+      b = 20;
+      break;
+    case GGML_TYPE_Q5_0:
+      e = 32;
+      b = 22;
+      break;
+    case GGML_TYPE_Q5_1:
+      e = 32;
+      b = 24;
+      break;
+    case GGML_TYPE_Q8_0:
+      e = 32;
+      b = 34;
+      break;
+    case GGML_TYPE_Q4_K:
+      e = 256;
+      b = 144;
+      break;
+    case GGML_TYPE_Q5_K:
+      e = 256;
+      b = 176;
+      break;
+    case GGML_TYPE_Q6_K:
+      e = 256;
+      b = 210;
+      break;
     default: break;
   }
   *block_elements = e;
@@ -197,7 +237,8 @@ static int read_tensor_info(Cursor *c, size_t index, GgufTensor *t) {
   int rc = cursor_string(c, what, &name);
   if (rc) return rc;
   if (name.length >= sizeof t->name)
-    return obc_fail(OBC_EFORMAT, "%s: tensor %zu has a name of %" PRIu64 " bytes (at most %zu allowed)",
+    return obc_fail(OBC_EFORMAT,
+                    "%s: tensor %zu has a name of %" PRIu64 " bytes (at most %zu allowed)",
                     c->file->path, index, name.length, sizeof t->name - 1);
   memcpy(t->name, name.data, name.length);
   t->name[name.length] = '\0';
@@ -211,7 +252,8 @@ static int read_tensor_info(Cursor *c, size_t index, GgufTensor *t) {
     rc = cursor_u64(c, t->name, &t->dims[d]);
     if (rc) return rc;
     if (t->dims[d] == 0 || t->dims[d] > (uint64_t)SIZE_MAX / n_elements)
-      return obc_fail(OBC_EFORMAT, "%s: tensor %s has an invalid extent %" PRIu64 " in dimension %" PRIu32,
+      return obc_fail(OBC_EFORMAT,
+                      "%s: tensor %s has an invalid extent %" PRIu64 " in dimension %" PRIu32,
                       c->file->path, t->name, t->dims[d], d);
     n_elements *= t->dims[d];
   }
@@ -227,7 +269,9 @@ static int read_tensor_info(Cursor *c, size_t index, GgufTensor *t) {
     return 0;
   }
   if (t->dims[0] % block_elements)
-    return obc_fail(OBC_EFORMAT, "%s: tensor %s has rows of %" PRIu64 " elements, not a multiple of %s's block of %zu",
+    return obc_fail(OBC_EFORMAT,
+                    "%s: tensor %s has rows of %" PRIu64
+                    " elements, not a multiple of %s's block of %zu",
                     c->file->path, t->name, t->dims[0], gguf_type_name(t->type), block_elements);
   t->n_bytes = t->n_elements / block_elements * block_bytes;
   return 0;
@@ -238,13 +282,14 @@ static int check_tensor_data(GgufFile *file) {
   for (size_t i = 0; i < file->n_tensors; i++) {
     GgufTensor *t = &file->tensors[i];
     if (t->offset % file->alignment)
-      return obc_fail(OBC_EFORMAT, "%s: tensor %s has offset %" PRIu64 ", not a multiple of the alignment %zu",
+      return obc_fail(OBC_EFORMAT,
+                      "%s: tensor %s has offset %" PRIu64 ", not a multiple of the alignment %zu",
                       file->path, t->name, t->offset, file->alignment);
     if (t->n_bytes == 0) continue; /* unsupported type: reported when used */
     if (t->offset > data_size || t->n_bytes > data_size - t->offset)
       return obc_fail(OBC_EFORMAT,
-                      "%s: truncated at offset %zu while reading tensor %s (its %zu bytes end at offset %" PRIu64
-                      ", file has %zu bytes)",
+                      "%s: truncated at offset %zu while reading tensor %s (its %zu bytes end at "
+                      "offset %" PRIu64 ", file has %zu bytes)",
                       file->path, file->size, t->name, t->n_bytes,
                       (uint64_t)file->data_start + t->offset + t->n_bytes, file->size);
     t->data = file->map + file->data_start + t->offset;
@@ -259,7 +304,8 @@ static int read_alignment(GgufFile *file) {
   if (rc == OBC_ENOTFOUND) return 0;
   if (rc) return rc;
   if (alignment == 0 || (alignment & (alignment - 1)) || alignment > 65536)
-    return obc_fail(OBC_EFORMAT, "%s: general.alignment is %" PRIu64 " (expected a power of two up to 65536)",
+    return obc_fail(OBC_EFORMAT,
+                    "%s: general.alignment is %" PRIu64 " (expected a power of two up to 65536)",
                     file->path, alignment);
   file->alignment = (size_t)alignment;
   return 0;
@@ -272,15 +318,18 @@ static int parse(GgufFile *file) {
   if (rc) return rc;
   if (memcmp(magic, "GGUF", 4)) {
     char shown[5];
-    for (int i = 0; i < 4; i++) shown[i] = (magic[i] >= 32 && magic[i] < 127) ? (char)magic[i] : '?';
+    for (int i = 0; i < 4; i++)
+      shown[i] = (magic[i] >= 32 && magic[i] < 127) ? (char)magic[i] : '?';
     shown[4] = '\0';
-    return obc_fail(OBC_EFORMAT, "%s: not a GGUF file (expected magic \"GGUF\", found \"%s\")", file->path, shown);
+    return obc_fail(OBC_EFORMAT, "%s: not a GGUF file (expected magic \"GGUF\", found \"%s\")",
+                    file->path, shown);
   }
   rc = cursor_u32(&c, "the version", &file->version);
   if (rc) return rc;
   if (file->version != 2 && file->version != 3)
-    return obc_fail(OBC_EUNSUPPORTED, "%s: unsupported GGUF version %" PRIu32 " (expected 2 or 3%s)",
-                    file->path, file->version,
+    return obc_fail(OBC_EUNSUPPORTED,
+                    "%s: unsupported GGUF version %" PRIu32 " (expected 2 or 3%s)", file->path,
+                    file->version,
                     file->version == 1 ? "; re-convert with a current llama.cpp" : "");
   uint64_t n_tensors, n_kvs;
   rc = cursor_u64(&c, "the tensor count", &n_tensors);
@@ -289,9 +338,11 @@ static int parse(GgufFile *file) {
   /* A key/value pair takes >= 13 bytes and a tensor info >= 29: bound the
    * counts by the file size before allocating. */
   if (n_kvs > file->size / 13 || n_tensors > file->size / 29)
-    return obc_fail(OBC_EFORMAT, "%s: truncated at offset %zu while reading the metadata (the header claims %" PRIu64
-                    " entries and %" PRIu64 " tensors, more than a %zu-byte file can hold)",
-                    file->path, c.pos, n_kvs, n_tensors, file->size);
+    return obc_fail(
+        OBC_EFORMAT,
+        "%s: truncated at offset %zu while reading the metadata (the header claims %" PRIu64
+        " entries and %" PRIu64 " tensors, more than a %zu-byte file can hold)",
+        file->path, c.pos, n_kvs, n_tensors, file->size);
   file->kvs = obc_calloc((size_t)n_kvs, sizeof *file->kvs, "GGUF metadata");
   file->tensors = obc_calloc((size_t)n_tensors, sizeof *file->tensors, "the GGUF tensor table");
   if (!file->kvs || !file->tensors) return OBC_ENOMEM;
@@ -309,7 +360,8 @@ static int parse(GgufFile *file) {
   if (rc) return rc;
   size_t padded = (c.pos + file->alignment - 1) / file->alignment * file->alignment;
   if (n_tensors > 0 && padded > file->size)
-    return obc_fail(OBC_EFORMAT, "%s: truncated at offset %zu while reading the padding before tensor data",
+    return obc_fail(OBC_EFORMAT,
+                    "%s: truncated at offset %zu while reading the padding before tensor data",
                     file->path, file->size);
   file->data_start = padded > file->size ? file->size : padded;
   return check_tensor_data(file);
@@ -388,7 +440,8 @@ const char *gguf_type_name(uint32_t type) {
 
 int gguf_tensor_to_f32(const GgufFile *file, const GgufTensor *tensor, float *out) {
   if (gguf_type_block_size(tensor->type) == 0 || !tensor->data)
-    return obc_fail(OBC_EUNSUPPORTED, "%s: tensor %s has unsupported type %" PRIu32
+    return obc_fail(OBC_EUNSUPPORTED,
+                    "%s: tensor %s has unsupported type %" PRIu32
                     " (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)",
                     file->path, tensor->name, tensor->type);
   int rc = dequant_gguf(tensor->type, tensor->data, out, tensor->n_elements);
@@ -404,10 +457,12 @@ int gguf_tensor_check_shape(const GgufFile *file, const GgufTensor *tensor, uint
   char found[96] = "", wanted[96] = "";
   size_t used = 0;
   for (uint32_t d = 0; d < tensor->n_dims; d++)
-    used += (size_t)snprintf(found + used, sizeof found - used, "%s%" PRIu64, d ? ", " : "", tensor->dims[d]);
+    used += (size_t)snprintf(found + used, sizeof found - used, "%s%" PRIu64, d ? ", " : "",
+                             tensor->dims[d]);
   used = 0;
   for (uint32_t d = 0; d < n_dims; d++)
-    used += (size_t)snprintf(wanted + used, sizeof wanted - used, "%s%" PRIu64, d ? ", " : "", dims[d]);
-  return obc_fail(OBC_EFORMAT, "%s: tensor %s has shape [%s], expected [%s]", file->path, tensor->name, found,
-                  wanted);
+    used +=
+        (size_t)snprintf(wanted + used, sizeof wanted - used, "%s%" PRIu64, d ? ", " : "", dims[d]);
+  return obc_fail(OBC_EFORMAT, "%s: tensor %s has shape [%s], expected [%s]", file->path,
+                  tensor->name, found, wanted);
 }

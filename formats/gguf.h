@@ -15,17 +15,34 @@
 #include <stdint.h>
 
 typedef enum {
-  GGUF_TYPE_UINT8 = 0, GGUF_TYPE_INT8 = 1, GGUF_TYPE_UINT16 = 2, GGUF_TYPE_INT16 = 3,
-  GGUF_TYPE_UINT32 = 4, GGUF_TYPE_INT32 = 5, GGUF_TYPE_FLOAT32 = 6, GGUF_TYPE_BOOL = 7,
-  GGUF_TYPE_STRING = 8, GGUF_TYPE_ARRAY = 9, GGUF_TYPE_UINT64 = 10, GGUF_TYPE_INT64 = 11,
+  GGUF_TYPE_UINT8 = 0,
+  GGUF_TYPE_INT8 = 1,
+  GGUF_TYPE_UINT16 = 2,
+  GGUF_TYPE_INT16 = 3,
+  GGUF_TYPE_UINT32 = 4,
+  GGUF_TYPE_INT32 = 5,
+  GGUF_TYPE_FLOAT32 = 6,
+  GGUF_TYPE_BOOL = 7,
+  GGUF_TYPE_STRING = 8,
+  GGUF_TYPE_ARRAY = 9,
+  GGUF_TYPE_UINT64 = 10,
+  GGUF_TYPE_INT64 = 11,
   GGUF_TYPE_FLOAT64 = 12
 } GgufValueType;
 
 /* ggml tensor types this reader dequantises. */
 typedef enum {
-  GGML_TYPE_F32 = 0, GGML_TYPE_F16 = 1, GGML_TYPE_Q4_0 = 2, GGML_TYPE_Q4_1 = 3,
-  GGML_TYPE_Q5_0 = 6, GGML_TYPE_Q5_1 = 7, GGML_TYPE_Q8_0 = 8, GGML_TYPE_Q4_K = 12,
-  GGML_TYPE_Q5_K = 13, GGML_TYPE_Q6_K = 14, GGML_TYPE_BF16 = 30
+  GGML_TYPE_F32 = 0,
+  GGML_TYPE_F16 = 1,
+  GGML_TYPE_Q4_0 = 2,
+  GGML_TYPE_Q4_1 = 3,
+  GGML_TYPE_Q5_0 = 6,
+  GGML_TYPE_Q5_1 = 7,
+  GGML_TYPE_Q8_0 = 8,
+  GGML_TYPE_Q4_K = 12,
+  GGML_TYPE_Q5_K = 13,
+  GGML_TYPE_Q6_K = 14,
+  GGML_TYPE_BF16 = 30
 } GgufType;
 
 typedef struct {
@@ -49,9 +66,9 @@ typedef struct {
 int gguf_open(const char *path, GgufFile **out);
 void gguf_close(GgufFile *file);
 uint32_t gguf_version(const GgufFile *file);
-const char *gguf_path(const GgufFile *file);     /* as given to gguf_open */
-size_t gguf_alignment(const GgufFile *file);     /* general.alignment, default 32 */
-size_t gguf_data_offset(const GgufFile *file);   /* start of the tensor data section */
+const char *gguf_path(const GgufFile *file);   /* as given to gguf_open */
+size_t gguf_alignment(const GgufFile *file);   /* general.alignment, default 32 */
+size_t gguf_data_offset(const GgufFile *file); /* start of the tensor data section */
 
 /* Metadata lookups: OBC_ENOTFOUND when the key is absent, OBC_EFORMAT when it
  * has another type. Integers of any width convert to the requested one. */

@@ -15,14 +15,14 @@
 #endif
 
 typedef struct {
-  char *key;             /* NUL-terminated copy */
-  uint32_t type;         /* GgufValueType */
-  const uint8_t *value;  /* the value's bytes in the mapping */
+  char *key;            /* NUL-terminated copy */
+  uint32_t type;        /* GgufValueType */
+  const uint8_t *value; /* the value's bytes in the mapping */
   /* Arrays only. */
   uint32_t element_type;
   uint64_t count;
   const uint8_t *elements; /* first element */
-  uint64_t *offsets;       /* (count) byte offsets from elements, for string/array elements; else NULL */
+  uint64_t *offsets; /* (count) byte offsets from elements, for string/array elements; else NULL */
 } GgufKv;
 
 struct GgufFile {

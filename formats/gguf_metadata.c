@@ -27,8 +27,8 @@ static int lookup(const GgufFile *file, const char *key, const GgufKv **out) {
 }
 
 static int wrong_type(const GgufFile *file, const char *key, uint32_t type, const char *wanted) {
-  return obc_fail(OBC_EFORMAT, "%s: metadata key %s has type %" PRIu32 " (expected %s)", file->path, key,
-                  type, wanted);
+  return obc_fail(OBC_EFORMAT, "%s: metadata key %s has type %" PRIu32 " (expected %s)", file->path,
+                  key, type, wanted);
 }
 
 static bool is_integer_type(uint32_t type) {
@@ -36,21 +36,57 @@ static bool is_integer_type(uint32_t type) {
 }
 
 /* Reads a scalar integer of any width; returns false for other types. */
-static bool scalar_integer(uint32_t type, const uint8_t *p, int64_t *i, uint64_t *u, bool *is_unsigned) {
+static bool scalar_integer(uint32_t type, const uint8_t *p, int64_t *i, uint64_t *u,
+                           bool *is_unsigned) {
   *is_unsigned = false;
   switch (type) {
-    case GGUF_TYPE_UINT8: *u = p[0]; *is_unsigned = true; break;
-    case GGUF_TYPE_INT8: { int8_t v; memcpy(&v, p, 1); *i = v; break; }
-    case GGUF_TYPE_UINT16: { uint16_t v; memcpy(&v, p, 2); *u = v; *is_unsigned = true; break; }
-    case GGUF_TYPE_INT16: { int16_t v; memcpy(&v, p, 2); *i = v; break; }
-    case GGUF_TYPE_UINT32: { uint32_t v; memcpy(&v, p, 4); *u = v; *is_unsigned = true; break; }
-    case GGUF_TYPE_INT32: { int32_t v; memcpy(&v, p, 4); *i = v; break; }
-    case GGUF_TYPE_UINT64: memcpy(u, p, 8); *is_unsigned = true; break;
+    case GGUF_TYPE_UINT8:
+      *u = p[0];
+      *is_unsigned = true;
+      break;
+    case GGUF_TYPE_INT8: {
+      int8_t v;
+      memcpy(&v, p, 1);
+      *i = v;
+      break;
+    }
+    case GGUF_TYPE_UINT16: {
+      uint16_t v;
+      memcpy(&v, p, 2);
+      *u = v;
+      *is_unsigned = true;
+      break;
+    }
+    case GGUF_TYPE_INT16: {
+      int16_t v;
+      memcpy(&v, p, 2);
+      *i = v;
+      break;
+    }
+    case GGUF_TYPE_UINT32: {
+      uint32_t v;
+      memcpy(&v, p, 4);
+      *u = v;
+      *is_unsigned = true;
+      break;
+    }
+    case GGUF_TYPE_INT32: {
+      int32_t v;
+      memcpy(&v, p, 4);
+      *i = v;
+      break;
+    }
+    case GGUF_TYPE_UINT64:
+      memcpy(u, p, 8);
+      *is_unsigned = true;
+      break;
     case GGUF_TYPE_INT64: memcpy(i, p, 8); break;
     default: return false;
   }
-  if (*is_unsigned) *i = (int64_t)*u;
-  else *u = (uint64_t)*i;
+  if (*is_unsigned)
+    *i = (int64_t)*u;
+  else
+    *u = (uint64_t)*i;
   return true;
 }
 
@@ -83,7 +119,8 @@ int gguf_get_u64(const GgufFile *file, const char *key, uint64_t *out) {
   if (!scalar_integer(kv->type, kv->value, &i, &u, &is_unsigned))
     return wrong_type(file, key, kv->type, "an integer");
   if (!is_unsigned && i < 0)
-    return obc_fail(OBC_EFORMAT, "%s: metadata key %s is negative (%" PRId64 ")", file->path, key, i);
+    return obc_fail(OBC_EFORMAT, "%s: metadata key %s is negative (%" PRId64 ")", file->path, key,
+                    i);
   *out = u;
   return 0;
 }
@@ -136,7 +173,8 @@ static int array_element(const GgufFile *file, const char *key, uint64_t i, cons
   if (rc) return rc;
   if (kv->type != GGUF_TYPE_ARRAY) return wrong_type(file, key, kv->type, "an array");
   if (i >= kv->count)
-    return obc_fail(OBC_EINVAL, "%s: index %" PRIu64 " past the end of array %s (%" PRIu64 " elements)",
+    return obc_fail(OBC_EINVAL,
+                    "%s: index %" PRIu64 " past the end of array %s (%" PRIu64 " elements)",
                     file->path, i, key, kv->count);
   *kv_out = kv;
   *element = kv->offsets ? kv->elements + kv->offsets[i]
@@ -172,10 +210,12 @@ int gguf_get_array_i64(const GgufFile *file, const char *key, uint64_t i, int64_
   if (rc) return rc;
   uint64_t u;
   bool is_unsigned;
-  if (!is_integer_type(kv->element_type) || !scalar_integer(kv->element_type, p, out, &u, &is_unsigned))
+  if (!is_integer_type(kv->element_type) ||
+      !scalar_integer(kv->element_type, p, out, &u, &is_unsigned))
     return wrong_type(file, key, kv->element_type, "an array of integers");
   if (is_unsigned && u > (uint64_t)INT64_MAX)
-    return obc_fail(OBC_EFORMAT, "%s: element %" PRIu64 " of %s does not fit in int64", file->path, i, key);
+    return obc_fail(OBC_EFORMAT, "%s: element %" PRIu64 " of %s does not fit in int64", file->path,
+                    i, key);
   return 0;
 }
 
@@ -185,7 +225,8 @@ int gguf_get_array_nested(const GgufFile *file, const char *key, uint64_t i, uin
   const uint8_t *p;
   int rc = array_element(file, key, i, &kv, &p);
   if (rc) return rc;
-  if (kv->element_type != GGUF_TYPE_ARRAY) return wrong_type(file, key, kv->element_type, "an array of arrays");
+  if (kv->element_type != GGUF_TYPE_ARRAY)
+    return wrong_type(file, key, kv->element_type, "an array of arrays");
   memcpy(element_type, p, 4); /* bounds were checked when the file was parsed */
   memcpy(count, p + 4, 8);
   return 0;

@@ -14,7 +14,8 @@ int json_file_read(const char *path, cJSON **out) {
   *out = NULL;
   FILE *fp = fopen(path, "rb");
   if (!fp)
-    return obc_fail(errno == ENOENT ? OBC_ENOTFOUND : OBC_EIO, "%s: cannot open (%s)", path, strerror(errno));
+    return obc_fail(errno == ENOENT ? OBC_ENOTFOUND : OBC_EIO, "%s: cannot open (%s)", path,
+                    strerror(errno));
   long size = -1;
   if (fseek(fp, 0, SEEK_END) == 0) size = ftell(fp);
   if (size < 0 || size > (1L << 30) || fseek(fp, 0, SEEK_SET) != 0) {

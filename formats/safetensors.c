@@ -35,12 +35,26 @@ struct SafetensorsModel {
 };
 
 static size_t dtype_size(const char *name, SafetensorsDtype *dtype) {
-  static const struct { const char *name; SafetensorsDtype dtype; size_t size; } table[] = {
-      {"F32", OBC_ST_F32, 4},          {"F16", OBC_ST_F16, 2},          {"BF16", OBC_ST_BF16, 2},
-      {"F64", OBC_ST_UNSUPPORTED, 8},  {"I64", OBC_ST_UNSUPPORTED, 8},  {"I32", OBC_ST_UNSUPPORTED, 4},
-      {"I16", OBC_ST_UNSUPPORTED, 2},  {"I8", OBC_ST_UNSUPPORTED, 1},   {"U8", OBC_ST_UNSUPPORTED, 1},
-      {"BOOL", OBC_ST_UNSUPPORTED, 1}, {"U16", OBC_ST_UNSUPPORTED, 2},  {"U32", OBC_ST_UNSUPPORTED, 4},
-      {"U64", OBC_ST_UNSUPPORTED, 8},  {"F8_E4M3", OBC_ST_UNSUPPORTED, 1}, {"F8_E5M2", OBC_ST_UNSUPPORTED, 1},
+  static const struct {
+    const char *name;
+    SafetensorsDtype dtype;
+    size_t size;
+  } table[] = {
+      {"F32", OBC_ST_F32, 4},
+      {"F16", OBC_ST_F16, 2},
+      {"BF16", OBC_ST_BF16, 2},
+      {"F64", OBC_ST_UNSUPPORTED, 8},
+      {"I64", OBC_ST_UNSUPPORTED, 8},
+      {"I32", OBC_ST_UNSUPPORTED, 4},
+      {"I16", OBC_ST_UNSUPPORTED, 2},
+      {"I8", OBC_ST_UNSUPPORTED, 1},
+      {"U8", OBC_ST_UNSUPPORTED, 1},
+      {"BOOL", OBC_ST_UNSUPPORTED, 1},
+      {"U16", OBC_ST_UNSUPPORTED, 2},
+      {"U32", OBC_ST_UNSUPPORTED, 4},
+      {"U64", OBC_ST_UNSUPPORTED, 8},
+      {"F8_E4M3", OBC_ST_UNSUPPORTED, 1},
+      {"F8_E5M2", OBC_ST_UNSUPPORTED, 1},
   };
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
     if (!strcmp(table[i].name, name)) {
@@ -82,10 +96,12 @@ static bool json_size(const cJSON *item, uint64_t *out) {
   return true;
 }
 
-static int parse_entry(SafetensorsModel *model, const Shard *shard, const cJSON *entry, size_t data_start) {
+static int parse_entry(SafetensorsModel *model, const Shard *shard, const cJSON *entry,
+                       size_t data_start) {
   const char *path = shard->path;
   if (strlen(entry->string) >= sizeof model->tensors[0].name)
-    return obc_fail(OBC_EFORMAT, "%s: tensor name of %zu bytes is too long", path, strlen(entry->string));
+    return obc_fail(OBC_EFORMAT, "%s: tensor name of %zu bytes is too long", path,
+                    strlen(entry->string));
   if (model->n_tensors == model->capacity) {
     size_t capacity = model->capacity ? 2 * model->capacity : 64;
     SafetensorsTensor *grown = realloc(model->tensors, capacity * sizeof *grown);
@@ -100,36 +116,42 @@ static int parse_entry(SafetensorsModel *model, const Shard *shard, const cJSON 
   const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(entry, "dtype");
   const cJSON *shape = cJSON_GetObjectItemCaseSensitive(entry, "shape");
   const cJSON *offsets = cJSON_GetObjectItemCaseSensitive(entry, "data_offsets");
-  if (!cJSON_IsObject(entry) || !cJSON_IsString(dtype) || !cJSON_IsArray(shape) || !cJSON_IsArray(offsets) ||
-      cJSON_GetArraySize(offsets) != 2)
-    return obc_fail(OBC_EFORMAT, "%s: header entry %s lacks dtype, shape or data_offsets [begin, end]", path,
+  if (!cJSON_IsObject(entry) || !cJSON_IsString(dtype) || !cJSON_IsArray(shape) ||
+      !cJSON_IsArray(offsets) || cJSON_GetArraySize(offsets) != 2)
+    return obc_fail(OBC_EFORMAT,
+                    "%s: header entry %s lacks dtype, shape or data_offsets [begin, end]", path,
                     t->name);
   snprintf(t->dtype_name, sizeof t->dtype_name, "%s", dtype->valuestring);
   size_t element_size = dtype_size(dtype->valuestring, &t->dtype);
   int n_dims = cJSON_GetArraySize(shape);
   if (n_dims > 4)
-    return obc_fail(OBC_EFORMAT, "%s: tensor %s has %d dimensions (at most 4 supported)", path, t->name, n_dims);
+    return obc_fail(OBC_EFORMAT, "%s: tensor %s has %d dimensions (at most 4 supported)", path,
+                    t->name, n_dims);
   t->n_dims = (size_t)n_dims;
   uint64_t n_elements = 1;
   for (int d = 0; d < n_dims; d++) {
     if (!json_size(cJSON_GetArrayItem(shape, d), &t->shape[d]) ||
         (t->shape[d] && n_elements > (uint64_t)SIZE_MAX / 8 / t->shape[d]))
-      return obc_fail(OBC_EFORMAT, "%s: tensor %s has an invalid extent in dimension %d", path, t->name, d);
+      return obc_fail(OBC_EFORMAT, "%s: tensor %s has an invalid extent in dimension %d", path,
+                      t->name, d);
     n_elements *= t->shape[d];
   }
   uint64_t begin, end;
-  if (!json_size(cJSON_GetArrayItem(offsets, 0), &begin) || !json_size(cJSON_GetArrayItem(offsets, 1), &end) ||
-      end < begin)
+  if (!json_size(cJSON_GetArrayItem(offsets, 0), &begin) ||
+      !json_size(cJSON_GetArrayItem(offsets, 1), &end) || end < begin)
     return obc_fail(OBC_EFORMAT, "%s: tensor %s has invalid data_offsets", path, t->name);
   size_t data_size = shard->size - data_start;
   if (end > data_size)
-    return obc_fail(OBC_EFORMAT,
-                    "%s: truncated at offset %zu while reading tensor %s (its data ends at offset %" PRIu64 ")",
-                    path, shard->size, t->name, (uint64_t)data_start + end);
+    return obc_fail(
+        OBC_EFORMAT,
+        "%s: truncated at offset %zu while reading tensor %s (its data ends at offset %" PRIu64 ")",
+        path, shard->size, t->name, (uint64_t)data_start + end);
   if (element_size && end - begin != n_elements * element_size)
-    return obc_fail(OBC_EFORMAT, "%s: tensor %s has %" PRIu64 " data bytes (expected %" PRIu64 " for %" PRIu64
+    return obc_fail(OBC_EFORMAT,
+                    "%s: tensor %s has %" PRIu64 " data bytes (expected %" PRIu64 " for %" PRIu64
                     " %s elements)",
-                    path, t->name, end - begin, n_elements * element_size, n_elements, t->dtype_name);
+                    path, t->name, end - begin, n_elements * element_size, n_elements,
+                    t->dtype_name);
   t->n_elements = (size_t)n_elements;
   t->n_bytes = (size_t)(end - begin);
   t->data = shard->map + data_start + begin;
@@ -140,28 +162,34 @@ static int parse_entry(SafetensorsModel *model, const Shard *shard, const cJSON 
 static int parse_shard(SafetensorsModel *model, const Shard *shard) {
   const char *path = shard->path;
   if (shard->size < 8)
-    return obc_fail(OBC_EFORMAT, "%s: truncated at offset %zu while reading the header length", path, shard->size);
+    return obc_fail(OBC_EFORMAT, "%s: truncated at offset %zu while reading the header length",
+                    path, shard->size);
   uint64_t header_length;
   memcpy(&header_length, shard->map, 8);
   if (header_length > ST_MAX_HEADER)
-    return obc_fail(OBC_EFORMAT, "%s: header length %" PRIu64 " is implausible (not a safetensors file?)", path,
+    return obc_fail(OBC_EFORMAT,
+                    "%s: header length %" PRIu64 " is implausible (not a safetensors file?)", path,
                     header_length);
   if (header_length > shard->size - 8)
-    return obc_fail(OBC_EFORMAT, "%s: truncated at offset %zu while reading the JSON header (%" PRIu64 " bytes)",
+    return obc_fail(OBC_EFORMAT,
+                    "%s: truncated at offset %zu while reading the JSON header (%" PRIu64 " bytes)",
                     path, shard->size, header_length);
   const char *end = NULL;
-  cJSON *header = cJSON_ParseWithLengthOpts((const char *)shard->map + 8, (size_t)header_length, &end, 0);
+  cJSON *header =
+      cJSON_ParseWithLengthOpts((const char *)shard->map + 8, (size_t)header_length, &end, 0);
   if (!cJSON_IsObject(header)) {
     long at = end ? (long)(end - (const char *)shard->map) : 8;
     cJSON_Delete(header);
-    return obc_fail(OBC_EFORMAT, "%s: the header is not a JSON object (invalid near byte %ld)", path, at);
+    return obc_fail(OBC_EFORMAT, "%s: the header is not a JSON object (invalid near byte %ld)",
+                    path, at);
   }
   int rc = 0;
   const cJSON *entry;
   cJSON_ArrayForEach(entry, header) {
     if (!strcmp(entry->string, "__metadata__")) continue;
     if (safetensors_find(model, entry->string)) {
-      rc = obc_fail(OBC_EFORMAT, "%s: tensor %s appears twice in the checkpoint", path, entry->string);
+      rc = obc_fail(OBC_EFORMAT, "%s: tensor %s appears twice in the checkpoint", path,
+                    entry->string);
       break;
     }
     rc = parse_entry(model, shard, entry, 8 + (size_t)header_length);
@@ -215,9 +243,10 @@ static int open_index(SafetensorsModel *model, const char *folder, const char *i
   const cJSON *entry;
   char path[4096];
   cJSON_ArrayForEach(entry, map) {
-    if (!cJSON_IsString(entry) || strchr(entry->valuestring, '/') || !strcmp(entry->valuestring, "..")) {
-      rc = obc_fail(OBC_EFORMAT, "%s: weight_map entry %s is not a shard file name in the folder", index_path,
-                    entry->string);
+    if (!cJSON_IsString(entry) || strchr(entry->valuestring, '/') ||
+        !strcmp(entry->valuestring, "..")) {
+      rc = obc_fail(OBC_EFORMAT, "%s: weight_map entry %s is not a shard file name in the folder",
+                    index_path, entry->string);
       break;
     }
     snprintf(path, sizeof path, "%s/%s", folder, entry->valuestring);
@@ -230,8 +259,8 @@ static int open_index(SafetensorsModel *model, const char *folder, const char *i
     snprintf(path, sizeof path, "%s/%s", folder, entry->valuestring);
     const SafetensorsTensor *t = safetensors_find(model, entry->string);
     if (!t || strcmp(t->path, path))
-      rc = obc_fail(OBC_EFORMAT, "%s: tensor %s is listed in %s but not found there", index_path, entry->string,
-                    entry->valuestring);
+      rc = obc_fail(OBC_EFORMAT, "%s: tensor %s is listed in %s but not found there", index_path,
+                    entry->string, entry->valuestring);
   }
   cJSON_Delete(index);
   return rc;
@@ -251,7 +280,8 @@ int safetensors_open_folder(const char *folder, SafetensorsModel **out) {
   } else {
     snprintf(path, sizeof path, "%s/model.safetensors", folder);
     if (stat(path, &st) != 0)
-      rc = obc_fail(OBC_ENOTFOUND, "%s: no model.safetensors or model.safetensors.index.json in the folder",
+      rc = obc_fail(OBC_ENOTFOUND,
+                    "%s: no model.safetensors or model.safetensors.index.json in the folder",
                     folder);
     else
       rc = add_shard(model, path);
@@ -289,9 +319,7 @@ int safetensors_to_f32(const SafetensorsTensor *tensor, float *out) {
   const uint8_t *p = tensor->data;
   size_t n = tensor->n_elements;
   switch (tensor->dtype) {
-    case OBC_ST_F32:
-      memcpy(out, p, n * sizeof *out);
-      return 0;
+    case OBC_ST_F32: memcpy(out, p, n * sizeof *out); return 0;
     case OBC_ST_F16:
 #pragma omp parallel for schedule(static) if (n >= (1u << 20))
       for (size_t i = 0; i < n; i++) out[i] = float16_f16_to_f32(float16_read_u16(p + 2 * i));
@@ -301,7 +329,8 @@ int safetensors_to_f32(const SafetensorsTensor *tensor, float *out) {
       for (size_t i = 0; i < n; i++) out[i] = float16_bf16_to_f32(float16_read_u16(p + 2 * i));
       return 0;
     default:
-      return obc_fail(OBC_EUNSUPPORTED, "%s: tensor %s has unsupported dtype %s (expected F32, F16 or BF16)",
+      return obc_fail(OBC_EUNSUPPORTED,
+                      "%s: tensor %s has unsupported dtype %s (expected F32, F16 or BF16)",
                       tensor->path, tensor->name, tensor->dtype_name);
   }
 }
@@ -313,10 +342,12 @@ int safetensors_check_shape(const SafetensorsTensor *tensor, size_t n_dims, cons
   char found[96] = "", wanted[96] = "";
   size_t used = 0;
   for (size_t d = 0; d < tensor->n_dims; d++)
-    used += (size_t)snprintf(found + used, sizeof found - used, "%s%" PRIu64, d ? ", " : "", tensor->shape[d]);
+    used += (size_t)snprintf(found + used, sizeof found - used, "%s%" PRIu64, d ? ", " : "",
+                             tensor->shape[d]);
   used = 0;
   for (size_t d = 0; d < n_dims; d++)
-    used += (size_t)snprintf(wanted + used, sizeof wanted - used, "%s%" PRIu64, d ? ", " : "", shape[d]);
-  return obc_fail(OBC_EFORMAT, "%s: tensor %s has shape [%s], expected [%s]", tensor->path, tensor->name, found,
-                  wanted);
+    used += (size_t)snprintf(wanted + used, sizeof wanted - used, "%s%" PRIu64, d ? ", " : "",
+                             shape[d]);
+  return obc_fail(OBC_EFORMAT, "%s: tensor %s has shape [%s], expected [%s]", tensor->path,
+                  tensor->name, found, wanted);
 }

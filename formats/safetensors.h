@@ -24,11 +24,11 @@ typedef struct {
   SafetensorsDtype dtype;
   char dtype_name[16]; /* as written in the header ("BF16", "I64", ...) */
   size_t n_dims;
-  uint64_t shape[4];   /* slowest first */
+  uint64_t shape[4]; /* slowest first */
   size_t n_elements;
   size_t n_bytes;
-  const void *data;    /* into the mapping of its shard */
-  const char *path;    /* the shard file it lives in */
+  const void *data; /* into the mapping of its shard */
+  const char *path; /* the shard file it lives in */
 } SafetensorsTensor;
 
 typedef struct SafetensorsModel SafetensorsModel;

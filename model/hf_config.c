@@ -24,7 +24,8 @@ static const cJSON *field(const ConfigReader *r, const cJSON *object, const char
 }
 
 /* A positive integer field; def == 0 means required. */
-static int read_size(const ConfigReader *r, const cJSON *object, const char *name, size_t def, size_t *out) {
+static int read_size(const ConfigReader *r, const cJSON *object, const char *name, size_t def,
+                     size_t *out) {
   const cJSON *item = field(r, object, name);
   if (!item) {
     if (def == 0) return obc_fail(OBC_EFORMAT, "%s: field %s is missing", r->path, name);
@@ -38,7 +39,8 @@ static int read_size(const ConfigReader *r, const cJSON *object, const char *nam
   return 0;
 }
 
-static int read_double(const ConfigReader *r, const cJSON *object, const char *name, double def, double *out) {
+static int read_double(const ConfigReader *r, const cJSON *object, const char *name, double def,
+                       double *out) {
   const cJSON *item = field(r, object, name);
   if (!item) {
     if (isnan(def)) return obc_fail(OBC_EFORMAT, "%s: field %s is missing", r->path, name);
@@ -57,7 +59,8 @@ static int read_bool(const ConfigReader *r, const char *name, bool def, bool *ou
     *out = def;
     return 0;
   }
-  if (!cJSON_IsBool(item)) return obc_fail(OBC_EFORMAT, "%s: field %s must be true or false", r->path, name);
+  if (!cJSON_IsBool(item))
+    return obc_fail(OBC_EFORMAT, "%s: field %s must be true or false", r->path, name);
   *out = cJSON_IsTrue(item);
   return 0;
 }
@@ -68,10 +71,12 @@ static int refuse(const ConfigReader *r, const char *field_name, const char *why
 
 static int read_architecture(const ConfigReader *r, ModelConfig *config) {
   const cJSON *type = field(r, NULL, "model_type");
-  if (!cJSON_IsString(type)) return obc_fail(OBC_EFORMAT, "%s: field model_type is missing", r->path);
+  if (!cJSON_IsString(type))
+    return obc_fail(OBC_EFORMAT, "%s: field model_type is missing", r->path);
   if (strcmp(type->valuestring, "llama") && strcmp(type->valuestring, "qwen2")) {
     char why[160];
-    snprintf(why, sizeof why, "\"%.64s\" is not supported (expected llama or qwen2)", type->valuestring);
+    snprintf(why, sizeof why, "\"%.64s\" is not supported (expected llama or qwen2)",
+             type->valuestring);
     return refuse(r, "model_type", why);
   }
   snprintf(config->architecture, sizeof config->architecture, "%s", type->valuestring);
@@ -80,7 +85,8 @@ static int read_architecture(const ConfigReader *r, ModelConfig *config) {
   if (cJSON_IsString(first) && strcmp(first->valuestring, "LlamaForCausalLM") &&
       strcmp(first->valuestring, "Qwen2ForCausalLM")) {
     char why[160];
-    snprintf(why, sizeof why, "\"%.64s\" is not supported (expected LlamaForCausalLM or Qwen2ForCausalLM)",
+    snprintf(why, sizeof why,
+             "\"%.64s\" is not supported (expected LlamaForCausalLM or Qwen2ForCausalLM)",
              first->valuestring);
     return refuse(r, "architectures", why);
   }
@@ -90,7 +96,8 @@ static int read_architecture(const ConfigReader *r, ModelConfig *config) {
 
 /* Features that would change the computation and that the runtime lacks. */
 static int refuse_unsupported(const ConfigReader *r, bool qwen2) {
-  static const char *const expert_fields[] = {"num_local_experts", "num_experts", "n_routed_experts"};
+  static const char *const expert_fields[] = {"num_local_experts", "num_experts",
+                                              "n_routed_experts"};
   for (size_t i = 0; i < sizeof expert_fields / sizeof expert_fields[0]; i++) {
     const cJSON *item = field(r, NULL, expert_fields[i]);
     if (cJSON_IsNumber(item) && item->valuedouble > 0)
@@ -107,7 +114,9 @@ static int refuse_unsupported(const ConfigReader *r, bool qwen2) {
   }
   rc = read_bool(r, "attention_bias", false, &flag);
   if (rc) return rc;
-  if (flag) return refuse(r, "attention_bias", "biases on the attention projections of a llama model are not supported");
+  if (flag)
+    return refuse(r, "attention_bias",
+                  "biases on the attention projections of a llama model are not supported");
   rc = read_bool(r, "mlp_bias", false, &flag);
   if (rc) return rc;
   if (flag) return refuse(r, "mlp_bias", "MLP biases are not supported");
@@ -121,7 +130,8 @@ static int read_rope_scaling(const ConfigReader *r, ModelConfig *config) {
   config->rope_scaling = OBC_ROPE_NONE;
   const cJSON *scaling = field(r, NULL, "rope_scaling");
   if (!scaling) return 0;
-  if (!cJSON_IsObject(scaling)) return obc_fail(OBC_EFORMAT, "%s: field rope_scaling must be an object", r->path);
+  if (!cJSON_IsObject(scaling))
+    return obc_fail(OBC_EFORMAT, "%s: field rope_scaling must be an object", r->path);
   const cJSON *type = field(r, scaling, "rope_type");
   if (!type) type = field(r, scaling, "type");
   if (!cJSON_IsString(type))
@@ -134,7 +144,8 @@ static int read_rope_scaling(const ConfigReader *r, ModelConfig *config) {
   }
   if (strcmp(type->valuestring, "llama3")) {
     char why[160];
-    snprintf(why, sizeof why, "type \"%.64s\" is not supported (expected llama3, linear or default)",
+    snprintf(why, sizeof why,
+             "type \"%.64s\" is not supported (expected llama3, linear or default)",
              type->valuestring);
     return refuse(r, "rope_scaling.rope_type", why);
   }
@@ -142,10 +153,12 @@ static int read_rope_scaling(const ConfigReader *r, ModelConfig *config) {
   if ((rc = read_double(r, scaling, "factor", NAN, &config->rope_factor)) ||
       (rc = read_double(r, scaling, "low_freq_factor", NAN, &config->rope_low_freq_factor)) ||
       (rc = read_double(r, scaling, "high_freq_factor", NAN, &config->rope_high_freq_factor)) ||
-      (rc = read_size(r, scaling, "original_max_position_embeddings", 0, &config->rope_original_context)))
+      (rc = read_size(r, scaling, "original_max_position_embeddings", 0,
+                      &config->rope_original_context)))
     return rc;
   if (config->rope_high_freq_factor <= config->rope_low_freq_factor)
-    return obc_fail(OBC_EFORMAT, "%s: rope_scaling.high_freq_factor must exceed low_freq_factor", r->path);
+    return obc_fail(OBC_EFORMAT, "%s: rope_scaling.high_freq_factor must exceed low_freq_factor",
+                    r->path);
   return 0;
 }
 

@@ -19,8 +19,8 @@ typedef struct {
   char name[256];        /* GGUF file name without .gguf / HF folder name */
   char architecture[32]; /* "llama" or "qwen2" */
   size_t n_layers;
-  size_t dim;            /* hidden size */
-  size_t ffn_dim;        /* intermediate size */
+  size_t dim;     /* hidden size */
+  size_t ffn_dim; /* intermediate size */
   size_t n_heads;
   size_t n_kv_heads;
   size_t head_dim;
@@ -58,10 +58,10 @@ typedef struct {
 } ModelLayerWeights;
 
 typedef struct {
-  float *token_embedding; /* (vocab_size, dim) */
-  float *output_norm;     /* (dim) */
-  float *output;          /* (vocab_size, dim); == token_embedding when tied */
-  ModelLayerWeights *layers;   /* (n_layers) */
+  float *token_embedding;    /* (vocab_size, dim) */
+  float *output_norm;        /* (dim) */
+  float *output;             /* (vocab_size, dim); == token_embedding when tied */
+  ModelLayerWeights *layers; /* (n_layers) */
   /* Per-frequency divisors of RoPE (head_dim / 2), or NULL: GGUF files store
    * Llama-3 rope scaling as the tensor rope_freqs.weight; for Hugging Face
    * folders model_load computes them from config.json's rope_scaling. */

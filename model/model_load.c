@@ -33,8 +33,10 @@ int model_load(const char *path, Model **out) {
   if (!path) path = model_default_path();
   struct stat st;
   if (stat(path, &st) != 0)
-    return obc_fail(OBC_ENOTFOUND, "%s: no such model file or folder (hint: run scripts/setup.sh for the default "
-                    "model, or pass --model PATH)", path);
+    return obc_fail(OBC_ENOTFOUND,
+                    "%s: no such model file or folder (hint: run scripts/setup.sh for the default "
+                    "model, or pass --model PATH)",
+                    path);
   Model *model = obc_calloc(1, sizeof *model, "a model");
   if (!model) return OBC_ENOMEM;
   snprintf(model->path, sizeof model->path, "%s", path);
@@ -94,39 +96,51 @@ static int invalid(const char *source, const char *what) {
 int model_config_validate(const ModelConfig *c, const char *source) {
   const size_t limit = (size_t)1 << 20; /* far above any real model; keeps products in range */
   char text[256];
-  const struct { const char *name; size_t value; } sizes[] = {
-      {"n_layers", c->n_layers},     {"dim", c->dim},           {"ffn_dim", c->ffn_dim},
-      {"n_heads", c->n_heads},       {"n_kv_heads", c->n_kv_heads}, {"head_dim", c->head_dim},
+  const struct {
+    const char *name;
+    size_t value;
+  } sizes[] = {
+      {"n_layers", c->n_layers},     {"dim", c->dim},
+      {"ffn_dim", c->ffn_dim},       {"n_heads", c->n_heads},
+      {"n_kv_heads", c->n_kv_heads}, {"head_dim", c->head_dim},
       {"vocab_size", c->vocab_size}, {"context_length", c->context_length},
   };
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-    bool is_context = sizes[i].value == c->context_length && !strcmp(sizes[i].name, "context_length");
+    bool is_context =
+        sizes[i].value == c->context_length && !strcmp(sizes[i].name, "context_length");
     if (sizes[i].value == 0 || sizes[i].value > (is_context ? limit * 64 : limit)) {
-      snprintf(text, sizeof text, "%s is %zu (expected a positive size)", sizes[i].name, sizes[i].value);
+      snprintf(text, sizeof text, "%s is %zu (expected a positive size)", sizes[i].name,
+               sizes[i].value);
       return invalid(source, text);
     }
   }
   if (strcmp(c->architecture, "llama") && strcmp(c->architecture, "qwen2")) {
-    snprintf(text, sizeof text, "architecture \"%s\" is not supported (expected llama or qwen2)", c->architecture);
+    snprintf(text, sizeof text, "architecture \"%s\" is not supported (expected llama or qwen2)",
+             c->architecture);
     return invalid(source, text);
   }
   if (c->n_heads % c->n_kv_heads) {
-    snprintf(text, sizeof text, "%zu query heads are not a multiple of %zu KV heads", c->n_heads, c->n_kv_heads);
+    snprintf(text, sizeof text, "%zu query heads are not a multiple of %zu KV heads", c->n_heads,
+             c->n_kv_heads);
     return invalid(source, text);
   }
   if (c->head_dim % 2) {
     snprintf(text, sizeof text, "head_dim %zu is odd (RoPE rotates pairs)", c->head_dim);
     return invalid(source, text);
   }
-  if (!(c->norm_eps > 0 && c->norm_eps < 1)) return invalid(source, "RMSNorm epsilon is not in (0, 1)");
-  if (!(c->rope_theta > 1 && isfinite(c->rope_theta))) return invalid(source, "rope theta is not a number above 1");
+  if (!(c->norm_eps > 0 && c->norm_eps < 1))
+    return invalid(source, "RMSNorm epsilon is not in (0, 1)");
+  if (!(c->rope_theta > 1 && isfinite(c->rope_theta)))
+    return invalid(source, "rope theta is not a number above 1");
   if (c->rope_scaling == OBC_ROPE_LINEAR && !(c->rope_factor > 0 && isfinite(c->rope_factor)))
     return invalid(source, "linear rope scaling needs a positive factor");
   /* GGUF files carry Llama-3 scaling as the rope_freqs tensor and leave these 0. */
   if (c->rope_scaling == OBC_ROPE_LLAMA3 && c->rope_factor != 0 &&
-      !(c->rope_factor > 0 && c->rope_low_freq_factor > 0 && c->rope_high_freq_factor > c->rope_low_freq_factor &&
-        c->rope_original_context > 0))
-    return invalid(source, "llama3 rope scaling needs factor > 0, 0 < low_freq_factor < high_freq_factor and "
-                           "original_max_position_embeddings > 0");
+      !(c->rope_factor > 0 && c->rope_low_freq_factor > 0 &&
+        c->rope_high_freq_factor > c->rope_low_freq_factor && c->rope_original_context > 0))
+    return invalid(
+        source,
+        "llama3 rope scaling needs factor > 0, 0 < low_freq_factor < high_freq_factor and "
+        "original_max_position_embeddings > 0");
   return 0;
 }

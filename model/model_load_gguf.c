@@ -15,7 +15,8 @@
 #include "model/model_load.h"
 
 /* "<arch>.<suffix>" as a positive size; def == 0 means required. */
-static int read_size(const GgufFile *file, const char *arch, const char *suffix, size_t def, size_t *out) {
+static int read_size(const GgufFile *file, const char *arch, const char *suffix, size_t def,
+                     size_t *out) {
   char key[128];
   snprintf(key, sizeof key, "%s.%s", arch, suffix);
   uint64_t value;
@@ -26,12 +27,14 @@ static int read_size(const GgufFile *file, const char *arch, const char *suffix,
   }
   if (rc) return rc;
   if (value == 0 || value > ((uint64_t)1 << 40))
-    return obc_fail(OBC_EFORMAT, "%s: %s is %" PRIu64 " (expected a positive size)", gguf_path(file), key, value);
+    return obc_fail(OBC_EFORMAT, "%s: %s is %" PRIu64 " (expected a positive size)",
+                    gguf_path(file), key, value);
   *out = (size_t)value;
   return 0;
 }
 
-static int read_double(const GgufFile *file, const char *arch, const char *suffix, double def, double *out) {
+static int read_double(const GgufFile *file, const char *arch, const char *suffix, double def,
+                       double *out) {
   char key[128];
   snprintf(key, sizeof key, "%s.%s", arch, suffix);
   int rc = gguf_get_f64(file, key, out);
@@ -54,7 +57,8 @@ static int read_rope_scaling(const GgufFile *file, const char *arch, ModelConfig
     c->rope_scaling = OBC_ROPE_LINEAR;
     return read_double(file, arch, "rope.scaling.factor", NAN, &c->rope_factor);
   }
-  return obc_fail(OBC_EUNSUPPORTED, "%s: %s is \"%.*s\" (supported: none, linear; llama3 via rope_freqs.weight)",
+  return obc_fail(OBC_EUNSUPPORTED,
+                  "%s: %s is \"%.*s\" (supported: none, linear; llama3 via rope_freqs.weight)",
                   gguf_path(file), key, (int)(type.length > 32 ? 32 : type.length), type.data);
 }
 
@@ -63,8 +67,10 @@ static int read_config(const GgufFile *file, ModelConfig *c) {
   GgufString text;
   int rc = gguf_get_string(file, "general.architecture", &text);
   if (rc) return rc;
-  if (!((text.length == 5 && !memcmp(text.data, "llama", 5)) || (text.length == 5 && !memcmp(text.data, "qwen2", 5))))
-    return obc_fail(OBC_EUNSUPPORTED, "%s: general.architecture is \"%.*s\" (supported: llama, qwen2)", path,
+  if (!((text.length == 5 && !memcmp(text.data, "llama", 5)) ||
+        (text.length == 5 && !memcmp(text.data, "qwen2", 5))))
+    return obc_fail(OBC_EUNSUPPORTED,
+                    "%s: general.architecture is \"%.*s\" (supported: llama, qwen2)", path,
                     (int)(text.length > 32 ? 32 : text.length), text.data);
   snprintf(c->architecture, sizeof c->architecture, "%.*s", (int)text.length, text.data);
   const char *arch = c->architecture;
@@ -75,15 +81,16 @@ static int read_config(const GgufFile *file, ModelConfig *c) {
   const char *slash = strrchr(path, '/');
   snprintf(c->name, sizeof c->name, "%s", slash ? slash + 1 : path);
   size_t name_length = strlen(c->name);
-  if (name_length > 5 && !strcmp(c->name + name_length - 5, ".gguf")) c->name[name_length - 5] = '\0';
+  if (name_length > 5 && !strcmp(c->name + name_length - 5, ".gguf"))
+    c->name[name_length - 5] = '\0';
   size_t experts = 0;
   if ((rc = read_size(file, arch, "block_count", 0, &c->n_layers)) ||
       (rc = read_size(file, arch, "embedding_length", 0, &c->dim)) ||
       (rc = read_size(file, arch, "feed_forward_length", 0, &c->ffn_dim)) ||
       (rc = read_size(file, arch, "attention.head_count", 0, &c->n_heads)) ||
       (rc = read_size(file, arch, "attention.head_count_kv", c->n_heads, &c->n_kv_heads)) ||
-      (rc = read_size(file, arch, "attention.key_length", c->dim / c->n_heads ? c->dim / c->n_heads : 1,
-                      &c->head_dim)) ||
+      (rc = read_size(file, arch, "attention.key_length",
+                      c->dim / c->n_heads ? c->dim / c->n_heads : 1, &c->head_dim)) ||
       (rc = read_size(file, arch, "context_length", 0, &c->context_length)) ||
       (rc = read_size(file, arch, "expert_count", 1, &experts)) ||
       (rc = read_double(file, arch, "rope.freq_base", 10000.0, &c->rope_theta)) ||
@@ -91,21 +98,26 @@ static int read_config(const GgufFile *file, ModelConfig *c) {
       (rc = read_rope_scaling(file, arch, c)))
     return rc;
   if (experts > 1)
-    return obc_fail(OBC_EUNSUPPORTED, "%s: %s.expert_count is %zu (mixture-of-experts models are not supported)", path,
-                    arch, experts);
+    return obc_fail(OBC_EUNSUPPORTED,
+                    "%s: %s.expert_count is %zu (mixture-of-experts models are not supported)",
+                    path, arch, experts);
   size_t value_length = 0;
   if ((rc = read_size(file, arch, "attention.value_length", c->head_dim, &value_length))) return rc;
   if (value_length != c->head_dim)
-    return obc_fail(OBC_EUNSUPPORTED, "%s: %s.attention.value_length %zu differs from key_length %zu", path, arch,
+    return obc_fail(OBC_EUNSUPPORTED,
+                    "%s: %s.attention.value_length %zu differs from key_length %zu", path, arch,
                     value_length, c->head_dim);
   size_t rope_dims = 0; /* partial rotary embedding would need its own code path */
   if ((rc = read_size(file, arch, "rope.dimension_count", c->head_dim, &rope_dims))) return rc;
   if (rope_dims != c->head_dim)
-    return obc_fail(OBC_EUNSUPPORTED, "%s: %s.rope.dimension_count %zu differs from the head dimension %zu "
-                    "(partial rotary embeddings are not supported)", path, arch, rope_dims, c->head_dim);
+    return obc_fail(OBC_EUNSUPPORTED,
+                    "%s: %s.rope.dimension_count %zu differs from the head dimension %zu "
+                    "(partial rotary embeddings are not supported)",
+                    path, arch, rope_dims, c->head_dim);
   const GgufTensor *embedding = gguf_find_tensor(file, "token_embd.weight");
   if (!embedding || embedding->n_dims != 2)
-    return obc_fail(OBC_EFORMAT, "%s: tensor token_embd.weight is %s", path, embedding ? "not a matrix" : "missing");
+    return obc_fail(OBC_EFORMAT, "%s: tensor token_embd.weight is %s", path,
+                    embedding ? "not a matrix" : "missing");
   c->vocab_size = (size_t)embedding->dims[1];
   c->qkv_bias = !strcmp(arch, "qwen2");
   c->rope_interleaved = !strcmp(arch, "llama");
@@ -114,26 +126,29 @@ static int read_config(const GgufFile *file, ModelConfig *c) {
 
 /* Biases the runtime has no place for: refused rather than silently dropped. */
 static int refuse_extra_biases(const GgufFile *file, const ModelConfig *c) {
-  static const char *const names[] = {"blk.0.attn_output.bias", "blk.0.ffn_gate.bias", "blk.0.ffn_up.bias",
-                                      "blk.0.ffn_down.bias", "blk.0.attn_q.bias"};
+  static const char *const names[] = {"blk.0.attn_output.bias", "blk.0.ffn_gate.bias",
+                                      "blk.0.ffn_up.bias", "blk.0.ffn_down.bias",
+                                      "blk.0.attn_q.bias"};
   size_t n = sizeof names / sizeof names[0] - (c->qkv_bias ? 1 : 0);
   for (size_t i = 0; i < n; i++)
     if (gguf_find_tensor(file, names[i]))
-      return obc_fail(OBC_EUNSUPPORTED, "%s: tensor %s: biases there are not supported for %s models",
+      return obc_fail(OBC_EUNSUPPORTED,
+                      "%s: tensor %s: biases there are not supported for %s models",
                       gguf_path(file), names[i], c->architecture);
   return 0;
 }
 
 /* Finds every slot's tensor and checks its shape (GGUF dims are fastest first,
  * the reverse of the slots' row-major shapes). */
-static int match_tensors(const GgufFile *file, Model *model, ModelWeightSlot *slots, size_t n_slots) {
+static int match_tensors(const GgufFile *file, Model *model, ModelWeightSlot *slots,
+                         size_t n_slots) {
   for (size_t i = 0; i < n_slots; i++) {
     ModelWeightSlot *s = &slots[i];
     const GgufTensor *t = gguf_find_tensor(file, s->name);
     if (!t) {
       if (s->optional) continue;
-      return obc_fail(OBC_EFORMAT, "%s: tensor %s is missing (incomplete or not a %s model)", gguf_path(file),
-                      s->name, model->config.architecture);
+      return obc_fail(OBC_EFORMAT, "%s: tensor %s is missing (incomplete or not a %s model)",
+                      gguf_path(file), s->name, model->config.architecture);
     }
     uint64_t dims[2] = {s->n_dims == 2 ? s->shape[1] : s->shape[0], s->shape[0]};
     int rc = gguf_tensor_check_shape(file, t, (uint32_t)s->n_dims, dims);
@@ -162,7 +177,8 @@ static int load_weights(const GgufFile *file, Model *model) {
   const float *factors = model->weights.rope_freq_factors; /* divisors of the RoPE frequencies */
   for (size_t i = 0; !rc && factors && i < model->config.head_dim / 2; i++)
     if (!(factors[i] > 0))
-      rc = obc_fail(OBC_EVALUE, "%s: tensor rope_freqs.weight holds %g at %zu (expected positive divisors)",
+      rc = obc_fail(OBC_EVALUE,
+                    "%s: tensor rope_freqs.weight holds %g at %zu (expected positive divisors)",
                     gguf_path(file), (double)factors[i], i);
   free(slots);
   return rc;

@@ -12,8 +12,8 @@
 #include "model/model_load.h"
 #include "formats/safetensors.h"
 
-static int match_tensors(const SafetensorsModel *st, const char *folder, Model *model, ModelWeightSlot *slots,
-                         size_t n_slots) {
+static int match_tensors(const SafetensorsModel *st, const char *folder, Model *model,
+                         ModelWeightSlot *slots, size_t n_slots) {
   for (size_t i = 0; i < n_slots; i++) {
     ModelWeightSlot *s = &slots[i];
     if (s->dest == &model->weights.rope_freq_factors) { /* computed, not stored */
@@ -62,8 +62,10 @@ int model_load_hf(const char *folder, Model *model) {
     /* The checkpoint, not the config, has the last word on the vocabulary. */
     const SafetensorsTensor *embedding = safetensors_find(st, "model.embed_tokens.weight");
     if (embedding && embedding->n_dims == 2 && embedding->shape[0] != model->config.vocab_size)
-      rc = obc_fail(OBC_EFORMAT, "%s: tensor model.embed_tokens.weight has %llu rows but config.json says "
-                    "vocab_size %zu", embedding->path, (unsigned long long)embedding->shape[0],
+      rc = obc_fail(OBC_EFORMAT,
+                    "%s: tensor model.embed_tokens.weight has %llu rows but config.json says "
+                    "vocab_size %zu",
+                    embedding->path, (unsigned long long)embedding->shape[0],
                     model->config.vocab_size);
   }
   if (!rc) rc = load_weights(st, folder, model);

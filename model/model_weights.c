@@ -17,7 +17,8 @@ typedef struct {
   ModelFormat format;
 } SlotList;
 
-static void add(SlotList *list, const char *name, float **dest, uint64_t rows, uint64_t cols, bool optional) {
+static void add(SlotList *list, const char *name, float **dest, uint64_t rows, uint64_t cols,
+                bool optional) {
   ModelWeightSlot *s = &list->slots[list->n++];
   memset(s, 0, sizeof *s);
   snprintf(s->name, sizeof s->name, "%s", name);
@@ -29,8 +30,8 @@ static void add(SlotList *list, const char *name, float **dest, uint64_t rows, u
 }
 
 /* A per-layer tensor: GGUF "blk.N.<gguf>.weight|bias", HF "model.layers.N.<hf>.weight|bias". */
-static void add_layer(SlotList *list, size_t layer, const char *gguf, const char *hf, const char *suffix,
-                      float **dest, uint64_t rows, uint64_t cols) {
+static void add_layer(SlotList *list, size_t layer, const char *gguf, const char *hf,
+                      const char *suffix, float **dest, uint64_t rows, uint64_t cols) {
   char name[128];
   if (list->format == MODEL_FORMAT_GGUF)
     snprintf(name, sizeof name, "blk.%zu.%s.%s", layer, gguf, suffix);
@@ -45,7 +46,8 @@ int model_weight_slots(Model *model, ModelFormat format, ModelWeightSlot **slots
   *slots = NULL;
   *n_slots = 0;
   w->layers = obc_calloc(c->n_layers, sizeof *w->layers, "the layer weight table");
-  SlotList list = {obc_calloc(4 + 12 * c->n_layers, sizeof *list.slots, "the weight list"), 0, format};
+  SlotList list = {obc_calloc(4 + 12 * c->n_layers, sizeof *list.slots, "the weight list"), 0,
+                   format};
   if (!w->layers || !list.slots) {
     free(list.slots);
     return OBC_ENOMEM;
@@ -53,7 +55,8 @@ int model_weight_slots(Model *model, ModelFormat format, ModelWeightSlot **slots
   bool gguf = format == MODEL_FORMAT_GGUF;
   uint64_t dim = c->dim, q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
   uint64_t ffn = c->ffn_dim, vocab = c->vocab_size;
-  add(&list, gguf ? "token_embd.weight" : "model.embed_tokens.weight", &w->token_embedding, vocab, dim, false);
+  add(&list, gguf ? "token_embd.weight" : "model.embed_tokens.weight", &w->token_embedding, vocab,
+      dim, false);
   add(&list, gguf ? "output_norm.weight" : "model.norm.weight", &w->output_norm, dim, 0, false);
   add(&list, gguf ? "output.weight" : "lm_head.weight", &w->output, vocab, dim, true);
   /* GGUF only; a Hugging Face loader fills it from config.json. */
@@ -88,7 +91,8 @@ int model_weight_arena(Model *model, ModelWeightSlot *slots, size_t n_slots) {
   const size_t align = 16; /* floats: 64 bytes */
   size_t total = 0;
   for (size_t i = 0; i < n_slots; i++) /* tied: the output projection is the embedding */
-    if (slots[i].dest == &model->weights.output && model->config.tied_embeddings) slots[i].present = false;
+    if (slots[i].dest == &model->weights.output && model->config.tied_embeddings)
+      slots[i].present = false;
   for (size_t i = 0; i < n_slots; i++)
     if (slots[i].present) total += (slot_elements(&slots[i]) + align - 1) / align * align;
   void *arena = NULL;
@@ -115,6 +119,7 @@ int model_check_finite(const char *path, const char *tensor, const float *values
   for (size_t i = 0; i < n; i++)
     if (!isfinite(values[i]) && i < bad) bad = i;
   if (bad == n) return 0;
-  return obc_fail(OBC_EVALUE, "%s: tensor %s holds a non-finite value (%g) at element %zu (corrupt weights?)", path,
-                  tensor, (double)values[bad], bad);
+  return obc_fail(OBC_EVALUE,
+                  "%s: tensor %s holds a non-finite value (%g) at element %zu (corrupt weights?)",
+                  path, tensor, (double)values[bad], bad);
 }

@@ -151,7 +151,8 @@ int oracle_dominant_init(OracleDominant *table, const OracleHead *head, size_t r
   for (size_t item = 0; item < g * n_chunks; item++) {
     size_t j = item / n_chunks, c = item % n_chunks;
     size_t r1 = row_end - c * ORACLE_DOMINANT_ROW_CHUNK;
-    size_t r0 = r1 - row_begin > ORACLE_DOMINANT_ROW_CHUNK ? r1 - ORACLE_DOMINANT_ROW_CHUNK : row_begin;
+    size_t r0 =
+        r1 - row_begin > ORACLE_DOMINANT_ROW_CHUNK ? r1 - ORACLE_DOMINANT_ROW_CHUNK : row_begin;
     double *mine = buffers + (size_t)omp_get_thread_num() * per_thread;
     dominant_chunk(head, j, r0, r1, mine, mine + (size_t)ORACLE_DOMINANT_ROW_CHUNK * n_keys,
                    table->pairs + j * n + (r0 - row_begin));

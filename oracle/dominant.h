@@ -24,7 +24,7 @@
 
 /* One (query head, row): its dominant key and that pair's quantities. */
 typedef struct {
-  size_t position;    /* p with A_ip > 1/2, or ORACLE_DOMINANT_NONE */
+  size_t position;       /* p with A_ip > 1/2, or ORACLE_DOMINANT_NONE */
   OraclePairForms forms; /* every quantity of the pair (row, p), when there is one */
 } OracleDominantPair;
 

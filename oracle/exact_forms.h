@@ -27,7 +27,7 @@
 
 /* dd = ||v - o||^2 and vd = v.(v - o) from vv, vo = v.o, oo. */
 static inline void oracle_pair_norms_from_dots(double vv, double vo, double oo, double *dd,
-                                            double *vd) {
+                                               double *vd) {
   *dd = vv - 2.0 * vo + oo;
   *vd = vv - vo;
 }
@@ -56,7 +56,8 @@ static inline int oracle_pair_single_key(double one_minus_a) {
 /* The two reciprocals of the exact forms with one division:
  * r = 1/(1 - A + e) and inv_live = 1/(1 - A), with 1 - A clamped at
  * OBC_ONE_MINUS_A_MIN so both stay finite (for lse > -700). */
-static inline void oracle_pair_reciprocals(double one_minus_a, double e, double *r, double *inv_live) {
+static inline void oracle_pair_reciprocals(double one_minus_a, double e, double *r,
+                                           double *inv_live) {
   double live = one_minus_a > OBC_ONE_MINUS_A_MIN ? one_minus_a : OBC_ONE_MINUS_A_MIN;
   double inv = 1.0 / (live * (live + e));
   *r = live * inv;
@@ -78,7 +79,7 @@ static inline double oracle_form_exact_k(double a, double e, double r, double dd
  * error r^2 (A^2 ||v - o||^2 + 2 A e (v - o).o + e^2 ||o||^2), with
  * (v - o).o = vd - dd (single live key: o' = 0, error ||o||^2). */
 static inline double oracle_form_exact_vk(double a, double e, double r, double oo, double dd,
-                                       double vd) {
+                                          double vd) {
   return r * r * (a * a * dd + 2.0 * a * e * (vd - dd) + e * e * oo);
 }
 
@@ -104,7 +105,7 @@ typedef struct {
 
 /* All forms of one pair from its scalars. */
 static inline void oracle_pair_forms(double a, double z, double e, double one_minus_a, double vv,
-                                  double oo, double dd, double vd, OraclePairForms *f) {
+                                     double oo, double dd, double vd, OraclePairForms *f) {
   f->attn = a;
   f->attn2 = a * a;
   f->obc_v = oracle_form_obc_v(a, vv);
@@ -122,8 +123,8 @@ static inline void oracle_pair_forms(double a, double z, double e, double one_mi
  * row's stored lse (e = exp(-lse)): 1 - A is then accurate as a plain
  * subtraction and dd, vd from the dots lose little. The pair with A > 1/2
  * takes oracle/dominant.h instead. */
-static inline void oracle_pair_forms_below_half(double z, double vv, double vo, double oo, double lse,
-                                             double e, OraclePairForms *f) {
+static inline void oracle_pair_forms_below_half(double z, double vv, double vo, double oo,
+                                                double lse, double e, OraclePairForms *f) {
   double a = exp(z - lse), dd, vd;
   oracle_pair_norms_from_dots(vv, vo, oo, &dd, &vd);
   oracle_pair_forms(a, z, e, 1.0 - a, vv, oo, dd, vd, f);

@@ -31,14 +31,10 @@ static size_t oracle_lower_row(const OracleHead *head, int64_t position) {
 
 static double oracle_pick(const OraclePairForms *f, OracleExactKind kind) {
   switch (kind) {
-    case OBC_EXACT_V:
-      return f->obc_v;
-    case OBC_EXACT_K:
-      return f->exact_k;
-    case OBC_EXACT_VK:
-      return f->exact_vk;
-    default:
-      return f->remove;
+    case OBC_EXACT_V: return f->obc_v;
+    case OBC_EXACT_K: return f->exact_k;
+    case OBC_EXACT_VK: return f->exact_vk;
+    default: return f->remove;
   }
 }
 
@@ -46,9 +42,9 @@ typedef struct {
   const OracleHead *head;
   const OracleGemm *gemm;
   OracleExactKind kind;
-  size_t row_begin, row_end; /* captured rows to sum over */
-  const double *v_sq;        /* (n_prompt) ||v_p||^2 */
-  const double *o_sq;        /* (group_size, n_rows) ||o_i||^2 */
+  size_t row_begin, row_end;      /* captured rows to sum over */
+  const double *v_sq;             /* (n_prompt) ||v_p||^2 */
+  const double *o_sq;             /* (group_size, n_rows) ||o_i||^2 */
   const OracleDominant *dominant; /* rows row_begin..row_end-1 */
 } OracleJob;
 
@@ -172,8 +168,8 @@ int oracle_window_error(const OracleHead *head, size_t window, OracleExactKind k
   return oracle_accumulate_rows(head, first, last, kind, precision, out);
 }
 
-int oracle_decode_rows(const OracleHead *head, const char *what, size_t first_step,
-                       size_t n_steps, size_t *row) {
+int oracle_decode_rows(const OracleHead *head, const char *what, size_t first_step, size_t n_steps,
+                       size_t *row) {
   size_t first = oracle_lower_row(head, (int64_t)head->n_prompt);
   size_t available = head->n_rows - first;
   if (first_step < 1 || n_steps < 1 || first_step - 1 + n_steps > available)

@@ -16,18 +16,18 @@
  * Query head j of the group (0 <= j < group_size) is model head
  * kv_head * group_size + j. */
 typedef struct {
-  size_t n_positions;          /* keys held: prompt + decoded (s + T) */
-  size_t n_prompt;             /* s: positions 0..s-1 are eviction candidates */
-  size_t head_dim;             /* d */
-  size_t group_size;           /* query heads sharing this KV head */
-  size_t n_rows;               /* captured query rows */
+  size_t n_positions;           /* keys held: prompt + decoded (s + T) */
+  size_t n_prompt;              /* s: positions 0..s-1 are eviction candidates */
+  size_t head_dim;              /* d */
+  size_t group_size;            /* query heads sharing this KV head */
+  size_t n_rows;                /* captured query rows */
   const int64_t *row_positions; /* (n_rows) strictly increasing */
-  const double *K;             /* (n_positions, head_dim) */
-  const double *V;             /* (n_positions, head_dim) */
-  const double *Q;             /* (group_size, n_rows, head_dim) */
-  const double *O;             /* (group_size, n_rows, head_dim) */
-  const double *lse;           /* (group_size, n_rows) */
-  double attn_scale;           /* z = attn_scale * q.k */
+  const double *K;              /* (n_positions, head_dim) */
+  const double *V;              /* (n_positions, head_dim) */
+  const double *Q;              /* (group_size, n_rows, head_dim) */
+  const double *O;              /* (group_size, n_rows, head_dim) */
+  const double *lse;            /* (group_size, n_rows) */
+  double attn_scale;            /* z = attn_scale * q.k */
 } OracleHead;
 
 /* Precision of the GEMMs (q.k and v.o); element-wise work is always double.
@@ -54,8 +54,8 @@ int oracle_window_error(const OracleHead *head, size_t window, OracleExactKind k
 /* The captured row of decode step first_step (1-based) into *row, after
  * checking that the rows of steps first_step..first_step+n_steps-1 are all
  * captured; OBC_EINVAL naming `what` ("oracle", "decode_attn") otherwise. */
-int oracle_decode_rows(const OracleHead *head, const char *what, size_t first_step,
-                       size_t n_steps, size_t *row);
+int oracle_decode_rows(const OracleHead *head, const char *what, size_t first_step, size_t n_steps,
+                       size_t *row);
 
 /* True eviction error oracle@a-b: evicting prompt token p at the end of
  * prefill, summed over the captured decode rows (positions >= n_prompt) of

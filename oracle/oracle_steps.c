@@ -25,9 +25,12 @@ int oracle_steps_parse_option(void *target, const char *option, const char *text
 
 int oracle_steps_parse(const char *option, const char *text, OracleSteps *out) {
   const char *spec = text;
-  if (!strncmp(spec, "oracle@", 7)) spec += 7;
-  else if (!strcmp(spec, "oracle1")) spec = "1";
-  else if (!strcmp(spec, "oracleT")) spec = "T";
+  if (!strncmp(spec, "oracle@", 7))
+    spec += 7;
+  else if (!strcmp(spec, "oracle1"))
+    spec = "1";
+  else if (!strcmp(spec, "oracleT"))
+    spec = "T";
   if (!strcmp(spec, "T")) {
     *out = ORACLE_STEPS_ALL;
     return OBC_OK;
@@ -61,9 +64,12 @@ int oracle_steps_resolve(const OracleSteps *steps, size_t n_decode, const char *
 }
 
 void oracle_steps_label(const OracleSteps *steps, char *out, size_t size) {
-  if (steps->all) snprintf(out, size, "T");
-  else if (steps->first == 1 && steps->last == 1) snprintf(out, size, "1");
-  else snprintf(out, size, "%zu-%zu", steps->first, steps->last);
+  if (steps->all)
+    snprintf(out, size, "T");
+  else if (steps->first == 1 && steps->last == 1)
+    snprintf(out, size, "1");
+  else
+    snprintf(out, size, "%zu-%zu", steps->first, steps->last);
 }
 
 void oracle_steps_name(const char *prefix, const OracleSteps *steps, char *out, size_t size) {

@@ -76,10 +76,9 @@ const PlotFigure *plot_figures(size_t *count) {
   return FIGURES;
 }
 
-static const char *const SCORE_ORDER[] = {"attn",    "attn2",   "vatp",     "snapkv", "obc_v",
-                                          "obc_k",   "obc_vk",  "exact_v",  "exact_k", "exact_vk",
-                                          "remove",  "oracle@1", "oracle@T", "oracle1",
-                                          "oracleT", "decode_attn"};
+static const char *const SCORE_ORDER[] = {
+    "attn",    "attn2",    "vatp",   "snapkv",   "obc_v",    "obc_k",   "obc_vk",  "exact_v",
+    "exact_k", "exact_vk", "remove", "oracle@1", "oracle@T", "oracle1", "oracleT", "decode_attn"};
 
 int plot_score_rank(const char *name) {
   for (size_t i = 0; i < sizeof SCORE_ORDER / sizeof SCORE_ORDER[0]; i++)
@@ -271,8 +270,10 @@ static int check_scripts(const char *scripts_dir, const int *selected) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", scripts_dir, name);
     if (access(path, R_OK) != 0)
-      return obc_fail(OBC_ENOTFOUND, "%s: cannot read the figure script: %s (set OBC_PLOTS_DIR to "
-                      "the plots/ folder of the obcache source tree)", path, strerror(errno));
+      return obc_fail(OBC_ENOTFOUND,
+                      "%s: cannot read the figure script: %s (set OBC_PLOTS_DIR to "
+                      "the plots/ folder of the obcache source tree)",
+                      path, strerror(errno));
   }
   return OBC_OK;
 }
@@ -307,14 +308,17 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
     return obc_fail(OBC_EINVAL, "plot: no folder or no output format");
   struct stat st;
   if (stat(options->dir, &st) != 0 || !S_ISDIR(st.st_mode))
-    return obc_fail(OBC_ENOTFOUND, "%s: not a folder (expected an analysis folder written by "
-                    "`obcache analyze`, or a sweep folder)", options->dir);
+    return obc_fail(OBC_ENOTFOUND,
+                    "%s: not a folder (expected an analysis folder written by "
+                    "`obcache analyze`, or a sweep folder)",
+                    options->dir);
   int sweep = plot_file_exists(options->dir, "summary.csv");
   int analysis = plot_file_exists(options->dir, "report.json");
   int replay = plot_file_exists(options->dir, "replay_sweep.csv"); /* obcache replay --sweep */
   int dynamic = plot_file_exists(options->dir, "dynamic.csv");     /* obcache replay --dynamic */
   if (!analysis && !sweep && !replay && !dynamic)
-    return obc_fail(OBC_ENOTFOUND, "%s/report.json: not found (expected an analysis folder "
+    return obc_fail(OBC_ENOTFOUND,
+                    "%s/report.json: not found (expected an analysis folder "
                     "written by `obcache analyze -o DIR`, a sweep folder with summary.csv, or a "
                     "replay folder with replay_sweep.csv or dynamic.csv)",
                     options->dir);
@@ -352,8 +356,10 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
   if (!rc) rc = plot_gnuplot_find(&gnuplot);
 
   char out_dir[4096];
-  if (options->out_dir) snprintf(out_dir, sizeof out_dir, "%s", options->out_dir);
-  else snprintf(out_dir, sizeof out_dir, "%s/plots", options->dir);
+  if (options->out_dir)
+    snprintf(out_dir, sizeof out_dir, "%s", options->out_dir);
+  else
+    snprintf(out_dir, sizeof out_dir, "%s/plots", options->dir);
   if (!rc) rc = obc_make_dirs(out_dir);
   int sweep_selected = 0;
   for (size_t i = 0; i < N_FIGURES; i++)
@@ -369,8 +375,10 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
     PlotArgs args;
     plot_args_init(&args);
     plot_args_string(&args, "plots_dir", plots_dir);
-    if (FIGURES[i].sweep >= 2) rc = plot_replay_args(options->dir, FIGURES[i].data, &args);
-    else figure_args(&FIGURES[i], options->dir, out_dir, &in, &sweep_data, model, &args);
+    if (FIGURES[i].sweep >= 2)
+      rc = plot_replay_args(options->dir, FIGURES[i].data, &args);
+    else
+      figure_args(&FIGURES[i], options->dir, out_dir, &in, &sweep_data, model, &args);
     if (!rc && (options->formats & PLOT_PNG))
       rc = draw_figure(&gnuplot, script, out_dir, FIGURES[i].name, "png", &args, result);
     if (!rc && (options->formats & PLOT_SVG))

@@ -117,7 +117,8 @@ int plot_table_column(const PlotTable *table, const char *name, size_t *column) 
       *column = c;
       return OBC_OK;
     }
-  return obc_fail(OBC_EFORMAT, "%s: no column '%s' in the header (is it a file of `obcache analyze`?)",
+  return obc_fail(OBC_EFORMAT,
+                  "%s: no column '%s' in the header (is it a file of `obcache analyze`?)",
                   table->path, name);
 }
 

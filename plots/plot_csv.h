@@ -10,9 +10,9 @@
 
 typedef struct {
   char path[4096];
-  char *text;         /* the file's bytes, split in place at commas and newlines */
-  char **cells;       /* (n_rows + 1, n_columns): row 0 is the header */
-  size_t n_rows;      /* data rows, header excluded */
+  char *text;    /* the file's bytes, split in place at commas and newlines */
+  char **cells;  /* (n_rows + 1, n_columns): row 0 is the header */
+  size_t n_rows; /* data rows, header excluded */
   size_t n_columns;
 } PlotTable;
 

@@ -145,8 +145,10 @@ void plot_args_string(PlotArgs *args, const char *name, const char *value) {
   args_append(args, "%s='", name);
   for (const char *p = value; *p; p++) {
     if (*p == '\n' || *p == '\r') continue; /* one line per assignment */
-    if (*p == '\'') args_append(args, "''");
-    else args_append(args, "%c", *p);
+    if (*p == '\'')
+      args_append(args, "''");
+    else
+      args_append(args, "%c", *p);
   }
   args_append(args, "'; ");
 }
@@ -161,7 +163,9 @@ void plot_args_double(PlotArgs *args, const char *name, double value) {
 
 int plot_args_check(const PlotArgs *args) {
   if (args->overflow)
-    return obc_fail(OBC_EINVAL, "gnuplot arguments longer than %zu bytes (too many scores or a very "
-                    "long path?)", sizeof args->text);
+    return obc_fail(OBC_EINVAL,
+                    "gnuplot arguments longer than %zu bytes (too many scores or a very "
+                    "long path?)",
+                    sizeof args->text);
   return OBC_OK;
 }

@@ -26,7 +26,8 @@ int plot_file_has_rows(const char *dir, const char *name) {
   if (!fp) return 0;
   int lines = 0, at_line_start = 1, c;
   while (lines < 2 && (c = fgetc(fp)) != EOF) {
-    if (c == '\n') at_line_start = 1;
+    if (c == '\n')
+      at_line_start = 1;
     else if (at_line_start && c != '\r') {
       lines++;
       at_line_start = 0;
@@ -100,8 +101,10 @@ static int read_recall(const char *dir, PlotInputs *in) {
   size_t count = 0;
   if (!rc) rc = count_recall_rows(&table, in->window, 0, in->k, &count);
   if (!rc && count == 0)
-    rc = obc_fail(OBC_EFORMAT, "%s: no rows at window %zu, recent 0, k %zu (does it belong to "
-                  "this report.json?)", path, in->window, in->k);
+    rc = obc_fail(OBC_EFORMAT,
+                  "%s: no rows at window %zu, recent 0, k %zu (does it belong to "
+                  "this report.json?)",
+                  path, in->window, in->k);
   in->recent = in->report.recent;
   if (!rc && in->recent > 0) {
     rc = count_recall_rows(&table, in->window, in->recent, in->k, &count);
@@ -169,21 +172,23 @@ int plot_inputs_read(const char *dir, size_t window, size_t k, PlotInputs *in) {
   in->window = window ? window : r->main_window;
   in->k = k ? k : r->main_k;
   if (!plot_report_contains(r->windows, r->n_windows, in->window))
-    return obc_fail(OBC_EINVAL, "--window %zu: not a window of the analysis (%s lists %zu "
-                    "windows, from %zu to %zu)", in->window, r->path, r->n_windows, r->windows[0],
-                    r->windows[r->n_windows - 1]);
+    return obc_fail(OBC_EINVAL,
+                    "--window %zu: not a window of the analysis (%s lists %zu "
+                    "windows, from %zu to %zu)",
+                    in->window, r->path, r->n_windows, r->windows[0], r->windows[r->n_windows - 1]);
   if (!plot_report_contains(r->topk, r->n_topk, in->k))
-    return obc_fail(OBC_EINVAL, "--k %zu: not a budget of the analysis (%s lists %zu budgets, "
-                    "from %zu to %zu)", in->k, r->path, r->n_topk, r->topk[0],
-                    r->topk[r->n_topk - 1]);
+    return obc_fail(OBC_EINVAL,
+                    "--k %zu: not a budget of the analysis (%s lists %zu budgets, "
+                    "from %zu to %zu)",
+                    in->k, r->path, r->n_topk, r->topk[0], r->topk[r->n_topk - 1]);
   size_t used = 0;
   for (size_t i = 0; i < r->n_topk; i++)
-    used += (size_t)snprintf(in->ks + used, sizeof in->ks - used, "%s%zu", i ? " " : "",
-                             r->topk[i]);
+    used +=
+        (size_t)snprintf(in->ks + used, sizeof in->ks - used, "%s%zu", i ? " " : "", r->topk[i]);
   used = 0;
   for (size_t i = 0; i < r->n_windows; i++)
-    used += (size_t)snprintf(in->windows + used, sizeof in->windows - used, "%s%zu",
-                             i ? " " : "", r->windows[i]);
+    used += (size_t)snprintf(in->windows + used, sizeof in->windows - used, "%s%zu", i ? " " : "",
+                             r->windows[i]);
   rc = read_recall(dir, in);
   if (!rc && plot_file_exists(dir, "bias.csv"))
     rc = check_columns(dir, "bias.csv",
@@ -191,8 +196,7 @@ int plot_inputs_read(const char *dir, size_t window, size_t k, PlotInputs *in) {
                        "mean_norm_score",
                        in->bias_names, sizeof in->bias_names);
   if (!rc && plot_file_exists(dir, "recall_layers.csv"))
-    rc = check_columns(dir, "recall_layers.csv", "score,window,recent,k,layer,recall",
-                       NULL, 0);
+    rc = check_columns(dir, "recall_layers.csv", "score,window,recent,k,layer,recall", NULL, 0);
   if (!rc && plot_file_exists(dir, "taylor.csv"))
     rc = check_columns(dir, "taylor.csv",
                        "exact_v,obc_v,exact_k,obc_k,exact_vk,obc_vk,remove,oracle", NULL, 0);

@@ -95,9 +95,10 @@ static void model_name_of(const cJSON *root, char *model, size_t size) {
 static int report_fill(const char *path, const cJSON *root, PlotReport *report) {
   const cJSON *schema = cJSON_GetObjectItemCaseSensitive(root, "schema");
   if (!cJSON_IsString(schema) || strncmp(schema->valuestring, "obcache-analysis/", 17))
-    return obc_fail(OBC_EFORMAT, "%s: schema is %s (expected \"obcache-analysis/1\": the report of "
-                    "`obcache analyze`)", path,
-                    cJSON_IsString(schema) ? schema->valuestring : "missing");
+    return obc_fail(OBC_EFORMAT,
+                    "%s: schema is %s (expected \"obcache-analysis/1\": the report of "
+                    "`obcache analyze`)",
+                    path, cJSON_IsString(schema) ? schema->valuestring : "missing");
   const cJSON *parameters = cJSON_GetObjectItemCaseSensitive(root, "parameters");
   if (!cJSON_IsObject(parameters))
     return obc_fail(OBC_EFORMAT, "%s: no \"parameters\" object", path);
@@ -128,16 +129,18 @@ static int report_fill(const char *path, const cJSON *root, PlotReport *report) 
   OracleSteps steps;
   const char *name = cJSON_IsString(oracle) ? oracle->valuestring : "oracle@1";
   if (oracle_steps_parse("parameters.oracle", name, &steps)) /* old reports: oracle1, oracleT */
-    return obc_fail(OBC_EFORMAT, "%s: parameters.oracle is \"%s\" (expected oracle@1, oracle@T "
-                    "or oracle@a-b)", path, name);
+    return obc_fail(OBC_EFORMAT,
+                    "%s: parameters.oracle is \"%s\" (expected oracle@1, oracle@T "
+                    "or oracle@a-b)",
+                    path, name);
   oracle_steps_name("oracle", &steps, report->oracle, sizeof report->oracle);
   const cJSON *references = cJSON_GetObjectItemCaseSensitive(parameters, "references");
   const cJSON *item;
   size_t used = 0;
   cJSON_ArrayForEach(item, references) {
     if (cJSON_IsString(item) && used < sizeof report->references)
-      used += (size_t)snprintf(report->references + used, sizeof report->references - used,
-                               "%s%s", used ? " " : "", item->valuestring);
+      used += (size_t)snprintf(report->references + used, sizeof report->references - used, "%s%s",
+                               used ? " " : "", item->valuestring);
   }
   if (!plot_report_contains(report->windows, report->n_windows, report->main_window))
     return obc_fail(OBC_EFORMAT, "%s: main_window %zu is not among parameters.windows", path,

@@ -11,15 +11,15 @@
 
 typedef struct {
   char path[4096];
-  char model[256];      /* trace.model, "" when absent */
-  char oracle[48];      /* parameters.oracle as named now: "oracle@1", "oracle@T", ... */
-  char references[160]; /* parameters.references, space-separated; "" in old reports */
-  size_t main_window;   /* parameters.main_window */
-  size_t main_k;        /* parameters.main_k, else 40 when in topk, else the largest k */
-  size_t recent;        /* the largest R of parameters.recent (0: none) */
+  char model[256];                 /* trace.model, "" when absent */
+  char oracle[48];                 /* parameters.oracle as named now: "oracle@1", "oracle@T", ... */
+  char references[160];            /* parameters.references, space-separated; "" in old reports */
+  size_t main_window;              /* parameters.main_window */
+  size_t main_k;                   /* parameters.main_k, else 40 when in topk, else the largest k */
+  size_t recent;                   /* the largest R of parameters.recent (0: none) */
   size_t windows[PLOT_MAX_VALUES]; /* (n_windows) parameters.windows */
   size_t n_windows;
-  size_t topk[PLOT_MAX_VALUES];    /* (n_topk) parameters.topk */
+  size_t topk[PLOT_MAX_VALUES]; /* (n_topk) parameters.topk */
   size_t n_topk;
 } PlotReport;
 

@@ -16,7 +16,8 @@
 static const char *const SUMMARY_COLUMNS = "length,depth,needle,found,answer_ok,score,k,recall";
 
 /* Adds value to a sorted set of at most PLOT_SWEEP_MAX_AXIS values. */
-static int axis_insert(double *values, size_t *n, double value, const char *path, const char *what) {
+static int axis_insert(double *values, size_t *n, double value, const char *path,
+                       const char *what) {
   size_t at = 0;
   while (at < *n && values[at] < value) at++;
   if (at < *n && values[at] == value) return OBC_OK;
@@ -48,7 +49,8 @@ static int score_insert(PlotSweep *sweep, const char *name, const char *path) {
     return obc_fail(OBC_EFORMAT, "%s: too many or too long score names (at %s)", path, name);
   size_t at = 0;
   while (at < sweep->n_scores && plot_score_rank(sweep->scores[at]) <= plot_score_rank(name)) at++;
-  memmove(sweep->scores[at + 1], sweep->scores[at], (sweep->n_scores - at) * sizeof sweep->scores[0]);
+  memmove(sweep->scores[at + 1], sweep->scores[at],
+          (sweep->n_scores - at) * sizeof sweep->scores[0]);
   snprintf(sweep->scores[at], sizeof sweep->scores[0], "%s", name);
   sweep->n_scores++;
   return OBC_OK;
@@ -94,8 +96,10 @@ static int sweep_collect_axes(const PlotTable *table, const SummaryColumns *c, s
     if (!rc) rc = plot_table_number(table, row, c->k, &row_k);
     if (rc) return rc;
     if (depth < 0 || depth > 100 || length <= 0)
-      return obc_fail(OBC_EFORMAT, "%s: line %zu: length %g, depth %g (expected length > 0 and "
-                      "depth in 0..100)", table->path, row + 2, length, depth);
+      return obc_fail(OBC_EFORMAT,
+                      "%s: line %zu: length %g, depth %g (expected length > 0 and "
+                      "depth in 0..100)",
+                      table->path, row + 2, length, depth);
     if (row == 0) sweep->k = k ? k : (size_t)row_k;
     if ((size_t)row_k != sweep->k) continue;
     if (!rc) rc = axis_insert(sweep->lengths, &sweep->n_lengths, length, table->path, "length");
@@ -104,8 +108,10 @@ static int sweep_collect_axes(const PlotTable *table, const SummaryColumns *c, s
     if (rc) return rc;
   }
   if (sweep->n_lengths == 0)
-    return obc_fail(OBC_EFORMAT, "%s: no rows with k = %zu (expected one row per cell, needle and "
-                    "score)", table->path, sweep->k);
+    return obc_fail(OBC_EFORMAT,
+                    "%s: no rows with k = %zu (expected one row per cell, needle and "
+                    "score)",
+                    table->path, sweep->k);
   return OBC_OK;
 }
 

@@ -16,15 +16,15 @@
 typedef struct {
   double lengths[PLOT_SWEEP_MAX_AXIS]; /* (n_lengths) sorted distinct context lengths */
   size_t n_lengths;
-  double depths[PLOT_SWEEP_MAX_AXIS];  /* (n_depths) sorted distinct depths (percent) */
+  double depths[PLOT_SWEEP_MAX_AXIS]; /* (n_depths) sorted distinct depths (percent) */
   size_t n_depths;
   char scores[PLOT_SWEEP_MAX_SCORES][32]; /* (n_scores) in the figures' score order */
   size_t n_scores;
-  size_t k;             /* the budget of the recall column */
-  double *found;        /* (n_lengths, n_depths) share of needles found, NaN: no cell */
-  double *answer_ok;    /* (n_lengths, n_depths) share of answers judged right */
-  size_t *needles;      /* (n_lengths, n_depths) needles in the cell */
-  double *recall;       /* (n_lengths, n_depths, n_scores) mean over the needles, NaN: none */
+  size_t k;          /* the budget of the recall column */
+  double *found;     /* (n_lengths, n_depths) share of needles found, NaN: no cell */
+  double *answer_ok; /* (n_lengths, n_depths) share of answers judged right */
+  size_t *needles;   /* (n_lengths, n_depths) needles in the cell */
+  double *recall;    /* (n_lengths, n_depths, n_scores) mean over the needles, NaN: none */
 } PlotSweep;
 
 /* Reads and averages DIR/summary.csv. k = 0 takes the budget of the file's

@@ -156,17 +156,21 @@ static int run_layer(CpuState *s, size_t layer, size_t pos0, size_t n, CpuCaptur
 
   double t_att = obc_now_seconds();
   CpuAttentionShape shape = {
-      .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = hd,
-      .kv_stride = s->cache->max_context, .pos0 = pos0, .n = n,
+      .n_heads = c->n_heads,
+      .n_kv_heads = c->n_kv_heads,
+      .head_dim = hd,
+      .kv_stride = s->cache->max_context,
+      .pos0 = pos0,
+      .n = n,
       /* the eviction marks (runtime_evict, runtime_set_kept), or NULL */
       .evicted = s->cache->evicted
                      ? s->cache->evicted + layer * c->n_kv_heads * s->cache->max_context
                      : NULL};
   CpuAttentionRows attn_rows;
   const CpuAttentionRows *want = rows ? cpu_capture_attention_rows(rows, &attn_rows) : NULL;
-  int rc =
-      cpu_attention(&shape, s->q, runtime_cache_k(s->cache, layer, 0), runtime_cache_v(s->cache, layer, 0),
-                    s->att, s->lse, want, &profile->attention_gemm_seconds);
+  int rc = cpu_attention(&shape, s->q, runtime_cache_k(s->cache, layer, 0),
+                         runtime_cache_v(s->cache, layer, 0), s->att, s->lse, want,
+                         &profile->attention_gemm_seconds);
   if (rc < 0) return rc;
   profile->attention_seconds += obc_now_seconds() - t_att;
   if (rows && (rc = report_layer(s, layer, pos0, n, rows, capture)) < 0) return rc;

@@ -33,7 +33,8 @@ int cpu_capture_begin(CpuCaptureRows *rows, const RuntimeCapture *capture, size_
   return 0;
 }
 
-const CpuAttentionRows *cpu_capture_attention_rows(const CpuCaptureRows *rows, CpuAttentionRows *buf) {
+const CpuAttentionRows *cpu_capture_attention_rows(const CpuCaptureRows *rows,
+                                                   CpuAttentionRows *buf) {
   if (!rows->attn || rows->n_rows == 0) return NULL;
   buf->row_of = rows->row_of;
   buf->n_rows = rows->n_rows;

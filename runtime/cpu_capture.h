@@ -28,7 +28,8 @@ typedef struct {
 int cpu_capture_begin(CpuCaptureRows *rows, const RuntimeCapture *capture, size_t pos0, size_t n,
                       size_t n_heads, size_t head_dim);
 /* What the attention needs to copy softmax rows (NULL without want_attn). */
-const CpuAttentionRows *cpu_capture_attention_rows(const CpuCaptureRows *rows, CpuAttentionRows *buf);
+const CpuAttentionRows *cpu_capture_attention_rows(const CpuCaptureRows *rows,
+                                                   CpuAttentionRows *buf);
 /* Copies Q, O and lse of the rows from the chunk's buffers. */
 void cpu_capture_gather(CpuCaptureRows *rows, const float *q /* (n, n_heads * head_dim) */,
                         const float *o /* (n, n_heads * head_dim) */,

@@ -52,8 +52,10 @@ int runtime_create(const Model *model, const RuntimeOptions *options, Runtime **
   const RuntimeBackend *backend = find_backend(opts.backend);
 #ifndef OBC_HAVE_CUDA
   if (!backend && !strncmp(opts.backend, "cuda", 4))
-    return obc_fail(OBC_EUNSUPPORTED, "--device %s: this build has no CUDA support (rebuild "
-                    "where nvcc is installed, with -DOBC_CUDA=ON)", opts.backend);
+    return obc_fail(OBC_EUNSUPPORTED,
+                    "--device %s: this build has no CUDA support (rebuild "
+                    "where nvcc is installed, with -DOBC_CUDA=ON)",
+                    opts.backend);
 #endif
   if (!backend)
     return obc_fail(OBC_EUNSUPPORTED,
@@ -168,8 +170,8 @@ int runtime_evict(Runtime *rt, size_t layer, size_t kv_head, size_t position) {
     return obc_fail(OBC_EINVAL, "runtime: cannot evict position %zu (expected < %zu cached)",
                     position, cache->length);
   if (!cache->evicted) {
-    cache->evicted = obc_calloc(cache->n_layers * cache->n_kv_heads * cache->max_context, 1,
-                                "eviction marks");
+    cache->evicted =
+        obc_calloc(cache->n_layers * cache->n_kv_heads * cache->max_context, 1, "eviction marks");
     if (!cache->evicted) return OBC_ENOMEM;
   }
   cache->evicted[(layer * cache->n_kv_heads + kv_head) * cache->max_context + position] = 1;
@@ -181,17 +183,19 @@ int runtime_set_kept(Runtime *rt, size_t layer, size_t kv_head, const unsigned c
   RuntimeCache *cache = &rt->cache;
   assert(layer < cache->n_layers && kv_head < cache->n_kv_heads);
   if (n > cache->length)
-    return obc_fail(OBC_EINVAL, "runtime: cannot set marks of %zu positions (expected <= %zu cached)",
-                    n, cache->length);
+    return obc_fail(OBC_EINVAL,
+                    "runtime: cannot set marks of %zu positions (expected <= %zu cached)", n,
+                    cache->length);
   size_t dropped = 0;
   for (size_t p = 0; p < n; p++) dropped += !keep[p];
   if (!cache->evicted && dropped == 0) return 0; /* no marks yet, none needed */
   if (!cache->evicted) {
-    cache->evicted = obc_calloc(cache->n_layers * cache->n_kv_heads * cache->max_context, 1,
-                                "eviction marks");
+    cache->evicted =
+        obc_calloc(cache->n_layers * cache->n_kv_heads * cache->max_context, 1, "eviction marks");
     if (!cache->evicted) return OBC_ENOMEM;
   }
-  unsigned char *marks = cache->evicted + (layer * cache->n_kv_heads + kv_head) * cache->max_context;
+  unsigned char *marks =
+      cache->evicted + (layer * cache->n_kv_heads + kv_head) * cache->max_context;
   for (size_t p = 0; p < n; p++) marks[p] = !keep[p];
   return 0;
 }

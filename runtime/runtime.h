@@ -137,7 +137,8 @@ typedef struct {
  * downloaded into the host cache; the CPU backend works on the host cache. */
 typedef struct {
   const char *name;
-  int (*create)(const Model *model, const RuntimeOptions *options, RuntimeCache *cache, void **state);
+  int (*create)(const Model *model, const RuntimeOptions *options, RuntimeCache *cache,
+                void **state);
   void (*destroy)(void *state);
   int (*forward)(void *state, const int32_t *tokens /* (n) */, size_t n, RuntimeLogits which,
                  float *logits /* (1 or n, vocab_size) */, const RuntimeCapture *capture,

@@ -28,16 +28,23 @@ int score_head_alloc(ScoreHead *h, const TraceMeta *meta) {
   h->Q = obc_malloc(group * rows * d * sizeof(double), "Q");
   h->O = obc_malloc(group * rows * d * sizeof(double), "O");
   h->lse = obc_malloc(group * rows * sizeof(double), "lse");
-  if (!h->K_f || !h->V_f || !h->Q_f || !h->O_f || !h->lse_f || !h->K || !h->V || !h->Q ||
-      !h->O || !h->lse) {
+  if (!h->K_f || !h->V_f || !h->Q_f || !h->O_f || !h->lse_f || !h->K || !h->V || !h->Q || !h->O ||
+      !h->lse) {
     score_head_free(h);
     return OBC_ENOMEM;
   }
-  h->data = (OracleHead){.n_positions = n_pos, .n_prompt = meta->n_prompt, .head_dim = d,
-                          .group_size = group, .n_rows = rows,
-                          .row_positions = meta->row_positions, .K = h->K, .V = h->V,
-                          .Q = h->Q, .O = h->O, .lse = h->lse,
-                          .attn_scale = meta->model.attn_scale};
+  h->data = (OracleHead){.n_positions = n_pos,
+                         .n_prompt = meta->n_prompt,
+                         .head_dim = d,
+                         .group_size = group,
+                         .n_rows = rows,
+                         .row_positions = meta->row_positions,
+                         .K = h->K,
+                         .V = h->V,
+                         .Q = h->Q,
+                         .O = h->O,
+                         .lse = h->lse,
+                         .attn_scale = meta->model.attn_scale};
   return OBC_OK;
 }
 

@@ -11,11 +11,11 @@
 #include "traces/trace.h"
 
 typedef struct {
-  float *K_f, *V_f;          /* (n_positions, head_dim) read buffers */
-  float *Q_f, *O_f, *lse_f;  /* (n_rows, head_dim), (n_rows) read buffers */
-  double *K, *V;             /* (n_positions, head_dim) */
-  double *Q, *O;             /* (group_size, n_rows, head_dim) */
-  double *lse;               /* (group_size, n_rows) */
+  float *K_f, *V_f;         /* (n_positions, head_dim) read buffers */
+  float *Q_f, *O_f, *lse_f; /* (n_rows, head_dim), (n_rows) read buffers */
+  double *K, *V;            /* (n_positions, head_dim) */
+  double *Q, *O;            /* (group_size, n_rows, head_dim) */
+  double *lse;              /* (group_size, n_rows) */
   OracleHead data;          /* views of the arrays above */
 } ScoreHead;
 

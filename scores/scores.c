@@ -103,10 +103,10 @@ typedef struct {
   const size_t *windows; /* (n_windows) as requested */
   const size_t *order;   /* (n_windows) indices into windows, by ascending W */
   size_t n_windows;
-  const double *v_sq;        /* (n_prompt) ||v_p||^2 */
-  const double *v_l1;        /* (n_prompt) ||v_p||_1 */
-  const double *o_sq;        /* (group_size, n_rows) ||o_i||^2 */
-  const double *exp_neg_lse; /* (group_size, n_rows) exp(-lse_i) */
+  const double *v_sq;             /* (n_prompt) ||v_p||^2 */
+  const double *v_l1;             /* (n_prompt) ||v_p||_1 */
+  const double *o_sq;             /* (group_size, n_rows) ||o_i||^2 */
+  const double *exp_neg_lse;      /* (group_size, n_rows) exp(-lse_i) */
   const OracleDominant *dominant; /* the window's rows */
 } SweepPlan;
 
@@ -186,8 +186,8 @@ static void sweep_row(const SweepPlan *plan, size_t j, size_t row, const double 
 
 /* dst (nb) = the heads' accumulators `which` (acc: group_size, ACC_COUNT,
  * SWEEP_BLOCK) combined in head order. */
-static void sweep_combine(const double *acc, size_t group_size, int which, size_t nb,
-                          ScoreGqa how, double *dst) {
+static void sweep_combine(const double *acc, size_t group_size, int which, size_t nb, ScoreGqa how,
+                          double *dst) {
   memcpy(dst, acc + which * SWEEP_BLOCK, nb * sizeof *dst);
   for (size_t j = 1; j < group_size; j++) {
     const double *src = acc + (j * ACC_COUNT + which) * SWEEP_BLOCK;
@@ -306,9 +306,9 @@ int score_window_sweep(const OracleHead *head, const size_t *windows, size_t n_w
   rc = oracle_gemm_init(&gemm, head, s, options->precision);
   if (rc) return rc;
   /* Whole chunks: the numbers of a row do not depend on the largest window. */
-  rc = oracle_dominant_init(
-      &dominant, head, oracle_dominant_whole_chunks(last_row + 1 - max_window, last_row + 1),
-      last_row + 1);
+  rc = oracle_dominant_init(&dominant, head,
+                            oracle_dominant_whole_chunks(last_row + 1 - max_window, last_row + 1),
+                            last_row + 1);
   if (rc) {
     oracle_gemm_free(&gemm);
     return rc;
@@ -354,7 +354,7 @@ int score_window_sweep(const OracleHead *head, const size_t *windows, size_t n_w
   }
   SweepPlan plan = {
       head, &gemm, options->aggregation, last_row, max_window, windows, order, n_windows, v_sq,
-      v_l1, o_sq,  exp_neg_lse, &dominant};
+      v_l1, o_sq,  exp_neg_lse,          &dominant};
   size_t n_blocks = (s + SWEEP_BLOCK - 1) / SWEEP_BLOCK;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (size_t b = 0; b < n_blocks; b++) {

@@ -34,14 +34,14 @@ typedef enum {
 typedef enum { OBC_GQA_SUM = 0, OBC_GQA_MEAN, OBC_GQA_MAX } ScoreGqa;
 
 typedef struct {
-  OraclePrecision precision;      /* default OBC_PRECISION_FLOAT */
+  OraclePrecision precision; /* default OBC_PRECISION_FLOAT */
   ScoreGqa aggregation;
-  size_t snapkv_kernel;        /* odd pooling width, default 7 */
+  size_t snapkv_kernel; /* odd pooling width, default 7 */
 } ScoreOptions;
 
 void score_options_default(ScoreOptions *options);
 const char *score_quantity_name(ScoreQuantity q); /* "attn", ..., "remove" */
-int score_quantity_from_name(const char *name); /* -1 when unknown */
+int score_quantity_from_name(const char *name);   /* -1 when unknown */
 /* 1 for the approximate scores, 0 for exact errors. */
 int score_quantity_is_score(ScoreQuantity q);
 

@@ -21,8 +21,8 @@ typedef struct {
   size_t n_lengths;
   size_t depths[SWEEP_MAX_CELLS]; /* (n_depths) percent */
   size_t n_depths;
-  NiahOptions niah;           /* length and depth are set per cell */
-  CaptureOptions capture;     /* producer is set per cell */
+  NiahOptions niah;        /* length and depth are set per cell */
+  CaptureOptions capture;  /* producer is set per cell */
   AnalysisConfig analysis; /* resolved per cell against its trace */
   const char *command_line;
 } SweepOptions;

@@ -20,9 +20,9 @@
 #include "evict/offline.h"
 
 void sweep_replay_config_default(SweepReplayConfig *c) {
-  static const char *const scores[] = {"attn", "snapkv", "vatp", "obc_v", "obc_k",
-                                       "obc_vk", "streaming", "random", "oracle@1",
-                                       "oracle@T", "decode_attn"};
+  static const char *const scores[] = {"attn",     "snapkv",   "vatp",       "obc_v",
+                                       "obc_k",    "obc_vk",   "streaming",  "random",
+                                       "oracle@1", "oracle@T", "decode_attn"};
   static const char *const budgets[] = {"1%", "2%", "5%", "10%", "20%", "40%"};
   memset(c, 0, sizeof *c);
   for (size_t i = 0; i < sizeof scores / sizeof *scores; i++)
@@ -38,11 +38,11 @@ typedef struct {
   size_t trace, score, budget; /* indices */
   size_t tokens, candidates;
   EvictOfflineSummary offline;
-  int needle_found; /* -1 without model replay or needle */
+  int needle_found;                                  /* -1 without model replay or needle */
   double needle_prefix, needle_chars, needle_tokens; /* NaN without model replay or needle */
-  double agreement, first_divergence, kl_forced;   /* first_divergence: none = steps + 1 */
-  size_t n_steps;    /* replayed decode steps (0 without model replay) */
-  double *kl_steps;  /* (n_steps) teacher-forced KL per step, or NULL */
+  double agreement, first_divergence, kl_forced;     /* first_divergence: none = steps + 1 */
+  size_t n_steps;   /* replayed decode steps (0 without model replay) */
+  double *kl_steps; /* (n_steps) teacher-forced KL per step, or NULL */
 } SweepCell;
 
 typedef struct {
@@ -77,8 +77,10 @@ static int list_traces(const char *input, SweepRun *run) {
   }
   closedir(dir);
   if (run->n_traces == 0)
-    return obc_fail(OBC_ENOTFOUND, "%s: no *.h5 traces in the folder (expected obcache sweep's "
-                    "output)", input);
+    return obc_fail(OBC_ENOTFOUND,
+                    "%s: no *.h5 traces in the folder (expected obcache sweep's "
+                    "output)",
+                    input);
   qsort(run->traces, run->n_traces, sizeof *run->traces, name_order);
   return OBC_OK;
 }
@@ -148,10 +150,18 @@ static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t,
       keep.window = window;
       SweepCell *cell = &run->cells[run->n_cells];
       memset(cell, 0, sizeof *cell);
-      *cell = (SweepCell){.trace = t, .score = s, .budget = b, .tokens = keep.budget,
-                          .candidates = n, .needle_found = -1, .needle_prefix = NAN,
-                          .needle_chars = NAN, .needle_tokens = NAN, .agreement = NAN,
-                          .first_divergence = NAN, .kl_forced = NAN};
+      *cell = (SweepCell){.trace = t,
+                          .score = s,
+                          .budget = b,
+                          .tokens = keep.budget,
+                          .candidates = n,
+                          .needle_found = -1,
+                          .needle_prefix = NAN,
+                          .needle_chars = NAN,
+                          .needle_tokens = NAN,
+                          .agreement = NAN,
+                          .first_divergence = NAN,
+                          .kl_forced = NAN};
       EvictOfflineResult offline;
       rc = evict_offline_run(reader, &keep, &offline);
       if (!rc) {
@@ -166,9 +176,12 @@ static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t,
       if (!rc) {
         run->n_cells++;
         if (isatty(STDERR_FILENO))
-            fprintf(stderr, "\rreplay sweep: trace %zu/%zu, %-9s %-5s rel.err %.3f needle %s KL %.3g   ",
+          fprintf(stderr,
+                  "\rreplay sweep: trace %zu/%zu, %-9s %-5s rel.err %.3f needle %s KL %.3g   ",
                   t + 1, run->n_traces, c->scores[s], c->budgets[b], cell->offline.rel_error,
-                  cell->needle_found < 0 ? "n/a" : cell->needle_found ? "yes" : "no",
+                  cell->needle_found < 0 ? "n/a"
+                  : cell->needle_found   ? "yes"
+                                         : "no",
                   cell->kl_forced);
       }
     }
@@ -182,8 +195,10 @@ static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t,
 }
 
 static const char *number(double v, char *buf, size_t size) {
-  if (isfinite(v)) snprintf(buf, size, "%.6g", v);
-  else snprintf(buf, size, "nan");
+  if (isfinite(v))
+    snprintf(buf, size, "%.6g", v);
+  else
+    snprintf(buf, size, "nan");
   return buf;
 }
 
@@ -192,7 +207,7 @@ typedef struct {
   double fraction, rel_error, rel_error_step1, mass_lost, needle_kept, needle_found, agreement,
       first_divergence, kl_forced;
   double needle_prefix, needle_prefix_share, needle_tokens; /* over traces with a needle */
-  size_t n_found; /* traces with a needle match */
+  size_t n_found;                                           /* traces with a needle match */
 } SweepMean;
 
 static void sweep_mean(const SweepRun *run, size_t s, size_t b, SweepMean *m) {
@@ -218,7 +233,7 @@ static void sweep_mean(const SweepRun *run, size_t s, size_t b, SweepMean *m) {
       m->n_found++;
     }
   }
-  double *fields[] = {&m->fraction, &m->rel_error, &m->rel_error_step1, &m->mass_lost,
+  double *fields[] = {&m->fraction,    &m->rel_error, &m->rel_error_step1,  &m->mass_lost,
                       &m->needle_kept, &m->agreement, &m->first_divergence, &m->kl_forced};
   for (size_t f = 0; f < sizeof fields / sizeof *fields; f++) *fields[f] = n ? *fields[f] / n : NAN;
   double *needle[] = {&m->needle_found, &m->needle_prefix, &m->needle_prefix_share,
@@ -251,8 +266,8 @@ static int write_kl_steps(const char *dir, const SweepReplayConfig *c, const Swe
           n++;
         }
         if (n)
-          fprintf(fp, "%s,%s,%.6g,%zu,%zu,%.6g\n", c->scores[s], c->budgets[b], fraction / n,
-                  t + 1, n, kl / n);
+          fprintf(fp, "%s,%s,%.6g,%zu,%zu,%.6g\n", c->scores[s], c->budgets[b], fraction / n, t + 1,
+                  n, kl / n);
       }
   return obc_text_close(&file, fp, 1);
 }
@@ -265,15 +280,16 @@ static int write_outputs(const char *dir, const SweepReplayConfig *c, const Swee
   ObcPendingFile file;
   FILE *fp = NULL;
   if ((rc = obc_text_open_in(&file, dir, "replay_cells.csv", &fp))) return rc;
-  fprintf(fp, "trace,score,budget,tokens,candidates,rel_error,rel_error_step1,mass_lost,"
-              "needle_kept,needle_found,needle_prefix,needle_chars,needle_tokens,agreement,"
-              "first_divergence,kl_forced\n");
+  fprintf(fp,
+          "trace,score,budget,tokens,candidates,rel_error,rel_error_step1,mass_lost,"
+          "needle_kept,needle_found,needle_prefix,needle_chars,needle_tokens,agreement,"
+          "first_divergence,kl_forced\n");
   for (size_t i = 0; i < run->n_cells; i++) {
     const SweepCell *x = &run->cells[i];
     char e[32], f[32], g[32], h[32];
-    fprintf(fp, "%s,%s,%s,%zu,%zu,%.6g,%.6g,%.6g,%s,%d,%s,%s,%s,%s,%s,%s\n",
-            run->traces[x->trace], c->scores[x->score], c->budgets[x->budget], x->tokens,
-            x->candidates, x->offline.rel_error, x->offline.rel_error_step1, x->offline.mass_lost,
+    fprintf(fp, "%s,%s,%s,%zu,%zu,%.6g,%.6g,%.6g,%s,%d,%s,%s,%s,%s,%s,%s\n", run->traces[x->trace],
+            c->scores[x->score], c->budgets[x->budget], x->tokens, x->candidates,
+            x->offline.rel_error, x->offline.rel_error_step1, x->offline.mass_lost,
             number(x->offline.needle_kept, a, sizeof a), x->needle_found,
             number(x->needle_prefix, e, sizeof e), number(x->needle_chars, f, sizeof f),
             number(x->needle_tokens, g, sizeof g), number(x->agreement, b2, sizeof b2),
@@ -282,19 +298,19 @@ static int write_outputs(const char *dir, const SweepReplayConfig *c, const Swee
   if ((rc = obc_text_close(&file, fp, 1))) return rc;
 
   if ((rc = obc_text_open_in(&file, dir, "replay_sweep.csv", &fp))) return rc;
-  fprintf(fp, "score,budget,fraction,traces,rel_error,rel_error_step1,mass_lost,needle_kept,"
-              "needle_found,needle_prefix,needle_prefix_share,needle_tokens,agreement,"
-              "first_divergence,kl_forced\n");
+  fprintf(fp,
+          "score,budget,fraction,traces,rel_error,rel_error_step1,mass_lost,needle_kept,"
+          "needle_found,needle_prefix,needle_prefix_share,needle_tokens,agreement,"
+          "first_divergence,kl_forced\n");
   for (size_t s = 0; s < c->n_scores; s++)
     for (size_t b = 0; b < c->n_budgets; b++) {
       SweepMean m;
       sweep_mean(run, s, b, &m);
       char e[32], f[32], g[32], h[32], i2[32], j2[32], k2[32];
       fprintf(fp, "%s,%s,%.6g,%zu,%.6g,%.6g,%.6g,%s,%s,%s,%s,%s,%s,%s,%s\n", c->scores[s],
-              c->budgets[b], m.fraction, run->n_traces, m.rel_error, m.rel_error_step1,
-              m.mass_lost, number(m.needle_kept, a, sizeof a),
-              number(m.needle_found, e, sizeof e), number(m.needle_prefix, i2, sizeof i2),
-              number(m.needle_prefix_share, j2, sizeof j2),
+              c->budgets[b], m.fraction, run->n_traces, m.rel_error, m.rel_error_step1, m.mass_lost,
+              number(m.needle_kept, a, sizeof a), number(m.needle_found, e, sizeof e),
+              number(m.needle_prefix, i2, sizeof i2), number(m.needle_prefix_share, j2, sizeof j2),
               number(m.needle_tokens, k2, sizeof k2), number(m.agreement, f, sizeof f),
               number(m.first_divergence, g, sizeof g), number(m.kl_forced, h, sizeof h));
     }
@@ -333,11 +349,16 @@ static void print_table(const SweepReplayConfig *c, const SweepRun *run, int whi
     for (size_t b = 0; b < c->n_budgets; b++) {
       SweepMean m;
       sweep_mean(run, s, b, &m);
-      double v = which == 0 ? m.needle_found : which == 1 ? m.kl_forced
-                 : which == 2 ? m.rel_error : which == 3 ? m.needle_kept
-                 : which == 4 ? m.needle_prefix_share : m.first_divergence;
-      if (isfinite(v)) printf(" %9.4f", v);
-      else printf(" %9s", "-");
+      double v = which == 0   ? m.needle_found
+                 : which == 1 ? m.kl_forced
+                 : which == 2 ? m.rel_error
+                 : which == 3 ? m.needle_kept
+                 : which == 4 ? m.needle_prefix_share
+                              : m.first_divergence;
+      if (isfinite(v))
+        printf(" %9.4f", v);
+      else
+        printf(" %9s", "-");
     }
     printf("\n");
   }
@@ -356,7 +377,7 @@ static int canonical_scores(SweepReplayConfig *c) {
 }
 
 int sweep_replay_run(const char *input, const char *out_dir, const SweepReplayConfig *given,
-                    const char *command_line) {
+                     const char *command_line) {
   SweepReplayConfig config = *given, *c = &config;
   int rc = canonical_scores(c);
   if (rc) return rc;
@@ -364,30 +385,35 @@ int sweep_replay_run(const char *input, const char *out_dir, const SweepReplayCo
   memset(&run, 0, sizeof run);
   rc = list_traces(input, &run);
   if (!rc) {
-    run.cells = obc_malloc(run.n_traces * c->n_scores * c->n_budgets * sizeof *run.cells,
-                           "sweep cells");
+    run.cells =
+        obc_malloc(run.n_traces * c->n_scores * c->n_budgets * sizeof *run.cells, "sweep cells");
     if (!run.cells) rc = OBC_ENOMEM;
   }
   Model *model = NULL;
   const char *model_path = c->model_path ? c->model_path : model_default_path();
   if (!rc && c->with_model) rc = model_load(model_path, &model);
   for (size_t t = 0; t < run.n_traces && !rc; t++) rc = sweep_trace(c, model, t, &run);
-  if (!rc) rc = write_outputs(out_dir, c, &run, c->with_model ? model_path : run.trace_model,
-                                 command_line);
+  if (!rc)
+    rc =
+        write_outputs(out_dir, c, &run, c->with_model ? model_path : run.trace_model, command_line);
   if (!rc) {
     printf("replay sweep: %zu trace(s), %zu scores x %zu budgets -> %s\n", run.n_traces,
            c->n_scores, c->n_budgets, out_dir);
     if (c->with_model) {
-      print_table(c, &run, 0, "needle retrieval (share of traces whose replayed answer has the "
-                              "needle's value)");
-      print_table(c, &run, 4, "needle prefix (share of the value's characters the answer "
-                              "reproduces from its start)");
+      print_table(c, &run, 0,
+                  "needle retrieval (share of traces whose replayed answer has the "
+                  "needle's value)");
+      print_table(c, &run, 4,
+                  "needle prefix (share of the value's characters the answer "
+                  "reproduces from its start)");
       print_table(c, &run, 1, "KL(full || evicted), teacher-forced, mean over decode steps");
-      print_table(c, &run, 5, "first decode step whose free-running token differs from the "
-                              "full cache's (steps + 1 = none)");
+      print_table(c, &run, 5,
+                  "first decode step whose free-running token differs from the "
+                  "full cache's (steps + 1 = none)");
     }
-    print_table(c, &run, 2, "offline relative output error ||o'-o||/||o|| (mean over layers, "
-                            "heads, decode steps)");
+    print_table(c, &run, 2,
+                "offline relative output error ||o'-o||/||o|| (mean over layers, "
+                "heads, decode steps)");
     print_table(c, &run, 3, "share of the needle span kept (offline)");
   }
   model_free(model);

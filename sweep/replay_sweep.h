@@ -36,6 +36,6 @@ typedef struct {
 void sweep_replay_config_default(SweepReplayConfig *config);
 /* input: a trace file or a folder of traces. */
 int sweep_replay_run(const char *input, const char *out_dir, const SweepReplayConfig *config,
-                    const char *command_line);
+                     const char *command_line);
 
 #endif

@@ -114,17 +114,17 @@ static inline void fixture_make(FixtureProblem *t, uint64_t seed, size_t s, size
         t->Q[(j * n_rows + r) * d + c] = 0.8 * fixture_normal() + (1.5 + 0.5 * (double)j) * u[c];
   free(u);
   t->head = (OracleHead){.n_positions = n_pos,
-                          .n_prompt = s,
-                          .head_dim = d,
-                          .group_size = group,
-                          .n_rows = n_rows,
-                          .row_positions = t->positions,
-                          .K = t->K,
-                          .V = t->V,
-                          .Q = t->Q,
-                          .O = t->O,
-                          .lse = t->lse,
-                          .attn_scale = scale};
+                         .n_prompt = s,
+                         .head_dim = d,
+                         .group_size = group,
+                         .n_rows = n_rows,
+                         .row_positions = t->positions,
+                         .K = t->K,
+                         .V = t->V,
+                         .Q = t->Q,
+                         .O = t->O,
+                         .lse = t->lse,
+                         .attn_scale = scale};
   /* O and lse of the full-cache run, in double, from scratch. */
   for (size_t j = 0; j < group; j++)
     for (size_t r = 0; r < n_rows; r++) {

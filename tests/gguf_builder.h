@@ -80,8 +80,8 @@ static inline void tg_kv_raw(TestGguf *g, const char *key, uint32_t type, const 
   tb_put(&g->kv, v, n);
   g->n_kv++;
 }
-static inline void tg_tensor(TestGguf *g, const char *name, uint32_t type, uint32_t n_dims, const uint64_t *dims,
-                             const void *data, size_t n_bytes) {
+static inline void tg_tensor(TestGguf *g, const char *name, uint32_t type, uint32_t n_dims,
+                             const uint64_t *dims, const void *data, size_t n_bytes) {
   TestTensor *t = &g->tensors[g->n_tensors++];
   snprintf(t->name, sizeof t->name, "%s", name);
   t->n_dims = n_dims;

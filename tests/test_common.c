@@ -94,8 +94,10 @@ static int parse_example(int argc, char **argv, Parsed *p, ObcArguments *args) {
       {"--output", "-o", "PATH", "file to write", NULL, OBC_OPTION_TEXT, &p->out, NULL, NULL},
       {"--rows", NULL, "R", "rows kept", "128", OBC_OPTION_SIZE, &p->rows, .seen = &p->rows_seen},
       OBC_OPTION_HEADING("tuning:"),
-      {"--depth", NULL, "D", "needle depth in percent", "50", OBC_OPTION_DOUBLE, &p->depth, NULL, NULL},
-      {"--compress", NULL, "0-9", "deflate level", "0", OBC_OPTION_CUSTOM, &p->level, parse_level, NULL},
+      {"--depth", NULL, "D", "needle depth in percent", "50", OBC_OPTION_DOUBLE, &p->depth, NULL,
+       NULL},
+      {"--compress", NULL, "0-9", "deflate level", "0", OBC_OPTION_CUSTOM, &p->level, parse_level,
+       NULL},
       {"--quiet", NULL, NULL, "no progress line", NULL, OBC_OPTION_FLAG, &p->quiet, NULL, NULL},
   };
   ObcOptionList list = OBC_OPTION_LIST(options);

@@ -165,7 +165,8 @@ static void check_sweep(double one_minus_a, int storage) {
   FixtureProblem t;
   make_dominant(&t, one_minus_a, storage);
   size_t s = t.head.n_prompt, windows[2] = {1, 8};
-  double *ref = malloc(OBC_Q_COUNT * s * sizeof *ref), *out = malloc(2 * OBC_Q_COUNT * s * sizeof *out);
+  double *ref = malloc(OBC_Q_COUNT * s * sizeof *ref),
+         *out = malloc(2 * OBC_Q_COUNT * s * sizeof *out);
   char what[128];
   ScoreOptions options;
   score_options_default(&options);
@@ -181,10 +182,10 @@ static void check_sweep(double one_minus_a, int storage) {
       fixture_exact_error(&t, begin, end, FIX_ZERO_VK, ref + OBC_Q_EXACT_VK * s);
       fixture_scores(&t, windows[w], OBC_GQA_SUM, options.snapkv_kernel, ref);
       static const ScoreQuantity checked[] = {OBC_Q_REMOVE, OBC_Q_EXACT_K, OBC_Q_EXACT_VK,
-                                            OBC_Q_OBC_K, OBC_Q_OBC_VK};
+                                              OBC_Q_OBC_K, OBC_Q_OBC_VK};
       for (size_t k = 0; k < sizeof checked / sizeof checked[0]; k++) {
-        snprintf(what, sizeof what, "sweep %s W %zu 1-A %g %s %s",
-                 score_quantity_name(checked[k]), windows[w], one_minus_a, storage_name(storage),
+        snprintf(what, sizeof what, "sweep %s W %zu 1-A %g %s %s", score_quantity_name(checked[k]),
+                 windows[w], one_minus_a, storage_name(storage),
                  precision == OBC_PRECISION_DOUBLE ? "double" : "float");
         check_close(out + (w * OBC_Q_COUNT + checked[k]) * s, ref + checked[k] * s, s, what);
       }

@@ -78,8 +78,8 @@ START_TEST(test_evicted_keys_leave_the_softmax_and_new_positions_stay) {
   ck_assert_int_eq(runtime_forward(rt, tokens, N, RUNTIME_LOGITS_NONE, NULL, NULL), 0);
   ck_assert_int_eq(runtime_evict(rt, 0, 0, N), OBC_EINVAL); /* not cached yet */
   for (size_t i = 0; i < 4; i++) ck_assert_int_eq(runtime_evict(rt, 0, 0, dropped[i]), 0);
-  ck_assert_int_eq(
-      runtime_forward(rt, tokens + N, 1, RUNTIME_LOGITS_NONE, NULL, &capture_evicted), 0);
+  ck_assert_int_eq(runtime_forward(rt, tokens + N, 1, RUNTIME_LOGITS_NONE, NULL, &capture_evicted),
+                   0);
 
   /* Layer 0's queries do not depend on the cache: its rows must be the full
    * ones with the dropped keys removed and the rest renormalised. */
@@ -192,8 +192,9 @@ START_TEST(test_kept_sets_have_the_requested_size_sinks_recent_and_no_duplicates
             EvictKeepSet k;
             int rc = evict_policy_apply(reader, &p, &k);
             size_t n_cand = mi ? 60 : 64; /* synth: the question is the last 4 positions */
-            size_t budget = !strcmp(budgets[bi], "1") ? 1 : !strcmp(budgets[bi], "10") ? 10
-                            : !strcmp(budgets[bi], "60") ? 60
+            size_t budget = !strcmp(budgets[bi], "1")     ? 1
+                            : !strcmp(budgets[bi], "10")  ? 10
+                            : !strcmp(budgets[bi], "60")  ? 60
                             : !strcmp(budgets[bi], "25%") ? (size_t)llround(0.25 * n_cand)
                                                           : (size_t)llround(0.5 * n_cand);
             size_t recent = fixed[fi][0], sinks = fixed[fi][1];
@@ -219,8 +220,10 @@ START_TEST(test_kept_sets_have_the_requested_size_sinks_recent_and_no_duplicates
                 for (size_t q = 0; q < sinks; q++) ck_assert(m[q]);
                 size_t r = streaming ? budget - sinks : recent;
                 for (size_t q = n_cand - r; q < n_cand; q++) ck_assert(m[q]);
-                if (ai == 0) ck_assert_uint_eq(count, budget);
-                else ck_assert_uint_ge(count, floor_k < budget ? floor_k : budget);
+                if (ai == 0)
+                  ck_assert_uint_eq(count, budget);
+                else
+                  ck_assert_uint_ge(count, floor_k < budget ? floor_k : budget);
                 layer_total += count;
               }
               if (ai == 1) ck_assert_uint_eq(layer_total, budget * G);
@@ -348,8 +351,8 @@ END_TEST
 START_TEST(test_oracle_single_eviction_is_never_worse_at_step_one) {
   char trace[4096];
   tmp_path(trace, sizeof trace, "evict_oracle.h5");
-  static const char *const others[] = {"attn", "attn2", "vatp", "snapkv", "obc_v", "obc_k",
-                                       "obc_vk", "remove", "random", "streaming"};
+  static const char *const others[] = {"attn",  "attn2",  "vatp",   "snapkv", "obc_v",
+                                       "obc_k", "obc_vk", "remove", "random", "streaming"};
   size_t compared = 0;
   for (uint64_t seed = 1; seed <= 3; seed++) {
     synth_trace(trace, 2, seed);
@@ -404,7 +407,8 @@ static void tiny_trace(const Model *model, const char *path) {
   for (size_t t = 0; t < T; t++) {
     tokens[S + t] = (int32_t)generate_argmax(logits + t * c->vocab_size, c->vocab_size);
     ck_assert_int_eq(runtime_forward(rt, tokens + S + t, 1, RUNTIME_LOGITS_LAST,
-                                     logits + (t + 1) * c->vocab_size, NULL), 0);
+                                     logits + (t + 1) * c->vocab_size, NULL),
+                     0);
   }
   TraceMeta meta;
   memset(&meta, 0, sizeof meta);
@@ -435,8 +439,8 @@ static void tiny_trace(const Model *model, const char *path) {
   float zeros[TINY_HEADS * T * TINY_HD] = {0};
   for (size_t l = 0; l < c->n_layers; l++) {
     for (size_t g = 0; g < c->n_kv_heads; g++)
-      ck_assert_int_eq(trace_write_kv(w, l, g, runtime_cache_k(cache, l, g), runtime_cache_v(cache, l, g)),
-                       0);
+      ck_assert_int_eq(
+          trace_write_kv(w, l, g, runtime_cache_k(cache, l, g), runtime_cache_v(cache, l, g)), 0);
     for (size_t h = 0; h < c->n_heads; h++)
       ck_assert_int_eq(trace_write_rows(w, l, h, zeros, zeros, zeros), 0);
   }
@@ -462,8 +466,10 @@ START_TEST(test_model_replay_without_eviction_reproduces_the_captured_logits) {
   ck_assert_int_eq(evict_policy_apply(reader, &p, &keep_all), 0);
   EvictModelReplay *r = malloc(sizeof *r);
   ck_assert_int_eq(evict_replayer_run(replayer, &keep_all, r), 0);
-  printf("model replay, nothing evicted: max relative logit difference %.3g, KL %.3g, "
-         "agreement %.2f\n", r->logits_rel_diff, r->kl_forced_mean, r->agreement);
+  printf(
+      "model replay, nothing evicted: max relative logit difference %.3g, KL %.3g, "
+      "agreement %.2f\n",
+      r->logits_rel_diff, r->kl_forced_mean, r->agreement);
   ck_assert_double_le(r->logits_rel_diff, 1e-4);
   ck_assert_double_le(r->kl_forced_mean, 1e-8);
   ck_assert_double_eq(r->agreement, 1.0);
@@ -482,8 +488,7 @@ START_TEST(test_model_replay_without_eviction_reproduces_the_captured_logits) {
    * only the order of the additions differs (relative 1e-12 is ~1e4 ulps). */
   double sum = 0.0;
   for (size_t t = 0; t < r->n_steps; t++) sum += r->kl_forced[t];
-  ck_assert_double_eq_tol(sum / (double)r->n_steps, r->kl_forced_mean,
-                          1e-12 * r->kl_forced_mean);
+  ck_assert_double_eq_tol(sum / (double)r->n_steps, r->kl_forced_mean, 1e-12 * r->kl_forced_mean);
   size_t mismatch = 0; /* the first step whose token differs, by hand */
   for (size_t t = r->n_steps; t-- > 0;)
     if (r->tokens[t] != evict_replayer_full_token(replayer, t + 1)) mismatch = t + 1;
@@ -567,8 +572,10 @@ START_TEST(test_dynamic_running_scores_equal_the_closed_forms_over_the_history) 
               z /= sqrt((double)d);
               double a = exp(z - rows.lse[l][h][i]), a2 = a * a;
               double sv = a2 * v_sq, sk = a2 * z * z * diff_sq;
-              expected += si == 0 ? a : si == 1 ? sv : si == 2 ? sk
-                          : sv + sk + 2.0 * a2 * z * (v_sq - vo);
+              expected += si == 0   ? a
+                          : si == 1 ? sv
+                          : si == 2 ? sk
+                                    : sv + sk + 2.0 * a2 * z * (v_sq - vo);
             }
           double value = got[(l * TINY_KV + g) * N + p];
           worst = fmax(worst, fabs(value - expected) / (fabs(expected) + 1e-6));
@@ -587,9 +594,15 @@ END_TEST
 START_TEST(test_oracle_step_ranges_parse_name_and_reject_bad_specs) {
   static const struct {
     const char *text, *name;
-  } good[] = {{"1", "oracle@1"},         {"T", "oracle@T"},        {"3", "oracle@3-3"},
-              {"3-9", "oracle@3-9"},     {"1-1", "oracle@1"},      {"oracle@T", "oracle@T"},
-              {"oracle@2-4", "oracle@2-4"}, {"oracle1", "oracle@1"}, {"oracleT", "oracle@T"}};
+  } good[] = {{"1", "oracle@1"},
+              {"T", "oracle@T"},
+              {"3", "oracle@3-3"},
+              {"3-9", "oracle@3-9"},
+              {"1-1", "oracle@1"},
+              {"oracle@T", "oracle@T"},
+              {"oracle@2-4", "oracle@2-4"},
+              {"oracle1", "oracle@1"},
+              {"oracleT", "oracle@T"}};
   for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
     OracleSteps steps;
     char name[64];
@@ -696,10 +709,14 @@ END_TEST
 START_TEST(test_policy_score_names_carry_the_decode_steps) {
   static const struct {
     const char *score, *oracle, *name;
-  } cases[] = {{"oracle", NULL, "oracle@1"},          {"oracle", "T", "oracle@T"},
-               {"oracle@T", NULL, "oracle@T"},        {"oracle", "3-9", "oracle@3-9"},
-               {"decode_attn", NULL, "decode_attn"},  {"decode_attn", "1", "decode_attn@1"},
-               {"decode_attn@2-5", NULL, "decode_attn@2-5"}, {"obc_vk", "T", "obc_vk"}};
+  } cases[] = {{"oracle", NULL, "oracle@1"},
+               {"oracle", "T", "oracle@T"},
+               {"oracle@T", NULL, "oracle@T"},
+               {"oracle", "3-9", "oracle@3-9"},
+               {"decode_attn", NULL, "decode_attn"},
+               {"decode_attn", "1", "decode_attn@1"},
+               {"decode_attn@2-5", NULL, "decode_attn@2-5"},
+               {"obc_vk", "T", "obc_vk"}};
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     EvictPolicy p;
     char name[64];

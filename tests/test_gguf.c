@@ -29,14 +29,15 @@ static void make_scratch(void) { test_scratch_path("gguf", scratch, sizeof scrat
 
 /* Runs tests/make_quant_fixtures.py once per build tree (unchecked fixture). */
 static void make_fixtures(void) {
-  const char *base = getenv("OBC_TMP"), *source = getenv("OBC_SOURCE_DIR"), *model = getenv("OBC_MODEL");
+  const char *base = getenv("OBC_TMP"), *source = getenv("OBC_SOURCE_DIR"),
+             *model = getenv("OBC_MODEL");
   snprintf(fixtures, sizeof fixtures, "%s/quant_fixtures", base ? base : "/tmp");
   char manifest[4200];
   snprintf(manifest, sizeof manifest, "%s/manifest.txt", fixtures);
   if (access(manifest, R_OK) == 0) return;
   char command[16384];
-  snprintf(command, sizeof command, "python3 '%s/tests/make_quant_fixtures.py' '%s' '%s'", source ? source : ".",
-           fixtures, model ? model : "");
+  snprintf(command, sizeof command, "python3 '%s/tests/make_quant_fixtures.py' '%s' '%s'",
+           source ? source : ".", fixtures, model ? model : "");
   if (system(command) != 0) fprintf(stderr, "make_quant_fixtures.py failed: %s\n", command);
 }
 
@@ -62,7 +63,8 @@ static void write_file(const char *path, const void *data, size_t size) {
 static void assert_message_names(const char *path, const char *fragment) {
   const char *msg = obc_error_message();
   ck_assert_msg(strstr(msg, path) != NULL, "message does not name %s: %s", path, msg);
-  if (fragment) ck_assert_msg(strstr(msg, fragment) != NULL, "message lacks \"%s\": %s", fragment, msg);
+  if (fragment)
+    ck_assert_msg(strstr(msg, fragment) != NULL, "message lacks \"%s\": %s", fragment, msg);
 }
 
 /* Writes the tiny model to scratch/<file> and returns its path (static). */
@@ -84,10 +86,18 @@ START_TEST(real_smollm2_header_metadata_and_tensor_table_read_as_gguf_package_re
   ck_assert_uint_eq(gguf_version(f), 3);
   ck_assert_uint_eq(gguf_alignment(f), 32);
   uint64_t u;
-  static const struct { const char *key; uint64_t value; } sizes[] = {
-      {"llama.block_count", 30}, {"llama.attention.head_count", 9}, {"llama.attention.head_count_kv", 3},
-      {"llama.embedding_length", 576}, {"llama.feed_forward_length", 1536}, {"llama.context_length", 8192},
-      {"tokenizer.ggml.bos_token_id", 1}, {"tokenizer.ggml.eos_token_id", 2},
+  static const struct {
+    const char *key;
+    uint64_t value;
+  } sizes[] = {
+      {"llama.block_count", 30},
+      {"llama.attention.head_count", 9},
+      {"llama.attention.head_count_kv", 3},
+      {"llama.embedding_length", 576},
+      {"llama.feed_forward_length", 1536},
+      {"llama.context_length", 8192},
+      {"tokenizer.ggml.bos_token_id", 1},
+      {"tokenizer.ggml.eos_token_id", 2},
   };
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
     ck_assert_int_eq(gguf_get_u64(f, sizes[i].key, &u), 0);
@@ -146,8 +156,8 @@ static void compare_floats(const char *what, const float *got, const float *want
   }
   printf("%-28s %8zu values, max |C - gguf package| = %g\n", what, n, max_diff);
   /* Same fp32 operations in the same order: bit-identical is expected. */
-  ck_assert_msg(max_diff == 0, "%s: element %zu is %.9g, reference %.9g", what, worst, (double)got[worst],
-                (double)want[worst]);
+  ck_assert_msg(max_diff == 0, "%s: element %zu is %.9g, reference %.9g", what, worst,
+                (double)got[worst], (double)want[worst]);
 }
 
 START_TEST(real_smollm2_tensors_dequantise_like_gguf_package) {
@@ -155,7 +165,8 @@ START_TEST(real_smollm2_tensors_dequantise_like_gguf_package) {
   if (!path) return;
   GgufFile *f;
   ck_assert_int_eq(gguf_open(path, &f), 0);
-  static const char *names[] = {"blk.0.attn_k.weight", "blk.29.ffn_down.weight", "output_norm.weight"};
+  static const char *names[] = {"blk.0.attn_k.weight", "blk.29.ffn_down.weight",
+                                "output_norm.weight"};
   for (size_t i = 0; i < 3; i++) {
     char file[4500];
     snprintf(file, sizeof file, "%s/REAL_%s.f32", fixtures, names[i]);
@@ -475,7 +486,8 @@ START_TEST(corrupting_any_header_byte_never_crashes) {
     }
   }
   fclose(fp);
-  printf("byte corruption: %zu of %zu damaged headers refused, the rest still consistent\n", refused, 3 * header);
+  printf("byte corruption: %zu of %zu damaged headers refused, the rest still consistent\n",
+         refused, 3 * header);
   free(bytes);
 }
 END_TEST
@@ -530,7 +542,8 @@ START_TEST(tiny_llama_gguf_loads_with_its_config_and_weights) {
 
   /* Llama-3 scaling as llama.cpp stores it: per-frequency divisors. */
   static const float divisors[TINY_HD / 2] = {1.0f, 8.0f};
-  TinySpec llama3 = {.extra = "rope_freqs.weight", .extra_length = TINY_HD / 2, .extra_values = divisors};
+  TinySpec llama3 = {
+      .extra = "rope_freqs.weight", .extra_length = TINY_HD / 2, .extra_values = divisors};
   path = tiny_gguf(&llama3, "tiny_llama3.gguf");
   ck_assert_msg(model_load(path, &m) == 0, "%s", obc_error_message());
   ck_assert(m->config.rope_scaling == OBC_ROPE_LLAMA3);
@@ -597,8 +610,16 @@ START_TEST(missing_tensor_shape_mismatch_and_bad_values_are_named) {
 END_TEST
 
 START_TEST(config_validation_rejects_impossible_shapes) {
-  ModelConfig c = {.n_layers = 2, .dim = 16, .ffn_dim = 32, .n_heads = 4, .n_kv_heads = 2, .head_dim = 4,
-                   .vocab_size = 40, .context_length = 64, .norm_eps = 1e-5, .rope_theta = 10000};
+  ModelConfig c = {.n_layers = 2,
+                   .dim = 16,
+                   .ffn_dim = 32,
+                   .n_heads = 4,
+                   .n_kv_heads = 2,
+                   .head_dim = 4,
+                   .vocab_size = 40,
+                   .context_length = 64,
+                   .norm_eps = 1e-5,
+                   .rope_theta = 10000};
   snprintf(c.architecture, sizeof c.architecture, "llama");
   ck_assert_int_eq(model_config_validate(&c, "cfg"), 0);
   ModelConfig bad = c;
@@ -639,7 +660,8 @@ static Suite *gguf_suite(void) {
   TCase *real = tcase_create("real_model");
   tcase_add_unchecked_fixture(real, make_fixtures, NULL);
   tcase_set_timeout(real, 300);
-  tcase_add_test(real, real_smollm2_header_metadata_and_tensor_table_read_as_gguf_package_reads_them);
+  tcase_add_test(real,
+                 real_smollm2_header_metadata_and_tensor_table_read_as_gguf_package_reads_them);
   tcase_add_test(real, real_smollm2_tensors_dequantise_like_gguf_package);
   tcase_add_test(real, every_supported_type_dequantises_like_gguf_package);
   tcase_add_test(real, real_smollm2_loads_through_model_load);

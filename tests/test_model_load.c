@@ -34,15 +34,16 @@ static void convert(const char *gguf, const char *out, const char *options) {
   if (access(config, R_OK) == 0) return;
   const char *source = getenv("OBC_SOURCE_DIR");
   char command[16384];
-  snprintf(command, sizeof command, "python3 '%s/tests/gguf_to_hf.py' '%s' '%s' %s", source ? source : ".", gguf,
-           out, options);
+  snprintf(command, sizeof command, "python3 '%s/tests/gguf_to_hf.py' '%s' '%s' %s",
+           source ? source : ".", gguf, out, options);
   ck_assert_msg(system(command) == 0, "conversion failed: %s", command);
 }
 
 static void assert_message_names(const char *path, const char *fragment) {
   const char *msg = obc_error_message();
   ck_assert_msg(strstr(msg, path) != NULL, "message does not name %s: %s", path, msg);
-  if (fragment) ck_assert_msg(strstr(msg, fragment) != NULL, "message lacks \"%s\": %s", fragment, msg);
+  if (fragment)
+    ck_assert_msg(strstr(msg, fragment) != NULL, "message lacks \"%s\": %s", fragment, msg);
 }
 
 /* ---- weight comparison ---- */
@@ -60,8 +61,8 @@ static size_t hf_row(size_t gguf_row, size_t head_dim, bool interleaved) {
   return h * head_dim + (r % 2) * (head_dim / 2) + r / 2;
 }
 
-static void compare(Difference *d, const char *name, const float *gguf, const float *hf, size_t rows,
-                    size_t cols, size_t head_dim, bool interleaved, double rel_tol) {
+static void compare(Difference *d, const char *name, const float *gguf, const float *hf,
+                    size_t rows, size_t cols, size_t head_dim, bool interleaved, double rel_tol) {
   if (!gguf && !hf) return;
   ck_assert_msg(gguf && hf, "%s present in only one model", name);
   size_t bad_row = rows, bad_col = 0; /* first element out of tolerance (asserted once: Check's
@@ -102,7 +103,8 @@ static Difference compare_models(const Model *a, const Model *b, double rel_tol)
   size_t hd = c->head_dim, q = c->n_heads * hd, kv = c->n_kv_heads * hd;
   Difference d = {0};
   const ModelWeights *x = &a->weights, *y = &b->weights;
-  compare(&d, "token_embedding", x->token_embedding, y->token_embedding, c->vocab_size, c->dim, hd, false, rel_tol);
+  compare(&d, "token_embedding", x->token_embedding, y->token_embedding, c->vocab_size, c->dim, hd,
+          false, rel_tol);
   compare(&d, "output_norm", x->output_norm, y->output_norm, 1, c->dim, hd, false, rel_tol);
   compare(&d, "output", x->output, y->output, c->vocab_size, c->dim, hd, false, rel_tol);
   for (size_t l = 0; l < c->n_layers; l++) {
@@ -134,13 +136,16 @@ START_TEST(smollm2_gguf_and_converted_f32_folder_hold_identical_weights) {
   const char *gguf = test_real_model();
   if (!gguf) return;
   char folder[4200];
-  snprintf(folder, sizeof folder, "%s/smollm2-hf-f32", getenv("OBC_TMP") ? getenv("OBC_TMP") : "/tmp");
+  snprintf(folder, sizeof folder, "%s/smollm2-hf-f32",
+           getenv("OBC_TMP") ? getenv("OBC_TMP") : "/tmp");
   convert(gguf, folder, "--dtype f32");
   Model *a = load_ok(gguf), *b = load_ok(folder);
   ck_assert(a->config.rope_interleaved && !b->config.rope_interleaved);
   Difference d = compare_models(a, b, 0.0);
-  printf("SmolLM2 GGUF vs HF F32 folder: %zu weights, max |diff| %g (Q/K through the RoPE permutation)\n",
-         d.values, d.max_abs);
+  printf(
+      "SmolLM2 GGUF vs HF F32 folder: %zu weights, max |diff| %g (Q/K through the RoPE "
+      "permutation)\n",
+      d.values, d.max_abs);
   const ModelConfig *c = &a->config;
   size_t q = c->n_heads * c->head_dim, kv = c->n_kv_heads * c->head_dim;
   size_t per_layer = 2 * c->dim + 2 * q * c->dim + 2 * kv * c->dim + 3 * c->ffn_dim * c->dim;
@@ -154,13 +159,15 @@ START_TEST(smollm2_bf16_shards_match_gguf_within_bf16_rounding) {
   const char *gguf = test_real_model();
   if (!gguf) return;
   char folder[4200];
-  snprintf(folder, sizeof folder, "%s/smollm2-hf-bf16-shards", getenv("OBC_TMP") ? getenv("OBC_TMP") : "/tmp");
+  snprintf(folder, sizeof folder, "%s/smollm2-hf-bf16-shards",
+           getenv("OBC_TMP") ? getenv("OBC_TMP") : "/tmp");
   convert(gguf, folder, "--dtype bf16 --shards 3");
   Model *a = load_ok(gguf), *b = load_ok(folder);
   /* bf16 keeps 8 significant bits: half an ulp is at most 2^-8 of the value. */
   Difference d = compare_models(a, b, 1.0 / 256);
-  printf("SmolLM2 GGUF vs HF BF16 in 3 shards: %zu weights, max relative diff %g (bound 2^-8 = %g)\n", d.values,
-         d.max_rel, 1.0 / 256);
+  printf(
+      "SmolLM2 GGUF vs HF BF16 in 3 shards: %zu weights, max relative diff %g (bound 2^-8 = %g)\n",
+      d.values, d.max_rel, 1.0 / 256);
   model_free(a);
   model_free(b);
 }
@@ -187,12 +194,13 @@ START_TEST(sharded_index_loads_exactly_as_a_single_file) {
   for (size_t i = 0; i < 3; i++) {
     char gguf[4300], single[4300], sharded[4300];
     snprintf(single, sizeof single, "%s", tiny_folder(arches[i], "single", "--dtype f32"));
-    snprintf(sharded, sizeof sharded, "%s", tiny_folder(arches[i], "sharded", "--dtype f32 --shards 4"));
+    snprintf(sharded, sizeof sharded, "%s",
+             tiny_folder(arches[i], "sharded", "--dtype f32 --shards 4"));
     snprintf(gguf, sizeof gguf, "%s/tiny_%s.gguf", scratch, arches[i]);
     Model *g = load_ok(gguf), *a = load_ok(single), *b = load_ok(sharded);
     Difference d1 = compare_models(a, b, 0.0), d2 = compare_models(g, a, 0.0);
-    printf("tiny %s: single vs 4 shards %zu weights max |diff| %g; GGUF vs HF max |diff| %g\n", arches[i],
-           d1.values, d1.max_abs, d2.max_abs);
+    printf("tiny %s: single vs 4 shards %zu weights max |diff| %g; GGUF vs HF max |diff| %g\n",
+           arches[i], d1.values, d1.max_abs, d2.max_abs);
     ck_assert(a->config.qkv_bias == (i == 1));
     ck_assert(a->config.tied_embeddings == (i != 2) && g->config.tied_embeddings == (i != 2));
     ck_assert((a->weights.output == a->weights.token_embedding) == (i != 2));
@@ -207,7 +215,10 @@ START_TEST(sharded_index_loads_exactly_as_a_single_file) {
 END_TEST
 
 START_TEST(f16_and_bf16_folders_match_within_their_rounding) {
-  static const struct { const char *options; double bound; } cases[] = {
+  static const struct {
+    const char *options;
+    double bound;
+  } cases[] = {
       {"--dtype f16", 1.0 / 2048}, /* 11 significant bits; tiny values are far from subnormal */
       {"--dtype bf16 --shards 2", 1.0 / 256},
   };
@@ -218,8 +229,8 @@ START_TEST(f16_and_bf16_folders_match_within_their_rounding) {
     snprintf(gguf, sizeof gguf, "%s/tiny_qwen2.gguf", scratch);
     Model *a = load_ok(gguf), *b = load_ok(folder);
     Difference d = compare_models(a, b, cases[i].bound);
-    printf("tiny qwen2 GGUF vs HF %s: max relative diff %g (bound %g)\n", cases[i].options, d.max_rel,
-           cases[i].bound);
+    printf("tiny qwen2 GGUF vs HF %s: max relative diff %g (bound %g)\n", cases[i].options,
+           d.max_rel, cases[i].bound);
     ck_assert(d.max_rel > 0); /* the conversion really rounded */
     model_free(a);
     model_free(b);
@@ -239,7 +250,8 @@ static const char *config_folder(const char *name, const char *extra) {
   FILE *fp = fopen(path, "w");
   ck_assert_ptr_nonnull(fp);
   fprintf(fp,
-          "{%s\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", \"hidden_size\": 16,"
+          "{%s\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", "
+          "\"hidden_size\": 16,"
           " \"intermediate_size\": 32, \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
           " \"num_key_value_heads\": 2, \"rms_norm_eps\": 1e-5, \"max_position_embeddings\": 64,"
           " \"vocab_size\": 40, \"rope_theta\": 10000.0, \"hidden_act\": \"silu\"}",
@@ -249,19 +261,26 @@ static const char *config_folder(const char *name, const char *extra) {
 }
 
 START_TEST(unsupported_configs_are_refused_naming_the_field) {
-  static const struct { const char *extra, *fragment; int code; } cases[] = {
-      {"\"model_type\": \"mistral\",", "model_type: \"mistral\" is not supported", OBC_EUNSUPPORTED},
+  static const struct {
+    const char *extra, *fragment;
+    int code;
+  } cases[] = {
+      {"\"model_type\": \"mistral\",", "model_type: \"mistral\" is not supported",
+       OBC_EUNSUPPORTED},
       {"\"architectures\": [\"GemmaForCausalLM\"],", "architectures", OBC_EUNSUPPORTED},
       {"\"num_local_experts\": 8,", "num_local_experts", OBC_EUNSUPPORTED},
       {"\"use_sliding_window\": true,", "use_sliding_window", OBC_EUNSUPPORTED},
-      {"\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0},", "rope_scaling.rope_type", OBC_EUNSUPPORTED},
-      {"\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0},", "\"dynamic\"", OBC_EUNSUPPORTED},
+      {"\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0},", "rope_scaling.rope_type",
+       OBC_EUNSUPPORTED},
+      {"\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0},", "\"dynamic\"",
+       OBC_EUNSUPPORTED},
       {"\"hidden_act\": \"gelu\",", "hidden_act", OBC_EUNSUPPORTED},
       {"\"attention_bias\": true,", "attention_bias", OBC_EUNSUPPORTED},
       {"\"mlp_bias\": true,", "mlp_bias", OBC_EUNSUPPORTED},
       {"\"hidden_size\": -16,", "hidden_size must be a positive integer", OBC_EFORMAT},
       {"\"num_key_value_heads\": 3,", "not a multiple of 3 KV heads", OBC_EUNSUPPORTED},
-      {"\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0},", "low_freq_factor is missing", OBC_EFORMAT},
+      {"\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0},",
+       "low_freq_factor is missing", OBC_EFORMAT},
       {"\"rms_norm_eps\": \"small\",", "rms_norm_eps", OBC_EFORMAT},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -287,8 +306,8 @@ END_TEST
 
 /* transformers' _compute_llama3_parameters, restated: scale inv_freq, then the
  * divisor is the ratio. */
-static double llama3_divisor(double theta, size_t head_dim, size_t i, double factor, double low, double high,
-                             double original) {
+static double llama3_divisor(double theta, size_t head_dim, size_t i, double factor, double low,
+                             double high, double original) {
   double inv = pow(theta, -(double)(2 * i) / (double)head_dim);
   double wavelen = 2 * M_PI / inv;
   double scaled = wavelen > original / low ? inv / factor : inv;
@@ -300,8 +319,13 @@ static double llama3_divisor(double theta, size_t head_dim, size_t i, double fac
 
 START_TEST(llama3_rope_scaling_follows_transformers) {
   /* Llama-3.1-8B's values. */
-  ModelConfig c = {.head_dim = 128, .rope_theta = 500000.0, .rope_scaling = OBC_ROPE_LLAMA3, .rope_factor = 8.0,
-                   .rope_low_freq_factor = 1.0, .rope_high_freq_factor = 4.0, .rope_original_context = 8192};
+  ModelConfig c = {.head_dim = 128,
+                   .rope_theta = 500000.0,
+                   .rope_scaling = OBC_ROPE_LLAMA3,
+                   .rope_factor = 8.0,
+                   .rope_low_freq_factor = 1.0,
+                   .rope_high_freq_factor = 4.0,
+                   .rope_original_context = 8192};
   float factors[64];
   model_llama3_freq_factors(&c, factors);
   double max_diff = 0;
@@ -312,7 +336,8 @@ START_TEST(llama3_rope_scaling_follows_transformers) {
     if (factors[i] > 1.0f && factors[i] < 8.0f) medium++;
     if (i > 0) ck_assert(factors[i] >= factors[i - 1]);
   }
-  printf("llama3 rope factors: %zu of 64 blended, max relative diff to the restatement %g\n", medium, max_diff);
+  printf("llama3 rope factors: %zu of 64 blended, max relative diff to the restatement %g\n",
+         medium, max_diff);
   ck_assert(max_diff < 1e-6);
   ck_assert(factors[0] == 1.0f && factors[63] == 8.0f && medium > 0);
 
@@ -358,7 +383,8 @@ END_TEST
 
 /* Rewrites the JSON header of a safetensors file in place, keeping its length
  * (padded with spaces) so the data offsets stay valid. */
-static void edit_header(const char *path, const char *tensor, const char *dtype, const int *shape, bool drop) {
+static void edit_header(const char *path, const char *tensor, const char *dtype, const int *shape,
+                        bool drop) {
   FILE *fp = fopen(path, "r+b");
   ck_assert_ptr_nonnull(fp);
   uint64_t length;
@@ -415,7 +441,8 @@ START_TEST(damaged_safetensors_fail_naming_file_and_tensor) {
   int shape[2] = {4, 32};
   edit_header(file, "model.layers.0.self_attn.k_proj.weight", NULL, shape, false);
   ck_assert_int_eq(model_load(folder, &m), OBC_EFORMAT);
-  assert_message_names(file, "tensor model.layers.0.self_attn.k_proj.weight has shape [4, 32], expected [8, 16]");
+  assert_message_names(
+      file, "tensor model.layers.0.self_attn.k_proj.weight has shape [4, 32], expected [8, 16]");
 
   ck_assert_int_eq(system(command), 0);
   int wrong_size[2] = {8, 17};
@@ -459,7 +486,7 @@ START_TEST(damaged_index_fails_naming_the_shard) {
   /* one tensor claimed by the other shard */
   cJSON *entry = cJSON_GetObjectItem(map, "model.norm.weight");
   const char *other = strstr(entry->valuestring, "00001-of") ? "model-00002-of-00002.safetensors"
-                                                              : "model-00001-of-00002.safetensors";
+                                                             : "model-00001-of-00002.safetensors";
   cJSON_ReplaceItemInObject(map, "model.norm.weight", cJSON_CreateString(other));
   char *out = cJSON_Print(root);
   fp = fopen(index, "w");
@@ -470,7 +497,8 @@ START_TEST(damaged_index_fails_naming_the_shard) {
   ck_assert_int_eq(model_load(folder, &m), OBC_EFORMAT);
   assert_message_names(index, "tensor model.norm.weight is listed in");
   /* a shard that does not exist */
-  cJSON_ReplaceItemInObject(map, "model.norm.weight", cJSON_CreateString("model-00009-of-00009.safetensors"));
+  cJSON_ReplaceItemInObject(map, "model.norm.weight",
+                            cJSON_CreateString("model-00009-of-00009.safetensors"));
   out = cJSON_Print(root);
   fp = fopen(index, "w");
   fputs(out, fp);

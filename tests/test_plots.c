@@ -167,7 +167,7 @@ START_TEST(sweep_table_counts_each_needle_once_per_cell) {
   ck_assert_uint_eq(sweep.needles[other], 1);
   ck_assert(fabs(sweep.answer_ok[other]) < 1e-12);
   ck_assert(fabs(sweep.recall[other * sweep.n_scores + 0] - 0.5) < 1e-12); /* k=20 row ignored */
-  ck_assert(isnan(sweep.found[0 * sweep.n_depths + 1]));                    /* (512, 50): no cell */
+  ck_assert(isnan(sweep.found[0 * sweep.n_depths + 1]));                   /* (512, 50): no cell */
   char axis[128];
   plot_sweep_axis_text(sweep.depths, sweep.n_depths, axis, sizeof axis);
   ck_assert_str_eq(axis, "0 50");

@@ -54,8 +54,8 @@ static void assert_round_trip(const char *text, size_t length) {
   char *back = NULL;
   ck_assert_msg(tokenizer_encode(tok, text, length, &ids, &n) == 0, "%s", obc_error_message());
   ck_assert_int_eq(tokenizer_decode(tok, ids, n, &back), 0);
-  ck_assert_msg(strlen(back) == length && !memcmp(back, text, length), "round trip of '%.*s' gave '%s'",
-                (int)length, text, back);
+  ck_assert_msg(strlen(back) == length && !memcmp(back, text, length),
+                "round trip of '%.*s' gave '%s'", (int)length, text, back);
   free(ids);
   free(back);
 }
@@ -124,7 +124,8 @@ START_TEST(near_misses_of_special_tokens_are_plain_text) {
     int32_t *ids = NULL;
     size_t n = encode(texts[k], &ids);
     for (size_t i = 0; i < n; i++)
-      ck_assert_msg(!tokenizer_is_special(tok, ids[i]), "'%s' produced special token %d", texts[k], ids[i]);
+      ck_assert_msg(!tokenizer_is_special(tok, ids[i]), "'%s' produced special token %d", texts[k],
+                    ids[i]);
     free(ids);
   }
 }
@@ -138,7 +139,8 @@ START_TEST(token_text_unmaps_byte_level_spelling) {
   ck_assert_int_eq(tokenizer_token_text(tok, ids[0], text, sizeof text), 0);
   ck_assert_str_eq(text, " the");
   free(ids);
-  ck_assert_int_eq(tokenizer_token_text(tok, tokenizer_token_id(tok, "<|im_start|>"), text, sizeof text), 0);
+  ck_assert_int_eq(
+      tokenizer_token_text(tok, tokenizer_token_id(tok, "<|im_start|>"), text, sizeof text), 0);
   ck_assert_str_eq(text, "<|im_start|>");
   n = encode("\n", &ids);
   ck_assert_uint_eq(n, 1);
@@ -146,8 +148,9 @@ START_TEST(token_text_unmaps_byte_level_spelling) {
   ck_assert_str_eq(text, "\n");
   free(ids);
   char tiny[2];
-  ck_assert_int_eq(tokenizer_token_text(tok, tokenizer_token_id(tok, "<|im_start|>"), tiny, sizeof tiny),
-                   OBC_EINVAL);
+  ck_assert_int_eq(
+      tokenizer_token_text(tok, tokenizer_token_id(tok, "<|im_start|>"), tiny, sizeof tiny),
+      OBC_EINVAL);
 }
 END_TEST
 
@@ -203,7 +206,8 @@ END_TEST
 
 START_TEST(unknown_pre_tokenizer_names_file_and_type) {
   TokenizerPreSplit pre = {0};
-  ck_assert_int_eq(tokenizer_pre_from_name(&pre, "mystery-pre", "some/model.gguf"), OBC_EUNSUPPORTED);
+  ck_assert_int_eq(tokenizer_pre_from_name(&pre, "mystery-pre", "some/model.gguf"),
+                   OBC_EUNSUPPORTED);
   ck_assert(strstr(obc_error_message(), "some/model.gguf") != NULL);
   ck_assert(strstr(obc_error_message(), "mystery-pre") != NULL);
   tokenizer_pre_free(&pre);
@@ -219,9 +223,10 @@ static char *render(const char *system, const char *user) {
 START_TEST(chatml_uses_the_templates_default_system_message) {
   ck_assert_int_eq(tokenizer_chat_template(tok), OBC_CHAT_CHATML);
   char *text = render(NULL, "What is 2+2?");
-  ck_assert_str_eq(text,
-                   "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
-                   "Face<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n");
+  ck_assert_str_eq(
+      text,
+      "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+      "Face<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n");
   free(text);
   text = render("Be brief.", "  hi  ");
   ck_assert_str_eq(text,
@@ -248,9 +253,10 @@ END_TEST
 
 /* Templates of our own in the shapes the real ones take (the Jinja is not run). */
 START_TEST(chatml_default_system_inside_an_escaped_literal) {
-  const char *t = "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + "
-                  "messages[0]['content'] + '<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou "
-                  "are Tester, a \\'quiet\\' helper.<|im_end|>\\n' }}{%- endif %}";
+  const char *t =
+      "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + "
+      "messages[0]['content'] + '<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou "
+      "are Tester, a \\'quiet\\' helper.<|im_end|>\\n' }}{%- endif %}";
   ck_assert_int_eq(tokenizer_set_chat_template(tok, t, strlen(t)), 0);
   ck_assert_int_eq(tokenizer_chat_detect(tok), 0);
   ck_assert_int_eq(tokenizer_chat_template(tok), OBC_CHAT_CHATML);
@@ -264,9 +270,10 @@ START_TEST(chatml_default_system_inside_an_escaped_literal) {
 END_TEST
 
 START_TEST(llama3_header_format) {
-  const char *t = "{{- bos_token }}{%- for message in messages %}{{- '<|start_header_id|>' + "
-                  "message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' "
-                  "}}{%- endfor %}";
+  const char *t =
+      "{{- bos_token }}{%- for message in messages %}{{- '<|start_header_id|>' + "
+      "message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' "
+      "}}{%- endfor %}";
   ck_assert_int_eq(tokenizer_set_chat_template(tok, t, strlen(t)), 0);
   ck_assert_int_eq(tokenizer_chat_detect(tok), 0);
   ck_assert_int_eq(tokenizer_chat_template(tok), OBC_CHAT_LLAMA3);
@@ -293,16 +300,18 @@ START_TEST(llama3_header_format) {
 END_TEST
 
 START_TEST(llama31_system_turn_opens_with_knowledge_cutoff_and_date) {
-  const char *t = "{%- set date_string = \"1 Jan 2030\" %}{{- bos_token }}{{- "
-                  "'<|start_header_id|>system<|end_header_id|>\\n\\n' }}{{- \"Cutting Knowledge Date: "
-                  "March 2029\\n\" }}{{- \"Today Date: \" + date_string + \"\\n\\n\" }}";
+  const char *t =
+      "{%- set date_string = \"1 Jan 2030\" %}{{- bos_token }}{{- "
+      "'<|start_header_id|>system<|end_header_id|>\\n\\n' }}{{- \"Cutting Knowledge Date: "
+      "March 2029\\n\" }}{{- \"Today Date: \" + date_string + \"\\n\\n\" }}";
   ck_assert_int_eq(tokenizer_set_chat_template(tok, t, strlen(t)), 0);
   ck_assert_int_eq(tokenizer_chat_detect(tok), 0);
   ck_assert_str_eq(tokenizer_default_system(tok),
                    "Cutting Knowledge Date: March 2029\nToday Date: 1 Jan 2030\n\n");
   char *text = render(NULL, "hi");
-  ck_assert(strstr(text, "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: March "
-                         "2029\nToday Date: 1 Jan 2030\n\n<|eot_id|><|start_header_id|>user") != NULL);
+  ck_assert(strstr(text,
+                   "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: March "
+                   "2029\nToday Date: 1 Jan 2030\n\n<|eot_id|><|start_header_id|>user") != NULL);
   free(text);
 }
 END_TEST

@@ -69,7 +69,8 @@ enum { L = 2, H = 4, KVH = 2, D = 8, S = 12, T = 3, R = 5, VOCAB = 7 };
  * exactly representable in half precision. */
 static float fixture_value(int tensor, size_t layer, size_t head, size_t i) {
   return (float)(sin(0.37 * (double)(i + 1) + 1.3 * (double)tensor + 0.7 * (double)layer +
-                     0.11 * (double)head) * (1.0 + 0.001 * (double)i));
+                     0.11 * (double)head) *
+                 (1.0 + 0.001 * (double)i));
 }
 
 static void fixture_fill(float *x, size_t n, int tensor, size_t layer, size_t head) {
@@ -84,7 +85,8 @@ static void fixture_meta(TraceMeta *m, int64_t *rows, int32_t *tokens) {
   m->model.vocab_size = VOCAB;
   m->model.rope_theta = 500000.0;
   snprintf(m->model.rope_scaling, sizeof m->model.rope_scaling, "llama3");
-  m->model.rope_factor = 8.0, m->model.rope_low_freq_factor = 1.0, m->model.rope_high_freq_factor = 4.0;
+  m->model.rope_factor = 8.0, m->model.rope_low_freq_factor = 1.0,
+  m->model.rope_high_freq_factor = 4.0;
   m->model.rope_original_context = 8192;
   m->model.attn_scale = 1.0 / sqrt((double)D);
   snprintf(m->producer, sizeof m->producer, "test_traces fixture");
@@ -110,7 +112,8 @@ static int fixture_write(const char *path, bool f16, int level) {
   int64_t rows[R + T];
   int32_t tokens[NP];
   fixture_meta(&meta, rows, tokens);
-  TraceWriteOptions opt = {.store_f16 = f16, .compression_level = level, .store_attn = true, .store_logits = true};
+  TraceWriteOptions opt = {
+      .store_f16 = f16, .compression_level = level, .store_attn = true, .store_logits = true};
   TraceWriter *w = NULL;
   int rc = trace_create(path, &meta, &opt, &w);
   if (rc) return rc;
@@ -135,7 +138,8 @@ static int fixture_write(const char *path, bool f16, int level) {
 
 /* Stored values: exact for f32, the nearest half for f16 (lse and logits are
  * always f32). */
-static void assert_tensor(const float *got, size_t n, int tensor, size_t layer, size_t head, bool half) {
+static void assert_tensor(const float *got, size_t n, int tensor, size_t layer, size_t head,
+                          bool half) {
   for (size_t i = 0; i < n; i++) {
     float want = fixture_value(tensor, layer, head, i);
     if (half) want = trace_h5_float_from_half(trace_h5_half_from_float(want));
@@ -146,7 +150,8 @@ static void assert_tensor(const float *got, size_t n, int tensor, size_t layer, 
 
 static void check_round_trip(bool f16, int level) {
   char path[4200];
-  snprintf(path, sizeof path, "%s/fixture-%s-%d.h5", (make_scratch(), scratch), f16 ? "f16" : "f32", level);
+  snprintf(path, sizeof path, "%s/fixture-%s-%d.h5", (make_scratch(), scratch), f16 ? "f16" : "f32",
+           level);
   ck_assert_msg(fixture_write(path, f16, level) == 0, "%s", obc_error_message());
   TraceReader *r = NULL;
   ck_assert_msg(trace_open(path, &r) == 0, "%s", obc_error_message());
@@ -163,8 +168,10 @@ static void check_round_trip(bool f16, int level) {
   ck_assert(m->complete && m->has_attn && m->has_logits);
   ck_assert_str_eq(m->model.name, want.model.name);
   ck_assert_str_eq(m->model.architecture, want.model.architecture);
-  ck_assert_uint_eq(m->model.n_layers, L); ck_assert_uint_eq(m->model.n_heads, H);
-  ck_assert_uint_eq(m->model.n_kv_heads, KVH); ck_assert_uint_eq(m->model.head_dim, D);
+  ck_assert_uint_eq(m->model.n_layers, L);
+  ck_assert_uint_eq(m->model.n_heads, H);
+  ck_assert_uint_eq(m->model.n_kv_heads, KVH);
+  ck_assert_uint_eq(m->model.head_dim, D);
   ck_assert_uint_eq(m->model.vocab_size, VOCAB);
   ck_assert(m->model.rope_theta == want.model.rope_theta);
   ck_assert_str_eq(m->model.rope_scaling, "llama3");
@@ -172,8 +179,10 @@ static void check_round_trip(bool f16, int level) {
             m->model.rope_high_freq_factor == 4.0);
   ck_assert_uint_eq(m->model.rope_original_context, 8192);
   ck_assert(m->model.attn_scale == want.model.attn_scale);
-  ck_assert_uint_eq(m->n_prompt, S); ck_assert_uint_eq(m->n_decode, T);
-  ck_assert_uint_eq(m->n_positions, NP); ck_assert_uint_eq(m->n_rows, R + T);
+  ck_assert_uint_eq(m->n_prompt, S);
+  ck_assert_uint_eq(m->n_decode, T);
+  ck_assert_uint_eq(m->n_positions, NP);
+  ck_assert_uint_eq(m->n_rows, R + T);
   for (size_t i = 0; i < R + T; i++) ck_assert_int_eq(m->row_positions[i], rows[i]);
   ck_assert_ptr_nonnull(m->tokens);
   for (size_t p = 0; p < NP; p++) ck_assert_int_eq(m->tokens[p], tokens[p]);
@@ -186,7 +195,8 @@ static void check_round_trip(bool f16, int level) {
     ck_assert_int_eq(m->spans[i].begin, want.spans[i].begin);
     ck_assert_int_eq(m->spans[i].end, want.spans[i].end);
   }
-  float K[NP * D], V[NP * D], Q[(R + T) * D], O[(R + T) * D], lse[R + T], A[(R + T) * NP], logits[T * VOCAB];
+  float K[NP * D], V[NP * D], Q[(R + T) * D], O[(R + T) * D], lse[R + T], A[(R + T) * NP],
+      logits[T * VOCAB];
   for (size_t layer = 0; layer < L; layer++) {
     for (size_t g = 0; g < KVH; g++) {
       ck_assert_int_eq(trace_read_kv(r, layer, g, K, V), 0);
@@ -195,7 +205,8 @@ static void check_round_trip(bool f16, int level) {
     }
     for (size_t h = 0; h < H; h++) {
       ck_assert_int_eq(trace_read_rows(r, layer, h, Q, O, lse), 0);
-      assert_tensor(Q, (R + T) * D, 2, layer, h, f16), assert_tensor(O, (R + T) * D, 3, layer, h, f16);
+      assert_tensor(Q, (R + T) * D, 2, layer, h, f16),
+          assert_tensor(O, (R + T) * D, 3, layer, h, f16);
       assert_tensor(lse, R + T, 4, layer, h, false);
       ck_assert_int_eq(trace_read_attn(r, layer, h, A), 0);
       assert_tensor(A, (R + T) * NP, 5, layer, h, f16);
@@ -208,11 +219,15 @@ static void check_round_trip(bool f16, int level) {
 
 START_TEST(round_trip_preserves_every_field_and_tensor_f32) { check_round_trip(false, 0); }
 END_TEST
-START_TEST(round_trip_preserves_every_field_and_tensor_f32_compressed) { check_round_trip(false, 6); }
+START_TEST(round_trip_preserves_every_field_and_tensor_f32_compressed) {
+  check_round_trip(false, 6);
+}
 END_TEST
 START_TEST(round_trip_preserves_every_field_and_tensor_f16) { check_round_trip(true, 0); }
 END_TEST
-START_TEST(round_trip_preserves_every_field_and_tensor_f16_compressed) { check_round_trip(true, 9); }
+START_TEST(round_trip_preserves_every_field_and_tensor_f16_compressed) {
+  check_round_trip(true, 9);
+}
 END_TEST
 
 START_TEST(half_conversion_rounds_to_nearest_even_and_keeps_specials) {
@@ -354,7 +369,8 @@ END_TEST
 
 /* ---- synthetic traces ----------------------------------------------------------------------- */
 
-static void synth_small(const char *name, uint64_t seed, int threads, bool attn, char *path, size_t size) {
+static void synth_small(const char *name, uint64_t seed, int threads, bool attn, char *path,
+                        size_t size) {
   scratch_path(path, size, name);
   SynthOptions o;
   synth_options_default(&o);
@@ -415,8 +431,10 @@ START_TEST(synth_outputs_equal_a_brute_force_recomputation) {
   const TraceMeta *m = trace_meta(r);
   size_t P = m->n_positions, Rn = m->n_rows, d = m->model.head_dim;
   size_t group = m->model.n_heads / m->model.n_kv_heads;
-  float *K = malloc(P * d * sizeof *K), *V = malloc(P * d * sizeof *V), *Q = malloc(Rn * d * sizeof *Q);
-  float *O = malloc(Rn * d * sizeof *O), *lse = malloc(Rn * sizeof *lse), *A = malloc(Rn * P * sizeof *A);
+  float *K = malloc(P * d * sizeof *K), *V = malloc(P * d * sizeof *V),
+        *Q = malloc(Rn * d * sizeof *Q);
+  float *O = malloc(Rn * d * sizeof *O), *lse = malloc(Rn * sizeof *lse),
+        *A = malloc(Rn * P * sizeof *A);
   double *z = malloc(P * sizeof *z), worst_lse = 0, worst_o = 0, worst_a = 0;
   for (size_t layer = 0; layer < m->model.n_layers; layer++)
     for (size_t h = 0; h < m->model.n_heads; h++) {
@@ -467,11 +485,13 @@ START_TEST(synth_records_spans_and_plants_sink_and_needle_attention) {
   TraceReader *r = NULL;
   ck_assert_int_eq(trace_open(path, &r), 0);
   const TraceMeta *m = trace_meta(r);
-  const TraceSpan *needle = trace_meta_find_span(m, "needle"), *question = trace_meta_find_span(m, "question");
+  const TraceSpan *needle = trace_meta_find_span(m, "needle"),
+                  *question = trace_meta_find_span(m, "question");
   ck_assert_ptr_nonnull(needle);
   ck_assert_ptr_nonnull(question);
   ck_assert_int_eq(needle->end - needle->begin, 16);
-  ck_assert_int_eq(needle->begin, 1 + 116); /* 1 + round(50% of the 256 - 8 - 1 - 16 free positions) */
+  ck_assert_int_eq(needle->begin,
+                   1 + 116); /* 1 + round(50% of the 256 - 8 - 1 - 16 free positions) */
   ck_assert_int_eq(question->end, (int64_t)m->n_prompt);
   ck_assert_int_le(needle->end, question->begin);
   size_t P = m->n_positions, Rn = m->n_rows;
@@ -492,8 +512,10 @@ START_TEST(synth_records_spans_and_plants_sink_and_needle_attention) {
     }
   needle_decode /= n_decode, needle_first /= n_heads, sink /= n_heads * (double)Rn;
   double uniform = 1.0 / (double)P;
-  printf("needle mass: decode rows %.3f, first prompt row %.3f, uniform %.3f; sink mass %.3f, uniform %.4f\n",
-         needle_decode, needle_first, 16 * uniform, sink, uniform);
+  printf(
+      "needle mass: decode rows %.3f, first prompt row %.3f, uniform %.3f; sink mass %.3f, uniform "
+      "%.4f\n",
+      needle_decode, needle_first, 16 * uniform, sink, uniform);
   ck_assert(needle_decode > 3.0 * 16 * uniform);
   ck_assert(needle_decode > 2.0 * needle_first);
   ck_assert(sink > 10.0 * uniform);
@@ -522,7 +544,8 @@ static void expect_open_failure(const char *path, int code, const char *phrase) 
   ck_assert_ptr_null(r);
   assert_message_names(path);
   if (phrase)
-    ck_assert_msg(strstr(obc_error_message(), phrase), "'%s' lacks '%s'", obc_error_message(), phrase);
+    ck_assert_msg(strstr(obc_error_message(), phrase), "'%s' lacks '%s'", obc_error_message(),
+                  phrase);
 }
 
 START_TEST(missing_file_fails_with_eio_naming_it) {
@@ -590,10 +613,13 @@ START_TEST(inconsistent_shapes_are_named_precisely) {
   ck_assert_int_ge(H5Ldelete(f, "/layers/001/Q", H5P_DEFAULT), 0);
   hsize_t dims[3] = {H, R + T - 1, D};
   hid_t space = H5Screate_simple(3, dims, NULL);
-  hid_t dset = H5Dcreate2(f, "/layers/001/Q", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t dset =
+      H5Dcreate2(f, "/layers/001/Q", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   ck_assert_int_ge(dset, 0);
   H5Dclose(dset), H5Sclose(space), H5Fclose(f);
-  expect_open_failure(path, OBC_EFORMAT, "/layers/001/Q has shape (4, 7, 8), expected (4, 8, 8) = (n_heads, n_rows, head_dim)");
+  expect_open_failure(
+      path, OBC_EFORMAT,
+      "/layers/001/Q has shape (4, 7, 8), expected (4, 8, 8) = (n_heads, n_rows, head_dim)");
 
   /* Attributes that disagree with each other. */
   good_copy("bad-positions.h5", path, sizeof path);
@@ -639,10 +665,12 @@ START_TEST(nan_and_inf_values_fail_on_read_naming_dataset_layer_and_head) {
   ck_assert_int_eq(trace_read_kv(r, 1, 0, K, NULL), 0);
   ck_assert_int_eq(trace_read_kv(r, 1, 1, K, NULL), OBC_EVALUE);
   assert_message_names(path);
-  ck_assert_ptr_nonnull(strstr(obc_error_message(), "/layers/001/K, layer 1, KV head 1: NaN at position 3"));
+  ck_assert_ptr_nonnull(
+      strstr(obc_error_message(), "/layers/001/K, layer 1, KV head 1: NaN at position 3"));
   ck_assert_int_eq(trace_read_rows(r, 0, 2, Q, NULL, NULL), 0);
   ck_assert_int_eq(trace_read_rows(r, 0, 2, Q, O, NULL), OBC_EVALUE);
-  ck_assert_ptr_nonnull(strstr(obc_error_message(), "/layers/000/O, layer 0, head 2: Inf at row 4"));
+  ck_assert_ptr_nonnull(
+      strstr(obc_error_message(), "/layers/000/O, layer 0, head 2: Inf at row 4"));
   trace_close(r);
 }
 END_TEST

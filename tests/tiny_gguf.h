@@ -16,22 +16,32 @@
 #include "tests/gguf_builder.h"
 
 typedef struct {
-  const char *arch;        /* general.architecture */
-  const char *skip;        /* tensor left out, or NULL */
-  const char *reshape;     /* tensor given the wrong shape, or NULL */
-  const char *poison;      /* tensor with a NaN, or NULL */
-  const char *retype;      /* tensor given type 99, or NULL */
+  const char *arch;    /* general.architecture */
+  const char *skip;    /* tensor left out, or NULL */
+  const char *reshape; /* tensor given the wrong shape, or NULL */
+  const char *poison;  /* tensor with a NaN, or NULL */
+  const char *retype;  /* tensor given type 99, or NULL */
   uint64_t reshape_dims[2];
-  uint32_t rope_dims;      /* <arch>.rope.dimension_count when non-zero */
-  const char *extra;       /* an extra 1-D tensor, or NULL */
-  size_t extra_length;     /* its length (0: TINY_DIM) */
+  uint32_t rope_dims;        /* <arch>.rope.dimension_count when non-zero */
+  const char *extra;         /* an extra 1-D tensor, or NULL */
+  size_t extra_length;       /* its length (0: TINY_DIM) */
   const float *extra_values; /* its values (NULL: tiny_value) */
-  bool untied;             /* with output.weight (else tied to token_embd) */
+  bool untied;               /* with output.weight (else tied to token_embd) */
 } TinySpec;
 
-enum { TINY_DIM = 16, TINY_FFN = 32, TINY_HEADS = 4, TINY_KV = 2, TINY_HD = 4, TINY_VOCAB = 40, TINY_LAYERS = 2 };
+enum {
+  TINY_DIM = 16,
+  TINY_FFN = 32,
+  TINY_HEADS = 4,
+  TINY_KV = 2,
+  TINY_HD = 4,
+  TINY_VOCAB = 40,
+  TINY_LAYERS = 2
+};
 
-static float tiny_value(size_t tensor, size_t i) { return 0.01f * (float)((int)((i * 7 + tensor * 13) % 23) - 11); }
+static float tiny_value(size_t tensor, size_t i) {
+  return 0.01f * (float)((int)((i * 7 + tensor * 13) % 23) - 11);
+}
 
 /* Writes the tiny model to path. */
 static void tiny_gguf_write(const TinySpec *spec, const char *path) {
@@ -53,19 +63,30 @@ static void tiny_gguf_write(const TinySpec *spec, const char *path) {
   tg_kv_f32(&g, KEY("attention.layer_norm_rms_epsilon"), 1e-5f);
   if (spec->rope_dims) tg_kv_u32(&g, KEY("rope.dimension_count"), spec->rope_dims);
 #undef KEY
-  struct { char name[64]; uint64_t d0, d1; } list[TB_MAX_TENSORS];
+  struct {
+    char name[64];
+    uint64_t d0, d1;
+  } list[TB_MAX_TENSORS];
   size_t n = 0;
-#define T(nm, a, b) (snprintf(list[n].name, sizeof list[n].name, "%s", nm), list[n].d0 = (a), list[n].d1 = (b), n++)
+#define T(nm, a, b) \
+  (snprintf(list[n].name, sizeof list[n].name, "%s", nm), list[n].d0 = (a), list[n].d1 = (b), n++)
   T("token_embd.weight", TINY_DIM, TINY_VOCAB);
   T("output_norm.weight", TINY_DIM, 0);
   if (spec->untied) T("output.weight", TINY_DIM, TINY_VOCAB);
   int qwen = !strcmp(arch, "qwen2");
   for (int l = 0; l < TINY_LAYERS; l++) {
-    static const struct { const char *what; uint64_t d0, d1; } per_layer[] = {
-        {"attn_norm.weight", TINY_DIM, 0},       {"attn_q.weight", TINY_DIM, TINY_HEADS * TINY_HD},
-        {"attn_k.weight", TINY_DIM, TINY_KV * TINY_HD}, {"attn_v.weight", TINY_DIM, TINY_KV * TINY_HD},
-        {"attn_output.weight", TINY_HEADS * TINY_HD, TINY_DIM}, {"ffn_norm.weight", TINY_DIM, 0},
-        {"ffn_gate.weight", TINY_DIM, TINY_FFN}, {"ffn_up.weight", TINY_DIM, TINY_FFN},
+    static const struct {
+      const char *what;
+      uint64_t d0, d1;
+    } per_layer[] = {
+        {"attn_norm.weight", TINY_DIM, 0},
+        {"attn_q.weight", TINY_DIM, TINY_HEADS * TINY_HD},
+        {"attn_k.weight", TINY_DIM, TINY_KV * TINY_HD},
+        {"attn_v.weight", TINY_DIM, TINY_KV * TINY_HD},
+        {"attn_output.weight", TINY_HEADS * TINY_HD, TINY_DIM},
+        {"ffn_norm.weight", TINY_DIM, 0},
+        {"ffn_gate.weight", TINY_DIM, TINY_FFN},
+        {"ffn_up.weight", TINY_DIM, TINY_FFN},
         {"ffn_down.weight", TINY_FFN, TINY_DIM},
     };
     for (size_t k = 0; k < sizeof per_layer / sizeof per_layer[0]; k++) {
@@ -95,9 +116,11 @@ static void tiny_gguf_write(const TinySpec *spec, const char *path) {
     size_t count = (size_t)dims[0] * (dims[1] ? (size_t)dims[1] : 1);
     ck_assert_uint_le(count, TINY_VOCAB * TINY_DIM);
     bool extra = spec->extra && !strcmp(spec->extra, list[t].name) && spec->extra_values;
-    for (size_t i = 0; i < count; i++) data[t][i] = extra ? spec->extra_values[i] : tiny_value(t, i);
+    for (size_t i = 0; i < count; i++)
+      data[t][i] = extra ? spec->extra_values[i] : tiny_value(t, i);
     if (spec->poison && !strcmp(spec->poison, list[t].name)) data[t][count / 2] = NAN;
-    uint32_t type = spec->retype && !strcmp(spec->retype, list[t].name) ? 99u : (uint32_t)GGML_TYPE_F32;
+    uint32_t type =
+        spec->retype && !strcmp(spec->retype, list[t].name) ? 99u : (uint32_t)GGML_TYPE_F32;
     tg_tensor(&g, list[t].name, type, dims[1] ? 2 : 1, dims, data[t], count * sizeof(float));
   }
   size_t size = 0;

@@ -74,8 +74,7 @@ int text_parse_ids(const char *option, const char *text, int32_t **ids, size_t *
   return 0;
 }
 
-int text_encode(const Tokenizer *tok, const char *text, size_t length, int32_t **ids,
-                    size_t *n) {
+int text_encode(const Tokenizer *tok, const char *text, size_t length, int32_t **ids, size_t *n) {
   int32_t *body = NULL;
   size_t n_body = 0;
   int rc = tokenizer_encode(tok, text, length, &body, &n_body);

@@ -31,9 +31,13 @@ int32_t tokenizer_eos_id(const Tokenizer *tokenizer) { return tokenizer->eos_id;
 
 int tokenizer_adds_bos(const Tokenizer *tokenizer) { return tokenizer->add_bos; }
 
-TokenizerChatTemplate tokenizer_chat_template(const Tokenizer *tokenizer) { return tokenizer->chat; }
+TokenizerChatTemplate tokenizer_chat_template(const Tokenizer *tokenizer) {
+  return tokenizer->chat;
+}
 
-const char *tokenizer_default_system(const Tokenizer *tokenizer) { return tokenizer->default_system; }
+const char *tokenizer_default_system(const Tokenizer *tokenizer) {
+  return tokenizer->default_system;
+}
 
 const char *tokenizer_pre_name(const Tokenizer *tokenizer) { return tokenizer->pre.name; }
 

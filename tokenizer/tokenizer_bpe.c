@@ -24,15 +24,15 @@ int tokenizer_id_list_push(TokenizerIdList *list, int32_t id) {
 
 typedef struct {
   int32_t rank;
-  int32_t left, right;         /* symbol positions */
-  int32_t left_id, right_id;   /* their ids when the pair was queued */
+  int32_t left, right;       /* symbol positions */
+  int32_t left_id, right_id; /* their ids when the pair was queued */
   int32_t merged;
 } MergeCandidate;
 
 typedef struct {
-  int32_t *id;   /* (n) current token of the symbol starting at each byte */
-  int32_t *prev; /* (n) previous live symbol, -1 at the start */
-  int32_t *next; /* (n) next live symbol, -1 at the end */
+  int32_t *id;          /* (n) current token of the symbol starting at each byte */
+  int32_t *prev;        /* (n) previous live symbol, -1 at the start */
+  int32_t *next;        /* (n) next live symbol, -1 at the end */
   MergeCandidate *heap; /* (3 n) min-heap on (rank, left) */
   size_t heap_size;
 } MergeState;
@@ -72,10 +72,10 @@ static void queue_pair(const Tokenizer *tokenizer, MergeState *state, int32_t le
   if (left < 0) return;
   int32_t right = state->next[left];
   if (right < 0) return;
-  MergeCandidate candidate = {.left = left, .right = right,
-                              .left_id = state->id[left], .right_id = state->id[right]};
+  MergeCandidate candidate = {
+      .left = left, .right = right, .left_id = state->id[left], .right_id = state->id[right]};
   if (tokenizer_pair_map_find(&tokenizer->merges, candidate.left_id, candidate.right_id,
-                          &candidate.rank, &candidate.merged))
+                              &candidate.rank, &candidate.merged))
     heap_push(state, candidate);
 }
 
@@ -103,7 +103,9 @@ int tokenizer_bpe_piece(const Tokenizer *tokenizer, const char *piece, size_t le
   if (length == 0) return 0;
   const unsigned char *bytes = (const unsigned char *)piece;
   if (length == 1)
-    return tokenizer->byte_ids[bytes[0]] < 0 ? 0 : tokenizer_id_list_push(out, tokenizer->byte_ids[bytes[0]]);
+    return tokenizer->byte_ids[bytes[0]] < 0
+               ? 0
+               : tokenizer_id_list_push(out, tokenizer->byte_ids[bytes[0]]);
   if (tokenizer->ignore_merges) {
     /* The vocabulary holds pieces in their stand-in spelling; build it. */
     char spelled[256];
@@ -151,7 +153,8 @@ int tokenizer_bpe_piece(const Tokenizer *tokenizer, const char *piece, size_t le
   merge_all(tokenizer, &state, length);
   int rc = 0;
   for (int32_t i = 0; i >= 0 && rc == 0; i = state.next[i])
-    if (state.id[i] >= 0) rc = tokenizer_id_list_push(out, state.id[i]); /* -1: a byte without a token */
+    if (state.id[i] >= 0)
+      rc = tokenizer_id_list_push(out, state.id[i]); /* -1: a byte without a token */
   if (ints != small_ints) free(ints);
   if (state.heap != small_heap) free(state.heap);
   return rc;

@@ -44,9 +44,10 @@ int tokenizer_index_vocab(Tokenizer *tokenizer, size_t n_merges, const char *sou
   if (rc < 0) return rc;
   for (size_t i = 0; i < tokenizer->n_vocab; i++) {
     if (!tokenizer->tokens[i])
-      return obc_fail(OBC_EFORMAT, "%s: token id %zu has no string (vocabulary has holes)", source, i);
-    tokenizer_string_map_insert(&tokenizer->vocab, tokenizer->tokens[i], tokenizer->token_lengths[i],
-                            (int32_t)i);
+      return obc_fail(OBC_EFORMAT, "%s: token id %zu has no string (vocabulary has holes)", source,
+                      i);
+    tokenizer_string_map_insert(&tokenizer->vocab, tokenizer->tokens[i],
+                                tokenizer->token_lengths[i], (int32_t)i);
   }
   return tokenizer_pair_map_init(&tokenizer->merges, n_merges);
 }
@@ -65,7 +66,8 @@ void tokenizer_add_merge(Tokenizer *tokenizer, const char *left, size_t left_len
   int32_t merged = tokenizer_string_map_find(&tokenizer->vocab, joined, length);
   if (joined != small) free(joined);
   if (merged < 0) return;
-  if (2 * tokenizer->merges.count + 1 >= tokenizer->merges.capacity) return; /* more than announced */
+  if (2 * tokenizer->merges.count + 1 >= tokenizer->merges.capacity)
+    return; /* more than announced */
   tokenizer_pair_map_insert(&tokenizer->merges, left_id, right_id, rank, merged);
 }
 
@@ -111,7 +113,8 @@ static int collect_special(Tokenizer *tokenizer) {
   size_t n = 0;
   for (size_t i = 0; i < tokenizer->n_vocab; i++) {
     uint8_t type = tokenizer->token_types[i];
-    if ((type == TOKEN_TYPE_CONTROL || type == TOKEN_TYPE_USER_DEFINED) && tokenizer->token_lengths[i])
+    if ((type == TOKEN_TYPE_CONTROL || type == TOKEN_TYPE_USER_DEFINED) &&
+        tokenizer->token_lengths[i])
       n++;
   }
   tokenizer->special_ids = obc_malloc((n ? n : 1) * sizeof(int32_t), "special token ids");
@@ -119,7 +122,8 @@ static int collect_special(Tokenizer *tokenizer) {
   tokenizer->n_special = 0;
   for (size_t i = 0; i < tokenizer->n_vocab; i++) {
     uint8_t type = tokenizer->token_types[i];
-    if ((type == TOKEN_TYPE_CONTROL || type == TOKEN_TYPE_USER_DEFINED) && tokenizer->token_lengths[i]) {
+    if ((type == TOKEN_TYPE_CONTROL || type == TOKEN_TYPE_USER_DEFINED) &&
+        tokenizer->token_lengths[i]) {
       tokenizer->special_ids[tokenizer->n_special++] = (int32_t)i;
       tokenizer->special_first_byte[(unsigned char)tokenizer->tokens[i][0]] = 1;
     }
@@ -164,15 +168,17 @@ int tokenizer_finish(Tokenizer *tokenizer, const char *source) {
     n_bytes += tokenizer->byte_ids[b] >= 0;
   }
   if (n_bytes < 128)
-    return obc_fail(OBC_EFORMAT,
-                    "%s: only %zu of the 256 byte tokens are in the vocabulary (expected a byte-level "
-                    "BPE vocabulary, spelled with GPT-2's byte stand-ins)",
-                    source, n_bytes);
+    return obc_fail(
+        OBC_EFORMAT,
+        "%s: only %zu of the 256 byte tokens are in the vocabulary (expected a byte-level "
+        "BPE vocabulary, spelled with GPT-2's byte stand-ins)",
+        source, n_bytes);
   if (tokenizer->pre.n_regexes == 0)
     return obc_fail(OBC_EFORMAT, "%s: no pre-tokenizer set", source);
-  if (tokenizer->bos_id >= (int32_t)tokenizer->n_vocab || tokenizer->eos_id >= (int32_t)tokenizer->n_vocab)
-    return obc_fail(OBC_EFORMAT, "%s: bos/eos token id %d/%d out of range (vocabulary of %zu)", source,
-                    tokenizer->bos_id, tokenizer->eos_id, tokenizer->n_vocab);
+  if (tokenizer->bos_id >= (int32_t)tokenizer->n_vocab ||
+      tokenizer->eos_id >= (int32_t)tokenizer->n_vocab)
+    return obc_fail(OBC_EFORMAT, "%s: bos/eos token id %d/%d out of range (vocabulary of %zu)",
+                    source, tokenizer->bos_id, tokenizer->eos_id, tokenizer->n_vocab);
   int rc = collect_special(tokenizer);
   if (rc == 0) rc = collect_stops(tokenizer);
   if (rc == 0) rc = tokenizer_chat_detect(tokenizer);

@@ -67,8 +67,10 @@ static char *unescape_literal(const char *s, size_t n) {
 
 static int has_unescaped_quote(const char *s, const char *end) {
   for (; s < end; s++) {
-    if (*s == '\\' && s + 1 < end) s++;
-    else if (*s == '\'' || *s == '"') return 1;
+    if (*s == '\\' && s + 1 < end)
+      s++;
+    else if (*s == '\'' || *s == '"')
+      return 1;
   }
   return 0;
 }
@@ -83,9 +85,12 @@ static int find_chatml_default_system(const char *template_text, char **out) {
   const char *marker = "<|im_start|>system";
   for (const char *p = strstr(template_text, marker); p; p = strstr(p + 1, marker)) {
     const char *q = p + strlen(marker);
-    if (*q == '\n') q++;
-    else if (q[0] == '\\' && q[1] == 'n') q += 2;
-    else continue;
+    if (*q == '\n')
+      q++;
+    else if (q[0] == '\\' && q[1] == 'n')
+      q += 2;
+    else
+      continue;
     const char *end = strstr(q, "<|im_end|>");
     if (!end || end == q) continue;
     if (has_unescaped_quote(q, end)) continue;

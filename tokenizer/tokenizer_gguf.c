@@ -37,7 +37,8 @@ static int read_tokens(Tokenizer *t, const GgufFile *file, const char *path) {
   int have_types = gguf_get_array(file, "tokenizer.ggml.token_type", &type_kind, &n_types) == 0;
   if (!have_types) obc_error_clear();
   if (have_types && n_types != t->n_vocab)
-    return obc_fail(OBC_EFORMAT, "%s: tokenizer.ggml.token_type has %llu entries (expected %zu, one per token)",
+    return obc_fail(OBC_EFORMAT,
+                    "%s: tokenizer.ggml.token_type has %llu entries (expected %zu, one per token)",
                     path, (unsigned long long)n_types, t->n_vocab);
   for (size_t i = 0; i < t->n_vocab; i++) {
     GgufString s;
@@ -48,7 +49,8 @@ static int read_tokens(Tokenizer *t, const GgufFile *file, const char *path) {
       rc = gguf_get_array_i64(file, "tokenizer.ggml.token_type", i, &type);
       if (rc < 0) return obc_fail_context(rc, "%s: tokenizer.ggml.token_type[%zu]", path, i);
     }
-    rc = tokenizer_set_token(t, i, s.data, (size_t)s.length, (uint8_t)(type >= 1 && type <= 6 ? type : 1));
+    rc = tokenizer_set_token(t, i, s.data, (size_t)s.length,
+                             (uint8_t)(type >= 1 && type <= 6 ? type : 1));
     if (rc < 0) return rc;
   }
   return 0;
@@ -58,13 +60,15 @@ static int read_merges(Tokenizer *t, const GgufFile *file, uint64_t n_merges, co
   for (uint64_t i = 0; i < n_merges; i++) {
     GgufString s;
     int rc = gguf_get_array_string(file, "tokenizer.ggml.merges", i, &s);
-    if (rc < 0) return obc_fail_context(rc, "%s: tokenizer.ggml.merges[%llu]", path, (unsigned long long)i);
+    if (rc < 0)
+      return obc_fail_context(rc, "%s: tokenizer.ggml.merges[%llu]", path, (unsigned long long)i);
     /* The separator is the first space after the first byte (a part may be a space itself only
      * in the stand-in spelling, where a space is 'Ġ'). */
     const char *space = s.length > 1 ? memchr(s.data + 1, ' ', (size_t)s.length - 1) : NULL;
     if (!space)
-      return obc_fail(OBC_EFORMAT, "%s: tokenizer.ggml.merges[%llu] is '%.*s' (expected \"left right\")",
-                      path, (unsigned long long)i, (int)(s.length < 64 ? s.length : 64), s.data);
+      return obc_fail(OBC_EFORMAT,
+                      "%s: tokenizer.ggml.merges[%llu] is '%.*s' (expected \"left right\")", path,
+                      (unsigned long long)i, (int)(s.length < 64 ? s.length : 64), s.data);
     size_t left = (size_t)(space - s.data);
     tokenizer_add_merge(t, s.data, left, space + 1, (size_t)s.length - left - 1, (int32_t)i);
   }
@@ -78,20 +82,26 @@ static int read_settings(Tokenizer *t, const GgufFile *file, const char *path) {
   char pre_name[64] = "default";
   GgufString s;
   rc = gguf_get_string(file, "tokenizer.ggml.pre", &s);
-  if (rc == 0) copy_string(&s, pre_name, sizeof(pre_name));
-  else if (rc == OBC_ENOTFOUND) obc_error_clear();
-  else return obc_fail_context(rc, "%s", path);
+  if (rc == 0)
+    copy_string(&s, pre_name, sizeof(pre_name));
+  else if (rc == OBC_ENOTFOUND)
+    obc_error_clear();
+  else
+    return obc_fail_context(rc, "%s", path);
   rc = tokenizer_pre_from_name(&t->pre, pre_name, path);
   if (rc < 0) return rc;
   /* As llama.cpp: Llama 3 takes a piece that is already a token whole and
    * starts prompts with BOS unless the file says otherwise. */
-  int llama3 = !strcmp(pre_name, "llama3") || !strcmp(pre_name, "llama-bpe") || !strcmp(pre_name, "llama-v3");
+  int llama3 = !strcmp(pre_name, "llama3") || !strcmp(pre_name, "llama-bpe") ||
+               !strcmp(pre_name, "llama-v3");
   t->ignore_merges = llama3;
 
   bool add_bos = llama3;
   rc = gguf_get_bool(file, "tokenizer.ggml.add_bos_token", &add_bos);
-  if (rc == OBC_ENOTFOUND) obc_error_clear();
-  else if (rc < 0) return obc_fail_context(rc, "%s", path);
+  if (rc == OBC_ENOTFOUND)
+    obc_error_clear();
+  else if (rc < 0)
+    return obc_fail_context(rc, "%s", path);
   t->add_bos = add_bos;
 
   rc = gguf_get_string(file, "tokenizer.chat_template", &s);
@@ -120,12 +130,15 @@ int tokenizer_from_gguf(const GgufFile *file, const char *path, Tokenizer **out)
   rc = gguf_get_array(file, "tokenizer.ggml.tokens", &kind, &n_vocab);
   if (rc < 0) return obc_fail_context(rc, "%s: tokenizer.ggml.tokens", path);
   if (kind != GGUF_TYPE_STRING || n_vocab == 0 || n_vocab > INT32_MAX)
-    return obc_fail(OBC_EFORMAT, "%s: tokenizer.ggml.tokens is not a non-empty string array (type %u, %llu entries)",
-                    path, kind, (unsigned long long)n_vocab);
+    return obc_fail(
+        OBC_EFORMAT,
+        "%s: tokenizer.ggml.tokens is not a non-empty string array (type %u, %llu entries)", path,
+        kind, (unsigned long long)n_vocab);
   rc = gguf_get_array(file, "tokenizer.ggml.merges", &kind, &n_merges);
   if (rc < 0) return obc_fail_context(rc, "%s: tokenizer.ggml.merges", path);
   if (kind != GGUF_TYPE_STRING)
-    return obc_fail(OBC_EFORMAT, "%s: tokenizer.ggml.merges is not a string array (type %u)", path, kind);
+    return obc_fail(OBC_EFORMAT, "%s: tokenizer.ggml.merges is not a string array (type %u)", path,
+                    kind);
 
   Tokenizer *t = NULL;
   rc = tokenizer_alloc((size_t)n_vocab, &t);

@@ -58,7 +58,9 @@ static const char *token_content(const cJSON *item) {
 static int add_pre_tokenizer(TokenizerPreSplit *pre, const cJSON *node, const char *path) {
   const cJSON *type = cJSON_GetObjectItemCaseSensitive(node, "type");
   if (!cJSON_IsString(type))
-    return obc_fail(OBC_EUNSUPPORTED, "%s: pre_tokenizer without a type (expected Sequence, Split, Digits or ByteLevel)", path);
+    return obc_fail(
+        OBC_EUNSUPPORTED,
+        "%s: pre_tokenizer without a type (expected Sequence, Split, Digits or ByteLevel)", path);
   const char *name = type->valuestring;
   if (!strcmp(name, "Sequence")) {
     const cJSON *item;
@@ -87,22 +89,26 @@ static int add_pre_tokenizer(TokenizerPreSplit *pre, const cJSON *node, const ch
   }
   if (!strcmp(name, "ByteLevel")) {
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(node, "add_prefix_space")))
-      return obc_fail(OBC_EUNSUPPORTED, "%s: pre_tokenizer ByteLevel with add_prefix_space is not supported", path);
+      return obc_fail(OBC_EUNSUPPORTED,
+                      "%s: pre_tokenizer ByteLevel with add_prefix_space is not supported", path);
     const cJSON *use_regex = cJSON_GetObjectItemCaseSensitive(node, "use_regex");
     if (use_regex && cJSON_IsFalse(use_regex)) return 0;
     return tokenizer_pre_add_regex(
-        pre, "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+", path);
+        pre, "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
+        path);
   }
-  return obc_fail(OBC_EUNSUPPORTED,
-                  "%s: unknown pre_tokenizer type '%s' (expected Sequence, Split, Digits or ByteLevel)",
-                  path, name);
+  return obc_fail(
+      OBC_EUNSUPPORTED,
+      "%s: unknown pre_tokenizer type '%s' (expected Sequence, Split, Digits or ByteLevel)", path,
+      name);
 }
 
 /* Largest id in model.vocab and added_tokens, plus one. */
 static size_t count_vocab(const cJSON *vocab, const cJSON *added) {
   long top = -1;
   const cJSON *item;
-  cJSON_ArrayForEach(item, vocab) if (cJSON_IsNumber(item) && item->valuedouble > top) top = (long)item->valuedouble;
+  cJSON_ArrayForEach(item, vocab) if (cJSON_IsNumber(item) && item->valuedouble > top) top =
+      (long)item->valuedouble;
   cJSON_ArrayForEach(item, added) {
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(item, "id");
     if (cJSON_IsNumber(id) && id->valuedouble > top) top = (long)id->valuedouble;
@@ -122,7 +128,8 @@ static int read_model(Tokenizer **out, const cJSON *root, const char *path) {
   if (!cJSON_IsObject(vocab) || !cJSON_IsArray(merges))
     return obc_fail(OBC_EFORMAT, "%s: model.vocab (object) or model.merges (array) missing", path);
   size_t n_vocab = count_vocab(vocab, added);
-  if (n_vocab == 0 || n_vocab > INT32_MAX) return obc_fail(OBC_EFORMAT, "%s: empty model.vocab", path);
+  if (n_vocab == 0 || n_vocab > INT32_MAX)
+    return obc_fail(OBC_EFORMAT, "%s: empty model.vocab", path);
 
   Tokenizer *t = NULL;
   int rc = tokenizer_alloc(n_vocab, &t);
@@ -142,7 +149,8 @@ static int read_model(Tokenizer **out, const cJSON *root, const char *path) {
     const cJSON *special = cJSON_GetObjectItemCaseSensitive(item, "special");
     if (!cJSON_IsNumber(id) || id->valuedouble < 0 || !cJSON_IsString(content))
       return obc_fail(OBC_EFORMAT, "%s: added_tokens entry without id or content", path);
-    rc = tokenizer_set_token(t, (size_t)id->valuedouble, content->valuestring, strlen(content->valuestring),
+    rc = tokenizer_set_token(t, (size_t)id->valuedouble, content->valuestring,
+                             strlen(content->valuestring),
                              cJSON_IsTrue(special) ? TOKEN_TYPE_CONTROL : TOKEN_TYPE_USER_DEFINED);
     if (rc < 0) return rc;
   }
@@ -153,15 +161,19 @@ static int read_model(Tokenizer **out, const cJSON *root, const char *path) {
     if (cJSON_IsString(item)) {
       const char *s = item->valuestring;
       const char *space = s[0] ? strchr(s + 1, ' ') : NULL;
-      if (!space) return obc_fail(OBC_EFORMAT, "%s: merge %d is '%s' (expected \"left right\")", path, rank, s);
+      if (!space)
+        return obc_fail(OBC_EFORMAT, "%s: merge %d is '%s' (expected \"left right\")", path, rank,
+                        s);
       tokenizer_add_merge(t, s, (size_t)(space - s), space + 1, strlen(space + 1), rank);
     } else if (cJSON_IsArray(item) && cJSON_GetArraySize(item) == 2 &&
-               cJSON_IsString(cJSON_GetArrayItem(item, 0)) && cJSON_IsString(cJSON_GetArrayItem(item, 1))) {
+               cJSON_IsString(cJSON_GetArrayItem(item, 0)) &&
+               cJSON_IsString(cJSON_GetArrayItem(item, 1))) {
       const char *left = cJSON_GetArrayItem(item, 0)->valuestring;
       const char *right = cJSON_GetArrayItem(item, 1)->valuestring;
       tokenizer_add_merge(t, left, strlen(left), right, strlen(right), rank);
     } else {
-      return obc_fail(OBC_EFORMAT, "%s: merge %d is neither \"left right\" nor [left, right]", path, rank);
+      return obc_fail(OBC_EFORMAT, "%s: merge %d is neither \"left right\" nor [left, right]", path,
+                      rank);
     }
     rank++;
   }
@@ -171,12 +183,13 @@ static int read_model(Tokenizer **out, const cJSON *root, const char *path) {
   /* NFC (Qwen2) is accepted and not applied: text is taken to be NFC already. */
   if (normalizer && !cJSON_IsNull(normalizer) &&
       !(cJSON_IsString(normalizer_type) && !strcmp(normalizer_type->valuestring, "NFC")))
-    return obc_fail(OBC_EUNSUPPORTED, "%s: normalizer '%s' is not supported (expected none or NFC)", path,
-                    cJSON_IsString(normalizer_type) ? normalizer_type->valuestring : "?");
+    return obc_fail(OBC_EUNSUPPORTED, "%s: normalizer '%s' is not supported (expected none or NFC)",
+                    path, cJSON_IsString(normalizer_type) ? normalizer_type->valuestring : "?");
   snprintf(t->pre.name, sizeof(t->pre.name), "tokenizer.json");
   const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
   if (!pre || cJSON_IsNull(pre))
-    return obc_fail(OBC_EUNSUPPORTED, "%s: no pre_tokenizer (expected ByteLevel or a Split regex)", path);
+    return obc_fail(OBC_EUNSUPPORTED, "%s: no pre_tokenizer (expected ByteLevel or a Split regex)",
+                    path);
   return add_pre_tokenizer(&t->pre, pre, path);
 }
 
@@ -186,12 +199,14 @@ static int post_processor_adds(const cJSON *node, const char *bos) {
   const cJSON *type = cJSON_GetObjectItemCaseSensitive(node, "type");
   if (cJSON_IsString(type) && !strcmp(type->valuestring, "Sequence")) {
     const cJSON *item;
-    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(node, "processors")) if (post_processor_adds(item, bos)) return 1;
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(
+                                 node, "processors")) if (post_processor_adds(item, bos)) return 1;
     return 0;
   }
   if (!cJSON_IsString(type) || strcmp(type->valuestring, "TemplateProcessing")) return 0;
   const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(node, "single"), 0);
-  const cJSON *id = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(first, "SpecialToken"), "id");
+  const cJSON *id = cJSON_GetObjectItemCaseSensitive(
+      cJSON_GetObjectItemCaseSensitive(first, "SpecialToken"), "id");
   return cJSON_IsString(id) && !strcmp(id->valuestring, bos);
 }
 
@@ -201,8 +216,10 @@ static int read_config(Tokenizer *t, const cJSON *root, const cJSON *config, con
   if (bos) t->bos_id = tokenizer_token_id(t, bos);
   if (eos) t->eos_id = tokenizer_token_id(t, eos);
   const cJSON *add_bos = cJSON_GetObjectItemCaseSensitive(config, "add_bos_token");
-  if (cJSON_IsBool(add_bos)) t->add_bos = cJSON_IsTrue(add_bos);
-  else t->add_bos = post_processor_adds(cJSON_GetObjectItemCaseSensitive(root, "post_processor"), bos);
+  if (cJSON_IsBool(add_bos))
+    t->add_bos = cJSON_IsTrue(add_bos);
+  else
+    t->add_bos = post_processor_adds(cJSON_GetObjectItemCaseSensitive(root, "post_processor"), bos);
   const cJSON *chat = cJSON_GetObjectItemCaseSensitive(config, "chat_template");
   if (cJSON_IsArray(chat)) { /* [{"name": "default", "template": ...}, ...] */
     const cJSON *item, *found = NULL;
@@ -212,7 +229,8 @@ static int read_config(Tokenizer *t, const cJSON *root, const cJSON *config, con
     }
     chat = cJSON_GetObjectItemCaseSensitive(found, "template");
   }
-  if (cJSON_IsString(chat)) return tokenizer_set_chat_template(t, chat->valuestring, strlen(chat->valuestring));
+  if (cJSON_IsString(chat))
+    return tokenizer_set_chat_template(t, chat->valuestring, strlen(chat->valuestring));
   (void)path;
   return 0;
 }
@@ -242,7 +260,8 @@ static int read_template_file(Tokenizer *t, const char *folder) {
   } while (n > 0);
   int error = ferror(fp);
   fclose(fp);
-  int rc = error ? obc_fail(OBC_EIO, "%s: read error", path) : tokenizer_set_chat_template(t, text, length);
+  int rc = error ? obc_fail(OBC_EIO, "%s: read error", path)
+                 : tokenizer_set_chat_template(t, text, length);
   free(text);
   return rc;
 }

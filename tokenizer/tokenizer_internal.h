@@ -54,9 +54,9 @@ struct Tokenizer {
   char **tokens;           /* (n_vocab) token strings as stored (byte-level form), NUL-terminated */
   uint32_t *token_lengths; /* (n_vocab) bytes */
   uint8_t *token_types;    /* (n_vocab) TOKEN_TYPE_* */
-  TokenizerStringMap vocab;    /* token string -> id */
+  TokenizerStringMap vocab; /* token string -> id */
   TokenizerPairMap merges;
-  int ignore_merges;       /* a piece that is itself a token is not merged (Llama 3) */
+  int ignore_merges; /* a piece that is itself a token is not merged (Llama 3) */
 
   /* GPT-2 byte <-> unicode mapping: every byte has a printable stand-in. */
   uint16_t byte_codepoint[256]; /* byte -> code point of its stand-in */
@@ -82,14 +82,15 @@ struct Tokenizer {
 /* tokenizer_maps.c */
 int tokenizer_string_map_init(TokenizerStringMap *map, size_t max_count);
 void tokenizer_string_map_free(TokenizerStringMap *map);
-int32_t tokenizer_string_map_insert(TokenizerStringMap *map, const char *key, size_t length, int32_t value);
+int32_t tokenizer_string_map_insert(TokenizerStringMap *map, const char *key, size_t length,
+                                    int32_t value);
 int32_t tokenizer_string_map_find(const TokenizerStringMap *map, const char *key, size_t length);
 int tokenizer_pair_map_init(TokenizerPairMap *map, size_t max_count);
 void tokenizer_pair_map_free(TokenizerPairMap *map);
 void tokenizer_pair_map_insert(TokenizerPairMap *map, int32_t left, int32_t right, int32_t rank,
-                           int32_t merged);
+                               int32_t merged);
 int tokenizer_pair_map_find(const TokenizerPairMap *map, int32_t left, int32_t right, int32_t *rank,
-                        int32_t *merged);
+                            int32_t *merged);
 
 /* tokenizer_build.c: the loaders' side. */
 int tokenizer_alloc(size_t n_vocab, Tokenizer **out);

@@ -50,7 +50,8 @@ void tokenizer_string_map_free(TokenizerStringMap *map) {
 }
 
 /* Inserts key (borrowed) unless present; returns the value now stored. */
-int32_t tokenizer_string_map_insert(TokenizerStringMap *map, const char *key, size_t length, int32_t value) {
+int32_t tokenizer_string_map_insert(TokenizerStringMap *map, const char *key, size_t length,
+                                    int32_t value) {
   size_t mask = map->capacity - 1;
   size_t slot = (size_t)hash_bytes(key, length) & mask;
   while (map->keys[slot]) {
@@ -101,7 +102,7 @@ static uint64_t pair_key(int32_t left, int32_t right) {
 
 /* Keeps the first (lowest-rank) entry when a pair is listed twice. */
 void tokenizer_pair_map_insert(TokenizerPairMap *map, int32_t left, int32_t right, int32_t rank,
-                           int32_t merged) {
+                               int32_t merged) {
   uint64_t key = pair_key(left, right);
   size_t mask = map->capacity - 1;
   size_t slot = (size_t)hash_pair(key) & mask;
@@ -116,7 +117,7 @@ void tokenizer_pair_map_insert(TokenizerPairMap *map, int32_t left, int32_t righ
 }
 
 int tokenizer_pair_map_find(const TokenizerPairMap *map, int32_t left, int32_t right, int32_t *rank,
-                        int32_t *merged) {
+                            int32_t *merged) {
   if (!map->capacity) return 0;
   uint64_t key = pair_key(left, right);
   size_t mask = map->capacity - 1;

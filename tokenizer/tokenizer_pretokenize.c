@@ -42,8 +42,7 @@ static const PreTypeRegexes PRE_TYPES[] = {
     {"llama3|llama-bpe|llama-v3|smaug-bpe|dbrx|falcon3", {REGEX_LLAMA3}},
     {"qwen2|qwen2.5|qwen-2.5|deepseek-r1-qwen", {REGEX_QWEN2}},
     /* llama.cpp's fallback when a file names no pre-tokenizer. */
-    {"default",
-     {"[\\p{P}\\$\\+<=>\\^~\\|]+", REGEX_GPT2, "\\p{N}+", "[0-9][0-9][0-9]"}},
+    {"default", {"[\\p{P}\\$\\+<=>\\^~\\|]+", REGEX_GPT2, "\\p{N}+", "[0-9][0-9][0-9]"}},
 };
 
 static int name_in_list(const char *name, const char *list) {
@@ -63,7 +62,8 @@ static int name_in_list(const char *name, const char *list) {
  * regex engine and llama.cpp do not; spelling the class out keeps the same
  * pieces as theirs. */
 static const char WHITE_SPACE[] =
-    "\\t\\n\\x0B\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
+    "\\t\\n\\x0B\\f\\r "
+    "\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
 
 /* Copies pattern with \s and \S (outside a character class) and \s (inside
  * one) replaced by the White_Space class; malloc'ed, NULL when out of memory. */
@@ -165,7 +165,8 @@ static int split_level(SplitState *state, size_t level, const char *text, size_t
     if (rc < 0) {
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(rc, message, sizeof(message));
-      return obc_fail(OBC_EINVAL, "tokenizer: pre-tokenizer regex failed: %s", (const char *)message);
+      return obc_fail(OBC_EINVAL, "tokenizer: pre-tokenizer regex failed: %s",
+                      (const char *)message);
     }
     PCRE2_SIZE *ovector = pcre2_get_ovector_pointer(match);
     size_t start = ovector[0], end = ovector[1];

@@ -131,19 +131,19 @@ void synth_needle_span(const SynthOptions *o, int64_t *begin, int64_t *end) {
 
 static int check_options(const SynthOptions *o, const char *path) {
   if (!o->n_layers || !o->n_heads || !o->n_kv_heads || !o->head_dim || !o->n_prompt)
-    return obc_fail(OBC_EINVAL, "%s: layers, heads, KV heads, head dim and prompt must be > 0", path);
+    return obc_fail(OBC_EINVAL, "%s: layers, heads, KV heads, head dim and prompt must be > 0",
+                    path);
   if (o->n_heads % o->n_kv_heads)
     return obc_fail(OBC_EINVAL, "%s: %zu heads is not a multiple of %zu KV heads", path, o->n_heads,
                     o->n_kv_heads);
   if (o->n_prompt_rows > o->n_prompt)
-    return obc_fail(OBC_EINVAL, "%s: %zu captured prompt rows but the prompt has %zu positions", path,
-                    o->n_prompt_rows, o->n_prompt);
+    return obc_fail(OBC_EINVAL, "%s: %zu captured prompt rows but the prompt has %zu positions",
+                    path, o->n_prompt_rows, o->n_prompt);
   if (o->n_prompt_rows + o->n_decode == 0)
     return obc_fail(OBC_EINVAL, "%s: no rows to capture (rows and decode are both 0)", path);
   if (!(o->needle_depth >= 0.0 && o->needle_depth <= 100.0))
     return obc_fail(OBC_EINVAL, "%s: needle depth %g%% outside 0..100", path, o->needle_depth);
-  if (!o->needle_length)
-    return obc_fail(OBC_EINVAL, "%s: needle length must be >= 1", path);
+  if (!o->needle_length) return obc_fail(OBC_EINVAL, "%s: needle length must be >= 1", path);
   if (o->n_prompt < 2 + o->needle_length + question_length(o))
     return obc_fail(OBC_EINVAL,
                     "%s: prompt of %zu positions is too short for a sink, a %zu-token needle and a "
@@ -254,7 +254,8 @@ static void synth_queries(const SynthPlan *plan, size_t layer, size_t head,
   double sink_gain = sink_logit / spike_logit;
   double needle_gain = needle_logit / spike_logit;
   double position_gain =
-      plan->n_pairs ? local_logit / (plan->key_position_gain * (double)plan->n_pairs * plan->scale) : 0.0;
+      plan->n_pairs ? local_logit / (plan->key_position_gain * (double)plan->n_pairs * plan->scale)
+                    : 0.0;
   for (size_t i = 0; i < plan->n_rows; i++) {
     int64_t position = plan->row_positions[i];
     bool asks = position >= plan->question_begin; /* question or decode row */
@@ -270,18 +271,19 @@ static void synth_queries(const SynthPlan *plan, size_t layer, size_t head,
 /* ---- per-layer buffers --------------------------------------------------------------- */
 
 typedef struct {
-  float *K, *V;   /* (n_kv_heads, n_positions, d) */
+  float *K, *V;    /* (n_kv_heads, n_positions, d) */
   double *Kd, *Vd; /* same, double */
-  float *Q, *O;   /* (n_heads, n_rows, d) */
-  float *lse;     /* (n_heads, n_rows) */
-  float *A;       /* (n_heads, n_rows, n_positions) or NULL */
+  float *Q, *O;    /* (n_heads, n_rows, d) */
+  float *lse;      /* (n_heads, n_rows) */
+  float *A;        /* (n_heads, n_rows, n_positions) or NULL */
   size_t n_threads;
   double *thread_scratch; /* (n_threads, scratch_size) */
   size_t scratch_size;    /* Qd, Od (n_rows d each), lse (n_rows), P (n_rows n_positions), 3 d */
 } SynthLayer;
 
 static void synth_layer_free(SynthLayer *l) {
-  free(l->K), free(l->V), free(l->Kd), free(l->Vd), free(l->Q), free(l->O), free(l->lse), free(l->A);
+  free(l->K), free(l->V), free(l->Kd), free(l->Vd), free(l->Q), free(l->O), free(l->lse),
+      free(l->A);
   free(l->thread_scratch);
   memset(l, 0, sizeof *l);
 }
@@ -292,8 +294,8 @@ static int synth_layer_alloc(SynthLayer *l, const SynthPlan *plan) {
   size_t rows = o->n_heads * plan->n_rows * o->head_dim;
   memset(l, 0, sizeof *l);
   l->n_threads = (size_t)omp_get_max_threads();
-  l->scratch_size = 2 * plan->n_rows * o->head_dim + plan->n_rows + plan->n_rows * plan->n_positions +
-                    3 * o->head_dim;
+  l->scratch_size = 2 * plan->n_rows * o->head_dim + plan->n_rows +
+                    plan->n_rows * plan->n_positions + 3 * o->head_dim;
   l->K = obc_malloc(kv * sizeof(float), "synthetic K");
   l->V = obc_malloc(kv * sizeof(float), "synthetic V");
   l->Kd = obc_malloc(kv * sizeof(double), "synthetic K (double)");
@@ -303,7 +305,8 @@ static int synth_layer_alloc(SynthLayer *l, const SynthPlan *plan) {
   l->lse = obc_malloc(o->n_heads * plan->n_rows * sizeof(float), "synthetic lse");
   if (o->store_attn)
     l->A = obc_malloc(o->n_heads * plan->n_rows * plan->n_positions * sizeof(float), "synthetic A");
-  l->thread_scratch = obc_malloc(l->n_threads * l->scratch_size * sizeof(double), "synthesis scratch");
+  l->thread_scratch =
+      obc_malloc(l->n_threads * l->scratch_size * sizeof(double), "synthesis scratch");
   if (!l->K || !l->V || !l->Kd || !l->Vd || !l->Q || !l->O || !l->lse || (o->store_attn && !l->A) ||
       !l->thread_scratch) {
     synth_layer_free(l);
@@ -321,7 +324,8 @@ static void synth_layer_compute(const SynthPlan *plan, size_t layer, SynthLayer 
 #pragma omp parallel num_threads((int)l->n_threads)
   {
     double *scratch = l->thread_scratch + (size_t)omp_get_thread_num() * l->scratch_size;
-    double *Qd = scratch, *Od = Qd + R * d, *lse = Od + R * d, *probs = lse + R, *work = probs + R * P;
+    double *Qd = scratch, *Od = Qd + R * d, *lse = Od + R * d, *probs = lse + R,
+           *work = probs + R * P;
 #pragma omp for schedule(dynamic, 1)
     for (size_t g = 0; g < o->n_kv_heads; g++) {
       float *K = l->K + g * P * d, *V = l->V + g * P * d;
@@ -431,7 +435,8 @@ int synth_generate(const SynthOptions *o, const char *path) {
   int64_t question_end;
   synth_question_span(o, &plan.question_begin, &question_end);
   int64_t *row_positions = obc_malloc(plan.n_rows * sizeof *row_positions, "row positions");
-  plan.positions = obc_malloc(plan.n_positions * 2 * plan.n_pairs * sizeof(double), "position table");
+  plan.positions =
+      obc_malloc(plan.n_positions * 2 * plan.n_pairs * sizeof(double), "position table");
   if (!row_positions || !plan.positions) {
     free(row_positions), free(plan.positions);
     return OBC_ENOMEM;
@@ -456,9 +461,9 @@ int synth_generate(const SynthOptions *o, const char *path) {
   memset(&layer_buffers, 0, sizeof layer_buffers);
   rc = synth_meta_fill(o, &plan, &meta);
   TraceWriteOptions write_options = {.store_f16 = o->store_f16,
-                                        .compression_level = o->compression_level,
-                                        .store_attn = o->store_attn,
-                                        .store_logits = o->vocab_size > 0};
+                                     .compression_level = o->compression_level,
+                                     .store_attn = o->store_attn,
+                                     .store_logits = o->vocab_size > 0};
   if (!rc) rc = synth_layer_alloc(&layer_buffers, &plan);
   if (!rc) rc = trace_create(path, &meta, &write_options, &writer);
   for (size_t layer = 0; !rc && layer < o->n_layers; layer++) {

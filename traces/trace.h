@@ -74,10 +74,10 @@ typedef struct {
 
   TraceModel model;
 
-  size_t n_prompt;    /* s */
-  size_t n_decode;    /* T */
-  size_t n_positions; /* s + T */
-  size_t n_rows;      /* captured query rows */
+  size_t n_prompt;        /* s */
+  size_t n_decode;        /* T */
+  size_t n_positions;     /* s + T */
+  size_t n_rows;          /* captured query rows */
   int64_t *row_positions; /* (n_rows) strictly increasing, each < n_positions */
   int32_t *tokens;        /* (n_positions) token ids; may be NULL for synth */
 
@@ -132,8 +132,7 @@ const char *trace_path(const TraceReader *reader);
 int trace_read_kv(TraceReader *reader, size_t layer, size_t kv_head, float *K, float *V);
 /* Q, O (n_rows, head_dim) and lse (n_rows) of one (layer, query head). Any
  * pointer may be NULL. */
-int trace_read_rows(TraceReader *reader, size_t layer, size_t head, float *Q, float *O,
-                    float *lse);
+int trace_read_rows(TraceReader *reader, size_t layer, size_t head, float *Q, float *O, float *lse);
 /* A of one (layer, query head): (n_rows, n_positions). OBC_ENOTFOUND if the
  * trace was written without attention rows. */
 int trace_read_attn(TraceReader *reader, size_t layer, size_t head, float *A);
@@ -164,8 +163,8 @@ int trace_create(const char *path, const TraceMeta *meta, const TraceWriteOption
                  TraceWriter **out);
 int trace_write_kv(TraceWriter *writer, size_t layer, size_t kv_head, const float *K,
                    const float *V);
-int trace_write_rows(TraceWriter *writer, size_t layer, size_t head, const float *Q,
-                     const float *O, const float *lse);
+int trace_write_rows(TraceWriter *writer, size_t layer, size_t head, const float *Q, const float *O,
+                     const float *lse);
 int trace_write_attn(TraceWriter *writer, size_t layer, size_t head, const float *A);
 int trace_write_logits(TraceWriter *writer, const float *logits);
 /* Updates the generated text / needle_found before commit (capture knows them

@@ -13,7 +13,7 @@ void trace_attend_rows(const TraceAttendShape *shape, const double *Q, const dou
   cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n_rows, (int)n_keys, (int)d,
               shape->scale, Q, (int)d, K, (int)d, 0.0, A, (int)n_keys);
   for (size_t i = 0; i < n_rows; i++) {
-    double *row = A + i * n_keys; /* (n_keys) logits, then probabilities */
+    double *row = A + i * n_keys;                      /* (n_keys) logits, then probabilities */
     size_t live = (size_t)shape->row_positions[i] + 1; /* keys 0..position */
     double max = row[0];
     for (size_t p = 1; p < live; p++) max = row[p] > max ? row[p] : max;

@@ -10,22 +10,20 @@
 #include <stdint.h>
 
 typedef struct {
-  size_t n_rows;    /* query rows */
-  size_t n_keys;    /* keys available (n_positions) */
-  size_t head_dim;  /* d */
-  double scale;     /* attn_scale */
+  size_t n_rows;                /* query rows */
+  size_t n_keys;                /* keys available (n_positions) */
+  size_t head_dim;              /* d */
+  double scale;                 /* attn_scale */
   const int64_t *row_positions; /* (n_rows) position of each query row, < n_keys */
 } TraceAttendShape;
 
 /* Computes A (overwriting the scratch probabilities), O and lse. Uses BLAS
  * (dgemm); call it from inside an OpenMP parallel region to keep BLAS on the
  * calling thread. */
-void trace_attend_rows(const TraceAttendShape *shape,
-                       const double *Q /* (n_rows, head_dim) */,
+void trace_attend_rows(const TraceAttendShape *shape, const double *Q /* (n_rows, head_dim) */,
                        const double *K /* (n_keys, head_dim) */,
                        const double *V /* (n_keys, head_dim) */,
                        double *A /* (n_rows, n_keys) output probabilities */,
-                       double *O /* (n_rows, head_dim) */,
-                       double *lse /* (n_rows) */);
+                       double *O /* (n_rows, head_dim) */, double *lse /* (n_rows) */);
 
 #endif

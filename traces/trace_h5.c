@@ -69,7 +69,8 @@ float trace_h5_float_from_half(uint16_t bits) {
 }
 
 void trace_h5_round_to_half(float *x, size_t count) {
-  for (size_t i = 0; i < count; i++) x[i] = trace_h5_float_from_half(trace_h5_half_from_float(x[i]));
+  for (size_t i = 0; i < count; i++)
+    x[i] = trace_h5_float_from_half(trace_h5_half_from_float(x[i]));
 }
 
 void trace_h5_layer_group(char *out, size_t size, size_t layer) {
@@ -168,7 +169,8 @@ static int string_read(const char *path, hid_t obj, hid_t file_type, int is_attr
   if (H5Tis_variable_str(file_type) > 0) {
     hid_t mem = string_type();
     char *text = NULL;
-    status = is_attr ? H5Aread(obj, mem, &text) : H5Dread(obj, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text);
+    status = is_attr ? H5Aread(obj, mem, &text)
+                     : H5Dread(obj, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text);
     if (status >= 0) {
       size_t n = text ? strlen(text) : 0;
       copy = malloc(n + 1);
@@ -192,7 +194,8 @@ static int string_read(const char *path, hid_t obj, hid_t file_type, int is_attr
   }
   if (status < 0 || !copy) {
     free(copy);
-    return obc_fail(status < 0 ? OBC_EFORMAT : OBC_ENOMEM, "%s: cannot read string '%s'", path, name);
+    return obc_fail(status < 0 ? OBC_EFORMAT : OBC_ENOMEM, "%s: cannot read string '%s'", path,
+                    name);
   }
   *out = copy;
   return OBC_OK;

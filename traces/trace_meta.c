@@ -70,8 +70,8 @@ size_t trace_meta_window_rows(const TraceMeta *meta) {
   if (first_decode == 0 || meta->row_positions[first_decode - 1] != (int64_t)meta->n_prompt - 1)
     return 0;
   size_t count = 1;
-  while (count < first_decode &&
-         meta->row_positions[first_decode - 1 - count] == (int64_t)meta->n_prompt - 1 - (int64_t)count)
+  while (count < first_decode && meta->row_positions[first_decode - 1 - count] ==
+                                     (int64_t)meta->n_prompt - 1 - (int64_t)count)
     count++;
   return count;
 }

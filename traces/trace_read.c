@@ -48,7 +48,8 @@ static void format_dims(char *out, size_t size, int rank, const hsize_t *dims) {
 static int check_dataset(const TraceReader *r, const char *name, H5T_class_t cls, size_t int_size,
                          int rank, const hsize_t *expected, const char *meaning) {
   if (H5Lexists(r->file, name, H5P_DEFAULT) <= 0)
-    return obc_fail(OBC_EFORMAT, "%s: dataset %s is missing (expected shape %s)", r->path, name, meaning);
+    return obc_fail(OBC_EFORMAT, "%s: dataset %s is missing (expected shape %s)", r->path, name,
+                    meaning);
   hid_t dset = H5Dopen2(r->file, name, H5P_DEFAULT);
   if (dset < 0) return obc_fail(OBC_EFORMAT, "%s: %s is not a dataset", r->path, name);
   hid_t type = H5Dget_type(dset);
@@ -72,10 +73,12 @@ static int check_dataset(const TraceReader *r, const char *name, H5T_class_t cls
     return obc_fail(OBC_EFORMAT, "%s: %s has the wrong type (expected %s)", r->path, name,
                     cls == H5T_FLOAT ? "floats" : "integers");
   if (cls == H5T_FLOAT && type_size != 2 && type_size != 4 && type_size != 8)
-    return obc_fail(OBC_EFORMAT, "%s: %s has %zu-byte floats (expected 2, 4 or 8)", r->path, name, type_size);
+    return obc_fail(OBC_EFORMAT, "%s: %s has %zu-byte floats (expected 2, 4 or 8)", r->path, name,
+                    type_size);
   if (cls == H5T_FLOAT && type_size == 2 && !ieee_half)
-    return obc_fail(OBC_EFORMAT, "%s: %s has a 16-bit float type that is not little-endian IEEE half",
-                    r->path, name);
+    return obc_fail(OBC_EFORMAT,
+                    "%s: %s has a 16-bit float type that is not little-endian IEEE half", r->path,
+                    name);
   if (cls == H5T_INTEGER && type_size != int_size)
     return obc_fail(OBC_EFORMAT, "%s: %s has %zu-byte integers (expected %zu)", r->path, name,
                     type_size, int_size);
@@ -95,7 +98,9 @@ static int read_size_attr(const TraceReader *r, const char *name, size_t *out) {
   int64_t v = 0;
   int rc = trace_h5_attr_read_i64(r->path, r->file, name, &v);
   if (rc) return rc;
-  if (v < 0) return obc_fail(OBC_EFORMAT, "%s: attribute '%s' is negative (%lld)", r->path, name, (long long)v);
+  if (v < 0)
+    return obc_fail(OBC_EFORMAT, "%s: attribute '%s' is negative (%lld)", r->path, name,
+                    (long long)v);
   *out = (size_t)v;
   return OBC_OK;
 }
@@ -115,19 +120,22 @@ static int read_attributes(TraceReader *r) {
   int64_t needle = 0;
   bool has_tokens = false;
   int rc = 0;
-  rc = rc ? rc : trace_h5_attr_read_str(p, f, "tool_version", m->tool_version, sizeof m->tool_version);
+  rc = rc ? rc
+          : trace_h5_attr_read_str(p, f, "tool_version", m->tool_version, sizeof m->tool_version);
   rc = rc ? rc : trace_h5_attr_read_str(p, f, "producer", m->producer, sizeof m->producer);
   rc = rc ? rc : trace_h5_attr_read_str(p, f, "created", m->created, sizeof m->created);
   rc = rc ? rc : trace_h5_attr_read_str(p, f, "dtype", m->dtype, sizeof m->dtype);
   rc = rc ? rc : trace_h5_attr_read_str(p, f, "model_name", c->name, sizeof c->name);
-  rc = rc ? rc : trace_h5_attr_read_str(p, f, "architecture", c->architecture, sizeof c->architecture);
+  rc = rc ? rc
+          : trace_h5_attr_read_str(p, f, "architecture", c->architecture, sizeof c->architecture);
   rc = rc ? rc : read_size_attr(r, "n_layers", &c->n_layers);
   rc = rc ? rc : read_size_attr(r, "n_heads", &c->n_heads);
   rc = rc ? rc : read_size_attr(r, "n_kv_heads", &c->n_kv_heads);
   rc = rc ? rc : read_size_attr(r, "head_dim", &c->head_dim);
   rc = rc ? rc : read_size_attr(r, "vocab_size", &c->vocab_size);
   rc = rc ? rc : trace_h5_attr_read_f64(p, f, "rope_theta", &c->rope_theta);
-  rc = rc ? rc : trace_h5_attr_read_str(p, f, "rope_scaling", c->rope_scaling, sizeof c->rope_scaling);
+  rc = rc ? rc
+          : trace_h5_attr_read_str(p, f, "rope_scaling", c->rope_scaling, sizeof c->rope_scaling);
   rc = rc ? rc : trace_h5_attr_read_f64(p, f, "rope_factor", &c->rope_factor);
   rc = rc ? rc : trace_h5_attr_read_f64(p, f, "rope_low_freq_factor", &c->rope_low_freq_factor);
   rc = rc ? rc : trace_h5_attr_read_f64(p, f, "rope_high_freq_factor", &c->rope_high_freq_factor);
@@ -149,9 +157,10 @@ static int read_attributes(TraceReader *r) {
   if (strcmp(m->dtype, "f32") && strcmp(m->dtype, "f16"))
     return obc_fail(OBC_EFORMAT, "%s: dtype '%s' (expected f32 or f16)", p, m->dtype);
   if (!c->n_layers || !c->n_heads || !c->n_kv_heads || !c->head_dim || c->n_heads % c->n_kv_heads)
-    return obc_fail(OBC_EFORMAT,
-                    "%s: inconsistent model shape (layers %zu, heads %zu, kv heads %zu, head dim %zu)",
-                    p, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim);
+    return obc_fail(
+        OBC_EFORMAT,
+        "%s: inconsistent model shape (layers %zu, heads %zu, kv heads %zu, head dim %zu)", p,
+        c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim);
   if (m->n_positions != m->n_prompt + m->n_decode)
     return obc_fail(OBC_EFORMAT, "%s: n_positions is %zu, expected n_prompt + n_decode = %zu", p,
                     m->n_positions, m->n_prompt + m->n_decode);
@@ -180,7 +189,9 @@ static int read_row_positions(TraceReader *r) {
   m->row_positions = obc_malloc(m->n_rows * sizeof *m->row_positions, "row positions");
   if (!m->row_positions) return OBC_ENOMEM;
   hid_t dset = H5Dopen2(r->file, "/row_positions", H5P_DEFAULT);
-  herr_t status = m->n_rows ? H5Dread(dset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, m->row_positions) : 0;
+  herr_t status =
+      m->n_rows ? H5Dread(dset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, m->row_positions)
+                : 0;
   H5Dclose(dset);
   if (status < 0) return obc_fail(OBC_EIO, "%s: cannot read /row_positions", r->path);
   for (size_t i = 0; i < m->n_rows; i++) {
@@ -215,15 +226,18 @@ static int read_spans(TraceReader *r) {
   H5Pget_link_creation_order(gcpl, &order_flags);
   H5Pclose(gcpl);
   H5_index_t index = (order_flags & H5P_CRT_ORDER_TRACKED) ? H5_INDEX_CRT_ORDER : H5_INDEX_NAME;
-  int rc = H5Gget_info(group, &info) < 0 ? obc_fail(OBC_EFORMAT, "%s: cannot list /spans", r->path) : 0;
+  int rc =
+      H5Gget_info(group, &info) < 0 ? obc_fail(OBC_EFORMAT, "%s: cannot list /spans", r->path) : 0;
   if (!rc && info.nlinks > OBC_TRACE_MAX_SPANS)
     rc = obc_fail(OBC_EFORMAT, "%s: /spans has %llu entries (at most %d)", r->path,
                   (unsigned long long)info.nlinks, OBC_TRACE_MAX_SPANS);
   for (hsize_t i = 0; !rc && i < info.nlinks; i++) {
     TraceSpan *span = &m->spans[m->n_spans];
-    ssize_t n = H5Lget_name_by_idx(group, ".", index, H5_ITER_INC, i, span->name, sizeof span->name, H5P_DEFAULT);
+    ssize_t n = H5Lget_name_by_idx(group, ".", index, H5_ITER_INC, i, span->name, sizeof span->name,
+                                   H5P_DEFAULT);
     if (n <= 0 || (size_t)n >= sizeof span->name) {
-      rc = obc_fail(OBC_EFORMAT, "%s: /spans entry %llu has no usable name", r->path, (unsigned long long)i);
+      rc = obc_fail(OBC_EFORMAT, "%s: /spans entry %llu has no usable name", r->path,
+                    (unsigned long long)i);
       break;
     }
     char name[128];
@@ -293,26 +307,28 @@ static int open_checked(TraceReader *r) {
   if (stat(r->path, &st) != 0)
     return obc_fail(OBC_EIO, "%s: cannot open: %s", r->path, strerror(errno));
   if (S_ISDIR(st.st_mode)) return obc_fail(OBC_EIO, "%s: is a folder, not a trace file", r->path);
-  if (access(r->path, R_OK) != 0) return obc_fail(OBC_EIO, "%s: cannot read: %s", r->path, strerror(errno));
+  if (access(r->path, R_OK) != 0)
+    return obc_fail(OBC_EIO, "%s: cannot read: %s", r->path, strerror(errno));
   if (H5Fis_hdf5(r->path) <= 0)
     return obc_fail(OBC_EFORMAT, "%s: not an HDF5 file (expected an obcache trace)", r->path);
   r->file = H5Fopen(r->path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (r->file < 0) return obc_fail(OBC_EIO, "%s: cannot open as HDF5 (damaged or truncated?)", r->path);
+  if (r->file < 0)
+    return obc_fail(OBC_EIO, "%s: cannot open as HDF5 (damaged or truncated?)", r->path);
   int64_t version = 0;
   if (H5Aexists(r->file, "schema_version") <= 0)
     return obc_fail(OBC_EFORMAT, "%s: not an obcache trace (no schema_version attribute)", r->path);
   int rc = trace_h5_attr_read_i64(r->path, r->file, "schema_version", &version);
   if (rc) return rc;
   if (version != OBC_TRACE_SCHEMA_VERSION)
-    return obc_fail(OBC_EUNSUPPORTED, "%s: schema version %lld, this obcache reads version %d", r->path,
-                    (long long)version, OBC_TRACE_SCHEMA_VERSION);
+    return obc_fail(OBC_EUNSUPPORTED, "%s: schema version %lld, this obcache reads version %d",
+                    r->path, (long long)version, OBC_TRACE_SCHEMA_VERSION);
   r->meta.schema_version = (int)version;
   int64_t complete = 0;
   if (H5Aexists(r->file, "complete") <= 0 ||
       trace_h5_attr_read_i64(r->path, r->file, "complete", &complete) || complete != 1)
-    return obc_fail(OBC_EFORMAT,
-                    "%s: incomplete trace (attribute 'complete' is not 1: the writer did not finish)",
-                    r->path);
+    return obc_fail(
+        OBC_EFORMAT,
+        "%s: incomplete trace (attribute 'complete' is not 1: the writer did not finish)", r->path);
   r->meta.complete = true;
   rc = read_attributes(r);
   if (!rc) rc = read_row_positions(r);
@@ -373,9 +389,11 @@ static int read_slab(TraceReader *r, const char *dset_name, size_t head, bool wh
       /* A memory space of the block's own shape lets HDF5 copy whole rows. */
       assert(count == (size_t)H5Sget_select_npoints(file_space));
       hid_t mem_space = H5Screate_simple(rank, block, NULL);
-      herr_t status = H5Dread(dset, half ? type : H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, out);
+      herr_t status =
+          H5Dread(dset, half ? type : H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, out);
       H5Sclose(mem_space);
-      if (status < 0) rc = obc_fail(OBC_EIO, "%s: cannot read %s (damaged file?)", r->path, dset_name);
+      if (status < 0)
+        rc = obc_fail(OBC_EIO, "%s: cannot read %s (damaged file?)", r->path, dset_name);
     }
     if (type >= 0) H5Tclose(type);
     if (file_space >= 0) H5Sclose(file_space);
@@ -405,7 +423,8 @@ static int check_finite(const TraceReader *r, const char *dset_name, size_t laye
 }
 
 static int read_layer_head(TraceReader *r, size_t layer, const char *name, const char *head_kind,
-                           size_t head, float *out, size_t rows, size_t cols, const char *row_kind) {
+                           size_t head, float *out, size_t rows, size_t cols,
+                           const char *row_kind) {
   char dset_name[64];
   trace_h5_layer_dataset(dset_name, sizeof dset_name, layer, name);
   int rc = read_slab(r, dset_name, head, false, out, rows * cols);
@@ -417,8 +436,12 @@ int trace_read_kv(TraceReader *r, size_t layer, size_t kv_head, float *K, float 
   const TraceMeta *m = &r->meta;
   assert(layer < m->model.n_layers && kv_head < m->model.n_kv_heads);
   int rc = OBC_OK;
-  if (K) rc = read_layer_head(r, layer, "K", "KV head", kv_head, K, m->n_positions, m->model.head_dim, "position");
-  if (!rc && V) rc = read_layer_head(r, layer, "V", "KV head", kv_head, V, m->n_positions, m->model.head_dim, "position");
+  if (K)
+    rc = read_layer_head(r, layer, "K", "KV head", kv_head, K, m->n_positions, m->model.head_dim,
+                         "position");
+  if (!rc && V)
+    rc = read_layer_head(r, layer, "V", "KV head", kv_head, V, m->n_positions, m->model.head_dim,
+                         "position");
   return rc;
 }
 
@@ -427,7 +450,8 @@ int trace_read_rows(TraceReader *r, size_t layer, size_t head, float *Q, float *
   assert(layer < m->model.n_layers && head < m->model.n_heads);
   int rc = OBC_OK;
   if (Q) rc = read_layer_head(r, layer, "Q", "head", head, Q, m->n_rows, m->model.head_dim, "row");
-  if (!rc && O) rc = read_layer_head(r, layer, "O", "head", head, O, m->n_rows, m->model.head_dim, "row");
+  if (!rc && O)
+    rc = read_layer_head(r, layer, "O", "head", head, O, m->n_rows, m->model.head_dim, "row");
   if (!rc && lse) rc = read_layer_head(r, layer, "lse", "head", head, lse, m->n_rows, 1, "row");
   return rc;
 }
@@ -436,16 +460,18 @@ int trace_read_attn(TraceReader *r, size_t layer, size_t head, float *A) {
   const TraceMeta *m = &r->meta;
   assert(layer < m->model.n_layers && head < m->model.n_heads && A);
   if (!m->has_attn)
-    return obc_fail(OBC_ENOTFOUND, "%s: the trace has no attention rows A (re-create it with them)", r->path);
+    return obc_fail(OBC_ENOTFOUND, "%s: the trace has no attention rows A (re-create it with them)",
+                    r->path);
   return read_layer_head(r, layer, "A", "head", head, A, m->n_rows, m->n_positions, "row");
 }
 
 int trace_read_logits(TraceReader *r, float *logits) {
   const TraceMeta *m = &r->meta;
   assert(logits);
-  if (!m->has_logits)
-    return obc_fail(OBC_ENOTFOUND, "%s: the trace has no logits", r->path);
+  if (!m->has_logits) return obc_fail(OBC_ENOTFOUND, "%s: the trace has no logits", r->path);
   int rc = read_slab(r, "/logits", 0, true, logits, m->n_decode * m->model.vocab_size);
-  if (!rc) rc = check_finite(r, "/logits", 0, NULL, 0, logits, m->n_decode, m->model.vocab_size, "decode step");
+  if (!rc)
+    rc = check_finite(r, "/logits", 0, NULL, 0, logits, m->n_decode, m->model.vocab_size,
+                      "decode step");
   return rc;
 }

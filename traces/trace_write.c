@@ -19,7 +19,7 @@ struct TraceWriter {
   ObcPendingFile pending;
   hid_t file;
   hid_t float_file_type; /* H5T_IEEE_F32LE or the 16-bit float type */
-  TraceMeta meta;     /* deep copy; generated_text/needle_found updated late */
+  TraceMeta meta;        /* deep copy; generated_text/needle_found updated late */
   TraceWriteOptions options;
   unsigned char *written[WRITTEN_KINDS]; /* (n_layers, heads of that kind) */
   bool logits_written;
@@ -34,14 +34,16 @@ static const char *writer_path(const TraceWriter *w) { return w->pending.final_p
 static int check_meta(const char *path, const TraceMeta *m, const TraceWriteOptions *o) {
   const TraceModel *c = &m->model;
   if (!c->n_layers || !c->n_heads || !c->n_kv_heads || !c->head_dim)
-    return obc_fail(OBC_EINVAL, "%s: model shape has a zero (layers %zu, heads %zu, kv heads %zu, head dim %zu)",
-                    path, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim);
+    return obc_fail(
+        OBC_EINVAL,
+        "%s: model shape has a zero (layers %zu, heads %zu, kv heads %zu, head dim %zu)", path,
+        c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim);
   if (c->n_heads % c->n_kv_heads)
     return obc_fail(OBC_EINVAL, "%s: %zu query heads is not a multiple of %zu KV heads", path,
                     c->n_heads, c->n_kv_heads);
   if (m->n_positions != m->n_prompt + m->n_decode || !m->n_positions)
-    return obc_fail(OBC_EINVAL, "%s: n_positions %zu != n_prompt %zu + n_decode %zu (or zero)", path,
-                    m->n_positions, m->n_prompt, m->n_decode);
+    return obc_fail(OBC_EINVAL, "%s: n_positions %zu != n_prompt %zu + n_decode %zu (or zero)",
+                    path, m->n_positions, m->n_prompt, m->n_decode);
   if (!m->n_rows || !m->row_positions)
     return obc_fail(OBC_EINVAL, "%s: no captured query rows", path);
   for (size_t i = 0; i < m->n_rows; i++) {
@@ -52,7 +54,8 @@ static int check_meta(const char *path, const TraceMeta *m, const TraceWriteOpti
                       path, i, (long long)p, m->n_positions);
   }
   if (m->n_spans > OBC_TRACE_MAX_SPANS)
-    return obc_fail(OBC_EINVAL, "%s: %zu spans (at most %d)", path, m->n_spans, OBC_TRACE_MAX_SPANS);
+    return obc_fail(OBC_EINVAL, "%s: %zu spans (at most %d)", path, m->n_spans,
+                    OBC_TRACE_MAX_SPANS);
   for (size_t i = 0; i < m->n_spans; i++) {
     const TraceSpan *s = &m->spans[i];
     if (!s->name[0] || strchr(s->name, '/') || strchr(s->name, '.') == s->name)
@@ -67,7 +70,8 @@ static int check_meta(const char *path, const TraceMeta *m, const TraceWriteOpti
   if (o->store_logits && (!c->vocab_size || !m->n_decode))
     return obc_fail(OBC_EINVAL, "%s: logits need vocab_size > 0 and n_decode > 0", path);
   if (o->compression_level < 0 || o->compression_level > 9)
-    return obc_fail(OBC_EINVAL, "%s: compression level %d outside 0..9", path, o->compression_level);
+    return obc_fail(OBC_EINVAL, "%s: compression level %d outside 0..9", path,
+                    o->compression_level);
   if (o->compression_level > 0 && H5Zfilter_avail(H5Z_FILTER_DEFLATE) <= 0)
     return obc_fail(OBC_EUNSUPPORTED, "%s: this HDF5 library has no deflate filter", path);
   return OBC_OK;
@@ -197,11 +201,17 @@ static int write_root_attributes(TraceWriter *w) {
   rc = rc ? rc : trace_h5_attr_write_f64(path, root, "rope_theta", c->rope_theta);
   rc = rc ? rc : trace_h5_attr_write_str(path, root, "rope_scaling", c->rope_scaling);
   rc = rc ? rc : trace_h5_attr_write_f64(path, root, "rope_factor", c->rope_factor);
-  rc = rc ? rc : trace_h5_attr_write_f64(path, root, "rope_low_freq_factor", c->rope_low_freq_factor);
-  rc = rc ? rc : trace_h5_attr_write_f64(path, root, "rope_high_freq_factor", c->rope_high_freq_factor);
-  rc = rc ? rc : trace_h5_attr_write_i64(path, root, "rope_original_context", (int64_t)c->rope_original_context);
+  rc = rc ? rc
+          : trace_h5_attr_write_f64(path, root, "rope_low_freq_factor", c->rope_low_freq_factor);
+  rc = rc ? rc
+          : trace_h5_attr_write_f64(path, root, "rope_high_freq_factor", c->rope_high_freq_factor);
+  rc = rc ? rc
+          : trace_h5_attr_write_i64(path, root, "rope_original_context",
+                                    (int64_t)c->rope_original_context);
   rc = rc ? rc : trace_h5_attr_write_f64(path, root, "attn_scale", c->attn_scale);
-  rc = rc ? rc : trace_h5_attr_write_str(path, root, "rope_layout", c->rope_layout[0] ? c->rope_layout : "none");
+  rc = rc ? rc
+          : trace_h5_attr_write_str(path, root, "rope_layout",
+                                    c->rope_layout[0] ? c->rope_layout : "none");
   rc = rc ? rc : trace_h5_attr_write_i64(path, root, "n_prompt", (int64_t)m->n_prompt);
   rc = rc ? rc : trace_h5_attr_write_i64(path, root, "n_decode", (int64_t)m->n_decode);
   rc = rc ? rc : trace_h5_attr_write_i64(path, root, "n_positions", (int64_t)m->n_positions);
@@ -232,10 +242,13 @@ static void writer_free(TraceWriter *w) {
 static int create_contents(TraceWriter *w) {
   const TraceMeta *m = &w->meta;
   int rc = write_root_attributes(w);
-  if (!rc) rc = write_whole(w, "/row_positions", H5T_STD_I64LE, H5T_NATIVE_INT64, m->n_rows, m->row_positions);
+  if (!rc)
+    rc = write_whole(w, "/row_positions", H5T_STD_I64LE, H5T_NATIVE_INT64, m->n_rows,
+                     m->row_positions);
   if (!rc && m->tokens)
     rc = write_whole(w, "/tokens", H5T_STD_I32LE, H5T_NATIVE_INT32, m->n_positions, m->tokens);
-  if (!rc && m->prompt_text) rc = trace_h5_text_write(writer_path(w), w->file, "/prompt_text", m->prompt_text);
+  if (!rc && m->prompt_text)
+    rc = trace_h5_text_write(writer_path(w), w->file, "/prompt_text", m->prompt_text);
   if (!rc) rc = write_spans(w);
   if (!rc && w->options.store_logits) {
     hsize_t dims[2] = {m->n_decode, m->model.vocab_size};
@@ -337,7 +350,8 @@ static int write_head_slab(TraceWriter *w, size_t layer, const char *name, size_
       status = -1;
     } else {
       for (size_t i = 0; i < count; i++) w->half_buffer[i] = trace_h5_half_from_float(data[i]);
-      status = H5Dwrite(dset, w->float_file_type, mem_space, file_space, H5P_DEFAULT, w->half_buffer);
+      status =
+          H5Dwrite(dset, w->float_file_type, mem_space, file_space, H5P_DEFAULT, w->half_buffer);
     }
   } else {
     status = H5Dwrite(dset, H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, data);
@@ -346,7 +360,8 @@ static int write_head_slab(TraceWriter *w, size_t layer, const char *name, size_
   H5Sclose(file_space);
   H5Dclose(dset);
   if (status < 0)
-    return obc_fail(OBC_EIO, "%s: cannot write %s head %zu (disk full?)", writer_path(w), dset_name, head);
+    return obc_fail(OBC_EIO, "%s: cannot write %s head %zu (disk full?)", writer_path(w), dset_name,
+                    head);
   return OBC_OK;
 }
 
@@ -389,7 +404,8 @@ int trace_write_logits(TraceWriter *w, const float *logits) {
     return obc_fail(OBC_EINVAL, "%s: logits written but the trace was created without them",
                     writer_path(w));
   hid_t dset = H5Dopen2(w->file, "/logits", H5P_DEFAULT);
-  herr_t status = dset >= 0 ? H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, logits) : -1;
+  herr_t status =
+      dset >= 0 ? H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, logits) : -1;
   if (dset >= 0) H5Dclose(dset);
   if (status < 0) return obc_fail(OBC_EIO, "%s: cannot write /logits", writer_path(w));
   w->logits_written = true;

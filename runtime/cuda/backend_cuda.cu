@@ -287,8 +287,8 @@ static void cuda_destroy(void *state) {
   free(s);
 }
 
-static int create_state(const Model *model, const RuntimeOptions *options, RuntimeCache *cache, int bf16,
-                        CudaState *s) {
+static int create_state(const Model *model, const RuntimeOptions *options, RuntimeCache *cache,
+                        int bf16, CudaState *s) {
   s->model = model;
   s->cache = cache;
   s->max_batch = options->max_batch;
@@ -302,8 +302,8 @@ static int create_state(const Model *model, const RuntimeOptions *options, Runti
   return alloc_activations(s);
 }
 
-static int cuda_create_common(const Model *model, const RuntimeOptions *options, RuntimeCache *cache,
-                              int bf16, void **out) {
+static int cuda_create_common(const Model *model, const RuntimeOptions *options,
+                              RuntimeCache *cache, int bf16, void **out) {
   *out = NULL;
   const ModelConfig *c = &model->config;
   OBC_CUDA_TRY(cuda_backend_probe());
@@ -439,8 +439,8 @@ static int capture_layer(CudaState *s, size_t layer, const ChunkRows *rows, Capt
   OBC_CUDA_TRY(cuda_gather_lse(slot->lse, s->lse, s->row_t, R, c->n_heads, n, st));
   size_t layer_offset = layer * c->n_kv_heads * s->cache->max_context * hd;
   if (rows->capture->want_attn && R > 0) {
-    CpuAttentionShape shape = {c->n_heads, c->n_kv_heads,        hd, s->cache->max_context, rows->pos0,
-                            n,          layer_marks(s, layer)};
+    CpuAttentionShape shape = {
+        c->n_heads, c->n_kv_heads, hd, s->cache->max_context, rows->pos0, n, layer_marks(s, layer)};
     OBC_CUDA_TRY(cuda_attention_rows(&shape, s->q, s->k_cache + layer_offset, s->lse, s->row_t, R,
                                      slot->attn, st));
   }
@@ -565,7 +565,7 @@ static int run_layer(CudaState *s, size_t layer, size_t pos0, size_t n, const Ch
   OBC_CUDA_TRY(cuda_store_kv(v_cache, s->v, n, c->n_kv_heads, hd, s->cache->max_context, pos0, st));
 
   CpuAttentionShape shape = {c->n_heads, c->n_kv_heads,        hd, s->cache->max_context, pos0,
-                          n,          layer_marks(s, layer)};
+                             n,          layer_marks(s, layer)};
   OBC_CUDA_TRY(span_begin(s, SPAN_ATTENTION, &span));
   OBC_CUDA_TRY(cuda_attention(&shape, s->q, k_cache, v_cache, s->att, s->lse, st));
   OBC_CUDA_TRY(span_end(s, span));

@@ -166,8 +166,7 @@ extern "C" int cuda_attention(const CpuAttentionShape *shape, const float *q, co
     case 128:
       flash_kernel<128><<<grid, WARPS * 32, 0, stream>>>(*shape, q, k, v, out, lse, scale);
       break;
-    default:
-      return unsupported(shape->head_dim);
+    default: return unsupported(shape->head_dim);
   }
   return OBC_CUDA_LAUNCH("flash_kernel");
 }
@@ -195,8 +194,7 @@ extern "C" int cuda_attention_rows(const CpuAttentionShape *shape, const float *
       rows_kernel<128>
           <<<grid, ROWS_THREADS, 0, stream>>>(*shape, q, k, lse, row_t, n_rows, attn, scale);
       break;
-    default:
-      return unsupported(shape->head_dim);
+    default: return unsupported(shape->head_dim);
   }
   return OBC_CUDA_LAUNCH("rows_kernel");
 }

@@ -32,7 +32,8 @@ int cuda_attention(const CpuAttentionShape *shape, const float *q /* (n, n_heads
 
 /* attn[h, r, j] = exp(q[row_t[r], h] . k_j / sqrt(head_dim) - lse[h, row_t[r]])
  * for keys j <= pos0 + row_t[r], else 0; n_keys = pos0 + n. */
-int cuda_attention_rows(const CpuAttentionShape *shape, const float *q /* (n, n_heads * head_dim) */,
+int cuda_attention_rows(const CpuAttentionShape *shape,
+                        const float *q /* (n, n_heads * head_dim) */,
                         const float *k /* (n_kv_heads, kv_stride, head_dim) */,
                         const float *lse /* (n_heads, n) */, const int32_t *row_t /* (n_rows) */,
                         size_t n_rows, float *attn /* (n_heads, n_rows, pos0 + n) */,
