@@ -19,6 +19,7 @@ demo: build
 	@scripts/demo.sh $(BUILD)/obcache
 
 test: build
+	@scripts/check_format.sh
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 bench: build
