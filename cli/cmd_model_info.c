@@ -126,9 +126,7 @@ int cmd_model_info(int argc, char **argv) {
   int parsed = obc_options_parse("model-info", &option_list, 1, argc, argv, &args);
   if (parsed) return parsed;
   if (args.help) {
-    fputs(usage, stdout);
-    fputs("\noptions:\n", stdout);
-    obc_options_print_help(stdout, &option_list, 1);
+    obc_options_print_usage(stdout, usage, &option_list, 1);
     return 0;
   }
   if (args.n_positional)

@@ -58,9 +58,7 @@ static int parse_args(int argc, char **argv, PerplexityArgs *a, bool *help) {
   int rc = obc_options_parse("perplexity", &list, 1, argc, argv, &args);
   if (rc) return rc;
   if (args.help) {
-    fputs(usage, stdout);
-    fputs("\noptions:\n", stdout);
-    obc_options_print_help(stdout, &list, 1);
+    obc_options_print_usage(stdout, usage, &list, 1);
     *help = true;
     return 0;
   }

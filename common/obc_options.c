@@ -147,3 +147,10 @@ void obc_options_print_help(FILE *out, const ObcOptionList *lists, size_t n_list
         print_option(out, option);
     }
 }
+
+void obc_options_print_usage(FILE *out, const char *usage, const ObcOptionList *lists,
+                             size_t n_lists) {
+  fputs(usage, out);
+  fputs("\noptions:\n", out);
+  obc_options_print_help(out, lists, n_lists);
+}

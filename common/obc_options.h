@@ -85,4 +85,8 @@ int obc_options_parse(const char *command, const ObcOptionList *lists, size_t n_
  * (default X)", wrapped at 80 columns; headings as they are. */
 void obc_options_print_help(FILE *out, const ObcOptionList *lists, size_t n_lists);
 
+/* A command's whole --help: its usage text, then "options:" and the list. */
+void obc_options_print_usage(FILE *out, const char *usage, const ObcOptionList *lists,
+                             size_t n_lists);
+
 #endif
