@@ -115,7 +115,7 @@ figures() {
   echo "demo:     $(grep -c '\.png$' "$OUT/plot.log") figures in $OUT/plots/"
 }
 
-# === REPLAY SECTION (issue 6, item 6: needle retrieval and KL against budget) ===
+# === REPLAY SECTION (needle retrieval and KL against the budget) =============
 # Owner: the replay engineer. Contract with the rest of this script: write
 # everything under $OUT/replay/; index.html then shows
 #   - $OUT/replay/table.txt (if present) as a preformatted table,
@@ -346,7 +346,7 @@ EOF
       figure_html "$OUT/replay/plots" "$name" "${cap:-$name}"
     done
   else
-    echo "<p>Not run: this build of obcache has no <code>replay --sweep</code> yet (issue 6).</p>"
+    echo "<p>Not run: this build of obcache has no <code>replay --sweep</code>.</p>"
   fi
   echo "<!-- REPLAY SECTION END -->"
   echo "<h2>Commands</h2>"
