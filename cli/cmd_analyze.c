@@ -140,12 +140,6 @@ static int parse_args(int argc, char **argv, AnalyzeArgs *args, bool *help) {
 }
 
 /* The default output folder: TRACE without ".h5", plus "-analysis". */
-static void default_out_dir(const char *trace_path, char *out, size_t size) {
-  size_t len = strlen(trace_path);
-  if (len > 3 && !strcmp(trace_path + len - 3, ".h5")) len -= 3;
-  snprintf(out, size, "%.*s-analysis", (int)len, trace_path);
-}
-
 /* The output folder must exist and be writable, or be creatable (its parent
  * exists and is writable). *exists tells which. */
 static int check_out_dir(const char *dir, bool *exists) {
@@ -193,7 +187,7 @@ int cmd_analyze(int argc, char **argv) {
   if (args.out_dir)
     snprintf(out_dir, sizeof out_dir, "%s", args.out_dir);
   else
-    default_out_dir(args.trace_path, out_dir, sizeof out_dir);
+    obc_path_beside(args.trace_path, "-analysis", out_dir, sizeof out_dir);
 
   TraceReader *reader = NULL;
   if ((rc = trace_open(args.trace_path, &reader))) return rc;

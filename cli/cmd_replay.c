@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_file.h"
 #include "common/obc_options.h"
 #include "evict/dynamic.h"
 #include "evict/model_replay.h"
@@ -181,11 +182,8 @@ static int run_sweep(const ReplayArgs *a, const char *command_line) {
     snprintf(out_dir, sizeof out_dir, "%s", a->out_dir);
   else if (stat(a->trace_path, &st) == 0 && S_ISDIR(st.st_mode))
     snprintf(out_dir, sizeof out_dir, "%s/replay", a->trace_path);
-  else {
-    size_t n = strlen(a->trace_path);
-    if (n > 3 && !strcmp(a->trace_path + n - 3, ".h5")) n -= 3;
-    snprintf(out_dir, sizeof out_dir, "%.*s-replay-sweep", (int)n, a->trace_path);
-  }
+  else
+    obc_path_beside(a->trace_path, "-replay-sweep", out_dir, sizeof out_dir);
   return sweep_replay_run(a->trace_path, out_dir, &config, command_line);
 }
 
@@ -228,12 +226,6 @@ static int run_dynamic(const ReplayArgs *a, const char *command_line) {
   return rc;
 }
 
-static void default_out_dir(const char *trace, char *out, size_t size) {
-  size_t n = strlen(trace);
-  if (n > 3 && !strcmp(trace + n - 3, ".h5")) n -= 3;
-  snprintf(out, size, "%.*s-replay", (int)n, trace);
-}
-
 static void print_offline(const EvictKeepSet *keep, const EvictOfflineResult *r, const char *dir) {
   EvictOfflineSummary s;
   evict_offline_summarise(r, &s);
@@ -267,7 +259,7 @@ int cmd_replay(int argc, char **argv) {
   if (a.out_dir)
     snprintf(out_dir, sizeof out_dir, "%s", a.out_dir);
   else
-    default_out_dir(a.trace_path, out_dir, sizeof out_dir);
+    obc_path_beside(a.trace_path, "-replay", out_dir, sizeof out_dir);
 
   TraceReader *reader = NULL;
   if ((rc = trace_open(a.trace_path, &reader))) return rc;

@@ -178,3 +178,9 @@ int obc_file_map(const char *path, const void **map, size_t *size) {
 void obc_file_unmap(const void *map, size_t size) {
   if (map) munmap((void *)map, size);
 }
+
+void obc_path_beside(const char *path, const char *suffix, char *out, size_t size) {
+  size_t n = strlen(path);
+  if (n > 3 && !strcmp(path + n - 3, ".h5")) n -= 3;
+  snprintf(out, size, "%.*s%s", (int)n, path, suffix);
+}

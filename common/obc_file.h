@@ -33,6 +33,10 @@ int obc_text_open_in(ObcPendingFile *file, const char *dir, const char *name, FI
  * removes the temporary file. Returns 0 or an error (e.g. disk full). */
 int obc_text_close(ObcPendingFile *file, FILE *fp, int ok);
 
+/* The default output folder beside a file: path without a trailing ".h5",
+ * then suffix ("t.h5", "-analysis" -> "t-analysis"). */
+void obc_path_beside(const char *path, const char *suffix, char *out, size_t size);
+
 /* Maps the whole regular file at path read-only. On success *map points to
  * its *size bytes (NULL when the file is empty); release with obc_file_unmap.
  * Fails with a one-line message naming the file (missing: OBC_ENOTFOUND). */
