@@ -71,6 +71,10 @@ typedef struct {
   char created[32];    /* ISO-8601 UTC; the only field that varies run to run */
   char dtype[8];       /* storage dtype of the float tensors: "f32" or "f16" */
   bool complete;       /* written last; readers refuse traces without it */
+  /* The trace's identity: 16 lower-case hex digits of a hash of its contents,
+   * written at capture (schema 2); "" for schema 1 traces. Keep files record
+   * it and are refused by a trace with another one. */
+  char content_hash[17];
 
   TraceModel model;
 
