@@ -12,6 +12,7 @@
 #include "formats/gguf.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_internal.h"
+#include "tests/test_env.h"
 
 static Tokenizer *tok;
 
@@ -327,6 +328,78 @@ START_TEST(no_template_is_plain_text) {
 }
 END_TEST
 
+/* ---- tokenizer.json ids ---- */
+
+/* GPT-2's stand-in for byte b (printable bytes stand for themselves, the
+ * others for U+0100 onwards in byte order), as JSON string content. */
+static void byte_stand_in(int b, char out[8]) {
+  int printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174, code = b;
+  if (!printable) {
+    code = 256;
+    for (int c = 0; c < b; c++)
+      code += !((c >= 33 && c <= 126) || (c >= 161 && c <= 172) || c >= 174);
+  }
+  if (code == '"' || code == '\\')
+    snprintf(out, 8, "\\%c", code);
+  else if (code < 0x80)
+    snprintf(out, 8, "%c", code);
+  else
+    snprintf(out, 8, "%c%c", 0xC0 | (code >> 6), 0x80 | (code & 0x3F));
+}
+
+/* Writes FOLDER/tokenizer.json: a byte-level BPE whose vocab is the 256 byte
+ * tokens (id = byte) and {"ab": VOCAB_ID}, with added_tokens [{"id":
+ * ADDED_ID, ...}]: 258 entries. Returns the folder (static). */
+static const char *hf_folder(const char *vocab_id, const char *added_id) {
+  static char folder[4096], path[4200];
+  test_scratch_path("tokenizer_hf", folder, sizeof folder, 1);
+  snprintf(path, sizeof path, "%s/tokenizer.json", folder);
+  FILE *fp = fopen(path, "w");
+  ck_assert_ptr_nonnull(fp);
+  fprintf(fp, "{\"model\": {\"type\": \"BPE\", \"vocab\": {");
+  for (int b = 0; b < 256; b++) {
+    char text[8];
+    byte_stand_in(b, text);
+    fprintf(fp, "\"%s\": %d, ", text, b);
+  }
+  fprintf(fp,
+          "\"ab\": %s}, \"merges\": [\"a b\"]},"
+          " \"added_tokens\": [{\"id\": %s, \"content\": \"<s>\", \"special\": true}],"
+          " \"pre_tokenizer\": {\"type\": \"ByteLevel\"}}",
+          vocab_id, added_id);
+  fclose(fp);
+  return folder;
+}
+
+/* Loading fails with OBC_EFORMAT and a message naming tokenizer.json and fragment. */
+static void assert_hf_refused(const char *folder, const char *fragment) {
+  Tokenizer *t = (Tokenizer *)1;
+  ck_assert_int_eq(tokenizer_from_hf(folder, &t), OBC_EFORMAT);
+  ck_assert_ptr_null(t);
+  const char *msg = obc_error_message();
+  ck_assert_msg(strstr(msg, "tokenizer.json") && strstr(msg, fragment), "message: %s", msg);
+}
+
+START_TEST(hf_ids_are_integers_below_the_number_of_entries) {
+  Tokenizer *t = NULL;
+  ck_assert_msg(tokenizer_from_hf(hf_folder("256", "257"), &t) == 0, "%s", obc_error_message());
+  ck_assert_uint_eq(tokenizer_vocab_size(t), 258);
+  ck_assert_int_eq(tokenizer_token_id(t, "ab"), 256);
+  tokenizer_free(t);
+  /* 258 entries: ids 0..257. A huge id was cast with undefined behaviour (or
+   * sized 48 GB of tables for 2e9) before the bound. */
+  assert_hf_refused(hf_folder("2e9", "257"), "model.vocab['ab'] has id 2e+09");
+  assert_hf_refused(hf_folder("1e300", "257"), "model.vocab['ab']");
+  assert_hf_refused(hf_folder("258", "257"), "expected an integer below 258");
+  assert_hf_refused(hf_folder("2.5", "257"), "model.vocab['ab'] has id 2.5");
+  assert_hf_refused(hf_folder("-1", "257"), "model.vocab['ab']");
+  assert_hf_refused(hf_folder("\"x\"", "257"), "model.vocab['ab'] has no numeric id");
+  assert_hf_refused(hf_folder("256", "2000000000"), "added_tokens[0] has id 2e+09");
+  assert_hf_refused(hf_folder("256", "1e20"), "added_tokens[0]");
+  assert_hf_refused(hf_folder("256", "null"), "added_tokens[0] has no numeric id");
+}
+END_TEST
+
 int main(void) {
   Suite *suite = suite_create("tokenizer");
   TCase *encode_case = tcase_create("encode");
@@ -351,6 +424,9 @@ int main(void) {
   tcase_add_test(chat_case, llama31_system_turn_opens_with_knowledge_cutoff_and_date);
   tcase_add_test(chat_case, no_template_is_plain_text);
   suite_add_tcase(suite, chat_case);
+  TCase *hf_case = tcase_create("hf");
+  tcase_add_test(hf_case, hf_ids_are_integers_below_the_number_of_entries);
+  suite_add_tcase(suite, hf_case);
   SRunner *runner = srunner_create(suite);
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);

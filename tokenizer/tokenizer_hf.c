@@ -4,6 +4,7 @@
  * ByteLevel) plus tokenizer_config.json when present (bos/eos tokens,
  * add_bos_token, chat_template) or chat_template.jinja. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,17 +104,54 @@ static int add_pre_tokenizer(TokenizerPreSplit *pre, const cJSON *node, const ch
       name);
 }
 
-/* Largest id in model.vocab and added_tokens, plus one. */
-static size_t count_vocab(const cJSON *vocab, const cJSON *added) {
-  long top = -1;
+/* A token id: an integer in [0, bound). A vocabulary without holes (which
+ * tokenizer_index_vocab demands) has ids below its number of entries
+ * (model.vocab plus added_tokens), so that count bounds every id before it
+ * sizes the tables: a damaged id of 2e9 is an error, not gigabytes. */
+static int check_id(const cJSON *id, size_t bound, const char *path, const char *what,
+                    size_t *out) {
+  if (!cJSON_IsNumber(id)) return obc_fail(OBC_EFORMAT, "%s: %s has no numeric id", path, what);
+  double v = id->valuedouble;
+  if (!(v >= 0.0 && v < (double)bound) || v != floor(v))
+    return obc_fail(OBC_EFORMAT,
+                    "%s: %s has id %g (expected an integer below %zu, the number of vocab and "
+                    "added entries)",
+                    path, what, v, bound);
+  *out = (size_t)v;
+  return 0;
+}
+
+static void vocab_entry_name(const cJSON *item, char *out, size_t size) {
+  snprintf(out, size, "model.vocab['%.64s']", item->string);
+}
+
+static void added_entry_name(size_t index, char *out, size_t size) {
+  snprintf(out, size, "added_tokens[%zu]", index);
+}
+
+/* Checks every id of model.vocab and added_tokens; *n_vocab = largest + 1. */
+static int count_vocab(const cJSON *vocab, const cJSON *added, const char *path, size_t *n_vocab) {
+  size_t bound = (size_t)cJSON_GetArraySize(vocab) + (size_t)cJSON_GetArraySize(added);
+  size_t top = 0, id = 0, index = 0;
+  char what[96];
   const cJSON *item;
-  cJSON_ArrayForEach(item, vocab) if (cJSON_IsNumber(item) && item->valuedouble > top) top =
-      (long)item->valuedouble;
-  cJSON_ArrayForEach(item, added) {
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(item, "id");
-    if (cJSON_IsNumber(id) && id->valuedouble > top) top = (long)id->valuedouble;
+  cJSON_ArrayForEach(item, vocab) {
+    vocab_entry_name(item, what, sizeof what);
+    int rc = check_id(item, bound, path, what, &id);
+    if (rc) return rc;
+    if (id + 1 > top) top = id + 1;
   }
-  return (size_t)(top + 1);
+  cJSON_ArrayForEach(item, added) {
+    added_entry_name(index++, what, sizeof what);
+    int rc = check_id(cJSON_GetObjectItemCaseSensitive(item, "id"), bound, path, what, &id);
+    if (rc) return rc;
+    if (id + 1 > top) top = id + 1;
+  }
+  if (top == 0) return obc_fail(OBC_EFORMAT, "%s: empty model.vocab", path);
+  if (top > INT32_MAX)
+    return obc_fail(OBC_EFORMAT, "%s: %zu tokens (at most %d supported)", path, top, INT32_MAX);
+  *n_vocab = top;
+  return 0;
 }
 
 static int read_model(Tokenizer **out, const cJSON *root, const char *path) {
@@ -127,30 +165,34 @@ static int read_model(Tokenizer **out, const cJSON *root, const char *path) {
   const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
   if (!cJSON_IsObject(vocab) || !cJSON_IsArray(merges))
     return obc_fail(OBC_EFORMAT, "%s: model.vocab (object) or model.merges (array) missing", path);
-  size_t n_vocab = count_vocab(vocab, added);
-  if (n_vocab == 0 || n_vocab > INT32_MAX)
-    return obc_fail(OBC_EFORMAT, "%s: empty model.vocab", path);
+  if (!cJSON_IsArray(added) && added && !cJSON_IsNull(added))
+    return obc_fail(OBC_EFORMAT, "%s: added_tokens is not an array", path);
+  size_t n_vocab = 0;
+  int rc = count_vocab(vocab, added, path, &n_vocab);
+  if (rc < 0) return rc;
 
   Tokenizer *t = NULL;
-  int rc = tokenizer_alloc(n_vocab, &t);
+  rc = tokenizer_alloc(n_vocab, &t);
   *out = t;
   if (rc < 0) return rc;
   const cJSON *item;
+  size_t id = 0, index = 0; /* ids were checked by count_vocab */
+  char what[96];
   cJSON_ArrayForEach(item, vocab) {
-    if (!cJSON_IsNumber(item) || item->valuedouble < 0)
-      return obc_fail(OBC_EFORMAT, "%s: model.vocab['%s'] is not a token id", path, item->string);
-    rc = tokenizer_set_token(t, (size_t)item->valuedouble, item->string, strlen(item->string),
-                             TOKEN_TYPE_NORMAL);
-    if (rc < 0) return rc;
+    vocab_entry_name(item, what, sizeof what);
+    if ((rc = check_id(item, n_vocab, path, what, &id)) ||
+        (rc = tokenizer_set_token(t, id, item->string, strlen(item->string), TOKEN_TYPE_NORMAL)))
+      return rc;
   }
   cJSON_ArrayForEach(item, added) {
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(item, "id");
     const cJSON *content = cJSON_GetObjectItemCaseSensitive(item, "content");
     const cJSON *special = cJSON_GetObjectItemCaseSensitive(item, "special");
-    if (!cJSON_IsNumber(id) || id->valuedouble < 0 || !cJSON_IsString(content))
-      return obc_fail(OBC_EFORMAT, "%s: added_tokens entry without id or content", path);
-    rc = tokenizer_set_token(t, (size_t)id->valuedouble, content->valuestring,
-                             strlen(content->valuestring),
+    added_entry_name(index++, what, sizeof what);
+    rc = check_id(cJSON_GetObjectItemCaseSensitive(item, "id"), n_vocab, path, what, &id);
+    if (rc) return rc;
+    if (!cJSON_IsString(content))
+      return obc_fail(OBC_EFORMAT, "%s: %s has no content string", path, what);
+    rc = tokenizer_set_token(t, id, content->valuestring, strlen(content->valuestring),
                              cJSON_IsTrue(special) ? TOKEN_TYPE_CONTROL : TOKEN_TYPE_USER_DEFINED);
     if (rc < 0) return rc;
   }
