@@ -273,7 +273,12 @@ static int read_tensor_info(Cursor *c, size_t index, GgufTensor *t) {
                     "%s: tensor %s has rows of %" PRIu64
                     " elements, not a multiple of %s's block of %zu",
                     c->file->path, t->name, t->dims[0], gguf_type_name(t->type), block_elements);
-  t->n_bytes = t->n_elements / block_elements * block_bytes;
+  size_t n_blocks = t->n_elements / block_elements;
+  if (n_blocks > SIZE_MAX / block_bytes) /* the byte count would wrap (to 0: "unknown type") */
+    return obc_fail(OBC_EFORMAT,
+                    "%s: tensor %s has %zu elements of %s, more bytes than a size can count",
+                    c->file->path, t->name, t->n_elements, gguf_type_name(t->type));
+  t->n_bytes = n_blocks * block_bytes;
   return 0;
 }
 
@@ -288,10 +293,9 @@ static int check_tensor_data(GgufFile *file) {
     if (t->n_bytes == 0) continue; /* unsupported type: reported when used */
     if (t->offset > data_size || t->n_bytes > data_size - t->offset)
       return obc_fail(OBC_EFORMAT,
-                      "%s: truncated at offset %zu while reading tensor %s (its %zu bytes end at "
-                      "offset %" PRIu64 ", file has %zu bytes)",
-                      file->path, file->size, t->name, t->n_bytes,
-                      (uint64_t)file->data_start + t->offset + t->n_bytes, file->size);
+                      "%s: truncated at offset %zu while reading tensor %s (its %zu bytes start "
+                      "at offset %" PRIu64 " of the %zu bytes of tensor data)",
+                      file->path, file->size, t->name, t->n_bytes, t->offset, data_size);
     t->data = file->map + file->data_start + t->offset;
   }
   return 0;

@@ -450,6 +450,54 @@ START_TEST(tensor_beyond_the_end_of_the_file_is_refused) {
 }
 END_TEST
 
+START_TEST(tensor_whose_byte_count_overflows_is_refused) {
+  make_scratch();
+  char path[4200];
+  snprintf(path, sizeof path, "%s/overflow.gguf", scratch);
+  /* 2^62 + 1 F32 elements fit a size_t, their 2^64 + 4 bytes do not: the
+   * count wrapped to 4 and the file opened with 4 bytes of data; 2^62
+   * elements wrapped to 0 bytes, the mark of an unknown type. */
+  const uint64_t extents[] = {(1ull << 62) + 1, 1ull << 62, 1ull << 61};
+  for (size_t i = 0; i < sizeof extents / sizeof extents[0]; i++) {
+    TestGguf g;
+    tg_init(&g, 3);
+    float w[1] = {0};
+    tg_tensor(&g, "huge.weight", GGML_TYPE_F32, 1, &extents[i], w, sizeof w);
+    size_t size = 0;
+    uint8_t *bytes = tg_finish(&g, &size);
+    write_file(path, bytes, size);
+    free(bytes);
+    GgufFile *f = NULL;
+    ck_assert_int_eq(gguf_open(path, &f), OBC_EFORMAT);
+    ck_assert_ptr_null(f);
+    assert_message_names(path, i < 2 ? "tensor huge.weight has" : "tensor huge.weight");
+    ck_assert(strchr(obc_error_message(), '\n') == NULL);
+  }
+}
+END_TEST
+
+START_TEST(offset_near_the_top_of_uint64_is_printed_unwrapped) {
+  make_scratch();
+  char path[4200];
+  snprintf(path, sizeof path, "%s/far.gguf", scratch);
+  TestGguf g;
+  tg_init(&g, 3);
+  float w[4] = {0};
+  uint64_t dims[1] = {4};
+  tg_tensor(&g, "w", GGML_TYPE_F32, 1, dims, w, sizeof w);
+  size_t size = 0;
+  uint8_t *bytes = tg_finish(&g, &size);
+  uint64_t far = UINT64_MAX - 31;              /* aligned; data start + far + 16 wraps past 2^64 */
+  memcpy(bytes + 24 + 9 + 4 + 8 + 4, &far, 8); /* offset field, as above */
+  write_file(path, bytes, size);
+  free(bytes);
+  GgufFile *f = NULL;
+  ck_assert_int_eq(gguf_open(path, &f), OBC_EFORMAT);
+  assert_message_names(path, "tensor w");
+  assert_message_names(path, "18446744073709551584"); /* the offset as the file gives it */
+}
+END_TEST
+
 START_TEST(corrupting_any_header_byte_never_crashes) {
   const char *path = metadata_file(3);
   size_t size = 0;
@@ -672,6 +720,8 @@ static Suite *gguf_suite(void) {
   tcase_add_test(synthetic, every_truncation_of_a_file_fails_with_offset_and_path);
   tcase_add_test(synthetic, bad_magic_and_unsupported_versions_are_refused);
   tcase_add_test(synthetic, tensor_beyond_the_end_of_the_file_is_refused);
+  tcase_add_test(synthetic, tensor_whose_byte_count_overflows_is_refused);
+  tcase_add_test(synthetic, offset_near_the_top_of_uint64_is_printed_unwrapped);
   tcase_add_test(synthetic, corrupting_any_header_byte_never_crashes);
   tcase_add_test(synthetic, unknown_tensor_type_is_named_when_used);
   tcase_add_test(synthetic, tiny_llama_gguf_loads_with_its_config_and_weights);
