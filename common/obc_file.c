@@ -33,8 +33,12 @@ static void remove_pending_on_signal(int sig) {
 
 void obc_pending_register(ObcPendingFile *file) {
   if (!handler_installed) {
-    signal(SIGINT, remove_pending_on_signal);
-    signal(SIGTERM, remove_pending_on_signal);
+    /* Ctrl-C, kill, a closed terminal or ssh session (HUP), Ctrl-\ (QUIT).
+     * A signal already ignored stays ignored: nohup's HUP, a background
+     * job's INT. */
+    static const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
+      if (signal(signals[i], remove_pending_on_signal) == SIG_IGN) signal(signals[i], SIG_IGN);
     handler_installed = 1;
   }
   for (int i = 0; i < OBC_MAX_PENDING; i++)

@@ -47,8 +47,8 @@ void obc_file_unmap(const void *map, size_t size);
 /* Creates a folder and its parents (like mkdir -p). */
 int obc_make_dirs(const char *path);
 
-/* Registers a SIGINT/SIGTERM handler that removes every pending file still
- * registered, then re-raises the signal. */
+/* Registers a SIGINT/SIGTERM/SIGHUP/SIGQUIT handler that removes every
+ * pending file still registered, then re-raises the signal. */
 void obc_pending_register(ObcPendingFile *file);
 void obc_pending_unregister(ObcPendingFile *file);
 

