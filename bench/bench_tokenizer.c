@@ -35,7 +35,7 @@ int main(int argc, char **argv) {
   double t0 = obc_now_seconds();
   int rc = open_tokenizer(model, &tok);
   double load_s = obc_now_seconds() - t0;
-  if (rc == 0) rc = text_read_file(text_path, &unit, &unit_length);
+  if (rc == 0) rc = text_read_file(text_path, OBC_TEXT_MAX_BYTES, &unit, &unit_length);
   if (rc < 0) {
     fprintf(stderr, "bench_tokenizer: %s\n", obc_error_message());
     return 1;

@@ -38,10 +38,12 @@ typedef struct {
   size_t context;
   size_t threads;
   const char *device;
+  size_t max_text_bytes;
 } GenerateArgs;
 
 static int parse_args(int argc, char **argv, GenerateArgs *a, bool *help) {
   a->max_new = 128;
+  a->max_text_bytes = OBC_TEXT_MAX_BYTES;
   const ObcOption options[] = {
       {"--model", NULL, "PATH", "GGUF file or Hugging Face folder",
        "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &a->model, NULL, NULL},
@@ -61,6 +63,7 @@ static int parse_args(int argc, char **argv, GenerateArgs *a, bool *help) {
       {"--device", NULL, "cpu|cuda|cuda-bf16",
        "runtime backend (cuda-bf16: bf16 weights on the GPU)", "cpu", OBC_OPTION_TEXT, &a->device,
        NULL, NULL},
+      text_max_bytes_option(&a->max_text_bytes),
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);
   ObcArguments args;
@@ -108,7 +111,8 @@ int cmd_generate(int argc, char **argv) {
   if (rc < 0 || help) return rc;
   char *file_text = NULL;
   size_t file_length = 0;
-  if (args.prompt_file && (rc = text_read_file(args.prompt_file, &file_text, &file_length)) < 0)
+  if (args.prompt_file &&
+      (rc = text_read_file(args.prompt_file, args.max_text_bytes, &file_text, &file_length)) < 0)
     return rc;
   Model *model = NULL;
   Runtime *rt = NULL;

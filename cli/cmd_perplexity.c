@@ -37,10 +37,12 @@ typedef struct {
   size_t stride;
   size_t threads;
   const char *device;
+  size_t max_text_bytes;
 } PerplexityArgs;
 
 static int parse_args(int argc, char **argv, PerplexityArgs *a, bool *help) {
   a->context = 1024;
+  a->max_text_bytes = OBC_TEXT_MAX_BYTES;
   const ObcOption options[] = {
       {"--model", NULL, "PATH", "GGUF file or Hugging Face folder",
        "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &a->model, NULL, NULL},
@@ -52,6 +54,7 @@ static int parse_args(int argc, char **argv, PerplexityArgs *a, bool *help) {
        NULL},
       {"--device", NULL, "cpu|cuda|cuda-bf16", "runtime backend", "cpu", OBC_OPTION_TEXT,
        &a->device, NULL, NULL},
+      text_max_bytes_option(&a->max_text_bytes),
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);
   ObcArguments args;
@@ -101,7 +104,7 @@ int cmd_perplexity(int argc, char **argv) {
   if (rc < 0 || help) return rc;
   char *text = NULL;
   size_t length = 0;
-  if ((rc = text_read_file(args.file, &text, &length)) < 0) return rc;
+  if ((rc = text_read_file(args.file, args.max_text_bytes, &text, &length)) < 0) return rc;
   Model *model = NULL;
   Runtime *rt = NULL;
   int32_t *ids = NULL;

@@ -19,6 +19,7 @@
 #include "evict/policy_args.h"
 #include "evict/replay_report.h"
 #include "sweep/replay_sweep.h"
+#include "tokenizer/text_input.h"
 
 static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
   fprintf(out,
@@ -51,7 +52,7 @@ typedef struct {
   const char *trace_path, *keep_path, *model_path, *out_dir;
   bool offline, sweep, no_model, dynamic, sinks_given, recent_given;
   const char *text;
-  size_t tokens, chunk, ppl_window;
+  size_t tokens, chunk, ppl_window, max_text_bytes;
   const char *scores, *budgets; /* --sweep lists */
   size_t steps, threads;
   EvictPolicy policy;
@@ -108,6 +109,7 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
        OBC_OPTION_TEXT, &a->text, NULL, NULL},
       {"--tokens", NULL, "N", "tokens of the text", "4096", OBC_OPTION_SIZE, &a->tokens, NULL,
        NULL},
+      text_max_bytes_option(&a->max_text_bytes),
       {"--chunk", NULL, "C",
        "tokens fed per forward call; eviction after each (default 16; the cache holds at most "
        "budget + C - 1; 1 = strict)",
@@ -202,6 +204,7 @@ static int run_dynamic(const ReplayArgs *a, const char *command_line) {
   EvictDynamicConfig config;
   evict_dynamic_config_default(&config);
   if (a->text) config.text = a->text;
+  config.max_text_bytes = a->max_text_bytes;
   if (a->tokens) config.n_tokens = a->tokens;
   if (a->chunk) config.chunk = a->chunk;
   if (a->ppl_window) config.ppl_window = a->ppl_window;
@@ -241,6 +244,7 @@ static void print_offline(const EvictKeepSet *keep, const EvictOfflineResult *r,
 int cmd_replay(int argc, char **argv) {
   ReplayArgs a;
   memset(&a, 0, sizeof a);
+  a.max_text_bytes = OBC_TEXT_MAX_BYTES;
   evict_policy_default(&a.policy);
   bool help = false;
   int rc = parse_args(argc, argv, &a, &help);

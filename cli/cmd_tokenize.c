@@ -35,6 +35,7 @@ typedef struct {
   const char *text;
   const char *system;
   const char *decode;
+  size_t max_text_bytes;
   bool chat, lines, show;
 } TokenizeArgs;
 
@@ -54,6 +55,7 @@ static int parse_args(int argc, char **argv, TokenizeArgs *a, bool *help) {
        &a->show, NULL, NULL},
       {"--decode", NULL, "IDS", "print the text of these comma-separated ids", NULL,
        OBC_OPTION_TEXT, &a->decode, NULL, NULL},
+      text_max_bytes_option(&a->max_text_bytes),
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);
   ObcArguments args;
@@ -195,7 +197,7 @@ static int run(const Tokenizer *tok, const TokenizeArgs *a) {
   size_t length = 0;
   const char *text = a->text;
   if (a->file) {
-    int rc = text_read_file(a->file, &file_text, &length);
+    int rc = text_read_file(a->file, a->max_text_bytes, &file_text, &length);
     if (rc < 0) return rc;
     text = file_text;
   } else {
@@ -220,7 +222,7 @@ static int run(const Tokenizer *tok, const TokenizeArgs *a) {
 }
 
 int cmd_tokenize(int argc, char **argv) {
-  TokenizeArgs args = {0};
+  TokenizeArgs args = {.max_text_bytes = OBC_TEXT_MAX_BYTES};
   bool help = false;
   int rc = parse_args(argc, argv, &args, &help);
   if (rc < 0 || help) return rc;

@@ -41,6 +41,7 @@ void evict_dynamic_config_default(EvictDynamicConfig *c) {
   static const char *const scores[] = {"attn", "obc_v", "obc_k", "obc_vk", "streaming"};
   memset(c, 0, sizeof *c);
   c->text = "kjv";
+  c->max_text_bytes = OBC_TEXT_MAX_BYTES;
   c->n_tokens = 4096;
   c->budgets[0] = 256, c->budgets[1] = 512, c->budgets[2] = 1024;
   c->n_budgets = 3;
@@ -53,7 +54,8 @@ void evict_dynamic_config_default(EvictDynamicConfig *c) {
 }
 
 /* The first n_tokens tokens of the text (BOS first when the model adds one). */
-static int text_tokens(const Model *model, const char *spec, size_t n_tokens, int32_t **out) {
+static int text_tokens(const Model *model, const char *spec, size_t max_text_bytes, size_t n_tokens,
+                       int32_t **out) {
   if (!model->tokenizer)
     return obc_fail(OBC_EINVAL, "%s: the model has no tokenizer (dynamic eviction reads a text)",
                     model->path);
@@ -77,7 +79,7 @@ static int text_tokens(const Model *model, const char *spec, size_t n_tokens, in
     if (text) text[length] = '\0';
     niah_haystack_close(&haystack);
     if (!text) return OBC_ENOMEM;
-  } else if ((rc = text_read_file(spec, &text, &length))) {
+  } else if ((rc = text_read_file(spec, max_text_bytes, &text, &length))) {
     return rc;
   }
   int32_t *ids = NULL;
@@ -363,7 +365,7 @@ int evict_dynamic_run(const Model *model, const EvictDynamicConfig *cfg, const c
                       cfg->sinks + (cfg->recent ? cfg->recent : cfg->budgets[b] / 2),
                       cfg->n_tokens);
   int32_t *tokens = NULL;
-  int rc = text_tokens(model, cfg->text, cfg->n_tokens, &tokens);
+  int rc = text_tokens(model, cfg->text, cfg->max_text_bytes, cfg->n_tokens, &tokens);
   if (rc) return rc;
   size_t n_results = 1 + cfg->n_scores * cfg->n_budgets;
   DynResult *results = obc_calloc(n_results, sizeof *results, "dynamic results");

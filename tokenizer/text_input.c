@@ -8,7 +8,27 @@
 
 #include "common/obc_error.h"
 
-int text_read_file(const char *path, char **text, size_t *length) {
+ObcOption text_max_bytes_option(size_t *max_bytes) {
+  return (ObcOption){"--max-text-bytes",
+                     NULL,
+                     "N",
+                     "refuse a text file of more than N bytes (a cap against a wrong path such "
+                     "as /dev/zero)",
+                     "67108864 = 64 MiB",
+                     OBC_OPTION_SIZE,
+                     max_bytes,
+                     NULL,
+                     NULL};
+}
+
+static int too_long(const char *path, size_t max_bytes) {
+  return obc_fail(OBC_EINVAL,
+                  "%s: more than %zu bytes, the cap on a text file (raise it with "
+                  "--max-text-bytes N)",
+                  path, max_bytes);
+}
+
+int text_read_file(const char *path, size_t max_bytes, char **text, size_t *length) {
   *text = NULL;
   *length = 0;
   FILE *f = fopen(path, "rb");
@@ -20,24 +40,28 @@ int text_read_file(const char *path, char **text, size_t *length) {
     return OBC_ENOMEM;
   }
   size_t got;
-  while ((got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+  int rc = OBC_OK;
+  while (!rc && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
     len += got;
-    if (cap - len - 1 == 0) {
+    if (len > max_bytes) {
+      rc = too_long(path, max_bytes);
+    } else if (cap - len - 1 == 0) {
       char *bigger = realloc(buf, cap * 2);
-      if (!bigger) {
-        free(buf);
-        fclose(f);
-        return obc_fail(OBC_ENOMEM, "%s: out of memory reading the file", path);
-      }
-      buf = bigger;
-      cap *= 2;
+      if (!bigger)
+        rc = obc_fail(OBC_ENOMEM, "%s: out of memory reading the file", path);
+      else
+        buf = bigger, cap *= 2;
     }
   }
-  int failed = ferror(f);
+  if (!rc && ferror(f)) rc = obc_fail(OBC_EIO, "%s: read error", path);
   fclose(f);
-  if (failed) {
+  const char *nul = rc ? NULL : memchr(buf, '\0', len);
+  if (nul)
+    rc = obc_fail(OBC_EINVAL, "%s: NUL byte at offset %zu (not a UTF-8 text file; UTF-16?)", path,
+                  (size_t)(nul - buf));
+  if (rc) {
     free(buf);
-    return obc_fail(OBC_EIO, "%s: read error", path);
+    return rc;
   }
   buf[len] = '\0';
   *text = buf;
