@@ -10,8 +10,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/statvfs.h>
 
 #include "capture/capture_progress.h"
 #include "common/obc_cli.h"
@@ -212,34 +210,6 @@ static double trace_bytes(const ModelConfig *c, const CaptureOptions *o, size_t 
   return (kv + qo + lse + attn) * value + T * (double)c->vocab_size * 4.0 + n * 4.0;
 }
 
-/* Refuses, before the model runs, a trace that cannot fit under the file-size
- * limit (ulimit -f) or in the free space of the output folder. Only for
- * uncompressed traces, whose size is known in advance. */
-static int check_space(const char *out_path, double bytes) {
-  const double MiB = 1024.0 * 1024.0;
-  struct rlimit limit;
-  if (!getrlimit(RLIMIT_FSIZE, &limit) && limit.rlim_cur != RLIM_INFINITY &&
-      (double)limit.rlim_cur < bytes)
-    return obc_fail(OBC_EIO,
-                    "%s: the trace needs about %.1f MiB, beyond the file-size limit of "
-                    "%.1f MiB (ulimit -f)",
-                    out_path, bytes / MiB, (double)limit.rlim_cur / MiB);
-  char folder[4096];
-  snprintf(folder, sizeof folder, "%s", out_path);
-  char *slash = strrchr(folder, '/');
-  if (!slash)
-    snprintf(folder, sizeof folder, ".");
-  else if (slash == folder)
-    folder[1] = '\0';
-  else
-    *slash = '\0';
-  struct statvfs fs;
-  if (!statvfs(folder, &fs) && (double)fs.f_bavail * (double)fs.f_frsize < bytes)
-    return obc_fail(OBC_EIO, "%s: disk full: the trace needs about %.1f MiB, %.1f MiB free in %s",
-                    out_path, bytes / MiB, (double)fs.f_bavail * (double)fs.f_frsize / MiB, folder);
-  return OBC_OK;
-}
-
 static int check_inputs(const Model *model, const NiahPrompt *prompt, const CaptureOptions *o,
                         const char *out_path) {
   const ModelConfig *c = &model->config;
@@ -265,7 +235,7 @@ static int check_inputs(const Model *model, const NiahPrompt *prompt, const Capt
   int rc = obc_pending_init(&probe, out_path);
   if (rc || o->compression > 0) return rc;
   size_t R = o->all_rows || o->rows > prompt->n_tokens ? prompt->n_tokens : o->rows;
-  return check_space(out_path, trace_bytes(c, o, prompt->n_tokens, R));
+  return obc_file_check_space(out_path, trace_bytes(c, o, prompt->n_tokens, R), "the trace");
 }
 
 int capture_run(const Model *model, const NiahPrompt *prompt, const CaptureOptions *o,

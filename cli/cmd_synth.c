@@ -1,12 +1,14 @@
 /* `obcache synth`: writes a synthetic trace (see traces/synth.h) of a chosen
  * shape from a seed. The defaults make a tiny trace for quick checks; --shape
  * fills in the dimensions of a real model. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/commands.h"
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_file.h"
 #include "common/obc_options.h"
 #include "traces/synth.h"
 
@@ -44,7 +46,13 @@ static int parse_shape(void *target, const char *option, const char *value) {
   return synth_options_shape(target, value);
 }
 
-static int parse_args(int argc, char **argv, SynthOptions *o, const char **output, bool *help) {
+/* Default --max-bytes: 16 GiB, twice the largest named shape (--shape
+ * llama8b, about 8.7 GB in f32 without A), so a typo in --layers or --prompt
+ * is refused instead of filling the disk. */
+#define OBC_SYNTH_MAX_BYTES ((uint64_t)16 << 30)
+
+static int parse_args(int argc, char **argv, SynthOptions *o, const char **output,
+                      uint64_t *max_bytes, bool *help) {
   size_t threads = 0;
   const ObcOption options[] = {
       {"--output", "-o", "PATH", "trace to write (required; written under a temporary name)", NULL,
@@ -84,6 +92,10 @@ static int parse_args(int argc, char **argv, SynthOptions *o, const char **outpu
        &o->compression_level, parse_compress, NULL},
       {"--threads", NULL, "N", "OpenMP threads; the trace does not depend on it", "0: all cores",
        OBC_OPTION_SIZE, &threads, NULL, NULL},
+      {"--max-bytes", NULL, "N",
+       "refuse a trace of more than N bytes (uncompressed size, computed before writing; the "
+       "free space of the output's folder is checked too)",
+       "17179869184 = 16 GiB", OBC_OPTION_UINT64, max_bytes, NULL, NULL},
       {"--help", "-h", NULL, "this help", NULL, OBC_OPTION_HELP, NULL, NULL, NULL},
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);
@@ -106,10 +118,18 @@ int cmd_synth(int argc, char **argv) {
   SynthOptions options;
   synth_options_default(&options);
   const char *output = NULL;
+  uint64_t max_bytes = OBC_SYNTH_MAX_BYTES, bytes = 0;
   bool help = false;
-  int rc = parse_args(argc, argv, &options, &output, &help);
+  int rc = parse_args(argc, argv, &options, &output, &max_bytes, &help);
   if (rc || help) return rc;
   if (!output)
     return obc_fail(OBC_EINVAL, "no output: give -o TRACE.h5 (see obcache synth --help)");
+  if ((rc = synth_trace_bytes(&options, output, &bytes))) return rc;
+  if (bytes > max_bytes)
+    return obc_fail(OBC_EINVAL,
+                    "%s: the trace would take %" PRIu64 " bytes, more than --max-bytes %" PRIu64
+                    " (raise it to write it)",
+                    output, bytes, max_bytes);
+  if ((rc = obc_file_check_space(output, (double)bytes, "the trace"))) return rc;
   return synth_generate(&options, output);
 }

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -129,6 +131,31 @@ int obc_text_close(ObcPendingFile *file, FILE *fp, int ok) {
                     err ? strerror(err) : "I/O error");
   }
   return obc_pending_commit(file);
+}
+
+int obc_file_check_space(const char *path, double bytes, const char *what) {
+  const double MiB = 1024.0 * 1024.0;
+  struct rlimit limit;
+  if (!getrlimit(RLIMIT_FSIZE, &limit) && limit.rlim_cur != RLIM_INFINITY &&
+      (double)limit.rlim_cur < bytes)
+    return obc_fail(OBC_EIO,
+                    "%s: %s needs about %.1f MiB, beyond the file-size limit of %.1f MiB "
+                    "(ulimit -f)",
+                    path, what, bytes / MiB, (double)limit.rlim_cur / MiB);
+  char folder[4096];
+  snprintf(folder, sizeof folder, "%s", path);
+  char *slash = strrchr(folder, '/');
+  if (!slash)
+    snprintf(folder, sizeof folder, ".");
+  else if (slash == folder)
+    folder[1] = '\0';
+  else
+    *slash = '\0';
+  struct statvfs fs;
+  if (!statvfs(folder, &fs) && (double)fs.f_bavail * (double)fs.f_frsize < bytes)
+    return obc_fail(OBC_EIO, "%s: disk full: %s needs about %.1f MiB, %.1f MiB free in %s", path,
+                    what, bytes / MiB, (double)fs.f_bavail * (double)fs.f_frsize / MiB, folder);
+  return OBC_OK;
 }
 
 int obc_make_dirs(const char *path) {

@@ -44,6 +44,11 @@ int obc_file_map(const char *path, const void **map, size_t *size);
 /* Unmaps what obc_file_map returned (a NULL map is a no-op). */
 void obc_file_unmap(const void *map, size_t size);
 
+/* Refuses, before anything is written, an output of about `bytes` bytes
+ * that cannot fit under the file-size limit (ulimit -f) or in the free space
+ * of path's folder (statvfs); what names it in the message ("the trace"). */
+int obc_file_check_space(const char *path, double bytes, const char *what);
+
 /* Creates a folder and its parents (like mkdir -p). */
 int obc_make_dirs(const char *path);
 

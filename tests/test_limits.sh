@@ -52,6 +52,26 @@ expect_failure "generate --prompt-file /dev/zero stops at the cap" "/dev/zero: m
 expect_failure "perplexity /dev/zero stops at the cap" "/dev/zero: more than" - \
   "$OBCACHE" perplexity /dev/zero
 
+# ---- synth: the size is known before writing ----
+expect_failure "synth --layers 1e9 is refused before writing" \
+  "$DIR/big.h5: the trace would take 27968000000000 bytes, more than --max-bytes 17179869184" "$DIR/big.h5" \
+  "$OBCACHE" synth --layers 1000000000 -o "$DIR/big.h5"
+expect_failure "synth beyond the free space is refused" "$DIR/big.h5: disk full: the trace needs" "$DIR/big.h5" \
+  "$OBCACHE" synth --layers 1000000000 --max-bytes 100000000000000000 -o "$DIR/big.h5"
+expect_failure "synth --max-bytes below the trace is refused" "more than --max-bytes 1000" "$DIR/small.h5" \
+  "$OBCACHE" synth --max-bytes 1000 -o "$DIR/small.h5"
+expect_failure "synth with a byte count past 2^64 is refused" \
+  "$DIR/huge.h5: shape too large (its byte count overflows)" "$DIR/huge.h5" \
+  "$OBCACHE" synth --heads 4000000000000000000 --kv-heads 2 -o "$DIR/huge.h5"
+(
+  trap '' XFSZ
+  ulimit -f 64
+  expect_failure "synth beyond ulimit -f is refused before writing" \
+    "$DIR/limited.h5: the trace needs about 0.5 MiB, beyond the file-size limit of 0.1 MiB (ulimit -f)" "$DIR/limited.h5" \
+    "$OBCACHE" synth --layers 20 -o "$DIR/limited.h5"
+  exit "$failures"
+) || failures=$((failures + 1))
+
 # ---- SIGHUP and SIGQUIT remove the temporary file ----
 # A trace slow to compute (about 1 s a layer on one thread) but quick to
 # stop: the signal comes as soon as its temporary file exists.

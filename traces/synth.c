@@ -129,6 +129,37 @@ void synth_needle_span(const SynthOptions *o, int64_t *begin, int64_t *end) {
   *end = *begin + (int64_t)o->needle_length;
 }
 
+/* a * b, or SIZE_MAX when the product overflows: an allocation of that size
+ * fails (OBC_ENOMEM) where a wrapped one would succeed too short. */
+static size_t mul_or_max(size_t a, size_t b) {
+  size_t product;
+  return __builtin_mul_overflow(a, b, &product) ? SIZE_MAX : product;
+}
+
+/* *sum += a b c d e; true when the product or the sum overflows. */
+static bool add_product(uint64_t *sum, uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e) {
+  uint64_t p;
+  return __builtin_mul_overflow(a, b, &p) | __builtin_mul_overflow(p, c, &p) |
+         __builtin_mul_overflow(p, d, &p) | __builtin_mul_overflow(p, e, &p) |
+         __builtin_add_overflow(*sum, p, sum);
+}
+
+int synth_trace_bytes(const SynthOptions *o, const char *path, uint64_t *bytes) {
+  uint64_t value = o->store_f16 ? 2 : 4, n = 0, rows = 0, layer = 0, total = 0;
+  bool over = __builtin_add_overflow(o->n_prompt, o->n_decode, &n) |
+              __builtin_add_overflow(o->n_prompt_rows, o->n_decode, &rows);
+  over |= add_product(&layer, 2, o->n_kv_heads, n, o->head_dim, value);   /* K, V */
+  over |= add_product(&layer, 2, o->n_heads, rows, o->head_dim, value);   /* Q, O */
+  over |= add_product(&layer, 1, o->n_heads, rows, 4, 1);                 /* lse, f32 */
+  over |= add_product(&layer, o->store_attn, o->n_heads, rows, n, value); /* A */
+  over |= add_product(&total, layer, o->n_layers, 1, 1, 1);               /* every layer */
+  over |= add_product(&total, o->vocab_size > 0, n, 4, 1, 1);             /* tokens */
+  over |= add_product(&total, o->n_decode, o->vocab_size, 4, 1, 1);       /* logits */
+  if (over) return obc_fail(OBC_EINVAL, "%s: shape too large (its byte count overflows)", path);
+  *bytes = total;
+  return OBC_OK;
+}
+
 static int check_options(const SynthOptions *o, const char *path) {
   if (!o->n_layers || !o->n_heads || !o->n_kv_heads || !o->head_dim || !o->n_prompt)
     return obc_fail(OBC_EINVAL, "%s: layers, heads, KV heads, head dim and prompt must be > 0",
@@ -152,7 +183,8 @@ static int check_options(const SynthOptions *o, const char *path) {
                     2 + o->needle_length + question_length(o));
   if (o->head_dim > 4096 || o->n_prompt + o->n_decode > (size_t)1 << 30)
     return obc_fail(OBC_EINVAL, "%s: shape too large", path);
-  return OBC_OK;
+  uint64_t bytes;
+  return synth_trace_bytes(o, path, &bytes);
 }
 
 /* ---- structure ------------------------------------------------------------------- */
@@ -290,23 +322,27 @@ static void synth_layer_free(SynthLayer *l) {
 
 static int synth_layer_alloc(SynthLayer *l, const SynthPlan *plan) {
   const SynthOptions *o = plan->options;
+  /* The trace's byte count did not overflow (check_options), so neither do
+   * these sizes in float; the double copies and the scratch (rows x
+   * positions per thread, not in the trace without A) saturate instead. */
   size_t kv = o->n_kv_heads * plan->n_positions * o->head_dim;
   size_t rows = o->n_heads * plan->n_rows * o->head_dim;
   memset(l, 0, sizeof *l);
   l->n_threads = (size_t)omp_get_max_threads();
   l->scratch_size = 2 * plan->n_rows * o->head_dim + plan->n_rows +
-                    plan->n_rows * plan->n_positions + 3 * o->head_dim;
+                    mul_or_max(plan->n_rows, plan->n_positions) + 3 * o->head_dim;
+  if (l->scratch_size < plan->n_rows) l->scratch_size = SIZE_MAX; /* the sum wrapped */
   l->K = obc_malloc(kv * sizeof(float), "synthetic K");
   l->V = obc_malloc(kv * sizeof(float), "synthetic V");
-  l->Kd = obc_malloc(kv * sizeof(double), "synthetic K (double)");
-  l->Vd = obc_malloc(kv * sizeof(double), "synthetic V (double)");
+  l->Kd = obc_malloc(mul_or_max(kv, sizeof(double)), "synthetic K (double)");
+  l->Vd = obc_malloc(mul_or_max(kv, sizeof(double)), "synthetic V (double)");
   l->Q = obc_malloc(rows * sizeof(float), "synthetic Q");
   l->O = obc_malloc(rows * sizeof(float), "synthetic O");
   l->lse = obc_malloc(o->n_heads * plan->n_rows * sizeof(float), "synthetic lse");
   if (o->store_attn)
     l->A = obc_malloc(o->n_heads * plan->n_rows * plan->n_positions * sizeof(float), "synthetic A");
-  l->thread_scratch =
-      obc_malloc(l->n_threads * l->scratch_size * sizeof(double), "synthesis scratch");
+  l->thread_scratch = obc_malloc(
+      mul_or_max(l->n_threads, mul_or_max(l->scratch_size, sizeof(double))), "synthesis scratch");
   if (!l->K || !l->V || !l->Kd || !l->Vd || !l->Q || !l->O || !l->lse || (o->store_attn && !l->A) ||
       !l->thread_scratch) {
     synth_layer_free(l);

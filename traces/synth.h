@@ -42,6 +42,11 @@ int synth_options_shape(SynthOptions *options, const char *shape);
 void synth_needle_span(const SynthOptions *options, int64_t *begin, int64_t *end);
 void synth_question_span(const SynthOptions *options, int64_t *begin, int64_t *end);
 
+/* The bytes the trace's datasets take uncompressed (HDF5's own few KiB
+ * aside), known before anything is written; fails (naming path) when the
+ * count overflows. */
+int synth_trace_bytes(const SynthOptions *options, const char *path, uint64_t *bytes);
+
 /* Writes the trace to path (temporary name, renamed when complete). */
 int synth_generate(const SynthOptions *options, const char *path);
 
