@@ -5,6 +5,7 @@
  * temporary name; only when all are written are they renamed into place, so a
  * failed run leaves none of them. */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +38,11 @@ static int output_open(OutputSet *set, const char *name, FILE **fp) {
 static int output_finish(OutputSet *set, FILE *fp) {
   const ObcPendingFile *file = &set->files[set->count - 1];
   int failed = ferror(fp);
+  errno = 0;
   if (fclose(fp) != 0) failed = 1;
-  if (failed) return obc_fail(OBC_EIO, "%s: write failed (disk full?)", file->final_path);
+  if (failed)
+    return obc_fail(OBC_EIO, "%s: write failed: %s", file->final_path,
+                    obc_write_error_text(file->temp_path, errno));
   return OBC_OK;
 }
 

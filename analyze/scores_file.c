@@ -2,6 +2,7 @@
  * contiguous float64 arrays; each write is a (1, 1, n_prompt) hyperslab. */
 #include "analyze/scores_file.h"
 
+#include <errno.h>
 #include <hdf5.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,22 +119,28 @@ int scores_file_write_head(ScoresFile *sf, size_t dataset, size_t layer, size_t 
   H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL);
   hsize_t mem_dims[1] = {sf->n_prompt};
   hid_t mem_space = H5Screate_simple(1, mem_dims, NULL);
+  errno = 0; /* HDF5 keeps the errno of a failed write */
   herr_t status = H5Dwrite(sf->datasets[dataset], H5T_NATIVE_DOUBLE, mem_space, file_space,
                            H5P_DEFAULT, values);
+  int err = errno;
   H5Sclose(mem_space);
   H5Sclose(file_space);
   if (status < 0)
-    return obc_fail(OBC_EIO, "%s: write failed (layer %zu, KV head %zu; disk full?)",
-                    sf->pending.final_path, layer, kv_head);
+    return obc_fail(OBC_EIO, "%s: write failed (layer %zu, KV head %zu): %s",
+                    sf->pending.final_path, layer, kv_head,
+                    obc_write_error_text(sf->pending.temp_path, err));
   return OBC_OK;
 }
 
 int scores_file_commit(ScoresFile *sf) {
   for (size_t i = 0; i < sf->n_datasets; i++) H5Dclose(sf->datasets[i]);
   sf->n_datasets = 0;
+  errno = 0; /* buffered data is written here: HDF5 keeps the errno of a failed write */
   herr_t status = H5Fclose(sf->file);
+  int err = errno;
   sf->file = -1;
-  int rc = status < 0 ? obc_fail(OBC_EIO, "%s: cannot close HDF5 file", sf->pending.final_path)
+  int rc = status < 0 ? obc_fail(OBC_EIO, "%s: cannot close HDF5 file: %s", sf->pending.final_path,
+                                 obc_write_error_text(sf->pending.temp_path, err))
                       : obc_pending_commit(&sf->pending);
   if (rc) obc_pending_abort(&sf->pending);
   free(sf);

@@ -119,16 +119,18 @@ int obc_text_open_in(ObcPendingFile *file, const char *dir, const char *name, FI
 
 int obc_text_close(ObcPendingFile *file, FILE *fp, int ok) {
   int write_error = ferror(fp);
+  errno = 0;
   int close_error = fclose(fp) != 0;
+  int err = errno;
   if (!ok) {
     obc_pending_abort(file);
     return OBC_OK;
   }
   if (write_error || close_error) {
-    int err = errno;
+    int rc = obc_fail(OBC_EIO, "%s: write failed: %s", file->final_path,
+                      obc_write_error_text(file->temp_path, err));
     obc_pending_abort(file);
-    return obc_fail(OBC_EIO, "%s: write failed: %s", file->final_path,
-                    err ? strerror(err) : "I/O error");
+    return rc;
   }
   return obc_pending_commit(file);
 }
@@ -156,6 +158,22 @@ int obc_file_check_space(const char *path, double bytes, const char *what) {
     return obc_fail(OBC_EIO, "%s: disk full: %s needs about %.1f MiB, %.1f MiB free in %s", path,
                     what, bytes / MiB, (double)fs.f_bavail * (double)fs.f_frsize / MiB, folder);
   return OBC_OK;
+}
+
+const char *obc_write_error_text(const char *path, int err) {
+  struct stat st;
+  struct rlimit limit;
+  struct statvfs fs;
+  if (err != ENOSPC && err != EFBIG && path) {
+    if (!stat(path, &st) && !getrlimit(RLIMIT_FSIZE, &limit) && limit.rlim_cur != RLIM_INFINITY &&
+        (rlim_t)st.st_size >= limit.rlim_cur)
+      err = EFBIG; /* sequential writes stop exactly at the limit */
+    else if (!statvfs(path, &fs) && fs.f_bavail == 0)
+      err = ENOSPC;
+  }
+  if (err == ENOSPC) return "disk full";
+  if (err == EFBIG) return "file size limit exceeded (ulimit -f)";
+  return err ? strerror(err) : "I/O error";
 }
 
 int obc_make_dirs(const char *path) {

@@ -49,6 +49,14 @@ void obc_file_unmap(const void *map, size_t size);
  * of path's folder (statvfs); what names it in the message ("the trace"). */
 int obc_file_check_space(const char *path, double bytes, const char *what);
 
+/* Why a write to path failed, for a message: "disk full" (ENOSPC), "file
+ * size limit exceeded (ulimit -f)" (EFBIG), else strerror(err) ("I/O
+ * error" for 0). err is errno right after the failing call (HDF5 keeps it);
+ * where it was lost (a stdio stream that failed before fclose) path, when
+ * not NULL and still there, is probed: at the size limit, or no free space.
+ * Returns a static string. */
+const char *obc_write_error_text(const char *path, int err);
+
 /* Creates a folder and its parents (like mkdir -p). */
 int obc_make_dirs(const char *path);
 

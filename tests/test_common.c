@@ -2,9 +2,11 @@
  * number/list parsers reject bad input with a message naming the option, and
  * the option tables parse argv and print the help. */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -103,6 +105,31 @@ static int parse_example(int argc, char **argv, Parsed *p, ObcArguments *args) {
   ObcOptionList list = OBC_OPTION_LIST(options);
   return obc_options_parse("example", &list, 1, argc, argv, args);
 }
+
+START_TEST(write_errors_tell_a_full_disk_from_a_file_size_limit) {
+  ck_assert_str_eq(obc_write_error_text(NULL, ENOSPC), "disk full");
+  ck_assert_str_eq(obc_write_error_text(NULL, EFBIG), "file size limit exceeded (ulimit -f)");
+  ck_assert_str_eq(obc_write_error_text(NULL, EACCES), strerror(EACCES));
+  ck_assert_str_eq(obc_write_error_text(NULL, 0), "I/O error");
+  /* errno lost (a stdio stream that failed earlier): a file that reached the
+   * size limit is the limit's doing. The limit is this forked test's own. */
+  char dir[4096], path[4200];
+  test_scratch_path("write_error", dir, sizeof dir, 1);
+  snprintf(path, sizeof path, "%s/cut.txt", dir);
+  FILE *fp = fopen(path, "w");
+  ck_assert_ptr_nonnull(fp);
+  for (int i = 0; i < 4096; i++) fputc('x', fp);
+  fclose(fp);
+  ck_assert_str_eq(obc_write_error_text(path, 0), "I/O error");
+  struct rlimit limit;
+  ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &limit), 0);
+  limit.rlim_cur = 4096;
+  ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &limit), 0);
+  ck_assert_str_eq(obc_write_error_text(path, 0), "file size limit exceeded (ulimit -f)");
+  ck_assert_str_eq(obc_write_error_text(path, EIO), "file size limit exceeded (ulimit -f)");
+  unlink(path);
+}
+END_TEST
 
 START_TEST(options_take_separate_and_equals_values) {
   char *argv[] = {"example", "--rows", "12", "--depth=25.5", "-o", "a.h5", "--compress=3"};
@@ -211,6 +238,7 @@ int main(void) {
   tcase_add_test(tc, pending_file_in_missing_folder_fails_with_path);
   tcase_add_test(tc, parsers_reject_garbage_and_name_the_option);
   tcase_add_test(tc, options_take_separate_and_equals_values);
+  tcase_add_test(tc, write_errors_tell_a_full_disk_from_a_file_size_limit);
   tcase_add_test(tc, options_flags_and_positionals_keep_their_order);
   tcase_add_test(tc, options_errors_name_the_option);
   tcase_add_test(tc, options_help_anywhere_wins);

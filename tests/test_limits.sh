@@ -72,6 +72,25 @@ expect_failure "synth with a byte count past 2^64 is refused" \
   exit "$failures"
 ) || failures=$((failures + 1))
 
+# ---- a file-size limit hit mid-write is told from a full disk ----
+"$OBCACHE" synth --layers 2 --prompt 2048 --rows 64 -o "$DIR/t.h5" > /dev/null
+(
+  trap '' XFSZ
+  ulimit -f 64
+  expect_failure "a CSV cut by ulimit -f says so" \
+    "write failed: file size limit exceeded (ulimit -f)" "$DIR/analysis" \
+    "$OBCACHE" analyze "$DIR/t.h5" -o "$DIR/analysis" --quiet
+  exit "$failures"
+) || failures=$((failures + 1))
+(
+  trap '' XFSZ
+  ulimit -f 300 # the CSVs fit, the scores file does not
+  expect_failure "an HDF5 file cut by ulimit -f says so" \
+    "scores.h5: cannot close HDF5 file: file size limit exceeded (ulimit -f)" "$DIR/scores.h5" \
+    "$OBCACHE" analyze "$DIR/t.h5" -o "$DIR/analysis" --quiet --scores-out "$DIR/scores.h5"
+  exit "$failures"
+) || failures=$((failures + 1))
+
 # ---- SIGHUP and SIGQUIT remove the temporary file ----
 # A trace slow to compute (about 1 s a layer on one thread) but quick to
 # stop: the signal comes as soon as its temporary file exists.
