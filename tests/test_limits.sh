@@ -52,6 +52,10 @@ expect_failure "generate --prompt-file /dev/zero stops at the cap" "/dev/zero: m
 expect_failure "perplexity /dev/zero stops at the cap" "/dev/zero: more than" - \
   "$OBCACHE" perplexity /dev/zero
 
+mkdir -p "$DIR/hf_zero" && ln -s /dev/zero "$DIR/hf_zero/tokenizer.json"
+expect_failure "a tokenizer.json that never ends is refused" "hf_zero/tokenizer.json: invalid JSON near byte 0" - \
+  "$OBCACHE" tokenize --model "$DIR/hf_zero" hello
+
 # ---- synth: the size is known before writing ----
 expect_failure "synth --layers 1e9 is refused before writing" \
   "$DIR/big.h5: the trace would take 27968000000000 bytes, more than --max-bytes 17179869184" "$DIR/big.h5" \

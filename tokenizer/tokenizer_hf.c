@@ -8,45 +8,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/obc_error.h"
+#include "formats/json_file.h"
+#include "tokenizer/text_input.h"
 #include "tokenizer/tokenizer_internal.h"
 
+/* tokenizer.json (required) or tokenizer_config.json (optional: *out stays
+ * NULL when absent), through the one JSON file reader (1 GiB cap). */
 static int read_json(const char *path, int required, cJSON **out) {
-  *out = NULL;
-  FILE *fp = fopen(path, "rb");
-  if (!fp) {
-    if (!required) return 0;
-    return obc_fail(OBC_EIO, "%s: cannot open (expected a Hugging Face tokenizer file)", path);
+  int rc = json_file_read(path, out);
+  if (rc == OBC_ENOTFOUND && !required) {
+    obc_error_clear();
+    return 0;
   }
-  char *text = NULL;
-  size_t length = 0, capacity = 0;
-  for (;;) {
-    if (length + 65536 > capacity) {
-      capacity = 2 * capacity + 65536;
-      char *grown = realloc(text, capacity + 1);
-      if (!grown) {
-        free(text);
-        fclose(fp);
-        return obc_fail(OBC_ENOMEM, "%s: out of memory reading", path);
-      }
-      text = grown;
-    }
-    size_t n = fread(text + length, 1, capacity - length, fp);
-    length += n;
-    if (n == 0) break;
-  }
-  int error = ferror(fp);
-  fclose(fp);
-  if (error) {
-    free(text);
-    return obc_fail(OBC_EIO, "%s: read error", path);
-  }
-  text[length] = '\0';
-  *out = cJSON_ParseWithLength(text, length);
-  free(text);
-  if (!*out) return obc_fail(OBC_EFORMAT, "%s: not valid JSON", path);
-  return 0;
+  return rc;
 }
 
 /* A token given as "text" or {"content": "text"} in tokenizer_config.json. */
@@ -282,28 +259,11 @@ static int read_template_file(Tokenizer *t, const char *folder) {
   if (t->chat_template) return 0;
   char path[4096];
   snprintf(path, sizeof(path), "%s/chat_template.jinja", folder);
-  FILE *fp = fopen(path, "rb");
-  if (!fp) return 0;
+  if (access(path, F_OK) != 0) return 0;
   char *text = NULL;
-  size_t length = 0, capacity = 0, n = 0;
-  do {
-    if (length + 4096 > capacity) {
-      capacity = 2 * capacity + 4096;
-      char *grown = realloc(text, capacity);
-      if (!grown) {
-        free(text);
-        fclose(fp);
-        return obc_fail(OBC_ENOMEM, "%s: out of memory reading", path);
-      }
-      text = grown;
-    }
-    n = fread(text + length, 1, capacity - length, fp);
-    length += n;
-  } while (n > 0);
-  int error = ferror(fp);
-  fclose(fp);
-  int rc = error ? obc_fail(OBC_EIO, "%s: read error", path)
-                 : tokenizer_set_chat_template(t, text, length);
+  size_t length = 0;
+  int rc = text_read_file(path, OBC_TEXT_MAX_BYTES, &text, &length);
+  if (rc == 0) rc = tokenizer_set_chat_template(t, text, length);
   free(text);
   return rc;
 }
