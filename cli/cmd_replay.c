@@ -278,10 +278,12 @@ int cmd_replay(int argc, char **argv) {
   EvictReplayer *replayer = NULL;
   if (!rc && a.offline) {
     EvictOfflineResult result;
-    rc = evict_offline_run(reader, &keep, &result);
-    if (!rc) rc = evict_offline_write(out_dir, a.trace_path, &keep, &result, command_line);
-    if (!rc) print_offline(&keep, &result, out_dir);
-    if (!rc) evict_offline_result_free(&result);
+    rc = evict_offline_run(reader, &keep, &result); /* frees its own on failure */
+    if (!rc) {
+      rc = evict_offline_write(out_dir, a.trace_path, &keep, &result, command_line);
+      if (!rc) print_offline(&keep, &result, out_dir);
+      evict_offline_result_free(&result);
+    }
   } else if (!rc) {
     const char *path = a.model_path ? a.model_path : model_default_path();
     EvictModelReplay *result = obc_malloc(sizeof *result, "replay result");

@@ -109,6 +109,9 @@ expect_failure "budget beyond the prompt" "expected 1..64" "$OBCACHE" evict "$T"
 expect_failure "budget zero" "--budget '0'" "$OBCACHE" evict "$T" --budget 0 -o "$DIR/x.h5"
 expect_failure "negative budget" "--budget '-3'" "$OBCACHE" evict "$T" --budget=-3 -o "$DIR/x.h5"
 expect_failure "unknown score" "unknown score" "$OBCACHE" evict "$T" --score h2o --budget 4 -o "$DIR/x.h5"
+mkdir "$DIR/existing"
+expect_failure "-o an existing folder" "existing: cannot write: it is a folder" \
+  "$OBCACHE" evict "$T" --budget 4 -o "$DIR/existing"
 expect_failure "no decode rows" "no decode rows" "$OBCACHE" replay --offline "$DIR/nodecode.h5" --budget 4
 expect_failure "no room beside sinks and recent" "no room" "$OBCACHE" evict "$T" --budget 4 --recent 3 --sinks 2 -o "$DIR/x.h5"
 "$OBCACHE" synth --prompt 48 --decode 2 -o "$DIR/other.h5" >/dev/null || fail "synth other"
