@@ -63,6 +63,9 @@ expect_failure "scores-out folder missing" "$work/nowhere/s.h5" "$work/t.h5" -o 
   --scores-out "$work/nowhere/s.h5"
 expect_failure "bad oracle" "--oracle 0" "$work/t.h5" -o "$work/o7" --oracle 0
 expect_failure "oracle beyond the decode steps" "needs decode steps beyond" "$work/t.h5" -o "$work/o7" --oracle 2-99
+expect_failure "empty --window item" "--window: empty item in '1,,2'" "$work/t.h5" -o "$work/o9" \
+  --window 1,,2
+expect_failure "trailing comma in --topk" "--topk: empty item" "$work/t.h5" -o "$work/o9" --topk 5,
 if [ -f "$work/nodecode.h5" ]; then
   expect_failure "no decode rows" "decode rows" "$work/nodecode.h5" -o "$work/o8"
 fi
