@@ -17,15 +17,23 @@
 #include "common/obc_file.h"
 #include "evict/policy.h"
 
-#define EVICT_KEEP_SCHEMA "obcache-keep/1"
+/* Schema 2: fixed-length strings (no global heap, which has no checksum),
+ * checksummed metadata (HDF5 1.10 format) and Fletcher32 on the datasets,
+ * so that damage is an error, not a crash. Schema 1 (variable-length
+ * strings, no checksums) is still read. */
+#define EVICT_KEEP_SCHEMA "obcache-keep/2"
+#define EVICT_KEEP_SCHEMA_1 "obcache-keep/1"
+/* Longest string attribute read (the command line is the longest written). */
+#define EVICT_KEEP_MAX_STRING 65536
 
 static herr_t attr_str(hid_t file, const char *name, const char *value) {
   hid_t type = H5Tcopy(H5T_C_S1);
-  H5Tset_size(type, H5T_VARIABLE);
+  H5Tset_size(type, strlen(value) + 1);
+  H5Tset_strpad(type, H5T_STR_NULLTERM);
   H5Tset_cset(type, H5T_CSET_UTF8);
   hid_t space = H5Screate(H5S_SCALAR);
   hid_t attr = H5Acreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-  herr_t status = attr < 0 ? -1 : H5Awrite(attr, type, &value);
+  herr_t status = attr < 0 ? -1 : H5Awrite(attr, type, value);
   if (attr >= 0) H5Aclose(attr);
   H5Sclose(space);
   H5Tclose(type);
@@ -41,12 +49,19 @@ static herr_t attr_f64(hid_t file, const char *name, double value) {
   return status;
 }
 
+/* A dataset in chunks of one (layer, KV head) row, each with a Fletcher32
+ * checksum. */
 static herr_t write_dataset(hid_t file, const char *name, hid_t file_type, hid_t mem_type, int rank,
                             const hsize_t *dims, const void *data) {
+  hsize_t chunk[3] = {1, 1, 1};
+  chunk[rank - 1] = dims[rank - 1] ? dims[rank - 1] : 1;
   hid_t space = H5Screate_simple(rank, dims, NULL);
-  hid_t set = H5Dcreate2(file, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  bool ok = H5Pset_chunk(dcpl, rank, chunk) >= 0 && H5Pset_fletcher32(dcpl) >= 0;
+  hid_t set = ok ? H5Dcreate2(file, name, file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT) : -1;
   herr_t status = set < 0 ? -1 : H5Dwrite(set, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
   if (set >= 0) H5Dclose(set);
+  H5Pclose(dcpl);
   H5Sclose(space);
   return status;
 }
@@ -91,7 +106,10 @@ int evict_keep_write(const char *path, const EvictKeepSet *k, const char *trace_
   }
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   obc_pending_register(&pending);
-  hid_t file = H5Fcreate(pending.temp_path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST); /* checksummed metadata */
+  hid_t file = H5Fcreate(pending.temp_path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  H5Pclose(fapl);
   if (file < 0) {
     free(counts);
     free(positions);
@@ -148,17 +166,50 @@ static int read_f64_attr(hid_t file, const char *name, double *value) {
   return status < 0 ? -1 : 0;
 }
 
-static int read_str_attr(hid_t file, const char *name, char *out, size_t size) {
-  hid_t attr = H5Aopen(file, name, H5P_DEFAULT);
-  if (attr < 0) return -1;
+/* A variable-length string attribute of type file_type (schema 1), into out. */
+static herr_t read_variable_str(hid_t attr, hid_t file_type, char *out, size_t size) {
+  H5T_cset_t cset = H5Tget_cset(file_type);
+  if (cset < 0) return -1;
   hid_t type = H5Tcopy(H5T_C_S1);
   H5Tset_size(type, H5T_VARIABLE);
-  H5Tset_cset(type, H5T_CSET_UTF8);
+  H5Tset_cset(type, cset); /* HDF5 converts no character set into another */
   char *value = NULL;
   herr_t status = H5Aread(attr, type, &value);
   if (status >= 0 && value) snprintf(out, size, "%s", value);
   if (value) H5free_memory(value);
   H5Tclose(type);
+  return status;
+}
+
+/* A fixed-length string attribute of type file_type (schema 2), into out. */
+static herr_t read_fixed_str(hid_t attr, hid_t file_type, char *out, size_t size) {
+  size_t n = H5Tget_size(file_type);
+  H5T_cset_t cset = H5Tget_cset(file_type);
+  if (n == 0 || n > EVICT_KEEP_MAX_STRING || cset < 0) return -1;
+  char *value = calloc(n + 1, 1);
+  if (!value) return -1;
+  hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, n + 1);
+  H5Tset_strpad(type, H5T_STR_NULLTERM);
+  H5Tset_cset(type, cset);
+  herr_t status = H5Aread(attr, type, value);
+  if (status >= 0) snprintf(out, size, "%s", value);
+  H5Tclose(type);
+  free(value);
+  return status;
+}
+
+/* A string attribute, fixed or variable length, into out (truncated to
+ * size); -1 when missing or not a string. */
+static int read_str_attr(hid_t file, const char *name, char *out, size_t size) {
+  hid_t attr = H5Aopen(file, name, H5P_DEFAULT);
+  if (attr < 0) return -1;
+  hid_t type = H5Aget_type(attr);
+  herr_t status = -1;
+  if (type >= 0 && H5Tget_class(type) == H5T_STRING)
+    status = H5Tis_variable_str(type) > 0 ? read_variable_str(attr, type, out, size)
+                                          : read_fixed_str(attr, type, out, size);
+  if (type >= 0) H5Tclose(type);
   H5Aclose(attr);
   return status < 0 ? -1 : 0;
 }
@@ -199,12 +250,21 @@ static int read_choice_attr(hid_t file, const char *path, const char *name, cons
   return OBC_OK;
 }
 
+/* Control characters of a text shown in a message replaced by '?'. */
+static void printable(char *text) {
+  for (char *c = text; *c; c++)
+    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+}
+
 /* The schema, and complete = "1" (written last). */
 static int check_schema(hid_t file, const char *path) {
   char schema[64] = "", complete[8] = "";
-  if (read_str_attr(file, "schema", schema, sizeof schema) || strcmp(schema, EVICT_KEEP_SCHEMA))
+  if (read_str_attr(file, "schema", schema, sizeof schema) ||
+      (strcmp(schema, EVICT_KEEP_SCHEMA) && strcmp(schema, EVICT_KEEP_SCHEMA_1))) {
+    printable(schema);
     return obc_fail(OBC_EFORMAT, "%s: not a keep file (expected schema %s, found '%s')", path,
                     EVICT_KEEP_SCHEMA, schema);
+  }
   if (read_str_attr(file, "complete", complete, sizeof complete) || strcmp(complete, "1"))
     return obc_fail(OBC_EFORMAT, "%s: keep file not marked complete", path);
   return OBC_OK;
@@ -233,11 +293,6 @@ static int check_keep_dataset(hid_t set, const char *path, const TraceMeta *meta
   return OBC_OK;
 }
 
-/* Control characters of a text shown in a message replaced by '?'. */
-static void printable(char *text) {
-  for (char *c = text; *c; c++)
-    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
-}
 
 /* The trace's content hash recorded in the keep file (hash) against the
  * trace's: refused when both are known and differ. */
@@ -321,7 +376,7 @@ static int read_keep(hid_t file, const char *path, const TraceMeta *meta, EvictK
     if (!out->keep || !out->n_kept) rc = OBC_ENOMEM;
   }
   if (!rc && H5Dread(set, H5T_NATIVE_SCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->keep) < 0)
-    rc = obc_fail(OBC_EIO, "%s: cannot read dataset keep", path);
+    rc = obc_fail(OBC_EFORMAT, "%s: cannot read dataset keep (damaged: checksum mismatch?)", path);
   if (!rc) rc = check_mask(out, path);
   if (!rc) rc = read_policy(file, path, meta, out);
   if (set >= 0) H5Dclose(set);

@@ -117,7 +117,9 @@ void evict_keep_set_free(EvictKeepSet *keep);
  * n_kept (n_layers, n_kv_heads) int64, positions (n_layers, n_kv_heads,
  * max kept) int64 padded with -1, and attributes for every policy parameter,
  * the trace, its content hash (keep->trace_hash) and the command line.
- * Written under a temporary name. */
+ * Schema obcache-keep/2: fixed-length strings, checksummed metadata and
+ * Fletcher32 chunks, so that a damaged file is an error (schema 1 is still
+ * read). Written under a temporary name. */
 int evict_keep_write(const char *path, const EvictKeepSet *keep, const char *trace_path,
                      const char *command_line);
 /* Reads a keep file, checks every value and checks it against the trace:

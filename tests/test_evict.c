@@ -415,6 +415,12 @@ START_TEST(test_keep_file_values_out_of_range_are_refused_not_cast) {
   copy_file(keep, bad);
   set_keep(bad, H5T_IEEE_F64LE, 0, 1);
   ck_assert_int_eq(read_keep_expect(bad, meta, "dataset keep is not of integers"), OBC_EFORMAT);
+  /* Schema 1 (variable-length strings, written by earlier versions) reads. */
+  copy_file(keep, bad);
+  set_attr(bad, "schema", 0, "obcache-keep/1", false);
+  set_attr(bad, "complete", 0, "1", false);
+  set_attr(bad, "score", 0, "attn", false);
+  ck_assert_int_eq(read_keep_expect(bad, meta, NULL), 0);
   /* The same file untouched, and as int16, reads back. */
   copy_file(keep, bad);
   set_keep(bad, H5T_STD_I16LE, 0, 1);
@@ -911,6 +917,64 @@ START_TEST(test_policy_score_names_carry_the_decode_steps) {
 }
 END_TEST
 
+/* Byte `at` of the file at path inverted. */
+static void flip_byte(const char *path, long at) {
+  FILE *f = fopen(path, "r+b");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(fseek(f, at, SEEK_SET), 0);
+  int c = fgetc(f);
+  ck_assert_int_ne(c, EOF);
+  ck_assert_int_eq(fseek(f, at, SEEK_SET), 0);
+  fputc(c ^ 0xff, f);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(test_damaged_keep_file_is_an_error_not_a_crash) {
+  char keep[4096], bad[4200];
+  TraceReader *reader = NULL;
+  keep_fixture("evict_damaged.h5", "0123456789abcdef", keep, sizeof keep, &reader);
+  TraceMeta meta = *trace_meta(reader);
+  snprintf(meta.content_hash, sizeof meta.content_hash, "0123456789abcdef");
+  snprintf(bad, sizeof bad, "%s.bad.h5", keep);
+  /* A damaged chunk of the mask: its Fletcher32 checksum refuses it. */
+  hid_t file = H5Fopen(keep, H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t set = H5Dopen2(file, "keep", H5P_DEFAULT);
+  haddr_t address = HADDR_UNDEF;
+  hsize_t size = 0;
+  hid_t space = H5Dget_space(set);
+  ck_assert_int_ge(H5Dget_chunk_info(set, space, 0, NULL, NULL, &address, &size), 0);
+  H5Sclose(space);
+  H5Dclose(set);
+  H5Fclose(file);
+  copy_file(keep, bad);
+  flip_byte(bad, (long)address + 5);
+  ck_assert_int_eq(read_keep_expect(bad, &meta, "cannot read dataset keep (damaged"), OBC_EFORMAT);
+  /* Any byte inverted: read or refused, never a crash (checksummed metadata,
+   * no variable-length data); the same mask whenever it is read. */
+  FILE *f = fopen(keep, "rb");
+  ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+  long bytes = ftell(f);
+  fclose(f);
+  EvictKeepSet good;
+  ck_assert_int_eq(evict_keep_read(keep, &meta, &good), 0);
+  size_t n_read = 0, mask_bytes = good.n_layers * good.n_kv_heads * good.n_prompt;
+  for (long at = 0; at < bytes; at++) {
+    copy_file(keep, bad);
+    flip_byte(bad, at);
+    EvictKeepSet back;
+    if (evict_keep_read(bad, &meta, &back) == 0) {
+      ck_assert_int_eq(memcmp(back.keep, good.keep, mask_bytes), 0);
+      evict_keep_set_free(&back);
+      n_read++;
+    }
+  }
+  printf("damaged keep files: %ld bytes inverted one at a time, %zu still read (unused bytes)\n",
+         bytes, n_read);
+  evict_keep_set_free(&good);
+  trace_close(reader);
+}
+END_TEST
+
 static Suite *evict_suite(void) {
   Suite *s = suite_create("evict");
   TCase *tc = tcase_create("runtime");
@@ -928,6 +992,7 @@ static Suite *evict_suite(void) {
   tcase_add_test(policies, test_policy_score_names_carry_the_decode_steps);
   tcase_add_test(policies, test_keep_file_is_refused_by_a_trace_with_another_content_hash);
   tcase_add_test(policies, test_keep_file_values_out_of_range_are_refused_not_cast);
+  tcase_add_test(policies, test_damaged_keep_file_is_an_error_not_a_crash);
   suite_add_tcase(s, policies);
   TCase *replay = tcase_create("model replay");
   tcase_add_test(replay, test_model_replay_without_eviction_reproduces_the_captured_logits);
