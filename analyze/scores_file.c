@@ -75,12 +75,13 @@ int scores_file_create(const char *path, const ScoresFileLayout *layout, ScoresF
     return obc_fail_context(rc, "--scores-out");
   }
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+  obc_pending_register(&sf->pending);
   sf->file = H5Fcreate(sf->pending.temp_path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (sf->file < 0) {
-    free(sf);
-    return obc_fail(OBC_EIO, "--scores-out: %s: cannot create HDF5 file", path);
+    rc = obc_fail(OBC_EIO, "--scores-out: %s: cannot create HDF5 file", path);
+    scores_file_abort(sf); /* H5Fcreate may fail after creating the file */
+    return rc;
   }
-  obc_pending_register(&sf->pending);
   hsize_t dims[3] = {layout->n_layers, layout->n_kv_heads, layout->n_prompt};
   hid_t space = H5Screate_simple(3, dims, NULL);
   for (size_t i = 0; i < layout->n_datasets; i++) {

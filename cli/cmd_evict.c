@@ -50,7 +50,7 @@ int cmd_evict(int argc, char **argv) {
   TraceReader *reader = NULL;
   rc = trace_open(trace_path, &reader);
   if (rc) return rc;
-  EvictKeepSet keep;
+  EvictKeepSet keep; /* zeroed by evict_policy_apply even when it fails */
   rc = evict_policy_apply(reader, &policy, &keep);
   if (!rc) {
     char command_line[4096];
@@ -68,8 +68,8 @@ int cmd_evict(int argc, char **argv) {
         "%zu..%zu kept per KV head -> %s\n",
         keep.policy.score, keep.budget, keep.n_candidates, evict_allocation_name(policy.allocation),
         evict_mode_name(policy.mode), keep.window, policy.recent, policy.sinks, lo, hi, out_path);
-    evict_keep_set_free(&keep);
   }
+  evict_keep_set_free(&keep);
   trace_close(reader);
   return rc;
 }

@@ -71,22 +71,20 @@ static void print_help(FILE *out, const ObcOptionList *list, const char *scripts
 static int parse_formats(void *target, const char *option, const char *text) {
   (void)option;
   unsigned *formats = target;
-  char buf[64];
-  if (strlen(text) >= sizeof buf)
-    return obc_fail(OBC_EINVAL, "--format: expected png, svg or png,svg, got '%s'", text);
-  snprintf(buf, sizeof buf, "%s", text);
+  char buf[64], *items[8];
+  size_t n = 0;
+  int rc = obc_split_list("--format", text, buf, sizeof buf, items, 8, &n);
+  if (rc) return rc;
   *formats = 0;
-  char *save = NULL;
-  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    if (!strcmp(tok, "png"))
+  for (size_t i = 0; i < n; i++) {
+    if (!strcmp(items[i], "png"))
       *formats |= PLOT_PNG;
-    else if (!strcmp(tok, "svg"))
+    else if (!strcmp(items[i], "svg"))
       *formats |= PLOT_SVG;
     else
       return obc_fail(OBC_EINVAL, "--format: unknown format '%s' (expected png, svg or png,svg)",
-                      tok);
+                      items[i]);
   }
-  if (!*formats) return obc_fail(OBC_EINVAL, "--format: empty list (expected png, svg or png,svg)");
   return OBC_OK;
 }
 

@@ -144,22 +144,20 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
 /* "a,b,c" into names (max entries of 32 bytes), each checked by check. */
 static int parse_names(const char *option, const char *text, char (*names)[32], size_t *count,
                        int (*check)(EvictPolicy *, const char *)) {
-  char buf[1024];
-  snprintf(buf, sizeof buf, "%s", text);
+  char buf[1024], *items[EVICT_SWEEP_MAX];
+  size_t n = 0;
+  int rc = obc_split_list(option, text, buf, sizeof buf, items, EVICT_SWEEP_MAX, &n);
   *count = 0;
-  char *save = NULL;
-  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+  for (size_t i = 0; i < n && !rc; i++) {
     EvictPolicy probe;
     evict_policy_default(&probe);
-    int rc = check(&probe, tok);
-    if (rc) return rc;
-    if (*count == EVICT_SWEEP_MAX || strlen(tok) >= 32)
+    if ((rc = check(&probe, items[i]))) break;
+    if (strlen(items[i]) >= 32)
       return obc_fail(OBC_EINVAL, "%s: at most %d entries of < 32 characters", option,
                       EVICT_SWEEP_MAX);
-    snprintf(names[(*count)++], 32, "%s", tok);
+    snprintf(names[(*count)++], 32, "%s", items[i]);
   }
-  if (*count == 0) return obc_fail(OBC_EINVAL, "%s: empty list", option);
-  return OBC_OK;
+  return rc;
 }
 
 static int run_sweep(const ReplayArgs *a, const char *command_line) {
@@ -282,10 +280,12 @@ int cmd_replay(int argc, char **argv) {
   EvictReplayer *replayer = NULL;
   if (!rc && a.offline) {
     EvictOfflineResult result;
-    rc = evict_offline_run(reader, &keep, &result);
-    if (!rc) rc = evict_offline_write(out_dir, a.trace_path, &keep, &result, command_line);
-    if (!rc) print_offline(&keep, &result, out_dir);
-    if (!rc) evict_offline_result_free(&result);
+    rc = evict_offline_run(reader, &keep, &result); /* frees its own on failure */
+    if (!rc) {
+      rc = evict_offline_write(out_dir, a.trace_path, &keep, &result, command_line);
+      if (!rc) print_offline(&keep, &result, out_dir);
+      evict_offline_result_free(&result);
+    }
   } else if (!rc) {
     const char *path = a.model_path ? a.model_path : model_default_path();
     EvictModelReplay *result = obc_malloc(sizeof *result, "replay result");

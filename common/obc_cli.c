@@ -41,16 +41,34 @@ int obc_parse_double(const char *option, const char *text, double *out) {
   return OBC_OK;
 }
 
+int obc_split_list(const char *option, const char *text, char *buf, size_t size, char **items,
+                   size_t max, size_t *count) {
+  *count = 0;
+  if (strlen(text) >= size) return obc_fail(OBC_EINVAL, "%s: list too long", option);
+  if (!text[0]) return obc_fail(OBC_EINVAL, "%s: empty list", option);
+  snprintf(buf, size, "%s", text);
+  for (char *item = buf; item;) {
+    char *comma = strchr(item, ',');
+    if (comma) *comma = '\0';
+    if (!item[0])
+      return obc_fail(OBC_EINVAL, "%s: empty item in '%s' (expected a comma-separated list)",
+                      option, text);
+    if (*count >= max) return obc_fail(OBC_EINVAL, "%s: at most %zu values", option, max);
+    items[(*count)++] = item;
+    item = comma ? comma + 1 : NULL;
+  }
+  return OBC_OK;
+}
+
 int obc_parse_size_list(const char *option, const char *text, size_t *values, size_t *count,
                         size_t max) {
-  char buf[1024];
-  if (strlen(text) >= sizeof buf) return obc_fail(OBC_EINVAL, "%s: list too long", option);
-  snprintf(buf, sizeof buf, "%s", text);
-  char *save = NULL;
-  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    if (*count >= max) return obc_fail(OBC_EINVAL, "%s: at most %zu values", option, max);
-    int rc = obc_parse_size(option, tok, &values[*count]);
-    if (rc) return rc;
+  char buf[1024], *items[OBC_LIST_MAX];
+  size_t n = 0;
+  int rc = obc_split_list(option, text, buf, sizeof buf, items, OBC_LIST_MAX, &n);
+  if (rc) return rc;
+  if (*count + n > max) return obc_fail(OBC_EINVAL, "%s: at most %zu values", option, max);
+  for (size_t i = 0; i < n; i++) {
+    if ((rc = obc_parse_size(option, items[i], &values[*count]))) return rc;
     (*count)++;
   }
   return OBC_OK;

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "scores/score_head.h"
 #include "common/obc_error.h"
@@ -184,13 +186,35 @@ static cJSON *json_number(double v) {
   return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
 }
 
-int evict_offline_write(const char *dir, const char *trace_path, const EvictKeepSet *keep,
-                        const EvictOfflineResult *r, const char *command_line) {
-  int rc = obc_make_dirs(dir);
-  if (!rc) rc = write_heads_csv(dir, r);
-  if (!rc) rc = write_layers_csv(dir, r);
-  if (!rc) rc = write_steps_csv(dir, r);
+int evict_output_dir(const char *dir, bool *created) {
+  struct stat st;
+  *created = stat(dir, &st) != 0;
+  return obc_make_dirs(dir);
+}
+
+void evict_output_discard(const char *dir, bool created, const char *const *names,
+                          size_t n_written) {
+  char path[4096];
+  for (size_t i = 0; i < n_written; i++)
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, names[i]) < sizeof path) unlink(path);
+  if (created) rmdir(dir); /* fails, as it should, when something else is in it */
+}
+
+/* The four files in order; *n_written counts those complete. */
+static int write_offline_files(const char *dir, const char *trace_path, const EvictKeepSet *keep,
+                               const EvictOfflineResult *r, const char *command_line,
+                               size_t *n_written) {
+  int rc = write_heads_csv(dir, r);
+  if (!rc) {
+    ++*n_written;
+    rc = write_layers_csv(dir, r);
+  }
+  if (!rc) {
+    ++*n_written;
+    rc = write_steps_csv(dir, r);
+  }
   if (rc) return rc;
+  ++*n_written;
   EvictOfflineSummary s;
   evict_offline_summarise(r, &s);
   cJSON *root = cJSON_CreateObject();
@@ -204,5 +228,19 @@ int evict_offline_write(const char *dir, const char *trace_path, const EvictKeep
   cJSON_AddItemToObject(m, "rel_error_step1", json_number(s.rel_error_step1));
   cJSON_AddItemToObject(m, "mass_lost", json_number(s.mass_lost));
   cJSON_AddItemToObject(m, "needle_kept", json_number(s.needle_kept));
-  return obc_json_write(dir, "offline.json", root);
+  rc = obc_json_write(dir, "offline.json", root);
+  if (!rc) ++*n_written;
+  return rc;
+}
+
+int evict_offline_write(const char *dir, const char *trace_path, const EvictKeepSet *keep,
+                        const EvictOfflineResult *r, const char *command_line) {
+  static const char *const names[] = {"offline_heads.csv", "offline_layers.csv",
+                                      "offline_steps.csv", "offline.json"};
+  bool created = false;
+  size_t n_written = 0;
+  int rc = evict_output_dir(dir, &created);
+  if (!rc) rc = write_offline_files(dir, trace_path, keep, r, command_line, &n_written);
+  if (rc) evict_output_discard(dir, created, names, n_written);
+  return rc;
 }

@@ -43,6 +43,15 @@ void evict_offline_summarise(const EvictOfflineResult *result, EvictOfflineSumma
 int evict_offline_write(const char *dir, const char *trace_path, const EvictKeepSet *keep,
                         const EvictOfflineResult *result, const char *command_line);
 
+/* The output folder of a replay, made like mkdir -p; *created says whether
+ * this call made it. */
+int evict_output_dir(const char *dir, bool *created);
+/* After a failed write: removes the first n_written of names from dir, and
+ * dir itself when it was created for them, so that a failed replay leaves
+ * neither a partial set of files nor an empty folder. */
+void evict_output_discard(const char *dir, bool created, const char *const *names,
+                          size_t n_written);
+
 /* The policy of a keep set as a JSON object (for every report of evict/). */
 cJSON *evict_policy_json(const EvictKeepSet *keep);
 

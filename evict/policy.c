@@ -408,7 +408,10 @@ int evict_policy_apply(TraceReader *reader, const EvictPolicy *p, EvictKeepSet *
   if (!rc)
     rc = evict_keep_from_scores(p, scores, meta->model.n_layers, meta->model.n_kv_heads,
                                 meta->n_prompt, n, out);
-  if (!rc) out->window = window;
+  if (!rc) {
+    out->window = window;
+    snprintf(out->trace_hash, sizeof out->trace_hash, "%s", meta->content_hash);
+  }
   free(scores);
   return rc;
 }

@@ -71,6 +71,7 @@ typedef struct {
   unsigned char *keep; /* (n_layers, n_kv_heads, n_prompt) 1 = kept */
   size_t *n_kept;      /* (n_layers, n_kv_heads) kept candidates */
   EvictPolicy policy;
+  char trace_hash[17]; /* content hash of the trace it was made for; "" unknown */
 } EvictKeepSet;
 
 void evict_policy_default(EvictPolicy *policy);
@@ -115,10 +116,16 @@ void evict_keep_set_free(EvictKeepSet *keep);
 /* The keep file: HDF5 with keep (n_layers, n_kv_heads, n_prompt) uint8,
  * n_kept (n_layers, n_kv_heads) int64, positions (n_layers, n_kv_heads,
  * max kept) int64 padded with -1, and attributes for every policy parameter,
- * the trace and the command line. Written under a temporary name. */
+ * the trace, its content hash (keep->trace_hash) and the command line.
+ * Schema obcache-keep/2: fixed-length strings, checksummed metadata and
+ * Fletcher32 chunks, so that a damaged file is an error (schema 1 is still
+ * read). Written under a temporary name. */
 int evict_keep_write(const char *path, const EvictKeepSet *keep, const char *trace_path,
                      const char *command_line);
-/* Reads a keep file and checks it against the trace's shape. */
+/* Reads a keep file, checks every value and checks it against the trace:
+ * refused when it records another content hash than meta's, or another
+ * shape; when either hash is unknown (schema-1 trace, older keep file) the
+ * shape alone is checked and a one-line warning goes to stderr. */
 int evict_keep_read(const char *path, const TraceMeta *meta, EvictKeepSet *out);
 
 #endif

@@ -11,20 +11,22 @@
 #include "common/obc_json.h"
 #include "evict/offline.h"
 
-int evict_replay_write(const char *dir, const char *trace_path, const char *model_path,
-                       const EvictKeepSet *keep, const EvictReplayer *replayer,
-                       const EvictModelReplay *r, const char *command_line) {
-  int rc = obc_make_dirs(dir);
-  if (rc) return rc;
+static int write_steps_csv(const char *dir, const EvictReplayer *replayer,
+                           const EvictModelReplay *r) {
   ObcPendingFile file;
   FILE *fp = NULL;
-  if ((rc = obc_text_open_in(&file, dir, "replay_steps.csv", &fp))) return rc;
+  int rc = obc_text_open_in(&file, dir, "replay_steps.csv", &fp);
+  if (rc) return rc;
   fprintf(fp, "step,token_full,token_replay,kl_forced\n");
   for (size_t t = 0; t < r->n_steps; t++)
     fprintf(fp, "%zu,%d,%d,%.9g\n", t + 1, (int)evict_replayer_full_token(replayer, t + 1),
             (int)r->tokens[t], r->kl_forced[t]);
-  if ((rc = obc_text_close(&file, fp, 1))) return rc;
+  return obc_text_close(&file, fp, 1);
+}
 
+static int write_json(const char *dir, const char *trace_path, const char *model_path,
+                      const EvictKeepSet *keep, const EvictReplayer *replayer,
+                      const EvictModelReplay *r, const char *command_line) {
   int full_found = -1;
   const char *full_answer = evict_replayer_full_answer(replayer, &full_found);
   cJSON *root = cJSON_CreateObject();
@@ -51,4 +53,21 @@ int evict_replay_write(const char *dir, const char *trace_path, const char *mode
     cJSON_AddItemToArray(steps, cJSON_CreateNumber(r->kl_forced[t]));
   cJSON_AddNumberToObject(root, "logits_rel_diff_forced", r->logits_rel_diff);
   return obc_json_write(dir, "replay.json", root);
+}
+
+int evict_replay_write(const char *dir, const char *trace_path, const char *model_path,
+                       const EvictKeepSet *keep, const EvictReplayer *replayer,
+                       const EvictModelReplay *r, const char *command_line) {
+  static const char *const names[] = {"replay_steps.csv", "replay.json"};
+  bool created = false;
+  size_t n_written = 0;
+  int rc = evict_output_dir(dir, &created);
+  if (rc) return rc;
+  rc = write_steps_csv(dir, replayer, r);
+  if (!rc) {
+    n_written = 1;
+    rc = write_json(dir, trace_path, model_path, keep, replayer, r, command_line);
+  }
+  if (rc) evict_output_discard(dir, created, names, n_written);
+  return rc;
 }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "plots/plot_gnuplot.h"
@@ -99,10 +100,12 @@ static int select_figures(const PlotOptions *options, const int *kinds, int *sel
                           PlotResult *result) {
   int named[N_FIGURES] = {0};
   if (options->only) {
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", options->only);
-    char *save = NULL;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    char buf[1024], *items[OBC_LIST_MAX];
+    size_t n = 0;
+    int rc = obc_split_list("--only", options->only, buf, sizeof buf, items, OBC_LIST_MAX, &n);
+    if (rc) return rc;
+    for (size_t k = 0; k < n; k++) {
+      const char *tok = items[k];
       size_t i = 0;
       while (i < N_FIGURES && strcmp(FIGURES[i].name, tok)) i++;
       if (i == N_FIGURES) {

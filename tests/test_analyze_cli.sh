@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `obcache analyze` on bad input: a missing trace, a text file, a window or a
-# budget out of range, an unwritable -o, --scores-out into a missing folder.
+# budget out of range, an empty list item, an unwritable -o, --scores-out
+# into a missing folder or on a full disk.
 # Each must fail with a non-zero exit and ONE line naming the path or option,
 # and leave no output file behind.
 set -u
@@ -62,8 +63,26 @@ expect_failure "scores-out folder missing" "$work/nowhere/s.h5" "$work/t.h5" -o 
   --scores-out "$work/nowhere/s.h5"
 expect_failure "bad oracle" "--oracle 0" "$work/t.h5" -o "$work/o7" --oracle 0
 expect_failure "oracle beyond the decode steps" "needs decode steps beyond" "$work/t.h5" -o "$work/o7" --oracle 2-99
+expect_failure "empty --window item" "--window: empty item in '1,,2'" "$work/t.h5" -o "$work/o9" \
+  --window 1,,2
+expect_failure "trailing comma in --topk" "--topk: empty item" "$work/t.h5" -o "$work/o9" --topk 5,
 if [ -f "$work/nodecode.h5" ]; then
   expect_failure "no decode rows" "decode rows" "$work/nodecode.h5" -o "$work/o8"
+fi
+
+# A disk that fills up, for real: ulimit -f 0 with SIGXFSZ ignored makes
+# H5Fcreate of --scores-out fail (EFBIG) after creating its file. One line
+# (through a pipe: the limit applies to files) and no S.h5.tmp.PID left.
+before=$(find "$work" | sort)
+msg=$( (trap '' XFSZ; ulimit -f 0; "$OBCACHE" analyze "$work/t.h5" -o "$work/o10" --quiet \
+  --scores-out "$work/s.h5") 2>&1 >/dev/null)
+rc=$?
+after=$(find "$work" | sort)
+if [ $rc -ne 0 ] && [ "$(printf '%s\n' "$msg" | wc -l)" -eq 1 ] && [ "$before" = "$after" ]; then
+  echo "ok   --scores-out on a full disk: $msg"
+else
+  echo "FAIL --scores-out on a full disk: exit $rc, $msg; left: $(diff <(echo "$before") <(echo "$after") | grep '^>')"
+  failures=$((failures + 1))
 fi
 
 # And a good run still works and writes its files.

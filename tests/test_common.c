@@ -68,6 +68,18 @@ START_TEST(parsers_reject_garbage_and_name_the_option) {
   ck_assert_int_eq(obc_parse_size_list("--topk", "10,20,40", list, &n, 8), 0);
   ck_assert_uint_eq(n, 3);
   ck_assert_uint_eq(list[2], 40);
+  /* Empty items are refused, not skipped: "1,,2" is not "1,2". */
+  const char *empty[] = {"1,,2", ",1", "1,", ",", ""};
+  for (size_t i = 0; i < sizeof empty / sizeof empty[0]; i++) {
+    n = 0;
+    ck_assert_int_eq(obc_parse_size_list("--window", empty[i], list, &n, 8), OBC_EINVAL);
+    ck_assert_ptr_nonnull(strstr(obc_error_message(), "--window: empty"));
+  }
+  char buf[16], *items[4];
+  ck_assert_int_eq(obc_split_list("--only", "a,bc", buf, sizeof buf, items, 4, &n), 0);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_str_eq(items[1], "bc");
+  ck_assert_int_eq(obc_split_list("--only", "a,b,c", buf, sizeof buf, items, 2, &n), OBC_EINVAL);
   double d;
   ck_assert_int_eq(obc_parse_double("--depth", "nan", &d), OBC_EINVAL);
 }

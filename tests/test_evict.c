@@ -245,6 +245,191 @@ START_TEST(test_kept_sets_have_the_requested_size_sinks_recent_and_no_duplicates
 }
 END_TEST
 
+/* ---- keep files: bound to their trace, every value checked ----------------- */
+
+/* A keep file (at keep_path) of an agnostic policy (60 candidates of 64)
+ * for a new synthetic trace (open in *reader), written with trace_hash. */
+static void keep_fixture(const char *name, const char *trace_hash, char *keep_path, size_t size,
+                         TraceReader **reader) {
+  char trace[4096];
+  tmp_path(trace, sizeof trace, name);
+  synth_trace(trace, 2, 11);
+  ck_assert_int_eq(trace_open(trace, reader), 0);
+  EvictPolicy p;
+  policy_for(&p, "attn", "10", 2, 1, "uniform", "agnostic");
+  EvictKeepSet k;
+  ck_assert_int_eq(evict_policy_apply(*reader, &p, &k), 0);
+  ck_assert_uint_eq(k.n_candidates, 60);
+  snprintf(k.trace_hash, sizeof k.trace_hash, "%s", trace_hash);
+  snprintf(keep_path, size, "%s.keep.h5", trace);
+  ck_assert_int_eq(evict_keep_write(keep_path, &k, trace, "test"), 0);
+  evict_keep_set_free(&k);
+}
+
+/* evict_keep_read's result on path for meta, and the message has `expect`. */
+static int read_keep_expect(const char *path, const TraceMeta *meta, const char *expect) {
+  EvictKeepSet back;
+  obc_error_clear();
+  int rc = evict_keep_read(path, meta, &back);
+  if (!rc) evict_keep_set_free(&back);
+  if (expect)
+    ck_assert_msg(strstr(obc_error_message(), expect), "expected '%s' in '%s'", expect,
+                  obc_error_message());
+  return rc;
+}
+
+START_TEST(test_keep_file_is_refused_by_a_trace_with_another_content_hash) {
+  char keep[4096];
+  TraceReader *reader = NULL;
+  keep_fixture("evict_bound.h5", "0123456789abcdef", keep, sizeof keep, &reader);
+  TraceMeta meta = *trace_meta(reader); /* shallow: only content_hash changes */
+  snprintf(meta.content_hash, sizeof meta.content_hash, "0123456789abcdef");
+  EvictKeepSet back;
+  ck_assert_int_eq(evict_keep_read(keep, &meta, &back), 0);
+  ck_assert_str_eq(back.trace_hash, "0123456789abcdef");
+  evict_keep_set_free(&back);
+  /* Same shape, another trace: refused, naming the keep file and both hashes. */
+  snprintf(meta.content_hash, sizeof meta.content_hash, "fedcba9876543210");
+  ck_assert_int_eq(
+      read_keep_expect(keep, &meta, "made for trace 0123456789abcdef (") /* its path */,
+      OBC_EFORMAT);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "not this trace fedcba9876543210"));
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), keep));
+  /* A schema-1 trace (no hash): the shape alone, accepted with a warning. */
+  meta.content_hash[0] = '\0';
+  ck_assert_int_eq(read_keep_expect(keep, &meta, NULL), 0);
+  trace_close(reader);
+  /* A keep file without a hash (older evict) on a trace with one: accepted. */
+  keep_fixture("evict_unbound.h5", "", keep, sizeof keep, &reader);
+  meta = *trace_meta(reader);
+  snprintf(meta.content_hash, sizeof meta.content_hash, "fedcba9876543210");
+  ck_assert_int_eq(read_keep_expect(keep, &meta, NULL), 0);
+  trace_close(reader);
+}
+END_TEST
+
+static void copy_file(const char *from, const char *to) {
+  FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+  ck_assert(in && out);
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, in)) > 0) ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
+  fclose(in);
+  ck_assert_int_eq(fclose(out), 0);
+}
+
+/* Replaces attribute name of the file at path by a float64 value, or by
+ * text when given; deletes it when remove. */
+static void set_attr(const char *path, const char *name, double value, const char *text,
+                     bool remove) {
+  hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  ck_assert_int_ge(file, 0);
+  if (H5Aexists(file, name) > 0) ck_assert_int_ge(H5Adelete(file, name), 0);
+  if (!remove) {
+    hid_t type = H5Tcopy(text ? H5T_C_S1 : H5T_IEEE_F64LE);
+    if (text) H5Tset_size(type, H5T_VARIABLE);
+    hid_t space = H5Screate(H5S_SCALAR);
+    hid_t attr = H5Acreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    ck_assert_int_ge(text ? H5Awrite(attr, type, &text) : H5Awrite(attr, H5T_NATIVE_DOUBLE, &value),
+                     0);
+    H5Aclose(attr);
+    H5Sclose(space);
+    H5Tclose(type);
+  }
+  ck_assert_int_ge(H5Fclose(file), 0);
+}
+
+/* Rewrites dataset keep with file type `type`, element `index` set to value. */
+static void set_keep(const char *path, hid_t type, size_t index, int64_t value) {
+  hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  hid_t set = H5Dopen2(file, "keep", H5P_DEFAULT);
+  hid_t space = H5Dget_space(set);
+  hsize_t dims[3];
+  H5Sget_simple_extent_dims(space, dims, NULL);
+  size_t n = dims[0] * dims[1] * dims[2];
+  int64_t *mask = malloc(n * sizeof *mask);
+  ck_assert_int_ge(H5Dread(set, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, mask), 0);
+  H5Dclose(set);
+  ck_assert_int_ge(H5Ldelete(file, "keep", H5P_DEFAULT), 0);
+  mask[index] = value;
+  set = H5Dcreate2(file, "keep", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  ck_assert_int_ge(H5Dwrite(set, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, mask), 0);
+  free(mask);
+  H5Dclose(set);
+  H5Sclose(space);
+  ck_assert_int_ge(H5Fclose(file), 0);
+}
+
+START_TEST(test_keep_file_values_out_of_range_are_refused_not_cast) {
+  char keep[4096], bad[4200];
+  TraceReader *reader = NULL;
+  keep_fixture("evict_values.h5", "", keep, sizeof keep, &reader);
+  const TraceMeta *meta = trace_meta(reader);
+  snprintf(bad, sizeof bad, "%s.bad.h5", keep);
+  const struct {
+    const char *attr; /* NULL: the keep dataset */
+    double value;
+    const char *text;
+    bool remove;
+    const char *expect;
+  } cases[] = {
+      {"budget", -5, NULL, false, "budget -5 (expected a whole number in 1..60)"},
+      {"budget", 1e30, NULL, false, "budget 1e+30"},
+      {"budget", 2.5, NULL, false, "budget 2.5"},
+      {"budget", 0, NULL, false, "budget 0"},
+      {"budget", 61, NULL, false, "budget 61"},
+      {"budget", 0, "ten", false, "attribute budget missing or not a number"},
+      {"n_candidates", -1, NULL, false, "n_candidates -1 (expected a whole number in 0..64)"},
+      {"n_candidates", NAN, NULL, false, "n_candidates nan"},
+      {"window", -1, NULL, false, "window -1"},
+      {"recent", 1e20, NULL, false, "recent 1e+20"},
+      {"sinks", -2, NULL, false, "sinks -2"},
+      {"allocation", 0, "greedy", false, "allocation 'greedy' (expected uniform or adakv)"},
+      {"mode", 0, "sideways", false, "mode 'sideways' (expected aware or agnostic)"},
+      {"score", 0, "attn\033[2J", false, "attribute score holds control characters"},
+      {"trace_hash", 0, "not-a-hash", false, "trace_hash 'not-a-hash' is not a content hash"},
+      {"trace_hash", 0, "0123456789abcdef0", false, "is not a content hash"},
+      {"complete", 0, NULL, true, "not marked complete"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    copy_file(keep, bad);
+    set_attr(bad, cases[i].attr, cases[i].value, cases[i].text, cases[i].remove);
+    ck_assert_int_eq(read_keep_expect(bad, meta, cases[i].expect), OBC_EFORMAT);
+  }
+  /* Mask values: only 0 and 1, in any integer type; no floats; positions
+   * after the 60 candidates always kept. */
+  copy_file(keep, bad);
+  set_keep(bad, H5T_STD_U8LE, 5, 7);
+  ck_assert_int_eq(read_keep_expect(bad, meta, "keep[0][0][5] is not 0 or 1"), OBC_EFORMAT);
+  copy_file(keep, bad);
+  set_keep(bad, H5T_STD_I16LE, 64 + 3, -1);
+  ck_assert_int_eq(read_keep_expect(bad, meta, "keep[0][1][3] is not 0 or 1"), OBC_EFORMAT);
+  copy_file(keep, bad);
+  set_keep(bad, H5T_STD_I64LE, 3 * 64 + 7, 257);
+  ck_assert_int_eq(read_keep_expect(bad, meta, "keep[1][1][7] is not 0 or 1"), OBC_EFORMAT);
+  copy_file(keep, bad);
+  set_keep(bad, H5T_STD_U8LE, 62, 0);
+  ck_assert_int_eq(
+      read_keep_expect(bad, meta, "keep[0][0][62] is 0, but positions after the candidates (60)"),
+      OBC_EFORMAT);
+  copy_file(keep, bad);
+  set_keep(bad, H5T_IEEE_F64LE, 0, 1);
+  ck_assert_int_eq(read_keep_expect(bad, meta, "dataset keep is not of integers"), OBC_EFORMAT);
+  /* Schema 1 (variable-length strings, written by earlier versions) reads. */
+  copy_file(keep, bad);
+  set_attr(bad, "schema", 0, "obcache-keep/1", false);
+  set_attr(bad, "complete", 0, "1", false);
+  set_attr(bad, "score", 0, "attn", false);
+  ck_assert_int_eq(read_keep_expect(bad, meta, NULL), 0);
+  /* The same file untouched, and as int16, reads back. */
+  copy_file(keep, bad);
+  set_keep(bad, H5T_STD_I16LE, 0, 1);
+  ck_assert_int_eq(read_keep_expect(bad, meta, NULL), 0);
+  ck_assert_int_eq(read_keep_expect(keep, meta, NULL), 0);
+  trace_close(reader);
+}
+END_TEST
+
 /* Attention of query q over the keys marked in keep (n), from scratch. */
 static void brute_attention(const double *q, const double *K, const double *V,
                             const unsigned char *keep, size_t n, size_t d, double scale,
@@ -732,6 +917,64 @@ START_TEST(test_policy_score_names_carry_the_decode_steps) {
 }
 END_TEST
 
+/* Byte `at` of the file at path inverted. */
+static void flip_byte(const char *path, long at) {
+  FILE *f = fopen(path, "r+b");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(fseek(f, at, SEEK_SET), 0);
+  int c = fgetc(f);
+  ck_assert_int_ne(c, EOF);
+  ck_assert_int_eq(fseek(f, at, SEEK_SET), 0);
+  fputc(c ^ 0xff, f);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(test_damaged_keep_file_is_an_error_not_a_crash) {
+  char keep[4096], bad[4200];
+  TraceReader *reader = NULL;
+  keep_fixture("evict_damaged.h5", "0123456789abcdef", keep, sizeof keep, &reader);
+  TraceMeta meta = *trace_meta(reader);
+  snprintf(meta.content_hash, sizeof meta.content_hash, "0123456789abcdef");
+  snprintf(bad, sizeof bad, "%s.bad.h5", keep);
+  /* A damaged chunk of the mask: its Fletcher32 checksum refuses it. */
+  hid_t file = H5Fopen(keep, H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t set = H5Dopen2(file, "keep", H5P_DEFAULT);
+  haddr_t address = HADDR_UNDEF;
+  hsize_t size = 0;
+  hid_t space = H5Dget_space(set);
+  ck_assert_int_ge(H5Dget_chunk_info(set, space, 0, NULL, NULL, &address, &size), 0);
+  H5Sclose(space);
+  H5Dclose(set);
+  H5Fclose(file);
+  copy_file(keep, bad);
+  flip_byte(bad, (long)address + 5);
+  ck_assert_int_eq(read_keep_expect(bad, &meta, "cannot read dataset keep (damaged"), OBC_EFORMAT);
+  /* Any byte inverted: read or refused, never a crash (checksummed metadata,
+   * no variable-length data); the same mask whenever it is read. */
+  FILE *f = fopen(keep, "rb");
+  ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+  long bytes = ftell(f);
+  fclose(f);
+  EvictKeepSet good;
+  ck_assert_int_eq(evict_keep_read(keep, &meta, &good), 0);
+  size_t n_read = 0, mask_bytes = good.n_layers * good.n_kv_heads * good.n_prompt;
+  for (long at = 0; at < bytes; at++) {
+    copy_file(keep, bad);
+    flip_byte(bad, at);
+    EvictKeepSet back;
+    if (evict_keep_read(bad, &meta, &back) == 0) {
+      ck_assert_int_eq(memcmp(back.keep, good.keep, mask_bytes), 0);
+      evict_keep_set_free(&back);
+      n_read++;
+    }
+  }
+  printf("damaged keep files: %ld bytes inverted one at a time, %zu still read (unused bytes)\n",
+         bytes, n_read);
+  evict_keep_set_free(&good);
+  trace_close(reader);
+}
+END_TEST
+
 static Suite *evict_suite(void) {
   Suite *s = suite_create("evict");
   TCase *tc = tcase_create("runtime");
@@ -747,6 +990,9 @@ static Suite *evict_suite(void) {
   tcase_add_test(policies, test_decode_attn_is_the_sum_of_the_decode_rows_softmax_weights);
   tcase_add_test(policies, test_replay_answer_metrics_on_constructed_answers);
   tcase_add_test(policies, test_policy_score_names_carry_the_decode_steps);
+  tcase_add_test(policies, test_keep_file_is_refused_by_a_trace_with_another_content_hash);
+  tcase_add_test(policies, test_keep_file_values_out_of_range_are_refused_not_cast);
+  tcase_add_test(policies, test_damaged_keep_file_is_an_error_not_a_crash);
   suite_add_tcase(s, policies);
   TCase *replay = tcase_create("model replay");
   tcase_add_test(replay, test_model_replay_without_eviction_reproduces_the_captured_logits);

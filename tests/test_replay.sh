@@ -6,8 +6,8 @@
 # dynamic run on a short text writes its perplexity table; with the real model,
 # the answer-aware oracle@T keeps the needle at 10%. Bad input (budget
 # beyond the prompt or <= 0, unknown score, a trace without decode rows, a
-# model that does not match the trace) is one stderr line, non-zero exit and
-# no output file.
+# model that does not match the trace, a full disk) is one stderr line,
+# non-zero exit and no output file.
 set -u
 OBCACHE=${OBCACHE:?set OBCACHE to the obcache binary}
 DIR=$(mktemp -d "${OBC_TMP:-/tmp}/replay_cli.XXXXXX")
@@ -109,6 +109,9 @@ expect_failure "budget beyond the prompt" "expected 1..64" "$OBCACHE" evict "$T"
 expect_failure "budget zero" "--budget '0'" "$OBCACHE" evict "$T" --budget 0 -o "$DIR/x.h5"
 expect_failure "negative budget" "--budget '-3'" "$OBCACHE" evict "$T" --budget=-3 -o "$DIR/x.h5"
 expect_failure "unknown score" "unknown score" "$OBCACHE" evict "$T" --score h2o --budget 4 -o "$DIR/x.h5"
+mkdir "$DIR/existing"
+expect_failure "-o an existing folder" "existing: cannot write: it is a folder" \
+  "$OBCACHE" evict "$T" --budget 4 -o "$DIR/existing"
 expect_failure "no decode rows" "no decode rows" "$OBCACHE" replay --offline "$DIR/nodecode.h5" --budget 4
 expect_failure "no room beside sinks and recent" "no room" "$OBCACHE" evict "$T" --budget 4 --recent 3 --sinks 2 -o "$DIR/x.h5"
 "$OBCACHE" synth --prompt 48 --decode 2 -o "$DIR/other.h5" >/dev/null || fail "synth other"
@@ -116,10 +119,45 @@ expect_failure "keep file of another trace" "made from another trace" \
   "$OBCACHE" replay --offline "$DIR/other.h5" --keep "$DIR/keep.h5"
 [ ! -e "$DIR/x.h5" ] && pass "no keep file left by the failures" || fail "a keep file was left"
 
+# A disk that fills up, for real: a file-size limit (ulimit -f, in KiB) with
+# SIGXFSZ ignored makes writes past it fail (EFBIG), H5Fcreate's included.
+# The failure is one stderr line (through a pipe: the limit applies to files)
+# and nothing is left in the output folder: no KEEP.h5.tmp.PID, no empty
+# replay folder, no partial one (a 100-step trace: offline_heads.csv and
+# offline_layers.csv fit in 1 KiB, offline_steps.csv does not).
+"$OBCACHE" synth --decode 100 --seed 3 -o "$DIR/t100.h5" >/dev/null || fail "synth 100 steps"
+mkdir "$DIR/full"
+expect_nothing_left() {
+  local name=$1 limit=$2
+  shift 2
+  local err rc
+  err=$( (trap '' XFSZ; ulimit -f "$limit"; "$@") 2>&1 >/dev/null)
+  rc=$?
+  if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && [ -z "$(ls -A "$DIR/full")" ]; then
+    pass "$name: exit $rc, $err"
+  else
+    fail "$name: exit $rc, $err; left: $(ls -AR "$DIR/full" | tr '\n' ' ')"
+  fi
+  rm -rf "${DIR:?}/full/"* # the next case starts empty even after a failure
+}
+expect_nothing_left "evict, disk full at once" 0 "$OBCACHE" evict "$T" --budget 10 -o "$DIR/full/k.h5"
+expect_nothing_left "replay --offline, disk full at once" 0 \
+  "$OBCACHE" replay --offline "$T" --budget 10 -o "$DIR/full/r"
+expect_nothing_left "replay --offline, disk full at the third file" 1 \
+  "$OBCACHE" replay --offline "$DIR/t100.h5" --budget 10 -o "$DIR/full/r"
+
 MODEL=${OBC_MODEL:-}
 if [ -n "$MODEL" ] && [ -f "$MODEL" ]; then
   expect_failure "model that does not match the trace" "does not match the trace" \
     "$OBCACHE" replay "$T" --model "$MODEL" --budget 10
+  # Model replay onto a full disk: no empty replay folder left.
+  if "$OBCACHE" capture --length 128 --depth 50 --haystack kjv --seed 1 --rows 16 --decode 3 \
+      --model "$MODEL" -o "$DIR/t128.h5" >"$DIR/out" 2>&1; then
+    expect_nothing_left "model replay, disk full at once" 0 \
+      "$OBCACHE" replay "$DIR/t128.h5" --model "$MODEL" --budget 10% -o "$DIR/full/r"
+  else
+    fail "capture of a 128-token trace: $(tail -1 "$DIR/out")"
+  fi
   # Dynamic eviction on a short text: the table and the CSV.
   awk 'BEGIN { for (i = 0; i < 60; i++) print "In the beginning God created the heaven and the earth. And the earth was without form, and void." }' >"$DIR/text.txt"
   if "$OBCACHE" replay --dynamic --model "$MODEL" --text "$DIR/text.txt" --tokens 161 --budgets 64 \
