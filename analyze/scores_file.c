@@ -76,9 +76,11 @@ int scores_file_create(const char *path, const ScoresFileLayout *layout, ScoresF
   }
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   obc_pending_register(&sf->pending);
+  errno = 0;
   sf->file = H5Fcreate(sf->pending.temp_path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (sf->file < 0) {
-    rc = obc_fail(OBC_EIO, "--scores-out: %s: cannot create HDF5 file", path);
+    rc = obc_fail(OBC_EIO, "--scores-out: %s: cannot create HDF5 file: %s", path,
+                  obc_write_error_text(sf->pending.temp_path, errno));
     scores_file_abort(sf); /* H5Fcreate may fail after creating the file */
     return rc;
   }

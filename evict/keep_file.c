@@ -5,6 +5,7 @@
  * trace of the same shape refuses it. Written under a temporary name and
  * renamed when complete. Read as an untrusted file: every value used is
  * checked (mask 0/1, counts whole and in range, names known). */
+#include <errno.h>
 #include <hdf5.h>
 #include <math.h>
 #include <stdbool.h>
@@ -108,18 +109,23 @@ int evict_keep_write(const char *path, const EvictKeepSet *k, const char *trace_
   obc_pending_register(&pending);
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST); /* checksummed metadata */
+  errno = 0;
   hid_t file = H5Fcreate(pending.temp_path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  int err = errno;
   H5Pclose(fapl);
   if (file < 0) {
     free(counts);
     free(positions);
+    rc = obc_fail(OBC_EIO, "%s: cannot create the keep file: %s", path,
+                  obc_write_error_text(pending.temp_path, err));
     obc_pending_abort(&pending); /* H5Fcreate may fail after creating the file */
-    return obc_fail(OBC_EIO, "%s: cannot create HDF5 file (hint: is the folder writable?)", path);
+    return rc;
   }
   const EvictPolicy *p = &k->policy;
   hsize_t mask_dims[3] = {k->n_layers, k->n_kv_heads, k->n_prompt};
   hsize_t count_dims[2] = {k->n_layers, k->n_kv_heads};
   hsize_t list_dims[3] = {k->n_layers, k->n_kv_heads, max_kept};
+  errno = 0; /* HDF5 keeps the errno of a failed write */
   bool ok =
       write_dataset(file, "keep", H5T_STD_U8LE, H5T_NATIVE_UCHAR, 3, mask_dims, k->keep) >= 0 &&
       write_dataset(file, "n_kept", H5T_STD_I64LE, H5T_NATIVE_INT64, 2, count_dims, counts) >= 0 &&
@@ -145,12 +151,14 @@ int evict_keep_write(const char *path, const EvictKeepSet *k, const char *trace_
       attr_f64(file, "n_candidates", (double)k->n_candidates) >= 0 &&
       attr_str(file, "complete", "1") >= 0;
   ok = H5Fclose(file) >= 0 && ok;
+  err = errno;
   free(counts);
   free(positions);
   if (!ok) {
     obc_pending_unregister(&pending);
     obc_pending_abort(&pending);
-    return obc_fail(OBC_EIO, "%s: cannot write the keep file (disk full?)", path);
+    return obc_fail(OBC_EIO, "%s: cannot write the keep file: %s", path,
+                    obc_write_error_text(pending.temp_path, err));
   }
   rc = obc_pending_commit(&pending);
   obc_pending_unregister(&pending);

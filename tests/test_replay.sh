@@ -141,6 +141,13 @@ expect_nothing_left() {
   rm -rf "${DIR:?}/full/"* # the next case starts empty even after a failure
 }
 expect_nothing_left "evict, disk full at once" 0 "$OBCACHE" evict "$T" --budget 10 -o "$DIR/full/k.h5"
+err=$( (trap '' XFSZ; ulimit -f 0; "$OBCACHE" evict "$T" --budget 10 -o "$DIR/full/k.h5") 2>&1)
+case $err in
+  *"k.h5: cannot create the keep file: file size limit exceeded (ulimit -f)"*)
+    pass "evict under ulimit -f says so, not 'disk full'" ;;
+  *) fail "evict under ulimit -f: $err" ;;
+esac
+rm -rf "${DIR:?}/full/"*
 expect_nothing_left "replay --offline, disk full at once" 0 \
   "$OBCACHE" replay --offline "$T" --budget 10 -o "$DIR/full/r"
 expect_nothing_left "replay --offline, disk full at the third file" 1 \
