@@ -199,15 +199,22 @@ int trace_h5_attr_write_names(const char *path, hid_t obj, const char *name, con
   return OBC_OK;
 }
 
+/* A damaged attribute: "<path>: attribute <name>: checksum mismatch ...". */
+static int fail_attribute(const char *path, const char *name) {
+  char object[128];
+  snprintf(object, sizeof object, "attribute %s", name);
+  return trace_h5_fail_damaged(path, object);
+}
+
 /* Opens a scalar (or one-element) attribute of the given class. */
 static int attr_open(const char *path, hid_t obj, const char *name, H5T_class_t expected,
                      const char *what, hid_t *out) {
   htri_t exists = H5Aexists(obj, name);
-  if (exists < 0) return trace_h5_fail_damaged(path, name);
+  if (exists < 0) return fail_attribute(path, name);
   if (exists == 0)
     return obc_fail(OBC_EFORMAT, "%s: attribute '%s' is missing (expected %s)", path, name, what);
   hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
-  if (attr < 0) return trace_h5_fail_damaged(path, name);
+  if (attr < 0) return fail_attribute(path, name);
   hid_t type = H5Aget_type(attr);
   hid_t space = H5Aget_space(attr);
   H5T_class_t cls = H5Tget_class(type);
@@ -226,7 +233,7 @@ int trace_h5_attr_read_i64(const char *path, hid_t obj, const char *name, int64_
   hid_t attr = -1;
   int rc = attr_open(path, obj, name, H5T_INTEGER, "integer", &attr);
   if (rc) return rc;
-  rc = H5Aread(attr, H5T_NATIVE_INT64, value) < 0 ? trace_h5_fail_damaged(path, name) : OBC_OK;
+  rc = H5Aread(attr, H5T_NATIVE_INT64, value) < 0 ? fail_attribute(path, name) : OBC_OK;
   H5Aclose(attr);
   return rc;
 }
@@ -235,7 +242,7 @@ int trace_h5_attr_read_f64(const char *path, hid_t obj, const char *name, double
   hid_t attr = -1;
   int rc = attr_open(path, obj, name, H5T_FLOAT, "floating-point number", &attr);
   if (rc) return rc;
-  rc = H5Aread(attr, H5T_NATIVE_DOUBLE, value) < 0 ? trace_h5_fail_damaged(path, name) : OBC_OK;
+  rc = H5Aread(attr, H5T_NATIVE_DOUBLE, value) < 0 ? fail_attribute(path, name) : OBC_OK;
   H5Aclose(attr);
   return rc;
 }
@@ -298,8 +305,9 @@ int trace_h5_attr_read_str(const char *path, hid_t obj, const char *name, bool a
   int rc = attr_open(path, obj, name, H5T_STRING, "string", &attr);
   if (rc) return rc;
   hid_t type = H5Aget_type(attr);
-  char *text = NULL;
-  rc = string_read(path, attr, type, 1, name, allow_variable, &text);
+  char *text = NULL, label[128];
+  snprintf(label, sizeof label, "attribute %s", name);
+  rc = string_read(path, attr, type, 1, label, allow_variable, &text);
   H5Tclose(type);
   H5Aclose(attr);
   if (rc) return rc;
@@ -312,10 +320,10 @@ int trace_h5_attr_read_names(const char *path, hid_t obj, const char *name, char
                              size_t stride, size_t max, size_t *count) {
   hid_t attr = -1;
   htri_t exists = H5Aexists(obj, name);
-  if (exists < 0) return trace_h5_fail_damaged(path, name);
+  if (exists < 0) return fail_attribute(path, name);
   if (!exists) return obc_fail(OBC_EFORMAT, "%s: attribute '%s' is missing", path, name);
   attr = H5Aopen(obj, name, H5P_DEFAULT);
-  if (attr < 0) return trace_h5_fail_damaged(path, name);
+  if (attr < 0) return fail_attribute(path, name);
   hid_t type = H5Aget_type(attr), space = H5Aget_space(attr);
   int rank = space >= 0 ? H5Sget_simple_extent_ndims(space) : -1;
   hssize_t n = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
@@ -333,7 +341,7 @@ int trace_h5_attr_read_names(const char *path, hid_t obj, const char *name, char
     H5Tset_cset(mem, H5Tget_cset(type));  /* HDF5 converts no character set */
   }
   memset(names, 0, stride * max);
-  if (!rc && n > 0 && H5Aread(attr, mem, names) < 0) rc = trace_h5_fail_damaged(path, name);
+  if (!rc && n > 0 && H5Aread(attr, mem, names) < 0) rc = fail_attribute(path, name);
   if (!rc) *count = (size_t)n;
   if (mem >= 0) H5Tclose(mem);
   if (type >= 0) H5Tclose(type);
