@@ -9,12 +9,19 @@
 # a verify that succeeds must report the original content hash, so it read
 # the original data (the damage hit bytes no object uses). A flip inside a
 # chunk of /layers/000/K must be reported by verify as a checksum mismatch
-# naming the dataset.
+# naming the dataset, and a token edited through HDF5 (checksums valid) as a
+# content hash mismatch.
 set -u
 OBCACHE=${OBCACHE:?set OBCACHE to the obcache binary}
 DIR=$(mktemp -d "${OBC_TMP:-/tmp}/trace_damage.XXXXXX")
 trap 'rm -rf "$DIR"' EXIT
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+# Under LeakSanitizer: HDF5 1.10 itself loses the object headers whose
+# checksum fails (allocated while loading them, never freed on that error
+# path); those are not ours, and would add lines to stderr. Leaks of our own
+# show in every other test, on good files.
+printf 'leak:libhdf5\n' >"$DIR/lsan.supp"
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$DIR/lsan.supp:print_suppressions=0"
 failures=0
 pass() { echo "ok    $1"; }
 fail() { echo "FAIL  $1"; failures=$((failures + 1)); }
@@ -63,14 +70,14 @@ check() {
   lines=$(wc -l <"$err")
   if [ "$rc" -eq 0 ]; then
     if [ "$cmd" = verify ] && ! grep -q "^  content hash $HASH " "$out"; then
-      echo "bad $name $cmd: passed without the original content hash: $(cat "$out")"
+      echo "bad $name $cmd: passed without the original content hash: $(tr '\n' ' ' <"$out")"
     else
       echo "good $name $cmd: exit 0"
     fi
   elif [ "$rc" -eq 124 ] || [ "$rc" -ge 128 ]; then
-    echo "bad $name $cmd: exit $rc (timeout or signal): $(head -c 300 "$err")"
+    echo "bad $name $cmd: exit $rc (timeout or signal): $(head -c 300 "$err" | tr '\n' ' ')"
   elif [ "$lines" -ne 1 ] || ! grep -qF -- "$copy" "$err"; then
-    echo "bad $name $cmd: exit $rc, $lines stderr lines: $(head -c 300 "$err")"
+    echo "bad $name $cmd: exit $rc, $lines stderr lines: $(head -c 300 "$err" | tr '\n' ' ')"
   else
     echo "good $name $cmd: exit $rc: $(cat "$err")"
   fi
@@ -111,8 +118,24 @@ if [ -n "$OFFSET" ]; then
   else
     fail "verify on a raw-data flip: exit $rc: $(cat "$DIR/raw.err")"
   fi
+  # A token changed through HDF5 (so its chunk's checksum is valid again):
+  # only the content hash can tell.
+  EDITED=$DIR/edited.h5
+  cp "$GOOD" "$EDITED"
+  python3 - "$EDITED" <<'PY'
+import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    f["tokens"][3] = (f["tokens"][3] + 1) % 12
+PY
+  "$OBCACHE" verify "$EDITED" >"$DIR/edited.out" 2>"$DIR/edited.err"
+  rc=$?
+  if [ "$rc" -ne 0 ] && grep -qF "$EDITED: content hash mismatch: recorded $HASH" "$DIR/edited.err"; then
+    pass "verify reports an edited token: $(cat "$DIR/edited.err")"
+  else
+    fail "verify on an edited token: exit $rc: $(cat "$DIR/edited.err")"
+  fi
 else
-  echo "skip  raw-data flip (h5py missing)"
+  echo "skip  raw-data flip and edited token (h5py missing)"
 fi
 
 if [ "$failures" -ne 0 ]; then
