@@ -134,6 +134,8 @@ static void print_summary(const char *path, const TraceMeta *m, const Tokenizer 
   if (stat(path, &st) == 0) print_bytes(" (", (double)st.st_size), printf(" on disk)");
   printf("\nschema     version %d, written by obcache %s at %s; complete: %s\n", m->schema_version,
          m->tool_version, m->created, m->complete ? "yes" : "no");
+  printf("content    hash %s\n",
+         m->content_hash[0] ? m->content_hash : "none (schema 1 traces record none)");
   printf("producer   %s\n", m->producer);
   printf("model      %s (%s): %zu layers, %zu heads, %zu KV heads, head dim %zu, vocab %zu\n",
          c->name, c->architecture, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim,

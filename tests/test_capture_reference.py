@@ -36,6 +36,9 @@ def check(name, ok, detail=""):
 
 
 def text(value):
+    """A trace text: uint8 bytes (schema 2), or a bytes/str scalar (schema 1)."""
+    if hasattr(value, "tobytes") and getattr(value, "dtype", None) == "uint8":
+        return value.tobytes().decode()
     return value.decode() if isinstance(value, bytes) else str(value)
 
 

@@ -1,7 +1,9 @@
 """A trace written by `obcache synth` is readable without any project code:
 h5py sees the attributes, shapes, dtypes (float16 for --dtype f16) and spans
 the schema promises, NumPy recomputes every head's O and lse from Q, K, V
-within 1e-5 relative, and `h5dump -H` lists the layout.
+within 1e-5 relative, the content hash recomputed from SCHEMA.md's definition
+equals the recorded one (and `obcache verify`'s), and `h5dump -H` lists the
+layout.
 
 Environment: OBCACHE (the binary), OBC_TMP (scratch folder)."""
 import os
@@ -54,13 +56,61 @@ def recompute(f, layer):
     return np.array(O), np.array(lse), np.array(A)
 
 
+def fnv1a(data, state=0xcbf29ce484222325):
+    """64-bit FNV-1a (traces/SCHEMA.md, Content hash)."""
+    for byte in bytes(data):
+        state = ((state ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return state
+
+
+def text(value):
+    """A fixed-length string attribute (h5py returns bytes) as str."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def content_hash(f):
+    """The content hash exactly as traces/SCHEMA.md defines it."""
+    a = f.attrs
+    lines = ["obcache trace content 2"]
+    lines.append("shape " + " ".join(str(int(a[k])) for k in (
+        "n_layers", "n_heads", "n_kv_heads", "head_dim", "vocab_size", "n_prompt", "n_decode",
+        "n_rows")) + f" {text(a['dtype'])} {int(a['has_attn'])} {int(a['has_logits'])}")
+    lines.append(f"row_positions {fnv1a(f['row_positions'][()].astype('<i8').tobytes()):016x}")
+    if int(a["has_tokens"]):
+        lines.append(f"tokens {fnv1a(f['tokens'][()].astype('<i4').tobytes()):016x}")
+    for name in ("prompt_text", "generated_text"):
+        if name in f:
+            lines.append(f"{name} {fnv1a(f[name][()].tobytes()):016x}")
+    for name in f["spans"].attrs["names"]:
+        begin, end = f["spans/" + name.decode()][()]
+        lines.append(f"span {name.decode()} {begin} {end}")
+    if int(a["has_logits"]):
+        lines.append(f"logits {fnv1a(f['logits'][()].astype('<f4').tobytes()):016x}")
+    kinds = ["K", "V", "Q", "O", "lse"] + (["A"] if int(a["has_attn"]) else [])
+    for layer in range(int(a["n_layers"])):
+        for kind in kinds:
+            ds = f[f"layers/{layer:03d}/{kind}"]
+            for head in range(ds.shape[0]):
+                stored = ds[head].astype(ds.dtype.newbyteorder("<")).tobytes()
+                lines.append(f"layer {layer} {kind} {head} {fnv1a(stored):016x}")
+    return f"{fnv1a(''.join(line + chr(10) for line in lines).encode()):016x}"
+
+
 def check_trace(path, dtype):
     with h5py.File(path, "r") as f:
         a = f.attrs
-        check(int(a["schema_version"]) == 1 and int(a["complete"]) == 1, "schema_version 1, complete 1")
-        check(a["dtype"] == dtype, f"dtype attribute {a['dtype']!r} == {dtype!r}")
-        for key in ("tool_version", "producer", "created", "model_name", "architecture", "rope_scaling"):
-            check(isinstance(a[key], str), f"attribute {key} is a str ({a[key]!r})")
+        check(int(a["schema_version"]) == 2 and int(a["complete"]) == 1, "schema_version 2, complete 1")
+        check(text(a["dtype"]) == dtype, f"dtype attribute {a['dtype']!r} == {dtype!r}")
+        for key in ("tool_version", "producer", "created", "model_name", "architecture", "rope_scaling",
+                    "content_hash"):
+            check(isinstance(a[key], bytes) and a.get_id(key).get_type().is_variable_str() is False,
+                  f"attribute {key} is a fixed-length string ({a[key]!r})")
+        recorded = text(a["content_hash"])
+        computed = content_hash(f)
+        check(computed == recorded, f"content hash recomputed from SCHEMA.md {computed} == recorded {recorded}")
+        verify = subprocess.run([OBCACHE, "verify", path], capture_output=True, text=True)
+        check(verify.returncode == 0 and f"content hash {recorded}" in verify.stdout,
+              "obcache verify reports the same content hash")
         for key in ("n_layers", "n_heads", "n_kv_heads", "head_dim"):
             want = SHAPE[key[2:] if key.startswith("n_") else key]
             check(int(a[key]) == want, f"{key} = {int(a[key])} (expected {want})")
@@ -75,7 +125,8 @@ def check_trace(path, dtype):
         check(f["logits"].shape == (T, 32), "logits (n_decode, vocab)")
         needle = f["spans/needle"][()]
         question = f["spans/question"][()]
-        check(list(f["spans"].keys()) == ["needle", "question"], "spans needle and question")
+        check([n.decode() for n in f["spans"].attrs["names"]] == ["needle", "question"],
+              "spans needle and question, in that order in /spans names")
         check(needle.dtype == np.int64 and needle[1] - needle[0] == 16 and 0 < needle[0] < s,
               f"needle span {list(needle)} has 16 tokens inside the prompt")
         check(question[1] == s and needle[1] <= question[0], f"question span {list(question)} ends the prompt")

@@ -160,7 +160,11 @@ static void check_round_trip(bool f16, int level) {
   int64_t rows[R + T];
   int32_t tokens[NP];
   fixture_meta(&want, rows, tokens);
-  ck_assert_int_eq(m->schema_version, 1);
+  ck_assert_int_eq(m->schema_version, OBC_TRACE_SCHEMA_VERSION);
+  ck_assert_int_eq(strlen(m->content_hash), 16);
+  char recomputed[17];
+  ck_assert_msg(trace_compute_hash(r, recomputed) == 0, "%s", obc_error_message());
+  ck_assert_str_eq(recomputed, m->content_hash);
   ck_assert_str_eq(m->tool_version, OBC_VERSION);
   ck_assert_str_eq(m->producer, want.producer);
   ck_assert_int_eq(strlen(m->created), 20); /* 2026-01-01T00:00:00Z */
@@ -567,11 +571,11 @@ END_TEST
 
 START_TEST(other_schema_version_is_unsupported) {
   char path[4200];
-  good_copy("schema2.h5", path, sizeof path);
+  good_copy("schema3.h5", path, sizeof path);
   hid_t f = open_rw(path);
-  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "schema_version", 2), 0);
+  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "schema_version", 3), 0);
   H5Fclose(f);
-  expect_open_failure(path, OBC_EUNSUPPORTED, "schema version 2");
+  expect_open_failure(path, OBC_EUNSUPPORTED, "schema version 3");
 }
 END_TEST
 
@@ -691,6 +695,226 @@ START_TEST(trace_without_attention_rows_reports_not_found) {
 }
 END_TEST
 
+
+/* ---- schema 2: checksums, content hash, damage ------------------------------------------------- */
+
+/* tests/data/trace_v1.h5 was written by obcache synth before schema 2 (--layers 1 --heads 2
+ * --kv-heads 1 --head-dim 4 --prompt 12 --rows 4 --decode 2 --vocab 16 --needle-length 2). */
+START_TEST(schema1_trace_still_opens_and_reads) {
+  const char *source = getenv("OBC_SOURCE_DIR");
+  char path[4200];
+  snprintf(path, sizeof path, "%s/tests/data/trace_v1.h5", source ? source : ".");
+  TraceReader *r = NULL;
+  ck_assert_msg(trace_open(path, &r) == 0, "%s", obc_error_message());
+  const TraceMeta *m = trace_meta(r);
+  ck_assert_int_eq(m->schema_version, 1);
+  ck_assert_str_eq(m->content_hash, ""); /* schema 1 records none */
+  ck_assert_uint_eq(m->model.n_layers, 1);
+  ck_assert_uint_eq(m->model.n_heads, 2);
+  ck_assert_uint_eq(m->n_positions, 14);
+  ck_assert_uint_eq(m->n_rows, 6);
+  ck_assert_uint_eq(m->n_spans, 2);
+  ck_assert_str_eq(m->spans[0].name, "needle");
+  ck_assert_str_eq(m->spans[1].name, "question");
+  ck_assert_ptr_nonnull(m->tokens);
+  float K[14 * 4], V[14 * 4], Q[6 * 4], O[6 * 4], lse[6], logits[2 * 16];
+  ck_assert_msg(trace_read_kv(r, 0, 0, K, V) == 0, "%s", obc_error_message());
+  ck_assert_msg(trace_read_rows(r, 0, 1, Q, O, lse) == 0, "%s", obc_error_message());
+  ck_assert_msg(trace_read_logits(r, logits) == 0, "%s", obc_error_message());
+  char hash[17];
+  ck_assert_msg(trace_compute_hash(r, hash) == 0, "%s", obc_error_message());
+  ck_assert_int_eq(strlen(hash), 16);
+  trace_close(r);
+}
+END_TEST
+
+static void hash_of(const char *path, char out[17]) {
+  TraceReader *r = NULL;
+  ck_assert_msg(trace_open(path, &r) == 0, "%s", obc_error_message());
+  char recomputed[17];
+  ck_assert_msg(trace_compute_hash(r, recomputed) == 0, "%s", obc_error_message());
+  ck_assert_str_eq(recomputed, trace_meta(r)->content_hash);
+  memcpy(out, recomputed, 17);
+  trace_close(r);
+}
+
+START_TEST(content_hash_is_the_same_for_the_same_trace_and_differs_otherwise) {
+  char a[4200], b[4200], c[4200], d[4200], ha[17], hb[17], hc[17], hd[17];
+  synth_small("hash-a.h5", 5, 1, true, a, sizeof a);
+  synth_small("hash-b.h5", 5, 3, true, b, sizeof b); /* other thread count, other write order */
+  synth_small("hash-c.h5", 6, 1, true, c, sizeof c); /* same shape, other seed */
+  synth_small("hash-d.h5", 5, 1, false, d, sizeof d);
+  hash_of(a, ha), hash_of(b, hb), hash_of(c, hc), hash_of(d, hd);
+  ck_assert_str_eq(ha, hb);
+  ck_assert_str_ne(ha, hc);
+  ck_assert_str_ne(ha, hd);
+  char f32[4200], f16[4200], h32[17], h16[17];
+  good_copy("hash-f32.h5", f32, sizeof f32);
+  scratch_path(f16, sizeof f16, "hash-f16.h5");
+  ck_assert_int_eq(fixture_write(f16, true, 3), 0);
+  hash_of(f32, h32), hash_of(f16, h16);
+  ck_assert_str_ne(h32, h16);
+}
+END_TEST
+
+/* H5Ovisit callback: fails the test on any variable-length type and on any
+ * chunked dataset without Fletcher32; counts the datasets. */
+static herr_t check_object(hid_t root, const char *name, const H5O_info_t *info, void *count) {
+  if (info->type != H5O_TYPE_DATASET) return 0;
+  hid_t dset = H5Dopen2(root, name, H5P_DEFAULT);
+  hid_t type = H5Dget_type(dset), plist = H5Dget_create_plist(dset);
+  ck_assert_msg(H5Tis_variable_str(type) == 0 && H5Tget_class(type) != H5T_VLEN,
+                "%s is variable-length", name);
+  if (H5Pget_layout(plist) == H5D_CHUNKED) {
+    bool fletcher = false;
+    for (int i = 0; i < H5Pget_nfilters(plist); i++)
+      fletcher |= H5Pget_filter2(plist, (unsigned)i, NULL, NULL, NULL, 0, NULL, NULL) ==
+                  H5Z_FILTER_FLETCHER32;
+    ck_assert_msg(fletcher, "%s is chunked without Fletcher32", name);
+    ++*(int *)count;
+  }
+  H5Pclose(plist), H5Tclose(type), H5Dclose(dset);
+  return 0;
+}
+
+static herr_t check_attribute(hid_t obj, const char *name, const H5A_info_t *info, void *unused) {
+  (void)info, (void)unused;
+  hid_t attr = H5Aopen(obj, name, H5P_DEFAULT), type = H5Aget_type(attr);
+  ck_assert_msg(H5Tis_variable_str(type) == 0, "attribute %s is a variable-length string", name);
+  H5Tclose(type), H5Aclose(attr);
+  return 0;
+}
+
+START_TEST(schema2_has_checksummed_metadata_checksummed_chunks_and_no_variable_length_data) {
+  char path[4200];
+  good_copy("schema2-layout.h5", path, sizeof path);
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  H5F_info2_t info;
+  ck_assert_int_ge(H5Fget_info2(f, &info), 0);
+  ck_assert_uint_ge(info.super.version, 2); /* superblock 2+: checksummed */
+  int chunked = 0;
+  ck_assert_int_ge(H5Ovisit(f, H5_INDEX_NAME, H5_ITER_INC, check_object, &chunked), 0);
+  /* every dataset of the fixture is non-empty, hence chunked: row_positions, tokens, two texts,
+   * three spans, logits, and 6 per layer */
+  ck_assert_int_eq(chunked, 4 + 3 + 1 + 6 * L);
+  ck_assert_int_ge(H5Aiterate2(f, H5_INDEX_NAME, H5_ITER_INC, NULL, check_attribute, NULL), 0);
+  hid_t spans = H5Gopen2(f, "/spans", H5P_DEFAULT);
+  ck_assert_int_ge(H5Aiterate2(spans, H5_INDEX_NAME, H5_ITER_INC, NULL, check_attribute, NULL), 0);
+  H5Gclose(spans);
+  H5Fclose(f);
+}
+END_TEST
+
+/* LeakSanitizer's switch for allocations of this thread, when it is linked
+ * (GCC says __SANITIZE_ADDRESS__, clang __has_feature). */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) && !defined(__SANITIZE_ADDRESS__)
+#define __SANITIZE_ADDRESS__ 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+static void test_lsan_disable(void) { __lsan_disable(); }
+static void test_lsan_enable(void) { __lsan_enable(); }
+#else
+static void test_lsan_disable(void) {}
+static void test_lsan_enable(void) {}
+#endif
+
+/* Flips one bit of the byte at offset. */
+static void flip_bit(const char *path, long offset, int bit) {
+  FILE *fp = fopen(path, "r+b");
+  ck_assert_ptr_nonnull(fp);
+  fseek(fp, offset, SEEK_SET);
+  int byte = fgetc(fp);
+  ck_assert_int_ne(byte, EOF);
+  fseek(fp, offset, SEEK_SET);
+  fputc(byte ^ (1 << bit), fp);
+  fclose(fp);
+}
+
+START_TEST(flipped_chunk_byte_is_a_checksum_mismatch_naming_the_dataset) {
+  char path[4200];
+  good_copy("flipped-chunk.h5", path, sizeof path);
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t dset = H5Dopen2(f, "/layers/001/K", H5P_DEFAULT);
+  hsize_t origin[3] = {1, 0, 0}; /* the chunk of KV head 1 */
+  haddr_t address = 0;
+  hsize_t size = 0;
+  ck_assert_int_ge(H5Dget_chunk_info_by_coord(dset, origin, NULL, &address, &size), 0);
+  H5Dclose(dset), H5Fclose(f);
+  flip_bit(path, (long)address + 7, 3);
+  TraceReader *r = NULL;
+  ck_assert_msg(trace_open(path, &r) == 0, "%s", obc_error_message()); /* metadata intact */
+  float K[NP * D];
+  ck_assert_int_eq(trace_read_kv(r, 1, 0, K, NULL), 0); /* another chunk */
+  ck_assert_int_eq(trace_read_kv(r, 1, 1, K, NULL), OBC_EFORMAT);
+  assert_message_names(path);
+  ck_assert_msg(strstr(obc_error_message(), "/layers/001/K: checksum mismatch"), "%s",
+                obc_error_message());
+  char hash[17];
+  ck_assert_int_eq(trace_compute_hash(r, hash), OBC_EFORMAT);
+  ck_assert_msg(strstr(obc_error_message(), "/layers/001/K: checksum mismatch"), "%s",
+                obc_error_message());
+  trace_close(r);
+}
+END_TEST
+
+/* Every byte of a small trace flipped in turn (one bit, varying), and the file cut at many
+ * lengths: trace_open and trace_compute_hash either fail with one line naming the file or
+ * succeed and read exactly the original (its content hash). A crash fails the test (Check
+ * forks each test); so does a hang (the test case's timeout). */
+START_TEST(damaged_copies_fail_naming_the_file_or_read_the_original) {
+  char good[4200], copy[4200], original[17];
+  scratch_path(good, sizeof good, "damage-good.h5");
+  SynthOptions o;
+  synth_options_default(&o);
+  o.n_layers = 1, o.n_heads = 2, o.n_kv_heads = 1, o.head_dim = 4, o.n_prompt = 12;
+  o.n_prompt_rows = 3, o.n_decode = 2, o.vocab_size = 5, o.needle_length = 2, o.store_attn = true;
+  ck_assert_msg(synth_generate(&o, good) == 0, "%s", obc_error_message());
+  hash_of(good, original);
+  scratch_path(copy, sizeof copy, "damage-copy.h5");
+  FILE *fp = fopen(good, "rb");
+  fseek(fp, 0, SEEK_END);
+  long size = ftell(fp);
+  unsigned char *bytes = malloc((size_t)size);
+  fseek(fp, 0, SEEK_SET);
+  ck_assert_int_eq(fread(bytes, 1, (size_t)size, fp), size);
+  fclose(fp);
+  size_t failed = 0, intact = 0;
+  /* HDF5 1.10 loses the object headers whose checksum fails (allocated while
+   * loading them, never freed on that error path): not our leaks. Without its
+   * free lists, every block HDF5 loses here is allocated here. */
+  H5set_free_list_limits(0, 0, 0, 0, 0, 0);
+  test_lsan_disable();
+  for (long i = 0; i < size + 64; i++) {
+    fp = fopen(copy, "wb");
+    long length = i < size ? size : (i - size) * size / 64; /* then 64 truncations */
+    fwrite(bytes, 1, (size_t)length, fp);
+    fclose(fp);
+    if (i < size) flip_bit(copy, i, (int)(i % 8));
+    TraceReader *r = NULL;
+    char hash[17];
+    int rc = trace_open(copy, &r);
+    if (!rc) rc = trace_compute_hash(r, hash);
+    if (rc) {
+      assert_message_names(copy);
+      failed++;
+    } else {
+      ck_assert_msg(!strcmp(hash, original), "byte %ld: read %s, not the original %s", i, hash,
+                    original);
+      intact++;
+    }
+    trace_close(r);
+  }
+  test_lsan_enable();
+  free(bytes);
+  printf("damaged copies of a %ld-byte trace: %zu failed naming the file, %zu read intact\n", size,
+         failed, intact);
+  ck_assert_uint_gt(failed, (size_t)size / 2);
+}
+END_TEST
+
 static Suite *traces_suite(void) {
   Suite *s = suite_create("traces");
   TCase *tc = tcase_create("traces");
@@ -717,6 +941,12 @@ static Suite *traces_suite(void) {
   tcase_add_test(tc, inconsistent_shapes_are_named_precisely);
   tcase_add_test(tc, nan_and_inf_values_fail_on_read_naming_dataset_layer_and_head);
   tcase_add_test(tc, trace_without_attention_rows_reports_not_found);
+  tcase_add_test(tc, schema1_trace_still_opens_and_reads);
+  tcase_add_test(tc, content_hash_is_the_same_for_the_same_trace_and_differs_otherwise);
+  tcase_add_test(tc,
+                 schema2_has_checksummed_metadata_checksummed_chunks_and_no_variable_length_data);
+  tcase_add_test(tc, flipped_chunk_byte_is_a_checksum_mismatch_naming_the_dataset);
+  tcase_add_test(tc, damaged_copies_fail_naming_the_file_or_read_the_original);
   suite_add_tcase(s, tc);
   return s;
 }

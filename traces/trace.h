@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define OBC_TRACE_SCHEMA_VERSION 1
+#define OBC_TRACE_SCHEMA_VERSION 2
 #define OBC_TRACE_MAX_SPANS 64
 
 /* A named half-open token range [begin, end) of the prompt ("needle",
@@ -112,8 +112,10 @@ size_t trace_meta_window_rows(const TraceMeta *meta);
 size_t trace_meta_decode_rows(const TraceMeta *meta, size_t *first_index);
 
 /* ---- Reading ---------------------------------------------------------------
- * trace_open checks the schema version, the complete flag, every dataset's
- * presence and shape, and fails with "<path>: <problem>" otherwise. Reads
+ * trace_open reads schema versions 1 and 2; it checks the schema version, the
+ * complete flag, every dataset's presence and shape, and fails with
+ * "<path>: <problem>" otherwise (a damaged file: "<path>: <object>: checksum
+ * mismatch (the file is damaged)" or "...: unreadable (...)"). Reads
  * convert to float whatever the storage dtype. Values are checked for NaN/Inf
  * as they are read (OBC_EVALUE naming the dataset). */
 /* Error codes (added): OBC_EIO missing or unreadable file; OBC_EFORMAT not
@@ -142,6 +144,14 @@ int trace_read_rows(TraceReader *reader, size_t layer, size_t head, float *Q, fl
 int trace_read_attn(TraceReader *reader, size_t layer, size_t head, float *A);
 /* Logits (n_decode, vocab_size). */
 int trace_read_logits(TraceReader *reader, float *logits);
+/* Reads every stored tensor slab and the logits exactly as stored (which, in
+ * schema 2, checks every chunk's Fletcher32 checksum) and computes the
+ * trace's content hash from them and meta (traces/SCHEMA.md "Content hash")
+ * into out: 16 lower-case hex digits. Equal to meta->content_hash unless the
+ * file was damaged or modified (schema 1 traces record none). A damaged
+ * chunk fails with OBC_EFORMAT: "<path>: /layers/003/K: checksum mismatch
+ * (the file is damaged)". */
+int trace_compute_hash(TraceReader *reader, char out[17]);
 
 /* ---- Writing ---------------------------------------------------------------
  * trace_create writes under a temporary name beside path; trace_commit writes

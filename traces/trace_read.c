@@ -1,7 +1,11 @@
 /* Trace reader: opens a trace, validates everything the attributes promise
  * (schema version, complete flag, every dataset's presence, type and shape)
  * before handing out any tensor, and then reads one (layer, head) slab at a
- * time, converting half to float and refusing NaN/Inf. See SCHEMA.md. */
+ * time, converting half to float and refusing NaN/Inf. Schema 2 files are
+ * read by known names only (never by walking links) and with no
+ * variable-length data, so damage shows up as a failed checksum, reported as
+ * "<path>: <object>: checksum mismatch"; schema 1 files are read as before.
+ * See SCHEMA.md. */
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
@@ -13,6 +17,7 @@
 #include "common/obc_error.h"
 #include "traces/trace.h"
 #include "traces/trace_h5.h"
+#include "traces/trace_hash.h"
 
 struct TraceReader {
   char path[4096];
@@ -33,6 +38,20 @@ void trace_close(TraceReader *reader) {
 
 /* ---- validation ------------------------------------------------------------ */
 
+/* 1 when the link `name` exists, 0 when it does not; an obc_fail (< 0) when
+ * looking it up hit a failed checksum. */
+static int find_link(const TraceReader *r, const char *name) {
+  htri_t exists = H5Lexists(r->file, name, H5P_DEFAULT);
+  if (exists > 0) return 1;
+  if (exists < 0 && trace_h5_checksum_failed()) return trace_h5_fail_damaged(r->path, name);
+  return 0;
+}
+
+/* Schema 1 stored its strings with variable length; schema 2 must not. */
+static int read_str_attr(const TraceReader *r, const char *name, char *out, size_t size) {
+  return trace_h5_attr_read_str(r->path, r->file, name, r->meta.schema_version == 1, out, size);
+}
+
 static void format_dims(char *out, size_t size, int rank, const hsize_t *dims) {
   size_t used = (size_t)snprintf(out, size, "(");
   for (int i = 0; i < rank && used < size; i++)
@@ -47,13 +66,25 @@ static void format_dims(char *out, size_t size, int rank, const hsize_t *dims) {
  * expected; `meaning` names the dimensions in the message. */
 static int check_dataset(const TraceReader *r, const char *name, H5T_class_t cls, size_t int_size,
                          int rank, const hsize_t *expected, const char *meaning) {
-  if (H5Lexists(r->file, name, H5P_DEFAULT) <= 0)
+  int exists = find_link(r, name);
+  if (exists < 0) return exists;
+  if (!exists)
     return obc_fail(OBC_EFORMAT, "%s: dataset %s is missing (expected shape %s)", r->path, name,
                     meaning);
   hid_t dset = H5Dopen2(r->file, name, H5P_DEFAULT);
-  if (dset < 0) return obc_fail(OBC_EFORMAT, "%s: %s is not a dataset", r->path, name);
+  if (dset < 0) {
+    if (trace_h5_checksum_failed()) return trace_h5_fail_damaged(r->path, name);
+    return obc_fail(OBC_EFORMAT, "%s: %s is not a dataset", r->path, name);
+  }
   hid_t type = H5Dget_type(dset);
   hid_t space = H5Dget_space(dset);
+  if (type < 0 || space < 0) {
+    int rc = trace_h5_fail_damaged(r->path, name);
+    if (type >= 0) H5Tclose(type);
+    if (space >= 0) H5Sclose(space);
+    H5Dclose(dset);
+    return rc;
+  }
   H5T_class_t found_cls = H5Tget_class(type);
   size_t type_size = H5Tget_size(type);
   bool ieee_half = false; /* 16-bit floats must be IEEE half (not bfloat16) */
@@ -120,22 +151,19 @@ static int read_attributes(TraceReader *r) {
   int64_t needle = 0;
   bool has_tokens = false;
   int rc = 0;
-  rc = rc ? rc
-          : trace_h5_attr_read_str(p, f, "tool_version", m->tool_version, sizeof m->tool_version);
-  rc = rc ? rc : trace_h5_attr_read_str(p, f, "producer", m->producer, sizeof m->producer);
-  rc = rc ? rc : trace_h5_attr_read_str(p, f, "created", m->created, sizeof m->created);
-  rc = rc ? rc : trace_h5_attr_read_str(p, f, "dtype", m->dtype, sizeof m->dtype);
-  rc = rc ? rc : trace_h5_attr_read_str(p, f, "model_name", c->name, sizeof c->name);
-  rc = rc ? rc
-          : trace_h5_attr_read_str(p, f, "architecture", c->architecture, sizeof c->architecture);
+  rc = rc ? rc : read_str_attr(r, "tool_version", m->tool_version, sizeof m->tool_version);
+  rc = rc ? rc : read_str_attr(r, "producer", m->producer, sizeof m->producer);
+  rc = rc ? rc : read_str_attr(r, "created", m->created, sizeof m->created);
+  rc = rc ? rc : read_str_attr(r, "dtype", m->dtype, sizeof m->dtype);
+  rc = rc ? rc : read_str_attr(r, "model_name", c->name, sizeof c->name);
+  rc = rc ? rc : read_str_attr(r, "architecture", c->architecture, sizeof c->architecture);
   rc = rc ? rc : read_size_attr(r, "n_layers", &c->n_layers);
   rc = rc ? rc : read_size_attr(r, "n_heads", &c->n_heads);
   rc = rc ? rc : read_size_attr(r, "n_kv_heads", &c->n_kv_heads);
   rc = rc ? rc : read_size_attr(r, "head_dim", &c->head_dim);
   rc = rc ? rc : read_size_attr(r, "vocab_size", &c->vocab_size);
   rc = rc ? rc : trace_h5_attr_read_f64(p, f, "rope_theta", &c->rope_theta);
-  rc = rc ? rc
-          : trace_h5_attr_read_str(p, f, "rope_scaling", c->rope_scaling, sizeof c->rope_scaling);
+  rc = rc ? rc : read_str_attr(r, "rope_scaling", c->rope_scaling, sizeof c->rope_scaling);
   rc = rc ? rc : trace_h5_attr_read_f64(p, f, "rope_factor", &c->rope_factor);
   rc = rc ? rc : trace_h5_attr_read_f64(p, f, "rope_low_freq_factor", &c->rope_low_freq_factor);
   rc = rc ? rc : trace_h5_attr_read_f64(p, f, "rope_high_freq_factor", &c->rope_high_freq_factor);
@@ -143,7 +171,7 @@ static int read_attributes(TraceReader *r) {
   rc = rc ? rc : trace_h5_attr_read_f64(p, f, "attn_scale", &c->attn_scale);
   c->rope_layout[0] = '\0'; /* optional: absent in traces written before it was added */
   if (!rc && H5Aexists(r->file, "rope_layout") > 0)
-    rc = trace_h5_attr_read_str(p, f, "rope_layout", c->rope_layout, sizeof c->rope_layout);
+    rc = read_str_attr(r, "rope_layout", c->rope_layout, sizeof c->rope_layout);
   rc = rc ? rc : read_size_attr(r, "n_prompt", &m->n_prompt);
   rc = rc ? rc : read_size_attr(r, "n_decode", &m->n_decode);
   rc = rc ? rc : read_size_attr(r, "n_positions", &m->n_positions);
@@ -174,9 +202,11 @@ static int read_attributes(TraceReader *r) {
     m->tokens = obc_malloc(m->n_positions * sizeof *m->tokens, "tokens");
     if (!m->tokens) return OBC_ENOMEM;
     hid_t dset = H5Dopen2(f, "/tokens", H5P_DEFAULT);
-    herr_t status = H5Dread(dset, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, m->tokens);
-    H5Dclose(dset);
-    if (status < 0) return obc_fail(OBC_EIO, "%s: cannot read /tokens", p);
+    herr_t status =
+        dset >= 0 ? H5Dread(dset, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, m->tokens) : -1;
+    rc = status < 0 ? trace_h5_fail_damaged(p, "/tokens") : OBC_OK;
+    if (dset >= 0) H5Dclose(dset);
+    if (rc) return rc;
   }
   return OBC_OK;
 }
@@ -190,10 +220,12 @@ static int read_row_positions(TraceReader *r) {
   if (!m->row_positions) return OBC_ENOMEM;
   hid_t dset = H5Dopen2(r->file, "/row_positions", H5P_DEFAULT);
   herr_t status =
-      m->n_rows ? H5Dread(dset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, m->row_positions)
-                : 0;
-  H5Dclose(dset);
-  if (status < 0) return obc_fail(OBC_EIO, "%s: cannot read /row_positions", r->path);
+      dset < 0    ? -1
+      : m->n_rows ? H5Dread(dset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, m->row_positions)
+                  : 0;
+  rc = status < 0 ? trace_h5_fail_damaged(r->path, "/row_positions") : OBC_OK;
+  if (dset >= 0) H5Dclose(dset);
+  if (rc) return rc;
   for (size_t i = 0; i < m->n_rows; i++) {
     int64_t pos = m->row_positions[i];
     if (pos < 0 || pos >= (int64_t)m->n_positions || (i && pos <= m->row_positions[i - 1]))
@@ -206,15 +238,69 @@ static int read_row_positions(TraceReader *r) {
 
 static int read_texts(TraceReader *r) {
   TraceMeta *m = &r->meta;
-  int rc = OBC_OK;
-  if (H5Lexists(r->file, "/prompt_text", H5P_DEFAULT) > 0)
-    rc = trace_h5_text_read(r->path, r->file, "/prompt_text", &m->prompt_text);
-  if (!rc && H5Lexists(r->file, "/generated_text", H5P_DEFAULT) > 0)
-    rc = trace_h5_text_read(r->path, r->file, "/generated_text", &m->generated_text);
+  bool variable = m->schema_version == 1;
+  int rc = find_link(r, "/prompt_text");
+  if (rc > 0) rc = trace_h5_text_read(r->path, r->file, "/prompt_text", variable, &m->prompt_text);
+  if (rc >= 0) rc = find_link(r, "/generated_text");
+  if (rc > 0)
+    rc = trace_h5_text_read(r->path, r->file, "/generated_text", variable, &m->generated_text);
+  return rc < 0 ? rc : OBC_OK;
+}
+
+/* Reads the span dataset /spans/<span->name> into span. */
+static int read_span(TraceReader *r, TraceSpan *span) {
+  const TraceMeta *m = &r->meta;
+  char name[128];
+  snprintf(name, sizeof name, "/spans/%s", span->name);
+  hsize_t dims[1] = {2};
+  int rc = check_dataset(r, name, H5T_INTEGER, 8, 1, dims, "(2) = [begin, end)");
+  if (rc) return rc;
+  int64_t range[2];
+  hid_t dset = H5Dopen2(r->file, name, H5P_DEFAULT);
+  herr_t status =
+      dset >= 0 ? H5Dread(dset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, range) : -1;
+  rc = status < 0 ? trace_h5_fail_damaged(r->path, name) : OBC_OK;
+  if (dset >= 0) H5Dclose(dset);
+  if (rc) return rc;
+  if (range[0] < 0 || range[1] < range[0] || range[1] > (int64_t)m->n_positions)
+    return obc_fail(OBC_EFORMAT, "%s: span %s = [%lld, %lld) is outside [0, %zu]", r->path, name,
+                    (long long)range[0], (long long)range[1], m->n_positions);
+  span->begin = range[0];
+  span->end = range[1];
+  return OBC_OK;
+}
+
+/* Schema 2: the spans the `names` attribute of /spans lists, in its order. */
+static int read_named_spans(TraceReader *r) {
+  TraceMeta *m = &r->meta;
+  int exists = find_link(r, "/spans");
+  if (exists < 0) return exists;
+  if (!exists) return obc_fail(OBC_EFORMAT, "%s: group /spans is missing", r->path);
+  hid_t group = H5Gopen2(r->file, "/spans", H5P_DEFAULT);
+  if (group < 0) return trace_h5_fail_damaged(r->path, "/spans");
+  char names[OBC_TRACE_MAX_SPANS][sizeof m->spans[0].name];
+  size_t count = 0;
+  int rc = trace_h5_attr_read_names(r->path, group, "names", &names[0][0], sizeof names[0],
+                                    OBC_TRACE_MAX_SPANS, &count);
+  H5Gclose(group);
+  for (size_t i = 0; !rc && i < count; i++) {
+    TraceSpan *span = &m->spans[i];
+    memcpy(span->name, names[i], sizeof span->name);
+    if (!span->name[0] || strchr(span->name, '/') || span->name[0] == '.')
+      rc = obc_fail(OBC_EFORMAT, "%s: /spans names entry %zu '%s' is not a span name", r->path, i,
+                    span->name);
+    for (size_t j = 0; !rc && j < i; j++)
+      if (!strcmp(m->spans[j].name, span->name))
+        rc = obc_fail(OBC_EFORMAT, "%s: /spans names '%s' twice", r->path, span->name);
+    if (!rc) rc = read_span(r, span);
+    if (!rc) m->n_spans = i + 1;
+  }
   return rc;
 }
 
-static int read_spans(TraceReader *r) {
+/* Schema 1: the links of /spans in creation order. Walking links by index is
+ * what HDF5 1.10 crashes on in damaged files, hence schema 2's names list. */
+static int read_linked_spans(TraceReader *r) {
   TraceMeta *m = &r->meta;
   if (H5Lexists(r->file, "/spans", H5P_DEFAULT) <= 0)
     return obc_fail(OBC_EFORMAT, "%s: group /spans is missing", r->path);
@@ -240,27 +326,8 @@ static int read_spans(TraceReader *r) {
                     (unsigned long long)i);
       break;
     }
-    char name[128];
-    snprintf(name, sizeof name, "/spans/%s", span->name);
-    hsize_t dims[1] = {2};
-    rc = check_dataset(r, name, H5T_INTEGER, 8, 1, dims, "(2) = [begin, end)");
-    if (rc) break;
-    int64_t range[2];
-    hid_t dset = H5Dopen2(r->file, name, H5P_DEFAULT);
-    herr_t status = H5Dread(dset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, range);
-    H5Dclose(dset);
-    if (status < 0) {
-      rc = obc_fail(OBC_EIO, "%s: cannot read %s", r->path, name);
-      break;
-    }
-    if (range[0] < 0 || range[1] < range[0] || range[1] > (int64_t)m->n_positions) {
-      rc = obc_fail(OBC_EFORMAT, "%s: span %s = [%lld, %lld) is outside [0, %zu]", r->path, name,
-                    (long long)range[0], (long long)range[1], m->n_positions);
-      break;
-    }
-    span->begin = range[0];
-    span->end = range[1];
-    m->n_spans++;
+    rc = read_span(r, span);
+    if (!rc) m->n_spans++;
   }
   H5Gclose(group);
   return rc;
@@ -302,6 +369,21 @@ static int check_layers(const TraceReader *r) {
   return OBC_OK;
 }
 
+/* Schema 2's content_hash: 16 lower-case hex digits. */
+static int read_content_hash(TraceReader *r) {
+  char hash[64];
+  int rc = read_str_attr(r, "content_hash", hash, sizeof hash);
+  if (rc) return rc;
+  bool ok = strlen(hash) == 16;
+  for (size_t i = 0; ok && i < 16; i++)
+    ok = (hash[i] >= '0' && hash[i] <= '9') || (hash[i] >= 'a' && hash[i] <= 'f');
+  if (!ok)
+    return obc_fail(OBC_EFORMAT, "%s: content_hash '%s' is not 16 lower-case hex digits", r->path,
+                    hash);
+  memcpy(r->meta.content_hash, hash, sizeof r->meta.content_hash);
+  return OBC_OK;
+}
+
 static int open_checked(TraceReader *r) {
   struct stat st;
   if (stat(r->path, &st) != 0)
@@ -313,27 +395,34 @@ static int open_checked(TraceReader *r) {
     return obc_fail(OBC_EFORMAT, "%s: not an HDF5 file (expected an obcache trace)", r->path);
   r->file = H5Fopen(r->path, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (r->file < 0)
-    return obc_fail(OBC_EIO, "%s: cannot open as HDF5 (damaged or truncated?)", r->path);
+    return obc_fail(OBC_EFORMAT, "%s: cannot open as HDF5: %s", r->path, trace_h5_damage());
   int64_t version = 0;
-  if (H5Aexists(r->file, "schema_version") <= 0)
+  htri_t has_version = H5Aexists(r->file, "schema_version");
+  if (has_version < 0) return trace_h5_fail_damaged(r->path, "schema_version");
+  if (!has_version)
     return obc_fail(OBC_EFORMAT, "%s: not an obcache trace (no schema_version attribute)", r->path);
   int rc = trace_h5_attr_read_i64(r->path, r->file, "schema_version", &version);
   if (rc) return rc;
-  if (version != OBC_TRACE_SCHEMA_VERSION)
-    return obc_fail(OBC_EUNSUPPORTED, "%s: schema version %lld, this obcache reads version %d",
-                    r->path, (long long)version, OBC_TRACE_SCHEMA_VERSION);
+  if (version < 1 || version > OBC_TRACE_SCHEMA_VERSION)
+    return obc_fail(OBC_EUNSUPPORTED,
+                    "%s: schema version %lld, this obcache reads versions 1 to %d", r->path,
+                    (long long)version, OBC_TRACE_SCHEMA_VERSION);
   r->meta.schema_version = (int)version;
   int64_t complete = 0;
-  if (H5Aexists(r->file, "complete") <= 0 ||
-      trace_h5_attr_read_i64(r->path, r->file, "complete", &complete) || complete != 1)
+  htri_t has_complete = H5Aexists(r->file, "complete");
+  if (has_complete < 0) return trace_h5_fail_damaged(r->path, "complete");
+  if (has_complete) rc = trace_h5_attr_read_i64(r->path, r->file, "complete", &complete);
+  if (rc) return rc;
+  if (complete != 1)
     return obc_fail(
         OBC_EFORMAT,
         "%s: incomplete trace (attribute 'complete' is not 1: the writer did not finish)", r->path);
   r->meta.complete = true;
-  rc = read_attributes(r);
+  if (version >= 2) rc = read_content_hash(r);
+  if (!rc) rc = read_attributes(r);
   if (!rc) rc = read_row_positions(r);
   if (!rc) rc = read_texts(r);
-  if (!rc) rc = read_spans(r);
+  if (!rc) rc = version >= 2 ? read_named_spans(r) : read_linked_spans(r);
   if (!rc) rc = check_layers(r);
   return rc;
 }
@@ -363,21 +452,23 @@ int trace_open(const char *path, TraceReader **out) {
 /* ---- tensors ---------------------------------------------------------------- */
 
 /* Reads slab [head, :, ...] of a layer dataset (or the whole dataset when
- * layer_name is an absolute name) into out (count floats). Halves are read
- * raw into the front of out and widened in place, back to front. */
-static int read_slab(TraceReader *r, const char *dset_name, size_t head, bool whole, float *out,
-                     size_t count) {
+ * whole) into out (count elements). as_float: 4- and 8-byte floats arrive as
+ * float, halves raw (2 bytes each, widened by the caller); otherwise every
+ * element arrives exactly as stored. *stored_size is the stored element
+ * size. Fletcher32 checks every chunk on the way. */
+static int read_slab_stored(TraceReader *r, const char *dset_name, size_t head, bool whole,
+                            bool as_float, void *out, size_t count, size_t *stored_size) {
   int rc = OBC_OK;
-  bool half = false;
 #pragma omp critical(obc_hdf5)
   {
     hid_t dset = H5Dopen2(r->file, dset_name, H5P_DEFAULT);
     hid_t file_space = dset >= 0 ? H5Dget_space(dset) : -1;
     hid_t type = dset >= 0 ? H5Dget_type(dset) : -1;
     if (dset < 0 || file_space < 0 || type < 0) {
-      rc = obc_fail(OBC_EIO, "%s: cannot open %s", r->path, dset_name);
+      rc = trace_h5_fail_damaged(r->path, dset_name);
     } else {
-      half = H5Tget_size(type) == 2;
+      *stored_size = H5Tget_size(type);
+      bool convert = as_float && *stored_size != 2;
       int rank = H5Sget_simple_extent_ndims(file_space);
       hsize_t dims[3], start[3] = {head, 0, 0}, block[3];
       H5Sget_simple_extent_dims(file_space, dims, NULL);
@@ -390,16 +481,24 @@ static int read_slab(TraceReader *r, const char *dset_name, size_t head, bool wh
       assert(count == (size_t)H5Sget_select_npoints(file_space));
       hid_t mem_space = H5Screate_simple(rank, block, NULL);
       herr_t status =
-          H5Dread(dset, half ? type : H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, out);
+          H5Dread(dset, convert ? H5T_NATIVE_FLOAT : type, mem_space, file_space, H5P_DEFAULT, out);
+      if (status < 0) rc = trace_h5_fail_damaged(r->path, dset_name);
       H5Sclose(mem_space);
-      if (status < 0)
-        rc = obc_fail(OBC_EIO, "%s: cannot read %s (damaged file?)", r->path, dset_name);
     }
     if (type >= 0) H5Tclose(type);
     if (file_space >= 0) H5Sclose(file_space);
     if (dset >= 0) H5Dclose(dset);
   }
-  if (rc || !half) return rc;
+  return rc;
+}
+
+/* Reads a slab as floats. Halves are read raw into the front of out and
+ * widened in place, back to front. */
+static int read_slab(TraceReader *r, const char *dset_name, size_t head, bool whole, float *out,
+                     size_t count) {
+  size_t stored_size = 0;
+  int rc = read_slab_stored(r, dset_name, head, whole, true, out, count, &stored_size);
+  if (rc || stored_size != 2) return rc;
   const uint16_t *bits = (const uint16_t *)(void *)out;
   for (size_t i = count; i-- > 0;) out[i] = trace_h5_float_from_half(bits[i]);
   return OBC_OK;
@@ -473,5 +572,61 @@ int trace_read_logits(TraceReader *r, float *logits) {
   if (!rc)
     rc = check_finite(r, "/logits", 0, NULL, 0, logits, m->n_decode, m->model.vocab_size,
                       "decode step");
+  return rc;
+}
+
+/* ---- content hash ----------------------------------------------------------- */
+
+/* Elements of one slab of kind: a head's (n_positions, d), (n_rows, d),
+ * (n_rows) or (n_rows, n_positions). */
+static size_t slab_elements(const TraceMeta *m, int kind) {
+  switch (kind) {
+    case OBC_TRACE_SLAB_K:
+    case OBC_TRACE_SLAB_V: return m->n_positions * m->model.head_dim;
+    case OBC_TRACE_SLAB_LSE: return m->n_rows;
+    case OBC_TRACE_SLAB_A: return m->n_rows * m->n_positions;
+    default: return m->n_rows * m->model.head_dim;
+  }
+}
+
+/* Elements of the largest slab, or of the logits. */
+static size_t largest_slab(const TraceMeta *m) {
+  size_t n = 0;
+  for (int k = 0; k < OBC_TRACE_SLAB_KINDS; k++)
+    if ((k != OBC_TRACE_SLAB_A || m->has_attn) && slab_elements(m, k) > n) n = slab_elements(m, k);
+  if (m->has_logits && m->n_decode * m->model.vocab_size > n) n = m->n_decode * m->model.vocab_size;
+  return n;
+}
+
+int trace_compute_hash(TraceReader *r, char out[17]) {
+  const TraceMeta *m = &r->meta;
+  uint64_t *hashes = obc_calloc(trace_hash_slab_count(m), sizeof *hashes, "slab hashes");
+  /* 8 bytes an element: the widest float a trace may store. */
+  unsigned char *buffer = obc_malloc(largest_slab(m) * 8, "slab buffer");
+  int rc = hashes && buffer ? OBC_OK : OBC_ENOMEM;
+  int kinds = m->has_attn ? OBC_TRACE_SLAB_KINDS : OBC_TRACE_SLAB_A;
+  for (size_t layer = 0; !rc && layer < m->model.n_layers; layer++) {
+    for (int k = 0; !rc && k < kinds; k++) {
+      char name[64];
+      trace_h5_layer_dataset(name, sizeof name, layer, trace_hash_slab_name(k));
+      size_t count = slab_elements(m, k);
+      for (size_t head = 0; !rc && head < trace_hash_slab_heads(m, k); head++) {
+        size_t size = 0;
+        rc = read_slab_stored(r, name, head, false, false, buffer, count, &size);
+        if (!rc)
+          hashes[trace_hash_slab_index(m, layer, k, head)] =
+              trace_hash_bytes(OBC_TRACE_HASH_SEED, buffer, count * size);
+      }
+    }
+  }
+  uint64_t logits_hash = 0;
+  if (!rc && m->has_logits) {
+    size_t count = m->n_decode * m->model.vocab_size, size = 0;
+    rc = read_slab_stored(r, "/logits", 0, true, false, buffer, count, &size);
+    if (!rc) logits_hash = trace_hash_bytes(OBC_TRACE_HASH_SEED, buffer, count * size);
+  }
+  if (!rc) trace_hash_manifest(m, logits_hash, hashes, out);
+  free(hashes);
+  free(buffer);
   return rc;
 }

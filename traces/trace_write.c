@@ -1,7 +1,10 @@
 /* Trace writer: creates every dataset of the schema up front (chunked per
- * head, optionally shuffled and deflated), accepts the tensors one (layer,
- * head) at a time in any order, and on commit writes `complete` last and
- * renames the temporary file into place. See traces/SCHEMA.md. */
+ * head, optionally shuffled and deflated, every chunk with a Fletcher32
+ * checksum), accepts the tensors one (layer, head) at a time in any order,
+ * hashing each slab as it goes, and on commit writes the content hash, then
+ * `complete` last, and renames the temporary file into place. The file
+ * format is pinned to HDF5 1.10 (superblock 3, object header 2), whose
+ * metadata is checksummed throughout. See traces/SCHEMA.md. */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +14,7 @@
 #include "common/obc_file.h"
 #include "traces/trace.h"
 #include "traces/trace_h5.h"
+#include "traces/trace_hash.h"
 
 /* Which tensors have been written, so commit can refuse a partial trace. */
 enum { WRITTEN_KV, WRITTEN_ROWS, WRITTEN_ATTN, WRITTEN_KINDS };
@@ -25,6 +29,8 @@ struct TraceWriter {
   bool logits_written;
   uint16_t *half_buffer; /* conversion scratch for f16 storage */
   size_t half_capacity;
+  uint64_t *slab_hashes; /* (trace_hash_slab_count) FNV-1a of each slab's stored bytes */
+  uint64_t logits_hash;
 };
 
 static const char *writer_path(const TraceWriter *w) { return w->pending.final_path; }
@@ -82,19 +88,13 @@ static int check_meta(const char *path, const TraceMeta *m, const TraceWriteOpti
 static int create_dataset(TraceWriter *w, const char *name, hid_t type, int rank,
                           const hsize_t *dims, const hsize_t *chunk, bool compress) {
   hid_t space = H5Screate_simple(rank, dims, NULL);
-  hid_t plist = H5Pcreate(H5P_DATASET_CREATE);
-  bool empty = false;
-  for (int i = 0; i < rank; i++) empty |= dims[i] == 0;
-  if (chunk && !empty) {
-    H5Pset_chunk(plist, rank, chunk);
-    if (compress && w->options.compression_level > 0) {
-      H5Pset_shuffle(plist);
-      H5Pset_deflate(plist, (unsigned)w->options.compression_level);
-    }
-  }
-  hid_t dset = H5Dcreate2(w->file, name, type, space, H5P_DEFAULT, plist, H5P_DEFAULT);
-  H5Pclose(plist);
-  H5Sclose(space);
+  hid_t plist =
+      trace_h5_dataset_plist(rank, dims, chunk, compress ? w->options.compression_level : 0);
+  hid_t dset = space >= 0 && plist >= 0
+                   ? H5Dcreate2(w->file, name, type, space, H5P_DEFAULT, plist, H5P_DEFAULT)
+                   : -1;
+  if (plist >= 0) H5Pclose(plist);
+  if (space >= 0) H5Sclose(space);
   if (dset < 0) return obc_fail(OBC_EIO, "%s: cannot create dataset %s", writer_path(w), name);
   H5Dclose(dset);
   return OBC_OK;
@@ -150,10 +150,13 @@ static int create_layer(TraceWriter *w, size_t layer) {
   return OBC_OK;
 }
 
+/* A small 1-D dataset written at once; chunked (one chunk up to 2^20
+ * elements) only so that it carries a Fletcher32 checksum. */
 static int write_whole(TraceWriter *w, const char *name, hid_t file_type, hid_t mem_type,
                        size_t count, const void *data) {
   hsize_t dims[1] = {count};
-  int rc = create_dataset(w, name, file_type, 1, dims, NULL, false);
+  hsize_t chunk[1] = {at_most(count, (size_t)1 << 20)};
+  int rc = create_dataset(w, name, file_type, 1, dims, chunk, false);
   if (rc) return rc;
   hid_t dset = H5Dopen2(w->file, name, H5P_DEFAULT);
   herr_t status = count ? H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) : 0;
@@ -162,14 +165,20 @@ static int write_whole(TraceWriter *w, const char *name, hid_t file_type, hid_t 
   return OBC_OK;
 }
 
+/* /spans/<name> datasets, and the `names` attribute of /spans that lists
+ * them in the producer's order: readers open spans by these names and never
+ * walk the group's links (HDF5 1.10 crashes walking damaged link indexes). */
 static int write_spans(TraceWriter *w) {
-  hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
-  /* Keep the spans in the order the producer listed them. */
-  H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
-  hid_t group = H5Gcreate2(w->file, "/spans", H5P_DEFAULT, gcpl, H5P_DEFAULT);
-  H5Pclose(gcpl);
+  hid_t group = H5Gcreate2(w->file, "/spans", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   if (group < 0) return obc_fail(OBC_EIO, "%s: cannot create group /spans", writer_path(w));
+  char names[OBC_TRACE_MAX_SPANS][sizeof w->meta.spans[0].name];
+  memset(names, 0, sizeof names);
+  for (size_t i = 0; i < w->meta.n_spans; i++)
+    memcpy(names[i], w->meta.spans[i].name, sizeof names[i]);
+  int rc = trace_h5_attr_write_names(writer_path(w), group, "names", &names[0][0], sizeof names[0],
+                                     w->meta.n_spans);
   H5Gclose(group);
+  if (rc) return rc;
   for (size_t i = 0; i < w->meta.n_spans; i++) {
     char name[128];
     snprintf(name, sizeof name, "/spans/%s", w->meta.spans[i].name);
@@ -235,6 +244,7 @@ static void writer_free(TraceWriter *w) {
   if (w->float_file_type >= 0 && w->options.store_f16) H5Tclose(w->float_file_type);
   for (int k = 0; k < WRITTEN_KINDS; k++) free(w->written[k]);
   free(w->half_buffer);
+  free(w->slab_hashes);
   trace_meta_free(&w->meta);
   free(w);
 }
@@ -290,6 +300,7 @@ int trace_create(const char *path, const TraceMeta *meta, const TraceWriteOption
   m->complete = false;
   m->has_attn = options->store_attn;
   m->has_logits = options->store_logits;
+  m->content_hash[0] = '\0'; /* known at commit */
   size_t sizes[WRITTEN_KINDS] = {m->model.n_kv_heads, m->model.n_heads, m->model.n_heads};
   for (int k = 0; k < WRITTEN_KINDS; k++) {
     w->written[k] = obc_calloc(m->model.n_layers * sizes[k], 1, "trace write flags");
@@ -298,9 +309,20 @@ int trace_create(const char *path, const TraceMeta *meta, const TraceWriteOption
       return OBC_ENOMEM;
     }
   }
+  w->slab_hashes = obc_calloc(trace_hash_slab_count(m), sizeof *w->slab_hashes, "slab hashes");
+  if (!w->slab_hashes) {
+    writer_free(w);
+    return OBC_ENOMEM;
+  }
   w->float_file_type = options->store_f16 ? trace_h5_f16_type() : H5T_IEEE_F32LE;
 
-  w->file = H5Fcreate(w->pending.temp_path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  /* HDF5 1.10 formats exactly (superblock 3, object headers 2, checksummed
+   * metadata): neither older unchecksummed ones nor newer ones that a 1.10
+   * reader would refuse. */
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110) >= 0)
+    w->file = H5Fcreate(w->pending.temp_path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  if (fapl >= 0) H5Pclose(fapl);
   if (w->file < 0) {
     rc = obc_fail(OBC_EIO, "%s: cannot create temporary file %s", path, w->pending.temp_path);
     obc_pending_abort(&w->pending);
@@ -319,12 +341,14 @@ int trace_create(const char *path, const TraceMeta *meta, const TraceWriteOption
 
 /* ---- tensors ---------------------------------------------------------------- */
 
-/* Writes the slab [head, :, ...] (count floats) of a rank-2/3 layer dataset.
- * as_f32 forces single precision whatever the trace dtype (lse). */
-static int write_head_slab(TraceWriter *w, size_t layer, const char *name, size_t head,
-                           const float *data, size_t count, bool as_f32) {
+/* Writes the slab [head, :, ...] (count floats) of a rank-2/3 layer dataset
+ * and records the hash of its stored bytes. as_f32 forces single precision
+ * whatever the trace dtype (lse). */
+static int write_head_slab(TraceWriter *w, size_t layer, int kind, size_t head, const float *data,
+                           size_t count, bool as_f32) {
   char dset_name[64];
-  trace_h5_layer_dataset(dset_name, sizeof dset_name, layer, name);
+  trace_h5_layer_dataset(dset_name, sizeof dset_name, layer, trace_hash_slab_name(kind));
+  uint64_t *slab_hash = &w->slab_hashes[trace_hash_slab_index(&w->meta, layer, kind, head)];
   hid_t dset = H5Dopen2(w->file, dset_name, H5P_DEFAULT);
   if (dset < 0) return obc_fail(OBC_EIO, "%s: cannot open dataset %s", writer_path(w), dset_name);
   hid_t file_space = H5Dget_space(dset);
@@ -350,10 +374,12 @@ static int write_head_slab(TraceWriter *w, size_t layer, const char *name, size_
       status = -1;
     } else {
       for (size_t i = 0; i < count; i++) w->half_buffer[i] = trace_h5_half_from_float(data[i]);
+      *slab_hash = trace_hash_bytes(OBC_TRACE_HASH_SEED, w->half_buffer, count * 2);
       status =
           H5Dwrite(dset, w->float_file_type, mem_space, file_space, H5P_DEFAULT, w->half_buffer);
     }
   } else {
+    *slab_hash = trace_hash_bytes(OBC_TRACE_HASH_SEED, data, count * sizeof *data);
     status = H5Dwrite(dset, H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, data);
   }
   H5Sclose(mem_space);
@@ -369,8 +395,8 @@ int trace_write_kv(TraceWriter *w, size_t layer, size_t kv_head, const float *K,
   const TraceMeta *m = &w->meta;
   assert(layer < m->model.n_layers && kv_head < m->model.n_kv_heads && K && V);
   size_t count = m->n_positions * m->model.head_dim;
-  int rc = write_head_slab(w, layer, "K", kv_head, K, count, false);
-  if (!rc) rc = write_head_slab(w, layer, "V", kv_head, V, count, false);
+  int rc = write_head_slab(w, layer, OBC_TRACE_SLAB_K, kv_head, K, count, false);
+  if (!rc) rc = write_head_slab(w, layer, OBC_TRACE_SLAB_V, kv_head, V, count, false);
   if (!rc) w->written[WRITTEN_KV][layer * m->model.n_kv_heads + kv_head] = 1;
   return rc;
 }
@@ -380,9 +406,9 @@ int trace_write_rows(TraceWriter *w, size_t layer, size_t head, const float *Q, 
   const TraceMeta *m = &w->meta;
   assert(layer < m->model.n_layers && head < m->model.n_heads && Q && O && lse);
   size_t count = m->n_rows * m->model.head_dim;
-  int rc = write_head_slab(w, layer, "Q", head, Q, count, false);
-  if (!rc) rc = write_head_slab(w, layer, "O", head, O, count, false);
-  if (!rc) rc = write_head_slab(w, layer, "lse", head, lse, m->n_rows, true);
+  int rc = write_head_slab(w, layer, OBC_TRACE_SLAB_Q, head, Q, count, false);
+  if (!rc) rc = write_head_slab(w, layer, OBC_TRACE_SLAB_O, head, O, count, false);
+  if (!rc) rc = write_head_slab(w, layer, OBC_TRACE_SLAB_LSE, head, lse, m->n_rows, true);
   if (!rc) w->written[WRITTEN_ROWS][layer * m->model.n_heads + head] = 1;
   return rc;
 }
@@ -393,7 +419,7 @@ int trace_write_attn(TraceWriter *w, size_t layer, size_t head, const float *A) 
   if (!w->options.store_attn)
     return obc_fail(OBC_EINVAL, "%s: attention rows written but the trace was created without them",
                     writer_path(w));
-  int rc = write_head_slab(w, layer, "A", head, A, m->n_rows * m->n_positions, false);
+  int rc = write_head_slab(w, layer, OBC_TRACE_SLAB_A, head, A, m->n_rows * m->n_positions, false);
   if (!rc) w->written[WRITTEN_ATTN][layer * m->model.n_heads + head] = 1;
   return rc;
 }
@@ -408,6 +434,8 @@ int trace_write_logits(TraceWriter *w, const float *logits) {
       dset >= 0 ? H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, logits) : -1;
   if (dset >= 0) H5Dclose(dset);
   if (status < 0) return obc_fail(OBC_EIO, "%s: cannot write /logits", writer_path(w));
+  w->logits_hash = trace_hash_bytes(OBC_TRACE_HASH_SEED, logits,
+                                    w->meta.n_decode * w->meta.model.vocab_size * sizeof *logits);
   w->logits_written = true;
   return OBC_OK;
 }
@@ -448,6 +476,10 @@ int trace_commit(TraceWriter *w) {
   if (!rc && w->meta.generated_text)
     rc = trace_h5_text_write(path, w->file, "/generated_text", w->meta.generated_text);
   if (!rc) rc = trace_h5_attr_write_i64(path, w->file, "needle_found", w->meta.needle_found);
+  if (!rc) {
+    trace_hash_manifest(&w->meta, w->logits_hash, w->slab_hashes, w->meta.content_hash);
+    rc = trace_h5_attr_write_str(path, w->file, "content_hash", w->meta.content_hash);
+  }
   if (!rc) rc = trace_h5_attr_write_i64(path, w->file, "complete", 1);
   if (!rc && H5Fflush(w->file, H5F_SCOPE_GLOBAL) < 0)
     rc = obc_fail(OBC_EIO, "%s: cannot flush (disk full?)", path);

@@ -1,0 +1,50 @@
+/* Internal to traces/ (not part of the trace.h contract): the content hash
+ * that is a trace's identity (traces/SCHEMA.md "Content hash"). Every tensor
+ * slab and the logits are hashed with 64-bit FNV-1a over their stored bytes;
+ * those hashes and the trace's shape, row positions, tokens, texts and spans
+ * then form a text manifest in a fixed order, and the hash of the manifest is
+ * the content hash. The order depends only on the trace's coordinates, not on
+ * the order the slabs were written or read, nor on the thread count. */
+#ifndef OBC_TRACE_HASH_H
+#define OBC_TRACE_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "traces/trace.h"
+
+#define OBC_TRACE_HASH_SEED 0xcbf29ce484222325ull /* FNV-1a 64 offset basis */
+
+/* FNV-1a 64 of size bytes, continuing from state (OBC_TRACE_HASH_SEED to
+ * start a new hash). */
+uint64_t trace_hash_bytes(uint64_t state, const void *data, size_t size);
+
+/* The per-layer datasets, in manifest order. A is last and only present when
+ * the trace has attention rows. */
+enum {
+  OBC_TRACE_SLAB_K,
+  OBC_TRACE_SLAB_V,
+  OBC_TRACE_SLAB_Q,
+  OBC_TRACE_SLAB_O,
+  OBC_TRACE_SLAB_LSE,
+  OBC_TRACE_SLAB_A,
+  OBC_TRACE_SLAB_KINDS
+};
+
+/* Name ("K", "lse", ...) and heads (n_kv_heads for K and V, else n_heads) of
+ * a slab kind. */
+const char *trace_hash_slab_name(int kind);
+size_t trace_hash_slab_heads(const TraceMeta *meta, int kind);
+/* Slabs per trace, and the index of (layer, kind, head) in the array of slab
+ * hashes trace_hash_manifest takes: layer-major, then kind, then head. */
+size_t trace_hash_slab_count(const TraceMeta *meta);
+size_t trace_hash_slab_index(const TraceMeta *meta, size_t layer, int kind, size_t head);
+
+/* The content hash of a trace: meta (shape, row positions, tokens, texts,
+ * spans), the hash of the stored logits (ignored without logits) and the
+ * slab hashes (trace_hash_slab_count of them). Writes 16 lower-case hex
+ * digits and a NUL into out. */
+void trace_hash_manifest(const TraceMeta *meta, uint64_t logits_hash,
+                         const uint64_t *slab_hashes /* (trace_hash_slab_count) */, char out[17]);
+
+#endif
