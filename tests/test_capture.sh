@@ -117,7 +117,7 @@ one_line_error "needle longer than the context" "more than --length" "$dir/bad.h
 # (uncompressed), and a write that fails midway (compressed) exits cleanly.
 (ulimit -f 200; one_line_error "disk full (ulimit -f)" "ulimit -f" "$dir/full.h5" \
    "${common[@]}"; exit $fail) || fail=1
-(ulimit -f 2000; one_line_error "disk full mid-write (ulimit -f, compressed)" "disk full" \
+(ulimit -f 2000; one_line_error "ulimit -f hit mid-write (compressed)" "file size limit exceeded (ulimit -f)" \
    "$dir/full.h5" "${common[@]}" --compress 1
  check "a failed write exits with status 1, not a crash" test "$last_rc" -eq 1
  exit $fail) || fail=1

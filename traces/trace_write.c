@@ -6,6 +6,7 @@
  * format is pinned to HDF5 1.10 (superblock 3, object header 2), whose
  * metadata is checksummed throughout. See traces/SCHEMA.md. */
 #include <assert.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -320,11 +321,14 @@ int trace_create(const char *path, const TraceMeta *meta, const TraceWriteOption
    * metadata): neither older unchecksummed ones nor newer ones that a 1.10
    * reader would refuse. */
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  errno = 0;
   if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110) >= 0)
     w->file = H5Fcreate(w->pending.temp_path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  int err = errno;
   if (fapl >= 0) H5Pclose(fapl);
   if (w->file < 0) {
-    rc = obc_fail(OBC_EIO, "%s: cannot create temporary file %s", path, w->pending.temp_path);
+    rc = obc_fail(OBC_EIO, "%s: cannot create temporary file %s: %s", path, w->pending.temp_path,
+                  obc_write_error_text(w->pending.temp_path, err));
     obc_pending_abort(&w->pending);
     writer_free(w);
     return rc;
@@ -364,6 +368,7 @@ static int write_head_slab(TraceWriter *w, size_t layer, int kind, size_t head, 
   assert(count == (size_t)H5Sget_select_npoints(file_space));
   hid_t mem_space = H5Screate_simple(rank, block, NULL);
   herr_t status;
+  errno = 0; /* HDF5 keeps the errno of a failed write (disk full, ulimit -f) */
   if (!as_f32 && w->options.store_f16) {
     if (w->half_capacity < count) {
       free(w->half_buffer);
@@ -384,10 +389,11 @@ static int write_head_slab(TraceWriter *w, size_t layer, int kind, size_t head, 
   }
   H5Sclose(mem_space);
   H5Sclose(file_space);
+  int err = errno;
   H5Dclose(dset);
   if (status < 0)
-    return obc_fail(OBC_EIO, "%s: cannot write %s head %zu (disk full?)", writer_path(w), dset_name,
-                    head);
+    return obc_fail(OBC_EIO, "%s: cannot write %s head %zu: %s", writer_path(w), dset_name, head,
+                    obc_write_error_text(w->pending.temp_path, err));
   return OBC_OK;
 }
 
@@ -481,12 +487,17 @@ int trace_commit(TraceWriter *w) {
     rc = trace_h5_attr_write_str(path, w->file, "content_hash", w->meta.content_hash);
   }
   if (!rc) rc = trace_h5_attr_write_i64(path, w->file, "complete", 1);
+  errno = 0;
   if (!rc && H5Fflush(w->file, H5F_SCOPE_GLOBAL) < 0)
-    rc = obc_fail(OBC_EIO, "%s: cannot flush (disk full?)", path);
+    rc = obc_fail(OBC_EIO, "%s: cannot flush: %s", path,
+                  obc_write_error_text(w->pending.temp_path, errno));
   if (!rc) {
     herr_t status = H5Fclose(w->file);
+    int err = errno;
     w->file = -1;
-    if (status < 0) rc = obc_fail(OBC_EIO, "%s: cannot close (disk full?)", path);
+    if (status < 0)
+      rc = obc_fail(OBC_EIO, "%s: cannot close: %s", path,
+                    obc_write_error_text(w->pending.temp_path, err));
   }
   if (!rc) rc = obc_pending_commit(&w->pending);
   if (rc) {
