@@ -1,10 +1,18 @@
 # The two entry points of the README. Both install what is missing, configure
 # and build with CMake, then either run the demo or the whole test suite.
+# `make test` runs, in order: the format check, the whole CTest suite of the
+# Release build, the sanitizer stage (scripts/sanitizer_tests.sh) and the fuzz
+# smoke (scripts/fuzz.sh, SMOKE_SECONDS per harness), the last two from one
+# clang build tree with ASan, UBSan and the libFuzzer harnesses ($(SAN_BUILD)).
 BUILD ?= build
+SAN_BUILD ?= build-san
 JOBS  ?= $(shell nproc)
 CMAKE_FLAGS ?=
+SMOKE_SECONDS ?= 60
+FUZZ_SECONDS ?= 60
+FUZZ ?=
 
-.PHONY: all setup build demo test bench format check-format clean
+.PHONY: all setup build san-build demo test fuzz bench format check-format clean
 
 all: build
 
@@ -18,9 +26,24 @@ build: setup
 demo: build
 	@scripts/demo.sh $(BUILD)/obcache
 
+# clang (libFuzzer), RelWithDebInfo for line numbers in reports, no CUDA
+# (CMakeLists.txt, OBC_SANITIZE).
+san-build: setup
+	@cmake -S . -B $(SAN_BUILD) -DCMAKE_C_COMPILER=clang-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DOBC_SANITIZE=address,undefined -DOBC_FUZZ=ON -DOBC_CUDA=OFF >/dev/null
+	@cmake --build $(SAN_BUILD) -j $(JOBS)
+
 test: build
 	@scripts/check_format.sh
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@$(MAKE) --no-print-directory san-build
+	@JOBS=$(JOBS) scripts/sanitizer_tests.sh $(SAN_BUILD)
+	@scripts/fuzz.sh $(SAN_BUILD) $(SMOKE_SECONDS)
+
+# Every harness (or those named in FUZZ, e.g. FUZZ="trace keep_file") for
+# FUZZ_SECONDS each, two at a time; the corpus grows in $(SAN_BUILD)/fuzz.
+fuzz: san-build
+	@scripts/fuzz.sh $(SAN_BUILD) $(FUZZ_SECONDS) $(FUZZ)
 
 bench: build
 	@cmake --build $(BUILD) -j $(JOBS) --target benchmarks
@@ -35,4 +58,4 @@ check-format: setup
 	@scripts/check_format.sh
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD)

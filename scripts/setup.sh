@@ -7,9 +7,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# clang-14 with its sanitizer and libFuzzer runtimes (libclang-rt-14-dev) and
+# OpenMP (libomp-14-dev): the sanitizer build tree and fuzzers of `make test`.
 APT_PACKAGES=(build-essential cmake pkg-config libhdf5-dev hdf5-tools libcjson-dev
               check libopenblas-openmp-dev libpcre2-dev gnuplot-nox bible-kjv
-              clang-format)
+              clang-format clang-14 libclang-rt-14-dev libomp-14-dev)
 PY_PACKAGES=(numpy h5py gguf tokenizers safetensors transformers)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }

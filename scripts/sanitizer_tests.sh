@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The sanitizer stage of `make test`: the Check suites, the CLI shell tests and
+# the fuzz harnesses over their seeds, from BUILD, a build tree configured
+# with OBC_SANITIZE=address,undefined (and OBC_FUZZ=ON; see the Makefile).
+# Not the Python references (they test numbers, not memory) nor the
+# @Sandybridge/@Prescott twins (other OpenBLAS kernels, the same code of ours).
+# Every sanitizer report fails the run, including reports from processes that
+# a shell test expects to fail: ASan, UBSan and LeakSanitizer write their
+# reports to files under BUILD/sanitizer-reports (log_path), which must stay
+# empty; an exit code alone would miss a report from `obcache` run on bad
+# input on purpose. halt_on_error=1 (and -fno-sanitize-recover=all in the
+# build) makes the first report end the process.
+set -euo pipefail
+[ $# -eq 1 ] || { echo "usage: scripts/sanitizer_tests.sh BUILD" >&2; exit 2; }
+build=$(cd "$1" && pwd)
+source_dir=$(cd "$(dirname "$0")/.." && pwd)
+reports=$build/sanitizer-reports
+rm -rf "$reports"
+mkdir -p "$reports"
+cmake --build "$build" --target fuzz_seeds >/dev/null
+
+# One log_path for both: UBSan shares the common flags of the ASan runtime.
+# allocator_may_return_null=1: a failed allocation is an error path of ours
+# to test (obc_malloc fails with a message), not a report.
+export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:allocator_may_return_null=1:log_path=$reports/report:${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/report:${UBSAN_OPTIONS:-}"
+export LSAN_OPTIONS="suppressions=$source_dir/tests/sanitizers/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
+rc=0
+(cd "$build" && ctest -j "${JOBS:-2}" --output-on-failure -LE blas -E '^py_|@') || rc=$?
+
+found=$(find "$reports" -type f | sort)
+if [ -n "$found" ]; then
+  echo "sanitizer_tests: $(echo "$found" | wc -l) sanitizer report(s):" >&2
+  for f in $found; do
+    echo "---- $f" >&2
+    cat "$f" >&2
+  done
+  rc=1
+fi
+if [ "$rc" != 0 ]; then
+  echo "sanitizer_tests: FAILED (reports in $reports)" >&2
+  exit 1
+fi
+echo "sanitizer_tests: no sanitizer report"

@@ -1,0 +1,74 @@
+/* Shared by the libFuzzer harnesses of tests/fuzz/ (CONTRIBUTING.md,
+ * "Fuzzing"): a scratch folder private to the process (under $TMPDIR, removed
+ * at exit with whatever is left in it), input bytes written to a file there
+ * (the readers under test take paths), and the split of one input into the
+ * parts of a folder. Every harness runs single-threaded (one OpenMP thread) so
+ * that an input always takes the same path. Test code, header-only. */
+#ifndef OBC_TEST_FUZZ_COMMON_H
+#define OBC_TEST_FUZZ_COMMON_H
+
+#include <dirent.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char fuzz_dir[4096];
+
+/* Removes the scratch folder and every file in it (no subfolders are made). */
+static inline void fuzz_remove_dir(void) {
+  if (!fuzz_dir[0]) return;
+  DIR *dir = opendir(fuzz_dir);
+  if (dir) {
+    struct dirent *entry;
+    char path[4096 + 256];
+    while ((entry = readdir(dir)))
+      if (strcmp(entry->d_name, ".") && strcmp(entry->d_name, "..")) {
+        snprintf(path, sizeof path, "%s/%s", fuzz_dir, entry->d_name);
+        unlink(path);
+      }
+    closedir(dir);
+  }
+  rmdir(fuzz_dir);
+  fuzz_dir[0] = '\0';
+}
+
+/* The scratch folder, made on first use; aborts when it cannot be made (the
+ * harness would otherwise test nothing). */
+static inline const char *fuzz_scratch(void) {
+  if (fuzz_dir[0]) return fuzz_dir;
+  const char *tmp = getenv("TMPDIR");
+  snprintf(fuzz_dir, sizeof fuzz_dir, "%s/obc-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(fuzz_dir)) {
+    perror(fuzz_dir);
+    abort();
+  }
+  atexit(fuzz_remove_dir);
+  omp_set_num_threads(1);
+  return fuzz_dir;
+}
+
+/* Writes n bytes to <scratch>/name; path receives the full name. */
+static inline void fuzz_write(const char *name, const uint8_t *data, size_t n, char *path,
+                              size_t size) {
+  snprintf(path, size, "%s/%s", fuzz_scratch(), name);
+  FILE *fp = fopen(path, "wb");
+  if (!fp || (n && fwrite(data, 1, n, fp) != n) || fclose(fp)) {
+    perror(path);
+    abort();
+  }
+}
+
+/* Splits data at its first NUL byte: *head is everything before it, *tail
+ * everything after (empty when there is no NUL). */
+static inline void fuzz_split(const uint8_t *data, size_t n, size_t *head, const uint8_t **tail,
+                              size_t *tail_n) {
+  const uint8_t *nul = n ? memchr(data, 0, n) : NULL;
+  *head = nul ? (size_t)(nul - data) : n;
+  *tail = nul ? nul + 1 : data + n;
+  *tail_n = nul ? n - *head - 1 : 0;
+}
+
+#endif

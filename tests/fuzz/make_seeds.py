@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+"""Builds the seed corpus of every libFuzzer harness of tests/fuzz/ from the
+project's own fixtures (CONTRIBUTING.md, "Fuzzing"), deterministically:
+
+  gguf         tiny llama and qwen2 GGUFs (the gguf package's GGUFWriter, as the
+               Python references write them) with a byte-level BPE tokenizer
+               in their metadata, one with Q8_0 weights, one metadata only
+  safetensors  config.json NUL model.safetensors of the Hugging Face folders
+               tests/gguf_to_hf.py makes of those GGUFs (F32, F16, BF16)
+  tokenizer    tokenizer.json NUL tokenizer_config.json NUL text, from the same
+               folders, and SmolLM2's real tokenizer.json when the default model
+               is there
+  trace        traces of `obcache synth` (f32, f16, deflate, attention rows,
+               logits), in whatever schema the current writer writes
+  keep_file    keep files of `obcache evict` on the harness's own trace
+               (fuzz_keep_file with OBC_FUZZ_KEEP_TRACE), and one made for
+               another trace of the same shape
+
+and, for each, damaged variants: cut in half, and three bytes flipped at
+places drawn from a generator seeded by the file's name.
+
+usage: make_seeds.py --out DIR --obcache OBCACHE --keep-harness FUZZ_KEEP_FILE [--model GGUF]
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.dirname(HERE)
+sys.path.insert(0, TESTS)
+
+SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
+          "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"
+          "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+TRAINING_TEXT = ("The needle is hidden in the haystack. Where is the needle? The answer is 42. "
+                 "In the beginning God created the heaven and the earth. 0123456789 "
+                 "na\u00efve caf\u00e9 \u00fcber \U0001F600 <tag> x=1; y = x + 2;\n")
+
+
+def bytes_to_unicode():
+    """GPT-2's byte -> printable character map of byte-level BPE."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+def tiny_vocab(n_merges=64):
+    """Specials, the 256 byte symbols, then n_merges merges learnt greedily on
+    TRAINING_TEXT (most frequent pair first, ties by the pair itself)."""
+    table = bytes_to_unicode()
+    words = [[table[b] for b in (" " + w if i else w).encode()]
+             for i, w in enumerate(TRAINING_TEXT.split(" "))]
+    tokens = SPECIALS + [table[b] for b in range(256)]
+    merges = []
+    for _ in range(n_merges):
+        counts = {}
+        for w in words:
+            for a, b in zip(w, w[1:]):
+                counts[(a, b)] = counts.get((a, b), 0) + 1
+        if not counts:
+            break
+        (a, b), _ = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+        merges.append(f"{a} {b}")
+        tokens.append(a + b)
+        for w in words:
+            i = 0
+            while i < len(w) - 1:
+                if w[i] == a and w[i + 1] == b:
+                    w[i:i + 2] = [a + b]
+                i += 1
+    return tokens, merges
+
+
+def write_gguf(path, arch, tensors=True, quantize=False, seed=1):
+    import gguf
+
+    tokens, merges = tiny_vocab()
+    dim, ffn, n_heads, n_kv, n_layers, vocab = 16, 32, 4, 2, 2, len(tokens)
+    hd = dim // n_heads
+    rng = np.random.default_rng(seed)
+    writer = gguf.GGUFWriter(path, arch)
+    writer.add_name("fuzz-seed")
+    writer.add_block_count(n_layers)
+    writer.add_context_length(64)
+    writer.add_embedding_length(dim)
+    writer.add_feed_forward_length(ffn)
+    writer.add_head_count(n_heads)
+    writer.add_head_count_kv(n_kv)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_rope_freq_base(10000.0)
+    writer.add_rope_dimension_count(hd)
+    writer.add_vocab_size(vocab)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("smollm" if arch == "llama" else "qwen2")
+    writer.add_token_list(tokens)
+    writer.add_token_types([3 if t in SPECIALS else 1 for t in tokens])
+    writer.add_token_merges(merges)
+    writer.add_bos_token_id(0)
+    writer.add_eos_token_id(2)
+    writer.add_add_bos_token(arch == "llama")
+    writer.add_chat_template(CHATML)
+
+    def add(name, *shape):
+        array = (0.1 * rng.standard_normal(shape)).astype(np.float32)
+        if quantize and array.ndim == 2 and array.shape[-1] % 32 == 0:  # Q8_0 blocks of 32
+            q = gguf.quants.quantize(array, gguf.GGMLQuantizationType.Q8_0)
+            writer.add_tensor(name, q, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+        else:
+            writer.add_tensor(name, array)
+
+    if tensors:
+        add("token_embd.weight", vocab, dim)
+        add("output_norm.weight", dim)
+        for i in range(n_layers):
+            for name, shape in (("attn_norm", (dim,)), ("attn_q", (n_heads * hd, dim)),
+                                ("attn_k", (n_kv * hd, dim)), ("attn_v", (n_kv * hd, dim)),
+                                ("attn_output", (dim, n_heads * hd)), ("ffn_norm", (dim,)),
+                                ("ffn_gate", (ffn, dim)), ("ffn_up", (ffn, dim)),
+                                ("ffn_down", (dim, ffn))):
+                add(f"blk.{i}.{name}.weight", *shape)
+            if arch == "qwen2":
+                for name, rows in (("attn_q", n_heads * hd), ("attn_k", n_kv * hd), ("attn_v", n_kv * hd)):
+                    add(f"blk.{i}.{name}.bias", rows)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def put(folder, name, data):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, name), "wb") as f:
+        f.write(data)
+
+
+def damaged(folder):
+    """Cut-in-half and byte-flipped copies of every seed of folder."""
+    for name in sorted(os.listdir(folder)):
+        data = read(os.path.join(folder, name))
+        if len(data) < 2:
+            continue
+        put(folder, name + ".cut", data[:len(data) // 2])
+        rng = random.Random(name)
+        flipped = bytearray(data)
+        for _ in range(3):
+            flipped[rng.randrange(len(data))] ^= 0xFF
+        put(folder, name + ".flip", bytes(flipped))
+
+
+def hf_folder(gguf_path, folder, dtype):
+    subprocess.run([sys.executable, os.path.join(TESTS, "gguf_to_hf.py"), gguf_path, folder,
+                    "--dtype", dtype, "--tokenizer"], check=True, stdout=subprocess.DEVNULL)
+
+
+def tokenizer_seed(folder, text):
+    config = os.path.join(folder, "tokenizer_config.json")
+    return (read(os.path.join(folder, "tokenizer.json")) + b"\0" +
+            (read(config) if os.path.exists(config) else b"") + b"\0" + text.encode())
+
+
+def gguf_and_hf_seeds(out, work):
+    seeds = {h: os.path.join(out, h) for h in ("gguf", "safetensors", "tokenizer")}
+    for arch in ("llama", "qwen2"):
+        path = os.path.join(work, f"{arch}.gguf")
+        write_gguf(path, arch)
+        shutil.copy(path, os.path.join(seeds["gguf"], f"{arch}.gguf"))
+        for dtype in ("f32", "f16", "bf16"):
+            folder = os.path.join(work, f"{arch}-{dtype}")
+            hf_folder(path, folder, dtype)
+            put(seeds["safetensors"], f"{arch}-{dtype}",
+                read(os.path.join(folder, "config.json")) + b"\0" +
+                read(os.path.join(folder, "model.safetensors")))
+        folder = os.path.join(work, f"{arch}-f32")
+        put(seeds["tokenizer"], f"{arch}", tokenizer_seed(folder, TRAINING_TEXT))
+        put(seeds["tokenizer"], f"{arch}-noconfig",
+            read(os.path.join(folder, "tokenizer.json")) + b"\0\0" + "a 42 \u00e9".encode())
+    write_gguf(os.path.join(seeds["gguf"], "llama-q8_0.gguf"), "llama", quantize=True)
+    write_gguf(os.path.join(seeds["gguf"], "metadata-only.gguf"), "llama", tensors=False)
+    put(seeds["safetensors"], "config-only",
+        read(os.path.join(work, "llama-f32", "config.json")))
+    put(seeds["safetensors"], "empty-header", b"{}\0" + (2).to_bytes(8, "little") + b"{}")
+    # tokenizer.json with merges in the older "left right" string form
+    data = json.loads(read(os.path.join(work, "llama-f32", "tokenizer.json")))
+    data["model"]["merges"] = [m if isinstance(m, str) else " ".join(m) for m in data["model"]["merges"]]
+    put(seeds["tokenizer"], "merges-as-strings", json.dumps(data).encode() + b"\0\0hello")
+
+
+def real_tokenizer_seed(out, work, model):
+    """SmolLM2's tokenizer.json, as tests/gguf_to_hf.py builds it from the model."""
+    if not model or not os.path.exists(model):
+        return
+    import gguf
+    import gguf_to_hf
+
+    folder = os.path.join(work, "smollm2")
+    os.makedirs(folder, exist_ok=True)
+    gguf_to_hf.write_tokenizer(gguf.GGUFReader(model), folder)
+    put(os.path.join(out, "tokenizer"), "smollm2", tokenizer_seed(folder, TRAINING_TEXT))
+
+
+def trace_seeds(out, work, obcache):
+    folder = os.path.join(out, "trace")
+    small = ["--layers", "1", "--heads", "2", "--kv-heads", "1", "--head-dim", "4", "--prompt", "12",
+             "--rows", "4", "--decode", "2", "--needle-length", "2"]
+    variants = {"default": [], "small": small, "small-f16": small + ["--dtype", "f16"],
+                "small-deflate": small + ["--compress", "4"], "small-attn": small + ["--store-attn"],
+                "small-logits": small + ["--vocab", "16"],
+                "gqa": small + ["--heads", "4", "--kv-heads", "2", "--seed", "2"]}
+    for name, args in variants.items():
+        subprocess.run([obcache, "synth", "-o", os.path.join(folder, name + ".h5"), "--threads", "1"]
+                       + args, check=True, stdout=subprocess.DEVNULL)
+
+
+def keep_seeds(out, work, obcache, harness):
+    folder = os.path.join(out, "keep_file")
+    trace = os.path.join(work, "keep-trace.h5")
+    subprocess.run([harness], env=dict(os.environ, OBC_FUZZ_KEEP_TRACE=trace), check=True)
+    policies = {"obc_vk": [], "streaming": ["--score", "streaming", "--sinks", "2", "--recent", "4"],
+                "random-adakv": ["--score", "random", "--alloc", "adakv", "--budget", "8"],
+                "agnostic": ["--mode", "agnostic", "--budget", "0.25"]}
+    for name, args in policies.items():
+        subprocess.run([obcache, "evict", trace, "-o", os.path.join(folder, name + ".h5")] + args,
+                       check=True, stdout=subprocess.DEVNULL)
+    # a keep file made for another trace of the same shape (seed 2)
+    other = os.path.join(work, "other-trace.h5")
+    subprocess.run([obcache, "synth", "-o", other, "--seed", "2"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([obcache, "evict", other, "-o", os.path.join(folder, "other-trace.h5")],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--obcache", required=True)
+    ap.add_argument("--keep-harness", required=True)
+    ap.add_argument("--model")
+    args = ap.parse_args()
+    tmp = args.out.rstrip("/") + ".part"
+    shutil.rmtree(tmp, ignore_errors=True)
+    for harness in ("gguf", "safetensors", "tokenizer", "trace", "keep_file"):
+        os.makedirs(os.path.join(tmp, harness))
+    with tempfile.TemporaryDirectory() as work:
+        gguf_and_hf_seeds(tmp, work)
+        real_tokenizer_seed(tmp, work, args.model)
+        trace_seeds(tmp, work, args.obcache)
+        keep_seeds(tmp, work, args.obcache, args.keep_harness)
+    for harness in os.listdir(tmp):
+        damaged(os.path.join(tmp, harness))
+    shutil.rmtree(args.out, ignore_errors=True)
+    os.replace(tmp, args.out)
+    counts = {h: len(os.listdir(os.path.join(args.out, h))) for h in sorted(os.listdir(args.out))}
+    print("make_seeds: " + ", ".join(f"{h} {n}" for h, n in counts.items()) + f" -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
