@@ -33,12 +33,17 @@ san-build: setup
 	  -DOBC_SANITIZE=address,undefined -DOBC_FUZZ=ON -DOBC_CUDA=OFF >/dev/null
 	@cmake --build $(SAN_BUILD) -j $(JOBS)
 
+# Each stage says how long it took (README, Tests).
 test: build
 	@scripts/check_format.sh
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
-	@$(MAKE) --no-print-directory san-build
-	@JOBS=$(JOBS) scripts/sanitizer_tests.sh $(SAN_BUILD)
-	@scripts/fuzz.sh $(SAN_BUILD) $(SMOKE_SECONDS)
+	@t=$$(date +%s) && cd $(BUILD) && ctest --output-on-failure -j $(JOBS) && \
+	  echo "make test: suite passed in $$(($$(date +%s) - t)) s"
+	@t=$$(date +%s) && $(MAKE) --no-print-directory san-build && \
+	  echo "make test: sanitizer build in $$(($$(date +%s) - t)) s"
+	@t=$$(date +%s) && JOBS=$(JOBS) scripts/sanitizer_tests.sh $(SAN_BUILD) && \
+	  echo "make test: sanitizer stage passed in $$(($$(date +%s) - t)) s"
+	@t=$$(date +%s) && FUZZ_SEED=1 scripts/fuzz.sh $(SAN_BUILD) $(SMOKE_SECONDS) && \
+	  echo "make test: fuzz smoke passed in $$(($$(date +%s) - t)) s"
 
 # Every harness (or those named in FUZZ, e.g. FUZZ="trace keep_file") for
 # FUZZ_SECONDS each, two at a time; the corpus grows in $(SAN_BUILD)/fuzz.

@@ -9,6 +9,9 @@
 #                 run (or a longer one) continues from it
 #   crashes/NAME  inputs that crashed, leaked, hung or ran out of memory
 #   logs/NAME.log libFuzzer's output of the last run
+# FUZZ_SEED=N fixes libFuzzer's random seed (the smoke of `make test` uses 1,
+# so that a clean clone explores the same inputs on every run); unset, each
+# run draws its own.
 # Prints per harness the executions, coverage (cov: edges, ft: features) and
 # the inputs saved in crashes/ by this run; exits 1 if any harness failed.
 set -euo pipefail
@@ -53,7 +56,8 @@ run_one() {
   local rc=0
   TMPDIR=$tmp "$build/tests/fuzz/fuzz_$h" "$fuzz/corpus/$h" "$fuzz/seeds/$h" \
     -max_total_time="$seconds" -timeout=20 -max_len=4194304 -print_final_stats=1 \
-    -artifact_prefix="$fuzz/crashes/$h/" >"$fuzz/logs/$h.log" 2>&1 || rc=$?
+    -artifact_prefix="$fuzz/crashes/$h/" ${FUZZ_SEED:+-seed="$FUZZ_SEED"} \
+    >"$fuzz/logs/$h.log" 2>&1 || rc=$?
   echo "$rc" >"$fuzz/logs/$h.rc"
 }
 
