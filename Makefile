@@ -27,10 +27,12 @@ demo: build
 	@scripts/demo.sh $(BUILD)/obcache
 
 # clang (libFuzzer), RelWithDebInfo for line numbers in reports, no CUDA
-# (CMakeLists.txt, OBC_SANITIZE).
+# (CMakeLists.txt, OBC_SANITIZE). OBC_WERROR=OFF: -Werror belongs to the GCC 12
+# build of the suite (CMakeLists.txt); clang's own warnings must not stop
+# this tree.
 san-build: setup
 	@cmake -S . -B $(SAN_BUILD) -DCMAKE_C_COMPILER=clang-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DOBC_SANITIZE=address,undefined -DOBC_FUZZ=ON -DOBC_CUDA=OFF >/dev/null
+	  -DOBC_SANITIZE=address,undefined -DOBC_FUZZ=ON -DOBC_CUDA=OFF -DOBC_WERROR=OFF >/dev/null
 	@cmake --build $(SAN_BUILD) -j $(JOBS)
 
 # Each stage says how long it took (README, Tests).
