@@ -68,7 +68,7 @@ bench: build
 	@bench/run.sh $(BUILD)
 
 # Reformat every tracked C/H/CUDA file as .clang-format says; check-format
-# only lists the files that differ (not yet part of `make test`).
+# only lists the files that differ (`make test` runs it first).
 format: setup
 	@scripts/check_format.sh --fix
 

@@ -139,15 +139,16 @@ static size_t mul_or_max(size_t a, size_t b) {
 /* *sum += a b c d e; true when the product or the sum overflows. */
 static bool add_product(uint64_t *sum, uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e) {
   uint64_t p;
-  return __builtin_mul_overflow(a, b, &p) | __builtin_mul_overflow(p, c, &p) |
-         __builtin_mul_overflow(p, d, &p) | __builtin_mul_overflow(p, e, &p) |
+  /* || sequences the steps: each reads the p the one before wrote. */
+  return __builtin_mul_overflow(a, b, &p) || __builtin_mul_overflow(p, c, &p) ||
+         __builtin_mul_overflow(p, d, &p) || __builtin_mul_overflow(p, e, &p) ||
          __builtin_add_overflow(*sum, p, sum);
 }
 
 int synth_trace_bytes(const SynthOptions *o, const char *path, uint64_t *bytes) {
   uint64_t value = o->store_f16 ? 2 : 4, n = 0, rows = 0, layer = 0, total = 0;
-  bool over = __builtin_add_overflow(o->n_prompt, o->n_decode, &n) |
-              __builtin_add_overflow(o->n_prompt_rows, o->n_decode, &rows);
+  bool over = __builtin_add_overflow(o->n_prompt, o->n_decode, &n);
+  over |= __builtin_add_overflow(o->n_prompt_rows, o->n_decode, &rows);
   over |= add_product(&layer, 2, o->n_kv_heads, n, o->head_dim, value);   /* K, V */
   over |= add_product(&layer, 2, o->n_heads, rows, o->head_dim, value);   /* Q, O */
   over |= add_product(&layer, 1, o->n_heads, rows, 4, 1);                 /* lse, f32 */
