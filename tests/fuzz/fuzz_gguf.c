@@ -3,7 +3,7 @@
  * through the typed getters (arrays up to 64 elements), every tensor is looked
  * up and, when small, dequantised; then the tokenizer is built from the
  * metadata and used, and model_load runs the loader (configuration, weights,
- * tokenizer). Seeds: tests/fuzz/make_seeds.sh. */
+ * tokenizer). Seeds: tests/fuzz/make_seeds.py. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>

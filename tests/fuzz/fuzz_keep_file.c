@@ -4,7 +4,7 @@
  * file. It is read with evict_keep_read against the trace and, when accepted,
  * replayed offline on it (evict_offline_run), which uses every kept mask and
  * count. With OBC_FUZZ_KEEP_TRACE=PATH set, the harness writes its trace to
- * PATH and exits, so that tests/fuzz/make_seeds.sh can make seed keep files of
+ * PATH and exits, so that tests/fuzz/make_seeds.py can make seed keep files of
  * `obcache evict` from exactly this trace. */
 #include <stdint.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * alone). The safetensors file is opened alone and as the folder, every tensor
  * is looked up and, when small, converted; config.json is read by
  * hf_config_read; then model_load loads the folder. Seeds:
- * tests/fuzz/make_seeds.sh. */
+ * tests/fuzz/make_seeds.py. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * it and used. The input is tokenizer.json, a NUL byte, tokenizer_config.json
  * (not written when empty), a NUL byte, then a text (missing parts are empty).
  * The tokenizer encodes a fixed text and the input's text, decodes both back
- * and renders a chat. Seeds: tests/fuzz/make_seeds.sh. */
+ * and renders a chat. Seeds: tests/fuzz/make_seeds.py. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>

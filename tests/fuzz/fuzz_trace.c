@@ -1,8 +1,9 @@
 /* libFuzzer harness: a trace file as every command that takes a trace reads
  * it. The input is the whole HDF5 file. It is opened with trace_open, then
  * every dataset of every layer and head is read (K and V per KV head; Q, O,
- * lse and A per query head; the logits) and the reader is closed. Seeds:
- * tests/fuzz/make_seeds.sh (traces of `obcache synth`). */
+ * lse and A per query head; the logits), the content hash is recomputed as
+ * `obcache verify` does, and the reader is closed. Seeds:
+ * tests/fuzz/make_seeds.py (traces of `obcache synth`). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -49,6 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (logits) trace_read_logits(reader, logits);
       free(logits);
     }
+    char hash[17];
+    trace_compute_hash(reader, hash);
     trace_close(reader);
   }
   unlink(path);
