@@ -17,6 +17,7 @@
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "evict/policy.h"
+#include "traces/trace_h5.h"
 
 /* Schema 2: fixed-length strings (no global heap, which has no checksum),
  * checksummed metadata (HDF5 1.10 format) and Fletcher32 on the datasets,
@@ -24,31 +25,6 @@
  * strings, no checksums) is still read. */
 #define EVICT_KEEP_SCHEMA "obcache-keep/2"
 #define EVICT_KEEP_SCHEMA_1 "obcache-keep/1"
-/* Longest string attribute read (the command line is the longest written). */
-#define EVICT_KEEP_MAX_STRING 65536
-
-static herr_t attr_str(hid_t file, const char *name, const char *value) {
-  hid_t type = H5Tcopy(H5T_C_S1);
-  H5Tset_size(type, strlen(value) + 1);
-  H5Tset_strpad(type, H5T_STR_NULLTERM);
-  H5Tset_cset(type, H5T_CSET_UTF8);
-  hid_t space = H5Screate(H5S_SCALAR);
-  hid_t attr = H5Acreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-  herr_t status = attr < 0 ? -1 : H5Awrite(attr, type, value);
-  if (attr >= 0) H5Aclose(attr);
-  H5Sclose(space);
-  H5Tclose(type);
-  return status;
-}
-
-static herr_t attr_f64(hid_t file, const char *name, double value) {
-  hid_t space = H5Screate(H5S_SCALAR);
-  hid_t attr = H5Acreate2(file, name, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT);
-  herr_t status = attr < 0 ? -1 : H5Awrite(attr, H5T_NATIVE_DOUBLE, &value);
-  if (attr >= 0) H5Aclose(attr);
-  H5Sclose(space);
-  return status;
-}
 
 /* A dataset in chunks of one (layer, KV head) row, each with a Fletcher32
  * checksum. */
@@ -57,12 +33,12 @@ static herr_t write_dataset(hid_t file, const char *name, hid_t file_type, hid_t
   hsize_t chunk[3] = {1, 1, 1};
   chunk[rank - 1] = dims[rank - 1] ? dims[rank - 1] : 1;
   hid_t space = H5Screate_simple(rank, dims, NULL);
-  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-  bool ok = H5Pset_chunk(dcpl, rank, chunk) >= 0 && H5Pset_fletcher32(dcpl) >= 0;
-  hid_t set = ok ? H5Dcreate2(file, name, file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT) : -1;
+  hid_t dcpl = trace_h5_dataset_plist(rank, dims, chunk, 0);
+  hid_t set =
+      dcpl < 0 ? -1 : H5Dcreate2(file, name, file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
   herr_t status = set < 0 ? -1 : H5Dwrite(set, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
   if (set >= 0) H5Dclose(set);
-  H5Pclose(dcpl);
+  if (dcpl >= 0) H5Pclose(dcpl);
   H5Sclose(space);
   return status;
 }
@@ -108,7 +84,7 @@ int evict_keep_write(const char *path, const EvictKeepSet *k, const char *trace_
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   obc_pending_register(&pending);
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-  H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST); /* checksummed metadata */
+  H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110); /* as traces: checksummed */
   errno = 0;
   hid_t file = H5Fcreate(pending.temp_path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
   int err = errno;
@@ -122,6 +98,7 @@ int evict_keep_write(const char *path, const EvictKeepSet *k, const char *trace_
     return rc;
   }
   const EvictPolicy *p = &k->policy;
+  const char *tmp = pending.temp_path;
   hsize_t mask_dims[3] = {k->n_layers, k->n_kv_heads, k->n_prompt};
   hsize_t count_dims[2] = {k->n_layers, k->n_kv_heads};
   hsize_t list_dims[3] = {k->n_layers, k->n_kv_heads, max_kept};
@@ -131,25 +108,25 @@ int evict_keep_write(const char *path, const EvictKeepSet *k, const char *trace_
       write_dataset(file, "n_kept", H5T_STD_I64LE, H5T_NATIVE_INT64, 2, count_dims, counts) >= 0 &&
       write_dataset(file, "positions", H5T_STD_I64LE, H5T_NATIVE_INT64, 3, list_dims, positions) >=
           0 &&
-      attr_str(file, "schema", EVICT_KEEP_SCHEMA) >= 0 &&
-      attr_str(file, "tool_version", OBC_VERSION) >= 0 &&
-      attr_str(file, "trace", trace_path) >= 0 &&
-      attr_str(file, "trace_hash", k->trace_hash) >= 0 &&
-      attr_str(file, "command_line", command_line ? command_line : "") >= 0 &&
-      attr_str(file, "score", p->score) >= 0 &&
-      attr_str(file, "score_kind", kind_name(p->kind)) >= 0 &&
-      attr_str(file, "budget_given", p->budget_text) >= 0 &&
-      attr_f64(file, "budget", (double)k->budget) >= 0 &&
-      attr_f64(file, "window", (double)k->window) >= 0 &&
-      attr_f64(file, "recent", (double)p->recent) >= 0 &&
-      attr_f64(file, "sinks", (double)p->sinks) >= 0 &&
-      attr_str(file, "allocation", evict_allocation_name(p->allocation)) >= 0 &&
-      attr_f64(file, "adakv_floor", p->adakv_floor) >= 0 &&
-      attr_str(file, "mode", evict_mode_name(p->mode)) >= 0 &&
-      attr_f64(file, "seed", (double)p->seed) >= 0 &&
-      attr_f64(file, "n_prompt", (double)k->n_prompt) >= 0 &&
-      attr_f64(file, "n_candidates", (double)k->n_candidates) >= 0 &&
-      attr_str(file, "complete", "1") >= 0;
+      trace_h5_attr_write_str(tmp, file, "schema", EVICT_KEEP_SCHEMA) == 0 &&
+      trace_h5_attr_write_str(tmp, file, "tool_version", OBC_VERSION) == 0 &&
+      trace_h5_attr_write_str(tmp, file, "trace", trace_path) == 0 &&
+      trace_h5_attr_write_str(tmp, file, "trace_hash", k->trace_hash) == 0 &&
+      trace_h5_attr_write_str(tmp, file, "command_line", command_line ? command_line : "") == 0 &&
+      trace_h5_attr_write_str(tmp, file, "score", p->score) == 0 &&
+      trace_h5_attr_write_str(tmp, file, "score_kind", kind_name(p->kind)) == 0 &&
+      trace_h5_attr_write_str(tmp, file, "budget_given", p->budget_text) == 0 &&
+      trace_h5_attr_write_f64(tmp, file, "budget", (double)k->budget) == 0 &&
+      trace_h5_attr_write_f64(tmp, file, "window", (double)k->window) == 0 &&
+      trace_h5_attr_write_f64(tmp, file, "recent", (double)p->recent) == 0 &&
+      trace_h5_attr_write_f64(tmp, file, "sinks", (double)p->sinks) == 0 &&
+      trace_h5_attr_write_str(tmp, file, "allocation", evict_allocation_name(p->allocation)) == 0 &&
+      trace_h5_attr_write_f64(tmp, file, "adakv_floor", p->adakv_floor) == 0 &&
+      trace_h5_attr_write_str(tmp, file, "mode", evict_mode_name(p->mode)) == 0 &&
+      trace_h5_attr_write_f64(tmp, file, "seed", (double)p->seed) == 0 &&
+      trace_h5_attr_write_f64(tmp, file, "n_prompt", (double)k->n_prompt) == 0 &&
+      trace_h5_attr_write_f64(tmp, file, "n_candidates", (double)k->n_candidates) == 0 &&
+      trace_h5_attr_write_str(tmp, file, "complete", "1") >= 0;
   ok = H5Fclose(file) >= 0 && ok;
   err = errno;
   free(counts);
@@ -167,59 +144,22 @@ int evict_keep_write(const char *path, const EvictKeepSet *k, const char *trace_
 
 /* ---- reading: the file is untrusted, so every value used is checked -------- */
 
+/* A float64 attribute; -1, with no message, when it is missing or not a
+ * number (the caller says which and why). */
 static int read_f64_attr(hid_t file, const char *name, double *value) {
-  hid_t attr = H5Aopen(file, name, H5P_DEFAULT);
-  herr_t status = attr < 0 ? -1 : H5Aread(attr, H5T_NATIVE_DOUBLE, value);
-  if (attr >= 0) H5Aclose(attr);
-  return status < 0 ? -1 : 0;
+  if (H5Aexists(file, name) > 0 && !trace_h5_attr_read_f64("", file, name, value)) return 0;
+  obc_error_clear();
+  return -1;
 }
 
-/* A variable-length string attribute of type file_type (schema 1), into out. */
-static herr_t read_variable_str(hid_t attr, hid_t file_type, char *out, size_t size) {
-  H5T_cset_t cset = H5Tget_cset(file_type);
-  if (cset < 0) return -1;
-  hid_t type = H5Tcopy(H5T_C_S1);
-  H5Tset_size(type, H5T_VARIABLE);
-  H5Tset_cset(type, cset); /* HDF5 converts no character set into another */
-  char *value = NULL;
-  herr_t status = H5Aread(attr, type, &value);
-  if (status >= 0 && value) snprintf(out, size, "%s", value);
-  if (value) H5free_memory(value);
-  H5Tclose(type);
-  return status;
-}
-
-/* A fixed-length string attribute of type file_type (schema 2), into out. */
-static herr_t read_fixed_str(hid_t attr, hid_t file_type, char *out, size_t size) {
-  size_t n = H5Tget_size(file_type);
-  H5T_cset_t cset = H5Tget_cset(file_type);
-  if (n == 0 || n > EVICT_KEEP_MAX_STRING || cset < 0) return -1;
-  char *value = calloc(n + 1, 1);
-  if (!value) return -1;
-  hid_t type = H5Tcopy(H5T_C_S1);
-  H5Tset_size(type, n + 1);
-  H5Tset_strpad(type, H5T_STR_NULLTERM);
-  H5Tset_cset(type, cset);
-  herr_t status = H5Aread(attr, type, value);
-  if (status >= 0) snprintf(out, size, "%s", value);
-  H5Tclose(type);
-  free(value);
-  return status;
-}
-
-/* A string attribute, fixed or variable length, into out (truncated to
- * size); -1 when missing or not a string. */
-static int read_str_attr(hid_t file, const char *name, char *out, size_t size) {
-  hid_t attr = H5Aopen(file, name, H5P_DEFAULT);
-  if (attr < 0) return -1;
-  hid_t type = H5Aget_type(attr);
-  herr_t status = -1;
-  if (type >= 0 && H5Tget_class(type) == H5T_STRING)
-    status = H5Tis_variable_str(type) > 0 ? read_variable_str(attr, type, out, size)
-                                          : read_fixed_str(attr, type, out, size);
-  if (type >= 0) H5Tclose(type);
-  H5Aclose(attr);
-  return status < 0 ? -1 : 0;
+/* A string attribute into out: OBC_OK, 1 (no message) when it is missing, or
+ * an error naming it when it is not a string or unreadable. Variable-length
+ * strings, whose bytes HDF5 keeps in its unchecksummed global heap, only in
+ * schema 1 files. */
+static int read_str_attr(hid_t file, const char *path, const char *name, bool schema_1, char *out,
+                         size_t size) {
+  if (H5Aexists(file, name) <= 0) return 1;
+  return trace_h5_attr_read_str(path, file, name, schema_1, out, size);
 }
 
 /* A count attribute: a whole number in lo..hi, never cast from a negative,
@@ -238,8 +178,10 @@ static int read_count_attr(hid_t file, const char *path, const char *name, bool 
 }
 
 /* A text attribute shown in reports: refused when it holds control characters. */
-static int read_text_attr(hid_t file, const char *path, const char *name, char *out, size_t size) {
-  if (read_str_attr(file, name, out, size)) return OBC_OK; /* optional: keeps the default */
+static int read_text_attr(hid_t file, const char *path, bool schema_1, const char *name, char *out,
+                          size_t size) {
+  int rc = read_str_attr(file, path, name, schema_1, out, size);
+  if (rc) return rc > 0 ? OBC_OK : rc; /* optional: a missing one keeps the default */
   for (const char *c = out; *c; c++)
     if ((unsigned char)*c < 0x20 || *c == 0x7f)
       return obc_fail(OBC_EFORMAT, "%s: attribute %s holds control characters", path, name);
@@ -247,10 +189,11 @@ static int read_text_attr(hid_t file, const char *path, const char *name, char *
 }
 
 /* An attribute naming one of two choices; *out = 0 or 1, left when missing. */
-static int read_choice_attr(hid_t file, const char *path, const char *name, const char *first,
-                            const char *second, int *out) {
+static int read_choice_attr(hid_t file, const char *path, bool schema_1, const char *name,
+                            const char *first, const char *second, int *out) {
   char text[32] = "";
-  if (read_str_attr(file, name, text, sizeof text)) return OBC_OK;
+  int rc = read_str_attr(file, path, name, schema_1, text, sizeof text);
+  if (rc) return rc > 0 ? OBC_OK : rc;
   if (strcmp(text, first) && strcmp(text, second))
     return obc_fail(OBC_EFORMAT, "%s: %s '%.31s' (expected %s or %s)", path, name, text, first,
                     second);
@@ -265,15 +208,17 @@ static void printable(char *text) {
 }
 
 /* The schema, and complete = "1" (written last). */
-static int check_schema(hid_t file, const char *path) {
+static int check_schema(hid_t file, const char *path, bool *schema_1) {
   char schema[64] = "", complete[8] = "";
-  if (read_str_attr(file, "schema", schema, sizeof schema) ||
+  if (read_str_attr(file, path, "schema", true, schema, sizeof schema) ||
       (strcmp(schema, EVICT_KEEP_SCHEMA) && strcmp(schema, EVICT_KEEP_SCHEMA_1))) {
     printable(schema);
     return obc_fail(OBC_EFORMAT, "%s: not a keep file (expected schema %s, found '%s')", path,
                     EVICT_KEEP_SCHEMA, schema);
   }
-  if (read_str_attr(file, "complete", complete, sizeof complete) || strcmp(complete, "1"))
+  *schema_1 = !strcmp(schema, EVICT_KEEP_SCHEMA_1);
+  if (read_str_attr(file, path, "complete", *schema_1, complete, sizeof complete) ||
+      strcmp(complete, "1"))
     return obc_fail(OBC_EFORMAT, "%s: keep file not marked complete", path);
   return OBC_OK;
 }
@@ -304,10 +249,11 @@ static int check_keep_dataset(hid_t set, const char *path, const TraceMeta *meta
 
 /* The trace's content hash recorded in the keep file (hash) against the
  * trace's: refused when both are known and differ. */
-static int check_trace_hash(hid_t file, const char *path, const TraceMeta *meta, char *hash,
-                            size_t size) {
+static int check_trace_hash(hid_t file, const char *path, bool schema_1, const TraceMeta *meta,
+                            char *hash, size_t size) {
   char recorded[64] = "";
-  read_str_attr(file, "trace_hash", recorded, sizeof recorded);
+  int rc = read_str_attr(file, path, "trace_hash", schema_1, recorded, sizeof recorded);
+  if (rc < 0) return rc;
   size_t n = strlen(recorded);
   if (n && (n >= size || strspn(recorded, "0123456789abcdef") != n)) {
     printable(recorded);
@@ -317,7 +263,7 @@ static int check_trace_hash(hid_t file, const char *path, const TraceMeta *meta,
   snprintf(hash, size, "%s", recorded);
   if (hash[0] && meta->content_hash[0] && strcmp(hash, meta->content_hash)) {
     char trace[256] = "";
-    read_str_attr(file, "trace", trace, sizeof trace);
+    if (read_str_attr(file, path, "trace", schema_1, trace, sizeof trace) < 0) obc_error_clear();
     printable(trace);
     return obc_fail(OBC_EFORMAT,
                     "%s: made for trace %s (%s), not this trace %s (hint: run obcache evict on "
@@ -350,14 +296,18 @@ static int check_mask(EvictKeepSet *k, const char *path) {
 }
 
 /* The policy attributes (reports only), each checked. */
-static int read_policy(hid_t file, const char *path, const TraceMeta *meta, EvictKeepSet *k) {
+static int read_policy(hid_t file, const char *path, bool schema_1, const TraceMeta *meta,
+                       EvictKeepSet *k) {
   EvictPolicy *p = &k->policy;
   evict_policy_default(p);
   int allocation = p->allocation == EVICT_ALLOC_ADAKV, mode = p->mode == EVICT_MODE_AGNOSTIC;
-  int rc = read_text_attr(file, path, "score", p->score, sizeof p->score);
-  if (!rc) rc = read_text_attr(file, path, "budget_given", p->budget_text, sizeof p->budget_text);
-  if (!rc) rc = read_choice_attr(file, path, "allocation", "uniform", "adakv", &allocation);
-  if (!rc) rc = read_choice_attr(file, path, "mode", "aware", "agnostic", &mode);
+  int rc = read_text_attr(file, path, schema_1, "score", p->score, sizeof p->score);
+  if (!rc)
+    rc =
+        read_text_attr(file, path, schema_1, "budget_given", p->budget_text, sizeof p->budget_text);
+  if (!rc)
+    rc = read_choice_attr(file, path, schema_1, "allocation", "uniform", "adakv", &allocation);
+  if (!rc) rc = read_choice_attr(file, path, schema_1, "mode", "aware", "agnostic", &mode);
   if (!rc) rc = read_count_attr(file, path, "window", false, 0, meta->n_rows, &k->window);
   if (!rc) rc = read_count_attr(file, path, "recent", false, 0, k->n_prompt, &p->recent);
   if (!rc) rc = read_count_attr(file, path, "sinks", false, 0, k->n_prompt, &p->sinks);
@@ -367,11 +317,13 @@ static int read_policy(hid_t file, const char *path, const TraceMeta *meta, Evic
 }
 
 static int read_keep(hid_t file, const char *path, const TraceMeta *meta, EvictKeepSet *out) {
-  int rc = check_schema(file, path);
+  bool schema_1 = false;
+  int rc = check_schema(file, path, &schema_1);
   if (rc) return rc;
   hid_t set = H5Dopen2(file, "keep", H5P_DEFAULT);
   rc = check_keep_dataset(set, path, meta);
-  if (!rc) rc = check_trace_hash(file, path, meta, out->trace_hash, sizeof out->trace_hash);
+  if (!rc)
+    rc = check_trace_hash(file, path, schema_1, meta, out->trace_hash, sizeof out->trace_hash);
   out->n_layers = meta->model.n_layers;
   out->n_kv_heads = meta->model.n_kv_heads;
   out->n_prompt = meta->n_prompt;
@@ -386,7 +338,7 @@ static int read_keep(hid_t file, const char *path, const TraceMeta *meta, EvictK
   if (!rc && H5Dread(set, H5T_NATIVE_SCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, out->keep) < 0)
     rc = obc_fail(OBC_EFORMAT, "%s: cannot read dataset keep (damaged: checksum mismatch?)", path);
   if (!rc) rc = check_mask(out, path);
-  if (!rc) rc = read_policy(file, path, meta, out);
+  if (!rc) rc = read_policy(file, path, schema_1, meta, out);
   if (set >= 0) H5Dclose(set);
   return rc;
 }

@@ -319,24 +319,30 @@ static void copy_file(const char *from, const char *to) {
 }
 
 /* Replaces attribute name of the file at path by a float64 value, or by
- * text when given; deletes it when remove. */
-static void set_attr(const char *path, const char *name, double value, const char *text,
-                     bool remove) {
+ * text when given (a variable-length string as schema 1 wrote them when
+ * variable, else fixed-length as schema 2 does); deletes it when remove. */
+static void set_attr_as(const char *path, const char *name, double value, const char *text,
+                        bool remove, bool variable) {
   hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
   ck_assert_int_ge(file, 0);
   if (H5Aexists(file, name) > 0) ck_assert_int_ge(H5Adelete(file, name), 0);
   if (!remove) {
     hid_t type = H5Tcopy(text ? H5T_C_S1 : H5T_IEEE_F64LE);
-    if (text) H5Tset_size(type, H5T_VARIABLE);
+    if (text) H5Tset_size(type, variable ? H5T_VARIABLE : strlen(text) + 1);
     hid_t space = H5Screate(H5S_SCALAR);
     hid_t attr = H5Acreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-    ck_assert_int_ge(text ? H5Awrite(attr, type, &text) : H5Awrite(attr, H5T_NATIVE_DOUBLE, &value),
-                     0);
+    const void *data = !text ? (const void *)&value : variable ? (const void *)&text : text;
+    ck_assert_int_ge(H5Awrite(attr, text ? type : H5T_NATIVE_DOUBLE, data), 0);
     H5Aclose(attr);
     H5Sclose(space);
     H5Tclose(type);
   }
   ck_assert_int_ge(H5Fclose(file), 0);
+}
+
+static void set_attr(const char *path, const char *name, double value, const char *text,
+                     bool remove) {
+  set_attr_as(path, name, value, text, remove, false);
 }
 
 /* Rewrites dataset keep with file type `type`, element `index` set to value. */
@@ -396,6 +402,12 @@ START_TEST(test_keep_file_values_out_of_range_are_refused_not_cast) {
     set_attr(bad, cases[i].attr, cases[i].value, cases[i].text, cases[i].remove);
     ck_assert_int_eq(read_keep_expect(bad, meta, cases[i].expect), OBC_EFORMAT);
   }
+  /* A variable-length string (its bytes in HDF5's unchecksummed global
+   * heap) is refused in a schema 2 file. */
+  copy_file(keep, bad);
+  set_attr_as(bad, "allocation", 0, "adakv", false, true);
+  ck_assert_int_eq(read_keep_expect(bad, meta, "attribute allocation is a variable-length string"),
+                   OBC_EFORMAT);
   /* Mask values: only 0 and 1, in any integer type; no floats; positions
    * after the 60 candidates always kept. */
   copy_file(keep, bad);
@@ -417,9 +429,9 @@ START_TEST(test_keep_file_values_out_of_range_are_refused_not_cast) {
   ck_assert_int_eq(read_keep_expect(bad, meta, "dataset keep is not of integers"), OBC_EFORMAT);
   /* Schema 1 (variable-length strings, written by earlier versions) reads. */
   copy_file(keep, bad);
-  set_attr(bad, "schema", 0, "obcache-keep/1", false);
-  set_attr(bad, "complete", 0, "1", false);
-  set_attr(bad, "score", 0, "attn", false);
+  set_attr_as(bad, "schema", 0, "obcache-keep/1", false, true);
+  set_attr_as(bad, "complete", 0, "1", false, true);
+  set_attr_as(bad, "score", 0, "attn", false, true);
   ck_assert_int_eq(read_keep_expect(bad, meta, NULL), 0);
   /* The same file untouched, and as int16, reads back. */
   copy_file(keep, bad);

@@ -263,6 +263,7 @@ static int string_read(const char *path, hid_t obj, hid_t file_type, int is_attr
                     name);
   if (variable) {
     hid_t mem = string_type();
+    H5Tset_cset(mem, H5Tget_cset(file_type)); /* HDF5 converts no character set */
     char *text = NULL;
     status = is_attr ? H5Aread(obj, mem, &text)
                      : H5Dread(obj, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text);
