@@ -3,11 +3,11 @@
 # against a reference measured in the same run) for `make bench`.
 #
 # usage: bench/run.sh [BUILD_DIR]   (default build; the benchmarks target must be built)
-#   ONLY=scores,analyze,model,load,tokenizer   runs a subset
+#   ONLY=scores,analyze,model,load,tokenizer,waitpolicy   runs a subset
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
-ONLY=${ONLY:-scores,load,tokenizer,model,analyze}
+ONLY=${ONLY:-scores,load,tokenizer,model,analyze,waitpolicy}
 
 want() { case ",$ONLY," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 section() { printf '\n== %s ==\n' "$1"; }
@@ -31,4 +31,8 @@ fi
 if want analyze; then
   section "obcache analyze against the NumPy pseudo-code (run_analyze.sh)"
   bench/run_analyze.sh "$BUILD"
+fi
+if want waitpolicy; then
+  section "decode tokens/s by OpenMP wait policy, next to busy processes (run_wait_policy.sh)"
+  bench/run_wait_policy.sh "$BUILD"
 fi

@@ -1,10 +1,13 @@
 /* obcache: git-style dispatch to the subcommands of cli/commands.h. The only
  * place that prints a library error and chooses the exit status. */
 #include <cblas.h>
+#include <errno.h>
 #include <hdf5.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "common/obc_error.h"
@@ -48,9 +51,46 @@ static void print_usage(FILE *out) {
   for (size_t i = 0; commands[i].name; i++)
     fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
   fprintf(out, "  %-12s %s\n", "version", "print the tool version");
+  fprintf(out,
+          "\nIdle OpenMP threads sleep instead of spinning (OMP_WAIT_POLICY=passive) unless\n"
+          "OMP_WAIT_POLICY or GOMP_SPINCOUNT is set; --threads N sets how many there are.\n");
+}
+
+/* Idle OpenMP threads that spin (libgomp's default: about 3 ms of spinning
+ * before sleeping) steal the cores the busy threads need when other jobs share
+ * the machine: decoding measured 20 to 35 times slower (README, "Threads").
+ * libgomp reads OMP_WAIT_POLICY when it loads, before main, so the only way to
+ * default to passive waiting is to set it and run this program again. A user's
+ * own OMP_WAIT_POLICY or GOMP_SPINCOUNT is kept; the variable being set is
+ * what stops a second exec. Returns only when no exec happened. */
+static void main_default_passive_wait(char **argv) {
+  const char *policy = getenv("OMP_WAIT_POLICY");
+  if ((policy && policy[0]) || getenv("GOMP_SPINCOUNT")) return;
+  if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  int err = errno;
+  unsetenv("OMP_WAIT_POLICY"); /* not in effect: `version` must not claim it */
+  fprintf(stderr,
+          "obcache: warning: cannot restart with OMP_WAIT_POLICY=passive (%s); idle "
+          "threads may spin\n",
+          strerror(err));
+}
+
+/* `obcache version`'s line on OpenMP waiting, from the environment this
+ * process started with (what libgomp read): "openmp  OMP_WAIT_POLICY=passive". */
+static void main_print_wait_policy(void) {
+  const char *policy = getenv("OMP_WAIT_POLICY");
+  const char *spin = getenv("GOMP_SPINCOUNT");
+  if (policy && policy[0])
+    printf("openmp  OMP_WAIT_POLICY=%s", policy);
+  else
+    printf("openmp  OMP_WAIT_POLICY unset");
+  if (spin) printf(" GOMP_SPINCOUNT=%s", spin);
+  printf("\n");
 }
 
 int main(int argc, char **argv) {
+  main_default_passive_wait(argv);
   if (argc < 2) {
     print_usage(stderr);
     return 2;
@@ -71,6 +111,7 @@ int main(int argc, char **argv) {
     /* The BLAS kernels decide the last bits of every GEMM (README, Tests). */
     printf("obcache %s\nblas    %s (core %s)\n", OBC_VERSION, openblas_get_config(),
            openblas_get_corename());
+    main_print_wait_policy();
     return 0;
   }
   for (size_t i = 0; commands[i].name; i++) {
