@@ -4,11 +4,12 @@
 # `yes > /dev/null`, free to run anywhere or pinned to CPU 0) and next to one
 # per core (every core taken, as on a full cluster node), with spinning
 # threads (OMP_WAIT_POLICY=active), libgomp's own default (spin 300000 times,
-# then sleep: GOMP_SPINCOUNT=300000, what obcache ran with before it chose
-# passive waiting), a short spin (GOMP_SPINCOUNT=1000) and obcache's default
-# (passive, README "Threads"). Each cell is the median of REPEATS runs; the
-# machine's other users load it too. With every core taken, the spinning runs
-# crawl (minutes): LOADS picks the rows.
+# then sleep: GOMP_SPINCOUNT=300000, what obcache ran with before it set a
+# default), passive waiting (OMP_WAIT_POLICY=passive) and obcache's default
+# (nothing set: a short spin, GOMP_SPINCOUNT=1000, README "Threads"). Each
+# cell is the median of REPEATS runs; the machine's other users load it too.
+# With every core taken, the spinning runs crawl (minutes): LOADS picks the
+# rows.
 #
 # usage: bench/run_wait_policy.sh [BUILD_DIR]   (default build)
 #   THREADS (2), MAX_NEW (32), REPEATS (3), MODEL (the SmolLM2 GGUF of models/),
@@ -52,8 +53,8 @@ start_busy() {
 }
 
 # decode_rate POLICY: median decode tokens/s of REPEATS runs. POLICY is
-# active, spin (libgomp's default), short (spin 1000) or default (obcache's:
-# nothing set).
+# active, spin (libgomp's default), passive or default (obcache's: nothing
+# set, so GOMP_SPINCOUNT=1000).
 decode_rate() {
   local rates=() i rate
   for ((i = 0; i < REPEATS; i++)); do
@@ -61,7 +62,7 @@ decode_rate() {
     case $1 in
       active) env_args+=(OMP_WAIT_POLICY=active) ;;
       spin) env_args+=(GOMP_SPINCOUNT=300000) ;;
-      short) env_args+=(GOMP_SPINCOUNT=1000) ;;
+      passive) env_args+=(OMP_WAIT_POLICY=passive) ;;
     esac
     rate=$(env "${env_args[@]}" "$OBCACHE" generate --model "$MODEL" --chat --prompt "$PROMPT" \
       --max-new "$MAX_NEW" --threads "$THREADS" --device cpu 2>&1 > /dev/null |
@@ -74,15 +75,15 @@ decode_rate() {
 echo "bench: obcache generate, $MAX_NEW new tokens, $THREADS threads, $(nproc) cores," \
   "median of $REPEATS; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "  $(env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT "$OBCACHE" version | grep '^openmp')  (default)"
-echo "  decode tokens/s by wait policy (passive: obcache's default)"
-printf '  %-22s %7s %14s %10s %8s %16s\n' "other processes" "active" "libgomp default" "spin 1000" \
-  "passive" "passive/active"
+echo "  decode tokens/s by wait policy (default: obcache's, a spin of 1000)"
+printf '  %-22s %7s %14s %8s %10s %16s\n' "other processes" "active" "libgomp default" "passive" \
+  "default" "default/active"
 for load in $LOADS; do
   start_busy "$load"
   a=$(decode_rate active)
   s=$(decode_rate spin)
-  q=$(decode_rate short)
-  p=$(decode_rate default)
+  p=$(decode_rate passive)
+  d=$(decode_rate default)
   stop_busy
   case $load in
     none) label="none (idle)" ;;
@@ -90,6 +91,6 @@ for load in $LOADS; do
     pinned) label="yes pinned to CPU 0" ;;
     all) label="$(nproc) x yes (all cores)" ;;
   esac
-  printf '  %-22s %7s %14s %10s %8s %15sx\n' "$label" "$a" "$s" "$q" "$p" \
-    "$(awk -v a="$a" -v p="$p" 'BEGIN { printf "%.1f", (a > 0 ? p / a : 0) }')"
+  printf '  %-22s %7s %14s %8s %10s %15sx\n' "$label" "$a" "$s" "$p" "$d" \
+    "$(awk -v a="$a" -v d="$d" 'BEGIN { printf "%.1f", (a > 0 ? d / a : 0) }')"
 done

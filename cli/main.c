@@ -52,32 +52,38 @@ static void print_usage(FILE *out) {
     fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
   fprintf(out, "  %-12s %s\n", "version", "print the tool version");
   fprintf(out,
-          "\nIdle OpenMP threads sleep instead of spinning (OMP_WAIT_POLICY=passive) unless\n"
+          "\nIdle OpenMP threads spin briefly, then sleep (GOMP_SPINCOUNT=1000) unless\n"
           "OMP_WAIT_POLICY or GOMP_SPINCOUNT is set; --threads N sets how many there are.\n");
 }
 
-/* Idle OpenMP threads that spin (libgomp's default: about 3 ms of spinning
- * before sleeping) steal the cores the busy threads need when other jobs share
- * the machine: decoding measured 20 to 35 times slower (README, "Threads").
- * libgomp reads OMP_WAIT_POLICY when it loads, before main, so the only way to
- * default to passive waiting is to set it and run this program again. A user's
- * own OMP_WAIT_POLICY or GOMP_SPINCOUNT is kept; the variable being set is
- * what stops a second exec. Returns only when no exec happened. */
-static void main_default_passive_wait(char **argv) {
+/* Idle OpenMP threads that spin (libgomp's default: 300000 spins, about
+ * 3 ms, before sleeping) steal the cores the busy threads need when other jobs
+ * share the machine: with every core taken by another process, decoding fell
+ * from 31 to 0.5 tokens/s. Passive waiting (spin count 0) avoids that but
+ * halves decode speed on an idle machine, where each short parallel region of
+ * a decode step wakes sleeping threads. A short spin (GOMP_SPINCOUNT=1000,
+ * microseconds) kept the idle speed and most of the passive speed under load
+ * (README, "Threads"), so it is the default. libgomp reads the variables
+ * when it loads, before main, so the only way to set a default is to set it
+ * and run this program again. A user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT
+ * is kept; the variable being set is what stops a second exec. Returns only
+ * when no exec happened. */
+static void main_default_short_spin(char **argv) {
   const char *policy = getenv("OMP_WAIT_POLICY");
   if ((policy && policy[0]) || getenv("GOMP_SPINCOUNT")) return;
-  if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+  if (setenv("GOMP_SPINCOUNT", "1000", 1) != 0) return;
   execv("/proc/self/exe", argv);
   int err = errno;
-  unsetenv("OMP_WAIT_POLICY"); /* not in effect: `version` must not claim it */
+  unsetenv("GOMP_SPINCOUNT"); /* not in effect: `version` must not claim it */
   fprintf(stderr,
-          "obcache: warning: cannot restart with OMP_WAIT_POLICY=passive (%s); idle "
-          "threads may spin\n",
+          "obcache: warning: cannot restart with GOMP_SPINCOUNT=1000 (%s); idle threads may "
+          "spin\n",
           strerror(err));
 }
 
 /* `obcache version`'s line on OpenMP waiting, from the environment this
- * process started with (what libgomp read): "openmp  OMP_WAIT_POLICY=passive". */
+ * process started with (what libgomp read), e.g. "openmp  OMP_WAIT_POLICY unset
+ * GOMP_SPINCOUNT=1000". */
 static void main_print_wait_policy(void) {
   const char *policy = getenv("OMP_WAIT_POLICY");
   const char *spin = getenv("GOMP_SPINCOUNT");
@@ -90,7 +96,7 @@ static void main_print_wait_policy(void) {
 }
 
 int main(int argc, char **argv) {
-  main_default_passive_wait(argv);
+  main_default_short_spin(argv);
   if (argc < 2) {
     print_usage(stderr);
     return 2;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CLI test of the default OpenMP wait policy (README, "Threads"): with neither
 # OMP_WAIT_POLICY nor GOMP_SPINCOUNT set, every command runs with
-# OMP_WAIT_POLICY=passive (cli/main.c sets it and runs itself again, because
-# libgomp reads it before main), and libgomp really took it; a user's own
+# GOMP_SPINCOUNT=1000, a short spin before sleeping (cli/main.c sets it and
+# runs itself again, because libgomp reads it before main), and libgomp really
+# took it; a user's own
 # setting is kept; the arguments survive the restart; no warning is printed.
 set -u
 : "${OBCACHE:?}" "${OBC_TMP:?}"
@@ -20,24 +21,27 @@ check() { # check NAME CONDITION...
 
 "$OBCACHE" version > "$dir/unset.out" 2> "$dir/unset.err"
 check "unset: version succeeds" test $? -eq 0
-check "unset: version reports passive" grep -qx "openmp  OMP_WAIT_POLICY=passive" "$dir/unset.out"
+check "unset: version reports the short spin" \
+  grep -qx "openmp  OMP_WAIT_POLICY unset GOMP_SPINCOUNT=1000" "$dir/unset.out"
 check "unset: nothing on stderr" test ! -s "$dir/unset.err"
 grep "^openmp" "$dir/unset.out" | sed 's/^/     /'
 
 OMP_WAIT_POLICY=active "$OBCACHE" version > "$dir/active.out"
 check "OMP_WAIT_POLICY=active is kept" grep -qx "openmp  OMP_WAIT_POLICY=active" "$dir/active.out"
-GOMP_SPINCOUNT=1000 "$OBCACHE" version > "$dir/spin.out"
-check "GOMP_SPINCOUNT alone is kept, no policy added" \
-  grep -qx "openmp  OMP_WAIT_POLICY unset GOMP_SPINCOUNT=1000" "$dir/spin.out"
+OMP_WAIT_POLICY=passive "$OBCACHE" version > "$dir/passive.out"
+check "OMP_WAIT_POLICY=passive is kept, no spin count added" \
+  grep -qx "openmp  OMP_WAIT_POLICY=passive" "$dir/passive.out"
+GOMP_SPINCOUNT=5000 "$OBCACHE" version > "$dir/spin.out"
+check "GOMP_SPINCOUNT alone is kept" \
+  grep -qx "openmp  OMP_WAIT_POLICY unset GOMP_SPINCOUNT=5000" "$dir/spin.out"
 
 # What the OpenMP runtime itself took: libgomp prints its settings at start-up
 # under OMP_DISPLAY_ENV=verbose (each process image once; the last block is
-# the one that runs the command). Passive waiting is a spin count of 0; the
-# default would be 300000. Other OpenMP runtimes print no GOMP_SPINCOUNT.
+# the one that runs the command). libgomp's own default would be 300000. Other OpenMP runtimes print no GOMP_SPINCOUNT.
 OMP_DISPLAY_ENV=verbose "$OBCACHE" version > /dev/null 2> "$dir/display.err"
 if grep -q "GOMP_SPINCOUNT" "$dir/display.err"; then
   last=$(grep "GOMP_SPINCOUNT" "$dir/display.err" | tail -n 1)
-  check "libgomp runs the command with spin count 0" test "$last" = "  GOMP_SPINCOUNT = '0'"
+  check "libgomp runs the command with spin count 1000" test "$last" = "  GOMP_SPINCOUNT = '1000'"
   echo "     $last"
 else
   echo "skip libgomp's spin count (not libgomp)"
