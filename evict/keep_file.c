@@ -254,8 +254,7 @@ static int check_trace_hash(hid_t file, const char *path, bool schema_1, const T
   char recorded[64] = "";
   int rc = read_str_attr(file, path, "trace_hash", schema_1, recorded, sizeof recorded);
   if (rc < 0) return rc;
-  size_t n = strlen(recorded);
-  if (n && (n >= size || strspn(recorded, "0123456789abcdef") != n)) {
+  if (recorded[0] && !trace_content_hash_valid(recorded)) {
     printable(recorded);
     return obc_fail(OBC_EFORMAT, "%s: trace_hash '%s' is not a content hash (hex digits)", path,
                     recorded);

@@ -96,6 +96,8 @@ typedef struct {
   bool has_logits; /* logits present */
 } TraceMeta;
 
+/* Whether text is a content hash: exactly 16 lower-case hex digits. */
+bool trace_content_hash_valid(const char *text);
 /* Frees the arrays and strings owned by meta (not meta itself). */
 void trace_meta_free(TraceMeta *meta);
 /* Deep copy. */

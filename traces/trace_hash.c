@@ -93,3 +93,8 @@ void trace_hash_manifest(const TraceMeta *m, uint64_t logits_hash, const uint64_
                       slab_hashes[trace_hash_slab_index(m, layer, k, head)]);
   snprintf(out, 17, "%016" PRIx64, h);
 }
+
+bool trace_content_hash_valid(const char *text) {
+  size_t n = strlen(text);
+  return n == 16 && strspn(text, "0123456789abcdef") == n;
+}

@@ -374,10 +374,7 @@ static int read_content_hash(TraceReader *r) {
   char hash[64];
   int rc = read_str_attr(r, "content_hash", hash, sizeof hash);
   if (rc) return rc;
-  bool ok = strlen(hash) == 16;
-  for (size_t i = 0; ok && i < 16; i++)
-    ok = (hash[i] >= '0' && hash[i] <= '9') || (hash[i] >= 'a' && hash[i] <= 'f');
-  if (!ok)
+  if (!trace_content_hash_valid(hash))
     return obc_fail(OBC_EFORMAT, "%s: content_hash '%s' is not 16 lower-case hex digits", r->path,
                     hash);
   memcpy(r->meta.content_hash, hash, sizeof r->meta.content_hash);
