@@ -1,0 +1,39 @@
+/* Dot products of weight rows stored in a ggml type (formats/gguf.h) with fp32
+ * vectors: the decode path of the CPU runtime, which keeps a GGUF file's
+ * tensors in their stored type instead of an fp32 copy.
+ *
+ * Each product is the exact dequantised weight (dequant_gguf) times the fp32
+ * input, accumulated in fp32: only the order of the additions differs between
+ * kernels, so a kernel agrees with the portable twin to within fp32 summation
+ * error (docs/SCIENCE.md, "Quantised weights"). Every kernel computes one
+ * (row, vector) product with the same instruction sequence whatever n_rows and
+ * n_x are, so a row's result does not depend on how the caller splits rows
+ * over threads or how many vectors it passes together. */
+#ifndef OBC_QUANT_DOT_H
+#define OBC_QUANT_DOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* y[b * y_stride + r] = dot(row r of W, x + b * cols) for r in [0, n_rows),
+ * b in [0, n_x). W: n_rows rows of `cols` elements of ggml type `type`, row r
+ * at (const char *)w + r * row_bytes; cols is a multiple of the type's block
+ * size (gguf_type_block_size). Single-threaded: callers split the rows. */
+typedef void (*QuantDotFn)(uint32_t type, const void *w, size_t row_bytes, size_t cols,
+                           size_t n_rows, const float *x /* (n_x, cols) */, size_t n_x,
+                           float *y /* (n_x, y_stride) */, size_t y_stride);
+
+/* The kernel chosen for this processor at first use: AVX2 + FMA + F16C when
+ * CPUID reports them, else the portable twin. OBC_SIMD=portable in the
+ * environment forces the portable twin. */
+void quant_dot_rows(uint32_t type, const void *w, size_t row_bytes, size_t cols, size_t n_rows,
+                    const float *x, size_t n_x, float *y, size_t y_stride);
+
+/* The portable twin: dequantise a block, multiply, add, in plain C. */
+void quant_dot_rows_portable(uint32_t type, const void *w, size_t row_bytes, size_t cols,
+                             size_t n_rows, const float *x, size_t n_x, float *y, size_t y_stride);
+
+/* Name of the kernel quant_dot_rows uses ("avx2" or "portable"). */
+const char *quant_dot_kernel_name(void);
+
+#endif
