@@ -59,6 +59,17 @@ check "running a finished plan again runs nothing" grep -q "0 ran, 2 already don
 fails "another plan in the same folder" "another plan" \
   sweep --lengths 160 --depths 0,50 --haystack noise --decode 2 --rows 16 -o "$dir/s"
 
+# Two processes on the same cell: one runs it, the other leaves it alone.
+"$OBCACHE" sweep --lengths 160 --depths 50 --haystack noise --decode 2 --rows 16 --plan \
+  -o "$dir/two" > /dev/null
+"$OBCACHE" sweep "$dir/two" --cell 0 > "$dir/two1.txt" 2>&1 &
+first=$!
+"$OBCACHE" sweep "$dir/two" --cell 0 > "$dir/two2.txt" 2>&1
+wait $first
+check "two processes on one cell: one runs it, the other skips it, the cell verifies" \
+  eval '[ "$(cat "$dir"/two[12].txt | grep -c "1 ran,")" -eq 1 ] &&
+    "$OBCACHE" sweep "$dir/two" --merge --no-figures > /dev/null'
+
 mkdir -p "$dir/bad"
 for text in '{' '{"format": "something else"}' '[1, 2]' \
   "$(sed 's/"id":\t1/"id":\t7/' "$dir/s/plan.json")" \
