@@ -1,29 +1,58 @@
 /* `obcache sweep`: a grid of context lengths x needle depths, each cell
- * captured and analysed (sweep/capture_sweep.h), with DIR/summary.csv over the grid.
- * Takes every capture option (but --length/--depth) and the main analysis
- * settings; everything is checked before the first cell runs. */
-#include <hdf5.h>
-#include <signal.h>
+ * captured and analysed (sweep/capture_sweep.h). A sweep is a folder with a
+ * plan (sweep/plan.h) whose cells any process can run (sweep/cell.h): one
+ * command makes the plan, runs every cell and merges; or --plan makes the
+ * plan, `sweep DIR --cell I | --shard i/N` runs cells (a Slurm array task
+ * each, scripts/slurm/), and `sweep DIR --merge` builds summary.csv, the
+ * heat maps and index.html from the finished cells. */
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "capture/capture_args.h"
-#include "sweep/capture_sweep.h"
 #include "cli/commands.h"
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_file.h"
 #include "common/obc_options.h"
 #include "model/model.h"
+#include "plots/plot.h"
+#include "sweep/capture_sweep.h"
+#include "sweep/plan.h"
+
+typedef struct {
+  CaptureArgs capture;
+  SweepOptions sweep;
+  bool plan_only, merge, no_figures;
+  const char *cell, *shard;
+  double stale_after;
+} SweepArgs;
 
 static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
   fprintf(out,
           "usage: obcache sweep --lengths N[,N...] --depths D[,D...] [options] -o DIR\n"
+          "       obcache sweep --lengths ... --depths ... [options] --plan -o DIR\n"
+          "       obcache sweep DIR [--cell I | --shard i/N] [--threads N]\n"
+          "       obcache sweep DIR --merge\n"
           "\n"
           "Captures one Needle-in-a-Haystack trace per (length, depth) cell and analyses\n"
-          "it: DIR/L<length>_D<depth>.h5, DIR/L<length>_D<depth>/ (the analyze files),\n"
-          "and DIR/summary.csv with the columns\n"
-          "  length,depth,needle,found,answer_ok,score,k,recall,needle_kept\n"
+          "it. The first form does everything in one process; the others split it:\n"
+          "--plan writes DIR/plan.json (every cell with its id, the model file and its\n"
+          "checksum, and these options); `sweep DIR` runs the plan's cells that are not\n"
+          "finished (all, one with --cell, or those with id %% N == i with --shard i/N),\n"
+          "each into DIR/cells/<id>/ under a lock, so that any number of processes on\n"
+          "any machines sharing DIR can run them, and a killed run resumes where it\n"
+          "stopped; `sweep DIR --merge` verifies the finished cells and writes\n"
+          "DIR/summary.csv, DIR/plots/ (heat maps, if gnuplot is installed) and\n"
+          "DIR/index.html, listing cells that are missing, failed or damaged.\n"
+          "\n"
+          "A cell's folder holds trace.h5, analysis/ (the analyze files), rows.csv,\n"
+          "cell.json and complete.json (the checksums of its files, written last).\n"
+          "summary.csv has the columns\n"
+          "  " SWEEP_SUMMARY_HEADER
+          "\n"
           "(needle = the needle's value; found = the answer contains it; answer_ok = the\n"
           "answer starts with it; recall = recall@k of the oracle at the main window,\n"
           "recent window 0, mean over heads; needle_kept = share of the needle span kept).\n"
@@ -38,8 +67,9 @@ static int reject_single_cell(void *target, const char *option, const char *valu
   return obc_fail(OBC_EINVAL, "sweep takes --lengths and --depths, not --length/--depth");
 }
 
-/* Parses argv into a and s; prints the help instead when asked (*help). */
-static int parse_args(int argc, char **argv, CaptureArgs *a, SweepOptions *s, bool *help) {
+/* Parses argv into a; positional arguments into *args. */
+static int parse_args(int argc, char **argv, SweepArgs *a, ObcArguments *args, bool print) {
+  SweepOptions *s = &a->sweep;
   AnalysisConfig *c = &s->analysis;
   ObcSizeList lengths = {s->lengths, &s->n_lengths, SWEEP_MAX_CELLS};
   ObcSizeList depths = {s->depths, &s->n_depths, SWEEP_MAX_CELLS};
@@ -50,10 +80,27 @@ static int parse_args(int argc, char **argv, CaptureArgs *a, SweepOptions *s, bo
        &lengths, obc_option_parse_size_list, NULL},
       {"--depths", NULL, "D[,D...]", "needle depths in percent", "0,25,50,75,100",
        OBC_OPTION_CUSTOM, &depths, obc_option_parse_size_list, NULL},
-      {"-o", NULL, "DIR", "output folder (required)", NULL, OBC_OPTION_TEXT, &a->out_path, NULL,
-       NULL},
+      {"-o", NULL, "DIR", "output folder (required to make a plan)", NULL, OBC_OPTION_TEXT,
+       &a->capture.out_path, NULL, NULL},
       {"--length", NULL, "N", NULL, NULL, OBC_OPTION_CUSTOM, NULL, reject_single_cell, NULL},
       {"--depth", NULL, "D", NULL, NULL, OBC_OPTION_CUSTOM, NULL, reject_single_cell, NULL},
+      OBC_OPTION_HEADING("\nplan, cells and merge:"),
+      {"--plan", NULL, NULL, "only write DIR/plan.json; run the cells with obcache sweep DIR", NULL,
+       OBC_OPTION_FLAG, &a->plan_only, NULL, NULL},
+      {"--cell", NULL, "I", "run only cell I of DIR's plan (with DIR)", NULL, OBC_OPTION_TEXT,
+       &a->cell, NULL, NULL},
+      {"--shard", NULL, "i/N",
+       "run only the cells with id % N == i (with DIR; a Slurm array task: "
+       "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)",
+       NULL, OBC_OPTION_TEXT, &a->shard, NULL, NULL},
+      {"--merge", NULL, NULL, "merge DIR's finished cells (with DIR)", NULL, OBC_OPTION_FLAG,
+       &a->merge, NULL, NULL},
+      {"--stale-after", NULL, "S",
+       "a cell's lock whose holder gave no sign of life for S seconds (killed on another "
+       "machine) is taken over; a holder on this machine that is gone at once",
+       "600", OBC_OPTION_DOUBLE, &a->stale_after, NULL, NULL},
+      {"--no-figures", NULL, NULL, "merge without drawing the heat maps", NULL, OBC_OPTION_FLAG,
+       &a->no_figures, NULL, NULL},
       OBC_OPTION_HEADING("\nanalysis:"),
       {"--window", NULL, "W[,W...]",
        "perturbation windows, the first is the main one (default: analyze's sweep 1, 2, 4, ... "
@@ -70,51 +117,289 @@ static int parse_args(int argc, char **argv, CaptureArgs *a, SweepOptions *s, bo
       OBC_OPTION_HEADING(""),
   };
   ObcOption shared[CAPTURE_ARGS_N_OPTIONS];
-  capture_args_options(a, shared);
+  capture_args_options(&a->capture, shared);
   const ObcOptionList lists[] = {OBC_OPTION_LIST(own), OBC_OPTION_LIST(shared)};
-  ObcArguments args;
-  int rc = obc_options_parse("sweep", lists, 2, argc, argv, &args);
-  if (rc) return rc;
-  if (args.help) {
-    print_help(stdout, lists, 2);
-    *help = true;
-    return OBC_OK;
+  int rc = obc_options_parse("sweep", lists, 2, argc, argv, args);
+  if (!rc && args->help && print) print_help(stdout, lists, 2);
+  return rc;
+}
+
+static void args_default(SweepArgs *a) {
+  memset(a, 0, sizeof *a);
+  capture_args_default(&a->capture);
+  analysis_config_default(&a->sweep.analysis);
+  static const size_t default_lengths[] = {1024, 2048}, default_depths[] = {0, 25, 50, 75, 100};
+  memcpy(a->sweep.lengths, default_lengths, sizeof default_lengths);
+  a->sweep.n_lengths = 2;
+  memcpy(a->sweep.depths, default_depths, sizeof default_depths);
+  a->sweep.n_depths = 5;
+  a->stale_after = 600;
+}
+
+/* --- the plan's options ------------------------------------------------- */
+
+/* Options that are not part of a plan: where it goes, which cells run, how
+ * many threads, and the model (stored with its checksum). */
+static const char *const run_only[] = {"-o",        "--lengths", "--depths",    "--model",
+                                       "--threads", "--cell",    "--shard",     "--stale-after",
+                                       "--plan",    "--merge",   "--no-figures"};
+static const bool run_only_flag[] = {false, false, false, false, false, false,
+                                     false, false, true,  true,  true};
+
+/* Index in run_only of the option word (also "--name=value"), or -1. */
+static int run_only_index(const char *word) {
+  for (size_t i = 0; i < sizeof run_only / sizeof *run_only; i++) {
+    size_t n = strlen(run_only[i]);
+    if (!strncmp(word, run_only[i], n) && (word[n] == '\0' || word[n] == '=')) return (int)i;
   }
-  if (args.n_positional)
-    return obc_fail(OBC_EINVAL, "unexpected argument '%s' (try obcache sweep --help)",
-                    args.positional[0]);
-  return OBC_OK;
+  return -1;
+}
+
+/* The plan's option words: argv without the run-only options; a --haystack
+ * file becomes an absolute path so that every machine finds it. */
+static int plan_options(SweepPlan *plan, int argc, char **argv) {
+  int rc = 0;
+  for (int i = 1; i < argc && !rc; i++) {
+    int k = run_only_index(argv[i]);
+    if (k >= 0) {
+      if (!run_only_flag[k] && !strchr(argv[i], '=')) i++; /* skip its value */
+      continue;
+    }
+    rc = sweep_plan_add_option(plan, argv[i]);
+    if (!rc && !strcmp(argv[i], "--haystack") && i + 1 < argc) {
+      char real[PATH_MAX];
+      const char *value = argv[++i];
+      bool file = strcmp(value, "kjv") && strcmp(value, "noise") && realpath(value, real);
+      rc = sweep_plan_add_option(plan, file ? real : value);
+    }
+  }
+  return rc;
+}
+
+static int make_plan(const SweepArgs *a, int argc, char **argv, SweepPlan *plan) {
+  memset(plan, 0, sizeof *plan);
+  const char *model = a->capture.model_path ? a->capture.model_path : model_default_path();
+  char real[PATH_MAX];
+  if (!realpath(model, real)) return obc_fail(OBC_ENOTFOUND, "%s: no such model", model);
+  snprintf(plan->version, sizeof plan->version, "%s", OBC_VERSION);
+  snprintf(plan->model_path, sizeof plan->model_path, "%s", real);
+  snprintf(plan->haystack, sizeof plan->haystack, "%s", a->capture.niah.haystack);
+  plan->seed = a->capture.niah.seed;
+  int rc = sweep_plan_hash_model(real, &plan->model_hash, &plan->model_bytes);
+  if (!rc) rc = plan_options(plan, argc, argv);
+  if (!rc)
+    rc = sweep_plan_set_grid(plan, a->sweep.lengths, a->sweep.n_lengths, a->sweep.depths,
+                             a->sweep.n_depths);
+  return rc;
+}
+
+/* The settings of a plan's cells: its options parsed as the command line was. */
+static int plan_args(const SweepPlan *plan, SweepArgs *a) {
+  char *argv[SWEEP_PLAN_MAX_OPTIONS + 1];
+  argv[0] = "sweep";
+  for (size_t i = 0; i < plan->n_options; i++) argv[i + 1] = plan->options[i];
+  args_default(a);
+  ObcArguments args;
+  int rc = parse_args((int)plan->n_options + 1, argv, a, &args, false);
+  if (!rc && (args.help || args.n_positional || a->capture.out_path))
+    rc = obc_fail(OBC_EFORMAT, "plan.json: \"options\" are not sweep options");
+  if (rc) return obc_fail_context(rc, "the options of plan.json");
+  a->capture.model_path = plan->model_path;
+  return 0;
+}
+
+/* --- running ------------------------------------------------------------ */
+
+static int parse_selection(const SweepArgs *a, const SweepPlan *plan, SweepSelection *s) {
+  s->cell = -1;
+  s->stale_after = a->stale_after;
+  if (a->cell && a->shard) return obc_fail(OBC_EINVAL, "give --cell or --shard, not both");
+  if (a->cell) {
+    size_t id = 0;
+    int rc = obc_parse_size("--cell", a->cell, &id);
+    if (rc) return rc;
+    if (id >= plan->n_cells)
+      return obc_fail(OBC_EINVAL, "--cell %zu: the plan has cells 0..%zu", id, plan->n_cells - 1);
+    s->cell = (long)id;
+  }
+  if (a->shard) {
+    unsigned long i = 0, n = 0;
+    char extra;
+    if (sscanf(a->shard, "%lu/%lu%c", &i, &n, &extra) != 2 || n == 0 || i >= n)
+      return obc_fail(OBC_EINVAL, "--shard '%s': expected i/N with 0 <= i < N", a->shard);
+    s->shard = i;
+    s->n_shards = n;
+  }
+  return 0;
+}
+
+/* Loads the plan's model (or --model, which must have the same checksum). */
+static int load_model(const SweepPlan *plan, const char *override, Model **model) {
+  const char *path = override ? override : plan->model_path;
+  uint64_t hash = 0, bytes = 0;
+  int rc = sweep_plan_hash_model(path, &hash, &bytes);
+  if (rc) return rc;
+  if (hash != plan->model_hash || bytes != plan->model_bytes)
+    return obc_fail(OBC_EINVAL,
+                    "%s: not the plan's model (checksum %016llx, %llu bytes; the plan has "
+                    "%016llx, %llu bytes)",
+                    path, (unsigned long long)hash, (unsigned long long)bytes,
+                    (unsigned long long)plan->model_hash, (unsigned long long)plan->model_bytes);
+  rc = model_load(path, model);
+  if (!rc && !(*model)->tokenizer)
+    rc = obc_fail(OBC_EINVAL, "%s: the model has no tokenizer", (*model)->path);
+  return rc;
+}
+
+static int check_cells(const Model *model, const SweepOptions *o, const SweepPlan *plan) {
+  size_t context = model->config.context_length;
+  for (size_t i = 0; i < plan->n_cells; i++)
+    if (context && plan->cells[i].length + o->capture.decode > context)
+      return obc_fail(OBC_EINVAL,
+                      "cell %zu: length %zu + --decode %zu is beyond %s's context of %zu", i,
+                      plan->cells[i].length, o->capture.decode, model->config.name, context);
+  return 0;
+}
+
+static int run_plan(const char *dir, const SweepPlan *plan, const SweepArgs *given,
+                    const char *command_line) {
+  SweepArgs a;
+  int rc = plan_args(plan, &a);
+  SweepSelection selection;
+  if (!rc) rc = parse_selection(given, plan, &selection);
+  size_t *ids = rc ? NULL : obc_calloc(plan->n_cells, sizeof *ids, "the cells to run");
+  size_t n = 0;
+  SweepRunCounts counts = {0};
+  if (!rc && !ids) rc = OBC_ENOMEM;
+  if (!rc) rc = sweep_pending_cells(dir, plan, &selection, ids, &n, &counts);
+  Model *model = NULL;
+  if (!rc && n) rc = load_model(plan, given->capture.model_path, &model);
+  if (!rc && n) {
+    a.sweep.niah = a.capture.niah;
+    a.sweep.capture = a.capture.capture;
+    a.sweep.capture.threads = given->capture.capture.threads;
+    a.sweep.capture.progress = isatty(fileno(stderr));
+    a.sweep.command_line = command_line;
+    rc = check_cells(model, &a.sweep, plan);
+    if (!rc) rc = sweep_run_cells(model, &a.sweep, plan, dir, &selection, ids, n, &counts);
+  }
+  if (counts.selected)
+    printf(
+        "sweep %s: %zu cells selected: %zu ran, %zu already done, %zu taken by other "
+        "processes, %zu failed\n",
+        dir, counts.selected, counts.ran, counts.skipped_done, counts.skipped_running,
+        counts.failed);
+  model_free(model);
+  free(ids);
+  return rc;
+}
+
+/* --- merging ------------------------------------------------------------ */
+
+static int merge(const char *dir, const SweepPlan *plan, const SweepArgs *a) {
+  SweepGridStatus status;
+  int rc = sweep_merge_summary(dir, plan, a->stale_after, &status);
+  static const char *const figures[] = {"plots/sweep_needle.png", "plots/sweep_recall.png"};
+  size_t n_figures = 0;
+  if (!rc && !a->no_figures && status.n_done) {
+    char out_dir[4096];
+    snprintf(out_dir, sizeof out_dir, "%s/plots", dir);
+    PlotOptions options = {
+        .dir = dir, .out_dir = out_dir, .formats = PLOT_PNG, .only = "sweep_needle,sweep_recall"};
+    PlotResult result;
+    if (plot_render(&options, &result)) {
+      fprintf(stderr, "sweep: figures not drawn: %s\n", obc_error_message());
+      obc_error_clear();
+    } else {
+      n_figures = 2;
+    }
+  }
+  if (!rc) rc = sweep_merge_index(dir, plan, &status, figures, n_figures);
+  if (!rc) printf("wrote %s/summary.csv and %s/index.html\n", dir, dir);
+  sweep_grid_status_free(&status);
+  return rc;
+}
+
+/* --- the command -------------------------------------------------------- */
+
+/* `sweep DIR ...`: only the run-time options may be given (run_only from
+ * --model on; -o, --lengths and --depths belong to the plan). */
+static int check_dir_mode(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (argv[i][0] != '-') continue;
+    int k = run_only_index(argv[i]);
+    if (k < 3)
+      return obc_fail(OBC_EINVAL,
+                      "obcache sweep DIR takes its settings from DIR/plan.json; %s cannot be "
+                      "given here (only --cell, --shard, --merge, --threads, --model, "
+                      "--stale-after, --no-figures)",
+                      argv[i]);
+    if (!run_only_flag[k] && !strchr(argv[i], '=')) i++;
+  }
+  return 0;
+}
+
+/* The folder's plan: the existing one when it equals plan (a resumed run). */
+static int write_or_match_plan(const char *dir, const SweepPlan *plan) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/plan.json", dir);
+  if (access(path, F_OK)) {
+    int rc = obc_make_dirs(dir);
+    return rc ? rc : sweep_plan_write(dir, plan);
+  }
+  SweepPlan old;
+  int rc = sweep_plan_read(dir, &old);
+  if (rc) return rc;
+  bool same = old.model_hash == plan->model_hash && old.n_cells == plan->n_cells &&
+              old.n_options == plan->n_options;
+  for (size_t i = 0; same && i < plan->n_options; i++)
+    same = !strcmp(old.options[i], plan->options[i]);
+  for (size_t i = 0; same && i < plan->n_cells; i++)
+    same =
+        old.cells[i].length == plan->cells[i].length && old.cells[i].depth == plan->cells[i].depth;
+  sweep_plan_free(&old);
+  if (!same)
+    return obc_fail(OBC_EINVAL,
+                    "%s: already holds a sweep with another plan (model, options or grid); "
+                    "choose another folder, or run it with obcache sweep %s",
+                    dir, dir);
+  printf("%s: resuming the sweep of the same plan\n", dir);
+  return 0;
 }
 
 int cmd_sweep(int argc, char **argv) {
-  CaptureArgs a;
-  capture_args_default(&a);
-  SweepOptions s;
-  memset(&s, 0, sizeof s);
-  analysis_config_default(&s.analysis);
-  static const size_t default_lengths[] = {1024, 2048}, default_depths[] = {0, 25, 50, 75, 100};
-  memcpy(s.lengths, default_lengths, sizeof default_lengths);
-  s.n_lengths = 2;
-  memcpy(s.depths, default_depths, sizeof default_depths);
-  s.n_depths = 5;
-  bool help = false;
-  int rc = parse_args(argc, argv, &a, &s, &help);
-  if (rc) return rc;
-  if (help) return 0;
-  if (!a.out_path) return obc_fail(OBC_EINVAL, "missing -o DIR (see obcache sweep --help)");
+  SweepArgs a;
+  args_default(&a);
+  ObcArguments args;
+  int rc = parse_args(argc, argv, &a, &args, true);
+  if (rc || args.help) return rc;
+  if (args.n_positional > 1)
+    return obc_fail(OBC_EINVAL, "unexpected argument '%s' (try obcache sweep --help)",
+                    args.positional[1]);
   char command_line[1024];
   capture_args_command_line(argc, argv, command_line, sizeof command_line);
-  s.niah = a.niah;
-  s.capture = a.capture;
-  s.capture.progress = isatty(fileno(stderr));
-  s.command_line = command_line;
-
-  Model *model = NULL;
-  rc = model_load(a.model_path, &model);
-  if (!rc && !model->tokenizer)
-    rc = obc_fail(OBC_EINVAL, "%s: the model has no tokenizer", model->path);
-  if (!rc) rc = sweep_run(model, &s, a.out_path);
-  if (!rc) printf("wrote %s/summary.csv\n", a.out_path);
-  model_free(model);
+  SweepPlan plan;
+  const char *dir = args.n_positional ? args.positional[0] : a.capture.out_path;
+  if (args.n_positional) {
+    if ((rc = check_dir_mode(argc, argv))) return rc;
+    if ((rc = sweep_plan_read(dir, &plan))) return rc;
+    rc = a.merge ? merge(dir, &plan, &a) : run_plan(dir, &plan, &a, command_line);
+    sweep_plan_free(&plan);
+    return rc;
+  }
+  if (!dir) return obc_fail(OBC_EINVAL, "missing -o DIR (see obcache sweep --help)");
+  if (a.merge || a.cell || a.shard)
+    return obc_fail(OBC_EINVAL,
+                    "--merge, --cell and --shard take a sweep folder: obcache "
+                    "sweep DIR --merge");
+  rc = sweep_check_grid(NULL, &a.sweep);
+  if (!rc) rc = make_plan(&a, argc, argv, &plan);
+  if (!rc) rc = write_or_match_plan(dir, &plan);
+  if (!rc && a.plan_only)
+    printf("wrote %s/plan.json: %zu cells; run them with obcache sweep %s [--shard i/N]\n", dir,
+           plan.n_cells, dir);
+  if (!rc && !a.plan_only) rc = run_plan(dir, &plan, &a, command_line);
+  if (!rc && !a.plan_only) rc = merge(dir, &plan, &a);
+  sweep_plan_free(&plan);
   return rc;
 }

@@ -10,8 +10,7 @@
 enum { MAX_BLOCK = 256 }; /* the largest ggml block (the K super-blocks) */
 
 void quant_dot_rows_portable(uint32_t type, const void *w, size_t row_bytes, size_t cols,
-                             size_t n_rows, const float *x, size_t n_x, float *y,
-                             size_t y_stride) {
+                             size_t n_rows, const float *x, size_t n_x, float *y, size_t y_stride) {
   size_t block = gguf_type_block_size(type), block_bytes = gguf_type_block_bytes(type);
   float values[MAX_BLOCK];
   for (size_t r = 0; r < n_rows; r++) {

@@ -281,27 +281,27 @@ static int check_scripts(const char *scripts_dir, const int *selected) {
   return OBC_OK;
 }
 
-/* The model of a sweep: `obcache sweep` keeps each cell's analysis in a
- * subfolder (L<length>_D<depth>/report.json); the first one by name says it.
- * Leaves model empty when there is none. */
+/* The model of a sweep: each finished cell of `obcache sweep` has its
+ * analysis in cells/<id>/analysis/report.json; the lowest id says it. Leaves
+ * model empty when there is none. */
 static void sweep_model_name(const char *dir, char *model, size_t size) {
   model[0] = '\0';
-  DIR *folder = opendir(dir);
+  char cells[4096], report[4096];
+  snprintf(cells, sizeof cells, "%s/cells", dir);
+  DIR *folder = opendir(cells);
   if (!folder) return;
-  char first[256] = "";
+  long first = -1;
   struct dirent *entry;
   while ((entry = readdir(folder))) {
-    if (entry->d_name[0] == '.' || strlen(entry->d_name) >= sizeof first) continue;
-    char report[4096];
-    snprintf(report, sizeof report, "%s/%s/report.json", dir, entry->d_name);
-    if (access(report, R_OK) != 0) continue;
-    if (!first[0] || strcmp(entry->d_name, first) < 0)
-      snprintf(first, sizeof first, "%s", entry->d_name);
+    char *end = NULL;
+    long id = strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end || id < 0 || (first >= 0 && id >= first)) continue;
+    snprintf(report, sizeof report, "%s/%ld/analysis/report.json", cells, id);
+    if (access(report, R_OK) == 0) first = id;
   }
   closedir(folder);
-  if (!first[0]) return;
-  char report[4096];
-  snprintf(report, sizeof report, "%s/%s/report.json", dir, first);
+  if (first < 0) return;
+  snprintf(report, sizeof report, "%s/%ld/analysis/report.json", cells, first);
   plot_report_model_name(report, model, size);
 }
 

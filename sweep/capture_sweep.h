@@ -1,9 +1,12 @@
 /* A Needle-in-a-Haystack sweep: one capture and one analysis per (length,
- * depth) cell of a grid, and a summary table of the whole grid. For each cell
- * DIR holds the trace L<length>_D<depth>.h5 and its analysis folder
- * L<length>_D<depth>/ (analyze/analysis.h); DIR/summary.csv has one row per
- * cell and quantity: whether the full model retrieved the needle, and the
- * quantity's recall@k of the oracle at the main window (r = 0). */
+ * depth) cell of a grid (the plan, sweep/plan.h), each cell run by any
+ * process into its own folder (sweep/cell.h), and a merge into a summary of
+ * the whole grid. A cell's folder holds its trace trace.h5, its analysis
+ * folder analysis/ (analyze/analysis.h) and rows.csv: one row per quantity,
+ * whether the full model retrieved the needle and the quantity's recall@k
+ * of the oracle at the main window (r = 0). The merge concatenates the rows
+ * of the finished cells in plan order into DIR/summary.csv and writes
+ * DIR/index.html. */
 #ifndef OBC_SWEEP_H
 #define OBC_SWEEP_H
 
@@ -13,6 +16,8 @@
 #include "capture/capture.h"
 #include "capture/niah.h"
 #include "model/model.h"
+#include "sweep/cell.h"
+#include "sweep/plan.h"
 
 #define SWEEP_MAX_CELLS 64
 
@@ -27,8 +32,62 @@ typedef struct {
   const char *command_line;
 } SweepOptions;
 
-/* Runs the grid into dir (created if needed). summary.csv appears at the end,
- * written under a temporary name. */
-int sweep_run(const Model *model, const SweepOptions *options, const char *dir);
+#define SWEEP_SUMMARY_HEADER "length,depth,needle,found,answer_ok,score,k,recall,needle_kept"
+
+/* Checks the grid against the model before any cell runs: depths 0..100,
+ * every length + decoded tokens within the model's context. */
+int sweep_check_grid(const Model *model, const SweepOptions *options);
+
+/* Captures and analyses one cell into the folder out (which exists):
+ * out/trace.h5, out/analysis/, out/rows.csv (summary rows, no header) and
+ * out/cell.json (the answer and whether it holds the needle). */
+int sweep_run_cell(const Model *model, const SweepOptions *options, const SweepPlanCell *cell,
+                   const char *out);
+
+/* Which cells a process runs: all, one (cell >= 0), or a shard (the cells
+ * with id % n_shards == shard). */
+typedef struct {
+  long cell;          /* -1: not one cell */
+  size_t shard;       /* with n_shards > 0 */
+  size_t n_shards;    /* 0: no sharding */
+  double stale_after; /* seconds without a heartbeat after which a lock is stale */
+} SweepSelection;
+
+/* Counts of a run over a selection. */
+typedef struct {
+  size_t selected, skipped_done, skipped_running, ran, failed;
+} SweepRunCounts;
+
+/* The selected cells that still need running (not done, not running
+ * elsewhere); *n of them in ids (room for plan->n_cells). */
+int sweep_pending_cells(const char *dir, const SweepPlan *plan, const SweepSelection *selection,
+                        size_t *ids, size_t *n, SweepRunCounts *counts);
+
+/* Runs the cells ids[0..n) of the plan (each under its lock, skipping one
+ * that another process took or finished meanwhile). A failing cell is
+ * recorded (cells/<id>.failed) and the others still run; returns an error
+ * when any failed. */
+int sweep_run_cells(const Model *model, const SweepOptions *options, const SweepPlan *plan,
+                    const char *dir, const SweepSelection *selection, const size_t *ids, size_t n,
+                    SweepRunCounts *counts);
+
+/* Where the finished cells stand, for the merge. */
+typedef struct {
+  SweepCellState *states; /* (n_cells) */
+  char (*details)[512];   /* (n_cells) why, for the cells not done */
+  size_t n_done;
+} SweepGridStatus;
+
+/* Checks every cell (verifying the finished ones) and writes their rows, in
+ * plan order, to DIR/summary.csv (under a temporary name). */
+int sweep_merge_summary(const char *dir, const SweepPlan *plan, double stale_after,
+                        SweepGridStatus *status);
+/* Writes DIR/index.html (a table of the cells, the figures given by their
+ * paths relative to DIR), lists the cells that are missing, failed, corrupt
+ * or running, and returns an error naming their number when the grid is
+ * incomplete. */
+int sweep_merge_index(const char *dir, const SweepPlan *plan, const SweepGridStatus *status,
+                      const char *const *figures, size_t n_figures);
+void sweep_grid_status_free(SweepGridStatus *status);
 
 #endif

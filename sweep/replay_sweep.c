@@ -18,6 +18,8 @@
 #include "common/obc_json.h"
 #include "evict/model_replay.h"
 #include "evict/offline.h"
+#include "sweep/cell.h"
+#include "sweep/plan.h"
 
 void sweep_replay_config_default(SweepReplayConfig *c) {
   static const char *const scores[] = {"attn",     "snapkv",   "vatp",       "obc_v",
@@ -55,7 +57,30 @@ typedef struct {
 
 static int name_order(const void *a, const void *b) { return strcmp(a, b); }
 
-/* The traces of input: the file itself, or the folder's *.h5 by name. */
+/* The traces of a sweep folder (sweep/cell.h): those of its finished cells,
+ * in plan order; unfinished cells are named and skipped. */
+static int list_cell_traces(const char *input, SweepRun *run) {
+  SweepPlan plan;
+  int rc = sweep_plan_read(input, &plan);
+  for (size_t i = 0; !rc && i < plan.n_cells && run->n_traces < EVICT_SWEEP_MAX_TRACES; i++) {
+    SweepCellState state;
+    char detail[512];
+    rc = sweep_cell_state(input, &plan.cells[i], 600, &state, detail, sizeof detail);
+    if (!rc && state != SWEEP_CELL_DONE)
+      fprintf(stderr, "replay: %s: cell %zu %s is %s, left out\n", input, i, plan.cells[i].name,
+              sweep_cell_state_name(state));
+    else if (!rc)
+      snprintf(run->traces[run->n_traces++], sizeof run->traces[0], "%s/cells/%zu/trace.h5", input,
+               i);
+  }
+  if (!rc && run->n_traces == 0)
+    rc = obc_fail(OBC_ENOTFOUND, "%s: no finished cell in the sweep folder", input);
+  sweep_plan_free(&plan);
+  return rc;
+}
+
+/* The traces of input: the file itself, a sweep folder's finished cells, or
+ * the folder's *.h5 by name. */
 static int list_traces(const char *input, SweepRun *run) {
   struct stat st;
   if (stat(input, &st) != 0)
@@ -67,6 +92,9 @@ static int list_traces(const char *input, SweepRun *run) {
     run->n_traces = 1;
     return OBC_OK;
   }
+  char plan_path[4096];
+  snprintf(plan_path, sizeof plan_path, "%s/plan.json", input);
+  if (access(plan_path, F_OK) == 0) return list_cell_traces(input, run);
   DIR *dir = opendir(input);
   if (!dir) return obc_fail(OBC_EIO, "%s: cannot list the folder", input);
   struct dirent *e;

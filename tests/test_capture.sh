@@ -128,9 +128,11 @@ one_line_error "needle longer than the context" "more than --length" "$dir/bad.h
   -o "$dir/sweep" > "$dir/sweep.txt" 2>&1
 check "sweep succeeds" test $? -eq 0
 cat "$dir/sweep.txt"
-check "sweep wrote a trace and an analysis per cell" \
-  test -s "$dir/sweep/L160_D0.h5" -a -s "$dir/sweep/L160_D100.h5" \
-  -a -s "$dir/sweep/L160_D0/recall.csv" -a -s "$dir/sweep/L160_D100/recall.csv"
+check "sweep wrote a plan, and a trace and an analysis per cell" \
+  test -s "$dir/sweep/plan.json" -a -s "$dir/sweep/cells/0/trace.h5" \
+  -a -s "$dir/sweep/cells/1/trace.h5" -a -s "$dir/sweep/cells/0/analysis/recall.csv" \
+  -a -s "$dir/sweep/cells/1/analysis/recall.csv" -a -s "$dir/sweep/cells/1/complete.json" \
+  -a -s "$dir/sweep/index.html"
 check "summary.csv has the columns and 2 cells x 11 quantities" test \
   "$(head -1 "$dir/sweep/summary.csv")" = "length,depth,needle,found,answer_ok,score,k,recall,needle_kept" \
   -a "$(tail -n +2 "$dir/sweep/summary.csv" | cut -d, -f1,2,6,7 | sort -u | wc -l)" -eq 22

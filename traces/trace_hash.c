@@ -16,14 +16,6 @@
 #error "the trace content hash assumes a little-endian host"
 #endif
 
-#define TRACE_HASH_PRIME 0x100000001b3ull /* FNV 64 prime */
-
-uint64_t trace_hash_bytes(uint64_t state, const void *data, size_t size) {
-  const unsigned char *bytes = data;
-  for (size_t i = 0; i < size; i++) state = (state ^ bytes[i]) * TRACE_HASH_PRIME;
-  return state;
-}
-
 static const char *const slab_names[OBC_TRACE_SLAB_KINDS] = {"K", "V", "Q", "O", "lse", "A"};
 
 const char *trace_hash_slab_name(int kind) { return slab_names[kind]; }
@@ -56,31 +48,29 @@ static uint64_t hash_line(uint64_t state, const char *format, ...) {
   int n = vsnprintf(line, sizeof line, format, args);
   va_end(args);
   size_t length = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
-  return trace_hash_bytes(state, line, length);
+  return obc_hash_bytes(state, line, length);
 }
 
 void trace_hash_manifest(const TraceMeta *m, uint64_t logits_hash, const uint64_t *slab_hashes,
                          char out[17]) {
   const TraceModel *c = &m->model;
-  uint64_t h = OBC_TRACE_HASH_SEED;
+  uint64_t h = OBC_HASH_SEED;
   h = hash_line(h, "obcache trace content 2\n");
   h = hash_line(h, "shape %zu %zu %zu %zu %zu %zu %zu %zu %s %d %d\n", c->n_layers, c->n_heads,
                 c->n_kv_heads, c->head_dim, c->vocab_size, m->n_prompt, m->n_decode, m->n_rows,
                 m->dtype, m->has_attn ? 1 : 0, m->has_logits ? 1 : 0);
-  h = hash_line(h, "row_positions %016" PRIx64 "\n",
-                trace_hash_bytes(OBC_TRACE_HASH_SEED, m->row_positions,
-                                 m->n_rows * sizeof *m->row_positions));
+  h = hash_line(
+      h, "row_positions %016" PRIx64 "\n",
+      obc_hash_bytes(OBC_HASH_SEED, m->row_positions, m->n_rows * sizeof *m->row_positions));
   if (m->tokens)
-    h = hash_line(
-        h, "tokens %016" PRIx64 "\n",
-        trace_hash_bytes(OBC_TRACE_HASH_SEED, m->tokens, m->n_positions * sizeof *m->tokens));
+    h = hash_line(h, "tokens %016" PRIx64 "\n",
+                  obc_hash_bytes(OBC_HASH_SEED, m->tokens, m->n_positions * sizeof *m->tokens));
   if (m->prompt_text)
     h = hash_line(h, "prompt_text %016" PRIx64 "\n",
-                  trace_hash_bytes(OBC_TRACE_HASH_SEED, m->prompt_text, strlen(m->prompt_text)));
+                  obc_hash_bytes(OBC_HASH_SEED, m->prompt_text, strlen(m->prompt_text)));
   if (m->generated_text)
-    h = hash_line(
-        h, "generated_text %016" PRIx64 "\n",
-        trace_hash_bytes(OBC_TRACE_HASH_SEED, m->generated_text, strlen(m->generated_text)));
+    h = hash_line(h, "generated_text %016" PRIx64 "\n",
+                  obc_hash_bytes(OBC_HASH_SEED, m->generated_text, strlen(m->generated_text)));
   for (size_t i = 0; i < m->n_spans; i++)
     h = hash_line(h, "span %s %lld %lld\n", m->spans[i].name, (long long)m->spans[i].begin,
                   (long long)m->spans[i].end);

@@ -11,13 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/obc_hash.h" /* obc_hash_bytes: FNV-1a 64 */
 #include "traces/trace.h"
 
-#define OBC_TRACE_HASH_SEED 0xcbf29ce484222325ull /* FNV-1a 64 offset basis */
-
-/* FNV-1a 64 of size bytes, continuing from state (OBC_TRACE_HASH_SEED to
- * start a new hash). */
-uint64_t trace_hash_bytes(uint64_t state, const void *data, size_t size);
 
 /* The per-layer datasets, in manifest order. A is last and only present when
  * the trace has attention rows. */

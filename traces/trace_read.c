@@ -612,7 +612,7 @@ int trace_compute_hash(TraceReader *r, char out[17]) {
         rc = read_slab_stored(r, name, head, false, false, buffer, count, &size);
         if (!rc)
           hashes[trace_hash_slab_index(m, layer, k, head)] =
-              trace_hash_bytes(OBC_TRACE_HASH_SEED, buffer, count * size);
+              obc_hash_bytes(OBC_HASH_SEED, buffer, count * size);
       }
     }
   }
@@ -620,7 +620,7 @@ int trace_compute_hash(TraceReader *r, char out[17]) {
   if (!rc && m->has_logits) {
     size_t count = m->n_decode * m->model.vocab_size, size = 0;
     rc = read_slab_stored(r, "/logits", 0, true, false, buffer, count, &size);
-    if (!rc) logits_hash = trace_hash_bytes(OBC_TRACE_HASH_SEED, buffer, count * size);
+    if (!rc) logits_hash = obc_hash_bytes(OBC_HASH_SEED, buffer, count * size);
   }
   if (!rc) trace_hash_manifest(m, logits_hash, hashes, out);
   free(hashes);

@@ -379,12 +379,12 @@ static int write_head_slab(TraceWriter *w, size_t layer, int kind, size_t head, 
       status = -1;
     } else {
       for (size_t i = 0; i < count; i++) w->half_buffer[i] = trace_h5_half_from_float(data[i]);
-      *slab_hash = trace_hash_bytes(OBC_TRACE_HASH_SEED, w->half_buffer, count * 2);
+      *slab_hash = obc_hash_bytes(OBC_HASH_SEED, w->half_buffer, count * 2);
       status =
           H5Dwrite(dset, w->float_file_type, mem_space, file_space, H5P_DEFAULT, w->half_buffer);
     }
   } else {
-    *slab_hash = trace_hash_bytes(OBC_TRACE_HASH_SEED, data, count * sizeof *data);
+    *slab_hash = obc_hash_bytes(OBC_HASH_SEED, data, count * sizeof *data);
     status = H5Dwrite(dset, H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, data);
   }
   H5Sclose(mem_space);
@@ -440,8 +440,8 @@ int trace_write_logits(TraceWriter *w, const float *logits) {
       dset >= 0 ? H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, logits) : -1;
   if (dset >= 0) H5Dclose(dset);
   if (status < 0) return obc_fail(OBC_EIO, "%s: cannot write /logits", writer_path(w));
-  w->logits_hash = trace_hash_bytes(OBC_TRACE_HASH_SEED, logits,
-                                    w->meta.n_decode * w->meta.model.vocab_size * sizeof *logits);
+  w->logits_hash = obc_hash_bytes(OBC_HASH_SEED, logits,
+                                  w->meta.n_decode * w->meta.model.vocab_size * sizeof *logits);
   w->logits_written = true;
   return OBC_OK;
 }

@@ -1,0 +1,53 @@
+/* A sweep's plan: DIR/plan.json, written once by `obcache sweep --plan` and
+ * read by every process that runs a cell or merges (sweep/cell.h). It holds
+ * what reproduces each cell: the model file and its checksum, the capture
+ * and analysis options as given on the command line (re-parsed for every
+ * cell, so a cell runs exactly as the one-process sweep would), and the grid
+ * of cells, each with a stable id. The file is untrusted input: every field
+ * is checked, and a damaged plan fails with one line naming the file. */
+#ifndef OBC_SWEEP_PLAN_H
+#define OBC_SWEEP_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SWEEP_PLAN_FORMAT "obcache-sweep-plan/1"
+#define SWEEP_PLAN_MAX_CELLS 4096
+#define SWEEP_PLAN_MAX_OPTIONS 256
+
+typedef struct {
+  size_t id;     /* index in the plan; the cell's folder is cells/<id> */
+  size_t length; /* prompt length in tokens */
+  size_t depth;  /* needle depth in percent */
+  char name[64]; /* "L<length>_D<depth>" */
+} SweepPlanCell;
+
+typedef struct {
+  char version[64];                      /* obcache version that wrote the plan */
+  char model_path[4096];                 /* absolute */
+  uint64_t model_hash;                   /* obc_hash FNV-1a 64 of the model file (or folder) */
+  uint64_t model_bytes;                  /* its size */
+  char *options[SWEEP_PLAN_MAX_OPTIONS]; /* (n_options) owned copies, argv order */
+  size_t n_options;
+  char haystack[4096]; /* resolved, for people reading the plan */
+  uint64_t seed;
+  SweepPlanCell *cells; /* (n_cells) by id */
+  size_t n_cells;
+} SweepPlan;
+
+/* The grid lengths x depths (lengths outer), ids 0, 1, ... in that order. */
+int sweep_plan_set_grid(SweepPlan *plan, const size_t *lengths, size_t n_lengths,
+                        const size_t *depths, size_t n_depths);
+/* Adds an owned copy of one command-line word to plan->options. */
+int sweep_plan_add_option(SweepPlan *plan, const char *word);
+
+/* Checksum of a model: the file, or for a Hugging Face folder every regular
+ * file in it, by name. */
+int sweep_plan_hash_model(const char *path, uint64_t *hash, uint64_t *bytes);
+
+/* DIR/plan.json: written under a temporary name; read and checked. */
+int sweep_plan_write(const char *dir, const SweepPlan *plan);
+int sweep_plan_read(const char *dir, SweepPlan *plan);
+void sweep_plan_free(SweepPlan *plan);
+
+#endif

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# A sweep on a real Slurm cluster: a one-node cluster started on this machine
+# (scripts/slurm/local_cluster.sh: munged, slurmctld, slurmd), a 2 x 3 grid of
+# the default model at 160-200 tokens submitted as an array job with its
+# merge (scripts/slurm/submit.sh). Checks that
+#   - the merged summary.csv, index.html and heat map equal, byte for byte,
+#     those of the same plan run unsharded in one process, and of the
+#     one-command `obcache sweep ... -o DIR`;
+#   - a task killed (SIGKILL) in the middle of a cell leaves the grid
+#     incomplete (the merge fails and names the cell), and resubmitting the
+#     array finishes it with the same merge;
+#   - a finished cell with a truncated file is reported as damaged, left out
+#     of the merge, and run again by the next submission.
+# The daemons are shut down whatever happens. Needs root, slurm-wlm and munge
+# (scripts/setup.sh installs them); skipped, saying why, without them.
+set -u
+: "${OBCACHE:?}" "${OBC_MODEL:?}" "${OBC_TMP:?}" "${OBC_SOURCE_DIR:?}"
+skip() { echo "SKIP: $*"; exit 0; }
+[ -r "$OBC_MODEL" ] || skip "no model at $OBC_MODEL (run scripts/setup.sh)"
+[ "$(id -u)" = 0 ] || skip "the test cluster's daemons run as root"
+PATH=$PATH:/usr/sbin
+for tool in munged slurmctld slurmd sbatch squeue scancel; do
+  command -v "$tool" >/dev/null || skip "$tool not installed (apt-get install slurm-wlm munge)"
+done
+OBCACHE=$(cd "$(dirname "$OBCACHE")" && pwd)/$(basename "$OBCACHE")
+dir="$OBC_TMP/slurm"
+rm -rf "$dir"
+mkdir -p "$dir"
+cluster="$dir/cluster"
+slurm="$OBC_SOURCE_DIR/scripts/slurm"
+fail=0
+finish() { # the daemons go down first (their pid files are in $dir), then the folder
+  "$slurm/local_cluster.sh" stop "$cluster"
+  [ "$fail" = 0 ] && rm -rf "$dir"
+}
+trap finish EXIT
+check() { # check NAME CONDITION...
+  local name=$1
+  shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
+}
+same() { # same DIR_A DIR_B: summary.csv, index.html and the recall heat map equal
+  cmp -s "$1/summary.csv" "$2/summary.csv" && cmp -s "$1/index.html" "$2/index.html" &&
+    cmp -s "$1/plots/sweep_recall.png" "$2/plots/sweep_recall.png"
+}
+# wait_jobs LOGDIR: waits (up to 5 minutes) until the last submission's jobs left the queue.
+wait_jobs() {
+  local ids
+  read -r -a ids < "$1/last-submit"
+  for _ in $(seq 600); do
+    squeue -h -j "${ids[0]},${ids[1]}" 2>/dev/null | grep -q . || return 0
+    sleep 0.5
+  done
+  echo "jobs ${ids[*]} still queued after 5 minutes:"; squeue
+  return 1
+}
+
+if ! "$slurm/local_cluster.sh" start "$cluster"; then
+  echo "FAIL the one-node Slurm cluster did not start"
+  exit 1
+fi
+export SLURM_CONF="$cluster/slurm.conf"
+
+grid=(--lengths 160,200 --depths 0,50,100 --haystack noise --decode 2 --rows 16)
+"$OBCACHE" sweep "${grid[@]}" --plan -o "$dir/plan" > /dev/null
+check "sweep --plan writes plan.json" test -s "$dir/plan/plan.json"
+for d in ref array killed; do mkdir -p "$dir/$d" && cp "$dir/plan/plan.json" "$dir/$d/"; done
+
+# 1. The reference: the same plan unsharded, in one process; and the one-command form.
+"$OBCACHE" sweep "$dir/ref" > "$dir/ref.log" 2>&1 && "$OBCACHE" sweep "$dir/ref" --merge >> "$dir/ref.log" 2>&1
+check "the unsharded run and its merge succeed" test $? -eq 0
+"$OBCACHE" sweep "${grid[@]}" -o "$dir/one" > "$dir/one.log" 2>&1
+check "the one-command sweep equals plan + run + merge" same "$dir/ref" "$dir/one"
+
+# 2. The array job of 3 tasks and its merge.
+start=$(date +%s.%N)
+"$slurm/submit.sh" "$dir/array" 3 --obcache "$OBCACHE" --logs "$dir/array/logs"
+wait_jobs "$dir/array/logs"
+echo "wall time of the 3-task array and its merge: $(echo "$(date +%s.%N) - $start" | bc) s"
+cat "$dir"/array/logs/merge-*.log
+check "the 3-task array's merge equals the unsharded run" same "$dir/ref" "$dir/array"
+check "one log per task" test "$(ls "$dir"/array/logs/sweep-*_*.log | wc -l)" -eq 3
+
+# 3. Kill task 0 (cells 0, 2, 4) with SIGKILL in the middle of a cell, resubmit.
+"$slurm/submit.sh" "$dir/killed" 2 --obcache "$OBCACHE" --logs "$dir/killed/logs" > /dev/null
+read -r array_job merge_job < "$dir/killed/logs/last-submit"
+for _ in $(seq 600); do
+  ls -d "$dir"/killed/cells/.[024].partial.* > /dev/null 2>&1 && break
+  sleep 0.05
+done
+killed_cell=$(ls -d "$dir"/killed/cells/.[024].partial.* 2>/dev/null | head -1)
+scancel --full --signal=KILL "${array_job}_0"
+wait_jobs "$dir/killed/logs"
+check "task 0 was killed in the middle of a cell" test -n "$killed_cell"
+"$OBCACHE" sweep "$dir/killed" --merge --no-figures > "$dir/killed.merge" 2>&1
+check "the merge after the kill fails and lists the interrupted cell" \
+  grep -q "interrupted, stale lock" "$dir/killed.merge"
+"$slurm/submit.sh" "$dir/killed" 2 --obcache "$OBCACHE" --logs "$dir/killed/logs" > /dev/null
+wait_jobs "$dir/killed/logs"
+check "after resubmitting, the merge equals the unsharded run" same "$dir/ref" "$dir/killed"
+check "no lock or partial folder is left" \
+  test -z "$(ls -a "$dir/killed/cells" | grep -e '\.lock$' -e partial)"
+
+# 4. A damaged cell: detected, left out of the merge, run again.
+size=$(stat -c %s "$dir/array/cells/1/trace.h5")
+truncate -s $((size / 2)) "$dir/array/cells/1/trace.h5"
+"$OBCACHE" sweep "$dir/array" --merge --no-figures > "$dir/damaged.merge" 2>&1
+rc=$?
+check "the merge of a damaged cell fails and names it" \
+  eval '[ $rc -ne 0 ] && grep -q "cell 1 L160_D50: corrupt: trace.h5 has" "$dir/damaged.merge"'
+check "the damaged cell's rows are left out of summary.csv" \
+  eval '! grep -q "^160,50," "$dir/array/summary.csv" && grep -q "^160,0," "$dir/array/summary.csv"'
+"$slurm/submit.sh" "$dir/array" 2 --obcache "$OBCACHE" --logs "$dir/array/logs" > /dev/null
+wait_jobs "$dir/array/logs"
+check "the damaged cell is run again and the merge equals the unsharded run" \
+  same "$dir/ref" "$dir/array"
+
+exit "$fail"
