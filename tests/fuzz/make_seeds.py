@@ -20,6 +20,8 @@ project's own fixtures (CONTRIBUTING.md, "Fuzzing"), deterministically:
   keep_file    keep files of `obcache evict` on the harness's own trace
                (fuzz_keep_file with OBC_FUZZ_KEEP_TRACE), and one made for
                another trace of the same shape
+  sweep_folder plan.json NUL complete.json: hand-made plans of 1 and 6 cells
+               and the manifest of fuzz_sweep_folder.c's fixed cell files
 
 and, for each, damaged variants: cut in half, and three bytes flipped at
 places drawn from a generator seeded by the file's name.
@@ -252,6 +254,42 @@ def keep_seeds(out, work, obcache, harness):
                    check=True, stdout=subprocess.DEVNULL)
 
 
+def fnv1a64(data):
+    h = 0xcbf29ce484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def sweep_folder_seeds(out):
+    """plan.json NUL complete.json of cell 0; the manifest lists the fixed
+    rows.csv and cell.json of fuzz_sweep_folder.c with their true checksums."""
+    folder = os.path.join(out, "sweep_folder")
+    rows = b"160,0,4242,1,1,attn,40,0.500000,0.250000\n"
+    cell = b'{"id": 0, "needle": "4242", "answer": " 4242", "found": true}\n'
+    files = [{"path": name, "bytes": len(data), "fnv1a64": "%016x" % fnv1a64(data)}
+             for name, data in (("cell.json", cell), ("rows.csv", rows))]
+    manifest = {"format": "obcache-sweep-cell/1", "id": 0, "name": "L160_D0", "files": files}
+
+    def plan(lengths, depths, options):
+        cells = [{"id": i * len(depths) + j, "name": "L%d_D%d" % (n, d), "length": n, "depth": d}
+                 for i, n in enumerate(lengths) for j, d in enumerate(depths)]
+        return {"format": "obcache-sweep-plan/1", "obcache_version": "0.1.0",
+                "model": {"path": "/models/m.gguf", "bytes": 98362432,
+                          "fnv1a64": "119cdcb571abd979"},
+                "haystack": "noise", "seed": "1", "options": options, "cells": cells}
+
+    variants = {"one": plan([160], [0], ["--haystack", "noise", "--decode", "2"]),
+                "grid": plan([160, 200], [0, 50, 100], ["--rows", "16", "--window", "64,1"]),
+                "bad-manifest": plan([160], [0, 100], [])}
+    for name, p in variants.items():
+        m = dict(manifest)
+        if name == "bad-manifest":
+            m["files"] = [dict(files[0], bytes=1), {"path": "../../etc/passwd", "bytes": 1,
+                                                     "fnv1a64": "0" * 16}]
+        put(folder, name, json.dumps(p, indent=1).encode() + b"\0" + json.dumps(m).encode())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
@@ -261,13 +299,14 @@ def main():
     args = ap.parse_args()
     tmp = args.out.rstrip("/") + ".part"
     shutil.rmtree(tmp, ignore_errors=True)
-    for harness in ("gguf", "safetensors", "tokenizer", "trace", "keep_file"):
+    for harness in ("gguf", "safetensors", "tokenizer", "trace", "keep_file", "sweep_folder"):
         os.makedirs(os.path.join(tmp, harness))
     with tempfile.TemporaryDirectory() as work:
         gguf_and_hf_seeds(tmp, work)
         real_tokenizer_seed(tmp, work, args.model)
         trace_seeds(tmp, work, args.obcache)
         keep_seeds(tmp, work, args.obcache, args.keep_harness)
+        sweep_folder_seeds(tmp)
     for harness in os.listdir(tmp):
         damaged(os.path.join(tmp, harness))
     shutil.rmtree(args.out, ignore_errors=True)
