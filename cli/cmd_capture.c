@@ -100,7 +100,7 @@ int cmd_capture(int argc, char **argv) {
   a.capture.progress = isatty(fileno(stderr));
 
   Model *model = NULL;
-  rc = model_load(a.model_path, &model);
+  rc = model_load_with(a.model_path, &(ModelLoadOptions){a.weights}, &model);
   if (!rc) rc = check_length(model, &a);
   NiahPrompt prompt;
   memset(&prompt, 0, sizeof prompt);

@@ -32,6 +32,7 @@ enum { PIECE = 256 }; /* tokens per forward call: bounds the logits buffer */
 
 typedef struct {
   const char *model;
+  ModelWeightsMode weights;
   const char *file;
   size_t context;
   size_t stride;
@@ -46,6 +47,7 @@ static int parse_args(int argc, char **argv, PerplexityArgs *a, bool *help) {
   const ObcOption options[] = {
       {"--model", NULL, "PATH", "GGUF file or Hugging Face folder",
        "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &a->model, NULL, NULL},
+      MODEL_WEIGHTS_OPTION(&a->weights),
       {"--context", NULL, "N", "tokens per window", "1024", OBC_OPTION_SIZE, &a->context, NULL,
        NULL},
       {"--stride", NULL, "N", "tokens between window starts", "context/2", OBC_OPTION_SIZE,
@@ -110,7 +112,7 @@ int cmd_perplexity(int argc, char **argv) {
   int32_t *ids = NULL;
   float *logits = NULL;
   size_t n = 0;
-  if ((rc = model_load(args.model, &model)) < 0) goto done;
+  if ((rc = model_load_with(args.model, &(ModelLoadOptions){args.weights}, &model)) < 0) goto done;
   if (!model->tokenizer) {
     rc = obc_fail(OBC_EINVAL, "%s: the model has no tokenizer to encode the text", model->path);
     goto done;

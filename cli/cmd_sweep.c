@@ -110,7 +110,7 @@ int cmd_sweep(int argc, char **argv) {
   s.command_line = command_line;
 
   Model *model = NULL;
-  rc = model_load(a.model_path, &model);
+  rc = model_load_with(a.model_path, &(ModelLoadOptions){a.weights}, &model);
   if (!rc && !model->tokenizer)
     rc = obc_fail(OBC_EINVAL, "%s: the model has no tokenizer", model->path);
   if (!rc) rc = sweep_run(model, &s, a.out_path);
