@@ -109,7 +109,12 @@ int cmd_capture(int argc, char **argv) {
   if (!rc) rc = niah_build(model->tokenizer, &a.niah, &prompt);
   CaptureResult result;
   if (!rc) rc = capture_run(model, &prompt, &a.capture, a.out_path, &result);
-  if (!rc) print_result(a.out_path, &prompt, &result);
+  if (!rc) {
+    char held[256];
+    model_weights_describe(model, held, sizeof held);
+    fprintf(stderr, "weights: %s\n", held);
+    print_result(a.out_path, &prompt, &result);
+  }
   niah_prompt_free(&prompt);
   model_free(model);
   return rc;

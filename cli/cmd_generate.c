@@ -18,6 +18,7 @@ static const char *usage =
     "usage: obcache generate [--model PATH] (--prompt TEXT | --prompt-file FILE)\n"
     "                        [--chat] [--system TEXT] [--max-new N] [--context N]\n"
     "                        [--threads N] [--device cpu|cuda|cuda-bf16]\n"
+    "                        [--weights native|f32]\n"
     "\n"
     "Greedy generation (argmax, no sampling) until a stop token or --max-new tokens\n"
     "(default 128). --chat wraps the prompt in the model's chat template (with\n"
@@ -150,6 +151,9 @@ int cmd_generate(int argc, char **argv) {
   fputc('\n', stdout);
   fflush(stdout);
   size_t decode_steps = stats.new_tokens > 0 ? stats.new_tokens - 1 : 0;
+  char held[256];
+  model_weights_describe(model, held, sizeof held);
+  fprintf(stderr, "weights: %s\n", held);
   fprintf(
       stderr,
       "prompt: %zu tokens, prefill %.1f tokens/s (%.2f s); generated %zu tokens%s, "

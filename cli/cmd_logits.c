@@ -17,7 +17,7 @@
 static const char *usage =
     "usage: obcache logits [--model PATH] (--ids 1,2,3 | --text TEXT) -o FILE.f32\n"
     "                      [--all] [--ids-out FILE] [--context N] [--threads N]\n"
-    "                      [--device cpu|cuda|cuda-bf16]\n"
+    "                      [--device cpu|cuda|cuda-bf16] [--weights native|f32]\n"
     "\n"
     "Debugging aid: runs the tokens through the model from position 0 and writes\n"
     "the logits as raw little-endian float32, shape (n, vocab) with --all, else\n"
@@ -133,6 +133,9 @@ int cmd_logits(int argc, char **argv) {
   if (rc < 0) goto done;
   if ((rc = write_logits(args.output, logits, rows * vocab)) < 0) goto done;
   if (args.ids_out && (rc = write_ids(args.ids_out, ids, n)) < 0) goto done;
+  char held[256];
+  model_weights_describe(model, held, sizeof held);
+  fprintf(stderr, "weights: %s\n", held);
   fprintf(stderr, "logits: %zu tokens, wrote (%zu, %zu) float32 to %s\n", n, rows, vocab,
           args.output);
 done:

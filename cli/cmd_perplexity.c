@@ -17,7 +17,7 @@
 
 static const char *usage =
     "usage: obcache perplexity [--model PATH] FILE [--context N] [--stride N] [--threads N]\n"
-    "                          [--device cpu|cuda|cuda-bf16]\n"
+    "                          [--device cpu|cuda|cuda-bf16] [--weights native|f32]\n"
     "\n"
     "Teacher-forced perplexity exp(mean negative log-likelihood) of FILE's tokens.\n"
     "The text is encoded without a chat template (BOS first when the tokenizer adds\n"
@@ -145,6 +145,9 @@ int cmd_perplexity(int argc, char **argv) {
       "perplexity %.4f over %zu scored tokens (%zu tokens in %s; %zu windows of %zu, "
       "stride %zu)\n",
       exp(nll / (double)scored), scored, n, args.file, windows, args.context, args.stride);
+  char held[256];
+  model_weights_describe(model, held, sizeof held);
+  fprintf(stderr, "weights: %s\n", held);
   fprintf(stderr, "time %.2f s (%.1f tokens/s run)\n", seconds,
           (double)(windows ? (double)scored : 0.0) / seconds);
 done:
