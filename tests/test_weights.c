@@ -54,8 +54,12 @@ static uint8_t *random_matrix(uint32_t type, size_t rows, size_t cols, size_t *r
         memcpy(b, &v, 4);
         break;
       }
-      case GGML_TYPE_F16: put_f16(b, (uint16_t)(0x3000 + (next_u32() & 0x7FF) + (next_u32() & 0x8000))); break;
-      case GGML_TYPE_BF16: put_f16(b, (uint16_t)(0x3C00 + (next_u32() & 0x3FF) + (next_u32() & 0x8000))); break;
+      case GGML_TYPE_F16:
+        put_f16(b, (uint16_t)(0x3000 + (next_u32() & 0x7FF) + (next_u32() & 0x8000)));
+        break;
+      case GGML_TYPE_BF16:
+        put_f16(b, (uint16_t)(0x3C00 + (next_u32() & 0x3FF) + (next_u32() & 0x8000)));
+        break;
       case GGML_TYPE_Q6_K: put_f16(b + 208, scale); break;
       case GGML_TYPE_Q4_1:
       case GGML_TYPE_Q5_1:
@@ -173,7 +177,8 @@ static float *run_logits(const Model *model, const int32_t *tokens, size_t prefi
   ck_assert_int_eq(runtime_create(model, &options, &rt), 0);
   ck_assert_int_eq(runtime_forward(rt, tokens, prefill, RUNTIME_LOGITS_ALL, logits, NULL), 0);
   for (size_t t = prefill; t < n; t++)
-    ck_assert_int_eq(runtime_forward(rt, tokens + t, 1, RUNTIME_LOGITS_LAST, logits + t * vocab, NULL), 0);
+    ck_assert_int_eq(
+        runtime_forward(rt, tokens + t, 1, RUNTIME_LOGITS_LAST, logits + t * vocab, NULL), 0);
   runtime_free(rt);
   return logits;
 }
@@ -235,9 +240,10 @@ START_TEST(smollm2_native_and_f32_weights_give_the_same_logits) {
       skipped++;
     }
   }
-  printf("SmolLM2 native vs f32: %zu positions (%zu prefill, %zu decode), max |diff| %.3g of the "
-         "largest logit (tolerance %.3g); argmax equal at %zu positions, %zu within the margin\n",
-         n, prefill, n - prefill, worst, rel_tol, checked, skipped);
+  printf(
+      "SmolLM2 native vs f32: %zu positions (%zu prefill, %zu decode), max |diff| %.3g of the "
+      "largest logit (tolerance %.3g); argmax equal at %zu positions, %zu within the margin\n",
+      n, prefill, n - prefill, worst, rel_tol, checked, skipped);
   free(a);
   free(b);
   free(tokens);
