@@ -75,26 +75,8 @@ for type in Q4_K Q8_0; do
         2> "$dir/logits_$w.txt"
       check "$type, $n tokens: logits --weights $w succeeds" test $? -eq 0
     done
-    python3 - "$dir/native.f32" "$dir/f32.f32" "$type, $n tokens" <<'PY'
-import math, sys
-import numpy as np
-native = np.fromfile(sys.argv[1], dtype="<f4").reshape(-1, 128256).astype(np.float64)
-f32 = np.fromfile(sys.argv[2], dtype="<f4").reshape(-1, 128256).astype(np.float64)
-# docs/SCIENCE.md, "Stored-type weights": 2 lambda sqrt(K) u per weight
-# product, lambda = 7, K = ffn 8192, over 7 * 16 + 1 products in series.
-tol = 2 * 7 * math.sqrt(8192) * 2.0**-24 * (7 * 16 + 1)
-peak = np.abs(f32).max(axis=1)
-diff = np.abs(native - f32).max(axis=1)
-top2 = np.sort(f32, axis=1)[:, -2:]
-margin = top2[:, 1] - top2[:, 0]
-clear = margin > 2 * tol * peak
-same = native.argmax(axis=1) == f32.argmax(axis=1)
-ok = bool((diff <= tol * peak).all() and same[clear].all())
-print(f"{'ok  ' if ok else 'FAIL'} {sys.argv[3]}: native vs f32 max |diff| "
-      f"{(diff / peak).max():.3g} of the largest logit (tolerance {tol:.3g}); argmax equal at "
-      f"{int(same[clear].sum())} of {int(clear.sum())} positions with a clear margin")
-sys.exit(0 if ok else 1)
-PY
+    python3 "$OBC_SOURCE_DIR/tests/compare_logits.py" "$dir/native.f32" "$dir/f32.f32" 128256 8192 \
+      16 "$type, $n tokens"
     [ $? -eq 0 ] || fail=1
   done
   rm -f "$model"
