@@ -41,8 +41,11 @@ kv_bytes=$((layers * kv * head_dim * context * 2 * 4))
 if [ -x /usr/bin/time ]; then
   /usr/bin/time -f "peak %M" "$OBCACHE" version > /dev/null 2> "$tmp/bench-base.txt"
   base=$(tail -n 1 "$tmp/bench-base.txt" | sed -nE 's/^peak ([0-9]+)$/\1/p')
-  /usr/bin/time -f "peak %M" "$OBCACHE" generate --model "$model" --context $context \
-    --prompt "The capital of France is a city that" --max-new 2 > /dev/null 2> "$tmp/bench-gen.txt"
+  if ! /usr/bin/time -f "peak %M" "$OBCACHE" generate --model "$model" --context $context \
+    --prompt "The capital of France is a city that" --max-new 2 > /dev/null 2> "$tmp/bench-gen.txt"; then
+    cat "$tmp/bench-gen.txt" >&2
+    exit 1
+  fi
   grep -E "^(weights|prompt):" "$tmp/bench-gen.txt"
   peak=$(tail -n 1 "$tmp/bench-gen.txt" | sed -nE 's/^peak ([0-9]+)$/\1/p')
   limit=$(((file_bytes + kv_bytes + 150000000) / 1024))

@@ -17,6 +17,7 @@
 #include "common/obc_error.h"
 #include "formats/float16.h"
 #include "formats/gguf.h"
+#include "model/model_load.h"
 #include "runtime/cpu_ops.h"
 #include "runtime/runtime.h"
 #include "test_env.h"
@@ -166,6 +167,36 @@ START_TEST(results_do_not_depend_on_the_thread_count) {
 }
 END_TEST
 
+START_TEST(a_non_finite_scale_is_named_with_its_element) {
+  static const struct {
+    uint32_t type;
+    size_t offset; /* of an f16 scale (or value) in block 5 */
+    uint16_t bits;
+  } cases[] = {{GGML_TYPE_Q4_K, 2, 0x7E00},
+               {GGML_TYPE_Q6_K, 208, 0x7C00},
+               {GGML_TYPE_Q8_0, 0, 0xFC00},
+               {GGML_TYPE_F16, 0, 0x7C01}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    size_t row_bytes, block = gguf_type_block_size(cases[i].type);
+    uint8_t *data = random_matrix(cases[i].type, 4, 512, &row_bytes);
+    ck_assert_int_eq(
+        model_check_finite_stored("m.gguf", "blk.0.ffn_up.weight", cases[i].type, data, 4 * 512),
+        0);
+    put_f16(data + 5 * gguf_type_block_bytes(cases[i].type) + cases[i].offset, cases[i].bits);
+    ck_assert_int_eq(
+        model_check_finite_stored("m.gguf", "blk.0.ffn_up.weight", cases[i].type, data, 4 * 512),
+        OBC_EVALUE);
+    char expected[128];
+    snprintf(expected, sizeof expected, "at element %zu (corrupt weights?)", 5 * block);
+    const char *message = obc_error_message();
+    printf("%s: %s\n", gguf_type_name(cases[i].type), message);
+    ck_assert(strstr(message, "m.gguf: tensor blk.0.ffn_up.weight holds a non-finite value"));
+    ck_assert_msg(strstr(message, expected), "%s", message);
+    free(data);
+  }
+}
+END_TEST
+
 /* Prefill `prefill` tokens (logits of each), then decode the rest one at a
  * time: the prefill path (n > 8, tiles) and the decode path (quant_dot). */
 static float *run_logits(const Model *model, const int32_t *tokens, size_t prefill, size_t n) {
@@ -258,6 +289,7 @@ static Suite *weights_suite(void) {
   tcase_set_timeout(tc, 1200);
   tcase_add_test(tc, every_type_agrees_with_the_dequantised_product_within_the_fp32_bound);
   tcase_add_test(tc, results_do_not_depend_on_the_thread_count);
+  tcase_add_test(tc, a_non_finite_scale_is_named_with_its_element);
   tcase_add_test(tc, smollm2_native_and_f32_weights_give_the_same_logits);
   suite_add_tcase(s, tc);
   return s;
