@@ -2,9 +2,10 @@
  * metadata, every weight checked for presence and shape before anything is
  * read, matrices pointed into the mapping in their stored type (or dequantised
  * to fp32 under MODEL_WEIGHTS_F32), 1-D tensors copied to fp32, every value
- * checked finite, and the tokenizer from the tokenizer.ggml.* metadata. llama.cpp permutes the Q/K rows of llama-arch
- * models so that RoPE on interleaved pairs reproduces Hugging Face's half-split
- * rotation, hence rope_interleaved for "llama" (qwen2 files are not permuted). */
+ * checked finite, and the tokenizer from the tokenizer.ggml.* metadata.
+ * llama.cpp permutes the Q/K rows of llama-arch models so that RoPE on
+ * interleaved pairs reproduces Hugging Face's half-split rotation, hence
+ * rope_interleaved for "llama" (qwen2 files are not permuted). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,8 @@
-/* Element-wise kernels of the CPU forward pass. Each is a loop over rows (or
- * elements) split over OpenMP threads; sums are accumulated in double so that
- * the result does not depend on the thread count. */
+/* Element-wise kernels of the CPU forward pass and its weight GEMM. Each
+ * element-wise kernel is a loop over rows (or elements) split over OpenMP
+ * threads; sums are accumulated in double so that the result does not depend
+ * on the thread count. cpu_gemm_weight dispatches on the matrix's stored type
+ * (docs/SCIENCE.md, "Stored-type weights"). */
 #include "runtime/cpu_ops.h"
 
 #include <cblas.h>

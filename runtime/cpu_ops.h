@@ -62,7 +62,12 @@ void cpu_add_bias(float *rows /* (n, width) */, const float *bias /* (width) */,
 
 /* Up to this many activation rows, a weight matrix in a quantised type is
  * multiplied by quant_dot_rows (dot products on the stored blocks, reading
- * each weight byte once); above it, by dequantised tiles and sgemm. */
+ * each weight byte once); above it, by dequantised tiles and sgemm. Why 8:
+ * decode (1 row) and small batches are bound by reading the weights, and
+ * quant_dot decodes each block once for all n rows; a tile costs a 4-byte
+ * write and read per weight plus a dequantisation, which sgemm's 2n flops per
+ * weight amortise only once n is several SIMD widths (an estimate: re-measure
+ * with bench/bench_model when the quant_dot kernels change). */
 enum { CPU_GEMM_DOT_MAX_ROWS = 8 };
 
 /* c = a * w^T + beta * c, with w a weight matrix (out, in) = (w->rows,
