@@ -110,10 +110,10 @@ int cmd_capture(int argc, char **argv) {
   CaptureResult result;
   if (!rc) rc = capture_run(model, &prompt, &a.capture, a.out_path, &result);
   if (!rc) {
-    char held[256];
-    model_weights_describe(model, held, sizeof held);
-    fprintf(stderr, "weights: %s\n", held);
     print_result(a.out_path, &prompt, &result);
+    char held[256]; /* stdout: stderr stays empty off a terminal */
+    model_weights_describe(model, held, sizeof held);
+    printf("weights: %s\n", held);
   }
   niah_prompt_free(&prompt);
   model_free(model);
