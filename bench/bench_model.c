@@ -15,6 +15,7 @@
 
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "runtime/cpu_ops.h"
 #include "runtime/generate.h"
 #include "model/model.h"
 #include "runtime/runtime.h"
@@ -132,6 +133,43 @@ typedef struct {
   char held[256];
 } BenchResult;
 
+/* Seconds per call of one forced path, the best of a few repeats. */
+static double time_path(const ModelMatrix *w, const float *a, float *c, size_t n,
+                        CpuGemmPath path) {
+  double best = 1e30;
+  for (int rep = 0; rep < 5; rep++) {
+    double start = obc_now_seconds();
+    cpu_gemm_weight_path(c, a, w, n, 0.0f, path);
+    double seconds = obc_now_seconds() - start;
+    best = seconds < best ? seconds : best;
+  }
+  return best;
+}
+
+/* Where quant_dot (CPU_GEMM_DOT) and dequantised tiles (CPU_GEMM_TILES) cross
+ * over, on layer 0's gate projection: cpu_gemm_weight takes the dot path up to
+ * CPU_GEMM_DOT_MAX_ROWS rows. */
+static void bench_paths(const Model *model) {
+  const ModelMatrix *w = &model->weights.layers[0].w_gate;
+  if (w->type == MODEL_MATRIX_F32) return;
+  enum { MAX_N = 32 };
+  float *a = malloc(MAX_N * w->cols * sizeof(float)), *c = malloc(MAX_N * w->rows * sizeof(float));
+  if (!a || !c) {
+    free(a);
+    free(c);
+    return;
+  }
+  for (size_t i = 0; i < MAX_N * w->cols; i++) a[i] = (float)((i * 7919) % 101) / 101.0f - 0.5f;
+  printf("layer 0 w_gate (%zu x %zu) per call, dot | tiles (auto: dot up to n = %d):", w->rows,
+         w->cols, CPU_GEMM_DOT_MAX_ROWS);
+  for (size_t n = 1; n <= MAX_N; n *= 2)
+    printf("  n=%zu %.2f|%.2f ms", n, 1e3 * time_path(w, a, c, n, CPU_GEMM_DOT),
+           1e3 * time_path(w, a, c, n, CPU_GEMM_TILES));
+  printf("\n");
+  free(a);
+  free(c);
+}
+
 /* Loads the model in one weights mode and runs prefill and decode. */
 static int bench_mode(const BenchArgs *a, ModelWeightsMode mode, BenchResult *r) {
   size_t max_len = 512;
@@ -161,6 +199,7 @@ static int bench_mode(const BenchArgs *a, ModelWeightsMode mode, BenchResult *r)
   }
   for (size_t i = 0; i < a->n_lengths && rc == 0; i++)
     rc = bench_prefill(rt, tokens, a->lengths[i], logits);
+  if (!rc && mode == MODEL_WEIGHTS_NATIVE) bench_paths(model);
   r->decode_tps = 0.0;
   if (rc == 0 && a->decode_steps)
     rc = bench_decode(rt, tokens, 512, a->decode_steps, logits, &r->decode_tps);

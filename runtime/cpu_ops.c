@@ -142,17 +142,23 @@ static bool gemm_tiles(float *c, const float *a, const ModelMatrix *w, size_t n,
   return true;
 }
 
-void cpu_gemm_weight(float *c, const float *a, const ModelMatrix *w, size_t n, float beta,
-                     double *seconds) {
-  double start = obc_now_seconds();
+void cpu_gemm_weight_path(float *c, const float *a, const ModelMatrix *w, size_t n, float beta,
+                          CpuGemmPath path) {
+  if (path == CPU_GEMM_AUTO) path = n > CPU_GEMM_DOT_MAX_ROWS ? CPU_GEMM_TILES : CPU_GEMM_DOT;
   if (w->type == MODEL_MATRIX_F32)
     gemm_f32(c, a, w, n, beta);
-  else if (n > CPU_GEMM_DOT_MAX_ROWS && gemm_tiles(c, a, w, n, beta))
+  else if (path == CPU_GEMM_TILES && gemm_tiles(c, a, w, n, beta))
     ;
-  else /* decode, or no memory for tiles: row blocks of n <= 8 vectors at a time */
+  else /* decode, or no memory for tiles: row blocks of up to 8 vectors at a time */
     for (size_t done = 0; done < n; done += CPU_GEMM_DOT_MAX_ROWS) {
       size_t count = n - done < CPU_GEMM_DOT_MAX_ROWS ? n - done : CPU_GEMM_DOT_MAX_ROWS;
       gemm_dot(c + done * w->rows, a + done * w->cols, w, count, beta);
     }
+}
+
+void cpu_gemm_weight(float *c, const float *a, const ModelMatrix *w, size_t n, float beta,
+                     double *seconds) {
+  double start = obc_now_seconds();
+  cpu_gemm_weight_path(c, a, w, n, beta, CPU_GEMM_AUTO);
   *seconds += obc_now_seconds() - start;
 }

@@ -81,4 +81,11 @@ enum { CPU_GEMM_DOT_MAX_ROWS = 8 };
 void cpu_gemm_weight(float *c, const float *a, const ModelMatrix *w, size_t n, float beta,
                      double *seconds);
 
+/* The path cpu_gemm_weight takes for a quantised matrix, forced (tests and
+ * bench/bench_model compare both at the same n; AUTO is cpu_gemm_weight's
+ * choice). F32 matrices always go to OpenBLAS directly. */
+typedef enum { CPU_GEMM_AUTO, CPU_GEMM_DOT, CPU_GEMM_TILES } CpuGemmPath;
+void cpu_gemm_weight_path(float *c, const float *a, const ModelMatrix *w, size_t n, float beta,
+                          CpuGemmPath path);
+
 #endif

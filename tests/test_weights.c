@@ -118,19 +118,22 @@ START_TEST(every_type_agrees_with_the_dequantised_product_within_the_fp32_bound)
       float *c0 = malloc(n * rows * sizeof(float));
       for (size_t j = 0; j < n * cols; j++) a[j] = next_uniform();
       for (size_t j = 0; j < n * rows; j++) c0[j] = next_uniform();
-      for (int with_beta = 0; with_beta < 2; with_beta++) {
-        memcpy(c, c0, n * rows * sizeof(float));
-        double seconds = 0.0;
-        cpu_gemm_weight(c, a, &m, n, with_beta ? 1.0f : 0.0f, &seconds);
-        double excess = worst_excess(c, c0, with_beta ? 1.0f : 0.0f, a, w, n, rows, cols);
-        ck_assert_msg(excess <= 1.0, "%s, n %zu, beta %d: error %.3g of the fp32 bound",
-                      gguf_type_name(types[t]), n, with_beta, excess);
-      }
+      /* both paths at every n: quant_dot and dequantised tiles */
+      for (int path = CPU_GEMM_DOT; path <= CPU_GEMM_TILES; path++)
+        for (int with_beta = 0; with_beta < 2; with_beta++) {
+          memcpy(c, c0, n * rows * sizeof(float));
+          cpu_gemm_weight_path(c, a, &m, n, with_beta ? 1.0f : 0.0f, (CpuGemmPath)path);
+          double excess = worst_excess(c, c0, with_beta ? 1.0f : 0.0f, a, w, n, rows, cols);
+          ck_assert_msg(excess <= 1.0, "%s, n %zu, %s, beta %d: error %.3g of the fp32 bound",
+                        gguf_type_name(types[t]), n, path == CPU_GEMM_DOT ? "dot" : "tiles",
+                        with_beta, excess);
+        }
       free(a);
       free(c);
       free(c0);
     }
-    printf("%-5s: n = 1..33, beta 0/1 within the fp32 summation bound\n", gguf_type_name(types[t]));
+    printf("%-5s: n = 1..33, both paths, beta 0/1 within the fp32 summation bound\n",
+           gguf_type_name(types[t]));
     free(w);
     free(data);
   }
@@ -150,13 +153,14 @@ START_TEST(results_do_not_depend_on_the_thread_count) {
       float *a = malloc(n * cols * sizeof(float));
       float *one = malloc(n * rows * sizeof(float)), *many = malloc(n * rows * sizeof(float));
       for (size_t j = 0; j < n * cols; j++) a[j] = next_uniform();
-      double seconds = 0.0;
-      omp_set_num_threads(1);
-      cpu_gemm_weight(one, a, &m, n, 0.0f, &seconds);
-      omp_set_num_threads(3);
-      cpu_gemm_weight(many, a, &m, n, 0.0f, &seconds);
-      ck_assert_msg(!memcmp(one, many, n * rows * sizeof(float)), "%s, n %zu: 1 vs 3 threads",
-                    gguf_type_name(types[t]), n);
+      for (int path = CPU_GEMM_DOT; path <= CPU_GEMM_TILES; path++) {
+        omp_set_num_threads(1);
+        cpu_gemm_weight_path(one, a, &m, n, 0.0f, (CpuGemmPath)path);
+        omp_set_num_threads(3);
+        cpu_gemm_weight_path(many, a, &m, n, 0.0f, (CpuGemmPath)path);
+        ck_assert_msg(!memcmp(one, many, n * rows * sizeof(float)), "%s, n %zu, %s: 1 vs 3 threads",
+                      gguf_type_name(types[t]), n, path == CPU_GEMM_DOT ? "dot" : "tiles");
+      }
       free(a);
       free(one);
       free(many);
