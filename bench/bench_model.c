@@ -1,9 +1,13 @@
 /* Benchmark of the CPU runtime on a real model (default: SmolLM2-135M-Instruct):
  * prefill tokens/s at 512, 2048 and 4096 tokens with the share of time in the
  * weight GEMMs, in attention (and its sgemm part) and in element-wise work,
- * then decode tokens/s after a 512-token prompt.
+ * then decode tokens/s after a 512-token prompt, for the weights held in
+ * their stored type (native) and dequantised to fp32 (f32), one after the
+ * other in the same run. Decode is set against the memory roofline: the
+ * weight bytes one step reads over the read bandwidth of a streaming sum
+ * measured in the same run; and each path's peak RSS.
  * Run: cmake --build B --target bench_model && B/bench/bench_model [MODEL]
- *      [--threads N] [--lengths 512,2048,4096] [--decode N] */
+ *      [--threads N] [--lengths 512,2048,4096] [--decode N] [--weights native|f32|both] */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,9 +15,57 @@
 
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "runtime/cpu_ops.h"
 #include "runtime/generate.h"
 #include "model/model.h"
 #include "runtime/runtime.h"
+
+/* VmRSS or VmHWM of this process in MB (-1 when unreadable). */
+static double status_mb(const char *key) {
+  char line[256];
+  double kb = -1.0;
+  size_t length = strlen(key);
+  FILE *f = fopen("/proc/self/status", "r");
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, key, length) && line[length] == ':') kb = atof(line + length + 1);
+  if (f) fclose(f);
+  return kb < 0 ? -1.0 : kb / 1024.0;
+}
+
+/* Read bandwidth in GB/s: the best of 5 sums of a 512 MB buffer (far beyond
+ * the caches), on the threads decode uses. */
+static double read_bandwidth(void) {
+  size_t n = ((size_t)512 << 20) / sizeof(float);
+  float *buffer = malloc(n * sizeof(float));
+  if (!buffer) return -1.0;
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; i++) buffer[i] = (float)(i & 7);
+  double best = 0.0;
+  volatile float sink = 0.0f;
+  for (int rep = 0; rep < 5; rep++) {
+    double start = obc_now_seconds();
+    float total = 0.0f;
+#pragma omp parallel for simd schedule(static) reduction(+ : total)
+    for (size_t i = 0; i < n; i++) total += buffer[i];
+    double seconds = obc_now_seconds() - start;
+    sink = total;
+    double rate = (double)(n * sizeof(float)) / seconds / 1e9;
+    if (rate > best) best = rate;
+  }
+  (void)sink;
+  free(buffer);
+  return best;
+}
+
+/* Weight bytes one decode step reads: every layer matrix, the LM head and
+ * one embedding row (all of the embedding only when it is the LM head). */
+static double decode_bytes(const Model *model) {
+  const ModelWeights *w = &model->weights;
+  double bytes = (double)model_matrix_bytes(model);
+  if (w->output.data != w->token_embedding.data)
+    bytes -= (double)((w->token_embedding.rows - 1) * w->token_embedding.row_bytes);
+  return bytes;
+}
 
 static void fill_tokens(int32_t *tokens, size_t n, size_t vocab) {
   uint64_t state = 12345;
@@ -41,7 +93,7 @@ static int bench_prefill(Runtime *rt, const int32_t *tokens, size_t n, float *lo
 }
 
 static int bench_decode(Runtime *rt, const int32_t *tokens, size_t n_prompt, size_t steps,
-                        float *logits) {
+                        float *logits, double *tokens_per_second) {
   runtime_reset(rt);
   int rc = runtime_forward(rt, tokens, n_prompt, RUNTIME_LOGITS_LAST, logits, NULL);
   if (rc < 0) return rc;
@@ -53,6 +105,7 @@ static int bench_decode(Runtime *rt, const int32_t *tokens, size_t n_prompt, siz
   }
   if (rc < 0) return rc;
   double seconds = obc_now_seconds() - start;
+  *tokens_per_second = (double)steps / seconds;
   printf("decode after %zu tokens: %.1f tokens/s (%zu steps, %.2f s)\n", n_prompt,
          (double)steps / seconds, steps, seconds);
   return 0;
@@ -70,58 +123,151 @@ static double load_average(void) {
   return load;
 }
 
+typedef struct {
+  const char *path;
+  size_t threads, decode_steps, lengths[8], n_lengths;
+} BenchArgs;
+
+typedef struct {
+  double decode_tps, bytes_per_token, rss_mb, hwm_mb;
+  char held[256];
+} BenchResult;
+
+/* Seconds per call of one forced path, the best of a few repeats. */
+static double time_path(const ModelMatrix *w, const float *a, float *c, size_t n,
+                        CpuGemmPath path) {
+  double best = 1e30;
+  for (int rep = 0; rep < 5; rep++) {
+    double start = obc_now_seconds();
+    cpu_gemm_weight_path(c, a, w, n, 0.0f, path);
+    double seconds = obc_now_seconds() - start;
+    best = seconds < best ? seconds : best;
+  }
+  return best;
+}
+
+/* Where quant_dot (CPU_GEMM_DOT) and dequantised tiles (CPU_GEMM_TILES) cross
+ * over, on layer 0's gate projection: cpu_gemm_weight takes the dot path up to
+ * CPU_GEMM_DOT_MAX_ROWS rows. */
+static void bench_paths(const Model *model) {
+  const ModelMatrix *w = &model->weights.layers[0].w_gate;
+  if (w->type == MODEL_MATRIX_F32) return;
+  enum { MAX_N = 32 };
+  float *a = malloc(MAX_N * w->cols * sizeof(float)), *c = malloc(MAX_N * w->rows * sizeof(float));
+  if (!a || !c) {
+    free(a);
+    free(c);
+    return;
+  }
+  for (size_t i = 0; i < MAX_N * w->cols; i++) a[i] = (float)((i * 7919) % 101) / 101.0f - 0.5f;
+  printf("layer 0 w_gate (%zu x %zu) per call, dot | tiles (auto: dot up to n = %d):", w->rows,
+         w->cols, CPU_GEMM_DOT_MAX_ROWS);
+  for (size_t n = 1; n <= MAX_N; n *= 2)
+    printf("  n=%zu %.2f|%.2f ms", n, 1e3 * time_path(w, a, c, n, CPU_GEMM_DOT),
+           1e3 * time_path(w, a, c, n, CPU_GEMM_TILES));
+  printf("\n");
+  free(a);
+  free(c);
+}
+
+/* Loads the model in one weights mode and runs prefill and decode. */
+static int bench_mode(const BenchArgs *a, ModelWeightsMode mode, BenchResult *r) {
+  size_t max_len = 512;
+  for (size_t i = 0; i < a->n_lengths; i++)
+    max_len = a->lengths[i] > max_len ? a->lengths[i] : max_len;
+  Model *model = NULL;
+  double start = obc_now_seconds();
+  ModelLoadOptions load = {mode};
+  int rc = model_load_with(a->path, &load, &model);
+  if (rc < 0) return rc;
+  model_weights_describe(model, r->held, sizeof r->held);
+  printf("\n-- weights %s --\n", r->held);
+  printf("model %s: %zu layers, dim %zu, %zu/%zu heads; loaded in %.2f s\n", model->config.name,
+         model->config.n_layers, model->config.dim, model->config.n_heads, model->config.n_kv_heads,
+         obc_now_seconds() - start);
+  r->bytes_per_token = decode_bytes(model);
+  size_t vocab = model->config.vocab_size;
+  RuntimeOptions options = {.max_context = max_len + 64, .threads = a->threads};
+  Runtime *rt = NULL;
+  int32_t *tokens = malloc(max_len * sizeof(int32_t));
+  float *logits = malloc(vocab * sizeof(float));
+  if (!tokens || !logits) rc = OBC_ENOMEM;
+  if (!rc) rc = runtime_create(model, &options, &rt);
+  if (!rc) {
+    fill_tokens(tokens, max_len, vocab);
+    rc = bench_prefill(rt, tokens, 64, logits); /* warm-up: page in weights and buffers */
+  }
+  for (size_t i = 0; i < a->n_lengths && rc == 0; i++)
+    rc = bench_prefill(rt, tokens, a->lengths[i], logits);
+  if (!rc && mode == MODEL_WEIGHTS_NATIVE) bench_paths(model);
+  r->decode_tps = 0.0;
+  if (rc == 0 && a->decode_steps)
+    rc = bench_decode(rt, tokens, 512, a->decode_steps, logits, &r->decode_tps);
+  r->rss_mb = status_mb("VmRSS");
+  r->hwm_mb = status_mb("VmHWM");
+  printf("RSS %.0f MB with the model and runtime alive; peak so far %.0f MB\n", r->rss_mb,
+         r->hwm_mb);
+  runtime_free(rt);
+  model_free(model);
+  free(tokens);
+  free(logits);
+  return rc;
+}
+
 int main(int argc, char **argv) {
-  const char *path = NULL;
-  size_t threads = 0, decode_steps = 64, lengths[8] = {512, 2048, 4096}, n_lengths = 3;
+  BenchArgs a = {NULL, 0, 64, {512, 2048, 4096}, 3};
+  const char *weights = "both";
   for (int i = 1; i < argc; i++) {
     int rc = 0;
     if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
-      rc = obc_parse_size("--threads", argv[++i], &threads);
+      rc = obc_parse_size("--threads", argv[++i], &a.threads);
     } else if (!strcmp(argv[i], "--decode") && i + 1 < argc) {
-      rc = obc_parse_size("--decode", argv[++i], &decode_steps);
+      rc = obc_parse_size("--decode", argv[++i], &a.decode_steps);
     } else if (!strcmp(argv[i], "--lengths") && i + 1 < argc) {
-      n_lengths = 0;
-      rc = obc_parse_size_list("--lengths", argv[++i], lengths, &n_lengths, 8);
+      a.n_lengths = 0;
+      rc = obc_parse_size_list("--lengths", argv[++i], a.lengths, &a.n_lengths, 8);
+    } else if (!strcmp(argv[i], "--weights") && i + 1 < argc) {
+      weights = argv[++i];
+      if (strcmp(weights, "native") && strcmp(weights, "f32") && strcmp(weights, "both"))
+        rc = obc_fail(OBC_EINVAL, "--weights: expected native, f32 or both, got '%s'", weights);
     } else {
-      path = argv[i];
+      a.path = argv[i];
     }
     if (rc < 0) {
       fprintf(stderr, "bench_model: %s\n", obc_error_message());
       return 2;
     }
   }
-  size_t max_len = 512;
-  for (size_t i = 0; i < n_lengths; i++) max_len = lengths[i] > max_len ? lengths[i] : max_len;
-  Model *model = NULL;
-  double start = obc_now_seconds();
-  int rc = model_load(path, &model);
+  if (a.threads) omp_set_num_threads((int)a.threads);
+  printf("load average %.2f, OpenMP threads %d\n", load_average(),
+         a.threads ? (int)a.threads : omp_get_max_threads());
+  /* native first: the f32 model's pages would otherwise raise its peak RSS */
+  const ModelWeightsMode modes[] = {MODEL_WEIGHTS_NATIVE, MODEL_WEIGHTS_F32};
+  BenchResult results[2];
+  bool ran[2] = {false, false};
+  int rc = 0;
+  for (size_t m = 0; m < 2 && rc == 0; m++) {
+    if (strcmp(weights, "both") && strcmp(weights, model_weights_mode_name(modes[m]))) continue;
+    rc = bench_mode(&a, modes[m], &results[m]);
+    ran[m] = rc == 0;
+  }
   if (rc < 0) {
     fprintf(stderr, "bench_model: %s\n", obc_error_message());
     return 1;
   }
-  printf("load average %.2f, OpenMP threads %d\n", load_average(),
-         threads ? (int)threads : omp_get_max_threads());
-  printf("model %s: %zu layers, dim %zu, %zu/%zu heads; loaded in %.2f s\n", model->config.name,
-         model->config.n_layers, model->config.dim, model->config.n_heads, model->config.n_kv_heads,
-         obc_now_seconds() - start);
-  size_t vocab = model->config.vocab_size;
-  RuntimeOptions options = {.max_context = max_len + 64, .threads = threads};
-  Runtime *rt = NULL;
-  int32_t *tokens = malloc(max_len * sizeof(int32_t));
-  float *logits = malloc(vocab * sizeof(float));
-  if (!tokens || !logits || (rc = runtime_create(model, &options, &rt)) < 0) {
-    fprintf(stderr, "bench_model: %s\n", obc_error_message());
-    return 1;
+  double bandwidth = read_bandwidth(); /* last: its buffer must not count in the RSS above */
+  printf("\nread bandwidth (streaming sum of 512 MB, same threads): %.1f GB/s\n", bandwidth);
+  for (size_t m = 0; m < 2; m++) {
+    if (!ran[m] || !a.decode_steps) continue;
+    const BenchResult *r = &results[m];
+    double roofline = bandwidth * 1e9 / r->bytes_per_token;
+    printf(
+        "decode %-6s: %6.1f tokens/s = %4.1f%% of the roofline %.1f tokens/s (%.1f MB read per "
+        "token); peak RSS %.0f MB\n",
+        model_weights_mode_name(modes[m]), r->decode_tps, 100.0 * r->decode_tps / roofline,
+        roofline, r->bytes_per_token / 1e6, r->hwm_mb);
   }
-  fill_tokens(tokens, max_len, vocab);
-  rc = bench_prefill(rt, tokens, 64, logits); /* warm-up: page in weights and buffers */
-  for (size_t i = 0; i < n_lengths && rc == 0; i++)
-    rc = bench_prefill(rt, tokens, lengths[i], logits);
-  if (rc == 0 && decode_steps) rc = bench_decode(rt, tokens, 512, decode_steps, logits);
-  if (rc < 0) fprintf(stderr, "bench_model: %s\n", obc_error_message());
-  runtime_free(rt);
-  model_free(model);
-  free(tokens);
-  free(logits);
-  return rc < 0 ? 1 : 0;
+  if (ran[0] && ran[1] && a.decode_steps)
+    printf("decode native / f32: %.2fx\n", results[0].decode_tps / results[1].decode_tps);
+  return 0;
 }

@@ -3,11 +3,11 @@
 # against a reference measured in the same run) for `make bench`.
 #
 # usage: bench/run.sh [BUILD_DIR]   (default build; the benchmarks target must be built)
-#   ONLY=scores,analyze,model,load,tokenizer,waitpolicy,slurm   runs a subset
+#   ONLY=scores,analyze,model,load,tokenizer,waitpolicy,weights,slurm   runs a subset
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
-ONLY=${ONLY:-scores,load,tokenizer,model,analyze,waitpolicy,slurm}
+ONLY=${ONLY:-scores,load,tokenizer,model,analyze,waitpolicy,weights,slurm}
 
 want() { case ",$ONLY," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 section() { printf '\n== %s ==\n' "$1"; }
@@ -35,6 +35,10 @@ fi
 if want waitpolicy; then
   section "decode tokens/s by OpenMP wait policy, next to busy processes (run_wait_policy.sh)"
   bench/run_wait_policy.sh "$BUILD"
+fi
+if want weights; then
+  section "stored-type weights at Llama-3.1-8B shape: peak RSS, decode, f32 agreement (run_weights.sh)"
+  bench/run_weights.sh "$BUILD"
 fi
 if want slurm; then
   section "a 6-cell sweep: one process vs Slurm arrays of 2 and 3 tasks (run_slurm.sh)"

@@ -49,6 +49,7 @@ void capture_args_options(CaptureArgs *a, ObcOption options[CAPTURE_ARGS_N_OPTIO
       OBC_OPTION_HEADING("model and prompt:"),
       {"--model", NULL, "M", "GGUF file or Hugging Face folder", "SmolLM2-135M-Instruct",
        OBC_OPTION_TEXT, &a->model_path, NULL, NULL},
+      MODEL_WEIGHTS_OPTION(&a->weights),
       {"--haystack", NULL, "H",
        "kjv (default; King James Bible via the `bible` program of bible-kjv), noise (RULER's "
        "repeated sentences) or a text FILE",

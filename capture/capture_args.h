@@ -10,17 +10,19 @@
 #include "capture/capture.h"
 #include "capture/niah.h"
 #include "common/obc_options.h"
+#include "model/model.h"
 
 typedef struct {
-  const char *model_path; /* NULL = the default model */
-  const char *out_path;   /* -o, each command's own option */
+  const char *model_path;   /* NULL = the default model */
+  ModelWeightsMode weights; /* --weights */
+  const char *out_path;     /* -o, each command's own option */
   NiahOptions niah;
   CaptureOptions capture;
 } CaptureArgs;
 
 void capture_args_default(CaptureArgs *args);
-enum { CAPTURE_ARGS_N_OPTIONS = 21 };
-/* Fills options with the shared options (two headings and 19 options),
+enum { CAPTURE_ARGS_N_OPTIONS = 22 };
+/* Fills options with the shared options (two headings and 20 options),
  * parsed into args. */
 void capture_args_options(CaptureArgs *args, ObcOption options[CAPTURE_ARGS_N_OPTIONS]);
 /* The command line, space-joined, for the trace's producer field. */

@@ -100,7 +100,7 @@ int cmd_capture(int argc, char **argv) {
   a.capture.progress = isatty(fileno(stderr));
 
   Model *model = NULL;
-  rc = model_load(a.model_path, &model);
+  rc = model_load_with(a.model_path, &(ModelLoadOptions){a.weights}, &model);
   if (!rc) rc = check_length(model, &a);
   NiahPrompt prompt;
   memset(&prompt, 0, sizeof prompt);
@@ -109,7 +109,12 @@ int cmd_capture(int argc, char **argv) {
   if (!rc) rc = niah_build(model->tokenizer, &a.niah, &prompt);
   CaptureResult result;
   if (!rc) rc = capture_run(model, &prompt, &a.capture, a.out_path, &result);
-  if (!rc) print_result(a.out_path, &prompt, &result);
+  if (!rc) {
+    print_result(a.out_path, &prompt, &result);
+    char held[256]; /* stdout: stderr stays empty off a terminal */
+    model_weights_describe(model, held, sizeof held);
+    printf("weights: %s\n", held);
+  }
   niah_prompt_free(&prompt);
   model_free(model);
   return rc;

@@ -18,6 +18,7 @@ static const char *usage =
     "usage: obcache generate [--model PATH] (--prompt TEXT | --prompt-file FILE)\n"
     "                        [--chat] [--system TEXT] [--max-new N] [--context N]\n"
     "                        [--threads N] [--device cpu|cuda|cuda-bf16]\n"
+    "                        [--weights native|f32]\n"
     "\n"
     "Greedy generation (argmax, no sampling) until a stop token or --max-new tokens\n"
     "(default 128). --chat wraps the prompt in the model's chat template (with\n"
@@ -30,6 +31,7 @@ static const char *usage =
 
 typedef struct {
   const char *model;
+  ModelWeightsMode weights;
   const char *prompt;
   const char *prompt_file;
   const char *system;
@@ -47,6 +49,7 @@ static int parse_args(int argc, char **argv, GenerateArgs *a, bool *help) {
   const ObcOption options[] = {
       {"--model", NULL, "PATH", "GGUF file or Hugging Face folder",
        "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &a->model, NULL, NULL},
+      MODEL_WEIGHTS_OPTION(&a->weights),
       {"--prompt", NULL, "TEXT", "the prompt", NULL, OBC_OPTION_TEXT, &a->prompt, NULL, NULL},
       {"--prompt-file", NULL, "FILE", "read the prompt from FILE", NULL, OBC_OPTION_TEXT,
        &a->prompt_file, NULL, NULL},
@@ -118,7 +121,7 @@ int cmd_generate(int argc, char **argv) {
   Runtime *rt = NULL;
   int32_t *prompt = NULL, *answer = NULL;
   size_t n_prompt = 0, n_answer = 0;
-  if ((rc = model_load(args.model, &model)) < 0) goto done;
+  if ((rc = model_load_with(args.model, &(ModelLoadOptions){args.weights}, &model)) < 0) goto done;
   if (!model->tokenizer) {
     rc = obc_fail(OBC_EINVAL, "%s: the model has no tokenizer to encode the prompt", model->path);
     goto done;
@@ -148,6 +151,9 @@ int cmd_generate(int argc, char **argv) {
   fputc('\n', stdout);
   fflush(stdout);
   size_t decode_steps = stats.new_tokens > 0 ? stats.new_tokens - 1 : 0;
+  char held[256];
+  model_weights_describe(model, held, sizeof held);
+  fprintf(stderr, "weights: %s\n", held);
   fprintf(
       stderr,
       "prompt: %zu tokens, prefill %.1f tokens/s (%.2f s); generated %zu tokens%s, "

@@ -17,7 +17,7 @@
 static const char *usage =
     "usage: obcache logits [--model PATH] (--ids 1,2,3 | --text TEXT) -o FILE.f32\n"
     "                      [--all] [--ids-out FILE] [--context N] [--threads N]\n"
-    "                      [--device cpu|cuda|cuda-bf16]\n"
+    "                      [--device cpu|cuda|cuda-bf16] [--weights native|f32]\n"
     "\n"
     "Debugging aid: runs the tokens through the model from position 0 and writes\n"
     "the logits as raw little-endian float32, shape (n, vocab) with --all, else\n"
@@ -27,6 +27,7 @@ static const char *usage =
 
 typedef struct {
   const char *model;
+  ModelWeightsMode weights;
   const char *ids;
   const char *text;
   const char *output;
@@ -41,6 +42,7 @@ static int parse_args(int argc, char **argv, LogitsArgs *a, bool *help) {
   const ObcOption options[] = {
       {"--model", NULL, "PATH", "GGUF file or Hugging Face folder",
        "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &a->model, NULL, NULL},
+      MODEL_WEIGHTS_OPTION(&a->weights),
       {"--ids", NULL, "1,2,3", "comma-separated token ids", NULL, OBC_OPTION_TEXT, &a->ids, NULL,
        NULL},
       {"--text", NULL, "TEXT", "a text to encode instead of --ids", NULL, OBC_OPTION_TEXT, &a->text,
@@ -112,7 +114,7 @@ int cmd_logits(int argc, char **argv) {
   int32_t *ids = NULL;
   float *logits = NULL;
   size_t n = 0;
-  if ((rc = model_load(args.model, &model)) < 0) return rc;
+  if ((rc = model_load_with(args.model, &(ModelLoadOptions){args.weights}, &model)) < 0) return rc;
   rc = args.ids ? text_parse_ids("--ids", args.ids, &ids, &n)
                 : encode_text(model, args.text, &ids, &n);
   if (rc < 0) goto done;
@@ -131,6 +133,9 @@ int cmd_logits(int argc, char **argv) {
   if (rc < 0) goto done;
   if ((rc = write_logits(args.output, logits, rows * vocab)) < 0) goto done;
   if (args.ids_out && (rc = write_ids(args.ids_out, ids, n)) < 0) goto done;
+  char held[256];
+  model_weights_describe(model, held, sizeof held);
+  fprintf(stderr, "weights: %s\n", held);
   fprintf(stderr, "logits: %zu tokens, wrote (%zu, %zu) float32 to %s\n", n, rows, vocab,
           args.output);
 done:

@@ -1,7 +1,7 @@
 /* `obcache model-info`: what a model file or folder holds — its format, the
  * tensor table (types and sizes as stored, read from the headers only), and,
- * unless --no-load, the configuration model_load derives, the fp32 weight size
- * and the load time. Useful to check a checkpoint before a long capture. */
+ * unless --no-load, the configuration model_load derives, the fp32 weight size,
+ * the stored types the matrices are held in, and the load time. Useful to check a checkpoint before a long capture. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,13 +17,13 @@
 #include "formats/safetensors.h"
 
 static const char *usage =
-    "usage: obcache model-info [--model PATH] [--tensors] [--no-load]\n"
+    "usage: obcache model-info [--model PATH] [--tensors] [--no-load] [--weights native|f32]\n"
     "\n"
     "Prints the format and tensor table of a GGUF file or Hugging Face folder\n"
     "(default: the embedded SmolLM2-135M-Instruct), then loads it and prints the\n"
-    "configuration, the fp32 weight size and the load time. --tensors lists every\n"
-    "tensor (name, stored type, shape as the file writes it); --no-load stops\n"
-    "after the table (large models need 4 bytes per parameter to load).\n";
+    "configuration, the fp32 weight size, the types the matrices are held in and\n"
+    "the load time. --tensors lists every tensor (name, stored type, shape as the\n"
+    "file writes it); --no-load stops after the table.\n";
 
 static void print_gguf_table(const GgufFile *file, int list) {
   size_t counts[64] = {0}, other = 0, bytes = 0;
@@ -98,8 +98,11 @@ static void print_config(const Model *m, double seconds) {
                      (c->qkv_bias ? q + 2 * kv : 0);
   size_t params =
       c->vocab_size * c->dim * (c->tied_embeddings ? 1 : 2) + c->dim + c->n_layers * per_layer;
+  char held[256];
+  model_weights_describe(m, held, sizeof held);
   printf("weights: %.1fM parameters, %.0f MB in fp32, loaded in %.2f s\n", (double)params / 1e6,
          (double)params * 4 / 1e6, seconds);
+  printf("matrices held: %s\n", held);
   if (m->tokenizer)
     printf("tokenizer: %zu tokens, BOS %" PRId32 ", EOS %" PRId32 "\n",
            tokenizer_vocab_size(m->tokenizer), tokenizer_bos_id(m->tokenizer),
@@ -111,6 +114,7 @@ static void print_config(const Model *m, double seconds) {
 int cmd_model_info(int argc, char **argv) {
   const char *path = NULL;
   bool list = false, no_load = false;
+  ModelWeightsMode weights = MODEL_WEIGHTS_NATIVE;
   const ObcOption options[] = {
       {"--model", NULL, "PATH", "GGUF file or Hugging Face folder",
        "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &path, NULL, NULL},
@@ -118,8 +122,9 @@ int cmd_model_info(int argc, char **argv) {
        "list every tensor (name, stored type, shape as the file writes it)", NULL, OBC_OPTION_FLAG,
        &list, NULL, NULL},
       {"--no-load", NULL, NULL,
-       "stop after the table (large models need 4 bytes per parameter to load)", NULL,
+       "stop after the table (with --weights f32, loading needs 4 bytes per parameter)", NULL,
        OBC_OPTION_FLAG, &no_load, NULL, NULL},
+      MODEL_WEIGHTS_OPTION(&weights),
   };
   const ObcOptionList option_list = OBC_OPTION_LIST(options);
   ObcArguments args;
@@ -155,7 +160,7 @@ int cmd_model_info(int argc, char **argv) {
   if (no_load) return 0;
   double start = obc_now_seconds();
   Model *model;
-  if ((rc = model_load(path, &model))) return rc;
+  if ((rc = model_load_with(path, &(ModelLoadOptions){weights}, &model))) return rc;
   print_config(model, obc_now_seconds() - start);
   model_free(model);
   return 0;

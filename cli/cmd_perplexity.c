@@ -17,7 +17,7 @@
 
 static const char *usage =
     "usage: obcache perplexity [--model PATH] FILE [--context N] [--stride N] [--threads N]\n"
-    "                          [--device cpu|cuda|cuda-bf16]\n"
+    "                          [--device cpu|cuda|cuda-bf16] [--weights native|f32]\n"
     "\n"
     "Teacher-forced perplexity exp(mean negative log-likelihood) of FILE's tokens.\n"
     "The text is encoded without a chat template (BOS first when the tokenizer adds\n"
@@ -32,6 +32,7 @@ enum { PIECE = 256 }; /* tokens per forward call: bounds the logits buffer */
 
 typedef struct {
   const char *model;
+  ModelWeightsMode weights;
   const char *file;
   size_t context;
   size_t stride;
@@ -46,6 +47,7 @@ static int parse_args(int argc, char **argv, PerplexityArgs *a, bool *help) {
   const ObcOption options[] = {
       {"--model", NULL, "PATH", "GGUF file or Hugging Face folder",
        "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &a->model, NULL, NULL},
+      MODEL_WEIGHTS_OPTION(&a->weights),
       {"--context", NULL, "N", "tokens per window", "1024", OBC_OPTION_SIZE, &a->context, NULL,
        NULL},
       {"--stride", NULL, "N", "tokens between window starts", "context/2", OBC_OPTION_SIZE,
@@ -110,7 +112,7 @@ int cmd_perplexity(int argc, char **argv) {
   int32_t *ids = NULL;
   float *logits = NULL;
   size_t n = 0;
-  if ((rc = model_load(args.model, &model)) < 0) goto done;
+  if ((rc = model_load_with(args.model, &(ModelLoadOptions){args.weights}, &model)) < 0) goto done;
   if (!model->tokenizer) {
     rc = obc_fail(OBC_EINVAL, "%s: the model has no tokenizer to encode the text", model->path);
     goto done;
@@ -143,6 +145,9 @@ int cmd_perplexity(int argc, char **argv) {
       "perplexity %.4f over %zu scored tokens (%zu tokens in %s; %zu windows of %zu, "
       "stride %zu)\n",
       exp(nll / (double)scored), scored, n, args.file, windows, args.context, args.stride);
+  char held[256];
+  model_weights_describe(model, held, sizeof held);
+  fprintf(stderr, "weights: %s\n", held);
   fprintf(stderr, "time %.2f s (%.1f tokens/s run)\n", seconds,
           (double)(windows ? (double)scored : 0.0) / seconds);
 done:

@@ -56,6 +56,7 @@ typedef struct {
   const char *scores, *budgets; /* --sweep lists */
   size_t steps, threads;
   EvictPolicy policy;
+  ModelWeightsMode weights;
 } ReplayArgs;
 
 static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
@@ -67,6 +68,7 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
        NULL, OBC_OPTION_TEXT, &a->keep_path, NULL, NULL},
       {"--model", NULL, "M", "GGUF file or HF folder", "the embedded SmolLM2", OBC_OPTION_TEXT,
        &a->model_path, NULL, NULL},
+      MODEL_WEIGHTS_OPTION(&a->weights),
       {"--steps", NULL, "T", "decode steps to replay", "all captured", OBC_OPTION_SIZE, &a->steps,
        NULL, NULL},
       {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &a->threads, NULL,
@@ -166,6 +168,7 @@ static int run_sweep(const ReplayArgs *a, const char *command_line) {
   config.base = a->policy;
   config.with_model = !a->no_model;
   config.model_path = a->model_path;
+  config.weights = a->weights;
   config.steps = a->steps;
   config.threads = a->threads;
   int rc = OBC_OK;
@@ -219,7 +222,8 @@ static int run_dynamic(const ReplayArgs *a, const char *command_line) {
   }
   if (rc) return rc;
   Model *model = NULL;
-  rc = model_load(a->model_path ? a->model_path : model_default_path(), &model);
+  rc = model_load_with(a->model_path ? a->model_path : model_default_path(),
+                       &(ModelLoadOptions){a->weights}, &model);
   if (!rc)
     rc = evict_dynamic_run(model, &config, a->out_dir ? a->out_dir : "dynamic-eviction",
                            command_line);
@@ -289,7 +293,7 @@ int cmd_replay(int argc, char **argv) {
   } else if (!rc) {
     const char *path = a.model_path ? a.model_path : model_default_path();
     EvictModelReplay *result = obc_malloc(sizeof *result, "replay result");
-    rc = result ? model_load(path, &model) : OBC_ENOMEM;
+    rc = result ? model_load_with(path, &(ModelLoadOptions){a.weights}, &model) : OBC_ENOMEM;
     if (!rc) rc = evict_replayer_open(model, reader, a.steps, a.threads, &replayer);
     if (!rc) rc = evict_replayer_run(replayer, &keep, result);
     if (!rc)

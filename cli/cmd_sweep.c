@@ -234,7 +234,8 @@ static int parse_selection(const SweepArgs *a, const SweepPlan *plan, SweepSelec
 }
 
 /* Loads the plan's model (or --model, which must have the same checksum). */
-static int load_model(const SweepPlan *plan, const char *override, Model **model) {
+static int load_model(const SweepPlan *plan, const char *override, const CaptureArgs *a,
+                      Model **model) {
   const char *path = override ? override : plan->model_path;
   uint64_t hash = 0, bytes = 0;
   int rc = sweep_plan_hash_model(path, &hash, &bytes);
@@ -245,7 +246,7 @@ static int load_model(const SweepPlan *plan, const char *override, Model **model
                     "%016llx, %llu bytes)",
                     path, (unsigned long long)hash, (unsigned long long)bytes,
                     (unsigned long long)plan->model_hash, (unsigned long long)plan->model_bytes);
-  rc = model_load(path, model);
+  rc = model_load_with(path, &(ModelLoadOptions){a->weights}, model);
   if (!rc && !(*model)->tokenizer)
     rc = obc_fail(OBC_EINVAL, "%s: the model has no tokenizer", (*model)->path);
   return rc;
@@ -273,7 +274,7 @@ static int run_plan(const char *dir, const SweepPlan *plan, const SweepArgs *giv
   if (!rc && !ids) rc = OBC_ENOMEM;
   if (!rc) rc = sweep_pending_cells(dir, plan, &selection, ids, &n, &counts);
   Model *model = NULL;
-  if (!rc && n) rc = load_model(plan, given->capture.model_path, &model);
+  if (!rc && n) rc = load_model(plan, given->capture.model_path, &a.capture, &model);
   if (!rc && n) {
     a.sweep.niah = a.capture.niah;
     a.sweep.capture = a.capture.capture;

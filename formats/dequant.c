@@ -178,8 +178,15 @@ int dequant_gguf(uint32_t type, const void *data, float *out, size_t n) {
   }
   const uint8_t *bytes = data;
   long n_blocks = (long)(n / block_size);
-  /* Blocks are independent; threads only pay off past ~1M elements. */
-#pragma omp parallel for schedule(static) if (n >= (1u << 20))
+  /* Blocks are independent; threads only pay off past ~1M elements. Below
+   * that, no OpenMP region at all: entering even an inactive one costs more
+   * than decoding a block (the portable quant_dot twin calls this per block). */
+  if (n < (1u << 20)) {
+    for (long i = 0; i < n_blocks; i++)
+      decode(bytes + (size_t)i * block_bytes, out + (size_t)i * block_size);
+    return 0;
+  }
+#pragma omp parallel for schedule(static)
   for (long i = 0; i < n_blocks; i++)
     decode(bytes + (size_t)i * block_bytes, out + (size_t)i * block_size);
   return 0;

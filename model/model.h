@@ -1,9 +1,13 @@
-/* A Llama-family model in memory: configuration, fp32 weights and tokenizer.
+/* A Llama-family model in memory: configuration, weights and tokenizer.
  *
  * model_load() takes a GGUF file (formats/gguf.h) or a Hugging Face folder
- * (config.json + safetensors, formats/safetensors.h); quantised weights are
- * dequantised once, here. Matrices are row-major (out_features, in_features),
- * the layout of both formats. The forward pass lives in runtime/runtime.h. */
+ * (config.json + safetensors, formats/safetensors.h). Weight matrices are
+ * row-major (out_features, in_features), the layout of both formats, and by
+ * default stay in the GGUF file's stored type, pointing into the file's
+ * mapping (MODEL_WEIGHTS_NATIVE); MODEL_WEIGHTS_F32 dequantises them once at
+ * load, the reference path (docs/SCIENCE.md, "Stored-type weights"). 1-D
+ * tensors (norms, biases, rope factors) are always fp32 copies. The forward
+ * pass lives in runtime/runtime.h. */
 #ifndef OBC_MODEL_H
 #define OBC_MODEL_H
 
@@ -42,45 +46,97 @@ typedef struct {
   bool qkv_bias; /* Qwen2 */
 } ModelConfig;
 
+/* A weight matrix (rows, cols) in a ggml type (GgufType of formats/gguf.h:
+ * GGML_TYPE_F32 = 0, or F16, BF16, Q8_0, Q4_0, ...): row r starts at
+ * (const char *)data + r * row_bytes; cols is a multiple of the type's block
+ * size. data points into the GGUF mapping or into the model's fp32 arena. */
 typedef struct {
-  float *attn_norm; /* (dim) */
-  float *wq;        /* (n_heads * head_dim, dim) */
-  float *wk;        /* (n_kv_heads * head_dim, dim) */
-  float *wv;        /* (n_kv_heads * head_dim, dim) */
-  float *bq;        /* (n_heads * head_dim) or NULL */
-  float *bk;        /* (n_kv_heads * head_dim) or NULL */
-  float *bv;        /* (n_kv_heads * head_dim) or NULL */
-  float *wo;        /* (dim, n_heads * head_dim) */
-  float *ffn_norm;  /* (dim) */
-  float *w_gate;    /* (ffn_dim, dim) */
-  float *w_up;      /* (ffn_dim, dim) */
-  float *w_down;    /* (dim, ffn_dim) */
+  uint32_t type;
+  size_t rows, cols, row_bytes;
+  const void *data;
+} ModelMatrix;
+
+enum { MODEL_MATRIX_F32 = 0 }; /* GGML_TYPE_F32 */
+
+/* An fp32 matrix over caller-owned values (tests, hand-built models). */
+static inline ModelMatrix model_matrix_f32(const float *data, size_t rows, size_t cols) {
+  ModelMatrix m = {MODEL_MATRIX_F32, rows, cols, cols * sizeof(float), data};
+  return m;
+}
+
+typedef struct {
+  float *attn_norm;   /* (dim) */
+  ModelMatrix wq;     /* (n_heads * head_dim, dim) */
+  ModelMatrix wk;     /* (n_kv_heads * head_dim, dim) */
+  ModelMatrix wv;     /* (n_kv_heads * head_dim, dim) */
+  float *bq;          /* (n_heads * head_dim) or NULL */
+  float *bk;          /* (n_kv_heads * head_dim) or NULL */
+  float *bv;          /* (n_kv_heads * head_dim) or NULL */
+  ModelMatrix wo;     /* (dim, n_heads * head_dim) */
+  float *ffn_norm;    /* (dim) */
+  ModelMatrix w_gate; /* (ffn_dim, dim) */
+  ModelMatrix w_up;   /* (ffn_dim, dim) */
+  ModelMatrix w_down; /* (dim, ffn_dim) */
 } ModelLayerWeights;
 
 typedef struct {
-  float *token_embedding;    /* (vocab_size, dim) */
-  float *output_norm;        /* (dim) */
-  float *output;             /* (vocab_size, dim); == token_embedding when tied */
-  ModelLayerWeights *layers; /* (n_layers) */
+  ModelMatrix token_embedding; /* (vocab_size, dim) */
+  float *output_norm;          /* (dim) */
+  ModelMatrix output;          /* (vocab_size, dim); the same data as token_embedding when tied */
+  ModelLayerWeights *layers;   /* (n_layers) */
   /* Per-frequency divisors of RoPE (head_dim / 2), or NULL: GGUF files store
    * Llama-3 rope scaling as the tensor rope_freqs.weight; for Hugging Face
    * folders model_load computes them from config.json's rope_scaling. */
   float *rope_freq_factors;
 } ModelWeights;
 
+/* How weight matrices are held: in the file's stored type (GGUF only; Hugging
+ * Face folders are always fp32) or dequantised to fp32 at load. */
+typedef enum { MODEL_WEIGHTS_NATIVE = 0, MODEL_WEIGHTS_F32 } ModelWeightsMode;
+
+typedef struct {
+  ModelWeightsMode weights;
+} ModelLoadOptions;
+
 typedef struct {
   char path[4096]; /* what was loaded */
   ModelConfig config;
   ModelWeights weights;
   Tokenizer *tokenizer; /* NULL when the source has none */
-  void *storage;        /* owned allocations behind the weight pointers */
+  void *storage;        /* owned fp32 arena behind the fp32 weight pointers */
+  void *mapping;        /* the GgufFile the native matrices point into, or NULL */
+  ModelWeightsMode weights_mode;
 } Model;
 
 /* The embedded default model (models/SmolLM2-135M-Instruct.Q4_1.gguf under the
  * source tree, or $OBC_MODEL when set). */
 const char *model_default_path(void);
-/* Loads a GGUF file or a Hugging Face folder; path NULL = the default. */
+/* Loads a GGUF file or a Hugging Face folder; path NULL = the default.
+ * model_load keeps stored types (MODEL_WEIGHTS_NATIVE). */
 int model_load(const char *path, Model **out);
+int model_load_with(const char *path, const ModelLoadOptions *options, Model **out);
+/* The --weights option of every command that loads a model: an ObcOption
+ * initialiser (common/obc_options.h) for a ModelWeightsMode target. */
+#define MODEL_WEIGHTS_OPTION(target)                                                              \
+  {                                                                                               \
+    "--weights", NULL, "native|f32",                                                              \
+        "weight matrices in the GGUF file's stored type, memory-mapped (native), or dequantised " \
+        "to "                                                                                     \
+        "fp32 at load (f32: the reference path, 4 bytes per weight); Hugging Face folders are "   \
+        "always fp32",                                                                            \
+        "native", OBC_OPTION_CUSTOM, (target), model_weights_mode_parse, NULL                     \
+  }
+/* "native" or "f32". */
+const char *model_weights_mode_name(ModelWeightsMode mode);
+/* Parses "native" or "f32" (an ObcOptionParse of common/obc_options.h for a
+ * ModelWeightsMode target): "<option>: expected native or f32, got 'x'". */
+int model_weights_mode_parse(void *target, const char *option, const char *value);
+/* Bytes of all weight matrices as held (tied output counted once): what one
+ * decode step reads. */
+size_t model_matrix_bytes(const Model *model);
+/* One line: mode, the stored types of the matrices and their size, e.g.
+ * "native (Q4_1 x 210, Q6_K x 1; 92.4 MB)". */
+void model_weights_describe(const Model *model, char *text, size_t size);
 void model_free(Model *model);
 /* RoPE inverse frequencies (head_dim / 2): theta^(-2i/head_dim), divided by
  * rope_freq_factors[i] when present. Both runtimes use this. */

@@ -1,9 +1,11 @@
 /* Loading a llama or qwen2 GGUF file: hyperparameters from the <arch>.*
  * metadata, every weight checked for presence and shape before anything is
- * dequantised, then dequantised to fp32 once, and the tokenizer from the
- * tokenizer.ggml.* metadata. llama.cpp permutes the Q/K rows of llama-arch
- * models so that RoPE on interleaved pairs reproduces Hugging Face's half-split
- * rotation, hence rope_interleaved for "llama" (qwen2 files are not permuted). */
+ * read, matrices pointed into the mapping in their stored type (or dequantised
+ * to fp32 under MODEL_WEIGHTS_F32), 1-D tensors copied to fp32, every value
+ * checked finite, and the tokenizer from the tokenizer.ggml.* metadata.
+ * llama.cpp permutes the Q/K rows of llama-arch models so that RoPE on
+ * interleaved pairs reproduces Hugging Face's half-split rotation, hence
+ * rope_interleaved for "llama" (qwen2 files are not permuted). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -155,6 +157,12 @@ static int match_tensors(const GgufFile *file, Model *model, ModelWeightSlot *sl
     if (rc) return rc;
     s->present = true;
     s->source = t;
+    if (gguf_type_block_size(t->type) == 0 || !t->data)
+      return obc_fail(
+          OBC_EUNSUPPORTED,
+          "%s: tensor %s has unsupported type %" PRIu32
+          " (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)",
+          gguf_path(file), t->name, t->type);
     if (s->dest == &model->weights.rope_freq_factors && model->config.rope_scaling == OBC_ROPE_NONE)
       model->config.rope_scaling = OBC_ROPE_LLAMA3; /* factors only; config fields stay 0 */
   }
@@ -167,13 +175,22 @@ static int load_weights(const GgufFile *file, Model *model) {
   int rc = model_weight_slots(model, MODEL_FORMAT_GGUF, &slots, &n_slots);
   if (!rc) rc = refuse_extra_biases(file, &model->config);
   if (!rc) rc = match_tensors(file, model, slots, n_slots);
-  if (!rc) rc = model_weight_arena(model, slots, n_slots); /* no output.weight: tied */
+  bool f32 = model->weights_mode == MODEL_WEIGHTS_F32;
+  if (!rc) rc = model_weight_arena(model, slots, n_slots, f32);
   for (size_t i = 0; !rc && i < n_slots; i++) {
-    if (!slots[i].present) continue;
-    const GgufTensor *t = slots[i].source;
-    rc = gguf_tensor_to_f32(file, t, *slots[i].dest);
-    if (!rc) rc = model_check_finite(gguf_path(file), t->name, *slots[i].dest, t->n_elements);
+    ModelWeightSlot *s = &slots[i];
+    if (!s->present) continue;
+    const GgufTensor *t = s->source;
+    if (s->f32) { /* fp32 copy */
+      rc = gguf_tensor_to_f32(file, t, s->f32);
+      if (!rc) rc = model_check_finite(gguf_path(file), t->name, s->f32, t->n_elements);
+      continue;
+    }
+    size_t rows = (size_t)s->shape[0];
+    *s->matrix = (ModelMatrix){t->type, rows, (size_t)s->shape[1], t->n_bytes / rows, t->data};
+    rc = model_check_finite_stored(gguf_path(file), t->name, t->type, t->data, t->n_elements);
   }
+  if (!rc) model_weight_tie(model);                        /* no output.weight: tied */
   const float *factors = model->weights.rope_freq_factors; /* divisors of the RoPE frequencies */
   for (size_t i = 0; !rc && factors && i < model->config.head_dim / 2; i++)
     if (!(factors[i] > 0))
@@ -194,6 +211,10 @@ int model_load_gguf(const char *path, Model *model) {
   GgufString tokenizer_model;
   if (!rc && gguf_get_string(file, "tokenizer.ggml.model", &tokenizer_model) == 0)
     rc = tokenizer_from_gguf(file, path, &model->tokenizer);
-  gguf_close(file);
+  /* Native matrices point into the mapping: it lives as long as the model. */
+  if (!rc && model->weights_mode == MODEL_WEIGHTS_NATIVE)
+    model->mapping = file;
+  else
+    gguf_close(file);
   return rc;
 }

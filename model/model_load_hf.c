@@ -38,13 +38,17 @@ static int load_weights(const SafetensorsModel *st, const char *folder, Model *m
   size_t n_slots;
   int rc = model_weight_slots(model, MODEL_FORMAT_HF, &slots, &n_slots);
   if (!rc) rc = match_tensors(st, folder, model, slots, n_slots);
-  if (!rc) rc = model_weight_arena(model, slots, n_slots); /* tied or no lm_head: the embedding */
+  /* Always fp32 here, whatever the weights mode: safetensors hold bf16/f16/f32
+   * and the runtime's stored-type paths are for GGUF files. */
+  model->weights_mode = MODEL_WEIGHTS_F32;
+  if (!rc) rc = model_weight_arena(model, slots, n_slots, true);
   for (size_t i = 0; !rc && i < n_slots; i++) {
     if (!slots[i].present || !slots[i].source) continue;
     const SafetensorsTensor *t = slots[i].source;
-    rc = safetensors_to_f32(t, *slots[i].dest);
-    if (!rc) rc = model_check_finite(t->path, t->name, *slots[i].dest, t->n_elements);
+    rc = safetensors_to_f32(t, slots[i].f32);
+    if (!rc) rc = model_check_finite(t->path, t->name, slots[i].f32, t->n_elements);
   }
+  if (!rc) model_weight_tie(model); /* tied or no lm_head: the embedding */
   if (!rc && model->weights.rope_freq_factors)
     model_llama3_freq_factors(&model->config, model->weights.rope_freq_factors);
   free(slots);

@@ -1,6 +1,6 @@
 /* The CPU backend of the runtime: an fp32 forward pass over a chunk of tokens
- * with every weight product as one OpenBLAS sgemm on the (n_tokens, dim)
- * activations, attention from runtime/cpu_attention.c, and element-wise work
+ * with every weight product as one cpu_gemm_weight on the (n_tokens, dim)
+ * activations (weights fp32 or in their stored GGUF type), attention from runtime/cpu_attention.c, and element-wise work
  * from runtime/cpu_ops.c. The capture seam costs nothing when capture is NULL. */
 #include <assert.h>
 #include <math.h>
@@ -144,9 +144,9 @@ static int run_layer(CpuState *s, size_t layer, size_t pos0, size_t n, CpuCaptur
   double gemm = 0.0;
 
   cpu_rmsnorm(s->xb, s->x, w->attn_norm, n, c->dim, c->norm_eps);
-  cpu_gemm_weight(s->q, s->xb, w->wq, n, c->dim, q_dim, 0.0f, &gemm);
-  cpu_gemm_weight(s->k, s->xb, w->wk, n, c->dim, kv_dim, 0.0f, &gemm);
-  cpu_gemm_weight(s->v, s->xb, w->wv, n, c->dim, kv_dim, 0.0f, &gemm);
+  cpu_gemm_weight(s->q, s->xb, &w->wq, n, 0.0f, &gemm);
+  cpu_gemm_weight(s->k, s->xb, &w->wk, n, 0.0f, &gemm);
+  cpu_gemm_weight(s->v, s->xb, &w->wv, n, 0.0f, &gemm);
   if (w->bq) cpu_add_bias(s->q, w->bq, n, q_dim);
   if (w->bk) cpu_add_bias(s->k, w->bk, n, kv_dim);
   if (w->bv) cpu_add_bias(s->v, w->bv, n, kv_dim);
@@ -175,12 +175,12 @@ static int run_layer(CpuState *s, size_t layer, size_t pos0, size_t n, CpuCaptur
   profile->attention_seconds += obc_now_seconds() - t_att;
   if (rows && (rc = report_layer(s, layer, pos0, n, rows, capture)) < 0) return rc;
 
-  cpu_gemm_weight(s->x, s->att, w->wo, n, q_dim, c->dim, 1.0f, &gemm);
+  cpu_gemm_weight(s->x, s->att, &w->wo, n, 1.0f, &gemm);
   cpu_rmsnorm(s->xb, s->x, w->ffn_norm, n, c->dim, c->norm_eps);
-  cpu_gemm_weight(s->gate, s->xb, w->w_gate, n, c->dim, c->ffn_dim, 0.0f, &gemm);
-  cpu_gemm_weight(s->up, s->xb, w->w_up, n, c->dim, c->ffn_dim, 0.0f, &gemm);
+  cpu_gemm_weight(s->gate, s->xb, &w->w_gate, n, 0.0f, &gemm);
+  cpu_gemm_weight(s->up, s->xb, &w->w_up, n, 0.0f, &gemm);
   cpu_swiglu(s->gate, s->up, n * c->ffn_dim);
-  cpu_gemm_weight(s->x, s->gate, w->w_down, n, c->ffn_dim, c->dim, 1.0f, &gemm);
+  cpu_gemm_weight(s->x, s->gate, &w->w_down, n, 1.0f, &gemm);
 
   profile->gemm_seconds += gemm;
   return 0;
@@ -195,7 +195,7 @@ static int cpu_forward(void *state, const int32_t *tokens, size_t n, RuntimeLogi
   assert(n > 0 && n <= s->max_batch && pos0 + n <= s->cache->max_context);
 
   double t0 = obc_now_seconds();
-  cpu_embed(s->x, w->token_embedding, tokens, n, c->dim);
+  cpu_embed(s->x, &w->token_embedding, tokens, n);
   profile->other_seconds += obc_now_seconds() - t0;
 
   CpuCaptureRows rows;
@@ -219,8 +219,7 @@ static int cpu_forward(void *state, const int32_t *tokens, size_t n, RuntimeLogi
     double t_norm = obc_now_seconds();
     cpu_rmsnorm(s->xb, s->x + first * c->dim, w->output_norm, rows_out, c->dim, c->norm_eps);
     profile->other_seconds += obc_now_seconds() - t_norm;
-    cpu_gemm_weight(logits, s->xb, w->output, rows_out, c->dim, c->vocab_size, 0.0f,
-                    &profile->gemm_seconds);
+    cpu_gemm_weight(logits, s->xb, &w->output, rows_out, 0.0f, &profile->gemm_seconds);
   }
   profile->tokens += n;
   return 0;

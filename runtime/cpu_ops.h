@@ -1,7 +1,8 @@
 /* Element-wise and row-wise kernels of the CPU forward pass (RMSNorm, RoPE,
  * SwiGLU, embedding lookup) and the one GEMM wrapper every weight product goes
  * through. Rows are independent, so each kernel splits them over OpenMP
- * threads; the GEMM is OpenBLAS (OpenMP flavour). */
+ * threads; fp32 GEMMs are OpenBLAS (OpenMP flavour), weights in a quantised
+ * type go through formats/quant_dot.h or dequantised tiles. */
 #ifndef OBC_CPU_OPS_H
 #define OBC_CPU_OPS_H
 
@@ -9,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "model/model.h"
 
 /* exp(x) for x in [-87, 88] (clamped outside) to about 1e-7 relative:
  * Cody-Waite reduction x = n ln2 + r, n rounded by the 1.5 * 2^23 trick, and a
@@ -49,18 +52,40 @@ void cpu_rope(float *x /* (n, n_heads * head_dim) */, size_t n, size_t n_heads, 
 /* gate[i] = silu(gate[i]) * up[i]. */
 void cpu_swiglu(float *gate /* (count) */, const float *up /* (count) */, size_t count);
 
-/* out[t] = table[tokens[t]] */
-void cpu_embed(float *out /* (n, dim) */, const float *table /* (vocab, dim) */,
-               const int32_t *tokens /* (n) */, size_t n, size_t dim);
+/* out[t] = table[tokens[t]], each row dequantised from the table's type. */
+void cpu_embed(float *out /* (n, dim) */, const ModelMatrix *table /* (vocab, dim) */,
+               const int32_t *tokens /* (n) */, size_t n);
 
 /* rows[t] += bias for n rows. */
 void cpu_add_bias(float *rows /* (n, width) */, const float *bias /* (width) */, size_t n,
                   size_t width);
 
-/* c = a * w^T + beta * c, with w a weight matrix in (out, in) layout:
- * a (n, in), w (out, in), c (n, out); sgemv when n == 1. Adds its wall time
- * to *seconds. */
-void cpu_gemm_weight(float *c, const float *a, const float *w, size_t n, size_t in, size_t out,
-                     float beta, double *seconds);
+/* Up to this many activation rows, a weight matrix in a quantised type is
+ * multiplied by quant_dot_rows (dot products on the stored blocks, reading
+ * each weight byte once); above it, by dequantised tiles and sgemm. Why 8:
+ * decode (1 row) and small batches are bound by reading the weights, and
+ * quant_dot decodes each block once for all n rows; a tile costs a 4-byte
+ * write and read per weight plus a dequantisation, which sgemm's 2n flops per
+ * weight amortise only once n is several SIMD widths (an estimate: re-measure
+ * with bench/bench_model when the quant_dot kernels change). */
+enum { CPU_GEMM_DOT_MAX_ROWS = 8 };
+
+/* c = a * w^T + beta * c, with w a weight matrix (out, in) = (w->rows,
+ * w->cols): a (n, in), c (n, out). F32: OpenBLAS sgemm (sgemv when n == 1).
+ * Other types: n <= CPU_GEMM_DOT_MAX_ROWS, quant_dot_rows over blocks of
+ * output rows split over OpenMP threads; else tiles of whole weight rows
+ * dequantised into a per-thread scratch buffer, each times a by one
+ * single-threaded sgemm. Tile and block boundaries depend only on the matrix,
+ * so the result does not depend on the thread count. Adds its wall time to
+ * *seconds. */
+void cpu_gemm_weight(float *c, const float *a, const ModelMatrix *w, size_t n, float beta,
+                     double *seconds);
+
+/* The path cpu_gemm_weight takes for a quantised matrix, forced (tests and
+ * bench/bench_model compare both at the same n; AUTO is cpu_gemm_weight's
+ * choice). F32 matrices always go to OpenBLAS directly. */
+typedef enum { CPU_GEMM_AUTO, CPU_GEMM_DOT, CPU_GEMM_TILES } CpuGemmPath;
+void cpu_gemm_weight_path(float *c, const float *a, const ModelMatrix *w, size_t n, float beta,
+                          CpuGemmPath path);
 
 #endif

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "evict/policy.h"
+#include "model/model.h"
 
 #define EVICT_SWEEP_MAX 32
 #define EVICT_SWEEP_MAX_TRACES 256
@@ -23,10 +24,11 @@ typedef struct {
   size_t n_scores;
   char budgets[EVICT_SWEEP_MAX][32];
   size_t n_budgets;
-  EvictPolicy base;       /* window, recent, sinks, allocation, mode, seed */
-  bool with_model;        /* model replay as well as offline */
-  const char *model_path; /* NULL = the default model */
-  size_t steps;           /* decode steps of the model replay (0 = all captured) */
+  EvictPolicy base;         /* window, recent, sinks, allocation, mode, seed */
+  bool with_model;          /* model replay as well as offline */
+  const char *model_path;   /* NULL = the default model */
+  ModelWeightsMode weights; /* how model_load holds the matrices */
+  size_t steps;             /* decode steps of the model replay (0 = all captured) */
   size_t threads;
 } SweepReplayConfig;
 

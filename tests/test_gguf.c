@@ -577,12 +577,14 @@ START_TEST(tiny_llama_gguf_loads_with_its_config_and_weights) {
   ck_assert(c->rope_interleaved && c->tied_embeddings && !c->qkv_bias);
   ck_assert(c->rope_scaling == OBC_ROPE_NONE);
   ck_assert(fabs(c->norm_eps - 1e-5) < 1e-10);
-  ck_assert_ptr_eq(m->weights.output, m->weights.token_embedding);
+  ck_assert_ptr_eq(m->weights.output.data, m->weights.token_embedding.data);
   ck_assert_ptr_null(m->tokenizer); /* the file has no tokenizer.ggml.* keys */
   ck_assert_ptr_null(m->weights.layers[0].bq);
   /* tensor 0 is token_embd; blk.1.ffn_down is tensor 2 + 9 + 8 */
-  ck_assert(m->weights.token_embedding[5] == tiny_value(0, 5));
-  ck_assert(m->weights.layers[1].w_down[17] == tiny_value(19, 17));
+  /* F32 tensors: native matrices point into the mapping */
+  ck_assert_uint_eq(m->weights.token_embedding.type, GGML_TYPE_F32);
+  ck_assert(((const float *)m->weights.token_embedding.data)[5] == tiny_value(0, 5));
+  ck_assert(((const float *)m->weights.layers[1].w_down.data)[17] == tiny_value(19, 17));
   double inv_freq[TINY_HD / 2];
   model_rope_inv_freq(m, inv_freq);
   ck_assert(inv_freq[0] == 1.0 && fabs(inv_freq[1] - 0.01) < 1e-15);

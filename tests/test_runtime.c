@@ -56,26 +56,30 @@ static void tiny_build(TinyModel *m, size_t n_heads, size_t n_kv_heads, int inte
   c->qkv_bias = biases;
   size_t q_dim = n_heads * c->head_dim, kv_dim = n_kv_heads * c->head_dim;
   ModelWeights *w = &m->model.weights;
-  w->token_embedding = tiny_array(m, c->vocab_size * c->dim, 1.0f, 0.0f);
+  w->token_embedding =
+      model_matrix_f32(tiny_array(m, c->vocab_size * c->dim, 1.0f, 0.0f), c->vocab_size, c->dim);
   w->output_norm = tiny_array(m, c->dim, 0.2f, 1.0f);
-  w->output = tiny_array(m, c->vocab_size * c->dim, 0.3f, 0.0f);
+  w->output =
+      model_matrix_f32(tiny_array(m, c->vocab_size * c->dim, 0.3f, 0.0f), c->vocab_size, c->dim);
   w->layers = m->layers;
   for (size_t l = 0; l < c->n_layers; l++) {
     ModelLayerWeights *lw = &m->layers[l];
     lw->attn_norm = tiny_array(m, c->dim, 0.2f, 1.0f);
-    lw->wq = tiny_array(m, q_dim * c->dim, 0.5f, 0.0f);
-    lw->wk = tiny_array(m, kv_dim * c->dim, 0.5f, 0.0f);
-    lw->wv = tiny_array(m, kv_dim * c->dim, 0.3f, 0.0f);
+    lw->wq = model_matrix_f32(tiny_array(m, q_dim * c->dim, 0.5f, 0.0f), q_dim, c->dim);
+    lw->wk = model_matrix_f32(tiny_array(m, kv_dim * c->dim, 0.5f, 0.0f), kv_dim, c->dim);
+    lw->wv = model_matrix_f32(tiny_array(m, kv_dim * c->dim, 0.3f, 0.0f), kv_dim, c->dim);
     if (biases) {
       lw->bq = tiny_array(m, q_dim, 0.5f, 0.0f);
       lw->bk = tiny_array(m, kv_dim, 0.5f, 0.0f);
       lw->bv = tiny_array(m, kv_dim, 0.5f, 0.0f);
     }
-    lw->wo = tiny_array(m, c->dim * q_dim, 0.3f, 0.0f);
+    lw->wo = model_matrix_f32(tiny_array(m, c->dim * q_dim, 0.3f, 0.0f), c->dim, q_dim);
     lw->ffn_norm = tiny_array(m, c->dim, 0.2f, 1.0f);
-    lw->w_gate = tiny_array(m, c->ffn_dim * c->dim, 0.3f, 0.0f);
-    lw->w_up = tiny_array(m, c->ffn_dim * c->dim, 0.3f, 0.0f);
-    lw->w_down = tiny_array(m, c->dim * c->ffn_dim, 0.3f, 0.0f);
+    lw->w_gate =
+        model_matrix_f32(tiny_array(m, c->ffn_dim * c->dim, 0.3f, 0.0f), c->ffn_dim, c->dim);
+    lw->w_up = model_matrix_f32(tiny_array(m, c->ffn_dim * c->dim, 0.3f, 0.0f), c->ffn_dim, c->dim);
+    lw->w_down =
+        model_matrix_f32(tiny_array(m, c->dim * c->ffn_dim, 0.3f, 0.0f), c->dim, c->ffn_dim);
   }
 }
 
@@ -194,8 +198,8 @@ START_TEST(test_interleaved_rope_on_permuted_weights_gives_same_logits) {
   tiny_build(&inter, 4, 2, 1, 1);
   const ModelConfig *c = &half.model.config;
   for (size_t l = 0; l < c->n_layers; l++) {
-    permute_rows(inter.layers[l].wq, c->n_heads, c->head_dim, c->dim);
-    permute_rows(inter.layers[l].wk, c->n_kv_heads, c->head_dim, c->dim);
+    permute_rows((float *)inter.layers[l].wq.data, c->n_heads, c->head_dim, c->dim);
+    permute_rows((float *)inter.layers[l].wk.data, c->n_kv_heads, c->head_dim, c->dim);
     permute_rows(inter.layers[l].bq, c->n_heads, c->head_dim, 1);
     permute_rows(inter.layers[l].bk, c->n_kv_heads, c->head_dim, 1);
   }
@@ -233,13 +237,13 @@ typedef struct {
 static void layer0_query(const Model *m, int32_t token, size_t pos, size_t h, double *q) {
   const ModelConfig *c = &m->config;
   const ModelLayerWeights *w = &m->weights.layers[0];
-  const float *x = m->weights.token_embedding + (size_t)token * c->dim;
+  const float *x = (const float *)m->weights.token_embedding.data + (size_t)token * c->dim;
   double ms = 0.0;
   for (size_t i = 0; i < c->dim; i++) ms += (double)x[i] * x[i];
   double scale = 1.0 / sqrt(ms / (double)c->dim + c->norm_eps);
   size_t hd = c->head_dim;
   for (size_t d = 0; d < hd; d++) {
-    const float *row = w->wq + (h * hd + d) * c->dim;
+    const float *row = (const float *)w->wq.data + (h * hd + d) * c->dim;
     q[d] = 0.0;
     for (size_t i = 0; i < c->dim; i++) q[d] += row[i] * (x[i] * scale * w->attn_norm[i]);
   }

@@ -16,6 +16,7 @@
 extern "C" {
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "formats/gguf.h"
 }
 #include "runtime/cuda/cuda_attention.h"
 #include "runtime/cuda/cuda_check.h"
@@ -117,7 +118,7 @@ static int upload_vector(const float *host, size_t count, float **dev, const cha
 
 /* A weight matrix (count floats) in the backend's storage type; bf16 goes
  * through an fp32 staging buffer on the device and cuda_to_bf16. */
-static int upload_matrix(CudaState *s, const float *host, size_t count, float *stage, void **dev,
+static int upload_floats(CudaState *s, const float *host, size_t count, float *stage, void **dev,
                          const char *what) {
   if (!s->bf16) return upload_vector(host, count, (float **)dev, what);
   OBC_CUDA_TRY(OBC_CUDA_ALLOC(dev, count * sizeof(uint16_t), what));
@@ -130,6 +131,21 @@ static int upload_matrix(CudaState *s, const float *host, size_t count, float *s
   return OBC_CUDA(cudaStreamSynchronize(s->stream));
 }
 
+/* A matrix in a stored GGUF type (model/model.h) is dequantised into a
+ * temporary host buffer first; the device holds fp32 or bf16 either way. */
+static int upload_matrix(CudaState *s, const ModelMatrix *m, float *stage, void **dev,
+                         const char *what) {
+  size_t count = m->rows * m->cols;
+  if (m->type == MODEL_MATRIX_F32)
+    return upload_floats(s, (const float *)m->data, count, stage, dev, what);
+  float *host = (float *)obc_malloc(count * sizeof(float), what);
+  if (!host) return OBC_ENOMEM;
+  int rc = dequant_gguf(m->type, m->data, host, count);
+  if (!rc) rc = upload_floats(s, host, count, stage, dev, what);
+  free(host);
+  return rc;
+}
+
 static int upload_weights(CudaState *s) {
   const ModelConfig *c = &s->model->config;
   const ModelWeights *w = &s->model->weights;
@@ -140,29 +156,23 @@ static int upload_weights(CudaState *s) {
   s->layers = (CudaLayer *)obc_calloc(c->n_layers, sizeof(CudaLayer), "CUDA layer table");
   int rc = s->layers ? 0 : OBC_ENOMEM;
   if (!rc)
-    rc = upload_matrix(s, w->token_embedding, c->vocab_size * c->dim, stage, &s->embedding,
+    rc = upload_matrix(s, &w->token_embedding, stage, &s->embedding,
                        "token embedding (GPU weights)");
-  if (!rc && w->output == w->token_embedding)
+  if (!rc && w->output.data == w->token_embedding.data)
     s->output = s->embedding;
   else if (!rc)
-    rc = upload_matrix(s, w->output, c->vocab_size * c->dim, stage, &s->output,
-                       "output matrix (GPU weights)");
+    rc = upload_matrix(s, &w->output, stage, &s->output, "output matrix (GPU weights)");
   if (!rc) rc = upload_vector(w->output_norm, c->dim, &s->output_norm, "output norm");
   for (size_t l = 0; l < c->n_layers && !rc; l++) {
     const ModelLayerWeights *lw = &w->layers[l];
     CudaLayer *d = &s->layers[l];
-    if (!rc) rc = upload_matrix(s, lw->wq, q_dim * c->dim, stage, &d->wq, "wq (GPU weights)");
-    if (!rc) rc = upload_matrix(s, lw->wk, kv_dim * c->dim, stage, &d->wk, "wk (GPU weights)");
-    if (!rc) rc = upload_matrix(s, lw->wv, kv_dim * c->dim, stage, &d->wv, "wv (GPU weights)");
-    if (!rc) rc = upload_matrix(s, lw->wo, c->dim * q_dim, stage, &d->wo, "wo (GPU weights)");
-    if (!rc)
-      rc = upload_matrix(s, lw->w_gate, c->ffn_dim * c->dim, stage, &d->w_gate,
-                         "w_gate (GPU weights)");
-    if (!rc)
-      rc = upload_matrix(s, lw->w_up, c->ffn_dim * c->dim, stage, &d->w_up, "w_up (GPU weights)");
-    if (!rc)
-      rc = upload_matrix(s, lw->w_down, c->dim * c->ffn_dim, stage, &d->w_down,
-                         "w_down (GPU weights)");
+    if (!rc) rc = upload_matrix(s, &lw->wq, stage, &d->wq, "wq (GPU weights)");
+    if (!rc) rc = upload_matrix(s, &lw->wk, stage, &d->wk, "wk (GPU weights)");
+    if (!rc) rc = upload_matrix(s, &lw->wv, stage, &d->wv, "wv (GPU weights)");
+    if (!rc) rc = upload_matrix(s, &lw->wo, stage, &d->wo, "wo (GPU weights)");
+    if (!rc) rc = upload_matrix(s, &lw->w_gate, stage, &d->w_gate, "w_gate (GPU weights)");
+    if (!rc) rc = upload_matrix(s, &lw->w_up, stage, &d->w_up, "w_up (GPU weights)");
+    if (!rc) rc = upload_matrix(s, &lw->w_down, stage, &d->w_down, "w_down (GPU weights)");
     if (!rc) rc = upload_vector(lw->attn_norm, c->dim, &d->attn_norm, "attention norm");
     if (!rc) rc = upload_vector(lw->ffn_norm, c->dim, &d->ffn_norm, "MLP norm");
     if (!rc) rc = upload_vector(lw->bq, q_dim, &d->bq, "q bias");

@@ -16,8 +16,9 @@
 
 /* The files of cell 0 besides its manifest; make_seeds.py hashes these bytes. */
 static const char fuzz_rows[] = "160,0,4242,1,1,attn,40,0.500000,0.250000\n";
-static const char fuzz_cell[] = "{\"id\": 0, \"needle\": \"4242\", \"answer\": \" 4242\", "
-                                "\"found\": true}\n";
+static const char fuzz_cell[] =
+    "{\"id\": 0, \"needle\": \"4242\", \"answer\": \" 4242\", "
+    "\"found\": true}\n";
 
 static void write_in(const char *folder, const char *name, const void *data, size_t n) {
   char path[8192];

@@ -101,11 +101,17 @@ static inline int gpu_random_model(const ModelConfig *config, uint64_t seed, int
     gpu_fill(p, (count), (scale), seed++); \
     p += (count);                          \
   } while (0)
-  TAKE(m->weights.token_embedding, c->vocab_size * c->dim, 1.0f);
+#define TAKE_MATRIX(matrix, rows, cols, scale)             \
+  do {                                                     \
+    (matrix) = model_matrix_f32(p, (rows), (cols));        \
+    gpu_fill(p, (size_t)(rows) * (cols), (scale), seed++); \
+    p += (size_t)(rows) * (cols);                          \
+  } while (0)
+  TAKE_MATRIX(m->weights.token_embedding, c->vocab_size, c->dim, 1.0f);
   if (c->tied_embeddings)
     m->weights.output = m->weights.token_embedding;
   else
-    TAKE(m->weights.output, c->vocab_size * c->dim, sqrtf(3.0f / (float)c->dim));
+    TAKE_MATRIX(m->weights.output, c->vocab_size, c->dim, sqrtf(3.0f / (float)c->dim));
   m->weights.output_norm = p;
   for (size_t i = 0; i < c->dim; i++) p[i] = 1.0f;
   p += c->dim;
@@ -117,13 +123,13 @@ static inline int gpu_random_model(const ModelConfig *config, uint64_t seed, int
     w->ffn_norm = p + c->dim;
     for (size_t i = 0; i < 2 * c->dim; i++) p[i] = 1.0f + 0.1f * (float)((i * 7) % 5) / 5.0f;
     p += 2 * c->dim;
-    TAKE(w->wq, q_dim * c->dim, in_dim);
-    TAKE(w->wk, kv_dim * c->dim, in_dim);
-    TAKE(w->wv, kv_dim * c->dim, in_dim);
-    TAKE(w->wo, c->dim * q_dim, in_q);
-    TAKE(w->w_gate, c->ffn_dim * c->dim, in_dim);
-    TAKE(w->w_up, c->ffn_dim * c->dim, in_dim);
-    TAKE(w->w_down, c->dim * c->ffn_dim, in_ffn);
+    TAKE_MATRIX(w->wq, q_dim, c->dim, in_dim);
+    TAKE_MATRIX(w->wk, kv_dim, c->dim, in_dim);
+    TAKE_MATRIX(w->wv, kv_dim, c->dim, in_dim);
+    TAKE_MATRIX(w->wo, c->dim, q_dim, in_q);
+    TAKE_MATRIX(w->w_gate, c->ffn_dim, c->dim, in_dim);
+    TAKE_MATRIX(w->w_up, c->ffn_dim, c->dim, in_dim);
+    TAKE_MATRIX(w->w_down, c->dim, c->ffn_dim, in_ffn);
     if (c->qkv_bias) {
       TAKE(w->bq, q_dim, 0.1f);
       TAKE(w->bk, kv_dim, 0.1f);
@@ -131,6 +137,7 @@ static inline int gpu_random_model(const ModelConfig *config, uint64_t seed, int
     }
   }
 #undef TAKE
+#undef TAKE_MATRIX
   for (size_t l = stored_layers; l < c->n_layers; l++) layers[l] = layers[0];
   *out = m;
   return 0;

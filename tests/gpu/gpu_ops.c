@@ -133,7 +133,8 @@ static void check_embed_and_argmax(void) {
   float *dt = dev_upload(table, vocab * dim * 4), *dout = dev_upload(NULL, n * dim * 4);
   int32_t *dtok = dev_upload(tokens, sizeof tokens);
   require(cuda_embed(dout, dt, 0, dtok, n, dim, 0));
-  cpu_embed(ref, table, tokens, n, dim);
+  ModelMatrix table_matrix = model_matrix_f32(table, vocab, dim);
+  cpu_embed(ref, &table_matrix, tokens, n);
   dev_download(got, dout, n * dim * 4);
   check(gpu_compare("embed fp32 (23 x 96)", got, ref, n * dim, 0.0));
   uint16_t *t16 = malloc(vocab * dim * 2);

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""A random-weight llama GGUF of a real model's shape, for the memory and
+agreement tests of stored-type weights (tests/test_weights_memory.sh) and the
+8B benchmark (bench/run_weights.sh).
+
+Shapes: llama-1b = Llama-3.2-1B (16 layers, dim 2048, ffn 8192, 32/8 heads of
+64, vocab 128256, tied embeddings); llama-8b = Llama-3.1-8B (32 layers, dim
+4096, ffn 14336, 32/8 heads of 128, vocab 128256, untied).
+
+Every matrix is written in TYPE (Q4_K or Q8_0) as random blocks: random quant
+bytes (every code occurs) with f16 scales drawn so that weights have about the
+magnitude of a trained model's (|w| ~ 0.02). The `gguf` package cannot
+quantise Q4_K, and quantising 1.2 G normal values in NumPy would take minutes;
+random blocks are valid weights of the stored type, which is all these tests
+need. Norms are F32 ones. The tokenizer is SmolLM2's (the default model's
+tokenizer.* metadata, 49152 tokens) padded with reserved control tokens to the
+shape's 128256 rows, so that every id the random model can emit decodes.
+
+usage: make_random_gguf.py SHAPE TYPE SOURCE.gguf OUT.gguf
+"""
+import sys
+
+import numpy as np
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType as T, GGUFReader, GGUFValueType, GGUFWriter
+
+SHAPES = {
+    "llama-1b": dict(layers=16, dim=2048, ffn=8192, heads=32, kv=8, head_dim=64, vocab=128256,
+                     tied=True),
+    "llama-8b": dict(layers=32, dim=4096, ffn=14336, heads=32, kv=8, head_dim=128, vocab=128256,
+                     tied=False),
+}
+# Byte offsets of the f16 scales in a block (formats/dequant.c) and the scale
+# that gives |w| ~ 0.02: Q8_0 w = d q, q in [-128, 127]; Q4_K w = d sc q - dmin m
+# with 6-bit sc, m and q in [0, 15].
+SCALES = {T.Q8_0: [(0, 2.5e-4)], T.Q4_K: [(0, 1.0e-4), (2, 1.0e-4)]}
+
+
+def random_matrix(rng, qtype, rows, cols):
+    block, block_bytes = GGML_QUANT_SIZES[qtype]
+    n_blocks = rows * cols // block
+    data = np.frombuffer(rng.bytes(n_blocks * block_bytes), dtype=np.uint8).copy()
+    blocks = data.reshape(n_blocks, block_bytes)
+    for offset, scale in SCALES[qtype]:
+        d = (scale * (1.0 + rng.random(n_blocks, dtype=np.float32))).astype("<f2")
+        blocks[:, offset:offset + 2] = d.view(np.uint8).reshape(n_blocks, 2)
+    return data.reshape(rows, cols // block * block_bytes)
+
+
+def copy_tokenizer(source, writer, vocab):
+    reader = GGUFReader(source)
+    for key, field in reader.fields.items():
+        if not key.startswith("tokenizer."):
+            continue
+        kind = field.types[0]
+        if kind == GGUFValueType.ARRAY:
+            sub = field.types[1]
+            if sub == GGUFValueType.STRING:
+                values = [bytes(field.parts[i]).decode("utf-8") for i in field.data]
+            else:
+                values = [int(field.parts[i][0]) for i in field.data]
+            if key == "tokenizer.ggml.tokens":
+                values += [f"<|reserved_special_token_{i}|>" for i in range(vocab - len(values))]
+            elif key == "tokenizer.ggml.token_type":
+                values += [3] * (vocab - len(values))  # CONTROL
+            writer.add_array(key, values)
+        elif kind == GGUFValueType.STRING:
+            writer.add_string(key, bytes(field.parts[field.data[0]]).decode("utf-8"))
+        elif kind == GGUFValueType.BOOL:
+            writer.add_bool(key, bool(field.parts[field.data[0]][0]))
+        else:
+            writer.add_uint32(key, int(field.parts[field.data[0]][0]))
+
+
+def main():
+    if len(sys.argv) != 5 or sys.argv[1] not in SHAPES or sys.argv[2] not in ("Q4_K", "Q8_0"):
+        sys.exit(__doc__)
+    s = SHAPES[sys.argv[1]]
+    qtype = T[sys.argv[2]]
+    rng = np.random.default_rng(1)
+    writer = GGUFWriter(sys.argv[4], "llama")
+    writer.add_name(f"random {sys.argv[1]} {sys.argv[2]}")
+    writer.add_block_count(s["layers"])
+    writer.add_context_length(131072)
+    writer.add_embedding_length(s["dim"])
+    writer.add_feed_forward_length(s["ffn"])
+    writer.add_head_count(s["heads"])
+    writer.add_head_count_kv(s["kv"])
+    writer.add_key_length(s["head_dim"])
+    writer.add_value_length(s["head_dim"])
+    writer.add_rope_dimension_count(s["head_dim"])
+    writer.add_rope_freq_base(500000.0)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_vocab_size(s["vocab"])
+    copy_tokenizer(sys.argv[3], writer, s["vocab"])
+
+    dim, q_dim, kv_dim, ffn = s["dim"], s["heads"] * s["head_dim"], s["kv"] * s["head_dim"], s["ffn"]
+    tensors = [("token_embd.weight", s["vocab"], dim), ("output_norm.weight", dim, 0)]
+    if not s["tied"]:
+        tensors.append(("output.weight", s["vocab"], dim))
+    for layer in range(s["layers"]):
+        tensors += [(f"blk.{layer}.{name}", rows, cols) for name, rows, cols in [
+            ("attn_norm.weight", dim, 0), ("attn_q.weight", q_dim, dim),
+            ("attn_k.weight", kv_dim, dim), ("attn_v.weight", kv_dim, dim),
+            ("attn_output.weight", dim, q_dim), ("ffn_norm.weight", dim, 0),
+            ("ffn_gate.weight", ffn, dim), ("ffn_up.weight", ffn, dim),
+            ("ffn_down.weight", dim, ffn)]]
+    block, block_bytes = GGML_QUANT_SIZES[qtype]
+    for name, rows, cols in tensors:
+        if cols:
+            writer.add_tensor_info(name, (rows, cols // block * block_bytes), np.dtype(np.uint8),
+                                   rows * cols // block * block_bytes, raw_dtype=qtype)
+        else:
+            writer.add_tensor_info(name, (rows,), np.dtype(np.float32), rows * 4)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for name, rows, cols in tensors:
+        if cols:
+            writer.write_tensor_data(random_matrix(rng, qtype, rows, cols))
+        else:
+            writer.write_tensor_data(np.ones(rows, dtype=np.float32))
+    writer.close()
+
+
+if __name__ == "__main__":
+    main()

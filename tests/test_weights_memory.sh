@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Memory and agreement of stored-type weights at Llama-3.2-1B shape, without
+# a 1B download: tests/make_random_gguf.py writes a random-weight GGUF (16
+# layers, dim 2048, ffn 8192, 32/8 heads, vocab 128256) in Q4_K and in Q8_0.
+# For each: the peak RSS of `obcache generate` stays within the GGUF file's
+# size + the KV cache + 150 MB (above what the binary holds before it loads
+# anything), and the logits of a 5-token (decode path, quant_dot) and a
+# 14-token (prefill path, dequantised tiles) prompt agree with --weights f32
+# within the tolerance of docs/SCIENCE.md ("Stored-type weights"), with the
+# same argmax wherever the f32 top-2 margin exceeds twice that tolerance.
+set -u
+: "${OBCACHE:?}" "${OBC_MODEL:?}" "${OBC_TMP:?}" "${OBC_SOURCE_DIR:?}"
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
+if [ ! -r "$OBC_MODEL" ]; then
+  echo "FAIL: no model at $OBC_MODEL (its tokenizer is copied; run scripts/setup.sh)"
+  exit 1
+fi
+dir="$OBC_TMP/weights_memory"
+rm -rf "$dir"
+mkdir -p "$dir"
+trap 'rm -rf "$dir"' EXIT
+free_mb=$(df -Pm "$dir" | awk 'NR == 2 { print $4 }')
+if [ "${free_mb:-0}" -lt 2000 ]; then
+  echo "SKIP: $free_mb MB free under $OBC_TMP, the 1B fixtures need 2000"
+  exit 0
+fi
+fail=0
+check() { # check NAME CONDITION...
+  local name=$1
+  shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
+}
+peak_kb() { # peak_kb FILE: the %M line /usr/bin/time wrote last
+  tail -n 1 "$1" | sed -nE 's/^peak ([0-9]+)$/\1/p'
+}
+have_time=0
+[ -x /usr/bin/time ] && have_time=1
+baseline=0
+if [ $have_time = 1 ]; then
+  # What the binary maps before any model work (with CUDA linked in, its
+  # libraries hold ~200 MB here), measured the same way.
+  /usr/bin/time -f "peak %M" "$OBCACHE" version > /dev/null 2> "$dir/base.txt"
+  baseline=$(peak_kb "$dir/base.txt")
+  echo "     obcache version: peak RSS $((baseline / 1024)) MiB (shared libraries, no model)"
+else
+  echo "SKIP (RSS checks): no /usr/bin/time"
+fi
+
+context=256 # KV cache: layers * kv_heads * head_dim * context * (K + V) * 4 bytes
+kv_bytes=$((16 * 8 * 64 * context * 2 * 4))
+for type in Q4_K Q8_0; do
+  model="$dir/llama-1b-$type.gguf"
+  start=$(date +%s)
+  python3 "$OBC_SOURCE_DIR/tests/make_random_gguf.py" llama-1b "$type" "$OBC_MODEL" "$model"
+  check "$type: fixture written" test $? -eq 0
+  file_bytes=$(stat -c %s "$model")
+  echo "     $type: $((file_bytes / 1000000)) MB written in $(($(date +%s) - start)) s"
+
+  if [ $have_time = 1 ]; then
+    /usr/bin/time -f "peak %M" "$OBCACHE" generate --model "$model" --context $context \
+      --prompt "The capital of France is a city that" --max-new 3 > /dev/null 2> "$dir/gen.txt"
+    check "$type: generate succeeds" test $? -eq 0
+    grep -E "^(weights|prompt):" "$dir/gen.txt" | sed 's/^/     /'
+    peak=$(peak_kb "$dir/gen.txt")
+    limit=$(((file_bytes + kv_bytes + 150000000) / 1024))
+    echo "     $type: peak RSS $((peak / 1024)) MiB, $(((peak - baseline) / 1024)) MiB above the" \
+      "binary's own; limit file + KV + 150 MB = $((limit / 1024)) MiB"
+    check "$type: peak RSS of generate <= file + KV cache + 150 MB" test $((peak - baseline)) -le $limit
+  fi
+
+  for ids in 9906,6864,315,9822,374 "$(seq -s, 1000 1013)"; do
+    n=$(echo "$ids" | tr , '\n' | wc -l)
+    for w in native f32; do
+      "$OBCACHE" logits --model "$model" --weights $w --ids "$ids" --all -o "$dir/$w.f32" \
+        2> "$dir/logits_$w.txt"
+      check "$type, $n tokens: logits --weights $w succeeds" test $? -eq 0
+    done
+    python3 "$OBC_SOURCE_DIR/tests/compare_logits.py" "$dir/native.f32" "$dir/f32.f32" 128256 8192 \
+      16 "$type, $n tokens"
+    [ $? -eq 0 ] || fail=1
+  done
+  rm -f "$model"
+done
+exit $fail
