@@ -9,6 +9,8 @@
 #   KIT/payload.tar.gz    obcache-gpu-kit/: bin/ (obcache, gpu_ops, gpu_runtime,
 #                         gpu_bench), lib/ (the libraries, resolved with ldd),
 #                         run.sh (tests/gpu/kit_run.sh: the checks in order),
+#                         random.gguf (a 7 MB random-weight model with SmolLM2's
+#                         tokenizer, tests/make_random_gguf.py kit),
 #                         compare_reports.py, libs.txt (what was bundled, from where)
 #
 # Left out of lib/ (a CUDA machine has them): glibc (libc, libm, libdl,
@@ -17,7 +19,8 @@
 # run.sh finds the machine's copy of the same major version).
 #
 # usage: scripts/gpu-kit.sh [KIT_DIR]      (default: gpu-kit, git-ignored)
-# env:   BUILD (default build-kit), JOBS (default 2), OBC_CUDA_ARCHS (default "80;90")
+# env:   BUILD (default build-kit), JOBS (default 2), OBC_CUDA_ARCHS (default "80;90"),
+#        OBC_MODEL (the GGUF whose tokenizer the random model takes; default SmolLM2)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 kit=${1:-$src/gpu-kit}
@@ -65,6 +68,9 @@ for b in "${binaries[@]}"; do
     fi
   done
 done
+model=${OBC_MODEL:-$src/models/SmolLM2-135M-Instruct.Q4_1.gguf}
+[ -f "$model" ] || { echo "gpu-kit: $model (the tokenizer of the kit's model) not found" >&2; exit 1; }
+python3 "$src/tests/make_random_gguf.py" kit Q8_0 "$model" "$root/random.gguf" > /dev/null
 cp "$src/tests/gpu/kit_run.sh" "$root/run.sh"
 cp "$src/tests/gpu/compare_reports.py" "$root/"
 chmod +x "$root/run.sh"

@@ -2,7 +2,8 @@
 # The sanitizer stage of `make test`: the Check suites and the CLI shell tests
 # from BUILD, a build tree configured with OBC_SANITIZE (the Makefile's
 # san-build: GCC, address,undefined,float-cast-overflow).
-# Not the Python references (they test numbers, not memory) nor the
+# Not the Python references (they test numbers, not memory), the GPU kit
+# (a CUDA build of its own, which sanitizers leave out) nor the
 # @Sandybridge/@Prescott twins (other OpenBLAS kernels, the same code of ours).
 # Every sanitizer report fails the run, including reports from processes that
 # a shell test expects to fail: ASan, UBSan and LeakSanitizer write their
@@ -25,7 +26,7 @@ export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:allocator_may_return_null=1:
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/report:${UBSAN_OPTIONS:-}"
 export LSAN_OPTIONS="suppressions=$source_dir/tests/sanitizers/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
 rc=0
-(cd "$build" && ctest -j "${JOBS:-2}" --output-on-failure -LE blas -E '^py_|@') || rc=$?
+(cd "$build" && ctest -j "${JOBS:-2}" --output-on-failure -LE blas -E '^py_|@|gpu_kit') || rc=$?
 
 found=$(find "$reports" -type f | sort)
 if [ -n "$found" ]; then

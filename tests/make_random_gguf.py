@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A random-weight llama GGUF of a real model's shape, for the memory and
 agreement tests of stored-type weights (tests/test_weights_memory.sh) and the
-8B benchmark (bench/run_weights.sh).
+8B benchmark (bench/run_weights.sh), and the GPU kit's small model (kit).
 
 Shapes: llama-1b = Llama-3.2-1B (16 layers, dim 2048, ffn 8192, 32/8 heads of
 64, vocab 128256, tied embeddings); llama-8b = Llama-3.1-8B (32 layers, dim
@@ -28,6 +28,11 @@ SHAPES = {
                      tied=True),
     "llama-8b": dict(layers=32, dim=4096, ffn=14336, heads=32, kv=8, head_dim=128, vocab=128256,
                      tied=False),
+    # The GPU kit's model (scripts/gpu-kit.sh): small enough to travel (7 MB in
+    # Q8_0), weights 8x larger so that attention is far from uniform and a
+    # GPU-vs-CPU comparison of rankings is not decided by near-ties.
+    "kit": dict(layers=2, dim=128, ffn=256, heads=4, kv=2, head_dim=32, vocab=49152, tied=True,
+                scale=8.0),
 }
 # Byte offsets of the f16 scales in a block (formats/dequant.c) and the scale
 # that gives |w| ~ 0.02: Q8_0 w = d q, q in [-128, 127]; Q4_K w = d sc q - dmin m
@@ -35,13 +40,13 @@ SHAPES = {
 SCALES = {T.Q8_0: [(0, 2.5e-4)], T.Q4_K: [(0, 1.0e-4), (2, 1.0e-4)]}
 
 
-def random_matrix(rng, qtype, rows, cols):
+def random_matrix(rng, qtype, rows, cols, gain=1.0):
     block, block_bytes = GGML_QUANT_SIZES[qtype]
     n_blocks = rows * cols // block
     data = np.frombuffer(rng.bytes(n_blocks * block_bytes), dtype=np.uint8).copy()
     blocks = data.reshape(n_blocks, block_bytes)
     for offset, scale in SCALES[qtype]:
-        d = (scale * (1.0 + rng.random(n_blocks, dtype=np.float32))).astype("<f2")
+        d = (gain * scale * (1.0 + rng.random(n_blocks, dtype=np.float32))).astype("<f2")
         blocks[:, offset:offset + 2] = d.view(np.uint8).reshape(n_blocks, 2)
     return data.reshape(rows, cols // block * block_bytes)
 
@@ -116,7 +121,7 @@ def main():
     writer.write_ti_data_to_file()
     for name, rows, cols in tensors:
         if cols:
-            writer.write_tensor_data(random_matrix(rng, qtype, rows, cols))
+            writer.write_tensor_data(random_matrix(rng, qtype, rows, cols, s.get("scale", 1.0)))
         else:
             writer.write_tensor_data(np.ones(rows, dtype=np.float32))
     writer.close()

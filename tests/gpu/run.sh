@@ -27,6 +27,9 @@ if [ "${OBC_SKIP_BUILD:-0}" != 1 ]; then
   cmake --build "$build" -j "${JOBS:-$(nproc)}" --target obcache gpu_ops gpu_runtime gpu_bench \
     > /dev/null
 fi
+model=${OBC_MODEL:-$src/models/SmolLM2-135M-Instruct.Q4_1.gguf}
+[ -f "$build/random.gguf" ] ||
+  python3 "$src/tests/make_random_gguf.py" kit Q8_0 "$model" "$build/random.gguf" > /dev/null
 mkdir -p "$build/gpu-bin"
 for p in obcache tests/gpu/gpu_ops tests/gpu/gpu_runtime tests/gpu/gpu_bench; do
   ln -sf "$build/$p" "$build/gpu-bin/$(basename "$p")"
