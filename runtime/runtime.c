@@ -125,9 +125,16 @@ int runtime_forward(Runtime *rt, const int32_t *tokens, size_t n, RuntimeLogits 
 
   if (rt->cache.evicted) /* positions appended from here on are always kept */
     for (size_t layer = 0; layer < c->n_layers; layer++)
-      for (size_t g = 0; g < c->n_kv_heads; g++)
-        memset(rt->cache.evicted + (layer * c->n_kv_heads + g) * rt->cache.max_context + pos0, 0,
-               n);
+      for (size_t g = 0; g < c->n_kv_heads; g++) {
+        unsigned char *marks =
+            rt->cache.evicted + (layer * c->n_kv_heads + g) * rt->cache.max_context + pos0;
+        for (size_t i = 0; i < n; i++)
+          if (marks[i]) { /* a change a backend with its own copy must upload */
+            memset(marks, 0, n);
+            rt->cache.marks_version++;
+            break;
+          }
+      }
   for (size_t done = 0; done < n;) {
     size_t chunk = n - done < rt->max_batch ? n - done : rt->max_batch;
     int last = done + chunk == n;
@@ -151,6 +158,7 @@ size_t runtime_max_context(const Runtime *rt) { return rt->cache.max_context; }
 const Model *runtime_model(const Runtime *rt) { return rt->model; }
 void runtime_reset(Runtime *rt) {
   rt->cache.length = 0;
+  rt->cache.host_written = 0;
   runtime_clear_evictions(rt);
 }
 RuntimeCache *runtime_cache(Runtime *rt) { return &rt->cache; }
@@ -160,6 +168,16 @@ int runtime_set_position(Runtime *rt, size_t position) {
     return obc_fail(OBC_EINVAL, "runtime: position %zu beyond the context (expected <= %zu)",
                     position, rt->cache.max_context);
   rt->cache.length = position;
+  rt->cache.host_written = position;
+  return 0;
+}
+
+int runtime_rewind(Runtime *rt, size_t position) {
+  if (position > rt->cache.length)
+    return obc_fail(OBC_EINVAL, "runtime: cannot rewind to position %zu (expected <= %zu cached)",
+                    position, rt->cache.length);
+  rt->cache.length = position;
+  if (rt->cache.host_written > position) rt->cache.host_written = position;
   return 0;
 }
 
@@ -175,6 +193,7 @@ int runtime_evict(Runtime *rt, size_t layer, size_t kv_head, size_t position) {
     if (!cache->evicted) return OBC_ENOMEM;
   }
   cache->evicted[(layer * cache->n_kv_heads + kv_head) * cache->max_context + position] = 1;
+  cache->marks_version++;
   return 0;
 }
 
@@ -197,6 +216,7 @@ int runtime_set_kept(Runtime *rt, size_t layer, size_t kv_head, const unsigned c
   unsigned char *marks =
       cache->evicted + (layer * cache->n_kv_heads + kv_head) * cache->max_context;
   for (size_t p = 0; p < n; p++) marks[p] = !keep[p];
+  cache->marks_version++;
   return 0;
 }
 
@@ -204,6 +224,7 @@ void runtime_clear_evictions(Runtime *rt) {
   RuntimeCache *cache = &rt->cache;
   if (cache->evicted)
     memset(cache->evicted, 0, cache->n_layers * cache->n_kv_heads * cache->max_context);
+  cache->marks_version++;
 }
 
 const RuntimeProfile *runtime_profile(const Runtime *rt) { return &rt->profile; }

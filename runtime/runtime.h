@@ -48,6 +48,12 @@ typedef struct {
   float *v;      /* (n_layers, n_kv_heads, max_context, head_dim) */
   /* 1 = the row is evicted (not attended); NULL until the first eviction. */
   unsigned char *evicted; /* (n_layers, n_kv_heads, max_context) */
+  /* For a backend with its own copy of the cache (CUDA): rows [0,
+   * host_written) were written on the host (runtime_set_position) since its
+   * last forward call, and marks_version changes with every change of the
+   * marks, so that it uploads what changed and nothing else. */
+  size_t host_written;
+  uint64_t marks_version;
 } RuntimeCache;
 
 /* Pointer to K (or V) of (layer, kv_head, position 0); rows follow with a
@@ -164,8 +170,13 @@ const Model *runtime_model(const Runtime *runtime);
 void runtime_reset(Runtime *runtime);
 /* The cache, for reading (capture) or writing rows (replay). */
 RuntimeCache *runtime_cache(Runtime *runtime);
-/* Declares positions [0, position) valid after writing rows directly. */
+/* Declares positions [0, position) valid after writing their rows directly
+ * into the host cache (a backend with its own copy uploads them). */
 int runtime_set_position(Runtime *runtime, size_t position);
+/* Goes back to position (<= runtime_position()): later positions are
+ * dropped, rows [0, position) stay as they are, on every backend. For
+ * decoding again from the same cache (replay) without uploading it again. */
+int runtime_rewind(Runtime *runtime, size_t position);
 /* Drops cached position `position` (< runtime_position()) of (layer, kv_head)
  * from every later attention. Rows written at or after the current position
  * by later forward calls are kept. Both backends honour the marks (the CUDA

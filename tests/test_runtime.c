@@ -373,6 +373,50 @@ START_TEST(test_failed_capture_and_overlong_input_leave_cache_unchanged) {
 }
 END_TEST
 
+/* What a backend with its own cache copy (CUDA) reads to upload only what
+ * changed: rows written on the host (runtime_set_position) against a rewind
+ * (runtime_rewind), and a version that every change of the marks advances,
+ * including the clearing of marks at appended positions. */
+START_TEST(test_rewind_and_the_change_records_of_the_cache) {
+  TinyModel m;
+  tiny_build(&m, 4, 2, 0, 0);
+  int32_t tokens[12];
+  tokens_fill(tokens, 12);
+  RuntimeOptions options = {.max_context = 32};
+  Runtime *rt = NULL;
+  ck_assert_int_eq(runtime_create(&m.model, &options, &rt), 0);
+  RuntimeCache *cache = runtime_cache(rt);
+  ck_assert_int_eq(runtime_set_position(rt, 8), 0);
+  ck_assert_uint_eq(cache->host_written, 8);
+  ck_assert_int_eq(runtime_rewind(rt, 5), 0);
+  ck_assert_uint_eq(runtime_position(rt), 5);
+  ck_assert_uint_eq(cache->host_written, 5);
+  ck_assert_int_eq(runtime_rewind(rt, 6), OBC_EINVAL); /* only backwards */
+  ck_assert_int_eq(runtime_forward(rt, tokens, 5, RUNTIME_LOGITS_NONE, NULL, NULL), 0);
+
+  uint64_t version = cache->marks_version;
+  ck_assert_int_eq(runtime_evict(rt, 0, 1, 3), 0);
+  ck_assert_uint_gt(cache->marks_version, version);
+  version = cache->marks_version;
+  unsigned char keep[10] = {1, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+  ck_assert_int_eq(runtime_set_kept(rt, 1, 0, keep, 10), 0);
+  ck_assert_uint_gt(cache->marks_version, version);
+  version = cache->marks_version;
+  ck_assert_int_eq(runtime_forward(rt, tokens, 1, RUNTIME_LOGITS_NONE, NULL, NULL), 0);
+  ck_assert_uint_eq(cache->marks_version, version); /* position 10 had no mark */
+  ck_assert_int_eq(runtime_evict(rt, 0, 0, 10), 0);
+  ck_assert_int_eq(runtime_rewind(rt, 10), 0);
+  version = cache->marks_version;
+  ck_assert_int_eq(runtime_forward(rt, tokens, 1, RUNTIME_LOGITS_NONE, NULL, NULL), 0);
+  ck_assert_uint_gt(cache->marks_version, version); /* its mark at 10 was cleared */
+  version = cache->marks_version;
+  runtime_clear_evictions(rt);
+  ck_assert_uint_gt(cache->marks_version, version);
+  runtime_free(rt);
+  tiny_free(&m);
+}
+END_TEST
+
 static Suite *runtime_suite(void) {
   Suite *s = suite_create("runtime");
   TCase *tc = tcase_create("cpu");
@@ -382,6 +426,7 @@ static Suite *runtime_suite(void) {
   tcase_add_test(tc, test_interleaved_rope_on_permuted_weights_gives_same_logits);
   tcase_add_test(tc, test_capture_reports_consistent_rows_and_keeps_logits);
   tcase_add_test(tc, test_failed_capture_and_overlong_input_leave_cache_unchanged);
+  tcase_add_test(tc, test_rewind_and_the_change_records_of_the_cache);
   suite_add_tcase(s, tc);
   return s;
 }

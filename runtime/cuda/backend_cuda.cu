@@ -69,6 +69,8 @@ typedef struct {
   float *v_cache;         /* (n_layers, n_kv_heads, max_context, head_dim) */
   size_t device_length;   /* positions valid in the device cache */
   unsigned char *evicted; /* (n_layers, n_kv_heads, max_context) marks, once the host has any */
+  uint64_t marks_version; /* the host's RuntimeCache.marks_version that evicted holds */
+  bool marks_uploaded;    /* evicted holds the host's marks of marks_version */
   int32_t *tokens;        /* (max_batch) */
   float *x;               /* (max_batch, dim) residual stream */
   float *xb;              /* (max_batch, dim) */
@@ -512,27 +514,27 @@ static int capture_deliver(CudaState *s, const ChunkRows *rows, const CaptureSlo
 
 /* ---- forward ------------------------------------------------------------------ */
 
-/* Rows written into the host cache (replay) beyond the device's copy are
- * uploaded before they are attended to. */
-/* The eviction marks (runtime_evict, runtime_set_kept), uploaded whole for each forward call
- * (1 byte per cached row: 8 MiB for an 8B model at 32K) once the host has any. */
+/* The eviction marks (runtime_evict, runtime_set_kept), uploaded whole (1
+ * byte per cached row: 8 MiB for an 8B model at 32K) when the host's
+ * marks_version changed since the last upload, not at every call. */
 static int sync_eviction_marks(CudaState *s) {
   const RuntimeCache *cache = s->cache;
   if (!cache->evicted) return 0;
+  if (s->marks_uploaded && s->marks_version == cache->marks_version) return 0;
   size_t bytes = cache->n_layers * cache->n_kv_heads * cache->max_context;
   if (!s->evicted) OBC_CUDA_TRY(OBC_CUDA_ALLOC(&s->evicted, bytes, "eviction marks"));
-  return OBC_CUDA(
-      cudaMemcpyAsync(s->evicted, cache->evicted, bytes, cudaMemcpyHostToDevice, s->stream));
+  OBC_CUDA_TRY(OBC_CUDA(
+      cudaMemcpyAsync(s->evicted, cache->evicted, bytes, cudaMemcpyHostToDevice, s->stream)));
+  s->marks_version = cache->marks_version;
+  s->marks_uploaded = true;
+  return 0;
 }
 
-static int sync_device_cache(CudaState *s) {
+/* Uploads rows [from, to) of every (layer, KV head) from the host cache. */
+static int upload_rows(CudaState *s, size_t from, size_t to) {
   const RuntimeCache *cache = s->cache;
-  if (cache->length <= s->device_length) {
-    s->device_length = cache->length;
-    return 0;
-  }
-  size_t hd = cache->head_dim, from = s->device_length, count = cache->length - from;
-  for (size_t l = 0; l < cache->n_layers; l++)
+  size_t hd = cache->head_dim, count = to - from;
+  for (size_t l = 0; l < cache->n_layers && count; l++)
     for (size_t g = 0; g < cache->n_kv_heads; g++) {
       size_t offset = ((l * cache->n_kv_heads + g) * cache->max_context + from) * hd;
       OBC_CUDA_TRY(
@@ -542,6 +544,19 @@ static int sync_device_cache(CudaState *s) {
           OBC_CUDA(cudaMemcpyAsync(s->v_cache + offset, runtime_cache_v(cache, l, g) + from * hd,
                                    count * hd * sizeof(float), cudaMemcpyHostToDevice, s->stream)));
     }
+  return 0;
+}
+
+/* Brings the device cache up to the host's: the rows the host wrote
+ * (runtime_set_position: [0, host_written)) and any valid rows beyond the
+ * device's copy. A rewind (runtime_rewind) uploads nothing. */
+static int sync_device_cache(CudaState *s) {
+  RuntimeCache *cache = s->cache;
+  size_t written = cache->host_written < cache->length ? cache->host_written : cache->length;
+  if (written) OBC_CUDA_TRY(upload_rows(s, 0, written));
+  size_t from = s->device_length > written ? s->device_length : written;
+  if (cache->length > from) OBC_CUDA_TRY(upload_rows(s, from, cache->length));
+  cache->host_written = 0;
   s->device_length = cache->length;
   return 0;
 }

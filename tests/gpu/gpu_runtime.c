@@ -158,6 +158,72 @@ static int compare_model(const Model *model, const char *label) {
   return ok ? 0 : 1;
 }
 
+/* Decodes one token after rows of another prompt were written into the host
+ * cache over the device's (runtime_set_position), again after a rewind with
+ * new marks (runtime_rewind, runtime_set_kept), and again with the marks
+ * cleared: what model replay on the GPU does between kept sets. logits: (3,
+ * vocab). */
+static int replay_steps(const Model *model, const char *backend, const int32_t *first,
+                        const RuntimeCache *rows, float *logits) {
+  const ModelConfig *c = &model->config;
+  RuntimeOptions options = {.max_context = MAX_CONTEXT, .max_batch = MAX_BATCH, .backend = backend};
+  Runtime *rt = NULL;
+  int rc = runtime_create(model, &options, &rt);
+  if (!rc) rc = runtime_forward(rt, first, N_TOKENS, RUNTIME_LOGITS_NONE, NULL, NULL);
+  RuntimeCache *cache = rc ? NULL : runtime_cache(rt);
+  for (size_t l = 0; cache && l < c->n_layers; l++)
+    for (size_t g = 0; g < c->n_kv_heads; g++) {
+      size_t bytes = N_TOKENS * c->head_dim * sizeof(float);
+      memcpy(runtime_cache_k(cache, l, g), runtime_cache_k(rows, l, g), bytes);
+      memcpy(runtime_cache_v(cache, l, g), runtime_cache_v(rows, l, g), bytes);
+    }
+  int32_t next = 17;
+  unsigned char keep[N_TOKENS];
+  for (size_t p = 0; p < N_TOKENS; p++) keep[p] = p % 3 != 1;
+  if (!rc) rc = runtime_set_position(rt, N_TOKENS);
+  if (!rc) rc = runtime_forward(rt, &next, 1, RUNTIME_LOGITS_LAST, logits, NULL);
+  if (!rc) rc = runtime_rewind(rt, N_TOKENS);
+  for (size_t l = 0; !rc && l < c->n_layers; l++)
+    for (size_t g = 0; !rc && g < c->n_kv_heads; g++)
+      rc = runtime_set_kept(rt, l, g, keep, N_TOKENS);
+  if (!rc) rc = runtime_forward(rt, &next, 1, RUNTIME_LOGITS_LAST, logits + c->vocab_size, NULL);
+  if (!rc) rc = runtime_rewind(rt, N_TOKENS);
+  if (!rc) runtime_clear_evictions(rt);
+  if (!rc)
+    rc = runtime_forward(rt, &next, 1, RUNTIME_LOGITS_LAST, logits + 2 * c->vocab_size, NULL);
+  runtime_free(rt);
+  return rc;
+}
+
+/* Model replay's use of the cache on the GPU against the CPU (replay_steps). */
+static int check_replay(const Model *model) {
+  const ModelConfig *c = &model->config;
+  int32_t first[N_TOKENS], second[N_TOKENS];
+  uint64_t state = 99;
+  for (size_t t = 0; t < N_TOKENS; t++) first[t] = (int32_t)(gpu_next(&state) % c->vocab_size);
+  for (size_t t = 0; t < N_TOKENS; t++) second[t] = (int32_t)(gpu_next(&state) % c->vocab_size);
+  RuntimeOptions options = {.max_context = MAX_CONTEXT, .max_batch = MAX_BATCH, .backend = "cpu"};
+  Runtime *source = NULL;
+  float *cpu = calloc(3 * c->vocab_size, sizeof(float));
+  float *gpu = calloc(3 * c->vocab_size, sizeof(float));
+  int rc = cpu && gpu ? runtime_create(model, &options, &source) : OBC_ENOMEM;
+  if (!rc) rc = runtime_forward(source, second, N_TOKENS, RUNTIME_LOGITS_NONE, NULL, NULL);
+  if (!rc) rc = replay_steps(model, "cpu", first, runtime_cache(source), cpu);
+  if (!rc) rc = replay_steps(model, "cuda", first, runtime_cache(source), gpu);
+  int ok = !rc;
+  printf(" replay on the device (rows written on the host, rewinds, new marks) vs cpu:\n");
+  if (rc) printf("  FAIL: %s\n", obc_error_message());
+  static const char *const steps[] = {"logits after host-written rows",
+                                      "logits after a rewind, 1/3 evicted",
+                                      "logits after a rewind, marks cleared"};
+  for (size_t i = 0; ok && i < 3; i++)
+    ok &= gpu_compare(steps[i], gpu + i * c->vocab_size, cpu + i * c->vocab_size, c->vocab_size,
+                      1e-4);
+  runtime_free(source);
+  free(cpu), free(gpu);
+  return ok ? 0 : 1;
+}
+
 int main(void) {
   gpu_require_device("gpu_runtime");
   int failures = 0;
@@ -181,6 +247,7 @@ int main(void) {
     return 1;
   }
   failures += compare_model(model, "tiny random model");
+  failures += check_replay(model);
   model_free(model);
   model = NULL;
   if (access(model_default_path(), R_OK) != 0) { /* not downloadable on a machine offline */
