@@ -60,4 +60,22 @@ static inline const OracleDominantPair *oracle_dominant_pair(const OracleDominan
   return table->pairs + j * (table->row_end - table->row_begin) + (row - table->row_begin);
 }
 
+/* The pair's quantities from its logit z, m = sum_{j != p} w_j (0 < m < 1),
+ * v = v_p (d) and u (d), the output of attention over the other keys
+ * (docs/SCIENCE.md, "A key that takes nearly all the attention"). */
+void oracle_dominant_forms(double z, double m, const double *v, const double *u, size_t d,
+                           OraclePairForms *f);
+
+/* A row whose only live key is p (m = 0): o = v_p, the whole stored output
+ * o (d) is lost by remove and exact_vk. */
+void oracle_dominant_single_forms(double z, const double *v, const double *o, size_t d,
+                                  OraclePairForms *f);
+
+/* Logits z (n_keys) of a row with `live` causal keys into weights
+ * w_j = exp(z_j - z_p) in place (0 at the top key p and from live on);
+ * returns m = sum w_j, *top = p (the first of equal maxima), *z_top = z_p.
+ * The row has a dominant key when m < 1. */
+double oracle_dominant_row_weights(double *z, size_t n_keys, size_t live, size_t *top,
+                                   double *z_top);
+
 #endif

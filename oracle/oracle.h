@@ -28,6 +28,10 @@ typedef struct {
   const double *O;              /* (group_size, n_rows, head_dim) */
   const double *lse;            /* (group_size, n_rows) */
   double attn_scale;            /* z = attn_scale * q.k */
+  /* Optional: the same K, V, Q, O as floats when the doubles were widened
+   * from them (a trace), so that FLOAT GEMMs read them without a rounded
+   * copy; NULL otherwise. */
+  const float *K_f, *V_f, *Q_f, *O_f;
 } OracleHead;
 
 /* Precision of the GEMMs (q.k and v.o); element-wise work is always double.

@@ -21,6 +21,7 @@ typedef struct {
   float *O;      /* (group_size, n_rows, head_dim), FLOAT only */
   float *K;      /* (n_keys, head_dim), FLOAT only */
   float *V;      /* (n_keys, head_dim), FLOAT only */
+  int owns;      /* Q, O, K, V are copies made by init (else the head's floats) */
 } OracleGemm;
 
 /* Prepares products against keys 0..n_keys-1 (n_keys <= n_positions). */
@@ -40,5 +41,17 @@ void oracle_gemm_block(const OracleGemm *gemm, size_t j, size_t row_lo, size_t n
  * how rows are grouped (the window sweep) uses oracle_gemm_block only. */
 void oracle_gemm_row(const OracleGemm *gemm, size_t j, size_t row, size_t b0, size_t nb, double *z,
                      double *vo, float *scratch);
+
+/* The GEMM outputs unwidened, for a chunk of rows against keys
+ * k0..k0+nk-1, rows ld apart: FLOAT writes floats (z without attn_scale:
+ * the caller widens as scale * z, like oracle_gemm_block), DOUBLE doubles
+ * (z scaled). z, vo: (n_rows, ld) of float or double by precision. */
+void oracle_gemm_block_raw(const OracleGemm *gemm, size_t j, size_t row_lo, size_t n_rows,
+                           size_t k0, size_t nk, void *z, void *vo, size_t ld);
+
+/* u (n, head_dim) = w (n, n_keys), rows ld apart, times the values of keys
+ * 0..n_keys-1: float or double by precision, like the block above. */
+void oracle_gemm_weighted_values(const OracleGemm *gemm, size_t n, size_t n_keys, const void *w,
+                                 size_t ld, void *u);
 
 #endif

@@ -18,16 +18,20 @@
  * so one GEMM block of logits z = Q K^T * scale and one of vo = O V^T give
  * everything in O(1) per pair (oracle/exact_forms.h). A pair with a > 1/2
  * (at most one per row) cannot be read from the stored lse and O: its row's
- * attention is recomputed in double from q, K, V before the sweep
- * (oracle/dominant.h, docs/SCIENCE.md) and the sweep adds those numbers. A
+ * attention is recomputed from the same GEMM outputs (whole rows: every
+ * causal key) and one more product of the row's weights with V
+ * (oracle/dominant.h, docs/SCIENCE.md), and the sweep adds those numbers. A
  * row whose only live key is p (position 0, or every other weight
  * underflowing) loses its whole output ||o_i||^2 on removal.
  *
- * Parallel layout: prompt positions are cut into fixed blocks; one thread owns
- * a block for every head, row and window, walking rows s-1, s-2, ... and
- * copying its accumulators out when the number of rows walked equals a
- * requested W. Every output element is therefore summed by one thread in one
- * fixed order: results are bit-identical for any thread count. */
+ * Layout: rows are taken in chunks of SWEEP_ROW_CHUNK from the last prompt
+ * row backwards. For each chunk, the GEMMs of every head against all its
+ * causal keys (cut into fixed key slabs), the dominant pairs, then the
+ * position blocks: one thread owns a block for every head and row of the
+ * chunk, adds each row to the block's accumulators and copies them out when
+ * the number of rows walked equals a requested W. Every output element is
+ * therefore summed in one fixed order and every GEMM call has a fixed shape:
+ * results are bit-identical for any thread count. */
 #include "scores/scores.h"
 
 #include <assert.h>
@@ -42,10 +46,17 @@
 #include "oracle/fast_exp.h"
 #include "oracle/oracle_gemm.h"
 
-/* Positions per block and rows per GEMM: a block's logits for 3 heads take
- * 3 * 128 * 128 * 16 B = 768 KB (L2), its accumulators 24 KB (L1). A block of
- * 128 measured ~12% faster than 256 on the benchmark head. */
-enum { SWEEP_BLOCK = 128, SWEEP_ROW_CHUNK = 128 };
+/* Positions per block, rows per chunk and keys per GEMM call. A chunk's GEMM
+ * outputs cover whole rows (every causal key), so the dominant key of each
+ * row is found from them and no second product is needed; a block's
+ * accumulators for 3 heads (24 KB) stay in L1 while the chunk's rows pass. */
+enum { SWEEP_BLOCK = 128, SWEEP_ROW_CHUNK = 64, SWEEP_SLAB = 1024 };
+
+/* A row is tested for a dominant key (m < 1, docs/SCIENCE.md) only when its
+ * largest weight by the stored lse, exp(z_max - lse), reaches this: A > 1/2
+ * with the stored lse off by less than ln 2 (a float lse is off by ~1e-6). */
+#define SWEEP_DOMINANT_CANDIDATE 0.25
+
 
 /* Per-head accumulators of a block. */
 enum {
@@ -97,25 +108,42 @@ void score_max_pool(const double *in, size_t n, size_t kernel, double *out) {
 typedef struct {
   const OracleHead *head;
   const OracleGemm *gemm;
+  OraclePrecision precision;
   ScoreGqa aggregation;
+  int threads;
   size_t last_row; /* index of the row at position n_prompt - 1 */
   size_t max_window;
   const size_t *windows; /* (n_windows) as requested */
   const size_t *order;   /* (n_windows) indices into windows, by ascending W */
   size_t n_windows;
-  const double *v_sq;             /* (n_prompt) ||v_p||^2 */
-  const double *v_l1;             /* (n_prompt) ||v_p||_1 */
-  const double *o_sq;             /* (group_size, n_rows) ||o_i||^2 */
-  const double *exp_neg_lse;      /* (group_size, n_rows) exp(-lse_i) */
-  const OracleDominant *dominant; /* the window's rows */
+  const double *v_sq;        /* (n_prompt) ||v_p||^2 */
+  const double *v_l1;        /* (n_prompt) ||v_p||_1 */
+  const double *o_sq;        /* (group_size, n_rows) ||o_i||^2 */
+  const double *exp_neg_lse; /* (group_size, n_rows) exp(-lse_i) */
 } SweepPlan;
+
+/* One chunk of rows (the k-th of the chunk, kk = n - 1 - k from its first
+ * row, sits at position top - k): every head's GEMM outputs against keys
+ * 0..top and each row's dominant pair. Arrays of floats (FLOAT) or doubles
+ * (DOUBLE) by precision; row kk of head j starts at (j * SWEEP_ROW_CHUNK + kk) * ld. */
+typedef struct {
+  size_t c0;                /* rows walked before the chunk */
+  size_t n;                 /* rows in the chunk */
+  size_t row_lo;            /* the chunk's first row (lowest position) */
+  size_t top;               /* position of its last row */
+  size_t ld;                /* n_prompt */
+  void *z, *vo;             /* logits (FLOAT: unscaled) and v.o */
+  void *w;                  /* dominant rows' weights, packed to the front of each head's rows */
+  void *u;                  /* (group_size, SWEEP_ROW_CHUNK, head_dim) their other-key outputs */
+  double *m, *z_top;        /* (group_size, SWEEP_ROW_CHUNK) of the packed rows */
+  size_t *packed;           /* (group_size, SWEEP_ROW_CHUNK) chunk row of each packed row */
+  OracleDominantPair *pair; /* (group_size, SWEEP_ROW_CHUNK) by chunk row */
+} SweepChunk;
 
 /* One thread's buffers. */
 typedef struct {
-  double *acc;    /* (group_size, ACC_COUNT, SWEEP_BLOCK) */
-  double *z;      /* (group_size, SWEEP_ROW_CHUNK, SWEEP_BLOCK) logits */
-  double *vo;     /* (group_size, SWEEP_ROW_CHUNK, SWEEP_BLOCK) v.o */
-  float *scratch; /* (2, SWEEP_ROW_CHUNK, SWEEP_BLOCK) sgemm outputs, FLOAT only */
+  double *z;  /* (n_prompt) widened logits, or a row's weights */
+  double *vo; /* (SWEEP_BLOCK) widened v.o */
 } SweepWork;
 
 /* The fused pass over pairs lo..hi-1 of one row, none with a > 1/2: every
@@ -155,16 +183,16 @@ static inline void sweep_pairs(const double *restrict z, const double *restrict 
 /* Adds row `row` of query head j to the head's accumulators acc
  * (ACC_COUNT, SWEEP_BLOCK) for positions b0..b0+len-1 (len already stops at
  * the row's own position). z (len) and vo (len) are the row's GEMM outputs.
- * The row's pair with A > 1/2, when there is one in this block, adds its
- * recomputed quantities (oracle/dominant.h); the fused pass runs over the
- * stretches around it. */
-static void sweep_row(const SweepPlan *plan, size_t j, size_t row, const double *z,
-                      const double *vo, size_t b0, size_t len, double *acc) {
+ * The row's pair with A > 1/2 (dominant), when it falls in this block, adds
+ * its recomputed quantities (oracle/dominant.h); the fused pass runs over
+ * the stretches around it. */
+static void sweep_row(const SweepPlan *plan, size_t j, size_t row,
+                      const OracleDominantPair *dominant, const double *z, const double *vo,
+                      size_t b0, size_t len, double *acc) {
   const OracleHead *head = plan->head;
   size_t ho = j * head->n_rows + row;
   const double lse = head->lse[ho], e = plan->exp_neg_lse[ho], oo = plan->o_sq[ho];
   const double *vv = plan->v_sq + b0;
-  const OracleDominantPair *dominant = oracle_dominant_pair(plan->dominant, j, row);
   size_t p = dominant->position;
   if (p == ORACLE_DOMINANT_NONE || p < b0 || p - b0 >= len) {
     sweep_pairs(z, vo, vv, lse, e, oo, acc, 0, len);
@@ -183,6 +211,7 @@ static void sweep_row(const SweepPlan *plan, size_t j, size_t row, const double 
   acc[ACC_REMOVE * SWEEP_BLOCK + t] += f->remove;
   sweep_pairs(z, vo, vv, lse, e, oo, acc, t + 1, len);
 }
+
 
 /* dst (nb) = the heads' accumulators `which` (acc: group_size, ACC_COUNT,
  * SWEEP_BLOCK) combined in head order. */
@@ -225,38 +254,165 @@ static void sweep_snapshot(const SweepPlan *plan, const double *acc, size_t b0, 
   }
 }
 
-/* Positions b0..b0+nb-1 for every head, row and window. */
-static void sweep_block(const SweepPlan *plan, size_t b0, size_t nb, SweepWork *work, double *out) {
-  const OracleHead *head = plan->head;
-  size_t s = head->n_prompt, g = head->group_size;
-  size_t plane = (size_t)SWEEP_ROW_CHUNK * SWEEP_BLOCK;
-  memset(work->acc, 0, g * ACC_COUNT * SWEEP_BLOCK * sizeof *work->acc);
-  size_t next = 0;
-  for (size_t c0 = 0; c0 < plan->max_window; c0 += SWEEP_ROW_CHUNK) {
-    size_t n = plan->max_window - c0 < SWEEP_ROW_CHUNK ? plan->max_window - c0 : SWEEP_ROW_CHUNK;
-    /* Row k of the chunk (k = 0 the latest) sits at position top - k and
-     * reaches this block only when top - k >= b0 (causality). */
-    size_t top = s - 1 - c0;
-    size_t n_live = top < b0 ? 0 : (top - b0 + 1 < n ? top - b0 + 1 : n);
-    size_t row_lo = plan->last_row - c0 + 1 - n_live; /* GEMM rows ascend in position */
-    for (size_t j = 0; j < g && n_live; j++)
-      oracle_gemm_block(plan->gemm, j, row_lo, n_live, b0, nb, work->z + j * plane,
-                        work->vo + j * plane, work->scratch);
-    for (size_t k = 0; k < n; k++) {
-      if (k < n_live) {
-        size_t kk = n_live - 1 - k;
-        size_t reach = top - k - b0 + 1, len = reach < nb ? reach : nb;
-        for (size_t j = 0; j < g; j++)
-          sweep_row(plan, j, row_lo + kk, work->z + j * plane + kk * nb,
-                    work->vo + j * plane + kk * nb, b0, len,
-                    work->acc + j * ACC_COUNT * SWEEP_BLOCK);
+/* z (n) and vo (n) of chunk row kk of head j from key k0 on, in double:
+ * FLOAT widens (z = scale * z_float, as oracle_gemm_block), DOUBLE points
+ * into the chunk. */
+static void sweep_widen(const SweepPlan *plan, const SweepChunk *ch, size_t j, size_t kk, size_t k0,
+                        size_t n, SweepWork *work, const double **z, const double **vo) {
+  size_t at = (j * SWEEP_ROW_CHUNK + kk) * ch->ld + k0;
+  if (plan->precision == OBC_PRECISION_DOUBLE) {
+    *z = (const double *)ch->z + at;
+    *vo = (const double *)ch->vo + at;
+    return;
+  }
+  const float *zf = (const float *)ch->z + at, *vof = (const float *)ch->vo + at;
+  double scale = plan->head->attn_scale;
+  for (size_t t = 0; t < n; t++) {
+    work->z[t] = scale * zf[t];
+    work->vo[t] = vof[t];
+  }
+  *z = work->z;
+  *vo = work->vo;
+}
+
+/* The chunk's rows for positions b0..b0+nb-1 and every head; acc (group_size,
+ * ACC_COUNT, SWEEP_BLOCK) holds the block's sums over the rows walked so far. */
+static void sweep_block(const SweepPlan *plan, const SweepChunk *ch, size_t b0, size_t nb,
+                        double *acc, SweepWork *work, double *out) {
+  size_t g = plan->head->group_size;
+  size_t next = 0; /* first window not yet reached */
+  while (next < plan->n_windows && plan->windows[plan->order[next]] <= ch->c0) next++;
+  for (size_t k = 0; k < ch->n; k++) {
+    size_t position = ch->top - k, kk = ch->n - 1 - k;
+    if (position >= b0) {
+      size_t reach = position - b0 + 1, len = reach < nb ? reach : nb;
+      for (size_t j = 0; j < g; j++) {
+        const double *z, *vo;
+        sweep_widen(plan, ch, j, kk, b0, len, work, &z, &vo);
+        sweep_row(plan, j, ch->row_lo + kk, &ch->pair[j * SWEEP_ROW_CHUNK + kk], z, vo, b0, len,
+                  acc + j * ACC_COUNT * SWEEP_BLOCK);
       }
-      size_t walked = c0 + k + 1;
-      while (next < plan->n_windows && plan->windows[plan->order[next]] == walked)
-        sweep_snapshot(plan, work->acc, b0, nb, plan->order[next++], out);
     }
+    size_t walked = ch->c0 + k + 1;
+    while (next < plan->n_windows && plan->windows[plan->order[next]] == walked)
+      sweep_snapshot(plan, acc, b0, nb, plan->order[next++], out);
   }
 }
+
+/* Chunk row kk of head j: is one key's A above 1/2? Rows below the stored-lse
+ * bar (SWEEP_DOMINANT_CANDIDATE) are not; the others get their weights
+ * w_j = exp(z_j - z_p) and m (oracle_dominant_row_weights), from the chunk's
+ * logits. A row with 0 < m < 1 is marked for the weighted-value product
+ * (its weights stay in w's slot kk); m = 0 is a single live key. */
+static void sweep_find_dominant(const SweepPlan *plan, SweepChunk *ch, size_t j, size_t kk,
+                                SweepWork *work) {
+  const OracleHead *head = plan->head;
+  size_t row = ch->row_lo + kk, ho = j * head->n_rows + row, d = head->head_dim;
+  size_t live = (size_t)head->row_positions[row] + 1, n_keys = ch->top + 1;
+  size_t at = (j * SWEEP_ROW_CHUNK + kk) * ch->ld;
+  OracleDominantPair *pair = &ch->pair[j * SWEEP_ROW_CHUNK + kk];
+  pair->position = ORACLE_DOMINANT_NONE;
+  ch->m[j * SWEEP_ROW_CHUNK + kk] = 0.0; /* not for the product */
+  double z_max;
+  if (plan->precision == OBC_PRECISION_DOUBLE) {
+    const double *z = (const double *)ch->z + at;
+    z_max = z[0];
+#pragma omp simd reduction(max : z_max)
+    for (size_t t = 0; t < live; t++) z_max = z[t] > z_max ? z[t] : z_max;
+  } else {
+    const float *z = (const float *)ch->z + at;
+    float m = z[0];
+#pragma omp simd reduction(max : m)
+    for (size_t t = 0; t < live; t++) m = z[t] > m ? z[t] : m;
+    z_max = head->attn_scale * m;
+  }
+  if (!(oracle_exp_fast(z_max - head->lse[ho]) >= SWEEP_DOMINANT_CANDIDATE)) return;
+  double *weights = work->z; /* the row's logits in double, then its weights */
+  if (plan->precision == OBC_PRECISION_DOUBLE) {
+    memcpy(weights, (const double *)ch->z + at, n_keys * sizeof *weights);
+  } else {
+    const float *zf = (const float *)ch->z + at;
+    for (size_t t = 0; t < n_keys; t++) weights[t] = head->attn_scale * zf[t];
+  }
+  size_t p;
+  double z_top, m = oracle_dominant_row_weights(weights, n_keys, live, &p, &z_top);
+  if (!(m < 1.0)) return; /* A = 1/(1 + m) <= 1/2 */
+  pair->position = p;
+  if (m == 0.0) {
+    oracle_dominant_single_forms(z_top, head->V + p * d, head->O + ho * d, d, &pair->forms);
+    return;
+  }
+  ch->m[j * SWEEP_ROW_CHUNK + kk] = m;
+  ch->z_top[j * SWEEP_ROW_CHUNK + kk] = z_top;
+  if (plan->precision == OBC_PRECISION_DOUBLE) {
+    memcpy((double *)ch->w + at, weights, n_keys * sizeof *weights);
+  } else {
+    float *w = (float *)ch->w + at;
+    for (size_t t = 0; t < n_keys; t++) w[t] = (float)weights[t];
+  }
+}
+
+/* Head j's dominant rows of the chunk: weights packed to the front of its
+ * rows (ascending chunk row), one product u = W V, then each pair's
+ * quantities from u / m (oracle_dominant_forms). */
+static void sweep_dominant_values(const SweepPlan *plan, SweepChunk *ch, size_t j) {
+  const OracleHead *head = plan->head;
+  size_t d = head->head_dim, n_keys = ch->top + 1, base = j * SWEEP_ROW_CHUNK;
+  size_t elem = plan->precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+  char *w = (char *)ch->w + base * ch->ld * elem;
+  size_t n = 0;
+  for (size_t kk = 0; kk < ch->n; kk++) {
+    if (!(ch->m[base + kk] > 0.0)) continue;
+    if (n != kk) memcpy(w + n * ch->ld * elem, w + kk * ch->ld * elem, n_keys * elem);
+    ch->packed[base + n++] = kk;
+  }
+  if (n == 0) return;
+  char *u = (char *)ch->u + base * d * elem;
+  oracle_gemm_weighted_values(plan->gemm, n, n_keys, w, ch->ld, u);
+  double uk[512]; /* head_dim <= 512 (sweep_check) */
+  for (size_t i = 0; i < n; i++) {
+    size_t kk = ch->packed[base + i];
+    double m = ch->m[base + kk];
+    for (size_t c = 0; c < d; c++)
+      uk[c] = (plan->precision == OBC_PRECISION_DOUBLE ? ((const double *)u)[i * d + c]
+                                                       : (double)((const float *)u)[i * d + c]) /
+              m;
+    OracleDominantPair *pair = &ch->pair[base + kk];
+    oracle_dominant_forms(ch->z_top[base + kk], m, head->V + pair->position * d, uk, d,
+                          &pair->forms);
+  }
+}
+
+/* Rows c0..c0+n-1 walked back from the last prompt row: GEMMs over fixed key
+ * slabs, the dominant pairs, then every position block. Each step splits its
+ * work in the same pieces for any thread count. */
+static void sweep_chunk(const SweepPlan *plan, SweepChunk *ch, double *acc_all, SweepWork *works,
+                        double *out) {
+  const OracleHead *head = plan->head;
+  size_t g = head->group_size, s = head->n_prompt;
+  size_t elem = plan->precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+  size_t n_keys = ch->top + 1, n_slabs = (n_keys + SWEEP_SLAB - 1) / SWEEP_SLAB;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
+  for (size_t item = 0; item < g * n_slabs; item++) {
+    size_t j = item / n_slabs, k0 = (item % n_slabs) * SWEEP_SLAB;
+    size_t nk = n_keys - k0 < SWEEP_SLAB ? n_keys - k0 : SWEEP_SLAB;
+    size_t at = (j * SWEEP_ROW_CHUNK * ch->ld + k0) * elem;
+    oracle_gemm_block_raw(plan->gemm, j, ch->row_lo, ch->n, k0, nk, (char *)ch->z + at,
+                          (char *)ch->vo + at, ch->ld);
+  }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
+  for (size_t item = 0; item < g * ch->n; item++)
+    sweep_find_dominant(plan, ch, item / ch->n, item % ch->n, &works[omp_get_thread_num()]);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
+  for (size_t j = 0; j < g; j++) sweep_dominant_values(plan, ch, j);
+  size_t n_blocks = (s + SWEEP_BLOCK - 1) / SWEEP_BLOCK, acc_n = g * ACC_COUNT * SWEEP_BLOCK;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
+  for (size_t b = 0; b < n_blocks; b++) {
+    size_t b0 = b * SWEEP_BLOCK, nb = s - b0 < SWEEP_BLOCK ? s - b0 : SWEEP_BLOCK;
+    sweep_block(plan, ch, b0, nb, acc_all + b * acc_n, &works[omp_get_thread_num()], out);
+  }
+}
+
 
 /* Checks the request; finds the row of position s-1 and the number of
  * contiguous prompt rows captured up to it. */
@@ -267,6 +423,8 @@ static int sweep_check(const OracleHead *head, const size_t *windows, size_t n_w
     return obc_fail(OBC_EINVAL, "score sweep: SnapKV kernel %zu (expected an odd width >= 1)",
                     options->snapkv_kernel);
   if (n_windows == 0) return obc_fail(OBC_EINVAL, "score sweep: no window requested");
+  if (head->head_dim > 512)
+    return obc_fail(OBC_EINVAL, "score sweep: head_dim %zu (expected at most 512)", head->head_dim);
   size_t end = 0;
   while (end < head->n_rows && head->row_positions[end] < (int64_t)s) end++;
   if (end == 0 || head->row_positions[end - 1] != (int64_t)s - 1)
@@ -290,52 +448,62 @@ static int sweep_check(const OracleHead *head, const size_t *windows, size_t n_w
   return 0;
 }
 
-int score_window_sweep(const OracleHead *head, const size_t *windows, size_t n_windows,
-                       const ScoreOptions *options, double *out) {
-  assert(head && windows && options && out);
-  size_t last_row = 0, max_window = 0;
-  int rc = sweep_check(head, windows, n_windows, options, &last_row, &max_window);
-  if (rc) return rc;
-  size_t s = head->n_prompt, d = head->head_dim, g = head->group_size;
+/* Buffers of one call, sized for one (layer, KV head). */
+typedef struct {
+  SweepChunk chunk;
+  double *acc;     /* (n_blocks, group_size, ACC_COUNT, SWEEP_BLOCK) */
+  double *norms;   /* v_sq, v_l1 (n_prompt each), o_sq, exp_neg_lse (group_size * n_rows each) */
+  double *scratch; /* per thread: n_prompt + SWEEP_BLOCK doubles */
+  SweepWork *works;
+  size_t *order;
+} SweepBuffers;
+
+static void sweep_buffers_free(SweepBuffers *b) {
+  SweepChunk *ch = &b->chunk;
+  free(ch->z), free(ch->vo), free(ch->w), free(ch->u), free(ch->m), free(ch->packed);
+  free(ch->pair);
+  free(b->acc), free(b->norms), free(b->scratch), free(b->works), free(b->order);
+  memset(b, 0, sizeof *b);
+}
+
+static int sweep_buffers_alloc(SweepBuffers *b, const OracleHead *head, OraclePrecision precision,
+                               int threads, size_t n_windows) {
+  memset(b, 0, sizeof *b);
+  size_t s = head->n_prompt, g = head->group_size, d = head->head_dim;
+  size_t elem = precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+  size_t rows = g * SWEEP_ROW_CHUNK, n_blocks = (s + SWEEP_BLOCK - 1) / SWEEP_BLOCK;
   size_t n_ho = g * head->n_rows;
-  int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  size_t acc_n = g * ACC_COUNT * SWEEP_BLOCK, plane = (size_t)SWEEP_ROW_CHUNK * SWEEP_BLOCK;
-  size_t per_thread = acc_n + 2 * g * plane;
-  OracleGemm gemm;
-  OracleDominant dominant;
-  rc = oracle_gemm_init(&gemm, head, s, options->precision);
-  if (rc) return rc;
-  /* Whole chunks: the numbers of a row do not depend on the largest window. */
-  rc = oracle_dominant_init(&dominant, head,
-                            oracle_dominant_whole_chunks(last_row + 1 - max_window, last_row + 1),
-                            last_row + 1);
-  if (rc) {
-    oracle_gemm_free(&gemm);
-    return rc;
+  SweepChunk *ch = &b->chunk;
+  ch->ld = s;
+  ch->z = obc_malloc(rows * s * elem, "sweep logits");
+  ch->vo = obc_malloc(rows * s * elem, "sweep value-output dots");
+  ch->w = obc_malloc(rows * s * elem, "dominant-key weights");
+  ch->u = obc_malloc(rows * d * elem, "dominant-key outputs");
+  ch->m = obc_malloc(2 * rows * sizeof *ch->m, "dominant-key sums");
+  ch->packed = obc_malloc(rows * sizeof *ch->packed, "dominant-key rows");
+  ch->pair = obc_malloc(rows * sizeof *ch->pair, "dominant-key pairs");
+  b->acc = obc_calloc(n_blocks * g * ACC_COUNT * SWEEP_BLOCK, sizeof *b->acc, "sweep sums");
+  b->norms = obc_malloc((2 * s + 2 * n_ho) * sizeof *b->norms, "value and output norms");
+  b->scratch = obc_malloc((size_t)threads * (s + SWEEP_BLOCK) * sizeof *b->scratch, "sweep rows");
+  b->works = obc_malloc((size_t)threads * sizeof *b->works, "sweep threads");
+  b->order = obc_malloc(n_windows * sizeof *b->order, "window order");
+  if (!ch->z || !ch->vo || !ch->w || !ch->u || !ch->m || !ch->packed || !ch->pair || !b->acc ||
+      !b->norms || !b->scratch || !b->works || !b->order) {
+    sweep_buffers_free(b);
+    return OBC_ENOMEM;
   }
-  size_t *order = obc_malloc(n_windows * sizeof *order, "window order");
-  double *v_sq = obc_malloc(2 * s * sizeof *v_sq, "value norms");
-  double *o_sq = obc_malloc(2 * n_ho * sizeof *o_sq, "output norms");
-  double *buffers = obc_malloc((size_t)threads * per_thread * sizeof *buffers, "sweep blocks");
-  float *scratch =
-      options->precision == OBC_PRECISION_FLOAT
-          ? obc_malloc((size_t)threads * 2 * plane * sizeof *scratch, "float sweep blocks")
-          : NULL;
-  if (!order || !v_sq || !o_sq || !buffers ||
-      (options->precision == OBC_PRECISION_FLOAT && !scratch)) {
-    rc = OBC_ENOMEM;
-    goto done;
-  }
-  /* Windows by ascending W, ties in request order. */
-  for (size_t w = 0; w < n_windows; w++) {
-    size_t k = w;
-    while (k > 0 && windows[order[k - 1]] > windows[w]) {
-      order[k] = order[k - 1];
-      k--;
-    }
-    order[k] = w;
-  }
-  double *v_l1 = v_sq + s, *exp_neg_lse = o_sq + n_ho;
+  ch->z_top = ch->m + rows;
+  for (int t = 0; t < threads; t++)
+    b->works[t] = (SweepWork){b->scratch + (size_t)t * (s + SWEEP_BLOCK),
+                              b->scratch + (size_t)t * (s + SWEEP_BLOCK) + s};
+  return OBC_OK;
+}
+
+/* ||v_p||^2 and ||v_p||_1 of every prompt position, ||o_i||^2 and
+ * exp(-lse_i) of every (query head, row). */
+static void sweep_norms(const OracleHead *head, double *v_sq, double *v_l1, double *o_sq,
+                        double *exp_neg_lse) {
+  size_t s = head->n_prompt, d = head->head_dim, n_ho = head->group_size * head->n_rows;
   for (size_t p = 0; p < s; p++) {
     double sq = 0.0, l1 = 0.0;
     for (size_t c = 0; c < d; c++) {
@@ -352,29 +520,61 @@ int score_window_sweep(const OracleHead *head, const size_t *windows, size_t n_w
     o_sq[i] = sq;
     exp_neg_lse[i] = exp(-head->lse[i]);
   }
-  SweepPlan plan = {
-      head, &gemm, options->aggregation, last_row, max_window, windows, order, n_windows, v_sq,
-      v_l1, o_sq,  exp_neg_lse,          &dominant};
-  size_t n_blocks = (s + SWEEP_BLOCK - 1) / SWEEP_BLOCK;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (size_t b = 0; b < n_blocks; b++) {
-    size_t t = (size_t)omp_get_thread_num();
-    double *mine = buffers + t * per_thread;
-    SweepWork work = {mine, mine + acc_n, mine + acc_n + g * plane,
-                      scratch ? scratch + t * 2 * plane : NULL};
-    size_t b0 = b * SWEEP_BLOCK, nb = s - b0 < SWEEP_BLOCK ? s - b0 : SWEEP_BLOCK;
-    sweep_block(&plan, b0, nb, &work, out);
+}
+
+int score_window_sweep(const OracleHead *head, const size_t *windows, size_t n_windows,
+                       const ScoreOptions *options, double *out) {
+  assert(head && windows && options && out);
+  size_t last_row = 0, max_window = 0;
+  int rc = sweep_check(head, windows, n_windows, options, &last_row, &max_window);
+  if (rc) return rc;
+  size_t s = head->n_prompt, g = head->group_size, n_ho = g * head->n_rows;
+  int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  OracleGemm gemm;
+  SweepBuffers b;
+  rc = oracle_gemm_init(&gemm, head, s, options->precision);
+  if (rc) return rc;
+  if ((rc = sweep_buffers_alloc(&b, head, options->precision, threads, n_windows))) {
+    oracle_gemm_free(&gemm);
+    return rc;
+  }
+  /* Windows by ascending W, ties in request order. */
+  for (size_t w = 0; w < n_windows; w++) {
+    size_t k = w;
+    while (k > 0 && windows[b.order[k - 1]] > windows[w]) {
+      b.order[k] = b.order[k - 1];
+      k--;
+    }
+    b.order[k] = w;
+  }
+  double *v_sq = b.norms, *v_l1 = v_sq + s, *o_sq = v_l1 + s, *exp_neg_lse = o_sq + n_ho;
+  sweep_norms(head, v_sq, v_l1, o_sq, exp_neg_lse);
+  SweepPlan plan = {.head = head,
+                    .gemm = &gemm,
+                    .precision = options->precision,
+                    .aggregation = options->aggregation,
+                    .threads = threads,
+                    .last_row = last_row,
+                    .max_window = max_window,
+                    .windows = windows,
+                    .order = b.order,
+                    .n_windows = n_windows,
+                    .v_sq = v_sq,
+                    .v_l1 = v_l1,
+                    .o_sq = o_sq,
+                    .exp_neg_lse = exp_neg_lse};
+  for (size_t c0 = 0; c0 < max_window; c0 += SWEEP_ROW_CHUNK) {
+    SweepChunk *ch = &b.chunk;
+    ch->c0 = c0;
+    ch->n = max_window - c0 < SWEEP_ROW_CHUNK ? max_window - c0 : SWEEP_ROW_CHUNK;
+    ch->row_lo = last_row - c0 + 1 - ch->n;
+    ch->top = s - 1 - c0;
+    sweep_chunk(&plan, ch, b.acc, b.works, out);
   }
   for (size_t w = 0; w < n_windows; w++)
     score_max_pool(out + (w * OBC_Q_COUNT + OBC_Q_ATTN) * s, s, options->snapkv_kernel,
                    out + (w * OBC_Q_COUNT + OBC_Q_SNAPKV) * s);
-done:
-  free(order);
-  free(v_sq);
-  free(o_sq);
-  free(buffers);
-  free(scratch);
-  oracle_dominant_free(&dominant);
+  sweep_buffers_free(&b);
   oracle_gemm_free(&gemm);
-  return rc;
+  return OBC_OK;
 }
