@@ -456,9 +456,10 @@ int analysis_run(TraceReader *reader, const AnalysisConfig *config, bool progres
       rc = score_window_sweep(data, config->windows, config->n_windows, &config->score_options,
                               b.sweep);
       double t2 = obc_now_seconds();
-      for (size_t ref = 0; ref < result->n_references && !rc; ref++)
-        rc = oracle_eviction_error(data, result->reference_first[ref], result->reference_steps[ref],
-                                   config->score_options.precision, b.oracle[ref]);
+      if (!rc)
+        rc =
+            oracle_eviction_errors(data, result->reference_first, result->reference_steps,
+                                   result->n_references, config->score_options.precision, b.oracle);
       if (rc) {
         obc_fail_context(rc, "layer %zu, KV head %zu", layer, g);
         break;

@@ -69,6 +69,15 @@ int oracle_decode_rows(const OracleHead *head, const char *what, size_t first_st
 int oracle_eviction_error(const OracleHead *head, size_t first_step, size_t n_steps,
                           OraclePrecision precision, double *out);
 
+/* oracle@a-b for n_ranges ranges at once (first_step[r], n_steps[r]) into
+ * out[r] (n_prompt each), from one pass over the union of their decode rows:
+ * GEMMs over whole rows (every causal key, decode keys too), so the dominant
+ * pair of each row comes from the same logits (oracle/dominant.h). Each
+ * range sums its rows' errors in the order of oracle_eviction_error (query
+ * heads, then rows); the same numbers for any thread count. */
+int oracle_eviction_errors(const OracleHead *head, const size_t *first_step, const size_t *n_steps,
+                           size_t n_ranges, OraclePrecision precision, double *const *out);
+
 /* Set eviction (docs/SCIENCE.md, "Eviction and replay"): for query row index r
  * of query head j, o' = (o - sum_{p in E} A_p v_p) / (1 - sum_{p in E} A_p),
  * where `keep` marks (n_positions) which keys stay. Writes o' (head_dim) and

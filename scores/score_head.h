@@ -11,12 +11,14 @@
 #include "traces/trace.h"
 
 typedef struct {
-  float *K_f, *V_f;         /* (n_positions, head_dim) read buffers */
-  float *Q_f, *O_f, *lse_f; /* (n_rows, head_dim), (n_rows) read buffers */
-  double *K, *V;            /* (n_positions, head_dim) */
-  double *Q, *O;            /* (group_size, n_rows, head_dim) */
-  double *lse;              /* (group_size, n_rows) */
-  OracleHead data;          /* views of the arrays above */
+  float *K_f, *V_f; /* (n_positions, head_dim) as read */
+  float *Q_f, *O_f; /* (group_size, n_rows, head_dim) as read */
+  float *lse_f;     /* (n_rows) read buffer */
+  double *K, *V;    /* (n_positions, head_dim) */
+  double *Q, *O;    /* (group_size, n_rows, head_dim) */
+  double *lse;      /* (group_size, n_rows) */
+  OracleHead data;  /* views of the arrays above (doubles, and the floats
+                               they were widened from for FLOAT GEMMs) */
 } ScoreHead;
 
 int score_head_alloc(ScoreHead *head, const TraceMeta *meta);
