@@ -193,6 +193,7 @@ int oracle_eviction_error(const OracleHead *head, size_t first_step, size_t n_st
 typedef struct {
   size_t n_rows, n_keys, ld; /* ld = n_keys */
   void *z, *vo, *w, *u;      /* (group_size, n_rows, ld) / (.., head_dim), float or double */
+  void *q, *o;               /* (group_size * n_rows, head_dim) the rows, gathered */
   double *m, *z_top;         /* (group_size, n_rows) */
   OracleDominantPair *pair;  /* (group_size, n_rows) */
   double *errors;            /* (group_size, n_rows, n_prompt) each row's remove errors */
@@ -306,7 +307,7 @@ static void oracle_row_errors(const OracleGemm *gemm, OracleRowsWork *wk, size_t
 
 static void oracle_rows_work_free(OracleRowsWork *wk) {
   free(wk->z), free(wk->vo), free(wk->w), free(wk->u), free(wk->m), free(wk->pair);
-  free(wk->errors), free(wk->rows), free(wk->o_sq);
+  free(wk->errors), free(wk->rows), free(wk->o_sq), free(wk->q), free(wk->o);
   memset(wk, 0, sizeof *wk);
 }
 
@@ -320,13 +321,15 @@ static int oracle_rows_work_alloc(OracleRowsWork *wk, const OracleHead *head, si
   wk->vo = obc_malloc(n * n_keys * elem, "oracle value-output dots");
   wk->w = obc_malloc(n * n_keys * elem, "oracle dominant-key weights");
   wk->u = obc_malloc(n * d * elem, "oracle dominant-key outputs");
+  wk->q = obc_malloc(n * d * elem, "oracle rows (q)");
+  wk->o = obc_malloc(n * d * elem, "oracle rows (o)");
   wk->m = obc_malloc(2 * n * sizeof *wk->m, "oracle dominant-key sums");
   wk->pair = obc_malloc(n * sizeof *wk->pair, "oracle dominant-key pairs");
   wk->errors = obc_malloc(n * s * sizeof *wk->errors, "oracle row errors");
   wk->rows = obc_malloc((size_t)threads * per_thread * sizeof *wk->rows, "oracle rows");
   wk->o_sq = obc_malloc(n * sizeof *wk->o_sq, "oracle output norms");
-  if (!wk->z || !wk->vo || !wk->w || !wk->u || !wk->m || !wk->pair || !wk->errors || !wk->rows ||
-      !wk->o_sq) {
+  if (!wk->z || !wk->vo || !wk->w || !wk->u || !wk->q || !wk->o || !wk->m || !wk->pair ||
+      !wk->errors || !wk->rows || !wk->o_sq) {
     oracle_rows_work_free(wk);
     return OBC_ENOMEM;
   }
@@ -349,13 +352,13 @@ static void oracle_rows_pass(const OracleGemm *gemm, OracleRowsWork *wk, size_t 
     wk->o_sq[i] = oo;
   }
   size_t n_slabs = (wk->n_keys + ORACLE_BLOCK - 1) / ORACLE_BLOCK;
+  oracle_gemm_gather_rows(gemm, row_lo, n, wk->q, wk->o);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (size_t item = 0; item < g * n_slabs; item++) {
-    size_t j = item / n_slabs, k0 = (item % n_slabs) * ORACLE_BLOCK;
+  for (size_t slab = 0; slab < n_slabs; slab++) {
+    size_t k0 = slab * ORACLE_BLOCK;
     size_t nk = wk->n_keys - k0 < ORACLE_BLOCK ? wk->n_keys - k0 : ORACLE_BLOCK;
-    size_t at = (j * n * wk->ld + k0) * elem;
-    oracle_gemm_block_raw(gemm, j, row_lo, n, k0, nk, (char *)wk->z + at, (char *)wk->vo + at,
-                          wk->ld);
+    oracle_gemm_rows_raw(gemm, wk->q, wk->o, g * n, k0, nk, (char *)wk->z + k0 * elem,
+                         (char *)wk->vo + k0 * elem, wk->ld);
   }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (size_t item = 0; item < g * n; item++)
@@ -416,11 +419,16 @@ int oracle_eviction_errors(const OracleHead *head, const size_t *first_step, con
       size_t r1 = first[r] + n_steps[r] < c0 + wk.n_rows ? first[r] + n_steps[r] : c0 + wk.n_rows;
       if (r0 >= r1) continue;
       double *dst = out[r];
+      size_t n_pieces = (s + ORACLE_BLOCK - 1) / ORACLE_BLOCK;
 #pragma omp parallel for schedule(static) num_threads(threads)
-      for (size_t p = 0; p < s; p++)
+      for (size_t piece = 0; piece < n_pieces; piece++) {
+        size_t p0 = piece * ORACLE_BLOCK, p1 = p0 + ORACLE_BLOCK < s ? p0 + ORACLE_BLOCK : s;
         for (size_t j = 0; j < g; j++)
-          for (size_t row = r0; row < r1; row++)
-            dst[p] += wk.errors[(j * wk.n_rows + (row - c0)) * s + p];
+          for (size_t row = r0; row < r1; row++) {
+            const double *err = wk.errors + (j * wk.n_rows + (row - c0)) * s;
+            for (size_t p = p0; p < p1; p++) dst[p] += err[p];
+          }
+      }
     }
   }
   oracle_rows_work_free(&wk);

@@ -6,6 +6,7 @@
 #include <assert.h>
 #include <cblas.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/obc_error.h"
 
@@ -143,4 +144,39 @@ void oracle_gemm_weighted_values(const OracleGemm *gemm, size_t n, size_t n_keys
   else
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, d, (int)n_keys, 1.0f,
                 (const float *)w, (int)ld, gemm->V, d, 0.0f, (float *)u, d);
+}
+
+void oracle_gemm_gather_rows(const OracleGemm *gemm, size_t row_lo, size_t n_rows, void *q,
+                             void *o) {
+  const OracleHead *head = gemm->head;
+  size_t d = head->head_dim, count = n_rows * d;
+  assert(row_lo + n_rows <= head->n_rows);
+  size_t elem = gemm->precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+  const void *Q = gemm->precision == OBC_PRECISION_DOUBLE ? (const void *)head->Q : gemm->Q;
+  const void *O = gemm->precision == OBC_PRECISION_DOUBLE ? (const void *)head->O : gemm->O;
+  for (size_t j = 0; j < head->group_size; j++) {
+    size_t from = (j * head->n_rows + row_lo) * d * elem, to = j * count * elem;
+    memcpy((char *)q + to, (const char *)Q + from, count * elem);
+    memcpy((char *)o + to, (const char *)O + from, count * elem);
+  }
+}
+
+void oracle_gemm_rows_raw(const OracleGemm *gemm, const void *q, const void *o, size_t m, size_t k0,
+                          size_t nk, void *z, void *vo, size_t ld) {
+  const OracleHead *head = gemm->head;
+  size_t d = head->head_dim;
+  assert(k0 + nk <= gemm->n_keys);
+  if (m == 0 || nk == 0) return;
+  int rows = (int)m, n = (int)nk, k = (int)d;
+  if (gemm->precision == OBC_PRECISION_DOUBLE) {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, k, head->attn_scale,
+                (const double *)q, k, head->K + k0 * d, k, 0.0, (double *)z, (int)ld);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, k, 1.0, (const double *)o, k,
+                head->V + k0 * d, k, 0.0, (double *)vo, (int)ld);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, k, 1.0f, (const float *)q, k,
+              gemm->K + k0 * d, k, 0.0f, (float *)z, (int)ld);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, k, 1.0f, (const float *)o, k,
+              gemm->V + k0 * d, k, 0.0f, (float *)vo, (int)ld);
 }

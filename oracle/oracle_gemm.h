@@ -54,4 +54,16 @@ void oracle_gemm_block_raw(const OracleGemm *gemm, size_t j, size_t row_lo, size
 void oracle_gemm_weighted_values(const OracleGemm *gemm, size_t n, size_t n_keys, const void *w,
                                  size_t ld, void *u);
 
+/* Rows row_lo..row_lo+n_rows-1 of every query head of the group, gathered
+ * head after head into q and o ((group_size * n_rows, head_dim) floats or
+ * doubles by precision), so that one GEMM serves the whole group: the keys
+ * are packed once for all its rows. */
+void oracle_gemm_gather_rows(const OracleGemm *gemm, size_t row_lo, size_t n_rows, void *q,
+                             void *o);
+
+/* z, vo (m, ld) of gathered rows q, o (m, head_dim) against keys
+ * k0..k0+nk-1, unwidened as oracle_gemm_block_raw. */
+void oracle_gemm_rows_raw(const OracleGemm *gemm, const void *q, const void *o, size_t m, size_t k0,
+                          size_t nk, void *z, void *vo, size_t ld);
+
 #endif

@@ -54,8 +54,9 @@ enum { SWEEP_BLOCK = 128, SWEEP_ROW_CHUNK = 64, SWEEP_SLAB = 1024 };
 
 /* A row is tested for a dominant key (m < 1, docs/SCIENCE.md) only when its
  * largest weight by the stored lse, exp(z_max - lse), reaches this: A > 1/2
- * with the stored lse off by less than ln 2 (a float lse is off by ~1e-6). */
-#define SWEEP_DOMINANT_CANDIDATE 0.25
+ * with the stored lse off by less than ln(1/0.45) = 0.1 (a float lse is off
+ * by ~1e-6). */
+#define SWEEP_DOMINANT_CANDIDATE 0.45
 
 
 /* Per-head accumulators of a block. */
@@ -125,7 +126,8 @@ typedef struct {
 /* One chunk of rows (the k-th of the chunk, kk = n - 1 - k from its first
  * row, sits at position top - k): every head's GEMM outputs against keys
  * 0..top and each row's dominant pair. Arrays of floats (FLOAT) or doubles
- * (DOUBLE) by precision; row kk of head j starts at (j * SWEEP_ROW_CHUNK + kk) * ld. */
+ * (DOUBLE) by precision; in z and vo row kk of head j starts at (j * n + kk) * ld
+ * (one GEMM for the group), in w at (j * SWEEP_ROW_CHUNK + kk) * ld. */
 typedef struct {
   size_t c0;                /* rows walked before the chunk */
   size_t n;                 /* rows in the chunk */
@@ -135,6 +137,7 @@ typedef struct {
   void *z, *vo;             /* logits (FLOAT: unscaled) and v.o */
   void *w;                  /* dominant rows' weights, packed to the front of each head's rows */
   void *u;                  /* (group_size, SWEEP_ROW_CHUNK, head_dim) their other-key outputs */
+  void *q, *o;              /* (group_size * n, head_dim) the chunk's rows, gathered */
   double *m, *z_top;        /* (group_size, SWEEP_ROW_CHUNK) of the packed rows */
   size_t *packed;           /* (group_size, SWEEP_ROW_CHUNK) chunk row of each packed row */
   OracleDominantPair *pair; /* (group_size, SWEEP_ROW_CHUNK) by chunk row */
@@ -142,64 +145,76 @@ typedef struct {
 
 /* One thread's buffers. */
 typedef struct {
-  double *z;  /* (n_prompt) widened logits, or a row's weights */
-  double *vo; /* (SWEEP_BLOCK) widened v.o */
+  double *z;  /* (n_prompt) a row's logits in double, then its weights */
+  double *vo; /* unused */
 } SweepWork;
 
-/* The fused pass over pairs lo..hi-1 of one row, none with a > 1/2: every
- * quantity from one exp, no branches. acc: (ACC_COUNT, SWEEP_BLOCK). */
-static inline void sweep_pairs(const double *restrict z, const double *restrict vo,
-                               const double *restrict vv, double lse, double e, double oo,
-                               double *restrict acc, size_t lo, size_t hi) {
-  double *restrict s_attn = acc + ACC_ATTN * SWEEP_BLOCK;
-  double *restrict s_attn2 = acc + ACC_ATTN2 * SWEEP_BLOCK;
-  double *restrict s_obc_v = acc + ACC_OBC_V * SWEEP_BLOCK;
-  double *restrict s_obc_k = acc + ACC_OBC_K * SWEEP_BLOCK;
-  double *restrict s_obc_vk = acc + ACC_OBC_VK * SWEEP_BLOCK;
-  double *restrict s_exact_k = acc + ACC_EXACT_K * SWEEP_BLOCK;
-  double *restrict s_exact_vk = acc + ACC_EXACT_VK * SWEEP_BLOCK;
-  double *restrict s_remove = acc + ACC_REMOVE * SWEEP_BLOCK;
+/* One row's GEMM outputs from a block's first position on: doubles (z
+ * scaled), or the floats of FLOAT GEMMs widened in the pass (z = scale *
+ * z_float, as oracle_gemm_block widens). */
+typedef struct {
+  const double *z, *vo;  /* DOUBLE */
+  const float *zf, *vof; /* FLOAT (zf != NULL) */
+  double scale;
+} SweepRowIn;
+
+/* Every quantity of pair t from one exp, no branches (a <= 1/2). */
+static inline void sweep_pair(double z, double vo, double vv, double lse, double e, double oo,
+                              double *restrict acc, size_t t) {
+  double a = oracle_exp_fast(z - lse);
+  double dd, vd;
+  oracle_pair_norms_from_dots(vv, vo, oo, &dd, &vd);
+  /* a <= 1/2 here, so 1 - a is accurate and never a single live key. */
+  double r, inv_live;
+  oracle_pair_reciprocals(1.0 - a, e, &r, &inv_live);
+  double obc_v = oracle_form_obc_v(a, vv);
+  double obc_k = oracle_form_obc_k(a, z, dd);
+  acc[ACC_ATTN * SWEEP_BLOCK + t] += a;
+  acc[ACC_ATTN2 * SWEEP_BLOCK + t] += a * a;
+  acc[ACC_OBC_V * SWEEP_BLOCK + t] += obc_v;
+  acc[ACC_OBC_K * SWEEP_BLOCK + t] += obc_k;
+  acc[ACC_OBC_VK * SWEEP_BLOCK + t] += obc_v + obc_k + oracle_form_obc_vk_cross(a, z, vd);
+  acc[ACC_EXACT_K * SWEEP_BLOCK + t] += oracle_form_exact_k(a, e, r, dd);
+  acc[ACC_EXACT_VK * SWEEP_BLOCK + t] += oracle_form_exact_vk(a, e, r, oo, dd, vd);
+  acc[ACC_REMOVE * SWEEP_BLOCK + t] += oracle_form_remove(a, inv_live, dd);
+}
+
+/* The fused pass over pairs lo..hi-1 of one row, none with a > 1/2.
+ * acc: (ACC_COUNT, SWEEP_BLOCK). */
+static inline void sweep_pairs(const SweepRowIn *in, const double *restrict vv, double lse,
+                               double e, double oo, double *restrict acc, size_t lo, size_t hi) {
+  if (in->zf) {
+    const float *restrict zf = in->zf, *restrict vof = in->vof;
+    double scale = in->scale;
 #pragma omp simd
-  for (size_t t = lo; t < hi; t++) {
-    double a = oracle_exp_fast(z[t] - lse);
-    double dd, vd;
-    oracle_pair_norms_from_dots(vv[t], vo[t], oo, &dd, &vd);
-    /* a <= 1/2 here, so 1 - a is accurate and never a single live key. */
-    double r, inv_live;
-    oracle_pair_reciprocals(1.0 - a, e, &r, &inv_live);
-    double obc_v = oracle_form_obc_v(a, vv[t]);
-    double obc_k = oracle_form_obc_k(a, z[t], dd);
-    s_attn[t] += a;
-    s_attn2[t] += a * a;
-    s_obc_v[t] += obc_v;
-    s_obc_k[t] += obc_k;
-    s_obc_vk[t] += obc_v + obc_k + oracle_form_obc_vk_cross(a, z[t], vd);
-    s_exact_k[t] += oracle_form_exact_k(a, e, r, dd);
-    s_exact_vk[t] += oracle_form_exact_vk(a, e, r, oo, dd, vd);
-    s_remove[t] += oracle_form_remove(a, inv_live, dd);
+    for (size_t t = lo; t < hi; t++) sweep_pair(scale * zf[t], vof[t], vv[t], lse, e, oo, acc, t);
+  } else {
+    const double *restrict z = in->z, *restrict vo = in->vo;
+#pragma omp simd
+    for (size_t t = lo; t < hi; t++) sweep_pair(z[t], vo[t], vv[t], lse, e, oo, acc, t);
   }
 }
 
 /* Adds row `row` of query head j to the head's accumulators acc
  * (ACC_COUNT, SWEEP_BLOCK) for positions b0..b0+len-1 (len already stops at
- * the row's own position). z (len) and vo (len) are the row's GEMM outputs.
+ * the row's own position). in: the row's GEMM outputs from b0 on.
  * The row's pair with A > 1/2 (dominant), when it falls in this block, adds
  * its recomputed quantities (oracle/dominant.h); the fused pass runs over
  * the stretches around it. */
 static void sweep_row(const SweepPlan *plan, size_t j, size_t row,
-                      const OracleDominantPair *dominant, const double *z, const double *vo,
-                      size_t b0, size_t len, double *acc) {
+                      const OracleDominantPair *dominant, const SweepRowIn *in, size_t b0,
+                      size_t len, double *acc) {
   const OracleHead *head = plan->head;
   size_t ho = j * head->n_rows + row;
   const double lse = head->lse[ho], e = plan->exp_neg_lse[ho], oo = plan->o_sq[ho];
   const double *vv = plan->v_sq + b0;
   size_t p = dominant->position;
   if (p == ORACLE_DOMINANT_NONE || p < b0 || p - b0 >= len) {
-    sweep_pairs(z, vo, vv, lse, e, oo, acc, 0, len);
+    sweep_pairs(in, vv, lse, e, oo, acc, 0, len);
     return;
   }
   size_t t = p - b0;
-  sweep_pairs(z, vo, vv, lse, e, oo, acc, 0, t);
+  sweep_pairs(in, vv, lse, e, oo, acc, 0, t);
   const OraclePairForms *f = &dominant->forms;
   acc[ACC_ATTN * SWEEP_BLOCK + t] += f->attn;
   acc[ACC_ATTN2 * SWEEP_BLOCK + t] += f->attn2;
@@ -209,7 +224,7 @@ static void sweep_row(const SweepPlan *plan, size_t j, size_t row,
   acc[ACC_EXACT_K * SWEEP_BLOCK + t] += f->exact_k;
   acc[ACC_EXACT_VK * SWEEP_BLOCK + t] += f->exact_vk;
   acc[ACC_REMOVE * SWEEP_BLOCK + t] += f->remove;
-  sweep_pairs(z, vo, vv, lse, e, oo, acc, t + 1, len);
+  sweep_pairs(in, vv, lse, e, oo, acc, t + 1, len);
 }
 
 
@@ -254,31 +269,36 @@ static void sweep_snapshot(const SweepPlan *plan, const double *acc, size_t b0, 
   }
 }
 
-/* z (n) and vo (n) of chunk row kk of head j from key k0 on, in double:
- * FLOAT widens (z = scale * z_float, as oracle_gemm_block), DOUBLE points
- * into the chunk. */
-static void sweep_widen(const SweepPlan *plan, const SweepChunk *ch, size_t j, size_t kk, size_t k0,
-                        size_t n, SweepWork *work, const double **z, const double **vo) {
-  size_t at = (j * SWEEP_ROW_CHUNK + kk) * ch->ld + k0;
-  if (plan->precision == OBC_PRECISION_DOUBLE) {
-    *z = (const double *)ch->z + at;
-    *vo = (const double *)ch->vo + at;
-    return;
+/* The GEMM outputs of chunk row kk of head j from key k0 on. */
+static SweepRowIn sweep_row_in(const SweepPlan *plan, const SweepChunk *ch, size_t j, size_t kk,
+                               size_t k0) {
+  size_t at = (j * ch->n + kk) * ch->ld + k0;
+  if (plan->precision == OBC_PRECISION_DOUBLE)
+    return (SweepRowIn){.z = (const double *)ch->z + at, .vo = (const double *)ch->vo + at};
+  return (SweepRowIn){.zf = (const float *)ch->z + at,
+                      .vof = (const float *)ch->vo + at,
+                      .scale = plan->head->attn_scale};
+}
+
+/* Asks for chunk row kk's GEMM outputs at b0..b0+len-1 of every head ahead
+ * of use: the chunk (MBs) lies in L3, and rows ld apart defeat the hardware
+ * prefetcher. */
+static void sweep_prefetch(const SweepPlan *plan, const SweepChunk *ch, size_t kk, size_t b0,
+                           size_t len) {
+  size_t elem = plan->precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+  for (size_t j = 0; j < plan->head->group_size; j++) {
+    size_t at = ((j * ch->n + kk) * ch->ld + b0) * elem;
+    for (size_t byte = 0; byte < len * elem; byte += 64) {
+      __builtin_prefetch((const char *)ch->z + at + byte);
+      __builtin_prefetch((const char *)ch->vo + at + byte);
+    }
   }
-  const float *zf = (const float *)ch->z + at, *vof = (const float *)ch->vo + at;
-  double scale = plan->head->attn_scale;
-  for (size_t t = 0; t < n; t++) {
-    work->z[t] = scale * zf[t];
-    work->vo[t] = vof[t];
-  }
-  *z = work->z;
-  *vo = work->vo;
 }
 
 /* The chunk's rows for positions b0..b0+nb-1 and every head; acc (group_size,
  * ACC_COUNT, SWEEP_BLOCK) holds the block's sums over the rows walked so far. */
 static void sweep_block(const SweepPlan *plan, const SweepChunk *ch, size_t b0, size_t nb,
-                        double *acc, SweepWork *work, double *out) {
+                        double *acc, double *out) {
   size_t g = plan->head->group_size;
   size_t next = 0; /* first window not yet reached */
   while (next < plan->n_windows && plan->windows[plan->order[next]] <= ch->c0) next++;
@@ -286,10 +306,10 @@ static void sweep_block(const SweepPlan *plan, const SweepChunk *ch, size_t b0, 
     size_t position = ch->top - k, kk = ch->n - 1 - k;
     if (position >= b0) {
       size_t reach = position - b0 + 1, len = reach < nb ? reach : nb;
+      if (k + 1 < ch->n) sweep_prefetch(plan, ch, kk - 1, b0, len);
       for (size_t j = 0; j < g; j++) {
-        const double *z, *vo;
-        sweep_widen(plan, ch, j, kk, b0, len, work, &z, &vo);
-        sweep_row(plan, j, ch->row_lo + kk, &ch->pair[j * SWEEP_ROW_CHUNK + kk], z, vo, b0, len,
+        SweepRowIn in = sweep_row_in(plan, ch, j, kk, b0);
+        sweep_row(plan, j, ch->row_lo + kk, &ch->pair[j * SWEEP_ROW_CHUNK + kk], &in, b0, len,
                   acc + j * ACC_COUNT * SWEEP_BLOCK);
       }
     }
@@ -309,7 +329,7 @@ static void sweep_find_dominant(const SweepPlan *plan, SweepChunk *ch, size_t j,
   const OracleHead *head = plan->head;
   size_t row = ch->row_lo + kk, ho = j * head->n_rows + row, d = head->head_dim;
   size_t live = (size_t)head->row_positions[row] + 1, n_keys = ch->top + 1;
-  size_t at = (j * SWEEP_ROW_CHUNK + kk) * ch->ld;
+  size_t at = (j * ch->n + kk) * ch->ld, w_at = (j * SWEEP_ROW_CHUNK + kk) * ch->ld;
   OracleDominantPair *pair = &ch->pair[j * SWEEP_ROW_CHUNK + kk];
   pair->position = ORACLE_DOMINANT_NONE;
   ch->m[j * SWEEP_ROW_CHUNK + kk] = 0.0; /* not for the product */
@@ -345,9 +365,9 @@ static void sweep_find_dominant(const SweepPlan *plan, SweepChunk *ch, size_t j,
   ch->m[j * SWEEP_ROW_CHUNK + kk] = m;
   ch->z_top[j * SWEEP_ROW_CHUNK + kk] = z_top;
   if (plan->precision == OBC_PRECISION_DOUBLE) {
-    memcpy((double *)ch->w + at, weights, n_keys * sizeof *weights);
+    memcpy((double *)ch->w + w_at, weights, n_keys * sizeof *weights);
   } else {
-    float *w = (float *)ch->w + at;
+    float *w = (float *)ch->w + w_at;
     for (size_t t = 0; t < n_keys; t++) w[t] = (float)weights[t];
   }
 }
@@ -392,13 +412,12 @@ static void sweep_chunk(const SweepPlan *plan, SweepChunk *ch, double *acc_all, 
   size_t g = head->group_size, s = head->n_prompt;
   size_t elem = plan->precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
   size_t n_keys = ch->top + 1, n_slabs = (n_keys + SWEEP_SLAB - 1) / SWEEP_SLAB;
+  oracle_gemm_gather_rows(plan->gemm, ch->row_lo, ch->n, ch->q, ch->o);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
-  for (size_t item = 0; item < g * n_slabs; item++) {
-    size_t j = item / n_slabs, k0 = (item % n_slabs) * SWEEP_SLAB;
-    size_t nk = n_keys - k0 < SWEEP_SLAB ? n_keys - k0 : SWEEP_SLAB;
-    size_t at = (j * SWEEP_ROW_CHUNK * ch->ld + k0) * elem;
-    oracle_gemm_block_raw(plan->gemm, j, ch->row_lo, ch->n, k0, nk, (char *)ch->z + at,
-                          (char *)ch->vo + at, ch->ld);
+  for (size_t slab = 0; slab < n_slabs; slab++) {
+    size_t k0 = slab * SWEEP_SLAB, nk = n_keys - k0 < SWEEP_SLAB ? n_keys - k0 : SWEEP_SLAB;
+    oracle_gemm_rows_raw(plan->gemm, ch->q, ch->o, g * ch->n, k0, nk, (char *)ch->z + k0 * elem,
+                         (char *)ch->vo + k0 * elem, ch->ld);
   }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
   for (size_t item = 0; item < g * ch->n; item++)
@@ -409,7 +428,7 @@ static void sweep_chunk(const SweepPlan *plan, SweepChunk *ch, double *acc_all, 
 #pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
   for (size_t b = 0; b < n_blocks; b++) {
     size_t b0 = b * SWEEP_BLOCK, nb = s - b0 < SWEEP_BLOCK ? s - b0 : SWEEP_BLOCK;
-    sweep_block(plan, ch, b0, nb, acc_all + b * acc_n, &works[omp_get_thread_num()], out);
+    sweep_block(plan, ch, b0, nb, acc_all + b * acc_n, out);
   }
 }
 
@@ -461,6 +480,7 @@ typedef struct {
 static void sweep_buffers_free(SweepBuffers *b) {
   SweepChunk *ch = &b->chunk;
   free(ch->z), free(ch->vo), free(ch->w), free(ch->u), free(ch->m), free(ch->packed);
+  free(ch->q), free(ch->o);
   free(ch->pair);
   free(b->acc), free(b->norms), free(b->scratch), free(b->works), free(b->order);
   memset(b, 0, sizeof *b);
@@ -479,6 +499,8 @@ static int sweep_buffers_alloc(SweepBuffers *b, const OracleHead *head, OraclePr
   ch->vo = obc_malloc(rows * s * elem, "sweep value-output dots");
   ch->w = obc_malloc(rows * s * elem, "dominant-key weights");
   ch->u = obc_malloc(rows * d * elem, "dominant-key outputs");
+  ch->q = obc_malloc(rows * d * elem, "chunk queries");
+  ch->o = obc_malloc(rows * d * elem, "chunk outputs");
   ch->m = obc_malloc(2 * rows * sizeof *ch->m, "dominant-key sums");
   ch->packed = obc_malloc(rows * sizeof *ch->packed, "dominant-key rows");
   ch->pair = obc_malloc(rows * sizeof *ch->pair, "dominant-key pairs");
@@ -487,8 +509,8 @@ static int sweep_buffers_alloc(SweepBuffers *b, const OracleHead *head, OraclePr
   b->scratch = obc_malloc((size_t)threads * (s + SWEEP_BLOCK) * sizeof *b->scratch, "sweep rows");
   b->works = obc_malloc((size_t)threads * sizeof *b->works, "sweep threads");
   b->order = obc_malloc(n_windows * sizeof *b->order, "window order");
-  if (!ch->z || !ch->vo || !ch->w || !ch->u || !ch->m || !ch->packed || !ch->pair || !b->acc ||
-      !b->norms || !b->scratch || !b->works || !b->order) {
+  if (!ch->z || !ch->vo || !ch->w || !ch->u || !ch->q || !ch->o || !ch->m || !ch->packed ||
+      !ch->pair || !b->acc || !b->norms || !b->scratch || !b->works || !b->order) {
     sweep_buffers_free(b);
     return OBC_ENOMEM;
   }
