@@ -130,6 +130,39 @@ static void dominant_chunk(const OracleHead *head, size_t j, size_t r0, size_t r
   }
 }
 
+/* w[t] = exp(z[t] - z_top) for t in lo..hi-1; returns their sum. */
+double oracle_dominant_weights_d(const double *restrict z, double *restrict w, size_t lo, size_t hi,
+                                 double z_top) {
+  double m = 0.0;
+#pragma omp simd reduction(+ : m)
+  for (size_t t = lo; t < hi; t++) {
+    double x = oracle_exp_fast(z[t] - z_top);
+    w[t] = x;
+    m += x;
+  }
+  return m;
+}
+
+/* The same from float logits (z = scale * z_float), weights rounded to float
+ * for sgemm; the sum is of the unrounded weights. In pieces through a double
+ * buffer: GCC 12 does not vectorise the loop that stores the floats itself. */
+double oracle_dominant_weights_f(const float *restrict z, float *restrict w, size_t lo, size_t hi,
+                                 double scale, double z_top) {
+  enum { PIECE = 256 };
+  double m = 0.0, x[PIECE];
+  for (size_t t0 = lo; t0 < hi; t0 += PIECE) {
+    size_t n = hi - t0 < PIECE ? hi - t0 : PIECE;
+#pragma omp simd reduction(+ : m)
+    for (size_t t = 0; t < n; t++) {
+      x[t] = oracle_exp_fast(scale * z[t0 + t] - z_top);
+      m += x[t];
+    }
+#pragma omp simd
+    for (size_t t = 0; t < n; t++) w[t0 + t] = (float)x[t];
+  }
+  return m;
+}
+
 int oracle_dominant_init(OracleDominant *table, const OracleHead *head, size_t row_begin,
                          size_t row_end) {
   assert(table && head && row_begin <= row_end && row_end <= head->n_rows);

@@ -78,4 +78,17 @@ void oracle_dominant_single_forms(double z, const double *v, const double *o, si
 double oracle_dominant_row_weights(double *z, size_t n_keys, size_t live, size_t *top,
                                    double *z_top);
 
+/* A row is tested for a dominant key (m < 1) only when its largest weight by
+ * the stored lse, exp(z_max - lse), reaches this: A > 1/2 with the stored
+ * lse off by less than ln(1/0.45) = 0.1 (a float lse is off by ~1e-6). */
+#define ORACLE_DOMINANT_CANDIDATE 0.45
+
+/* w[t] = exp(z[t] - z_top) for t in lo..hi-1 (z: a row's logits); returns
+ * their sum. The _f form reads float logits (z = scale * z_float) and
+ * stores float weights (for sgemm), summing the unrounded ones. */
+double oracle_dominant_weights_d(const double *restrict z, double *restrict w, size_t lo, size_t hi,
+                                 double z_top);
+double oracle_dominant_weights_f(const float *restrict z, float *restrict w, size_t lo, size_t hi,
+                                 double scale, double z_top);
+
 #endif

@@ -12,6 +12,7 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stdbool.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,34 +210,57 @@ static inline double oracle_z_at(const OracleGemm *gemm, const void *z, size_t a
 }
 
 /* Row i (captured row row_lo + i) of head j: its dominant pair when one key
- * has A > 1/2 (m < 1, from the row's own logits), its weights left in w. */
+ * has A > 1/2 (m < 1, from the row's own logits; rows below the stored-lse
+ * bar ORACLE_DOMINANT_CANDIDATE are not tested), its weights left in w. */
 static void oracle_find_dominant(const OracleGemm *gemm, OracleRowsWork *wk, size_t row_lo,
-                                 size_t j, size_t i, double *weights) {
+                                 size_t j, size_t i) {
   const OracleHead *head = gemm->head;
   size_t row = row_lo + i, ho = j * head->n_rows + row, d = head->head_dim;
-  size_t live = (size_t)head->row_positions[row] + 1;
-  if (live > wk->n_keys) live = wk->n_keys;
-  size_t at = (j * wk->n_rows + i) * wk->ld, slot = j * wk->n_rows + i;
+  size_t live = (size_t)head->row_positions[row] + 1, n_keys = wk->n_keys;
+  if (live > n_keys) live = n_keys;
+  size_t at = (j * wk->n_rows + i) * wk->ld, slot = j * wk->n_rows + i, p = 0;
   OracleDominantPair *pair = &wk->pair[slot];
   pair->position = ORACLE_DOMINANT_NONE;
   wk->m[slot] = 0.0;
-  for (size_t t = 0; t < wk->n_keys; t++) weights[t] = oracle_z_at(gemm, wk->z, at + t);
-  size_t p;
-  double z_top, m = oracle_dominant_row_weights(weights, wk->n_keys, live, &p, &z_top);
+  bool dbl = gemm->precision == OBC_PRECISION_DOUBLE;
+  const double *zd = (const double *)wk->z + at;
+  const float *zf = (const float *)wk->z + at;
+  double scale = head->attn_scale, z_max;
+  if (dbl) {
+    z_max = zd[0];
+#pragma omp simd reduction(max : z_max)
+    for (size_t t = 0; t < live; t++) z_max = zd[t] > z_max ? zd[t] : z_max;
+    while (p + 1 < live && !(zd[p] == z_max)) p++;
+  } else {
+    float top = zf[0];
+#pragma omp simd reduction(max : top)
+    for (size_t t = 0; t < live; t++) top = zf[t] > top ? zf[t] : top;
+    z_max = scale * top;
+    while (p + 1 < live && !(zf[p] == top)) p++;
+  }
+  if (!(oracle_exp_fast(z_max - head->lse[ho]) >= ORACLE_DOMINANT_CANDIDATE)) return;
+  double m;
+  if (dbl) {
+    double *w = (double *)wk->w + at;
+    m = oracle_dominant_weights_d(zd, w, 0, p, z_max) +
+        oracle_dominant_weights_d(zd, w, p + 1, live, z_max);
+    memset(w + live, 0, (n_keys - live) * sizeof *w);
+    w[p] = 0.0;
+  } else {
+    float *w = (float *)wk->w + at;
+    m = oracle_dominant_weights_f(zf, w, 0, p, scale, z_max) +
+        oracle_dominant_weights_f(zf, w, p + 1, live, scale, z_max);
+    memset(w + live, 0, (n_keys - live) * sizeof *w);
+    w[p] = 0.0f;
+  }
   if (!(m < 1.0)) return;
   pair->position = p;
   if (m == 0.0) {
-    oracle_dominant_single_forms(z_top, head->V + p * d, head->O + ho * d, d, &pair->forms);
+    oracle_dominant_single_forms(z_max, head->V + p * d, head->O + ho * d, d, &pair->forms);
     return;
   }
   wk->m[slot] = m;
-  wk->z_top[slot] = z_top;
-  if (gemm->precision == OBC_PRECISION_DOUBLE) {
-    memcpy((double *)wk->w + at, weights, wk->n_keys * sizeof *weights);
-  } else {
-    float *w = (float *)wk->w + at;
-    for (size_t t = 0; t < wk->n_keys; t++) w[t] = (float)weights[t];
-  }
+  wk->z_top[slot] = z_max;
 }
 
 /* Head j's dominant rows: weights packed to the front, u = W V, the forms. */
@@ -362,8 +386,7 @@ static void oracle_rows_pass(const OracleGemm *gemm, OracleRowsWork *wk, size_t 
   }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (size_t item = 0; item < g * n; item++)
-    oracle_find_dominant(gemm, wk, row_lo, item / n, item % n,
-                         wk->rows + (size_t)omp_get_thread_num() * per_thread);
+    oracle_find_dominant(gemm, wk, row_lo, item / n, item % n);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (size_t j = 0; j < g; j++) oracle_dominant_values(gemm, wk, j);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)

@@ -52,12 +52,6 @@
  * accumulators for 3 heads (24 KB) stay in L1 while the chunk's rows pass. */
 enum { SWEEP_BLOCK = 128, SWEEP_ROW_CHUNK = 64, SWEEP_SLAB = 1024 };
 
-/* A row is tested for a dominant key (m < 1, docs/SCIENCE.md) only when its
- * largest weight by the stored lse, exp(z_max - lse), reaches this: A > 1/2
- * with the stored lse off by less than ln(1/0.45) = 0.1 (a float lse is off
- * by ~1e-6). */
-#define SWEEP_DOMINANT_CANDIDATE 0.45
-
 
 /* Per-head accumulators of a block. */
 enum {
@@ -142,12 +136,6 @@ typedef struct {
   size_t *packed;           /* (group_size, SWEEP_ROW_CHUNK) chunk row of each packed row */
   OracleDominantPair *pair; /* (group_size, SWEEP_ROW_CHUNK) by chunk row */
 } SweepChunk;
-
-/* One thread's buffers. */
-typedef struct {
-  double *z;  /* (n_prompt) a row's logits in double, then its weights */
-  double *vo; /* unused */
-} SweepWork;
 
 /* One row's GEMM outputs from a block's first position on: doubles (z
  * scaled), or the floats of FLOAT GEMMs widened in the pass (z = scale *
@@ -320,12 +308,12 @@ static void sweep_block(const SweepPlan *plan, const SweepChunk *ch, size_t b0, 
 }
 
 /* Chunk row kk of head j: is one key's A above 1/2? Rows below the stored-lse
- * bar (SWEEP_DOMINANT_CANDIDATE) are not; the others get their weights
- * w_j = exp(z_j - z_p) and m (oracle_dominant_row_weights), from the chunk's
- * logits. A row with 0 < m < 1 is marked for the weighted-value product
- * (its weights stay in w's slot kk); m = 0 is a single live key. */
-static void sweep_find_dominant(const SweepPlan *plan, SweepChunk *ch, size_t j, size_t kk,
-                                SweepWork *work) {
+ * bar (ORACLE_DOMINANT_CANDIDATE) are not; the others get their weights
+ * w_j = exp(z_j - z_p) and m from the chunk's logits, as
+ * oracle_dominant_row_weights defines them. A row with 0 < m < 1 is marked
+ * for the weighted-value product (its weights stay in w's slot kk); m = 0
+ * is a single live key. */
+static void sweep_find_dominant(const SweepPlan *plan, SweepChunk *ch, size_t j, size_t kk) {
   const OracleHead *head = plan->head;
   size_t row = ch->row_lo + kk, ho = j * head->n_rows + row, d = head->head_dim;
   size_t live = (size_t)head->row_positions[row] + 1, n_keys = ch->top + 1;
@@ -346,16 +334,35 @@ static void sweep_find_dominant(const SweepPlan *plan, SweepChunk *ch, size_t j,
     for (size_t t = 0; t < live; t++) m = z[t] > m ? z[t] : m;
     z_max = head->attn_scale * m;
   }
-  if (!(oracle_exp_fast(z_max - head->lse[ho]) >= SWEEP_DOMINANT_CANDIDATE)) return;
-  double *weights = work->z; /* the row's logits in double, then its weights */
+  if (!(oracle_exp_fast(z_max - head->lse[ho]) >= ORACLE_DOMINANT_CANDIDATE)) return;
+  /* The top key p: the first of equal maxima (oracle_dominant_row_weights). */
+  size_t p = 0;
   if (plan->precision == OBC_PRECISION_DOUBLE) {
-    memcpy(weights, (const double *)ch->z + at, n_keys * sizeof *weights);
+    const double *z = (const double *)ch->z + at;
+    while (p + 1 < live && !(z[p] == z_max)) p++;
   } else {
-    const float *zf = (const float *)ch->z + at;
-    for (size_t t = 0; t < n_keys; t++) weights[t] = head->attn_scale * zf[t];
+    const float *z = (const float *)ch->z + at;
+    while (p + 1 < live && !(head->attn_scale * z[p] == z_max)) p++;
   }
-  size_t p;
-  double z_top, m = oracle_dominant_row_weights(weights, n_keys, live, &p, &z_top);
+  /* Weights w_t = exp(z_t - z_p) (0 at p and from live on) and their sum m,
+   * from the GEMM outputs straight into the row's slot of w. */
+  double z_top = z_max, m;
+  if (plan->precision == OBC_PRECISION_DOUBLE) {
+    const double *z = (const double *)ch->z + at;
+    double *w = (double *)ch->w + w_at;
+    m = oracle_dominant_weights_d(z, w, 0, p, z_top) +
+        oracle_dominant_weights_d(z, w, p + 1, live, z_top);
+    memset(w + live, 0, (n_keys - live) * sizeof *w);
+    w[p] = 0.0;
+  } else {
+    const float *z = (const float *)ch->z + at;
+    float *w = (float *)ch->w + w_at;
+    double scale = head->attn_scale;
+    m = oracle_dominant_weights_f(z, w, 0, p, scale, z_top) +
+        oracle_dominant_weights_f(z, w, p + 1, live, scale, z_top);
+    memset(w + live, 0, (n_keys - live) * sizeof *w);
+    w[p] = 0.0f;
+  }
   if (!(m < 1.0)) return; /* A = 1/(1 + m) <= 1/2 */
   pair->position = p;
   if (m == 0.0) {
@@ -364,12 +371,6 @@ static void sweep_find_dominant(const SweepPlan *plan, SweepChunk *ch, size_t j,
   }
   ch->m[j * SWEEP_ROW_CHUNK + kk] = m;
   ch->z_top[j * SWEEP_ROW_CHUNK + kk] = z_top;
-  if (plan->precision == OBC_PRECISION_DOUBLE) {
-    memcpy((double *)ch->w + w_at, weights, n_keys * sizeof *weights);
-  } else {
-    float *w = (float *)ch->w + w_at;
-    for (size_t t = 0; t < n_keys; t++) w[t] = (float)weights[t];
-  }
 }
 
 /* Head j's dominant rows of the chunk: weights packed to the front of its
@@ -406,8 +407,7 @@ static void sweep_dominant_values(const SweepPlan *plan, SweepChunk *ch, size_t 
 /* Rows c0..c0+n-1 walked back from the last prompt row: GEMMs over fixed key
  * slabs, the dominant pairs, then every position block. Each step splits its
  * work in the same pieces for any thread count. */
-static void sweep_chunk(const SweepPlan *plan, SweepChunk *ch, double *acc_all, SweepWork *works,
-                        double *out) {
+static void sweep_chunk(const SweepPlan *plan, SweepChunk *ch, double *acc_all, double *out) {
   const OracleHead *head = plan->head;
   size_t g = head->group_size, s = head->n_prompt;
   size_t elem = plan->precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
@@ -421,7 +421,7 @@ static void sweep_chunk(const SweepPlan *plan, SweepChunk *ch, double *acc_all, 
   }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
   for (size_t item = 0; item < g * ch->n; item++)
-    sweep_find_dominant(plan, ch, item / ch->n, item % ch->n, &works[omp_get_thread_num()]);
+    sweep_find_dominant(plan, ch, item / ch->n, item % ch->n);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
   for (size_t j = 0; j < g; j++) sweep_dominant_values(plan, ch, j);
   size_t n_blocks = (s + SWEEP_BLOCK - 1) / SWEEP_BLOCK, acc_n = g * ACC_COUNT * SWEEP_BLOCK;
@@ -470,10 +470,8 @@ static int sweep_check(const OracleHead *head, const size_t *windows, size_t n_w
 /* Buffers of one call, sized for one (layer, KV head). */
 typedef struct {
   SweepChunk chunk;
-  double *acc;     /* (n_blocks, group_size, ACC_COUNT, SWEEP_BLOCK) */
-  double *norms;   /* v_sq, v_l1 (n_prompt each), o_sq, exp_neg_lse (group_size * n_rows each) */
-  double *scratch; /* per thread: n_prompt + SWEEP_BLOCK doubles */
-  SweepWork *works;
+  double *acc;   /* (n_blocks, group_size, ACC_COUNT, SWEEP_BLOCK) */
+  double *norms; /* v_sq, v_l1 (n_prompt each), o_sq, exp_neg_lse (group_size * n_rows each) */
   size_t *order;
 } SweepBuffers;
 
@@ -482,7 +480,7 @@ static void sweep_buffers_free(SweepBuffers *b) {
   free(ch->z), free(ch->vo), free(ch->w), free(ch->u), free(ch->m), free(ch->packed);
   free(ch->q), free(ch->o);
   free(ch->pair);
-  free(b->acc), free(b->norms), free(b->scratch), free(b->works), free(b->order);
+  free(b->acc), free(b->norms), free(b->order);
   memset(b, 0, sizeof *b);
 }
 
@@ -506,18 +504,13 @@ static int sweep_buffers_alloc(SweepBuffers *b, const OracleHead *head, OraclePr
   ch->pair = obc_malloc(rows * sizeof *ch->pair, "dominant-key pairs");
   b->acc = obc_calloc(n_blocks * g * ACC_COUNT * SWEEP_BLOCK, sizeof *b->acc, "sweep sums");
   b->norms = obc_malloc((2 * s + 2 * n_ho) * sizeof *b->norms, "value and output norms");
-  b->scratch = obc_malloc((size_t)threads * (s + SWEEP_BLOCK) * sizeof *b->scratch, "sweep rows");
-  b->works = obc_malloc((size_t)threads * sizeof *b->works, "sweep threads");
   b->order = obc_malloc(n_windows * sizeof *b->order, "window order");
   if (!ch->z || !ch->vo || !ch->w || !ch->u || !ch->q || !ch->o || !ch->m || !ch->packed ||
-      !ch->pair || !b->acc || !b->norms || !b->scratch || !b->works || !b->order) {
+      !ch->pair || !b->acc || !b->norms || !b->order) {
     sweep_buffers_free(b);
     return OBC_ENOMEM;
   }
   ch->z_top = ch->m + rows;
-  for (int t = 0; t < threads; t++)
-    b->works[t] = (SweepWork){b->scratch + (size_t)t * (s + SWEEP_BLOCK),
-                              b->scratch + (size_t)t * (s + SWEEP_BLOCK) + s};
   return OBC_OK;
 }
 
@@ -591,7 +584,7 @@ int score_window_sweep(const OracleHead *head, const size_t *windows, size_t n_w
     ch->n = max_window - c0 < SWEEP_ROW_CHUNK ? max_window - c0 : SWEEP_ROW_CHUNK;
     ch->row_lo = last_row - c0 + 1 - ch->n;
     ch->top = s - 1 - c0;
-    sweep_chunk(&plan, ch, b.acc, b.works, out);
+    sweep_chunk(&plan, ch, b.acc, out);
   }
   for (size_t w = 0; w < n_windows; w++)
     score_max_pool(out + (w * OBC_Q_COUNT + OBC_Q_ATTN) * s, s, options->snapkv_kernel,
