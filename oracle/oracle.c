@@ -372,6 +372,7 @@ static void oracle_rows_pass(const OracleGemm *gemm, OracleRowsWork *wk, size_t 
     size_t j = i / n, r = row_lo + i % n;
     const double *o = head->O + (j * head->n_rows + r) * d;
     double oo = 0.0;
+#pragma omp simd reduction(+ : oo)
     for (size_t c = 0; c < d; c++) oo += o[c] * o[c];
     wk->o_sq[i] = oo;
   }
@@ -428,9 +429,11 @@ int oracle_eviction_errors(const OracleHead *head, const size_t *first_step, con
     free(v_sq);
     return rc;
   }
-  for (size_t p = 0; p < s; p++) {
+  for (size_t p = 0; p < s; p++) { /* in vector lanes, as the sweep's */
+    const double *v = head->V + p * d;
     double vv = 0.0;
-    for (size_t k = 0; k < d; k++) vv += head->V[p * d + k] * head->V[p * d + k];
+#pragma omp simd reduction(+ : vv)
+    for (size_t k = 0; k < d; k++) vv += v[k] * v[k];
     v_sq[p] = vv;
   }
   for (size_t c0 = lo; c0 < hi; c0 += chunk) {

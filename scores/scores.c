@@ -515,23 +515,27 @@ static int sweep_buffers_alloc(SweepBuffers *b, const OracleHead *head, OraclePr
 }
 
 /* ||v_p||^2 and ||v_p||_1 of every prompt position, ||o_i||^2 and
- * exp(-lse_i) of every (query head, row). */
+ * exp(-lse_i) of every (query head, row); the sums in vector lanes (their
+ * order depends on the compiler's vector width, not on the threads). */
 static void sweep_norms(const OracleHead *head, double *v_sq, double *v_l1, double *o_sq,
                         double *exp_neg_lse) {
   size_t s = head->n_prompt, d = head->head_dim, n_ho = head->group_size * head->n_rows;
   for (size_t p = 0; p < s; p++) {
+    const double *v = head->V + p * d;
     double sq = 0.0, l1 = 0.0;
+#pragma omp simd reduction(+ : sq, l1)
     for (size_t c = 0; c < d; c++) {
-      double v = head->V[p * d + c];
-      sq += v * v;
-      l1 += v < 0 ? -v : v;
+      sq += v[c] * v[c];
+      l1 += fabs(v[c]);
     }
     v_sq[p] = sq;
     v_l1[p] = l1;
   }
   for (size_t i = 0; i < n_ho; i++) {
+    const double *o = head->O + i * d;
     double sq = 0.0;
-    for (size_t c = 0; c < d; c++) sq += head->O[i * d + c] * head->O[i * d + c];
+#pragma omp simd reduction(+ : sq)
+    for (size_t c = 0; c < d; c++) sq += o[c] * o[c];
     o_sq[i] = sq;
     exp_neg_lse[i] = exp(-head->lse[i]);
   }
