@@ -146,10 +146,10 @@ typedef struct {
   double scale;
 } SweepRowIn;
 
-/* Every quantity of pair t from one exp, no branches (a <= 1/2). */
-static inline void sweep_pair(double z, double vo, double vv, double lse, double e, double oo,
+/* Every quantity of pair t from its weight a = exp(z - lse), no branches
+ * (a <= 1/2). */
+static inline void sweep_pair(double a, double z, double vo, double vv, double e, double oo,
                               double *restrict acc, size_t t) {
-  double a = oracle_exp_fast(z - lse);
   double dd, vd;
   oracle_pair_norms_from_dots(vv, vo, oo, &dd, &vd);
   /* a <= 1/2 here, so 1 - a is accurate and never a single live key. */
@@ -167,19 +167,30 @@ static inline void sweep_pair(double z, double vo, double vv, double lse, double
   acc[ACC_REMOVE * SWEEP_BLOCK + t] += oracle_form_remove(a, inv_live, dd);
 }
 
-/* The fused pass over pairs lo..hi-1 of one row, none with a > 1/2.
- * acc: (ACC_COUNT, SWEEP_BLOCK). */
+/* The fused pass over pairs lo..hi-1 of one row, none with a > 1/2, in two
+ * loops: the logits and weights first, then the quantities (one loop held
+ * the exp's constants and the forms' values in more registers than there
+ * are). acc: (ACC_COUNT, SWEEP_BLOCK). */
 static inline void sweep_pairs(const SweepRowIn *in, const double *restrict vv, double lse,
                                double e, double oo, double *restrict acc, size_t lo, size_t hi) {
+  double z[SWEEP_BLOCK], a[SWEEP_BLOCK];
   if (in->zf) {
-    const float *restrict zf = in->zf, *restrict vof = in->vof;
+    const float *restrict zf = in->zf;
     double scale = in->scale;
 #pragma omp simd
-    for (size_t t = lo; t < hi; t++) sweep_pair(scale * zf[t], vof[t], vv[t], lse, e, oo, acc, t);
-  } else {
-    const double *restrict z = in->z, *restrict vo = in->vo;
+    for (size_t t = lo; t < hi; t++) {
+      z[t] = scale * zf[t];
+      a[t] = oracle_exp_fast(z[t] - lse);
+    }
+    const float *restrict vof = in->vof;
 #pragma omp simd
-    for (size_t t = lo; t < hi; t++) sweep_pair(z[t], vo[t], vv[t], lse, e, oo, acc, t);
+    for (size_t t = lo; t < hi; t++) sweep_pair(a[t], z[t], vof[t], vv[t], e, oo, acc, t);
+  } else {
+    const double *restrict zd = in->z, *restrict vo = in->vo;
+#pragma omp simd
+    for (size_t t = lo; t < hi; t++) a[t] = oracle_exp_fast(zd[t] - lse);
+#pragma omp simd
+    for (size_t t = lo; t < hi; t++) sweep_pair(a[t], zd[t], vo[t], vv[t], e, oo, acc, t);
   }
 }
 
