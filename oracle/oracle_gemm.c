@@ -169,14 +169,18 @@ void oracle_gemm_rows_raw(const OracleGemm *gemm, const void *q, const void *o, 
   if (m == 0 || nk == 0) return;
   int rows = (int)m, n = (int)nk, k = (int)d;
   if (gemm->precision == OBC_PRECISION_DOUBLE) {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, k, head->attn_scale,
-                (const double *)q, k, head->K + k0 * d, k, 0.0, (double *)z, (int)ld);
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, k, 1.0, (const double *)o, k,
-                head->V + k0 * d, k, 0.0, (double *)vo, (int)ld);
+    if (z)
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, k, head->attn_scale,
+                  (const double *)q, k, head->K + k0 * d, k, 0.0, (double *)z, (int)ld);
+    if (vo)
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, k, 1.0, (const double *)o, k,
+                  head->V + k0 * d, k, 0.0, (double *)vo, (int)ld);
     return;
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, k, 1.0f, (const float *)q, k,
-              gemm->K + k0 * d, k, 0.0f, (float *)z, (int)ld);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, k, 1.0f, (const float *)o, k,
-              gemm->V + k0 * d, k, 0.0f, (float *)vo, (int)ld);
+  if (z)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, k, 1.0f, (const float *)q, k,
+                gemm->K + k0 * d, k, 0.0f, (float *)z, (int)ld);
+  if (vo)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n, k, 1.0f, (const float *)o, k,
+                gemm->V + k0 * d, k, 0.0f, (float *)vo, (int)ld);
 }

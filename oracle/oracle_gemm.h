@@ -62,7 +62,8 @@ void oracle_gemm_gather_rows(const OracleGemm *gemm, size_t row_lo, size_t n_row
                              void *o);
 
 /* z, vo (m, ld) of gathered rows q, o (m, head_dim) against keys
- * k0..k0+nk-1, unwidened as oracle_gemm_block_raw. */
+ * k0..k0+nk-1, unwidened as oracle_gemm_block_raw; z or vo NULL skips that
+ * product. */
 void oracle_gemm_rows_raw(const OracleGemm *gemm, const void *q, const void *o, size_t m, size_t k0,
                           size_t nk, void *z, void *vo, size_t ld);
 

@@ -120,7 +120,7 @@ typedef struct {
 /* One chunk of rows (the k-th of the chunk, kk = n - 1 - k from its first
  * row, sits at position top - k): every head's GEMM outputs against keys
  * 0..top and each row's dominant pair. Arrays of floats (FLOAT) or doubles
- * (DOUBLE) by precision; in z and vo row kk of head j starts at (j * n + kk) * ld
+ * (DOUBLE) by precision; in z row kk of head j starts at (j * n + kk) * ld
  * (one GEMM for the group), in w at (j * SWEEP_ROW_CHUNK + kk) * ld. */
 typedef struct {
   size_t c0;                /* rows walked before the chunk */
@@ -128,7 +128,8 @@ typedef struct {
   size_t row_lo;            /* the chunk's first row (lowest position) */
   size_t top;               /* position of its last row */
   size_t ld;                /* n_prompt */
-  void *z, *vo;             /* logits (FLOAT: unscaled) and v.o */
+  void *z;                  /* logits (FLOAT: unscaled) */
+  void *vo;                 /* per thread: (group_size * n, SWEEP_BLOCK) v.o of a block */
   void *w;                  /* dominant rows' weights, packed to the front of each head's rows */
   void *u;                  /* (group_size, SWEEP_ROW_CHUNK, head_dim) their other-key outputs */
   void *q, *o;              /* (group_size * n, head_dim) the chunk's rows, gathered */
@@ -268,37 +269,38 @@ static void sweep_snapshot(const SweepPlan *plan, const double *acc, size_t b0, 
   }
 }
 
-/* The GEMM outputs of chunk row kk of head j from key k0 on. */
+/* The GEMM outputs of chunk row kk of head j from key b0 on: the logits from
+ * the chunk, v.o from the block's own product vo (group_size * n, SWEEP_BLOCK). */
 static SweepRowIn sweep_row_in(const SweepPlan *plan, const SweepChunk *ch, size_t j, size_t kk,
-                               size_t k0) {
-  size_t at = (j * ch->n + kk) * ch->ld + k0;
+                               size_t b0, const void *vo) {
+  size_t at = (j * ch->n + kk) * ch->ld + b0, vo_at = (j * ch->n + kk) * SWEEP_BLOCK;
   if (plan->precision == OBC_PRECISION_DOUBLE)
-    return (SweepRowIn){.z = (const double *)ch->z + at, .vo = (const double *)ch->vo + at};
+    return (SweepRowIn){.z = (const double *)ch->z + at, .vo = (const double *)vo + vo_at};
   return (SweepRowIn){.zf = (const float *)ch->z + at,
-                      .vof = (const float *)ch->vo + at,
+                      .vof = (const float *)vo + vo_at,
                       .scale = plan->head->attn_scale};
 }
 
-/* Asks for chunk row kk's GEMM outputs at b0..b0+len-1 of every head ahead
- * of use: the chunk (MBs) lies in L3, and rows ld apart defeat the hardware
+/* Asks for chunk row kk's logits at b0..b0+len-1 of every head ahead of
+ * use: the chunk (MBs) lies in L3, and rows ld apart defeat the hardware
  * prefetcher. */
 static void sweep_prefetch(const SweepPlan *plan, const SweepChunk *ch, size_t kk, size_t b0,
                            size_t len) {
   size_t elem = plan->precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
   for (size_t j = 0; j < plan->head->group_size; j++) {
     size_t at = ((j * ch->n + kk) * ch->ld + b0) * elem;
-    for (size_t byte = 0; byte < len * elem; byte += 64) {
+    for (size_t byte = 0; byte < len * elem; byte += 64)
       __builtin_prefetch((const char *)ch->z + at + byte);
-      __builtin_prefetch((const char *)ch->vo + at + byte);
-    }
   }
 }
 
 /* The chunk's rows for positions b0..b0+nb-1 and every head; acc (group_size,
  * ACC_COUNT, SWEEP_BLOCK) holds the block's sums over the rows walked so far. */
 static void sweep_block(const SweepPlan *plan, const SweepChunk *ch, size_t b0, size_t nb,
-                        double *acc, double *out) {
+                        double *acc, void *vo, double *out) {
   size_t g = plan->head->group_size;
+  /* v.o of the block for every row of the chunk, while it stays in cache. */
+  oracle_gemm_rows_raw(plan->gemm, ch->q, ch->o, g * ch->n, b0, nb, NULL, vo, SWEEP_BLOCK);
   size_t next = 0; /* first window not yet reached */
   while (next < plan->n_windows && plan->windows[plan->order[next]] <= ch->c0) next++;
   for (size_t k = 0; k < ch->n; k++) {
@@ -307,7 +309,7 @@ static void sweep_block(const SweepPlan *plan, const SweepChunk *ch, size_t b0, 
       size_t reach = position - b0 + 1, len = reach < nb ? reach : nb;
       if (k + 1 < ch->n) sweep_prefetch(plan, ch, kk - 1, b0, len);
       for (size_t j = 0; j < g; j++) {
-        SweepRowIn in = sweep_row_in(plan, ch, j, kk, b0);
+        SweepRowIn in = sweep_row_in(plan, ch, j, kk, b0, vo);
         sweep_row(plan, j, ch->row_lo + kk, &ch->pair[j * SWEEP_ROW_CHUNK + kk], &in, b0, len,
                   acc + j * ACC_COUNT * SWEEP_BLOCK);
       }
@@ -428,7 +430,7 @@ static void sweep_chunk(const SweepPlan *plan, SweepChunk *ch, double *acc_all, 
   for (size_t slab = 0; slab < n_slabs; slab++) {
     size_t k0 = slab * SWEEP_SLAB, nk = n_keys - k0 < SWEEP_SLAB ? n_keys - k0 : SWEEP_SLAB;
     oracle_gemm_rows_raw(plan->gemm, ch->q, ch->o, g * ch->n, k0, nk, (char *)ch->z + k0 * elem,
-                         (char *)ch->vo + k0 * elem, ch->ld);
+                         NULL, ch->ld);
   }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
   for (size_t item = 0; item < g * ch->n; item++)
@@ -439,7 +441,9 @@ static void sweep_chunk(const SweepPlan *plan, SweepChunk *ch, double *acc_all, 
 #pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
   for (size_t b = 0; b < n_blocks; b++) {
     size_t b0 = b * SWEEP_BLOCK, nb = s - b0 < SWEEP_BLOCK ? s - b0 : SWEEP_BLOCK;
-    sweep_block(plan, ch, b0, nb, acc_all + b * acc_n, out);
+    void *vo =
+        (char *)ch->vo + (size_t)omp_get_thread_num() * g * SWEEP_ROW_CHUNK * SWEEP_BLOCK * elem;
+    sweep_block(plan, ch, b0, nb, acc_all + b * acc_n, vo, out);
   }
 }
 
@@ -505,7 +509,7 @@ static int sweep_buffers_alloc(SweepBuffers *b, const OracleHead *head, OraclePr
   SweepChunk *ch = &b->chunk;
   ch->ld = s;
   ch->z = obc_malloc(rows * s * elem, "sweep logits");
-  ch->vo = obc_malloc(rows * s * elem, "sweep value-output dots");
+  ch->vo = obc_malloc((size_t)threads * rows * SWEEP_BLOCK * elem, "sweep value-output dots");
   ch->w = obc_malloc(rows * s * elem, "dominant-key weights");
   ch->u = obc_malloc(rows * d * elem, "dominant-key outputs");
   ch->q = obc_malloc(rows * d * elem, "chunk queries");
