@@ -25,11 +25,12 @@
  * underflowing) loses its whole output ||o_i||^2 on removal.
  *
  * Layout: rows are taken in chunks of SWEEP_ROW_CHUNK from the last prompt
- * row backwards. For each chunk, the GEMMs of every head against all its
- * causal keys (cut into fixed key slabs), the dominant pairs, then the
- * position blocks: one thread owns a block for every head and row of the
- * chunk, adds each row to the block's accumulators and copies them out when
- * the number of rows walked equals a requested W. Every output element is
+ * row backwards. For each chunk, the logits of every head against all its
+ * causal keys (one GEMM for the group per fixed key slab), the dominant
+ * pairs, then the position blocks: one thread owns a block, computes the
+ * block's v.o for every head and row of the chunk, adds each row to the
+ * block's accumulators and copies them out when the number of rows walked
+ * equals a requested W. Every output element is
  * therefore summed in one fixed order and every GEMM call has a fixed shape:
  * results are bit-identical for any thread count. */
 #include "scores/scores.h"
