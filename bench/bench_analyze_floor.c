@@ -110,10 +110,11 @@ int main(int argc, char **argv) {
   double bytes = 0.0, t_read = read_seconds(path, repeats, &bytes);
   double sgemm_s = flops / (gflops * 1e9), read_gbs = bytes / t_read * 1e-9;
   double sgemm_cpu_s = flops / (gflops_cpu * 1e9);
-  printf("flops=%.4g sgemm_gflops=%.1f sgemm_s=%.3f read_bytes=%.4g read_gbs=%.2f read_s=%.3f "
-         "floor_s=%.3f sgemm_cpu_gflops=%.1f floor_cpu_s=%.3f\n",
-         flops, gflops, sgemm_s, bytes, read_gbs, t_read, sgemm_s + t_read, gflops_cpu,
-         sgemm_cpu_s + t_read);
+  printf(
+      "flops=%.4g sgemm_gflops=%.1f sgemm_s=%.3f read_bytes=%.4g read_gbs=%.2f read_s=%.3f "
+      "floor_s=%.3f sgemm_cpu_gflops=%.1f floor_cpu_s=%.3f\n",
+      flops, gflops, sgemm_s, bytes, read_gbs, t_read, sgemm_s + t_read, gflops_cpu,
+      sgemm_cpu_s + t_read);
   free(Q), free(K), free(C);
   return EXIT_SUCCESS;
 }
