@@ -439,6 +439,8 @@ int analysis_run(TraceReader *reader, const AnalysisConfig *config, bool progres
     analysis_result_free(result);
     return rc;
   }
+  /* Every product with K is a FLOAT GEMM there: the doubles are not needed. */
+  if (config->score_options.precision == OBC_PRECISION_FLOAT) score_head_float_keys(&b.head);
   if ((rc = thread_scratch_alloc(&t, ctx.max_k, config->buckets, meta->n_prompt))) {
     head_buffers_free(&b);
     analysis_result_free(result);

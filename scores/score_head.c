@@ -52,6 +52,12 @@ int score_head_alloc(ScoreHead *h, const TraceMeta *meta) {
   return OBC_OK;
 }
 
+void score_head_float_keys(ScoreHead *h) {
+  free(h->K);
+  h->K = NULL;
+  h->data.K = NULL;
+}
+
 static void to_doubles(const float *in, size_t n, double *out) {
   for (size_t i = 0; i < n; i++) out[i] = (double)in[i];
 }
@@ -61,7 +67,7 @@ int score_head_read(ScoreHead *h, TraceReader *reader, size_t layer, size_t kv_h
   size_t d = meta->model.head_dim, rows = meta->n_rows, group = h->data.group_size;
   int rc = trace_read_kv(reader, layer, kv_head, h->K_f, h->V_f);
   if (rc) return rc;
-  to_doubles(h->K_f, meta->n_positions * d, h->K);
+  if (h->K) to_doubles(h->K_f, meta->n_positions * d, h->K);
   to_doubles(h->V_f, meta->n_positions * d, h->V);
   for (size_t j = 0; j < group; j++) {
     float *q = h->Q_f + j * rows * d, *o = h->O_f + j * rows * d;

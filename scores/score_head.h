@@ -23,6 +23,12 @@ typedef struct {
 
 int score_head_alloc(ScoreHead *head, const TraceMeta *meta);
 void score_head_free(ScoreHead *head);
+/* Keeps the keys as read (floats) only: K and data.K become NULL and
+ * score_head_read no longer widens them. For a caller whose every product
+ * with K is a FLOAT GEMM (the analyser at --precision float), which reads
+ * data.K_f; anything that reads data.K then fails loudly. */
+void score_head_float_keys(ScoreHead *head);
+
 /* Reads (layer, kv_head) and its query heads. */
 int score_head_read(ScoreHead *head, TraceReader *reader, size_t layer, size_t kv_head);
 
