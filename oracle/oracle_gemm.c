@@ -111,27 +111,6 @@ void oracle_gemm_row(const OracleGemm *gemm, size_t j, size_t row, size_t b0, si
   oracle_gemm_widen(head->attn_scale, zf, vof, nb, z, vo);
 }
 
-void oracle_gemm_block_raw(const OracleGemm *gemm, size_t j, size_t row_lo, size_t n_rows,
-                           size_t k0, size_t nk, void *z, void *vo, size_t ld) {
-  const OracleHead *head = gemm->head;
-  size_t d = head->head_dim;
-  assert(j < head->group_size && row_lo + n_rows <= head->n_rows && k0 + nk <= gemm->n_keys);
-  if (n_rows == 0 || nk == 0) return;
-  size_t row_offset = (j * head->n_rows + row_lo) * d;
-  int m = (int)n_rows, n = (int)nk, k = (int)d;
-  if (gemm->precision == OBC_PRECISION_DOUBLE) {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, head->attn_scale,
-                head->Q + row_offset, k, head->K + k0 * d, k, 0.0, (double *)z, (int)ld);
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0, head->O + row_offset, k,
-                head->V + k0 * d, k, 0.0, (double *)vo, (int)ld);
-    return;
-  }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, gemm->Q + row_offset, k,
-              gemm->K + k0 * d, k, 0.0f, (float *)z, (int)ld);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, gemm->O + row_offset, k,
-              gemm->V + k0 * d, k, 0.0f, (float *)vo, (int)ld);
-}
-
 void oracle_gemm_weighted_values(const OracleGemm *gemm, size_t n, size_t n_keys, const void *w,
                                  size_t ld, void *u) {
   const OracleHead *head = gemm->head;

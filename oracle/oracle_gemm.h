@@ -42,13 +42,6 @@ void oracle_gemm_block(const OracleGemm *gemm, size_t j, size_t row_lo, size_t n
 void oracle_gemm_row(const OracleGemm *gemm, size_t j, size_t row, size_t b0, size_t nb, double *z,
                      double *vo, float *scratch);
 
-/* The GEMM outputs unwidened, for a chunk of rows against keys
- * k0..k0+nk-1, rows ld apart: FLOAT writes floats (z without attn_scale:
- * the caller widens as scale * z, like oracle_gemm_block), DOUBLE doubles
- * (z scaled). z, vo: (n_rows, ld) of float or double by precision. */
-void oracle_gemm_block_raw(const OracleGemm *gemm, size_t j, size_t row_lo, size_t n_rows,
-                           size_t k0, size_t nk, void *z, void *vo, size_t ld);
-
 /* u (n, head_dim) = w (n, n_keys), rows ld apart, times the values of keys
  * 0..n_keys-1: float or double by precision, like the block above. */
 void oracle_gemm_weighted_values(const OracleGemm *gemm, size_t n, size_t n_keys, const void *w,
@@ -62,8 +55,9 @@ void oracle_gemm_gather_rows(const OracleGemm *gemm, size_t row_lo, size_t n_row
                              void *o);
 
 /* z, vo (m, ld) of gathered rows q, o (m, head_dim) against keys
- * k0..k0+nk-1, unwidened as oracle_gemm_block_raw; z or vo NULL skips that
- * product. */
+ * k0..k0+nk-1, unwidened: FLOAT writes floats (z without attn_scale: the
+ * caller widens as scale * z, like oracle_gemm_block), DOUBLE doubles (z
+ * scaled). z or vo NULL skips that product. */
 void oracle_gemm_rows_raw(const OracleGemm *gemm, const void *q, const void *o, size_t m, size_t k0,
                           size_t nk, void *z, void *vo, size_t ld);
 
