@@ -8,6 +8,9 @@
 #include "analyze/analysis.h"
 
 #include <assert.h>
+#if defined(__GLIBC__) || defined(__linux__)
+#include <malloc.h>
+#endif
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -382,9 +385,22 @@ static void finish_bias(const AnalysisConfig *config, AnalysisResult *result) {
   }
 }
 
+/* Every (layer, KV head) allocates and frees the same few MB of buffers
+ * (sweep, oracle, GEMM copies). glibc serves blocks above 128 KB with a fresh
+ * mmap and returns them on free, so each head paid for its pages again
+ * (page faults and zeroing were 8% of the demo's analysis): keep blocks up to
+ * 32 MB (glibc's largest mmap threshold) in the heap and the heap untrimmed. */
+static void analysis_keep_buffers(void) {
+#ifdef M_MMAP_THRESHOLD
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
+}
+
 int analysis_run(TraceReader *reader, const AnalysisConfig *config, bool progress,
                  AnalysisResult *result) {
   const TraceMeta *meta = trace_meta(reader);
+  analysis_keep_buffers();
   assert(config->n_windows > 0 && config->n_topk > 0); /* analysis_config_resolve ran */
   double start = obc_now_seconds();
   memset(result, 0, sizeof *result);
@@ -423,6 +439,8 @@ int analysis_run(TraceReader *reader, const AnalysisConfig *config, bool progres
     analysis_result_free(result);
     return rc;
   }
+  /* Every product with K is a FLOAT GEMM there: the doubles are not needed. */
+  if (config->score_options.precision == OBC_PRECISION_FLOAT) score_head_float_keys(&b.head);
   if ((rc = thread_scratch_alloc(&t, ctx.max_k, config->buckets, meta->n_prompt))) {
     head_buffers_free(&b);
     analysis_result_free(result);
@@ -440,9 +458,10 @@ int analysis_run(TraceReader *reader, const AnalysisConfig *config, bool progres
       rc = score_window_sweep(data, config->windows, config->n_windows, &config->score_options,
                               b.sweep);
       double t2 = obc_now_seconds();
-      for (size_t ref = 0; ref < result->n_references && !rc; ref++)
-        rc = oracle_eviction_error(data, result->reference_first[ref], result->reference_steps[ref],
-                                   config->score_options.precision, b.oracle[ref]);
+      if (!rc)
+        rc =
+            oracle_eviction_errors(data, result->reference_first, result->reference_steps,
+                                   result->n_references, config->score_options.precision, b.oracle);
       if (rc) {
         obc_fail_context(rc, "layer %zu, KV head %zu", layer, g);
         break;

@@ -17,21 +17,29 @@ void bias_selection_shares(const size_t *selected, size_t k, size_t n, size_t bu
   for (size_t b = 0; b < buckets; b++) share[b] /= (double)k;
 }
 
+/* One pass: each bucket's sum in vector lanes (the order depends on the
+ * compiler's vector width, not on the threads), the total from the bucket
+ * sums. */
 void bias_mean_norm_scores(const double *scores, size_t n, size_t buckets, double *mean_norm) {
   for (size_t b = 0; b < buckets; b++) mean_norm[b] = 0.0;
   if (n == 0) return;
   double total = 0.0;
-  for (size_t p = 0; p < n; p++) total += scores[p];
-  double mean = total / (double)n;
-  if (mean == 0.0) return;
   for (size_t b = 0; b < buckets; b++) {
     /* Positions of bucket b: ceil(b n / B) .. ceil((b+1) n / B) - 1. */
     size_t begin = (size_t)(((unsigned long long)b * n + buckets - 1) / buckets);
     size_t end = (size_t)(((unsigned long long)(b + 1) * n + buckets - 1) / buckets);
     if (end > n) end = n;
-    if (end <= begin) continue;
     double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
     for (size_t p = begin; p < end; p++) sum += scores[p];
-    mean_norm[b] = sum / (double)(end - begin) / mean;
+    mean_norm[b] = sum; /* the sum for now */
+    total += sum;
+  }
+  double mean = total / (double)n;
+  for (size_t b = 0; b < buckets; b++) {
+    size_t begin = (size_t)(((unsigned long long)b * n + buckets - 1) / buckets);
+    size_t end = (size_t)(((unsigned long long)(b + 1) * n + buckets - 1) / buckets);
+    if (end > n) end = n;
+    mean_norm[b] = mean == 0.0 || end <= begin ? 0.0 : mean_norm[b] / (double)(end - begin) / mean;
   }
 }

@@ -33,8 +33,8 @@ static size_t dominant_causal_keys(const OracleHead *head, int64_t position) {
  *   exact_vk: o' = (1 - A) r u, o - o' = A (v - u) + e r u
  * with r = 1/(1 - A + e); the Taylor scores take dd = ||v - o||^2 and
  * vd = v.(v - o) from the same factorisation. */
-static void dominant_pair_forms(double z, double m, const double *v, const double *u, size_t d,
-                                OraclePairForms *f) {
+void oracle_dominant_forms(double z, double m, const double *v, const double *u, size_t d,
+                           OraclePairForms *f) {
   double a = 1.0 / (1.0 + m), one_minus_a = m / (1.0 + m);
   double e = exp(-(z + log1p(m))), r = 1.0 / (one_minus_a + e);
   double vv = 0.0, du = 0.0, vdu = 0.0, vk = 0.0;
@@ -60,7 +60,7 @@ static void dominant_pair_forms(double z, double m, const double *v, const doubl
 /* A row with a single live key (position 0, or every other weight underflows):
  * o = v_p, and the existing convention of oracle_pair_forms (remove and exact_vk
  * lose the whole stored output oo, exact_k is 0). */
-static void dominant_single_forms(double z, const double *v, const double *o, size_t d,
+void oracle_dominant_single_forms(double z, const double *v, const double *o, size_t d,
                                   OraclePairForms *f) {
   double vv = 0.0, oo = 0.0;
   for (size_t c = 0; c < d; c++) {
@@ -75,7 +75,7 @@ static void dominant_single_forms(double z, const double *v, const double *o, si
  * key p (the first of equal maxima) and its logit z_p. Every row of every
  * chunk passes here, so the exponentials are the vectorisable oracle_exp_fast
  * (about 2 ulp, far below what m needs). */
-static double dominant_row_weights(double *z, size_t n_keys, size_t live, size_t *top,
+double oracle_dominant_row_weights(double *z, size_t n_keys, size_t live, size_t *top,
                                    double *z_top) {
   size_t p = 0;
   for (size_t k = 1; k < live; k++)
@@ -106,12 +106,12 @@ static void dominant_chunk(const OracleHead *head, size_t j, size_t r0, size_t r
   for (size_t k = 0; k < n; k++) {
     double *z = zw + k * n_keys;
     size_t live = dominant_causal_keys(head, head->row_positions[r0 + k]), p;
-    double zp, m = dominant_row_weights(z, n_keys, live, &p, &zp);
+    double zp, m = oracle_dominant_row_weights(z, n_keys, live, &p, &zp);
     out[k] = (OracleDominantPair){.position = ORACLE_DOMINANT_NONE};
     if (!(m < 1.0)) continue; /* A = 1/(1 + m) <= 1/2 */
     out[k].position = p;
     if (m == 0.0) {
-      dominant_single_forms(zp, head->V + p * d, head->O + (ho + k) * d, d, &out[k].forms);
+      oracle_dominant_single_forms(zp, head->V + p * d, head->O + (ho + k) * d, d, &out[k].forms);
       continue;
     }
     if (n_dom != k) memcpy(zw + n_dom * n_keys, z, n_keys * sizeof *z);
@@ -126,8 +126,41 @@ static void dominant_chunk(const OracleHead *head, size_t j, size_t r0, size_t r
     double *uk = u + k * d;
     for (size_t c = 0; c < d; c++) uk[c] /= m_of[k];
     OracleDominantPair *pair = out + rows[k];
-    dominant_pair_forms(z_of[k], m_of[k], head->V + pair->position * d, uk, d, &pair->forms);
+    oracle_dominant_forms(z_of[k], m_of[k], head->V + pair->position * d, uk, d, &pair->forms);
   }
+}
+
+/* w[t] = exp(z[t] - z_top) for t in lo..hi-1; returns their sum. */
+double oracle_dominant_weights_d(const double *restrict z, double *restrict w, size_t lo, size_t hi,
+                                 double z_top) {
+  double m = 0.0;
+#pragma omp simd reduction(+ : m)
+  for (size_t t = lo; t < hi; t++) {
+    double x = oracle_exp_fast(z[t] - z_top);
+    w[t] = x;
+    m += x;
+  }
+  return m;
+}
+
+/* The same from float logits (z = scale * z_float), weights rounded to float
+ * for sgemm; the sum is of the unrounded weights. In pieces through a double
+ * buffer: GCC 12 does not vectorise the loop that stores the floats itself. */
+double oracle_dominant_weights_f(const float *restrict z, float *restrict w, size_t lo, size_t hi,
+                                 double scale, double z_top) {
+  enum { PIECE = 256 };
+  double m = 0.0, x[PIECE];
+  for (size_t t0 = lo; t0 < hi; t0 += PIECE) {
+    size_t n = hi - t0 < PIECE ? hi - t0 : PIECE;
+#pragma omp simd reduction(+ : m)
+    for (size_t t = 0; t < n; t++) {
+      x[t] = oracle_exp_fast(scale * z[t0 + t] - z_top);
+      m += x[t];
+    }
+#pragma omp simd
+    for (size_t t = 0; t < n; t++) w[t0 + t] = (float)x[t];
+  }
+  return m;
 }
 
 int oracle_dominant_init(OracleDominant *table, const OracleHead *head, size_t row_begin,

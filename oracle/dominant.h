@@ -60,4 +60,35 @@ static inline const OracleDominantPair *oracle_dominant_pair(const OracleDominan
   return table->pairs + j * (table->row_end - table->row_begin) + (row - table->row_begin);
 }
 
+/* The pair's quantities from its logit z, m = sum_{j != p} w_j (0 < m < 1),
+ * v = v_p (d) and u (d), the output of attention over the other keys
+ * (docs/SCIENCE.md, "A key that takes nearly all the attention"). */
+void oracle_dominant_forms(double z, double m, const double *v, const double *u, size_t d,
+                           OraclePairForms *f);
+
+/* A row whose only live key is p (m = 0): o = v_p, the whole stored output
+ * o (d) is lost by remove and exact_vk. */
+void oracle_dominant_single_forms(double z, const double *v, const double *o, size_t d,
+                                  OraclePairForms *f);
+
+/* Logits z (n_keys) of a row with `live` causal keys into weights
+ * w_j = exp(z_j - z_p) in place (0 at the top key p and from live on);
+ * returns m = sum w_j, *top = p (the first of equal maxima), *z_top = z_p.
+ * The row has a dominant key when m < 1. */
+double oracle_dominant_row_weights(double *z, size_t n_keys, size_t live, size_t *top,
+                                   double *z_top);
+
+/* A row is tested for a dominant key (m < 1) only when its largest weight by
+ * the stored lse, exp(z_max - lse), reaches this: A > 1/2 with the stored
+ * lse off by less than ln(1/0.45) = 0.1 (a float lse is off by ~1e-6). */
+#define ORACLE_DOMINANT_CANDIDATE 0.45
+
+/* w[t] = exp(z[t] - z_top) for t in lo..hi-1 (z: a row's logits); returns
+ * their sum. The _f form reads float logits (z = scale * z_float) and
+ * stores float weights (for sgemm), summing the unrounded ones. */
+double oracle_dominant_weights_d(const double *restrict z, double *restrict w, size_t lo, size_t hi,
+                                 double z_top);
+double oracle_dominant_weights_f(const float *restrict z, float *restrict w, size_t lo, size_t hi,
+                                 double scale, double z_top);
+
 #endif

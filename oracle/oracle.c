@@ -12,6 +12,7 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stdbool.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "common/obc_search.h"
 #include "oracle/dominant.h"
 #include "oracle/exact_forms.h"
+#include "oracle/fast_exp.h"
 #include "oracle/oracle_gemm.h"
 
 enum { ORACLE_BLOCK = 512, ORACLE_ROW_CHUNK = 128 };
@@ -185,10 +187,280 @@ int oracle_decode_rows(const OracleHead *head, const char *what, size_t first_st
 int oracle_eviction_error(const OracleHead *head, size_t first_step, size_t n_steps,
                           OraclePrecision precision, double *out) {
   assert(head && out);
-  size_t first = 0;
-  int rc = oracle_decode_rows(head, "oracle", first_step, n_steps, &first);
-  if (rc) return rc;
-  return oracle_accumulate_rows(head, first, first + n_steps, OBC_EXACT_REMOVE, precision, out);
+  return oracle_eviction_errors(head, &first_step, &n_steps, 1, precision, &out);
+}
+
+/* Buffers of oracle_eviction_errors for n rows of every query head. */
+typedef struct {
+  size_t n_rows, n_keys, ld; /* ld = n_keys */
+  void *z, *vo, *w, *u;      /* (group_size, n_rows, ld) / (.., head_dim), float or double */
+  void *q, *o;               /* (group_size * n_rows, head_dim) the rows, gathered */
+  double *m, *z_top;         /* (group_size, n_rows) */
+  OracleDominantPair *pair;  /* (group_size, n_rows) */
+  double *errors;            /* (group_size, n_rows, n_prompt) each row's remove errors */
+  double *rows;              /* per thread: n_keys doubles */
+  double *o_sq;              /* (group_size, n_rows) */
+} OracleRowsWork;
+
+/* z and vo element t of row i of head j, in double (FLOAT widens as
+ * oracle_gemm_block: z = scale * z_float). */
+static inline double oracle_z_at(const OracleGemm *gemm, const void *z, size_t at) {
+  return gemm->precision == OBC_PRECISION_DOUBLE ? ((const double *)z)[at]
+                                                 : gemm->head->attn_scale * ((const float *)z)[at];
+}
+
+/* Row i (captured row row_lo + i) of head j: its dominant pair when one key
+ * has A > 1/2 (m < 1, from the row's own logits; rows below the stored-lse
+ * bar ORACLE_DOMINANT_CANDIDATE are not tested), its weights left in w. */
+static void oracle_find_dominant(const OracleGemm *gemm, OracleRowsWork *wk, size_t row_lo,
+                                 size_t j, size_t i) {
+  const OracleHead *head = gemm->head;
+  size_t row = row_lo + i, ho = j * head->n_rows + row, d = head->head_dim;
+  size_t live = (size_t)head->row_positions[row] + 1, n_keys = wk->n_keys;
+  if (live > n_keys) live = n_keys;
+  size_t at = (j * wk->n_rows + i) * wk->ld, slot = j * wk->n_rows + i, p = 0;
+  OracleDominantPair *pair = &wk->pair[slot];
+  pair->position = ORACLE_DOMINANT_NONE;
+  wk->m[slot] = 0.0;
+  bool dbl = gemm->precision == OBC_PRECISION_DOUBLE;
+  const double *zd = (const double *)wk->z + at;
+  const float *zf = (const float *)wk->z + at;
+  double scale = head->attn_scale, z_max;
+  if (dbl) {
+    z_max = zd[0];
+#pragma omp simd reduction(max : z_max)
+    for (size_t t = 0; t < live; t++) z_max = zd[t] > z_max ? zd[t] : z_max;
+    while (p + 1 < live && !(zd[p] == z_max)) p++;
+  } else {
+    float top = zf[0];
+#pragma omp simd reduction(max : top)
+    for (size_t t = 0; t < live; t++) top = zf[t] > top ? zf[t] : top;
+    z_max = scale * top;
+    while (p + 1 < live && !(zf[p] == top)) p++;
+  }
+  if (!(oracle_exp_fast(z_max - head->lse[ho]) >= ORACLE_DOMINANT_CANDIDATE)) return;
+  double m;
+  if (dbl) {
+    double *w = (double *)wk->w + at;
+    m = oracle_dominant_weights_d(zd, w, 0, p, z_max) +
+        oracle_dominant_weights_d(zd, w, p + 1, live, z_max);
+    memset(w + live, 0, (n_keys - live) * sizeof *w);
+    w[p] = 0.0;
+  } else {
+    float *w = (float *)wk->w + at;
+    m = oracle_dominant_weights_f(zf, w, 0, p, scale, z_max) +
+        oracle_dominant_weights_f(zf, w, p + 1, live, scale, z_max);
+    memset(w + live, 0, (n_keys - live) * sizeof *w);
+    w[p] = 0.0f;
+  }
+  if (!(m < 1.0)) return;
+  pair->position = p;
+  if (m == 0.0) {
+    oracle_dominant_single_forms(z_max, head->V + p * d, head->O + ho * d, d, &pair->forms);
+    return;
+  }
+  wk->m[slot] = m;
+  wk->z_top[slot] = z_max;
+}
+
+/* Head j's dominant rows: weights packed to the front, u = W V, the forms. */
+static void oracle_dominant_values(const OracleGemm *gemm, OracleRowsWork *wk, size_t j) {
+  const OracleHead *head = gemm->head;
+  size_t d = head->head_dim, base = j * wk->n_rows;
+  size_t elem = gemm->precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+  char *w = (char *)wk->w + base * wk->ld * elem, *u = (char *)wk->u + base * d * elem;
+  size_t n = 0, packed[ORACLE_ROW_CHUNK];
+  for (size_t i = 0; i < wk->n_rows; i++) {
+    if (!(wk->m[base + i] > 0.0)) continue;
+    if (n != i) memcpy(w + n * wk->ld * elem, w + i * wk->ld * elem, wk->n_keys * elem);
+    packed[n++] = i;
+  }
+  if (n == 0) return;
+  oracle_gemm_weighted_values(gemm, n, wk->n_keys, w, wk->ld, u);
+  double uk[512];
+  for (size_t k = 0; k < n; k++) {
+    size_t i = packed[k];
+    double m = wk->m[base + i];
+    for (size_t c = 0; c < d; c++)
+      uk[c] = (gemm->precision == OBC_PRECISION_DOUBLE ? ((const double *)u)[k * d + c]
+                                                       : (double)((const float *)u)[k * d + c]) /
+              m;
+    OracleDominantPair *pair = &wk->pair[base + i];
+    oracle_dominant_forms(wk->z_top[base + i], m, head->V + pair->position * d, uk, d,
+                          &pair->forms);
+  }
+}
+
+/* remove errors of pairs lo..hi-1 of one row (A <= 1/2 each), vectorised. */
+static inline void oracle_remove_pairs(const double *restrict z, const double *restrict vo,
+                                       const double *restrict vv, double lse, double e, double oo,
+                                       double *restrict err, size_t lo, size_t hi) {
+#pragma omp simd
+  for (size_t t = lo; t < hi; t++) {
+    double a = oracle_exp_fast(z[t] - lse), dd, vd, r, inv_live;
+    oracle_pair_norms_from_dots(vv[t], vo[t], oo, &dd, &vd);
+    oracle_pair_reciprocals(1.0 - a, e, &r, &inv_live);
+    err[t] = oracle_form_remove(a, inv_live, dd);
+  }
+}
+
+/* Row i of head j: the remove error of every prompt position it sees. */
+static void oracle_row_errors(const OracleGemm *gemm, OracleRowsWork *wk, size_t row_lo,
+                              const double *v_sq, size_t j, size_t i, double *scratch) {
+  const OracleHead *head = gemm->head;
+  size_t s = head->n_prompt, row = row_lo + i, ho = j * head->n_rows + row;
+  size_t live = (size_t)head->row_positions[row] + 1, len = live < s ? live : s;
+  size_t at = (j * wk->n_rows + i) * wk->ld, slot = j * wk->n_rows + i;
+  double *z = scratch, *vo = scratch + s, *err = wk->errors + slot * s;
+  for (size_t t = 0; t < len; t++) {
+    z[t] = oracle_z_at(gemm, wk->z, at + t);
+    vo[t] = gemm->precision == OBC_PRECISION_DOUBLE ? ((const double *)wk->vo)[at + t]
+                                                    : ((const float *)wk->vo)[at + t];
+  }
+  double lse = head->lse[ho], e = exp(-lse), oo = wk->o_sq[slot];
+  size_t p = wk->pair[slot].position;
+  if (p < len) {
+    oracle_remove_pairs(z, vo, v_sq, lse, e, oo, err, 0, p);
+    err[p] = wk->pair[slot].forms.remove;
+    oracle_remove_pairs(z, vo, v_sq, lse, e, oo, err, p + 1, len);
+  } else {
+    oracle_remove_pairs(z, vo, v_sq, lse, e, oo, err, 0, len);
+  }
+  for (size_t t = len; t < s; t++) err[t] = 0.0;
+}
+
+static void oracle_rows_work_free(OracleRowsWork *wk) {
+  free(wk->z), free(wk->vo), free(wk->w), free(wk->u), free(wk->m), free(wk->pair);
+  free(wk->errors), free(wk->rows), free(wk->o_sq), free(wk->q), free(wk->o);
+  memset(wk, 0, sizeof *wk);
+}
+
+static int oracle_rows_work_alloc(OracleRowsWork *wk, const OracleHead *head, size_t n_rows,
+                                  size_t n_keys, OraclePrecision precision, int threads) {
+  size_t g = head->group_size, d = head->head_dim, s = head->n_prompt, n = g * n_rows;
+  size_t elem = precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+  size_t per_thread = n_keys > 2 * s ? n_keys : 2 * s;
+  *wk = (OracleRowsWork){.n_rows = n_rows, .n_keys = n_keys, .ld = n_keys};
+  wk->z = obc_malloc(n * n_keys * elem, "oracle logits");
+  wk->vo = obc_malloc(n * n_keys * elem, "oracle value-output dots");
+  wk->w = obc_malloc(n * n_keys * elem, "oracle dominant-key weights");
+  wk->u = obc_malloc(n * d * elem, "oracle dominant-key outputs");
+  wk->q = obc_malloc(n * d * elem, "oracle rows (q)");
+  wk->o = obc_malloc(n * d * elem, "oracle rows (o)");
+  wk->m = obc_malloc(2 * n * sizeof *wk->m, "oracle dominant-key sums");
+  wk->pair = obc_malloc(n * sizeof *wk->pair, "oracle dominant-key pairs");
+  wk->errors = obc_malloc(n * s * sizeof *wk->errors, "oracle row errors");
+  wk->rows = obc_malloc((size_t)threads * per_thread * sizeof *wk->rows, "oracle rows");
+  wk->o_sq = obc_malloc(n * sizeof *wk->o_sq, "oracle output norms");
+  if (!wk->z || !wk->vo || !wk->w || !wk->u || !wk->q || !wk->o || !wk->m || !wk->pair ||
+      !wk->errors || !wk->rows || !wk->o_sq) {
+    oracle_rows_work_free(wk);
+    return OBC_ENOMEM;
+  }
+  wk->z_top = wk->m + n;
+  return OBC_OK;
+}
+
+/* Rows row_lo..row_lo+n-1 of every head into wk->errors. */
+static void oracle_rows_pass(const OracleGemm *gemm, OracleRowsWork *wk, size_t row_lo,
+                             const double *v_sq, int threads) {
+  const OracleHead *head = gemm->head;
+  size_t g = head->group_size, d = head->head_dim, n = wk->n_rows, s = head->n_prompt;
+  size_t per_thread = wk->n_keys > 2 * s ? wk->n_keys : 2 * s;
+  size_t elem = gemm->precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+  for (size_t i = 0; i < g * n; i++) {
+    size_t j = i / n, r = row_lo + i % n;
+    const double *o = head->O + (j * head->n_rows + r) * d;
+    double oo = 0.0;
+#pragma omp simd reduction(+ : oo)
+    for (size_t c = 0; c < d; c++) oo += o[c] * o[c];
+    wk->o_sq[i] = oo;
+  }
+  size_t n_slabs = (wk->n_keys + ORACLE_BLOCK - 1) / ORACLE_BLOCK;
+  oracle_gemm_gather_rows(gemm, row_lo, n, wk->q, wk->o);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (size_t slab = 0; slab < n_slabs; slab++) {
+    size_t k0 = slab * ORACLE_BLOCK;
+    size_t nk = wk->n_keys - k0 < ORACLE_BLOCK ? wk->n_keys - k0 : ORACLE_BLOCK;
+    oracle_gemm_rows_raw(gemm, wk->q, wk->o, g * n, k0, nk, (char *)wk->z + k0 * elem,
+                         (char *)wk->vo + k0 * elem, wk->ld);
+  }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (size_t item = 0; item < g * n; item++)
+    oracle_find_dominant(gemm, wk, row_lo, item / n, item % n);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (size_t j = 0; j < g; j++) oracle_dominant_values(gemm, wk, j);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (size_t item = 0; item < g * n; item++)
+    oracle_row_errors(gemm, wk, row_lo, v_sq, item / n, item % n,
+                      wk->rows + (size_t)omp_get_thread_num() * per_thread);
+}
+
+int oracle_eviction_errors(const OracleHead *head, const size_t *first_step, const size_t *n_steps,
+                           size_t n_ranges, OraclePrecision precision, double *const *out) {
+  assert(head && first_step && n_steps && out);
+  size_t s = head->n_prompt, d = head->head_dim, g = head->group_size;
+  size_t lo = SIZE_MAX, hi = 0, first[8];
+  if (n_ranges == 0 || n_ranges > 8)
+    return obc_fail(OBC_EINVAL, "oracle: %zu ranges (expected 1..8)", n_ranges);
+  if (d > 512) return obc_fail(OBC_EINVAL, "oracle: head_dim %zu (expected at most 512)", d);
+  for (size_t r = 0; r < n_ranges; r++) {
+    int rc = oracle_decode_rows(head, "oracle", first_step[r], n_steps[r], &first[r]);
+    if (rc) return rc;
+    lo = first[r] < lo ? first[r] : lo;
+    hi = first[r] + n_steps[r] > hi ? first[r] + n_steps[r] : hi;
+    memset(out[r], 0, s * sizeof *out[r]);
+  }
+  int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  size_t n_keys = (size_t)head->row_positions[hi - 1] + 1;
+  if (n_keys > head->n_positions) n_keys = head->n_positions;
+  size_t chunk = hi - lo < ORACLE_ROW_CHUNK ? hi - lo : ORACLE_ROW_CHUNK;
+  OracleGemm gemm;
+  OracleRowsWork wk;
+  double *v_sq = obc_malloc(s * sizeof *v_sq, "value norms");
+  if (!v_sq) return OBC_ENOMEM;
+  int rc = oracle_gemm_init(&gemm, head, n_keys, precision);
+  if (rc) {
+    free(v_sq);
+    return rc;
+  }
+  if ((rc = oracle_rows_work_alloc(&wk, head, chunk, n_keys, precision, threads))) {
+    oracle_gemm_free(&gemm);
+    free(v_sq);
+    return rc;
+  }
+  for (size_t p = 0; p < s; p++) { /* in vector lanes, as the sweep's */
+    const double *v = head->V + p * d;
+    double vv = 0.0;
+#pragma omp simd reduction(+ : vv)
+    for (size_t k = 0; k < d; k++) vv += v[k] * v[k];
+    v_sq[p] = vv;
+  }
+  for (size_t c0 = lo; c0 < hi; c0 += chunk) {
+    wk.n_rows = hi - c0 < chunk ? hi - c0 : chunk;
+    oracle_rows_pass(&gemm, &wk, c0, v_sq, threads);
+    /* Each range adds its rows' errors, heads then rows, position by position. */
+    for (size_t r = 0; r < n_ranges; r++) {
+      size_t r0 = first[r] > c0 ? first[r] : c0;
+      size_t r1 = first[r] + n_steps[r] < c0 + wk.n_rows ? first[r] + n_steps[r] : c0 + wk.n_rows;
+      if (r0 >= r1) continue;
+      double *dst = out[r];
+      size_t n_pieces = (s + ORACLE_BLOCK - 1) / ORACLE_BLOCK;
+#pragma omp parallel for schedule(static) num_threads(threads)
+      for (size_t piece = 0; piece < n_pieces; piece++) {
+        size_t p0 = piece * ORACLE_BLOCK, p1 = p0 + ORACLE_BLOCK < s ? p0 + ORACLE_BLOCK : s;
+        for (size_t j = 0; j < g; j++)
+          for (size_t row = r0; row < r1; row++) {
+            const double *err = wk.errors + (j * wk.n_rows + (row - c0)) * s;
+            for (size_t p = p0; p < p1; p++) dst[p] += err[p];
+          }
+      }
+    }
+  }
+  oracle_rows_work_free(&wk);
+  oracle_gemm_free(&gemm);
+  free(v_sq);
+  return OBC_OK;
 }
 
 static double oracle_logit(const OracleHead *head, const double *q, size_t p) {

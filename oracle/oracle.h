@@ -28,6 +28,10 @@ typedef struct {
   const double *O;              /* (group_size, n_rows, head_dim) */
   const double *lse;            /* (group_size, n_rows) */
   double attn_scale;            /* z = attn_scale * q.k */
+  /* Optional: the same K, V, Q, O as floats when the doubles were widened
+   * from them (a trace), so that FLOAT GEMMs read them without a rounded
+   * copy; NULL otherwise. */
+  const float *K_f, *V_f, *Q_f, *O_f;
 } OracleHead;
 
 /* Precision of the GEMMs (q.k and v.o); element-wise work is always double.
@@ -64,6 +68,15 @@ int oracle_decode_rows(const OracleHead *head, const char *what, size_t first_st
  * those decode rows are not captured. */
 int oracle_eviction_error(const OracleHead *head, size_t first_step, size_t n_steps,
                           OraclePrecision precision, double *out);
+
+/* oracle@a-b for n_ranges ranges at once (first_step[r], n_steps[r]) into
+ * out[r] (n_prompt each), from one pass over the union of their decode rows:
+ * GEMMs over whole rows (every causal key, decode keys too), so the dominant
+ * pair of each row comes from the same logits (oracle/dominant.h). Each
+ * range sums its rows' errors in the order of oracle_eviction_error (query
+ * heads, then rows); the same numbers for any thread count. */
+int oracle_eviction_errors(const OracleHead *head, const size_t *first_step, const size_t *n_steps,
+                           size_t n_ranges, OraclePrecision precision, double *const *out);
 
 /* Set eviction (docs/SCIENCE.md, "Eviction and replay"): for query row index r
  * of query head j, o' = (o - sum_{p in E} A_p v_p) / (1 - sum_{p in E} A_p),

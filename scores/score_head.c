@@ -20,8 +20,8 @@ int score_head_alloc(ScoreHead *h, const TraceMeta *meta) {
   size_t group = meta->model.n_heads / meta->model.n_kv_heads;
   h->K_f = obc_malloc(n_pos * d * sizeof(float), "K (float)");
   h->V_f = obc_malloc(n_pos * d * sizeof(float), "V (float)");
-  h->Q_f = obc_malloc(rows * d * sizeof(float), "Q (float)");
-  h->O_f = obc_malloc(rows * d * sizeof(float), "O (float)");
+  h->Q_f = obc_malloc(group * rows * d * sizeof(float), "Q (float)");
+  h->O_f = obc_malloc(group * rows * d * sizeof(float), "O (float)");
   h->lse_f = obc_malloc(rows * sizeof(float), "lse (float)");
   h->K = obc_malloc(n_pos * d * sizeof(double), "K");
   h->V = obc_malloc(n_pos * d * sizeof(double), "V");
@@ -44,8 +44,18 @@ int score_head_alloc(ScoreHead *h, const TraceMeta *meta) {
                          .Q = h->Q,
                          .O = h->O,
                          .lse = h->lse,
-                         .attn_scale = meta->model.attn_scale};
+                         .attn_scale = meta->model.attn_scale,
+                         .K_f = h->K_f,
+                         .V_f = h->V_f,
+                         .Q_f = h->Q_f,
+                         .O_f = h->O_f};
   return OBC_OK;
+}
+
+void score_head_float_keys(ScoreHead *h) {
+  free(h->K);
+  h->K = NULL;
+  h->data.K = NULL;
 }
 
 static void to_doubles(const float *in, size_t n, double *out) {
@@ -57,13 +67,14 @@ int score_head_read(ScoreHead *h, TraceReader *reader, size_t layer, size_t kv_h
   size_t d = meta->model.head_dim, rows = meta->n_rows, group = h->data.group_size;
   int rc = trace_read_kv(reader, layer, kv_head, h->K_f, h->V_f);
   if (rc) return rc;
-  to_doubles(h->K_f, meta->n_positions * d, h->K);
+  if (h->K) to_doubles(h->K_f, meta->n_positions * d, h->K);
   to_doubles(h->V_f, meta->n_positions * d, h->V);
   for (size_t j = 0; j < group; j++) {
-    rc = trace_read_rows(reader, layer, kv_head * group + j, h->Q_f, h->O_f, h->lse_f);
+    float *q = h->Q_f + j * rows * d, *o = h->O_f + j * rows * d;
+    rc = trace_read_rows(reader, layer, kv_head * group + j, q, o, h->lse_f);
     if (rc) return rc;
-    to_doubles(h->Q_f, rows * d, h->Q + j * rows * d);
-    to_doubles(h->O_f, rows * d, h->O + j * rows * d);
+    to_doubles(q, rows * d, h->Q + j * rows * d);
+    to_doubles(o, rows * d, h->O + j * rows * d);
     to_doubles(h->lse_f, rows, h->lse + j * rows);
   }
   return OBC_OK;

@@ -18,16 +18,21 @@
  * so one GEMM block of logits z = Q K^T * scale and one of vo = O V^T give
  * everything in O(1) per pair (oracle/exact_forms.h). A pair with a > 1/2
  * (at most one per row) cannot be read from the stored lse and O: its row's
- * attention is recomputed in double from q, K, V before the sweep
- * (oracle/dominant.h, docs/SCIENCE.md) and the sweep adds those numbers. A
+ * attention is recomputed from the same GEMM outputs (whole rows: every
+ * causal key) and one more product of the row's weights with V
+ * (oracle/dominant.h, docs/SCIENCE.md), and the sweep adds those numbers. A
  * row whose only live key is p (position 0, or every other weight
  * underflowing) loses its whole output ||o_i||^2 on removal.
  *
- * Parallel layout: prompt positions are cut into fixed blocks; one thread owns
- * a block for every head, row and window, walking rows s-1, s-2, ... and
- * copying its accumulators out when the number of rows walked equals a
- * requested W. Every output element is therefore summed by one thread in one
- * fixed order: results are bit-identical for any thread count. */
+ * Layout: rows are taken in chunks of SWEEP_ROW_CHUNK from the last prompt
+ * row backwards. For each chunk, the logits of every head against all its
+ * causal keys (one GEMM for the group per fixed key slab), the dominant
+ * pairs, then the position blocks: one thread owns a block, computes the
+ * block's v.o for every head and row of the chunk, adds each row to the
+ * block's accumulators and copies them out when the number of rows walked
+ * equals a requested W. Every output element is
+ * therefore summed in one fixed order and every GEMM call has a fixed shape:
+ * results are bit-identical for any thread count. */
 #include "scores/scores.h"
 
 #include <assert.h>
@@ -42,10 +47,12 @@
 #include "oracle/fast_exp.h"
 #include "oracle/oracle_gemm.h"
 
-/* Positions per block and rows per GEMM: a block's logits for 3 heads take
- * 3 * 128 * 128 * 16 B = 768 KB (L2), its accumulators 24 KB (L1). A block of
- * 128 measured ~12% faster than 256 on the benchmark head. */
-enum { SWEEP_BLOCK = 128, SWEEP_ROW_CHUNK = 128 };
+/* Positions per block, rows per chunk and keys per GEMM call. A chunk's GEMM
+ * outputs cover whole rows (every causal key), so the dominant key of each
+ * row is found from them and no second product is needed; a block's
+ * accumulators for 3 heads (24 KB) stay in L1 while the chunk's rows pass. */
+enum { SWEEP_BLOCK = 128, SWEEP_ROW_CHUNK = 64, SWEEP_SLAB = 1024 };
+
 
 /* Per-head accumulators of a block. */
 enum {
@@ -97,81 +104,118 @@ void score_max_pool(const double *in, size_t n, size_t kernel, double *out) {
 typedef struct {
   const OracleHead *head;
   const OracleGemm *gemm;
+  OraclePrecision precision;
   ScoreGqa aggregation;
+  int threads;
   size_t last_row; /* index of the row at position n_prompt - 1 */
   size_t max_window;
   const size_t *windows; /* (n_windows) as requested */
   const size_t *order;   /* (n_windows) indices into windows, by ascending W */
   size_t n_windows;
-  const double *v_sq;             /* (n_prompt) ||v_p||^2 */
-  const double *v_l1;             /* (n_prompt) ||v_p||_1 */
-  const double *o_sq;             /* (group_size, n_rows) ||o_i||^2 */
-  const double *exp_neg_lse;      /* (group_size, n_rows) exp(-lse_i) */
-  const OracleDominant *dominant; /* the window's rows */
+  const double *v_sq;        /* (n_prompt) ||v_p||^2 */
+  const double *v_l1;        /* (n_prompt) ||v_p||_1 */
+  const double *o_sq;        /* (group_size, n_rows) ||o_i||^2 */
+  const double *exp_neg_lse; /* (group_size, n_rows) exp(-lse_i) */
 } SweepPlan;
 
-/* One thread's buffers. */
+/* One chunk of rows (the k-th of the chunk, kk = n - 1 - k from its first
+ * row, sits at position top - k): every head's GEMM outputs against keys
+ * 0..top and each row's dominant pair. Arrays of floats (FLOAT) or doubles
+ * (DOUBLE) by precision; in z row kk of head j starts at (j * n + kk) * ld
+ * (one GEMM for the group), in w at (j * SWEEP_ROW_CHUNK + kk) * ld. */
 typedef struct {
-  double *acc;    /* (group_size, ACC_COUNT, SWEEP_BLOCK) */
-  double *z;      /* (group_size, SWEEP_ROW_CHUNK, SWEEP_BLOCK) logits */
-  double *vo;     /* (group_size, SWEEP_ROW_CHUNK, SWEEP_BLOCK) v.o */
-  float *scratch; /* (2, SWEEP_ROW_CHUNK, SWEEP_BLOCK) sgemm outputs, FLOAT only */
-} SweepWork;
+  size_t c0;                /* rows walked before the chunk */
+  size_t n;                 /* rows in the chunk */
+  size_t row_lo;            /* the chunk's first row (lowest position) */
+  size_t top;               /* position of its last row */
+  size_t ld;                /* n_prompt */
+  void *z;                  /* logits (FLOAT: unscaled) */
+  void *vo;                 /* per thread: (group_size * n, SWEEP_BLOCK) v.o of a block */
+  void *w;                  /* dominant rows' weights, packed to the front of each head's rows */
+  void *u;                  /* (group_size, SWEEP_ROW_CHUNK, head_dim) their other-key outputs */
+  void *q, *o;              /* (group_size * n, head_dim) the chunk's rows, gathered */
+  double *m, *z_top;        /* (group_size, SWEEP_ROW_CHUNK) of the packed rows */
+  size_t *packed;           /* (group_size, SWEEP_ROW_CHUNK) chunk row of each packed row */
+  OracleDominantPair *pair; /* (group_size, SWEEP_ROW_CHUNK) by chunk row */
+} SweepChunk;
 
-/* The fused pass over pairs lo..hi-1 of one row, none with a > 1/2: every
- * quantity from one exp, no branches. acc: (ACC_COUNT, SWEEP_BLOCK). */
-static inline void sweep_pairs(const double *restrict z, const double *restrict vo,
-                               const double *restrict vv, double lse, double e, double oo,
-                               double *restrict acc, size_t lo, size_t hi) {
-  double *restrict s_attn = acc + ACC_ATTN * SWEEP_BLOCK;
-  double *restrict s_attn2 = acc + ACC_ATTN2 * SWEEP_BLOCK;
-  double *restrict s_obc_v = acc + ACC_OBC_V * SWEEP_BLOCK;
-  double *restrict s_obc_k = acc + ACC_OBC_K * SWEEP_BLOCK;
-  double *restrict s_obc_vk = acc + ACC_OBC_VK * SWEEP_BLOCK;
-  double *restrict s_exact_k = acc + ACC_EXACT_K * SWEEP_BLOCK;
-  double *restrict s_exact_vk = acc + ACC_EXACT_VK * SWEEP_BLOCK;
-  double *restrict s_remove = acc + ACC_REMOVE * SWEEP_BLOCK;
+/* One row's GEMM outputs from a block's first position on: doubles (z
+ * scaled), or the floats of FLOAT GEMMs widened in the pass (z = scale *
+ * z_float, as oracle_gemm_block widens). */
+typedef struct {
+  const double *z, *vo;  /* DOUBLE */
+  const float *zf, *vof; /* FLOAT (zf != NULL) */
+  double scale;
+} SweepRowIn;
+
+/* Every quantity of pair t from its weight a = exp(z - lse), no branches
+ * (a <= 1/2). */
+static inline void sweep_pair(double a, double z, double vo, double vv, double e, double oo,
+                              double *restrict acc, size_t t) {
+  double dd, vd;
+  oracle_pair_norms_from_dots(vv, vo, oo, &dd, &vd);
+  /* a <= 1/2 here, so 1 - a is accurate and never a single live key. */
+  double r, inv_live;
+  oracle_pair_reciprocals(1.0 - a, e, &r, &inv_live);
+  double obc_v = oracle_form_obc_v(a, vv);
+  double obc_k = oracle_form_obc_k(a, z, dd);
+  acc[ACC_ATTN * SWEEP_BLOCK + t] += a;
+  acc[ACC_ATTN2 * SWEEP_BLOCK + t] += a * a;
+  acc[ACC_OBC_V * SWEEP_BLOCK + t] += obc_v;
+  acc[ACC_OBC_K * SWEEP_BLOCK + t] += obc_k;
+  acc[ACC_OBC_VK * SWEEP_BLOCK + t] += obc_v + obc_k + oracle_form_obc_vk_cross(a, z, vd);
+  acc[ACC_EXACT_K * SWEEP_BLOCK + t] += oracle_form_exact_k(a, e, r, dd);
+  acc[ACC_EXACT_VK * SWEEP_BLOCK + t] += oracle_form_exact_vk(a, e, r, oo, dd, vd);
+  acc[ACC_REMOVE * SWEEP_BLOCK + t] += oracle_form_remove(a, inv_live, dd);
+}
+
+/* The fused pass over pairs lo..hi-1 of one row, none with a > 1/2, in two
+ * loops: the logits and weights first, then the quantities (one loop held
+ * the exp's constants and the forms' values in more registers than there
+ * are). acc: (ACC_COUNT, SWEEP_BLOCK). */
+static inline void sweep_pairs(const SweepRowIn *in, const double *restrict vv, double lse,
+                               double e, double oo, double *restrict acc, size_t lo, size_t hi) {
+  double z[SWEEP_BLOCK], a[SWEEP_BLOCK];
+  if (in->zf) {
+    const float *restrict zf = in->zf;
+    double scale = in->scale;
 #pragma omp simd
-  for (size_t t = lo; t < hi; t++) {
-    double a = oracle_exp_fast(z[t] - lse);
-    double dd, vd;
-    oracle_pair_norms_from_dots(vv[t], vo[t], oo, &dd, &vd);
-    /* a <= 1/2 here, so 1 - a is accurate and never a single live key. */
-    double r, inv_live;
-    oracle_pair_reciprocals(1.0 - a, e, &r, &inv_live);
-    double obc_v = oracle_form_obc_v(a, vv[t]);
-    double obc_k = oracle_form_obc_k(a, z[t], dd);
-    s_attn[t] += a;
-    s_attn2[t] += a * a;
-    s_obc_v[t] += obc_v;
-    s_obc_k[t] += obc_k;
-    s_obc_vk[t] += obc_v + obc_k + oracle_form_obc_vk_cross(a, z[t], vd);
-    s_exact_k[t] += oracle_form_exact_k(a, e, r, dd);
-    s_exact_vk[t] += oracle_form_exact_vk(a, e, r, oo, dd, vd);
-    s_remove[t] += oracle_form_remove(a, inv_live, dd);
+    for (size_t t = lo; t < hi; t++) {
+      z[t] = scale * zf[t];
+      a[t] = oracle_exp_fast(z[t] - lse);
+    }
+    const float *restrict vof = in->vof;
+#pragma omp simd
+    for (size_t t = lo; t < hi; t++) sweep_pair(a[t], z[t], vof[t], vv[t], e, oo, acc, t);
+  } else {
+    const double *restrict zd = in->z, *restrict vo = in->vo;
+#pragma omp simd
+    for (size_t t = lo; t < hi; t++) a[t] = oracle_exp_fast(zd[t] - lse);
+#pragma omp simd
+    for (size_t t = lo; t < hi; t++) sweep_pair(a[t], zd[t], vo[t], vv[t], e, oo, acc, t);
   }
 }
 
 /* Adds row `row` of query head j to the head's accumulators acc
  * (ACC_COUNT, SWEEP_BLOCK) for positions b0..b0+len-1 (len already stops at
- * the row's own position). z (len) and vo (len) are the row's GEMM outputs.
- * The row's pair with A > 1/2, when there is one in this block, adds its
- * recomputed quantities (oracle/dominant.h); the fused pass runs over the
- * stretches around it. */
-static void sweep_row(const SweepPlan *plan, size_t j, size_t row, const double *z,
-                      const double *vo, size_t b0, size_t len, double *acc) {
+ * the row's own position). in: the row's GEMM outputs from b0 on.
+ * The row's pair with A > 1/2 (dominant), when it falls in this block, adds
+ * its recomputed quantities (oracle/dominant.h); the fused pass runs over
+ * the stretches around it. */
+static void sweep_row(const SweepPlan *plan, size_t j, size_t row,
+                      const OracleDominantPair *dominant, const SweepRowIn *in, size_t b0,
+                      size_t len, double *acc) {
   const OracleHead *head = plan->head;
   size_t ho = j * head->n_rows + row;
   const double lse = head->lse[ho], e = plan->exp_neg_lse[ho], oo = plan->o_sq[ho];
   const double *vv = plan->v_sq + b0;
-  const OracleDominantPair *dominant = oracle_dominant_pair(plan->dominant, j, row);
   size_t p = dominant->position;
   if (p == ORACLE_DOMINANT_NONE || p < b0 || p - b0 >= len) {
-    sweep_pairs(z, vo, vv, lse, e, oo, acc, 0, len);
+    sweep_pairs(in, vv, lse, e, oo, acc, 0, len);
     return;
   }
   size_t t = p - b0;
-  sweep_pairs(z, vo, vv, lse, e, oo, acc, 0, t);
+  sweep_pairs(in, vv, lse, e, oo, acc, 0, t);
   const OraclePairForms *f = &dominant->forms;
   acc[ACC_ATTN * SWEEP_BLOCK + t] += f->attn;
   acc[ACC_ATTN2 * SWEEP_BLOCK + t] += f->attn2;
@@ -181,8 +225,9 @@ static void sweep_row(const SweepPlan *plan, size_t j, size_t row, const double 
   acc[ACC_EXACT_K * SWEEP_BLOCK + t] += f->exact_k;
   acc[ACC_EXACT_VK * SWEEP_BLOCK + t] += f->exact_vk;
   acc[ACC_REMOVE * SWEEP_BLOCK + t] += f->remove;
-  sweep_pairs(z, vo, vv, lse, e, oo, acc, t + 1, len);
+  sweep_pairs(in, vv, lse, e, oo, acc, t + 1, len);
 }
+
 
 /* dst (nb) = the heads' accumulators `which` (acc: group_size, ACC_COUNT,
  * SWEEP_BLOCK) combined in head order. */
@@ -225,38 +270,184 @@ static void sweep_snapshot(const SweepPlan *plan, const double *acc, size_t b0, 
   }
 }
 
-/* Positions b0..b0+nb-1 for every head, row and window. */
-static void sweep_block(const SweepPlan *plan, size_t b0, size_t nb, SweepWork *work, double *out) {
-  const OracleHead *head = plan->head;
-  size_t s = head->n_prompt, g = head->group_size;
-  size_t plane = (size_t)SWEEP_ROW_CHUNK * SWEEP_BLOCK;
-  memset(work->acc, 0, g * ACC_COUNT * SWEEP_BLOCK * sizeof *work->acc);
-  size_t next = 0;
-  for (size_t c0 = 0; c0 < plan->max_window; c0 += SWEEP_ROW_CHUNK) {
-    size_t n = plan->max_window - c0 < SWEEP_ROW_CHUNK ? plan->max_window - c0 : SWEEP_ROW_CHUNK;
-    /* Row k of the chunk (k = 0 the latest) sits at position top - k and
-     * reaches this block only when top - k >= b0 (causality). */
-    size_t top = s - 1 - c0;
-    size_t n_live = top < b0 ? 0 : (top - b0 + 1 < n ? top - b0 + 1 : n);
-    size_t row_lo = plan->last_row - c0 + 1 - n_live; /* GEMM rows ascend in position */
-    for (size_t j = 0; j < g && n_live; j++)
-      oracle_gemm_block(plan->gemm, j, row_lo, n_live, b0, nb, work->z + j * plane,
-                        work->vo + j * plane, work->scratch);
-    for (size_t k = 0; k < n; k++) {
-      if (k < n_live) {
-        size_t kk = n_live - 1 - k;
-        size_t reach = top - k - b0 + 1, len = reach < nb ? reach : nb;
-        for (size_t j = 0; j < g; j++)
-          sweep_row(plan, j, row_lo + kk, work->z + j * plane + kk * nb,
-                    work->vo + j * plane + kk * nb, b0, len,
-                    work->acc + j * ACC_COUNT * SWEEP_BLOCK);
-      }
-      size_t walked = c0 + k + 1;
-      while (next < plan->n_windows && plan->windows[plan->order[next]] == walked)
-        sweep_snapshot(plan, work->acc, b0, nb, plan->order[next++], out);
-    }
+/* The GEMM outputs of chunk row kk of head j from key b0 on: the logits from
+ * the chunk, v.o from the block's own product vo (group_size * n, SWEEP_BLOCK). */
+static SweepRowIn sweep_row_in(const SweepPlan *plan, const SweepChunk *ch, size_t j, size_t kk,
+                               size_t b0, const void *vo) {
+  size_t at = (j * ch->n + kk) * ch->ld + b0, vo_at = (j * ch->n + kk) * SWEEP_BLOCK;
+  if (plan->precision == OBC_PRECISION_DOUBLE)
+    return (SweepRowIn){.z = (const double *)ch->z + at, .vo = (const double *)vo + vo_at};
+  return (SweepRowIn){.zf = (const float *)ch->z + at,
+                      .vof = (const float *)vo + vo_at,
+                      .scale = plan->head->attn_scale};
+}
+
+/* Asks for chunk row kk's logits at b0..b0+len-1 of every head ahead of
+ * use: the chunk (MBs) lies in L3, and rows ld apart defeat the hardware
+ * prefetcher. */
+static void sweep_prefetch(const SweepPlan *plan, const SweepChunk *ch, size_t kk, size_t b0,
+                           size_t len) {
+  size_t elem = plan->precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+  for (size_t j = 0; j < plan->head->group_size; j++) {
+    size_t at = ((j * ch->n + kk) * ch->ld + b0) * elem;
+    for (size_t byte = 0; byte < len * elem; byte += 64)
+      __builtin_prefetch((const char *)ch->z + at + byte);
   }
 }
+
+/* The chunk's rows for positions b0..b0+nb-1 and every head; acc (group_size,
+ * ACC_COUNT, SWEEP_BLOCK) holds the block's sums over the rows walked so far. */
+static void sweep_block(const SweepPlan *plan, const SweepChunk *ch, size_t b0, size_t nb,
+                        double *acc, void *vo, double *out) {
+  size_t g = plan->head->group_size;
+  /* v.o of the block for every row of the chunk, while it stays in cache. */
+  oracle_gemm_rows_raw(plan->gemm, ch->q, ch->o, g * ch->n, b0, nb, NULL, vo, SWEEP_BLOCK);
+  size_t next = 0; /* first window not yet reached */
+  while (next < plan->n_windows && plan->windows[plan->order[next]] <= ch->c0) next++;
+  for (size_t k = 0; k < ch->n; k++) {
+    size_t position = ch->top - k, kk = ch->n - 1 - k;
+    if (position >= b0) {
+      size_t reach = position - b0 + 1, len = reach < nb ? reach : nb;
+      if (k + 1 < ch->n) sweep_prefetch(plan, ch, kk - 1, b0, len);
+      for (size_t j = 0; j < g; j++) {
+        SweepRowIn in = sweep_row_in(plan, ch, j, kk, b0, vo);
+        sweep_row(plan, j, ch->row_lo + kk, &ch->pair[j * SWEEP_ROW_CHUNK + kk], &in, b0, len,
+                  acc + j * ACC_COUNT * SWEEP_BLOCK);
+      }
+    }
+    size_t walked = ch->c0 + k + 1;
+    while (next < plan->n_windows && plan->windows[plan->order[next]] == walked)
+      sweep_snapshot(plan, acc, b0, nb, plan->order[next++], out);
+  }
+}
+
+/* Chunk row kk of head j: is one key's A above 1/2? Rows below the stored-lse
+ * bar (ORACLE_DOMINANT_CANDIDATE) are not; the others get their weights
+ * w_j = exp(z_j - z_p) and m from the chunk's logits, as
+ * oracle_dominant_row_weights defines them. A row with 0 < m < 1 is marked
+ * for the weighted-value product (its weights stay in w's slot kk); m = 0
+ * is a single live key. */
+static void sweep_find_dominant(const SweepPlan *plan, SweepChunk *ch, size_t j, size_t kk) {
+  const OracleHead *head = plan->head;
+  size_t row = ch->row_lo + kk, ho = j * head->n_rows + row, d = head->head_dim;
+  size_t live = (size_t)head->row_positions[row] + 1, n_keys = ch->top + 1;
+  size_t at = (j * ch->n + kk) * ch->ld, w_at = (j * SWEEP_ROW_CHUNK + kk) * ch->ld;
+  OracleDominantPair *pair = &ch->pair[j * SWEEP_ROW_CHUNK + kk];
+  pair->position = ORACLE_DOMINANT_NONE;
+  ch->m[j * SWEEP_ROW_CHUNK + kk] = 0.0; /* not for the product */
+  double z_max;
+  if (plan->precision == OBC_PRECISION_DOUBLE) {
+    const double *z = (const double *)ch->z + at;
+    z_max = z[0];
+#pragma omp simd reduction(max : z_max)
+    for (size_t t = 0; t < live; t++) z_max = z[t] > z_max ? z[t] : z_max;
+  } else {
+    const float *z = (const float *)ch->z + at;
+    float m = z[0];
+#pragma omp simd reduction(max : m)
+    for (size_t t = 0; t < live; t++) m = z[t] > m ? z[t] : m;
+    z_max = head->attn_scale * m;
+  }
+  if (!(oracle_exp_fast(z_max - head->lse[ho]) >= ORACLE_DOMINANT_CANDIDATE)) return;
+  /* The top key p: the first of equal maxima (oracle_dominant_row_weights). */
+  size_t p = 0;
+  if (plan->precision == OBC_PRECISION_DOUBLE) {
+    const double *z = (const double *)ch->z + at;
+    while (p + 1 < live && !(z[p] == z_max)) p++;
+  } else {
+    const float *z = (const float *)ch->z + at;
+    while (p + 1 < live && !(head->attn_scale * z[p] == z_max)) p++;
+  }
+  /* Weights w_t = exp(z_t - z_p) (0 at p and from live on) and their sum m,
+   * from the GEMM outputs straight into the row's slot of w. */
+  double z_top = z_max, m;
+  if (plan->precision == OBC_PRECISION_DOUBLE) {
+    const double *z = (const double *)ch->z + at;
+    double *w = (double *)ch->w + w_at;
+    m = oracle_dominant_weights_d(z, w, 0, p, z_top) +
+        oracle_dominant_weights_d(z, w, p + 1, live, z_top);
+    memset(w + live, 0, (n_keys - live) * sizeof *w);
+    w[p] = 0.0;
+  } else {
+    const float *z = (const float *)ch->z + at;
+    float *w = (float *)ch->w + w_at;
+    double scale = head->attn_scale;
+    m = oracle_dominant_weights_f(z, w, 0, p, scale, z_top) +
+        oracle_dominant_weights_f(z, w, p + 1, live, scale, z_top);
+    memset(w + live, 0, (n_keys - live) * sizeof *w);
+    w[p] = 0.0f;
+  }
+  if (!(m < 1.0)) return; /* A = 1/(1 + m) <= 1/2 */
+  pair->position = p;
+  if (m == 0.0) {
+    oracle_dominant_single_forms(z_top, head->V + p * d, head->O + ho * d, d, &pair->forms);
+    return;
+  }
+  ch->m[j * SWEEP_ROW_CHUNK + kk] = m;
+  ch->z_top[j * SWEEP_ROW_CHUNK + kk] = z_top;
+}
+
+/* Head j's dominant rows of the chunk: weights packed to the front of its
+ * rows (ascending chunk row), one product u = W V, then each pair's
+ * quantities from u / m (oracle_dominant_forms). */
+static void sweep_dominant_values(const SweepPlan *plan, SweepChunk *ch, size_t j) {
+  const OracleHead *head = plan->head;
+  size_t d = head->head_dim, n_keys = ch->top + 1, base = j * SWEEP_ROW_CHUNK;
+  size_t elem = plan->precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+  char *w = (char *)ch->w + base * ch->ld * elem;
+  size_t n = 0;
+  for (size_t kk = 0; kk < ch->n; kk++) {
+    if (!(ch->m[base + kk] > 0.0)) continue;
+    if (n != kk) memcpy(w + n * ch->ld * elem, w + kk * ch->ld * elem, n_keys * elem);
+    ch->packed[base + n++] = kk;
+  }
+  if (n == 0) return;
+  char *u = (char *)ch->u + base * d * elem;
+  oracle_gemm_weighted_values(plan->gemm, n, n_keys, w, ch->ld, u);
+  double uk[512]; /* head_dim <= 512 (sweep_check) */
+  for (size_t i = 0; i < n; i++) {
+    size_t kk = ch->packed[base + i];
+    double m = ch->m[base + kk];
+    for (size_t c = 0; c < d; c++)
+      uk[c] = (plan->precision == OBC_PRECISION_DOUBLE ? ((const double *)u)[i * d + c]
+                                                       : (double)((const float *)u)[i * d + c]) /
+              m;
+    OracleDominantPair *pair = &ch->pair[base + kk];
+    oracle_dominant_forms(ch->z_top[base + kk], m, head->V + pair->position * d, uk, d,
+                          &pair->forms);
+  }
+}
+
+/* Rows c0..c0+n-1 walked back from the last prompt row: GEMMs over fixed key
+ * slabs, the dominant pairs, then every position block. Each step splits its
+ * work in the same pieces for any thread count. */
+static void sweep_chunk(const SweepPlan *plan, SweepChunk *ch, double *acc_all, double *out) {
+  const OracleHead *head = plan->head;
+  size_t g = head->group_size, s = head->n_prompt;
+  size_t elem = plan->precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+  size_t n_keys = ch->top + 1, n_slabs = (n_keys + SWEEP_SLAB - 1) / SWEEP_SLAB;
+  oracle_gemm_gather_rows(plan->gemm, ch->row_lo, ch->n, ch->q, ch->o);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
+  for (size_t slab = 0; slab < n_slabs; slab++) {
+    size_t k0 = slab * SWEEP_SLAB, nk = n_keys - k0 < SWEEP_SLAB ? n_keys - k0 : SWEEP_SLAB;
+    oracle_gemm_rows_raw(plan->gemm, ch->q, ch->o, g * ch->n, k0, nk, (char *)ch->z + k0 * elem,
+                         NULL, ch->ld);
+  }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
+  for (size_t item = 0; item < g * ch->n; item++)
+    sweep_find_dominant(plan, ch, item / ch->n, item % ch->n);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
+  for (size_t j = 0; j < g; j++) sweep_dominant_values(plan, ch, j);
+  size_t n_blocks = (s + SWEEP_BLOCK - 1) / SWEEP_BLOCK, acc_n = g * ACC_COUNT * SWEEP_BLOCK;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
+  for (size_t b = 0; b < n_blocks; b++) {
+    size_t b0 = b * SWEEP_BLOCK, nb = s - b0 < SWEEP_BLOCK ? s - b0 : SWEEP_BLOCK;
+    void *vo =
+        (char *)ch->vo + (size_t)omp_get_thread_num() * g * SWEEP_ROW_CHUNK * SWEEP_BLOCK * elem;
+    sweep_block(plan, ch, b0, nb, acc_all + b * acc_n, vo, out);
+  }
+}
+
 
 /* Checks the request; finds the row of position s-1 and the number of
  * contiguous prompt rows captured up to it. */
@@ -267,6 +458,8 @@ static int sweep_check(const OracleHead *head, const size_t *windows, size_t n_w
     return obc_fail(OBC_EINVAL, "score sweep: SnapKV kernel %zu (expected an odd width >= 1)",
                     options->snapkv_kernel);
   if (n_windows == 0) return obc_fail(OBC_EINVAL, "score sweep: no window requested");
+  if (head->head_dim > 512)
+    return obc_fail(OBC_EINVAL, "score sweep: head_dim %zu (expected at most 512)", head->head_dim);
   size_t end = 0;
   while (end < head->n_rows && head->row_positions[end] < (int64_t)s) end++;
   if (end == 0 || head->row_positions[end - 1] != (int64_t)s - 1)
@@ -290,91 +483,133 @@ static int sweep_check(const OracleHead *head, const size_t *windows, size_t n_w
   return 0;
 }
 
+/* Buffers of one call, sized for one (layer, KV head). */
+typedef struct {
+  SweepChunk chunk;
+  double *acc;   /* (n_blocks, group_size, ACC_COUNT, SWEEP_BLOCK) */
+  double *norms; /* v_sq, v_l1 (n_prompt each), o_sq, exp_neg_lse (group_size * n_rows each) */
+  size_t *order;
+} SweepBuffers;
+
+static void sweep_buffers_free(SweepBuffers *b) {
+  SweepChunk *ch = &b->chunk;
+  free(ch->z), free(ch->vo), free(ch->w), free(ch->u), free(ch->m), free(ch->packed);
+  free(ch->q), free(ch->o);
+  free(ch->pair);
+  free(b->acc), free(b->norms), free(b->order);
+  memset(b, 0, sizeof *b);
+}
+
+static int sweep_buffers_alloc(SweepBuffers *b, const OracleHead *head, OraclePrecision precision,
+                               int threads, size_t n_windows) {
+  memset(b, 0, sizeof *b);
+  size_t s = head->n_prompt, g = head->group_size, d = head->head_dim;
+  size_t elem = precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+  size_t rows = g * SWEEP_ROW_CHUNK, n_blocks = (s + SWEEP_BLOCK - 1) / SWEEP_BLOCK;
+  size_t n_ho = g * head->n_rows;
+  SweepChunk *ch = &b->chunk;
+  ch->ld = s;
+  ch->z = obc_malloc(rows * s * elem, "sweep logits");
+  ch->vo = obc_malloc((size_t)threads * rows * SWEEP_BLOCK * elem, "sweep value-output dots");
+  ch->w = obc_malloc(rows * s * elem, "dominant-key weights");
+  ch->u = obc_malloc(rows * d * elem, "dominant-key outputs");
+  ch->q = obc_malloc(rows * d * elem, "chunk queries");
+  ch->o = obc_malloc(rows * d * elem, "chunk outputs");
+  ch->m = obc_malloc(2 * rows * sizeof *ch->m, "dominant-key sums");
+  ch->packed = obc_malloc(rows * sizeof *ch->packed, "dominant-key rows");
+  ch->pair = obc_malloc(rows * sizeof *ch->pair, "dominant-key pairs");
+  b->acc = obc_calloc(n_blocks * g * ACC_COUNT * SWEEP_BLOCK, sizeof *b->acc, "sweep sums");
+  b->norms = obc_malloc((2 * s + 2 * n_ho) * sizeof *b->norms, "value and output norms");
+  b->order = obc_malloc(n_windows * sizeof *b->order, "window order");
+  if (!ch->z || !ch->vo || !ch->w || !ch->u || !ch->q || !ch->o || !ch->m || !ch->packed ||
+      !ch->pair || !b->acc || !b->norms || !b->order) {
+    sweep_buffers_free(b);
+    return OBC_ENOMEM;
+  }
+  ch->z_top = ch->m + rows;
+  return OBC_OK;
+}
+
+/* ||v_p||^2 and ||v_p||_1 of every prompt position, ||o_i||^2 and
+ * exp(-lse_i) of every (query head, row); the sums in vector lanes (their
+ * order depends on the compiler's vector width, not on the threads). */
+static void sweep_norms(const OracleHead *head, double *v_sq, double *v_l1, double *o_sq,
+                        double *exp_neg_lse) {
+  size_t s = head->n_prompt, d = head->head_dim, n_ho = head->group_size * head->n_rows;
+  for (size_t p = 0; p < s; p++) {
+    const double *v = head->V + p * d;
+    double sq = 0.0, l1 = 0.0;
+#pragma omp simd reduction(+ : sq, l1)
+    for (size_t c = 0; c < d; c++) {
+      sq += v[c] * v[c];
+      l1 += fabs(v[c]);
+    }
+    v_sq[p] = sq;
+    v_l1[p] = l1;
+  }
+  for (size_t i = 0; i < n_ho; i++) {
+    const double *o = head->O + i * d;
+    double sq = 0.0;
+#pragma omp simd reduction(+ : sq)
+    for (size_t c = 0; c < d; c++) sq += o[c] * o[c];
+    o_sq[i] = sq;
+    exp_neg_lse[i] = exp(-head->lse[i]);
+  }
+}
+
 int score_window_sweep(const OracleHead *head, const size_t *windows, size_t n_windows,
                        const ScoreOptions *options, double *out) {
   assert(head && windows && options && out);
   size_t last_row = 0, max_window = 0;
   int rc = sweep_check(head, windows, n_windows, options, &last_row, &max_window);
   if (rc) return rc;
-  size_t s = head->n_prompt, d = head->head_dim, g = head->group_size;
-  size_t n_ho = g * head->n_rows;
+  size_t s = head->n_prompt, g = head->group_size, n_ho = g * head->n_rows;
   int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  size_t acc_n = g * ACC_COUNT * SWEEP_BLOCK, plane = (size_t)SWEEP_ROW_CHUNK * SWEEP_BLOCK;
-  size_t per_thread = acc_n + 2 * g * plane;
   OracleGemm gemm;
-  OracleDominant dominant;
+  SweepBuffers b;
   rc = oracle_gemm_init(&gemm, head, s, options->precision);
   if (rc) return rc;
-  /* Whole chunks: the numbers of a row do not depend on the largest window. */
-  rc = oracle_dominant_init(&dominant, head,
-                            oracle_dominant_whole_chunks(last_row + 1 - max_window, last_row + 1),
-                            last_row + 1);
-  if (rc) {
+  if ((rc = sweep_buffers_alloc(&b, head, options->precision, threads, n_windows))) {
     oracle_gemm_free(&gemm);
     return rc;
-  }
-  size_t *order = obc_malloc(n_windows * sizeof *order, "window order");
-  double *v_sq = obc_malloc(2 * s * sizeof *v_sq, "value norms");
-  double *o_sq = obc_malloc(2 * n_ho * sizeof *o_sq, "output norms");
-  double *buffers = obc_malloc((size_t)threads * per_thread * sizeof *buffers, "sweep blocks");
-  float *scratch =
-      options->precision == OBC_PRECISION_FLOAT
-          ? obc_malloc((size_t)threads * 2 * plane * sizeof *scratch, "float sweep blocks")
-          : NULL;
-  if (!order || !v_sq || !o_sq || !buffers ||
-      (options->precision == OBC_PRECISION_FLOAT && !scratch)) {
-    rc = OBC_ENOMEM;
-    goto done;
   }
   /* Windows by ascending W, ties in request order. */
   for (size_t w = 0; w < n_windows; w++) {
     size_t k = w;
-    while (k > 0 && windows[order[k - 1]] > windows[w]) {
-      order[k] = order[k - 1];
+    while (k > 0 && windows[b.order[k - 1]] > windows[w]) {
+      b.order[k] = b.order[k - 1];
       k--;
     }
-    order[k] = w;
+    b.order[k] = w;
   }
-  double *v_l1 = v_sq + s, *exp_neg_lse = o_sq + n_ho;
-  for (size_t p = 0; p < s; p++) {
-    double sq = 0.0, l1 = 0.0;
-    for (size_t c = 0; c < d; c++) {
-      double v = head->V[p * d + c];
-      sq += v * v;
-      l1 += v < 0 ? -v : v;
-    }
-    v_sq[p] = sq;
-    v_l1[p] = l1;
-  }
-  for (size_t i = 0; i < n_ho; i++) {
-    double sq = 0.0;
-    for (size_t c = 0; c < d; c++) sq += head->O[i * d + c] * head->O[i * d + c];
-    o_sq[i] = sq;
-    exp_neg_lse[i] = exp(-head->lse[i]);
-  }
-  SweepPlan plan = {
-      head, &gemm, options->aggregation, last_row, max_window, windows, order, n_windows, v_sq,
-      v_l1, o_sq,  exp_neg_lse,          &dominant};
-  size_t n_blocks = (s + SWEEP_BLOCK - 1) / SWEEP_BLOCK;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (size_t b = 0; b < n_blocks; b++) {
-    size_t t = (size_t)omp_get_thread_num();
-    double *mine = buffers + t * per_thread;
-    SweepWork work = {mine, mine + acc_n, mine + acc_n + g * plane,
-                      scratch ? scratch + t * 2 * plane : NULL};
-    size_t b0 = b * SWEEP_BLOCK, nb = s - b0 < SWEEP_BLOCK ? s - b0 : SWEEP_BLOCK;
-    sweep_block(&plan, b0, nb, &work, out);
+  double *v_sq = b.norms, *v_l1 = v_sq + s, *o_sq = v_l1 + s, *exp_neg_lse = o_sq + n_ho;
+  sweep_norms(head, v_sq, v_l1, o_sq, exp_neg_lse);
+  SweepPlan plan = {.head = head,
+                    .gemm = &gemm,
+                    .precision = options->precision,
+                    .aggregation = options->aggregation,
+                    .threads = threads,
+                    .last_row = last_row,
+                    .max_window = max_window,
+                    .windows = windows,
+                    .order = b.order,
+                    .n_windows = n_windows,
+                    .v_sq = v_sq,
+                    .v_l1 = v_l1,
+                    .o_sq = o_sq,
+                    .exp_neg_lse = exp_neg_lse};
+  for (size_t c0 = 0; c0 < max_window; c0 += SWEEP_ROW_CHUNK) {
+    SweepChunk *ch = &b.chunk;
+    ch->c0 = c0;
+    ch->n = max_window - c0 < SWEEP_ROW_CHUNK ? max_window - c0 : SWEEP_ROW_CHUNK;
+    ch->row_lo = last_row - c0 + 1 - ch->n;
+    ch->top = s - 1 - c0;
+    sweep_chunk(&plan, ch, b.acc, out);
   }
   for (size_t w = 0; w < n_windows; w++)
     score_max_pool(out + (w * OBC_Q_COUNT + OBC_Q_ATTN) * s, s, options->snapkv_kernel,
                    out + (w * OBC_Q_COUNT + OBC_Q_SNAPKV) * s);
-done:
-  free(order);
-  free(v_sq);
-  free(o_sq);
-  free(buffers);
-  free(scratch);
-  oracle_dominant_free(&dominant);
+  sweep_buffers_free(&b);
   oracle_gemm_free(&gemm);
-  return rc;
+  return OBC_OK;
 }

@@ -6,6 +6,7 @@
  * comparator call per comparison was most of its run time. */
 #include "scores/stats.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,26 +25,28 @@ static uint64_t rank_key(double v) {
 
 #define RADIX_BITS 11
 #define RADIX_SIZE (1 << RADIX_BITS)
-#define RADIX_PASSES 6 /* ceil(64 / 11) */
+#define RADIX_PASSES 3 /* the top 33 bits of the key */
+#define RADIX_LOW 31   /* key bits below the passes */
 
-/* Stable LSD radix sort of pairs (n) by key, 11 bits a pass; tmp: (n). All
- * digit histograms come from one read of the keys, and a pass whose digit is
- * the same for every key is skipped. Returns the array holding the result. */
-static StatsRankPair *radix_sort_pairs(StatsRankPair *pairs, StatsRankPair *tmp, size_t n) {
-  static _Thread_local size_t count[RADIX_PASSES][RADIX_SIZE];
+/* Stable LSD radix passes over key bits low .. low + 33 of pairs (n), 11 bits
+ * a pass; tmp: (n). All digit histograms come from one read of the keys, and
+ * a pass whose digit is the same for every key is skipped. Returns the array
+ * holding the result (pairs or tmp). */
+static StatsRankPair *radix_passes(StatsRankPair *pairs, StatsRankPair *tmp, size_t n, int low) {
+  static _Thread_local uint32_t count[RADIX_PASSES][RADIX_SIZE];
   memset(count, 0, sizeof count);
   for (size_t i = 0; i < n; i++) {
-    uint64_t key = pairs[i].key;
+    uint64_t key = pairs[i].key >> low;
     for (int pass = 0; pass < RADIX_PASSES; pass++)
       count[pass][(key >> (pass * RADIX_BITS)) & (RADIX_SIZE - 1)]++;
   }
   for (int pass = 0; pass < RADIX_PASSES; pass++) {
-    int shift = pass * RADIX_BITS;
-    size_t *c = count[pass];
+    int shift = low + pass * RADIX_BITS;
+    uint32_t *c = count[pass];
     if (c[(pairs[0].key >> shift) & (RADIX_SIZE - 1)] == n) continue;
-    size_t offset = 0;
+    uint32_t offset = 0;
     for (int d = 0; d < RADIX_SIZE; d++) {
-      size_t here = c[d];
+      uint32_t here = c[d];
       c[d] = offset;
       offset += here;
     }
@@ -55,8 +58,46 @@ static StatsRankPair *radix_sort_pairs(StatsRankPair *pairs, StatsRankPair *tmp,
   return pairs;
 }
 
+/* Stable insertion sort of pairs (n) by the whole key. */
+static void insertion_sort_pairs(StatsRankPair *pairs, size_t n) {
+  for (size_t i = 1; i < n; i++) {
+    StatsRankPair x = pairs[i];
+    size_t j = i;
+    while (j > 0 && pairs[j - 1].key > x.key) {
+      pairs[j] = pairs[j - 1];
+      j--;
+    }
+    pairs[j] = x;
+  }
+}
+
+/* Stable sort of pairs (n) by key; tmp: (n). Radix passes over the top 33
+ * key bits, then each run of equal top bits (values that agree to ~2^-21
+ * relative: few, short runs) by its low 31 bits: insertion sort for short
+ * runs, radix passes for long ones. The same order as radix passes over all
+ * 64 bits, in about half of them. Returns the array holding the result. */
+static StatsRankPair *radix_sort_pairs(StatsRankPair *pairs, StatsRankPair *tmp, size_t n) {
+  StatsRankPair *sorted = radix_passes(pairs, tmp, n, RADIX_LOW);
+  StatsRankPair *spare = sorted == pairs ? tmp : pairs;
+  for (size_t start = 0; start < n;) {
+    size_t end = start + 1;
+    uint64_t top = sorted[start].key >> RADIX_LOW;
+    while (end < n && sorted[end].key >> RADIX_LOW == top) end++;
+    size_t len = end - start;
+    if (len > 32) {
+      StatsRankPair *run = radix_passes(sorted + start, spare + start, len, 0);
+      if (run != sorted + start) memcpy(sorted + start, run, len * sizeof *run);
+    } else if (len > 1) {
+      insertion_sort_pairs(sorted + start, len);
+    }
+    start = end;
+  }
+  return sorted;
+}
+
 const StatsRankPair *stats_sort_values(const double *values, size_t n, StatsRankPair *scratch) {
   if (n == 0) return scratch;
+  assert(n < UINT32_MAX); /* the radix counts */
   for (size_t i = 0; i < n; i++) scratch[i] = (StatsRankPair){rank_key(values[i]), i};
   return radix_sort_pairs(scratch, scratch + n, n);
 }
@@ -75,9 +116,13 @@ void stats_average_ranks(const double *values, size_t n, StatsRankPair *scratch,
   stats_ranks_from_sorted(stats_sort_values(values, n, scratch), n, ranks);
 }
 
+/* The sums run in vector lanes (omp simd reductions), so their order
+ * depends on the compiler. For ranks (multiples of 1/2, n < 2^17) every
+ * partial sum is exact and the result is the same in any order. */
 double stats_pearson(const double *x, const double *y, size_t n) {
   if (n < 2) return NAN;
   double mean_x = 0.0, mean_y = 0.0;
+#pragma omp simd reduction(+ : mean_x, mean_y)
   for (size_t i = 0; i < n; i++) {
     mean_x += x[i];
     mean_y += y[i];
@@ -85,6 +130,7 @@ double stats_pearson(const double *x, const double *y, size_t n) {
   mean_x /= (double)n;
   mean_y /= (double)n;
   double sxy = 0.0, sxx = 0.0, syy = 0.0;
+#pragma omp simd reduction(+ : sxy, sxx, syy)
   for (size_t i = 0; i < n; i++) {
     double dx = x[i] - mean_x, dy = y[i] - mean_y;
     sxy += dx * dy;

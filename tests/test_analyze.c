@@ -123,6 +123,47 @@ START_TEST(ranking_read_off_the_sort_matches_the_heap_ranking) {
 }
 END_TEST
 
+/* qsort comparator of the reference order: value ascending (NaN lowest,
+ * -0 == +0), then index. */
+static const double *sort_reference_values;
+static int sort_reference_compare(const void *a, const void *b) {
+  size_t i = *(const size_t *)a, j = *(const size_t *)b;
+  double x = sort_reference_values[i], y = sort_reference_values[j];
+  x = isnan(x) ? -INFINITY : x;
+  y = isnan(y) ? -INFINITY : y;
+  if (x < y) return -1;
+  if (x > y) return 1;
+  return i < j ? -1 : i > j;
+}
+
+/* The sort orders by the top key bits first and finishes runs of equal top
+ * bits by the rest (scores/stats.c): values that agree to ~1e-9 relative,
+ * in runs shorter and longer than the insertion-sort cutoff, exact ties,
+ * NaN and signed zeros, against qsort's order. */
+START_TEST(sort_orders_near_ties_like_a_comparison_sort) {
+  enum { N = 2000 };
+  static double values[N];
+  static size_t order[N];
+  static StatsRankPair pairs[2 * N];
+  for (int trial = 0; trial < 6; trial++) {
+    size_t run = trial < 3 ? 20 : 400; /* values per cluster */
+    for (size_t p = 0; p < N; p++) {
+      double base = 1.0 + (double)(p / run);
+      values[p] = base * (1.0 + 1e-9 * (double)(rng_next() % 1000));
+      if (rng_next() % 50 == 0) values[p] = base; /* exact ties */
+    }
+    values[rng_next() % N] = NAN;
+    values[rng_next() % N] = -0.0;
+    values[rng_next() % N] = 0.0;
+    for (size_t p = 0; p < N; p++) order[p] = p;
+    sort_reference_values = values;
+    qsort(order, N, sizeof *order, sort_reference_compare);
+    const StatsRankPair *sorted = stats_sort_values(values, N, pairs);
+    for (size_t p = 0; p < N; p++) ck_assert_uint_eq(sorted[p].index, order[p]);
+  }
+}
+END_TEST
+
 START_TEST(recall_of_the_oracle_against_itself_is_one) {
   enum { N = 200, K = 40 };
   double oracle[N];
@@ -360,6 +401,7 @@ static Suite *analyze_suite(void) {
   tcase_add_test(units, selection_keeps_the_recent_window_and_scores_the_rest);
   tcase_add_test(units, heap_ranking_matches_a_stable_sort_with_many_ties);
   tcase_add_test(units, ranking_read_off_the_sort_matches_the_heap_ranking);
+  tcase_add_test(units, sort_orders_near_ties_like_a_comparison_sort);
   tcase_add_test(units, recall_of_the_oracle_against_itself_is_one);
   tcase_add_test(units, span_retention_counts_kept_span_tokens);
   tcase_add_test(units, spearman_is_one_for_monotone_and_minus_one_for_reversed);

@@ -124,6 +124,37 @@ START_TEST(oracle_at_1_and_T_match_brute_force) {
 }
 END_TEST
 
+/* oracle_eviction_errors: several ranges from one pass over the union of
+ * their rows (overlapping, nested, disjoint), each against brute force at
+ * the tolerance of the single-range call. */
+START_TEST(several_oracle_ranges_in_one_pass_match_brute_force) {
+  size_t s = 45, T = 6;
+  for (int precision = 0; precision < 2; precision++) {
+    FixtureProblem t;
+    fixture_make(&t, 34, s, T, 16, 3, 9);
+    size_t first = t.head.n_rows - T;
+    size_t first_step[4] = {1, 1, 3, 6}, n_steps[4] = {1, 6, 2, 1};
+    double *out[4], *ref = malloc(s * sizeof *ref);
+    for (int r = 0; r < 4; r++) out[r] = malloc(s * sizeof *out[r]);
+    ck_assert_int_eq(oracle_eviction_errors(&t.head, first_step, n_steps, 4, precision, out), 0);
+    for (int r = 0; r < 4; r++) {
+      size_t row = first + first_step[r] - 1;
+      fixture_exact_error(&t, row, row + n_steps[r], FIX_REMOVE, ref);
+      char what[96];
+      snprintf(what, sizeof what, "oracle@%zu-%zu of 4 ranges %s", first_step[r],
+               first_step[r] + n_steps[r] - 1,
+               precision == OBC_PRECISION_DOUBLE ? "double" : "float");
+      double err = fixture_rel_error(out[r], ref, s, tolerance(precision), what);
+      track(precision, err);
+      ck_assert_msg(err <= tolerance(precision), "%s: rel. error %g", what, err);
+    }
+    for (int r = 0; r < 4; r++) free(out[r]);
+    free(ref);
+    fixture_free(&t);
+  }
+}
+END_TEST
+
 /* o' over the kept keys, straight from the definition. */
 static void brute_set_eviction(const FixtureProblem *t, size_t j, size_t r,
                                const unsigned char *keep, double *o_new, double *mass) {
@@ -321,6 +352,7 @@ int main(void) {
   tcase_add_test(tc, window_errors_match_brute_force_in_float);
   tcase_add_test(tc, window_errors_across_blocks_and_row_chunks_match_brute_force);
   tcase_add_test(tc, oracle_at_1_and_T_match_brute_force);
+  tcase_add_test(tc, several_oracle_ranges_in_one_pass_match_brute_force);
   tcase_add_test(tc, set_eviction_output_matches_brute_force);
   tcase_add_test(tc, oracle_of_a_one_token_set_is_the_eviction_error);
   tcase_add_test(tc, single_live_key_loses_the_whole_output);
