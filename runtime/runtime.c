@@ -11,7 +11,9 @@
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
 #ifdef OBC_HAVE_CUDA
-#include "runtime/cuda/backend_cuda.h"
+#include <dlfcn.h>
+#include <limits.h>
+#include <unistd.h>
 #endif
 
 struct Runtime {
@@ -33,13 +35,62 @@ float *runtime_cache_v(const RuntimeCache *cache, size_t layer, size_t kv_head) 
   return cache->v + ((layer * cache->n_kv_heads + kv_head) * cache->max_context) * cache->head_dim;
 }
 
+#ifdef OBC_HAVE_CUDA
+/* The CUDA backends (runtime/cuda/) live in libobcache_cuda.so, loaded the
+ * first time a runtime asks for one, so that CPU runs neither need the CUDA
+ * runtime and cuBLAS nor pay for loading them. Looked for: in the process
+ * already (a program linked with it), beside the executable, in its parent
+ * folder and in ../lib (the GPU kit), then on the loader's search path. */
+static void *cuda_library(char *why, size_t size) {
+  static void *handle;
+  if (handle) return handle;
+  char exe[PATH_MAX], path[PATH_MAX + 64];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = '\0';
+  char *slash = strrchr(exe, '/');
+  if (slash) *slash = '\0';
+  static const char *const places[] = {"%s/libobcache_cuda.so", "%s/../libobcache_cuda.so",
+                                       "%s/../lib/libobcache_cuda.so"};
+  for (size_t i = 0; !handle && slash && i < sizeof places / sizeof *places; i++) {
+    snprintf(path, sizeof path, places[i], exe);
+    if (access(path, F_OK) == 0 && !(handle = dlopen(path, RTLD_NOW | RTLD_GLOBAL)))
+      snprintf(why, size, "%s", dlerror());
+  }
+  if (!handle && !*why && !(handle = dlopen("libobcache_cuda.so", RTLD_NOW | RTLD_GLOBAL)))
+    snprintf(why, size, "%s", dlerror());
+  return handle;
+}
+
+static const RuntimeBackend *cuda_backend(const char *name) {
+  const char *symbol = !strcmp(name, "cuda") ? "runtime_backend_cuda" : "runtime_backend_cuda_bf16";
+  const RuntimeBackend *backend = dlsym(RTLD_DEFAULT, symbol);
+  char why[1024] = "";
+  void *library = backend ? NULL : cuda_library(why, sizeof why);
+  if (library) backend = dlsym(library, symbol);
+  if (!backend)
+    obc_fail(OBC_EUNSUPPORTED, "--device %s: cannot load the CUDA backend (libobcache_cuda.so): %s",
+             name, *why ? why : "not found beside obcache or on the library path");
+  return backend;
+}
+#endif
+
+/* The backend named name; NULL after obc_fail when there is none. */
 static const RuntimeBackend *find_backend(const char *name) {
   if (!name || !strcmp(name, runtime_backend_cpu.name)) return &runtime_backend_cpu;
-#ifdef OBC_HAVE_CUDA /* runtime/cuda/, when CMake found nvcc */
-  if (!strcmp(name, runtime_backend_cuda.name)) return &runtime_backend_cuda;
-  if (!strcmp(name, runtime_backend_cuda_bf16.name)) return &runtime_backend_cuda_bf16;
-#endif
+  if (strcmp(name, "cuda") && strcmp(name, "cuda-bf16")) {
+    obc_fail(OBC_EUNSUPPORTED, "runtime: unknown backend '%s' (expected cpu, cuda or cuda-bf16)",
+             name);
+    return NULL;
+  }
+#ifdef OBC_HAVE_CUDA
+  return cuda_backend(name);
+#else
+  obc_fail(OBC_EUNSUPPORTED,
+           "--device %s: this build has no CUDA support (rebuild where nvcc is installed, with "
+           "-DOBC_CUDA=ON)",
+           name);
   return NULL;
+#endif
 }
 
 int runtime_create(const Model *model, const RuntimeOptions *options, Runtime **out) {
@@ -50,17 +101,7 @@ int runtime_create(const Model *model, const RuntimeOptions *options, Runtime **
   if (rc < 0) return rc;
   RuntimeOptions opts = options ? *options : (RuntimeOptions){0};
   const RuntimeBackend *backend = find_backend(opts.backend);
-#ifndef OBC_HAVE_CUDA
-  if (!backend && !strncmp(opts.backend, "cuda", 4))
-    return obc_fail(OBC_EUNSUPPORTED,
-                    "--device %s: this build has no CUDA support (rebuild "
-                    "where nvcc is installed, with -DOBC_CUDA=ON)",
-                    opts.backend);
-#endif
-  if (!backend)
-    return obc_fail(OBC_EUNSUPPORTED,
-                    "runtime: unknown backend '%s' (expected cpu, cuda or cuda-bf16)",
-                    opts.backend);
+  if (!backend) return OBC_EUNSUPPORTED;
   if (opts.max_context == 0)
     opts.max_context = c->context_length && c->context_length < 4096 ? c->context_length : 4096;
   if (opts.max_batch == 0) opts.max_batch = 512;

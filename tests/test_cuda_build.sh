@@ -1,8 +1,10 @@
 #!/bin/bash
-# The CUDA backend builds where nvcc exists (its objects are in the build
-# tree), and `obcache generate --device cuda` without a usable GPU fails with
-# a one-line message and a non-zero exit, no crash: "no CUDA device found" in
-# a CUDA build, "this build has no CUDA support" in a CPU-only build.
+# The CUDA backend builds where nvcc exists (libobcache_cuda.so beside
+# obcache, which loads it only for --device cuda: obcache itself does not
+# link the CUDA libraries), and `obcache generate --device cuda` without a
+# usable GPU fails with a one-line message and a non-zero exit, no crash:
+# "no CUDA device found" in a CUDA build, "this build has no CUDA support" in
+# a CPU-only build.
 set -u
 : "${OBCACHE:?set OBCACHE to the obcache binary}"
 build_dir=$(dirname "$OBCACHE")
@@ -11,12 +13,15 @@ fail() { echo "FAIL: $*"; exit 1; }
 cuda_on=$(grep -E '^OBC_CUDA:BOOL=' "$build_dir/CMakeCache.txt" 2>/dev/null | cut -d= -f2)
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
   if [ "$cuda_on" = "ON" ]; then
-    lib="$build_dir/libobcache_cuda.a"
+    lib="$build_dir/libobcache_cuda.so"
     [ -f "$lib" ] || fail "nvcc exists and OBC_CUDA=ON, but $lib was not built"
-    for obj in backend_cuda.cu.o cuda_attention.cu.o cuda_ops.cu.o cuda_check.cu.o twins.c.o; do
-      ar t "$lib" | grep -qx "$obj" || fail "$lib lacks $obj"
+    for sym in runtime_backend_cuda runtime_backend_cuda_bf16 cuda_backend_probe; do
+      nm -D --defined-only "$lib" | grep -qw "$sym" || fail "$lib does not export $sym"
     done
-    echo "CUDA objects built: $(ar t "$lib" | tr '\n' ' ')"
+    # Loaded on demand: a CPU run does not load the CUDA runtime or cuBLAS.
+    ! ldd "$OBCACHE" | grep -E -q 'libcudart|libcublas' ||
+      fail "$OBCACHE links the CUDA libraries itself (they belong to $lib)"
+    echo "CUDA backend built: $lib ($(ldd "$lib" | grep -Eo 'libcu[a-zA-Z]*\.so[.0-9]*' | tr '\n' ' '))"
   else
     echo "skipped: nvcc exists but this build was configured with -DOBC_CUDA=OFF"
   fi
