@@ -1,7 +1,9 @@
 /* Grouped-query causal attention of one layer on the CPU, for a chunk of
- * queries against every cached key before them. Query blocks are multiplied
- * with the keys by sgemm (Q_block K^T, then P V), so that long prompts stay
- * GEMM-bound; softmax is the numerically stable one and also yields lse. */
+ * queries against every cached key before them, as one tiled online-softmax
+ * pass (docs/SCIENCE.md, "Attention in one pass"): per block of queries, key
+ * tiles are multiplied by sgemm (Q_block K_tile^T, then P V_tile) with a
+ * running max and sum per row, so long prompts stay GEMM-bound; a single query
+ * (decode) takes all its keys as one tile, by sgemv. It also yields lse. */
 #ifndef OBC_CPU_ATTENTION_H
 #define OBC_CPU_ATTENTION_H
 

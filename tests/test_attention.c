@@ -119,9 +119,8 @@ static void run_fused(const Problem *p, int threads, int with_rows, Result *r) {
   double gemm = 0.0;
   int saved = omp_get_max_threads();
   omp_set_num_threads(threads);
-  ck_assert_int_eq(cpu_attention(&p->s, p->q, p->k, p->v, r->out, r->lse,
-                                 with_rows ? &rows : NULL, &gemm),
-                   0);
+  ck_assert_int_eq(
+      cpu_attention(&p->s, p->q, p->k, p->v, r->out, r->lse, with_rows ? &rows : NULL, &gemm), 0);
   omp_set_num_threads(saved);
 }
 
@@ -148,7 +147,8 @@ static void run_two_pass(const Problem *p, Result *r) {
         size_t valid = s->pos0 + t0 + i + 1;
         for (size_t j = 0; j < valid; j++)
           if (!(ev && ev[j])) max = row[j] > max ? row[j] : max;
-        for (size_t j = 0; j < valid; j++) sum += row[j] = ev && ev[j] ? 0.0f : cpu_expf(row[j] - max);
+        for (size_t j = 0; j < valid; j++)
+          sum += row[j] = ev && ev[j] ? 0.0f : cpu_expf(row[j] - max);
         for (size_t j = 0; j < nk; j++) row[j] = j < valid ? row[j] / sum : 0.0f;
         r->lse[h * s->n + t0 + i] = max + logf(sum);
         int32_t c = p->row_of[t0 + i];
@@ -198,7 +198,8 @@ static double compare_reference(const Problem *p, const Result *r, int with_attn
         if (ev && ev[j]) continue;
         const float *kj = p->k + (g * s->kv_stride + j) * d;
         double dot = 0.0, mag = 0.0;
-        for (size_t i = 0; i < d; i++) dot += (double)qt[i] * kj[i], mag += fabs((double)qt[i] * kj[i]);
+        for (size_t i = 0; i < d; i++)
+          dot += (double)qt[i] * kj[i], mag += fabs((double)qt[i] * kj[i]);
         z[j] = dot * scale;
         m = fmax(m, z[j]);
         dz = fmax(dz, (double)(d + 1) * u * scale * mag);
