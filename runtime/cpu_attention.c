@@ -200,24 +200,54 @@ static void attention_item(const AttentionJob *j, size_t h, size_t t0, size_t nq
   }
 }
 
-int cpu_attention(const CpuAttentionShape *s, const float *q, const float *k, const float *v,
-                  float *out, float *lse, const CpuAttentionRows *rows, double *gemm_seconds) {
+/* The two-pass reference: one item's whole score rows (nq, n_keys) from one
+ * sgemm, a stable softmax per row, one sgemm with V. */
+static void two_pass_item(const AttentionJob *j, size_t h, size_t t0, size_t nq, float *scores,
+                          double *gemm_time) {
+  const CpuAttentionShape *s = j->s;
+  size_t hd = s->head_dim, q_dim = s->n_heads * hd, g = h / (s->n_heads / s->n_kv_heads);
+  size_t n_keys = s->pos0 + t0 + nq, max_keys = s->pos0 + s->n;
+  const unsigned char *evicted = s->evicted ? s->evicted + g * s->kv_stride : NULL;
+  double start = obc_now_seconds();
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nq, (int)n_keys, (int)hd, j->scale,
+              j->q + t0 * q_dim + h * hd, (int)q_dim, j->k + g * s->kv_stride * hd, (int)hd, 0.0f,
+              scores, (int)n_keys);
+  *gemm_time += obc_now_seconds() - start;
+  for (size_t r = 0; r < nq; r++) {
+    float *row = scores + r * n_keys;
+    size_t n_valid = s->pos0 + t0 + r + 1;
+    float max = tile_row_max(row, evicted, n_valid);
+    float sum = tile_row_exp(row, evicted, n_valid, max), inv = 1.0f / sum;
+    for (size_t p = 0; p < n_valid; p++) row[p] *= inv;
+    memset(row + n_valid, 0, (n_keys - n_valid) * sizeof(float));
+    j->lse[h * s->n + t0 + r] = max + logf(sum);
+    int32_t captured = j->rows ? j->rows->row_of[t0 + r] : -1;
+    if (captured >= 0) {
+      float *dst = j->rows->attn + (h * j->rows->n_rows + (size_t)captured) * max_keys;
+      memcpy(dst, row, n_keys * sizeof(float));
+      memset(dst + n_keys, 0, (max_keys - n_keys) * sizeof(float));
+    }
+  }
+  start = obc_now_seconds();
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nq, (int)hd, (int)n_keys, 1.0f,
+              scores, (int)n_keys, j->v + g * s->kv_stride * hd, (int)hd, 0.0f,
+              j->out + t0 * q_dim + h * hd, (int)q_dim);
+  *gemm_time += obc_now_seconds() - start;
+}
+
+typedef void (*AttentionItemFn)(const AttentionJob *j, size_t h, size_t t0, size_t nq,
+                                float *scores, double *gemm_time);
+
+/* Runs every (head, block) item of the job over the OpenMP threads; scratch
+ * of block rows x tile floats per thread. */
+static int attention_run(const AttentionJob *job, AttentionItemFn item_fn, double *gemm_seconds) {
+  const CpuAttentionShape *s = job->s;
   size_t n_blocks = (s->n + BLOCK - 1) / BLOCK;
   size_t n_items = s->n_heads * n_blocks;
   size_t block_rows = s->n < BLOCK ? s->n : BLOCK; /* 1 for a decode step */
-  AttentionJob job = {.s = s,
-                      .q = q,
-                      .k = k,
-                      .v = v,
-                      .out = out,
-                      .lse = lse,
-                      .rows = rows,
-                      .scale = (float)(1.0 / sqrt((double)s->head_dim)),
-                      /* one query: one tile of all its keys (no rescaling) */
-                      .tile = s->n == 1 ? s->pos0 + 1 : KEY_TILE};
   int n_threads = omp_get_max_threads();
   float *scores =
-      obc_malloc((size_t)n_threads * block_rows * job.tile * sizeof(float), "attention scores");
+      obc_malloc((size_t)n_threads * block_rows * job->tile * sizeof(float), "attention scores");
   double *gemm_time = obc_calloc((size_t)n_threads, sizeof(double), "attention timers");
   if (!scores || !gemm_time) {
     free(scores);
@@ -230,8 +260,7 @@ int cpu_attention(const CpuAttentionShape *s, const float *q, const float *k, co
     size_t h = item / n_blocks, t0 = item % n_blocks * BLOCK;
     size_t nq = s->n - t0 < BLOCK ? s->n - t0 : BLOCK;
     int thread = omp_get_thread_num();
-    attention_item(&job, h, t0, nq, scores + (size_t)thread * block_rows * job.tile,
-                   &gemm_time[thread]);
+    item_fn(job, h, t0, nq, scores + (size_t)thread * block_rows * job->tile, &gemm_time[thread]);
   }
   /* Threads share the wall time: count the mean sgemm time per thread. */
   double total = 0.0;
@@ -240,4 +269,32 @@ int cpu_attention(const CpuAttentionShape *s, const float *q, const float *k, co
   free(scores);
   free(gemm_time);
   return 0;
+}
+
+static AttentionJob job_of(const CpuAttentionShape *s, const float *q, const float *k,
+                           const float *v, float *out, float *lse, const CpuAttentionRows *rows) {
+  return (AttentionJob){.s = s,
+                        .q = q,
+                        .k = k,
+                        .v = v,
+                        .out = out,
+                        .lse = lse,
+                        .rows = rows,
+                        .scale = (float)(1.0 / sqrt((double)s->head_dim)),
+                        /* one query: one tile of all its keys (no rescaling) */
+                        .tile = s->n == 1 ? s->pos0 + 1 : KEY_TILE};
+}
+
+int cpu_attention(const CpuAttentionShape *s, const float *q, const float *k, const float *v,
+                  float *out, float *lse, const CpuAttentionRows *rows, double *gemm_seconds) {
+  AttentionJob job = job_of(s, q, k, v, out, lse, rows);
+  return attention_run(&job, attention_item, gemm_seconds);
+}
+
+int cpu_attention_two_pass(const CpuAttentionShape *s, const float *q, const float *k,
+                           const float *v, float *out, float *lse, const CpuAttentionRows *rows,
+                           double *gemm_seconds) {
+  AttentionJob job = job_of(s, q, k, v, out, lse, rows);
+  job.tile = s->pos0 + s->n; /* whole rows */
+  return attention_run(&job, two_pass_item, gemm_seconds);
 }

@@ -37,4 +37,12 @@ int cpu_attention(const CpuAttentionShape *shape, const float *q /* (n, n_heads 
                   float *out /* (n, n_heads * head_dim) */, float *lse /* (n_heads, n) */,
                   const CpuAttentionRows *rows, double *gemm_seconds);
 
+/* The same attention in the former two passes, kept as the reference path
+ * (tests/test_attention.c, bench/bench_attention.c): per (head, block of 64
+ * queries), whole score rows from one sgemm, a stable softmax per row, one
+ * sgemm with V. Same contract as cpu_attention. */
+int cpu_attention_two_pass(const CpuAttentionShape *shape, const float *q, const float *k,
+                           const float *v, float *out, float *lse, const CpuAttentionRows *rows,
+                           double *gemm_seconds);
+
 #endif

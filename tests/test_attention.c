@@ -3,10 +3,9 @@
  * first position > 0, key counts that are no multiple of the key tile and
  * eviction marks (a fully dropped tile, a row whose only kept key is its own),
  * its outputs, lse and captured attention rows agree with a double-precision
- * softmax within a bound derived from the fp32 arithmetic; so does the former
- * two-pass implementation (kept here as a second reference); dropped and
- * future keys get exactly 0; and one and two threads give identical bits. */
-#include <cblas.h>
+ * softmax within a bound derived from the fp32 arithmetic, and so do those of
+ * the reference path (cpu_attention_two_pass); dropped and future keys get
+ * exactly 0; and one and two threads give identical bits. */
 #include <check.h>
 #include <math.h>
 #include <omp.h>
@@ -16,7 +15,6 @@
 
 #include "common/obc_error.h"
 #include "runtime/cpu_attention.h"
-#include "runtime/cpu_ops.h"
 
 /* One problem: shape, inputs and the captured rows. */
 typedef struct {
@@ -124,42 +122,13 @@ static void run_fused(const Problem *p, int threads, int with_rows, Result *r) {
   omp_set_num_threads(saved);
 }
 
-/* The former implementation: per (head, block of 64 queries) one sgemm for
- * whole score rows, a stable softmax per row, one sgemm with V. */
+/* The reference path: the former two-pass implementation. */
 static void run_two_pass(const Problem *p, Result *r) {
   result_alloc(p, r);
-  const CpuAttentionShape *s = &p->s;
-  size_t d = s->head_dim, q_dim = s->n_heads * d, group = s->n_heads / s->n_kv_heads;
-  size_t keys = s->pos0 + s->n;
-  float scale = (float)(1.0 / sqrt((double)d));
-  float *sc = malloc(64 * keys * sizeof(float));
-  ck_assert_ptr_nonnull(sc);
-  for (size_t h = 0; h < s->n_heads; h++)
-    for (size_t t0 = 0; t0 < s->n; t0 += 64) {
-      size_t nq = s->n - t0 < 64 ? s->n - t0 : 64, nk = s->pos0 + t0 + nq;
-      const float *kh = p->k + (h / group) * s->kv_stride * d;
-      const float *vh = p->v + (h / group) * s->kv_stride * d;
-      const unsigned char *ev = s->evicted ? s->evicted + (h / group) * s->kv_stride : NULL;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nq, (int)nk, (int)d, scale,
-                  p->q + t0 * q_dim + h * d, (int)q_dim, kh, (int)d, 0.0f, sc, (int)nk);
-      for (size_t i = 0; i < nq; i++) {
-        float *row = sc + i * nk, max = -INFINITY, sum = 0.0f;
-        size_t valid = s->pos0 + t0 + i + 1;
-        for (size_t j = 0; j < valid; j++)
-          if (!(ev && ev[j])) max = row[j] > max ? row[j] : max;
-        for (size_t j = 0; j < valid; j++)
-          sum += row[j] = ev && ev[j] ? 0.0f : cpu_expf(row[j] - max);
-        for (size_t j = 0; j < nk; j++) row[j] = j < valid ? row[j] / sum : 0.0f;
-        r->lse[h * s->n + t0 + i] = max + logf(sum);
-        int32_t c = p->row_of[t0 + i];
-        if (c >= 0)
-          for (size_t j = 0; j < keys; j++)
-            r->attn[(h * p->n_rows + (size_t)c) * keys + j] = j < nk ? row[j] : 0.0f;
-      }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nq, (int)d, (int)nk, 1.0f, sc,
-                  (int)nk, vh, (int)d, 0.0f, r->out + t0 * q_dim + h * d, (int)q_dim);
-    }
-  free(sc);
+  CpuAttentionRows rows = {p->row_of, p->n_rows, r->attn};
+  double gemm = 0.0;
+  ck_assert_int_eq(cpu_attention_two_pass(&p->s, p->q, p->k, p->v, r->out, r->lse, &rows, &gemm),
+                   0);
 }
 
 /* Worst |error| / bound of r against a double-precision softmax, over out,
