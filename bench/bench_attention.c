@@ -90,11 +90,11 @@ static int bench_case(const char *what, const Buffers *b, size_t pos0, size_t n,
   /* causal (query, key) pairs, 2 * head_dim flops each in Q K^T and in P V */
   double pairs = (double)n * (double)pos0 + (double)n * (double)(n + 1) / 2.0;
   double flops = pairs * HEADS * 4.0 * HEAD_DIM;
-  printf("%-15s %9.2f %8.2f %7.1f   %9.2f %8.2f %7.1f   %6.2fx %6.2fx\n", what,
-         1e3 * fused.seconds, (fused.seconds - fused.gemm_seconds) / fused.gemm_seconds,
-         flops / fused.seconds / 1e9, 1e3 * two.seconds,
-         (two.seconds - two.gemm_seconds) / two.gemm_seconds, flops / two.seconds / 1e9,
-         two.seconds / fused.seconds, two.cpu_seconds / fused.cpu_seconds);
+  printf("%-15s %9.2f %8.2f %7.1f   %9.2f %8.2f %7.1f   %6.2fx %6.2fx\n", what, 1e3 * fused.seconds,
+         (fused.seconds - fused.gemm_seconds) / fused.gemm_seconds, flops / fused.seconds / 1e9,
+         1e3 * two.seconds, (two.seconds - two.gemm_seconds) / two.gemm_seconds,
+         flops / two.seconds / 1e9, two.seconds / fused.seconds,
+         two.cpu_seconds / fused.cpu_seconds);
   return 0;
 }
 
@@ -103,7 +103,8 @@ static int parse_list(const char *name, const char *text, size_t *out, size_t ca
   char buf[256];
   snprintf(buf, sizeof buf, "%s", text);
   for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-    if (*n == cap) return obc_fail(OBC_EINVAL, "bench_attention: %s: at most %zu values", name, cap);
+    if (*n == cap)
+      return obc_fail(OBC_EINVAL, "bench_attention: %s: at most %zu values", name, cap);
     int rc = obc_parse_size(name, tok, &out[(*n)++]);
     if (rc < 0) return rc;
   }
