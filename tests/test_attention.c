@@ -243,9 +243,10 @@ START_TEST(test_prefill_from_zero) {
 END_TEST
 
 START_TEST(test_chunk_after_cached_keys) {
-  check_problem(9, 3, 517, 65, EVICT_NONE); /* SmolLM2's 9/3 heads, 582 keys */
-  check_problem(6, 6, 200, 63, EVICT_NONE); /* no grouping */
-  check_problem(8, 1, 1000, 1, EVICT_NONE); /* a decode step: one tile of 1001 keys */
+  check_problem(9, 3, 517, 65, EVICT_NONE);   /* SmolLM2's 9/3 heads, 582 keys */
+  check_problem(6, 6, 200, 63, EVICT_NONE);   /* no grouping */
+  check_problem(8, 1, 1000, 1, EVICT_NONE);   /* a decode step: one tile of 1001 keys */
+  check_problem(10, 2, 300, 100, EVICT_SOME); /* groups of 5: stacks of 4 and 1 heads */
 }
 END_TEST
 
