@@ -263,12 +263,14 @@ typedef void (*AttentionItemFn)(const AttentionJob *j, size_t h0, size_t nh, siz
                                 float *scratch, double *gemm_time);
 
 /* Runs every (stack of heads, block) item of the job over the OpenMP
- * threads, in a fixed order of items. */
+ * threads. Items are handed out last block first: the blocks with the most
+ * keys start early and the short ones fill the end, so threads finish
+ * together. */
 static int attention_run(const AttentionJob *job, AttentionItemFn item_fn, double *gemm_seconds) {
   const CpuAttentionShape *s = job->s;
   size_t group = s->n_heads / s->n_kv_heads, stacks = (group + job->stack - 1) / job->stack;
   size_t n_blocks = (s->n + BLOCK - 1) / BLOCK;
-  size_t n_items = s->n_kv_heads * stacks * n_blocks;
+  size_t n_stacks = s->n_kv_heads * stacks, n_items = n_stacks * n_blocks;
   size_t rows = job->stack * (s->n < BLOCK ? s->n : BLOCK); /* 1 for a decode step */
   size_t per_thread = rows * job->tile + (job->stack > 1 ? 2 * rows * s->head_dim : 0);
   int n_threads = omp_get_max_threads();
@@ -282,8 +284,8 @@ static int attention_run(const AttentionJob *job, AttentionItemFn item_fn, doubl
 
 #pragma omp parallel for schedule(dynamic, 1)
   for (size_t item = 0; item < n_items; item++) {
-    size_t stack = item / n_blocks, t0 = item % n_blocks * BLOCK;
-    size_t g = stack / stacks, first = stack % stacks * job->stack;
+    size_t unit = item % n_stacks, t0 = (n_blocks - 1 - item / n_stacks) * BLOCK;
+    size_t g = unit / stacks, first = unit % stacks * job->stack;
     size_t nh = group - first < job->stack ? group - first : job->stack;
     size_t nq = s->n - t0 < BLOCK ? s->n - t0 : BLOCK;
     int thread = omp_get_thread_num();
