@@ -3,11 +3,11 @@
 # against a reference measured in the same run) for `make bench`.
 #
 # usage: bench/run.sh [BUILD_DIR]   (default build; the benchmarks target must be built)
-#   ONLY=scores,analyze,model,load,tokenizer,waitpolicy,weights,slurm   runs a subset
+#   ONLY=scores,analyze,model,attention,load,tokenizer,waitpolicy,weights,slurm   runs a subset
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
-ONLY=${ONLY:-scores,load,tokenizer,model,analyze,waitpolicy,weights,slurm}
+ONLY=${ONLY:-scores,load,tokenizer,model,attention,analyze,waitpolicy,weights,slurm}
 
 want() { case ",$ONLY," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 section() { printf '\n== %s ==\n' "$1"; }
@@ -27,6 +27,10 @@ fi
 if want model; then
   section "CPU forward pass: prefill and decode tokens/s, GEMM share (bench_model)"
   "$BUILD/bench/bench_model"
+fi
+if want attention; then
+  section "CPU attention of one layer: online softmax vs two passes (bench_attention)"
+  "$BUILD/bench/bench_attention"
 fi
 if want analyze; then
   section "obcache analyze against the NumPy pseudo-code (run_analyze.sh)"

@@ -1,7 +1,9 @@
 /* Grouped-query causal attention of one layer on the CPU, for a chunk of
- * queries against every cached key before them. Query blocks are multiplied
- * with the keys by sgemm (Q_block K^T, then P V), so that long prompts stay
- * GEMM-bound; softmax is the numerically stable one and also yields lse. */
+ * queries against every cached key before them, as one tiled online-softmax
+ * pass (docs/SCIENCE.md, "Attention in one pass"): per block of queries, key
+ * tiles are multiplied by sgemm (Q_block K_tile^T, then P V_tile) with a
+ * running max and sum per row, so long prompts stay GEMM-bound; a single query
+ * (decode) takes all its keys as one tile, by sgemv. It also yields lse. */
 #ifndef OBC_CPU_ATTENTION_H
 #define OBC_CPU_ATTENTION_H
 
@@ -34,5 +36,13 @@ int cpu_attention(const CpuAttentionShape *shape, const float *q /* (n, n_heads 
                   const float *v /* (n_kv_heads, kv_stride, head_dim) */,
                   float *out /* (n, n_heads * head_dim) */, float *lse /* (n_heads, n) */,
                   const CpuAttentionRows *rows, double *gemm_seconds);
+
+/* The same attention in the former two passes, kept as the reference path
+ * (tests/test_attention.c, bench/bench_attention.c): per (head, block of 64
+ * queries), whole score rows from one sgemm, a stable softmax per row, one
+ * sgemm with V. Same contract as cpu_attention. */
+int cpu_attention_two_pass(const CpuAttentionShape *shape, const float *q, const float *k,
+                           const float *v, float *out, float *lse, const CpuAttentionRows *rows,
+                           double *gemm_seconds);
 
 #endif
