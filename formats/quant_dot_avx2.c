@@ -1,0 +1,362 @@
+/* AVX2 + FMA + F16C kernels of the quantised dot products (formats/quant_dot.h).
+ * Only this file is compiled with those instruction sets (CMakeLists.txt);
+ * quant_dot.c calls it only when CPUID reports them.
+ *
+ * Each block decoder rebuilds the block's weights in registers with the same
+ * fp32 operations, in the same order, as dequant_gguf (formats/dequant.c), so
+ * the weights are bit-identical to the dequantised ones; each register of 8
+ * weights is decoded once and multiplied into the accumulator of every vector
+ * of the call with one FMA. A (row, vector) pair owns one 8-lane accumulator:
+ * lane l sums elements l, l + 8, l + 16, ... in row order, and a fixed tree
+ * adds the lanes at the end. Rows and vectors are interleaved only to hide the
+ * FMA latency, which changes no pair's operations (docs/SCIENCE.md,
+ * "Quantised weights"). */
+#include "formats/quant_dot.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "formats/float16.h"
+#include "formats/gguf.h"
+
+#define QD_INLINE static inline __attribute__((always_inline))
+
+enum { MAX_X = 8 /* vectors per pass */, QK = 32, QK_K = 256 };
+
+/* Every kernel below adds w * x[b][0..8) into acc[b] for the nx vectors of a
+ * pass; x points at the element, successive vectors are `cols` apart. */
+typedef void (*BlockKernel)(const uint8_t *block, const float *x, size_t cols, int nx,
+                            __m256 *acc);
+
+QD_INLINE void fma_vectors(__m256 w, const float *x, size_t cols, int nx, __m256 *acc) {
+  for (int b = 0; b < nx; b++)
+    acc[b] = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + (size_t)b * cols), acc[b]);
+}
+
+QD_INLINE float f16_at(const uint8_t *p) { return _cvtsh_ss(float16_read_u16(p)); }
+
+/* The low 8 signed bytes of v as 8 floats; the high 8 bytes. */
+QD_INLINE __m256 i8_low_ps(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)); }
+QD_INLINE __m256 i8_high_ps(__m128i v) { return i8_low_ps(_mm_unpackhi_epi64(v, v)); }
+
+/* Elements x[0..16) with weights d * q, q the 16 signed bytes of v. */
+QD_INLINE void scaled16(__m128i q, __m256 d, const float *x, size_t cols, int nx, __m256 *acc) {
+  fma_vectors(_mm256_mul_ps(d, i8_low_ps(q)), x, cols, nx, acc);
+  fma_vectors(_mm256_mul_ps(d, i8_high_ps(q)), x + 8, cols, nx, acc);
+}
+
+/* Elements x[0..16) with weights d * q + m (m = -dm for the K types: a - b is
+ * a + (-b) exactly). */
+QD_INLINE void affine16(__m128i q, __m256 d, __m256 m, const float *x, size_t cols, int nx,
+                        __m256 *acc) {
+  fma_vectors(_mm256_add_ps(_mm256_mul_ps(d, i8_low_ps(q)), m), x, cols, nx, acc);
+  fma_vectors(_mm256_add_ps(_mm256_mul_ps(d, i8_high_ps(q)), m), x + 8, cols, nx, acc);
+}
+
+QD_INLINE __m128i low_nibbles(__m128i v) { return _mm_and_si128(v, _mm_set1_epi8(0x0f)); }
+QD_INLINE __m128i high_nibbles(__m128i v) { return low_nibbles(_mm_srli_epi16(v, 4)); }
+QD_INLINE __m128i load16(const uint8_t *p) { return _mm_loadu_si128((const __m128i *)p); }
+
+/* 0x10 in byte i where bit i of the 16-bit `bits` is set (Q5 high bits). */
+QD_INLINE __m128i bit4_of_bits16(uint32_t bits) {
+  __m128i v = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)bits),
+                               _mm_set_epi64x(0x0101010101010101, 0));
+  __m128i select = _mm_set1_epi64x((long long)0x8040201008040201ull);
+  return _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(v, select), select), _mm_set1_epi8(0x10));
+}
+
+/* 0x10 in byte i where bit `bit` of byte i of v is set (Q5_K high bits). */
+QD_INLINE __m128i bit4_of_bytes(__m128i v, int bit) {
+  __m128i select = _mm_set1_epi8((char)(1 << bit));
+  return _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(v, select), select), _mm_set1_epi8(0x10));
+}
+
+/* ---- the float types: a "block" of 8 elements ---------------------------- */
+
+QD_INLINE void unit_f32(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
+  fma_vectors(_mm256_loadu_ps((const float *)b), x, cols, nx, acc);
+}
+
+QD_INLINE void unit_f16(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
+  fma_vectors(_mm256_cvtph_ps(load16(b)), x, cols, nx, acc);
+}
+
+QD_INLINE void unit_bf16(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
+  __m256i bits = _mm256_slli_epi32(_mm256_cvtepu16_epi32(load16(b)), 16);
+  fma_vectors(_mm256_castsi256_ps(bits), x, cols, nx, acc);
+}
+
+/* ---- 32-element blocks ----------------------------------------------------- */
+
+/* Q8_0: f16 d, int8 q[32]; w = d * q. */
+QD_INLINE void block_q8_0(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
+  __m256 d = _mm256_set1_ps(f16_at(b));
+  scaled16(load16(b + 2), d, x, cols, nx, acc);
+  scaled16(load16(b + 18), d, x + 16, cols, nx, acc);
+}
+
+/* Q4_0: f16 d, 16 bytes of nibbles; w = d * (q - 8). */
+QD_INLINE void block_q4_0(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
+  __m256 d = _mm256_set1_ps(f16_at(b));
+  __m128i v = load16(b + 2), eight = _mm_set1_epi8(8);
+  scaled16(_mm_sub_epi8(low_nibbles(v), eight), d, x, cols, nx, acc);
+  scaled16(_mm_sub_epi8(high_nibbles(v), eight), d, x + 16, cols, nx, acc);
+}
+
+/* Q4_1: f16 d, f16 m, 16 bytes of nibbles; w = d * q + m. */
+QD_INLINE void block_q4_1(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
+  __m256 d = _mm256_set1_ps(f16_at(b)), m = _mm256_set1_ps(f16_at(b + 2));
+  __m128i v = load16(b + 4);
+  affine16(low_nibbles(v), d, m, x, cols, nx, acc);
+  affine16(high_nibbles(v), d, m, x + 16, cols, nx, acc);
+}
+
+/* Q5_0: f16 d, uint32 qh, 16 bytes of nibbles; w = d * (q - 16). */
+QD_INLINE void block_q5_0(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
+  __m256 d = _mm256_set1_ps(f16_at(b));
+  uint32_t qh;
+  memcpy(&qh, b + 2, sizeof qh);
+  __m128i v = load16(b + 6), sixteen = _mm_set1_epi8(16);
+  __m128i lo = _mm_or_si128(low_nibbles(v), bit4_of_bits16(qh & 0xffff));
+  __m128i hi = _mm_or_si128(high_nibbles(v), bit4_of_bits16(qh >> 16));
+  scaled16(_mm_sub_epi8(lo, sixteen), d, x, cols, nx, acc);
+  scaled16(_mm_sub_epi8(hi, sixteen), d, x + 16, cols, nx, acc);
+}
+
+/* Q5_1: f16 d, f16 m, uint32 qh, 16 bytes of nibbles; w = d * q + m. */
+QD_INLINE void block_q5_1(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
+  __m256 d = _mm256_set1_ps(f16_at(b)), m = _mm256_set1_ps(f16_at(b + 2));
+  uint32_t qh;
+  memcpy(&qh, b + 4, sizeof qh);
+  __m128i v = load16(b + 8);
+  affine16(_mm_or_si128(low_nibbles(v), bit4_of_bits16(qh & 0xffff)), d, m, x, cols, nx, acc);
+  affine16(_mm_or_si128(high_nibbles(v), bit4_of_bits16(qh >> 16)), d, m, x + 16, cols, nx, acc);
+}
+
+/* ---- 256-element K super-blocks ------------------------------------------- */
+
+/* The 6-bit scale and min of sub-block j of a Q4_K/Q5_K super-block, as
+ * formats/dequant.c unpacks them. */
+QD_INLINE void k_scale_min(const uint8_t *scales, int j, int *scale, int *min) {
+  if (j < 4) {
+    *scale = scales[j] & 0x3f;
+    *min = scales[j + 4] & 0x3f;
+  } else {
+    *scale = (scales[j + 4] & 0x0f) | ((scales[j - 4] >> 6) << 4);
+    *min = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
+  }
+}
+
+/* Sub-block `sub` (32 quants in lo, hi) of a Q4_K/Q5_K super-block:
+ * w = (d * scale) * q - dmin * min, both products rounded to fp32 first. */
+QD_INLINE void k_sub(const uint8_t *scales, float d, float dmin, int sub, __m128i lo, __m128i hi,
+                     const float *x, size_t cols, int nx, __m256 *acc) {
+  int scale, min;
+  k_scale_min(scales, sub, &scale, &min);
+  __m256 ds = _mm256_set1_ps(d * (float)scale), neg_dm = _mm256_set1_ps(-(dmin * (float)min));
+  affine16(lo, ds, neg_dm, x, cols, nx, acc);
+  affine16(hi, ds, neg_dm, x + 16, cols, nx, acc);
+}
+
+/* Q4_K: f16 d, f16 dmin, 12 scale bytes, 128 bytes of nibbles; 32-byte chunk
+ * c holds sub-block 2c in its low nibbles and 2c + 1 in its high ones. */
+QD_INLINE void block_q4_k(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
+  float d = f16_at(b), dmin = f16_at(b + 2);
+  const uint8_t *scales = b + 4, *qs = b + 16;
+  for (int c = 0; c < 4; c++) {
+    __m128i v0 = load16(qs + 32 * c), v1 = load16(qs + 32 * c + 16);
+    const float *xc = x + 64 * c;
+    k_sub(scales, d, dmin, 2 * c, low_nibbles(v0), low_nibbles(v1), xc, cols, nx, acc);
+    k_sub(scales, d, dmin, 2 * c + 1, high_nibbles(v0), high_nibbles(v1), xc + 32, cols, nx, acc);
+  }
+}
+
+/* Q5_K: as Q4_K with 32 bytes qh before the nibbles: bit `sub` of qh[l] is bit
+ * 4 of element l of sub-block sub. */
+QD_INLINE void block_q5_k(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
+  float d = f16_at(b), dmin = f16_at(b + 2);
+  const uint8_t *scales = b + 4, *qh = b + 16, *qs = b + 48;
+  __m128i h0 = load16(qh), h1 = load16(qh + 16);
+  for (int c = 0; c < 4; c++) {
+    __m128i v0 = load16(qs + 32 * c), v1 = load16(qs + 32 * c + 16);
+    const float *xc = x + 64 * c;
+    int s = 2 * c;
+    k_sub(scales, d, dmin, s, _mm_or_si128(low_nibbles(v0), bit4_of_bytes(h0, s)),
+          _mm_or_si128(low_nibbles(v1), bit4_of_bytes(h1, s)), xc, cols, nx, acc);
+    k_sub(scales, d, dmin, s + 1, _mm_or_si128(high_nibbles(v0), bit4_of_bytes(h0, s + 1)),
+          _mm_or_si128(high_nibbles(v1), bit4_of_bytes(h1, s + 1)), xc + 32, cols, nx, acc);
+  }
+}
+
+/* The 16 quants (q - 32, as signed bytes) of a Q6_K group: nibble from low
+ * (shifted by low_shift), 2 high bits from high (bits high_shift, +1). */
+QD_INLINE __m128i q6_quants(__m128i low, int low_shift, __m128i high, int high_shift) {
+  __m128i nibble = low_nibbles(_mm_srli_epi16(low, low_shift));
+  __m128i top = _mm_and_si128(_mm_srli_epi16(high, high_shift), _mm_set1_epi8(3));
+  __m128i q = _mm_or_si128(nibble, _mm_slli_epi16(top, 4)); /* top < 4: no carry between bytes */
+  return _mm_sub_epi8(q, _mm_set1_epi8(32));
+}
+
+/* Q6_K: ql[128], qh[64], int8 scales[16], f16 d; half h, group g of 32
+ * elements takes nibble g/2 of ql[64h + 32(g%2) + l] and bits 2g, 2g+1 of
+ * qh[32h + l]; w = (d * scale[element / 16]) * (q - 32). */
+QD_INLINE void block_q6_k(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
+  const uint8_t *ql = b, *qh = b + 128;
+  const int8_t *scales = (const int8_t *)(b + 192);
+  float d = f16_at(b + 208);
+  for (int half = 0; half < 2; half++) {
+    __m128i h0 = load16(qh + 32 * half), h1 = load16(qh + 32 * half + 16);
+    for (int g = 0; g < 4; g++) {
+      const uint8_t *low = ql + 64 * half + 32 * (g % 2);
+      int e = 128 * half + 32 * g;
+      __m256 d0 = _mm256_set1_ps(d * (float)scales[e / 16]);
+      __m256 d1 = _mm256_set1_ps(d * (float)scales[e / 16 + 1]);
+      scaled16(q6_quants(load16(low), 4 * (g / 2), h0, 2 * g), d0, x + e, cols, nx, acc);
+      scaled16(q6_quants(load16(low + 16), 4 * (g / 2), h1, 2 * g), d1, x + e + 16, cols, nx,
+               acc);
+    }
+  }
+}
+
+/* ---- the row driver -------------------------------------------------------- */
+
+/* Element i of a float-type row, exactly (the tail of a row whose length is
+ * not a multiple of 8). */
+static float float_element(uint32_t type, const uint8_t *row, size_t i) {
+  if (type == GGML_TYPE_F16) return float16_f16_to_f32(float16_read_u16(row + 2 * i));
+  if (type == GGML_TYPE_BF16) return float16_bf16_to_f32(float16_read_u16(row + 2 * i));
+  float value;
+  memcpy(&value, row + 4 * i, sizeof value);
+  return value;
+}
+
+/* The last `tail` (< 8) elements of a float-type row, zero-padded to 8: the
+ * padding adds w * x = 0 * 0 to each lane, which changes nothing. */
+static void float_tail(uint32_t type, const uint8_t *row, size_t start, size_t tail,
+                       const float *x, size_t cols, int nx, __m256 *acc) {
+  float w[8] = {0}, xt[8] = {0};
+  for (size_t i = 0; i < tail; i++) w[i] = float_element(type, row, start + i);
+  __m256 wv = _mm256_loadu_ps(w);
+  for (int b = 0; b < nx; b++) {
+    memcpy(xt, x + (size_t)b * cols + start, tail * sizeof *xt);
+    acc[b] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt), acc[b]);
+  }
+}
+
+/* The lanes of v added by a fixed tree: (0+4, 1+5, 2+6, 3+7), then pairs. */
+QD_INLINE float lane_sum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+/* How a type's rows are cut for the kernels: `unit` elements of `unit_bytes`
+ * each (a block; 8 elements for the float types), and the float types' tail. */
+typedef struct {
+  uint32_t type;
+  size_t unit, unit_bytes, units, tail, cols, row_bytes;
+} QdShape;
+
+/* R rows (R * nx accumulators, at most 8 live registers) from w, nx vectors
+ * from x, results into y[b * y_stride + r]. */
+QD_INLINE void rows_pass(BlockKernel kernel, const QdShape *s, const uint8_t *w, const float *x,
+                         int R, int nx, float *y, size_t y_stride) {
+  __m256 acc[4][MAX_X];
+  for (int r = 0; r < R; r++)
+    for (int b = 0; b < nx; b++) acc[r][b] = _mm256_setzero_ps();
+  for (size_t u = 0; u < s->units; u++)
+    for (int r = 0; r < R; r++)
+      kernel(w + r * s->row_bytes + u * s->unit_bytes, x + u * s->unit, s->cols, nx, acc[r]);
+  if (s->tail)
+    for (int r = 0; r < R; r++)
+      float_tail(s->type, w + r * s->row_bytes, s->units * s->unit, s->tail, x, s->cols, nx,
+                 acc[r]);
+  for (int r = 0; r < R; r++)
+    for (int b = 0; b < nx; b++) y[(size_t)b * y_stride + r] = lane_sum(acc[r][b]);
+}
+
+#define QD_PASS(R, NX) rows_pass(kernel, s, w + r * s->row_bytes, x, R, NX, y + r, y_stride)
+
+/* n_rows rows against nx (1..8) vectors: 4 rows at a time for 1-2 vectors and
+ * 2 for 3-4 (enough independent FMA chains), then row by row. */
+QD_INLINE void rows_group(BlockKernel kernel, const QdShape *s, const uint8_t *w, size_t n_rows,
+                          const float *x, int nx, float *y, size_t y_stride) {
+  size_t r = 0;
+  switch (nx) {
+    case 1: for (; r + 4 <= n_rows; r += 4) QD_PASS(4, 1); break;
+    case 2: for (; r + 4 <= n_rows; r += 4) QD_PASS(4, 2); break;
+    case 3: for (; r + 2 <= n_rows; r += 2) QD_PASS(2, 3); break;
+    case 4: for (; r + 2 <= n_rows; r += 2) QD_PASS(2, 4); break;
+    default: break;
+  }
+  for (; r < n_rows; r++) {
+    switch (nx) {
+      case 1: QD_PASS(1, 1); break;
+      case 2: QD_PASS(1, 2); break;
+      case 3: QD_PASS(1, 3); break;
+      case 4: QD_PASS(1, 4); break;
+      case 5: QD_PASS(1, 5); break;
+      case 6: QD_PASS(1, 6); break;
+      case 7: QD_PASS(1, 7); break;
+      default: QD_PASS(1, 8); break;
+    }
+  }
+}
+
+QD_INLINE void rows_all(BlockKernel kernel, const QdShape *s, const uint8_t *w, size_t n_rows,
+                        const float *x, size_t n_x, float *y, size_t y_stride) {
+  for (size_t b = 0; b < n_x; b += MAX_X) {
+    int nx = n_x - b < MAX_X ? (int)(n_x - b) : MAX_X;
+    rows_group(kernel, s, w, n_rows, x + b * s->cols, nx, y + b * y_stride, y_stride);
+  }
+}
+
+void quant_dot_rows_avx2(uint32_t type, const void *w, size_t row_bytes, size_t cols,
+                         size_t n_rows, const float *x, size_t n_x, float *y, size_t y_stride) {
+  QdShape s = {.type = type, .cols = cols, .row_bytes = row_bytes};
+  size_t element_bytes = type == GGML_TYPE_F32 ? 4 : 2;
+  int is_float = type == GGML_TYPE_F32 || type == GGML_TYPE_F16 || type == GGML_TYPE_BF16;
+  s.unit = is_float ? 8 : gguf_type_block_size(type);
+  s.unit_bytes = is_float ? 8 * element_bytes : gguf_type_block_bytes(type);
+  if (!s.unit) {
+    quant_dot_rows_portable(type, w, row_bytes, cols, n_rows, x, n_x, y, y_stride);
+    return;
+  }
+  s.units = cols / s.unit;
+  s.tail = cols % s.unit;
+  const uint8_t *bytes = w;
+  switch (type) {
+    case GGML_TYPE_F32: rows_all(unit_f32, &s, bytes, n_rows, x, n_x, y, y_stride); break;
+    case GGML_TYPE_F16: rows_all(unit_f16, &s, bytes, n_rows, x, n_x, y, y_stride); break;
+    case GGML_TYPE_BF16: rows_all(unit_bf16, &s, bytes, n_rows, x, n_x, y, y_stride); break;
+    case GGML_TYPE_Q8_0: rows_all(block_q8_0, &s, bytes, n_rows, x, n_x, y, y_stride); break;
+    case GGML_TYPE_Q4_0: rows_all(block_q4_0, &s, bytes, n_rows, x, n_x, y, y_stride); break;
+    case GGML_TYPE_Q4_1: rows_all(block_q4_1, &s, bytes, n_rows, x, n_x, y, y_stride); break;
+    case GGML_TYPE_Q5_0: rows_all(block_q5_0, &s, bytes, n_rows, x, n_x, y, y_stride); break;
+    case GGML_TYPE_Q5_1: rows_all(block_q5_1, &s, bytes, n_rows, x, n_x, y, y_stride); break;
+    case GGML_TYPE_Q4_K: rows_all(block_q4_k, &s, bytes, n_rows, x, n_x, y, y_stride); break;
+    case GGML_TYPE_Q5_K: rows_all(block_q5_k, &s, bytes, n_rows, x, n_x, y, y_stride); break;
+    case GGML_TYPE_Q6_K: rows_all(block_q6_k, &s, bytes, n_rows, x, n_x, y, y_stride); break;
+    default: quant_dot_rows_portable(type, w, row_bytes, cols, n_rows, x, n_x, y, y_stride);
+  }
+}
+
+int quant_dot_avx2_supported(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+}
+
+#else /* not x86: no AVX2 kernel; quant_dot_rows never chooses it */
+
+void quant_dot_rows_avx2(uint32_t type, const void *w, size_t row_bytes, size_t cols,
+                         size_t n_rows, const float *x, size_t n_x, float *y, size_t y_stride) {
+  quant_dot_rows_portable(type, w, row_bytes, cols, n_rows, x, n_x, y, y_stride);
+}
+
+int quant_dot_avx2_supported(void) { return 0; }
+
+#endif
