@@ -16,8 +16,7 @@ enum { CHUNK = 2048 };
  * vector add each block's products in element order and the block sums in
  * block order. Plain C, the reference the fast kernels are compared with. */
 void quant_dot_rows_portable(uint32_t type, const void *w, size_t row_bytes, size_t cols,
-                             size_t n_rows, const float *x, size_t n_x, float *y,
-                             size_t y_stride) {
+                             size_t n_rows, const float *x, size_t n_x, float *y, size_t y_stride) {
   size_t block = gguf_type_block_size(type), block_bytes = gguf_type_block_bytes(type);
   float values[CHUNK];
   for (size_t r = 0; r < n_rows; r++) {

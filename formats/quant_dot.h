@@ -38,8 +38,8 @@ const char *quant_dot_kernel_name(void);
 
 /* The AVX2 + FMA + F16C kernel (formats/quant_dot_avx2.c). Call it only when
  * quant_dot_avx2_supported() is 1; off x86 it is the portable twin. */
-void quant_dot_rows_avx2(uint32_t type, const void *w, size_t row_bytes, size_t cols,
-                         size_t n_rows, const float *x, size_t n_x, float *y, size_t y_stride);
+void quant_dot_rows_avx2(uint32_t type, const void *w, size_t row_bytes, size_t cols, size_t n_rows,
+                         const float *x, size_t n_x, float *y, size_t y_stride);
 
 /* 1 when the processor and the OS run AVX2, FMA and F16C code, else 0. */
 int quant_dot_avx2_supported(void);
