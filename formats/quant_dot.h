@@ -18,7 +18,8 @@
 /* y[b * y_stride + r] = dot(row r of W, x + b * cols) for r in [0, n_rows),
  * b in [0, n_x). W: n_rows rows of `cols` elements of ggml type `type`, row r
  * at (const char *)w + r * row_bytes; cols is a multiple of the type's block
- * size (gguf_type_block_size). Single-threaded: callers split the rows. */
+ * size (gguf_type_block_size); for an unsupported type or other cols, y is
+ * NaN. Single-threaded: callers split the rows. */
 typedef void (*QuantDotFn)(uint32_t type, const void *w, size_t row_bytes, size_t cols,
                            size_t n_rows, const float *x /* (n_x, cols) */, size_t n_x,
                            float *y /* (n_x, y_stride) */, size_t y_stride);

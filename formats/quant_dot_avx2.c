@@ -340,7 +340,7 @@ void quant_dot_rows_avx2(uint32_t type, const void *w, size_t row_bytes, size_t 
   int is_float = type == GGML_TYPE_F32 || type == GGML_TYPE_F16 || type == GGML_TYPE_BF16;
   s.unit = is_float ? 8 : gguf_type_block_size(type);
   s.unit_bytes = is_float ? 8 * element_bytes : gguf_type_block_bytes(type);
-  if (!s.unit) {
+  if (!s.unit || (!is_float && cols % s.unit)) { /* the twin writes NaN */
     quant_dot_rows_portable(type, w, row_bytes, cols, n_rows, x, n_x, y, y_stride);
     return;
   }

@@ -305,6 +305,27 @@ START_TEST(a_result_does_not_depend_on_its_batch) {
 }
 END_TEST
 
+/* The header's promise for input outside the contract: a row length that is
+ * not a multiple of the block gives NaN, never a partial sum. */
+START_TEST(cols_off_the_block_give_nan) {
+  Kernel ks[2];
+  int n_kernels = kernels(ks);
+  uint32_t type = TYPES[_i];
+  size_t block = gguf_type_block_size(type);
+  if (block == 1) return; /* every length is whole blocks */
+  size_t cols = 2 * block + 16, row_bytes = 3 * gguf_type_block_bytes(type); /* 2.x blocks */
+  uint8_t *w = make_rows(type, 3 * block, 2, row_bytes);
+  float *x = make_vectors(2, cols), y[4];
+  for (int kk = 0; kk < n_kernels; kk++) {
+    ks[kk].fn(type, w, row_bytes, cols, 2, x, 2, y, 2);
+    for (int i = 0; i < 4; i++)
+      ck_assert_msg(isnan(y[i]), "%s %s", ks[kk].name, gguf_type_name(type));
+  }
+  free(w);
+  free(x);
+}
+END_TEST
+
 /* quant_dot_kernel_name() of a fresh process of this program (the choice is
  * made once per process), with OBC_SIMD set to simd or unset (NULL). */
 static void kernel_name_in_child(const char *simd, char *out, size_t size) {
@@ -351,6 +372,7 @@ int main(int argc, char **argv) {
   tcase_add_loop_test(tc, kernels_match_the_double_reference, 0, N_TYPES);
   tcase_add_loop_test(tc, kernels_reproduce_every_dequantised_weight, 0, N_TYPES);
   tcase_add_loop_test(tc, a_result_does_not_depend_on_its_batch, 0, N_TYPES);
+  tcase_add_loop_test(tc, cols_off_the_block_give_nan, 0, N_TYPES);
   tcase_add_test(tc, obc_simd_portable_forces_the_twin);
   suite_add_tcase(suite, tc);
   SRunner *runner = srunner_create(suite);
