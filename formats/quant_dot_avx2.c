@@ -142,55 +142,68 @@ QD_INLINE void block_q5_1(const uint8_t *b, const float *x, size_t cols, int nx,
 
 /* ---- 256-element K super-blocks ------------------------------------------- */
 
-/* The 6-bit scale and min of sub-block j of a Q4_K/Q5_K super-block, as
- * formats/dequant.c unpacks them. */
-QD_INLINE void k_scale_min(const uint8_t *scales, int j, int *scale, int *min) {
-  if (j < 4) {
-    *scale = scales[j] & 0x3f;
-    *min = scales[j + 4] & 0x3f;
-  } else {
-    *scale = (scales[j + 4] & 0x0f) | ((scales[j - 4] >> 6) << 4);
-    *min = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
-  }
+/* The 8 scales and 8 mins of a Q4_K/Q5_K super-block as bytes 0-7 and 8-15,
+ * unpacked as formats/dequant.c does: bytes 0-3 hold scales 0-3 (low 6 bits),
+ * bytes 4-7 mins 0-3; scales/mins 4-7 take their low 4 bits from bytes 8-11
+ * and their top 2 bits from the top bits of bytes 0-3 / 4-7. */
+QD_INLINE __m128i k_scales_mins(const uint8_t *scales) {
+  uint32_t a[3], out[4];
+  memcpy(a, scales, sizeof a);
+  out[0] = a[0] & 0x3f3f3f3f;                                            /* scales 0-3 */
+  out[1] = (a[2] & 0x0f0f0f0f) | ((a[0] >> 6) & 0x03030303) << 4;        /* scales 4-7 */
+  out[2] = a[1] & 0x3f3f3f3f;                                            /* mins 0-3 */
+  out[3] = ((a[2] >> 4) & 0x0f0f0f0f) | ((a[1] >> 6) & 0x03030303) << 4; /* mins 4-7 */
+  return _mm_loadu_si128((const __m128i *)out);
 }
 
+/* d * scale[j] and -(dmin * min[j]) for the 8 sub-blocks j, as dequant_gguf
+ * rounds them (one fp32 product each; negation is exact). */
+QD_INLINE void k_factors(const uint8_t *b, __m256 *ds, __m256 *neg_dm) {
+  __m128i sm = k_scales_mins(b + 4);
+  __m256 d = _mm256_set1_ps(f16_at(b)), dmin = _mm256_set1_ps(f16_at(b + 2));
+  *ds = _mm256_mul_ps(d, i8_low_ps(sm)); /* values < 64: signed = unsigned */
+  *neg_dm = _mm256_xor_ps(_mm256_mul_ps(dmin, i8_high_ps(sm)), _mm256_set1_ps(-0.0f));
+}
+
+QD_INLINE __m256 lane(__m256 v, int j) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(j)); }
+
 /* Sub-block `sub` (32 quants in lo, hi) of a Q4_K/Q5_K super-block:
- * w = (d * scale) * q - dmin * min, both products rounded to fp32 first. */
-QD_INLINE void k_sub(const uint8_t *scales, float d, float dmin, int sub, __m128i lo, __m128i hi,
-                     const float *x, size_t cols, int nx, __m256 *acc) {
-  int scale, min;
-  k_scale_min(scales, sub, &scale, &min);
-  __m256 ds = _mm256_set1_ps(d * (float)scale), neg_dm = _mm256_set1_ps(-(dmin * (float)min));
-  affine16(lo, ds, neg_dm, x, cols, nx, acc);
-  affine16(hi, ds, neg_dm, x + 16, cols, nx, acc);
+ * w = ds[sub] * q - dm[sub]. */
+QD_INLINE void k_sub(__m256 ds, __m256 neg_dm, int sub, __m128i lo, __m128i hi, const float *x,
+                     size_t cols, int nx, __m256 *acc) {
+  __m256 d = lane(ds, sub), m = lane(neg_dm, sub);
+  affine16(lo, d, m, x, cols, nx, acc);
+  affine16(hi, d, m, x + 16, cols, nx, acc);
 }
 
 /* Q4_K: f16 d, f16 dmin, 12 scale bytes, 128 bytes of nibbles; 32-byte chunk
  * c holds sub-block 2c in its low nibbles and 2c + 1 in its high ones. */
 QD_INLINE void block_q4_k(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
-  float d = f16_at(b), dmin = f16_at(b + 2);
-  const uint8_t *scales = b + 4, *qs = b + 16;
+  __m256 ds, neg_dm;
+  k_factors(b, &ds, &neg_dm);
+  const uint8_t *qs = b + 16;
   for (int c = 0; c < 4; c++) {
     __m128i v0 = load16(qs + 32 * c), v1 = load16(qs + 32 * c + 16);
     const float *xc = x + 64 * c;
-    k_sub(scales, d, dmin, 2 * c, low_nibbles(v0), low_nibbles(v1), xc, cols, nx, acc);
-    k_sub(scales, d, dmin, 2 * c + 1, high_nibbles(v0), high_nibbles(v1), xc + 32, cols, nx, acc);
+    k_sub(ds, neg_dm, 2 * c, low_nibbles(v0), low_nibbles(v1), xc, cols, nx, acc);
+    k_sub(ds, neg_dm, 2 * c + 1, high_nibbles(v0), high_nibbles(v1), xc + 32, cols, nx, acc);
   }
 }
 
 /* Q5_K: as Q4_K with 32 bytes qh before the nibbles: bit `sub` of qh[l] is bit
  * 4 of element l of sub-block sub. */
 QD_INLINE void block_q5_k(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
-  float d = f16_at(b), dmin = f16_at(b + 2);
-  const uint8_t *scales = b + 4, *qh = b + 16, *qs = b + 48;
+  __m256 ds, neg_dm;
+  k_factors(b, &ds, &neg_dm);
+  const uint8_t *qh = b + 16, *qs = b + 48;
   __m128i h0 = load16(qh), h1 = load16(qh + 16);
   for (int c = 0; c < 4; c++) {
     __m128i v0 = load16(qs + 32 * c), v1 = load16(qs + 32 * c + 16);
     const float *xc = x + 64 * c;
     int s = 2 * c;
-    k_sub(scales, d, dmin, s, _mm_or_si128(low_nibbles(v0), bit4_of_bytes(h0, s)),
+    k_sub(ds, neg_dm, s, _mm_or_si128(low_nibbles(v0), bit4_of_bytes(h0, s)),
           _mm_or_si128(low_nibbles(v1), bit4_of_bytes(h1, s)), xc, cols, nx, acc);
-    k_sub(scales, d, dmin, s + 1, _mm_or_si128(high_nibbles(v0), bit4_of_bytes(h0, s + 1)),
+    k_sub(ds, neg_dm, s + 1, _mm_or_si128(high_nibbles(v0), bit4_of_bytes(h0, s + 1)),
           _mm_or_si128(high_nibbles(v1), bit4_of_bytes(h1, s + 1)), xc + 32, cols, nx, acc);
   }
 }
@@ -209,15 +222,15 @@ QD_INLINE __m128i q6_quants(__m128i low, int low_shift, __m128i high, int high_s
  * qh[32h + l]; w = (d * scale[element / 16]) * (q - 32). */
 QD_INLINE void block_q6_k(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
   const uint8_t *ql = b, *qh = b + 128;
-  const int8_t *scales = (const int8_t *)(b + 192);
-  float d = f16_at(b + 208);
+  __m128i sc = load16(b + 192); /* int8 scales */
+  __m256 d = _mm256_set1_ps(f16_at(b + 208));
+  __m256 dsc[2] = {_mm256_mul_ps(d, i8_low_ps(sc)), _mm256_mul_ps(d, i8_high_ps(sc))};
   for (int half = 0; half < 2; half++) {
     __m128i h0 = load16(qh + 32 * half), h1 = load16(qh + 32 * half + 16);
     for (int g = 0; g < 4; g++) {
       const uint8_t *low = ql + 64 * half + 32 * (g % 2);
-      int e = 128 * half + 32 * g;
-      __m256 d0 = _mm256_set1_ps(d * (float)scales[e / 16]);
-      __m256 d1 = _mm256_set1_ps(d * (float)scales[e / 16 + 1]);
+      int e = 128 * half + 32 * g, k = e / 16; /* scale index of x[e..e+16) */
+      __m256 d0 = lane(dsc[k / 8], k % 8), d1 = lane(dsc[k / 8], k % 8 + 1);
       scaled16(q6_quants(load16(low), 4 * (g / 2), h0, 2 * g), d0, x + e, cols, nx, acc);
       scaled16(q6_quants(load16(low + 16), 4 * (g / 2), h1, 2 * g), d1, x + e + 16, cols, nx, acc);
     }
