@@ -102,20 +102,50 @@ QD_INLINE void block_q8_0(const uint8_t *b, const float *x, size_t cols, int nx,
   scaled16(load16(b + 18), d, x + 16, cols, nx, acc);
 }
 
+/* The 16 nibble bytes at p spread to 32-bit lanes: lo holds bytes 0-7 (one
+ * per lane), hi bytes 8-15; a lane's low nibble is (lane & 15), its high
+ * nibble (lane >> 4). */
+QD_INLINE void nibble_lanes(const uint8_t *p, __m256i *lo, __m256i *hi) {
+  __m256i v = _mm256_broadcastsi128_si256(load16(p));
+  const char z = (char)0x80; /* pshufb: zero this byte */
+  *lo = _mm256_shuffle_epi8(v, _mm256_setr_epi8(0, z, z, z, 1, z, z, z, 2, z, z, z, 3, z, z, z, 4,
+                                                z, z, z, 5, z, z, z, 6, z, z, z, 7, z, z, z));
+  *hi =
+      _mm256_shuffle_epi8(v, _mm256_setr_epi8(8, z, z, z, 9, z, z, z, 10, z, z, z, 11, z, z, z, 12,
+                                              z, z, z, 13, z, z, z, 14, z, z, z, 15, z, z, z));
+}
+
+/* Elements x[0..8) with weights d * q, q in 32-bit lanes. */
+QD_INLINE void scaled8(__m256i q, __m256 d, const float *x, size_t cols, int nx, __m256 *acc) {
+  fma_vectors(_mm256_mul_ps(d, _mm256_cvtepi32_ps(q)), x, cols, nx, acc);
+}
+
+/* Elements x[0..8) with weights d * q + m, q in 32-bit lanes. */
+QD_INLINE void affine8(__m256i q, __m256 d, __m256 m, const float *x, size_t cols, int nx,
+                       __m256 *acc) {
+  fma_vectors(_mm256_fmadd_ps(d, _mm256_cvtepi32_ps(q), m), x, cols, nx, acc);
+}
+
 /* Q4_0: f16 d, 16 bytes of nibbles; w = d * (q - 8). */
 QD_INLINE void block_q4_0(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
   __m256 d = _mm256_set1_ps(f16_at(b));
-  __m128i v = load16(b + 2), eight = _mm_set1_epi8(8);
-  scaled16(_mm_sub_epi8(low_nibbles(v), eight), d, x, cols, nx, acc);
-  scaled16(_mm_sub_epi8(high_nibbles(v), eight), d, x + 16, cols, nx, acc);
+  __m256i lo, hi, mask = _mm256_set1_epi32(0x0f), eight = _mm256_set1_epi32(8);
+  nibble_lanes(b + 2, &lo, &hi);
+  scaled8(_mm256_sub_epi32(_mm256_and_si256(lo, mask), eight), d, x, cols, nx, acc);
+  scaled8(_mm256_sub_epi32(_mm256_and_si256(hi, mask), eight), d, x + 8, cols, nx, acc);
+  scaled8(_mm256_sub_epi32(_mm256_srli_epi32(lo, 4), eight), d, x + 16, cols, nx, acc);
+  scaled8(_mm256_sub_epi32(_mm256_srli_epi32(hi, 4), eight), d, x + 24, cols, nx, acc);
 }
 
 /* Q4_1: f16 d, f16 m, 16 bytes of nibbles; w = d * q + m. */
 QD_INLINE void block_q4_1(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
   __m256 d = _mm256_set1_ps(f16_at(b)), m = _mm256_set1_ps(f16_at(b + 2));
-  __m128i v = load16(b + 4);
-  affine16(low_nibbles(v), d, m, x, cols, nx, acc);
-  affine16(high_nibbles(v), d, m, x + 16, cols, nx, acc);
+  __m256i lo, hi, mask = _mm256_set1_epi32(0x0f);
+  nibble_lanes(b + 4, &lo, &hi);
+  affine8(_mm256_and_si256(lo, mask), d, m, x, cols, nx, acc);
+  affine8(_mm256_and_si256(hi, mask), d, m, x + 8, cols, nx, acc);
+  affine8(_mm256_srli_epi32(lo, 4), d, m, x + 16, cols, nx, acc);
+  affine8(_mm256_srli_epi32(hi, 4), d, m, x + 24, cols, nx, acc);
 }
 
 /* Q5_0: f16 d, uint32 qh, 16 bytes of nibbles; w = d * (q - 16). */
