@@ -7,7 +7,8 @@
  * fused into one FMA where d * q is exact (affine16); each register of 8
  * weights is decoded once and multiplied into the accumulator of every vector
  * of the call with one FMA. A (row, vector) pair owns one 8-lane accumulator:
- * lane l sums elements l, l + 8, l + 16, ... in row order, and a fixed tree
+ * lane l sums elements l, l + 8, l + 16, ... in a fixed order (row order but
+ * for Q4_K, which takes a chunk's two sub-blocks together), and a fixed tree
  * adds the lanes at the end. Rows and vectors are interleaved only to hide the
  * FMA latency, which changes no pair's operations (docs/SCIENCE.md,
  * "Quantised weights"). */
@@ -212,11 +213,19 @@ QD_INLINE void block_q4_k(const uint8_t *b, const float *x, size_t cols, int nx,
   __m256 ds, neg_dm;
   k_factors(b, &ds, &neg_dm);
   const uint8_t *qs = b + 16;
+  __m256i mask = _mm256_set1_epi32(0x0f);
   for (int c = 0; c < 4; c++) {
-    __m128i v0 = load16(qs + 32 * c), v1 = load16(qs + 32 * c + 16);
-    const float *xc = x + 64 * c;
-    k_sub(ds, neg_dm, 2 * c, low_nibbles(v0), low_nibbles(v1), xc, cols, nx, acc);
-    k_sub(ds, neg_dm, 2 * c + 1, high_nibbles(v0), high_nibbles(v1), xc + 32, cols, nx, acc);
+    __m256 d0 = lane(ds, 2 * c), m0 = lane(neg_dm, 2 * c);
+    __m256 d1 = lane(ds, 2 * c + 1), m1 = lane(neg_dm, 2 * c + 1);
+    for (int h = 0; h < 2; h++) {
+      __m256i l0, l1;
+      nibble_lanes(qs + 32 * c + 16 * h, &l0, &l1);
+      const float *xc = x + 64 * c + 16 * h;
+      affine8(_mm256_and_si256(l0, mask), d0, m0, xc, cols, nx, acc);
+      affine8(_mm256_and_si256(l1, mask), d0, m0, xc + 8, cols, nx, acc);
+      affine8(_mm256_srli_epi32(l0, 4), d1, m1, xc + 32, cols, nx, acc);
+      affine8(_mm256_srli_epi32(l1, 4), d1, m1, xc + 40, cols, nx, acc);
+    }
   }
 }
 
