@@ -229,6 +229,7 @@ int main(int argc, char **argv) {
   int repeats = argc > 2 ? atoi(argv[2]) : 3;
   const char *types = argc > 3 ? argv[3] : NULL;
   if (repeats < 1) repeats = 1;
+  setvbuf(stdout, NULL, _IOLBF, 0); /* each line as it comes, also into a file */
   if (strcmp(which, "all") && strcmp(which, "smol") && strcmp(which, "8b")) {
     fprintf(stderr, "bench_quant_dot: unknown set '%s' (smol, 8b or all)\n", which);
     return 2;
