@@ -149,16 +149,30 @@ QD_INLINE void block_q4_1(const uint8_t *b, const float *x, size_t cols, int nx,
   affine8(_mm256_srli_epi32(hi, 4), d, m, x + 24, cols, nx, acc);
 }
 
+/* The 32 five-bit quants of a Q5_0/Q5_1 block as bytes 0-31 of a register:
+ * element e (0-15) is the low nibble of qs[e], element e + 16 its high
+ * nibble, and bit e of qh is bit 4 of element e. */
+QD_INLINE __m256i q5_bytes(uint32_t qh, const uint8_t *qs) {
+  __m256i v = _mm256_broadcastsi128_si256(load16(qs));
+  __m256i nibbles = _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_setr_epi64x(0, 0, 4, 4)),
+                                     _mm256_set1_epi8(0x0f)); /* high lane: high nibbles */
+  __m256i bits = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), /* byte e: byte e/8 of qh */
+                                     _mm256_setr_epi64x(0, 0x0101010101010101,
+                                                        0x0202020202020202, 0x0303030303030303));
+  __m256i select = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+  __m256i top = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bits, select), select),
+                                 _mm256_set1_epi8(0x10));
+  return _mm256_or_si256(nibbles, top);
+}
+
 /* Q5_0: f16 d, uint32 qh, 16 bytes of nibbles; w = d * (q - 16). */
 QD_INLINE void block_q5_0(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
   __m256 d = _mm256_set1_ps(f16_at(b));
   uint32_t qh;
   memcpy(&qh, b + 2, sizeof qh);
-  __m128i v = load16(b + 6), sixteen = _mm_set1_epi8(16);
-  __m128i lo = _mm_or_si128(low_nibbles(v), bit4_of_bits16(qh & 0xffff));
-  __m128i hi = _mm_or_si128(high_nibbles(v), bit4_of_bits16(qh >> 16));
-  scaled16(_mm_sub_epi8(lo, sixteen), d, x, cols, nx, acc);
-  scaled16(_mm_sub_epi8(hi, sixteen), d, x + 16, cols, nx, acc);
+  __m256i q = _mm256_sub_epi8(q5_bytes(qh, b + 6), _mm256_set1_epi8(16));
+  scaled16(_mm256_castsi256_si128(q), d, x, cols, nx, acc);
+  scaled16(_mm256_extracti128_si256(q, 1), d, x + 16, cols, nx, acc);
 }
 
 /* Q5_1: f16 d, f16 m, uint32 qh, 16 bytes of nibbles; w = d * q + m. */
@@ -166,9 +180,9 @@ QD_INLINE void block_q5_1(const uint8_t *b, const float *x, size_t cols, int nx,
   __m256 d = _mm256_set1_ps(f16_at(b)), m = _mm256_set1_ps(f16_at(b + 2));
   uint32_t qh;
   memcpy(&qh, b + 4, sizeof qh);
-  __m128i v = load16(b + 8);
-  affine16(_mm_or_si128(low_nibbles(v), bit4_of_bits16(qh & 0xffff)), d, m, x, cols, nx, acc);
-  affine16(_mm_or_si128(high_nibbles(v), bit4_of_bits16(qh >> 16)), d, m, x + 16, cols, nx, acc);
+  __m256i q = q5_bytes(qh, b + 8);
+  affine16(_mm256_castsi256_si128(q), d, m, x, cols, nx, acc);
+  affine16(_mm256_extracti128_si256(q, 1), d, m, x + 16, cols, nx, acc);
 }
 
 /* ---- 256-element K super-blocks ------------------------------------------- */
