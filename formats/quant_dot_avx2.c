@@ -63,21 +63,7 @@ QD_INLINE void affine16(__m128i q, __m256 d, __m256 m, const float *x, size_t co
 }
 
 QD_INLINE __m128i low_nibbles(__m128i v) { return _mm_and_si128(v, _mm_set1_epi8(0x0f)); }
-QD_INLINE __m128i high_nibbles(__m128i v) { return low_nibbles(_mm_srli_epi16(v, 4)); }
 QD_INLINE __m128i load16(const uint8_t *p) { return _mm_loadu_si128((const __m128i *)p); }
-
-/* 0x10 in byte i where bit i of the 16-bit `bits` is set (Q5 high bits). */
-QD_INLINE __m128i bit4_of_bits16(uint32_t bits) {
-  __m128i v = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)bits), _mm_set_epi64x(0x0101010101010101, 0));
-  __m128i select = _mm_set1_epi64x((long long)0x8040201008040201ull);
-  return _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(v, select), select), _mm_set1_epi8(0x10));
-}
-
-/* 0x10 in byte i where bit `bit` of byte i of v is set (Q5_K high bits). */
-QD_INLINE __m128i bit4_of_bytes(__m128i v, int bit) {
-  __m128i select = _mm_set1_epi8((char)(1 << bit));
-  return _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(v, select), select), _mm_set1_epi8(0x10));
-}
 
 /* ---- the float types: a "block" of 8 elements ---------------------------- */
 
@@ -156,9 +142,9 @@ QD_INLINE __m256i q5_bytes(uint32_t qh, const uint8_t *qs) {
   __m256i v = _mm256_broadcastsi128_si256(load16(qs));
   __m256i nibbles = _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_setr_epi64x(0, 0, 4, 4)),
                                      _mm256_set1_epi8(0x0f)); /* high lane: high nibbles */
-  __m256i bits = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), /* byte e: byte e/8 of qh */
-                                     _mm256_setr_epi64x(0, 0x0101010101010101,
-                                                        0x0202020202020202, 0x0303030303030303));
+  __m256i bits = _mm256_shuffle_epi8(
+      _mm256_set1_epi32((int)qh), /* byte e: byte e/8 of qh */
+      _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
   __m256i select = _mm256_set1_epi64x((long long)0x8040201008040201ull);
   __m256i top = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bits, select), select),
                                  _mm256_set1_epi8(0x10));
@@ -243,21 +229,30 @@ QD_INLINE void block_q4_k(const uint8_t *b, const float *x, size_t cols, int nx,
   }
 }
 
+/* 0x10 in byte l where bit `bit` of byte l of h is set (Q5_K high bits). */
+QD_INLINE __m256i bit4_of_bytes32(__m256i h, int bit) {
+  __m256i select = _mm256_set1_epi8((char)(1 << bit));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(h, select), select),
+                          _mm256_set1_epi8(0x10));
+}
+
 /* Q5_K: as Q4_K with 32 bytes qh before the nibbles: bit `sub` of qh[l] is bit
  * 4 of element l of sub-block sub. */
 QD_INLINE void block_q5_k(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
   __m256 ds, neg_dm;
   k_factors(b, &ds, &neg_dm);
-  const uint8_t *qh = b + 16, *qs = b + 48;
-  __m128i h0 = load16(qh), h1 = load16(qh + 16);
+  const uint8_t *qs = b + 48;
+  __m256i h = _mm256_loadu_si256((const __m256i *)(b + 16)), mask = _mm256_set1_epi8(0x0f);
   for (int c = 0; c < 4; c++) {
-    __m128i v0 = load16(qs + 32 * c), v1 = load16(qs + 32 * c + 16);
+    __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+    __m256i lo = _mm256_or_si256(_mm256_and_si256(v, mask), bit4_of_bytes32(h, 2 * c));
+    __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), mask),
+                                 bit4_of_bytes32(h, 2 * c + 1));
     const float *xc = x + 64 * c;
-    int s = 2 * c;
-    k_sub(ds, neg_dm, s, _mm_or_si128(low_nibbles(v0), bit4_of_bytes(h0, s)),
-          _mm_or_si128(low_nibbles(v1), bit4_of_bytes(h1, s)), xc, cols, nx, acc);
-    k_sub(ds, neg_dm, s + 1, _mm_or_si128(high_nibbles(v0), bit4_of_bytes(h0, s + 1)),
-          _mm_or_si128(high_nibbles(v1), bit4_of_bytes(h1, s + 1)), xc + 32, cols, nx, acc);
+    k_sub(ds, neg_dm, 2 * c, _mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1), xc, cols,
+          nx, acc);
+    k_sub(ds, neg_dm, 2 * c + 1, _mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1),
+          xc + 32, cols, nx, acc);
   }
 }
 
