@@ -62,7 +62,6 @@ QD_INLINE void affine16(__m128i q, __m256 d, __m256 m, const float *x, size_t co
   fma_vectors(_mm256_fmadd_ps(d, i8_high_ps(q), m), x + 8, cols, nx, acc);
 }
 
-QD_INLINE __m128i low_nibbles(__m128i v) { return _mm_and_si128(v, _mm_set1_epi8(0x0f)); }
 QD_INLINE __m128i load16(const uint8_t *p) { return _mm_loadu_si128((const __m128i *)p); }
 
 /* ---- the float types: a "block" of 8 elements ---------------------------- */
@@ -256,13 +255,13 @@ QD_INLINE void block_q5_k(const uint8_t *b, const float *x, size_t cols, int nx,
   }
 }
 
-/* The 16 quants (q - 32, as signed bytes) of a Q6_K group: nibble from low
+/* The 32 quants (q - 32, as signed bytes) of a Q6_K group: nibble from low
  * (shifted by low_shift), 2 high bits from high (bits high_shift, +1). */
-QD_INLINE __m128i q6_quants(__m128i low, int low_shift, __m128i high, int high_shift) {
-  __m128i nibble = low_nibbles(_mm_srli_epi16(low, low_shift));
-  __m128i top = _mm_and_si128(_mm_srli_epi16(high, high_shift), _mm_set1_epi8(3));
-  __m128i q = _mm_or_si128(nibble, _mm_slli_epi16(top, 4)); /* top < 4: no carry between bytes */
-  return _mm_sub_epi8(q, _mm_set1_epi8(32));
+QD_INLINE __m256i q6_quants(__m256i low, int low_shift, __m256i high, int high_shift) {
+  __m256i nibble = _mm256_and_si256(_mm256_srli_epi16(low, low_shift), _mm256_set1_epi8(0x0f));
+  __m256i top = _mm256_and_si256(_mm256_srli_epi16(high, high_shift), _mm256_set1_epi8(3));
+  __m256i q = _mm256_or_si256(nibble, _mm256_slli_epi16(top, 4)); /* top < 4: no carry */
+  return _mm256_sub_epi8(q, _mm256_set1_epi8(32));
 }
 
 /* Q6_K: ql[128], qh[64], int8 scales[16], f16 d; half h, group g of 32
@@ -274,13 +273,14 @@ QD_INLINE void block_q6_k(const uint8_t *b, const float *x, size_t cols, int nx,
   __m256 d = _mm256_set1_ps(f16_at(b + 208));
   __m256 dsc[2] = {_mm256_mul_ps(d, i8_low_ps(sc)), _mm256_mul_ps(d, i8_high_ps(sc))};
   for (int half = 0; half < 2; half++) {
-    __m128i h0 = load16(qh + 32 * half), h1 = load16(qh + 32 * half + 16);
+    __m256i h = _mm256_loadu_si256((const __m256i *)(qh + 32 * half));
     for (int g = 0; g < 4; g++) {
-      const uint8_t *low = ql + 64 * half + 32 * (g % 2);
+      __m256i low = _mm256_loadu_si256((const __m256i *)(ql + 64 * half + 32 * (g % 2)));
+      __m256i q = q6_quants(low, 4 * (g / 2), h, 2 * g);
       int e = 128 * half + 32 * g, k = e / 16; /* scale index of x[e..e+16) */
       __m256 d0 = lane(dsc[k / 8], k % 8), d1 = lane(dsc[k / 8], k % 8 + 1);
-      scaled16(q6_quants(load16(low), 4 * (g / 2), h0, 2 * g), d0, x + e, cols, nx, acc);
-      scaled16(q6_quants(load16(low + 16), 4 * (g / 2), h1, 2 * g), d1, x + e + 16, cols, nx, acc);
+      scaled16(_mm256_castsi256_si128(q), d0, x + e, cols, nx, acc);
+      scaled16(_mm256_extracti128_si256(q, 1), d1, x + e + 16, cols, nx, acc);
     }
   }
 }
