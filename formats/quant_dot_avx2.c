@@ -42,6 +42,15 @@ QD_INLINE void fma_vectors(__m256 w, const float *x, size_t cols, int nx, __m256
 
 QD_INLINE float f16_at(const uint8_t *p) { return _cvtsh_ss(float16_read_u16(p)); }
 
+/* The f16 pair at p (d and m or dmin), converted together, broadcast. */
+QD_INLINE void f16_pair(const uint8_t *p, __m256 *first, __m256 *second) {
+  int32_t bits;
+  memcpy(&bits, p, sizeof bits);
+  __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128(bits));
+  *first = _mm256_broadcastss_ps(both);
+  *second = _mm256_broadcastss_ps(_mm_movehdup_ps(both));
+}
+
 /* The low 8 signed bytes of v as 8 floats; the high 8 bytes. */
 QD_INLINE __m256 i8_low_ps(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)); }
 QD_INLINE __m256 i8_high_ps(__m128i v) { return i8_low_ps(_mm_unpackhi_epi64(v, v)); }
@@ -125,7 +134,8 @@ QD_INLINE void block_q4_0(const uint8_t *b, const float *x, size_t cols, int nx,
 
 /* Q4_1: f16 d, f16 m, 16 bytes of nibbles; w = d * q + m. */
 QD_INLINE void block_q4_1(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
-  __m256 d = _mm256_set1_ps(f16_at(b)), m = _mm256_set1_ps(f16_at(b + 2));
+  __m256 d, m;
+  f16_pair(b, &d, &m);
   __m256i lo, hi, mask = _mm256_set1_epi32(0x0f);
   nibble_lanes(b + 4, &lo, &hi);
   affine8(_mm256_and_si256(lo, mask), d, m, x, cols, nx, acc);
@@ -162,7 +172,8 @@ QD_INLINE void block_q5_0(const uint8_t *b, const float *x, size_t cols, int nx,
 
 /* Q5_1: f16 d, f16 m, uint32 qh, 16 bytes of nibbles; w = d * q + m. */
 QD_INLINE void block_q5_1(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
-  __m256 d = _mm256_set1_ps(f16_at(b)), m = _mm256_set1_ps(f16_at(b + 2));
+  __m256 d, m;
+  f16_pair(b, &d, &m);
   uint32_t qh;
   memcpy(&qh, b + 4, sizeof qh);
   __m256i q = q5_bytes(qh, b + 8);
@@ -190,7 +201,8 @@ QD_INLINE __m128i k_scales_mins(const uint8_t *scales) {
  * rounds them (one fp32 product each; negation is exact). */
 QD_INLINE void k_factors(const uint8_t *b, __m256 *ds, __m256 *neg_dm) {
   __m128i sm = k_scales_mins(b + 4);
-  __m256 d = _mm256_set1_ps(f16_at(b)), dmin = _mm256_set1_ps(f16_at(b + 2));
+  __m256 d, dmin;
+  f16_pair(b, &d, &dmin);
   *ds = _mm256_mul_ps(d, i8_low_ps(sm)); /* values < 64: signed = unsigned */
   *neg_dm = _mm256_xor_ps(_mm256_mul_ps(dmin, i8_high_ps(sm)), _mm256_set1_ps(-0.0f));
 }
