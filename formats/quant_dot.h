@@ -18,7 +18,8 @@
 /* y[b * y_stride + r] = dot(row r of W, x + b * cols) for r in [0, n_rows),
  * b in [0, n_x). W: n_rows rows of `cols` elements of ggml type `type`, row r
  * at (const char *)w + r * row_bytes; cols is a multiple of the type's block
- * size (gguf_type_block_size). Single-threaded: callers split the rows. */
+ * size (gguf_type_block_size); for an unsupported type or other cols, y is
+ * NaN. Single-threaded: callers split the rows. */
 typedef void (*QuantDotFn)(uint32_t type, const void *w, size_t row_bytes, size_t cols,
                            size_t n_rows, const float *x /* (n_x, cols) */, size_t n_x,
                            float *y /* (n_x, y_stride) */, size_t y_stride);
@@ -35,5 +36,13 @@ void quant_dot_rows_portable(uint32_t type, const void *w, size_t row_bytes, siz
 
 /* Name of the kernel quant_dot_rows uses ("avx2" or "portable"). */
 const char *quant_dot_kernel_name(void);
+
+/* The AVX2 + FMA + F16C kernel (formats/quant_dot_avx2.c). Call it only when
+ * quant_dot_avx2_supported() is 1; off x86 it is the portable twin. */
+void quant_dot_rows_avx2(uint32_t type, const void *w, size_t row_bytes, size_t cols, size_t n_rows,
+                         const float *x, size_t n_x, float *y, size_t y_stride);
+
+/* 1 when the processor and the OS run AVX2, FMA and F16C code, else 0. */
+int quant_dot_avx2_supported(void);
 
 #endif
