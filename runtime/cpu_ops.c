@@ -149,7 +149,7 @@ void cpu_gemm_weight_path(float *c, const float *a, const ModelMatrix *w, size_t
     gemm_f32(c, a, w, n, beta);
   else if (path == CPU_GEMM_TILES && gemm_tiles(c, a, w, n, beta))
     ;
-  else /* decode, or no memory for tiles: row blocks of up to 8 vectors at a time */
+  else /* decode, or no memory for tiles: up to CPU_GEMM_DOT_MAX_ROWS vectors at a time */
     for (size_t done = 0; done < n; done += CPU_GEMM_DOT_MAX_ROWS) {
       size_t count = n - done < CPU_GEMM_DOT_MAX_ROWS ? n - done : CPU_GEMM_DOT_MAX_ROWS;
       gemm_dot(c + done * w->rows, a + done * w->cols, w, count, beta);

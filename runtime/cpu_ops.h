@@ -62,13 +62,14 @@ void cpu_add_bias(float *rows /* (n, width) */, const float *bias /* (width) */,
 
 /* Up to this many activation rows, a weight matrix in a quantised type is
  * multiplied by quant_dot_rows (dot products on the stored blocks, reading
- * each weight byte once); above it, by dequantised tiles and sgemm. Why 8:
- * decode (1 row) and small batches are bound by reading the weights, and
- * quant_dot decodes each block once for all n rows; a tile costs a 4-byte
- * write and read per weight plus a dequantisation, which sgemm's 2n flops per
- * weight amortise only once n is several SIMD widths (an estimate: re-measure
- * with bench/bench_model when the quant_dot kernels change). */
-enum { CPU_GEMM_DOT_MAX_ROWS = 8 };
+ * each weight byte once); above it, by dequantised tiles and sgemm. Why 16:
+ * quant_dot decodes each block once for all n rows, while a tile costs a
+ * dequantisation and a 4-byte write and read per weight that sgemm's 2n
+ * flops per weight amortise only for larger n. Measured with the AVX2 kernels
+ * (bench_model, SmolLM2's layer-0 w_gate, Q4_1, 1536 x 576, per call, dot |
+ * tiles): n = 1 0.05 | 0.33 ms, 8 0.16 | 0.36, 16 0.33 | 0.46, 32 0.66 | 0.69.
+ * Re-measure when the kernels change. */
+enum { CPU_GEMM_DOT_MAX_ROWS = 16 };
 
 /* c = a * w^T + beta * c, with w a weight matrix (out, in) = (w->rows,
  * w->cols): a (n, in), c (n, out). F32: OpenBLAS sgemm (sgemv when n == 1).
