@@ -12,6 +12,7 @@
 
 #include "common/obc_error.h"
 #include "evict/replay_metrics.h"
+#include "runtime/batch.h"
 #include "runtime/generate.h"
 #include "runtime/runtime.h"
 
@@ -283,6 +284,36 @@ static int apply_marks(EvictReplayer *r, const EvictKeepSet *keep) {
   return OBC_OK;
 }
 
+/* Records decode step t of a replay from its logits (vocab): forced, the KL
+ * against the full cache, returning the full cache's next token; else the
+ * prediction (returned: the next token), its top-2 margin and agreement. */
+static int32_t observe_step(const EvictReplayer *r, int forced, size_t t, const float *logits,
+                            EvictModelReplay *out, size_t *agree) {
+  const float *full = r->logits_full + t * r->vocab;
+  for (size_t i = 0; i < r->vocab; i++) out->logit_scale = fmax(out->logit_scale, fabs(logits[i]));
+  if (forced) {
+    double kl = kl_divergence(full, logits, r->vocab);
+    out->kl_forced[t] = kl;
+    out->kl_forced_mean += kl / r->n_steps;
+    out->logits_rel_diff = fmax(out->logits_rel_diff, relative_diff(logits, full, r->vocab));
+    return r->full_tokens[t + 1];
+  }
+  int32_t predicted = (int32_t)generate_argmax(logits, r->vocab);
+  float second = -INFINITY;
+  for (size_t i = 0; i < r->vocab; i++)
+    if (i != (size_t)predicted && logits[i] > second) second = logits[i];
+  out->margin[t] = (double)logits[predicted] - second;
+  out->tokens[t] = predicted;
+  *agree += predicted == r->full_tokens[t + 1];
+  return predicted;
+}
+
+/* The free-running summary after the last step. */
+static void finish_free_running(const EvictReplayer *r, size_t agree, EvictModelReplay *out) {
+  out->agreement = (double)agree / r->n_steps;
+  out->first_divergence = replay_first_divergence(r->full_tokens + 1, out->tokens, r->n_steps);
+}
+
 /* T steps from position s; forced: feed the full-cache tokens, else the
  * previous prediction. */
 static int decode(EvictReplayer *r, int forced, EvictModelReplay *out) {
@@ -291,45 +322,112 @@ static int decode(EvictReplayer *r, int forced, EvictModelReplay *out) {
   size_t agree = 0;
   for (size_t t = 0; t < r->n_steps && !rc; t++) {
     rc = runtime_forward(r->runtime, &token, 1, RUNTIME_LOGITS_LAST, r->logits, NULL);
-    if (rc) break;
-    const float *full = r->logits_full + t * r->vocab;
-    int32_t predicted = (int32_t)generate_argmax(r->logits, r->vocab);
-    if (forced) {
-      double kl = kl_divergence(full, r->logits, r->vocab);
-      out->kl_forced[t] = kl;
-      out->kl_forced_mean += kl / r->n_steps;
-      out->logits_rel_diff = fmax(out->logits_rel_diff, relative_diff(r->logits, full, r->vocab));
-      token = r->full_tokens[t + 1];
-    } else {
-      out->tokens[t] = predicted;
-      agree += predicted == r->full_tokens[t + 1];
-      token = predicted;
-    }
+    if (!rc) token = observe_step(r, forced, t, r->logits, out, &agree);
   }
-  if (!forced) {
-    out->agreement = (double)agree / r->n_steps;
-    out->first_divergence = replay_first_divergence(r->full_tokens + 1, out->tokens, r->n_steps);
-  }
+  if (!forced) finish_free_running(r, agree, out);
   return rc;
+}
+
+/* The answer text and needle metrics of a replayed free-running run. */
+static int finish_replay(const EvictReplayer *r, EvictModelReplay *out) {
+  int32_t answer[EVICT_REPLAY_MAX_STEPS + 1];
+  answer[0] = r->full_tokens[0];
+  memcpy(answer + 1, out->tokens, r->n_steps * sizeof *answer);
+  int rc = generate_answer_text(r->model->tokenizer, answer, r->n_steps + 1, out->answer,
+                                sizeof out->answer);
+  if (!rc) rc = needle_metrics(r, answer, r->n_steps + 1, out);
+  out->needle_found = r->needle[0] ? contains_ignoring_case(out->answer, r->needle) : -1;
+  return rc;
+}
+
+static int check_keep(const EvictReplayer *r, const EvictKeepSet *keep) {
+  if (keep->n_prompt != r->n_prompt)
+    return obc_fail(OBC_EINVAL, "replay: the kept set covers %zu prompt positions (expected %zu)",
+                    keep->n_prompt, r->n_prompt);
+  return OBC_OK;
 }
 
 int evict_replayer_run(EvictReplayer *r, const EvictKeepSet *keep, EvictModelReplay *out) {
   memset(out, 0, sizeof *out);
   out->n_steps = r->n_steps;
-  if (keep->n_prompt != r->n_prompt)
-    return obc_fail(OBC_EINVAL, "replay: the kept set covers %zu prompt positions (expected %zu)",
-                    keep->n_prompt, r->n_prompt);
-  int rc = apply_marks(r, keep);
+  int rc = check_keep(r, keep);
+  if (!rc) rc = apply_marks(r, keep);
   if (!rc) rc = decode(r, 0, out);
   if (!rc) rc = decode(r, 1, out);
-  if (!rc) {
-    int32_t answer[EVICT_REPLAY_MAX_STEPS + 1];
-    answer[0] = r->full_tokens[0];
-    memcpy(answer + 1, out->tokens, r->n_steps * sizeof *answer);
-    rc = generate_answer_text(r->model->tokenizer, answer, r->n_steps + 1, out->answer,
-                              sizeof out->answer);
-    if (!rc) rc = needle_metrics(r, answer, r->n_steps + 1, out);
+  if (!rc) rc = finish_replay(r, out);
+  return rc;
+}
+
+size_t evict_replayer_batch_seqs(const EvictReplayer *r, size_t max_seqs) {
+  if (max_seqs == 0) {
+    size_t per = runtime_batch_bytes_per_seq(r->runtime, r->n_steps);
+    max_seqs = EVICT_REPLAY_BATCH_BYTES / (per ? per : 1);
   }
-  out->needle_found = r->needle[0] ? contains_ignoring_case(out->answer, r->needle) : -1;
+  return max_seqs < 2 ? 2 : max_seqs / 2 * 2;
+}
+
+/* Sets m = n_seqs / 2 of keeps into batch: sequence 2j free-running, 2j + 1
+ * teacher-forced, both with the marks of keeps[j]. */
+static int batch_marks(RuntimeBatch *batch, const EvictKeepSet *keeps, size_t m) {
+  int rc = runtime_batch_reset(batch, 2 * m);
+  for (size_t j = 0; j < m && !rc; j++) {
+    const EvictKeepSet *keep = &keeps[j];
+    for (size_t l = 0; l < keep->n_layers && !rc; l++)
+      for (size_t g = 0; g < keep->n_kv_heads && !rc; g++) {
+        const unsigned char *k = keep->keep + (l * keep->n_kv_heads + g) * keep->n_prompt;
+        rc = runtime_batch_set_kept(batch, 2 * j, l, g, k, keep->n_prompt);
+        if (!rc) rc = runtime_batch_set_kept(batch, 2 * j + 1, l, g, k, keep->n_prompt);
+      }
+  }
+  return rc;
+}
+
+/* One pass: m kept sets, 2m sequences, every step. */
+static int batch_pass(EvictReplayer *r, RuntimeBatch *batch, const EvictKeepSet *keeps, size_t m,
+                      EvictModelReplay *outs, int32_t *tokens, size_t *agree, float *logits) {
+  int rc = batch_marks(batch, keeps, m);
+  for (size_t j = 0; j < m; j++) {
+    memset(&outs[j], 0, sizeof outs[j]);
+    outs[j].n_steps = r->n_steps;
+    agree[j] = 0;
+    tokens[2 * j] = tokens[2 * j + 1] = r->full_tokens[0];
+  }
+  for (size_t t = 0; t < r->n_steps && !rc; t++) {
+    if ((rc = runtime_batch_forward(batch, tokens, logits))) break;
+    for (size_t j = 0; j < m; j++) {
+      tokens[2 * j] = observe_step(r, 0, t, logits + 2 * j * r->vocab, &outs[j], &agree[j]);
+      tokens[2 * j + 1] = observe_step(r, 1, t, logits + (2 * j + 1) * r->vocab, &outs[j], NULL);
+    }
+  }
+  for (size_t j = 0; j < m && !rc; j++) {
+    finish_free_running(r, agree[j], &outs[j]);
+    rc = finish_replay(r, &outs[j]);
+  }
+  return rc;
+}
+
+int evict_replayer_run_batch(EvictReplayer *r, const EvictKeepSet *keeps, size_t n, size_t max_seqs,
+                             EvictModelReplay *outs) {
+  int rc = OBC_OK;
+  for (size_t i = 0; i < n && !rc; i++) rc = check_keep(r, &keeps[i]);
+  if (rc || n == 0) return rc;
+  size_t cap = evict_replayer_batch_seqs(r, max_seqs);
+  if (cap > 2 * n) cap = 2 * n;
+  /* The batch shares the prompt rows [0, s); decode rows after them are its own. */
+  if ((rc = runtime_set_position(r->runtime, r->n_prompt))) return rc;
+  RuntimeBatch *batch = NULL;
+  rc = runtime_batch_create(r->runtime, cap, r->n_steps, &batch);
+  float *logits = rc ? NULL : obc_malloc(cap * r->vocab * sizeof *logits, "batched logits");
+  int32_t *tokens = rc ? NULL : obc_malloc(cap * sizeof *tokens, "batched tokens");
+  size_t *agree = rc ? NULL : obc_malloc(cap / 2 * sizeof *agree, "batched agreement");
+  if (!rc && (!logits || !tokens || !agree)) rc = OBC_ENOMEM;
+  for (size_t i = 0; i < n && !rc; i += cap / 2) {
+    size_t m = n - i < cap / 2 ? n - i : cap / 2;
+    rc = batch_pass(r, batch, keeps + i, m, outs + i, tokens, agree, logits);
+  }
+  free(logits);
+  free(tokens);
+  free(agree);
+  runtime_batch_free(batch);
   return rc;
 }
