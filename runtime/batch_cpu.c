@@ -199,8 +199,8 @@ static void attend_block(const RuntimeBatch *b, size_t layer, size_t g, size_t b
   size_t heads = c->n_layers * c->n_kv_heads;
   for (size_t i = 0; i < nb; i++) {
     size_t seq = b0 + i;
-    const float *tk = b->tail_k + ((layer * c->n_kv_heads + g) * b->max_seqs + seq) *
-                                      b->max_steps * hd;
+    const float *tk =
+        b->tail_k + ((layer * c->n_kv_heads + g) * b->max_seqs + seq) * b->max_steps * hd;
     const unsigned char *ev = b->evicted + (seq * heads + layer * c->n_kv_heads + g) * s;
     for (size_t j = 0; j < group; j++) {
       float *row = pb + (i * group + j) * width;
@@ -220,8 +220,8 @@ static void attend_block(const RuntimeBatch *b, size_t layer, size_t g, size_t b
     memset(ob, 0, rows * hd * sizeof(float));
   for (size_t i = 0; i < nb; i++) {
     size_t seq = b0 + i;
-    const float *tv = b->tail_v + ((layer * c->n_kv_heads + g) * b->max_seqs + seq) *
-                                      b->max_steps * hd;
+    const float *tv =
+        b->tail_v + ((layer * c->n_kv_heads + g) * b->max_seqs + seq) * b->max_steps * hd;
     for (size_t j = 0; j < group; j++) {
       const float *p = pb + (i * group + j) * width + s;
       float *o = ob + (i * group + j) * hd;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_json.h"
@@ -51,6 +52,8 @@ typedef struct {
   SweepCell *cells; /* (n_traces * n_scores * n_budgets) */
   size_t n_cells;
   char trace_model[256]; /* the model named by the first trace (titles without --model) */
+  double model_seconds;  /* wall time of the model replays (not their set-up) */
+  size_t model_sets;     /* kept sets replayed with the model */
 } SweepRun;
 
 static int name_order(const void *a, const void *b) { return strcmp(a, b); }
@@ -151,7 +154,10 @@ static void pending_free(SweepPending *q) {
 /* Replays the waiting sets together and fills their cells. */
 static int pending_flush(const SweepReplayConfig *c, EvictReplayer *replayer, SweepRun *run,
                          SweepPending *q) {
+  double start = obc_now_seconds();
   int rc = evict_replayer_run_batch(replayer, q->keeps, q->n, c->batch, q->outs);
+  run->model_seconds += obc_now_seconds() - start;
+  run->model_sets += q->n;
   for (size_t i = 0; i < q->n && !rc; i++) {
     rc = sweep_cell_from_replay(&q->outs[i], &run->cells[q->cells[i]]);
     if (!rc) report_cell(c, run, &run->cells[q->cells[i]]);
@@ -166,7 +172,10 @@ static int pending_flush(const SweepReplayConfig *c, EvictReplayer *replayer, Sw
 static int replay_cell(const SweepReplayConfig *c, EvictReplayer *replayer, SweepRun *run,
                        size_t cell, EvictKeepSet *keep, SweepPending *q) {
   if (c->batch == 1) {
+    double start = obc_now_seconds();
     int rc = evict_replayer_run(replayer, keep, q->outs);
+    run->model_seconds += obc_now_seconds() - start;
+    run->model_sets++;
     if (!rc) rc = sweep_cell_from_replay(q->outs, &run->cells[cell]);
     if (!rc) report_cell(c, run, &run->cells[cell]);
     evict_keep_set_free(keep);
@@ -461,6 +470,10 @@ int sweep_replay_run(const char *input, const char *out_dir, const SweepReplayCo
   if (!rc) {
     printf("replay sweep: %zu trace(s), %zu scores x %zu budgets -> %s\n", run.n_traces,
            c->n_scores, c->n_budgets, out_dir);
+    if (c->with_model) /* on stderr: timings would make the tables differ between runs */
+      fprintf(stderr, "replay sweep: model replay of %zu kept sets took %.2f s (%s)\n",
+              run.model_sets, run.model_seconds,
+              c->batch == 1 ? "one at a time, --batch 1" : "batched");
     if (c->with_model) {
       print_table(c, &run, 0,
                   "needle retrieval (share of traces whose replayed answer has the "
