@@ -3,11 +3,11 @@
 # against a reference measured in the same run) for `make bench`.
 #
 # usage: bench/run.sh [BUILD_DIR]   (default build; the benchmarks target must be built)
-#   ONLY=scores,analyze,model,load,tokenizer,waitpolicy   runs a subset
+#   ONLY=scores,analyze,model,load,tokenizer,waitpolicy,replay   runs a subset
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
-ONLY=${ONLY:-scores,load,tokenizer,model,analyze,waitpolicy}
+ONLY=${ONLY:-scores,load,tokenizer,model,analyze,waitpolicy,replay}
 
 want() { case ",$ONLY," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 section() { printf '\n== %s ==\n' "$1"; }
@@ -35,4 +35,8 @@ fi
 if want waitpolicy; then
   section "decode tokens/s by OpenMP wait policy, next to busy processes (run_wait_policy.sh)"
   bench/run_wait_policy.sh "$BUILD"
+fi
+if want replay; then
+  section "replay --sweep: batched model replay against one set at a time (run_replay.sh)"
+  bench/run_replay.sh "$BUILD"
 fi

@@ -149,31 +149,27 @@ int runtime_batch_set_kept(RuntimeBatch *b, size_t seq, size_t layer, size_t kv_
 
 /* Softmax of one score row: prompt entries [0, s) with their marks (dropped:
  * out of the max and the sum, then exactly 0) and n_tail tail entries after
- * them, all kept. Sums in 16 lanes in a fixed order (vectorised, the same on
- * every thread). */
+ * them, all kept (the tail is never empty, so the max is a kept score).
+ * The sum runs in 16 lanes in a fixed order (vectorised, the same on every
+ * thread). A dropped entry's exp is multiplied by 0: finite,
+ * since cpu_expf clamps its argument, so the product is exactly 0. */
 static void softmax_masked(float *row, const unsigned char *evicted, size_t s, size_t n_tail) {
   enum { LANES = 16 };
-  float max = -INFINITY;
+  size_t body = s / LANES * LANES;
+  float lane_sum[LANES] = {0}, max = -INFINITY;
+  /* max is exact in any order: vectorised without reordering the result */
+#pragma omp simd reduction(max : max)
   for (size_t p = 0; p < s; p++) {
-    float v = evicted[p] ? -INFINITY : row[p];
+    float v = row[p] - 1e30f * (float)evicted[p]; /* dropped: far below any score */
     max = v > max ? v : max;
   }
   for (size_t u = 0; u < n_tail; u++) max = row[s + u] > max ? row[s + u] : max;
-  float lane[LANES] = {0};
-  size_t body = s / LANES * LANES;
+  for (size_t p = 0; p < s; p++) row[p] = cpu_expf(row[p] - max) * (float)(1 - evicted[p]);
   for (size_t p = 0; p < body; p += LANES)
-    for (size_t l = 0; l < LANES; l++) {
-      float e = cpu_expf(row[p + l] - max);
-      row[p + l] = evicted[p + l] ? 0.0f : e;
-      lane[l] += row[p + l];
-    }
+    for (size_t l = 0; l < LANES; l++) lane_sum[l] += row[p + l];
   float sum = 0.0f;
-  for (size_t l = 0; l < LANES; l++) sum += lane[l];
-  for (size_t p = body; p < s; p++) {
-    float e = cpu_expf(row[p] - max);
-    row[p] = evicted[p] ? 0.0f : e;
-    sum += row[p];
-  }
+  for (size_t l = 0; l < LANES; l++) sum += lane_sum[l];
+  for (size_t p = body; p < s; p++) sum += row[p];
   for (size_t u = 0; u < n_tail; u++) {
     row[s + u] = cpu_expf(row[s + u] - max);
     sum += row[s + u];

@@ -154,9 +154,10 @@ static void check_against_separate(size_t n) {
       if (token_of(b, t) == token_of(0, t)) spread = fmax(spread, other / scale);
     }
   }
-  printf("batch of %zu: max relative logit difference to separate runtimes %.3g (tolerance %.3g); "
-         "the marks alone move them by up to %.3g\n",
-         n, worst, tol, spread);
+  printf(
+      "batch of %zu: max relative logit difference to separate runtimes %.3g (tolerance %.3g); "
+      "the marks alone move them by up to %.3g\n",
+      n, worst, tol, spread);
   /* The marks matter: a batch that ignored them would fail above. */
   ck_assert_double_gt(spread, 10.0 * tol);
   free(batched);

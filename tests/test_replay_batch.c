@@ -76,8 +76,9 @@ static size_t compare(const char *name, const EvictModelReplay *ref, const Evict
   for (size_t t = 0; t < ref->n_steps; t++) {
     double d = fabs(got->kl_forced[t] - ref->kl_forced[t]);
     *worst_kl = fmax(*worst_kl, d);
-    ck_assert_msg(d <= 2 * delta, "%s: teacher-forced KL of step %zu: %.6g batched, %.6g (tol %.3g)",
-                  name, t + 1, got->kl_forced[t], ref->kl_forced[t], 2 * delta);
+    ck_assert_msg(d <= 2 * delta,
+                  "%s: teacher-forced KL of step %zu: %.6g batched, %.6g (tol %.3g)", name, t + 1,
+                  got->kl_forced[t], ref->kl_forced[t], 2 * delta);
   }
   return same;
 }
@@ -107,9 +108,9 @@ START_TEST(test_batched_replay_equals_one_at_a_time) {
   EvictReplayer *replayer = NULL;
   ck_assert_msg(evict_replayer_open(model, reader, 0, 0, &replayer) == 0, "%s",
                 obc_error_message());
-  static const char *const policies[N_SETS][2] = {{"attn", "5%"},      {"streaming", "10%"},
-                                                  {"random", "20%"},   {"obc_vk", "8%"},
-                                                  {"snapkv", "40%"},   {"attn", "100%"}};
+  static const char *const policies[N_SETS][2] = {{"attn", "5%"},    {"streaming", "10%"},
+                                                  {"random", "20%"}, {"obc_vk", "8%"},
+                                                  {"snapkv", "40%"}, {"attn", "100%"}};
   EvictKeepSet keeps[N_SETS];
   for (size_t i = 0; i < N_SETS; i++) {
     EvictPolicy policy;
@@ -143,10 +144,11 @@ START_TEST(test_batched_replay_equals_one_at_a_time) {
     compared += compare(name, &ref[i], &pairs[i], tol, &worst_kl);
     diverged += ref[i].first_divergence != 0;
   }
-  printf("batched replay of %d sets: %zu free-running steps equal, max teacher-forced KL "
-         "difference %.3g (tolerance %.3g x max |logit|); %zu of the sets diverge from the full "
-         "cache\n",
-         N_SETS, compared, worst_kl, 2 * tol, diverged);
+  printf(
+      "batched replay of %d sets: %zu free-running steps equal, max teacher-forced KL "
+      "difference %.3g (tolerance %.3g x max |logit|); %zu of the sets diverge from the full "
+      "cache\n",
+      N_SETS, compared, worst_kl, 2 * tol, diverged);
   /* Not vacuous: eviction changes some answers, and keeping all reproduces the full cache. */
   ck_assert_uint_gt(diverged, 0);
   ck_assert_uint_eq(ref[N_SETS - 1].first_divergence, 0);
