@@ -26,10 +26,12 @@ static double uniform(void) {
   return (double)(rng >> 11) / 9007199254740992.0;
 }
 
-/* Keep mask of sequence b: share (b % 6: 1%, 2%, 5%, 10%, 20%, 40%), random. */
-static void marks(size_t b, unsigned char *keep, size_t s) {
+/* Keep mask of sequence b of n: 4 sinks, 8 recent and a random share of the
+ * rest, 1%, 2%, 5%, 10%, 20%, 40% for a sixth of the sequences each, in
+ * increasing order (as evict_replayer_run_batch orders its sets). */
+static void marks(size_t b, size_t n, unsigned char *keep, size_t s) {
   static const double share[6] = {0.01, 0.02, 0.05, 0.10, 0.20, 0.40};
-  for (size_t p = 0; p < s; p++) keep[p] = p < 4 || p + 8 >= s || uniform() < share[b / 2 % 6];
+  for (size_t p = 0; p < s; p++) keep[p] = p < 4 || p + 8 >= s || uniform() < share[b * 6 / n];
 }
 
 int main(int argc, char **argv) {
@@ -58,7 +60,7 @@ int main(int argc, char **argv) {
       }
   size_t heads = c->n_layers * c->n_kv_heads;
   for (size_t b = 0; b < n; b++)
-    for (size_t h = 0; h < heads; h++) marks(b, keep + (b * heads + h) * s, s);
+    for (size_t h = 0; h < heads; h++) marks(b, n, keep + (b * heads + h) * s, s);
   if (runtime_set_position(rt, s) || runtime_batch_create(rt, n, steps, &batch) ||
       runtime_batch_reset(batch, n))
     return 1;

@@ -366,12 +366,13 @@ size_t evict_replayer_batch_seqs(const EvictReplayer *r, size_t max_seqs) {
   return max_seqs < 2 ? 2 : max_seqs / 2 * 2;
 }
 
-/* Sets m = n_seqs / 2 of keeps into batch: sequence 2j free-running, 2j + 1
- * teacher-forced, both with the marks of keeps[j]. */
-static int batch_marks(RuntimeBatch *batch, const EvictKeepSet *keeps, size_t m) {
+/* Sets m kept sets into batch, keeps[order[j]] for j < m: sequence 2j
+ * free-running, 2j + 1 teacher-forced, both with the set's marks. */
+static int batch_marks(RuntimeBatch *batch, const EvictKeepSet *keeps, const size_t *order,
+                       size_t m) {
   int rc = runtime_batch_reset(batch, 2 * m);
   for (size_t j = 0; j < m && !rc; j++) {
-    const EvictKeepSet *keep = &keeps[j];
+    const EvictKeepSet *keep = &keeps[order[j]];
     for (size_t l = 0; l < keep->n_layers && !rc; l++)
       for (size_t g = 0; g < keep->n_kv_heads && !rc; g++) {
         const unsigned char *k = keep->keep + (l * keep->n_kv_heads + g) * keep->n_prompt;
@@ -382,28 +383,62 @@ static int batch_marks(RuntimeBatch *batch, const EvictKeepSet *keeps, size_t m)
   return rc;
 }
 
-/* One pass: m kept sets, 2m sequences, every step. */
-static int batch_pass(EvictReplayer *r, RuntimeBatch *batch, const EvictKeepSet *keeps, size_t m,
-                      EvictModelReplay *outs, int32_t *tokens, size_t *agree, float *logits) {
-  int rc = batch_marks(batch, keeps, m);
+/* One pass: the m kept sets keeps[order[j]], 2m sequences, every step. */
+static int batch_pass(EvictReplayer *r, RuntimeBatch *batch, const EvictKeepSet *keeps,
+                      const size_t *order, size_t m, EvictModelReplay *outs, int32_t *tokens,
+                      size_t *agree, float *logits) {
+  int rc = batch_marks(batch, keeps, order, m);
   for (size_t j = 0; j < m; j++) {
-    memset(&outs[j], 0, sizeof outs[j]);
-    outs[j].n_steps = r->n_steps;
+    memset(&outs[order[j]], 0, sizeof outs[order[j]]);
+    outs[order[j]].n_steps = r->n_steps;
     agree[j] = 0;
     tokens[2 * j] = tokens[2 * j + 1] = r->full_tokens[0];
   }
   for (size_t t = 0; t < r->n_steps && !rc; t++) {
     if ((rc = runtime_batch_forward(batch, tokens, logits))) break;
     for (size_t j = 0; j < m; j++) {
-      tokens[2 * j] = observe_step(r, 0, t, logits + 2 * j * r->vocab, &outs[j], &agree[j]);
-      tokens[2 * j + 1] = observe_step(r, 1, t, logits + (2 * j + 1) * r->vocab, &outs[j], NULL);
+      EvictModelReplay *out = &outs[order[j]];
+      tokens[2 * j] = observe_step(r, 0, t, logits + 2 * j * r->vocab, out, &agree[j]);
+      tokens[2 * j + 1] = observe_step(r, 1, t, logits + (2 * j + 1) * r->vocab, out, NULL);
     }
   }
   for (size_t j = 0; j < m && !rc; j++) {
-    finish_free_running(r, agree[j], &outs[j]);
-    rc = finish_replay(r, &outs[j]);
+    finish_free_running(r, agree[j], &outs[order[j]]);
+    rc = finish_replay(r, &outs[order[j]]);
   }
   return rc;
+}
+
+typedef struct {
+  size_t kept, index;
+} KeptCount;
+
+static int kept_order(const void *a, const void *b) {
+  const KeptCount *x = a, *y = b;
+  if (x->kept != y->kept) return x->kept < y->kept ? -1 : 1;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The sets by their number of kept positions (then index): a pass, and each
+ * attention block within it, holds sets of similar budgets, and the batch
+ * leaves out the keys all sequences of a block dropped. */
+static size_t *order_by_kept(const EvictKeepSet *keeps, size_t n) {
+  KeptCount *counts = obc_malloc(n * sizeof *counts, "replay order");
+  size_t *order = obc_malloc(n * sizeof *order, "replay order");
+  if (!counts || !order) {
+    free(counts);
+    free(order);
+    return NULL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    size_t cells = keeps[i].n_layers * keeps[i].n_kv_heads * keeps[i].n_prompt, kept = 0;
+    for (size_t c = 0; c < cells; c++) kept += keeps[i].keep[c] != 0;
+    counts[i] = (KeptCount){kept, i};
+  }
+  qsort(counts, n, sizeof *counts, kept_order);
+  for (size_t i = 0; i < n; i++) order[i] = counts[i].index;
+  free(counts);
+  return order;
 }
 
 int evict_replayer_run_batch(EvictReplayer *r, const EvictKeepSet *keeps, size_t n, size_t max_seqs,
@@ -420,11 +455,13 @@ int evict_replayer_run_batch(EvictReplayer *r, const EvictKeepSet *keeps, size_t
   float *logits = rc ? NULL : obc_malloc(cap * r->vocab * sizeof *logits, "batched logits");
   int32_t *tokens = rc ? NULL : obc_malloc(cap * sizeof *tokens, "batched tokens");
   size_t *agree = rc ? NULL : obc_malloc(cap / 2 * sizeof *agree, "batched agreement");
-  if (!rc && (!logits || !tokens || !agree)) rc = OBC_ENOMEM;
+  size_t *order = rc ? NULL : order_by_kept(keeps, n);
+  if (!rc && (!logits || !tokens || !agree || !order)) rc = OBC_ENOMEM;
   for (size_t i = 0; i < n && !rc; i += cap / 2) {
     size_t m = n - i < cap / 2 ? n - i : cap / 2;
-    rc = batch_pass(r, batch, keeps + i, m, outs + i, tokens, agree, logits);
+    rc = batch_pass(r, batch, keeps, order + i, m, outs, tokens, agree, logits);
   }
+  free(order);
   free(logits);
   free(tokens);
   free(agree);

@@ -47,11 +47,13 @@ struct RuntimeBatch {
 
 /* Per-thread scratch of the attention items. */
 typedef struct {
-  size_t rows;  /* BATCH_BLOCK * group */
-  size_t width; /* s + max_steps: a score row, prompt then tail */
-  float *q;     /* (threads, rows, head_dim) gathered queries */
-  float *o;     /* (threads, rows, head_dim) outputs before scattering */
-  float *p;     /* (threads, rows, width) scores, then softmax weights */
+  size_t rows;          /* BATCH_BLOCK * group */
+  size_t width;         /* s + max_steps: a score row, prompt then tail */
+  float *q;             /* (threads, rows, head_dim) gathered queries */
+  float *o;             /* (threads, rows, head_dim) outputs before scattering */
+  float *p;             /* (threads, rows, width) scores, then softmax weights */
+  float *k, *v;         /* (threads, s, head_dim) an item's prompt keys and values, gathered */
+  unsigned char *marks; /* (threads, BATCH_BLOCK + 1, s) dropped by all, then marks */
 } BatchScratch;
 
 size_t runtime_batch_bytes_per_seq(const Runtime *runtime, size_t max_steps) {
@@ -178,26 +180,71 @@ static void softmax_masked(float *row, const unsigned char *evicted, size_t s, s
   for (size_t p = 0; p < s + n_tail; p++) row[p] *= inv;
 }
 
+/* The prompt keys of one attention item: every position when some sequence
+ * of the block keeps it, else only those (a key all of them dropped has
+ * weight exactly 0 in every row, so leaving it out changes no sum but its
+ * order). */
+typedef struct {
+  size_t n;                   /* keys */
+  const float *k, *v;         /* (n, head_dim) */
+  const unsigned char *marks; /* sequence i's marks over the n keys: marks + i * stride */
+  size_t stride;
+} BatchKeys;
+
+/* The keys of sequences [b0, b0 + nb) for (layer, g): gathered into the
+ * item's scratch when the block drops some position in every sequence. */
+static void block_keys(const RuntimeBatch *b, size_t layer, size_t g, size_t b0, size_t nb,
+                       const BatchScratch *sc, size_t thread, BatchKeys *keys) {
+  const ModelConfig *c = &b->model->config;
+  size_t s = b->n_prompt, hd = c->head_dim, heads = c->n_layers * c->n_kv_heads;
+  const unsigned char *ev = b->evicted + (b0 * heads + layer * c->n_kv_heads + g) * s;
+  *keys = (BatchKeys){.n = s,
+                      .k = runtime_cache_k(b->cache, layer, g),
+                      .v = runtime_cache_v(b->cache, layer, g),
+                      .marks = ev,
+                      .stride = heads * s};
+  unsigned char *all = sc->marks + thread * (BATCH_BLOCK + 1) * s; /* 1 = dropped by all */
+  memcpy(all, ev, s);
+  for (size_t i = 1; i < nb; i++)
+    for (size_t p = 0; p < s; p++) all[p] &= ev[i * keys->stride + p];
+  size_t n = 0;
+  for (size_t p = 0; p < s; p++) n += !all[p];
+  if (n == s) return;
+  float *k = sc->k + thread * s * hd, *v = sc->v + thread * s * hd;
+  unsigned char *marks = all + s;
+  size_t j = 0;
+  for (size_t p = 0; p < s; p++) {
+    if (all[p]) continue;
+    memcpy(k + j * hd, keys->k + p * hd, hd * sizeof(float));
+    memcpy(v + j * hd, keys->v + p * hd, hd * sizeof(float));
+    for (size_t i = 0; i < nb; i++) marks[i * n + j] = ev[i * keys->stride + p];
+    j++;
+  }
+  *keys = (BatchKeys){.n = n, .k = k, .v = v, .marks = marks, .stride = n};
+}
+
 /* Attention of sequences [b0, b0 + nb) for KV head g of one layer, on the
  * calling thread; the current token is tail row b->step. */
 static void attend_block(const RuntimeBatch *b, size_t layer, size_t g, size_t b0, size_t nb,
-                         float *qb, float *ob, float *pb, size_t width) {
+                         const BatchScratch *sc, size_t thread) {
   const ModelConfig *c = &b->model->config;
   size_t hd = c->head_dim, group = c->n_heads / c->n_kv_heads, q_dim = c->n_heads * hd;
-  size_t s = b->n_prompt, n_tail = b->step + 1, rows = nb * group;
+  size_t n_tail = b->step + 1, rows = nb * group, width = sc->width;
+  float *qb = sc->q + thread * sc->rows * hd, *ob = sc->o + thread * sc->rows * hd;
+  float *pb = sc->p + thread * sc->rows * width;
   float scale = (float)(1.0 / sqrt((double)hd));
+  BatchKeys keys;
+  block_keys(b, layer, g, b0, nb, sc, thread, &keys);
+  size_t s = keys.n;
   for (size_t i = 0; i < nb; i++) /* rows (sequence, query head of the group) */
     memcpy(qb + i * group * hd, b->q + (b0 + i) * q_dim + g * group * hd,
            group * hd * sizeof(float));
   if (s > 0)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)s, (int)hd, scale, qb,
-                (int)hd, runtime_cache_k(b->cache, layer, g), (int)hd, 0.0f, pb, (int)width);
-  size_t heads = c->n_layers * c->n_kv_heads;
+                (int)hd, keys.k, (int)hd, 0.0f, pb, (int)width);
   for (size_t i = 0; i < nb; i++) {
-    size_t seq = b0 + i;
     const float *tk =
-        b->tail_k + ((layer * c->n_kv_heads + g) * b->max_seqs + seq) * b->max_steps * hd;
-    const unsigned char *ev = b->evicted + (seq * heads + layer * c->n_kv_heads + g) * s;
+        b->tail_k + ((layer * c->n_kv_heads + g) * b->max_seqs + b0 + i) * b->max_steps * hd;
     for (size_t j = 0; j < group; j++) {
       float *row = pb + (i * group + j) * width;
       const float *qr = qb + (i * group + j) * hd;
@@ -206,12 +253,12 @@ static void attend_block(const RuntimeBatch *b, size_t layer, size_t g, size_t b
         for (size_t d = 0; d < hd; d++) dot += qr[d] * tk[u * hd + d];
         row[s + u] = scale * dot;
       }
-      softmax_masked(row, ev, s, n_tail);
+      softmax_masked(row, keys.marks + i * keys.stride, s, n_tail);
     }
   }
   if (s > 0)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)hd, (int)s, 1.0f, pb,
-                (int)width, runtime_cache_v(b->cache, layer, g), (int)hd, 0.0f, ob, (int)hd);
+                (int)width, keys.v, (int)hd, 0.0f, ob, (int)hd);
   else
     memset(ob, 0, rows * hd * sizeof(float));
   for (size_t i = 0; i < nb; i++) {
@@ -232,14 +279,12 @@ static void attend_block(const RuntimeBatch *b, size_t layer, size_t g, size_t b
 static void attend(const RuntimeBatch *b, size_t layer, const BatchScratch *sc) {
   const ModelConfig *c = &b->model->config;
   size_t n_blocks = (b->n_seqs + BATCH_BLOCK - 1) / BATCH_BLOCK;
-  size_t n_items = c->n_kv_heads * n_blocks, hd = c->head_dim;
+  size_t n_items = c->n_kv_heads * n_blocks;
 #pragma omp parallel for schedule(dynamic, 1)
   for (size_t item = 0; item < n_items; item++) {
     size_t g = item / n_blocks, b0 = item % n_blocks * BATCH_BLOCK;
     size_t nb = b->n_seqs - b0 < BATCH_BLOCK ? b->n_seqs - b0 : BATCH_BLOCK;
-    size_t t = (size_t)omp_get_thread_num();
-    attend_block(b, layer, g, b0, nb, sc->q + t * sc->rows * hd, sc->o + t * sc->rows * hd,
-                 sc->p + t * sc->rows * sc->width, sc->width);
+    attend_block(b, layer, g, b0, nb, sc, (size_t)omp_get_thread_num());
   }
 }
 
@@ -307,7 +352,11 @@ int runtime_batch_forward(RuntimeBatch *b, const int32_t *tokens, float *logits)
   sc.q = obc_malloc(threads * sc.rows * c->head_dim * sizeof(float), "attention scratch");
   sc.o = obc_malloc(threads * sc.rows * c->head_dim * sizeof(float), "attention scratch");
   sc.p = obc_malloc(threads * sc.rows * sc.width * sizeof(float), "attention scores");
-  int rc = cos_row && sc.q && sc.o && sc.p ? OBC_OK : OBC_ENOMEM;
+  size_t s_alloc = b->n_prompt ? b->n_prompt : 1;
+  sc.k = obc_malloc(threads * s_alloc * c->head_dim * sizeof(float), "attention scratch");
+  sc.v = obc_malloc(threads * s_alloc * c->head_dim * sizeof(float), "attention scratch");
+  sc.marks = obc_malloc(threads * (BATCH_BLOCK + 1) * s_alloc, "attention scratch");
+  int rc = cos_row && sc.q && sc.o && sc.p && sc.k && sc.v && sc.marks ? OBC_OK : OBC_ENOMEM;
   if (!rc) {
     float *sin_row = cos_row + half;
     for (size_t i = 0; i < half; i++) {
@@ -327,5 +376,8 @@ int runtime_batch_forward(RuntimeBatch *b, const int32_t *tokens, float *logits)
   free(sc.q);
   free(sc.o);
   free(sc.p);
+  free(sc.k);
+  free(sc.v);
+  free(sc.marks);
   return rc;
 }
