@@ -3,7 +3,8 @@
  * (cpu_gemm_weight), and attention is split into (KV head, block of
  * BATCH_BLOCK sequences) items over OpenMP threads. An item multiplies its
  * sequences' grouped queries with the shared prompt keys in one sgemm
- * (scores (rows, s)), scores each sequence's own tail keys, applies the
+ * (scores (rows, s); keys that all its sequences dropped are left out),
+ * scores each sequence's own tail keys, applies the
  * sequence's marks inside the softmax (dropped keys: out of the max and the
  * sum, weight exactly 0), then P V as one sgemm plus the tail part. Blocks
  * are fixed, and each item's sgemm runs on one thread (OpenBLAS does so
