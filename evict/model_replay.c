@@ -30,6 +30,7 @@ struct EvictReplayer {
   size_t n_prompt, n_steps, vocab;
   float *logits_full;                       /* (n_steps, vocab) the trace's */
   float *logits;                            /* (vocab) scratch */
+  double *full_logp, *full_prob;            /* (vocab) log_softmax of a step's full logits */
   int32_t *full_tokens;                     /* (n_steps + 1) g0 and the full cache's next tokens */
   char needle[256];                         /* the needle's value, "" when unknown */
   char value_pieces[REPLAY_MAX_PIECES][32]; /* the value's tokens as text, trimmed */
@@ -150,23 +151,27 @@ static int needle_value(const Model *model, const TraceMeta *meta, char *out, si
   return OBC_OK;
 }
 
-/* KL(p || q) of the softmaxes of logits p_logits (reference) and q_logits. */
-static double kl_divergence(const float *p_logits, const float *q_logits, size_t n) {
-  double p_max = -HUGE_VAL, q_max = -HUGE_VAL;
+/* log p and p of the softmax of logits (the full cache's, the reference of
+ * the KL), once per step for every replayed set. */
+static void log_softmax(const float *logits, size_t n, double *logp, double *prob) {
+  double max = -HUGE_VAL, sum = 0.0;
+  for (size_t i = 0; i < n; i++) max = logits[i] > max ? logits[i] : max;
+  for (size_t i = 0; i < n; i++) sum += exp(logits[i] - max);
+  double lse = max + log(sum);
   for (size_t i = 0; i < n; i++) {
-    p_max = p_logits[i] > p_max ? p_logits[i] : p_max;
-    q_max = q_logits[i] > q_max ? q_logits[i] : q_max;
+    logp[i] = logits[i] - lse;
+    prob[i] = exp(logp[i]);
   }
-  double p_sum = 0.0, q_sum = 0.0;
-  for (size_t i = 0; i < n; i++) {
-    p_sum += exp(p_logits[i] - p_max);
-    q_sum += exp(q_logits[i] - q_max);
-  }
-  double p_lse = p_max + log(p_sum), q_lse = q_max + log(q_sum), kl = 0.0;
-  for (size_t i = 0; i < n; i++) {
-    double lp = p_logits[i] - p_lse, lq = q_logits[i] - q_lse;
-    kl += exp(lp) * (lp - lq);
-  }
+}
+
+/* KL(p || q), p given by log_softmax, q by its logits. */
+static double kl_divergence(const double *logp, const double *prob, const float *q_logits,
+                            size_t n) {
+  double q_max = -HUGE_VAL, q_sum = 0.0;
+  for (size_t i = 0; i < n; i++) q_max = q_logits[i] > q_max ? q_logits[i] : q_max;
+  for (size_t i = 0; i < n; i++) q_sum += exp(q_logits[i] - q_max);
+  double q_lse = q_max + log(q_sum), kl = 0.0;
+  for (size_t i = 0; i < n; i++) kl += prob[i] * (logp[i] - (q_logits[i] - q_lse));
   return kl > 0.0 ? kl : 0.0;
 }
 
@@ -202,6 +207,8 @@ void evict_replayer_close(EvictReplayer *r) {
   runtime_free(r->runtime);
   free(r->logits_full);
   free(r->logits);
+  free(r->full_logp);
+  free(r->full_prob);
   free(r->full_tokens);
   free(r);
 }
@@ -226,8 +233,11 @@ int evict_replayer_open(const Model *model, TraceReader *reader, size_t steps, s
   r->vocab = model->config.vocab_size;
   r->logits_full = obc_malloc(meta->n_decode * r->vocab * sizeof(float), "trace logits");
   r->logits = obc_malloc(r->vocab * sizeof(float), "replay logits");
+  r->full_logp = obc_malloc(r->vocab * sizeof(double), "replay log-probabilities");
+  r->full_prob = obc_malloc(r->vocab * sizeof(double), "replay probabilities");
   r->full_tokens = obc_malloc((steps + 1) * sizeof(int32_t), "full-cache tokens");
-  if (!r->logits_full || !r->logits || !r->full_tokens) rc = OBC_ENOMEM;
+  if (!r->logits_full || !r->logits || !r->full_logp || !r->full_prob || !r->full_tokens)
+    rc = OBC_ENOMEM;
   if (!rc) rc = trace_read_logits(reader, r->logits_full);
   RuntimeOptions options = {.max_context = meta->n_prompt + steps, .threads = threads};
   if (!rc) rc = runtime_create(model, &options, &r->runtime);
@@ -285,14 +295,15 @@ static int apply_marks(EvictReplayer *r, const EvictKeepSet *keep) {
 }
 
 /* Records decode step t of a replay from its logits (vocab): forced, the KL
- * against the full cache, returning the full cache's next token; else the
+ * against the full cache (r->full_logp/full_prob: step t's log_softmax),
+ * returning the full cache's next token; else the
  * prediction (returned: the next token), its top-2 margin and agreement. */
 static int32_t observe_step(const EvictReplayer *r, int forced, size_t t, const float *logits,
                             EvictModelReplay *out, size_t *agree) {
   const float *full = r->logits_full + t * r->vocab;
   for (size_t i = 0; i < r->vocab; i++) out->logit_scale = fmax(out->logit_scale, fabs(logits[i]));
   if (forced) {
-    double kl = kl_divergence(full, logits, r->vocab);
+    double kl = kl_divergence(r->full_logp, r->full_prob, logits, r->vocab);
     out->kl_forced[t] = kl;
     out->kl_forced_mean += kl / r->n_steps;
     out->logits_rel_diff = fmax(out->logits_rel_diff, relative_diff(logits, full, r->vocab));
@@ -322,6 +333,8 @@ static int decode(EvictReplayer *r, int forced, EvictModelReplay *out) {
   size_t agree = 0;
   for (size_t t = 0; t < r->n_steps && !rc; t++) {
     rc = runtime_forward(r->runtime, &token, 1, RUNTIME_LOGITS_LAST, r->logits, NULL);
+    if (!rc && forced)
+      log_softmax(r->logits_full + t * r->vocab, r->vocab, r->full_logp, r->full_prob);
     if (!rc) token = observe_step(r, forced, t, r->logits, out, &agree);
   }
   if (!forced) finish_free_running(r, agree, out);
@@ -396,6 +409,9 @@ static int batch_pass(EvictReplayer *r, RuntimeBatch *batch, const EvictKeepSet 
   }
   for (size_t t = 0; t < r->n_steps && !rc; t++) {
     if ((rc = runtime_batch_forward(batch, tokens, logits))) break;
+    log_softmax(r->logits_full + t * r->vocab, r->vocab, r->full_logp, r->full_prob);
+    /* Sets are independent: each writes only its own result and tokens. */
+#pragma omp parallel for schedule(dynamic, 1)
     for (size_t j = 0; j < m; j++) {
       EvictModelReplay *out = &outs[order[j]];
       tokens[2 * j] = observe_step(r, 0, t, logits + 2 * j * r->vocab, out, &agree[j]);
