@@ -25,7 +25,7 @@
 
 /* Sequences per attention item: its BATCH_BLOCK * group query rows meet the
  * prompt keys (read once per item) in one sgemm. */
-enum { BATCH_BLOCK = 32 };
+enum { BATCH_BLOCK = 16 };
 
 struct RuntimeBatch {
   const Model *model;

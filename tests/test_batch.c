@@ -60,7 +60,7 @@ static float max_abs(const float *x, size_t n) {
 /* Marks of sequence b: sequence 1 keeps everything; the others drop every
  * fifth position from the fourth on and a pattern of their own per (layer,
  * KV head), never the first key. A block of sequences without sequence 1
- * (the second of a batch of 40) thus drops some keys in all of them, which
+ * (any after the first in a batch of 40) thus drops some keys in all of them, which
  * the batch leaves out of its GEMMs; a block with it keeps every key. */
 static void marks(size_t b, size_t layer, size_t g, unsigned char *keep) {
   for (size_t p = 0; p < PROMPT; p++)
@@ -131,7 +131,7 @@ static void fill_prompt(int32_t *prompt) {
   for (size_t p = 0; p < PROMPT; p++) prompt[p] = (int32_t)((p * 11 + 5) % TINY_VOCAB);
 }
 
-/* Batched against separate runtimes, for n sequences (n > 32 spans two
+/* Batched against separate runtimes, for n sequences (n > 16 spans several
  * attention blocks). */
 static void check_against_separate(size_t n) {
   Model *model = tiny_model();
