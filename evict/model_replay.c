@@ -1,7 +1,10 @@
 /* Model replay: loads the trace's prompt K/V into a runtime once, checks the
  * model against the trace, and replays kept sets (evict/model_replay.h).
  * Between replays only the eviction marks change; decode rows written after
- * the prompt are simply overwritten by the next replay. */
+ * the prompt are simply overwritten by the next replay. A batched replay
+ * (runtime/batch.h) reads the same prompt rows and keeps every sequence's
+ * decode rows and marks in the batch; both paths record each step with the
+ * same code (observe_step). */
 #include "evict/model_replay.h"
 
 #include <ctype.h>
