@@ -3,11 +3,12 @@
 # against a reference measured in the same run) for `make bench`.
 #
 # usage: bench/run.sh [BUILD_DIR]   (default build; the benchmarks target must be built)
-#   ONLY=scores,analyze,model,attention,load,tokenizer,waitpolicy,weights,slurm,quantdot   runs a subset
+#   ONLY=scores,analyze,model,attention,load,tokenizer,waitpolicy,weights,slurm,quantdot,replay
+#   runs a subset
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
-ONLY=${ONLY:-scores,load,tokenizer,model,attention,analyze,waitpolicy,weights,slurm,quantdot}
+ONLY=${ONLY:-scores,load,tokenizer,model,attention,analyze,waitpolicy,weights,slurm,quantdot,replay}
 
 want() { case ",$ONLY," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 section() { printf '\n== %s ==\n' "$1"; }
@@ -51,4 +52,8 @@ fi
 if want quantdot; then
   section "quantised dot products: decode GB/s against the read bandwidth (bench_quant_dot)"
   OMP_NUM_THREADS=1 "$BUILD/bench/bench_quant_dot" all 3
+fi
+if want replay; then
+  section "replay --sweep: batched model replay against one set at a time (run_replay.sh)"
+  bench/run_replay.sh "$BUILD"
 fi

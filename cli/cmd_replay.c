@@ -54,7 +54,7 @@ typedef struct {
   const char *text;
   size_t tokens, chunk, ppl_window, max_text_bytes;
   const char *scores, *budgets; /* --sweep lists */
-  size_t steps, threads;
+  size_t steps, threads, batch;
   EvictPolicy policy;
   ModelWeightsMode weights;
 } ReplayArgs;
@@ -97,6 +97,11 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
        NULL, OBC_OPTION_TEXT, &a->budgets, NULL, NULL},
       {"--no-model", NULL, NULL, "offline replay only (synthetic traces, quick looks)", NULL,
        OBC_OPTION_FLAG, &a->no_model, NULL, NULL},
+      {"--batch", NULL, "N",
+       "sweep: model-replay sequences decoded together, two per kept set (free-running and "
+       "teacher-forced), sharing every weight pass; 1 = one set after another (the reference "
+       "path); results agree up to rounding",
+       "all, in passes of 1 GiB", OBC_OPTION_SIZE, &a->batch, NULL, NULL},
       OBC_OPTION_HEADING(
           "\ndynamic eviction (--dynamic, the paper's PG19 experiment): teacher-forced\n"
           "decoding over a long text with a fixed cache budget per (layer, KV head);\n"
@@ -171,6 +176,7 @@ static int run_sweep(const ReplayArgs *a, const char *command_line) {
   config.weights = a->weights;
   config.steps = a->steps;
   config.threads = a->threads;
+  config.batch = a->batch;
   int rc = OBC_OK;
   if (a->scores)
     rc =

@@ -1,7 +1,10 @@
 /* Model replay: loads the trace's prompt K/V into a runtime once, checks the
  * model against the trace, and replays kept sets (evict/model_replay.h).
  * Between replays only the eviction marks change; decode rows written after
- * the prompt are simply overwritten by the next replay. */
+ * the prompt are simply overwritten by the next replay. A batched replay
+ * (runtime/batch.h) reads the same prompt rows and keeps every sequence's
+ * decode rows and marks in the batch; both paths record each step with the
+ * same code (observe_step). */
 #include "evict/model_replay.h"
 
 #include <ctype.h>
@@ -12,6 +15,7 @@
 
 #include "common/obc_error.h"
 #include "evict/replay_metrics.h"
+#include "runtime/batch.h"
 #include "runtime/generate.h"
 #include "runtime/runtime.h"
 
@@ -29,6 +33,7 @@ struct EvictReplayer {
   size_t n_prompt, n_steps, vocab;
   float *logits_full;                       /* (n_steps, vocab) the trace's */
   float *logits;                            /* (vocab) scratch */
+  double *full_logp, *full_prob;            /* (vocab) log_softmax of a step's full logits */
   int32_t *full_tokens;                     /* (n_steps + 1) g0 and the full cache's next tokens */
   char needle[256];                         /* the needle's value, "" when unknown */
   char value_pieces[REPLAY_MAX_PIECES][32]; /* the value's tokens as text, trimmed */
@@ -149,23 +154,27 @@ static int needle_value(const Model *model, const TraceMeta *meta, char *out, si
   return OBC_OK;
 }
 
-/* KL(p || q) of the softmaxes of logits p_logits (reference) and q_logits. */
-static double kl_divergence(const float *p_logits, const float *q_logits, size_t n) {
-  double p_max = -HUGE_VAL, q_max = -HUGE_VAL;
+/* log p and p of the softmax of logits (the full cache's, the reference of
+ * the KL), once per step for every replayed set. */
+static void log_softmax(const float *logits, size_t n, double *logp, double *prob) {
+  double max = -HUGE_VAL, sum = 0.0;
+  for (size_t i = 0; i < n; i++) max = logits[i] > max ? logits[i] : max;
+  for (size_t i = 0; i < n; i++) sum += exp(logits[i] - max);
+  double lse = max + log(sum);
   for (size_t i = 0; i < n; i++) {
-    p_max = p_logits[i] > p_max ? p_logits[i] : p_max;
-    q_max = q_logits[i] > q_max ? q_logits[i] : q_max;
+    logp[i] = logits[i] - lse;
+    prob[i] = exp(logp[i]);
   }
-  double p_sum = 0.0, q_sum = 0.0;
-  for (size_t i = 0; i < n; i++) {
-    p_sum += exp(p_logits[i] - p_max);
-    q_sum += exp(q_logits[i] - q_max);
-  }
-  double p_lse = p_max + log(p_sum), q_lse = q_max + log(q_sum), kl = 0.0;
-  for (size_t i = 0; i < n; i++) {
-    double lp = p_logits[i] - p_lse, lq = q_logits[i] - q_lse;
-    kl += exp(lp) * (lp - lq);
-  }
+}
+
+/* KL(p || q), p given by log_softmax, q by its logits. */
+static double kl_divergence(const double *logp, const double *prob, const float *q_logits,
+                            size_t n) {
+  double q_max = -HUGE_VAL, q_sum = 0.0;
+  for (size_t i = 0; i < n; i++) q_max = q_logits[i] > q_max ? q_logits[i] : q_max;
+  for (size_t i = 0; i < n; i++) q_sum += exp(q_logits[i] - q_max);
+  double q_lse = q_max + log(q_sum), kl = 0.0;
+  for (size_t i = 0; i < n; i++) kl += prob[i] * (logp[i] - (q_logits[i] - q_lse));
   return kl > 0.0 ? kl : 0.0;
 }
 
@@ -201,6 +210,8 @@ void evict_replayer_close(EvictReplayer *r) {
   runtime_free(r->runtime);
   free(r->logits_full);
   free(r->logits);
+  free(r->full_logp);
+  free(r->full_prob);
   free(r->full_tokens);
   free(r);
 }
@@ -225,8 +236,11 @@ int evict_replayer_open(const Model *model, TraceReader *reader, size_t steps, s
   r->vocab = model->config.vocab_size;
   r->logits_full = obc_malloc(meta->n_decode * r->vocab * sizeof(float), "trace logits");
   r->logits = obc_malloc(r->vocab * sizeof(float), "replay logits");
+  r->full_logp = obc_malloc(r->vocab * sizeof(double), "replay log-probabilities");
+  r->full_prob = obc_malloc(r->vocab * sizeof(double), "replay probabilities");
   r->full_tokens = obc_malloc((steps + 1) * sizeof(int32_t), "full-cache tokens");
-  if (!r->logits_full || !r->logits || !r->full_tokens) rc = OBC_ENOMEM;
+  if (!r->logits_full || !r->logits || !r->full_logp || !r->full_prob || !r->full_tokens)
+    rc = OBC_ENOMEM;
   if (!rc) rc = trace_read_logits(reader, r->logits_full);
   RuntimeOptions options = {.max_context = meta->n_prompt + steps, .threads = threads};
   if (!rc) rc = runtime_create(model, &options, &r->runtime);
@@ -254,7 +268,7 @@ int evict_replayer_open(const Model *model, TraceReader *reader, size_t steps, s
                     "hint: another quantisation, weights or RoPE layout than the capture's)",
                     trace, model->path, diff, REPLAY_MATCH_TOLERANCE);
   }
-  if (!rc) rc = runtime_set_position(r->runtime, r->n_prompt);
+  if (!rc) rc = runtime_rewind(r->runtime, r->n_prompt); /* keeps the loaded rows */
   if (rc) {
     evict_replayer_close(r);
     return rc;
@@ -283,53 +297,193 @@ static int apply_marks(EvictReplayer *r, const EvictKeepSet *keep) {
   return OBC_OK;
 }
 
+/* Records decode step t of a replay from its logits (vocab): forced, the KL
+ * against the full cache (r->full_logp/full_prob: step t's log_softmax),
+ * returning the full cache's next token; else the
+ * prediction (returned: the next token), its top-2 margin and agreement. */
+static int32_t observe_step(const EvictReplayer *r, int forced, size_t t, const float *logits,
+                            EvictModelReplay *out, size_t *agree) {
+  const float *full = r->logits_full + t * r->vocab;
+  for (size_t i = 0; i < r->vocab; i++) out->logit_scale = fmax(out->logit_scale, fabs(logits[i]));
+  if (forced) {
+    double kl = kl_divergence(r->full_logp, r->full_prob, logits, r->vocab);
+    out->kl_forced[t] = kl;
+    out->kl_forced_mean += kl / r->n_steps;
+    out->logits_rel_diff = fmax(out->logits_rel_diff, relative_diff(logits, full, r->vocab));
+    return r->full_tokens[t + 1];
+  }
+  int32_t predicted = (int32_t)generate_argmax(logits, r->vocab);
+  float second = -INFINITY;
+  for (size_t i = 0; i < r->vocab; i++)
+    if (i != (size_t)predicted && logits[i] > second) second = logits[i];
+  out->margin[t] = (double)logits[predicted] - second;
+  out->tokens[t] = predicted;
+  *agree += predicted == r->full_tokens[t + 1];
+  return predicted;
+}
+
+/* The free-running summary after the last step. */
+static void finish_free_running(const EvictReplayer *r, size_t agree, EvictModelReplay *out) {
+  out->agreement = (double)agree / r->n_steps;
+  out->first_divergence = replay_first_divergence(r->full_tokens + 1, out->tokens, r->n_steps);
+}
+
 /* T steps from position s; forced: feed the full-cache tokens, else the
  * previous prediction. */
 static int decode(EvictReplayer *r, int forced, EvictModelReplay *out) {
-  int rc = runtime_set_position(r->runtime, r->n_prompt);
+  int rc = runtime_rewind(r->runtime, r->n_prompt);
   int32_t token = r->full_tokens[0];
   size_t agree = 0;
   for (size_t t = 0; t < r->n_steps && !rc; t++) {
     rc = runtime_forward(r->runtime, &token, 1, RUNTIME_LOGITS_LAST, r->logits, NULL);
-    if (rc) break;
-    const float *full = r->logits_full + t * r->vocab;
-    int32_t predicted = (int32_t)generate_argmax(r->logits, r->vocab);
-    if (forced) {
-      double kl = kl_divergence(full, r->logits, r->vocab);
-      out->kl_forced[t] = kl;
-      out->kl_forced_mean += kl / r->n_steps;
-      out->logits_rel_diff = fmax(out->logits_rel_diff, relative_diff(r->logits, full, r->vocab));
-      token = r->full_tokens[t + 1];
-    } else {
-      out->tokens[t] = predicted;
-      agree += predicted == r->full_tokens[t + 1];
-      token = predicted;
-    }
+    if (!rc && forced)
+      log_softmax(r->logits_full + t * r->vocab, r->vocab, r->full_logp, r->full_prob);
+    if (!rc) token = observe_step(r, forced, t, r->logits, out, &agree);
   }
-  if (!forced) {
-    out->agreement = (double)agree / r->n_steps;
-    out->first_divergence = replay_first_divergence(r->full_tokens + 1, out->tokens, r->n_steps);
-  }
+  if (!forced) finish_free_running(r, agree, out);
   return rc;
+}
+
+/* The answer text and needle metrics of a replayed free-running run. */
+static int finish_replay(const EvictReplayer *r, EvictModelReplay *out) {
+  int32_t answer[EVICT_REPLAY_MAX_STEPS + 1];
+  answer[0] = r->full_tokens[0];
+  memcpy(answer + 1, out->tokens, r->n_steps * sizeof *answer);
+  int rc = generate_answer_text(r->model->tokenizer, answer, r->n_steps + 1, out->answer,
+                                sizeof out->answer);
+  if (!rc) rc = needle_metrics(r, answer, r->n_steps + 1, out);
+  out->needle_found = r->needle[0] ? contains_ignoring_case(out->answer, r->needle) : -1;
+  return rc;
+}
+
+static int check_keep(const EvictReplayer *r, const EvictKeepSet *keep) {
+  if (keep->n_prompt != r->n_prompt)
+    return obc_fail(OBC_EINVAL, "replay: the kept set covers %zu prompt positions (expected %zu)",
+                    keep->n_prompt, r->n_prompt);
+  return OBC_OK;
 }
 
 int evict_replayer_run(EvictReplayer *r, const EvictKeepSet *keep, EvictModelReplay *out) {
   memset(out, 0, sizeof *out);
   out->n_steps = r->n_steps;
-  if (keep->n_prompt != r->n_prompt)
-    return obc_fail(OBC_EINVAL, "replay: the kept set covers %zu prompt positions (expected %zu)",
-                    keep->n_prompt, r->n_prompt);
-  int rc = apply_marks(r, keep);
+  int rc = check_keep(r, keep);
+  if (!rc) rc = apply_marks(r, keep);
   if (!rc) rc = decode(r, 0, out);
   if (!rc) rc = decode(r, 1, out);
-  if (!rc) {
-    int32_t answer[EVICT_REPLAY_MAX_STEPS + 1];
-    answer[0] = r->full_tokens[0];
-    memcpy(answer + 1, out->tokens, r->n_steps * sizeof *answer);
-    rc = generate_answer_text(r->model->tokenizer, answer, r->n_steps + 1, out->answer,
-                              sizeof out->answer);
-    if (!rc) rc = needle_metrics(r, answer, r->n_steps + 1, out);
+  if (!rc) rc = finish_replay(r, out);
+  return rc;
+}
+
+size_t evict_replayer_batch_seqs(const EvictReplayer *r, size_t max_seqs) {
+  if (max_seqs == 0) {
+    size_t per = runtime_batch_bytes_per_seq(r->runtime, r->n_steps);
+    max_seqs = EVICT_REPLAY_BATCH_BYTES / (per ? per : 1);
   }
-  out->needle_found = r->needle[0] ? contains_ignoring_case(out->answer, r->needle) : -1;
+  return max_seqs < 2 ? 2 : max_seqs / 2 * 2;
+}
+
+/* Sets m kept sets into batch, keeps[order[j]] for j < m: sequence 2j
+ * free-running, 2j + 1 teacher-forced, both with the set's marks. */
+static int batch_marks(RuntimeBatch *batch, const EvictKeepSet *keeps, const size_t *order,
+                       size_t m) {
+  int rc = runtime_batch_reset(batch, 2 * m);
+  for (size_t j = 0; j < m && !rc; j++) {
+    const EvictKeepSet *keep = &keeps[order[j]];
+    for (size_t l = 0; l < keep->n_layers && !rc; l++)
+      for (size_t g = 0; g < keep->n_kv_heads && !rc; g++) {
+        const unsigned char *k = keep->keep + (l * keep->n_kv_heads + g) * keep->n_prompt;
+        rc = runtime_batch_set_kept(batch, 2 * j, l, g, k, keep->n_prompt);
+        if (!rc) rc = runtime_batch_set_kept(batch, 2 * j + 1, l, g, k, keep->n_prompt);
+      }
+  }
+  return rc;
+}
+
+/* One pass: the m kept sets keeps[order[j]], 2m sequences, every step. */
+static int batch_pass(EvictReplayer *r, RuntimeBatch *batch, const EvictKeepSet *keeps,
+                      const size_t *order, size_t m, EvictModelReplay *outs, int32_t *tokens,
+                      size_t *agree, float *logits) {
+  int rc = batch_marks(batch, keeps, order, m);
+  for (size_t j = 0; j < m; j++) {
+    memset(&outs[order[j]], 0, sizeof outs[order[j]]);
+    outs[order[j]].n_steps = r->n_steps;
+    agree[j] = 0;
+    tokens[2 * j] = tokens[2 * j + 1] = r->full_tokens[0];
+  }
+  for (size_t t = 0; t < r->n_steps && !rc; t++) {
+    if ((rc = runtime_batch_forward(batch, tokens, logits))) break;
+    log_softmax(r->logits_full + t * r->vocab, r->vocab, r->full_logp, r->full_prob);
+    /* Sets are independent: each writes only its own result and tokens. */
+#pragma omp parallel for schedule(dynamic, 1)
+    for (size_t j = 0; j < m; j++) {
+      EvictModelReplay *out = &outs[order[j]];
+      tokens[2 * j] = observe_step(r, 0, t, logits + 2 * j * r->vocab, out, &agree[j]);
+      tokens[2 * j + 1] = observe_step(r, 1, t, logits + (2 * j + 1) * r->vocab, out, NULL);
+    }
+  }
+  for (size_t j = 0; j < m && !rc; j++) {
+    finish_free_running(r, agree[j], &outs[order[j]]);
+    rc = finish_replay(r, &outs[order[j]]);
+  }
+  return rc;
+}
+
+typedef struct {
+  size_t kept, index;
+} KeptCount;
+
+static int kept_order(const void *a, const void *b) {
+  const KeptCount *x = a, *y = b;
+  if (x->kept != y->kept) return x->kept < y->kept ? -1 : 1;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The sets by their number of kept positions (then index): a pass, and each
+ * attention block within it, holds sets of similar budgets, and the batch
+ * leaves out the keys all sequences of a block dropped. */
+static size_t *order_by_kept(const EvictKeepSet *keeps, size_t n) {
+  KeptCount *counts = obc_malloc(n * sizeof *counts, "replay order");
+  size_t *order = obc_malloc(n * sizeof *order, "replay order");
+  if (!counts || !order) {
+    free(counts);
+    free(order);
+    return NULL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    size_t cells = keeps[i].n_layers * keeps[i].n_kv_heads * keeps[i].n_prompt, kept = 0;
+    for (size_t c = 0; c < cells; c++) kept += keeps[i].keep[c] != 0;
+    counts[i] = (KeptCount){kept, i};
+  }
+  qsort(counts, n, sizeof *counts, kept_order);
+  for (size_t i = 0; i < n; i++) order[i] = counts[i].index;
+  free(counts);
+  return order;
+}
+
+int evict_replayer_run_batch(EvictReplayer *r, const EvictKeepSet *keeps, size_t n, size_t max_seqs,
+                             EvictModelReplay *outs) {
+  int rc = OBC_OK;
+  for (size_t i = 0; i < n && !rc; i++) rc = check_keep(r, &keeps[i]);
+  if (rc || n == 0) return rc;
+  size_t cap = evict_replayer_batch_seqs(r, max_seqs);
+  if (cap > 2 * n) cap = 2 * n;
+  /* The batch shares the prompt rows [0, s); decode rows after them are its own. */
+  if ((rc = runtime_rewind(r->runtime, r->n_prompt))) return rc;
+  RuntimeBatch *batch = NULL;
+  rc = runtime_batch_create(r->runtime, cap, r->n_steps, &batch);
+  float *logits = rc ? NULL : obc_malloc(cap * r->vocab * sizeof *logits, "batched logits");
+  int32_t *tokens = rc ? NULL : obc_malloc(cap * sizeof *tokens, "batched tokens");
+  size_t *agree = rc ? NULL : obc_malloc(cap / 2 * sizeof *agree, "batched agreement");
+  size_t *order = rc ? NULL : order_by_kept(keeps, n);
+  if (!rc && (!logits || !tokens || !agree || !order)) rc = OBC_ENOMEM;
+  for (size_t i = 0; i < n && !rc; i += cap / 2) {
+    size_t m = n - i < cap / 2 ? n - i : cap / 2;
+    rc = batch_pass(r, batch, keeps, order + i, m, outs, tokens, agree, logits);
+  }
+  free(order);
+  free(logits);
+  free(tokens);
+  free(agree);
+  runtime_batch_free(batch);
   return rc;
 }

@@ -42,6 +42,10 @@ typedef struct {
   double kl_forced[EVICT_REPLAY_MAX_STEPS]; /* KL(full || evicted) per step, teacher-forced */
   double kl_forced_mean;
   double logits_rel_diff; /* teacher-forced max |l' - l| / max |l| over all steps */
+  /* Free-running: top-1 minus top-2 logit of each step (how close its argmax
+   * was to another token), and max |logit| over every replayed step. */
+  double margin[EVICT_REPLAY_MAX_STEPS];
+  double logit_scale;
 } EvictModelReplay;
 
 typedef struct EvictReplayer EvictReplayer;
@@ -55,7 +59,19 @@ void evict_replayer_close(EvictReplayer *replayer);
 const char *evict_replayer_full_answer(const EvictReplayer *replayer, int *needle_found);
 /* The full cache's token of decode step t (1-based; 0 is g0). */
 int32_t evict_replayer_full_token(const EvictReplayer *replayer, size_t t);
-/* Replays one kept set. */
+/* Replays one kept set, one sequence at a time (runtime_forward). */
 int evict_replayer_run(EvictReplayer *replayer, const EvictKeepSet *keep, EvictModelReplay *out);
+/* Replays n kept sets together (runtime/batch.h): the free-running and the
+ * teacher-forced sequence of every set, at most max_seqs sequences per pass
+ * (0 = as many as EVICT_REPLAY_BATCH_BYTES of batch state allow; at least 2,
+ * one set). outs[i] equals evict_replayer_run of keeps[i] up to rounding
+ * (docs/SCIENCE.md, "Batched replay"). */
+int evict_replayer_run_batch(EvictReplayer *replayer, const EvictKeepSet *keeps, size_t n,
+                             size_t max_seqs, EvictModelReplay *outs);
+/* Sequences per pass of evict_replayer_run_batch for max_seqs (0 = by memory). */
+size_t evict_replayer_batch_seqs(const EvictReplayer *replayer, size_t max_seqs);
+
+/* Memory for the batch state of one pass of evict_replayer_run_batch. */
+#define EVICT_REPLAY_BATCH_BYTES ((size_t)1 << 30)
 
 #endif

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_json.h"
@@ -53,6 +54,8 @@ typedef struct {
   SweepCell *cells; /* (n_traces * n_scores * n_budgets) */
   size_t n_cells;
   char trace_model[256]; /* the model named by the first trace (titles without --model) */
+  double model_seconds;  /* wall time of the model replays (not their set-up) */
+  size_t model_sets;     /* kept sets replayed with the model */
 } SweepRun;
 
 static int name_order(const void *a, const void *b) { return strcmp(a, b); }
@@ -147,6 +150,81 @@ static int sweep_cell_from_replay(const EvictModelReplay *replay, SweepCell *cel
   return OBC_OK;
 }
 
+/* The progress line of a finished cell (on a terminal only). */
+static void report_cell(const SweepReplayConfig *c, const SweepRun *run, const SweepCell *cell) {
+  if (!isatty(STDERR_FILENO)) return;
+  fprintf(stderr, "\rreplay sweep: trace %zu/%zu, %-9s %-5s rel.err %.3f needle %s KL %.3g   ",
+          cell->trace + 1, run->n_traces, c->scores[cell->score], c->budgets[cell->budget],
+          cell->offline.rel_error,
+          cell->needle_found < 0 ? "n/a"
+          : cell->needle_found   ? "yes"
+                                 : "no",
+          cell->kl_forced);
+}
+
+/* Kept sets waiting for one batched model replay (evict_replayer_run_batch),
+ * with the cells they fill. */
+typedef struct {
+  EvictKeepSet *keeps;    /* (cap) */
+  size_t *cells;          /* (cap) indices into run->cells */
+  EvictModelReplay *outs; /* (cap) */
+  size_t n, cap;
+} SweepPending;
+
+static void pending_free(SweepPending *q) {
+  for (size_t i = 0; i < q->n; i++) evict_keep_set_free(&q->keeps[i]);
+  free(q->keeps);
+  free(q->cells);
+  free(q->outs);
+  memset(q, 0, sizeof *q);
+}
+
+/* Replays the waiting sets together and fills their cells. */
+static int pending_flush(const SweepReplayConfig *c, EvictReplayer *replayer, SweepRun *run,
+                         SweepPending *q) {
+  double start = obc_now_seconds();
+  int rc = evict_replayer_run_batch(replayer, q->keeps, q->n, c->batch, q->outs);
+  run->model_seconds += obc_now_seconds() - start;
+  run->model_sets += q->n;
+  for (size_t i = 0; i < q->n && !rc; i++) {
+    rc = sweep_cell_from_replay(&q->outs[i], &run->cells[q->cells[i]]);
+    if (!rc) report_cell(c, run, &run->cells[q->cells[i]]);
+  }
+  for (size_t i = 0; i < q->n; i++) evict_keep_set_free(&q->keeps[i]);
+  q->n = 0;
+  return rc;
+}
+
+/* The model replay of one cell's kept set (keep is taken over): now with
+ * --batch 1, else queued for the next batched pass. */
+static int replay_cell(const SweepReplayConfig *c, EvictReplayer *replayer, SweepRun *run,
+                       size_t cell, EvictKeepSet *keep, SweepPending *q) {
+  if (c->batch == 1) {
+    double start = obc_now_seconds();
+    int rc = evict_replayer_run(replayer, keep, q->outs);
+    run->model_seconds += obc_now_seconds() - start;
+    run->model_sets++;
+    if (!rc) rc = sweep_cell_from_replay(q->outs, &run->cells[cell]);
+    if (!rc) report_cell(c, run, &run->cells[cell]);
+    evict_keep_set_free(keep);
+    return rc;
+  }
+  q->keeps[q->n] = *keep;
+  q->cells[q->n++] = cell;
+  return q->n == q->cap ? pending_flush(c, replayer, run, q) : OBC_OK;
+}
+
+static int pending_init(const SweepReplayConfig *c, EvictReplayer *replayer, SweepPending *q) {
+  memset(q, 0, sizeof *q);
+  q->cap = c->batch == 1 ? 1 : evict_replayer_batch_seqs(replayer, c->batch) / 2;
+  size_t cells = c->n_scores * c->n_budgets;
+  if (q->cap > cells) q->cap = cells ? cells : 1;
+  q->keeps = obc_malloc(q->cap * sizeof *q->keeps, "batched replay sets");
+  q->cells = obc_malloc(q->cap * sizeof *q->cells, "batched replay sets");
+  q->outs = obc_malloc(q->cap * sizeof *q->outs, "replay results");
+  return q->keeps && q->cells && q->outs ? OBC_OK : OBC_ENOMEM;
+}
+
 static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t, SweepRun *run) {
   TraceReader *reader = NULL;
   int rc = trace_open(run->traces[t], &reader);
@@ -159,8 +237,8 @@ static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t,
   if (!rc) rc = check_budgets(c, reader);
   EvictReplayer *replayer = NULL;
   if (!rc && model) rc = evict_replayer_open(model, reader, c->steps, c->threads, &replayer);
-  EvictModelReplay *replay = obc_malloc(sizeof *replay, "replay result");
-  if (!rc && !replay) rc = OBC_ENOMEM;
+  SweepPending pending = {0};
+  if (!rc && replayer) rc = pending_init(c, replayer, &pending);
   const TraceMeta *meta = trace_meta(reader);
   for (size_t s = 0; s < c->n_scores && !rc; s++) {
     EvictPolicy p = c->base;
@@ -176,7 +254,8 @@ static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t,
                                     meta->n_prompt, n, &keep);
       if (rc) break;
       keep.window = window;
-      SweepCell *cell = &run->cells[run->n_cells];
+      size_t index = run->n_cells;
+      SweepCell *cell = &run->cells[index];
       memset(cell, 0, sizeof *cell);
       *cell = (SweepCell){.trace = t,
                           .score = s,
@@ -195,28 +274,20 @@ static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t,
       if (!rc) {
         evict_offline_summarise(&offline, &cell->offline);
         evict_offline_result_free(&offline);
-      }
-      if (!rc && replayer) {
-        rc = evict_replayer_run(replayer, &keep, replay);
-        if (!rc) rc = sweep_cell_from_replay(replay, cell);
-      }
-      evict_keep_set_free(&keep);
-      if (!rc) {
         run->n_cells++;
-        if (isatty(STDERR_FILENO))
-          fprintf(stderr,
-                  "\rreplay sweep: trace %zu/%zu, %-9s %-5s rel.err %.3f needle %s KL %.3g   ",
-                  t + 1, run->n_traces, c->scores[s], c->budgets[b], cell->offline.rel_error,
-                  cell->needle_found < 0 ? "n/a"
-                  : cell->needle_found   ? "yes"
-                                         : "no",
-                  cell->kl_forced);
+      }
+      if (!rc && replayer)
+        rc = replay_cell(c, replayer, run, index, &keep, &pending);
+      else {
+        evict_keep_set_free(&keep);
+        if (!rc) report_cell(c, run, cell);
       }
     }
     free(scores);
   }
+  if (!rc && pending.n > 0) rc = pending_flush(c, replayer, run, &pending);
   if (isatty(STDERR_FILENO) && run->n_cells > 0) fprintf(stderr, "\n");
-  free(replay);
+  pending_free(&pending);
   evict_replayer_close(replayer);
   trace_close(reader);
   return rc;
@@ -428,6 +499,10 @@ int sweep_replay_run(const char *input, const char *out_dir, const SweepReplayCo
   if (!rc) {
     printf("replay sweep: %zu trace(s), %zu scores x %zu budgets -> %s\n", run.n_traces,
            c->n_scores, c->n_budgets, out_dir);
+    if (c->with_model) /* on stderr: timings would make the tables differ between runs */
+      fprintf(stderr, "replay sweep: model replay of %zu kept sets took %.2f s (%s)\n",
+              run.model_sets, run.model_seconds,
+              c->batch == 1 ? "one at a time, --batch 1" : "batched");
     if (c->with_model) {
       print_table(c, &run, 0,
                   "needle retrieval (share of traces whose replayed answer has the "

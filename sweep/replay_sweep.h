@@ -30,6 +30,10 @@ typedef struct {
   ModelWeightsMode weights; /* how model_load holds the matrices */
   size_t steps;             /* decode steps of the model replay (0 = all captured) */
   size_t threads;
+  /* Model-replay sequences decoded together (evict_replayer_run_batch; each
+   * kept set is two, free-running and teacher-forced): 0 = as many as
+   * memory allows, 1 = one set after another (evict_replayer_run). */
+  size_t batch;
 } SweepReplayConfig;
 
 /* Default scores (attn snapkv vatp obc_v obc_k obc_vk streaming random

@@ -4,7 +4,8 @@
 # numbers as the policy options; keeping everything gives zero error; the
 # budget sweep (offline) writes its tables and `obcache plot` draws them; a
 # dynamic run on a short text writes its perplexity table; with the real model,
-# the answer-aware oracle@T keeps the needle at 10%. Bad input (budget
+# the answer-aware oracle@T keeps the needle at 10%, and the sweep's batched
+# model replay fills the same cells as one set at a time. Bad input (budget
 # beyond the prompt or <= 0, unknown score, a trace without decode rows, a
 # model that does not match the trace, a full disk) is one stderr line,
 # non-zero exit and no output file.
@@ -164,6 +165,40 @@ if [ -n "$MODEL" ] && [ -f "$MODEL" ]; then
       "$OBCACHE" replay "$DIR/t128.h5" --model "$MODEL" --budget 10% -o "$DIR/full/r"
   else
     fail "capture of a 128-token trace: $(tail -1 "$DIR/out")"
+  fi
+  # The sweep's model replay, batched (default), in passes of one kept set
+  # (--batch 2) and one set at a time (--batch 1): every cell filled, each
+  # with its own set's results. The answer metrics are equal (a change would
+  # need a top-2 logit margin within rounding, which test_replay_batch
+  # checks with the derived tolerance), and a cell given another cell's
+  # results would move its KL by far more than the rounding that
+  # test_replay_batch bounds: here within 1% of the KL, plus 1e-4.
+  sweep_ok=1
+  for b in 1 2 0; do
+    "$OBCACHE" replay --sweep "$DIR/t128.h5" --model "$MODEL" --scores attn,streaming,random \
+      --budgets 10%,50% --recent 4 --sinks 2 --batch $b -o "$DIR/sweep_b$b" >/dev/null \
+      2>"$DIR/err_b$b" || sweep_ok=0
+  done
+  if [ "$sweep_ok" -eq 1 ] && grep -q "model replay of 6 kept sets took .* (one at a time" "$DIR/err_b1" &&
+    grep -q "model replay of 6 kept sets took .* (batched)" "$DIR/err_b0" &&
+    python3 - "$DIR"/sweep_b1/replay_cells.csv "$DIR"/sweep_b2/replay_cells.csv \
+      "$DIR"/sweep_b0/replay_cells.csv <<'EOF'
+import csv, sys
+ref, *others = [list(csv.DictReader(open(p))) for p in sys.argv[1:]]
+same = ["score", "budget", "tokens", "needle_found", "needle_prefix", "needle_tokens",
+        "agreement", "first_divergence"]
+assert len(ref) == 6
+for rows in others:
+    assert len(rows) == len(ref)
+    for a, b in zip(ref, rows):
+        assert all(a[c] == b[c] for c in same), (a, b)
+        ka, kb = float(a["kl_forced"]), float(b["kl_forced"])
+        assert abs(ka - kb) <= 0.01 * ka + 1e-4, (ka, kb)
+EOF
+  then
+    pass "replay --sweep --batch 1, 2 and all: the same cells"
+  else
+    fail "replay --sweep --batch: $(cat "$DIR/err_b0" "$DIR/err_b1")"
   fi
   # Dynamic eviction on a short text: the table and the CSV.
   awk 'BEGIN { for (i = 0; i < 60; i++) print "In the beginning God created the heaven and the earth. And the earth was without form, and void." }' >"$DIR/text.txt"
