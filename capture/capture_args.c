@@ -6,6 +6,7 @@
 
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "runtime/runtime.h"
 
 void capture_args_default(CaptureArgs *args) {
   memset(args, 0, sizeof *args);
@@ -90,8 +91,7 @@ void capture_args_options(CaptureArgs *a, ObcOption options[CAPTURE_ARGS_N_OPTIO
        parse_compress, NULL},
       {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &c->threads, NULL,
        NULL},
-      {"--device", NULL, "D", "cpu (default), cuda or cuda-bf16 (GPU runtime)", NULL,
-       OBC_OPTION_TEXT, &c->device, NULL, NULL},
+      RUNTIME_DEVICE_OPTION(&c->device),
   };
   _Static_assert(sizeof table / sizeof *table == CAPTURE_ARGS_N_OPTIONS, "table size");
   memcpy(options, table, sizeof table);

@@ -63,9 +63,7 @@ static int parse_args(int argc, char **argv, GenerateArgs *a, bool *help) {
        OBC_OPTION_SIZE, &a->context, NULL, NULL},
       {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &a->threads, NULL,
        NULL},
-      {"--device", NULL, "cpu|cuda|cuda-bf16",
-       "runtime backend (cuda-bf16: bf16 weights on the GPU)", "cpu", OBC_OPTION_TEXT, &a->device,
-       NULL, NULL},
+      RUNTIME_DEVICE_OPTION(&a->device),
       text_max_bytes_option(&a->max_text_bytes),
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);

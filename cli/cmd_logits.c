@@ -57,8 +57,7 @@ static int parse_args(int argc, char **argv, LogitsArgs *a, bool *help) {
        NULL},
       {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &a->threads, NULL,
        NULL},
-      {"--device", NULL, "cpu|cuda|cuda-bf16", "runtime backend", "cpu", OBC_OPTION_TEXT,
-       &a->device, NULL, NULL},
+      RUNTIME_DEVICE_OPTION(&a->device),
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);
   ObcArguments args;

@@ -54,8 +54,7 @@ static int parse_args(int argc, char **argv, PerplexityArgs *a, bool *help) {
        &a->stride, NULL, NULL},
       {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &a->threads, NULL,
        NULL},
-      {"--device", NULL, "cpu|cuda|cuda-bf16", "runtime backend", "cpu", OBC_OPTION_TEXT,
-       &a->device, NULL, NULL},
+      RUNTIME_DEVICE_OPTION(&a->device),
       text_max_bytes_option(&a->max_text_bytes),
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);

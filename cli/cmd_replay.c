@@ -18,6 +18,7 @@
 #include "evict/offline.h"
 #include "evict/policy_args.h"
 #include "evict/replay_report.h"
+#include "runtime/runtime.h"
 #include "sweep/replay_sweep.h"
 #include "tokenizer/text_input.h"
 
@@ -55,6 +56,7 @@ typedef struct {
   size_t tokens, chunk, ppl_window, max_text_bytes;
   const char *scores, *budgets; /* --sweep lists */
   size_t steps, threads, batch;
+  const char *device; /* --device: the model replay's runtime backend */
   EvictPolicy policy;
   ModelWeightsMode weights;
 } ReplayArgs;
@@ -73,6 +75,7 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
        NULL, NULL},
       {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &a->threads, NULL,
        NULL},
+      RUNTIME_DEVICE_OPTION(&a->device),
       {"-o", NULL, "DIR",
        "output folder (default: TRACE without .h5 + \"-replay\"; for a sweep folder DIR/replay; "
        "for --dynamic dynamic-eviction)",
@@ -176,6 +179,7 @@ static int run_sweep(const ReplayArgs *a, const char *command_line) {
   config.weights = a->weights;
   config.steps = a->steps;
   config.threads = a->threads;
+  config.device = a->device;
   config.batch = a->batch;
   int rc = OBC_OK;
   if (a->scores)
@@ -218,6 +222,7 @@ static int run_dynamic(const ReplayArgs *a, const char *command_line) {
   if (a->sinks_given) config.sinks = a->policy.sinks;
   if (a->recent_given) config.recent = a->policy.recent;
   config.threads = a->threads;
+  config.device = a->device;
   int rc = OBC_OK;
   if (a->scores)
     rc = parse_names("--scores", a->scores, config.scores, &config.n_scores, dynamic_score_check);
@@ -300,7 +305,7 @@ int cmd_replay(int argc, char **argv) {
     const char *path = a.model_path ? a.model_path : model_default_path();
     EvictModelReplay *result = obc_malloc(sizeof *result, "replay result");
     rc = result ? model_load_with(path, &(ModelLoadOptions){a.weights}, &model) : OBC_ENOMEM;
-    if (!rc) rc = evict_replayer_open(model, reader, a.steps, a.threads, &replayer);
+    if (!rc) rc = evict_replayer_open(model, reader, a.steps, a.threads, a.device, &replayer);
     if (!rc) rc = evict_replayer_run(replayer, &keep, result);
     if (!rc)
       rc = evict_replay_write(out_dir, a.trace_path, path, &keep, replayer, result, command_line);

@@ -214,7 +214,7 @@ static int run_policy(const Model *model, const EvictDynamicConfig *cfg, DynScor
                 .sinks = cfg->sinks,
                 .recent = cfg->recent ? cfg->recent : budget / 2,
                 .max_context = n};
-  RuntimeOptions options = {.max_context = n, .threads = cfg->threads};
+  RuntimeOptions options = {.max_context = n, .threads = cfg->threads, .backend = cfg->device};
   size_t step_max = score == DYN_FULL ? 256 : cfg->chunk;
   /* Positions [0, first) are filled in large blocks: no eviction is due yet.
    * A budget of the whole text (the tests) runs every block as a chunk. */

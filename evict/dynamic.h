@@ -36,6 +36,7 @@ typedef struct {
   size_t chunk;      /* C, default 16 */
   size_t ppl_window; /* positions per perplexity window (default 256) */
   size_t threads;
+  const char *device; /* runtime backend: NULL/"cpu", "cuda", "cuda-bf16" */
 } EvictDynamicConfig;
 
 void evict_dynamic_config_default(EvictDynamicConfig *config);

@@ -51,9 +51,11 @@ typedef struct {
 typedef struct EvictReplayer EvictReplayer;
 
 /* steps: decode steps to replay, 0 = every captured one (the trace's logits
- * rows). threads: 0 = default. */
+ * rows). threads: 0 = default. device: the runtime backend ("cpu", NULL = cpu,
+ * "cuda", "cuda-bf16"); batched replay (evict_replayer_run_batch) runs on the
+ * CPU only, so on a GPU the kept sets are replayed one after another there. */
 int evict_replayer_open(const Model *model, TraceReader *reader, size_t steps, size_t threads,
-                        EvictReplayer **out);
+                        const char *device, EvictReplayer **out);
 void evict_replayer_close(EvictReplayer *replayer);
 /* The full-cache answer (the trace's tokens) and whether it has the needle. */
 const char *evict_replayer_full_answer(const EvictReplayer *replayer, int *needle_found);

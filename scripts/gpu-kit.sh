@@ -11,7 +11,7 @@
 #                         run.sh (tests/gpu/kit_run.sh: the checks in order),
 #                         random.gguf (a 7 MB random-weight model with SmolLM2's
 #                         tokenizer, tests/make_random_gguf.py kit),
-#                         compare_reports.py, libs.txt (what was bundled, from where)
+#                         compare_reports.py, compare_replays.py, libs.txt (what was bundled, from where)
 #
 # Left out of lib/ (a CUDA machine has them): glibc (libc, libm, libdl,
 # libpthread, librt, libresolv, ld-linux), libstdc++ and libgcc_s, the CUDA
@@ -72,7 +72,7 @@ model=${OBC_MODEL:-$src/models/SmolLM2-135M-Instruct.Q4_1.gguf}
 [ -f "$model" ] || { echo "gpu-kit: $model (the tokenizer of the kit's model) not found" >&2; exit 1; }
 python3 "$src/tests/make_random_gguf.py" kit Q8_0 "$model" "$root/random.gguf" > /dev/null
 cp "$src/tests/gpu/kit_run.sh" "$root/run.sh"
-cp "$src/tests/gpu/compare_reports.py" "$root/"
+cp "$src/tests/gpu/compare_reports.py" "$src/tests/gpu/compare_replays.py" "$root/"
 chmod +x "$root/run.sh"
 
 rm -rf "$kit"

@@ -236,7 +236,8 @@ static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t,
     rc = obc_fail(OBC_EINVAL, "%s: no decode rows captured (replay needs them)", run->traces[t]);
   if (!rc) rc = check_budgets(c, reader);
   EvictReplayer *replayer = NULL;
-  if (!rc && model) rc = evict_replayer_open(model, reader, c->steps, c->threads, &replayer);
+  if (!rc && model)
+    rc = evict_replayer_open(model, reader, c->steps, c->threads, c->device, &replayer);
   SweepPending pending = {0};
   if (!rc && replayer) rc = pending_init(c, replayer, &pending);
   const TraceMeta *meta = trace_meta(reader);

@@ -30,6 +30,7 @@ typedef struct {
   ModelWeightsMode weights; /* how model_load holds the matrices */
   size_t steps;             /* decode steps of the model replay (0 = all captured) */
   size_t threads;
+  const char *device; /* runtime backend of the model replay: NULL/"cpu", "cuda", "cuda-bf16" */
   /* Model-replay sequences decoded together (evict_replayer_run_batch; each
    * kept set is two, free-running and teacher-forced): 0 = as many as
    * memory allows, 1 = one set after another (evict_replayer_run). */

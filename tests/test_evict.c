@@ -655,7 +655,7 @@ START_TEST(test_model_replay_without_eviction_reproduces_the_captured_logits) {
   TraceReader *reader = NULL;
   ck_assert_int_eq(trace_open(trace, &reader), 0);
   EvictReplayer *replayer = NULL;
-  ck_assert_msg(evict_replayer_open(model, reader, 0, 1, &replayer) == 0, "%s",
+  ck_assert_msg(evict_replayer_open(model, reader, 0, 1, NULL, &replayer) == 0, "%s",
                 obc_error_message());
   EvictPolicy p;
   EvictKeepSet keep_all;
@@ -702,7 +702,7 @@ START_TEST(test_model_replay_without_eviction_reproduces_the_captured_logits) {
   tmp_path(other, sizeof other, "evict_other_shape.h5");
   synth_trace(other, 2, 1);
   ck_assert_int_eq(trace_open(other, &reader), 0);
-  ck_assert_int_eq(evict_replayer_open(model, reader, 0, 1, &replayer), OBC_EINVAL);
+  ck_assert_int_eq(evict_replayer_open(model, reader, 0, 1, NULL, &replayer), OBC_EINVAL);
   ck_assert_ptr_nonnull(strstr(obc_error_message(), "does not match the trace"));
   trace_close(reader);
   free(r);

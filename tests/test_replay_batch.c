@@ -111,7 +111,7 @@ START_TEST(test_batched_replay_equals_one_at_a_time) {
   TraceReader *reader = NULL;
   ck_assert_int_eq(trace_open(path, &reader), 0);
   EvictReplayer *replayer = NULL;
-  ck_assert_msg(evict_replayer_open(model, reader, 0, 0, &replayer) == 0, "%s",
+  ck_assert_msg(evict_replayer_open(model, reader, 0, 0, NULL, &replayer) == 0, "%s",
                 obc_error_message());
   static const char *const policies[N_SETS][2] = {{"attn", "5%"},    {"streaming", "10%"},
                                                   {"random", "20%"}, {"obc_vk", "8%"},

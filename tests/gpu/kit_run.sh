@@ -13,6 +13,8 @@
 #   capture a NIAH trace of the kit's random-weight model (random.gguf, 4 MB)
 #          captured on the GPU and on the CPU, both verified and analysed, their
 #          recall tables compared within a stated tolerance (compare_reports.py)
+#   replay the model replay of that trace's kept sets (4 scores x 3 budgets,
+#          4 steps) on the GPU against the CPU's (compare_replays.py)
 #   bench  prefill tokens/s and TFLOP/s at 8K and 32K tokens of the 8B shape
 #          against a cuBLAS bf16 GEMM timed in the same run, capture overhead
 #
@@ -117,6 +119,15 @@ step "capture cpu" 180 0 capture_on cpu
 step "capture cuda" 120 1 capture_on cuda
 step "capture: cuda vs cpu" 30 1 python3 "$here/compare_reports.py" \
   "$tmp/cuda-analysis/report.json" "$tmp/cpu-analysis/report.json"
+# replay_on DEVICE: the model replay of the CPU trace's kept sets on DEVICE.
+replay_on() {
+  "$bin/obcache" replay --sweep "$tmp/cpu.h5" --model "$model" --scores attn,obc_vk,oracle@1,random \
+    --budgets 5%,20%,50% --steps 4 --device "$1" --batch 1 -o "$tmp/replay-$1" > /dev/null
+}
+step "replay cpu" 120 0 replay_on cpu
+step "replay cuda" 120 1 replay_on cuda
+step "replay: cuda vs cpu" 30 1 python3 "$here/compare_replays.py" \
+  "$tmp/replay-cuda/replay_cells.csv" "$tmp/replay-cpu/replay_cells.csv"
 step bench 300 1 "$bin/gpu_bench" all
 
 total=$(printf '%.0f' "$(echo "$(date +%s.%N) - $start" | bc)")
