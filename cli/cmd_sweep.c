@@ -211,7 +211,7 @@ static int plan_args(const SweepPlan *plan, SweepArgs *a) {
 /* --- running ------------------------------------------------------------ */
 
 static int parse_selection(const SweepArgs *a, const SweepPlan *plan, SweepSelection *s) {
-  s->cell = -1;
+  *s = (SweepSelection){.cell = -1}; /* no shard unless --shard says so */
   s->stale_after = a->stale_after;
   if (a->cell && a->shard) return obc_fail(OBC_EINVAL, "give --cell or --shard, not both");
   if (a->cell) {
