@@ -33,6 +33,13 @@ typedef struct {
 
 /* Fails with OBC_EINVAL when the trace has no decode rows. */
 int evict_offline_run(TraceReader *reader, const EvictKeepSet *keep, EvictOfflineResult *out);
+/* The same results for n kept sets at once (outs: n), from one read of the
+ * trace: every (layer, KV head) and its decode rows' logits and
+ * probabilities are computed once and shared (docs/SCIENCE.md, "Offline
+ * replay of many sets"). Equal to evict_offline_run up to double rounding;
+ * the same numbers for any thread count. On failure every outs[k] is freed. */
+int evict_offline_run_many(TraceReader *reader, const EvictKeepSet *keeps, size_t n,
+                           EvictOfflineResult *outs);
 void evict_offline_result_free(EvictOfflineResult *result);
 void evict_offline_summarise(const EvictOfflineResult *result, EvictOfflineSummary *summary);
 
