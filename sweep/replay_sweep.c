@@ -53,9 +53,10 @@ typedef struct {
   size_t n_traces;
   SweepCell *cells; /* (n_traces * n_scores * n_budgets) */
   size_t n_cells;
-  char trace_model[256]; /* the model named by the first trace (titles without --model) */
-  double model_seconds;  /* wall time of the model replays (not their set-up) */
-  size_t model_sets;     /* kept sets replayed with the model */
+  char trace_model[256];  /* the model named by the first trace (titles without --model) */
+  double model_seconds;   /* wall time of the model replays (not their set-up) */
+  size_t model_sets;      /* kept sets replayed with the model */
+  double offline_seconds; /* wall time of the offline replays */
 } SweepRun;
 
 static int name_order(const void *a, const void *b) { return strcmp(a, b); }
@@ -225,6 +226,82 @@ static int pending_init(const SweepReplayConfig *c, EvictReplayer *replayer, Swe
   return q->keeps && q->cells && q->outs ? OBC_OK : OBC_ENOMEM;
 }
 
+/* The kept set of every (score, budget) of trace t, in score-major order
+ * (keeps: c->n_scores * c->n_budgets, *n_sets made), and their cells with
+ * the model fields unset. */
+static int gather_keep_sets(const SweepReplayConfig *c, TraceReader *reader, size_t t,
+                            SweepRun *run, EvictKeepSet **keeps_out, size_t *n_sets) {
+  const TraceMeta *meta = trace_meta(reader);
+  EvictKeepSet *keeps = obc_malloc(c->n_scores * c->n_budgets * sizeof *keeps + 1, "kept sets");
+  int rc = keeps ? OBC_OK : OBC_ENOMEM;
+  size_t k = 0;
+  for (size_t s = 0; s < c->n_scores && !rc; s++) {
+    EvictPolicy p = c->base;
+    rc = evict_policy_set_score(&p, c->scores[s]);
+    double *scores = NULL;
+    size_t n = 0, window = 0;
+    if (!rc) rc = evict_policy_scores(reader, &p, &scores, &n, &window);
+    for (size_t b = 0; b < c->n_budgets && !rc; b++) {
+      rc = evict_policy_set_budget(&p, c->budgets[b]);
+      if (!rc)
+        rc = evict_keep_from_scores(&p, scores, meta->model.n_layers, meta->model.n_kv_heads,
+                                    meta->n_prompt, n, &keeps[k]);
+      if (rc) break;
+      keeps[k].window = window;
+      run->cells[run->n_cells + k] = (SweepCell){.trace = t,
+                                                 .score = s,
+                                                 .budget = b,
+                                                 .tokens = keeps[k].budget,
+                                                 .candidates = n,
+                                                 .needle_found = -1,
+                                                 .needle_prefix = NAN,
+                                                 .needle_chars = NAN,
+                                                 .needle_tokens = NAN,
+                                                 .agreement = NAN,
+                                                 .first_divergence = NAN,
+                                                 .kl_forced = NAN};
+      k++;
+    }
+    free(scores);
+  }
+  if (rc) {
+    for (size_t i = 0; i < k; i++) evict_keep_set_free(&keeps[i]);
+    free(keeps);
+    keeps = NULL;
+    k = 0;
+  }
+  *keeps_out = keeps;
+  *n_sets = k;
+  return rc;
+}
+
+/* The offline replay of all n kept sets of a trace at once into cells
+ * cell0.., which then count as made. */
+/* The offline replay of the n kept sets of a trace into cells cell0..,
+ * which then count as made: --offline-batch sets per pass
+ * (evict_offline_run_many), or one at a time (evict_offline_run). */
+static int offline_cells(const SweepReplayConfig *c, TraceReader *reader, const EvictKeepSet *keeps,
+                         size_t n, SweepRun *run, size_t cell0) {
+  size_t per_pass = c->offline_batch ? c->offline_batch : n;
+  EvictOfflineResult *outs = obc_malloc(per_pass * sizeof *outs + 1, "offline results");
+  if (!outs) return OBC_ENOMEM;
+  int rc = OBC_OK;
+  for (size_t i0 = 0; i0 < n && !rc; i0 += per_pass) {
+    size_t m = n - i0 < per_pass ? n - i0 : per_pass;
+    double start = obc_now_seconds();
+    rc = per_pass == 1 ? evict_offline_run(reader, &keeps[i0], outs)
+                       : evict_offline_run_many(reader, keeps + i0, m, outs);
+    run->offline_seconds += obc_now_seconds() - start;
+    for (size_t i = 0; i < m && !rc; i++) {
+      evict_offline_summarise(&outs[i], &run->cells[cell0 + i0 + i].offline);
+      evict_offline_result_free(&outs[i]);
+    }
+  }
+  if (!rc) run->n_cells += n;
+  free(outs);
+  return rc;
+}
+
 static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t, SweepRun *run) {
   TraceReader *reader = NULL;
   int rc = trace_open(run->traces[t], &reader);
@@ -239,52 +316,21 @@ static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t,
   if (!rc && model) rc = evict_replayer_open(model, reader, c->steps, c->threads, &replayer);
   SweepPending pending = {0};
   if (!rc && replayer) rc = pending_init(c, replayer, &pending);
-  const TraceMeta *meta = trace_meta(reader);
-  for (size_t s = 0; s < c->n_scores && !rc; s++) {
-    EvictPolicy p = c->base;
-    rc = evict_policy_set_score(&p, c->scores[s]);
-    double *scores = NULL;
-    size_t n = 0, window = 0;
-    if (!rc) rc = evict_policy_scores(reader, &p, &scores, &n, &window);
-    for (size_t b = 0; b < c->n_budgets && !rc; b++) {
-      rc = evict_policy_set_budget(&p, c->budgets[b]);
-      EvictKeepSet keep;
-      if (!rc)
-        rc = evict_keep_from_scores(&p, scores, meta->model.n_layers, meta->model.n_kv_heads,
-                                    meta->n_prompt, n, &keep);
-      if (rc) break;
-      keep.window = window;
-      size_t index = run->n_cells;
-      SweepCell *cell = &run->cells[index];
-      memset(cell, 0, sizeof *cell);
-      *cell = (SweepCell){.trace = t,
-                          .score = s,
-                          .budget = b,
-                          .tokens = keep.budget,
-                          .candidates = n,
-                          .needle_found = -1,
-                          .needle_prefix = NAN,
-                          .needle_chars = NAN,
-                          .needle_tokens = NAN,
-                          .agreement = NAN,
-                          .first_divergence = NAN,
-                          .kl_forced = NAN};
-      EvictOfflineResult offline;
-      rc = evict_offline_run(reader, &keep, &offline);
-      if (!rc) {
-        evict_offline_summarise(&offline, &cell->offline);
-        evict_offline_result_free(&offline);
-        run->n_cells++;
-      }
-      if (!rc && replayer)
-        rc = replay_cell(c, replayer, run, index, &keep, &pending);
-      else {
-        evict_keep_set_free(&keep);
-        if (!rc) report_cell(c, run, cell);
-      }
+  /* Every (score, budget) kept set first, then one offline replay of them
+   * all (evict_offline_run_many), then the model replays in the same order. */
+  size_t n_sets = 0, cell0 = run->n_cells;
+  EvictKeepSet *keeps = NULL;
+  if (!rc) rc = gather_keep_sets(c, reader, t, run, &keeps, &n_sets);
+  if (!rc) rc = offline_cells(c, reader, keeps, n_sets, run, cell0);
+  for (size_t i = 0; i < n_sets; i++) {
+    if (!rc && replayer)
+      rc = replay_cell(c, replayer, run, cell0 + i, &keeps[i], &pending);
+    else {
+      evict_keep_set_free(&keeps[i]);
+      if (!rc) report_cell(c, run, &run->cells[cell0 + i]);
     }
-    free(scores);
   }
+  free(keeps);
   if (!rc && pending.n > 0) rc = pending_flush(c, replayer, run, &pending);
   if (isatty(STDERR_FILENO) && run->n_cells > 0) fprintf(stderr, "\n");
   pending_free(&pending);
@@ -499,7 +545,11 @@ int sweep_replay_run(const char *input, const char *out_dir, const SweepReplayCo
   if (!rc) {
     printf("replay sweep: %zu trace(s), %zu scores x %zu budgets -> %s\n", run.n_traces,
            c->n_scores, c->n_budgets, out_dir);
-    if (c->with_model) /* on stderr: timings would make the tables differ between runs */
+    /* on stderr: timings would make the tables differ between runs */
+    fprintf(stderr, "replay sweep: offline replay of %zu kept sets took %.2f s (%s)\n", run.n_cells,
+            run.offline_seconds,
+            c->offline_batch == 1 ? "one at a time, --offline-batch 1" : "sets together");
+    if (c->with_model)
       fprintf(stderr, "replay sweep: model replay of %zu kept sets took %.2f s (%s)\n",
               run.model_sets, run.model_seconds,
               c->batch == 1 ? "one at a time, --batch 1" : "batched");
