@@ -21,12 +21,12 @@ enum { N_SETS = 9 };
 
 /* Largest magnitudes of a trace's decode rows, for the tolerance. */
 typedef struct {
-  double B;    /* max attn_scale * sum_c |q_c k_c| */
-  double zmax; /* max |z_p| */
-  double lse;  /* max |lse| */
-  double v;    /* max |v_pc| */
-  double o;    /* max |o_c| */
-  double S;    /* max over rows of sum_p e_p */
+  double B;       /* max attn_scale * sum_c |q_c k_c| */
+  double zmax;    /* max |z_p| */
+  double lse;     /* max |lse| */
+  double v;       /* max |v_pc| */
+  double o;       /* max |o_c| */
+  double S;       /* max over rows of sum_p e_p */
   double *o_norm; /* (n_layers, n_heads, T) ||o|| of every decode row */
 } Bounds;
 
@@ -43,8 +43,8 @@ static uint64_t next_random(uint64_t *x) {
 }
 
 /* Row (j, row)'s probabilities e_p (live keys) into e; returns the live count. */
-static size_t row_probs(const ScoreHead *h, const TraceMeta *meta, size_t j, size_t row,
-                        double *e, Bounds *b) {
+static size_t row_probs(const ScoreHead *h, const TraceMeta *meta, size_t j, size_t row, double *e,
+                        Bounds *b) {
   size_t d = meta->model.head_dim, live = (size_t)meta->row_positions[row] + 1;
   const double *q = h->Q + (j * meta->n_rows + row) * d;
   double lse = h->lse[j * meta->n_rows + row], sum = 0.0;
@@ -96,7 +96,8 @@ static void make_masks(EvictKeepSet *sets, TraceReader *reader, ScoreHead *h, Bo
         for (size_t c = 0; c < meta->model.head_dim; c++) norm += o[c] * o[c];
         b->o_norm[((lg / G) * meta->model.n_heads + (lg % G) * group + j) * T + t] = sqrt(norm);
       }
-    for (size_t i = 0; i < meta->n_positions * meta->model.head_dim; i++) b->v = fmax(b->v, fabs(h->V[i]));
+    for (size_t i = 0; i < meta->n_positions * meta->model.head_dim; i++)
+      b->v = fmax(b->v, fabs(h->V[i]));
     memset(sets[0].keep + lg * s, 1, s);
     memset(sets[1].keep + lg * s, 0, s);
     for (size_t k = 0; k < 4; k++)
@@ -122,11 +123,11 @@ static void make_masks(EvictKeepSet *sets, TraceReader *reader, ScoreHead *h, Bo
   free(order);
 }
 
-static void run_many(TraceReader *reader, const EvictKeepSet *sets, int threads,
+static void run_many(TraceReader *reader, const EvictKeepSet *sets, int threads, size_t max_rows,
                      EvictOfflineResult *out) {
   int saved = omp_get_max_threads();
   omp_set_num_threads(threads);
-  ck_assert_int_eq(evict_offline_run_many(reader, sets, N_SETS, out), 0);
+  ck_assert_int_eq(evict_offline_run_many_rows(reader, sets, N_SETS, max_rows, out), 0);
   omp_set_num_threads(saved);
 }
 
@@ -166,10 +167,14 @@ START_TEST(test_many_sets_equal_the_one_set_path) {
   make_masks(sets, reader, &h, &b);
   score_head_free(&h);
 
-  EvictOfflineResult ref[N_SETS], one[N_SETS], three[N_SETS];
-  for (size_t k = 0; k < N_SETS; k++) ck_assert_int_eq(evict_offline_run(reader, &sets[k], &ref[k]), 0);
-  run_many(reader, sets, 1, one);
-  run_many(reader, sets, 3, three);
+  /* The default blocks (all rows of a head at once) on 1 and 3 threads, and
+   * blocks of 4 rows (T = 5: blocks straddle query heads) on 2. */
+  EvictOfflineResult ref[N_SETS], one[N_SETS], three[N_SETS], small[N_SETS];
+  for (size_t k = 0; k < N_SETS; k++)
+    ck_assert_int_eq(evict_offline_run(reader, &sets[k], &ref[k]), 0);
+  run_many(reader, sets, 1, 0, one);
+  run_many(reader, sets, 3, 0, three);
+  run_many(reader, sets, 2, 4, small);
 
   /* Tolerance (u = 2^-53, gamma_k = k u / (1 - k u), n keys, d = head_dim).
    * Logits: both paths are d-term dot products (one a GEMM), each within
@@ -190,7 +195,7 @@ START_TEST(test_many_sets_equal_the_one_set_path) {
   const double u = 0x1p-53;
   size_t n = meta->n_positions, d = meta->model.head_dim;
   size_t group = meta->model.n_heads / meta->model.n_kv_heads;
-#define GAMMA(k) ((k) * u / (1 - (k) * u))
+#define GAMMA(k) ((k)*u / (1 - (k)*u))
   double delta = 2 * GAMMA(d) * b.B + 2 * u * (2 * b.zmax + b.lse) + 4 * u;
   double eps_m = (delta + 3 * GAMMA(n)) * b.S;
   double eps_o = 2 * eps_m * b.v + 4 * (b.o + b.S * b.v) * eps_m + 6 * u * (b.o + b.S * b.v) +
@@ -202,18 +207,18 @@ START_TEST(test_many_sets_equal_the_one_set_path) {
   size_t half_lost = 0, half_lost_few = 0, none_lost = 0;
   double worst_rel = 0.0, worst_mass = 0.0;
   size_t G = meta->model.n_kv_heads, T = ref[0].n_steps, s = meta->n_prompt;
-  for (size_t k = 0; k < N_SETS; k++) {
-    same_numbers(&one[k], &three[k]);
-    const EvictOfflineResult *r = &ref[k], *m = &one[k];
+  for (size_t k = 0; k < 2 * N_SETS; k++) {
+    if (k < N_SETS) same_numbers(&one[k], &three[k]);
+    const EvictOfflineResult *r = &ref[k % N_SETS], *m = k < N_SETS ? &one[k] : &small[k - N_SETS];
     ck_assert(r->has_needle == m->has_needle);
     for (size_t i = 0; i < r->n_layers * G; i++) {
       if (r->has_needle) ck_assert_double_eq(r->needle_kept[i], m->needle_kept[i]);
       size_t kept = 0;
-      for (size_t p = 0; p < s; p++) kept += sets[k].keep[i * s + p];
+      for (size_t p = 0; p < s; p++) kept += sets[k % N_SETS].keep[i * s + p];
       for (size_t t = 0; t < T; t++) {
         double D = r->sq_error[i * T + t];
-        double tol = group * (2 * sqrt(D) + sqrt(d) * eps_o) * sqrt(d) * eps_o +
-                     2 * GAMMA(d + group) * D;
+        double tol =
+            group * (2 * sqrt(D) + sqrt(d) * eps_o) * sqrt(d) * eps_o + 2 * GAMMA(d + group) * D;
         ck_assert_double_le(fabs(m->sq_error[i * T + t] - D), tol);
         for (size_t j = 0; j < group; j++) {
           size_t at = ((i / G) * r->n_heads + (i % G) * group + j) * T + t;
@@ -231,15 +236,17 @@ START_TEST(test_many_sets_equal_the_one_set_path) {
       }
     }
   }
-  printf("many-sets offline replay: worst |d mass| %.3g, worst |d rel_error| %.3g; rows with "
-         "> 1/2 evicted %zu (%zu of them with fewer evicted than kept keys), none lost %zu\n",
-         worst_mass, worst_rel, half_lost, half_lost_few, none_lost);
+  printf(
+      "many-sets offline replay: worst |d mass| %.3g, worst |d rel_error| %.3g; rows with "
+      "> 1/2 evicted %zu (%zu of them with fewer evicted than kept keys), none lost %zu\n",
+      worst_mass, worst_rel, half_lost, half_lost_few, none_lost);
   ck_assert_uint_gt(half_lost, 0);
   ck_assert_uint_gt(half_lost_few, 0);
   for (size_t k = 0; k < N_SETS; k++) {
     evict_offline_result_free(&ref[k]);
     evict_offline_result_free(&one[k]);
     evict_offline_result_free(&three[k]);
+    evict_offline_result_free(&small[k]);
     evict_keep_set_free(&sets[k]);
   }
   free(b.o_norm);
