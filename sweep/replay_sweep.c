@@ -226,79 +226,78 @@ static int pending_init(const SweepReplayConfig *c, EvictReplayer *replayer, Swe
   return q->keeps && q->cells && q->outs ? OBC_OK : OBC_ENOMEM;
 }
 
-/* The kept set of every (score, budget) of trace t, in score-major order
- * (keeps: c->n_scores * c->n_budgets, *n_sets made), and their cells with
- * the model fields unset. */
-static int gather_keep_sets(const SweepReplayConfig *c, TraceReader *reader, size_t t,
-                            SweepRun *run, EvictKeepSet **keeps_out, size_t *n_sets) {
-  const TraceMeta *meta = trace_meta(reader);
-  EvictKeepSet *keeps = obc_malloc(c->n_scores * c->n_budgets * sizeof *keeps + 1, "kept sets");
-  int rc = keeps ? OBC_OK : OBC_ENOMEM;
-  size_t k = 0;
-  for (size_t s = 0; s < c->n_scores && !rc; s++) {
-    EvictPolicy p = c->base;
-    rc = evict_policy_set_score(&p, c->scores[s]);
-    double *scores = NULL;
-    size_t n = 0, window = 0;
-    if (!rc) rc = evict_policy_scores(reader, &p, &scores, &n, &window);
-    for (size_t b = 0; b < c->n_budgets && !rc; b++) {
-      rc = evict_policy_set_budget(&p, c->budgets[b]);
-      if (!rc)
-        rc = evict_keep_from_scores(&p, scores, meta->model.n_layers, meta->model.n_kv_heads,
-                                    meta->n_prompt, n, &keeps[k]);
-      if (rc) break;
-      keeps[k].window = window;
-      run->cells[run->n_cells + k] = (SweepCell){.trace = t,
-                                                 .score = s,
-                                                 .budget = b,
-                                                 .tokens = keeps[k].budget,
-                                                 .candidates = n,
-                                                 .needle_found = -1,
-                                                 .needle_prefix = NAN,
-                                                 .needle_chars = NAN,
-                                                 .needle_tokens = NAN,
-                                                 .agreement = NAN,
-                                                 .first_divergence = NAN,
-                                                 .kl_forced = NAN};
-      k++;
-    }
-    free(scores);
-  }
-  if (rc) {
-    for (size_t i = 0; i < k; i++) evict_keep_set_free(&keeps[i]);
-    free(keeps);
-    keeps = NULL;
-    k = 0;
-  }
-  *keeps_out = keeps;
-  *n_sets = k;
-  return rc;
+/* A cell of trace t, score s, budget b (tokens kept of candidates), with
+ * its results unset. */
+static SweepCell cell_new(size_t t, size_t s, size_t b, size_t tokens, size_t candidates) {
+  return (SweepCell){.trace = t,
+                     .score = s,
+                     .budget = b,
+                     .tokens = tokens,
+                     .candidates = candidates,
+                     .needle_found = -1,
+                     .needle_prefix = NAN,
+                     .needle_chars = NAN,
+                     .needle_tokens = NAN,
+                     .agreement = NAN,
+                     .first_divergence = NAN,
+                     .kl_forced = NAN};
 }
 
-/* The offline replay of all n kept sets of a trace at once into cells
- * cell0.., which then count as made. */
-/* The offline replay of the n kept sets of a trace into cells cell0..,
- * which then count as made: --offline-batch sets per pass
- * (evict_offline_run_many), or one at a time (evict_offline_run). */
-static int offline_cells(const SweepReplayConfig *c, TraceReader *reader, const EvictKeepSet *keeps,
-                         size_t n, SweepRun *run, size_t cell0) {
-  size_t per_pass = c->offline_batch ? c->offline_batch : n;
-  EvictOfflineResult *outs = obc_malloc(per_pass * sizeof *outs + 1, "offline results");
-  if (!outs) return OBC_ENOMEM;
-  int rc = OBC_OK;
-  for (size_t i0 = 0; i0 < n && !rc; i0 += per_pass) {
-    size_t m = n - i0 < per_pass ? n - i0 : per_pass;
-    double start = obc_now_seconds();
-    rc = per_pass == 1 ? evict_offline_run(reader, &keeps[i0], outs)
-                       : evict_offline_run_many(reader, keeps + i0, m, outs);
-    run->offline_seconds += obc_now_seconds() - start;
-    for (size_t i = 0; i < m && !rc; i++) {
-      evict_offline_summarise(&outs[i], &run->cells[cell0 + i0 + i].offline);
-      evict_offline_result_free(&outs[i]);
+/* Kept sets gathered for one offline pass, whose cells are
+ * run->cells[run->n_cells ..]. */
+typedef struct {
+  EvictKeepSet *keeps; /* (cap) */
+  size_t n, cap;
+} SweepChunk;
+
+/* Bytes of kept-set masks a sweep holds at once (one chunk). */
+#define SWEEP_SETS_BYTES ((size_t)512 << 20)
+
+static int chunk_init(const SweepReplayConfig *c, const TraceMeta *meta, SweepChunk *chunk) {
+  size_t per_set = meta->model.n_layers * meta->model.n_kv_heads * meta->n_prompt + 1;
+  size_t all = c->n_scores * c->n_budgets;
+  chunk->cap = c->offline_batch ? c->offline_batch : SWEEP_SETS_BYTES / per_set;
+  chunk->cap = chunk->cap < 1 ? 1 : chunk->cap > all ? all : chunk->cap;
+  chunk->n = 0;
+  chunk->keeps = obc_malloc(chunk->cap * sizeof *chunk->keeps, "kept sets");
+  return chunk->keeps ? OBC_OK : OBC_ENOMEM;
+}
+
+static void chunk_free(SweepChunk *chunk) {
+  for (size_t i = 0; i < chunk->n; i++) evict_keep_set_free(&chunk->keeps[i]);
+  free(chunk->keeps);
+  memset(chunk, 0, sizeof *chunk);
+}
+
+/* The chunk's offline replay, one pass (evict_offline_run_many), or one set
+ * at a time with --offline-batch 1 (evict_offline_run, the reference), into
+ * its cells, which then count as made; then its model replays in order (the
+ * sets are handed over, the chunk left empty). */
+static int chunk_flush(const SweepReplayConfig *c, TraceReader *reader, EvictReplayer *replayer,
+                       SweepRun *run, SweepChunk *chunk, SweepPending *pending) {
+  size_t n = chunk->n, cell0 = run->n_cells;
+  EvictOfflineResult *outs = obc_malloc(n * sizeof *outs, "offline results");
+  int rc = outs ? OBC_OK : OBC_ENOMEM;
+  double start = obc_now_seconds();
+  for (size_t i = 0; i < n && !rc && c->offline_batch == 1; i++)
+    rc = evict_offline_run(reader, &chunk->keeps[i], &outs[i]);
+  if (!rc && c->offline_batch != 1) rc = evict_offline_run_many(reader, chunk->keeps, n, outs);
+  run->offline_seconds += obc_now_seconds() - start;
+  for (size_t i = 0; i < n && !rc; i++) {
+    evict_offline_summarise(&outs[i], &run->cells[cell0 + i].offline);
+    evict_offline_result_free(&outs[i]);
+  }
+  free(outs);
+  if (!rc) run->n_cells += n;
+  chunk->n = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!rc && replayer)
+      rc = replay_cell(c, replayer, run, cell0 + i, &chunk->keeps[i], pending);
+    else {
+      evict_keep_set_free(&chunk->keeps[i]);
+      if (!rc) report_cell(c, run, &run->cells[cell0 + i]);
     }
   }
-  if (!rc) run->n_cells += n;
-  free(outs);
   return rc;
 }
 
@@ -316,21 +315,34 @@ static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t,
   if (!rc && model) rc = evict_replayer_open(model, reader, c->steps, c->threads, &replayer);
   SweepPending pending = {0};
   if (!rc && replayer) rc = pending_init(c, replayer, &pending);
-  /* Every (score, budget) kept set first, then one offline replay of them
-   * all (evict_offline_run_many), then the model replays in the same order. */
-  size_t n_sets = 0, cell0 = run->n_cells;
-  EvictKeepSet *keeps = NULL;
-  if (!rc) rc = gather_keep_sets(c, reader, t, run, &keeps, &n_sets);
-  if (!rc) rc = offline_cells(c, reader, keeps, n_sets, run, cell0);
-  for (size_t i = 0; i < n_sets; i++) {
-    if (!rc && replayer)
-      rc = replay_cell(c, replayer, run, cell0 + i, &keeps[i], &pending);
-    else {
-      evict_keep_set_free(&keeps[i]);
-      if (!rc) report_cell(c, run, &run->cells[cell0 + i]);
+  /* The (score, budget) kept sets are gathered in chunks (all of the
+   * trace's when their masks fit in SWEEP_SETS_BYTES), each replayed offline
+   * in one pass (evict_offline_run_many) and then handed to the model replay
+   * in order. */
+  SweepChunk chunk = {0};
+  if (!rc) rc = chunk_init(c, trace_meta(reader), &chunk);
+  const TraceMeta *meta = trace_meta(reader);
+  for (size_t s = 0; s < c->n_scores && !rc; s++) {
+    EvictPolicy p = c->base;
+    rc = evict_policy_set_score(&p, c->scores[s]);
+    double *scores = NULL;
+    size_t n = 0, window = 0;
+    if (!rc) rc = evict_policy_scores(reader, &p, &scores, &n, &window);
+    for (size_t b = 0; b < c->n_budgets && !rc; b++) {
+      rc = evict_policy_set_budget(&p, c->budgets[b]);
+      EvictKeepSet *keep = &chunk.keeps[chunk.n];
+      if (!rc)
+        rc = evict_keep_from_scores(&p, scores, meta->model.n_layers, meta->model.n_kv_heads,
+                                    meta->n_prompt, n, keep);
+      if (rc) break;
+      keep->window = window;
+      run->cells[run->n_cells + chunk.n++] = cell_new(t, s, b, keep->budget, n);
+      if (chunk.n == chunk.cap) rc = chunk_flush(c, reader, replayer, run, &chunk, &pending);
     }
+    free(scores);
   }
-  free(keeps);
+  if (!rc && chunk.n) rc = chunk_flush(c, reader, replayer, run, &chunk, &pending);
+  chunk_free(&chunk);
   if (!rc && pending.n > 0) rc = pending_flush(c, replayer, run, &pending);
   if (isatty(STDERR_FILENO) && run->n_cells > 0) fprintf(stderr, "\n");
   pending_free(&pending);
