@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of the model replay of `obcache replay --sweep` (not a test):
+# Benchmark of the model and offline replays of `obcache replay --sweep` (not a test):
 # the demo's sweep (11 scores x 6 budgets, --recent 8 --sinks 4) on one trace,
 # batched (the default: every kept set's free-running and teacher-forced
 # sequences decoded together) against one set at a time (--batch 1), for each
@@ -7,7 +7,11 @@
 # reports on stderr (the scores and the offline replay, the same for both,
 # are left out), the whole command's wall time, the ratio, and how many
 # cells' replay figures differ between the two (they agree up to rounding:
-# docs/SCIENCE.md, "Batched replay").
+# docs/SCIENCE.md, "Batched replay"). Then the offline replay alone
+# (--no-model): all kept sets together (the default) against one set at a time
+# (--offline-batch 1), the offline time the sweep reports, the whole command's
+# wall time, the ratio, and whether the output files are byte-identical
+# (docs/SCIENCE.md, "Offline replay of many sets").
 #
 # usage: bench/run_replay.sh [BUILD_DIR [TRACE]]
 #   TRACE default: demo-out/trace.h5 (scripts/demo.sh); when missing, a
@@ -37,7 +41,8 @@ if [ ! -s "$TRACE" ]; then
   fi
 fi
 
-# run NAME THREADS ARGS...: the sweep; prints "model_seconds wall_seconds".
+# run NAME THREADS ARGS...: the sweep; prints "model_seconds offline_seconds wall_seconds"
+# (model_seconds "-" without the model).
 run() {
   local name=$1 threads=$2
   shift 2
@@ -46,9 +51,10 @@ run() {
   OMP_NUM_THREADS=$threads "$OBCACHE" replay --sweep "$TRACE" --steps "$STEPS" --recent 8 \
     --sinks 4 "${grid[@]}" "$@" -o "$WORK/$name" >/dev/null 2>"$WORK/$name.err"
   end=$(date +%s.%N)
-  local model
+  local model offline
   model=$(sed -n 's/.*model replay of [0-9]* kept sets took \([0-9.]*\) s.*/\1/p' "$WORK/$name.err")
-  printf '%s %.2f\n' "$model" "$(echo "$end - $start" | bc)"
+  offline=$(sed -n 's/.*offline replay of [0-9]* kept sets took \([0-9.]*\) s.*/\1/p' "$WORK/$name.err")
+  printf '%s %s %.2f\n' "${model:--}" "$offline" "$(echo "$end - $start" | bc)"
 }
 
 # Cells whose model-replay columns (needle_found .. kl_forced) differ beyond
@@ -66,13 +72,29 @@ PYEOF
 }
 
 echo "bench: replay --sweep $TRACE --steps $STEPS --recent 8 --sinks 4 ${grid[*]}"
-printf '%-8s %-22s %-22s %-8s %s\n' threads "one at a time (model/all)" "batched (model/all)" \
-  ratio "agreement"
+printf '%-8s %-30s %-30s %-8s %s\n' threads "one at a time (model/offline/all)" \
+  "batched (model/offline/all)" ratio "agreement"
 for t in $THREADS; do
-  read -r m1 w1 < <(run "one-$t" "$t" --batch 1)
-  read -r mb wb < <(run "batch-$t" "$t")
+  read -r m1 o1 w1 < <(run "one-$t" "$t" --batch 1)
+  read -r mb ob wb < <(run "batch-$t" "$t")
   ratio=$(echo "scale=1; $m1 / $mb" | bc)
-  printf '%-8s %-22s %-22s %-8s %s\n' "$t" "${m1} s / ${w1} s" \
-    "${mb} s / ${wb} s" "${ratio}x" \
+  printf '%-8s %-30s %-30s %-8s %s\n' "$t" "${m1} s / ${o1} s / ${w1} s" \
+    "${mb} s / ${ob} s / ${wb} s" "${ratio}x" \
     "$(compare "$WORK/one-$t/replay_cells.csv" "$WORK/batch-$t/replay_cells.csv")"
+done
+
+echo
+echo "bench: replay --sweep $TRACE --no-model --recent 8 --sinks 4 ${grid[*]}"
+printf '%-8s %-26s %-26s %-8s %s\n' threads "one at a time (offline/all)" \
+  "sets together (offline/all)" ratio "outputs"
+for t in $THREADS; do
+  read -r _ o1 w1 < <(run "offline-one-$t" "$t" --no-model --offline-batch 1)
+  read -r _ om wm < <(run "offline-many-$t" "$t" --no-model)
+  ratio=$(echo "scale=1; $o1 / $om" | bc)
+  same="byte-identical"
+  for f in replay_cells.csv replay_sweep.csv; do
+    cmp -s "$WORK/offline-one-$t/$f" "$WORK/offline-many-$t/$f" || same="$f differs"
+  done
+  printf '%-8s %-26s %-26s %-8s %s\n' "$t" "${o1} s / ${w1} s" "${om} s / ${wm} s" "${ratio}x" \
+    "$same"
 done

@@ -55,7 +55,7 @@ typedef struct {
   const char *text;
   size_t tokens, chunk, ppl_window, max_text_bytes;
   const char *scores, *budgets; /* --sweep lists */
-  size_t steps, threads, batch;
+  size_t steps, threads, batch, offline_batch;
   const char *device; /* --device: the model replay's runtime backend */
   EvictPolicy policy;
   ModelWeightsMode weights;
@@ -105,6 +105,11 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
        "teacher-forced), sharing every weight pass; 1 = one set after another (the reference "
        "path); results agree up to rounding",
        "all, in passes of 1 GiB", OBC_OPTION_SIZE, &a->batch, NULL, NULL},
+      {"--offline-batch", NULL, "N",
+       "sweep: kept sets replayed offline together, sharing each read of the trace and each "
+       "row's logits; 1 = one set after another (the reference path); results agree up to "
+       "double rounding",
+       "all of a trace", OBC_OPTION_SIZE, &a->offline_batch, NULL, NULL},
       OBC_OPTION_HEADING(
           "\ndynamic eviction (--dynamic, the paper's PG19 experiment): teacher-forced\n"
           "decoding over a long text with a fixed cache budget per (layer, KV head);\n"
@@ -181,6 +186,7 @@ static int run_sweep(const ReplayArgs *a, const char *command_line) {
   config.threads = a->threads;
   config.device = a->device;
   config.batch = a->batch;
+  config.offline_batch = a->offline_batch;
   int rc = OBC_OK;
   if (a->scores)
     rc =

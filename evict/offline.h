@@ -33,6 +33,18 @@ typedef struct {
 
 /* Fails with OBC_EINVAL when the trace has no decode rows. */
 int evict_offline_run(TraceReader *reader, const EvictKeepSet *keep, EvictOfflineResult *out);
+/* The same results for n kept sets at once (outs: n), from one read of the
+ * trace: every (layer, KV head) and its decode rows' logits and
+ * probabilities are computed once and shared (docs/SCIENCE.md, "Offline
+ * replay of many sets"). Equal to evict_offline_run up to double rounding;
+ * the same numbers for any thread count. On failure every outs[k] is freed. */
+int evict_offline_run_many(TraceReader *reader, const EvictKeepSet *keeps, size_t n,
+                           EvictOfflineResult *outs);
+/* The same with at most max_rows decode rows (query heads x steps) of a
+ * (layer, KV head) held at once (0: as many as 96 MiB of logits and
+ * weights allow; the tests use small blocks to cross head boundaries). */
+int evict_offline_run_many_rows(TraceReader *reader, const EvictKeepSet *keeps, size_t n,
+                                size_t max_rows, EvictOfflineResult *outs);
 void evict_offline_result_free(EvictOfflineResult *result);
 void evict_offline_summarise(const EvictOfflineResult *result, EvictOfflineSummary *summary);
 

@@ -53,9 +53,10 @@ typedef struct {
   size_t n_traces;
   SweepCell *cells; /* (n_traces * n_scores * n_budgets) */
   size_t n_cells;
-  char trace_model[256]; /* the model named by the first trace (titles without --model) */
-  double model_seconds;  /* wall time of the model replays (not their set-up) */
-  size_t model_sets;     /* kept sets replayed with the model */
+  char trace_model[256];  /* the model named by the first trace (titles without --model) */
+  double model_seconds;   /* wall time of the model replays (not their set-up) */
+  size_t model_sets;      /* kept sets replayed with the model */
+  double offline_seconds; /* wall time of the offline replays */
 } SweepRun;
 
 static int name_order(const void *a, const void *b) { return strcmp(a, b); }
@@ -225,6 +226,81 @@ static int pending_init(const SweepReplayConfig *c, EvictReplayer *replayer, Swe
   return q->keeps && q->cells && q->outs ? OBC_OK : OBC_ENOMEM;
 }
 
+/* A cell of trace t, score s, budget b (tokens kept of candidates), with
+ * its results unset. */
+static SweepCell cell_new(size_t t, size_t s, size_t b, size_t tokens, size_t candidates) {
+  return (SweepCell){.trace = t,
+                     .score = s,
+                     .budget = b,
+                     .tokens = tokens,
+                     .candidates = candidates,
+                     .needle_found = -1,
+                     .needle_prefix = NAN,
+                     .needle_chars = NAN,
+                     .needle_tokens = NAN,
+                     .agreement = NAN,
+                     .first_divergence = NAN,
+                     .kl_forced = NAN};
+}
+
+/* Kept sets gathered for one offline pass, whose cells are
+ * run->cells[run->n_cells ..]. */
+typedef struct {
+  EvictKeepSet *keeps; /* (cap) */
+  size_t n, cap;
+} SweepChunk;
+
+/* Bytes of kept-set masks a sweep holds at once (one chunk). */
+#define SWEEP_SETS_BYTES ((size_t)512 << 20)
+
+static int chunk_init(const SweepReplayConfig *c, const TraceMeta *meta, SweepChunk *chunk) {
+  size_t per_set = meta->model.n_layers * meta->model.n_kv_heads * meta->n_prompt + 1;
+  size_t all = c->n_scores * c->n_budgets;
+  chunk->cap = c->offline_batch ? c->offline_batch : SWEEP_SETS_BYTES / per_set;
+  chunk->cap = chunk->cap < 1 ? 1 : chunk->cap > all ? all : chunk->cap;
+  chunk->n = 0;
+  chunk->keeps = obc_malloc(chunk->cap * sizeof *chunk->keeps, "kept sets");
+  return chunk->keeps ? OBC_OK : OBC_ENOMEM;
+}
+
+static void chunk_free(SweepChunk *chunk) {
+  for (size_t i = 0; i < chunk->n; i++) evict_keep_set_free(&chunk->keeps[i]);
+  free(chunk->keeps);
+  memset(chunk, 0, sizeof *chunk);
+}
+
+/* The chunk's offline replay, one pass (evict_offline_run_many), or one set
+ * at a time with --offline-batch 1 (evict_offline_run, the reference), into
+ * its cells, which then count as made; then its model replays in order (the
+ * sets are handed over, the chunk left empty). */
+static int chunk_flush(const SweepReplayConfig *c, TraceReader *reader, EvictReplayer *replayer,
+                       SweepRun *run, SweepChunk *chunk, SweepPending *pending) {
+  size_t n = chunk->n, cell0 = run->n_cells;
+  EvictOfflineResult *outs = obc_malloc(n * sizeof *outs, "offline results");
+  int rc = outs ? OBC_OK : OBC_ENOMEM;
+  double start = obc_now_seconds();
+  for (size_t i = 0; i < n && !rc && c->offline_batch == 1; i++)
+    rc = evict_offline_run(reader, &chunk->keeps[i], &outs[i]);
+  if (!rc && c->offline_batch != 1) rc = evict_offline_run_many(reader, chunk->keeps, n, outs);
+  run->offline_seconds += obc_now_seconds() - start;
+  for (size_t i = 0; i < n && !rc; i++) {
+    evict_offline_summarise(&outs[i], &run->cells[cell0 + i].offline);
+    evict_offline_result_free(&outs[i]);
+  }
+  free(outs);
+  if (!rc) run->n_cells += n;
+  chunk->n = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!rc && replayer)
+      rc = replay_cell(c, replayer, run, cell0 + i, &chunk->keeps[i], pending);
+    else {
+      evict_keep_set_free(&chunk->keeps[i]);
+      if (!rc) report_cell(c, run, &run->cells[cell0 + i]);
+    }
+  }
+  return rc;
+}
+
 static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t, SweepRun *run) {
   TraceReader *reader = NULL;
   int rc = trace_open(run->traces[t], &reader);
@@ -240,6 +316,12 @@ static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t,
     rc = evict_replayer_open(model, reader, c->steps, c->threads, c->device, &replayer);
   SweepPending pending = {0};
   if (!rc && replayer) rc = pending_init(c, replayer, &pending);
+  /* The (score, budget) kept sets are gathered in chunks (all of the
+   * trace's when their masks fit in SWEEP_SETS_BYTES), each replayed offline
+   * in one pass (evict_offline_run_many) and then handed to the model replay
+   * in order. */
+  SweepChunk chunk = {0};
+  if (!rc) rc = chunk_init(c, trace_meta(reader), &chunk);
   const TraceMeta *meta = trace_meta(reader);
   for (size_t s = 0; s < c->n_scores && !rc; s++) {
     EvictPolicy p = c->base;
@@ -249,43 +331,19 @@ static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t,
     if (!rc) rc = evict_policy_scores(reader, &p, &scores, &n, &window);
     for (size_t b = 0; b < c->n_budgets && !rc; b++) {
       rc = evict_policy_set_budget(&p, c->budgets[b]);
-      EvictKeepSet keep;
+      EvictKeepSet *keep = &chunk.keeps[chunk.n];
       if (!rc)
         rc = evict_keep_from_scores(&p, scores, meta->model.n_layers, meta->model.n_kv_heads,
-                                    meta->n_prompt, n, &keep);
+                                    meta->n_prompt, n, keep);
       if (rc) break;
-      keep.window = window;
-      size_t index = run->n_cells;
-      SweepCell *cell = &run->cells[index];
-      memset(cell, 0, sizeof *cell);
-      *cell = (SweepCell){.trace = t,
-                          .score = s,
-                          .budget = b,
-                          .tokens = keep.budget,
-                          .candidates = n,
-                          .needle_found = -1,
-                          .needle_prefix = NAN,
-                          .needle_chars = NAN,
-                          .needle_tokens = NAN,
-                          .agreement = NAN,
-                          .first_divergence = NAN,
-                          .kl_forced = NAN};
-      EvictOfflineResult offline;
-      rc = evict_offline_run(reader, &keep, &offline);
-      if (!rc) {
-        evict_offline_summarise(&offline, &cell->offline);
-        evict_offline_result_free(&offline);
-        run->n_cells++;
-      }
-      if (!rc && replayer)
-        rc = replay_cell(c, replayer, run, index, &keep, &pending);
-      else {
-        evict_keep_set_free(&keep);
-        if (!rc) report_cell(c, run, cell);
-      }
+      keep->window = window;
+      run->cells[run->n_cells + chunk.n++] = cell_new(t, s, b, keep->budget, n);
+      if (chunk.n == chunk.cap) rc = chunk_flush(c, reader, replayer, run, &chunk, &pending);
     }
     free(scores);
   }
+  if (!rc && chunk.n) rc = chunk_flush(c, reader, replayer, run, &chunk, &pending);
+  chunk_free(&chunk);
   if (!rc && pending.n > 0) rc = pending_flush(c, replayer, run, &pending);
   if (isatty(STDERR_FILENO) && run->n_cells > 0) fprintf(stderr, "\n");
   pending_free(&pending);
@@ -500,7 +558,11 @@ int sweep_replay_run(const char *input, const char *out_dir, const SweepReplayCo
   if (!rc) {
     printf("replay sweep: %zu trace(s), %zu scores x %zu budgets -> %s\n", run.n_traces,
            c->n_scores, c->n_budgets, out_dir);
-    if (c->with_model) /* on stderr: timings would make the tables differ between runs */
+    /* on stderr: timings would make the tables differ between runs */
+    fprintf(stderr, "replay sweep: offline replay of %zu kept sets took %.2f s (%s)\n", run.n_cells,
+            run.offline_seconds,
+            c->offline_batch == 1 ? "one at a time, --offline-batch 1" : "sets together");
+    if (c->with_model)
       fprintf(stderr, "replay sweep: model replay of %zu kept sets took %.2f s (%s)\n",
               run.model_sets, run.model_seconds,
               c->batch == 1 ? "one at a time, --batch 1" : "batched");

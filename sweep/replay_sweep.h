@@ -35,6 +35,9 @@ typedef struct {
    * kept set is two, free-running and teacher-forced): 0 = as many as
    * memory allows, 1 = one set after another (evict_replayer_run). */
   size_t batch;
+  /* Kept sets replayed offline together (evict_offline_run_many): 0 = all of
+   * a trace, 1 = one after another (evict_offline_run, the reference). */
+  size_t offline_batch;
 } SweepReplayConfig;
 
 /* Default scores (attn snapkv vatp obc_v obc_k obc_vk streaming random

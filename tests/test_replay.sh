@@ -70,6 +70,33 @@ if "$OBCACHE" replay --sweep "$T" --no-model --scores attn,obc_vk,oracle,random 
       fail "plot of a replay sweep folder"
     fi
   fi
+  # Offline replay one set at a time (--offline-batch 1, the reference path)
+  # and in passes of 5 sets: the same cells as all 12 together, up to the
+  # printed 6 significant digits (two roundings of the same number to 6
+  # digits differ by at most 1e-5 of it; double rounding is far below).
+  for b in 1 5; do
+    "$OBCACHE" replay --sweep "$T" --no-model --scores attn,obc_vk,oracle,random \
+      --budgets 5%,25%,100% --offline-batch $b -o "$DIR/sweep_ob$b" >/dev/null 2>"$DIR/err_ob$b"
+  done
+  if grep -q "offline replay of 12 kept sets took .* (one at a time" "$DIR/err_ob1" &&
+    python3 - "$DIR"/sweep/replay_cells.csv "$DIR"/sweep_ob1/replay_cells.csv \
+      "$DIR"/sweep_ob5/replay_cells.csv <<'EOF'
+import csv, sys
+ref, *others = [list(csv.DictReader(open(p))) for p in sys.argv[1:]]
+assert len(ref) == 12
+for rows in others:
+    assert len(rows) == len(ref)
+    for a, b in zip(ref, rows):
+        assert (a["score"], a["budget"], a["needle_kept"]) == (b["score"], b["budget"], b["needle_kept"])
+        for c in ["rel_error", "rel_error_step1", "mass_lost"]:
+            x, y = float(a[c]), float(b[c])
+            assert abs(x - y) <= 1e-5 * max(abs(x), abs(y)), (c, a, b)
+EOF
+  then
+    pass "replay --sweep --offline-batch 1, 5 and all: the same cells"
+  else
+    fail "replay --sweep --offline-batch 1, 5 and all"
+  fi
   # At 100% every score has zero error.
   if awk -F, 'NR > 1 && $2 == "100%" && $5 != 0 { bad = 1 } END { exit bad }' "$DIR/sweep/replay_sweep.csv"; then
     pass "sweep: 100% budget has zero error for every score"
