@@ -74,15 +74,8 @@ int evict_offline_run(TraceReader *reader, const EvictKeepSet *keep, EvictOfflin
           size_t r = first + t;
           double lost = 0.0;
           rc = oracle_set_eviction_output(&h.data, j, r, mask, o_new, &lost);
-          const double *o = h.O + (j * meta->n_rows + r) * d;
-          double diff = 0.0, norm = 0.0;
-          for (size_t c = 0; c < d; c++) {
-            diff += (o_new[c] - o[c]) * (o_new[c] - o[c]);
-            norm += o[c] * o[c];
-          }
-          out->rel_error[(l * H + head) * T + t] = norm > 0 ? sqrt(diff / norm) : sqrt(diff);
-          out->mass_lost[(l * H + head) * T + t] = lost;
-          out->sq_error[(l * G + g) * T + t] += diff;
+          evict_offline_record(out, l, g, head, t, o_new, h.O + (j * meta->n_rows + r) * d, d,
+                               lost);
         }
       }
     }
@@ -92,6 +85,19 @@ int evict_offline_run(TraceReader *reader, const EvictKeepSet *keep, EvictOfflin
   free(o_new);
   if (rc) evict_offline_result_free(out);
   return rc;
+}
+
+void evict_offline_record(EvictOfflineResult *out, size_t l, size_t g, size_t head, size_t t,
+                          const double *o_new, const double *o, size_t d, double lost) {
+  size_t H = out->n_heads, G = out->n_kv_heads, T = out->n_steps;
+  double diff = 0.0, norm = 0.0;
+  for (size_t c = 0; c < d; c++) {
+    diff += (o_new[c] - o[c]) * (o_new[c] - o[c]);
+    norm += o[c] * o[c];
+  }
+  out->rel_error[(l * H + head) * T + t] = norm > 0 ? sqrt(diff / norm) : sqrt(diff);
+  out->mass_lost[(l * H + head) * T + t] = lost;
+  out->sq_error[(l * G + g) * T + t] += diff;
 }
 
 void evict_offline_summarise(const EvictOfflineResult *r, EvictOfflineSummary *s) {

@@ -45,6 +45,12 @@ int evict_offline_run_many(TraceReader *reader, const EvictKeepSet *keeps, size_
  * weights allow; the tests use small blocks to cross head boundaries). */
 int evict_offline_run_many_rows(TraceReader *reader, const EvictKeepSet *keeps, size_t n,
                                 size_t max_rows, EvictOfflineResult *outs);
+/* Records one replayed output o_new (d) against the trace's o for (layer l,
+ * KV head g, query head, decode step t) and its evicted mass: the one place
+ * both replay paths (evict_offline_run, evict_offline_run_many) compute
+ * rel_error, mass_lost and sq_error. */
+void evict_offline_record(EvictOfflineResult *out, size_t l, size_t g, size_t head, size_t t,
+                          const double *o_new, const double *o, size_t d, double lost);
 void evict_offline_result_free(EvictOfflineResult *result);
 void evict_offline_summarise(const EvictOfflineResult *result, EvictOfflineSummary *summary);
 

@@ -230,14 +230,7 @@ static void many_set_head(const ManyRows *m, const OracleHead *h, const unsigned
     size_t j = (m->r0 + r) / T, t = (m->r0 + r) % T, head = g * group + j;
     const double *o = h->O + (j * h->n_rows + m->first + t) * d;
     double lost = many_row_output(m, h, mask, w, use_kept, n_k, r, o);
-    double diff = 0.0, norm = 0.0;
-    for (size_t c = 0; c < d; c++) {
-      diff += (o_new[c] - o[c]) * (o_new[c] - o[c]);
-      norm += o[c] * o[c];
-    }
-    out->rel_error[(l * H + head) * T + t] = norm > 0 ? sqrt(diff / norm) : sqrt(diff);
-    out->mass_lost[(l * H + head) * T + t] = lost;
-    out->sq_error[(l * G + g) * T + t] += diff;
+    evict_offline_record(out, l, g, head, t, o_new, o, d, lost);
   }
 }
 
