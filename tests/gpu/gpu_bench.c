@@ -231,19 +231,7 @@ int main(int argc, char **argv) {
     model_free(model);
   }
   if (!rc && (!strcmp(which, "all") || !strcmp(which, "llama8b"))) {
-    ModelConfig c = {.name = "llama-3.1-8b-shape",
-                     .architecture = "llama",
-                     .n_layers = 32,
-                     .dim = 4096,
-                     .ffn_dim = 14336,
-                     .n_heads = 32,
-                     .n_kv_heads = 8,
-                     .head_dim = 128,
-                     .vocab_size = 128256,
-                     .context_length = 131072,
-                     .norm_eps = 1e-5,
-                     .rope_theta = 500000.0,
-                     .rope_interleaved = false};
+    ModelConfig c = gpu_llama8b_config();
     Model *model = NULL;
     double t0 = obc_now_seconds();
     rc = gpu_random_model(&c, 11, 1, &model);

@@ -27,6 +27,24 @@ static inline void gpu_require_device(const char *program) {
   }
 }
 
+/* The configuration of Llama-3.1-8B (32 layers, dim 4096, ffn 14336, 32/8
+ * heads of 128, vocab 128256), for random models of its shape. */
+static inline ModelConfig gpu_llama8b_config(void) {
+  return (ModelConfig){.name = "llama-3.1-8b-shape",
+                       .architecture = "llama",
+                       .n_layers = 32,
+                       .dim = 4096,
+                       .ffn_dim = 14336,
+                       .n_heads = 32,
+                       .n_kv_heads = 8,
+                       .head_dim = 128,
+                       .vocab_size = 128256,
+                       .context_length = 131072,
+                       .norm_eps = 1e-5,
+                       .rope_theta = 500000.0,
+                       .rope_interleaved = false};
+}
+
 /* splitmix64: a fixed sequence per seed. */
 static inline uint64_t gpu_next(uint64_t *state) {
   uint64_t z = (*state += 0x9e3779b97f4a7c15ull);

@@ -269,19 +269,7 @@ int main(void) {
                       .rope_theta = 100000.0,
                       .rope_interleaved = true,
                       .tied_embeddings = true};
-  ModelConfig llama8b = {.name = "llama-3.1-8b-shape",
-                         .architecture = "llama",
-                         .n_layers = 32,
-                         .dim = 4096,
-                         .ffn_dim = 14336,
-                         .n_heads = 32,
-                         .n_kv_heads = 8,
-                         .head_dim = 128,
-                         .vocab_size = 128256,
-                         .context_length = 131072,
-                         .norm_eps = 1e-5,
-                         .rope_theta = 500000.0,
-                         .rope_interleaved = false};
+  ModelConfig llama8b = gpu_llama8b_config();
   const ModelConfig *shapes[] = {&smol, &llama8b};
   for (size_t i = 0; i < 2; i++) {
     if (gpu_random_model(shapes[i], 21 + i, i == 1, &model) < 0) {
