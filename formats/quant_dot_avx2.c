@@ -16,6 +16,7 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 
+#include <cpuid.h>
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -438,8 +439,12 @@ void quant_dot_rows_avx2(uint32_t type, const void *w, size_t row_bytes, size_t 
 
 int quant_dot_avx2_supported(void) {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
+  /* F16C from CPUID leaf 1, ECX bit 29: clang's __builtin_cpu_supports does
+   * not know "f16c". AVX2 implies the OS saves the YMM registers (the builtin
+   * checks XGETBV for it). */
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  int f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx >> 29 & 1u);
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
 }
 
 #else /* not x86: no AVX2 kernel; quant_dot_rows never chooses it */
