@@ -38,36 +38,18 @@ int evict_offline_run(TraceReader *reader, const EvictKeepSet *keep, EvictOfflin
   size_t L = meta->model.n_layers, H = meta->model.n_heads, G = meta->model.n_kv_heads;
   size_t group = H / G, d = meta->model.head_dim, s = meta->n_prompt;
   assert(keep->n_layers == L && keep->n_kv_heads == G && keep->n_prompt == s);
-  out->n_layers = L;
-  out->n_heads = H;
-  out->n_kv_heads = G;
-  out->n_steps = T;
-  out->rel_error = obc_malloc(L * H * T * sizeof(double), "relative errors");
-  out->mass_lost = obc_malloc(L * H * T * sizeof(double), "mass lost");
-  out->sq_error = obc_calloc(L * G * T, sizeof(double), "squared errors");
-  out->needle_kept = obc_malloc(L * G * sizeof(double), "needle retention");
+  int rc = evict_offline_result_alloc(out, meta, T);
   unsigned char *mask = obc_malloc(meta->n_positions, "keep mask");
   double *o_new = obc_malloc(d * sizeof(double), "replayed output");
   ScoreHead h;
   memset(&h, 0, sizeof h);
-  int rc = out->rel_error && out->mass_lost && out->sq_error && out->needle_kept && mask && o_new
-               ? score_head_alloc(&h, meta)
-               : OBC_ENOMEM;
-  const TraceSpan *needle = trace_meta_find_span(meta, "needle");
-  size_t nb = 0, ne = 0;
-  if (needle && needle->begin >= 0 && needle->end > needle->begin) {
-    out->has_needle = true;
-    nb = (size_t)needle->begin;
-    ne = needle->end > (int64_t)s ? s : (size_t)needle->end;
-  }
+  if (!rc) rc = mask && o_new ? score_head_alloc(&h, meta) : OBC_ENOMEM;
   for (size_t l = 0; l < L && !rc; l++) {
     for (size_t g = 0; g < G && !rc; g++) {
       if ((rc = score_head_read(&h, reader, l, g))) break;
       memcpy(mask, keep->keep + (l * G + g) * s, s);
       memset(mask + s, 1, meta->n_positions - s); /* generated tokens stay */
-      size_t kept = 0;
-      for (size_t p = nb; p < ne; p++) kept += mask[p];
-      out->needle_kept[l * G + g] = out->has_needle && ne > nb ? (double)kept / (ne - nb) : NAN;
+      evict_offline_needle(out, meta, mask, l, g);
       for (size_t j = 0; j < group && !rc; j++) {
         size_t head = g * group + j;
         for (size_t t = 0; t < T && !rc; t++) {
@@ -85,6 +67,35 @@ int evict_offline_run(TraceReader *reader, const EvictKeepSet *keep, EvictOfflin
   free(o_new);
   if (rc) evict_offline_result_free(out);
   return rc;
+}
+
+int evict_offline_result_alloc(EvictOfflineResult *out, const TraceMeta *meta, size_t T) {
+  size_t L = meta->model.n_layers, H = meta->model.n_heads, G = meta->model.n_kv_heads;
+  memset(out, 0, sizeof *out);
+  out->n_layers = L;
+  out->n_heads = H;
+  out->n_kv_heads = G;
+  out->n_steps = T;
+  out->rel_error = obc_malloc(L * H * T * sizeof(double), "relative errors");
+  out->mass_lost = obc_malloc(L * H * T * sizeof(double), "mass lost");
+  out->sq_error = obc_calloc(L * G * T, sizeof(double), "squared errors");
+  out->needle_kept = obc_malloc(L * G * sizeof(double), "needle retention");
+  return out->rel_error && out->mass_lost && out->sq_error && out->needle_kept ? OBC_OK
+                                                                               : OBC_ENOMEM;
+}
+
+void evict_offline_needle(EvictOfflineResult *out, const TraceMeta *meta, const unsigned char *keep,
+                          size_t l, size_t g) {
+  const TraceSpan *needle = trace_meta_find_span(meta, "needle");
+  size_t s = meta->n_prompt, nb = 0, ne = 0, kept = 0;
+  out->has_needle = needle && needle->begin >= 0 && needle->end > needle->begin;
+  if (out->has_needle) {
+    nb = (size_t)needle->begin;
+    ne = needle->end > (int64_t)s ? s : (size_t)needle->end;
+  }
+  for (size_t p = nb; p < ne; p++) kept += keep[p];
+  out->needle_kept[l * out->n_kv_heads + g] =
+      out->has_needle && ne > nb ? (double)kept / (ne - nb) : NAN;
 }
 
 void evict_offline_record(EvictOfflineResult *out, size_t l, size_t g, size_t head, size_t t,

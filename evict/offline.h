@@ -45,6 +45,14 @@ int evict_offline_run_many(TraceReader *reader, const EvictKeepSet *keeps, size_
  * weights allow; the tests use small blocks to cross head boundaries). */
 int evict_offline_run_many_rows(TraceReader *reader, const EvictKeepSet *keeps, size_t n,
                                 size_t max_rows, EvictOfflineResult *outs);
+/* Allocates a result's arrays for the trace's shape and T decode steps
+ * (sq_error zeroed); OBC_ENOMEM after obc_fail when one fails. */
+int evict_offline_result_alloc(EvictOfflineResult *out, const TraceMeta *meta, size_t T);
+/* Sets out->has_needle and the share of the needle span's prompt positions
+ * that keep (the prompt marks of (layer l, KV head g)) keeps, NaN without a
+ * needle span: the one place both replay paths count it. */
+void evict_offline_needle(EvictOfflineResult *out, const TraceMeta *meta, const unsigned char *keep,
+                          size_t l, size_t g);
 /* Records one replayed output o_new (d) against the trace's o for (layer l,
  * KV head g, query head, decode step t) and its evicted mass: the one place
  * both replay paths (evict_offline_run, evict_offline_run_many) compute

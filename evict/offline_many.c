@@ -234,38 +234,12 @@ static void many_set_head(const ManyRows *m, const OracleHead *h, const unsigned
   }
 }
 
-static int many_result_alloc(EvictOfflineResult *out, const TraceMeta *meta, size_t T) {
-  size_t L = meta->model.n_layers, H = meta->model.n_heads, G = meta->model.n_kv_heads;
-  memset(out, 0, sizeof *out);
-  out->n_layers = L;
-  out->n_heads = H;
-  out->n_kv_heads = G;
-  out->n_steps = T;
-  out->rel_error = obc_malloc(L * H * T * sizeof(double), "relative errors");
-  out->mass_lost = obc_malloc(L * H * T * sizeof(double), "mass lost");
-  out->sq_error = obc_calloc(L * G * T, sizeof(double), "squared errors");
-  out->needle_kept = obc_malloc(L * G * sizeof(double), "needle retention");
-  return out->rel_error && out->mass_lost && out->sq_error && out->needle_kept ? OBC_OK
-                                                                               : OBC_ENOMEM;
-}
-
-/* Needle share kept of every set for (l, g), as evict_offline_run counts it. */
+/* Needle share kept of every set for (l, g) (evict_offline_needle). */
 static void many_needle(const TraceMeta *meta, const EvictKeepSet *keeps, size_t n, size_t l,
                         size_t g, EvictOfflineResult *outs) {
-  const TraceSpan *needle = trace_meta_find_span(meta, "needle");
-  size_t s = meta->n_prompt, G = meta->model.n_kv_heads, nb = 0, ne = 0;
-  bool has = needle && needle->begin >= 0 && needle->end > needle->begin;
-  if (has) {
-    nb = (size_t)needle->begin;
-    ne = needle->end > (int64_t)s ? s : (size_t)needle->end;
-  }
-  for (size_t k = 0; k < n; k++) {
-    const unsigned char *mask = keeps[k].keep + (l * G + g) * s;
-    size_t kept = 0;
-    for (size_t p = nb; p < ne; p++) kept += mask[p];
-    outs[k].has_needle = has;
-    outs[k].needle_kept[l * G + g] = has && ne > nb ? (double)kept / (ne - nb) : NAN;
-  }
+  size_t s = meta->n_prompt, G = meta->model.n_kv_heads;
+  for (size_t k = 0; k < n; k++)
+    evict_offline_needle(&outs[k], meta, keeps[k].keep + (l * G + g) * s, l, g);
 }
 
 /* The shared rows of (l, g) block by block, then every set on them; query
@@ -328,7 +302,7 @@ int evict_offline_run_many_rows(TraceReader *reader, const EvictKeepSet *keeps, 
     if (keep->n_layers != L || keep->n_kv_heads != G || keep->n_prompt != meta->n_prompt)
       rc = obc_fail(OBC_EINVAL, "%s: kept set %zu has another shape than the trace",
                     trace_path(reader), k);
-    if (!rc) rc = many_result_alloc(&outs[k], meta, T);
+    if (!rc) rc = evict_offline_result_alloc(&outs[k], meta, T);
   }
   ScoreHead h;
   ManyRows m;
