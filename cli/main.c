@@ -62,8 +62,8 @@ static void print_usage(FILE *out) {
  * share the machine: with every core taken by another process, decoding fell
  * from 31 to 0.5 tokens/s. Passive waiting (spin count 0) avoids that but
  * halves decode speed on an idle machine, where each short parallel region of
- * a decode step wakes sleeping threads. A short spin (GOMP_SPINCOUNT=1000,
- * microseconds) kept the idle speed and most of the passive speed under load
+ * a decode step wakes sleeping threads. A short spin (GOMP_SPINCOUNT=1000:
+ * 1000 turns of libgomp's wait loop, microseconds rather than milliseconds) kept the idle speed and most of the passive speed under load
  * (README, "Threads"), so it is the default. libgomp reads the variables
  * when it loads, before main, so the only way to set a default is to set it
  * and run this program again. A user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT
