@@ -163,6 +163,96 @@ double oracle_dominant_weights_f(const float *restrict z, float *restrict w, siz
   return m;
 }
 
+/* The largest logit of a row's first `live` (floats: times attn_scale). */
+static double dominant_max(const OracleGemm *gemm, const void *z, size_t live) {
+  if (gemm->precision == OBC_PRECISION_DOUBLE) {
+    const double *zd = z;
+    double z_max = zd[0];
+#pragma omp simd reduction(max : z_max)
+    for (size_t t = 0; t < live; t++) z_max = zd[t] > z_max ? zd[t] : z_max;
+    return z_max;
+  }
+  const float *zf = z;
+  float m = zf[0];
+#pragma omp simd reduction(max : m)
+  for (size_t t = 0; t < live; t++) m = zf[t] > m ? zf[t] : m;
+  return gemm->head->attn_scale * m;
+}
+
+/* The first key holding the largest logit z_max (the scaling of a float is
+ * exact enough to keep distinct floats distinct). */
+static size_t dominant_first_max(const OracleGemm *gemm, const void *z, size_t live, double z_max) {
+  size_t p = 0;
+  if (gemm->precision == OBC_PRECISION_DOUBLE) {
+    const double *zd = z;
+    while (p + 1 < live && !(zd[p] == z_max)) p++;
+  } else {
+    const float *zf = z;
+    while (p + 1 < live && !(gemm->head->attn_scale * zf[p] == z_max)) p++;
+  }
+  return p;
+}
+
+double oracle_dominant_find(const OracleGemm *gemm, const void *z, void *w, size_t live,
+                            size_t n_keys, double lse, const double *o, OracleDominantPair *pair,
+                            double *z_top) {
+  const OracleHead *head = gemm->head;
+  size_t d = head->head_dim;
+  pair->position = ORACLE_DOMINANT_NONE;
+  double z_max = dominant_max(gemm, z, live), m;
+  if (!(oracle_exp_fast(z_max - lse) >= ORACLE_DOMINANT_CANDIDATE)) return 0.0;
+  size_t p = dominant_first_max(gemm, z, live, z_max);
+  /* Weights w_t = exp(z_t - z_p), 0 at p and from live on. */
+  if (gemm->precision == OBC_PRECISION_DOUBLE) {
+    double *wd = w;
+    m = oracle_dominant_weights_d(z, wd, 0, p, z_max) +
+        oracle_dominant_weights_d(z, wd, p + 1, live, z_max);
+    memset(wd + live, 0, (n_keys - live) * sizeof *wd);
+    wd[p] = 0.0;
+  } else {
+    float *wf = w;
+    double scale = head->attn_scale;
+    m = oracle_dominant_weights_f(z, wf, 0, p, scale, z_max) +
+        oracle_dominant_weights_f(z, wf, p + 1, live, scale, z_max);
+    memset(wf + live, 0, (n_keys - live) * sizeof *wf);
+    wf[p] = 0.0f;
+  }
+  if (!(m < 1.0)) return 0.0; /* A = 1/(1 + m) <= 1/2 */
+  pair->position = p;
+  if (m == 0.0) {
+    oracle_dominant_single_forms(z_max, head->V + p * d, o, d, &pair->forms);
+    return 0.0;
+  }
+  *z_top = z_max;
+  return m;
+}
+
+void oracle_dominant_values(const OracleGemm *gemm, size_t n, size_t n_keys, void *w, size_t ld,
+                            void *u, const double *m, const double *z_top, size_t *packed,
+                            OracleDominantPair *pairs) {
+  const OracleHead *head = gemm->head;
+  size_t d = head->head_dim, elem = oracle_precision_size(gemm->precision), n_dom = 0;
+  char *wb = w;
+  for (size_t i = 0; i < n; i++) {
+    if (!(m[i] > 0.0)) continue;
+    if (n_dom != i) memcpy(wb + n_dom * ld * elem, wb + i * ld * elem, n_keys * elem);
+    packed[n_dom++] = i;
+  }
+  if (n_dom == 0) return;
+  oracle_gemm_weighted_values(gemm, n_dom, n_keys, w, ld, u);
+  double uk[512]; /* head_dim <= 512 (the callers check) */
+  assert(d <= 512);
+  for (size_t k = 0; k < n_dom; k++) {
+    size_t i = packed[k];
+    for (size_t c = 0; c < d; c++)
+      uk[c] = (gemm->precision == OBC_PRECISION_DOUBLE ? ((const double *)u)[k * d + c]
+                                                       : (double)((const float *)u)[k * d + c]) /
+              m[i];
+    OracleDominantPair *pair = &pairs[i];
+    oracle_dominant_forms(z_top[i], m[i], head->V + pair->position * d, uk, d, &pair->forms);
+  }
+}
+
 int oracle_dominant_init(OracleDominant *table, const OracleHead *head, size_t row_begin,
                          size_t row_end) {
   assert(table && head && row_begin <= row_end && row_end <= head->n_rows);

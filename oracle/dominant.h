@@ -18,6 +18,7 @@
 
 #include "oracle/exact_forms.h"
 #include "oracle/oracle.h"
+#include "oracle/oracle_gemm.h"
 
 /* position of a row where no key has A > 1/2 */
 #define ORACLE_DOMINANT_NONE SIZE_MAX
@@ -90,5 +91,26 @@ double oracle_dominant_weights_d(const double *restrict z, double *restrict w, s
                                  double z_top);
 double oracle_dominant_weights_f(const float *restrict z, float *restrict w, size_t lo, size_t hi,
                                  double scale, double z_top);
+
+/* One row's dominant pair from the logits of a GEMM the caller already did
+ * (the window sweep's and the oracle's rows). z: the row's logits, `live`
+ * causal keys of n_keys, floats (times the head's attn_scale) or doubles as
+ * gemm->precision says; w: the row's weight slot (n_keys, the same type);
+ * lse: the row's stored lse; o: its stored output (head_dim). Rows below the
+ * ORACLE_DOMINANT_CANDIDATE bar are not tested. Sets *pair (position
+ * ORACLE_DOMINANT_NONE when no key has A > 1/2; the forms when p is the only
+ * live key). Returns m = sum_{j != p} w_j when the row needs the weighted
+ * values (0 < m < 1: its weights are left in w, *z_top = z_p), else 0. */
+double oracle_dominant_find(const OracleGemm *gemm, const void *z, void *w, size_t live,
+                            size_t n_keys, double lse, const double *o, OracleDominantPair *pair,
+                            double *z_top);
+
+/* The forms of the rows i < n with m[i] > 0 (oracle_dominant_find's return):
+ * their weights (row i at w + i * ld elements) packed to the front in row
+ * order, one product u = W V (u: n rows of head_dim elements), then each
+ * pair's quantities from u / m and z_top. packed: (n) scratch. */
+void oracle_dominant_values(const OracleGemm *gemm, size_t n, size_t n_keys, void *w, size_t ld,
+                            void *u, const double *m, const double *z_top, size_t *packed,
+                            OracleDominantPair *pairs);
 
 #endif

@@ -209,86 +209,27 @@ static inline double oracle_z_at(const OracleGemm *gemm, const void *z, size_t a
                                                  : gemm->head->attn_scale * ((const float *)z)[at];
 }
 
-/* Row i (captured row row_lo + i) of head j: its dominant pair when one key
- * has A > 1/2 (m < 1, from the row's own logits; rows below the stored-lse
- * bar ORACLE_DOMINANT_CANDIDATE are not tested), its weights left in w. */
+/* Row i (captured row row_lo + i) of head j: its dominant pair
+ * (oracle_dominant_find), its weights left in w. */
 static void oracle_find_dominant(const OracleGemm *gemm, OracleRowsWork *wk, size_t row_lo,
                                  size_t j, size_t i) {
   const OracleHead *head = gemm->head;
   size_t row = row_lo + i, ho = j * head->n_rows + row, d = head->head_dim;
-  size_t live = (size_t)head->row_positions[row] + 1, n_keys = wk->n_keys;
-  if (live > n_keys) live = n_keys;
-  size_t at = (j * wk->n_rows + i) * wk->ld, slot = j * wk->n_rows + i, p = 0;
-  OracleDominantPair *pair = &wk->pair[slot];
-  pair->position = ORACLE_DOMINANT_NONE;
-  wk->m[slot] = 0.0;
-  bool dbl = gemm->precision == OBC_PRECISION_DOUBLE;
-  const double *zd = (const double *)wk->z + at;
-  const float *zf = (const float *)wk->z + at;
-  double scale = head->attn_scale, z_max;
-  if (dbl) {
-    z_max = zd[0];
-#pragma omp simd reduction(max : z_max)
-    for (size_t t = 0; t < live; t++) z_max = zd[t] > z_max ? zd[t] : z_max;
-    while (p + 1 < live && !(zd[p] == z_max)) p++;
-  } else {
-    float top = zf[0];
-#pragma omp simd reduction(max : top)
-    for (size_t t = 0; t < live; t++) top = zf[t] > top ? zf[t] : top;
-    z_max = scale * top;
-    while (p + 1 < live && !(zf[p] == top)) p++;
-  }
-  if (!(oracle_exp_fast(z_max - head->lse[ho]) >= ORACLE_DOMINANT_CANDIDATE)) return;
-  double m;
-  if (dbl) {
-    double *w = (double *)wk->w + at;
-    m = oracle_dominant_weights_d(zd, w, 0, p, z_max) +
-        oracle_dominant_weights_d(zd, w, p + 1, live, z_max);
-    memset(w + live, 0, (n_keys - live) * sizeof *w);
-    w[p] = 0.0;
-  } else {
-    float *w = (float *)wk->w + at;
-    m = oracle_dominant_weights_f(zf, w, 0, p, scale, z_max) +
-        oracle_dominant_weights_f(zf, w, p + 1, live, scale, z_max);
-    memset(w + live, 0, (n_keys - live) * sizeof *w);
-    w[p] = 0.0f;
-  }
-  if (!(m < 1.0)) return;
-  pair->position = p;
-  if (m == 0.0) {
-    oracle_dominant_single_forms(z_max, head->V + p * d, head->O + ho * d, d, &pair->forms);
-    return;
-  }
-  wk->m[slot] = m;
-  wk->z_top[slot] = z_max;
+  size_t live = (size_t)head->row_positions[row] + 1;
+  if (live > wk->n_keys) live = wk->n_keys;
+  size_t slot = j * wk->n_rows + i, at = slot * wk->ld * oracle_precision_size(gemm->precision);
+  wk->m[slot] =
+      oracle_dominant_find(gemm, (const char *)wk->z + at, (char *)wk->w + at, live, wk->n_keys,
+                           head->lse[ho], head->O + ho * d, &wk->pair[slot], &wk->z_top[slot]);
 }
 
 /* Head j's dominant rows: weights packed to the front, u = W V, the forms. */
-static void oracle_dominant_values(const OracleGemm *gemm, OracleRowsWork *wk, size_t j) {
-  const OracleHead *head = gemm->head;
-  size_t d = head->head_dim, base = j * wk->n_rows;
-  size_t elem = gemm->precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
-  char *w = (char *)wk->w + base * wk->ld * elem, *u = (char *)wk->u + base * d * elem;
-  size_t n = 0, packed[ORACLE_ROW_CHUNK];
-  for (size_t i = 0; i < wk->n_rows; i++) {
-    if (!(wk->m[base + i] > 0.0)) continue;
-    if (n != i) memcpy(w + n * wk->ld * elem, w + i * wk->ld * elem, wk->n_keys * elem);
-    packed[n++] = i;
-  }
-  if (n == 0) return;
-  oracle_gemm_weighted_values(gemm, n, wk->n_keys, w, wk->ld, u);
-  double uk[512];
-  for (size_t k = 0; k < n; k++) {
-    size_t i = packed[k];
-    double m = wk->m[base + i];
-    for (size_t c = 0; c < d; c++)
-      uk[c] = (gemm->precision == OBC_PRECISION_DOUBLE ? ((const double *)u)[k * d + c]
-                                                       : (double)((const float *)u)[k * d + c]) /
-              m;
-    OracleDominantPair *pair = &wk->pair[base + i];
-    oracle_dominant_forms(wk->z_top[base + i], m, head->V + pair->position * d, uk, d,
-                          &pair->forms);
-  }
+static void oracle_rows_dominant_values(const OracleGemm *gemm, OracleRowsWork *wk, size_t j) {
+  size_t base = j * wk->n_rows, elem = oracle_precision_size(gemm->precision);
+  size_t packed[ORACLE_ROW_CHUNK];
+  oracle_dominant_values(gemm, wk->n_rows, wk->n_keys, (char *)wk->w + base * wk->ld * elem, wk->ld,
+                         (char *)wk->u + base * gemm->head->head_dim * elem, wk->m + base,
+                         wk->z_top + base, packed, wk->pair + base);
 }
 
 /* remove errors of pairs lo..hi-1 of one row (A <= 1/2 each), vectorised. */
@@ -338,7 +279,7 @@ static void oracle_rows_work_free(OracleRowsWork *wk) {
 static int oracle_rows_work_alloc(OracleRowsWork *wk, const OracleHead *head, size_t n_rows,
                                   size_t n_keys, OraclePrecision precision, int threads) {
   size_t g = head->group_size, d = head->head_dim, s = head->n_prompt, n = g * n_rows;
-  size_t elem = precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+  size_t elem = oracle_precision_size(precision);
   size_t per_thread = n_keys > 2 * s ? n_keys : 2 * s;
   *wk = (OracleRowsWork){.n_rows = n_rows, .n_keys = n_keys, .ld = n_keys};
   wk->z = obc_malloc(n * n_keys * elem, "oracle logits");
@@ -367,7 +308,7 @@ static void oracle_rows_pass(const OracleGemm *gemm, OracleRowsWork *wk, size_t 
   const OracleHead *head = gemm->head;
   size_t g = head->group_size, d = head->head_dim, n = wk->n_rows, s = head->n_prompt;
   size_t per_thread = wk->n_keys > 2 * s ? wk->n_keys : 2 * s;
-  size_t elem = gemm->precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+  size_t elem = oracle_precision_size(gemm->precision);
   for (size_t i = 0; i < g * n; i++) {
     size_t j = i / n, r = row_lo + i % n;
     const double *o = head->O + (j * head->n_rows + r) * d;
@@ -389,7 +330,7 @@ static void oracle_rows_pass(const OracleGemm *gemm, OracleRowsWork *wk, size_t 
   for (size_t item = 0; item < g * n; item++)
     oracle_find_dominant(gemm, wk, row_lo, item / n, item % n);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (size_t j = 0; j < g; j++) oracle_dominant_values(gemm, wk, j);
+  for (size_t j = 0; j < g; j++) oracle_rows_dominant_values(gemm, wk, j);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (size_t item = 0; item < g * n; item++)
     oracle_row_errors(gemm, wk, row_lo, v_sq, item / n, item % n,

@@ -39,6 +39,11 @@ typedef struct {
  * DOUBLE uses dgemm (~1e-12). */
 typedef enum { OBC_PRECISION_FLOAT = 0, OBC_PRECISION_DOUBLE = 1 } OraclePrecision;
 
+/* Bytes of one GEMM input or output element at this precision. */
+static inline size_t oracle_precision_size(OraclePrecision precision) {
+  return precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+}
+
 /* Which exact window error. */
 typedef enum {
   OBC_EXACT_V = 0,  /* zero v_p */

@@ -130,7 +130,7 @@ void oracle_gemm_gather_rows(const OracleGemm *gemm, size_t row_lo, size_t n_row
   const OracleHead *head = gemm->head;
   size_t d = head->head_dim, count = n_rows * d;
   assert(row_lo + n_rows <= head->n_rows);
-  size_t elem = gemm->precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+  size_t elem = oracle_precision_size(gemm->precision);
   const void *Q = gemm->precision == OBC_PRECISION_DOUBLE ? (const void *)head->Q : gemm->Q;
   const void *O = gemm->precision == OBC_PRECISION_DOUBLE ? (const void *)head->O : gemm->O;
   for (size_t j = 0; j < head->group_size; j++) {

@@ -287,7 +287,7 @@ static SweepRowIn sweep_row_in(const SweepPlan *plan, const SweepChunk *ch, size
  * prefetcher. */
 static void sweep_prefetch(const SweepPlan *plan, const SweepChunk *ch, size_t kk, size_t b0,
                            size_t len) {
-  size_t elem = plan->precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+  size_t elem = oracle_precision_size(plan->precision);
   for (size_t j = 0; j < plan->head->group_size; j++) {
     size_t at = ((j * ch->n + kk) * ch->ld + b0) * elem;
     for (size_t byte = 0; byte < len * elem; byte += 64)
@@ -321,101 +321,26 @@ static void sweep_block(const SweepPlan *plan, const SweepChunk *ch, size_t b0, 
   }
 }
 
-/* Chunk row kk of head j: is one key's A above 1/2? Rows below the stored-lse
- * bar (ORACLE_DOMINANT_CANDIDATE) are not; the others get their weights
- * w_j = exp(z_j - z_p) and m from the chunk's logits, as
- * oracle_dominant_row_weights defines them. A row with 0 < m < 1 is marked
- * for the weighted-value product (its weights stay in w's slot kk); m = 0
- * is a single live key. */
+/* Chunk row kk of head j: its dominant pair (oracle_dominant_find), its
+ * weights left in w's slot kk. */
 static void sweep_find_dominant(const SweepPlan *plan, SweepChunk *ch, size_t j, size_t kk) {
   const OracleHead *head = plan->head;
   size_t row = ch->row_lo + kk, ho = j * head->n_rows + row, d = head->head_dim;
-  size_t live = (size_t)head->row_positions[row] + 1, n_keys = ch->top + 1;
-  size_t at = (j * ch->n + kk) * ch->ld, w_at = (j * SWEEP_ROW_CHUNK + kk) * ch->ld;
-  OracleDominantPair *pair = &ch->pair[j * SWEEP_ROW_CHUNK + kk];
-  pair->position = ORACLE_DOMINANT_NONE;
-  ch->m[j * SWEEP_ROW_CHUNK + kk] = 0.0; /* not for the product */
-  double z_max;
-  if (plan->precision == OBC_PRECISION_DOUBLE) {
-    const double *z = (const double *)ch->z + at;
-    z_max = z[0];
-#pragma omp simd reduction(max : z_max)
-    for (size_t t = 0; t < live; t++) z_max = z[t] > z_max ? z[t] : z_max;
-  } else {
-    const float *z = (const float *)ch->z + at;
-    float m = z[0];
-#pragma omp simd reduction(max : m)
-    for (size_t t = 0; t < live; t++) m = z[t] > m ? z[t] : m;
-    z_max = head->attn_scale * m;
-  }
-  if (!(oracle_exp_fast(z_max - head->lse[ho]) >= ORACLE_DOMINANT_CANDIDATE)) return;
-  /* The top key p: the first of equal maxima (oracle_dominant_row_weights). */
-  size_t p = 0;
-  if (plan->precision == OBC_PRECISION_DOUBLE) {
-    const double *z = (const double *)ch->z + at;
-    while (p + 1 < live && !(z[p] == z_max)) p++;
-  } else {
-    const float *z = (const float *)ch->z + at;
-    while (p + 1 < live && !(head->attn_scale * z[p] == z_max)) p++;
-  }
-  /* Weights w_t = exp(z_t - z_p) (0 at p and from live on) and their sum m,
-   * from the GEMM outputs straight into the row's slot of w. */
-  double z_top = z_max, m;
-  if (plan->precision == OBC_PRECISION_DOUBLE) {
-    const double *z = (const double *)ch->z + at;
-    double *w = (double *)ch->w + w_at;
-    m = oracle_dominant_weights_d(z, w, 0, p, z_top) +
-        oracle_dominant_weights_d(z, w, p + 1, live, z_top);
-    memset(w + live, 0, (n_keys - live) * sizeof *w);
-    w[p] = 0.0;
-  } else {
-    const float *z = (const float *)ch->z + at;
-    float *w = (float *)ch->w + w_at;
-    double scale = head->attn_scale;
-    m = oracle_dominant_weights_f(z, w, 0, p, scale, z_top) +
-        oracle_dominant_weights_f(z, w, p + 1, live, scale, z_top);
-    memset(w + live, 0, (n_keys - live) * sizeof *w);
-    w[p] = 0.0f;
-  }
-  if (!(m < 1.0)) return; /* A = 1/(1 + m) <= 1/2 */
-  pair->position = p;
-  if (m == 0.0) {
-    oracle_dominant_single_forms(z_top, head->V + p * d, head->O + ho * d, d, &pair->forms);
-    return;
-  }
-  ch->m[j * SWEEP_ROW_CHUNK + kk] = m;
-  ch->z_top[j * SWEEP_ROW_CHUNK + kk] = z_top;
+  size_t live = (size_t)head->row_positions[row] + 1, slot = j * SWEEP_ROW_CHUNK + kk;
+  size_t elem = oracle_precision_size(plan->precision);
+  size_t at = (j * ch->n + kk) * ch->ld * elem, w_at = slot * ch->ld * elem;
+  ch->m[slot] = oracle_dominant_find(plan->gemm, (const char *)ch->z + at, (char *)ch->w + w_at,
+                                     live, ch->top + 1, head->lse[ho], head->O + ho * d,
+                                     &ch->pair[slot], &ch->z_top[slot]);
 }
 
-/* Head j's dominant rows of the chunk: weights packed to the front of its
- * rows (ascending chunk row), one product u = W V, then each pair's
- * quantities from u / m (oracle_dominant_forms). */
+/* Head j's dominant rows of the chunk: one product u = W V, then each pair's
+ * quantities (oracle_dominant_values). */
 static void sweep_dominant_values(const SweepPlan *plan, SweepChunk *ch, size_t j) {
-  const OracleHead *head = plan->head;
-  size_t d = head->head_dim, n_keys = ch->top + 1, base = j * SWEEP_ROW_CHUNK;
-  size_t elem = plan->precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
-  char *w = (char *)ch->w + base * ch->ld * elem;
-  size_t n = 0;
-  for (size_t kk = 0; kk < ch->n; kk++) {
-    if (!(ch->m[base + kk] > 0.0)) continue;
-    if (n != kk) memcpy(w + n * ch->ld * elem, w + kk * ch->ld * elem, n_keys * elem);
-    ch->packed[base + n++] = kk;
-  }
-  if (n == 0) return;
-  char *u = (char *)ch->u + base * d * elem;
-  oracle_gemm_weighted_values(plan->gemm, n, n_keys, w, ch->ld, u);
-  double uk[512]; /* head_dim <= 512 (sweep_check) */
-  for (size_t i = 0; i < n; i++) {
-    size_t kk = ch->packed[base + i];
-    double m = ch->m[base + kk];
-    for (size_t c = 0; c < d; c++)
-      uk[c] = (plan->precision == OBC_PRECISION_DOUBLE ? ((const double *)u)[i * d + c]
-                                                       : (double)((const float *)u)[i * d + c]) /
-              m;
-    OracleDominantPair *pair = &ch->pair[base + kk];
-    oracle_dominant_forms(ch->z_top[base + kk], m, head->V + pair->position * d, uk, d,
-                          &pair->forms);
-  }
+  size_t base = j * SWEEP_ROW_CHUNK, elem = oracle_precision_size(plan->precision);
+  oracle_dominant_values(plan->gemm, ch->n, ch->top + 1, (char *)ch->w + base * ch->ld * elem,
+                         ch->ld, (char *)ch->u + base * plan->head->head_dim * elem, ch->m + base,
+                         ch->z_top + base, ch->packed + base, ch->pair + base);
 }
 
 /* Rows c0..c0+n-1 walked back from the last prompt row: GEMMs over fixed key
@@ -424,7 +349,7 @@ static void sweep_dominant_values(const SweepPlan *plan, SweepChunk *ch, size_t 
 static void sweep_chunk(const SweepPlan *plan, SweepChunk *ch, double *acc_all, double *out) {
   const OracleHead *head = plan->head;
   size_t g = head->group_size, s = head->n_prompt;
-  size_t elem = plan->precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+  size_t elem = oracle_precision_size(plan->precision);
   size_t n_keys = ch->top + 1, n_slabs = (n_keys + SWEEP_SLAB - 1) / SWEEP_SLAB;
   oracle_gemm_gather_rows(plan->gemm, ch->row_lo, ch->n, ch->q, ch->o);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
@@ -504,7 +429,7 @@ static int sweep_buffers_alloc(SweepBuffers *b, const OracleHead *head, OraclePr
                                int threads, size_t n_windows) {
   memset(b, 0, sizeof *b);
   size_t s = head->n_prompt, g = head->group_size, d = head->head_dim;
-  size_t elem = precision == OBC_PRECISION_DOUBLE ? sizeof(double) : sizeof(float);
+  size_t elem = oracle_precision_size(precision);
   size_t rows = g * SWEEP_ROW_CHUNK, n_blocks = (s + SWEEP_BLOCK - 1) / SWEEP_BLOCK;
   size_t n_ho = g * head->n_rows;
   SweepChunk *ch = &b->chunk;
