@@ -1,9 +1,8 @@
 /* The files of the analysis folder (the contract of the plotting step):
  * report.json (cJSON; the trace, every parameter, a summary and the file
  * list), recall.csv, recall_layers.csv, recall_heads.csv, spearman.csv,
- * needle.csv, bias.csv and taylor.csv. Every file is written under a
- * temporary name; only when all are written are they renamed into place, so a
- * failed run leaves none of them. */
+ * needle.csv, bias.csv and taylor.csv: one output set (common/obc_file.h),
+ * so a failed run leaves none of them. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -14,54 +13,7 @@
 #include "analyze/analysis.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
-
-#define MAX_OUTPUTS 9
-
-/* The files being written, all pending until every one is complete. */
-typedef struct {
-  ObcPendingFile files[MAX_OUTPUTS];
-  const char *names[MAX_OUTPUTS];
-  size_t count;
-  const char *dir;
-} OutputSet;
-
-/* Opens DIR/name under its temporary name. */
-static int output_open(OutputSet *set, const char *name, FILE **fp) {
-  ObcPendingFile *file = &set->files[set->count];
-  int rc = obc_text_open_in(file, set->dir, name, fp);
-  if (rc) return rc;
-  set->names[set->count++] = name;
-  return OBC_OK;
-}
-
-/* Closes fp without renaming; fails when any write failed (disk full). */
-static int output_finish(OutputSet *set, FILE *fp) {
-  const ObcPendingFile *file = &set->files[set->count - 1];
-  int failed = ferror(fp);
-  errno = 0;
-  if (fclose(fp) != 0) failed = 1;
-  if (failed)
-    return obc_fail(OBC_EIO, "%s: write failed: %s", file->final_path,
-                    obc_write_error_text(file->temp_path, errno));
-  return OBC_OK;
-}
-
-static void output_abort_all(OutputSet *set) {
-  for (size_t i = 0; i < set->count; i++) obc_pending_abort(&set->files[i]);
-  set->count = 0;
-}
-
-static int output_commit_all(OutputSet *set) {
-  for (size_t i = 0; i < set->count; i++) {
-    int rc = obc_pending_commit(&set->files[i]);
-    if (rc) {
-      for (size_t j = i + 1; j < set->count; j++) obc_pending_abort(&set->files[j]);
-      for (size_t j = 0; j < i; j++) remove(set->files[j].final_path);
-      return rc;
-    }
-  }
-  return OBC_OK;
-}
+#include "common/obc_json.h"
 
 /* Mean, min and max of the non-NaN values at base + i * stride (count);
  * NaN when none is defined. Returns the number of defined values. */
@@ -91,10 +43,10 @@ static size_t recall_head_stride(const AnalysisConfig *config, const AnalysisRes
   return OBC_Q_COUNT * config->n_windows * result->n_recents * config->n_topk;
 }
 
-static int write_recall_files(OutputSet *set, const AnalysisConfig *config,
+static int write_recall_files(ObcOutputSet *set, const AnalysisConfig *config,
                               const AnalysisResult *result) {
   FILE *all, *layers, *heads;
-  int rc = output_open(set, "recall.csv", &all);
+  int rc = obc_output_open(set, "recall.csv", &all);
   if (rc) return rc;
   fprintf(all, "score,window,recent,k,reference,recall_mean,recall_min,recall_max\n");
   size_t stride = recall_head_stride(config, result);
@@ -111,9 +63,9 @@ static int write_recall_files(OutputSet *set, const AnalysisConfig *config,
                     score_quantity_name((ScoreQuantity)q), config->windows[w], result->recents[ri],
                     config->topk[ki], result->reference_names[ref], mean, lo, hi);
           }
-  if ((rc = output_finish(set, all))) return rc;
+  if ((rc = obc_output_close(set, all))) return rc;
 
-  if ((rc = output_open(set, "recall_layers.csv", &layers))) return rc;
+  if ((rc = obc_output_open(set, "recall_layers.csv", &layers))) return rc;
   fprintf(layers, "score,window,recent,k,layer,recall\n");
   for (size_t q = 0; q < OBC_Q_COUNT; q++)
     for (size_t w = 0; w < config->n_windows; w++)
@@ -128,9 +80,9 @@ static int write_recall_files(OutputSet *set, const AnalysisConfig *config,
             fprintf(layers, "%s,%zu,%zu,%zu,%zu,%.9g\n", score_quantity_name((ScoreQuantity)q),
                     config->windows[w], result->recents[ri], config->topk[ki], layer, mean);
           }
-  if ((rc = output_finish(set, layers))) return rc;
+  if ((rc = obc_output_close(set, layers))) return rc;
 
-  if ((rc = output_open(set, "recall_heads.csv", &heads))) return rc;
+  if ((rc = obc_output_open(set, "recall_heads.csv", &heads))) return rc;
   fprintf(heads, "score,window,recent,k,layer,kv_head,recall\n");
   for (size_t q = 0; q < OBC_Q_COUNT; q++)
     for (size_t w = 0; w < config->n_windows; w++)
@@ -143,13 +95,13 @@ static int write_recall_files(OutputSet *set, const AnalysisConfig *config,
                     config->windows[w], result->recents[ri], config->topk[ki],
                     head / result->n_kv_heads, head % result->n_kv_heads, v);
           }
-  return output_finish(set, heads);
+  return obc_output_close(set, heads);
 }
 
-static int write_spearman_file(OutputSet *set, const AnalysisConfig *config,
+static int write_spearman_file(ObcOutputSet *set, const AnalysisConfig *config,
                                const AnalysisResult *result) {
   FILE *fp;
-  int rc = output_open(set, "spearman.csv", &fp);
+  int rc = obc_output_open(set, "spearman.csv", &fp);
   if (rc) return rc;
   fprintf(fp, "score,window,reference,rho_mean,rho_min,rho_max\n");
   size_t stride = result->n_pairs * config->n_windows;
@@ -162,13 +114,13 @@ static int write_spearman_file(OutputSet *set, const AnalysisConfig *config,
               config->windows[w], analysis_reference_name(result, result->pairs[pi].reference),
               mean, lo, hi);
     }
-  return output_finish(set, fp);
+  return obc_output_close(set, fp);
 }
 
-static int write_needle_file(OutputSet *set, const AnalysisConfig *config,
+static int write_needle_file(ObcOutputSet *set, const AnalysisConfig *config,
                              const AnalysisResult *result) {
   FILE *fp;
-  int rc = output_open(set, "needle.csv", &fp);
+  int rc = obc_output_open(set, "needle.csv", &fp);
   if (rc) return rc;
   fprintf(fp, "score,window,recent,k,retention\n");
   size_t stride = recall_head_stride(config, result);
@@ -182,14 +134,14 @@ static int write_needle_file(OutputSet *set, const AnalysisConfig *config,
           fprintf(fp, "%s,%zu,%zu,%zu,%.9g\n", score_quantity_name((ScoreQuantity)q),
                   config->windows[w], result->recents[ri], config->topk[ki], mean);
         }
-  return output_finish(set, fp);
+  return obc_output_close(set, fp);
 }
 
 
-static int write_bias_file(OutputSet *set, const AnalysisConfig *config,
+static int write_bias_file(ObcOutputSet *set, const AnalysisConfig *config,
                            const AnalysisResult *result) {
   FILE *fp;
-  int rc = output_open(set, "bias.csv", &fp);
+  int rc = obc_output_open(set, "bias.csv", &fp);
   if (rc) return rc;
   fprintf(fp, "score,window,recent,k,bucket,bucket_lo,bucket_hi,selected_share,mean_norm_score\n");
   size_t B = config->buckets;
@@ -211,12 +163,12 @@ static int write_bias_file(OutputSet *set, const AnalysisConfig *config,
                     (double)(b + 1) / (double)B, share[b], norm[b]);
         }
   }
-  return output_finish(set, fp);
+  return obc_output_close(set, fp);
 }
 
-static int write_taylor_file(OutputSet *set, const AnalysisResult *result) {
+static int write_taylor_file(ObcOutputSet *set, const AnalysisResult *result) {
   FILE *fp;
-  int rc = output_open(set, "taylor.csv", &fp);
+  int rc = obc_output_open(set, "taylor.csv", &fp);
   if (rc) return rc;
   fprintf(fp, "layer,kv_head,position,exact_v,obc_v,exact_k,obc_k,exact_vk,obc_vk,remove,oracle\n");
   for (size_t i = 0; i < result->n_taylor; i++) {
@@ -225,7 +177,7 @@ static int write_taylor_file(OutputSet *set, const AnalysisResult *result) {
             t->position, t->exact_v, t->obc_v, t->exact_k, t->obc_k, t->exact_vk, t->obc_vk,
             t->remove, t->oracle);
   }
-  return output_finish(set, fp);
+  return obc_output_close(set, fp);
 }
 
 static cJSON *size_array(const size_t *values, size_t n) {
@@ -376,7 +328,7 @@ static void utc_now(char *out, size_t size) {
   strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static int write_report_json(OutputSet *set, const char *trace_path, const TraceMeta *meta,
+static int write_report_json(ObcOutputSet *set, const char *trace_path, const TraceMeta *meta,
                              const AnalysisConfig *config, const AnalysisResult *result,
                              const char *command_line) {
   char created[32];
@@ -397,38 +349,24 @@ static int write_report_json(OutputSet *set, const char *trace_path, const Trace
   cJSON_AddNumberToObject(phases, "reduce", result->seconds_reduce);
   cJSON *files = cJSON_AddArrayToObject(root, "files");
   for (size_t i = 0; i < set->count; i++)
-    cJSON_AddItemToArray(files, cJSON_CreateString(set->names[i]));
+    cJSON_AddItemToArray(files, cJSON_CreateString(obc_output_name(set, i)));
   if (config->scores_out) cJSON_AddItemToArray(files, cJSON_CreateString(config->scores_out));
   cJSON_AddItemToArray(files, cJSON_CreateString("report.json"));
-  char *text = cJSON_Print(root);
-  cJSON_Delete(root);
-  if (!text) return obc_fail(OBC_ENOMEM, "report.json: out of memory");
-  FILE *fp;
-  int rc = output_open(set, "report.json", &fp);
-  if (!rc) {
-    fputs(text, fp);
-    fputc('\n', fp);
-    rc = output_finish(set, fp);
-  }
-  free(text);
-  return rc;
+  return obc_output_json(set, "report.json", root);
 }
 
 int analysis_write_outputs(const char *dir, const char *trace_path, const TraceMeta *meta,
                            const AnalysisConfig *config, const AnalysisResult *result,
                            const char *command_line) {
-  OutputSet set = {.dir = dir};
-  int rc = write_recall_files(&set, config, result);
+  ObcOutputSet set;
+  int rc = obc_output_begin(&set, dir);
+  if (!rc) rc = write_recall_files(&set, config, result);
   if (!rc) rc = write_spearman_file(&set, config, result);
   if (!rc && result->needle) rc = write_needle_file(&set, config, result);
   if (!rc) rc = write_bias_file(&set, config, result);
   if (!rc) rc = write_taylor_file(&set, result);
   if (!rc) rc = write_report_json(&set, trace_path, meta, config, result, command_line);
-  if (rc) {
-    output_abort_all(&set);
-    return rc;
-  }
-  return output_commit_all(&set);
+  return obc_output_end(&set, rc);
 }
 
 void analysis_print_summary(FILE *out, const char *trace_path, const TraceMeta *meta,

@@ -139,13 +139,11 @@ static int parse_args(int argc, char **argv, AnalyzeArgs *args, bool *help) {
   return OBC_OK;
 }
 
-/* The default output folder: TRACE without ".h5", plus "-analysis". */
 /* The output folder must exist and be writable, or be creatable (its parent
- * exists and is writable). *exists tells which. */
-static int check_out_dir(const char *dir, bool *exists) {
+ * exists and is writable): checked before the analysis, not after it. */
+static int check_out_dir(const char *dir) {
   struct stat st;
-  *exists = stat(dir, &st) == 0;
-  if (*exists) {
+  if (stat(dir, &st) == 0) {
     if (!S_ISDIR(st.st_mode)) return obc_fail(OBC_EIO, "-o: %s exists and is not a folder", dir);
     if (access(dir, W_OK) != 0) return obc_fail(OBC_EIO, "-o: %s: folder is not writable", dir);
     return OBC_OK;
@@ -194,8 +192,7 @@ int cmd_analyze(int argc, char **argv) {
   const TraceMeta *meta = trace_meta(reader);
   rc = analysis_config_resolve(&args.config, meta);
   if (rc && strncmp(obc_error_message(), "--", 2)) obc_fail_context(rc, "%s", args.trace_path);
-  bool dir_existed = false;
-  if (!rc) rc = check_out_dir(out_dir, &dir_existed);
+  if (!rc) rc = check_out_dir(out_dir);
   if (rc) {
     trace_close(reader);
     return rc;
@@ -210,14 +207,11 @@ int cmd_analyze(int argc, char **argv) {
   }
   char command_line[4096];
   join_command_line(argc, argv, command_line, sizeof command_line);
-  rc = obc_make_dirs(out_dir);
-  if (!rc)
-    rc =
-        analysis_write_outputs(out_dir, args.trace_path, meta, &args.config, &result, command_line);
+  rc = analysis_write_outputs(out_dir, args.trace_path, meta, &args.config, &result, command_line);
   if (rc) {
-    /* Nothing of a failed run stays: not the scores file, not a new folder. */
+    /* Nothing of a failed run stays: the outputs and a new folder are gone
+     * with their set, the scores file goes here. */
     if (args.config.scores_out) remove(args.config.scores_out);
-    if (!dir_existed) rmdir(out_dir);
   } else if (!args.quiet) {
     analysis_print_summary(stdout, args.trace_path, meta, &args.config, &result);
     printf("outputs in %s/ (%.1f s)\n", out_dir, result.seconds);

@@ -233,3 +233,68 @@ void obc_path_beside(const char *path, const char *suffix, char *out, size_t siz
   if (n > 3 && !strcmp(path + n - 3, ".h5")) n -= 3;
   snprintf(out, size, "%.*s%s", (int)n, path, suffix);
 }
+
+int obc_output_begin(ObcOutputSet *set, const char *dir) {
+  set->count = 0;
+  set->created = 0;
+  set->dir[0] = '\0';
+  if ((size_t)snprintf(set->dir, sizeof set->dir, "%s", dir) >= sizeof set->dir)
+    return obc_fail(OBC_EINVAL, "%s: output path too long", dir);
+  struct stat st;
+  int existed = stat(dir, &st) == 0;
+  int rc = obc_make_dirs(dir);
+  set->created = !rc && !existed;
+  return rc;
+}
+
+int obc_output_open(ObcOutputSet *set, const char *name, FILE **fp) {
+  if (set->count == OBC_OUTPUT_MAX)
+    return obc_fail(OBC_EINVAL, "%s/%s: more than %d files in one output set", set->dir, name,
+                    OBC_OUTPUT_MAX);
+  int rc = obc_text_open_in(&set->files[set->count], set->dir, name, fp);
+  if (!rc) set->count++;
+  return rc;
+}
+
+int obc_output_close(ObcOutputSet *set, FILE *fp) {
+  const ObcPendingFile *file = &set->files[set->count - 1];
+  int failed = ferror(fp);
+  errno = 0;
+  if (fclose(fp) != 0) failed = 1;
+  if (failed)
+    return obc_fail(OBC_EIO, "%s: write failed: %s", file->final_path,
+                    obc_write_error_text(file->temp_path, errno));
+  return OBC_OK;
+}
+
+const char *obc_output_name(const ObcOutputSet *set, size_t i) {
+  const char *path = set->files[i].final_path, *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+int obc_output_commit(ObcOutputSet *set) {
+  for (size_t i = 0; i < set->count; i++) {
+    int rc = obc_pending_commit(&set->files[i]);
+    if (rc) {
+      for (size_t j = 0; j < i; j++) remove(set->files[j].final_path);
+      set->files[i].temp_path[0] = '\0'; /* commit already removed it */
+      obc_output_abort(set);
+      return rc;
+    }
+  }
+  set->count = 0;
+  return OBC_OK;
+}
+
+void obc_output_abort(ObcOutputSet *set) {
+  for (size_t i = 0; i < set->count; i++) obc_pending_abort(&set->files[i]);
+  set->count = 0;
+  if (set->created) rmdir(set->dir); /* fails, as it should, when something else is in it */
+  set->created = 0;
+}
+
+int obc_output_end(ObcOutputSet *set, int rc) {
+  if (!rc) return obc_output_commit(set);
+  obc_output_abort(set);
+  return rc;
+}

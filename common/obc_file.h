@@ -57,6 +57,39 @@ int obc_file_check_space(const char *path, double bytes, const char *what);
  * Returns a static string. */
 const char *obc_write_error_text(const char *path, int err);
 
+/* A set of files written into one folder that appear together (an
+ * analysis folder, a replay's CSV and JSON): each is written under its
+ * temporary name, and obc_output_commit renames them all or, on failure,
+ * leaves none; a folder the set had to create is removed again when nothing
+ * came of it. The set must not move while files are pending (the signal
+ * handler holds their addresses). */
+enum { OBC_OUTPUT_MAX = 12 };
+typedef struct {
+  char dir[4096];
+  ObcPendingFile files[OBC_OUTPUT_MAX];
+  size_t count;
+  int created; /* obc_output_begin made dir */
+} ObcOutputSet;
+
+/* Starts a set in dir, creating it (and its parents) when missing. */
+int obc_output_begin(ObcOutputSet *set, const char *dir);
+/* Opens DIR/name as the set's next text file. */
+int obc_output_open(ObcOutputSet *set, const char *name, FILE **fp);
+/* Closes the file obc_output_open gave last, keeping it pending; fails,
+ * naming it, when a write failed (disk full). */
+int obc_output_close(ObcOutputSet *set, FILE *fp);
+/* The name (within dir) of pending file i < set->count. */
+const char *obc_output_name(const ObcOutputSet *set, size_t i);
+/* Renames every file into place. On failure none stays: those already
+ * renamed are removed and the set is aborted. */
+int obc_output_commit(ObcOutputSet *set);
+/* Removes every pending file, and dir when the set created it and nothing
+ * else is in it. Safe after a failed begin. */
+void obc_output_abort(ObcOutputSet *set);
+/* The end of a set whose writing returned rc: commits when rc is 0, else
+ * aborts. Returns rc or the commit's error. */
+int obc_output_end(ObcOutputSet *set, int rc);
+
 /* Creates a folder and its parents (like mkdir -p). */
 int obc_make_dirs(const char *path);
 

@@ -21,3 +21,17 @@ int obc_json_write(const char *dir, const char *name, cJSON *root) {
   free(text);
   return rc;
 }
+
+int obc_output_json(ObcOutputSet *set, const char *name, cJSON *root) {
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  if (!text) return obc_fail(OBC_ENOMEM, "%s/%s: out of memory", set->dir, name);
+  FILE *fp = NULL;
+  int rc = obc_output_open(set, name, &fp);
+  if (!rc) {
+    fprintf(fp, "%s\n", text);
+    rc = obc_output_close(set, fp);
+  }
+  free(text);
+  return rc;
+}

@@ -6,8 +6,14 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/obc_file.h"
+
 /* Prints root to DIR/NAME and frees root (also on failure). Returns 0,
  * OBC_ENOMEM when cJSON cannot print it, or an obc_text_open_in/close error. */
 int obc_json_write(const char *dir, const char *name, cJSON *root);
+
+/* The same as the next file of an output set (common/obc_file.h): pending
+ * until obc_output_commit. Frees root. */
+int obc_output_json(ObcOutputSet *set, const char *name, cJSON *root);
 
 #endif

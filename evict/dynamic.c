@@ -279,20 +279,19 @@ static double window_ppl(const double *nll, size_t from, size_t to) {
   return to > from ? exp(sum / (double)(to - from)) : NAN;
 }
 
-static int write_outputs(const char *dir, const EvictDynamicConfig *cfg, const Model *model,
-                         const DynResult *results, size_t n_results, const char *command_line) {
-  int rc = obc_make_dirs(dir);
-  if (rc) return rc;
-  ObcPendingFile file;
+/* dynamic.csv and dynamic.json, both or neither (an output set). */
+static int write_files(ObcOutputSet *set, const EvictDynamicConfig *cfg, const Model *model,
+                       const DynResult *results, size_t n_results, const char *command_line) {
   FILE *fp = NULL;
-  if ((rc = obc_text_open_in(&file, dir, "dynamic.csv", &fp))) return rc;
+  int rc = obc_output_open(set, "dynamic.csv", &fp);
+  if (rc) return rc;
   size_t m = cfg->n_tokens - 1, w = cfg->ppl_window;
   fprintf(fp, "score,budget,position,ppl_window,ppl_cumulative\n");
   for (size_t i = 0; i < n_results; i++)
     for (size_t end = w; end <= m; end += w)
       fprintf(fp, "%s,%zu,%zu,%.6g,%.6g\n", results[i].score, results[i].budget, end,
               window_ppl(results[i].nll, end - w, end), window_ppl(results[i].nll, 0, end));
-  if ((rc = obc_text_close(&file, fp, 1))) return rc;
+  if ((rc = obc_output_close(set, fp))) return rc;
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "kind", "dynamic_eviction");
   cJSON_AddStringToObject(root, "tool_version", OBC_VERSION);
@@ -312,7 +311,15 @@ static int write_outputs(const char *dir, const EvictDynamicConfig *cfg, const M
     cJSON_AddNumberToObject(r, "ppl", window_ppl(results[i].nll, 0, m));
     cJSON_AddItemToArray(runs, r);
   }
-  return obc_json_write(dir, "dynamic.json", root);
+  return obc_output_json(set, "dynamic.json", root);
+}
+
+static int write_outputs(const char *dir, const EvictDynamicConfig *cfg, const Model *model,
+                         const DynResult *results, size_t n_results, const char *command_line) {
+  ObcOutputSet set;
+  int rc = obc_output_begin(&set, dir);
+  if (!rc) rc = write_files(&set, cfg, model, results, n_results, command_line);
+  return obc_output_end(&set, rc);
 }
 
 static void print_table(const EvictDynamicConfig *cfg, const DynResult *results, size_t n_results) {

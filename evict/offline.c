@@ -126,10 +126,9 @@ void evict_offline_summarise(const EvictOfflineResult *r, EvictOfflineSummary *s
   for (size_t i = 0; r->has_needle && i < nk; i++) s->needle_kept += r->needle_kept[i] / nk;
 }
 
-static int write_heads_csv(const char *dir, const EvictOfflineResult *r) {
-  ObcPendingFile file;
+static int write_heads_csv(ObcOutputSet *set, const EvictOfflineResult *r) {
   FILE *fp = NULL;
-  int rc = obc_text_open_in(&file, dir, "offline_heads.csv", &fp);
+  int rc = obc_output_open(set, "offline_heads.csv", &fp);
   if (rc) return rc;
   size_t T = r->n_steps, group = r->n_heads / r->n_kv_heads;
   fprintf(fp, "layer,head,kv_head,rel_error,rel_error_step1,mass_lost,needle_kept\n");
@@ -142,13 +141,12 @@ static int write_heads_csv(const char *dir, const EvictOfflineResult *r) {
       fprintf(fp, "%zu,%zu,%zu,%.9g,%.9g,%.9g,%.6g\n", l, h, h / group, err, e[0], mass,
               r->needle_kept[l * r->n_kv_heads + h / group]);
     }
-  return obc_text_close(&file, fp, 1);
+  return obc_output_close(set, fp);
 }
 
-static int write_layers_csv(const char *dir, const EvictOfflineResult *r) {
-  ObcPendingFile file;
+static int write_layers_csv(ObcOutputSet *set, const EvictOfflineResult *r) {
   FILE *fp = NULL;
-  int rc = obc_text_open_in(&file, dir, "offline_layers.csv", &fp);
+  int rc = obc_output_open(set, "offline_layers.csv", &fp);
   if (rc) return rc;
   size_t T = r->n_steps, H = r->n_heads, G = r->n_kv_heads;
   fprintf(fp, "layer,rel_error,rel_error_step1,mass_lost,needle_kept\n");
@@ -164,13 +162,12 @@ static int write_layers_csv(const char *dir, const EvictOfflineResult *r) {
     for (size_t g = 0; g < G; g++) needle += r->needle_kept[l * G + g] / G;
     fprintf(fp, "%zu,%.9g,%.9g,%.9g,%.6g\n", l, err, err1, mass, needle);
   }
-  return obc_text_close(&file, fp, 1);
+  return obc_output_close(set, fp);
 }
 
-static int write_steps_csv(const char *dir, const EvictOfflineResult *r) {
-  ObcPendingFile file;
+static int write_steps_csv(ObcOutputSet *set, const EvictOfflineResult *r) {
   FILE *fp = NULL;
-  int rc = obc_text_open_in(&file, dir, "offline_steps.csv", &fp);
+  int rc = obc_output_open(set, "offline_steps.csv", &fp);
   if (rc) return rc;
   size_t T = r->n_steps, n = r->n_layers * r->n_heads;
   fprintf(fp, "step,rel_error,mass_lost\n");
@@ -180,7 +177,7 @@ static int write_steps_csv(const char *dir, const EvictOfflineResult *r) {
       err += r->rel_error[i * T + t] / n, mass += r->mass_lost[i * T + t] / n;
     fprintf(fp, "%zu,%.9g,%.9g\n", t + 1, err, mass);
   }
-  return obc_text_close(&file, fp, 1);
+  return obc_output_close(set, fp);
 }
 
 cJSON *evict_policy_json(const EvictKeepSet *keep) {
@@ -203,35 +200,13 @@ static cJSON *json_number(double v) {
   return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
 }
 
-int evict_output_dir(const char *dir, bool *created) {
-  struct stat st;
-  *created = stat(dir, &st) != 0;
-  return obc_make_dirs(dir);
-}
-
-void evict_output_discard(const char *dir, bool created, const char *const *names,
-                          size_t n_written) {
-  char path[4096];
-  for (size_t i = 0; i < n_written; i++)
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, names[i]) < sizeof path) unlink(path);
-  if (created) rmdir(dir); /* fails, as it should, when something else is in it */
-}
-
-/* The four files in order; *n_written counts those complete. */
-static int write_offline_files(const char *dir, const char *trace_path, const EvictKeepSet *keep,
-                               const EvictOfflineResult *r, const char *command_line,
-                               size_t *n_written) {
-  int rc = write_heads_csv(dir, r);
-  if (!rc) {
-    ++*n_written;
-    rc = write_layers_csv(dir, r);
-  }
-  if (!rc) {
-    ++*n_written;
-    rc = write_steps_csv(dir, r);
-  }
+/* The four files of the set, in order. */
+static int write_offline_files(ObcOutputSet *set, const char *trace_path, const EvictKeepSet *keep,
+                               const EvictOfflineResult *r, const char *command_line) {
+  int rc = write_heads_csv(set, r);
+  if (!rc) rc = write_layers_csv(set, r);
+  if (!rc) rc = write_steps_csv(set, r);
   if (rc) return rc;
-  ++*n_written;
   EvictOfflineSummary s;
   evict_offline_summarise(r, &s);
   cJSON *root = cJSON_CreateObject();
@@ -245,19 +220,13 @@ static int write_offline_files(const char *dir, const char *trace_path, const Ev
   cJSON_AddItemToObject(m, "rel_error_step1", json_number(s.rel_error_step1));
   cJSON_AddItemToObject(m, "mass_lost", json_number(s.mass_lost));
   cJSON_AddItemToObject(m, "needle_kept", json_number(s.needle_kept));
-  rc = obc_json_write(dir, "offline.json", root);
-  if (!rc) ++*n_written;
-  return rc;
+  return obc_output_json(set, "offline.json", root);
 }
 
 int evict_offline_write(const char *dir, const char *trace_path, const EvictKeepSet *keep,
                         const EvictOfflineResult *r, const char *command_line) {
-  static const char *const names[] = {"offline_heads.csv", "offline_layers.csv",
-                                      "offline_steps.csv", "offline.json"};
-  bool created = false;
-  size_t n_written = 0;
-  int rc = evict_output_dir(dir, &created);
-  if (!rc) rc = write_offline_files(dir, trace_path, keep, r, command_line, &n_written);
-  if (rc) evict_output_discard(dir, created, names, n_written);
-  return rc;
+  ObcOutputSet set;
+  int rc = obc_output_begin(&set, dir);
+  if (!rc) rc = write_offline_files(&set, trace_path, keep, r, command_line);
+  return obc_output_end(&set, rc);
 }

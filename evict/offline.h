@@ -64,19 +64,10 @@ void evict_offline_summarise(const EvictOfflineResult *result, EvictOfflineSumma
 
 /* DIR/offline_heads.csv (layer,head,kv_head,rel_error,rel_error_step1,
  * mass_lost,needle_kept), offline_layers.csv (layer means), offline_steps.csv
- * (step means) and offline.json (trace, policy, overall means), each written
- * under a temporary name. */
+ * (step means) and offline.json (trace, policy, overall means): all of
+ * them, or on failure none (an output set, common/obc_file.h). */
 int evict_offline_write(const char *dir, const char *trace_path, const EvictKeepSet *keep,
                         const EvictOfflineResult *result, const char *command_line);
-
-/* The output folder of a replay, made like mkdir -p; *created says whether
- * this call made it. */
-int evict_output_dir(const char *dir, bool *created);
-/* After a failed write: removes the first n_written of names from dir, and
- * dir itself when it was created for them, so that a failed replay leaves
- * neither a partial set of files nor an empty folder. */
-void evict_output_discard(const char *dir, bool created, const char *const *names,
-                          size_t n_written);
 
 /* The policy of a keep set as a JSON object (for every report of evict/). */
 cJSON *evict_policy_json(const EvictKeepSet *keep);

@@ -11,20 +11,19 @@
 #include "common/obc_json.h"
 #include "evict/offline.h"
 
-static int write_steps_csv(const char *dir, const EvictReplayer *replayer,
+static int write_steps_csv(ObcOutputSet *set, const EvictReplayer *replayer,
                            const EvictModelReplay *r) {
-  ObcPendingFile file;
   FILE *fp = NULL;
-  int rc = obc_text_open_in(&file, dir, "replay_steps.csv", &fp);
+  int rc = obc_output_open(set, "replay_steps.csv", &fp);
   if (rc) return rc;
   fprintf(fp, "step,token_full,token_replay,kl_forced\n");
   for (size_t t = 0; t < r->n_steps; t++)
     fprintf(fp, "%zu,%d,%d,%.9g\n", t + 1, (int)evict_replayer_full_token(replayer, t + 1),
             (int)r->tokens[t], r->kl_forced[t]);
-  return obc_text_close(&file, fp, 1);
+  return obc_output_close(set, fp);
 }
 
-static int write_json(const char *dir, const char *trace_path, const char *model_path,
+static int write_json(ObcOutputSet *set, const char *trace_path, const char *model_path,
                       const EvictKeepSet *keep, const EvictReplayer *replayer,
                       const EvictModelReplay *r, const char *command_line) {
   int full_found = -1;
@@ -52,22 +51,15 @@ static int write_json(const char *dir, const char *trace_path, const char *model
   for (size_t t = 0; t < r->n_steps; t++)
     cJSON_AddItemToArray(steps, cJSON_CreateNumber(r->kl_forced[t]));
   cJSON_AddNumberToObject(root, "logits_rel_diff_forced", r->logits_rel_diff);
-  return obc_json_write(dir, "replay.json", root);
+  return obc_output_json(set, "replay.json", root);
 }
 
 int evict_replay_write(const char *dir, const char *trace_path, const char *model_path,
                        const EvictKeepSet *keep, const EvictReplayer *replayer,
                        const EvictModelReplay *r, const char *command_line) {
-  static const char *const names[] = {"replay_steps.csv", "replay.json"};
-  bool created = false;
-  size_t n_written = 0;
-  int rc = evict_output_dir(dir, &created);
-  if (rc) return rc;
-  rc = write_steps_csv(dir, replayer, r);
-  if (!rc) {
-    n_written = 1;
-    rc = write_json(dir, trace_path, model_path, keep, replayer, r, command_line);
-  }
-  if (rc) evict_output_discard(dir, created, names, n_written);
-  return rc;
+  ObcOutputSet set;
+  int rc = obc_output_begin(&set, dir);
+  if (!rc) rc = write_steps_csv(&set, replayer, r);
+  if (!rc) rc = write_json(&set, trace_path, model_path, keep, replayer, r, command_line);
+  return obc_output_end(&set, rc);
 }

@@ -402,10 +402,9 @@ static void sweep_mean(const SweepRun *run, size_t s, size_t b, SweepMean *m) {
 
 /* kl_steps.csv: the teacher-forced KL of every (score, budget, decode step),
  * mean over the traces that replayed that step; no rows without the model. */
-static int write_kl_steps(const char *dir, const SweepReplayConfig *c, const SweepRun *run) {
-  ObcPendingFile file;
+static int write_kl_steps(ObcOutputSet *set, const SweepReplayConfig *c, const SweepRun *run) {
   FILE *fp = NULL;
-  int rc = obc_text_open_in(&file, dir, "kl_steps.csv", &fp);
+  int rc = obc_output_open(set, "kl_steps.csv", &fp);
   if (rc) return rc;
   fprintf(fp, "score,budget,fraction,step,traces,kl_forced\n");
   size_t max_steps = 0;
@@ -427,17 +426,16 @@ static int write_kl_steps(const char *dir, const SweepReplayConfig *c, const Swe
           fprintf(fp, "%s,%s,%.6g,%zu,%zu,%.6g\n", c->scores[s], c->budgets[b], fraction / n, t + 1,
                   n, kl / n);
       }
-  return obc_text_close(&file, fp, 1);
+  return obc_output_close(set, fp);
 }
 
-static int write_outputs(const char *dir, const SweepReplayConfig *c, const SweepRun *run,
-                         const char *model_name, const char *command_line) {
-  int rc = obc_make_dirs(dir);
-  if (rc) return rc;
+/* The four files of the set, in order. */
+static int write_files(ObcOutputSet *set, const SweepReplayConfig *c, const SweepRun *run,
+                       const char *model_name, const char *command_line) {
   char a[32], b2[32], d[32];
-  ObcPendingFile file;
   FILE *fp = NULL;
-  if ((rc = obc_text_open_in(&file, dir, "replay_cells.csv", &fp))) return rc;
+  int rc = obc_output_open(set, "replay_cells.csv", &fp);
+  if (rc) return rc;
   fprintf(fp,
           "trace,score,budget,tokens,candidates,rel_error,rel_error_step1,mass_lost,"
           "needle_kept,needle_found,needle_prefix,needle_chars,needle_tokens,agreement,"
@@ -453,9 +451,9 @@ static int write_outputs(const char *dir, const SweepReplayConfig *c, const Swee
             number(x->needle_tokens, g, sizeof g), number(x->agreement, b2, sizeof b2),
             number(x->first_divergence, h, sizeof h), number(x->kl_forced, d, sizeof d));
   }
-  if ((rc = obc_text_close(&file, fp, 1))) return rc;
+  if ((rc = obc_output_close(set, fp))) return rc;
 
-  if ((rc = obc_text_open_in(&file, dir, "replay_sweep.csv", &fp))) return rc;
+  if ((rc = obc_output_open(set, "replay_sweep.csv", &fp))) return rc;
   fprintf(fp,
           "score,budget,fraction,traces,rel_error,rel_error_step1,mass_lost,needle_kept,"
           "needle_found,needle_prefix,needle_prefix_share,needle_tokens,agreement,"
@@ -472,8 +470,8 @@ static int write_outputs(const char *dir, const SweepReplayConfig *c, const Swee
               number(m.needle_tokens, k2, sizeof k2), number(m.agreement, f, sizeof f),
               number(m.first_divergence, g, sizeof g), number(m.kl_forced, h, sizeof h));
     }
-  if ((rc = obc_text_close(&file, fp, 1))) return rc;
-  if ((rc = write_kl_steps(dir, c, run))) return rc;
+  if ((rc = obc_output_close(set, fp))) return rc;
+  if ((rc = write_kl_steps(set, c, run))) return rc;
 
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "kind", "replay_sweep");
@@ -491,7 +489,17 @@ static int write_outputs(const char *dir, const SweepReplayConfig *c, const Swee
   cJSON_AddNumberToObject(root, "seed", (double)c->base.seed);
   cJSON_AddBoolToObject(root, "model_replay", c->with_model);
   cJSON_AddNumberToObject(root, "steps", (double)c->steps);
-  return obc_json_write(dir, "replay_sweep.json", root);
+  return obc_output_json(set, "replay_sweep.json", root);
+}
+
+/* replay_cells.csv, replay_sweep.csv, kl_steps.csv and replay_sweep.json in
+ * dir: all of them or none (an output set). */
+static int write_outputs(const char *dir, const SweepReplayConfig *c, const SweepRun *run,
+                         const char *model_name, const char *command_line) {
+  ObcOutputSet set;
+  int rc = obc_output_begin(&set, dir);
+  if (!rc) rc = write_files(&set, c, run, model_name, command_line);
+  return obc_output_end(&set, rc);
 }
 
 /* One table: rows = scores, columns = budgets. which: 0 needle found,

@@ -1,6 +1,6 @@
-/* Check suite for common/: pending files appear only when complete, and the
- * number/list parsers reject bad input with a message naming the option, and
- * the option tables parse argv and print the help. */
+/* Check suite for common/: pending files and output sets appear only when
+ * complete, the number/list parsers reject bad input with a message naming
+ * the option, and the option tables parse argv and print the help. */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -46,6 +46,67 @@ START_TEST(pending_text_file_appears_only_on_success) {
   ck_assert_int_eq(obc_text_close(&file, fp, 0), 0);
   ck_assert(!exists(path2));
   ck_assert(!exists(file.temp_path));
+}
+END_TEST
+
+/* Begins a set in dir and writes a.txt and b.txt into it, both pending. */
+static void output_two(ObcOutputSet *set, const char *dir) {
+  FILE *fp;
+  ck_assert_int_eq(obc_output_begin(set, dir), 0);
+  ck_assert_int_eq(obc_output_open(set, "a.txt", &fp), 0);
+  fprintf(fp, "a\n");
+  ck_assert_int_eq(obc_output_close(set, fp), 0);
+  ck_assert_int_eq(obc_output_open(set, "b.txt", &fp), 0);
+  fprintf(fp, "b\n");
+  ck_assert_int_eq(obc_output_close(set, fp), 0);
+  ck_assert_str_eq(obc_output_name(set, 1), "b.txt");
+}
+
+START_TEST(output_set_appears_whole_or_not_at_all) {
+  make_scratch();
+  char dir[4200], a[4300], b[4300];
+  static ObcOutputSet set; /* 100 KB */
+
+  /* Committed: both files, no temporary ones. */
+  snprintf(dir, sizeof dir, "%s/set-ok/sub", scratch);
+  output_two(&set, dir);
+  snprintf(a, sizeof a, "%s/a.txt", dir);
+  snprintf(b, sizeof b, "%s/b.txt", dir);
+  ck_assert(!exists(a) && !exists(b));
+  ck_assert_int_eq(obc_output_end(&set, 0), 0);
+  ck_assert(exists(a) && exists(b));
+  ck_assert(!exists(set.files[0].temp_path) && !exists(set.files[1].temp_path));
+
+  /* A failed writer: nothing, and not the folder the set made. */
+  snprintf(dir, sizeof dir, "%s/set-failed", scratch);
+  output_two(&set, dir);
+  ck_assert_int_eq(obc_output_end(&set, OBC_EIO), OBC_EIO);
+  ck_assert(!exists(dir));
+
+  /* A folder that was there stays. */
+  ck_assert_int_eq(mkdir(dir, 0755), 0);
+  output_two(&set, dir);
+  obc_output_abort(&set);
+  ck_assert(exists(dir));
+  snprintf(a, sizeof a, "%s/a.txt", dir);
+  ck_assert(!exists(a));
+
+  /* A rename that fails (b.txt became a non-empty folder): a.txt, already
+   * renamed, is removed again, and no temporary file stays. */
+  snprintf(dir, sizeof dir, "%s/set-rename", scratch);
+  output_two(&set, dir);
+  snprintf(b, sizeof b, "%s/b.txt", dir);
+  ck_assert_int_eq(mkdir(b, 0755), 0);
+  char inside[4400];
+  snprintf(inside, sizeof inside, "%s/keep", b);
+  FILE *fp = fopen(inside, "w");
+  ck_assert_ptr_nonnull(fp);
+  fclose(fp);
+  ck_assert_int_ne(obc_output_end(&set, 0), 0);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "b.txt"));
+  snprintf(a, sizeof a, "%s/a.txt", dir);
+  ck_assert(!exists(a));
+  ck_assert(!exists(set.files[0].temp_path) && !exists(set.files[1].temp_path));
 }
 END_TEST
 
@@ -248,6 +309,7 @@ int main(void) {
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, pending_text_file_appears_only_on_success);
   tcase_add_test(tc, pending_file_in_missing_folder_fails_with_path);
+  tcase_add_test(tc, output_set_appears_whole_or_not_at_all);
   tcase_add_test(tc, parsers_reject_garbage_and_name_the_option);
   tcase_add_test(tc, options_take_separate_and_equals_values);
   tcase_add_test(tc, write_errors_tell_a_full_disk_from_a_file_size_limit);
