@@ -5,14 +5,16 @@
 # Each must fail with a non-zero exit and ONE line naming the path or option,
 # and leave no output file behind.
 set -u
+. "$(dirname "$0")/lib.sh"
 OBCACHE=${OBCACHE:-build/obcache}
-work=$(mktemp -d "${OBC_TMP:-/tmp}/analyze_cli.XXXXXX")
-logs=$(mktemp -d "${OBC_TMP:-/tmp}/analyze_cli_logs.XXXXXX")
-trap 'chmod -R u+w "$work"; rm -rf "$work" "$logs"' EXIT
-failures=0
+# The files under test in work/, the command's output beside it in logs/.
+scratch analyze_cli
+work=$dir/work
+logs=$dir/logs
+mkdir "$work" "$logs"
 
 "$OBCACHE" synth -o "$work/t.h5" --layers 1 --heads 2 --kv-heads 1 --head-dim 8 \
-  --prompt 64 --rows 8 --decode 2 --seed 3 >/dev/null || { echo "FAIL: synth"; exit 1; }
+  --prompt 64 --rows 8 --decode 2 --seed 3 >/dev/null || fatal "synth"
 "$OBCACHE" synth -o "$work/nodecode.h5" --layers 1 --heads 2 --kv-heads 1 --head-dim 8 \
   --prompt 64 --rows 8 --decode 0 --seed 3 >/dev/null 2>&1 || true
 echo "not a trace" > "$work/text.h5"
@@ -32,16 +34,15 @@ expect_failure() {
   local msg
   msg=$(cat "$logs/err")
   if [ $rc -eq 0 ]; then
-    echo "FAIL $name: exit 0"; failures=$((failures + 1))
+    fail "$name: exit 0"
   elif [ "$lines" -ne 1 ]; then
-    echo "FAIL $name: expected one line, got $lines: $msg"; failures=$((failures + 1))
+    fail "$name: expected one line, got $lines: $msg"
   elif [[ "$msg" != *"$expected"* ]]; then
-    echo "FAIL $name: message lacks '$expected': $msg"; failures=$((failures + 1))
+    fail "$name: message lacks '$expected': $msg"
   elif [ "$before" != "$after" ]; then
-    echo "FAIL $name: left files: $(diff <(echo "$before") <(echo "$after") | grep '^>' )"
-    failures=$((failures + 1))
+    fail "$name: left files: $(diff <(echo "$before") <(echo "$after") | grep '^>' )"
   else
-    echo "ok   $name: $msg"
+    pass "$name: $msg"
   fi
   rm -f "$logs/out" "$logs/err"
 }
@@ -79,18 +80,17 @@ msg=$( (trap '' XFSZ; ulimit -f 0; "$OBCACHE" analyze "$work/t.h5" -o "$work/o10
 rc=$?
 after=$(find "$work" | sort)
 if [ $rc -ne 0 ] && [ "$(printf '%s\n' "$msg" | wc -l)" -eq 1 ] && [ "$before" = "$after" ]; then
-  echo "ok   --scores-out on a full disk: $msg"
+  pass "--scores-out on a full disk: $msg"
 else
-  echo "FAIL --scores-out on a full disk: exit $rc, $msg; left: $(diff <(echo "$before") <(echo "$after") | grep '^>')"
-  failures=$((failures + 1))
+  fail "--scores-out on a full disk: exit $rc, $msg; left: $(diff <(echo "$before") <(echo "$after") | grep '^>')"
 fi
 
 # And a good run still works and writes its files.
 if "$OBCACHE" analyze "$work/t.h5" -o "$work/good" --quiet && [ -f "$work/good/report.json" ] \
    && [ -f "$work/good/recall.csv" ]; then
-  echo "ok   good run writes report.json and recall.csv"
+  pass "good run writes report.json and recall.csv"
 else
-  echo "FAIL good run"; failures=$((failures + 1))
+  fail "good run"
 fi
 
-[ $failures -eq 0 ] && echo "OK" || { echo "$failures failure(s)"; exit 1; }
+finish

@@ -20,17 +20,6 @@
 
 enum { PROMPT = 20, STEPS = 6, MAX_SEQS = 40 };
 
-static Model *tiny_model(void) {
-  const char *tmp = getenv("OBC_TMP");
-  char path[4096];
-  snprintf(path, sizeof path, "%s/batch_tiny.gguf", tmp ? tmp : "/tmp");
-  TinySpec spec = {.arch = "llama"};
-  tiny_gguf_write(&spec, path);
-  Model *model = NULL;
-  ck_assert_int_eq(model_load(path, &model), 0);
-  return model;
-}
-
 /* Relative tolerance of two fp32 evaluations of the same logits that differ
  * only in summation order (batched GEMMs and split attention against one
  * token per forward call). Along the forward pass the reductions are, per
@@ -134,7 +123,7 @@ static void fill_prompt(int32_t *prompt) {
 /* Batched against separate runtimes, for n sequences (n > 16 spans several
  * attention blocks). */
 static void check_against_separate(size_t n) {
-  Model *model = tiny_model();
+  Model *model = tiny_gguf_model("batch_tiny.gguf");
   const ModelConfig *c = &model->config;
   size_t vocab = c->vocab_size;
   int32_t prompt[PROMPT];
@@ -185,7 +174,7 @@ END_TEST
 /* The same sequences: all at once with 1 and 2 threads, and as the first
  * pass of a batch reset from an earlier one with other marks. */
 START_TEST(test_batch_thread_count_and_reset_change_nothing_beyond_rounding) {
-  Model *model = tiny_model();
+  Model *model = tiny_gguf_model("batch_tiny.gguf");
   const ModelConfig *c = &model->config;
   size_t n = 9, vocab = c->vocab_size, count = STEPS * n * vocab;
   int32_t prompt[PROMPT];
@@ -244,7 +233,7 @@ START_TEST(test_batch_thread_count_and_reset_change_nothing_beyond_rounding) {
 END_TEST
 
 START_TEST(test_batch_bad_calls_fail_with_one_line) {
-  Model *model = tiny_model();
+  Model *model = tiny_gguf_model("batch_tiny.gguf");
   const ModelConfig *c = &model->config;
   int32_t prompt[PROMPT];
   fill_prompt(prompt);

@@ -7,20 +7,13 @@
 # (depth 150, a length beyond the context, an unwritable output, a full disk)
 # give a non-zero exit, a one-line message and no trace file.
 set -u
+. "$(dirname "$0")/lib.sh"
 : "${OBCACHE:?}" "${OBC_MODEL:?}" "${OBC_TMP:?}"
 if [ ! -r "$OBC_MODEL" ]; then
   echo "SKIP: no model at $OBC_MODEL (run scripts/setup.sh)"
   exit 0
 fi
-dir="$OBC_TMP/capture_cli"
-rm -rf "$dir"
-mkdir -p "$dir"
-fail=0
-check() { # check NAME CONDITION...
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
-}
+scratch capture_cli
 
 common=(--length 200 --depth 50 --haystack noise --decode 4 --rows 32)
 "$OBCACHE" capture "${common[@]}" --store-attn -o "$dir/t.h5" > "$dir/out1.txt" 2> "$dir/err1.txt"
@@ -106,7 +99,7 @@ one_line_error() { # one_line_error NAME EXPECTED_SUBSTRING OUTPUT ARGS...
   echo "     $name: exit $rc, message: $(cat "$dir/err.txt")"
   check "$name fails with one line and no file" \
     test "$rc" -ne 0 -a "$lines" -eq 1 -a "$leftovers" -eq 0
-  grep -q -- "$expect" "$dir/err.txt" || { echo "FAIL $name: message lacks '$expect'"; fail=1; }
+  grep -q -- "$expect" "$dir/err.txt" || fail "$name: message lacks '$expect'"
 }
 one_line_error "depth 150" "depth" "$dir/bad.h5" --length 256 --depth 150
 one_line_error "length beyond the context" "context" "$dir/bad.h5" --length 100000 --depth 50
@@ -116,11 +109,11 @@ one_line_error "needle longer than the context" "more than --length" "$dir/bad.h
 # A full disk: refused before the model runs when the size is known
 # (uncompressed), and a write that fails midway (compressed) exits cleanly.
 (ulimit -f 200; one_line_error "disk full (ulimit -f)" "ulimit -f" "$dir/full.h5" \
-   "${common[@]}"; exit $fail) || fail=1
+   "${common[@]}"; exit $failures) || failures=$((failures + 1))
 (ulimit -f 2000; one_line_error "ulimit -f hit mid-write (compressed)" "file size limit exceeded (ulimit -f)" \
    "$dir/full.h5" "${common[@]}" --compress 1
  check "a failed write exits with status 1, not a crash" test "$last_rc" -eq 1
- exit $fail) || fail=1
+ exit $failures) || failures=$((failures + 1))
 
 # A 1 x 2 sweep: one trace and one analysis folder per cell, and a summary
 # row per cell and quantity.
@@ -150,4 +143,4 @@ if [ "$rc" -ne 0 ]; then
 else
   echo "note: the capture finished before SIGTERM; interruption not exercised"
 fi
-exit $fail
+finish

@@ -45,19 +45,8 @@ static int keep_attn_row(void *user, const RuntimeLayerCapture *view) {
   return 0;
 }
 
-static Model *tiny_model(void) {
-  const char *tmp = getenv("OBC_TMP");
-  char path[4096];
-  snprintf(path, sizeof path, "%s/evict_tiny.gguf", tmp ? tmp : "/tmp");
-  TinySpec spec = {.arch = "llama"};
-  tiny_gguf_write(&spec, path);
-  Model *model = NULL;
-  ck_assert_int_eq(model_load(path, &model), 0);
-  return model;
-}
-
 START_TEST(test_evicted_keys_leave_the_softmax_and_new_positions_stay) {
-  Model *model = tiny_model();
+  Model *model = tiny_gguf_model("evict_tiny.gguf");
   enum { N = 20 };
   int32_t tokens[N + 2];
   for (size_t t = 0; t < N + 2; t++) tokens[t] = (int32_t)((t * 11 + 5) % TINY_VOCAB);
@@ -648,7 +637,7 @@ static void tiny_trace(const Model *model, const char *path) {
 }
 
 START_TEST(test_model_replay_without_eviction_reproduces_the_captured_logits) {
-  Model *model = tiny_model();
+  Model *model = tiny_gguf_model("evict_tiny.gguf");
   char trace[4096], other[4096];
   tmp_path(trace, sizeof trace, "evict_tiny_trace.h5");
   tiny_trace(model, trace);
@@ -732,7 +721,7 @@ static int keep_all_rows(void *user, const RuntimeLayerCapture *v) {
 }
 
 START_TEST(test_dynamic_running_scores_equal_the_closed_forms_over_the_history) {
-  Model *model = tiny_model();
+  Model *model = tiny_gguf_model("evict_tiny.gguf");
   enum { N = 30 };
   int32_t tokens[N];
   for (size_t t = 0; t < N; t++) tokens[t] = (int32_t)((t * 13 + 2) % TINY_VOCAB);

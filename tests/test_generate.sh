@@ -6,23 +6,15 @@
 # a truncated model, an unknown option) gives one line on stderr and a
 # non-zero exit.
 set -u
+. "$(dirname "$0")/lib.sh"
 : "${OBCACHE:?}" "${OBC_MODEL:?}" "${OBC_TMP:?}"
 # ctest runs tests side by side on few cores: idle OpenMP threads that spin
 # (libgomp's default) then steal the cores the busy ones need.
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 if [ ! -r "$OBC_MODEL" ]; then
-  echo "FAIL: no model at $OBC_MODEL (run scripts/setup.sh)"
-  exit 1
+  fatal "no model at $OBC_MODEL (run scripts/setup.sh)"
 fi
-dir="$OBC_TMP/generate_cli"
-rm -rf "$dir"
-mkdir -p "$dir"
-fail=0
-check() { # check NAME CONDITION...
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
-}
+scratch generate_cli
 one_line_error() { # one_line_error NAME STATUS STDERR_FILE
   check "$1: non-zero exit" test "$2" -ne 0
   check "$1: one line on stderr" test "$(wc -l < "$3")" -eq 1
@@ -78,4 +70,4 @@ check "token id outside the vocabulary: no logits file left" test ! -e "$dir/l.f
 "$OBCACHE" perplexity --model "$OBC_MODEL" "$dir/genesis.txt" --stride 5000 > /dev/null 2> "$dir/err_stride.txt"
 one_line_error "stride larger than the context" $? "$dir/err_stride.txt"
 
-exit $fail
+finish

@@ -14,23 +14,16 @@
 # Skipped without nvcc (the CPU-only build has no kit). Needs root for the
 # chroot part, which is skipped (saying so) where chroot is not permitted.
 set -u
+. "$(dirname "$0")/lib.sh"
 : "${OBC_TMP:?}" "${OBC_SOURCE_DIR:?}"
 PATH=$PATH:/usr/local/cuda/bin
 command -v nvcc > /dev/null || { echo "SKIP: nvcc not found (no CUDA toolkit, no kit)"; exit 0; }
-dir="$OBC_TMP/gpu_kit"
-rm -rf "$dir"
-mkdir -p "$dir"
-fail=0
-check() { # check NAME CONDITION...
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
-}
+scratch gpu_kit
 
 BUILD=${OBC_KIT_BUILD:-$dir/build} "$OBC_SOURCE_DIR/scripts/gpu-kit.sh" "$dir/kit" > "$dir/build.log" 2>&1
 rc=$?
 tail -3 "$dir/build.log"
-[ $rc -eq 0 ] || { echo "FAIL scripts/gpu-kit.sh (exit $rc)"; exit 1; }
+[ $rc -eq 0 ] || fatal "scripts/gpu-kit.sh (exit $rc)"
 bytes=$(du -sb "$dir/kit" | cut -f1)
 check "the kit is under 60 MiB ($((bytes / 1048576)) MiB)" test "$bytes" -lt $((60 * 1048576))
 
@@ -82,5 +75,4 @@ check "run.sh --dry-run passes" test $rc -eq 0
 check "... and writes results.txt and results.json" \
   python3 -c "import json, sys; r = json.load(open('$dir/results/results.json')); sys.exit(r['verdict'] != 'PASS' or not r['dry_run'])"
 
-[ "$fail" = 0 ] && rm -rf "$dir"
-exit "$fail"
+finish

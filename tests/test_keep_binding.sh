@@ -6,36 +6,32 @@
 # the keep file's own trace reads it without a warning. Needs traces that
 # carry a content hash (schema 2).
 set -u
+. "$(dirname "$0")/lib.sh"
 OBCACHE=${OBCACHE:?set OBCACHE to the obcache binary}
-DIR=$(mktemp -d "${OBC_TMP:-/tmp}/keep_binding.XXXXXX")
-trap 'rm -rf "$DIR"' EXIT
+scratch keep_binding
 export OMP_WAIT_POLICY=passive
-failures=0
-pass() { echo "ok    $1"; }
-fail() { echo "FAIL  $1"; failures=$((failures + 1)); }
 
-"$OBCACHE" synth --decode 2 --seed 1 -o "$DIR/a.h5" >/dev/null || fail "synth a"
-"$OBCACHE" synth --decode 2 --seed 2 -o "$DIR/b.h5" >/dev/null || fail "synth b"
-"$OBCACHE" evict "$DIR/a.h5" --budget 10 -o "$DIR/keep_a.h5" >/dev/null || fail "evict a"
+"$OBCACHE" synth --decode 2 --seed 1 -o "$dir/a.h5" >/dev/null || fail "synth a"
+"$OBCACHE" synth --decode 2 --seed 2 -o "$dir/b.h5" >/dev/null || fail "synth b"
+"$OBCACHE" evict "$dir/a.h5" --budget 10 -o "$dir/keep_a.h5" >/dev/null || fail "evict a"
 
 # Its own trace: accepted, no warning.
-if "$OBCACHE" replay --offline "$DIR/a.h5" --keep "$DIR/keep_a.h5" -o "$DIR/ra" >/dev/null \
-  2>"$DIR/err" && [ ! -s "$DIR/err" ]; then
+if "$OBCACHE" replay --offline "$dir/a.h5" --keep "$dir/keep_a.h5" -o "$dir/ra" >/dev/null \
+  2>"$dir/err" && [ ! -s "$dir/err" ]; then
   pass "keep file on its own trace: accepted without a warning"
 else
-  fail "keep file on its own trace: $(cat "$DIR/err")"
+  fail "keep file on its own trace: $(cat "$dir/err")"
 fi
 
 # Another trace of the same shape: refused.
-"$OBCACHE" replay --offline "$DIR/b.h5" --keep "$DIR/keep_a.h5" -o "$DIR/rb" >/dev/null 2>"$DIR/err"
+"$OBCACHE" replay --offline "$dir/b.h5" --keep "$dir/keep_a.h5" -o "$dir/rb" >/dev/null 2>"$dir/err"
 rc=$?
-if [ "$rc" -ne 0 ] && [ "$(wc -l <"$DIR/err")" -eq 1 ] &&
+if [ "$rc" -ne 0 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] &&
   grep -qE "keep_a\.h5: made for trace [0-9a-f]{16} \(.*a\.h5\), not this trace [0-9a-f]{16}" \
-    "$DIR/err" && [ ! -e "$DIR/rb" ]; then
-  pass "keep file of another trace of the same shape: exit $rc, $(cat "$DIR/err")"
+    "$dir/err" && [ ! -e "$dir/rb" ]; then
+  pass "keep file of another trace of the same shape: exit $rc, $(cat "$dir/err")"
 else
-  fail "keep file of another trace of the same shape: exit $rc, $(cat "$DIR/err")"
+  fail "keep file of another trace of the same shape: exit $rc, $(cat "$dir/err")"
 fi
 
-echo "$failures failure(s)"
-[ "$failures" -eq 0 ]
+finish

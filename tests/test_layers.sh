@@ -6,12 +6,9 @@
 # (common/ including cli/) must fail and name the file, so the check cannot
 # pass by reading nothing.
 set -u
+. "$(dirname "$0")/lib.sh"
 SRC=${OBC_SOURCE_DIR:?set OBC_SOURCE_DIR to the source tree}
-TMP=$(mktemp -d "${OBC_TMP:-/tmp}/layers.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-pass() { echo "ok    $1"; }
-fail() { echo "FAIL  $1"; failures=$((failures + 1)); }
+scratch layers
 
 # check_tree ROOT: prints one line per violation; exit 1 when there is one.
 check_tree() {
@@ -61,12 +58,12 @@ else
 fi
 
 # A copy with one wrong-way include must fail.
-mkdir -p "$TMP/tree"
+mkdir -p "$dir/tree"
 (cd "$SRC" && find . -path ./build -prune -o -path './build*' -prune -o \
   \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name ARCHITECTURE.md \) -print |
-  while read -r f; do mkdir -p "$TMP/tree/$(dirname "$f")" && cp "$f" "$TMP/tree/$f"; done)
-printf '#include "cli/commands.h"\n' >> "$TMP/tree/common/obc_error.c"
-if out=$(check_tree "$TMP/tree" 2>&1); then
+  while read -r f; do mkdir -p "$dir/tree/$(dirname "$f")" && cp "$f" "$dir/tree/$f"; done)
+printf '#include "cli/commands.h"\n' >> "$dir/tree/common/obc_error.c"
+if out=$(check_tree "$dir/tree" 2>&1); then
   fail "a wrong-way include (common/ -> cli/) was not caught"
 elif grep -q "common/obc_error.c:.*common/ includes cli/" <<< "$out"; then
   pass "a wrong-way include is caught: $(grep -m1 'includes cli/' <<< "$out")"
@@ -74,5 +71,4 @@ else
   fail "wrong-way include: unexpected output: $out"
 fi
 
-echo "$failures failure(s)"
-[ "$failures" -eq 0 ]
+finish

@@ -7,14 +7,12 @@
 # static library with nm, so a new public function that breaks the rule fails
 # here. Then the check must fail on a symbol that breaks it.
 set -u
+. "$(dirname "$0")/lib.sh"
 SRC=${OBC_SOURCE_DIR:?set OBC_SOURCE_DIR to the source tree}
 LIB=${OBC_LIBRARY:?set OBC_LIBRARY to libobcache_lib.a}
-failures=0
-pass() { echo "ok    $1"; }
-fail() { echo "FAIL  $1"; failures=$((failures + 1)); }
 
-# check NM_OUTPUT_FILE: prints each symbol that breaks the rule; exit 1 if any.
-check() {
+# check_symbols NM_OUTPUT_FILE: prints each symbol that breaks the rule; exit 1 if any.
+check_symbols() {
   python3 - "$SRC" "$1" <<'PYEOF'
 import os, re, sys
 root, listing = sys.argv[1], sys.argv[2]
@@ -57,22 +55,20 @@ sys.exit(1 if bad else 0)
 PYEOF
 }
 
-TMP=$(mktemp -d "${OBC_TMP:-/tmp}/names.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
+scratch names
 # __odr_asan.*: the one-definition-rule markers GCC's AddressSanitizer emits
 # beside instrumented globals (the sanitizer tree of `make test`), not ours.
-nm -A --defined-only -g "$LIB" 2>/dev/null | grep -v ' __odr_asan\.' > "$TMP/nm.txt"
-if out=$(check "$TMP/nm.txt" 2>&1); then
+nm -A --defined-only -g "$LIB" 2>/dev/null | grep -v ' __odr_asan\.' > "$dir/nm.txt"
+if out=$(check_symbols "$dir/nm.txt" 2>&1); then
   pass "every global symbol follows the naming rule ($out)"
 else
   fail "names:"
   echo "$out"
 fi
-echo "$LIB:oracle.c.o:0000000000000000 T obc_stray_function" >> "$TMP/nm.txt"
-if out=$(check "$TMP/nm.txt" 2>&1); then
+echo "$LIB:oracle.c.o:0000000000000000 T obc_stray_function" >> "$dir/nm.txt"
+if out=$(check_symbols "$dir/nm.txt" 2>&1); then
   fail "a stray obc_ function in oracle/ was not caught"
 else
   pass "a symbol that breaks the rule is caught: $(grep -m1 stray <<< "$out")"
 fi
-echo "$failures failure(s)"
-[ "$failures" -eq 0 ]
+finish

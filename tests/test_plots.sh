@@ -6,14 +6,9 @@
 # exit and no image. Fixtures come from tests/plots_fixture.py; the last case
 # renders the real analyser's output of a synthetic trace.
 set -u
+. "$(dirname "$0")/lib.sh"
 : "${OBCACHE:?path to the obcache binary}" "${OBC_SOURCE_DIR:?source tree}"
-TMP="${OBC_TMP:-/tmp}/test_plots.$$"
-rm -rf "$TMP"
-mkdir -p "$TMP"
-trap 'rm -rf "$TMP"' EXIT
-FAILED=0
-fail() { echo "FAIL: $*"; FAILED=1; }
-pass() { echo "ok: $*"; }
+scratch test_plots
 
 ANALYSIS_FIGURES="recall_k recall_window recall_oracles needle_k bias_share bias_score bias_windows taylor recall_layers"
 SWEEP_FIGURES="sweep_needle sweep_recall"
@@ -37,147 +32,147 @@ no_images() {
   [ -z "$(find "$1" \( -name '*.png' -o -name '*.svg' -o -name '*.tmp.*' \) -print -quit)" ]
 }
 
-python3 "$OBC_SOURCE_DIR/tests/plots_fixture.py" analysis "$TMP/analysis" || fail "fixture"
-python3 "$OBC_SOURCE_DIR/tests/plots_fixture.py" sweep "$TMP/sweep" || fail "sweep fixture"
+python3 "$OBC_SOURCE_DIR/tests/plots_fixture.py" analysis "$dir/analysis" || fail "fixture"
+python3 "$OBC_SOURCE_DIR/tests/plots_fixture.py" sweep "$dir/sweep" || fail "sweep fixture"
 
 # 1. Every analysis figure, PNG and SVG, and the printed list names them.
-if "$OBCACHE" plot "$TMP/analysis" > "$TMP/list.txt" 2> "$TMP/err.txt"; then
+if "$OBCACHE" plot "$dir/analysis" > "$dir/list.txt" 2> "$dir/err.txt"; then
   for f in $ANALYSIS_FIGURES; do
-    is_png "$TMP/analysis/plots/$f.png" || fail "analysis: $f.png missing, not a PNG or too small"
-    is_svg "$TMP/analysis/plots/$f.svg" || fail "analysis: $f.svg missing or not an SVG"
-    grep -qx "$TMP/analysis/plots/$f.png" "$TMP/list.txt" || fail "analysis: $f.png not listed"
+    is_png "$dir/analysis/plots/$f.png" || fail "analysis: $f.png missing, not a PNG or too small"
+    is_svg "$dir/analysis/plots/$f.svg" || fail "analysis: $f.svg missing or not an SVG"
+    grep -qx "$dir/analysis/plots/$f.png" "$dir/list.txt" || fail "analysis: $f.png not listed"
   done
-  [ "$(wc -l < "$TMP/list.txt")" -eq 18 ] || fail "analysis: expected 18 files listed, got $(wc -l < "$TMP/list.txt")"
-  no_temp=$(find "$TMP/analysis/plots" -name '*.tmp.*' -o -name '.*gnuplot-log*' | wc -l)
+  [ "$(wc -l < "$dir/list.txt")" -eq 18 ] || fail "analysis: expected 18 files listed, got $(wc -l < "$dir/list.txt")"
+  no_temp=$(find "$dir/analysis/plots" -name '*.tmp.*' -o -name '.*gnuplot-log*' | wc -l)
   [ "$no_temp" -eq 0 ] || fail "analysis: temporary files left behind"
   pass "analysis folder: 8 figures x (png, svg)"
 else
-  fail "analysis: obcache plot failed: $(cat "$TMP/err.txt")"
+  fail "analysis: obcache plot failed: $(cat "$dir/err.txt")"
 fi
 
 # 2. A sweep folder: both heat maps and the derived per-cell tables.
-if "$OBCACHE" plot "$TMP/sweep" -o "$TMP/sweep_out" > "$TMP/list.txt" 2> "$TMP/err.txt"; then
+if "$OBCACHE" plot "$dir/sweep" -o "$dir/sweep_out" > "$dir/list.txt" 2> "$dir/err.txt"; then
   for f in $SWEEP_FIGURES; do
-    is_png "$TMP/sweep_out/$f.png" || fail "sweep: $f.png missing, not a PNG or too small"
-    is_svg "$TMP/sweep_out/$f.svg" || fail "sweep: $f.svg missing or not an SVG"
+    is_png "$dir/sweep_out/$f.png" || fail "sweep: $f.png missing, not a PNG or too small"
+    is_svg "$dir/sweep_out/$f.svg" || fail "sweep: $f.svg missing or not an SVG"
   done
   # 4 lengths x 5 depths, two needles per cell averaged into one row each.
-  rows=$(($(wc -l < "$TMP/sweep_out/sweep_needle.csv") - 1))
+  rows=$(($(wc -l < "$dir/sweep_out/sweep_needle.csv") - 1))
   [ "$rows" -eq 20 ] || fail "sweep: sweep_needle.csv has $rows cells, expected 20"
   pass "sweep folder: 2 figures x (png, svg), 20 cells"
 else
-  fail "sweep: obcache plot failed: $(cat "$TMP/err.txt")"
+  fail "sweep: obcache plot failed: $(cat "$dir/err.txt")"
 fi
 
 # 3. --only and --format select figures and formats.
-if "$OBCACHE" plot "$TMP/analysis" -o "$TMP/only" --only taylor,recall_layers --format png \
-    --window 8 --k 20 > "$TMP/list.txt" 2> "$TMP/err.txt"; then
-  [ "$(ls "$TMP/only" | sort | tr '\n' ' ')" = "recall_layers.png taylor.png " ] ||
-    fail "--only/--format: wrote $(ls "$TMP/only" | tr '\n' ' ')"
+if "$OBCACHE" plot "$dir/analysis" -o "$dir/only" --only taylor,recall_layers --format png \
+    --window 8 --k 20 > "$dir/list.txt" 2> "$dir/err.txt"; then
+  [ "$(ls "$dir/only" | sort | tr '\n' ' ')" = "recall_layers.png taylor.png " ] ||
+    fail "--only/--format: wrote $(ls "$dir/only" | tr '\n' ' ')"
   pass "--only taylor,recall_layers --format png writes exactly those"
 else
-  fail "--only: $(cat "$TMP/err.txt")"
+  fail "--only: $(cat "$dir/err.txt")"
 fi
 
 # 3b. A data file with a header and no rows (taylor.csv with --taylor-points 0)
 #     or none at all (no needle span: no needle.csv): those figures are
 #     skipped with a note, the others are drawn.
-cp -r "$TMP/analysis" "$TMP/notaylor"
-rm -rf "$TMP/notaylor/plots" "$TMP/notaylor/needle.csv" "$TMP/notaylor/bias.csv" \
-  "$TMP/notaylor/recall_layers.csv"
-head -1 "$TMP/analysis/taylor.csv" > "$TMP/notaylor/taylor.csv"
-"$OBCACHE" plot "$TMP/notaylor" --format png > "$TMP/list.txt" 2> "$TMP/err.txt"
+cp -r "$dir/analysis" "$dir/notaylor"
+rm -rf "$dir/notaylor/plots" "$dir/notaylor/needle.csv" "$dir/notaylor/bias.csv" \
+  "$dir/notaylor/recall_layers.csv"
+head -1 "$dir/analysis/taylor.csv" > "$dir/notaylor/taylor.csv"
+"$OBCACHE" plot "$dir/notaylor" --format png > "$dir/list.txt" 2> "$dir/err.txt"
 rc=$?
-if [ $rc -eq 0 ] && grep -q "skipped taylor (.*taylor.csv is missing or has no rows)" "$TMP/err.txt" &&
-   grep -q "skipped needle_k (.*needle.csv is missing" "$TMP/err.txt" &&
-   [ "$(ls "$TMP/notaylor/plots" | tr '\n' ' ')" = "recall_k.png recall_oracles.png recall_window.png " ] &&
-   is_png "$TMP/notaylor/plots/recall_k.png"; then
-  pass "empty taylor.csv, no needle/bias/layer files: $(wc -l < "$TMP/err.txt") figures skipped with a note"
+if [ $rc -eq 0 ] && grep -q "skipped taylor (.*taylor.csv is missing or has no rows)" "$dir/err.txt" &&
+   grep -q "skipped needle_k (.*needle.csv is missing" "$dir/err.txt" &&
+   [ "$(ls "$dir/notaylor/plots" | tr '\n' ' ')" = "recall_k.png recall_oracles.png recall_window.png " ] &&
+   is_png "$dir/notaylor/plots/recall_k.png"; then
+  pass "empty taylor.csv, no needle/bias/layer files: $(wc -l < "$dir/err.txt") figures skipped with a note"
 else
-  fail "empty taylor.csv: exit $rc, stderr '$(cat "$TMP/err.txt")'"
+  fail "empty taylor.csv: exit $rc, stderr '$(cat "$dir/err.txt")'"
 fi
 
 # 4. Without gnuplot on PATH: the one-line message, non-zero, no output folder or image.
-PATH_NO_GNUPLOT="$TMP/empty-bin"
+PATH_NO_GNUPLOT="$dir/empty-bin"
 mkdir -p "$PATH_NO_GNUPLOT"
-PATH="$PATH_NO_GNUPLOT" "$OBCACHE" plot "$TMP/analysis" -o "$TMP/nognuplot" > /dev/null 2> "$TMP/err.txt"
+PATH="$PATH_NO_GNUPLOT" "$OBCACHE" plot "$dir/analysis" -o "$dir/nognuplot" > /dev/null 2> "$dir/err.txt"
 rc=$?
 expected="obcache plot: gnuplot not found on PATH; install gnuplot-nox (apt-get install gnuplot-nox)"
-if [ $rc -ne 0 ] && [ "$(cat "$TMP/err.txt")" = "$expected" ] && no_images "$TMP/nognuplot"; then
+if [ $rc -ne 0 ] && [ "$(cat "$dir/err.txt")" = "$expected" ] && no_images "$dir/nognuplot"; then
   pass "no gnuplot: '$expected', exit $rc, nothing written"
 else
-  fail "no gnuplot: exit $rc, stderr '$(cat "$TMP/err.txt")'"
+  fail "no gnuplot: exit $rc, stderr '$(cat "$dir/err.txt")'"
 fi
 
 # expect_error NAME PATTERN -- COMMAND...: non-zero exit, one stderr line matching PATTERN.
 expect_error() {
   local name="$1" pattern="$2"
   shift 3
-  "$@" > /dev/null 2> "$TMP/err.txt"
+  "$@" > /dev/null 2> "$dir/err.txt"
   local rc=$?
-  if [ $rc -ne 0 ] && [ "$(wc -l < "$TMP/err.txt")" -eq 1 ] && grep -q -- "$pattern" "$TMP/err.txt"; then
-    pass "$name: $(cat "$TMP/err.txt")"
+  if [ $rc -ne 0 ] && [ "$(wc -l < "$dir/err.txt")" -eq 1 ] && grep -q -- "$pattern" "$dir/err.txt"; then
+    pass "$name: $(cat "$dir/err.txt")"
   else
-    fail "$name: exit $rc, stderr '$(cat "$TMP/err.txt")'"
+    fail "$name: exit $rc, stderr '$(cat "$dir/err.txt")'"
   fi
 }
 
 # 5. Bad input.
-mkdir -p "$TMP/empty"
+mkdir -p "$dir/empty"
 expect_error "folder without report.json" "empty/report.json: not found" -- \
-  "$OBCACHE" plot "$TMP/empty"
-no_images "$TMP/empty" || fail "folder without report.json: images written"
-cp -r "$TMP/analysis" "$TMP/broken"
-rm -rf "$TMP/broken/plots"
-echo '{"schema": "obcache-analysis/1", "parameters": ' > "$TMP/broken/report.json"
+  "$OBCACHE" plot "$dir/empty"
+no_images "$dir/empty" || fail "folder without report.json: images written"
+cp -r "$dir/analysis" "$dir/broken"
+rm -rf "$dir/broken/plots"
+echo '{"schema": "obcache-analysis/1", "parameters": ' > "$dir/broken/report.json"
 expect_error "truncated report.json" "broken/report.json: not valid JSON" -- \
-  "$OBCACHE" plot "$TMP/broken"
-no_images "$TMP/broken" || fail "truncated report.json: images written"
+  "$OBCACHE" plot "$dir/broken"
+no_images "$dir/broken" || fail "truncated report.json: images written"
 expect_error "unknown figure" "--only: no figure 'nope'" -- \
-  "$OBCACHE" plot "$TMP/analysis" --only nope -o "$TMP/nope"
+  "$OBCACHE" plot "$dir/analysis" --only nope -o "$dir/nope"
 expect_error "window not analysed" "--window 3: not a window of the analysis" -- \
-  "$OBCACHE" plot "$TMP/analysis" --window 3 -o "$TMP/nope"
+  "$OBCACHE" plot "$dir/analysis" --window 3 -o "$dir/nope"
 expect_error "figure named but its data empty" "taylor.csv: not found or no data rows" -- \
-  "$OBCACHE" plot "$TMP/notaylor" --only taylor -o "$TMP/nope"
-no_images "$TMP/nope" || fail "bad options: images written"
+  "$OBCACHE" plot "$dir/notaylor" --only taylor -o "$dir/nope"
+no_images "$dir/nope" || fail "bad options: images written"
 
 # 6. A failing gnuplot script: the error names it, no image under its final
 #    name and no temporary file is left.
-cp -r "$OBC_SOURCE_DIR/plots" "$TMP/scripts"
-echo 'plot "no-such-file.csv" using 1:2' >> "$TMP/scripts/taylor.gp"
-OBC_PLOTS_DIR="$TMP/scripts" expect_error "failing script" "taylor.gp: gnuplot failed" -- \
-  "$OBCACHE" plot "$TMP/analysis" --only taylor -o "$TMP/failing"
-no_images "$TMP/failing" || fail "failing script: an image or temporary file was left"
+cp -r "$OBC_SOURCE_DIR/plots" "$dir/scripts"
+echo 'plot "no-such-file.csv" using 1:2' >> "$dir/scripts/taylor.gp"
+OBC_PLOTS_DIR="$dir/scripts" expect_error "failing script" "taylor.gp: gnuplot failed" -- \
+  "$OBCACHE" plot "$dir/analysis" --only taylor -o "$dir/failing"
+no_images "$dir/failing" || fail "failing script: an image or temporary file was left"
 
 # 7. Killed half-way (SIGTERM while gnuplot draws): the images already renamed
 #    are whole PNGs, and no temporary image or log is left.
-"$OBCACHE" plot "$TMP/analysis" -o "$TMP/killed" --format png > /dev/null 2>&1 &
+"$OBCACHE" plot "$dir/analysis" -o "$dir/killed" --format png > /dev/null 2>&1 &
 pid=$!
 sleep 1
 kill -TERM $pid 2> /dev/null
 wait $pid 2> /dev/null
 sleep 0.5
-left=$(find "$TMP/killed" \( -name '*.tmp.*' -o -name '.*gnuplot-log*' \) 2> /dev/null | wc -l)
+left=$(find "$dir/killed" \( -name '*.tmp.*' -o -name '.*gnuplot-log*' \) 2> /dev/null | wc -l)
 [ "$left" -eq 0 ] || fail "killed: $left temporary files left"
-for png in "$TMP"/killed/*.png; do
+for png in "$dir"/killed/*.png; do
   [ -e "$png" ] || continue
   is_png "$png" || fail "killed: $png is not a whole PNG"
 done
-pass "killed half-way: $(ls "$TMP/killed" 2> /dev/null | wc -l) whole images, no temporary file"
+pass "killed half-way: $(ls "$dir/killed" 2> /dev/null | wc -l) whole images, no temporary file"
 
 # 8. The real analyser's output of a small synthetic trace renders too.
-if "$OBCACHE" synth -o "$TMP/syn.h5" --layers 3 --prompt 256 --rows 32 --decode 2 > /dev/null 2>&1 &&
-   "$OBCACHE" analyze "$TMP/syn.h5" -o "$TMP/real" --recent 4 > /dev/null 2>&1; then
-  if "$OBCACHE" plot "$TMP/real" --format png > /dev/null 2> "$TMP/err.txt"; then
+if "$OBCACHE" synth -o "$dir/syn.h5" --layers 3 --prompt 256 --rows 32 --decode 2 > /dev/null 2>&1 &&
+   "$OBCACHE" analyze "$dir/syn.h5" -o "$dir/real" --recent 4 > /dev/null 2>&1; then
+  if "$OBCACHE" plot "$dir/real" --format png > /dev/null 2> "$dir/err.txt"; then
     for f in $ANALYSIS_FIGURES; do
-      is_png "$TMP/real/plots/$f.png" || fail "real analysis: $f.png missing or too small"
+      is_png "$dir/real/plots/$f.png" || fail "real analysis: $f.png missing or too small"
     done
     pass "real analyser output: 8 PNGs"
   else
-    fail "real analysis: $(cat "$TMP/err.txt")"
+    fail "real analysis: $(cat "$dir/err.txt")"
   fi
 else
   echo "note: obcache synth/analyze unavailable; real-output case not run"
 fi
 
-exit $FAILED
+finish

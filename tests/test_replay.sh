@@ -10,61 +10,58 @@
 # model that does not match the trace, a full disk) is one stderr line,
 # non-zero exit and no output file.
 set -u
+. "$(dirname "$0")/lib.sh"
 OBCACHE=${OBCACHE:?set OBCACHE to the obcache binary}
-DIR=$(mktemp -d "${OBC_TMP:-/tmp}/replay_cli.XXXXXX")
-trap 'rm -rf "$DIR"' EXIT
+scratch replay_cli
 export OMP_WAIT_POLICY=passive
-failures=0
-pass() { echo "ok    $1"; }
-fail() { echo "FAIL  $1"; failures=$((failures + 1)); }
 
 # expect_failure NAME TEXT CMD...: non-zero exit, one stderr line containing TEXT.
 expect_failure() {
   local name=$1 text=$2
   shift 2
-  "$@" >"$DIR/out" 2>"$DIR/err"
+  "$@" >"$dir/out" 2>"$dir/err"
   local rc=$?
   local lines
-  lines=$(wc -l <"$DIR/err")
-  if [ "$rc" -ne 0 ] && [ "$lines" -eq 1 ] && grep -qF -- "$text" "$DIR/err"; then
-    pass "$name: exit $rc, $(cat "$DIR/err")"
+  lines=$(wc -l <"$dir/err")
+  if [ "$rc" -ne 0 ] && [ "$lines" -eq 1 ] && grep -qF -- "$text" "$dir/err"; then
+    pass "$name: exit $rc, $(cat "$dir/err")"
   else
-    fail "$name: exit $rc, $lines stderr line(s): $(cat "$DIR/err")"
+    fail "$name: exit $rc, $lines stderr line(s): $(cat "$dir/err")"
   fi
 }
 
-T=$DIR/t.h5
+T=$dir/t.h5
 "$OBCACHE" synth --decode 4 --seed 3 -o "$T" >/dev/null || fail "synth"
-"$OBCACHE" synth --decode 0 -o "$DIR/nodecode.h5" >/dev/null || fail "synth without decode rows"
+"$OBCACHE" synth --decode 0 -o "$dir/nodecode.h5" >/dev/null || fail "synth without decode rows"
 
 # evict -> keep file -> offline replay equals the same policy given inline.
-if "$OBCACHE" evict "$T" --score obc_vk --budget 10% --recent 2 --sinks 1 -o "$DIR/keep.h5" >"$DIR/out" &&
-  grep -q "6..6 kept per KV head" "$DIR/out" &&
-  "$OBCACHE" replay --offline "$T" --keep "$DIR/keep.h5" -o "$DIR/a" >/dev/null &&
-  "$OBCACHE" replay --offline "$T" --score obc_vk --budget 10% --recent 2 --sinks 1 -o "$DIR/b" >/dev/null &&
-  cmp -s "$DIR/a/offline_heads.csv" "$DIR/b/offline_heads.csv" && [ -s "$DIR/a/offline.json" ] &&
-  [ -s "$DIR/a/offline_layers.csv" ] && [ -s "$DIR/a/offline_steps.csv" ]; then
-  pass "evict + replay --offline --keep equals the inline policy ($(cat "$DIR/out"))"
+if "$OBCACHE" evict "$T" --score obc_vk --budget 10% --recent 2 --sinks 1 -o "$dir/keep.h5" >"$dir/out" &&
+  grep -q "6..6 kept per KV head" "$dir/out" &&
+  "$OBCACHE" replay --offline "$T" --keep "$dir/keep.h5" -o "$dir/a" >/dev/null &&
+  "$OBCACHE" replay --offline "$T" --score obc_vk --budget 10% --recent 2 --sinks 1 -o "$dir/b" >/dev/null &&
+  cmp -s "$dir/a/offline_heads.csv" "$dir/b/offline_heads.csv" && [ -s "$dir/a/offline.json" ] &&
+  [ -s "$dir/a/offline_layers.csv" ] && [ -s "$dir/a/offline_steps.csv" ]; then
+  pass "evict + replay --offline --keep equals the inline policy ($(cat "$dir/out"))"
 else
   fail "evict + replay --offline --keep"
 fi
 
 # Keeping everything: zero error, nothing lost, the needle kept.
-if "$OBCACHE" replay --offline "$T" --budget 100% -o "$DIR/all" >"$DIR/out" &&
-  grep -q "relative output error 0 (step 1: 0), attention mass lost 0, needle kept 1" "$DIR/out"; then
+if "$OBCACHE" replay --offline "$T" --budget 100% -o "$dir/all" >"$dir/out" &&
+  grep -q "relative output error 0 (step 1: 0), attention mass lost 0, needle kept 1" "$dir/out"; then
   pass "budget = everything: zero error"
 else
-  fail "budget = everything: $(cat "$DIR/out")"
+  fail "budget = everything: $(cat "$dir/out")"
 fi
 
 # Budget sweep, offline, and its figures.
 if "$OBCACHE" replay --sweep "$T" --no-model --scores attn,obc_vk,oracle,random --budgets 5%,25%,100% \
-    -o "$DIR/sweep" >"$DIR/out" && [ "$(wc -l <"$DIR/sweep/replay_sweep.csv")" -eq 13 ] &&
-  grep -q "offline relative output error" "$DIR/out"; then
+    -o "$dir/sweep" >"$dir/out" && [ "$(wc -l <"$dir/sweep/replay_sweep.csv")" -eq 13 ] &&
+  grep -q "offline relative output error" "$dir/out"; then
   pass "replay --sweep --no-model: 4 scores x 3 budgets"
   if command -v gnuplot >/dev/null; then
-    if "$OBCACHE" plot "$DIR/sweep" >/dev/null && [ -s "$DIR/sweep/plots/replay_kl.png" ] &&
-      [ -s "$DIR/sweep/plots/replay_needle.svg" ]; then
+    if "$OBCACHE" plot "$dir/sweep" >/dev/null && [ -s "$dir/sweep/plots/replay_kl.png" ] &&
+      [ -s "$dir/sweep/plots/replay_needle.svg" ]; then
       pass "plot draws replay_kl and replay_needle"
     else
       fail "plot of a replay sweep folder"
@@ -76,11 +73,11 @@ if "$OBCACHE" replay --sweep "$T" --no-model --scores attn,obc_vk,oracle,random 
   # digits differ by at most 1e-5 of it; double rounding is far below).
   for b in 1 5; do
     "$OBCACHE" replay --sweep "$T" --no-model --scores attn,obc_vk,oracle,random \
-      --budgets 5%,25%,100% --offline-batch $b -o "$DIR/sweep_ob$b" >/dev/null 2>"$DIR/err_ob$b"
+      --budgets 5%,25%,100% --offline-batch $b -o "$dir/sweep_ob$b" >/dev/null 2>"$dir/err_ob$b"
   done
-  if grep -q "offline replay of 12 kept sets took .* (one at a time" "$DIR/err_ob1" &&
-    python3 - "$DIR"/sweep/replay_cells.csv "$DIR"/sweep_ob1/replay_cells.csv \
-      "$DIR"/sweep_ob5/replay_cells.csv <<'EOF'
+  if grep -q "offline replay of 12 kept sets took .* (one at a time" "$dir/err_ob1" &&
+    python3 - "$dir"/sweep/replay_cells.csv "$dir"/sweep_ob1/replay_cells.csv \
+      "$dir"/sweep_ob5/replay_cells.csv <<'EOF'
 import csv, sys
 ref, *others = [list(csv.DictReader(open(p))) for p in sys.argv[1:]]
 assert len(ref) == 12
@@ -98,54 +95,54 @@ EOF
     fail "replay --sweep --offline-batch 1, 5 and all"
   fi
   # At 100% every score has zero error.
-  if awk -F, 'NR > 1 && $2 == "100%" && $5 != 0 { bad = 1 } END { exit bad }' "$DIR/sweep/replay_sweep.csv"; then
+  if awk -F, 'NR > 1 && $2 == "100%" && $5 != 0 { bad = 1 } END { exit bad }' "$dir/sweep/replay_sweep.csv"; then
     pass "sweep: 100% budget has zero error for every score"
   else
     fail "sweep: 100% budget error"
   fi
 else
-  fail "replay --sweep --no-model: $(cat "$DIR/out")"
+  fail "replay --sweep --no-model: $(cat "$dir/out")"
 fi
 
 # A sweep folder: every trace of it, means over traces.
-mkdir -p "$DIR/folder"
-"$OBCACHE" synth --decode 2 --seed 8 -o "$DIR/folder/L64_D25.h5" >/dev/null &&
-  "$OBCACHE" synth --decode 3 --seed 9 --prompt 80 -o "$DIR/folder/L80_D50.h5" >/dev/null
-if "$OBCACHE" replay --sweep "$DIR/folder" --no-model --scores attn,streaming --budgets 10%,50% \
-    >"$DIR/out" && grep -q "2 trace(s)" "$DIR/out" &&
-  [ "$(wc -l <"$DIR/folder/replay/replay_cells.csv")" -eq 9 ] &&
-  awk -F, 'NR > 1 && $4 != 2 { bad = 1 } END { exit bad }' "$DIR/folder/replay/replay_sweep.csv"; then
+mkdir -p "$dir/folder"
+"$OBCACHE" synth --decode 2 --seed 8 -o "$dir/folder/L64_D25.h5" >/dev/null &&
+  "$OBCACHE" synth --decode 3 --seed 9 --prompt 80 -o "$dir/folder/L80_D50.h5" >/dev/null
+if "$OBCACHE" replay --sweep "$dir/folder" --no-model --scores attn,streaming --budgets 10%,50% \
+    >"$dir/out" && grep -q "2 trace(s)" "$dir/out" &&
+  [ "$(wc -l <"$dir/folder/replay/replay_cells.csv")" -eq 9 ] &&
+  awk -F, 'NR > 1 && $4 != 2 { bad = 1 } END { exit bad }' "$dir/folder/replay/replay_sweep.csv"; then
   pass "replay --sweep over a folder: 2 traces, means in DIR/replay"
 else
-  fail "replay --sweep over a folder: $(cat "$DIR/out")"
+  fail "replay --sweep over a folder: $(cat "$dir/out")"
 fi
 
 # Both oracles and decode_attn as separate policies, named by their steps.
 if "$OBCACHE" replay --sweep "$T" --no-model --scores oracle,oracle@T,decode_attn,oracle@2-3 \
-    --budgets 10% -o "$DIR/oracles" >"$DIR/out" &&
-  [ "$(cut -d, -f1 "$DIR/oracles/replay_sweep.csv" | tail -n +2 | tr '\n' ' ')" = \
-    "oracle@1 oracle@T decode_attn oracle@2-3 " ] && [ -f "$DIR/oracles/kl_steps.csv" ]; then
+    --budgets 10% -o "$dir/oracles" >"$dir/out" &&
+  [ "$(cut -d, -f1 "$dir/oracles/replay_sweep.csv" | tail -n +2 | tr '\n' ' ')" = \
+    "oracle@1 oracle@T decode_attn oracle@2-3 " ] && [ -f "$dir/oracles/kl_steps.csv" ]; then
   pass "replay --sweep: oracle@1, oracle@T, decode_attn, oracle@2-3 side by side"
 else
-  fail "replay --sweep with both oracles: $(cat "$DIR/out")"
+  fail "replay --sweep with both oracles: $(cat "$dir/out")"
 fi
 
-expect_failure "--oracle not a step range" "--oracle 0: expected 1" "$OBCACHE" evict "$T" --score oracle --oracle 0 -o "$DIR/x.h5"
+expect_failure "--oracle not a step range" "--oracle 0: expected 1" "$OBCACHE" evict "$T" --score oracle --oracle 0 -o "$dir/x.h5"
 expect_failure "--oracle beyond the captured steps" "t.h5: oracle@2-9 needs decode steps beyond the 4 captured" \
-  "$OBCACHE" evict "$T" --score oracle --oracle 2-9 -o "$DIR/x.h5"
-expect_failure "budget beyond the prompt" "expected 1..64" "$OBCACHE" evict "$T" --budget 65 -o "$DIR/x.h5"
-expect_failure "budget zero" "--budget '0'" "$OBCACHE" evict "$T" --budget 0 -o "$DIR/x.h5"
-expect_failure "negative budget" "--budget '-3'" "$OBCACHE" evict "$T" --budget=-3 -o "$DIR/x.h5"
-expect_failure "unknown score" "unknown score" "$OBCACHE" evict "$T" --score h2o --budget 4 -o "$DIR/x.h5"
-mkdir "$DIR/existing"
+  "$OBCACHE" evict "$T" --score oracle --oracle 2-9 -o "$dir/x.h5"
+expect_failure "budget beyond the prompt" "expected 1..64" "$OBCACHE" evict "$T" --budget 65 -o "$dir/x.h5"
+expect_failure "budget zero" "--budget '0'" "$OBCACHE" evict "$T" --budget 0 -o "$dir/x.h5"
+expect_failure "negative budget" "--budget '-3'" "$OBCACHE" evict "$T" --budget=-3 -o "$dir/x.h5"
+expect_failure "unknown score" "unknown score" "$OBCACHE" evict "$T" --score h2o --budget 4 -o "$dir/x.h5"
+mkdir "$dir/existing"
 expect_failure "-o an existing folder" "existing: cannot write: it is a folder" \
-  "$OBCACHE" evict "$T" --budget 4 -o "$DIR/existing"
-expect_failure "no decode rows" "no decode rows" "$OBCACHE" replay --offline "$DIR/nodecode.h5" --budget 4
-expect_failure "no room beside sinks and recent" "no room" "$OBCACHE" evict "$T" --budget 4 --recent 3 --sinks 2 -o "$DIR/x.h5"
-"$OBCACHE" synth --prompt 48 --decode 2 -o "$DIR/other.h5" >/dev/null || fail "synth other"
+  "$OBCACHE" evict "$T" --budget 4 -o "$dir/existing"
+expect_failure "no decode rows" "no decode rows" "$OBCACHE" replay --offline "$dir/nodecode.h5" --budget 4
+expect_failure "no room beside sinks and recent" "no room" "$OBCACHE" evict "$T" --budget 4 --recent 3 --sinks 2 -o "$dir/x.h5"
+"$OBCACHE" synth --prompt 48 --decode 2 -o "$dir/other.h5" >/dev/null || fail "synth other"
 expect_failure "keep file of another trace" "made from another trace" \
-  "$OBCACHE" replay --offline "$DIR/other.h5" --keep "$DIR/keep.h5"
-[ ! -e "$DIR/x.h5" ] && pass "no keep file left by the failures" || fail "a keep file was left"
+  "$OBCACHE" replay --offline "$dir/other.h5" --keep "$dir/keep.h5"
+[ ! -e "$dir/x.h5" ] && pass "no keep file left by the failures" || fail "a keep file was left"
 
 # A disk that fills up, for real: a file-size limit (ulimit -f, in KiB) with
 # SIGXFSZ ignored makes writes past it fail (EFBIG), H5Fcreate's included.
@@ -153,33 +150,33 @@ expect_failure "keep file of another trace" "made from another trace" \
 # and nothing is left in the output folder: no KEEP.h5.tmp.PID, no empty
 # replay folder, no partial one (a 100-step trace: offline_heads.csv and
 # offline_layers.csv fit in 1 KiB, offline_steps.csv does not).
-"$OBCACHE" synth --decode 100 --seed 3 -o "$DIR/t100.h5" >/dev/null || fail "synth 100 steps"
-mkdir "$DIR/full"
+"$OBCACHE" synth --decode 100 --seed 3 -o "$dir/t100.h5" >/dev/null || fail "synth 100 steps"
+mkdir "$dir/full"
 expect_nothing_left() {
   local name=$1 limit=$2
   shift 2
   local err rc
   err=$( (trap '' XFSZ; ulimit -f "$limit"; "$@") 2>&1 >/dev/null)
   rc=$?
-  if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && [ -z "$(ls -A "$DIR/full")" ]; then
+  if [ "$rc" -ne 0 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && [ -z "$(ls -A "$dir/full")" ]; then
     pass "$name: exit $rc, $err"
   else
-    fail "$name: exit $rc, $err; left: $(ls -AR "$DIR/full" | tr '\n' ' ')"
+    fail "$name: exit $rc, $err; left: $(ls -AR "$dir/full" | tr '\n' ' ')"
   fi
-  rm -rf "${DIR:?}/full/"* # the next case starts empty even after a failure
+  rm -rf "${dir:?}/full/"* # the next case starts empty even after a failure
 }
-expect_nothing_left "evict, disk full at once" 0 "$OBCACHE" evict "$T" --budget 10 -o "$DIR/full/k.h5"
-err=$( (trap '' XFSZ; ulimit -f 0; "$OBCACHE" evict "$T" --budget 10 -o "$DIR/full/k.h5") 2>&1)
+expect_nothing_left "evict, disk full at once" 0 "$OBCACHE" evict "$T" --budget 10 -o "$dir/full/k.h5"
+err=$( (trap '' XFSZ; ulimit -f 0; "$OBCACHE" evict "$T" --budget 10 -o "$dir/full/k.h5") 2>&1)
 case $err in
   *"k.h5: cannot create the keep file: file size limit exceeded (ulimit -f)"*)
     pass "evict under ulimit -f says so, not 'disk full'" ;;
   *) fail "evict under ulimit -f: $err" ;;
 esac
-rm -rf "${DIR:?}/full/"*
+rm -rf "${dir:?}/full/"*
 expect_nothing_left "replay --offline, disk full at once" 0 \
-  "$OBCACHE" replay --offline "$T" --budget 10 -o "$DIR/full/r"
+  "$OBCACHE" replay --offline "$T" --budget 10 -o "$dir/full/r"
 expect_nothing_left "replay --offline, disk full at the third file" 1 \
-  "$OBCACHE" replay --offline "$DIR/t100.h5" --budget 10 -o "$DIR/full/r"
+  "$OBCACHE" replay --offline "$dir/t100.h5" --budget 10 -o "$dir/full/r"
 
 MODEL=${OBC_MODEL:-}
 if [ -n "$MODEL" ] && [ -f "$MODEL" ]; then
@@ -187,11 +184,11 @@ if [ -n "$MODEL" ] && [ -f "$MODEL" ]; then
     "$OBCACHE" replay "$T" --model "$MODEL" --budget 10
   # Model replay onto a full disk: no empty replay folder left.
   if "$OBCACHE" capture --length 128 --depth 50 --haystack kjv --seed 1 --rows 16 --decode 3 \
-      --model "$MODEL" -o "$DIR/t128.h5" >"$DIR/out" 2>&1; then
+      --model "$MODEL" -o "$dir/t128.h5" >"$dir/out" 2>&1; then
     expect_nothing_left "model replay, disk full at once" 0 \
-      "$OBCACHE" replay "$DIR/t128.h5" --model "$MODEL" --budget 10% -o "$DIR/full/r"
+      "$OBCACHE" replay "$dir/t128.h5" --model "$MODEL" --budget 10% -o "$dir/full/r"
   else
-    fail "capture of a 128-token trace: $(tail -1 "$DIR/out")"
+    fail "capture of a 128-token trace: $(tail -1 "$dir/out")"
   fi
   # The sweep's model replay, batched (default), in passes of one kept set
   # (--batch 2) and one set at a time (--batch 1): every cell filled, each
@@ -202,14 +199,14 @@ if [ -n "$MODEL" ] && [ -f "$MODEL" ]; then
   # test_replay_batch bounds: here within 1% of the KL, plus 1e-4.
   sweep_ok=1
   for b in 1 2 0; do
-    "$OBCACHE" replay --sweep "$DIR/t128.h5" --model "$MODEL" --scores attn,streaming,random \
-      --budgets 10%,50% --recent 4 --sinks 2 --batch $b -o "$DIR/sweep_b$b" >/dev/null \
-      2>"$DIR/err_b$b" || sweep_ok=0
+    "$OBCACHE" replay --sweep "$dir/t128.h5" --model "$MODEL" --scores attn,streaming,random \
+      --budgets 10%,50% --recent 4 --sinks 2 --batch $b -o "$dir/sweep_b$b" >/dev/null \
+      2>"$dir/err_b$b" || sweep_ok=0
   done
-  if [ "$sweep_ok" -eq 1 ] && grep -q "model replay of 6 kept sets took .* (one at a time" "$DIR/err_b1" &&
-    grep -q "model replay of 6 kept sets took .* (batched)" "$DIR/err_b0" &&
-    python3 - "$DIR"/sweep_b1/replay_cells.csv "$DIR"/sweep_b2/replay_cells.csv \
-      "$DIR"/sweep_b0/replay_cells.csv <<'EOF'
+  if [ "$sweep_ok" -eq 1 ] && grep -q "model replay of 6 kept sets took .* (one at a time" "$dir/err_b1" &&
+    grep -q "model replay of 6 kept sets took .* (batched)" "$dir/err_b0" &&
+    python3 - "$dir"/sweep_b1/replay_cells.csv "$dir"/sweep_b2/replay_cells.csv \
+      "$dir"/sweep_b0/replay_cells.csv <<'EOF'
 import csv, sys
 ref, *others = [list(csv.DictReader(open(p))) for p in sys.argv[1:]]
 same = ["score", "budget", "tokens", "needle_found", "needle_prefix", "needle_tokens",
@@ -225,29 +222,29 @@ EOF
   then
     pass "replay --sweep --batch 1, 2 and all: the same cells"
   else
-    fail "replay --sweep --batch: $(cat "$DIR/err_b0" "$DIR/err_b1")"
+    fail "replay --sweep --batch: $(cat "$dir/err_b0" "$dir/err_b1")"
   fi
   # Dynamic eviction on a short text: the table and the CSV.
-  awk 'BEGIN { for (i = 0; i < 60; i++) print "In the beginning God created the heaven and the earth. And the earth was without form, and void." }' >"$DIR/text.txt"
-  if "$OBCACHE" replay --dynamic --model "$MODEL" --text "$DIR/text.txt" --tokens 161 --budgets 64 \
-      --scores attn,obc_vk,streaming --chunk 16 --ppl-window 40 -o "$DIR/dyn" >"$DIR/out" &&
-    [ "$(wc -l <"$DIR/dyn/dynamic.csv")" -eq 17 ] && grep -q "^full" "$DIR/out"; then
+  awk 'BEGIN { for (i = 0; i < 60; i++) print "In the beginning God created the heaven and the earth. And the earth was without form, and void." }' >"$dir/text.txt"
+  if "$OBCACHE" replay --dynamic --model "$MODEL" --text "$dir/text.txt" --tokens 161 --budgets 64 \
+      --scores attn,obc_vk,streaming --chunk 16 --ppl-window 40 -o "$dir/dyn" >"$dir/out" &&
+    [ "$(wc -l <"$dir/dyn/dynamic.csv")" -eq 17 ] && grep -q "^full" "$dir/out"; then
     pass "replay --dynamic: 3 scores + full cache, 4 windows each"
   else
-    fail "replay --dynamic: $(cat "$DIR/out")"
+    fail "replay --dynamic: $(cat "$dir/out")"
   fi
   # The answer-aware oracle keeps what the later digits of the needle need
   # (docs/SCIENCE.md, "The oracle"): on a 768-token KJV trace, 10% chosen by
   # oracle@T reproduces the value (teacher-forced KL ~1e-3 nats, far from any
   # rounding flip), and the replay reports the KL of every decode step.
   if "$OBCACHE" capture --length 768 --depth 50 --haystack kjv --seed 1 --rows 64 --decode 12 \
-      --model "$MODEL" -o "$DIR/t768.h5" >"$DIR/out" 2>&1 &&
-    "$OBCACHE" evict "$DIR/t768.h5" --score oracle --oracle T --budget 10% -o "$DIR/keepT.h5" \
-      >"$DIR/out" && grep -q "oracle@T, budget 77 of 768" "$DIR/out" &&
-    "$OBCACHE" replay "$DIR/t768.h5" --keep "$DIR/keepT.h5" --model "$MODEL" -o "$DIR/rT" \
-      >"$DIR/out" && grep -q "needle found, prefix 7 of 7" "$DIR/out" &&
-    [ "$(wc -l <"$DIR/rT/replay_steps.csv")" -eq 13 ] &&
-    python3 - "$DIR/rT/replay.json" <<'EOF'
+      --model "$MODEL" -o "$dir/t768.h5" >"$dir/out" 2>&1 &&
+    "$OBCACHE" evict "$dir/t768.h5" --score oracle --oracle T --budget 10% -o "$dir/keepT.h5" \
+      >"$dir/out" && grep -q "oracle@T, budget 77 of 768" "$dir/out" &&
+    "$OBCACHE" replay "$dir/t768.h5" --keep "$dir/keepT.h5" --model "$MODEL" -o "$dir/rT" \
+      >"$dir/out" && grep -q "needle found, prefix 7 of 7" "$dir/out" &&
+    [ "$(wc -l <"$dir/rT/replay_steps.csv")" -eq 13 ] &&
+    python3 - "$dir/rT/replay.json" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
 steps = r["kl_forced_steps"]
@@ -255,13 +252,12 @@ assert len(steps) == 12 and abs(sum(steps) / 12 - r["kl_forced_mean"]) <= 1e-9 *
 assert r["kl_forced_mean"] < 0.05 and r["first_divergence"] == 0 and "kl_free_mean" not in r
 EOF
   then
-    pass "oracle@T at 10% of a 768-token KJV trace keeps the needle: $(grep -m1 'evicted:' "$DIR/out")"
+    pass "oracle@T at 10% of a 768-token KJV trace keeps the needle: $(grep -m1 'evicted:' "$dir/out")"
   else
-    fail "oracle@T at 10%: $(cat "$DIR/out")"
+    fail "oracle@T at 10%: $(cat "$dir/out")"
   fi
 else
   echo "skip  model checks (OBC_MODEL not set or missing)"
 fi
 
-echo "$failures failure(s)"
-[ "$failures" -eq 0 ]
+finish

@@ -14,6 +14,7 @@
 # The daemons are shut down whatever happens. Needs root, slurm-wlm and munge
 # (scripts/setup.sh installs them); skipped, saying why, without them.
 set -u
+. "$(dirname "$0")/lib.sh"
 : "${OBCACHE:?}" "${OBC_MODEL:?}" "${OBC_TMP:?}" "${OBC_SOURCE_DIR:?}"
 skip() { echo "SKIP: $*"; exit 0; }
 [ -r "$OBC_MODEL" ] || skip "no model at $OBC_MODEL (run scripts/setup.sh)"
@@ -23,22 +24,12 @@ for tool in munged slurmctld slurmd sbatch squeue scancel; do
   command -v "$tool" >/dev/null || skip "$tool not installed (apt-get install slurm-wlm munge)"
 done
 OBCACHE=$(cd "$(dirname "$OBCACHE")" && pwd)/$(basename "$OBCACHE")
-dir="$OBC_TMP/slurm"
-rm -rf "$dir"
-mkdir -p "$dir"
-cluster="$dir/cluster"
 slurm="$OBC_SOURCE_DIR/scripts/slurm"
-fail=0
-finish() { # the daemons go down first (their pid files are in $dir), then the folder
+on_exit() { # the daemons go down before the folder that holds their pid files
   "$slurm/local_cluster.sh" stop "$cluster"
-  [ "$fail" = 0 ] && rm -rf "$dir"
 }
-trap finish EXIT
-check() { # check NAME CONDITION...
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
-}
+scratch slurm
+cluster="$dir/cluster"
 same() { # same DIR_A DIR_B: summary.csv, index.html and the recall heat map equal
   cmp -s "$1/summary.csv" "$2/summary.csv" && cmp -s "$1/index.html" "$2/index.html" &&
     cmp -s "$1/plots/sweep_recall.png" "$2/plots/sweep_recall.png"
@@ -56,8 +47,7 @@ wait_jobs() {
 }
 
 if ! "$slurm/local_cluster.sh" start "$cluster"; then
-  echo "FAIL the one-node Slurm cluster did not start"
-  exit 1
+  fatal "the one-node Slurm cluster did not start"
 fi
 export SLURM_CONF="$cluster/slurm.conf"
 
@@ -115,4 +105,4 @@ wait_jobs "$dir/array/logs"
 check "the damaged cell is run again and the merge equals the unsharded run" \
   same "$dir/ref" "$dir/array"
 
-exit "$fail"
+finish

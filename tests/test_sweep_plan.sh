@@ -6,17 +6,10 @@
 # fail with one line naming the problem; a merge of an unfinished grid lists
 # the missing cells; `replay --sweep` reads the finished cells of a sweep.
 set -u
+. "$(dirname "$0")/lib.sh"
 : "${OBCACHE:?}" "${OBC_MODEL:?}" "${OBC_TMP:?}"
 [ -r "$OBC_MODEL" ] || { echo "SKIP: no model at $OBC_MODEL (run scripts/setup.sh)"; exit 0; }
-dir="$OBC_TMP/sweep_plan"
-rm -rf "$dir"
-mkdir -p "$dir"
-fail=0
-check() { # check NAME CONDITION...
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
-}
+scratch sweep_plan
 # fails NAME PATTERN ARGS...: obcache ARGS exits 1 with one line matching PATTERN.
 fails() {
   local name=$1 pattern=$2
@@ -24,10 +17,9 @@ fails() {
   "$OBCACHE" "$@" > "$dir/out" 2> "$dir/err"
   local rc=$?
   if [ $rc -eq 1 ] && [ "$(wc -l < "$dir/err")" -eq 1 ] && grep -q -- "$pattern" "$dir/err"; then
-    echo "ok   $name"
+    pass "$name"
   else
-    echo "FAIL $name (rc $rc): $(cat "$dir/err")"
-    fail=1
+    fail "$name (rc $rc): $(cat "$dir/err")"
   fi
 }
 
@@ -83,5 +75,4 @@ done
 check "replay --sweep reads the 2 finished cells of a sweep folder" \
   eval '[ "$(grep -c "cells/[01]/trace.h5,attn" "$dir/replay/replay_cells.csv")" -eq 2 ]'
 
-[ "$fail" = 0 ] && rm -rf "$dir"
-exit "$fail"
+finish

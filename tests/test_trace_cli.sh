@@ -4,12 +4,9 @@
 # output folder, a tampered output) each prints one line naming the path,
 # exits non-zero and leaves no file behind.
 set -u
+. "$(dirname "$0")/lib.sh"
 OBCACHE=${OBCACHE:?set OBCACHE to the obcache binary}
-DIR=$(mktemp -d "${OBC_TMP:-/tmp}/trace_cli.XXXXXX")
-trap 'rm -rf "$DIR"' EXIT
-failures=0
-pass() { echo "ok    $1"; }
-fail() { echo "FAIL  $1"; failures=$((failures + 1)); }
+scratch trace_cli
 
 # expect_failure NAME PATH CMD...: non-zero exit, exactly one stderr line that
 # names PATH, nothing on stdout (unless ALLOW_STDOUT=1: verify prints its
@@ -17,68 +14,68 @@ fail() { echo "FAIL  $1"; failures=$((failures + 1)); }
 expect_failure() {
   local name=$1 path=$2
   shift 2
-  "$@" >"$DIR/out" 2>"$DIR/err"
+  "$@" >"$dir/out" 2>"$dir/err"
   local rc=$?
   local lines
-  lines=$(wc -l <"$DIR/err")
-  if [ "$rc" -ne 0 ] && [ "$lines" -eq 1 ] && grep -qF -- "$path" "$DIR/err" &&
-    { [ "${ALLOW_STDOUT:-0}" = 1 ] || [ ! -s "$DIR/out" ]; }; then
-    pass "$name: exit $rc, $(cat "$DIR/err")"
+  lines=$(wc -l <"$dir/err")
+  if [ "$rc" -ne 0 ] && [ "$lines" -eq 1 ] && grep -qF -- "$path" "$dir/err" &&
+    { [ "${ALLOW_STDOUT:-0}" = 1 ] || [ ! -s "$dir/out" ]; }; then
+    pass "$name: exit $rc, $(cat "$dir/err")"
   else
-    fail "$name: exit $rc, $lines stderr line(s): $(cat "$DIR/err") / stdout: $(head -c 200 "$DIR/out")"
+    fail "$name: exit $rc, $lines stderr line(s): $(cat "$dir/err") / stdout: $(head -c 200 "$dir/out")"
   fi
 }
 
-GOOD=$DIR/good.h5
+GOOD=$dir/good.h5
 SMALL=(--layers 2 --heads 4 --kv-heads 2 --head-dim 16 --prompt 64 --rows 16 --decode 4)
 if "$OBCACHE" synth "${SMALL[@]}" --store-attn -o "$GOOD" && [ -f "$GOOD" ]; then
   pass "synth writes $GOOD"
 else
   fail "synth writes a small trace"
 fi
-if "$OBCACHE" info "$GOOD" >"$DIR/info"; then
-  grep -q "complete: yes" "$DIR/info" && grep -q "needle" "$DIR/info" && grep -q "2 layers, 4 heads, 2 KV heads" "$DIR/info" \
-    && pass "info summarises the good trace" || fail "info output lacks the expected lines: $(cat "$DIR/info")"
+if "$OBCACHE" info "$GOOD" >"$dir/info"; then
+  grep -q "complete: yes" "$dir/info" && grep -q "needle" "$dir/info" && grep -q "2 layers, 4 heads, 2 KV heads" "$dir/info" \
+    && pass "info summarises the good trace" || fail "info output lacks the expected lines: $(cat "$dir/info")"
 else
   fail "info on a good trace"
 fi
-if "$OBCACHE" verify "$GOOD" >"$DIR/verify"; then
-  grep -q "O   worst relative difference" "$DIR/verify" && pass "verify passes the good trace: $(grep -c ok "$DIR/verify") quantities ok" \
-    || fail "verify output: $(cat "$DIR/verify")"
+if "$OBCACHE" verify "$GOOD" >"$dir/verify"; then
+  grep -q "O   worst relative difference" "$dir/verify" && pass "verify passes the good trace: $(grep -c ok "$dir/verify") quantities ok" \
+    || fail "verify output: $(cat "$dir/verify")"
 else
-  fail "verify on a good trace: $(cat "$DIR/verify")"
+  fail "verify on a good trace: $(cat "$dir/verify")"
 fi
-F16=$DIR/good-f16.h5
+F16=$dir/good-f16.h5
 "$OBCACHE" synth "${SMALL[@]}" --dtype f16 --compress 3 -o "$F16" && "$OBCACHE" verify "$F16" >/dev/null \
   && pass "verify passes an f16 trace with its default tolerance" || fail "verify on an f16 trace"
 
 for cmd in synth info verify; do
-  "$OBCACHE" $cmd --help >"$DIR/help" && grep -q "usage: obcache $cmd" "$DIR/help" \
+  "$OBCACHE" $cmd --help >"$dir/help" && grep -q "usage: obcache $cmd" "$dir/help" \
     && pass "$cmd --help" || fail "$cmd --help"
 done
 
-MISSING=$DIR/missing.h5
+MISSING=$dir/missing.h5
 expect_failure "info on a missing file" "$MISSING" "$OBCACHE" info "$MISSING"
 expect_failure "verify on a missing file" "$MISSING" "$OBCACHE" verify "$MISSING"
-TEXT=$DIR/notes.txt
+TEXT=$dir/notes.txt
 echo "not a trace" >"$TEXT"
 expect_failure "info on a text file" "$TEXT" "$OBCACHE" info "$TEXT"
 expect_failure "verify on a text file" "$TEXT" "$OBCACHE" verify "$TEXT"
-NOWHERE=$DIR/no-such-folder/out.h5
+NOWHERE=$dir/no-such-folder/out.h5
 expect_failure "synth into a missing folder" "$NOWHERE" "$OBCACHE" synth -o "$NOWHERE"
-[ ! -e "$DIR/no-such-folder" ] && pass "no folder or file created" || fail "synth created $DIR/no-such-folder"
+[ ! -e "$dir/no-such-folder" ] && pass "no folder or file created" || fail "synth created $dir/no-such-folder"
 if [ "$(id -u)" -ne 0 ]; then
-  mkdir "$DIR/readonly" && chmod 555 "$DIR/readonly"
-  expect_failure "synth into a read-only folder" "$DIR/readonly/out.h5" "$OBCACHE" synth -o "$DIR/readonly/out.h5"
-  [ -z "$(ls -A "$DIR/readonly")" ] && pass "read-only folder left empty" || fail "files left in the read-only folder"
-  chmod 755 "$DIR/readonly"
+  mkdir "$dir/readonly" && chmod 555 "$dir/readonly"
+  expect_failure "synth into a read-only folder" "$dir/readonly/out.h5" "$OBCACHE" synth -o "$dir/readonly/out.h5"
+  [ -z "$(ls -A "$dir/readonly")" ] && pass "read-only folder left empty" || fail "files left in the read-only folder"
+  chmod 755 "$dir/readonly"
 fi
-BAD_OPTS=$DIR/bad-opts.h5
+BAD_OPTS=$dir/bad-opts.h5
 expect_failure "synth with heads not a multiple of KV heads" "$BAD_OPTS" "$OBCACHE" synth --heads 5 --kv-heads 2 -o "$BAD_OPTS"
 [ ! -e "$BAD_OPTS" ] && pass "no file after a refused synth" || fail "$BAD_OPTS left behind"
 
 # A trace whose stored O was tampered with fails verify, naming the trace.
-TAMPERED=$DIR/tampered.h5
+TAMPERED=$dir/tampered.h5
 cp "$GOOD" "$TAMPERED"
 python3 - "$TAMPERED" <<'PY'
 import sys, h5py
@@ -86,12 +83,8 @@ with h5py.File(sys.argv[1], "r+") as f:
     f["layers/001/O"][2, 5, 3] += 0.5
 PY
 ALLOW_STDOUT=1 expect_failure "verify on a tampered O" "$TAMPERED" "$OBCACHE" verify "$TAMPERED"
-grep -q "layer 1, head 2, row 5" "$DIR/err" && pass "verify names layer 1, head 2, row 5" || fail "verify location: $(cat "$DIR/err")"
+grep -q "layer 1, head 2, row 5" "$dir/err" && pass "verify names layer 1, head 2, row 5" || fail "verify location: $(cat "$dir/err")"
 
-leftovers=$(find "$DIR" -name '*.tmp.*' | wc -l)
+leftovers=$(find "$dir" -name '*.tmp.*' | wc -l)
 [ "$leftovers" -eq 0 ] && pass "no temporary files left" || fail "$leftovers temporary files left"
-if [ "$failures" -ne 0 ]; then
-  echo "$failures check(s) failed"
-  exit 1
-fi
-echo "all checks passed"
+finish

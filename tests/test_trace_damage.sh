@@ -12,26 +12,23 @@
 # naming the dataset, and a token edited through HDF5 (checksums valid) as a
 # content hash mismatch.
 set -u
+. "$(dirname "$0")/lib.sh"
 OBCACHE=${OBCACHE:?set OBCACHE to the obcache binary}
-DIR=$(mktemp -d "${OBC_TMP:-/tmp}/trace_damage.XXXXXX")
-trap 'rm -rf "$DIR"' EXIT
+scratch trace_damage
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 # Under LeakSanitizer: HDF5 1.10 itself loses the object headers whose
 # checksum fails (allocated while loading them, never freed on that error
 # path); those are not ours, and would add lines to stderr. Leaks of our own
 # show in every other test, on good files.
-printf 'leak:libhdf5\n' >"$DIR/lsan.supp"
-export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$DIR/lsan.supp:print_suppressions=0"
-failures=0
-pass() { echo "ok    $1"; }
-fail() { echo "FAIL  $1"; failures=$((failures + 1)); }
+printf 'leak:libhdf5\n' >"$dir/lsan.supp"
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$dir/lsan.supp:print_suppressions=0"
 
-GOOD=$DIR/good.h5
+GOOD=$dir/good.h5
 "$OBCACHE" synth --layers 2 --heads 2 --kv-heads 1 --head-dim 8 --prompt 24 --rows 6 --decode 2 \
-  --vocab 12 --needle-length 3 --store-attn -o "$GOOD" || { echo "FAIL  synth"; exit 1; }
-"$OBCACHE" verify "$GOOD" >"$DIR/good.verify" || { echo "FAIL  verify on the good trace"; exit 1; }
-HASH=$(sed -n 's/^  content hash \([0-9a-f]\{16\}\) .*/\1/p' "$DIR/good.verify")
-[ ${#HASH} -eq 16 ] && pass "good trace verifies, content hash $HASH" || fail "no hash in: $(cat "$DIR/good.verify")"
+  --vocab 12 --needle-length 3 --store-attn -o "$GOOD" || fatal "synth"
+"$OBCACHE" verify "$GOOD" >"$dir/good.verify" || fatal "verify on the good trace"
+HASH=$(sed -n 's/^  content hash \([0-9a-f]\{16\}\) .*/\1/p' "$dir/good.verify")
+[ ${#HASH} -eq 16 ] && pass "good trace verifies, content hash $HASH" || fail "no hash in: $(cat "$dir/good.verify")"
 SIZE=$(stat -c %s "$GOOD")
 
 # flip COPY OFFSET: flips bit (OFFSET % 8) of the byte at OFFSET.
@@ -49,22 +46,22 @@ flip() {
   for frac in 1 20 50 95; do echo "cut$frac cut $((SIZE * frac / 100))"; done
   echo "cut-last cut $((SIZE - 1))"
   for ((i = 0; i < 5; i++)); do echo "zero$i zero $((SIZE * i / 5))"; done
-} >"$DIR/corpus"
+} >"$dir/corpus"
 while read -r name kind arg; do
-  copy=$DIR/$name.h5
+  copy=$dir/$name.h5
   cp "$GOOD" "$copy"
   case $kind in
   flip) flip "$copy" "$arg" ;;
   cut) truncate -s "$arg" "$copy" ;;
   zero) dd if=/dev/zero of="$copy" bs=1 seek="$arg" count=512 conv=notrunc status=none ;;
   esac
-done <"$DIR/corpus"
-pass "$(wc -l <"$DIR/corpus") damaged copies of a $SIZE-byte trace"
+done <"$dir/corpus"
+pass "$(wc -l <"$dir/corpus") damaged copies of a $SIZE-byte trace"
 
-# check NAME CMD: runs `obcache CMD` on the copy NAME and prints one verdict
+# verdict NAME CMD: runs `obcache CMD` on the copy NAME and prints one verdict
 # line: "good ..." or "bad ...".
-check() {
-  local name=$1 cmd=$2 copy=$DIR/$1.h5 out=$DIR/$1.$2.out err=$DIR/$1.$2.err
+verdict() {
+  local name=$1 cmd=$2 copy=$dir/$1.h5 out=$dir/$1.$2.out err=$dir/$1.$2.err
   timeout -k 5 20 "$OBCACHE" "$cmd" "$copy" >"$out" 2>"$err"
   local rc=$? lines
   lines=$(wc -l <"$err")
@@ -82,18 +79,18 @@ check() {
     echo "good $name $cmd: exit $rc: $(cat "$err")"
   fi
 }
-export -f check
-export DIR OBCACHE HASH
-cut -d' ' -f1 "$DIR/corpus" | sed 's/$/ info/; p; s/ info$/ verify/' |
-  xargs -P 2 -L 1 bash -c 'check "$0" "$1"' >"$DIR/verdicts"
-runs=$(wc -l <"$DIR/verdicts")
-bad=$(grep -c '^bad' "$DIR/verdicts")
-failed=$(grep -c ': exit [1-9]' "$DIR/verdicts")
-checksum=$(grep -c 'checksum mismatch' "$DIR/verdicts")
+export -f verdict
+export dir OBCACHE HASH
+cut -d' ' -f1 "$dir/corpus" | sed 's/$/ info/; p; s/ info$/ verify/' |
+  xargs -P 2 -L 1 bash -c 'verdict "$0" "$1"' >"$dir/verdicts"
+runs=$(wc -l <"$dir/verdicts")
+bad=$(grep -c '^bad' "$dir/verdicts")
+failed=$(grep -c ': exit [1-9]' "$dir/verdicts")
+checksum=$(grep -c 'checksum mismatch' "$dir/verdicts")
 if [ "$bad" -eq 0 ]; then
   pass "$runs runs: $failed one-line errors ($checksum checksum mismatches), $((runs - failed)) honest passes"
 else
-  grep '^bad' "$DIR/verdicts" | head -20
+  grep '^bad' "$dir/verdicts" | head -20
   fail "$bad of $runs runs crashed, hung, or failed without one line naming the file"
 fi
 
@@ -106,40 +103,36 @@ with h5py.File(sys.argv[1], "r") as f:
 PY
 )
 if [ -n "$OFFSET" ]; then
-  RAW=$DIR/raw.h5
+  RAW=$dir/raw.h5
   cp "$GOOD" "$RAW" && flip "$RAW" "$OFFSET"
   "$OBCACHE" info "$RAW" >/dev/null 2>&1 && pass "info passes a raw-data flip (it reads no tensor)" \
     || fail "info on a raw-data flip"
-  "$OBCACHE" verify "$RAW" >"$DIR/raw.out" 2>"$DIR/raw.err"
+  "$OBCACHE" verify "$RAW" >"$dir/raw.out" 2>"$dir/raw.err"
   rc=$?
-  if [ "$rc" -ne 0 ] && grep -qF "$RAW: /layers/000/K: checksum mismatch" "$DIR/raw.err" &&
-    [ "$(wc -l <"$DIR/raw.err")" -eq 1 ]; then
-    pass "verify reports the flip: $(cat "$DIR/raw.err")"
+  if [ "$rc" -ne 0 ] && grep -qF "$RAW: /layers/000/K: checksum mismatch" "$dir/raw.err" &&
+    [ "$(wc -l <"$dir/raw.err")" -eq 1 ]; then
+    pass "verify reports the flip: $(cat "$dir/raw.err")"
   else
-    fail "verify on a raw-data flip: exit $rc: $(cat "$DIR/raw.err")"
+    fail "verify on a raw-data flip: exit $rc: $(cat "$dir/raw.err")"
   fi
   # A token changed through HDF5 (so its chunk's checksum is valid again):
   # only the content hash can tell.
-  EDITED=$DIR/edited.h5
+  EDITED=$dir/edited.h5
   cp "$GOOD" "$EDITED"
   python3 - "$EDITED" <<'PY'
 import sys, h5py
 with h5py.File(sys.argv[1], "r+") as f:
     f["tokens"][3] = (f["tokens"][3] + 1) % 12
 PY
-  "$OBCACHE" verify "$EDITED" >"$DIR/edited.out" 2>"$DIR/edited.err"
+  "$OBCACHE" verify "$EDITED" >"$dir/edited.out" 2>"$dir/edited.err"
   rc=$?
-  if [ "$rc" -ne 0 ] && grep -qF "$EDITED: content hash mismatch: recorded $HASH" "$DIR/edited.err"; then
-    pass "verify reports an edited token: $(cat "$DIR/edited.err")"
+  if [ "$rc" -ne 0 ] && grep -qF "$EDITED: content hash mismatch: recorded $HASH" "$dir/edited.err"; then
+    pass "verify reports an edited token: $(cat "$dir/edited.err")"
   else
-    fail "verify on an edited token: exit $rc: $(cat "$DIR/edited.err")"
+    fail "verify on an edited token: exit $rc: $(cat "$dir/edited.err")"
   fi
 else
   echo "skip  raw-data flip and edited token (h5py missing)"
 fi
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures check(s) failed"
-  exit 1
-fi
-echo "all checks passed"
+finish

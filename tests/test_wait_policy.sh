@@ -6,18 +6,11 @@
 # took it; a user's own
 # setting is kept; the arguments survive the restart; no warning is printed.
 set -u
+. "$(dirname "$0")/lib.sh"
 : "${OBCACHE:?}" "${OBC_TMP:?}"
 # The suite's environment sets passive for every test: this one needs it unset.
 unset OMP_WAIT_POLICY GOMP_SPINCOUNT OMP_DISPLAY_ENV
-dir="$OBC_TMP/wait_policy"
-rm -rf "$dir"
-mkdir -p "$dir"
-fail=0
-check() { # check NAME CONDITION...
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
-}
+scratch wait_policy
 
 "$OBCACHE" version > "$dir/unset.out" 2> "$dir/unset.err"
 check "unset: version succeeds" test $? -eq 0
@@ -54,4 +47,4 @@ check "arguments kept: the command name is intact" \
   grep -q "unknown command 'no such command'" "$dir/args.err"
 check "arguments kept: one line on stderr" test "$(wc -l < "$dir/args.err")" -eq 1
 
-exit $fail
+finish

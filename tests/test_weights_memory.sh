@@ -9,27 +9,18 @@
 # within the tolerance of docs/SCIENCE.md ("Stored-type weights"), with the
 # same argmax wherever the f32 top-2 margin exceeds twice that tolerance.
 set -u
+. "$(dirname "$0")/lib.sh"
 : "${OBCACHE:?}" "${OBC_MODEL:?}" "${OBC_TMP:?}" "${OBC_SOURCE_DIR:?}"
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 if [ ! -r "$OBC_MODEL" ]; then
-  echo "FAIL: no model at $OBC_MODEL (its tokenizer is copied; run scripts/setup.sh)"
-  exit 1
+  fatal "no model at $OBC_MODEL (its tokenizer is copied; run scripts/setup.sh)"
 fi
-dir="$OBC_TMP/weights_memory"
-rm -rf "$dir"
-mkdir -p "$dir"
-trap 'rm -rf "$dir"' EXIT
+scratch weights_memory
 free_mb=$(df -Pm "$dir" | awk 'NR == 2 { print $4 }')
 if [ "${free_mb:-0}" -lt 2000 ]; then
   echo "SKIP: $free_mb MB free under $OBC_TMP, the 1B fixtures need 2000"
   exit 0
 fi
-fail=0
-check() { # check NAME CONDITION...
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
-}
 peak_kb() { # peak_kb FILE: the %M line /usr/bin/time wrote last
   tail -n 1 "$1" | sed -nE 's/^peak ([0-9]+)$/\1/p'
 }
@@ -89,9 +80,8 @@ for type in Q4_K Q8_0; do
       check "$type, $n tokens: logits --weights $w succeeds" test $? -eq 0
     done
     python3 "$OBC_SOURCE_DIR/tests/compare_logits.py" "$dir/native.f32" "$dir/f32.f32" 128256 8192 \
-      16 "$type, $n tokens"
-    [ $? -eq 0 ] || fail=1
+      16 "$type, $n tokens" || fail "$type, $n tokens: logits of native and f32 disagree"
   done
   rm -f "$model"
 done
-exit $fail
+finish

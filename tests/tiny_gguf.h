@@ -2,7 +2,8 @@
  * KV heads of dim 4, vocabulary 40, F32 weights with deterministic values
  * tiny_value(tensor index, element)), with optional damage: a tensor left out,
  * reshaped, poisoned with a NaN or given an unknown type, an extra tensor, a
- * rope.dimension_count. Test code. */
+ * rope.dimension_count; tiny_gguf_model writes the plain llama one and loads
+ * it. Test code. */
 #ifndef OBC_TEST_TINY_GGUF_H
 #define OBC_TEST_TINY_GGUF_H
 
@@ -10,9 +11,11 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "formats/gguf.h"
+#include "model/model.h"
 #include "tests/gguf_builder.h"
 
 typedef struct {
@@ -130,6 +133,20 @@ static void tiny_gguf_write(const TinySpec *spec, const char *path) {
   ck_assert_uint_eq(fwrite(bytes, 1, size, fp), size);
   fclose(fp);
   free(bytes);
+}
+
+/* The plain tiny llama model (no damage, tied embeddings), written to
+ * $OBC_TMP/file_name (else /tmp) and loaded; fails the current test when it
+ * does not load. */
+static inline Model *tiny_gguf_model(const char *file_name) {
+  const char *tmp = getenv("OBC_TMP");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", tmp ? tmp : "/tmp", file_name);
+  TinySpec spec = {.arch = "llama"};
+  tiny_gguf_write(&spec, path);
+  Model *model = NULL;
+  ck_assert_int_eq(model_load(path, &model), 0);
+  return model;
 }
 
 #endif
