@@ -26,11 +26,11 @@ OBC_QUANT_INLINE void store_weights(float *y, const __m256 *w, int n) {
 /* One block at b into y[0 .. block size). */
 typedef void (*DequantBlock)(const uint8_t *b, float *y);
 
-#define DQ_BLOCK32(NAME)                                                \
-  OBC_QUANT_INLINE void block_##NAME(const uint8_t *b, float *y) {      \
-    __m256 w[4];                                                        \
-    quant_##NAME(b, w);                                                 \
-    store_weights(y, w, 4);                                             \
+#define DQ_BLOCK32(NAME)                                           \
+  OBC_QUANT_INLINE void block_##NAME(const uint8_t *b, float *y) { \
+    __m256 w[4];                                                   \
+    quant_##NAME(b, w);                                            \
+    store_weights(y, w, 4);                                        \
   }
 DQ_BLOCK32(q8_0)
 DQ_BLOCK32(q4_0)

@@ -252,8 +252,7 @@ OBC_QUANT_INLINE void quant_q6_k_group(const uint8_t *b, const __m256 dsc[2], in
                                        __m256 w[4]) {
   __m256i low = _mm256_loadu_si256((const __m256i *)(b + 64 * half + 32 * (g % 2)));
   __m256i high = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * half));
-  __m256i nibble =
-      _mm256_and_si256(_mm256_srli_epi16(low, 4 * (g / 2)), _mm256_set1_epi8(0x0f));
+  __m256i nibble = _mm256_and_si256(_mm256_srli_epi16(low, 4 * (g / 2)), _mm256_set1_epi8(0x0f));
   __m256i top = _mm256_and_si256(_mm256_srli_epi16(high, 2 * g), _mm256_set1_epi8(3));
   __m256i q = _mm256_or_si256(nibble, _mm256_slli_epi16(top, 4)); /* top < 4: no carry */
   q = _mm256_sub_epi8(q, _mm256_set1_epi8(32));

@@ -92,6 +92,11 @@ static void fill_blocks(uint32_t type, uint8_t *w, size_t n_blocks, FillKind kin
   }
 }
 
+typedef struct {
+  const char *name;
+  int (*fn)(uint32_t type, const void *data, float *out, size_t n);
+} Kernel;
+
 /* ---- the comparison ------------------------------------------------------------ */
 
 static const float SENTINEL = -12345.0f;
@@ -180,13 +185,13 @@ START_TEST(large_tensors_split_over_threads_give_the_same_bits) {
     ck_assert_int_eq(
         dequant_gguf_portable(type, in + start / block * block_bytes, want + start, count), 0);
   }
-  for (int kernel = 0; kernel < 2 + with_avx2; kernel++) {
-    int (*fn)(uint32_t, const void *, float *, size_t) =
-        kernel == 0 ? dequant_gguf_portable : kernel == 1 ? dequant_gguf : dequant_gguf_avx2;
+  const Kernel kernels[] = {{"portable, threaded", dequant_gguf_portable},
+                            {"dequant_gguf", dequant_gguf},
+                            {"avx2", dequant_gguf_avx2}};
+  for (int k = 0; k < 2 + with_avx2; k++) {
     memset(got, 0, n * sizeof *got);
-    ck_assert_int_eq(fn(type, in, got, n), 0);
-    assert_same_bits(kernel == 0 ? "portable, threaded" : kernel == 1 ? "dequant_gguf" : "avx2",
-                     type, got, want, n);
+    ck_assert_int_eq(kernels[k].fn(type, in, got, n), 0);
+    assert_same_bits(kernels[k].name, type, got, want, n);
   }
   free(in);
   free(want);
@@ -196,11 +201,12 @@ END_TEST
 
 START_TEST(bad_requests_fail_alike) {
   float out[32];
-  int (*fns[])(uint32_t, const void *, float *, size_t) = {dequant_gguf, dequant_gguf_portable,
-                                                           dequant_gguf_avx2};
-  for (int k = 0; k < (quant_dot_avx2_supported() ? 3 : 2); k++) {
-    ck_assert_int_eq(fns[k](GGML_TYPE_Q4_0, out, out, 31), OBC_EINVAL);
-    ck_assert_int_eq(fns[k](10 /* Q2_K */, out, out, 256), OBC_EUNSUPPORTED);
+  const Kernel kernels[] = {{"dequant_gguf", dequant_gguf},
+                            {"portable", dequant_gguf_portable},
+                            {"avx2", dequant_gguf_avx2}};
+  for (int k = 0; k < 2 + avx2_runs(); k++) {
+    ck_assert_int_eq(kernels[k].fn(GGML_TYPE_Q4_0, out, out, 31), OBC_EINVAL);
+    ck_assert_int_eq(kernels[k].fn(10 /* Q2_K */, out, out, 256), OBC_EUNSUPPORTED);
   }
 }
 END_TEST
