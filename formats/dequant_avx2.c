@@ -18,19 +18,14 @@
 #include "formats/gguf.h"
 #include "formats/quant_avx2.h"
 
-/* y[0 .. 8n) = the n registers of w. */
-OBC_QUANT_INLINE void store_weights(float *y, const __m256 *w, int n) {
-  for (int k = 0; k < n; k++) _mm256_storeu_ps(y + 8 * k, w[k]);
-}
-
-/* One block at b into y[0 .. block size). */
+/* One block at b into y[0 .. block size), register by register in loops
+ * unrolled so that every index is a constant (formats/quant_dot_avx2.c). */
 typedef void (*DequantBlock)(const uint8_t *b, float *y);
 
 #define DQ_BLOCK32(NAME)                                           \
   OBC_QUANT_INLINE void block_##NAME(const uint8_t *b, float *y) { \
-    __m256 w[4];                                                   \
-    quant_##NAME(b, w);                                            \
-    store_weights(y, w, 4);                                        \
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)            \
+        _mm256_storeu_ps(y + 8 * k, quant_##NAME(b, k));           \
   }
 DQ_BLOCK32(q8_0)
 DQ_BLOCK32(q4_0)
@@ -39,32 +34,38 @@ DQ_BLOCK32(q5_0)
 DQ_BLOCK32(q5_1)
 
 OBC_QUANT_INLINE void block_q4_k(const uint8_t *b, float *y) {
-  __m256 ds, neg_dm, w[4];
+  __m256 ds, neg_dm, d[2], m[2];
   quant_k_factors(b, &ds, &neg_dm);
-  for (int c = 0; c < 4; c++)
-    for (int h = 0; h < 2; h++) {
-      quant_q4_k_half(b, ds, neg_dm, c, h, w);
-      store_weights(y + 64 * c + 16 * h, w, 2);
-      store_weights(y + 64 * c + 32 + 16 * h, w + 2, 2);
-    }
-}
-
-OBC_QUANT_INLINE void block_q5_k(const uint8_t *b, float *y) {
-  __m256 ds, neg_dm, w[4];
-  quant_k_factors(b, &ds, &neg_dm);
-  for (int sub = 0; sub < 8; sub++) {
-    quant_q5_k_sub(b, ds, neg_dm, sub, w);
-    store_weights(y + 32 * sub, w, 4);
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; c++) {
+    quant_q4_k_chunk(ds, neg_dm, c, d, m);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; k++)
+        _mm256_storeu_ps(y + 64 * c + 16 * h + quant_q4_k_offset(k), quant_q4_k(b, d, m, c, h, k));
   }
 }
 
+OBC_QUANT_INLINE void block_q5_k(const uint8_t *b, float *y) {
+  __m256 ds, neg_dm;
+  quant_k_factors(b, &ds, &neg_dm);
+  for (int sub = 0; sub < 8; sub++)
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++)
+      _mm256_storeu_ps(y + 32 * sub + 8 * k, quant_q5_k(b, ds, neg_dm, sub, k));
+}
+
 OBC_QUANT_INLINE void block_q6_k(const uint8_t *b, float *y) {
-  __m256 dsc[2], w[4];
+  __m256 dsc[2], d[2];
   quant_q6_k_scales(b, dsc);
   for (int half = 0; half < 2; half++)
     for (int g = 0; g < 4; g++) {
-      quant_q6_k_group(b, dsc, half, g, w);
-      store_weights(y + 128 * half + 32 * g, w, 4);
+      __m256i q = quant_q6_k_quants(b, half, g);
+      quant_q6_k_group_scales(dsc, half, g, d);
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; k++)
+        _mm256_storeu_ps(y + 128 * half + 32 * g + 8 * k, quant_q6_k(q, d, k));
     }
 }
 

@@ -1,11 +1,13 @@
-/* In-register decoders of ggml blocks for AVX2 + FMA + F16C: each builds the
- * fp32 weights of part of a block as __m256 registers of 8 consecutive
- * elements, bit-identical to the portable block decoders of formats/dequant.c
- * (docs/SCIENCE.md, "Quantised weights"). Shared by the dot products
- * (formats/quant_dot_avx2.c) and the tile dequantiser (formats/dequant_avx2.c),
- * the only files compiled with those instruction sets (CMakeLists.txt); include
- * it nowhere else, and call what they build only where CPUID reports AVX2, FMA
- * and F16C (quant_dot_avx2_supported).
+/* In-register decoders of ggml blocks for AVX2 + FMA + F16C: each returns one
+ * __m256 register of 8 consecutive fp32 weights of a block (register k), the
+ * bits of the portable block decoders of formats/dequant.c (docs/SCIENCE.md,
+ * "Quantised weights"). Callers ask for a block's registers in a row, in
+ * loops unrolled so that k is a constant: the selections on k then fold away
+ * and the compiler computes what the registers share once. Shared by the dot
+ * products (formats/quant_dot_avx2.c) and the tile dequantiser
+ * (formats/dequant_avx2.c), the only files compiled with those instruction
+ * sets (CMakeLists.txt); include it nowhere else, and call what they build
+ * only where CPUID reports AVX2, FMA and F16C (quant_dot_avx2_supported).
  *
  * Why the bits agree with formats/dequant.c: every product below (d * q,
  * d * scale, (d * scale) * q) is exact in fp32, since an f16 scale has 11
@@ -53,20 +55,6 @@ OBC_QUANT_INLINE __m256 quant_i8_high_ps(__m128i v) {
   return quant_i8_low_ps(_mm_unpackhi_epi64(v, v));
 }
 
-/* w[0..2): d * q for the 16 signed bytes q (elements 0-7, 8-15). */
-OBC_QUANT_INLINE void quant_scaled16(__m128i q, __m256 d, __m256 w[2]) {
-  w[0] = _mm256_mul_ps(d, quant_i8_low_ps(q));
-  w[1] = _mm256_mul_ps(d, quant_i8_high_ps(q));
-}
-
-/* w[0..2): d * q + m for the 16 signed bytes q, one FMA each (m = -dm for
- * the K types); d * q is exact, so this rounds as the portable fl(fl(d * q) +
- * m) does (see the top of this file). */
-OBC_QUANT_INLINE void quant_affine16(__m128i q, __m256 d, __m256 m, __m256 w[2]) {
-  w[0] = _mm256_fmadd_ps(d, quant_i8_low_ps(q), m);
-  w[1] = _mm256_fmadd_ps(d, quant_i8_high_ps(q), m);
-}
-
 /* ---- the float types: 8 elements ------------------------------------------- */
 
 OBC_QUANT_INLINE __m256 quant_f16x8(const uint8_t *b) { return _mm256_cvtph_ps(quant_load16(b)); }
@@ -75,13 +63,13 @@ OBC_QUANT_INLINE __m256 quant_bf16x8(const uint8_t *b) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(quant_load16(b)), 16));
 }
 
-/* ---- 32-element blocks: w[k] holds elements 8k..8k+7 ------------------------ */
+/* ---- 32-element blocks: quant_TYPE(b, k) is elements 8k..8k+7 (k = 0..3) -- */
 
 /* Q8_0: f16 d, int8 q[32]; w = d * q. */
-OBC_QUANT_INLINE void quant_q8_0(const uint8_t *b, __m256 w[4]) {
-  __m256 d = _mm256_set1_ps(quant_f16_at(b));
-  quant_scaled16(quant_load16(b + 2), d, w);
-  quant_scaled16(quant_load16(b + 18), d, w + 2);
+OBC_QUANT_INLINE __m256 quant_q8_0(const uint8_t *b, int k) {
+  __m128i q = quant_load16(b + 2 + 16 * (k / 2));
+  return _mm256_mul_ps(_mm256_set1_ps(quant_f16_at(b)),
+                       k % 2 ? quant_i8_high_ps(q) : quant_i8_low_ps(q));
 }
 
 /* The 16 nibble bytes at p spread to 32-bit lanes: lo holds bytes 0-7 (one
@@ -97,7 +85,9 @@ OBC_QUANT_INLINE void quant_nibble_lanes(const uint8_t *p, __m256i *lo, __m256i 
                                               z, z, z, 13, z, z, z, 14, z, z, z, 15, z, z, z));
 }
 
-/* d * q and d * q + m for q in 32-bit lanes. */
+/* d * q and d * q + m for q in 32-bit lanes. The FMA (m = -dm for the K
+ * types) rounds as the portable fl(fl(d * q) + m) does, since d * q is exact
+ * (see the top of this file). */
 OBC_QUANT_INLINE __m256 quant_scaled8(__m256i q, __m256 d) {
   return _mm256_mul_ps(d, _mm256_cvtepi32_ps(q));
 }
@@ -105,28 +95,27 @@ OBC_QUANT_INLINE __m256 quant_affine8(__m256i q, __m256 d, __m256 m) {
   return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(q), m);
 }
 
+/* The 4-bit quants of elements 8k..8k+7 from the 16 nibble bytes at p, in
+ * 32-bit lanes: the low nibbles of bytes 0-7 and 8-15, then their high ones. */
+OBC_QUANT_INLINE __m256i quant_nibbles8(const uint8_t *p, int k) {
+  __m256i lo, hi;
+  quant_nibble_lanes(p, &lo, &hi);
+  __m256i v = k % 2 ? hi : lo;
+  return k / 2 ? _mm256_srli_epi32(v, 4) : _mm256_and_si256(v, _mm256_set1_epi32(0x0f));
+}
+
 /* Q4_0: f16 d, 16 bytes of nibbles (elements 0-15 low, 16-31 high);
  * w = d * (q - 8). */
-OBC_QUANT_INLINE void quant_q4_0(const uint8_t *b, __m256 w[4]) {
-  __m256 d = _mm256_set1_ps(quant_f16_at(b));
-  __m256i lo, hi, mask = _mm256_set1_epi32(0x0f), eight = _mm256_set1_epi32(8);
-  quant_nibble_lanes(b + 2, &lo, &hi);
-  w[0] = quant_scaled8(_mm256_sub_epi32(_mm256_and_si256(lo, mask), eight), d);
-  w[1] = quant_scaled8(_mm256_sub_epi32(_mm256_and_si256(hi, mask), eight), d);
-  w[2] = quant_scaled8(_mm256_sub_epi32(_mm256_srli_epi32(lo, 4), eight), d);
-  w[3] = quant_scaled8(_mm256_sub_epi32(_mm256_srli_epi32(hi, 4), eight), d);
+OBC_QUANT_INLINE __m256 quant_q4_0(const uint8_t *b, int k) {
+  __m256i q = _mm256_sub_epi32(quant_nibbles8(b + 2, k), _mm256_set1_epi32(8));
+  return quant_scaled8(q, _mm256_set1_ps(quant_f16_at(b)));
 }
 
 /* Q4_1: f16 d, f16 m, 16 bytes of nibbles; w = d * q + m. */
-OBC_QUANT_INLINE void quant_q4_1(const uint8_t *b, __m256 w[4]) {
+OBC_QUANT_INLINE __m256 quant_q4_1(const uint8_t *b, int k) {
   __m256 d, m;
   quant_f16_pair(b, &d, &m);
-  __m256i lo, hi, mask = _mm256_set1_epi32(0x0f);
-  quant_nibble_lanes(b + 4, &lo, &hi);
-  w[0] = quant_affine8(_mm256_and_si256(lo, mask), d, m);
-  w[1] = quant_affine8(_mm256_and_si256(hi, mask), d, m);
-  w[2] = quant_affine8(_mm256_srli_epi32(lo, 4), d, m);
-  w[3] = quant_affine8(_mm256_srli_epi32(hi, 4), d, m);
+  return quant_affine8(quant_nibbles8(b + 4, k), d, m);
 }
 
 /* The 32 five-bit quants of a Q5_0/Q5_1 block as bytes 0-31 of a register:
@@ -145,25 +134,27 @@ OBC_QUANT_INLINE __m256i quant_q5_bytes(uint32_t qh, const uint8_t *qs) {
   return _mm256_or_si256(nibbles, top);
 }
 
+/* Bytes 8k..8k+7 of the 32 bytes q as 8 floats. */
+OBC_QUANT_INLINE __m256 quant_i8_ps(__m256i q, int k) {
+  __m128i half = k / 2 ? _mm256_extracti128_si256(q, 1) : _mm256_castsi256_si128(q);
+  return k % 2 ? quant_i8_high_ps(half) : quant_i8_low_ps(half);
+}
+
 /* Q5_0: f16 d, uint32 qh, 16 bytes of nibbles; w = d * (q - 16). */
-OBC_QUANT_INLINE void quant_q5_0(const uint8_t *b, __m256 w[4]) {
-  __m256 d = _mm256_set1_ps(quant_f16_at(b));
+OBC_QUANT_INLINE __m256 quant_q5_0(const uint8_t *b, int k) {
   uint32_t qh;
   memcpy(&qh, b + 2, sizeof qh);
   __m256i q = _mm256_sub_epi8(quant_q5_bytes(qh, b + 6), _mm256_set1_epi8(16));
-  quant_scaled16(_mm256_castsi256_si128(q), d, w);
-  quant_scaled16(_mm256_extracti128_si256(q, 1), d, w + 2);
+  return _mm256_mul_ps(_mm256_set1_ps(quant_f16_at(b)), quant_i8_ps(q, k));
 }
 
 /* Q5_1: f16 d, f16 m, uint32 qh, 16 bytes of nibbles; w = d * q + m. */
-OBC_QUANT_INLINE void quant_q5_1(const uint8_t *b, __m256 w[4]) {
+OBC_QUANT_INLINE __m256 quant_q5_1(const uint8_t *b, int k) {
   __m256 d, m;
   quant_f16_pair(b, &d, &m);
   uint32_t qh;
   memcpy(&qh, b + 4, sizeof qh);
-  __m256i q = quant_q5_bytes(qh, b + 8);
-  quant_affine16(_mm256_castsi256_si128(q), d, m, w);
-  quant_affine16(_mm256_extracti128_si256(q, 1), d, m, w + 2);
+  return _mm256_fmadd_ps(d, quant_i8_ps(quant_q5_bytes(qh, b + 8), k), m);
 }
 
 /* ---- 256-element K super-blocks --------------------------------------------- */
@@ -200,19 +191,20 @@ OBC_QUANT_INLINE __m256 quant_lane(__m256 v, int j) {
 
 /* Q4_K: f16 d, f16 dmin, 12 scale bytes, 128 bytes of nibbles; 32-byte chunk
  * c holds sub-block 2c in its low nibbles and 2c + 1 in its high ones;
- * w = ds[sub] * q - dm[sub]. Half h (0, 1) of chunk c, from its 16 bytes:
- * w[0], w[1] are elements 64c + 16h + 0..15 (sub-block 2c), w[2], w[3]
- * elements 64c + 32 + 16h + 0..15 (sub-block 2c + 1). */
-OBC_QUANT_INLINE void quant_q4_k_half(const uint8_t *b, __m256 ds, __m256 neg_dm, int c, int h,
-                                      __m256 w[4]) {
-  __m256 d0 = quant_lane(ds, 2 * c), m0 = quant_lane(neg_dm, 2 * c);
-  __m256 d1 = quant_lane(ds, 2 * c + 1), m1 = quant_lane(neg_dm, 2 * c + 1);
-  __m256i l0, l1, mask = _mm256_set1_epi32(0x0f);
-  quant_nibble_lanes(b + 16 + 32 * c + 16 * h, &l0, &l1);
-  w[0] = quant_affine8(_mm256_and_si256(l0, mask), d0, m0);
-  w[1] = quant_affine8(_mm256_and_si256(l1, mask), d0, m0);
-  w[2] = quant_affine8(_mm256_srli_epi32(l0, 4), d1, m1);
-  w[3] = quant_affine8(_mm256_srli_epi32(l1, 4), d1, m1);
+ * w = ds[sub] * q - dm[sub]. quant_q4_k_chunk: the chunk's factors, d[i] and
+ * m[i] of sub-block 2c + i. quant_q4_k: register k (0..3) of half h (0, 1) of
+ * chunk c, from its 16 bytes: elements 64c + 16h + quant_q4_k_offset(k) +
+ * 0..7 (k = 0, 1: sub-block 2c; k = 2, 3: sub-block 2c + 1). */
+OBC_QUANT_INLINE void quant_q4_k_chunk(__m256 ds, __m256 neg_dm, int c, __m256 d[2], __m256 m[2]) {
+  for (int i = 0; i < 2; i++)
+    d[i] = quant_lane(ds, 2 * c + i), m[i] = quant_lane(neg_dm, 2 * c + i);
+}
+
+OBC_QUANT_INLINE int quant_q4_k_offset(int k) { return 8 * (k % 2) + 32 * (k / 2); }
+
+OBC_QUANT_INLINE __m256 quant_q4_k(const uint8_t *b, const __m256 d[2], const __m256 m[2], int c,
+                                   int h, int k) {
+  return quant_affine8(quant_nibbles8(b + 16 + 32 * c + 16 * h, k), d[k / 2], m[k / 2]);
 }
 
 /* 0x10 in byte l where bit `bit` of byte l of h is set (Q5_K high bits). */
@@ -223,16 +215,14 @@ OBC_QUANT_INLINE __m256i quant_bit4_of_bytes32(__m256i h, int bit) {
 }
 
 /* Q5_K: as Q4_K with 32 bytes qh before the nibbles: bit `sub` of qh[l] is
- * bit 4 of element l of sub-block sub. w[k]: elements 32 sub + 8k..8k+7. */
-OBC_QUANT_INLINE void quant_q5_k_sub(const uint8_t *b, __m256 ds, __m256 neg_dm, int sub,
-                                     __m256 w[4]) {
+ * bit 4 of element l of sub-block sub. Register k (0..3) of sub-block sub:
+ * elements 32 sub + 8k..8k+7. */
+OBC_QUANT_INLINE __m256 quant_q5_k(const uint8_t *b, __m256 ds, __m256 neg_dm, int sub, int k) {
   __m256i h = _mm256_loadu_si256((const __m256i *)(b + 16)), mask = _mm256_set1_epi8(0x0f);
   __m256i v = _mm256_loadu_si256((const __m256i *)(b + 48 + 32 * (sub / 2)));
   __m256i nibbles = _mm256_and_si256(sub % 2 ? _mm256_srli_epi16(v, 4) : v, mask);
   __m256i q = _mm256_or_si256(nibbles, quant_bit4_of_bytes32(h, sub));
-  __m256 d = quant_lane(ds, sub), m = quant_lane(neg_dm, sub);
-  quant_affine16(_mm256_castsi256_si128(q), d, m, w);
-  quant_affine16(_mm256_extracti128_si256(q, 1), d, m, w + 2);
+  return _mm256_fmadd_ps(quant_lane(ds, sub), quant_i8_ps(q, k), quant_lane(neg_dm, sub));
 }
 
 /* Q6_K: ql[128], qh[64], int8 scales[16], f16 d. dsc[0], dsc[1]: d * scale
@@ -247,18 +237,27 @@ OBC_QUANT_INLINE void quant_q6_k_scales(const uint8_t *b, __m256 dsc[2]) {
 /* Group g (0..3) of half `half` (0, 1) of a Q6_K block: the 32 elements
  * e = 128 half + 32 g + l take nibble g/2 of ql[64 half + 32 (g % 2) + l] and
  * bits 2g, 2g + 1 of qh[32 half + l]; w = (d * scale[e / 16]) * (q - 32).
- * w[k]: elements 128 half + 32 g + 8k..8k+7. */
-OBC_QUANT_INLINE void quant_q6_k_group(const uint8_t *b, const __m256 dsc[2], int half, int g,
-                                       __m256 w[4]) {
+ * quant_q6_k_quants: the group's q - 32 as 32 signed bytes; quant_q6_k:
+ * register k (0..3) of the group, elements 128 half + 32 g + 8k..8k+7, from
+ * those and the group's scales. */
+OBC_QUANT_INLINE __m256i quant_q6_k_quants(const uint8_t *b, int half, int g) {
   __m256i low = _mm256_loadu_si256((const __m256i *)(b + 64 * half + 32 * (g % 2)));
   __m256i high = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * half));
   __m256i nibble = _mm256_and_si256(_mm256_srli_epi16(low, 4 * (g / 2)), _mm256_set1_epi8(0x0f));
   __m256i top = _mm256_and_si256(_mm256_srli_epi16(high, 2 * g), _mm256_set1_epi8(3));
   __m256i q = _mm256_or_si256(nibble, _mm256_slli_epi16(top, 4)); /* top < 4: no carry */
-  q = _mm256_sub_epi8(q, _mm256_set1_epi8(32));
-  int k = 8 * half + 2 * g; /* scale index of elements 0-15 of the group */
-  quant_scaled16(_mm256_castsi256_si128(q), quant_lane(dsc[k / 8], k % 8), w);
-  quant_scaled16(_mm256_extracti128_si256(q, 1), quant_lane(dsc[k / 8], k % 8 + 1), w + 2);
+  return _mm256_sub_epi8(q, _mm256_set1_epi8(32));
+}
+
+/* The group's two scales: d * scale for its elements 0-15 (d[0]) and 16-31. */
+OBC_QUANT_INLINE void quant_q6_k_group_scales(const __m256 dsc[2], int half, int g, __m256 d[2]) {
+  int scale = 8 * half + 2 * g;
+  d[0] = quant_lane(dsc[scale / 8], scale % 8);
+  d[1] = quant_lane(dsc[scale / 8], scale % 8 + 1);
+}
+
+OBC_QUANT_INLINE __m256 quant_q6_k(__m256i q, const __m256 d[2], int k) {
+  return _mm256_mul_ps(d[k / 2], quant_i8_ps(q, k));
 }
 
 #endif

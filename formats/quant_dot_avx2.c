@@ -42,14 +42,6 @@ QD_INLINE void fma_vectors(__m256 w, const float *x, size_t cols, int nx, __m256
     acc[b] = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + (size_t)b * cols), acc[b]);
 }
 
-/* Every block's weights come from formats/quant_avx2.h in registers of 8
- * elements; fma_weights multiplies n of them, for elements x[0..8n), into the
- * accumulators. */
-QD_INLINE void fma_weights(const __m256 *w, int n, const float *x, size_t cols, int nx,
-                           __m256 *acc) {
-  for (int k = 0; k < n; k++) fma_vectors(w[k], x + 8 * k, cols, nx, acc);
-}
-
 /* ---- the float types: a "block" of 8 elements ---------------------------- */
 
 QD_INLINE void unit_f32(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
@@ -64,14 +56,21 @@ QD_INLINE void unit_bf16(const uint8_t *b, const float *x, size_t cols, int nx, 
   fma_vectors(quant_bf16x8(b), x, cols, nx, acc);
 }
 
-/* ---- 32-element blocks, in element order ------------------------------------ */
+/* ---- quantised blocks ---------------------------------------------------------- */
+
+/* Each register of 8 weights is built (formats/quant_avx2.h) just before its
+ * FMAs, in the element order of the accumulators (Q4_K: a chunk's two
+ * sub-blocks together). The loops are unrolled so that every index is a
+ * constant: the builders' selections then fold away and the compiler shares
+ * their common work; built all at once, the registers of a block crowded out
+ * the accumulators and 8-vector passes ran up to 20 % slower
+ * (bench_quant_dot). */
 
 #define QD_BLOCK32(NAME)                                                             \
   QD_INLINE void block_##NAME(const uint8_t *b, const float *x, size_t cols, int nx, \
                               __m256 *acc) {                                         \
-    __m256 w[4];                                                                     \
-    quant_##NAME(b, w);                                                              \
-    fma_weights(w, 4, x, cols, nx, acc);                                             \
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)                              \
+        fma_vectors(quant_##NAME(b, k), x + 8 * k, cols, nx, acc);                   \
   }
 QD_BLOCK32(q8_0)
 QD_BLOCK32(q4_0)
@@ -84,33 +83,39 @@ QD_BLOCK32(q5_1)
 /* Q4_K takes a 32-byte chunk's two sub-blocks together, 16 bytes at a time:
  * elements 0-15 and 32-47 of the chunk, then 16-31 and 48-63. */
 QD_INLINE void block_q4_k(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
-  __m256 ds, neg_dm, w[4];
+  __m256 ds, neg_dm, d[2], m[2];
   quant_k_factors(b, &ds, &neg_dm);
-  for (int c = 0; c < 4; c++)
-    for (int h = 0; h < 2; h++) {
-      quant_q4_k_half(b, ds, neg_dm, c, h, w);
-      const float *xc = x + 64 * c + 16 * h;
-      fma_weights(w, 2, xc, cols, nx, acc);
-      fma_weights(w + 2, 2, xc + 32, cols, nx, acc);
-    }
-}
-
-QD_INLINE void block_q5_k(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
-  __m256 ds, neg_dm, w[4];
-  quant_k_factors(b, &ds, &neg_dm);
-  for (int sub = 0; sub < 8; sub++) {
-    quant_q5_k_sub(b, ds, neg_dm, sub, w);
-    fma_weights(w, 4, x + 32 * sub, cols, nx, acc);
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; c++) {
+    quant_q4_k_chunk(ds, neg_dm, c, d, m);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++)
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; k++)
+        fma_vectors(quant_q4_k(b, d, m, c, h, k), x + 64 * c + 16 * h + quant_q4_k_offset(k), cols,
+                    nx, acc);
   }
 }
 
+QD_INLINE void block_q5_k(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
+  __m256 ds, neg_dm;
+  quant_k_factors(b, &ds, &neg_dm);
+  for (int sub = 0; sub < 8; sub++)
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++)
+      fma_vectors(quant_q5_k(b, ds, neg_dm, sub, k), x + 32 * sub + 8 * k, cols, nx, acc);
+}
+
 QD_INLINE void block_q6_k(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
-  __m256 dsc[2], w[4];
+  __m256 dsc[2], d[2];
   quant_q6_k_scales(b, dsc);
   for (int half = 0; half < 2; half++)
     for (int g = 0; g < 4; g++) {
-      quant_q6_k_group(b, dsc, half, g, w);
-      fma_weights(w, 4, x + 128 * half + 32 * g, cols, nx, acc);
+      __m256i q = quant_q6_k_quants(b, half, g);
+      quant_q6_k_group_scales(dsc, half, g, d);
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; k++)
+        fma_vectors(quant_q6_k(q, d, k), x + 128 * half + 32 * g + 8 * k, cols, nx, acc);
     }
 }
 
