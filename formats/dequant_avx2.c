@@ -18,14 +18,23 @@
 #include "formats/gguf.h"
 #include "formats/quant_avx2.h"
 
-/* One block at b into y[0 .. block size), register by register in loops
- * unrolled so that every index is a constant (formats/quant_dot_avx2.c). */
+/* One block at b into y[0 .. block size). Registers are built (loops
+ * unrolled so that every index is a constant, formats/quant_avx2.h) four at a
+ * time before any is stored: y is a float pointer that a compiler must assume
+ * may overlap the block's bytes, so a store between two registers would make
+ * it load and decode the shared bytes again. */
 typedef void (*DequantBlock)(const uint8_t *b, float *y);
 
-#define DQ_BLOCK32(NAME)                                           \
-  OBC_QUANT_INLINE void block_##NAME(const uint8_t *b, float *y) { \
-    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)            \
-        _mm256_storeu_ps(y + 8 * k, quant_##NAME(b, k));           \
+/* y[8k .. 8k + 8) = w[k] for k < 4. */
+OBC_QUANT_INLINE void store4(float *y, const __m256 w[4]) {
+  for (int k = 0; k < 4; k++) _mm256_storeu_ps(y + 8 * k, w[k]);
+}
+
+#define DQ_BLOCK32(NAME)                                                           \
+  OBC_QUANT_INLINE void block_##NAME(const uint8_t *b, float *y) {                 \
+    __m256 w[4];                                                                   \
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) w[k] = quant_##NAME(b, k); \
+    store4(y, w);                                                                  \
   }
 DQ_BLOCK32(q8_0)
 DQ_BLOCK32(q4_0)
@@ -34,38 +43,42 @@ DQ_BLOCK32(q5_0)
 DQ_BLOCK32(q5_1)
 
 OBC_QUANT_INLINE void block_q4_k(const uint8_t *b, float *y) {
-  __m256 ds, neg_dm, d[2], m[2];
+  __m256 ds, neg_dm, d[2], m[2], w[4];
   quant_k_factors(b, &ds, &neg_dm);
 #pragma GCC unroll 4
   for (int c = 0; c < 4; c++) {
     quant_q4_k_chunk(ds, neg_dm, c, d, m);
 #pragma GCC unroll 2
-    for (int h = 0; h < 2; h++)
+    for (int h = 0; h < 2; h++) {
 #pragma GCC unroll 4
+      for (int k = 0; k < 4; k++) w[k] = quant_q4_k(b, d, m, c, h, k);
       for (int k = 0; k < 4; k++)
-        _mm256_storeu_ps(y + 64 * c + 16 * h + quant_q4_k_offset(k), quant_q4_k(b, d, m, c, h, k));
+        _mm256_storeu_ps(y + 64 * c + 16 * h + quant_q4_k_offset(k), w[k]);
+    }
   }
 }
 
 OBC_QUANT_INLINE void block_q5_k(const uint8_t *b, float *y) {
-  __m256 ds, neg_dm;
+  __m256 ds, neg_dm, w[4];
   quant_k_factors(b, &ds, &neg_dm);
-  for (int sub = 0; sub < 8; sub++)
+#pragma GCC unroll 8
+  for (int sub = 0; sub < 8; sub++) {
 #pragma GCC unroll 4
-    for (int k = 0; k < 4; k++)
-      _mm256_storeu_ps(y + 32 * sub + 8 * k, quant_q5_k(b, ds, neg_dm, sub, k));
+    for (int k = 0; k < 4; k++) w[k] = quant_q5_k(b, ds, neg_dm, sub, k);
+    store4(y + 32 * sub, w);
+  }
 }
 
 OBC_QUANT_INLINE void block_q6_k(const uint8_t *b, float *y) {
-  __m256 dsc[2], d[2];
+  __m256 dsc[2], d[2], w[4];
   quant_q6_k_scales(b, dsc);
   for (int half = 0; half < 2; half++)
     for (int g = 0; g < 4; g++) {
       __m256i q = quant_q6_k_quants(b, half, g);
       quant_q6_k_group_scales(dsc, half, g, d);
 #pragma GCC unroll 4
-      for (int k = 0; k < 4; k++)
-        _mm256_storeu_ps(y + 128 * half + 32 * g + 8 * k, quant_q6_k(q, d, k));
+      for (int k = 0; k < 4; k++) w[k] = quant_q6_k(q, d, k);
+      store4(y + 128 * half + 32 * g, w);
     }
 }
 
