@@ -18,9 +18,9 @@
 #include "formats/gguf.h"
 #include "formats/quant_avx2.h"
 
-/* One block at b into y[0 .. block size). Registers are built (loops
- * unrolled so that every index is a constant, formats/quant_avx2.h) four at a
- * time before any is stored: y is a float pointer that a compiler must assume
+/* One block at b into y[0 .. block size). Registers are built (in loops
+ * unrolled so that their indices are constants, formats/quant_avx2.h) four
+ * at a time before any is stored: y is a float pointer that a compiler must assume
  * may overlap the block's bytes, so a store between two registers would make
  * it load and decode the shared bytes again. */
 typedef void (*DequantBlock)(const uint8_t *b, float *y);

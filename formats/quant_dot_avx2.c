@@ -60,11 +60,11 @@ QD_INLINE void unit_bf16(const uint8_t *b, const float *x, size_t cols, int nx, 
 
 /* Each register of 8 weights is built (formats/quant_avx2.h) just before its
  * FMAs, in the element order of the accumulators (Q4_K: a chunk's two
- * sub-blocks together). The loops are unrolled so that every index is a
- * constant: the builders' selections then fold away and the compiler shares
- * their common work; built all at once, the registers of a block crowded out
- * the accumulators and 8-vector passes ran up to 20 % slower
- * (bench_quant_dot). */
+ * sub-blocks together). The loops over a group's registers (and Q4_K's over
+ * chunks) are unrolled so that their indices are constants: the builders'
+ * selections then fold away and the compiler shares their common work. Built
+ * four at a time, the registers crowded out the accumulators and 8-vector
+ * passes ran up to 20 % slower (bench_quant_dot). */
 
 #define QD_BLOCK32(NAME)                                                             \
   QD_INLINE void block_##NAME(const uint8_t *b, const float *x, size_t cols, int nx, \
