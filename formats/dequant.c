@@ -1,10 +1,13 @@
 /* Dequantisation of ggml tensor blocks to fp32 (dequant_gguf, formats/gguf.h).
  *
- * One function per block format, each decoding one block; the driver runs
- * them over the blocks with OpenMP when the tensor is large. The layouts are
- * ggml's: a 32-element block holds f16 scale(s), optional high bits and packed
- * 4/8-bit quants, low nibbles first (elements 0-15) then high nibbles (16-31);
- * the 256-element "K" super-blocks add 6-bit sub-block scales. */
+ * One function per block format, each decoding one block in plain C: the
+ * portable twin of the AVX2 decoders (formats/dequant_avx2.c), which give the
+ * same bits (formats/quant_avx2.h says why). The driver checks the request
+ * and runs one of the two over the blocks, with OpenMP when the tensor is
+ * large. The layouts are ggml's: a 32-element block holds f16 scale(s),
+ * optional high bits and packed 4/8-bit quants, low nibbles first (elements
+ * 0-15) then high nibbles (16-31); the 256-element "K" super-blocks add 6-bit
+ * sub-block scales. */
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +16,8 @@
 #include "common/obc_error.h"
 #include "formats/float16.h"
 #include "formats/gguf.h"
+#include "formats/gguf_internal.h"
+#include "formats/quant_dot.h"
 
 enum { QK = 32, QK_K = 256, K_SCALE_BYTES = 12 };
 
@@ -161,9 +166,21 @@ static BlockDecoder block_decoder(uint32_t type) {
   }
 }
 
-int dequant_gguf(uint32_t type, const void *data, float *out, size_t n) {
+void dequant_span_portable(uint32_t type, const uint8_t *blocks, float *out, size_t n_blocks) {
   BlockDecoder decode = block_decoder(type);
-  if (!decode)
+  size_t block_size = gguf_type_block_size(type), block_bytes = gguf_type_block_bytes(type);
+  for (size_t i = 0; i < n_blocks; i++) decode(blocks + i * block_bytes, out + i * block_size);
+}
+
+/* Elements per OpenMP work item of a large tensor: a multiple of every block
+ * size (1, 32, 256). */
+enum { SPAN_ELEMENTS = 16384 };
+
+typedef void (*DequantSpan)(uint32_t type, const uint8_t *blocks, float *out, size_t n_blocks);
+
+/* dequant_gguf with the span decoder `span`. */
+static int dequant_with(DequantSpan span, uint32_t type, const void *data, float *out, size_t n) {
+  if (!block_decoder(type))
     return obc_fail(OBC_EUNSUPPORTED,
                     "unsupported ggml type %" PRIu32
                     " (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)",
@@ -177,17 +194,35 @@ int dequant_gguf(uint32_t type, const void *data, float *out, size_t n) {
     return 0;
   }
   const uint8_t *bytes = data;
-  long n_blocks = (long)(n / block_size);
+  size_t n_blocks = n / block_size;
   /* Blocks are independent; threads only pay off past ~1M elements. Below
    * that, no OpenMP region at all: entering even an inactive one costs more
-   * than decoding a block (the portable quant_dot twin calls this per block). */
+   * than decoding a block (the portable quant_dot twin calls this per block,
+   * prefill per tile of weight rows). */
   if (n < (1u << 20)) {
-    for (long i = 0; i < n_blocks; i++)
-      decode(bytes + (size_t)i * block_bytes, out + (size_t)i * block_size);
+    span(type, bytes, out, n_blocks);
     return 0;
   }
+  size_t per_span = SPAN_ELEMENTS / block_size;
+  long n_spans = (long)((n_blocks + per_span - 1) / per_span);
 #pragma omp parallel for schedule(static)
-  for (long i = 0; i < n_blocks; i++)
-    decode(bytes + (size_t)i * block_bytes, out + (size_t)i * block_size);
+  for (long s = 0; s < n_spans; s++) {
+    size_t first = (size_t)s * per_span;
+    size_t count = n_blocks - first < per_span ? n_blocks - first : per_span;
+    span(type, bytes + first * block_bytes, out + first * block_size, count);
+  }
   return 0;
+}
+
+int dequant_gguf_portable(uint32_t type, const void *data, float *out, size_t n) {
+  return dequant_with(dequant_span_portable, type, data, out, n);
+}
+
+int dequant_gguf_avx2(uint32_t type, const void *data, float *out, size_t n) {
+  return dequant_with(dequant_span_avx2, type, data, out, n);
+}
+
+int dequant_gguf(uint32_t type, const void *data, float *out, size_t n) {
+  return dequant_with(quant_dot_uses_avx2() ? dequant_span_avx2 : dequant_span_portable, type, data,
+                      out, n);
 }

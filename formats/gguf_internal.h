@@ -1,6 +1,7 @@
 /* Internals of the GGUF reader shared by its parsing (formats/gguf.c) and
  * metadata look-up (formats/gguf_metadata.c) halves: the file handle and one
- * metadata entry, both pointing into the memory-mapped file. */
+ * metadata entry, both pointing into the memory-mapped file; and the two
+ * block loops of dequant_gguf (formats/dequant.c, formats/dequant_avx2.c). */
 #ifndef OBC_GGUF_INTERNAL_H
 #define OBC_GGUF_INTERNAL_H
 
@@ -40,5 +41,11 @@ struct GgufFile {
 
 /* Size of a fixed-size value type, 0 for string/array, -1 when unknown. */
 int gguf_value_type_size(uint32_t type);
+
+/* out[0 .. n_blocks * block size) = the n_blocks whole blocks at `blocks`, of
+ * a type dequant_gguf supports: the portable loop, and the AVX2 + FMA + F16C
+ * one (only where quant_dot_avx2_supported() is 1) with the same bits. */
+void dequant_span_portable(uint32_t type, const uint8_t *blocks, float *out, size_t n_blocks);
+void dequant_span_avx2(uint32_t type, const uint8_t *blocks, float *out, size_t n_blocks);
 
 #endif

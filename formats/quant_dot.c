@@ -12,7 +12,7 @@
 /* Elements dequantised at a time: a multiple of every block size (1, 32, 256). */
 enum { CHUNK = 2048 };
 
-/* Per row: dequantise up to CHUNK elements with dequant_gguf, then for each
+/* Per row: dequantise up to CHUNK elements with dequant_gguf_portable, then for each
  * vector add each block's products in element order and the block sums in
  * block order. Plain C, the reference the fast kernels are compared with. */
 void quant_dot_rows_portable(uint32_t type, const void *w, size_t row_bytes, size_t cols,
@@ -24,7 +24,7 @@ void quant_dot_rows_portable(uint32_t type, const void *w, size_t row_bytes, siz
     for (size_t b = 0; b < n_x; b++) y[b * y_stride + r] = 0.0f;
     for (size_t start = 0; start < cols; start += CHUNK) {
       size_t n = cols - start < CHUNK ? cols - start : CHUNK;
-      if (dequant_gguf(type, row + start / block * block_bytes, values, n)) {
+      if (dequant_gguf_portable(type, row + start / block * block_bytes, values, n)) {
         for (size_t b = 0; b < n_x; b++) y[b * y_stride + r] = NAN; /* unsupported type */
         break;
       }
@@ -44,7 +44,8 @@ static QuantDotFn chosen_kernel = quant_dot_rows_portable;
 static const char *chosen_name = "portable";
 static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
 
-/* Once per process: OBC_SIMD=portable, else AVX2 when CPUID reports it. */
+/* Once per process, for quant_dot_rows and dequant_gguf alike: OBC_SIMD=portable,
+ * else AVX2 when CPUID reports it. */
 static void choose_kernel(void) {
   const char *simd = getenv("OBC_SIMD");
   if (simd && strcmp(simd, "portable") == 0) return;
@@ -52,6 +53,11 @@ static void choose_kernel(void) {
     chosen_kernel = quant_dot_rows_avx2;
     chosen_name = "avx2";
   }
+}
+
+int quant_dot_uses_avx2(void) {
+  pthread_once(&chosen_once, choose_kernel);
+  return chosen_kernel == quant_dot_rows_avx2;
 }
 
 const char *quant_dot_kernel_name(void) {

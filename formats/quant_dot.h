@@ -45,4 +45,8 @@ void quant_dot_rows_avx2(uint32_t type, const void *w, size_t row_bytes, size_t 
 /* 1 when the processor and the OS run AVX2, FMA and F16C code, else 0. */
 int quant_dot_avx2_supported(void);
 
+/* 1 when this process uses the AVX2 kernels (quant_dot_rows, dequant_gguf):
+ * quant_dot_kernel_name() is "avx2". Chosen once per process. */
+int quant_dot_uses_avx2(void);
+
 #endif
