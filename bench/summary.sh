@@ -66,7 +66,7 @@ analyze() { # THREADS one|8: "speed-up vs NumPy (CPU), time / floor"
 cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
 echo "Measured $(date -u +%F) on $cpu, $(nproc) cores, $(free -g | awk '/Mem:/ { print $2 }') GiB;"
 echo "OpenBLAS core $("$BUILD/obcache" version | sed -n 's/.*(core \(.*\))/\1/p'), dot-product" \
-  "kernel $("$BUILD/obcache" version | sed -n 's/^simd *quantised dot products: \([a-z0-9]*\).*/\1/p')."
+  "kernel $("$BUILD/obcache" version | sed -n 's/^simd *quantised dot products[a-z ]*: \([a-z0-9]*\).*/\1/p')."
 echo "Default model SmolLM2-135M-Instruct Q4_1; trace $TRACE; replay sweep 11 scores x 6 budgets,"
 echo "$STEPS decode steps. Raw outputs: $out/."
 echo

@@ -118,8 +118,10 @@ int main(int argc, char **argv) {
     /* The BLAS kernels decide the last bits of every GEMM (README, Tests). */
     printf("obcache %s\nblas    %s (core %s)\n", OBC_VERSION, openblas_get_config(),
            openblas_get_corename());
-    printf("simd    quantised dot products: %s (OBC_SIMD=portable forces the portable C)\n",
-           quant_dot_kernel_name());
+    printf(
+        "simd    quantised dot products and dequantisation: %s (OBC_SIMD=portable forces the "
+        "portable C)\n",
+        quant_dot_kernel_name());
     main_print_wait_policy();
     return 0;
   }
