@@ -117,18 +117,27 @@ int obc_text_open_in(ObcPendingFile *file, const char *dir, const char *name, FI
   return obc_text_open(file, path, out);
 }
 
-int obc_text_close(ObcPendingFile *file, FILE *fp, int ok) {
-  int write_error = ferror(fp);
+/* Closes fp, the stream of file's temporary name; fails, naming the file,
+ * when a write or the close failed (disk full, file-size limit). */
+static int pending_close(const ObcPendingFile *file, FILE *fp) {
+  int failed = ferror(fp);
   errno = 0;
-  int close_error = fclose(fp) != 0;
+  if (fclose(fp) != 0) failed = 1;
   int err = errno;
+  if (failed)
+    return obc_fail(OBC_EIO, "%s: write failed: %s", file->final_path,
+                    obc_write_error_text(file->temp_path, err));
+  return OBC_OK;
+}
+
+int obc_text_close(ObcPendingFile *file, FILE *fp, int ok) {
   if (!ok) {
+    fclose(fp);
     obc_pending_abort(file);
     return OBC_OK;
   }
-  if (write_error || close_error) {
-    int rc = obc_fail(OBC_EIO, "%s: write failed: %s", file->final_path,
-                      obc_write_error_text(file->temp_path, err));
+  int rc = pending_close(file, fp);
+  if (rc) {
     obc_pending_abort(file);
     return rc;
   }
@@ -257,14 +266,7 @@ int obc_output_open(ObcOutputSet *set, const char *name, FILE **fp) {
 }
 
 int obc_output_close(ObcOutputSet *set, FILE *fp) {
-  const ObcPendingFile *file = &set->files[set->count - 1];
-  int failed = ferror(fp);
-  errno = 0;
-  if (fclose(fp) != 0) failed = 1;
-  if (failed)
-    return obc_fail(OBC_EIO, "%s: write failed: %s", file->final_path,
-                    obc_write_error_text(file->temp_path, errno));
-  return OBC_OK;
+  return pending_close(&set->files[set->count - 1], fp);
 }
 
 const char *obc_output_name(const ObcOutputSet *set, size_t i) {
