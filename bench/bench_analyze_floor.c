@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/obc_startup.h"
+
 static double now_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -73,6 +75,7 @@ static double read_seconds(const char *path, int repeats, double *bytes) {
 }
 
 int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   if (argc < 8) {
     fprintf(stderr,
             "usage: bench_analyze_floor TRACE QUERY_HEADS N_PROMPT N_POSITIONS HEAD_DIM "

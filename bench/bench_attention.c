@@ -17,6 +17,7 @@
 
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_startup.h"
 #include "runtime/cpu_attention.h"
 
 enum { HEADS = 9, KV_HEADS = 3, HEAD_DIM = 64, CHUNK = 512 };
@@ -112,6 +113,7 @@ static int parse_list(const char *name, const char *text, size_t *out, size_t ca
 }
 
 int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   size_t threads[4] = {1, 2}, n_threads = 2, lengths[8] = {512, 2048, 4096}, n_lengths = 3;
   size_t runs = 5;
   for (int i = 1; i < argc; i++) {

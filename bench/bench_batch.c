@@ -14,6 +14,7 @@
 
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_startup.h"
 #include "model/model.h"
 #include "runtime/batch.h"
 #include "runtime/runtime.h"
@@ -35,6 +36,7 @@ static void marks(size_t b, size_t n, unsigned char *keep, size_t s) {
 }
 
 int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   const char *path = argc > 1 ? argv[1] : model_default_path();
   size_t s = argc > 2 ? (size_t)atol(argv[2]) : 4096, n = argc > 3 ? (size_t)atol(argv[3]) : 132;
   size_t steps = argc > 4 ? (size_t)atol(argv[4]) : 4;

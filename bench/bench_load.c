@@ -14,6 +14,7 @@
 
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_startup.h"
 #include "formats/gguf.h"
 #include "formats/quant_dot.h"
 #include "model/model.h"
@@ -159,6 +160,7 @@ static int bench_tiles(int repeats) {
 }
 
 int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   const char *path = argc > 1 ? argv[1] : model_default_path();
   int repeats = argc > 2 ? atoi(argv[2]) : 3;
   if (repeats < 1) repeats = 1;

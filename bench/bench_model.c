@@ -15,6 +15,7 @@
 
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_startup.h"
 #include "runtime/cpu_ops.h"
 #include "runtime/generate.h"
 #include "model/model.h"
@@ -215,6 +216,7 @@ static int bench_mode(const BenchArgs *a, ModelWeightsMode mode, BenchResult *r)
 }
 
 int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   BenchArgs a = {NULL, 0, 64, {512, 2048, 4096}, 3};
   const char *weights = "both";
   for (int i = 1; i < argc; i++) {

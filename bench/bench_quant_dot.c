@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/obc_cli.h"
+#include "common/obc_startup.h"
 #include "formats/gguf.h"
 #include "formats/quant_dot.h"
 
@@ -264,6 +265,7 @@ static void bench_set(const char *title, const MatrixShape *shapes, size_t n_sha
 }
 
 int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   const char *which = argc > 1 ? argv[1] : "all";
   int repeats = argc > 2 ? atoi(argv[2]) : 3;
   const char *types = argc > 3 ? argv[3] : NULL;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/obc_startup.h"
 #include "scores/scores.h"
 #include "common/obc_error.h"
 #include "oracle/oracle.h"
@@ -24,6 +25,7 @@ static double now_seconds(clockid_t clock) {
 }
 
 int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   size_t s = argc > 1 ? strtoul(argv[1], NULL, 10) : 8192;
   size_t rows = argc > 2 ? strtoul(argv[2], NULL, 10) : 128;
   int repeats = argc > 3 ? atoi(argv[3]) : 5;

@@ -10,6 +10,7 @@
 
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_startup.h"
 #include "tokenizer/text_input.h"
 #include "formats/gguf.h"
 #include "model/model.h"
@@ -27,6 +28,7 @@ static int open_tokenizer(const char *path, Tokenizer **out) {
 }
 
 int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   const char *model = argc > 1 ? argv[1] : model_default_path();
   const char *text_path = argc > 2 ? argv[2] : OBC_SOURCE_DIR "/tests/tokenizer_corpus.txt";
   char *unit = NULL;

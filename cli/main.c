@@ -1,16 +1,15 @@
 /* obcache: git-style dispatch to the subcommands of cli/commands.h. The only
  * place that prints a library error and chooses the exit status. */
 #include <cblas.h>
-#include <errno.h>
 #include <hdf5.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/commands.h"
 #include "common/obc_error.h"
+#include "common/obc_startup.h"
 #include "formats/quant_dot.h"
 
 typedef struct {
@@ -54,32 +53,11 @@ static void print_usage(FILE *out) {
   fprintf(out, "  %-12s %s\n", "version", "print the tool version");
   fprintf(out,
           "\nIdle OpenMP threads spin briefly, then sleep (GOMP_SPINCOUNT=1000) unless\n"
-          "OMP_WAIT_POLICY or GOMP_SPINCOUNT is set; --threads N sets how many there are.\n");
-}
-
-/* Idle OpenMP threads that spin (libgomp's default: 300000 spins, about
- * 3 ms, before sleeping) steal the cores the busy threads need when other jobs
- * share the machine: with every core taken by another process, decoding fell
- * from 31 to 0.5 tokens/s. Passive waiting (spin count 0) avoids that but
- * halves decode speed on an idle machine, where each short parallel region of
- * a decode step wakes sleeping threads. A short spin (GOMP_SPINCOUNT=1000:
- * 1000 turns of libgomp's wait loop, microseconds rather than milliseconds) kept the idle speed and most of the passive speed under load
- * (README, "Threads"), so it is the default. libgomp reads the variables
- * when it loads, before main, so the only way to set a default is to set it
- * and run this program again. A user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT
- * is kept; the variable being set is what stops a second exec. Returns only
- * when no exec happened. */
-static void main_default_short_spin(char **argv) {
-  const char *policy = getenv("OMP_WAIT_POLICY");
-  if ((policy && policy[0]) || getenv("GOMP_SPINCOUNT")) return;
-  if (setenv("GOMP_SPINCOUNT", "1000", 1) != 0) return;
-  execv("/proc/self/exe", argv);
-  int err = errno;
-  unsetenv("GOMP_SPINCOUNT"); /* not in effect: `version` must not claim it */
-  fprintf(stderr,
-          "obcache: warning: cannot restart with GOMP_SPINCOUNT=1000 (%s); idle threads may "
-          "spin\n",
-          strerror(err));
+          "OMP_WAIT_POLICY or GOMP_SPINCOUNT is set; --threads N sets how many there are.\n"
+          "OpenBLAS runs the kernels it detects; where it would fall back to its generic\n"
+          "SSE3 ones on a processor with AVX or better, obcache sets OPENBLAS_CORETYPE\n"
+          "(SkylakeX, Haswell or Sandybridge, from CPUID). A user's OPENBLAS_CORETYPE is\n"
+          "kept. `obcache version` says which kernels run and why.\n");
 }
 
 /* `obcache version`'s line on OpenMP waiting, from the environment this
@@ -97,7 +75,7 @@ static void main_print_wait_policy(void) {
 }
 
 int main(int argc, char **argv) {
-  main_default_short_spin(argv);
+  obc_startup_defaults(argv);
   if (argc < 2) {
     print_usage(stderr);
     return 2;
@@ -116,8 +94,9 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(name, "version") || !strcmp(name, "--version")) {
     /* The BLAS kernels decide the last bits of every GEMM (README, Tests). */
-    printf("obcache %s\nblas    %s (core %s)\n", OBC_VERSION, openblas_get_config(),
-           openblas_get_corename());
+    char core[256];
+    obc_blas_core_describe(core, sizeof core);
+    printf("obcache %s\nblas    %s (core %s)\n", OBC_VERSION, openblas_get_config(), core);
     printf(
         "simd    quantised dot products and dequantisation: %s (OBC_SIMD=portable forces the "
         "portable C)\n",

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "analyze/bias.h"
+#include "common/obc_startup.h"
 #include "scores/select.h"
 #include "scores/stats.h"
 #include "cli/commands.h"
@@ -417,7 +418,8 @@ static Suite *analyze_suite(void) {
   return s;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   SRunner *runner = srunner_create(analyze_suite());
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);

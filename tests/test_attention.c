@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
+#include "common/obc_startup.h"
 #include "runtime/cpu_attention.h"
 
 /* One problem: shape, inputs and the captured rows. */
@@ -267,7 +268,8 @@ static Suite *attention_suite(void) {
   return s;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   SRunner *runner = srunner_create(attention_suite());
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);

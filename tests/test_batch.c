@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
+#include "common/obc_startup.h"
 #include "model/model.h"
 #include "runtime/batch.h"
 #include "runtime/runtime.h"
@@ -279,7 +280,8 @@ static Suite *batch_suite(void) {
   return s;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   SRunner *runner = srunner_create(batch_suite());
   srunner_set_fork_status(runner, CK_NOFORK); /* OpenMP threads do not survive a fork */
   srunner_run_all(runner, CK_NORMAL);

@@ -13,6 +13,7 @@
 
 #include "capture/capture.h"
 #include "capture/niah.h"
+#include "common/obc_startup.h"
 #include "corpus/niah_haystack.h"
 #include "common/obc_error.h"
 #include "runtime/generate.h"
@@ -337,7 +338,8 @@ static Suite *capture_suite(void) {
   return s;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   const char *path = getenv("OBC_MODEL");
   if (!path || access(path, R_OK)) {
     printf("test_capture: skipped, no model at OBC_MODEL (run scripts/setup.sh)\n");

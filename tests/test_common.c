@@ -1,6 +1,7 @@
 /* Check suite for common/: pending files and output sets appear only when
  * complete, the number/list parsers reject bad input with a message naming
  * the option, and the option tables parse argv and print the help. */
+#include <cblas.h>
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_options.h"
+#include "common/obc_startup.h"
 #include "tests/test_env.h"
 
 static char scratch[4096];
@@ -304,7 +306,142 @@ START_TEST(options_help_lists_every_option_with_its_default) {
 }
 END_TEST
 
-int main(void) {
+/* ---- the BLAS kernel family (common/obc_startup.h) ---- */
+
+/* A processor with everything up to `tier` (0 SSE3, 1 AVX, 2 AVX2 + FMA,
+ * 3 AVX-512 F/BW/DQ/VL), and an OS that saves every register it has. */
+static ObcCpuFeatures cpu_up_to(int tier) {
+  ObcCpuFeatures f = {.sse3 = 1};
+  if (tier >= 1) f.avx = f.os_ymm = 1;
+  if (tier >= 2) f.avx2 = f.fma = 1;
+  if (tier >= 3) f.avx512f = f.avx512bw = f.avx512dq = f.avx512vl = f.os_zmm = 1;
+  return f;
+}
+
+START_TEST(blas_core_for_cpu_takes_the_widest_family_the_os_saves) {
+  ObcCpuFeatures none = {0};
+  ck_assert_ptr_null(obc_blas_core_for_cpu(&none));
+  ObcCpuFeatures f = cpu_up_to(0);
+  ck_assert_ptr_null(obc_blas_core_for_cpu(&f));
+  f = cpu_up_to(1);
+  ck_assert_str_eq(obc_blas_core_for_cpu(&f), "Sandybridge");
+  f = cpu_up_to(2);
+  ck_assert_str_eq(obc_blas_core_for_cpu(&f), "Haswell");
+  f = cpu_up_to(3);
+  ck_assert_str_eq(obc_blas_core_for_cpu(&f), "SkylakeX");
+  /* Registers the OS does not save cannot be used. */
+  f = cpu_up_to(3);
+  f.os_zmm = 0;
+  ck_assert_str_eq(obc_blas_core_for_cpu(&f), "Haswell");
+  f = cpu_up_to(3);
+  f.os_ymm = f.os_zmm = 0;
+  ck_assert_ptr_null(obc_blas_core_for_cpu(&f));
+  /* AVX-512 F alone (Knights Landing has no BW/VL) is not SkylakeX's set. */
+  f = cpu_up_to(3);
+  f.avx512bw = f.avx512vl = 0;
+  ck_assert_str_eq(obc_blas_core_for_cpu(&f), "Haswell");
+  /* AVX2 without FMA is not Haswell's set. */
+  f = cpu_up_to(2);
+  f.fma = 0;
+  ck_assert_str_eq(obc_blas_core_for_cpu(&f), "Sandybridge");
+}
+END_TEST
+
+START_TEST(blas_core_tier_knows_every_name_case_insensitively) {
+  ck_assert_int_eq(obc_blas_core_tier("Prescott"), OBC_BLAS_TIER_SSE);
+  ck_assert_int_eq(obc_blas_core_tier("PRESCOTT"), OBC_BLAS_TIER_SSE);
+  ck_assert_int_eq(obc_blas_core_tier("Nehalem"), OBC_BLAS_TIER_SSE);
+  ck_assert_int_eq(obc_blas_core_tier("Barcelona"), OBC_BLAS_TIER_SSE);
+  ck_assert_int_eq(obc_blas_core_tier("sandybridge"), OBC_BLAS_TIER_AVX);
+  ck_assert_int_eq(obc_blas_core_tier("Haswell"), OBC_BLAS_TIER_AVX2);
+  ck_assert_int_eq(obc_blas_core_tier("Zen"), OBC_BLAS_TIER_AVX2);
+  ck_assert_int_eq(obc_blas_core_tier("SkylakeX"), OBC_BLAS_TIER_AVX512);
+  ck_assert_int_eq(obc_blas_core_tier("Cooperlake"), OBC_BLAS_TIER_AVX512);
+  ck_assert_int_eq(obc_blas_core_tier("Unknown"), OBC_BLAS_TIER_UNKNOWN);
+  ck_assert_int_eq(obc_blas_core_tier(""), OBC_BLAS_TIER_UNKNOWN);
+  ck_assert_int_eq(obc_blas_core_tier(NULL), OBC_BLAS_TIER_UNKNOWN);
+}
+END_TEST
+
+START_TEST(blas_core_choice_replaces_only_generic_cores) {
+  ObcCpuFeatures xeon = cpu_up_to(3), epyc = cpu_up_to(2), old = cpu_up_to(1), sse = cpu_up_to(0);
+  /* The case of an AVX-512 Xeon newer than the installed OpenBLAS. */
+  ck_assert_str_eq(obc_blas_core_choice("Prescott", &xeon), "SkylakeX");
+  ck_assert_str_eq(obc_blas_core_choice("Core2", &epyc), "Haswell");
+  ck_assert_str_eq(obc_blas_core_choice("Nehalem", &old), "Sandybridge");
+  /* Generic kernels are right where nothing better runs. */
+  ck_assert_ptr_null(obc_blas_core_choice("Prescott", &sse));
+  /* OpenBLAS's own non-generic choice is kept, even below the CPU's tier. */
+  ck_assert_ptr_null(obc_blas_core_choice("Haswell", &xeon));
+  ck_assert_ptr_null(obc_blas_core_choice("Zen", &xeon));
+  ck_assert_ptr_null(obc_blas_core_choice("Cooperlake", &xeon));
+  ck_assert_ptr_null(obc_blas_core_choice("Sandybridge", &epyc));
+  /* A name this table does not know is no evidence of a fallback. */
+  ck_assert_ptr_null(obc_blas_core_choice("Diamondrapids", &xeon));
+}
+END_TEST
+
+START_TEST(cpu_features_agree_with_the_kernel_s_flags) {
+  /* Linux lists a flag in /proc/cpuinfo only when the CPU has it and the
+   * kernel saves its registers (it clears AVX and all that depends on it
+   * without the YMM state, AVX-512 without the ZMM state), so on x86-64
+   * Linux the two must agree. */
+  FILE *fp = fopen("/proc/cpuinfo", "r");
+  if (!fp) return;
+  char line[8192];
+  int found = 0;
+  while (fgets(line, sizeof line, fp))
+    if (!strncmp(line, "flags", 5)) {
+      found = 1;
+      break;
+    }
+  fclose(fp);
+  if (!found) return; /* not x86 */
+  ObcCpuFeatures f;
+  obc_cpu_features(&f);
+  struct {
+    const char *flag;
+    int have;
+  } flags[] = {{" pni", f.sse3},
+               {" avx", f.avx && f.os_ymm},
+               {" avx2", f.avx2 && f.os_ymm},
+               {" fma", f.fma && f.os_ymm},
+               {" avx512f", f.avx512f && f.os_zmm},
+               {" avx512bw", f.avx512bw && f.os_zmm},
+               {" avx512dq", f.avx512dq && f.os_zmm},
+               {" avx512vl", f.avx512vl && f.os_zmm}};
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+    char word[32];
+    snprintf(word, sizeof word, "%s ", flags[i].flag);
+    int listed = strstr(line, word) != NULL;
+    if (!listed) { /* the last flag of the line ends in a newline */
+      size_t n = strlen(flags[i].flag), len = strlen(line);
+      listed = len > n && !strncmp(line + len - n - 1, flags[i].flag, n) && line[len - 1] == '\n';
+    }
+    ck_assert_msg(listed == !!flags[i].have, "%s: /proc/cpuinfo %d, CPUID %d", flags[i].flag,
+                  listed, flags[i].have);
+  }
+}
+END_TEST
+
+START_TEST(suite_runs_the_kernels_users_get) {
+  /* main() ran obc_startup_defaults like obcache's: unless the environment
+   * forced a core (the @Prescott twins do), no generic kernels on a CPU
+   * with better ones. */
+  const char *forced = getenv("OPENBLAS_CORETYPE");
+  const char *chosen = getenv(OBC_BLAS_CHOSEN_ENV);
+  if (forced && forced[0] && !(chosen && chosen[0])) return;
+  ObcCpuFeatures f;
+  obc_cpu_features(&f);
+  if (!obc_blas_core_for_cpu(&f)) return;
+  ck_assert_msg(obc_blas_core_tier(openblas_get_corename()) != OBC_BLAS_TIER_SSE,
+                "the suite runs OpenBLAS's generic %s kernels on a CPU with %s",
+                openblas_get_corename(), obc_blas_core_for_cpu(&f));
+}
+END_TEST
+
+int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   Suite *suite = suite_create("common");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, pending_text_file_appears_only_on_success);
@@ -317,6 +454,11 @@ int main(void) {
   tcase_add_test(tc, options_errors_name_the_option);
   tcase_add_test(tc, options_help_anywhere_wins);
   tcase_add_test(tc, options_help_lists_every_option_with_its_default);
+  tcase_add_test(tc, blas_core_for_cpu_takes_the_widest_family_the_os_saves);
+  tcase_add_test(tc, blas_core_tier_knows_every_name_case_insensitively);
+  tcase_add_test(tc, blas_core_choice_replaces_only_generic_cores);
+  tcase_add_test(tc, cpu_features_agree_with_the_kernel_s_flags);
+  tcase_add_test(tc, suite_runs_the_kernels_users_get);
   suite_add_tcase(suite, tc);
   SRunner *runner = srunner_create(suite);
   srunner_run_all(runner, CK_NORMAL);

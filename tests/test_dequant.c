@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
+#include "common/obc_startup.h"
 #include "formats/gguf.h"
 #include "formats/quant_dot.h"
 
@@ -211,7 +212,8 @@ START_TEST(bad_requests_fail_alike) {
 }
 END_TEST
 
-int main(void) {
+int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   Suite *suite = suite_create("dequant");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 600);

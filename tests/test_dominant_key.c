@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/obc_startup.h"
 #include "scores/scores.h"
 #include "common/obc_error.h"
 #include "fixture_attention.h"
@@ -221,7 +222,8 @@ START_TEST(sweep_matches_brute_force_when_one_key_takes_all_but_1e_3) {
 }
 END_TEST
 
-int main(void) {
+int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   Suite *suite = suite_create("dominant_key");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, oracle_matches_brute_force_when_one_key_takes_all_but_4e_7);

@@ -13,6 +13,7 @@
 
 #include <hdf5.h>
 
+#include "common/obc_startup.h"
 #include "scores/score_head.h"
 #include "common/obc_error.h"
 #include "evict/dynamic.h"
@@ -1002,7 +1003,8 @@ static Suite *evict_suite(void) {
   return s;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   SRunner *runner = srunner_create(evict_suite());
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);

@@ -15,6 +15,7 @@
 
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "common/obc_startup.h"
 #include "formats/gguf.h"
 #include "model/model.h"
 #include "tests/gguf_builder.h"
@@ -735,7 +736,8 @@ static Suite *gguf_suite(void) {
   return s;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   SRunner *runner = srunner_create(gguf_suite());
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);

@@ -17,6 +17,7 @@
 
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "common/obc_startup.h"
 #include "model/model.h"
 #include "model/model_load.h"
 #include "tests/tiny_gguf.h"
@@ -533,7 +534,8 @@ static Suite *model_load_suite(void) {
   return s;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   SRunner *runner = srunner_create(model_load_suite());
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/obc_startup.h"
 #include "evict/offline.h"
 #include "evict/policy.h"
 #include "scores/score_head.h"
@@ -254,7 +255,8 @@ START_TEST(test_many_sets_equal_the_one_set_path) {
 }
 END_TEST
 
-int main(void) {
+int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   Suite *s = suite_create("offline_many");
   TCase *tc = tcase_create("offline_many");
   tcase_add_test(tc, test_many_sets_equal_the_one_set_path);

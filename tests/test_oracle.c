@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
+#include "common/obc_startup.h"
 #include "fixture_attention.h"
 #include "oracle/exact_forms.h"
 #include "oracle/fast_exp.h"
@@ -345,7 +346,8 @@ START_TEST(results_do_not_depend_on_thread_count) {
 }
 END_TEST
 
-int main(void) {
+int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   Suite *suite = suite_create("oracle");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, window_errors_match_brute_force_in_double);

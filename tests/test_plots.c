@@ -13,6 +13,7 @@
 
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "common/obc_startup.h"
 #include "plots/plot.h"
 #include "plots/plot_csv.h"
 #include "plots/plot_gnuplot.h"
@@ -227,7 +228,8 @@ START_TEST(folder_without_report_fails_before_writing) {
 }
 END_TEST
 
-int main(void) {
+int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   Suite *suite = suite_create("plots");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, csv_reader_splits_header_and_rows);

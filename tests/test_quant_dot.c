@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/obc_startup.h"
 #include "formats/gguf.h"
 #include "formats/quant_dot.h"
 
@@ -362,6 +363,7 @@ START_TEST(obc_simd_portable_forces_the_twin) {
 END_TEST
 
 int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   if (argc > 1 && strcmp(argv[1], "--kernel-name") == 0) { /* for kernel_name_in_child */
     fputs(quant_dot_kernel_name(), stdout);
     return 0;

@@ -17,6 +17,7 @@
 #include "capture/capture.h"
 #include "capture/niah.h"
 #include "common/obc_error.h"
+#include "common/obc_startup.h"
 #include "evict/model_replay.h"
 #include "evict/policy.h"
 #include "model/model.h"
@@ -182,7 +183,8 @@ static Suite *replay_batch_suite(void) {
   return s;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   const char *path = test_real_model();
   if (!path) return 0;
   if (model_load(path, &model) || !model->tokenizer) {

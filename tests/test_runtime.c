@@ -11,6 +11,7 @@
 
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_startup.h"
 #include "runtime/runtime.h"
 
 /* A tiny model: weights drawn from a fixed-seed generator. */
@@ -431,7 +432,8 @@ static Suite *runtime_suite(void) {
   return s;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   SRunner *runner = srunner_create(runtime_suite());
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);

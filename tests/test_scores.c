@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/obc_startup.h"
 #include "scores/scores.h"
 #include "common/obc_error.h"
 #include "fixture_attention.h"
@@ -355,7 +356,8 @@ START_TEST(bad_windows_and_kernels_are_rejected_with_a_message) {
 }
 END_TEST
 
-int main(void) {
+int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   Suite *suite = suite_create("scores");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, taylor_and_attention_scores_match_brute_force_in_double);

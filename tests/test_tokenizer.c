@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
+#include "common/obc_startup.h"
 #include "formats/gguf.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_internal.h"
@@ -400,7 +401,8 @@ START_TEST(hf_ids_are_integers_below_the_number_of_entries) {
 }
 END_TEST
 
-int main(void) {
+int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   Suite *suite = suite_create("tokenizer");
   TCase *encode_case = tcase_create("encode");
   tcase_add_checked_fixture(encode_case, load_tokenizer, free_tokenizer);

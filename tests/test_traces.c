@@ -19,6 +19,7 @@
 
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "common/obc_startup.h"
 #include "traces/synth.h"
 #include "traces/trace.h"
 #include "traces/trace_h5.h"
@@ -951,7 +952,8 @@ static Suite *traces_suite(void) {
   return s;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   test_scratch_path("traces", scratch, sizeof scratch, 0);
   SRunner *runner = srunner_create(traces_suite());
   srunner_run_all(runner, CK_NORMAL);

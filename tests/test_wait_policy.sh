@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CLI test of the default OpenMP wait policy (README, "Threads"): with neither
 # OMP_WAIT_POLICY nor GOMP_SPINCOUNT set, every command runs with
-# GOMP_SPINCOUNT=1000, a short spin before sleeping (cli/main.c sets it and
+# GOMP_SPINCOUNT=1000, a short spin before sleeping (common/obc_startup.c sets it and
 # runs itself again, because libgomp reads it before main), and libgomp really
 # took it; a user's own
 # setting is kept; the arguments survive the restart; no warning is printed.

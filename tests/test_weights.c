@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
+#include "common/obc_startup.h"
 #include "formats/float16.h"
 #include "formats/gguf.h"
 #include "model/model_load.h"
@@ -299,7 +300,8 @@ static Suite *weights_suite(void) {
   return s;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   SRunner *runner = srunner_create(weights_suite());
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);
