@@ -47,18 +47,30 @@ static const struct {
   const char *name;
   ObcBlasTier tier;
 } blas_cores[] = {
-    {"Katmai", OBC_BLAS_TIER_SSE},         {"Coppermine", OBC_BLAS_TIER_SSE},
-    {"Northwood", OBC_BLAS_TIER_SSE},      {"Prescott", OBC_BLAS_TIER_SSE},
-    {"Banias", OBC_BLAS_TIER_SSE},         {"Atom", OBC_BLAS_TIER_SSE},
-    {"Core2", OBC_BLAS_TIER_SSE},          {"Penryn", OBC_BLAS_TIER_SSE},
-    {"Dunnington", OBC_BLAS_TIER_SSE},     {"Nehalem", OBC_BLAS_TIER_SSE},
-    {"Opteron", OBC_BLAS_TIER_SSE},        {"Opteron(SSE3)", OBC_BLAS_TIER_SSE},
-    {"Barcelona", OBC_BLAS_TIER_SSE},      {"Nano", OBC_BLAS_TIER_SSE},
-    {"Bobcat", OBC_BLAS_TIER_SSE},         {"Sandybridge", OBC_BLAS_TIER_AVX},
-    {"Bulldozer", OBC_BLAS_TIER_AVX},      {"Piledriver", OBC_BLAS_TIER_AVX},
-    {"Steamroller", OBC_BLAS_TIER_AVX},    {"Excavator", OBC_BLAS_TIER_AVX2},
-    {"Haswell", OBC_BLAS_TIER_AVX2},       {"Zen", OBC_BLAS_TIER_AVX2},
-    {"SkylakeX", OBC_BLAS_TIER_AVX512},    {"Cooperlake", OBC_BLAS_TIER_AVX512},
+    {"Katmai", OBC_BLAS_TIER_SSE},
+    {"Coppermine", OBC_BLAS_TIER_SSE},
+    {"Northwood", OBC_BLAS_TIER_SSE},
+    {"Prescott", OBC_BLAS_TIER_SSE},
+    {"Banias", OBC_BLAS_TIER_SSE},
+    {"Atom", OBC_BLAS_TIER_SSE},
+    {"Core2", OBC_BLAS_TIER_SSE},
+    {"Penryn", OBC_BLAS_TIER_SSE},
+    {"Dunnington", OBC_BLAS_TIER_SSE},
+    {"Nehalem", OBC_BLAS_TIER_SSE},
+    {"Opteron", OBC_BLAS_TIER_SSE},
+    {"Opteron(SSE3)", OBC_BLAS_TIER_SSE},
+    {"Barcelona", OBC_BLAS_TIER_SSE},
+    {"Nano", OBC_BLAS_TIER_SSE},
+    {"Bobcat", OBC_BLAS_TIER_SSE},
+    {"Sandybridge", OBC_BLAS_TIER_AVX},
+    {"Bulldozer", OBC_BLAS_TIER_AVX},
+    {"Piledriver", OBC_BLAS_TIER_AVX},
+    {"Steamroller", OBC_BLAS_TIER_AVX},
+    {"Excavator", OBC_BLAS_TIER_AVX2},
+    {"Haswell", OBC_BLAS_TIER_AVX2},
+    {"Zen", OBC_BLAS_TIER_AVX2},
+    {"SkylakeX", OBC_BLAS_TIER_AVX512},
+    {"Cooperlake", OBC_BLAS_TIER_AVX512},
     {"SapphireRapids", OBC_BLAS_TIER_AVX512},
 };
 
@@ -154,8 +166,9 @@ void obc_startup_defaults(char **argv) {
   /* Not in effect: `version` must not claim them. */
   if (spin) unsetenv("GOMP_SPINCOUNT");
   if (blas) {
-    fprintf(stderr, "obcache: warning: cannot restart with OPENBLAS_CORETYPE=%s (%s); BLAS runs "
-                    "OpenBLAS's generic %s kernels\n",
+    fprintf(stderr,
+            "obcache: warning: cannot restart with OPENBLAS_CORETYPE=%s (%s); BLAS runs "
+            "OpenBLAS's generic %s kernels\n",
             getenv("OPENBLAS_CORETYPE"), strerror(err), getenv(OBC_BLAS_CHOSEN_ENV));
     unsetenv("OPENBLAS_CORETYPE");
     unsetenv(OBC_BLAS_CHOSEN_ENV);

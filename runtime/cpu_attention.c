@@ -64,20 +64,32 @@ static float tile_row_max(const float *row, const unsigned char *evicted, size_t
 }
 
 /* row[j] = exp(row[j] - max) for j < n (exactly 0 where evicted); returns
- * their sum, over 16 lanes in a fixed order. */
+ * their sum, over 16 lanes in a fixed order, in the same pass (one read and
+ * one write of the row). */
 static float tile_row_exp(float *row, const unsigned char *evicted, size_t n, float max) {
-  if (evicted) {
-    for (size_t j = 0; j < n; j++) row[j] = evicted[j] ? 0.0f : cpu_expf(row[j] - max);
-  } else {
-    for (size_t j = 0; j < n; j++) row[j] = cpu_expf(row[j] - max);
-  }
   float lane[LANES] = {0};
   size_t body = n / LANES * LANES;
-  for (size_t j = 0; j < body; j += LANES)
-    for (size_t l = 0; l < LANES; l++) lane[l] += row[j + l];
+  if (evicted) {
+    for (size_t j = 0; j < body; j += LANES)
+      for (size_t l = 0; l < LANES; l++) {
+        float p = evicted[j + l] ? 0.0f : cpu_expf(row[j + l] - max);
+        row[j + l] = p;
+        lane[l] += p;
+      }
+  } else {
+    for (size_t j = 0; j < body; j += LANES)
+      for (size_t l = 0; l < LANES; l++) {
+        float p = cpu_expf(row[j + l] - max);
+        row[j + l] = p;
+        lane[l] += p;
+      }
+  }
   float sum = 0.0f;
   for (size_t l = 0; l < LANES; l++) sum += lane[l];
-  for (size_t j = body; j < n; j++) sum += row[j];
+  for (size_t j = body; j < n; j++) {
+    row[j] = evicted && evicted[j] ? 0.0f : cpu_expf(row[j] - max);
+    sum += row[j];
+  }
   return sum;
 }
 
