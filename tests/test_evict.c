@@ -464,7 +464,7 @@ START_TEST(test_offline_replay_equals_brute_force_attention_over_the_kept_set) {
   static const char *const scores[] = {"obc_vk", "random", "streaming"};
   static const char *const budgets[] = {"3", "16", "50%"};
   ScoreHead h;
-  ck_assert_int_eq(score_head_alloc(&h, meta), 0);
+  ck_assert_int_eq(score_head_alloc(&h, reader), 0);
   size_t d = meta->model.head_dim, H = meta->model.n_heads, G = meta->model.n_kv_heads;
   size_t group = H / G, first = 0, T = trace_meta_decode_rows(meta, &first);
   unsigned char *mask = malloc(meta->n_positions);
