@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "traces/trace.h"
 #include "traces/trace_h5.h"
@@ -345,8 +346,10 @@ static int read_attributes(TraceReader *r) {
   rc = rc ? rc : read_flag_attr(r, "has_logits", &m->has_logits);
   if (rc) return rc;
   m->needle_found = (int)needle;
+  char escaped[OBC_ESCAPED_SIZE(sizeof m->dtype)];
   if (strcmp(m->dtype, "f32") && strcmp(m->dtype, "f16"))
-    return obc_fail(OBC_EFORMAT, "%s: dtype '%s' (expected f32 or f16)", p, m->dtype);
+    return obc_fail(OBC_EFORMAT, "%s: dtype '%s' (expected f32 or f16)", p,
+                    obc_text_escape(escaped, sizeof escaped, m->dtype, false));
   if (!c->n_layers || !c->n_heads || !c->n_kv_heads || !c->head_dim || c->n_heads % c->n_kv_heads)
     return obc_fail(
         OBC_EFORMAT,
@@ -457,12 +460,14 @@ static int read_named_spans(TraceReader *r) {
   for (size_t i = 0; !rc && i < count; i++) {
     TraceSpan *span = &m->spans[i];
     memcpy(span->name, names[i], sizeof span->name);
+    char escaped[OBC_ESCAPED_SIZE(sizeof span->name)];
+    obc_text_escape(escaped, sizeof escaped, span->name, false);
     if (!span->name[0] || strchr(span->name, '/') || span->name[0] == '.')
       rc = obc_fail(OBC_EFORMAT, "%s: /spans names entry %zu '%s' is not a span name", r->path, i,
-                    span->name);
+                    escaped);
     for (size_t j = 0; !rc && j < i; j++)
       if (!strcmp(m->spans[j].name, span->name))
-        rc = obc_fail(OBC_EFORMAT, "%s: /spans names '%s' twice", r->path, span->name);
+        rc = obc_fail(OBC_EFORMAT, "%s: /spans names '%s' twice", r->path, escaped);
     if (!rc) rc = read_span(r, span);
     if (!rc) m->n_spans = i + 1;
   }
@@ -549,9 +554,10 @@ static int read_content_hash(TraceReader *r) {
   char hash[64];
   int rc = read_str_attr(r, "content_hash", hash, sizeof hash);
   if (rc) return rc;
+  char escaped[OBC_ESCAPED_SIZE(sizeof hash)];
   if (!trace_content_hash_valid(hash))
     return obc_fail(OBC_EFORMAT, "%s: content_hash '%s' is not 16 lower-case hex digits", r->path,
-                    hash);
+                    obc_text_escape(escaped, sizeof escaped, hash, false));
   memcpy(r->meta.content_hash, hash, sizeof r->meta.content_hash);
   return OBC_OK;
 }
