@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "evict/policy.h"
@@ -201,20 +202,14 @@ static int read_choice_attr(hid_t file, const char *path, bool schema_1, const c
   return OBC_OK;
 }
 
-/* Control characters of a text shown in a message replaced by '?'. */
-static void printable(char *text) {
-  for (char *c = text; *c; c++)
-    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
-}
-
 /* The schema, and complete = "1" (written last). */
 static int check_schema(hid_t file, const char *path, bool *schema_1) {
   char schema[64] = "", complete[8] = "";
   if (read_str_attr(file, path, "schema", true, schema, sizeof schema) ||
       (strcmp(schema, EVICT_KEEP_SCHEMA) && strcmp(schema, EVICT_KEEP_SCHEMA_1))) {
-    printable(schema);
+    char escaped[OBC_ESCAPED_SIZE(sizeof schema)];
     return obc_fail(OBC_EFORMAT, "%s: not a keep file (expected schema %s, found '%s')", path,
-                    EVICT_KEEP_SCHEMA, schema);
+                    EVICT_KEEP_SCHEMA, obc_text_escape(escaped, sizeof escaped, schema, false));
   }
   *schema_1 = !strcmp(schema, EVICT_KEEP_SCHEMA_1);
   if (read_str_attr(file, path, "complete", *schema_1, complete, sizeof complete) ||
@@ -262,19 +257,20 @@ static int check_trace_hash(hid_t file, const char *path, bool schema_1, const T
                     "writes it)",
                     path, EVICT_KEEP_SCHEMA);
   if (recorded[0] && !trace_content_hash_valid(recorded)) {
-    printable(recorded);
+    char escaped[OBC_ESCAPED_SIZE(sizeof recorded)];
     return obc_fail(OBC_EFORMAT, "%s: trace_hash '%s' is not a content hash (hex digits)", path,
-                    recorded);
+                    obc_text_escape(escaped, sizeof escaped, recorded, false));
   }
   snprintf(hash, size, "%s", recorded);
   if (hash[0] && meta->content_hash[0] && strcmp(hash, meta->content_hash)) {
     char trace[256] = "";
     if (read_str_attr(file, path, "trace", schema_1, trace, sizeof trace) < 0) obc_error_clear();
-    printable(trace);
+    char escaped[OBC_ESCAPED_SIZE(sizeof trace)];
     return obc_fail(OBC_EFORMAT,
                     "%s: made for trace %s (%s), not this trace %s (hint: run obcache evict on "
                     "this trace)",
-                    path, hash, trace, meta->content_hash);
+                    path, hash, obc_text_escape(escaped, sizeof escaped, trace, false),
+                    meta->content_hash);
   }
   return OBC_OK;
 }
