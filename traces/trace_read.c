@@ -259,7 +259,7 @@ static int check_reals(const TraceReader *r) {
  * extents. */
 #define TRACE_MAX_EXTENT ((size_t)INT32_MAX)
 
-/* a * b * c * 8 (bytes of doubles), or false when it does not fit a size_t. */
+/* Whether a * b * c * 8 (the bytes of as many doubles) fits a size_t. */
 static bool bytes_fit(size_t a, size_t b, size_t c) {
   size_t n;
   return !__builtin_mul_overflow(a, b, &n) && !__builtin_mul_overflow(n, c, &n) &&
