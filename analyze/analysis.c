@@ -86,11 +86,12 @@ static void head_buffers_free(HeadBuffers *b) {
   memset(b, 0, sizeof *b);
 }
 
-static int head_buffers_alloc(HeadBuffers *b, const TraceMeta *meta, size_t n_windows, size_t max_k,
-                              size_t n_references) {
+static int head_buffers_alloc(HeadBuffers *b, const TraceReader *reader, size_t n_windows,
+                              size_t max_k, size_t n_references) {
+  const TraceMeta *meta = trace_meta(reader);
   memset(b, 0, sizeof *b);
   size_t s = meta->n_prompt, per_window = n_windows * OBC_Q_COUNT * s;
-  int rc = score_head_alloc(&b->head, meta);
+  int rc = score_head_alloc(&b->head, reader);
   if (rc) return rc;
   b->sweep = obc_malloc(per_window * sizeof(double), "window sweep");
   b->ranks = obc_malloc(per_window * sizeof(double), "score ranks");
@@ -435,7 +436,7 @@ int analysis_run(TraceReader *reader, const AnalysisConfig *config, bool progres
     analysis_result_free(result);
     return rc;
   }
-  if ((rc = head_buffers_alloc(&b, meta, config->n_windows, ctx.max_k, result->n_references))) {
+  if ((rc = head_buffers_alloc(&b, reader, config->n_windows, ctx.max_k, result->n_references))) {
     analysis_result_free(result);
     return rc;
   }

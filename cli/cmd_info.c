@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cli/commands.h"
+#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_options.h"
 #include "formats/gguf.h"
@@ -35,21 +36,15 @@ static void print_bytes(const char *label, double bytes) {
   printf("%s%.1f %s", label, bytes, units[u]);
 }
 
-/* Prints text on one line, escaping newlines and quotes, cut at max bytes. */
+/* Prints text on one line in quotes, escaped (obc_text_escape), cut at
+ * max bytes (at most QUOTED_MAX). */
+enum { QUOTED_MAX = 200 };
 static void print_quoted(const char *text, size_t max) {
-  putchar('"');
-  size_t n = strlen(text);
-  for (size_t i = 0; i < n && i < max; i++) {
-    if (text[i] == '\n')
-      fputs("\\n", stdout);
-    else if (text[i] == '"')
-      fputs("\\\"", stdout);
-    else if ((unsigned char)text[i] < 32)
-      printf("\\x%02x", (unsigned char)text[i]);
-    else
-      putchar(text[i]);
-  }
-  printf("\"%s", n > max ? "..." : "");
+  char cut[QUOTED_MAX + 1], escaped[OBC_ESCAPED_SIZE(QUOTED_MAX)];
+  if (max > QUOTED_MAX) max = QUOTED_MAX;
+  snprintf(cut, max + 1, "%s", text);
+  printf("\"%s\"%s", obc_text_escape(escaped, sizeof escaped, cut, true),
+         strlen(text) > max ? "..." : "");
 }
 
 /* Per dataset name (K, V, ...): total bytes stored and logical size. */
@@ -96,8 +91,10 @@ static void print_spans(const TraceMeta *m, const Tokenizer *tokenizer) {
   }
   for (size_t i = 0; i < m->n_spans; i++) {
     const TraceSpan *s = &m->spans[i];
-    printf("%s %-12s [%lld, %lld)  %lld tokens", i ? "          " : "spans     ", s->name,
-           (long long)s->begin, (long long)s->end, (long long)(s->end - s->begin));
+    char name[OBC_ESCAPED_SIZE(sizeof s->name)];
+    printf("%s %-12s [%lld, %lld)  %lld tokens", i ? "          " : "spans     ",
+           obc_text_escape(name, sizeof name, s->name, false), (long long)s->begin,
+           (long long)s->end, (long long)(s->end - s->begin));
     if (m->tokens && tokenizer) {
       char *text = NULL;
       if (!tokenizer_decode(tokenizer, m->tokens + s->begin, (size_t)(s->end - s->begin), &text)) {
@@ -129,23 +126,35 @@ static void print_rows(const TraceMeta *m) {
 
 static void print_summary(const char *path, const TraceMeta *m, const Tokenizer *tokenizer) {
   const TraceModel *c = &m->model;
+  /* Every string of the trace, escaped: the file may hold ESC sequences or
+   * newlines. */
+  char tool[OBC_ESCAPED_SIZE(sizeof m->tool_version)], created[OBC_ESCAPED_SIZE(sizeof m->created)];
+  char producer[OBC_ESCAPED_SIZE(sizeof m->producer)], name[OBC_ESCAPED_SIZE(sizeof c->name)];
+  char arch[OBC_ESCAPED_SIZE(sizeof c->architecture)];
+  char layout[OBC_ESCAPED_SIZE(sizeof c->rope_layout)];
+  char scaling[OBC_ESCAPED_SIZE(sizeof c->rope_scaling)];
+  obc_text_escape(tool, sizeof tool, m->tool_version, false);
+  obc_text_escape(created, sizeof created, m->created, false);
+  obc_text_escape(producer, sizeof producer, m->producer, false);
+  obc_text_escape(name, sizeof name, c->name, false);
+  obc_text_escape(arch, sizeof arch, c->architecture, false);
+  obc_text_escape(layout, sizeof layout, c->rope_layout[0] ? c->rope_layout : "unrecorded", false);
+  obc_text_escape(scaling, sizeof scaling, c->rope_scaling, false);
   struct stat st;
   printf("trace      %s", path);
   if (stat(path, &st) == 0) print_bytes(" (", (double)st.st_size), printf(" on disk)");
   printf("\nschema     version %d, written by obcache %s at %s; complete: %s\n", m->schema_version,
-         m->tool_version, m->created, m->complete ? "yes" : "no");
+         tool, created, m->complete ? "yes" : "no");
   printf("content    hash %s\n",
          m->content_hash[0] ? m->content_hash : "none (schema 1 traces record none)");
-  printf("producer   %s\n", m->producer);
-  printf("model      %s (%s): %zu layers, %zu heads, %zu KV heads, head dim %zu, vocab %zu\n",
-         c->name, c->architecture, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim,
-         c->vocab_size);
+  printf("producer   %s\n", producer);
+  printf("model      %s (%s): %zu layers, %zu heads, %zu KV heads, head dim %zu, vocab %zu\n", name,
+         arch, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->vocab_size);
   printf(
       "           rope theta %g, layout %s, scaling %s (factor %g, low %g, high %g, original "
       "context %zu), attn_scale %.6g\n",
-      c->rope_theta, c->rope_layout[0] ? c->rope_layout : "unrecorded", c->rope_scaling,
-      c->rope_factor, c->rope_low_freq_factor, c->rope_high_freq_factor, c->rope_original_context,
-      c->attn_scale);
+      c->rope_theta, layout, scaling, c->rope_factor, c->rope_low_freq_factor,
+      c->rope_high_freq_factor, c->rope_original_context, c->attn_scale);
   printf("dtype      %s\n", m->dtype);
   printf("positions  %zu (prompt %zu + decode %zu)\n", m->n_positions, m->n_prompt, m->n_decode);
   print_rows(m);

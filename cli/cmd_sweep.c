@@ -340,13 +340,45 @@ static int check_dir_mode(int argc, char **argv) {
   return 0;
 }
 
-/* The folder's plan: the existing one when it equals plan (a resumed run). */
+/* Length of the shortest prefix of dir (at a '/' or its end) that does not
+ * exist: the first folder obc_make_dirs would create; 0 when dir exists. */
+static size_t first_missing(const char *dir) {
+  char prefix[4096];
+  size_t n = strlen(dir);
+  for (size_t i = 1; i <= n && i < sizeof prefix; i++) {
+    if (dir[i] != '/' && dir[i] != '\0') continue;
+    memcpy(prefix, dir, i);
+    prefix[i] = '\0';
+    if (access(prefix, F_OK)) return i;
+  }
+  return 0;
+}
+
+/* Removes the folders of dir that obc_make_dirs created (down to the
+ * prefix of length top), deepest first; rmdir leaves any that is not
+ * empty. */
+static void remove_created(const char *dir, size_t top) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s", dir);
+  for (size_t n = strlen(path); top && n >= top; n = strlen(path)) {
+    rmdir(path);
+    char *slash = strrchr(path, '/');
+    if (!slash) break;
+    *slash = '\0';
+  }
+}
+
+/* The folder's plan: the existing one when it equals plan (a resumed run).
+ * A new plan that cannot be written (a full disk) leaves no folder behind. */
 static int write_or_match_plan(const char *dir, const SweepPlan *plan) {
   char path[4096];
   snprintf(path, sizeof path, "%s/plan.json", dir);
   if (access(path, F_OK)) {
+    size_t top = first_missing(dir);
     int rc = obc_make_dirs(dir);
-    return rc ? rc : sweep_plan_write(dir, plan);
+    if (!rc) rc = sweep_plan_write(dir, plan);
+    if (rc) remove_created(dir, top);
+    return rc;
   }
   SweepPlan old;
   int rc = sweep_plan_read(dir, &old);

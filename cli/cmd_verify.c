@@ -7,6 +7,7 @@
  * with its own inputs beyond the tolerance, or one whose contents changed
  * since it was written fails. */
 #include <math.h>
+#include <stdbool.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,21 +82,30 @@ static void scratch_free(VerifyScratch *s) {
   memset(s, 0, sizeof *s);
 }
 
-static int scratch_alloc(VerifyScratch *s, const TraceMeta *m) {
+/* Sizes are products of the trace's extents, which trace_open bounds so that
+ * none wraps; each buffer only when the ones before it were allocated, so
+ * the message names the first that did not fit. */
+static int scratch_alloc(VerifyScratch *s, const TraceReader *reader) {
+  const TraceMeta *m = trace_meta(reader);
+  const TraceReader *r = reader;
   size_t R = m->n_rows, d = m->model.head_dim, P = m->n_positions;
   memset(s, 0, sizeof *s);
-  s->K = malloc(P * d * sizeof(float)), s->V = malloc(P * d * sizeof(float));
-  s->Kd = malloc(P * d * sizeof(double)), s->Vd = malloc(P * d * sizeof(double));
-  s->Q = malloc(R * d * sizeof(float)), s->O = malloc(R * d * sizeof(float));
-  s->lse = malloc(R * sizeof(float));
-  s->A = m->has_attn ? malloc(R * P * sizeof(float)) : NULL;
-  s->Qd = malloc(R * d * sizeof(double)), s->Od = malloc(R * d * sizeof(double));
-  s->lsed = malloc(R * sizeof(double)), s->probs = malloc(R * P * sizeof(double));
-  if (!s->K || !s->V || !s->Kd || !s->Vd || !s->Q || !s->O || !s->lse || (m->has_attn && !s->A) ||
-      !s->Qd || !s->Od || !s->lsed || !s->probs) {
+  bool allocated =
+      (s->K = trace_alloc(r, P * d, sizeof(float), "K of one KV head")) &&
+      (s->V = trace_alloc(r, P * d, sizeof(float), "V of one KV head")) &&
+      (s->Kd = trace_alloc(r, P * d, sizeof(double), "K of one KV head (double)")) &&
+      (s->Vd = trace_alloc(r, P * d, sizeof(double), "V of one KV head (double)")) &&
+      (s->Q = trace_alloc(r, R * d, sizeof(float), "Q of one head")) &&
+      (s->O = trace_alloc(r, R * d, sizeof(float), "O of one head")) &&
+      (s->lse = trace_alloc(r, R, sizeof(float), "lse of one head")) &&
+      (!m->has_attn || (s->A = trace_alloc(r, R * P, sizeof(float), "A of one head"))) &&
+      (s->Qd = trace_alloc(r, R * d, sizeof(double), "Q of one head (double)")) &&
+      (s->Od = trace_alloc(r, R * d, sizeof(double), "the exact O of one head")) &&
+      (s->lsed = trace_alloc(r, R, sizeof(double), "the exact lse of one head")) &&
+      (s->probs = trace_alloc(r, R * P, sizeof(double), "the exact A of one head"));
+  if (!allocated) {
     scratch_free(s);
-    return obc_fail(OBC_ENOMEM,
-                    "out of memory for the verification buffers (%zu rows x %zu positions)", R, P);
+    return OBC_ENOMEM;
   }
   s->worst[WORST_LSE].name = "lse", s->worst[WORST_O].name = "O", s->worst[WORST_A].name = "A";
   return OBC_OK;
@@ -239,7 +249,7 @@ int cmd_verify(int argc, char **argv) {
   VerifyScratch *scratch = calloc(n_threads, sizeof *scratch);
   size_t allocated = 0;
   if (!scratch) rc = obc_fail(OBC_ENOMEM, "%s: out of memory", path);
-  for (; !rc && allocated < n_threads; allocated++) rc = scratch_alloc(&scratch[allocated], m);
+  for (; !rc && allocated < n_threads; allocated++) rc = scratch_alloc(&scratch[allocated], reader);
   if (!rc) rc = verify_trace(reader, scratch, n_threads);
   if (!rc) {
     printf("verify %s: %zu layers x %zu heads, %zu rows, %zu positions, dtype %s, tolerance %g\n",

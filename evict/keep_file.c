@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "evict/policy.h"
@@ -201,20 +202,14 @@ static int read_choice_attr(hid_t file, const char *path, bool schema_1, const c
   return OBC_OK;
 }
 
-/* Control characters of a text shown in a message replaced by '?'. */
-static void printable(char *text) {
-  for (char *c = text; *c; c++)
-    if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
-}
-
 /* The schema, and complete = "1" (written last). */
 static int check_schema(hid_t file, const char *path, bool *schema_1) {
   char schema[64] = "", complete[8] = "";
   if (read_str_attr(file, path, "schema", true, schema, sizeof schema) ||
       (strcmp(schema, EVICT_KEEP_SCHEMA) && strcmp(schema, EVICT_KEEP_SCHEMA_1))) {
-    printable(schema);
+    char escaped[OBC_ESCAPED_SIZE(sizeof schema)];
     return obc_fail(OBC_EFORMAT, "%s: not a keep file (expected schema %s, found '%s')", path,
-                    EVICT_KEEP_SCHEMA, schema);
+                    EVICT_KEEP_SCHEMA, obc_text_escape(escaped, sizeof escaped, schema, false));
   }
   *schema_1 = !strcmp(schema, EVICT_KEEP_SCHEMA_1);
   if (read_str_attr(file, path, "complete", *schema_1, complete, sizeof complete) ||
@@ -248,26 +243,34 @@ static int check_keep_dataset(hid_t set, const char *path, const TraceMeta *meta
 
 
 /* The trace's content hash recorded in the keep file (hash) against the
- * trace's: refused when both are known and differ. */
+ * trace's: refused when both are known and differ. Schema 2 always writes
+ * trace_hash ("" for a trace of schema 1, which has none), so a schema-2
+ * keep file without it is damaged: it would bind to any trace of its shape. */
 static int check_trace_hash(hid_t file, const char *path, bool schema_1, const TraceMeta *meta,
                             char *hash, size_t size) {
   char recorded[64] = "";
   int rc = read_str_attr(file, path, "trace_hash", schema_1, recorded, sizeof recorded);
   if (rc < 0) return rc;
+  if (rc > 0 && !schema_1)
+    return obc_fail(OBC_EFORMAT,
+                    "%s: damaged keep file: attribute trace_hash is missing (schema %s always "
+                    "writes it)",
+                    path, EVICT_KEEP_SCHEMA);
   if (recorded[0] && !trace_content_hash_valid(recorded)) {
-    printable(recorded);
+    char escaped[OBC_ESCAPED_SIZE(sizeof recorded)];
     return obc_fail(OBC_EFORMAT, "%s: trace_hash '%s' is not a content hash (hex digits)", path,
-                    recorded);
+                    obc_text_escape(escaped, sizeof escaped, recorded, false));
   }
   snprintf(hash, size, "%s", recorded);
   if (hash[0] && meta->content_hash[0] && strcmp(hash, meta->content_hash)) {
     char trace[256] = "";
     if (read_str_attr(file, path, "trace", schema_1, trace, sizeof trace) < 0) obc_error_clear();
-    printable(trace);
+    char escaped[OBC_ESCAPED_SIZE(sizeof trace)];
     return obc_fail(OBC_EFORMAT,
                     "%s: made for trace %s (%s), not this trace %s (hint: run obcache evict on "
                     "this trace)",
-                    path, hash, trace, meta->content_hash);
+                    path, hash, obc_text_escape(escaped, sizeof escaped, trace, false),
+                    meta->content_hash);
   }
   return OBC_OK;
 }
@@ -290,6 +293,36 @@ static int check_mask(EvictKeepSet *k, const char *path) {
                         path, i / k->n_kv_heads, i % k->n_kv_heads, q, k->n_candidates);
       if (q < k->n_candidates) k->n_kept[i] += mask[q];
     }
+  }
+  return OBC_OK;
+}
+
+/* The mask's counts against the budget attribute, which the reports quote:
+ * uniform allocation keeps exactly budget candidates in every KV head,
+ * AdaKV budget x n_kv_heads in every layer (evict/policy.h). A mask that
+ * keeps nothing at all is no policy's. */
+static int check_budget(const EvictKeepSet *k, const char *path) {
+  size_t G = k->n_kv_heads, total = 0;
+  for (size_t i = 0; i < k->n_layers * G; i++) total += k->n_kept[i];
+  if (!total)
+    return obc_fail(OBC_EFORMAT, "%s: the keep mask keeps none of the %zu candidate positions",
+                    path, k->n_candidates);
+  for (size_t l = 0; l < k->n_layers; l++) {
+    size_t layer = 0;
+    for (size_t g = 0; g < G; g++) {
+      size_t kept = k->n_kept[l * G + g];
+      layer += kept;
+      if (k->policy.allocation == EVICT_ALLOC_UNIFORM && kept != k->budget)
+        return obc_fail(OBC_EFORMAT,
+                        "%s: attribute budget is %zu, but keep[%zu][%zu] keeps %zu candidates "
+                        "(uniform allocation keeps the budget in every KV head)",
+                        path, k->budget, l, g, kept);
+    }
+    if (k->policy.allocation == EVICT_ALLOC_ADAKV && layer != k->budget * G)
+      return obc_fail(OBC_EFORMAT,
+                      "%s: attribute budget is %zu, but layer %zu keeps %zu candidates (adakv "
+                      "allocation keeps budget x %zu KV heads = %zu in every layer)",
+                      path, k->budget, l, layer, G, k->budget * G);
   }
   return OBC_OK;
 }
@@ -338,6 +371,7 @@ static int read_keep(hid_t file, const char *path, const TraceMeta *meta, EvictK
     rc = obc_fail(OBC_EFORMAT, "%s: cannot read dataset keep (damaged: checksum mismatch?)", path);
   if (!rc) rc = check_mask(out, path);
   if (!rc) rc = read_policy(file, path, schema_1, meta, out);
+  if (!rc) rc = check_budget(out, path);
   if (set >= 0) H5Dclose(set);
   return rc;
 }

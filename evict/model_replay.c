@@ -195,8 +195,9 @@ static double relative_diff(const float *a, const float *ref, size_t n) {
 static int load_cache(EvictReplayer *r, const TraceMeta *meta) {
   RuntimeCache *cache = runtime_cache(r->runtime);
   size_t d = meta->model.head_dim, s = meta->n_prompt;
-  float *K = obc_malloc(meta->n_positions * d * sizeof *K, "trace keys");
-  float *V = obc_malloc(meta->n_positions * d * sizeof *V, "trace values");
+  float *K = trace_alloc(r->reader, meta->n_positions * d, sizeof *K, "K of one KV head");
+  float *V =
+      K ? trace_alloc(r->reader, meta->n_positions * d, sizeof *V, "V of one KV head") : NULL;
   int rc = K && V ? OBC_OK : OBC_ENOMEM;
   for (size_t l = 0; l < meta->model.n_layers && !rc; l++)
     for (size_t g = 0; g < meta->model.n_kv_heads && !rc; g++) {
@@ -239,7 +240,7 @@ int evict_replayer_open(const Model *model, TraceReader *reader, size_t steps, s
   r->n_prompt = meta->n_prompt;
   r->n_steps = steps;
   r->vocab = model->config.vocab_size;
-  r->logits_full = obc_malloc(meta->n_decode * r->vocab * sizeof(float), "trace logits");
+  r->logits_full = trace_alloc(reader, meta->n_decode * r->vocab, sizeof(float), "/logits");
   r->logits = obc_malloc(r->vocab * sizeof(float), "replay logits");
   r->full_logp = obc_malloc(r->vocab * sizeof(double), "replay log-probabilities");
   r->full_prob = obc_malloc(r->vocab * sizeof(double), "replay probabilities");

@@ -41,7 +41,7 @@ int evict_offline_run(TraceReader *reader, const EvictKeepSet *keep, EvictOfflin
   double *o_new = obc_malloc(d * sizeof(double), "replayed output");
   ScoreHead h;
   memset(&h, 0, sizeof h);
-  if (!rc) rc = mask && o_new ? score_head_alloc(&h, meta) : OBC_ENOMEM;
+  if (!rc) rc = mask && o_new ? score_head_alloc(&h, reader) : OBC_ENOMEM;
   for (size_t l = 0; l < L && !rc; l++) {
     for (size_t g = 0; g < G && !rc; g++) {
       if ((rc = score_head_read(&h, reader, l, g))) break;

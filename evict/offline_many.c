@@ -308,7 +308,7 @@ int evict_offline_run_many_rows(TraceReader *reader, const EvictKeepSet *keeps, 
   ManyRows m;
   memset(&h, 0, sizeof h);
   memset(&m, 0, sizeof m);
-  if (!rc) rc = score_head_alloc(&h, meta);
+  if (!rc) rc = score_head_alloc(&h, reader);
   if (!rc) rc = many_rows_alloc(&m, meta, T, first, max_rows);
   for (size_t l = 0; l < L && !rc; l++)
     for (size_t g = 0; g < G && !rc; g++) {

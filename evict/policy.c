@@ -375,7 +375,7 @@ int evict_policy_scores(TraceReader *reader, const EvictPolicy *p, double **scor
   memset(&h, 0, sizeof h);
   bool need_head = p->kind == EVICT_SCORE_QUANTITY || decode;
   rc = scores && oracle && sweep ? OBC_OK : OBC_ENOMEM;
-  if (!rc && need_head) rc = score_head_alloc(&h, meta);
+  if (!rc && need_head) rc = score_head_alloc(&h, reader);
   for (size_t l = 0; l < L && !rc; l++) {
     for (size_t g = 0; g < G && !rc; g++) {
       if (need_head && (rc = score_head_read(&h, reader, l, g))) break;

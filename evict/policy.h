@@ -124,8 +124,12 @@ int evict_keep_write(const char *path, const EvictKeepSet *keep, const char *tra
                      const char *command_line);
 /* Reads a keep file, checks every value and checks it against the trace:
  * refused when it records another content hash than meta's, or another
- * shape; when either hash is unknown (schema-1 trace, older keep file) the
- * shape alone is checked and a one-line warning goes to stderr. */
+ * shape; when the mask's counts contradict the budget attribute (uniform:
+ * budget in every KV head; adakv: budget x n_kv_heads in every layer) or
+ * the mask keeps no candidate; and, schema 2, without trace_hash (always
+ * written: "" for a schema-1 trace). When either hash is unknown (a
+ * schema-1 trace or keep file) the shape alone is checked and a one-line
+ * warning goes to stderr. */
 int evict_keep_read(const char *path, const TraceMeta *meta, EvictKeepSet *out);
 
 #endif

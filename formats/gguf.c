@@ -5,7 +5,9 @@
  * Nothing is copied except the keys and an offset index for arrays of strings
  * or arrays, so a 49K-entry vocabulary costs one pass; every read checks the
  * remaining length first and a truncated or corrupt file fails with
- * "<path>: truncated at offset N while reading <what>". */
+ * "<path>: truncated at offset N while reading <what>"; a tensor whose data
+ * lies past the end with "<path>: truncated or damaged: tensor T needs bytes
+ * [A, B) of the file, but the file ends at C". */
 #include "formats/gguf.h"
 
 #include <assert.h>
@@ -291,11 +293,20 @@ static int check_tensor_data(GgufFile *file) {
                       "%s: tensor %s has offset %" PRIu64 ", not a multiple of the alignment %zu",
                       file->path, t->name, t->offset, file->alignment);
     if (t->n_bytes == 0) continue; /* unsupported type: reported when used */
-    if (t->offset > data_size || t->n_bytes > data_size - t->offset)
+    if (t->offset > data_size || t->n_bytes > data_size - t->offset) {
+      /* [begin, end) in file offsets; a header may claim offsets that wrap. */
+      uint64_t begin = 0, end = 0;
+      if (__builtin_add_overflow((uint64_t)file->data_start, t->offset, &begin) ||
+          __builtin_add_overflow(begin, (uint64_t)t->n_bytes, &end))
+        return obc_fail(OBC_EFORMAT,
+                        "%s: truncated or damaged: tensor %s needs %zu bytes at offset %" PRIu64
+                        " of the tensor data, past any file; the file ends at %zu",
+                        file->path, t->name, t->n_bytes, t->offset, file->size);
       return obc_fail(OBC_EFORMAT,
-                      "%s: truncated at offset %zu while reading tensor %s (its %zu bytes start "
-                      "at offset %" PRIu64 " of the %zu bytes of tensor data)",
-                      file->path, file->size, t->name, t->n_bytes, t->offset, data_size);
+                      "%s: truncated or damaged: tensor %s needs bytes [%" PRIu64 ", %" PRIu64
+                      ") of the file, but the file ends at %zu (%" PRIu64 " bytes missing)",
+                      file->path, t->name, begin, end, file->size, end - (uint64_t)file->size);
+    }
     t->data = file->map + file->data_start + t->offset;
   }
   return 0;

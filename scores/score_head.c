@@ -3,6 +3,7 @@
  * view filled once at allocation. */
 #include "scores/score_head.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,22 +15,28 @@ void score_head_free(ScoreHead *h) {
   memset(h, 0, sizeof *h);
 }
 
-int score_head_alloc(ScoreHead *h, const TraceMeta *meta) {
+int score_head_alloc(ScoreHead *h, const TraceReader *reader) {
+  const TraceMeta *meta = trace_meta(reader);
   memset(h, 0, sizeof *h);
   size_t d = meta->model.head_dim, n_pos = meta->n_positions, rows = meta->n_rows;
   size_t group = meta->model.n_heads / meta->model.n_kv_heads;
-  h->K_f = obc_malloc(n_pos * d * sizeof(float), "K (float)");
-  h->V_f = obc_malloc(n_pos * d * sizeof(float), "V (float)");
-  h->Q_f = obc_malloc(group * rows * d * sizeof(float), "Q (float)");
-  h->O_f = obc_malloc(group * rows * d * sizeof(float), "O (float)");
-  h->lse_f = obc_malloc(rows * sizeof(float), "lse (float)");
-  h->K = obc_malloc(n_pos * d * sizeof(double), "K");
-  h->V = obc_malloc(n_pos * d * sizeof(double), "V");
-  h->Q = obc_malloc(group * rows * d * sizeof(double), "Q");
-  h->O = obc_malloc(group * rows * d * sizeof(double), "O");
-  h->lse = obc_malloc(group * rows * sizeof(double), "lse");
-  if (!h->K_f || !h->V_f || !h->Q_f || !h->O_f || !h->lse_f || !h->K || !h->V || !h->Q || !h->O ||
-      !h->lse) {
+  /* Each allocation only when the ones before it succeeded, so the message
+   * names the first tensor that did not fit. */
+  const TraceReader *r = reader;
+  bool allocated =
+      (h->K_f = trace_alloc(r, n_pos * d, sizeof(float), "K of one KV head (float)")) &&
+      (h->V_f = trace_alloc(r, n_pos * d, sizeof(float), "V of one KV head (float)")) &&
+      (h->Q_f =
+           trace_alloc(r, group * rows * d, sizeof(float), "Q of a KV head's queries (float)")) &&
+      (h->O_f =
+           trace_alloc(r, group * rows * d, sizeof(float), "O of a KV head's queries (float)")) &&
+      (h->lse_f = trace_alloc(r, rows, sizeof(float), "lse of one head (float)")) &&
+      (h->K = trace_alloc(r, n_pos * d, sizeof(double), "K of one KV head")) &&
+      (h->V = trace_alloc(r, n_pos * d, sizeof(double), "V of one KV head")) &&
+      (h->Q = trace_alloc(r, group * rows * d, sizeof(double), "Q of a KV head's queries")) &&
+      (h->O = trace_alloc(r, group * rows * d, sizeof(double), "O of a KV head's queries")) &&
+      (h->lse = trace_alloc(r, group * rows, sizeof(double), "lse of a KV head's queries"));
+  if (!allocated) {
     score_head_free(h);
     return OBC_ENOMEM;
   }

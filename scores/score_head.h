@@ -21,7 +21,7 @@ typedef struct {
                                they were widened from for FLOAT GEMMs) */
 } ScoreHead;
 
-int score_head_alloc(ScoreHead *head, const TraceMeta *meta);
+int score_head_alloc(ScoreHead *head, const TraceReader *reader);
 void score_head_free(ScoreHead *head);
 /* Keeps the keys as read (floats) only: K and data.K become NULL and
  * score_head_read no longer widens them. For a caller whose every product

@@ -273,6 +273,23 @@ START_TEST(options_help_anywhere_wins) {
 }
 END_TEST
 
+START_TEST(text_escape_shows_control_bytes_and_cuts_what_does_not_fit) {
+  char out[OBC_ESCAPED_SIZE(32)];
+  ck_assert_str_eq(obc_text_escape(out, sizeof out, "plain text", false), "plain text");
+  ck_assert_str_eq(obc_text_escape(out, sizeof out, "\x1b[31mred\n\r\t\x7f\x01", false),
+                   "\\x1b[31mred\\n\\r\\t\\x7f\\x01");
+  ck_assert_str_eq(obc_text_escape(out, sizeof out, "say \"hi\"", true), "say \\\"hi\\\"");
+  ck_assert_str_eq(obc_text_escape(out, sizeof out, "say \"hi\"", false), "say \"hi\"");
+  /* Every byte a control byte: OBC_ESCAPED_SIZE is room enough. */
+  char all[9] = "\x1b\x1b\x1b\x1b\x1b\x1b\x1b\x1b", wide[OBC_ESCAPED_SIZE(8)];
+  ck_assert_str_eq(obc_text_escape(wide, sizeof wide, all, false),
+                   "\\x1b\\x1b\\x1b\\x1b\\x1b\\x1b\\x1b\\x1b");
+  char small[10];
+  ck_assert_str_eq(obc_text_escape(small, sizeof small, "0123456789abc", false), "012345...");
+  ck_assert_str_eq(obc_text_escape(small, sizeof small, "\n\n\n\n\n", false), "\\n\\n\\n...");
+}
+END_TEST
+
 START_TEST(options_help_lists_every_option_with_its_default) {
   Parsed p;
   memset(&p, 0, sizeof p);
@@ -459,6 +476,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, blas_core_choice_replaces_only_generic_cores);
   tcase_add_test(tc, cpu_features_agree_with_the_kernel_s_flags);
   tcase_add_test(tc, suite_runs_the_kernels_users_get);
+  tcase_add_test(tc, text_escape_shows_control_bytes_and_cuts_what_does_not_fit);
   suite_add_tcase(suite, tc);
   SRunner *runner = srunner_create(suite);
   srunner_run_all(runner, CK_NORMAL);

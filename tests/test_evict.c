@@ -356,6 +356,65 @@ static void set_keep(const char *path, hid_t type, size_t index, int64_t value) 
   ck_assert_int_ge(H5Fclose(file), 0);
 }
 
+/* Sets keep[., ., q] to 0 for every head and every candidate q < n. */
+static void zero_candidates(const char *path, size_t n) {
+  hid_t file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  hid_t set = H5Dopen2(file, "keep", H5P_DEFAULT);
+  hid_t space = H5Dget_space(set);
+  hsize_t dims[3];
+  H5Sget_simple_extent_dims(space, dims, NULL);
+  size_t total = dims[0] * dims[1] * dims[2];
+  unsigned char *mask = malloc(total);
+  ck_assert_int_ge(H5Dread(set, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, mask), 0);
+  for (size_t i = 0; i < total; i++)
+    if (i % dims[2] < n) mask[i] = 0;
+  ck_assert_int_ge(H5Dwrite(set, H5T_NATIVE_UCHAR, H5S_ALL, H5S_ALL, H5P_DEFAULT, mask), 0);
+  free(mask);
+  H5Sclose(space), H5Dclose(set);
+  ck_assert_int_ge(H5Fclose(file), 0);
+}
+
+START_TEST(test_keep_file_contradicting_its_own_counts_or_unbound_is_refused) {
+  char keep[4096], bad[4200];
+  TraceReader *reader = NULL;
+  keep_fixture("evict_counts.h5", "0123456789abcdef", keep, sizeof keep, &reader);
+  TraceMeta meta = *trace_meta(reader); /* shallow: only content_hash changes */
+  snprintf(meta.content_hash, sizeof meta.content_hash, "0123456789abcdef");
+  snprintf(bad, sizeof bad, "%s.bad.h5", keep);
+  /* Uniform, 10 kept per KV head: a budget of 9 contradicts every head. */
+  copy_file(keep, bad);
+  set_attr(bad, "budget", 9, NULL, false);
+  ck_assert_int_eq(
+      read_keep_expect(bad, &meta, "attribute budget is 9, but keep[0][0] keeps 10 candidates"),
+      OBC_EFORMAT);
+  /* AdaKV: every layer keeps budget x n_kv_heads. */
+  copy_file(keep, bad);
+  set_attr(bad, "allocation", 0, "adakv", false);
+  set_attr(bad, "budget", 9, NULL, false);
+  ck_assert_int_eq(read_keep_expect(bad, &meta,
+                                    "attribute budget is 9, but layer 0 keeps 20 candidates "
+                                    "(adakv allocation keeps budget x 2 KV heads = 18"),
+                   OBC_EFORMAT);
+  copy_file(keep, bad); /* the same counts under adakv: consistent */
+  set_attr(bad, "allocation", 0, "adakv", false);
+  ck_assert_int_eq(read_keep_expect(bad, &meta, NULL), 0);
+  /* No candidate kept anywhere. */
+  copy_file(keep, bad);
+  zero_candidates(bad, 60);
+  ck_assert_int_eq(read_keep_expect(bad, &meta, "the keep mask keeps none of the 60 candidate"),
+                   OBC_EFORMAT);
+  /* Schema 2 always writes trace_hash: without it the file would bind to
+   * any trace of its shape. */
+  copy_file(keep, bad);
+  set_attr(bad, "trace_hash", 0, NULL, true);
+  ck_assert_int_eq(
+      read_keep_expect(bad, &meta, "damaged keep file: attribute trace_hash is missing"),
+      OBC_EFORMAT);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), bad));
+  trace_close(reader);
+}
+END_TEST
+
 START_TEST(test_keep_file_values_out_of_range_are_refused_not_cast) {
   char keep[4096], bad[4200];
   TraceReader *reader = NULL;
@@ -465,7 +524,7 @@ START_TEST(test_offline_replay_equals_brute_force_attention_over_the_kept_set) {
   static const char *const scores[] = {"obc_vk", "random", "streaming"};
   static const char *const budgets[] = {"3", "16", "50%"};
   ScoreHead h;
-  ck_assert_int_eq(score_head_alloc(&h, meta), 0);
+  ck_assert_int_eq(score_head_alloc(&h, reader), 0);
   size_t d = meta->model.head_dim, H = meta->model.n_heads, G = meta->model.n_kv_heads;
   size_t group = H / G, first = 0, T = trace_meta_decode_rows(meta, &first);
   unsigned char *mask = malloc(meta->n_positions);
@@ -994,6 +1053,7 @@ static Suite *evict_suite(void) {
   tcase_add_test(policies, test_policy_score_names_carry_the_decode_steps);
   tcase_add_test(policies, test_keep_file_is_refused_by_a_trace_with_another_content_hash);
   tcase_add_test(policies, test_keep_file_values_out_of_range_are_refused_not_cast);
+  tcase_add_test(policies, test_keep_file_contradicting_its_own_counts_or_unbound_is_refused);
   tcase_add_test(policies, test_damaged_keep_file_is_an_error_not_a_crash);
   suite_add_tcase(s, policies);
   TCase *replay = tcase_create("model replay");

@@ -393,7 +393,16 @@ START_TEST(every_truncation_of_a_file_fails_with_offset_and_path) {
     int rc = gguf_open(cut, &f);
     ck_assert_msg(rc == OBC_EFORMAT, "prefix of %zu bytes: rc %d", length, rc);
     ck_assert_ptr_null(f);
-    assert_message_names(cut, "truncated at offset");
+    /* The header cut: where; the tensor data cut: what the tensor needs
+     * and where the file ends. */
+    assert_message_names(cut, "truncated");
+    if (strstr(obc_error_message(), "needs bytes [")) {
+      char end[64];
+      snprintf(end, sizeof end, "but the file ends at %zu (", length);
+      assert_message_names(cut, end);
+    } else {
+      assert_message_names(cut, "truncated at offset");
+    }
     failures++;
   }
   printf("truncation: %zu prefixes of a %zu-byte file, each refused; last: %s\n", failures, size,
@@ -432,9 +441,19 @@ START_TEST(tensor_beyond_the_end_of_the_file_is_refused) {
   size_t size = 0;
   uint8_t *bytes = read_file(path, &size);
   GgufFile *f;
+  ck_assert_int_eq(gguf_open(path, &f), 0);
+  size_t last_bytes = gguf_find_tensor(f, "blk.1.ffn_down.weight")->n_bytes; /* it ends the file */
+  gguf_close(f);
   write_file(path, bytes, size - 64); /* the last tensor's data is cut */
   ck_assert_int_eq(gguf_open(path, &f), OBC_EFORMAT);
-  assert_message_names(path, "while reading tensor blk.1.ffn_down.weight");
+  /* What the tensor needs and what the file holds: its data ends where the
+   * file did, 64 bytes past the new end. */
+  char expect[256];
+  snprintf(expect, sizeof expect,
+           "truncated or damaged: tensor blk.1.ffn_down.weight needs bytes [%zu, %zu) of the "
+           "file, but the file ends at %zu (64 bytes missing)",
+           size - last_bytes, size, size - 64);
+  assert_message_names(path, expect);
   free(bytes);
 
   TestGguf g; /* a tensor whose offset points far past the end */
@@ -448,7 +467,9 @@ START_TEST(tensor_beyond_the_end_of_the_file_is_refused) {
   memcpy(bytes + 24 + 9 + 4 + 8 + 4, &far, 8);
   write_file(path, bytes, size);
   ck_assert_int_eq(gguf_open(path, &f), OBC_EFORMAT);
-  assert_message_names(path, "tensor w");
+  assert_message_names(path, "tensor w needs bytes [");
+  snprintf(expect, sizeof expect, "but the file ends at %zu", size);
+  assert_message_names(path, expect);
   free(bytes);
 }
 END_TEST

@@ -160,7 +160,7 @@ START_TEST(test_many_sets_equal_the_one_set_path) {
     ck_assert_int_eq(evict_policy_apply(reader, &p, &sets[k]), 0);
   }
   ScoreHead h;
-  ck_assert_int_eq(score_head_alloc(&h, meta), 0);
+  ck_assert_int_eq(score_head_alloc(&h, reader), 0);
   size_t first = 0;
   Bounds b = {0};
   b.o_norm = malloc(meta->model.n_layers * meta->model.n_heads *

@@ -27,6 +27,16 @@ grid=(--lengths 160 --depths 0,100 --haystack noise --decode 2 --rows 16)
 "$OBCACHE" sweep "${grid[@]}" --plan -o "$dir/s" > "$dir/plan.txt"
 check "sweep --plan writes a plan of 2 cells and nothing else" \
   eval '[ -s "$dir/s/plan.json" ] && [ ! -e "$dir/s/cells" ] && grep -q "2 cells" "$dir/plan.txt"'
+# A full disk (ulimit -f 0, SIGXFSZ ignored: the write fails with EFBIG): one
+# line naming plan.json, and none of the folders --plan made is left.
+msg=$( (trap '' XFSZ; ulimit -f 0; "$OBCACHE" sweep "${grid[@]}" --plan -o "$dir/full/a/b") 2>&1 >/dev/null)
+rc=$?
+if [ $rc -eq 1 ] && [ "$(printf '%s\n' "$msg" | wc -l)" -eq 1 ] &&
+  printf '%s' "$msg" | grep -qF "$dir/full/a/b/plan.json" && [ ! -e "$dir/full" ]; then
+  pass "--plan on a full disk leaves no folder: $msg"
+else
+  fail "--plan on a full disk: exit $rc, $msg; left: $(find "$dir/full" 2>/dev/null | tr '\n' ' ')"
+fi
 fails "--cell out of range" "the plan has cells 0..1" sweep "$dir/s" --cell 2
 fails "--shard without a slash" "expected i/N" sweep "$dir/s" --shard 3
 fails "--shard i >= N" "expected i/N" sweep "$dir/s" --shard 2/2

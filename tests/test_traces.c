@@ -697,6 +697,192 @@ START_TEST(trace_without_attention_rows_reports_not_found) {
 END_TEST
 
 
+/* ---- forged shapes and values -------------------------------------------------------------- */
+
+/* The good fixture opened for writing in the format of schema 2 (HDF5 1.10
+ * objects), so that what a test adds is in that format too. */
+static hid_t open_rw_v110(const char *path) {
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  ck_assert_int_ge(H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110), 0);
+  hid_t f = H5Fopen(path, H5F_ACC_RDWR, fapl);
+  H5Pclose(fapl);
+  ck_assert_int_ge(f, 0);
+  return f;
+}
+
+/* Replaces dataset `name` by a float32 one of shape dims, never written:
+ * chunked by chunk with Fletcher32 like the writer's, or contiguous when
+ * chunk is NULL. A forger's few KiB declaring any shape. */
+static void forge_unwritten(hid_t f, const char *name, int rank, const hsize_t *dims,
+                            const hsize_t *chunk) {
+  if (H5Lexists(f, name, H5P_DEFAULT) > 0) ck_assert_int_ge(H5Ldelete(f, name, H5P_DEFAULT), 0);
+  hid_t space = H5Screate_simple(rank, dims, NULL);
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  if (chunk) {
+    ck_assert_int_ge(H5Pset_chunk(dcpl, rank, chunk), 0);
+    ck_assert_int_ge(H5Pset_fletcher32(dcpl), 0);
+  }
+  hid_t dset = H5Dcreate2(f, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  ck_assert_int_ge(dset, 0);
+  H5Dclose(dset), H5Pclose(dcpl), H5Sclose(space);
+}
+
+/* Sets the positions to n_positions (n_decode stays T), drops the tokens
+ * and forges K, V (and A) of every layer at that many positions, chunked
+ * as the writer chunks them; the attributes stay consistent. */
+static void forge_positions(const char *path, uint64_t n_positions) {
+  hid_t f = open_rw_v110(path);
+  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "n_prompt", (int64_t)(n_positions - T)), 0);
+  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "n_positions", (int64_t)n_positions), 0);
+  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "has_tokens", 0), 0);
+  hsize_t kv[3] = {KVH, n_positions, D}, kv_chunk[3] = {1, 4096, D};
+  hsize_t attn[3] = {H, R + T, n_positions}, attn_chunk[3] = {1, R + T, 4096};
+  for (size_t layer = 0; layer < L; layer++) {
+    char name[64];
+    trace_h5_layer_dataset(name, sizeof name, layer, "K");
+    forge_unwritten(f, name, 3, kv, kv_chunk);
+    trace_h5_layer_dataset(name, sizeof name, layer, "V");
+    forge_unwritten(f, name, 3, kv, kv_chunk);
+    trace_h5_layer_dataset(name, sizeof name, layer, "A");
+    forge_unwritten(f, name, 3, attn, attn_chunk);
+  }
+  H5Fclose(f);
+}
+
+START_TEST(shapes_too_large_to_address_are_refused_at_open) {
+  char path[4200];
+  good_copy("forged-kv.h5", path, sizeof path); /* K/V (2, 2^60, 8), A (4, 8, 2^60) */
+  forge_positions(path, (uint64_t)1 << 60);
+  expect_open_failure(path, OBC_EFORMAT, "n_prompt is 1152921504606846973 (at most 2147483647)");
+
+  good_copy("forged-logits.h5", path, sizeof path); /* /logits (3, 2^61) */
+  hid_t f = open_rw_v110(path);
+  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "vocab_size", (int64_t)1 << 61), 0);
+  hsize_t logits[2] = {T, (hsize_t)1 << 61}, logits_chunk[2] = {1, 4096};
+  forge_unwritten(f, "/logits", 2, logits, logits_chunk);
+  H5Fclose(f);
+  expect_open_failure(path, OBC_EFORMAT, "vocab_size is 2305843009213693952");
+
+  /* Every extent fits an int, their product does not fit 64 bits. */
+  good_copy("forged-product.h5", path, sizeof path);
+  f = open_rw_v110(path);
+  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "n_heads", 1 << 21), 0);
+  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "n_kv_heads", 1 << 21), 0);
+  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "head_dim", 1 << 21), 0);
+  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "n_prompt", (1 << 21) - T), 0);
+  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "n_positions", 1 << 21), 0);
+  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "has_tokens", 0), 0);
+  H5Fclose(f);
+  expect_open_failure(path, OBC_EFORMAT,
+                      "K, V of shape (n_kv_heads, n_positions, head_dim) = (2097152, 2097152, "
+                      "2097152) would need more than 2^64 bytes");
+}
+END_TEST
+
+START_TEST(tensors_whose_chunks_are_not_in_the_file_are_refused_at_open) {
+  char path[4200];
+  good_copy("forged-unwritten.h5", path, sizeof path); /* 2^30 positions: 2^37 bytes of K */
+  forge_positions(path, (uint64_t)1 << 30);
+  expect_open_failure(path, OBC_EFORMAT,
+                      "/layers/000/K declares shape (2, 1073741824, 8) in 524288 chunks, but the "
+                      "file stores 0 of them");
+
+  /* The writer's shape, contiguous and never allocated. */
+  good_copy("forged-contiguous.h5", path, sizeof path);
+  hid_t f = open_rw_v110(path);
+  hsize_t kv[3] = {KVH, NP, D};
+  forge_unwritten(f, "/layers/001/V", 3, kv, NULL);
+  H5Fclose(f);
+  expect_open_failure(path, OBC_EFORMAT,
+                      "/layers/001/V declares shape (2, 15, 8) (960 bytes), but the file stores 0 "
+                      "bytes of it");
+}
+END_TEST
+
+START_TEST(an_allocation_that_fails_names_the_file_and_the_tensor) {
+  char path[4200];
+  good_copy("alloc.h5", path, sizeof path);
+  TraceReader *r = NULL;
+  ck_assert_int_eq(trace_open(path, &r), 0);
+  ck_assert_ptr_null(trace_alloc(r, SIZE_MAX / 2, 8, "K of one KV head")); /* the product wraps */
+  assert_message_names(path);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "out of memory allocating"));
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "for K of one KV head"));
+  trace_close(r);
+}
+END_TEST
+
+/* good_copy with the real attribute `name` set to value. */
+static void copy_with_real(const char *file, const char *name, double value, char *path,
+                           size_t size) {
+  good_copy(file, path, size);
+  hid_t f = open_rw(path);
+  ck_assert_int_eq(trace_h5_attr_write_f64(path, f, name, value), 0);
+  H5Fclose(f);
+}
+
+START_TEST(non_finite_or_non_positive_scales_are_refused_at_open) {
+  char path[4200];
+  const double scales[] = {NAN, 0.0, -0.25, INFINITY};
+  for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++) {
+    copy_with_real("scale.h5", "attn_scale", scales[i], path, sizeof path);
+    expect_open_failure(path, OBC_EFORMAT, "attn_scale is");
+  }
+  const double thetas[] = {-INFINITY, NAN, -10000.0};
+  for (size_t i = 0; i < sizeof thetas / sizeof thetas[0]; i++) {
+    copy_with_real("theta.h5", "rope_theta", thetas[i], path, sizeof path);
+    expect_open_failure(path, OBC_EFORMAT, "rope_theta is");
+  }
+  copy_with_real("theta0.h5", "rope_theta", 0.0, path, sizeof path); /* with RoPE pairs */
+  hid_t f = open_rw(path);
+  ck_assert_int_eq(trace_h5_attr_write_str(path, f, "rope_layout", "half"), 0);
+  H5Fclose(f);
+  expect_open_failure(path, OBC_EFORMAT, "rope_theta is 0 (expected a finite RoPE base > 0)");
+  copy_with_real("factor.h5", "rope_factor", NAN, path, sizeof path);
+  expect_open_failure(path, OBC_EFORMAT, "rope_factor is nan");
+  /* 0 is a trace without RoPE: a synthetic one. */
+  synth_small("no-rope.h5", 1, 1, false, path, sizeof path);
+  TraceReader *r = NULL;
+  ck_assert_msg(trace_open(path, &r) == 0, "%s", obc_error_message());
+  ck_assert(trace_meta(r)->model.rope_theta == 0.0);
+  trace_close(r);
+}
+END_TEST
+
+START_TEST(a_dtype_other_than_the_stored_floats_is_refused_at_open) {
+  char path[4200];
+  good_copy("dtype-f16.h5", path, sizeof path); /* f32 datasets */
+  hid_t f = open_rw(path);
+  ck_assert_int_eq(trace_h5_attr_write_str(path, f, "dtype", "f16"), 0);
+  H5Fclose(f);
+  expect_open_failure(path, OBC_EFORMAT, "/layers/000/K has 4-byte floats, but dtype 'f16' says 2");
+  scratch_path(path, sizeof path, "dtype-f32.h5");
+  ck_assert_int_eq(fixture_write(path, true, 0), 0); /* f16 datasets */
+  f = open_rw(path);
+  ck_assert_int_eq(trace_h5_attr_write_str(path, f, "dtype", "f32"), 0);
+  H5Fclose(f);
+  expect_open_failure(path, OBC_EFORMAT, "/layers/000/K has 2-byte floats, but dtype 'f32' says 4");
+}
+END_TEST
+
+START_TEST(a_span_beyond_the_prompt_and_a_needle_flag_other_than_0_1_are_refused) {
+  char path[4200];
+  good_copy("span-decode.h5", path, sizeof path);
+  hid_t f = open_rw(path);
+  hid_t dset = H5Dopen2(f, "/spans/question", H5P_DEFAULT);
+  int64_t range[2] = {9, S + 2}; /* two decode positions */
+  ck_assert_int_ge(H5Dwrite(dset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, range), 0);
+  H5Dclose(dset), H5Fclose(f);
+  expect_open_failure(path, OBC_EFORMAT,
+                      "span /spans/question = [9, 14) is outside the prompt [0, 12)");
+  good_copy("needle7.h5", path, sizeof path);
+  f = open_rw(path);
+  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "needle_found", 7), 0);
+  H5Fclose(f);
+  expect_open_failure(path, OBC_EFORMAT, "needle_found is 7");
+}
+END_TEST
+
 /* ---- schema 2: checksums, content hash, damage ------------------------------------------------- */
 
 /* tests/data/trace_v1.h5 was written by obcache synth before schema 2 (--layers 1 --heads 2
@@ -949,6 +1135,14 @@ static Suite *traces_suite(void) {
   tcase_add_test(tc, flipped_chunk_byte_is_a_checksum_mismatch_naming_the_dataset);
   tcase_add_test(tc, damaged_copies_fail_naming_the_file_or_read_the_original);
   suite_add_tcase(s, tc);
+  TCase *forged = tcase_create("forged");
+  tcase_add_test(forged, shapes_too_large_to_address_are_refused_at_open);
+  tcase_add_test(forged, tensors_whose_chunks_are_not_in_the_file_are_refused_at_open);
+  tcase_add_test(forged, an_allocation_that_fails_names_the_file_and_the_tensor);
+  tcase_add_test(forged, non_finite_or_non_positive_scales_are_refused_at_open);
+  tcase_add_test(forged, a_dtype_other_than_the_stored_floats_is_refused_at_open);
+  tcase_add_test(forged, a_span_beyond_the_prompt_and_a_needle_flag_other_than_0_1_are_refused);
+  suite_add_tcase(s, forged);
   return s;
 }
 

@@ -131,6 +131,14 @@ size_t trace_meta_decode_rows(const TraceMeta *meta, size_t *first_index);
 typedef struct TraceReader TraceReader;
 
 int trace_open(const char *path, TraceReader **out);
+/* trace_open refuses a trace whose extents exceed INT32_MAX or whose
+ * tensors could not be in the file (a chunk never written, more bytes than
+ * the file stores, a size product that would wrap): after it, products of
+ * a trace's extents, times sizeof(double), do not overflow a size_t. */
+/* malloc of count x size bytes for `what` (a tensor of the trace, e.g. "K of
+ * one KV head"); on failure NULL and OBC_ENOMEM "<path>: out of memory
+ * allocating N bytes for <what>", or when count x size would wrap. */
+void *trace_alloc(const TraceReader *reader, size_t count, size_t size, const char *what);
 void trace_close(TraceReader *reader);
 const TraceMeta *trace_meta(const TraceReader *reader);
 const char *trace_path(const TraceReader *reader);

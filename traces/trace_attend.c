@@ -3,12 +3,15 @@
  * row maximum before exponentiating, so no logit can overflow. */
 #include "traces/trace_attend.h"
 
+#include <assert.h>
 #include <cblas.h>
+#include <limits.h>
 #include <math.h>
 
 void trace_attend_rows(const TraceAttendShape *shape, const double *Q, const double *K,
                        const double *V, double *A, double *O, double *lse) {
   const size_t n_rows = shape->n_rows, n_keys = shape->n_keys, d = shape->head_dim;
+  assert(n_rows <= INT_MAX && n_keys <= INT_MAX && d <= INT_MAX);
   if (!n_rows) return;
   cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n_rows, (int)n_keys, (int)d,
               shape->scale, Q, (int)d, K, (int)d, 0.0, A, (int)n_keys);

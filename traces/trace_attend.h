@@ -18,8 +18,9 @@ typedef struct {
 } TraceAttendShape;
 
 /* Computes A (overwriting the scratch probabilities), O and lse. Uses BLAS
- * (dgemm); call it from inside an OpenMP parallel region to keep BLAS on the
- * calling thread. */
+ * (dgemm), whose extents are int: each of n_rows, n_keys and head_dim must
+ * be at most INT_MAX (trace_open refuses traces beyond). Call it from
+ * inside an OpenMP parallel region to keep BLAS on the calling thread. */
 void trace_attend_rows(const TraceAttendShape *shape, const double *Q /* (n_rows, head_dim) */,
                        const double *K /* (n_keys, head_dim) */,
                        const double *V /* (n_keys, head_dim) */,

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "traces/trace.h"
 #include "traces/trace_h5.h"
@@ -28,6 +29,15 @@ struct TraceReader {
 
 const TraceMeta *trace_meta(const TraceReader *reader) { return &reader->meta; }
 const char *trace_path(const TraceReader *reader) { return reader->path; }
+
+void *trace_alloc(const TraceReader *reader, size_t count, size_t size, const char *what) {
+  size_t bytes = 0;
+  void *p = __builtin_mul_overflow(count, size, &bytes) ? NULL : malloc(bytes ? bytes : 1);
+  if (!p)
+    obc_fail(OBC_ENOMEM, "%s: out of memory allocating %zu x %zu bytes for %s", reader->path, count,
+             size, what);
+  return p;
+}
 
 void trace_close(TraceReader *reader) {
   if (!reader) return;
@@ -62,11 +72,94 @@ static void format_dims(char *out, size_t size, int rank, const hsize_t *dims) {
   if (used < size) snprintf(out + used, size - used, ")");
 }
 
+/* The most deflate can compress: 1032 bytes into 1 (a run of one byte value
+ * in 258-byte matches of one bit each); shuffle and Fletcher32 do not shrink
+ * a chunk. A dataset whose logical size exceeds its stored bytes times this
+ * cannot have been written in full. */
+#define TRACE_DEFLATE_MAX_RATIO 1032
+
+/* Refuses dataset `name` (dims, elements of type_size bytes) unless every
+ * element is in the file: a written trace allocates every chunk (the writer
+ * creates each dataset at its final size and writes each head), so a
+ * chunked dataset must have as many allocated chunks as its chunk grid, and
+ * any dataset at least its logical size divided by deflate's best ratio in
+ * storage. Forged shapes of 2^60 positions with no chunk written fail here,
+ * before any reader sizes a buffer by them. */
+static int check_storage(const TraceReader *r, const char *name, hid_t dset, int rank,
+                         const hsize_t *dims, size_t type_size) {
+  uint64_t elements = 1, bytes = 0;
+  for (int i = 0; i < rank; i++)
+    if (__builtin_mul_overflow(elements, (uint64_t)dims[i], &elements)) elements = UINT64_MAX;
+  if (!elements) return OBC_OK;
+  if (__builtin_mul_overflow(elements, (uint64_t)type_size, &bytes)) bytes = UINT64_MAX;
+  char shape[128];
+  format_dims(shape, sizeof shape, rank, dims);
+  hid_t dcpl = H5Dget_create_plist(dset);
+  if (dcpl < 0) return trace_h5_fail_damaged(r->path, name);
+  H5D_layout_t layout = H5Pget_layout(dcpl);
+  hsize_t chunk[8] = {0};
+  int chunk_rank = layout == H5D_CHUNKED ? H5Pget_chunk(dcpl, 8, chunk) : 0;
+  H5Pclose(dcpl);
+  if (layout == H5D_CHUNKED) {
+    uint64_t grid = 1;
+    for (int i = 0; i < rank; i++) {
+      if (chunk_rank != rank || !chunk[i]) return trace_h5_fail_damaged(r->path, name);
+      if (__builtin_mul_overflow(grid, (uint64_t)((dims[i] + chunk[i] - 1) / chunk[i]), &grid))
+        grid = UINT64_MAX;
+    }
+    hsize_t allocated = 0;
+    hid_t space = H5Dget_space(dset);
+    herr_t status = space >= 0 ? H5Dget_num_chunks(dset, space, &allocated) : -1;
+    if (space >= 0) H5Sclose(space);
+    if (status < 0) return trace_h5_fail_damaged(r->path, name);
+    if (allocated != grid)
+      return obc_fail(OBC_EFORMAT,
+                      "%s: %s declares shape %s in %llu chunks, but the file stores %llu of them "
+                      "(a written trace stores every chunk)",
+                      r->path, name, shape, (unsigned long long)grid,
+                      (unsigned long long)allocated);
+  }
+  uint64_t stored = (uint64_t)H5Dget_storage_size(dset), most = 0;
+  if (__builtin_mul_overflow(stored, (uint64_t)TRACE_DEFLATE_MAX_RATIO, &most)) most = UINT64_MAX;
+  if (bytes > most)
+    return obc_fail(OBC_EFORMAT,
+                    "%s: %s declares shape %s (%llu bytes), but the file stores %llu bytes of it "
+                    "(deflate compresses at most %d:1)",
+                    r->path, name, shape, (unsigned long long)bytes, (unsigned long long)stored,
+                    TRACE_DEFLATE_MAX_RATIO);
+  return OBC_OK;
+}
+
+/* The type half of check_dataset. */
+static int check_dataset_type(const TraceReader *r, const char *name, H5T_class_t cls,
+                              size_t int_size, size_t float_size, H5T_class_t found_cls,
+                              size_t type_size, bool ieee_half) {
+  if (found_cls != cls)
+    return obc_fail(OBC_EFORMAT, "%s: %s has the wrong type (expected %s)", r->path, name,
+                    cls == H5T_FLOAT ? "floats" : "integers");
+  if (cls == H5T_FLOAT && type_size != 2 && type_size != 4 && type_size != 8)
+    return obc_fail(OBC_EFORMAT, "%s: %s has %zu-byte floats (expected 2, 4 or 8)", r->path, name,
+                    type_size);
+  if (cls == H5T_FLOAT && float_size && type_size != float_size)
+    return obc_fail(OBC_EFORMAT, "%s: %s has %zu-byte floats, but dtype '%s' says %zu", r->path,
+                    name, type_size, r->meta.dtype, float_size);
+  if (cls == H5T_FLOAT && type_size == 2 && !ieee_half)
+    return obc_fail(OBC_EFORMAT,
+                    "%s: %s has a 16-bit float type that is not little-endian IEEE half", r->path,
+                    name);
+  if (cls == H5T_INTEGER && type_size != int_size)
+    return obc_fail(OBC_EFORMAT, "%s: %s has %zu-byte integers (expected %zu)", r->path, name,
+                    type_size, int_size);
+  return OBC_OK;
+}
+
 /* Checks that dataset `name` exists, has the type class (and, for floats, a
- * size of 2, 4 or 8 bytes; for integers `int_size`) and exactly the shape
- * expected; `meaning` names the dimensions in the message. */
+ * size of `float_size` bytes, or 2, 4 or 8 when float_size is 0; for
+ * integers `int_size`), exactly the shape expected, and every element
+ * stored (check_storage); `meaning` names the dimensions in the message. */
 static int check_dataset(const TraceReader *r, const char *name, H5T_class_t cls, size_t int_size,
-                         int rank, const hsize_t *expected, const char *meaning) {
+                         size_t float_size, int rank, const hsize_t *expected,
+                         const char *meaning) {
   int exists = find_link(r, name);
   if (exists < 0) return exists;
   if (!exists)
@@ -100,30 +193,19 @@ static int check_dataset(const TraceReader *r, const char *name, H5T_class_t cls
   if (found_rank > 0 && found_rank <= 8) H5Sget_simple_extent_dims(space, dims, NULL);
   H5Tclose(type);
   H5Sclose(space);
-  H5Dclose(dset);
-  if (found_cls != cls)
-    return obc_fail(OBC_EFORMAT, "%s: %s has the wrong type (expected %s)", r->path, name,
-                    cls == H5T_FLOAT ? "floats" : "integers");
-  if (cls == H5T_FLOAT && type_size != 2 && type_size != 4 && type_size != 8)
-    return obc_fail(OBC_EFORMAT, "%s: %s has %zu-byte floats (expected 2, 4 or 8)", r->path, name,
-                    type_size);
-  if (cls == H5T_FLOAT && type_size == 2 && !ieee_half)
-    return obc_fail(OBC_EFORMAT,
-                    "%s: %s has a 16-bit float type that is not little-endian IEEE half", r->path,
-                    name);
-  if (cls == H5T_INTEGER && type_size != int_size)
-    return obc_fail(OBC_EFORMAT, "%s: %s has %zu-byte integers (expected %zu)", r->path, name,
-                    type_size, int_size);
+  int rc = check_dataset_type(r, name, cls, int_size, float_size, found_cls, type_size, ieee_half);
   bool same = found_rank == rank;
   for (int i = 0; same && i < rank; i++) same = dims[i] == expected[i];
-  if (!same) {
+  if (!rc && !same) {
     char want[128], got[128];
     format_dims(want, sizeof want, rank, expected);
     format_dims(got, sizeof got, found_rank > 0 && found_rank <= 8 ? found_rank : 0, dims);
-    return obc_fail(OBC_EFORMAT, "%s: %s has shape %s, expected %s = %s", r->path, name, got, want,
-                    meaning);
+    rc = obc_fail(OBC_EFORMAT, "%s: %s has shape %s, expected %s = %s", r->path, name, got, want,
+                  meaning);
   }
-  return OBC_OK;
+  if (!rc) rc = check_storage(r, name, dset, rank, dims, type_size);
+  H5Dclose(dset);
+  return rc;
 }
 
 static int read_size_attr(const TraceReader *r, const char *name, size_t *out) {
@@ -142,6 +224,87 @@ static int read_flag_attr(const TraceReader *r, const char *name, bool *out) {
   int rc = trace_h5_attr_read_i64(r->path, r->file, name, &v);
   *out = v != 0;
   return rc;
+}
+
+/* The real attributes the analysis computes with: attn_scale multiplies
+ * every logit, so it must be finite and positive; rope_theta is a RoPE base
+ * (finite, positive) or 0 in a trace without RoPE (rope_layout "none" or
+ * architecture "synthetic"); the scaling
+ * parameters are finite and not negative (0 when unused). */
+static int check_reals(const TraceReader *r) {
+  const TraceModel *c = &r->meta.model;
+  if (!(isfinite(c->attn_scale) && c->attn_scale > 0))
+    return obc_fail(OBC_EFORMAT, "%s: attn_scale is %g (expected a finite number > 0)", r->path,
+                    c->attn_scale);
+  bool no_rope = !strcmp(c->rope_layout, "none") || !strcmp(c->architecture, "synthetic");
+  if (!(isfinite(c->rope_theta) && (c->rope_theta > 0 || (no_rope && c->rope_theta == 0))))
+    return obc_fail(OBC_EFORMAT, "%s: rope_theta is %g (expected a finite RoPE base > 0%s)",
+                    r->path, c->rope_theta, no_rope ? ", or 0: no RoPE" : "");
+  const struct {
+    const char *name;
+    double value;
+  } scaling[] = {
+      {"rope_factor", c->rope_factor},
+      {"rope_low_freq_factor", c->rope_low_freq_factor},
+      {"rope_high_freq_factor", c->rope_high_freq_factor},
+  };
+  for (size_t i = 0; i < sizeof scaling / sizeof scaling[0]; i++)
+    if (!(isfinite(scaling[i].value) && scaling[i].value >= 0))
+      return obc_fail(OBC_EFORMAT, "%s: %s is %g (expected a finite number >= 0)", r->path,
+                      scaling[i].name, scaling[i].value);
+  return OBC_OK;
+}
+
+/* The largest extent a trace may declare: BLAS (trace_attend.h) takes int
+ * extents. */
+#define TRACE_MAX_EXTENT ((size_t)INT32_MAX)
+
+/* Whether a * b * c * 8 (the bytes of as many doubles) fits a size_t. */
+static bool bytes_fit(size_t a, size_t b, size_t c) {
+  size_t n;
+  return !__builtin_mul_overflow(a, b, &n) && !__builtin_mul_overflow(n, c, &n) &&
+         !__builtin_mul_overflow(n, (size_t)8, &n);
+}
+
+/* Every size product a reader of the trace forms, checked once: each extent
+ * fits an int, and every tensor's element count (and every one-head slab
+ * the consumers buffer, which is smaller), times 8 bytes, fits a size_t; so
+ * do the slab hashes trace_compute_hash keeps. Callers may then multiply
+ * extents, and by sizeof(double), without overflow checks (trace.h). */
+static int check_sizes(const TraceReader *r) {
+  const TraceMeta *m = &r->meta;
+  const TraceModel *c = &m->model;
+  const struct {
+    const char *name;
+    size_t value;
+  } extents[] = {
+      {"n_layers", c->n_layers}, {"n_heads", c->n_heads},         {"n_kv_heads", c->n_kv_heads},
+      {"head_dim", c->head_dim}, {"vocab_size", c->vocab_size},   {"n_prompt", m->n_prompt},
+      {"n_decode", m->n_decode}, {"n_positions", m->n_positions}, {"n_rows", m->n_rows},
+  };
+  for (size_t i = 0; i < sizeof extents / sizeof extents[0]; i++)
+    if (extents[i].value > TRACE_MAX_EXTENT)
+      return obc_fail(OBC_EFORMAT, "%s: %s is %zu (at most %zu)", r->path, extents[i].name,
+                      extents[i].value, TRACE_MAX_EXTENT);
+  const struct {
+    const char *name, *meaning;
+    size_t a, b, c;
+  } tensors[] = {
+      {"K, V", "(n_kv_heads, n_positions, head_dim)", c->n_kv_heads, m->n_positions, c->head_dim},
+      {"Q, O", "(n_heads, n_rows, head_dim)", c->n_heads, m->n_rows, c->head_dim},
+      {"A", "(n_heads, n_rows, n_positions)", c->n_heads, m->n_rows, m->n_positions},
+      {"/logits", "(n_decode, vocab_size)", 1, m->n_decode, c->vocab_size},
+      {"the slab hashes", "(n_layers, 2 n_kv_heads + 4 n_heads)", c->n_layers,
+       2 * c->n_kv_heads + 4 * c->n_heads, 1},
+  };
+  for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++)
+    if (!bytes_fit(tensors[i].a, tensors[i].b, tensors[i].c))
+      return obc_fail(OBC_EFORMAT,
+                      "%s: %s of shape %s = (%zu, %zu, %zu) would need more than 2^64 bytes "
+                      "(no file holds that)",
+                      r->path, tensors[i].name, tensors[i].meaning, tensors[i].a, tensors[i].b,
+                      tensors[i].c);
+  return OBC_OK;
 }
 
 static int read_attributes(TraceReader *r) {
@@ -183,8 +346,10 @@ static int read_attributes(TraceReader *r) {
   rc = rc ? rc : read_flag_attr(r, "has_logits", &m->has_logits);
   if (rc) return rc;
   m->needle_found = (int)needle;
+  char escaped[OBC_ESCAPED_SIZE(sizeof m->dtype)];
   if (strcmp(m->dtype, "f32") && strcmp(m->dtype, "f16"))
-    return obc_fail(OBC_EFORMAT, "%s: dtype '%s' (expected f32 or f16)", p, m->dtype);
+    return obc_fail(OBC_EFORMAT, "%s: dtype '%s' (expected f32 or f16)", p,
+                    obc_text_escape(escaped, sizeof escaped, m->dtype, false));
   if (!c->n_layers || !c->n_heads || !c->n_kv_heads || !c->head_dim || c->n_heads % c->n_kv_heads)
     return obc_fail(
         OBC_EFORMAT,
@@ -195,12 +360,18 @@ static int read_attributes(TraceReader *r) {
                     m->n_positions, m->n_prompt + m->n_decode);
   if (m->has_logits && !c->vocab_size)
     return obc_fail(OBC_EFORMAT, "%s: has_logits is set but vocab_size is 0", p);
+  if (needle < -1 || needle > 1)
+    return obc_fail(OBC_EFORMAT, "%s: needle_found is %lld (expected 1, 0 or -1: not applicable)",
+                    p, (long long)needle);
+  rc = check_reals(r);
+  if (!rc) rc = check_sizes(r);
+  if (rc) return rc;
   /* has_tokens is implied by meta->tokens being non-NULL after the read. */
   if (has_tokens) {
     hsize_t dims[1] = {m->n_positions};
-    rc = check_dataset(r, "/tokens", H5T_INTEGER, 4, 1, dims, "(n_positions)");
+    rc = check_dataset(r, "/tokens", H5T_INTEGER, 4, 0, 1, dims, "(n_positions)");
     if (rc) return rc;
-    m->tokens = obc_malloc(m->n_positions * sizeof *m->tokens, "tokens");
+    m->tokens = trace_alloc(r, m->n_positions, sizeof *m->tokens, "/tokens");
     if (!m->tokens) return OBC_ENOMEM;
     hid_t dset = H5Dopen2(f, "/tokens", H5P_DEFAULT);
     herr_t status =
@@ -215,9 +386,9 @@ static int read_attributes(TraceReader *r) {
 static int read_row_positions(TraceReader *r) {
   TraceMeta *m = &r->meta;
   hsize_t dims[1] = {m->n_rows};
-  int rc = check_dataset(r, "/row_positions", H5T_INTEGER, 8, 1, dims, "(n_rows)");
+  int rc = check_dataset(r, "/row_positions", H5T_INTEGER, 8, 0, 1, dims, "(n_rows)");
   if (rc) return rc;
-  m->row_positions = obc_malloc(m->n_rows * sizeof *m->row_positions, "row positions");
+  m->row_positions = trace_alloc(r, m->n_rows, sizeof *m->row_positions, "/row_positions");
   if (!m->row_positions) return OBC_ENOMEM;
   hid_t dset = H5Dopen2(r->file, "/row_positions", H5P_DEFAULT);
   herr_t status =
@@ -254,7 +425,7 @@ static int read_span(TraceReader *r, TraceSpan *span) {
   char name[128];
   snprintf(name, sizeof name, "/spans/%s", span->name);
   hsize_t dims[1] = {2};
-  int rc = check_dataset(r, name, H5T_INTEGER, 8, 1, dims, "(2) = [begin, end)");
+  int rc = check_dataset(r, name, H5T_INTEGER, 8, 0, 1, dims, "(2) = [begin, end)");
   if (rc) return rc;
   int64_t range[2];
   hid_t dset = H5Dopen2(r->file, name, H5P_DEFAULT);
@@ -263,9 +434,11 @@ static int read_span(TraceReader *r, TraceSpan *span) {
   rc = status < 0 ? trace_h5_fail_damaged(r->path, name) : OBC_OK;
   if (dset >= 0) H5Dclose(dset);
   if (rc) return rc;
-  if (range[0] < 0 || range[1] < range[0] || range[1] > (int64_t)m->n_positions)
-    return obc_fail(OBC_EFORMAT, "%s: span %s = [%lld, %lld) is outside [0, %zu]", r->path, name,
-                    (long long)range[0], (long long)range[1], m->n_positions);
+  if (range[0] < 0 || range[1] < range[0] || range[1] > (int64_t)m->n_prompt)
+    return obc_fail(OBC_EFORMAT,
+                    "%s: span %s = [%lld, %lld) is outside the prompt [0, %zu) (spans name prompt "
+                    "tokens)",
+                    r->path, name, (long long)range[0], (long long)range[1], m->n_prompt);
   span->begin = range[0];
   span->end = range[1];
   return OBC_OK;
@@ -287,12 +460,14 @@ static int read_named_spans(TraceReader *r) {
   for (size_t i = 0; !rc && i < count; i++) {
     TraceSpan *span = &m->spans[i];
     memcpy(span->name, names[i], sizeof span->name);
+    char escaped[OBC_ESCAPED_SIZE(sizeof span->name)];
+    obc_text_escape(escaped, sizeof escaped, span->name, false);
     if (!span->name[0] || strchr(span->name, '/') || span->name[0] == '.')
       rc = obc_fail(OBC_EFORMAT, "%s: /spans names entry %zu '%s' is not a span name", r->path, i,
-                    span->name);
+                    escaped);
     for (size_t j = 0; !rc && j < i; j++)
       if (!strcmp(m->spans[j].name, span->name))
-        rc = obc_fail(OBC_EFORMAT, "%s: /spans names '%s' twice", r->path, span->name);
+        rc = obc_fail(OBC_EFORMAT, "%s: /spans names '%s' twice", r->path, escaped);
     if (!rc) rc = read_span(r, span);
     if (!rc) m->n_spans = i + 1;
   }
@@ -341,31 +516,35 @@ static int check_layers(const TraceReader *r) {
   hsize_t rows[3] = {c->n_heads, m->n_rows, c->head_dim};
   hsize_t lse[2] = {c->n_heads, m->n_rows};
   hsize_t attn[3] = {c->n_heads, m->n_rows, m->n_positions};
+  /* K V Q O A are stored in dtype; lse (and the logits) as float32 or wider. */
+  size_t dtype_size = strcmp(m->dtype, "f16") ? 4 : 2;
   struct {
     const char *name;
     int rank;
     const hsize_t *dims;
+    size_t float_size;
     const char *meaning;
   } sets[] = {
-      {"K", 3, kv, "(n_kv_heads, n_positions, head_dim)"},
-      {"V", 3, kv, "(n_kv_heads, n_positions, head_dim)"},
-      {"Q", 3, rows, "(n_heads, n_rows, head_dim)"},
-      {"O", 3, rows, "(n_heads, n_rows, head_dim)"},
-      {"lse", 2, lse, "(n_heads, n_rows)"},
-      {"A", 3, attn, "(n_heads, n_rows, n_positions)"},
+      {"K", 3, kv, dtype_size, "(n_kv_heads, n_positions, head_dim)"},
+      {"V", 3, kv, dtype_size, "(n_kv_heads, n_positions, head_dim)"},
+      {"Q", 3, rows, dtype_size, "(n_heads, n_rows, head_dim)"},
+      {"O", 3, rows, dtype_size, "(n_heads, n_rows, head_dim)"},
+      {"lse", 2, lse, 0, "(n_heads, n_rows)"},
+      {"A", 3, attn, dtype_size, "(n_heads, n_rows, n_positions)"},
   };
   size_t n_sets = m->has_attn ? 6 : 5;
   for (size_t layer = 0; layer < c->n_layers; layer++) {
     for (size_t i = 0; i < n_sets; i++) {
       char name[64];
       trace_h5_layer_dataset(name, sizeof name, layer, sets[i].name);
-      int rc = check_dataset(r, name, H5T_FLOAT, 0, sets[i].rank, sets[i].dims, sets[i].meaning);
+      int rc = check_dataset(r, name, H5T_FLOAT, 0, sets[i].float_size, sets[i].rank, sets[i].dims,
+                             sets[i].meaning);
       if (rc) return rc;
     }
   }
   if (m->has_logits) {
     hsize_t logits[2] = {m->n_decode, c->vocab_size};
-    return check_dataset(r, "/logits", H5T_FLOAT, 0, 2, logits, "(n_decode, vocab_size)");
+    return check_dataset(r, "/logits", H5T_FLOAT, 0, 0, 2, logits, "(n_decode, vocab_size)");
   }
   return OBC_OK;
 }
@@ -375,9 +554,10 @@ static int read_content_hash(TraceReader *r) {
   char hash[64];
   int rc = read_str_attr(r, "content_hash", hash, sizeof hash);
   if (rc) return rc;
+  char escaped[OBC_ESCAPED_SIZE(sizeof hash)];
   if (!trace_content_hash_valid(hash))
     return obc_fail(OBC_EFORMAT, "%s: content_hash '%s' is not 16 lower-case hex digits", r->path,
-                    hash);
+                    obc_text_escape(escaped, sizeof escaped, hash, false));
   memcpy(r->meta.content_hash, hash, sizeof r->meta.content_hash);
   return OBC_OK;
 }
@@ -604,10 +784,13 @@ static size_t largest_slab(const TraceMeta *m) {
 
 int trace_compute_hash(TraceReader *r, char out[17]) {
   const TraceMeta *m = &r->meta;
-  uint64_t *hashes = obc_calloc(trace_hash_slab_count(m), sizeof *hashes, "slab hashes");
+  uint64_t *hashes = trace_alloc(r, trace_hash_slab_count(m), sizeof *hashes, "the slab hashes");
   /* 8 bytes an element: the widest float a trace may store. */
-  unsigned char *buffer = obc_malloc(largest_slab(m) * 8, "slab buffer");
+  unsigned char *buffer =
+      hashes ? trace_alloc(r, largest_slab(m), 8, "the largest slab (one head, or the logits)")
+             : NULL;
   int rc = hashes && buffer ? OBC_OK : OBC_ENOMEM;
+  if (!rc) memset(hashes, 0, trace_hash_slab_count(m) * sizeof *hashes);
   int kinds = m->has_attn ? OBC_TRACE_SLAB_KINDS : OBC_TRACE_SLAB_A;
   for (size_t layer = 0; !rc && layer < m->model.n_layers; layer++) {
     for (int k = 0; !rc && k < kinds; k++) {
