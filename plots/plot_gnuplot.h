@@ -20,7 +20,9 @@ int plot_gnuplot_find(PlotGnuplot *gnuplot);
  * plot_gnuplot_wait. */
 int plot_gnuplot_start(const PlotGnuplot *gnuplot, const char *script, const char *assignments,
                        const char *log_path, pid_t *child);
-/* Waits for any started gnuplot to end: *child and its wait status. */
+/* Waits for any started gnuplot to end: *child and its wait status. It
+ * reaps whichever child ends first, so call it only while the gnuplots are
+ * the process's only children (true of `obcache plot` and `sweep`). */
 int plot_gnuplot_wait(pid_t *child, int *status);
 /* The verdict on a gnuplot that ended with status: OBC_OK, or
  * OBC_EEXTERNAL with the one-line message (the script, how it ended and
