@@ -35,7 +35,7 @@ static void print_wrapped(FILE *out, const char *text, size_t indent, size_t wid
 static void print_help(FILE *out, const ObcOptionList *list, const char *scripts_dir) {
   fprintf(out,
           "usage: obcache plot DIR [-o OUTDIR] [--format png,svg] [--window W] [--k K]\n"
-          "                        [--only NAME[,NAME...]]\n"
+          "                        [--only NAME[,NAME...]] [--jobs N]\n"
           "\n"
           "Renders the figures of an analysis folder (DIR/report.json and the CSVs written\n"
           "by `obcache analyze TRACE -o DIR`), of a sweep folder (DIR/summary.csv), of a\n"
@@ -106,6 +106,9 @@ int cmd_plot(int argc, char **argv) {
        NULL, OBC_OPTION_SIZE, &options.k, NULL, NULL},
       {"--only", NULL, "LIST", "draw only these figures (comma-separated names below)", NULL,
        OBC_OPTION_TEXT, &options.only, NULL, NULL},
+      {"--jobs", NULL, "N",
+       "gnuplot processes at once (the images are the same for any N; at most 16)",
+       "one per processor", OBC_OPTION_SIZE, &options.jobs, NULL, NULL},
   };
   const ObcOptionList list = OBC_OPTION_LIST(table);
   ObcArguments args;

@@ -1,6 +1,7 @@
 /* Pending (write-then-rename) files and mkdir -p; see obc_file.h. */
 #include "common/obc_file.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -15,15 +16,16 @@
 
 #include "common/obc_error.h"
 
-#define OBC_MAX_PENDING 16
+#define OBC_MAX_PENDING 64
 static ObcPendingFile *volatile pending_files[OBC_MAX_PENDING];
 static volatile sig_atomic_t handler_installed;
-static volatile pid_t pending_child;
+static volatile pid_t pending_children[OBC_MAX_CHILDREN];
 
 static void remove_pending_on_signal(int sig) {
-  pid_t child = pending_child;
-  if (child > 0) { /* kill and waitpid are async-signal-safe */
-    kill(child, SIGKILL);
+  for (int i = 0; i < OBC_MAX_CHILDREN; i++) {
+    pid_t child = pending_children[i];
+    if (child <= 0) continue;
+    kill(child, SIGKILL); /* kill and waitpid are async-signal-safe */
     while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
     }
   }
@@ -50,7 +52,19 @@ void obc_pending_register(ObcPendingFile *file) {
     }
 }
 
-void obc_pending_child(pid_t child) { pending_child = child; }
+void obc_pending_child_add(pid_t child) {
+  for (int i = 0; i < OBC_MAX_CHILDREN; i++)
+    if (pending_children[i] <= 0) {
+      pending_children[i] = child;
+      return;
+    }
+  assert(!"more than OBC_MAX_CHILDREN pending children");
+}
+
+void obc_pending_child_remove(pid_t child) {
+  for (int i = 0; i < OBC_MAX_CHILDREN; i++)
+    if (pending_children[i] == child) pending_children[i] = 0;
+}
 
 void obc_pending_unregister(ObcPendingFile *file) {
   for (int i = 0; i < OBC_MAX_PENDING; i++)

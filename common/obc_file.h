@@ -98,9 +98,12 @@ int obc_make_dirs(const char *path);
 void obc_pending_register(ObcPendingFile *file);
 void obc_pending_unregister(ObcPendingFile *file);
 
-/* The child process writing into the pending files (gnuplot), or 0: the
- * handler kills and reaps it before removing the files, so that it cannot
- * create one after they were removed. */
-void obc_pending_child(pid_t child);
+/* The child processes writing into the pending files (gnuplot), at most
+ * OBC_MAX_CHILDREN at a time: the handler kills and reaps each before
+ * removing the files, so that none can create one after they were removed.
+ * A child is removed again once it was reaped. */
+enum { OBC_MAX_CHILDREN = 16 };
+void obc_pending_child_add(pid_t child);
+void obc_pending_child_remove(pid_t child);
 
 #endif

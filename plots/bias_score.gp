@@ -30,6 +30,17 @@ load plots_dir . "style.gp"
 if (!exists("window")) { stats data using "window" nooutput; window = int(STATS_max) }
 if (!exists("title")) title = sprintf("Mean normalised score along the prompt\n%s, window W = %d", model, window)
 
+# One pass over the file for the rows of the window, budget and recent window; the passes below read
+# this copy of their fields (the same text) instead of the whole file.
+set print $rows
+print "score,window,recent,k,bucket_lo,bucket_hi,mean_norm_score"
+unset print
+set table $rows append
+plot data using (sprintf("%s,%s,%s,%s,%s,%s,%s", strcol("score"), strcol("window"), strcol("recent"), strcol("k"), strcol("bucket_lo"), strcol("bucket_hi"), strcol("mean_norm_score"))) with table \
+  if (column("window") == window && column("k") == k && column("recent") == recent)
+unset table
+data = "$rows"
+
 # Collect one block per score: bucket midpoint and the mean normalised score
 # (positive values only: the axis is logarithmic).
 $curves << EOD

@@ -31,6 +31,17 @@ stats data using "bucket" nooutput
 buckets = int(STATS_max) + 1
 if (!exists("title")) title = sprintf("Where the top-%d selection falls along the prompt\n%s, window W = %d, budget k = %d%s", k, model, window, k, (recent > 0 ? sprintf(", recent %d", recent) : ""))
 
+# One pass over the file for the rows of the window, budget and recent window; the passes below read
+# this copy of their fields (the same text) instead of the whole file.
+set print $rows
+print "score,window,recent,k,bucket_lo,bucket_hi,selected_share"
+unset print
+set table $rows append
+plot data using (sprintf("%s,%s,%s,%s,%s,%s,%s", strcol("score"), strcol("window"), strcol("recent"), strcol("k"), strcol("bucket_lo"), strcol("bucket_hi"), strcol("selected_share"))) with table \
+  if (column("window") == window && column("k") == k && column("recent") == recent)
+unset table
+data = "$rows"
+
 # Collect one block per score: bucket midpoint and the selected share.
 $curves << EOD
 EOD

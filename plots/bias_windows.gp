@@ -33,6 +33,17 @@ if (!exists("height")) height = 90 + 330 * rows
 load plots_dir . "style.gp"
 if (!exists("title")) title = sprintf("How the top-%d selection moves along the prompt as the window W grows\n%s, budget k = %d", k, model, k)
 
+# One pass over the file for the rows of budget k and no recent window; the passes below read
+# this copy of their fields (the same text) instead of the whole file.
+set print $rows
+print "score,window,recent,k,bucket_lo,bucket_hi,selected_share"
+unset print
+set table $rows append
+plot data using (sprintf("%s,%s,%s,%s,%s,%s,%s", strcol("score"), strcol("window"), strcol("recent"), strcol("k"), strcol("bucket_lo"), strcol("bucket_hi"), strcol("selected_share"))) with table \
+  if (column("k") == k && column("recent") == 0)
+unset table
+data = "$rows"
+
 # One block per (score, window), then the oracle's block (its selection does
 # not depend on W: the first window's rows are used).
 $curves << EOD

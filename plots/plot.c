@@ -1,7 +1,8 @@
 /* The plot command's work (see plot.h): gather what each figure needs
  * (plot_inputs.h for an analysis folder, plot_sweep.h for a sweep), check the
  * scripts and gnuplot, then run one gnuplot script per figure and format,
- * each image under a temporary name renamed when gnuplot succeeded. */
+ * several at once (one per processor), each image under a temporary name
+ * renamed when its gnuplot succeeded. */
 #include "plots/plot.h"
 
 #include <dirent.h>
@@ -226,41 +227,121 @@ static void result_add(PlotResult *result, const char *path) {
     snprintf(result->written[result->n_written++], sizeof result->written[0], "%s", path);
 }
 
-/* Draws one figure in one format: gnuplot writes the temporary file, which
- * is renamed into place only when gnuplot succeeded and wrote something. */
-static int draw_figure(const PlotGnuplot *gnuplot, const char *script, const char *out_dir,
-                       const char *name, const char *format, const PlotArgs *figure,
-                       PlotResult *result) {
+/* One image to draw: figure and format, the gnuplot variables, and, while
+ * its gnuplot runs, the pending image and log and the child's id. */
+typedef struct {
+  const PlotFigure *figure;
+  const char *format;
+  char script[4096];
+  PlotArgs args;
+  ObcPendingFile image, log;
+  pid_t child;
+  int done; /* the image was renamed into place */
+} PlotJob;
+
+/* Starts gnuplot on one job: it writes the image's temporary file. */
+static int job_start(const PlotGnuplot *gnuplot, const char *out_dir, PlotJob *job) {
   char final_path[4096], log_path[4096];
-  if ((size_t)snprintf(final_path, sizeof final_path, "%s/%s.%s", out_dir, name, format) >=
-      sizeof final_path)
+  if ((size_t)snprintf(final_path, sizeof final_path, "%s/%s.%s", out_dir, job->figure->name,
+                       job->format) >= sizeof final_path)
     return obc_fail(OBC_EINVAL, "%s: output path too long", out_dir);
-  snprintf(log_path, sizeof log_path, "%s/.%s.%s.gnuplot-log", out_dir, name, format);
+  snprintf(log_path, sizeof log_path, "%s/.%s.%s.gnuplot-log", out_dir, job->figure->name,
+           job->format);
   /* gnuplot's log is a pending file that is never committed: Ctrl-C removes
    * it together with the half-drawn image. */
-  ObcPendingFile image, log;
-  int rc = obc_pending_init(&image, final_path);
-  if (!rc) rc = obc_pending_init(&log, log_path);
+  int rc = obc_pending_init(&job->image, final_path);
+  if (!rc) rc = obc_pending_init(&job->log, log_path);
   if (rc) return rc;
-  obc_pending_register(&image);
-  obc_pending_register(&log);
-  PlotArgs args = *figure;
-  plot_args_string(&args, "fmt", format);
-  plot_args_string(&args, "outfile", image.temp_path);
-  rc = plot_args_check(&args);
-  if (!rc) rc = plot_gnuplot_run(gnuplot, script, args.text, log.temp_path);
-  obc_pending_abort(&log);
-  struct stat st;
-  if (!rc && (stat(image.temp_path, &st) != 0 || st.st_size == 0))
-    rc = obc_fail(OBC_EEXTERNAL, "%s: gnuplot exited normally but wrote no image for %s", script,
-                  final_path);
+  plot_args_string(&job->args, "fmt", job->format);
+  plot_args_string(&job->args, "outfile", job->image.temp_path);
+  rc = plot_args_check(&job->args);
+  if (rc) return rc;
+  obc_pending_register(&job->image);
+  obc_pending_register(&job->log);
+  rc = plot_gnuplot_start(gnuplot, job->script, job->args.text, job->log.temp_path, &job->child);
   if (rc) {
-    obc_pending_abort(&image);
+    obc_pending_abort(&job->log);
+    obc_pending_unregister(&job->log);
+    obc_pending_unregister(&job->image);
+  }
+  return rc;
+}
+
+/* The end of a job whose gnuplot ended with status: the image is renamed
+ * into place only when gnuplot succeeded and wrote something. The message
+ * of a failure goes to message (the caller reports the first one). */
+static int job_finish(PlotJob *job, int status, char *message, size_t size) {
+  int rc = plot_gnuplot_outcome(job->script, status, job->log.temp_path, message, size);
+  obc_pending_abort(&job->log);
+  obc_pending_unregister(&job->log);
+  struct stat st;
+  if (!rc && (stat(job->image.temp_path, &st) != 0 || st.st_size == 0)) {
+    snprintf(message, size, "%s: gnuplot exited normally but wrote no image for %s", job->script,
+             job->image.final_path);
+    rc = OBC_EEXTERNAL;
+  }
+  if (rc) {
+    obc_pending_abort(&job->image);
+    obc_pending_unregister(&job->image);
     return rc;
   }
-  rc = obc_pending_commit(&image);
-  if (rc) return rc;
-  result_add(result, final_path);
+  rc = obc_pending_commit(&job->image);
+  obc_pending_unregister(&job->image);
+  if (rc) {
+    snprintf(message, size, "%s", obc_error_message());
+    return rc;
+  }
+  job->done = 1;
+  return OBC_OK;
+}
+
+/* Runs the jobs, at most max_running gnuplot processes at a time. Each image
+ * is whole under its final name or absent. After the first failure no new
+ * job starts, those running finish, and the first failure is reported. The
+ * images written are listed in job order, whatever order they ended in. */
+static int run_jobs(const PlotGnuplot *gnuplot, const char *out_dir, PlotJob *jobs, size_t n,
+                    size_t max_running, PlotResult *result) {
+  size_t next = 0, running = 0;
+  int rc = OBC_OK;
+  char first_message[2048] = "";
+  while (running > 0 || (!rc && next < n)) {
+    while (!rc && next < n && running < max_running) {
+      rc = job_start(gnuplot, out_dir, &jobs[next]);
+      if (rc) snprintf(first_message, sizeof first_message, "%s", obc_error_message());
+      next++;
+      if (!rc) running++;
+    }
+    if (running == 0) break;
+    pid_t child;
+    int status;
+    int wait_rc = plot_gnuplot_wait(&child, &status);
+    if (wait_rc) { /* no child left to wait for: nothing more can finish */
+      if (!rc) snprintf(first_message, sizeof first_message, "%s", obc_error_message());
+      rc = rc ? rc : wait_rc;
+      for (size_t j = 0; j < next; j++)
+        if (jobs[j].child > 0 && !jobs[j].done) {
+          obc_pending_abort(&jobs[j].log);
+          obc_pending_abort(&jobs[j].image);
+          obc_pending_unregister(&jobs[j].log);
+          obc_pending_unregister(&jobs[j].image);
+        }
+      break;
+    }
+    size_t j = 0;
+    while (j < next && jobs[j].child != child) j++;
+    if (j == next) continue; /* not one of ours */
+    jobs[j].child = 0;
+    running--;
+    char message[2048];
+    int job_rc = job_finish(&jobs[j], status, message, sizeof message);
+    if (job_rc && !rc) {
+      rc = job_rc;
+      snprintf(first_message, sizeof first_message, "%s", message);
+    }
+  }
+  for (size_t j = 0; j < n; j++)
+    if (jobs[j].done) result_add(result, jobs[j].image.final_path);
+  if (rc) return obc_fail(rc, "%s", first_message);
   return OBC_OK;
 }
 
@@ -303,6 +384,17 @@ static void sweep_model_name(const char *dir, char *model, size_t size) {
   if (first < 0) return;
   snprintf(report, sizeof report, "%s/%ld/analysis/report.json", cells, first);
   plot_report_model_name(report, model, size);
+}
+
+/* How many gnuplot processes run at once: --jobs, else one per online
+ * processor, at most OBC_MAX_CHILDREN. */
+static size_t plot_max_running(const PlotOptions *options) {
+  size_t n = options->jobs;
+  if (n == 0) {
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    n = online > 0 ? (size_t)online : 1;
+  }
+  return n < OBC_MAX_CHILDREN ? n : OBC_MAX_CHILDREN;
 }
 
 int plot_render(const PlotOptions *options, PlotResult *result) {
@@ -371,10 +463,11 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
 
   char plots_dir[4096];
   snprintf(plots_dir, sizeof plots_dir, "%s/", scripts_dir);
+  PlotJob *jobs = rc ? NULL : calloc(2 * N_FIGURES, sizeof *jobs);
+  if (!rc && !jobs) rc = obc_fail(OBC_ENOMEM, "plot: out of memory");
+  size_t n_jobs = 0;
   for (size_t i = 0; i < N_FIGURES && !rc; i++) {
     if (!selected[i]) continue;
-    char script[4096];
-    snprintf(script, sizeof script, "%s/%s", scripts_dir, FIGURES[i].script);
     PlotArgs args;
     plot_args_init(&args);
     plot_args_string(&args, "plots_dir", plots_dir);
@@ -382,11 +475,21 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
       rc = plot_replay_args(options->dir, FIGURES[i].data, &args);
     else
       figure_args(&FIGURES[i], options->dir, out_dir, &in, &sweep_data, model, &args);
-    if (!rc && (options->formats & PLOT_PNG))
-      rc = draw_figure(&gnuplot, script, out_dir, FIGURES[i].name, "png", &args, result);
-    if (!rc && (options->formats & PLOT_SVG))
-      rc = draw_figure(&gnuplot, script, out_dir, FIGURES[i].name, "svg", &args, result);
+    static const struct {
+      unsigned flag;
+      const char *name;
+    } formats[2] = {{PLOT_PNG, "png"}, {PLOT_SVG, "svg"}};
+    for (size_t f = 0; f < 2 && !rc; f++) {
+      if (!(options->formats & formats[f].flag)) continue;
+      PlotJob *job = &jobs[n_jobs++];
+      job->figure = &FIGURES[i];
+      job->format = formats[f].name;
+      snprintf(job->script, sizeof job->script, "%s/%s", scripts_dir, FIGURES[i].script);
+      job->args = args;
+    }
   }
+  if (!rc) rc = run_jobs(&gnuplot, out_dir, jobs, n_jobs, plot_max_running(options), result);
+  free(jobs);
   plot_sweep_free(&sweep_data);
   return rc;
 }

@@ -1,6 +1,7 @@
 /* `obcache plot`: renders the figures of an analysis folder (report.json and
  * the CSVs of `obcache analyze`) or of a sweep folder (summary.csv) as PNG
- * and SVG, by running the editable gnuplot scripts of plots/ one per figure.
+ * and SVG, by running the editable gnuplot scripts of plots/ one per figure
+ * and format, several at once; the files are the same for any number at once.
  * Every image is written under a temporary name and renamed only when gnuplot
  * succeeded, so a failure never leaves a picture that looks finished. */
 #ifndef OBC_PLOT_H
@@ -33,6 +34,7 @@ typedef struct {
   size_t k;                /* 0: the report's main budget */
   const char *only;        /* comma-separated figure names; NULL: every figure with data */
   const char *scripts_dir; /* NULL: $OBC_PLOTS_DIR, else the source tree's plots/ */
+  size_t jobs;             /* gnuplot processes at once; 0: one per online processor */
 } PlotOptions;
 
 #define PLOT_MAX_WRITTEN 48

@@ -1,5 +1,5 @@
-/* Locates gnuplot on PATH and runs one figure script in a child process (see
- * plot_gnuplot.h). The child's output goes to a log file so that a failure
+/* Locates gnuplot on PATH and runs figure scripts in child processes (see
+ * plot_gnuplot.h). Each child's output goes to a log file so that a failure
  * can be reported as one line (gnuplot's own last message) and a success
  * stays quiet. */
 #include "plots/plot_gnuplot.h"
@@ -59,23 +59,23 @@ static void last_message(const char *log_path, char *out, size_t size) {
   snprintf(out, size, "%s", last_error[0] ? last_error : last);
 }
 
-int plot_gnuplot_run(const PlotGnuplot *gnuplot, const char *script, const char *assignments,
-                     const char *log_path) {
+int plot_gnuplot_start(const PlotGnuplot *gnuplot, const char *script, const char *assignments,
+                       const char *log_path, pid_t *child_out) {
   int log_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (log_fd < 0)
     return obc_fail(OBC_EIO, "%s: cannot create gnuplot's log: %s", log_path, strerror(errno));
   fflush(NULL);
   pid_t parent = getpid();
   (void)parent;
-  /* Ctrl-C / kill between fork and obc_pending_child would miss the child:
-   * hold them until the child is registered (obc_file.h). */
+  /* Ctrl-C / kill between fork and obc_pending_child_add would miss the
+   * child: hold them until the child is registered (obc_file.h). */
   sigset_t stop, saved;
   sigemptyset(&stop);
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   sigprocmask(SIG_BLOCK, &stop, &saved);
   pid_t child = fork();
-  if (child > 0) obc_pending_child(child);
+  if (child > 0) obc_pending_child_add(child);
   if (child != 0) sigprocmask(SIG_SETMASK, &saved, NULL);
   if (child < 0) {
     int err = errno;
@@ -100,22 +100,35 @@ int plot_gnuplot_run(const PlotGnuplot *gnuplot, const char *script, const char 
     _exit(127);
   }
   close(log_fd);
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0)
-    if (errno != EINTR) {
-      obc_pending_child(0);
-      unlink(log_path);
-      return obc_fail(OBC_EEXTERNAL, "%s: lost the gnuplot process: %s", script, strerror(errno));
-    }
-  obc_pending_child(0);
-  char message[1024];
-  last_message(log_path, message, sizeof message);
+  *child_out = child;
+  return OBC_OK;
+}
+
+int plot_gnuplot_wait(pid_t *child, int *status) {
+  pid_t done;
+  while ((done = waitpid(-1, status, 0)) < 0)
+    if (errno != EINTR)
+      return obc_fail(OBC_EEXTERNAL, "lost the gnuplot processes: %s", strerror(errno));
+  obc_pending_child_remove(done);
+  *child = done;
+  return OBC_OK;
+}
+
+int plot_gnuplot_outcome(const char *script, int status, const char *log_path, char *message,
+                         size_t size) {
+  char last[1024];
+  last_message(log_path, last, sizeof last);
   unlink(log_path);
-  if (WIFSIGNALED(status))
-    return obc_fail(OBC_EEXTERNAL, "%s: gnuplot killed by signal %d", script, WTERMSIG(status));
-  if (WEXITSTATUS(status) != 0)
-    return obc_fail(OBC_EEXTERNAL, "%s: gnuplot failed (exit status %d): %s", script,
-                    WEXITSTATUS(status), message[0] ? message : "no message");
+  if (WIFSIGNALED(status)) {
+    snprintf(message, size, "%s: gnuplot killed by signal %d", script, WTERMSIG(status));
+    return OBC_EEXTERNAL;
+  }
+  if (WEXITSTATUS(status) != 0) {
+    snprintf(message, size, "%s: gnuplot failed (exit status %d): %s", script, WEXITSTATUS(status),
+             last[0] ? last : "no message");
+    return OBC_EEXTERNAL;
+  }
+  message[0] = '\0';
   return OBC_OK;
 }
 

@@ -5,6 +5,7 @@
 #define OBC_PLOT_GNUPLOT_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 typedef struct {
   char path[4096]; /* the gnuplot executable found on PATH */
@@ -13,11 +14,23 @@ typedef struct {
 /* Finds gnuplot on PATH; OBC_ENOTFOUND with the install hint when absent. */
 int plot_gnuplot_find(PlotGnuplot *gnuplot);
 
-/* Runs `gnuplot -e ASSIGNMENTS SCRIPT` with its output captured in log_path
- * (removed afterwards). Fails with OBC_EEXTERNAL and gnuplot's last message
- * when it exits non-zero or is killed. */
-int plot_gnuplot_run(const PlotGnuplot *gnuplot, const char *script, const char *assignments,
-                     const char *log_path);
+/* Starts `gnuplot -e ASSIGNMENTS SCRIPT` with its output going to log_path,
+ * and registers the child with obc_pending_child_add (Ctrl-C kills it before
+ * the pending files go). Several may run at once; reap them with
+ * plot_gnuplot_wait. */
+int plot_gnuplot_start(const PlotGnuplot *gnuplot, const char *script, const char *assignments,
+                       const char *log_path, pid_t *child);
+/* Waits for any started gnuplot to end: *child and its wait status. It
+ * reaps whichever child ends first, so call it only while the gnuplots are
+ * the process's only children (true of `obcache plot` and `sweep`). */
+int plot_gnuplot_wait(pid_t *child, int *status);
+/* The verdict on a gnuplot that ended with status: OBC_OK, or
+ * OBC_EEXTERNAL with the one-line message (the script, how it ended and
+ * gnuplot's last message from log_path) in message. Removes log_path. The
+ * caller decides whether to raise it with obc_fail (only the first failure
+ * of several running at once is reported). */
+int plot_gnuplot_outcome(const char *script, int status, const char *log_path, char *message,
+                         size_t size);
 
 /* Gnuplot -e text of "name=value;" assignments, built up in a fixed buffer. */
 typedef struct {

@@ -64,6 +64,21 @@ else
   fail "sweep: obcache plot failed: $(cat "$dir/err.txt")"
 fi
 
+# 2b. Several gnuplot processes at once draw the same files as one at a time:
+#     byte for byte, listed in the same order.
+if "$OBCACHE" plot "$dir/analysis" -o "$dir/serial" --jobs 1 > "$dir/serial.txt" 2> "$dir/err.txt" &&
+   "$OBCACHE" plot "$dir/analysis" -o "$dir/parallel" --jobs 4 > "$dir/parallel.txt" 2>> "$dir/err.txt"; then
+  [ "$(sed "s|$dir/serial/||" "$dir/serial.txt")" = "$(sed "s|$dir/parallel/||" "$dir/parallel.txt")" ] ||
+    fail "--jobs 4: listed $(tr '\n' ' ' < "$dir/parallel.txt"), --jobs 1 $(tr '\n' ' ' < "$dir/serial.txt")"
+  [ "$(ls -A "$dir/serial")" = "$(ls -A "$dir/parallel")" ] || fail "--jobs 4 and --jobs 1 wrote different files"
+  for f in "$dir"/serial/*; do
+    cmp -s "$f" "$dir/parallel/${f##*/}" || fail "--jobs 4: ${f##*/} differs from the --jobs 1 one"
+  done
+  pass "--jobs 4 and --jobs 1: the same $(ls "$dir/serial" | wc -l) files, byte for byte"
+else
+  fail "--jobs: obcache plot failed: $(cat "$dir/err.txt")"
+fi
+
 # 3. --only and --format select figures and formats.
 if "$OBCACHE" plot "$dir/analysis" -o "$dir/only" --only taylor,recall_layers --format png \
     --window 8 --k 20 > "$dir/list.txt" 2> "$dir/err.txt"; then
@@ -143,6 +158,20 @@ echo 'plot "no-such-file.csv" using 1:2' >> "$dir/scripts/taylor.gp"
 OBC_PLOTS_DIR="$dir/scripts" expect_error "failing script" "taylor.gp: gnuplot failed" -- \
   "$OBCACHE" plot "$dir/analysis" --only taylor -o "$dir/failing"
 no_images "$dir/failing" || fail "failing script: an image or temporary file was left"
+
+# 6b. The failing script among others drawn at once: the one line names it,
+#     no new figure starts after it, and what is left is whole (those that
+#     ran beside it) or absent, with no temporary file.
+OBC_PLOTS_DIR="$dir/scripts" expect_error "failing script, --jobs 4" "taylor.gp: gnuplot failed" -- \
+  "$OBCACHE" plot "$dir/analysis" --jobs 4 -o "$dir/failing4"
+[ ! -e "$dir/failing4/taylor.png" ] && [ ! -e "$dir/failing4/taylor.svg" ] ||
+  fail "failing script, --jobs 4: an image of the failing figure was left"
+left=$(find "$dir/failing4" \( -name '*.tmp.*' -o -name '.*gnuplot-log*' \) 2> /dev/null | wc -l)
+[ "$left" -eq 0 ] || fail "failing script, --jobs 4: $left temporary files left"
+for f in "$dir"/failing4/*.png "$dir"/failing4/*.svg; do
+  [ -e "$f" ] || continue
+  cmp -s "$f" "$dir/serial/${f##*/}" || fail "failing script, --jobs 4: ${f##*/} is not whole"
+done
 
 # 7. Killed half-way (SIGTERM while gnuplot draws): the images already renamed
 #    are whole PNGs, and no temporary image or log is left.
