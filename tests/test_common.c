@@ -318,9 +318,10 @@ int main(void) {
   tcase_add_test(tc, options_help_anywhere_wins);
   tcase_add_test(tc, options_help_lists_every_option_with_its_default);
   suite_add_tcase(suite, tc);
+  test_scratch_begin("common");
   SRunner *runner = srunner_create(suite);
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);
   srunner_free(runner);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return test_scratch_end(failed);
 }
