@@ -96,6 +96,12 @@ static inline long test_damage_stride(void) {
 #endif
 }
 
+/* Whether this process is an @CORE twin (tests/CMakeLists.txt sets
+ * OBC_BLAS_TWIN with OpenBLAS forced onto another kernel family), which runs
+ * a suite again for its numbers; a slow test that computes nothing through
+ * OpenBLAS skips there, printing why, and runs in the suite's own NAME. */
+static inline int test_blas_twin(void) { return getenv("OBC_BLAS_TWIN") != NULL; }
+
 /* $OBC_MODEL when readable; otherwise prints a visible SKIP line and returns
  * NULL so the caller can return early. */
 static inline const char *test_real_model(void) {

@@ -850,8 +850,12 @@ END_TEST
  * sanitizers, tests/test_env.h says why that still reaches every structure), and the file cut
  * at many lengths: trace_open and trace_compute_hash either fail with one line naming the file or
  * succeed and read exactly the original (its content hash). A crash fails the test (Check
- * forks each test); so does a hang (the test case's timeout). */
+ * forks each test); so does a hang (the test case's timeout). Not in the @CORE twins. */
 START_TEST(damaged_copies_fail_naming_the_file_or_read_the_original) {
+  if (test_blas_twin()) {
+    printf("SKIP: damaged copies in an OpenBLAS twin (no BLAS in them; test_traces runs them)\n");
+    return;
+  }
   char good[4200], copy[4200], original[17];
   scratch_path(good, sizeof good, "damage-good.h5");
   SynthOptions o;
