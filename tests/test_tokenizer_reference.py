@@ -44,8 +44,9 @@ except ImportError as error:  # a set-up problem, not a test result
 OBCACHE = os.environ["OBCACHE"]
 SOURCE = os.environ.get("OBC_SOURCE_DIR", os.path.join(os.path.dirname(__file__), ".."))
 MODEL = os.environ.get("OBC_MODEL") or os.path.join(SOURCE, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
-# Every file of this run lies in one folder, removed when every check passed.
-TMP = tempfile.mkdtemp(prefix="tokenizer_reference.", dir=os.environ.get("OBC_TMP", "/tmp"))
+# Every file of a run lies in one folder, made by main() (not on import: the
+# capture reference imports this module) and removed when every check passed.
+TMP = None
 CORPUS = os.path.join(SOURCE, "tests", "tokenizer_corpus.txt")
 
 failures = []
@@ -253,9 +254,10 @@ def check_bad_input(meta):
 
 
 def main():
+    global TMP
     if not os.path.exists(MODEL):
-        os.rmdir(TMP)
         sys.exit(f"test_tokenizer_reference: model {MODEL} missing (run scripts/setup.sh)")
+    TMP = tempfile.mkdtemp(prefix="tokenizer_reference.", dir=os.environ.get("OBC_TMP", "/tmp"))
     with open(CORPUS, encoding="utf-8", newline="") as f:
         corpus = f.read()
     lines = corpus.split("\n")[:-1]
