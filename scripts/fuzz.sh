@@ -49,7 +49,9 @@ export LSAN_OPTIONS="suppressions=$source_dir/tests/sanitizers/lsan.supp:print_s
 # One harness: the corpus first (new inputs go there), the seeds second.
 # -max_len: the largest seed (SmolLM2's tokenizer.json is ~3.5 MB) must not be
 # cut to libFuzzer's default of 1 MB. -timeout: an input that takes longer
-# than 20 s is a hang.
+# than 20 s is a hang, the limit within which every damaged file must be
+# refused; the log's stat::slowest_unit_time_sec shows the margin (under 1 s
+# for the trace harness on the 2-core machine, 2026-12-01).
 run_one() {
   local h=$1 tmp="$scratch/$1"
   mkdir -p "$fuzz/corpus/$h" "$fuzz/crashes/$h" "$tmp"

@@ -411,7 +411,7 @@ static Suite *analyze_suite(void) {
   tcase_add_test(units, bias_shares_sum_to_one_and_buckets_split_evenly);
   suite_add_tcase(s, units);
   TCase *command = tcase_create("command");
-  tcase_set_timeout(command, 300);
+  tcase_set_timeout(command, TEST_TIMEOUT_S); /* tests/test_env.h */
   tcase_add_test(command, analyze_writes_every_file_and_one_or_two_threads_agree);
   tcase_add_test(command, failing_runs_leave_no_output_files);
   suite_add_tcase(s, command);
@@ -420,9 +420,10 @@ static Suite *analyze_suite(void) {
 
 int main(int argc, char **argv) {
   obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  test_scratch_begin("analyze");
   SRunner *runner = srunner_create(analyze_suite());
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);
   srunner_free(runner);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return test_scratch_end(failed);
 }

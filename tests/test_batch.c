@@ -18,6 +18,7 @@
 #include "runtime/batch.h"
 #include "runtime/runtime.h"
 #include "tests/tiny_gguf.h"
+#include "tests/test_env.h"
 
 enum { PROMPT = 20, STEPS = 6, MAX_SEQS = 40 };
 
@@ -282,10 +283,11 @@ static Suite *batch_suite(void) {
 
 int main(int argc, char **argv) {
   obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  test_scratch_begin("batch");
   SRunner *runner = srunner_create(batch_suite());
   srunner_set_fork_status(runner, CK_NOFORK); /* OpenMP threads do not survive a fork */
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);
   srunner_free(runner);
-  return failed ? 1 : 0;
+  return test_scratch_end(failed);
 }

@@ -20,6 +20,7 @@
 #include "model/model.h"
 #include "runtime/runtime.h"
 #include "traces/trace.h"
+#include "tests/test_env.h"
 
 static Model *model; /* loaded once in main, shared by the tests */
 
@@ -167,8 +168,7 @@ END_TEST
 
 START_TEST(test_custom_needle_spans_and_haystack_file) {
   char path[4096];
-  const char *tmp = getenv("OBC_TMP");
-  snprintf(path, sizeof path, "%s/capture_haystack.txt", tmp ? tmp : "/tmp");
+  test_scratch_file("capture_haystack.txt", path, sizeof path);
   FILE *fp = fopen(path, "w");
   ck_assert_ptr_nonnull(fp);
   fputs(
@@ -242,8 +242,7 @@ START_TEST(test_capture_matches_a_run_without_capture) {
   co.decode = 3;
   co.store_attn = true;
   char path[4096];
-  const char *tmp = getenv("OBC_TMP");
-  snprintf(path, sizeof path, "%s/capture_seam.h5", tmp ? tmp : "/tmp");
+  test_scratch_file("capture_seam.h5", path, sizeof path);
   CaptureResult result;
   int rc = capture_run(model, &p, &co, path, &result);
   ck_assert_msg(rc == 0, "capture_run: %s", obc_error_message());
@@ -308,9 +307,8 @@ START_TEST(test_capture_beyond_context_or_unwritable_leaves_no_file) {
   capture_options_default(&co);
   co.decode = model->config.context_length; /* prompt + T beyond the context */
   CaptureResult result;
-  const char *tmp = getenv("OBC_TMP");
   char path[4096];
-  snprintf(path, sizeof path, "%s/capture_too_long.h5", tmp ? tmp : "/tmp");
+  test_scratch_file("capture_too_long.h5", path, sizeof path);
   ck_assert_int_eq(capture_run(model, &p, &co, path, &result), OBC_EINVAL);
   ck_assert_int_ne(access(path, F_OK), 0);
   co.decode = 2;
@@ -349,6 +347,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "test_capture: cannot load %s: %s\n", path, obc_error_message());
     return 1;
   }
+  test_scratch_begin("capture");
   SRunner *runner = srunner_create(capture_suite());
   /* No fork per test: the model was loaded (and OpenMP's threads started)
    * in this process, and libgomp does not survive a fork. */
@@ -357,5 +356,5 @@ int main(int argc, char **argv) {
   int failed = srunner_ntests_failed(runner);
   srunner_free(runner);
   model_free(model);
-  return failed ? 1 : 0;
+  return test_scratch_end(failed);
 }

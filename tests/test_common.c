@@ -478,9 +478,10 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, suite_runs_the_kernels_users_get);
   tcase_add_test(tc, text_escape_shows_control_bytes_and_cuts_what_does_not_fit);
   suite_add_tcase(suite, tc);
+  test_scratch_begin("common");
   SRunner *runner = srunner_create(suite);
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);
   srunner_free(runner);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return test_scratch_end(failed);
 }

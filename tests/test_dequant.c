@@ -16,6 +16,7 @@
 #include "common/obc_startup.h"
 #include "formats/gguf.h"
 #include "formats/quant_dot.h"
+#include "tests/test_env.h"
 
 static const uint32_t TYPES[] = {GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_BF16, GGML_TYPE_Q8_0,
                                  GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
@@ -216,7 +217,7 @@ int main(int argc, char **argv) {
   obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
   Suite *suite = suite_create("dequant");
   TCase *tc = tcase_create("core");
-  tcase_set_timeout(tc, 600);
+  tcase_set_timeout(tc, TEST_TIMEOUT_S); /* tests/test_env.h */
   tcase_add_loop_test(tc, avx2_gives_the_portable_bits_on_random_blocks, 0, N_TYPES);
   tcase_add_loop_test(tc, avx2_gives_the_portable_bits_at_extreme_scales, 0, N_TYPES);
   tcase_add_loop_test(tc, large_tensors_split_over_threads_give_the_same_bits, 0, N_TYPES);

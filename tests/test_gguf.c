@@ -28,11 +28,10 @@ static char fixtures[4096];
 static void make_scratch(void) { test_scratch_path("gguf", scratch, sizeof scratch, 1); }
 
 
-/* Runs tests/make_quant_fixtures.py once per build tree (unchecked fixture). */
+/* Runs tests/make_quant_fixtures.py once per run (unchecked fixture). */
 static void make_fixtures(void) {
-  const char *base = getenv("OBC_TMP"), *source = getenv("OBC_SOURCE_DIR"),
-             *model = getenv("OBC_MODEL");
-  snprintf(fixtures, sizeof fixtures, "%s/quant_fixtures", base ? base : "/tmp");
+  const char *source = getenv("OBC_SOURCE_DIR"), *model = getenv("OBC_MODEL");
+  test_scratch_file("quant_fixtures", fixtures, sizeof fixtures);
   char manifest[4200];
   snprintf(manifest, sizeof manifest, "%s/manifest.txt", fixtures);
   if (access(manifest, R_OK) == 0) return;
@@ -733,7 +732,7 @@ static Suite *gguf_suite(void) {
   Suite *s = suite_create("gguf");
   TCase *real = tcase_create("real_model");
   tcase_add_unchecked_fixture(real, make_fixtures, NULL);
-  tcase_set_timeout(real, 300);
+  tcase_set_timeout(real, TEST_TIMEOUT_S); /* tests/test_env.h */
   tcase_add_test(real,
                  real_smollm2_header_metadata_and_tensor_table_read_as_gguf_package_reads_them);
   tcase_add_test(real, real_smollm2_tensors_dequantise_like_gguf_package);
@@ -741,7 +740,7 @@ static Suite *gguf_suite(void) {
   tcase_add_test(real, real_smollm2_loads_through_model_load);
   suite_add_tcase(s, real);
   TCase *synthetic = tcase_create("synthetic");
-  tcase_set_timeout(synthetic, 300);
+  tcase_set_timeout(synthetic, TEST_TIMEOUT_S); /* tests/test_env.h */
   tcase_add_test(synthetic, metadata_of_every_value_type_reads_back_in_v2_and_v3);
   tcase_add_test(synthetic, every_truncation_of_a_file_fails_with_offset_and_path);
   tcase_add_test(synthetic, bad_magic_and_unsupported_versions_are_refused);
@@ -759,9 +758,10 @@ static Suite *gguf_suite(void) {
 
 int main(int argc, char **argv) {
   obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  test_scratch_begin("gguf");
   SRunner *runner = srunner_create(gguf_suite());
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);
   srunner_free(runner);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return test_scratch_end(failed);
 }

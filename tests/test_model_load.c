@@ -141,8 +141,7 @@ START_TEST(smollm2_gguf_and_converted_f32_folder_hold_identical_weights) {
   const char *gguf = test_real_model();
   if (!gguf) return;
   char folder[4200];
-  snprintf(folder, sizeof folder, "%s/smollm2-hf-f32",
-           getenv("OBC_TMP") ? getenv("OBC_TMP") : "/tmp");
+  test_scratch_file("smollm2-hf-f32", folder, sizeof folder);
   convert(gguf, folder, "--dtype f32");
   Model *a = load_ok(gguf), *b = load_ok(folder);
   ck_assert(a->config.rope_interleaved && !b->config.rope_interleaved);
@@ -164,8 +163,7 @@ START_TEST(smollm2_bf16_shards_match_gguf_within_bf16_rounding) {
   const char *gguf = test_real_model();
   if (!gguf) return;
   char folder[4200];
-  snprintf(folder, sizeof folder, "%s/smollm2-hf-bf16-shards",
-           getenv("OBC_TMP") ? getenv("OBC_TMP") : "/tmp");
+  test_scratch_file("smollm2-hf-bf16-shards", folder, sizeof folder);
   convert(gguf, folder, "--dtype bf16 --shards 3");
   Model *a = load_ok(gguf), *b = load_ok(folder);
   /* bf16 keeps 8 significant bits: half an ulp is at most 2^-8 of the value. */
@@ -518,12 +516,12 @@ END_TEST
 static Suite *model_load_suite(void) {
   Suite *s = suite_create("model_load");
   TCase *real = tcase_create("real_model");
-  tcase_set_timeout(real, 600);
+  tcase_set_timeout(real, TEST_TIMEOUT_S); /* tests/test_env.h */
   tcase_add_test(real, smollm2_gguf_and_converted_f32_folder_hold_identical_weights);
   tcase_add_test(real, smollm2_bf16_shards_match_gguf_within_bf16_rounding);
   suite_add_tcase(s, real);
   TCase *tiny = tcase_create("tiny");
-  tcase_set_timeout(tiny, 300);
+  tcase_set_timeout(tiny, TEST_TIMEOUT_S); /* tests/test_env.h */
   tcase_add_test(tiny, sharded_index_loads_exactly_as_a_single_file);
   tcase_add_test(tiny, f16_and_bf16_folders_match_within_their_rounding);
   tcase_add_test(tiny, unsupported_configs_are_refused_naming_the_field);
@@ -536,9 +534,10 @@ static Suite *model_load_suite(void) {
 
 int main(int argc, char **argv) {
   obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  test_scratch_begin("model_load");
   SRunner *runner = srunner_create(model_load_suite());
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);
   srunner_free(runner);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return test_scratch_end(failed);
 }

@@ -17,6 +17,7 @@
 #include "evict/policy.h"
 #include "scores/score_head.h"
 #include "traces/synth.h"
+#include "tests/test_env.h"
 
 enum { N_SETS = 9 };
 
@@ -32,8 +33,7 @@ typedef struct {
 } Bounds;
 
 static void tmp_path(char *out, size_t size, const char *name) {
-  const char *tmp = getenv("OBC_TMP");
-  snprintf(out, size, "%s/%s", tmp ? tmp : "/tmp", name);
+  test_scratch_file(name, out, size);
 }
 
 static uint64_t next_random(uint64_t *x) {
@@ -261,9 +261,10 @@ int main(int argc, char **argv) {
   TCase *tc = tcase_create("offline_many");
   tcase_add_test(tc, test_many_sets_equal_the_one_set_path);
   suite_add_tcase(s, tc);
+  test_scratch_begin("offline_many");
   SRunner *runner = srunner_create(s);
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);
   srunner_free(runner);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return test_scratch_end(failed);
 }

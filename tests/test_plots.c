@@ -242,9 +242,10 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, missing_gnuplot_gives_the_install_hint);
   tcase_add_test(tc, folder_without_report_fails_before_writing);
   suite_add_tcase(suite, tc);
+  test_scratch_begin("plots");
   SRunner *runner = srunner_create(suite);
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);
   srunner_free(runner);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return test_scratch_end(failed);
 }

@@ -17,6 +17,7 @@
 #include "common/obc_startup.h"
 #include "formats/gguf.h"
 #include "formats/quant_dot.h"
+#include "tests/test_env.h"
 
 static const uint32_t TYPES[] = {GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_BF16, GGML_TYPE_Q8_0,
                                  GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
@@ -370,7 +371,7 @@ int main(int argc, char **argv) {
   }
   Suite *suite = suite_create("quant_dot");
   TCase *tc = tcase_create("core");
-  tcase_set_timeout(tc, 600);
+  tcase_set_timeout(tc, TEST_TIMEOUT_S); /* tests/test_env.h */
   tcase_add_loop_test(tc, kernels_match_the_double_reference, 0, N_TYPES);
   tcase_add_loop_test(tc, kernels_reproduce_every_dequantised_weight, 0, N_TYPES);
   tcase_add_loop_test(tc, a_result_does_not_depend_on_its_batch, 0, N_TYPES);

@@ -177,7 +177,7 @@ END_TEST
 static Suite *replay_batch_suite(void) {
   Suite *s = suite_create("replay_batch");
   TCase *tc = tcase_create("replay_batch");
-  tcase_set_timeout(tc, 600);
+  tcase_set_timeout(tc, TEST_TIMEOUT_S); /* tests/test_env.h */
   tcase_add_test(tc, test_batched_replay_equals_one_at_a_time);
   suite_add_tcase(s, tc);
   return s;
@@ -191,11 +191,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "test_replay_batch: cannot load %s: %s\n", path, obc_error_message());
     return 1;
   }
+  test_scratch_begin("replay_batch");
   SRunner *runner = srunner_create(replay_batch_suite());
   srunner_set_fork_status(runner, CK_NOFORK); /* OpenMP threads do not survive a fork */
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);
   srunner_free(runner);
   model_free(model);
-  return failed ? 1 : 0;
+  return test_scratch_end(failed);
 }

@@ -34,16 +34,22 @@ same() { # same DIR_A DIR_B: summary.csv, index.html and the recall heat map equ
   cmp -s "$1/summary.csv" "$2/summary.csv" && cmp -s "$1/index.html" "$2/index.html" &&
     cmp -s "$1/plots/sweep_recall.png" "$2/plots/sweep_recall.png"
 }
-# wait_jobs LOGDIR: waits (up to 5 minutes) until the last submission's jobs left the queue.
+# The waits below are only a safety net against a hang, which ends the test
+# (the daemons go down with it; CTest's TIMEOUT would kill it without that):
+# the whole test took 62 s under the sanitizers and 38 s in Release (ctest
+# -j2 on the 2-core machine while other builds ran, 2026-12-01), so WAIT_S
+# is about 10x the whole test for each wait.
+WAIT_S=600
+# wait_jobs LOGDIR: waits until the last submission's jobs left the queue.
 wait_jobs() {
-  local ids
+  local ids deadline=$((SECONDS + WAIT_S))
   read -r -a ids < "$1/last-submit"
-  for _ in $(seq 600); do
+  while [ "$SECONDS" -lt "$deadline" ]; do
     squeue -h -j "${ids[0]},${ids[1]}" 2>/dev/null | grep -q . || return 0
     sleep 0.5
   done
-  echo "jobs ${ids[*]} still queued after 5 minutes:"; squeue
-  return 1
+  squeue
+  fatal "jobs ${ids[*]} still queued after $WAIT_S s"
 }
 
 if ! "$slurm/local_cluster.sh" start "$cluster"; then
@@ -74,8 +80,12 @@ check "one log per task" test "$(ls "$dir"/array/logs/sweep-*_*.log | wc -l)" -e
 # 3. Kill task 0 (cells 0, 2, 4) with SIGKILL in the middle of a cell, resubmit.
 "$slurm/submit.sh" "$dir/killed" 2 --obcache "$OBCACHE" --logs "$dir/killed/logs" > /dev/null
 read -r array_job merge_job < "$dir/killed/logs/last-submit"
-for _ in $(seq 600); do
+# Until a cell of task 0 is under way (or the job left the queue: then the
+# check below fails), however long the job waits to start.
+deadline=$((SECONDS + WAIT_S))
+while [ "$SECONDS" -lt "$deadline" ]; do
   ls -d "$dir"/killed/cells/.[024].partial.* > /dev/null 2>&1 && break
+  squeue -h -j "$array_job" 2>/dev/null | grep -q . || break
   sleep 0.05
 done
 killed_cell=$(ls -d "$dir"/killed/cells/.[024].partial.* 2>/dev/null | head -1)

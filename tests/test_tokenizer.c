@@ -429,9 +429,10 @@ int main(int argc, char **argv) {
   TCase *hf_case = tcase_create("hf");
   tcase_add_test(hf_case, hf_ids_are_integers_below_the_number_of_entries);
   suite_add_tcase(suite, hf_case);
+  test_scratch_begin("tokenizer");
   SRunner *runner = srunner_create(suite);
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);
   srunner_free(runner);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return test_scratch_end(failed);
 }

@@ -24,8 +24,10 @@ Exits non-zero on any difference."""
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import gguf
 from tokenizers import pre_tokenizers
@@ -42,7 +44,9 @@ except ImportError as error:  # a set-up problem, not a test result
 OBCACHE = os.environ["OBCACHE"]
 SOURCE = os.environ.get("OBC_SOURCE_DIR", os.path.join(os.path.dirname(__file__), ".."))
 MODEL = os.environ.get("OBC_MODEL") or os.path.join(SOURCE, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
-TMP = os.environ.get("OBC_TMP", "/tmp")
+# Every file of a run lies in one folder, made by main() (not on import: the
+# capture reference imports this module) and removed when every check passed.
+TMP = None
 CORPUS = os.path.join(SOURCE, "tests", "tokenizer_corpus.txt")
 
 failures = []
@@ -250,8 +254,10 @@ def check_bad_input(meta):
 
 
 def main():
+    global TMP
     if not os.path.exists(MODEL):
         sys.exit(f"test_tokenizer_reference: model {MODEL} missing (run scripts/setup.sh)")
+    TMP = tempfile.mkdtemp(prefix="tokenizer_reference.", dir=os.environ.get("OBC_TMP", "/tmp"))
     with open(CORPUS, encoding="utf-8", newline="") as f:
         corpus = f.read()
     lines = corpus.split("\n")[:-1]
@@ -299,8 +305,9 @@ def main():
     check_show(reference)
     check_bad_input(meta)
     if failures:
-        print(f"{len(failures)} check(s) failed: {', '.join(failures)}")
+        print(f"{len(failures)} check(s) failed: {', '.join(failures)}; scratch folder kept: {TMP}")
         return 1
+    shutil.rmtree(TMP)
     print("all tokenizer reference checks passed")
     return 0
 

@@ -291,7 +291,7 @@ END_TEST
 static Suite *weights_suite(void) {
   Suite *s = suite_create("weights");
   TCase *tc = tcase_create("core");
-  tcase_set_timeout(tc, 1200);
+  tcase_set_timeout(tc, TEST_TIMEOUT_S); /* tests/test_env.h */
   tcase_add_test(tc, every_type_agrees_with_the_dequantised_product_within_the_fp32_bound);
   tcase_add_test(tc, results_do_not_depend_on_the_thread_count);
   tcase_add_test(tc, a_non_finite_scale_is_named_with_its_element);

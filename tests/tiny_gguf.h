@@ -17,6 +17,7 @@
 #include "formats/gguf.h"
 #include "model/model.h"
 #include "tests/gguf_builder.h"
+#include "tests/test_env.h"
 
 typedef struct {
   const char *arch;    /* general.architecture */
@@ -136,12 +137,11 @@ static void tiny_gguf_write(const TinySpec *spec, const char *path) {
 }
 
 /* The plain tiny llama model (no damage, tied embeddings), written to
- * $OBC_TMP/file_name (else /tmp) and loaded; fails the current test when it
- * does not load. */
+ * file_name in the suite's scratch folder (tests/test_env.h) and loaded;
+ * fails the current test when it does not load. */
 static inline Model *tiny_gguf_model(const char *file_name) {
-  const char *tmp = getenv("OBC_TMP");
   char path[4096];
-  snprintf(path, sizeof path, "%s/%s", tmp ? tmp : "/tmp", file_name);
+  test_scratch_file(file_name, path, sizeof path);
   TinySpec spec = {.arch = "llama"};
   tiny_gguf_write(&spec, path);
   Model *model = NULL;
