@@ -146,6 +146,12 @@ int trace_read_rows(TraceReader *reader, size_t layer, size_t head, float *Q, fl
 int trace_read_attn(TraceReader *reader, size_t layer, size_t head, float *A);
 /* Logits (n_decode, vocab_size). */
 int trace_read_logits(TraceReader *reader, float *logits);
+/* The bytes dataset `name` ("/layers/000/K") takes in the file, its logical
+ * size (elements x element size) and its element size; OBC_ENOTFOUND when
+ * it cannot be opened. For a trace read through a converted copy (schema 1,
+ * traces/trace_legacy.h) these are the copy's, which is not compressed. */
+int trace_dataset_sizes(TraceReader *reader, const char *name, double *stored, double *logical,
+                        size_t *element_size);
 /* Reads every stored tensor slab and the logits exactly as stored (which, in
  * schema 2, checks every chunk's Fletcher32 checksum) and computes the
  * trace's content hash from them and meta (traces/SCHEMA.md "Content hash")
