@@ -55,6 +55,7 @@ int obc_child_send(int fd, const void *data, size_t size) {
   return OBC_OK;
 }
 
+#ifndef OBC_CHILD_ASAN
 /* Pages of address space this process maps now (/proc/self/statm), in
  * bytes; 0 when unknown. */
 static size_t mapped_bytes(void) {
@@ -66,6 +67,7 @@ static size_t mapped_bytes(void) {
   }
   return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
 }
+#endif
 
 static void limit_memory(size_t extra) {
 #ifdef OBC_CHILD_ASAN
