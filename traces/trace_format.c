@@ -45,7 +45,7 @@ uint32_t trace_format_lookup3(const void *data, size_t size, uint32_t initval) {
     size -= 12;
     k += 12;
   }
-  switch (size) { /* the last 1..12 bytes; every case falls through */
+  switch (size) {                        /* the last 1..12 bytes; every case falls through */
     case 12: c += (uint32_t)k[11] << 24; /* fall through */
     case 11: c += (uint32_t)k[10] << 16; /* fall through */
     case 10: c += (uint32_t)k[9] << 8;   /* fall through */
@@ -135,8 +135,8 @@ static int open_raw(const char *path, int *fd, uint64_t *size) {
   *fd = open(path, O_RDONLY | O_CLOEXEC);
   if (*fd < 0) return obc_fail(OBC_EIO, "%s: cannot open: %s", path, strerror(errno));
   struct stat st;
-  int rc = fstat(*fd, &st) != 0 ? obc_fail(OBC_EIO, "%s: cannot read: %s", path, strerror(errno))
-           : S_ISDIR(st.st_mode) ? obc_fail(OBC_EIO, "%s: is a folder, not a file", path)
+  int rc = fstat(*fd, &st) != 0   ? obc_fail(OBC_EIO, "%s: cannot read: %s", path, strerror(errno))
+           : S_ISDIR(st.st_mode)  ? obc_fail(OBC_EIO, "%s: is a folder, not a file", path)
            : !S_ISREG(st.st_mode) ? obc_fail(OBC_EIO, "%s: not a regular file", path)
                                   : OBC_OK;
   if (rc) {
@@ -208,8 +208,8 @@ int trace_format_probe(const char *path, const char *what, TraceFileFormat *f) {
   return rc;
 }
 
-int trace_format_check_header(const char *path, int fd, const TraceFileFormat *f,
-                              uint64_t address, const char *object) {
+int trace_format_check_header(const char *path, int fd, const TraceFileFormat *f, uint64_t address,
+                              const char *object) {
   if (address == UNDEFINED_ADDRESS || f->base_address > f->file_size ||
       address >= f->file_size - f->base_address)
     return fail_truncated(path, object);

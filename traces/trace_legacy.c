@@ -163,8 +163,7 @@ static int make_temp(const char *path, char *out, size_t size) {
 int trace_legacy_open(const char *path, TraceReader **out) {
   *out = NULL;
   struct stat st;
-  if (stat(path, &st) != 0)
-    return obc_fail(OBC_EIO, "%s: cannot open: %s", path, strerror(errno));
+  if (stat(path, &st) != 0) return obc_fail(OBC_EIO, "%s: cannot open: %s", path, strerror(errno));
   ObcPendingFile temp; /* removed by a signal while the child runs */
   memset(&temp, 0, sizeof temp);
   int rc = make_temp(path, temp.temp_path, sizeof temp.temp_path);
