@@ -109,8 +109,7 @@ int cmd_upgrade(int argc, char **argv) {
     snprintf(child_temp, sizeof child_temp, "%s.tmp.%ld", pending.temp_path, (long)reply.pid);
     unlink(child_temp);
   }
-  if ((rc == OBC_EEXTERNAL && !reply.finished) || rc == OBC_ENOMEM ||
-      (!rc && reply.size != 1))
+  if ((rc == OBC_EEXTERNAL && !reply.finished) || rc == OBC_ENOMEM || (!rc && reply.size != 1))
     rc = trace_legacy_fail_damaged(old_path);
   int kind = rc ? 0 : reply.data[0];
   obc_child_reply_free(&reply);
@@ -120,8 +119,8 @@ int cmd_upgrade(int argc, char **argv) {
     TraceFileFormat written;
     rc = trace_format_probe(pending.temp_path, "an obcache trace or keep file", &written);
     if (!rc && !written.checksummed)
-      rc = obc_fail(OBC_EFORMAT, "%s: the upgraded file is not in the checksummed format",
-                    new_path);
+      rc =
+          obc_fail(OBC_EFORMAT, "%s: the upgraded file is not in the checksummed format", new_path);
   }
   if (!rc) rc = obc_pending_commit(&pending);
   if (rc) obc_pending_abort(&pending);

@@ -182,8 +182,7 @@ int obc_child_run(ObcChildWork work, void *arg, const ObcChildLimits *limits,
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || reply->size < sizeof trailer)
     return OBC_EEXTERNAL;
   memcpy(&trailer, reply->data + reply->size - sizeof trailer, sizeof trailer);
-  if (trailer.magic != TRAILER_MAGIC ||
-      trailer.message_size > reply->size - sizeof trailer)
+  if (trailer.magic != TRAILER_MAGIC || trailer.message_size > reply->size - sizeof trailer)
     return OBC_EEXTERNAL;
   reply->size -= sizeof trailer + trailer.message_size;
   reply->finished = 1;

@@ -36,8 +36,7 @@ typedef int (*ObcChildWork)(void *arg, int reply_fd);
  * OBC_EIO when no child could be started. Free reply->data in every case
  * (obc_child_reply_free). The child's stderr is discarded: its output after
  * a crash is the library's, not ours. */
-int obc_child_run(ObcChildWork work, void *arg, const ObcChildLimits *limits,
-                  ObcChildReply *reply);
+int obc_child_run(ObcChildWork work, void *arg, const ObcChildLimits *limits, ObcChildReply *reply);
 void obc_child_reply_free(ObcChildReply *reply);
 /* Sends size bytes to the parent; OBC_EIO when the pipe is gone. */
 int obc_child_send(int reply_fd, const void *data, size_t size);

@@ -341,7 +341,7 @@ def main():
         keep_seeds(tmp, work, args.obcache, args.keep_harness)
         sweep_folder_seeds(tmp)
         legacy_seeds(tmp, work, args.obcache,
-                     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                     os.path.dirname(os.path.dirname(HERE)))
     for harness in os.listdir(tmp):
         damaged(os.path.join(tmp, harness))
     shutil.rmtree(args.out, ignore_errors=True)
