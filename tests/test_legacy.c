@@ -6,6 +6,7 @@
  * message naming the file, and a schema-1 file relabelled schema 2 is
  * refused. */
 #include <check.h>
+#include <stdbool.h>
 #include <hdf5.h>
 #include <signal.h>
 #include <stdio.h>
@@ -191,18 +192,21 @@ START_TEST(schema1_fixture_reads_through_the_child_as_stored) {
 END_TEST
 
 /* Byte changes to the fixture that crashed HDF5 1.10 (SIGSEGV in its
- * object-header and global-heap code) or made it allocate without bound:
- * found by flipping random bytes of the fixture, as a fuzzer does. */
+ * object-header and global-heap code; crashes: true) or made it allocate
+ * gigabytes: found by flipping random bytes of the fixture, as a fuzzer
+ * does. The latter exceed the child's memory limit, or read intact where
+ * there is none (ASan). */
 static const struct {
   long offsets[4];
   unsigned char bytes[4];
+  bool crashes;
 } damage[] = {
-    {{2295, 3492, 5341, 7870}, {0x83, 0xa1, 0x45, 0xa8}},
-    {{1758, 2249, 3381, 7782}, {0x31, 0xe3, 0x1b, 0xe5}},
-    {{1562, 2318, 4791, 7844}, {0x67, 0xd9, 0xc6, 0xd8}},
-    {{1766, 2079, 6022, 7779}, {0xcf, 0x41, 0xdd, 0xfc}},
-    {{1339, 4541, 4842, 27124}, {0x88, 0x37, 0x3a, 0x97}},
-    {{499, 935, 1302, 4970}, {0x07, 0xc2, 0xec, 0x07}},
+    {{2295, 3492, 5341, 7870}, {0x83, 0xa1, 0x45, 0xa8}, true},
+    {{1758, 2249, 3381, 7782}, {0x31, 0xe3, 0x1b, 0xe5}, true},
+    {{1562, 2318, 4791, 7844}, {0x67, 0xd9, 0xc6, 0xd8}, true},
+    {{1766, 2079, 6022, 7779}, {0xcf, 0x41, 0xdd, 0xfc}, true},
+    {{1339, 4541, 4842, 27124}, {0x88, 0x37, 0x3a, 0x97}, false},
+    {{499, 935, 1302, 4970}, {0x07, 0xc2, 0xec, 0x07}, false},
 };
 
 START_TEST(damaged_schema1_copies_fail_with_a_message_naming_the_file) {
@@ -210,7 +214,13 @@ START_TEST(damaged_schema1_copies_fail_with_a_message_naming_the_file) {
     char path[4200], name[64];
     snprintf(name, sizeof name, "damaged-%zu.h5", i);
     damaged_copy(name, -1, damage[i].offsets, damage[i].bytes, 4, path, sizeof path);
-    expect_refused(path, "damaged schema-1 file (the HDF5 library failed reading it)");
+    TraceReader *r = NULL;
+    if (!damage[i].crashes && trace_open(path, &r) == 0) {
+      ck_assert_uint_eq(trace_meta(r)->n_positions, 14); /* read intact */
+      trace_close(r);
+    } else {
+      expect_refused(path, damage[i].crashes ? "damaged schema-1 file" : NULL);
+    }
     unlink(path);
   }
   /* cut short anywhere: refused, naming the file */
@@ -238,6 +248,9 @@ END_TEST
 static Suite *legacy_suite(void) {
   Suite *s = suite_create("legacy");
   TCase *tc = tcase_create("legacy");
+  /* The damaged copies took 8 s under ASan on 2 busy cores (a hang would
+   * take the child's 10 s limit per copy): a safety net only. */
+  tcase_set_timeout(tc, 300);
   tcase_add_test(tc, lookup3_matches_the_reference_values);
   tcase_add_test(tc, probe_tells_the_checksummed_format_from_the_earliest);
   tcase_add_test(tc, child_reply_message_crash_and_hang_come_back_apart);
