@@ -125,7 +125,9 @@ int evict_keep_write(const char *path, const EvictKeepSet *keep, const char *tra
 /* Reads a keep file, checks every value and checks it against the trace:
  * refused when it records another content hash than meta's, or another
  * shape; when either hash is unknown (schema-1 trace, older keep file) the
- * shape alone is checked and a one-line warning goes to stderr. */
+ * shape alone is checked and a one-line warning goes to stderr. A file not
+ * in the checksummed format, or of schema 1, is read in a child process
+ * (evict/keep_legacy.h). */
 int evict_keep_read(const char *path, const TraceMeta *meta, EvictKeepSet *out);
 
 #endif

@@ -120,6 +120,11 @@ size_t trace_meta_decode_rows(const TraceMeta *meta, size_t *first_index);
  * mismatch (the file is damaged)" or "...: unreadable (...)"). Reads
  * convert to float whatever the storage dtype. Values are checked for NaN/Inf
  * as they are read (OBC_EVALUE naming the dataset). */
+/* Before HDF5 sees the file, its raw bytes say whether it is in HDF5 1.10's
+ * checksummed format (traces/trace_format.h); a schema-2 trace must be, and
+ * any other file, or a schema-1 trace, is read through a converted copy made
+ * in a child process (traces/trace_legacy.h), a crash or hang there failing
+ * with "<path>: damaged schema-1 file (the HDF5 library failed reading it)". */
 /* Error codes (added): OBC_EIO missing or unreadable file; OBC_EFORMAT not
  * HDF5, not a trace, incomplete (complete != 1), missing attribute or dataset,
  * inconsistent shape; OBC_EUNSUPPORTED another schema version; OBC_EVALUE a

@@ -173,6 +173,9 @@ int trace_legacy_open(const char *path, TraceReader **out) {
   ConvertJob job = {.path = path, .temp_path = temp.temp_path};
   ObcChildLimits limits = trace_legacy_limits((uint64_t)st.st_size);
   ObcChildReply reply;
+  /* Forked while no other thread is inside HDF5: the child runs on alone,
+   * skipping the lock (obc_child_active). */
+#pragma omp critical(obc_hdf5)
   rc = obc_child_run(convert_work, &job, &limits, &reply);
   if (reply.pid > 0) { /* what a killed child's writer left */
     char child_temp[4200];
