@@ -11,6 +11,9 @@ OBCACHE=${OBCACHE:?set OBCACHE to the obcache binary}
 SOURCE=${OBC_SOURCE_DIR:?set OBC_SOURCE_DIR to the source tree}
 V1=$SOURCE/tests/data/trace_v1.h5
 scratch upgrade
+# the converted copies of schema-1 files go to TMPDIR: a private one, checked at the end
+export TMPDIR=$dir/tmp
+mkdir -p "$TMPDIR"
 
 # refused NAME PATH CMD...: exit 1 and exactly one stderr line naming PATH.
 refused() {
@@ -133,6 +136,6 @@ else
   echo "skip  schema-1 keep files and relabelling (h5py missing)"
 fi
 
-leftovers=$(find "$dir" "${TMPDIR:-/tmp}" -maxdepth 1 -name '*.tmp.*' -o -maxdepth 1 -name 'obcache-legacy-*' 2>/dev/null | wc -l)
+leftovers=$(find "$dir" \( -name '*.tmp.*' -o -name 'obcache-legacy-*' \) | wc -l)
 [ "$leftovers" -eq 0 ] && pass "no temporary files left" || fail "$leftovers temporary files left"
 finish
