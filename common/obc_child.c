@@ -35,6 +35,9 @@
 
 static int in_child;
 
+/* The sanitizers' report destination (ASan, UBSan, LSan), when linked in. */
+extern void __sanitizer_set_report_path(const char *path) __attribute__((weak));
+
 int obc_child_active(void) { return in_child; }
 
 typedef struct {
@@ -86,8 +89,16 @@ _Noreturn static void child_main(ObcChildWork work, void *arg, const ObcChildLim
                                  int fd) {
   in_child = 1;
   prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the parent */
-  int devnull = open("/dev/null", O_WRONLY);
-  if (devnull >= 0) dup2(devnull, STDERR_FILENO);
+  /* A crash inside HDF5 is how a damaged file ends the child, and the parent
+   * reports it: the child's stderr, and with it a sanitizer's report of that
+   * crash (which would otherwise go to its log_path), is discarded, unless
+   * OBC_CHILD_STDERR=1 asks to see them. */
+  const char *keep = getenv("OBC_CHILD_STDERR");
+  if (!keep || strcmp(keep, "1")) {
+    int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) dup2(devnull, STDERR_FILENO);
+    if (__sanitizer_set_report_path) __sanitizer_set_report_path("stderr");
+  }
   limit_memory(limits->memory_bytes);
   obc_error_clear();
   int rc = work(arg, fd);

@@ -34,8 +34,9 @@ typedef int (*ObcChildWork)(void *arg, int reply_fd);
  * message, when the child finished; OBC_EEXTERNAL, with no message, when it
  * did not (reply->finished 0: it crashed, was killed, or ran out of time);
  * OBC_EIO when no child could be started. Free reply->data in every case
- * (obc_child_reply_free). The child's stderr is discarded: its output after
- * a crash is the library's, not ours. */
+ * (obc_child_reply_free). The child's stderr, and any sanitizer report of
+ * its crash, is discarded (OBC_CHILD_STDERR=1 keeps it): its output after a
+ * crash is the library's, and the parent words the failure. */
 int obc_child_run(ObcChildWork work, void *arg, const ObcChildLimits *limits, ObcChildReply *reply);
 void obc_child_reply_free(ObcChildReply *reply);
 /* Sends size bytes to the parent; OBC_EIO when the pipe is gone. */
