@@ -48,7 +48,7 @@ static void print_quoted(const char *text, size_t max) {
 }
 
 /* Per dataset name (K, V, ...): total bytes stored and logical size. */
-static void print_datasets(const char *path, const TraceMeta *m) {
+static void print_datasets(TraceReader *reader, const TraceMeta *m) {
   const char *names[] = {"K", "V", "Q", "O", "lse", "A"};
   const char *shapes[] = {"(n_kv_heads, n_positions, head_dim)",
                           "(n_kv_heads, n_positions, head_dim)",
@@ -56,8 +56,6 @@ static void print_datasets(const char *path, const TraceMeta *m) {
                           "(n_heads, n_rows, head_dim)",
                           "(n_heads, n_rows)",
                           "(n_heads, n_rows, n_positions)"};
-  hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (file < 0) return;
   printf("datasets   per layer /layers/NNN/...; stored sizes summed over %zu layers\n",
          m->model.n_layers);
   for (size_t k = 0; k < (m->has_attn ? 6u : 5u); k++) {
@@ -66,13 +64,12 @@ static void print_datasets(const char *path, const TraceMeta *m) {
     for (size_t layer = 0; layer < m->model.n_layers; layer++) {
       char name[64];
       trace_h5_layer_dataset(name, sizeof name, layer, names[k]);
-      hid_t dset = H5Dopen2(file, name, H5P_DEFAULT);
-      if (dset < 0) continue;
-      hid_t t = H5Dget_type(dset), space = H5Dget_space(dset);
-      stored += (double)H5Dget_storage_size(dset);
-      logical += (double)H5Sget_simple_extent_npoints(space) * (double)H5Tget_size(t);
-      snprintf(type, sizeof type, "f%zu", 8 * H5Tget_size(t));
-      H5Tclose(t), H5Sclose(space), H5Dclose(dset);
+      double layer_stored = 0.0, layer_logical = 0.0;
+      size_t element = 0;
+      if (trace_dataset_sizes(reader, name, &layer_stored, &layer_logical, &element)) continue;
+      stored += layer_stored;
+      logical += layer_logical;
+      snprintf(type, sizeof type, "f%zu", 8 * element);
     }
     printf("  %-4s %-3s %-38s", names[k], type, shapes[k]);
     print_bytes(" ", stored);
@@ -81,7 +78,6 @@ static void print_datasets(const char *path, const TraceMeta *m) {
   printf("  row_positions (%zu) i64%s%s\n", m->n_rows,
          m->tokens ? ", tokens (n_positions) i32" : "",
          m->has_logits ? ", logits (n_decode, vocab_size) f32" : "");
-  H5Fclose(file);
 }
 
 static void print_spans(const TraceMeta *m, const Tokenizer *tokenizer) {
@@ -124,7 +120,8 @@ static void print_rows(const TraceMeta *m) {
          m->n_positions ? m->n_positions - 1 : 0);
 }
 
-static void print_summary(const char *path, const TraceMeta *m, const Tokenizer *tokenizer) {
+static void print_summary(const char *path, TraceReader *reader, const Tokenizer *tokenizer) {
+  const TraceMeta *m = trace_meta(reader);
   const TraceModel *c = &m->model;
   /* Every string of the trace, escaped: the file may hold ESC sequences or
    * newlines. */
@@ -168,7 +165,7 @@ static void print_summary(const char *path, const TraceMeta *m, const Tokenizer 
     print_quoted(m->generated_text, 200);
     putchar('\n');
   }
-  print_datasets(path, m);
+  print_datasets(reader, m);
 }
 
 int cmd_info(int argc, char **argv) {
@@ -202,7 +199,7 @@ int cmd_info(int argc, char **argv) {
     rc = gguf_open(tokenizer_path, &gguf);
     if (!rc) rc = tokenizer_from_gguf(gguf, tokenizer_path, &tokenizer);
   }
-  if (!rc) print_summary(path, trace_meta(reader), tokenizer);
+  if (!rc) print_summary(path, reader, tokenizer);
   if (tokenizer) tokenizer_free(tokenizer);
   if (gguf) gguf_close(gguf);
   trace_close(reader);

@@ -38,6 +38,7 @@ static const Command commands[] = {
     {"logits", cmd_logits, "debugging aid: write the logits of token ids as float32"},
     {"model-info", cmd_model_info,
      "format, tensor table and configuration of a GGUF file or HF folder"},
+    {"upgrade", cmd_upgrade, "rewrite a schema-1 trace or keep file as schema 2 (checksummed)"},
     {NULL, NULL, NULL},
 };
 

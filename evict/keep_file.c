@@ -6,6 +6,7 @@
  * renamed when complete. Read as an untrusted file: every value used is
  * checked (mask 0/1, counts whole and in range, names known). */
 #include <errno.h>
+#include <fcntl.h>
 #include <hdf5.h>
 #include <math.h>
 #include <stdbool.h>
@@ -13,11 +14,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "evict/keep_legacy.h"
 #include "evict/policy.h"
+#include "traces/trace_format.h"
 #include "traces/trace_h5.h"
 
 /* Schema 2: fixed-length strings (no global heap, which has no checksum),
@@ -376,7 +380,33 @@ static int read_keep(hid_t file, const char *path, const TraceMeta *meta, EvictK
   return rc;
 }
 
-int evict_keep_read(const char *path, const TraceMeta *meta, EvictKeepSet *out) {
+/* In the checksummed format: whether the schema attribute is a
+ * variable-length string (schema 1, whose strings live in the unchecksummed
+ * global heap: read in a child), and the raw check of the keep dataset's
+ * object header before HDF5 parses it. */
+static int check_checksummed(hid_t file, const char *path, const TraceFileFormat *format,
+                             bool *schema_1) {
+  *schema_1 = false;
+  if (H5Aexists(file, "schema") > 0) {
+    hid_t attr = H5Aopen(file, "schema", H5P_DEFAULT);
+    hid_t type = attr >= 0 ? H5Aget_type(attr) : -1;
+    *schema_1 = type >= 0 && H5Tis_variable_str(type) > 0;
+    if (type >= 0) H5Tclose(type);
+    if (attr >= 0) H5Aclose(attr);
+  }
+  H5L_info_t info;
+  if (*schema_1 || H5Lexists(file, "keep", H5P_DEFAULT) <= 0 ||
+      H5Lget_info(file, "keep", &info, H5P_DEFAULT) < 0 || info.type != H5L_TYPE_HARD)
+    return OBC_OK; /* read_keep says what is missing */
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return obc_fail(OBC_EIO, "%s: cannot open: %s", path, strerror(errno));
+  int rc = trace_format_check_header(path, fd, format, info.u.address, "keep");
+  close(fd);
+  return rc;
+}
+
+int evict_keep_read_direct(const char *path, const TraceMeta *meta, const TraceFileFormat *format,
+                           EvictKeepSet *out, bool *schema_1) {
   memset(out, 0, sizeof *out);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -385,12 +415,23 @@ int evict_keep_read(const char *path, const TraceMeta *meta, EvictKeepSet *out) 
                     "%s: cannot open as HDF5 (expected a keep file of "
                     "obcache evict)",
                     path);
-  int rc = read_keep(file, path, meta, out);
+  *schema_1 = false;
+  int rc = format && format->checksummed ? check_checksummed(file, path, format, schema_1) : 0;
+  if (!rc && !*schema_1) rc = read_keep(file, path, meta, out);
   H5Fclose(file);
-  if (rc) {
-    evict_keep_set_free(out);
-    return rc;
-  }
+  if (rc) evict_keep_set_free(out);
+  return rc;
+}
+
+int evict_keep_read(const char *path, const TraceMeta *meta, EvictKeepSet *out) {
+  memset(out, 0, sizeof *out);
+  TraceFileFormat format;
+  int rc = trace_format_probe(path, "a keep file of obcache evict", &format);
+  if (rc) return rc;
+  bool schema_1 = !format.checksummed;
+  if (format.checksummed) rc = evict_keep_read_direct(path, meta, &format, out, &schema_1);
+  if (!rc && schema_1) rc = evict_keep_read_legacy(path, meta, out);
+  if (rc) return rc;
   /* A schema-1 trace, or a keep file from before traces had a hash. */
   if (!out->trace_hash[0] || !meta->content_hash[0])
     fprintf(stderr,

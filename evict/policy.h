@@ -129,7 +129,9 @@ int evict_keep_write(const char *path, const EvictKeepSet *keep, const char *tra
  * the mask keeps no candidate; and, schema 2, without trace_hash (always
  * written: "" for a schema-1 trace). When either hash is unknown (a
  * schema-1 trace or keep file) the shape alone is checked and a one-line
- * warning goes to stderr. */
+ * warning goes to stderr. A file not
+ * in the checksummed format, or of schema 1, is read in a child process
+ * (evict/keep_legacy.h). */
 int evict_keep_read(const char *path, const TraceMeta *meta, EvictKeepSet *out);
 
 #endif

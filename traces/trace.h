@@ -120,6 +120,11 @@ size_t trace_meta_decode_rows(const TraceMeta *meta, size_t *first_index);
  * mismatch (the file is damaged)" or "...: unreadable (...)"). Reads
  * convert to float whatever the storage dtype. Values are checked for NaN/Inf
  * as they are read (OBC_EVALUE naming the dataset). */
+/* Before HDF5 sees the file, its raw bytes say whether it is in HDF5 1.10's
+ * checksummed format (traces/trace_format.h); a schema-2 trace must be, and
+ * any other file, or a schema-1 trace, is read through a converted copy made
+ * in a child process (traces/trace_legacy.h), a crash or hang there failing
+ * with "<path>: damaged schema-1 file (the HDF5 library failed reading it)". */
 /* Error codes (added): OBC_EIO missing or unreadable file; OBC_EFORMAT not
  * HDF5, not a trace, incomplete (complete != 1), missing attribute or dataset,
  * inconsistent shape; OBC_EUNSUPPORTED another schema version; OBC_EVALUE a
@@ -154,6 +159,12 @@ int trace_read_rows(TraceReader *reader, size_t layer, size_t head, float *Q, fl
 int trace_read_attn(TraceReader *reader, size_t layer, size_t head, float *A);
 /* Logits (n_decode, vocab_size). */
 int trace_read_logits(TraceReader *reader, float *logits);
+/* The bytes dataset `name` ("/layers/000/K") takes in the file, its logical
+ * size (elements x element size) and its element size; OBC_ENOTFOUND when
+ * it cannot be opened. For a trace read through a converted copy (schema 1,
+ * traces/trace_legacy.h) these are the copy's, which is not compressed. */
+int trace_dataset_sizes(TraceReader *reader, const char *name, double *stored, double *logical,
+                        size_t *element_size);
 /* Reads every stored tensor slab and the logits exactly as stored (which, in
  * schema 2, checks every chunk's Fletcher32 checksum) and computes the
  * trace's content hash from them and meta (traces/SCHEMA.md "Content hash")

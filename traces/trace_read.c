@@ -4,10 +4,15 @@
  * time, converting half to float and refusing NaN/Inf. Schema 2 files are
  * read by known names only (never by walking links) and with no
  * variable-length data, so damage shows up as a failed checksum, reported as
- * "<path>: <object>: checksum mismatch"; schema 1 files are read as before.
- * See SCHEMA.md. */
+ * "<path>: <object>: checksum mismatch". Every object header on the way to
+ * a schema-2 object is checked from the raw bytes to be a checksummed
+ * version-2 one before HDF5 parses it (traces/trace_format.h). Files not in
+ * that format, and schema-1 traces, are read in a child process
+ * (traces/trace_legacy.h); there, trace_open reads them directly. See
+ * SCHEMA.md. */
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -16,14 +21,22 @@
 #include <unistd.h>
 
 #include "common/obc_cli.h"
+#include "common/obc_child.h"
 #include "common/obc_error.h"
 #include "traces/trace.h"
+#include "traces/trace_format.h"
 #include "traces/trace_h5.h"
 #include "traces/trace_hash.h"
+#include "traces/trace_legacy.h"
 
 struct TraceReader {
   char path[4096];
   hid_t file;
+  TraceFileFormat format;  /* from the raw bytes, before HDF5 opened it */
+  int raw_fd;              /* the file, for raw reads of object headers (find_link) */
+  bool legacy;             /* schema 1 in the checksummed format: read in a child */
+  double *original_stored; /* (n_layers, OBC_TRACE_SLAB_KINDS) bytes in the original of a
+                            * converted copy (trace_legacy.h); NULL otherwise */
   TraceMeta meta;
 };
 
@@ -39,23 +52,81 @@ void *trace_alloc(const TraceReader *reader, size_t count, size_t size, const ch
   return p;
 }
 
+/* HDF5 calls are serialised by the critical section obc_hdf5; a child of
+ * obc_child_run has one thread and may have been forked while another
+ * thread of the parent held it, so there it is skipped. */
+#define WITH_HDF5_LOCK(statement)                      \
+  do {                                                 \
+    if (obc_child_active()) {                          \
+      statement;                                       \
+    } else {                                           \
+      _Pragma("omp critical(obc_hdf5)") { statement; } \
+    }                                                  \
+  } while (0)
+
 void trace_close(TraceReader *reader) {
   if (!reader) return;
-#pragma omp critical(obc_hdf5)
-  if (reader->file >= 0) H5Fclose(reader->file);
+  WITH_HDF5_LOCK(if (reader->file >= 0) H5Fclose(reader->file));
+  if (reader->raw_fd >= 0) close(reader->raw_fd);
+  free(reader->original_stored);
   trace_meta_free(&reader->meta);
   free(reader);
+}
+
+void trace_reader_relabel(TraceReader *r, const char *path, TraceLegacyLabels *legacy) {
+  TraceMeta *m = &r->meta;
+  const TraceMeta *labels = &legacy->labels;
+  free(r->original_stored);
+  r->original_stored = legacy->stored;
+  legacy->stored = NULL;
+  snprintf(r->path, sizeof r->path, "%s", path);
+  m->schema_version = 1;
+  m->content_hash[0] = '\0';
+  memcpy(m->tool_version, labels->tool_version, sizeof m->tool_version);
+  memcpy(m->created, labels->created, sizeof m->created);
+  memcpy(m->model.rope_layout, labels->model.rope_layout, sizeof m->model.rope_layout);
+  m->tool_version[sizeof m->tool_version - 1] = '\0';
+  m->created[sizeof m->created - 1] = '\0';
+  m->model.rope_layout[sizeof m->model.rope_layout - 1] = '\0';
 }
 
 /* ---- validation ------------------------------------------------------------ */
 
 /* 1 when the link `name` exists, 0 when it does not; an obc_fail (< 0) when
  * looking it up hit a failed checksum. */
-static int find_link(const TraceReader *r, const char *name) {
+static int find_one_link(const TraceReader *r, const char *name) {
   htri_t exists = H5Lexists(r->file, name, H5P_DEFAULT);
   if (exists > 0) return 1;
   if (exists < 0 && trace_h5_checksum_failed()) return trace_h5_fail_damaged(r->path, name);
   return 0;
+}
+
+/* find_one_link, and in the checksummed format the raw check of the object
+ * header of every group on the way and of the object itself ("/layers",
+ * "/layers/003", "/layers/003/K"), each before HDF5 reads it: a forged
+ * file may point from checksummed headers to unchecksummed ones. */
+static int find_link(const TraceReader *r, const char *name) {
+  if (!r->format.checksummed) return find_one_link(r, name);
+  char prefix[256];
+  size_t length = strlen(name);
+  if (length >= sizeof prefix || name[0] != '/')
+    return obc_fail(OBC_EFORMAT, "%s: object name %s too long", r->path, name);
+  for (size_t end = 1; end <= length; end++) {
+    if (end < length && name[end] != '/') continue;
+    memcpy(prefix, name, end);
+    prefix[end] = '\0';
+    int exists = find_one_link(r, prefix);
+    if (exists <= 0) return exists;
+    H5L_info_t info;
+    if (H5Lget_info(r->file, prefix, &info, H5P_DEFAULT) < 0)
+      return trace_h5_fail_damaged(r->path, prefix);
+    if (info.type != H5L_TYPE_HARD)
+      return obc_fail(OBC_EFORMAT, "%s: %s is not a hard link (schema 2 has no others)", r->path,
+                      prefix);
+    int rc = trace_format_check_header(r->path, r->raw_fd, &r->format, info.u.address, prefix);
+    if (rc) return rc;
+  }
+  return 1;
 }
 
 /* Schema 1 stored its strings with variable length; schema 2 must not. */
@@ -562,15 +633,17 @@ static int read_content_hash(TraceReader *r) {
   return OBC_OK;
 }
 
-static int open_checked(TraceReader *r) {
+/* Whether path is a readable file; the message says why not. */
+static int check_readable(const char *path) {
   struct stat st;
-  if (stat(r->path, &st) != 0)
-    return obc_fail(OBC_EIO, "%s: cannot open: %s", r->path, strerror(errno));
-  if (S_ISDIR(st.st_mode)) return obc_fail(OBC_EIO, "%s: is a folder, not a trace file", r->path);
-  if (access(r->path, R_OK) != 0)
-    return obc_fail(OBC_EIO, "%s: cannot read: %s", r->path, strerror(errno));
-  if (H5Fis_hdf5(r->path) <= 0)
-    return obc_fail(OBC_EFORMAT, "%s: not an HDF5 file (expected an obcache trace)", r->path);
+  if (stat(path, &st) != 0) return obc_fail(OBC_EIO, "%s: cannot open: %s", path, strerror(errno));
+  if (S_ISDIR(st.st_mode)) return obc_fail(OBC_EIO, "%s: is a folder, not a trace file", path);
+  if (access(path, R_OK) != 0)
+    return obc_fail(OBC_EIO, "%s: cannot read: %s", path, strerror(errno));
+  return OBC_OK;
+}
+
+static int open_checked(TraceReader *r) {
   r->file = H5Fopen(r->path, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (r->file < 0)
     return obc_fail(OBC_EFORMAT, "%s: cannot open as HDF5: %s", r->path, trace_h5_damage());
@@ -586,6 +659,16 @@ static int open_checked(TraceReader *r) {
                     "%s: schema version %lld, this obcache reads versions 1 to %d", r->path,
                     (long long)version, OBC_TRACE_SCHEMA_VERSION);
   r->meta.schema_version = (int)version;
+  if (version >= 2 && !r->format.checksummed)
+    return obc_fail(OBC_EFORMAT,
+                    "%s: says schema_version %lld but is not in the checksummed HDF5 1.10 format "
+                    "that schema 2 is written in (superblock version %d, expected 3 with "
+                    "version-2 object headers): forged or damaged",
+                    r->path, (long long)version, r->format.superblock_version);
+  if (version == 1 && !obc_child_active()) {
+    r->legacy = true; /* variable-length strings: read in a child */
+    return OBC_OK;
+  }
   int64_t complete = 0;
   htri_t has_complete = H5Aexists(r->file, "complete");
   if (has_complete < 0) return trace_h5_fail_damaged(r->path, "complete");
@@ -616,18 +699,28 @@ int trace_open(const char *path, TraceReader **out) {
   snprintf(r->path, sizeof r->path, "%s", path);
   r->file = -1;
   r->meta.needle_found = -1;
-  int rc;
-#pragma omp critical(obc_hdf5)
-  rc = open_checked(r);
-  if (rc) {
+  r->raw_fd = -1;
+  int rc = check_readable(path);
+  if (!rc) rc = trace_format_probe(path, "an obcache trace", &r->format);
+  if (!rc && r->format.checksummed) {
+    r->raw_fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r->raw_fd < 0) rc = obc_fail(OBC_EIO, "%s: cannot open: %s", path, strerror(errno));
+  }
+  bool legacy = !rc && !r->format.checksummed && !obc_child_active();
+  if (!rc && !legacy) WITH_HDF5_LOCK(rc = open_checked(r));
+  legacy |= !rc && r->legacy;
+  if (rc || legacy) {
     trace_close(r);
-    return rc;
+    return legacy ? trace_legacy_open(path, out) : rc;
   }
   *out = r;
   return OBC_OK;
 }
 
 /* ---- tensors ---------------------------------------------------------------- */
+
+static int read_slab_locked(TraceReader *r, const char *dset_name, size_t head, bool whole,
+                            bool as_float, void *out, size_t count, size_t *stored_size);
 
 /* Reads slab [head, :, ...] of a layer dataset (or the whole dataset when
  * whole) into out (count elements). as_float: 4- and 8-byte floats arrive as
@@ -637,7 +730,15 @@ int trace_open(const char *path, TraceReader **out) {
 static int read_slab_stored(TraceReader *r, const char *dset_name, size_t head, bool whole,
                             bool as_float, void *out, size_t count, size_t *stored_size) {
   int rc = OBC_OK;
-#pragma omp critical(obc_hdf5)
+  WITH_HDF5_LOCK(
+      rc = read_slab_locked(r, dset_name, head, whole, as_float, out, count, stored_size));
+  return rc;
+}
+
+/* read_slab_stored, under the HDF5 lock. */
+static int read_slab_locked(TraceReader *r, const char *dset_name, size_t head, bool whole,
+                            bool as_float, void *out, size_t count, size_t *stored_size) {
+  int rc = OBC_OK;
   {
     hid_t dset = H5Dopen2(r->file, dset_name, H5P_DEFAULT);
     hid_t file_space = dset >= 0 ? H5Dget_space(dset) : -1;
@@ -756,6 +857,38 @@ int trace_read_logits(TraceReader *r, float *logits) {
   if (!rc)
     rc = check_finite(r, "/logits", 0, NULL, 0, logits, m->n_decode, m->model.vocab_size,
                       "decode step");
+  return rc;
+}
+
+static int dataset_sizes_locked(TraceReader *r, const char *name, double *stored, double *logical,
+                                size_t *element_size) {
+  if (find_link(r, name) <= 0) {
+    obc_error_clear();
+    return OBC_ENOTFOUND;
+  }
+  hid_t dset = H5Dopen2(r->file, name, H5P_DEFAULT);
+  if (dset < 0) return OBC_ENOTFOUND;
+  hid_t type = H5Dget_type(dset), space = H5Dget_space(dset);
+  *stored = (double)H5Dget_storage_size(dset);
+  *element_size = type >= 0 ? H5Tget_size(type) : 0;
+  *logical = space >= 0 ? (double)H5Sget_simple_extent_npoints(space) * (double)*element_size : 0;
+  if (type >= 0) H5Tclose(type);
+  if (space >= 0) H5Sclose(space);
+  H5Dclose(dset);
+  return OBC_OK;
+}
+
+int trace_dataset_sizes(TraceReader *r, const char *name, double *stored, double *logical,
+                        size_t *element_size) {
+  int rc = OBC_OK;
+  WITH_HDF5_LOCK(rc = dataset_sizes_locked(r, name, stored, logical, element_size));
+  size_t layer = 0;
+  char kind[8] = "";
+  if (!rc && r->original_stored && sscanf(name, "/layers/%zu/%7s", &layer, kind) == 2 &&
+      layer < r->meta.model.n_layers)
+    for (int k = 0; k < OBC_TRACE_SLAB_KINDS; k++)
+      if (!strcmp(kind, trace_hash_slab_name(k)))
+        *stored = r->original_stored[layer * OBC_TRACE_SLAB_KINDS + k];
   return rc;
 }
 

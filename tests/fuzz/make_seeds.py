@@ -11,17 +11,15 @@ project's own fixtures (CONTRIBUTING.md, "Fuzzing"), deterministically:
                folders, and SmolLM2's real tokenizer.json when the default model
                is there
   trace        traces of `obcache synth` (f32, f16, deflate, attention rows,
-               logits), in whatever schema the current writer writes. Not
-               tests/data/trace_v1.h5: schema 1 stores variable-length
-               strings in HDF5's global heap, which has no checksum and
-               which HDF5 1.10 trusts blindly (traces/trace_h5.c), so its
-               damaged copies crash inside HDF5 however obcache reads them;
-               fuzz it by hand (CONTRIBUTING.md, "Fuzzing")
+               logits), in whatever schema the current writer writes
   keep_file    keep files of `obcache evict` on the harness's own trace
                (fuzz_keep_file with OBC_FUZZ_KEEP_TRACE), and one made for
                another trace of the same shape
   sweep_folder plan.json NUL complete.json: hand-made plans of 1 and 6 cells
                and the manifest of fuzz_sweep_folder.c's fixed cell files
+  legacy       tests/data/trace_v1.h5 (schema 1), the same relabelled
+               schema_version 2, and a schema-1 keep file for it: read through
+               the child process of traces/trace_legacy.h
 
 and, for each, damaged variants: cut in half, and three bytes flipped at
 places drawn from a generator seeded by the file's name.
@@ -254,6 +252,40 @@ def keep_seeds(out, work, obcache, harness):
                    check=True, stdout=subprocess.DEVNULL)
 
 
+def legacy_seeds(out, work, obcache, source):
+    """Schema-1 files, read through the child process: tests/data/trace_v1.h5,
+    the same relabelled schema_version 2 (refused by the format check), and a
+    keep file for it rewritten in the unchecksummed format of schema 1 (h5py,
+    libver earliest; skipped without h5py)."""
+    folder = os.path.join(out, "legacy")
+    v1 = os.path.join(source, "tests", "data", "trace_v1.h5")
+    put(folder, "trace_v1.h5", read(v1))
+    try:
+        import h5py
+    except ImportError:
+        return
+    relabelled = os.path.join(folder, "trace_v1-says-2.h5")
+    shutil.copy(v1, relabelled)
+    with h5py.File(relabelled, "r+") as f:
+        f.attrs["schema_version"] = 2
+    keep2 = os.path.join(work, "keep-v1-trace.h5")
+    subprocess.run([obcache, "evict", v1, "--budget", "4", "-o", keep2], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    text = h5py.string_dtype()
+    with h5py.File(keep2, "r") as src, \
+            h5py.File(os.path.join(folder, "keep_v1.h5"), "w", libver="earliest") as dst:
+        for name, dataset in src.items():
+            dst.create_dataset(name, data=dataset[()])
+        for name, value in src.attrs.items():
+            if isinstance(value, bytes):
+                value = value.decode()
+                if name == "schema":
+                    value = "obcache-keep/1"
+                dst.attrs.create(name, value, dtype=text)
+            else:
+                dst.attrs[name] = value
+
+
 def fnv1a64(data):
     h = 0xcbf29ce484222325
     for b in data:
@@ -299,7 +331,8 @@ def main():
     args = ap.parse_args()
     tmp = args.out.rstrip("/") + ".part"
     shutil.rmtree(tmp, ignore_errors=True)
-    for harness in ("gguf", "safetensors", "tokenizer", "trace", "keep_file", "sweep_folder"):
+    for harness in ("gguf", "safetensors", "tokenizer", "trace", "keep_file", "sweep_folder",
+                    "legacy"):
         os.makedirs(os.path.join(tmp, harness))
     with tempfile.TemporaryDirectory() as work:
         gguf_and_hf_seeds(tmp, work)
@@ -307,6 +340,8 @@ def main():
         trace_seeds(tmp, work, args.obcache)
         keep_seeds(tmp, work, args.obcache, args.keep_harness)
         sweep_folder_seeds(tmp)
+        legacy_seeds(tmp, work, args.obcache,
+                     os.path.dirname(os.path.dirname(HERE)))
     for harness in os.listdir(tmp):
         damaged(os.path.join(tmp, harness))
     shutil.rmtree(args.out, ignore_errors=True)
