@@ -109,8 +109,8 @@ int cmd_upgrade(int argc, char **argv) {
     snprintf(child_temp, sizeof child_temp, "%s.tmp.%ld", pending.temp_path, (long)reply.pid);
     unlink(child_temp);
   }
-  if ((rc == OBC_EEXTERNAL && !reply.finished) || rc == OBC_ENOMEM || (!rc && reply.size != 1))
-    rc = trace_legacy_fail_damaged(old_path);
+  rc = trace_legacy_child_rc(old_path, rc, &reply);
+  if (!rc && reply.size != 1) rc = trace_legacy_fail_damaged(old_path);
   int kind = rc ? 0 : reply.data[0];
   obc_child_reply_free(&reply);
   char hash[17] = "";

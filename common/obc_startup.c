@@ -157,7 +157,20 @@ static int startup_blas_core(void) {
   return 1;
 }
 
+/* 1 when this process runs through an explicit dynamic loader
+ * (`ld-linux-x86-64.so.2 ./obcache`): /proc/self/exe is the loader, which
+ * would take the program's first argument for the program. */
+static int startup_under_loader(void) {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return 0;
+  exe[n] = '\0';
+  const char *base = strrchr(exe, '/');
+  return !strncmp(base ? base + 1 : exe, "ld-", 3);
+}
+
 void obc_startup_defaults(char **argv) {
+  if (startup_under_loader()) return;
   int spin = startup_short_spin();
   int blas = startup_blas_core();
   if (!spin && !blas) return;

@@ -66,13 +66,15 @@ int plot_gnuplot_start(const PlotGnuplot *gnuplot, const char *script, const cha
     return obc_fail(OBC_EIO, "%s: cannot create gnuplot's log: %s", log_path, strerror(errno));
   fflush(NULL);
   pid_t parent = getpid();
-  (void)parent;
+  (void)parent; /* read by the child on Linux */
   /* Ctrl-C / kill between fork and obc_pending_child_add would miss the
    * child: hold them until the child is registered (obc_file.h). */
   sigset_t stop, saved;
   sigemptyset(&stop);
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGHUP);
+  sigaddset(&stop, SIGQUIT);
   sigprocmask(SIG_BLOCK, &stop, &saved);
   pid_t child = fork();
   if (child > 0) obc_pending_child_add(child);

@@ -28,6 +28,14 @@ int trace_legacy_fail_damaged(const char *path) {
                   path);
 }
 
+int trace_legacy_child_rc(const char *path, int rc, const ObcChildReply *reply) {
+  if (!rc) return OBC_OK;
+  if (rc == OBC_EEXTERNAL && !reply->finished) return trace_legacy_fail_damaged(path);
+  if (rc == OBC_ENOMEM && reply->finished) return trace_legacy_fail_damaged(path);
+  if (!reply->finished) return obc_fail_context(rc, "%s", path);
+  return rc; /* the child's own message, which names the file */
+}
+
 /* ---- the child: read directly, write schema 2 -------------------------------- */
 
 /* Whether the file has a schema_version attribute (read in the child). */
@@ -184,9 +192,11 @@ int trace_legacy_open(const char *path, TraceReader **out) {
   }
   /* A child that died, ran out of time, or out of memory (inside its limit,
    * which a valid file never reaches) read a damaged file. */
-  if ((rc == OBC_EEXTERNAL && !reply.finished) || rc == OBC_ENOMEM)
-    rc = trace_legacy_fail_damaged(path);
-  if (!rc) rc = trace_open(temp.temp_path, out);
+  rc = trace_legacy_child_rc(path, rc, &reply);
+  if (!rc) {
+    rc = trace_open(temp.temp_path, out);
+    if (rc) obc_fail_context(rc, "%s: its schema-2 copy", path);
+  }
   obc_pending_unregister(&temp);
   unlink(temp.temp_path); /* an open HDF5 file reads on from its descriptor */
   TraceLegacyLabels labels = {.n_stored = 0};

@@ -27,6 +27,11 @@ ObcChildLimits trace_legacy_limits(uint64_t file_size);
 /* OBC_EFORMAT "<path>: damaged schema-1 file (the HDF5 library failed reading
  * it)": what a child that did not finish means. */
 int trace_legacy_fail_damaged(const char *path);
+/* What obc_child_run's rc means for a reader of path: a child that did not
+ * finish, or whose HDF5 work ran out of its memory (inside a limit a valid
+ * file never reaches), read a damaged file; a failure of this process
+ * (no pipe, no fork, no memory for the reply) is named after path. */
+int trace_legacy_child_rc(const char *path, int rc, const ObcChildReply *reply);
 
 /* trace_open of a file not in the checksummed format (or of a schema-1
  * trace in it): converts it in a child into a temporary schema-2 file (in
