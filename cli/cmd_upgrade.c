@@ -109,7 +109,7 @@ int cmd_upgrade(int argc, char **argv) {
     snprintf(child_temp, sizeof child_temp, "%s.tmp.%ld", pending.temp_path, (long)reply.pid);
     unlink(child_temp);
   }
-  rc = trace_legacy_child_rc(old_path, rc, &reply);
+  rc = trace_legacy_child_rc(old_path, rc, &reply, &limits);
   if (!rc && reply.size != 1) rc = trace_legacy_fail_damaged(old_path);
   int kind = rc ? 0 : reply.data[0];
   obc_child_reply_free(&reply);

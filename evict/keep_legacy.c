@@ -45,7 +45,7 @@ int evict_keep_read_legacy(const char *path, const TraceMeta *meta, EvictKeepSet
   ObcChildLimits limits = trace_legacy_limits((uint64_t)st.st_size);
   ObcChildReply reply;
   int rc = obc_child_run(read_work, &job, &limits, &reply);
-  rc = trace_legacy_child_rc(path, rc, &reply);
+  rc = trace_legacy_child_rc(path, rc, &reply, &limits);
   EvictKeepSet fields;
   size_t heads = meta->model.n_layers * meta->model.n_kv_heads;
   if (!rc) { /* the child checked the shape against meta; so does the size */

@@ -136,6 +136,15 @@ else
   echo "skip  schema-1 keep files and relabelling (h5py missing)"
 fi
 
+# A child that runs out of time says so, with the variable that sets the
+# limit (a valid file larger than its limit allows can be read with it).
+refused "a schema-1 read past its time limit" "$V1" \
+  env OBC_LEGACY_TIMEOUT=0.000001 "$OBCACHE" info "$V1"
+grep -q "still reading it after 1e-06 s; OBC_LEGACY_TIMEOUT=SECONDS sets a longer limit" \
+  "$dir/err" && pass "...says which limit" || fail "message: $(cat "$dir/err")"
+check "OBC_LEGACY_TIMEOUT=100 reads it" env OBC_LEGACY_TIMEOUT=100 "$OBCACHE" info "$V1" \
+  > /dev/null
+
 leftovers=$(find "$dir" \( -name '*.tmp.*' -o -name 'obcache-legacy-*' \) | wc -l)
 [ "$leftovers" -eq 0 ] && pass "no temporary files left" || fail "$leftovers temporary files left"
 finish

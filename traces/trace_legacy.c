@@ -20,6 +20,10 @@ ObcChildLimits trace_legacy_limits(uint64_t file_size) {
       .seconds = OBC_LEGACY_SECONDS + (double)file_size / OBC_LEGACY_BYTES_PER_SECOND,
       .memory_bytes = OBC_LEGACY_MEMORY + 8 * (size_t)file_size,
   };
+  const char *timeout = getenv(OBC_LEGACY_TIMEOUT_ENV);
+  char *end = NULL;
+  double seconds = timeout ? strtod(timeout, &end) : 0.0;
+  if (timeout && end != timeout && !*end && seconds > 0 && seconds < 1e9) limits.seconds = seconds;
   return limits;
 }
 
@@ -28,8 +32,14 @@ int trace_legacy_fail_damaged(const char *path) {
                   path);
 }
 
-int trace_legacy_child_rc(const char *path, int rc, const ObcChildReply *reply) {
+int trace_legacy_child_rc(const char *path, int rc, const ObcChildReply *reply,
+                          const ObcChildLimits *limits) {
   if (!rc) return OBC_OK;
+  if (reply->timed_out) /* a hang, or a valid file larger than its limit allows */
+    return obc_fail(OBC_EFORMAT,
+                    "%s: damaged schema-1 file (the HDF5 library was still reading it after "
+                    "%.3g s; %s=SECONDS sets a longer limit)",
+                    path, limits->seconds, OBC_LEGACY_TIMEOUT_ENV);
   if (rc == OBC_EEXTERNAL && !reply->finished) return trace_legacy_fail_damaged(path);
   if (rc == OBC_ENOMEM && reply->finished) return trace_legacy_fail_damaged(path);
   if (!reply->finished) return obc_fail_context(rc, "%s", path);
@@ -192,7 +202,7 @@ int trace_legacy_open(const char *path, TraceReader **out) {
   }
   /* A child that died, ran out of time, or out of memory (inside its limit,
    * which a valid file never reaches) read a damaged file. */
-  rc = trace_legacy_child_rc(path, rc, &reply);
+  rc = trace_legacy_child_rc(path, rc, &reply, &limits);
   if (!rc) {
     rc = trace_open(temp.temp_path, out);
     if (rc) obc_fail_context(rc, "%s: its schema-2 copy", path);

@@ -18,7 +18,10 @@
  * and an address space of OBC_LEGACY_MEMORY plus 8 times the file size.
  * `obcache info tests/data/trace_v1.h5`, conversion included, took 0.15 s
  * (0.3 to 0.5 s under ASan) on 2 cores at load 7: the limits stop a hang,
- * never a valid file on a busy machine. */
+ * never a valid file on a busy machine. The time limit grows with the file
+ * on disk, not with what a compressed file holds: OBC_LEGACY_TIMEOUT=SECONDS
+ * replaces it, and the message of a child that ran out of time says so. */
+#define OBC_LEGACY_TIMEOUT_ENV "OBC_LEGACY_TIMEOUT"
 #define OBC_LEGACY_SECONDS 10.0
 #define OBC_LEGACY_BYTES_PER_SECOND ((double)(4 << 20))
 #define OBC_LEGACY_MEMORY ((size_t)4 << 30)
@@ -31,7 +34,8 @@ int trace_legacy_fail_damaged(const char *path);
  * finish, or whose HDF5 work ran out of its memory (inside a limit a valid
  * file never reaches), read a damaged file; a failure of this process
  * (no pipe, no fork, no memory for the reply) is named after path. */
-int trace_legacy_child_rc(const char *path, int rc, const ObcChildReply *reply);
+int trace_legacy_child_rc(const char *path, int rc, const ObcChildReply *reply,
+                          const ObcChildLimits *limits);
 
 /* trace_open of a file not in the checksummed format (or of a schema-1
  * trace in it): converts it in a child into a temporary schema-2 file (in
