@@ -140,7 +140,7 @@ fi
 # limit (a valid file larger than its limit allows can be read with it).
 refused "a schema-1 read past its time limit" "$V1" \
   env OBC_LEGACY_TIMEOUT=0.000001 "$OBCACHE" info "$V1"
-grep -q "still reading it after 1e-06 s; OBC_LEGACY_TIMEOUT=SECONDS sets a longer limit" \
+grep -qF "damaged schema-1 file (the HDF5 library failed reading it): still reading after 1e-06 s (OBC_LEGACY_TIMEOUT=SECONDS sets a longer limit)" \
   "$dir/err" && pass "...says which limit" || fail "message: $(cat "$dir/err")"
 check "OBC_LEGACY_TIMEOUT=100 reads it" env OBC_LEGACY_TIMEOUT=100 "$OBCACHE" info "$V1" \
   > /dev/null

@@ -37,8 +37,8 @@ int trace_legacy_child_rc(const char *path, int rc, const ObcChildReply *reply,
   if (!rc) return OBC_OK;
   if (reply->timed_out) /* a hang, or a valid file larger than its limit allows */
     return obc_fail(OBC_EFORMAT,
-                    "%s: damaged schema-1 file (the HDF5 library was still reading it after "
-                    "%.3g s; %s=SECONDS sets a longer limit)",
+                    "%s: damaged schema-1 file (the HDF5 library failed reading it): still "
+                    "reading after %.3g s (%s=SECONDS sets a longer limit)",
                     path, limits->seconds, OBC_LEGACY_TIMEOUT_ENV);
   if (rc == OBC_EEXTERNAL && !reply->finished) return trace_legacy_fail_damaged(path);
   if (rc == OBC_ENOMEM && reply->finished) return trace_legacy_fail_damaged(path);
