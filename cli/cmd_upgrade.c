@@ -5,7 +5,6 @@
  * when complete. */
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/commands.h"
 #include "common/obc_cli.h"
@@ -104,11 +103,7 @@ int cmd_upgrade(int argc, char **argv) {
   ObcChildLimits limits = trace_legacy_limits(format.file_size);
   ObcChildReply reply;
   rc = obc_child_run(upgrade_work, &job, &limits, &reply);
-  if (reply.pid > 0) { /* what a killed child's writer left */
-    char child_temp[4200];
-    snprintf(child_temp, sizeof child_temp, "%s.tmp.%ld", pending.temp_path, (long)reply.pid);
-    unlink(child_temp);
-  }
+  trace_legacy_remove_child_temp(pending.temp_path, &reply);
   rc = trace_legacy_child_rc(old_path, rc, &reply, &limits);
   if (!rc && reply.size != 1) rc = trace_legacy_fail_damaged(old_path);
   int kind = rc ? 0 : reply.data[0];

@@ -32,6 +32,13 @@ int trace_legacy_fail_damaged(const char *path) {
                   path);
 }
 
+void trace_legacy_remove_child_temp(const char *written_path, const ObcChildReply *reply) {
+  if (reply->pid <= 0) return;
+  char child_temp[4200];
+  snprintf(child_temp, sizeof child_temp, "%s.tmp.%ld", written_path, (long)reply->pid);
+  unlink(child_temp);
+}
+
 int trace_legacy_child_rc(const char *path, int rc, const ObcChildReply *reply,
                           const ObcChildLimits *limits) {
   if (!rc) return OBC_OK;
@@ -195,13 +202,7 @@ int trace_legacy_open(const char *path, TraceReader **out) {
    * skipping the lock (obc_child_active). */
 #pragma omp critical(obc_hdf5)
   rc = obc_child_run(convert_work, &job, &limits, &reply);
-  if (reply.pid > 0) { /* what a killed child's writer left */
-    char child_temp[4200];
-    snprintf(child_temp, sizeof child_temp, "%s.tmp.%ld", temp.temp_path, (long)reply.pid);
-    unlink(child_temp);
-  }
-  /* A child that died, ran out of time, or out of memory (inside its limit,
-   * which a valid file never reaches) read a damaged file. */
+  trace_legacy_remove_child_temp(temp.temp_path, &reply);
   rc = trace_legacy_child_rc(path, rc, &reply, &limits);
   if (!rc) {
     rc = trace_open(temp.temp_path, out);

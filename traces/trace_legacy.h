@@ -30,6 +30,9 @@ ObcChildLimits trace_legacy_limits(uint64_t file_size);
 /* OBC_EFORMAT "<path>: damaged schema-1 file (the HDF5 library failed reading
  * it)": what a child that did not finish means. */
 int trace_legacy_fail_damaged(const char *path);
+/* Removes the temporary file a child's writer of written_path left when it
+ * was killed (written_path.tmp.<child pid>, common/obc_file.h). */
+void trace_legacy_remove_child_temp(const char *written_path, const ObcChildReply *reply);
 /* What obc_child_run's rc means for a reader of path: a child that did not
  * finish, or whose HDF5 work ran out of its memory (inside a limit a valid
  * file never reaches), read a damaged file; a failure of this process
