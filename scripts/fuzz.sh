@@ -5,6 +5,8 @@
 # at most FUZZ_JOBS (default 2) at once, under ASan, UBSan and LeakSanitizer.
 # Everything lives in BUILD/fuzz/:
 #   seeds/NAME    seed corpus, rebuilt from the fixtures (target fuzz_seeds)
+# and, read with the seeds from the source tree, tests/fuzz/regressions/NAME:
+# inputs that once made a harness fail (tests/fuzz/regressions/README.md).
 #   corpus/NAME   what the fuzzer found interesting; kept, so that the next
 #                 run (or a longer one) continues from it
 #   crashes/NAME  inputs that crashed, leaked, hung or ran out of memory
@@ -46,7 +48,8 @@ export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:allocator_may_return_null=1:
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
 export LSAN_OPTIONS="suppressions=$source_dir/tests/sanitizers/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
 
-# One harness: the corpus first (new inputs go there), the seeds second.
+# One harness: the corpus first (new inputs go there), the seeds and the
+# regressions after it.
 # -max_len: the largest seed (SmolLM2's tokenizer.json is ~3.5 MB) must not be
 # cut to libFuzzer's default of 1 MB. -timeout: an input that takes longer
 # than 20 s is a hang, the limit within which every damaged file must be
@@ -55,8 +58,9 @@ export LSAN_OPTIONS="suppressions=$source_dir/tests/sanitizers/lsan.supp:print_s
 run_one() {
   local h=$1 tmp="$scratch/$1"
   mkdir -p "$fuzz/corpus/$h" "$fuzz/crashes/$h" "$tmp"
-  local rc=0
-  TMPDIR=$tmp "$build/tests/fuzz/fuzz_$h" "$fuzz/corpus/$h" "$fuzz/seeds/$h" \
+  local rc=0 regressions=()
+  [ -d "$source_dir/tests/fuzz/regressions/$h" ] && regressions=("$source_dir/tests/fuzz/regressions/$h")
+  TMPDIR=$tmp "$build/tests/fuzz/fuzz_$h" "$fuzz/corpus/$h" "$fuzz/seeds/$h" "${regressions[@]}" \
     -max_total_time="$seconds" -timeout=20 -max_len=4194304 -print_final_stats=1 \
     -artifact_prefix="$fuzz/crashes/$h/" ${FUZZ_SEED:+-seed="$FUZZ_SEED"} \
     >"$fuzz/logs/$h.log" 2>&1 || rc=$?
