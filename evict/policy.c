@@ -17,6 +17,7 @@
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "oracle/decode_attention.h"
+#include "evict/preset.h"
 
 void evict_policy_default(EvictPolicy *p) {
   memset(p, 0, sizeof *p);
@@ -30,7 +31,7 @@ void evict_policy_default(EvictPolicy *p) {
 }
 
 int evict_policy_set_score(EvictPolicy *p, const char *name) {
-  int q = score_quantity_from_name(name);
+  int q = score_quantity_from_name(name), rc = OBC_OK;
   if (q >= 0) {
     p->kind = EVICT_SCORE_QUANTITY;
     p->quantity = q;
@@ -43,10 +44,13 @@ int evict_policy_set_score(EvictPolicy *p, const char *name) {
     p->kind = name[0] == 'o' ? EVICT_SCORE_ORACLE : EVICT_SCORE_DECODE_ATTN;
     const char *at = strchr(name, '@');
     if (at) {
-      int rc = oracle_steps_parse("--score", at + 1, &p->steps);
+      rc = oracle_steps_parse("--score", at + 1, &p->steps);
       if (rc) return rc;
       p->steps_given = true;
     }
+  } else if ((rc = evict_preset_parse(name, &p->preset, &p->preset_inner)) <= 0) {
+    if (rc) return rc;
+    p->kind = EVICT_SCORE_PRESET;
   } else {
     char names[512] = "";
     for (int i = 0; i < OBC_Q_COUNT; i++) {
@@ -55,8 +59,9 @@ int evict_policy_set_score(EvictPolicy *p, const char *name) {
     }
     return obc_fail(OBC_EINVAL,
                     "--score %s: unknown score (expected one of %srandom, streaming, "
-                    "oracle[@1|@T|@a-b], decode_attn[@...])",
-                    name, names);
+                    "oracle[@1|@T|@a-b], decode_attn[@...] or a preset: %s, as NAME or "
+                    "preset:NAME, +obc_v|obc_k|obc_vk inside)",
+                    name, names, evict_preset_names());
   }
   snprintf(p->score, sizeof p->score, "%s", name);
   return OBC_OK;
@@ -143,11 +148,12 @@ int evict_policy_set_mode(EvictPolicy *p, const char *name) {
 }
 
 const char *evict_allocation_name(EvictAllocation a) {
-  return a == EVICT_ALLOC_ADAKV ? "adakv" : "uniform";
+  return a == EVICT_ALLOC_ADAKV ? "adakv" : a == EVICT_ALLOC_PYRAMID ? "pyramid" : "uniform";
 }
 const char *evict_mode_name(EvictMode m) { return m == EVICT_MODE_AGNOSTIC ? "agnostic" : "aware"; }
 
 int evict_policy_budget_tokens(const EvictPolicy *p, size_t n_candidates, size_t *tokens) {
+  if (p->kind == EVICT_SCORE_PRESET) return evict_preset_budget_tokens(p, n_candidates, tokens);
   size_t k = p->budget_tokens;
   if (p->budget_fraction > 0.0) {
     k = (size_t)llround(p->budget_fraction * (double)n_candidates);
@@ -231,6 +237,8 @@ static int candidate_order(const void *a, const void *b) {
 int evict_keep_from_scores(const EvictPolicy *p, const double *scores, size_t n_layers,
                            size_t n_kv_heads, size_t n_prompt, size_t n_candidates,
                            EvictKeepSet *out) {
+  if (p->kind == EVICT_SCORE_PRESET)
+    return evict_preset_keep(p, scores, n_layers, n_kv_heads, n_prompt, n_candidates, out);
   memset(out, 0, sizeof *out);
   size_t k = 0;
   int rc = evict_policy_budget_tokens(p, n_candidates, &k);
@@ -307,6 +315,7 @@ static int head_scores(const EvictPolicy *p, ScoreHead *h, size_t layer, size_t 
                        size_t window, const size_t steps[2], double *oracle, double *sweep,
                        double *out) {
   switch (p->kind) {
+    case EVICT_SCORE_PRESET: /* whole layers at once: evict_preset_scores */ return OBC_EINVAL;
     case EVICT_SCORE_RANDOM:
       for (size_t q = 0; q < n; q++) out[q] = seeded_uniform(p->seed, layer, g, q);
       return OBC_OK;
@@ -369,6 +378,17 @@ int evict_policy_scores(TraceReader *reader, const EvictPolicy *p, double **scor
   }
   size_t L = meta->model.n_layers, G = meta->model.n_kv_heads;
   double *scores = obc_malloc(L * G * n * sizeof *scores, "policy scores");
+  if (p->kind == EVICT_SCORE_PRESET) {
+    rc = scores ? evict_preset_scores(reader, p, n, scores, &window) : OBC_ENOMEM;
+    if (rc) {
+      free(scores);
+      return rc;
+    }
+    *scores_out = scores;
+    *n_candidates = n;
+    *window_out = window;
+    return OBC_OK;
+  }
   double *oracle = obc_malloc(meta->n_prompt * sizeof *oracle, "oracle@1");
   double *sweep = obc_malloc(OBC_Q_COUNT * n * sizeof *sweep, "score sweep");
   ScoreHead h;
@@ -396,9 +416,11 @@ int evict_policy_scores(TraceReader *reader, const EvictPolicy *p, double **scor
   return OBC_OK;
 }
 
-int evict_policy_apply(TraceReader *reader, const EvictPolicy *p, EvictKeepSet *out) {
+int evict_policy_apply_scores(TraceReader *reader, const EvictPolicy *p, EvictKeepSet *out,
+                              double **scores_out) {
   const TraceMeta *meta = trace_meta(reader);
   memset(out, 0, sizeof *out);
+  if (scores_out) *scores_out = NULL;
   size_t n = 0, k = 0, window = 0;
   int rc = evict_policy_candidates(p, meta, &n);
   if (!rc) rc = evict_policy_budget_tokens(p, n, &k); /* fail fast, before the scores */
@@ -412,6 +434,14 @@ int evict_policy_apply(TraceReader *reader, const EvictPolicy *p, EvictKeepSet *
     out->window = window;
     snprintf(out->trace_hash, sizeof out->trace_hash, "%s", meta->content_hash);
   }
+  if (!rc && scores_out) {
+    *scores_out = scores;
+    scores = NULL;
+  }
   free(scores);
   return rc;
+}
+
+int evict_policy_apply(TraceReader *reader, const EvictPolicy *p, EvictKeepSet *out) {
+  return evict_policy_apply_scores(reader, p, out, NULL);
 }
