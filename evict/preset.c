@@ -44,11 +44,11 @@ typedef struct {
   PresetSource source;
   size_t window; /* query rows ending at the last candidate */
   PresetPool pool;
-  size_t kernel;   /* pooling width (odd) */
+  size_t kernel; /* pooling width (odd) */
   PresetHeads heads;
-  bool value_l1;   /* the attention times ||v_p||_1 (VATP) */
-  bool pairs;      /* takes +obc_v|obc_k|obc_vk */
-  size_t sinks;    /* SOURCE_POSITION: first positions kept */
+  bool value_l1; /* the attention times ||v_p||_1 (VATP) */
+  bool pairs;    /* takes +obc_v|obc_k|obc_vk */
+  size_t sinks;  /* SOURCE_POSITION: first positions kept */
   EvictAllocation allocation;
 } Preset;
 
@@ -136,8 +136,10 @@ int evict_preset_parse(const char *name, int *preset, int *inner) {
     for (int i = EVICT_PRESET_INNER_OBC_V; i <= EVICT_PRESET_INNER_OBC_VK; i++)
       if (!strcmp(plus + 1, inner_names[i])) which = i;
     if (which < 0)
-      return obc_fail(OBC_EINVAL, "--score %s: unknown score '%s' inside the preset (expected "
-                      "obc_v, obc_k or obc_vk)", name, plus + 1);
+      return obc_fail(OBC_EINVAL,
+                      "--score %s: unknown score '%s' inside the preset (expected "
+                      "obc_v, obc_k or obc_vk)",
+                      name, plus + 1);
     if (!presets[found].pairs)
       return obc_fail(OBC_EINVAL,
                       "--score %s: %s has no attention score to replace (+%s pairs with h2o, "
@@ -429,18 +431,21 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
                     path, p->score);
   if (pr->source == SOURCE_POSITION) {
     for (size_t i = 0; i < L * G; i++)
-      for (size_t q = 0; q < n; q++)
-        scores[i * n + q] = q < pr->sinks ? (double)n : (double)q;
+      for (size_t q = 0; q < n; q++) scores[i * n + q] = q < pr->sinks ? (double)n : (double)q;
     return OBC_OK;
   }
   if (pr->source == SOURCE_ATTENTION) {
     size_t captured = rows_ending_at(meta, n);
-    if (n <= pr->window || captured < pr->window)
+    if (n <= pr->window)
+      return obc_fail(OBC_EINVAL,
+                      "%s: --score %s scores with a window of %zu query rows and needs more "
+                      "candidates than that (found %zu)",
+                      path, p->score, pr->window, n);
+    if (captured < pr->window)
       return obc_fail(OBC_EINVAL,
                       "%s: --score %s needs the %zu query rows ending at position %zu, but the "
-                      "trace captures %zu there%s (hint: capture with more --rows)",
-                      path, p->score, pr->window, n - 1, captured,
-                      n <= pr->window ? " and more candidates than the window" : "");
+                      "trace captures %zu there (hint: capture with more --rows)",
+                      path, p->score, pr->window, n - 1, captured);
     if (meta->model.head_dim > 512)
       return obc_fail(OBC_EINVAL, "%s: head_dim %zu (expected at most 512)", path,
                       meta->model.head_dim);

@@ -49,8 +49,8 @@ int evict_preset_budget_tokens(const EvictPolicy *policy, size_t n, size_t *toke
 /* Kept candidates of every KV head of `layer` under PyramidKV's rule
  * (kvpress PyramidKVPress.get_layer_budget, beta 20) for n candidates, the
  * budget text of policy, the score window and n_layers. */
-int evict_preset_pyramid_budget(const EvictPolicy *policy, size_t n, size_t window,
-                                size_t n_layers, size_t layer, size_t *kept);
+int evict_preset_pyramid_budget(const EvictPolicy *policy, size_t n, size_t window, size_t n_layers,
+                                size_t layer, size_t *kept);
 
 /* The preset's scores of candidates [0, n) of every (layer, KV head) into
  * scores (n_layers, n_kv_heads, n), protected positions included (their
