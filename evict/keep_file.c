@@ -202,9 +202,13 @@ static int read_choice_attr(hid_t file, const char *path, bool schema_1, const c
   char text[32] = "";
   int rc = read_str_attr(file, path, name, schema_1, text, sizeof text);
   if (rc) return rc > 0 ? OBC_OK : rc;
-  if (strcmp(text, first) && strcmp(text, second) && (!third || strcmp(text, third)))
-    return obc_fail(OBC_EFORMAT, "%s: %s '%.31s' (expected %s, %s%s%s%s)", path, name, text, first,
-                    third ? "" : "or ", second, third ? ", or " : "", third ? third : "");
+  if (strcmp(text, first) && strcmp(text, second) && (!third || strcmp(text, third))) {
+    if (third)
+      return obc_fail(OBC_EFORMAT, "%s: %s '%.31s' (expected %s, %s or %s)", path, name, text,
+                      first, second, third);
+    return obc_fail(OBC_EFORMAT, "%s: %s '%.31s' (expected %s or %s)", path, name, text, first,
+                    second);
+  }
   *out = !strcmp(text, first) ? 0 : !strcmp(text, second) ? 1 : 2;
   return OBC_OK;
 }

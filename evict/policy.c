@@ -219,19 +219,25 @@ static void select_head(const double *scores, size_t n, size_t sinks, size_t rec
   for (size_t i = 0; i < extra; i++) keep[sinks + ranked[i]] = 1;
 }
 
-typedef struct {
-  double score;
-  size_t head, position;
-} Candidate;
-
 /* Higher score first, NaN last, then lower head, then lower position. */
 static int candidate_order(const void *a, const void *b) {
-  const Candidate *x = a, *y = b;
+  const EvictCandidate *x = a, *y = b;
   bool xn = isnan(x->score), yn = isnan(y->score);
   if (xn != yn) return xn ? 1 : -1;
   if (!xn && x->score != y->score) return x->score > y->score ? -1 : 1;
   if (x->head != y->head) return x->head < y->head ? -1 : 1;
   return x->position < y->position ? -1 : x->position > y->position;
+}
+
+void evict_keep_layer_best(const double *scores, size_t n_kv_heads, size_t n, size_t n_prompt,
+                           size_t rest, unsigned char *keep, EvictCandidate *pool) {
+  size_t n_pool = 0;
+  for (size_t g = 0; g < n_kv_heads; g++)
+    for (size_t q = 0; q < n; q++)
+      if (!keep[g * n_prompt + q]) pool[n_pool++] = (EvictCandidate){scores[g * n + q], g, q};
+  qsort(pool, n_pool, sizeof *pool, candidate_order);
+  for (size_t i = 0; i < rest && i < n_pool; i++)
+    keep[pool[i].head * n_prompt + pool[i].position] = 1;
 }
 
 int evict_keep_from_scores(const EvictPolicy *p, const double *scores, size_t n_layers,
@@ -257,9 +263,9 @@ int evict_keep_from_scores(const EvictPolicy *p, const double *scores, size_t n_
   out->keep = obc_calloc(n_layers * G * n_prompt, 1, "kept positions");
   out->n_kept = obc_calloc(n_layers * G, sizeof(size_t), "kept counts");
   size_t *ranked = obc_malloc((n + 1) * sizeof *ranked, "selection ranking");
-  Candidate *pool = p->allocation == EVICT_ALLOC_ADAKV
-                        ? obc_malloc((G * n + 1) * sizeof *pool, "AdaKV candidates")
-                        : NULL;
+  EvictCandidate *pool = p->allocation == EVICT_ALLOC_ADAKV
+                             ? obc_malloc((G * n + 1) * sizeof *pool, "AdaKV candidates")
+                             : NULL;
   if (!out->keep || !out->n_kept || !ranked || (p->allocation == EVICT_ALLOC_ADAKV && !pool)) {
     free(ranked);
     free(pool);
@@ -279,17 +285,9 @@ int evict_keep_from_scores(const EvictPolicy *p, const double *scores, size_t n_
       select_head(scores + head * n, n, sinks, recent, per_head - sinks - recent, keep, ranked);
       for (size_t q = n; q < n_prompt; q++) keep[q] = 1; /* after the candidates: always kept */
     }
-    if (p->allocation == EVICT_ALLOC_ADAKV && per_head < k) {
-      size_t n_pool = 0;
-      for (size_t g = 0; g < G; g++)
-        for (size_t q = 0; q < n; q++)
-          if (!out->keep[(l * G + g) * n_prompt + q])
-            pool[n_pool++] = (Candidate){scores[(l * G + g) * n + q], g, q};
-      qsort(pool, n_pool, sizeof *pool, candidate_order);
-      size_t rest = (k - per_head) * G;
-      for (size_t i = 0; i < rest && i < n_pool; i++)
-        out->keep[(l * G + pool[i].head) * n_prompt + pool[i].position] = 1;
-    }
+    if (p->allocation == EVICT_ALLOC_ADAKV && per_head < k)
+      evict_keep_layer_best(scores + l * G * n, G, n, n_prompt, (k - per_head) * G,
+                            out->keep + l * G * n_prompt, pool);
     for (size_t g = 0; g < G; g++) {
       size_t count = 0;
       for (size_t q = 0; q < n; q++) count += out->keep[(l * G + g) * n_prompt + q];
@@ -301,8 +299,7 @@ int evict_keep_from_scores(const EvictPolicy *p, const double *scores, size_t n_
   return OBC_OK;
 }
 
-/* Contiguous captured prompt rows ending just before position `end`. */
-static size_t rows_ending_at(const TraceMeta *meta, size_t end) {
+size_t evict_rows_ending_at(const TraceMeta *meta, size_t end) {
   size_t r = trace_meta_row_index(meta, (int64_t)end);
   size_t count = 0;
   while (r > count && meta->row_positions[r - 1 - count] == (int64_t)(end - 1 - count)) count++;
@@ -354,7 +351,7 @@ int evict_policy_scores(TraceReader *reader, const EvictPolicy *p, double **scor
   if (rc) return obc_fail_context(rc, "%s", trace_path(reader));
   size_t window = 0;
   if (p->kind == EVICT_SCORE_QUANTITY) {
-    size_t captured = rows_ending_at(meta, n);
+    size_t captured = evict_rows_ending_at(meta, n);
     if (captured == 0)
       return obc_fail(OBC_EINVAL,
                       "%s: no captured prompt rows end at position %zu (the %s "

@@ -123,6 +123,20 @@ int evict_keep_from_scores(const EvictPolicy *policy, const double *scores, size
                            EvictKeepSet *out);
 void evict_keep_set_free(EvictKeepSet *keep);
 
+/* A candidate of an AdaKV-style pool across a layer's KV heads. */
+typedef struct {
+  double score;
+  size_t head, position;
+} EvictCandidate;
+/* Keeps the layer's best `rest` candidates not kept yet, across its heads:
+ * higher score first (NaN last), then lower head, then lower position.
+ * scores (n_kv_heads, n); keep: the layer's mask (n_kv_heads, n_prompt);
+ * pool: scratch (n_kv_heads * n). */
+void evict_keep_layer_best(const double *scores, size_t n_kv_heads, size_t n, size_t n_prompt,
+                           size_t rest, unsigned char *keep, EvictCandidate *pool);
+/* Contiguous captured prompt rows ending just before position end. */
+size_t evict_rows_ending_at(const TraceMeta *meta, size_t end);
+
 /* The keep file: HDF5 with keep (n_layers, n_kv_heads, n_prompt) uint8,
  * n_kept (n_layers, n_kv_heads) int64, positions (n_layers, n_kv_heads,
  * max kept) int64 padded with -1, and attributes for every policy parameter,

@@ -257,13 +257,6 @@ int evict_preset_pyramid_budget(const EvictPolicy *p, size_t n, size_t window, s
 
 /* ==== Scores ==== */
 
-/* Contiguous captured rows ending just before position end. */
-static size_t rows_ending_at(const TraceMeta *meta, size_t end) {
-  size_t r = trace_meta_row_index(meta, (int64_t)end), count = 0;
-  while (r > count && meta->row_positions[r - 1 - count] == (int64_t)(end - 1 - count)) count++;
-  return count;
-}
-
 /* The raw score of query head j of the KV head in h over the window's rows
  * n-W..n-1, for columns [0, n - W): out (n - W). Per row t: z_p = scale
  * q_t.k_p and A_tp = softmax over p in [0, t]; the output o_t = sum_p A_tp
@@ -435,7 +428,7 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
     return OBC_OK;
   }
   if (pr->source == SOURCE_ATTENTION) {
-    size_t captured = rows_ending_at(meta, n);
+    size_t captured = evict_rows_ending_at(meta, n);
     if (n <= pr->window)
       return obc_fail(OBC_EINVAL,
                       "%s: --score %s scores with a window of %zu query rows and needs more "
@@ -480,21 +473,6 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
 
 /* ==== Kept sets ==== */
 
-typedef struct {
-  double score;
-  size_t head, position;
-} PoolEntry;
-
-/* Higher score first, NaN last, then lower head, then lower position. */
-static int pool_order(const void *a, const void *b) {
-  const PoolEntry *x = a, *y = b;
-  bool xn = isnan(x->score), yn = isnan(y->score);
-  if (xn != yn) return xn ? 1 : -1;
-  if (!xn && x->score != y->score) return x->score > y->score ? -1 : 1;
-  if (x->head != y->head) return x->head < y->head ? -1 : 1;
-  return x->position < y->position ? -1 : x->position > y->position;
-}
-
 /* Keeps the `count` best of candidates [0, n) of one head (ties: lower
  * position first). ranked: scratch (n). */
 static void keep_top(const double *scores, size_t n, size_t count, unsigned char *keep,
@@ -523,9 +501,9 @@ int evict_preset_keep(const EvictPolicy *p, const double *scores, size_t n_layer
   out->keep = obc_calloc(n_layers * G * n_prompt, 1, "kept positions");
   out->n_kept = obc_calloc(n_layers * G, sizeof(size_t), "kept counts");
   size_t *ranked = obc_malloc((n + 1) * sizeof *ranked, "selection ranking");
-  PoolEntry *pool = pr->allocation == EVICT_ALLOC_ADAKV
-                        ? obc_malloc((G * n + 1) * sizeof *pool, "AdaKV candidates")
-                        : NULL;
+  EvictCandidate *pool = pr->allocation == EVICT_ALLOC_ADAKV
+                             ? obc_malloc((G * n + 1) * sizeof *pool, "AdaKV candidates")
+                             : NULL;
   if (!out->keep || !out->n_kept || !ranked || (pr->allocation == EVICT_ALLOC_ADAKV && !pool)) {
     free(ranked);
     free(pool);
@@ -542,18 +520,9 @@ int evict_preset_keep(const EvictPolicy *p, const double *scores, size_t n_layer
       keep_top(scores + (l * G + g) * n, n, per_head, keep, ranked);
       for (size_t q = n; q < n_prompt; q++) keep[q] = 1; /* after the candidates: always kept */
     }
-    if (pr->allocation == EVICT_ALLOC_ADAKV) {
-      /* The rest of the layer's G x k to the best (score, head, position) left. */
-      size_t n_pool = 0;
-      for (size_t g = 0; g < G; g++)
-        for (size_t q = 0; q < n; q++)
-          if (!out->keep[(l * G + g) * n_prompt + q])
-            pool[n_pool++] = (PoolEntry){scores[(l * G + g) * n + q], g, q};
-      qsort(pool, n_pool, sizeof *pool, pool_order);
-      size_t rest = (k - per_head) * G;
-      for (size_t i = 0; i < rest && i < n_pool; i++)
-        out->keep[(l * G + pool[i].head) * n_prompt + pool[i].position] = 1;
-    }
+    if (pr->allocation == EVICT_ALLOC_ADAKV) /* the rest of the layer's G x k */
+      evict_keep_layer_best(scores + l * G * n, G, n, n_prompt, (k - per_head) * G,
+                            out->keep + l * G * n_prompt, pool);
     for (size_t g = 0; g < G; g++) {
       size_t count = 0;
       for (size_t q = 0; q < n; q++) count += out->keep[(l * G + g) * n_prompt + q];
