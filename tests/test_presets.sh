@@ -6,7 +6,8 @@
 # attribute; `replay --sweep --scores` takes presets. Bad input is one
 # stderr line, a non-zero exit and no output: a window larger than the
 # captured rows, an unknown preset, +obc_x on a preset without an attention
-# score, h2o on a trace without column sums, a preset given --window.
+# score, h2o on a trace without column sums, a preset given --window, a
+# --scores-out that cannot be written (the keep file goes too).
 # tests/test_presets_reference.py checks the numbers.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -93,6 +94,8 @@ expect_failure "a preset fixes its window" "a preset fixes its own window" \
   "$OBCACHE" evict "$BIG" --score tova --window 8 --budget 40% -o "$dir/k.h5"
 expect_failure "budget below one token" "keeps 0 of the 256 candidates" \
   "$OBCACHE" evict "$BIG" --score tova --budget 0.001 -o "$dir/k.h5"
+expect_failure "--scores-out into a missing folder: no keep file either" "does not exist" \
+  "$OBCACHE" evict "$BIG" --score tova --budget 40% -o "$dir/k.h5" --scores-out "$dir/no/s.csv"
 if "$OBCACHE" evict --help | grep -q "adakv-snapkv  SnapKV scores"; then
   pass "evict --help lists the presets"
 else
