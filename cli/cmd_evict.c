@@ -2,12 +2,15 @@
  * eviction policy (evict/policy.h) to a trace and writes the kept prompt
  * positions of every (layer, KV head), with a one-line summary. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/commands.h"
 #include "common/obc_error.h"
 #include "evict/policy.h"
 #include "evict/policy_args.h"
+#include "evict/preset.h"
+#include "common/obc_file.h"
 
 static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
   fprintf(out,
@@ -18,17 +21,51 @@ static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
           "kv_heads, n_prompt) uint8, n_kept (layers, kv_heads) and positions (layers,\n"
           "kv_heads, max kept) padded with -1, every parameter as an attribute.\n"
           "Replay it with obcache replay --offline TRACE --keep KEEP.h5 (or the model).\n"
+          "\n"
+          "Presets (--score NAME; preset:NAME for snapkv, vatp and streaming, whose bare\n"
+          "names are the generic scores; NAME+obc_v|obc_k|obc_vk puts OBCache's score\n"
+          "inside an attention preset; docs/SCIENCE.md, \"Methods as presets\"):\n"
+          "  h2o           kvpress ObservedAttention (needs a trace with column sums)\n"
+          "  tova          last query row, mean over the layer's query heads\n"
+          "  snapkv        kvpress SnapKV: 64 rows, mean, avg pool 5, group mean\n"
+          "  snapkv-max7   the OBCache authors' SnapKV: 16 rows, max pool 7\n"
+          "  pyramidkv     SnapKV scores, per-layer pyramid budgets (beta 20)\n"
+          "  adakv-snapkv  SnapKV scores, AdaKV allocation across a layer's heads\n"
+          "  vatp          64-row mean attention x ||v||_1\n"
+          "  streaming     4 sinks + the most recent\n"
+          "  knorm         lowest key norm first kept\n"
+          "  keydiff       keys least like the mean key\n"
           "\n");
   obc_options_print_help(out, lists, n_lists);
+}
+
+/* The scores (n_layers, n_kv_heads, n_candidates) as CSV through a pending file. */
+static int write_scores(const char *path, const EvictKeepSet *keep, const double *scores) {
+  ObcPendingFile pending;
+  FILE *fp = NULL;
+  int rc = obc_text_open(&pending, path, &fp);
+  if (rc) return rc;
+  size_t n = keep->n_candidates;
+  int ok = fprintf(fp, "layer,kv_head,position,score\n") > 0;
+  for (size_t l = 0; l < keep->n_layers && ok; l++)
+    for (size_t g = 0; g < keep->n_kv_heads && ok; g++)
+      for (size_t q = 0; q < n && ok; q++)
+        ok = fprintf(fp, "%zu,%zu,%zu,%.17g\n", l, g, q,
+                     scores[(l * keep->n_kv_heads + g) * n + q]) > 0;
+  return obc_text_close(&pending, fp, ok);
 }
 
 int cmd_evict(int argc, char **argv) {
   EvictPolicy policy;
   evict_policy_default(&policy);
-  const char *trace_path = NULL, *out_path = NULL;
+  const char *trace_path = NULL, *out_path = NULL, *scores_path = NULL;
   const ObcOption own[] = {
       {"-o", NULL, "KEEP.h5", "the kept positions (required)", NULL, OBC_OPTION_TEXT, &out_path,
        NULL, NULL},
+      {"--scores-out", NULL, "FILE.csv",
+       "also write the scores the policy selected from: layer,kv_head,position,score for every "
+       "candidate",
+       NULL, OBC_OPTION_TEXT, &scores_path, NULL, NULL},
       OBC_OPTION_HEADING(""),
   };
   ObcOption policy_options[EVICT_POLICY_N_OPTIONS];
@@ -50,13 +87,17 @@ int cmd_evict(int argc, char **argv) {
   TraceReader *reader = NULL;
   rc = trace_open(trace_path, &reader);
   if (rc) return rc;
-  EvictKeepSet keep; /* zeroed by evict_policy_apply even when it fails */
-  rc = evict_policy_apply(reader, &policy, &keep);
+  EvictKeepSet keep; /* zeroed by evict_policy_apply_scores even when it fails */
+  double *scores = NULL;
+  rc = evict_policy_apply_scores(reader, &policy, &keep, scores_path ? &scores : NULL);
   if (!rc) {
     char command_line[4096];
     evict_join_command_line(argc, argv, command_line, sizeof command_line);
     rc = evict_keep_write(out_path, &keep, trace_path, command_line);
   }
+  if (!rc && scores_path && (rc = write_scores(scores_path, &keep, scores)))
+    remove(out_path); /* both outputs or neither */
+  free(scores);
   if (!rc) {
     size_t heads = keep.n_layers * keep.n_kv_heads, lo = keep.n_prompt, hi = 0;
     for (size_t h = 0; h < heads; h++) {
@@ -66,8 +107,9 @@ int cmd_evict(int argc, char **argv) {
     printf(
         "evict: %s, budget %zu of %zu candidates (%s, %s, window %zu, recent %zu, sinks %zu): "
         "%zu..%zu kept per KV head -> %s\n",
-        keep.policy.score, keep.budget, keep.n_candidates, evict_allocation_name(policy.allocation),
-        evict_mode_name(policy.mode), keep.window, policy.recent, policy.sinks, lo, hi, out_path);
+        keep.policy.score, keep.budget, keep.n_candidates,
+        evict_allocation_name(keep.policy.allocation), evict_mode_name(policy.mode), keep.window,
+        policy.recent, keep.policy.sinks, lo, hi, out_path);
   }
   evict_keep_set_free(&keep);
   trace_close(reader);

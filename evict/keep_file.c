@@ -21,6 +21,7 @@
 #include "common/obc_file.h"
 #include "evict/keep_legacy.h"
 #include "evict/policy.h"
+#include "evict/preset.h"
 #include "traces/trace_format.h"
 #include "traces/trace_h5.h"
 
@@ -54,6 +55,7 @@ static const char *kind_name(EvictScoreKind kind) {
     case EVICT_SCORE_STREAMING: return "streaming";
     case EVICT_SCORE_ORACLE: return "oracle";
     case EVICT_SCORE_DECODE_ATTN: return "decode_attn";
+    case EVICT_SCORE_PRESET: return "preset";
     default: return "quantity";
   }
 }
@@ -193,16 +195,21 @@ static int read_text_attr(hid_t file, const char *path, bool schema_1, const cha
   return OBC_OK;
 }
 
-/* An attribute naming one of two choices; *out = 0 or 1, left when missing. */
+/* An attribute naming one of two choices (or three, when third is not
+ * NULL); *out = 0, 1 or 2, left when missing. */
 static int read_choice_attr(hid_t file, const char *path, bool schema_1, const char *name,
-                            const char *first, const char *second, int *out) {
+                            const char *first, const char *second, const char *third, int *out) {
   char text[32] = "";
   int rc = read_str_attr(file, path, name, schema_1, text, sizeof text);
   if (rc) return rc > 0 ? OBC_OK : rc;
-  if (strcmp(text, first) && strcmp(text, second))
+  if (strcmp(text, first) && strcmp(text, second) && (!third || strcmp(text, third))) {
+    if (third)
+      return obc_fail(OBC_EFORMAT, "%s: %s '%.31s' (expected %s, %s or %s)", path, name, text,
+                      first, second, third);
     return obc_fail(OBC_EFORMAT, "%s: %s '%.31s' (expected %s or %s)", path, name, text, first,
                     second);
-  *out = strcmp(text, first) != 0;
+  }
+  *out = !strcmp(text, first) ? 0 : !strcmp(text, second) ? 1 : 2;
   return OBC_OK;
 }
 
@@ -303,8 +310,10 @@ static int check_mask(EvictKeepSet *k, const char *path) {
 
 /* The mask's counts against the budget attribute, which the reports quote:
  * uniform allocation keeps exactly budget candidates in every KV head,
- * AdaKV budget x n_kv_heads in every layer (evict/policy.h). A mask that
- * keeps nothing at all is no policy's. */
+ * AdaKV budget x n_kv_heads in every layer (evict/policy.h), pyramid the
+ * layer's budget recomputed from budget_given, the window and the shape
+ * (evict/preset.h) in every KV head. A mask that keeps nothing at all is no
+ * policy's. */
 static int check_budget(const EvictKeepSet *k, const char *path) {
   size_t G = k->n_kv_heads, total = 0;
   for (size_t i = 0; i < k->n_layers * G; i++) total += k->n_kept[i];
@@ -312,10 +321,20 @@ static int check_budget(const EvictKeepSet *k, const char *path) {
     return obc_fail(OBC_EFORMAT, "%s: the keep mask keeps none of the %zu candidate positions",
                     path, k->n_candidates);
   for (size_t l = 0; l < k->n_layers; l++) {
-    size_t layer = 0;
+    size_t layer = 0, pyramid = 0;
+    if (k->policy.allocation == EVICT_ALLOC_PYRAMID &&
+        evict_preset_pyramid_budget(&k->policy, k->n_candidates, k->window, k->n_layers, l,
+                                    &pyramid))
+      return obc_fail(OBC_EFORMAT, "%s: attribute budget_given '%s' is no budget", path,
+                      k->policy.budget_text);
     for (size_t g = 0; g < G; g++) {
       size_t kept = k->n_kept[l * G + g];
       layer += kept;
+      if (k->policy.allocation == EVICT_ALLOC_PYRAMID && kept != pyramid)
+        return obc_fail(OBC_EFORMAT,
+                        "%s: keep[%zu][%zu] keeps %zu candidates, but the pyramid allocation "
+                        "of budget %s keeps %zu in every KV head of layer %zu",
+                        path, l, g, kept, k->policy.budget_text, pyramid, l);
       if (k->policy.allocation == EVICT_ALLOC_UNIFORM && kept != k->budget)
         return obc_fail(OBC_EFORMAT,
                         "%s: attribute budget is %zu, but keep[%zu][%zu] keeps %zu candidates "
@@ -336,18 +355,19 @@ static int read_policy(hid_t file, const char *path, bool schema_1, const TraceM
                        EvictKeepSet *k) {
   EvictPolicy *p = &k->policy;
   evict_policy_default(p);
-  int allocation = p->allocation == EVICT_ALLOC_ADAKV, mode = p->mode == EVICT_MODE_AGNOSTIC;
+  int allocation = (int)p->allocation, mode = p->mode == EVICT_MODE_AGNOSTIC;
   int rc = read_text_attr(file, path, schema_1, "score", p->score, sizeof p->score);
   if (!rc)
     rc =
         read_text_attr(file, path, schema_1, "budget_given", p->budget_text, sizeof p->budget_text);
   if (!rc)
-    rc = read_choice_attr(file, path, schema_1, "allocation", "uniform", "adakv", &allocation);
-  if (!rc) rc = read_choice_attr(file, path, schema_1, "mode", "aware", "agnostic", &mode);
+    rc = read_choice_attr(file, path, schema_1, "allocation", "uniform", "adakv", "pyramid",
+                          &allocation);
+  if (!rc) rc = read_choice_attr(file, path, schema_1, "mode", "aware", "agnostic", NULL, &mode);
   if (!rc) rc = read_count_attr(file, path, "window", false, 0, meta->n_rows, &k->window);
   if (!rc) rc = read_count_attr(file, path, "recent", false, 0, k->n_prompt, &p->recent);
   if (!rc) rc = read_count_attr(file, path, "sinks", false, 0, k->n_prompt, &p->sinks);
-  p->allocation = allocation ? EVICT_ALLOC_ADAKV : EVICT_ALLOC_UNIFORM;
+  p->allocation = (EvictAllocation)allocation;
   p->mode = mode ? EVICT_MODE_AGNOSTIC : EVICT_MODE_AWARE;
   return rc;
 }

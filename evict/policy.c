@@ -17,6 +17,7 @@
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "oracle/decode_attention.h"
+#include "evict/preset.h"
 
 void evict_policy_default(EvictPolicy *p) {
   memset(p, 0, sizeof *p);
@@ -30,7 +31,7 @@ void evict_policy_default(EvictPolicy *p) {
 }
 
 int evict_policy_set_score(EvictPolicy *p, const char *name) {
-  int q = score_quantity_from_name(name);
+  int q = score_quantity_from_name(name), rc = OBC_OK;
   if (q >= 0) {
     p->kind = EVICT_SCORE_QUANTITY;
     p->quantity = q;
@@ -43,10 +44,13 @@ int evict_policy_set_score(EvictPolicy *p, const char *name) {
     p->kind = name[0] == 'o' ? EVICT_SCORE_ORACLE : EVICT_SCORE_DECODE_ATTN;
     const char *at = strchr(name, '@');
     if (at) {
-      int rc = oracle_steps_parse("--score", at + 1, &p->steps);
+      rc = oracle_steps_parse("--score", at + 1, &p->steps);
       if (rc) return rc;
       p->steps_given = true;
     }
+  } else if ((rc = evict_preset_parse(name, &p->preset, &p->preset_inner)) <= 0) {
+    if (rc) return rc;
+    p->kind = EVICT_SCORE_PRESET;
   } else {
     char names[512] = "";
     for (int i = 0; i < OBC_Q_COUNT; i++) {
@@ -55,8 +59,9 @@ int evict_policy_set_score(EvictPolicy *p, const char *name) {
     }
     return obc_fail(OBC_EINVAL,
                     "--score %s: unknown score (expected one of %srandom, streaming, "
-                    "oracle[@1|@T|@a-b], decode_attn[@...])",
-                    name, names);
+                    "oracle[@1|@T|@a-b], decode_attn[@...] or a preset: %s, as NAME or "
+                    "preset:NAME, +obc_v|obc_k|obc_vk inside)",
+                    name, names, evict_preset_names());
   }
   snprintf(p->score, sizeof p->score, "%s", name);
   return OBC_OK;
@@ -143,11 +148,12 @@ int evict_policy_set_mode(EvictPolicy *p, const char *name) {
 }
 
 const char *evict_allocation_name(EvictAllocation a) {
-  return a == EVICT_ALLOC_ADAKV ? "adakv" : "uniform";
+  return a == EVICT_ALLOC_ADAKV ? "adakv" : a == EVICT_ALLOC_PYRAMID ? "pyramid" : "uniform";
 }
 const char *evict_mode_name(EvictMode m) { return m == EVICT_MODE_AGNOSTIC ? "agnostic" : "aware"; }
 
 int evict_policy_budget_tokens(const EvictPolicy *p, size_t n_candidates, size_t *tokens) {
+  if (p->kind == EVICT_SCORE_PRESET) return evict_preset_budget_tokens(p, n_candidates, tokens);
   size_t k = p->budget_tokens;
   if (p->budget_fraction > 0.0) {
     k = (size_t)llround(p->budget_fraction * (double)n_candidates);
@@ -213,14 +219,9 @@ static void select_head(const double *scores, size_t n, size_t sinks, size_t rec
   for (size_t i = 0; i < extra; i++) keep[sinks + ranked[i]] = 1;
 }
 
-typedef struct {
-  double score;
-  size_t head, position;
-} Candidate;
-
 /* Higher score first, NaN last, then lower head, then lower position. */
 static int candidate_order(const void *a, const void *b) {
-  const Candidate *x = a, *y = b;
+  const EvictCandidate *x = a, *y = b;
   bool xn = isnan(x->score), yn = isnan(y->score);
   if (xn != yn) return xn ? 1 : -1;
   if (!xn && x->score != y->score) return x->score > y->score ? -1 : 1;
@@ -228,9 +229,22 @@ static int candidate_order(const void *a, const void *b) {
   return x->position < y->position ? -1 : x->position > y->position;
 }
 
+void evict_keep_layer_best(const double *scores, size_t n_kv_heads, size_t n, size_t n_prompt,
+                           size_t rest, unsigned char *keep, EvictCandidate *pool) {
+  size_t n_pool = 0;
+  for (size_t g = 0; g < n_kv_heads; g++)
+    for (size_t q = 0; q < n; q++)
+      if (!keep[g * n_prompt + q]) pool[n_pool++] = (EvictCandidate){scores[g * n + q], g, q};
+  qsort(pool, n_pool, sizeof *pool, candidate_order);
+  for (size_t i = 0; i < rest && i < n_pool; i++)
+    keep[pool[i].head * n_prompt + pool[i].position] = 1;
+}
+
 int evict_keep_from_scores(const EvictPolicy *p, const double *scores, size_t n_layers,
                            size_t n_kv_heads, size_t n_prompt, size_t n_candidates,
                            EvictKeepSet *out) {
+  if (p->kind == EVICT_SCORE_PRESET)
+    return evict_preset_keep(p, scores, n_layers, n_kv_heads, n_prompt, n_candidates, out);
   memset(out, 0, sizeof *out);
   size_t k = 0;
   int rc = evict_policy_budget_tokens(p, n_candidates, &k);
@@ -249,9 +263,9 @@ int evict_keep_from_scores(const EvictPolicy *p, const double *scores, size_t n_
   out->keep = obc_calloc(n_layers * G * n_prompt, 1, "kept positions");
   out->n_kept = obc_calloc(n_layers * G, sizeof(size_t), "kept counts");
   size_t *ranked = obc_malloc((n + 1) * sizeof *ranked, "selection ranking");
-  Candidate *pool = p->allocation == EVICT_ALLOC_ADAKV
-                        ? obc_malloc((G * n + 1) * sizeof *pool, "AdaKV candidates")
-                        : NULL;
+  EvictCandidate *pool = p->allocation == EVICT_ALLOC_ADAKV
+                             ? obc_malloc((G * n + 1) * sizeof *pool, "AdaKV candidates")
+                             : NULL;
   if (!out->keep || !out->n_kept || !ranked || (p->allocation == EVICT_ALLOC_ADAKV && !pool)) {
     free(ranked);
     free(pool);
@@ -271,17 +285,9 @@ int evict_keep_from_scores(const EvictPolicy *p, const double *scores, size_t n_
       select_head(scores + head * n, n, sinks, recent, per_head - sinks - recent, keep, ranked);
       for (size_t q = n; q < n_prompt; q++) keep[q] = 1; /* after the candidates: always kept */
     }
-    if (p->allocation == EVICT_ALLOC_ADAKV && per_head < k) {
-      size_t n_pool = 0;
-      for (size_t g = 0; g < G; g++)
-        for (size_t q = 0; q < n; q++)
-          if (!out->keep[(l * G + g) * n_prompt + q])
-            pool[n_pool++] = (Candidate){scores[(l * G + g) * n + q], g, q};
-      qsort(pool, n_pool, sizeof *pool, candidate_order);
-      size_t rest = (k - per_head) * G;
-      for (size_t i = 0; i < rest && i < n_pool; i++)
-        out->keep[(l * G + pool[i].head) * n_prompt + pool[i].position] = 1;
-    }
+    if (p->allocation == EVICT_ALLOC_ADAKV && per_head < k)
+      evict_keep_layer_best(scores + l * G * n, G, n, n_prompt, (k - per_head) * G,
+                            out->keep + l * G * n_prompt, pool);
     for (size_t g = 0; g < G; g++) {
       size_t count = 0;
       for (size_t q = 0; q < n; q++) count += out->keep[(l * G + g) * n_prompt + q];
@@ -293,8 +299,7 @@ int evict_keep_from_scores(const EvictPolicy *p, const double *scores, size_t n_
   return OBC_OK;
 }
 
-/* Contiguous captured prompt rows ending just before position `end`. */
-static size_t rows_ending_at(const TraceMeta *meta, size_t end) {
+size_t evict_rows_ending_at(const TraceMeta *meta, size_t end) {
   size_t r = trace_meta_row_index(meta, (int64_t)end);
   size_t count = 0;
   while (r > count && meta->row_positions[r - 1 - count] == (int64_t)(end - 1 - count)) count++;
@@ -307,6 +312,7 @@ static int head_scores(const EvictPolicy *p, ScoreHead *h, size_t layer, size_t 
                        size_t window, const size_t steps[2], double *oracle, double *sweep,
                        double *out) {
   switch (p->kind) {
+    case EVICT_SCORE_PRESET: /* whole layers at once: evict_preset_scores */ return OBC_EINVAL;
     case EVICT_SCORE_RANDOM:
       for (size_t q = 0; q < n; q++) out[q] = seeded_uniform(p->seed, layer, g, q);
       return OBC_OK;
@@ -345,7 +351,7 @@ int evict_policy_scores(TraceReader *reader, const EvictPolicy *p, double **scor
   if (rc) return obc_fail_context(rc, "%s", trace_path(reader));
   size_t window = 0;
   if (p->kind == EVICT_SCORE_QUANTITY) {
-    size_t captured = rows_ending_at(meta, n);
+    size_t captured = evict_rows_ending_at(meta, n);
     if (captured == 0)
       return obc_fail(OBC_EINVAL,
                       "%s: no captured prompt rows end at position %zu (the %s "
@@ -369,6 +375,17 @@ int evict_policy_scores(TraceReader *reader, const EvictPolicy *p, double **scor
   }
   size_t L = meta->model.n_layers, G = meta->model.n_kv_heads;
   double *scores = obc_malloc(L * G * n * sizeof *scores, "policy scores");
+  if (p->kind == EVICT_SCORE_PRESET) {
+    rc = scores ? evict_preset_scores(reader, p, n, scores, &window) : OBC_ENOMEM;
+    if (rc) {
+      free(scores);
+      return rc;
+    }
+    *scores_out = scores;
+    *n_candidates = n;
+    *window_out = window;
+    return OBC_OK;
+  }
   double *oracle = obc_malloc(meta->n_prompt * sizeof *oracle, "oracle@1");
   double *sweep = obc_malloc(OBC_Q_COUNT * n * sizeof *sweep, "score sweep");
   ScoreHead h;
@@ -396,9 +413,11 @@ int evict_policy_scores(TraceReader *reader, const EvictPolicy *p, double **scor
   return OBC_OK;
 }
 
-int evict_policy_apply(TraceReader *reader, const EvictPolicy *p, EvictKeepSet *out) {
+int evict_policy_apply_scores(TraceReader *reader, const EvictPolicy *p, EvictKeepSet *out,
+                              double **scores_out) {
   const TraceMeta *meta = trace_meta(reader);
   memset(out, 0, sizeof *out);
+  if (scores_out) *scores_out = NULL;
   size_t n = 0, k = 0, window = 0;
   int rc = evict_policy_candidates(p, meta, &n);
   if (!rc) rc = evict_policy_budget_tokens(p, n, &k); /* fail fast, before the scores */
@@ -412,6 +431,14 @@ int evict_policy_apply(TraceReader *reader, const EvictPolicy *p, EvictKeepSet *
     out->window = window;
     snprintf(out->trace_hash, sizeof out->trace_hash, "%s", meta->content_hash);
   }
+  if (!rc && scores_out) {
+    *scores_out = scores;
+    scores = NULL;
+  }
   free(scores);
   return rc;
+}
+
+int evict_policy_apply(TraceReader *reader, const EvictPolicy *p, EvictKeepSet *out) {
+  return evict_policy_apply_scores(reader, p, out, NULL);
 }

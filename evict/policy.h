@@ -35,10 +35,13 @@ typedef enum {
   EVICT_SCORE_RANDOM,       /* uniform scores from the seed */
   EVICT_SCORE_STREAMING,    /* sinks + the most recent positions */
   EVICT_SCORE_ORACLE,       /* oracle@a-b, the true eviction error (a reference) */
-  EVICT_SCORE_DECODE_ATTN   /* attention mass from the decode queries of steps a-b */
+  EVICT_SCORE_DECODE_ATTN,  /* attention mass from the decode queries of steps a-b */
+  EVICT_SCORE_PRESET        /* a published method as a whole (evict/preset.h) */
 } EvictScoreKind;
 
-typedef enum { EVICT_ALLOC_UNIFORM = 0, EVICT_ALLOC_ADAKV } EvictAllocation;
+/* PYRAMID (the pyramidkv preset only): every KV head of a layer keeps the
+ * layer's budget of evict_preset_pyramid_budget. */
+typedef enum { EVICT_ALLOC_UNIFORM = 0, EVICT_ALLOC_ADAKV, EVICT_ALLOC_PYRAMID } EvictAllocation;
 typedef enum { EVICT_MODE_AWARE = 0, EVICT_MODE_AGNOSTIC } EvictMode;
 
 #define EVICT_DEFAULT_WINDOW 64
@@ -48,6 +51,8 @@ typedef struct {
   char score[32]; /* "obc_vk", "random", "oracle@T", ... (canonical once applied) */
   EvictScoreKind kind;
   int quantity;           /* ScoreQuantity for EVICT_SCORE_QUANTITY */
+  int preset;             /* EVICT_SCORE_PRESET: index into evict/preset.c's table */
+  int preset_inner;       /* EVICT_SCORE_PRESET: EvictPresetInner */
   char budget_text[32];   /* as given: "40", "0.1", "10%" */
   double budget_fraction; /* > 0: a fraction of the candidates */
   size_t budget_tokens;   /* else tokens */
@@ -77,7 +82,8 @@ typedef struct {
 void evict_policy_default(EvictPolicy *policy);
 /* Sets the score from its name (analyser quantity names, random, streaming,
  * oracle, decode_attn; the last two also with their steps: oracle@T,
- * decode_attn@3-9); OBC_EINVAL naming the valid ones otherwise. */
+ * decode_attn@3-9; then the presets of evict/preset.h); OBC_EINVAL naming
+ * the valid ones otherwise. */
 int evict_policy_set_score(EvictPolicy *policy, const char *name);
 /* --oracle 1|T|N|a-b: the steps of oracle and decode_attn. */
 int evict_policy_set_steps(EvictPolicy *policy, const char *text);
@@ -107,11 +113,29 @@ int evict_policy_scores(TraceReader *reader, const EvictPolicy *policy, double *
                         size_t *n_candidates, size_t *window);
 /* Applies the policy to every (layer, KV head) of the trace. */
 int evict_policy_apply(TraceReader *reader, const EvictPolicy *policy, EvictKeepSet *out);
+/* Same, and hands the scores it selected from to *scores (n_layers,
+ * n_kv_heads, out->n_candidates), malloc'd, when scores is not NULL. */
+int evict_policy_apply_scores(TraceReader *reader, const EvictPolicy *policy, EvictKeepSet *out,
+                              double **scores);
 /* Same, on scores given per head: scores (n_layers, n_kv_heads, n_candidates). */
 int evict_keep_from_scores(const EvictPolicy *policy, const double *scores, size_t n_layers,
                            size_t n_kv_heads, size_t n_prompt, size_t n_candidates,
                            EvictKeepSet *out);
 void evict_keep_set_free(EvictKeepSet *keep);
+
+/* A candidate of an AdaKV-style pool across a layer's KV heads. */
+typedef struct {
+  double score;
+  size_t head, position;
+} EvictCandidate;
+/* Keeps the layer's best `rest` candidates not kept yet, across its heads:
+ * higher score first (NaN last), then lower head, then lower position.
+ * scores (n_kv_heads, n); keep: the layer's mask (n_kv_heads, n_prompt);
+ * pool: scratch (n_kv_heads * n). */
+void evict_keep_layer_best(const double *scores, size_t n_kv_heads, size_t n, size_t n_prompt,
+                           size_t rest, unsigned char *keep, EvictCandidate *pool);
+/* Contiguous captured prompt rows ending just before position end. */
+size_t evict_rows_ending_at(const TraceMeta *meta, size_t end);
 
 /* The keep file: HDF5 with keep (n_layers, n_kv_heads, n_prompt) uint8,
  * n_kept (n_layers, n_kv_heads) int64, positions (n_layers, n_kv_heads,

@@ -54,7 +54,9 @@ void evict_policy_options(EvictPolicy *p, bool *sinks_given, bool *recent_given,
        "token's true eviction error over the --oracle steps: a reference, not a bound), "
        "decode_attn (attention mass from the captured decode queries of the --oracle steps; "
        "like oracle, it sees the answer). oracle@1, oracle@T, oracle@a-b, decode_attn@a-b name "
-       "the steps directly",
+       "the steps directly. Presets, one published method each (evict/preset.h): h2o, tova, "
+       "preset:snapkv, snapkv-max7, pyramidkv, adakv-snapkv, preset:vatp, preset:streaming, "
+       "knorm, keydiff; PRESET+obc_v|obc_k|obc_vk puts OBCache's score inside one",
        "obc_vk", OBC_OPTION_CUSTOM, p, parse_score, NULL},
       {"--oracle", NULL, "1|T|N|a-b",
        "decode steps of oracle and decode_attn: 1 (the paper's oracle@1, default for oracle), T "

@@ -133,7 +133,7 @@ expect_failure "--oracle beyond the captured steps" "t.h5: oracle@2-9 needs deco
 expect_failure "budget beyond the prompt" "expected 1..64" "$OBCACHE" evict "$T" --budget 65 -o "$dir/x.h5"
 expect_failure "budget zero" "--budget '0'" "$OBCACHE" evict "$T" --budget 0 -o "$dir/x.h5"
 expect_failure "negative budget" "--budget '-3'" "$OBCACHE" evict "$T" --budget=-3 -o "$dir/x.h5"
-expect_failure "unknown score" "unknown score" "$OBCACHE" evict "$T" --score h2o --budget 4 -o "$dir/x.h5"
+expect_failure "unknown score" "unknown score" "$OBCACHE" evict "$T" --score h3o --budget 4 -o "$dir/x.h5"
 mkdir "$dir/existing"
 expect_failure "-o an existing folder" "existing: cannot write: it is a folder" \
   "$OBCACHE" evict "$T" --budget 4 -o "$dir/existing"

@@ -1,0 +1,536 @@
+/* Eviction methods as presets (evict/preset.h): the preset table, the
+ * exact budget arithmetic, the per-method scores computed from a trace's
+ * captured query rows, keys and values in double precision, and the three
+ * allocation rules (per KV head, PyramidKV's per layer, AdaKV's across a
+ * layer's heads). Attention is recomputed from Q and K (softmax over every
+ * causal key, as kvpress recomputes it), so the scores are exact functions
+ * of the trace's tensors. */
+#include "evict/preset.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/obc_error.h"
+#include "scores/score_head.h"
+#include "scores/select.h"
+
+/* ==== The table ==== */
+
+/* What a preset's score is computed from. */
+typedef enum {
+  SOURCE_ATTENTION,   /* softmax attention of the window's query rows */
+  SOURCE_COLUMN_SUMS, /* attention summed over every prompt row (H2O): not in traces yet */
+  SOURCE_KEY_NORM,    /* -||k_p||_2 */
+  SOURCE_KEY_DIFF,    /* -cos(k_p, mean of the unit keys) */
+  SOURCE_POSITION     /* sinks, then the most recent */
+} PresetSource;
+
+typedef enum { POOL_NONE = 0, POOL_AVG, POOL_MAX } PresetPool;
+
+/* How the query heads' scores become one score per KV head. */
+typedef enum {
+  HEADS_GROUP_MEAN = 0, /* mean over the KV head's query group */
+  HEADS_LAYER_MEAN      /* mean over every query head of the layer, shared by its KV heads */
+} PresetHeads;
+
+typedef struct {
+  const char *name;
+  PresetSource source;
+  size_t window; /* query rows ending at the last candidate */
+  PresetPool pool;
+  size_t kernel; /* pooling width (odd) */
+  PresetHeads heads;
+  bool value_l1; /* the attention times ||v_p||_1 (VATP) */
+  bool pairs;    /* takes +obc_v|obc_k|obc_vk */
+  size_t sinks;  /* SOURCE_POSITION: first positions kept */
+  EvictAllocation allocation;
+} Preset;
+
+/* AdaKV's safeguard: every head keeps at least floor(kept / 5) of its own
+ * (kvpress alpha_safeguard 0.20, int(n_kept * 0.2) == n_kept / 5 exactly). */
+enum { ADAKV_SAFEGUARD_DIVISOR = 5 };
+/* PyramidKV's beta (kvpress default). */
+#define PYRAMID_BETA 20.0
+
+static const Preset presets[] = {
+    {.name = "h2o", .source = SOURCE_COLUMN_SUMS, .heads = HEADS_GROUP_MEAN, .pairs = true},
+    {.name = "tova",
+     .source = SOURCE_ATTENTION,
+     .window = 1,
+     .heads = HEADS_LAYER_MEAN,
+     .pairs = true},
+    {.name = "snapkv",
+     .source = SOURCE_ATTENTION,
+     .window = 64,
+     .pool = POOL_AVG,
+     .kernel = 5,
+     .heads = HEADS_GROUP_MEAN,
+     .pairs = true},
+    {.name = "snapkv-max7",
+     .source = SOURCE_ATTENTION,
+     .window = 16,
+     .pool = POOL_MAX,
+     .kernel = 7,
+     .heads = HEADS_GROUP_MEAN,
+     .pairs = true},
+    {.name = "pyramidkv",
+     .source = SOURCE_ATTENTION,
+     .window = 64,
+     .pool = POOL_AVG,
+     .kernel = 5,
+     .heads = HEADS_GROUP_MEAN,
+     .pairs = true,
+     .allocation = EVICT_ALLOC_PYRAMID},
+    {.name = "adakv-snapkv",
+     .source = SOURCE_ATTENTION,
+     .window = 64,
+     .pool = POOL_AVG,
+     .kernel = 5,
+     .heads = HEADS_GROUP_MEAN,
+     .pairs = true,
+     .allocation = EVICT_ALLOC_ADAKV},
+    {.name = "vatp",
+     .source = SOURCE_ATTENTION,
+     .window = 64,
+     .heads = HEADS_GROUP_MEAN,
+     .value_l1 = true},
+    {.name = "streaming", .source = SOURCE_POSITION, .sinks = 4},
+    {.name = "knorm", .source = SOURCE_KEY_NORM},
+    {.name = "keydiff", .source = SOURCE_KEY_DIFF},
+};
+enum { N_PRESETS = sizeof presets / sizeof presets[0] };
+
+static const char *const inner_names[] = {"attn", "obc_v", "obc_k", "obc_vk"};
+
+const char *evict_preset_names(void) {
+  return "h2o, tova, snapkv, snapkv-max7, pyramidkv, adakv-snapkv, vatp, streaming, knorm, "
+         "keydiff";
+}
+
+static const Preset *preset_of(const EvictPolicy *p) {
+  assert(p->kind == EVICT_SCORE_PRESET && p->preset >= 0 && p->preset < N_PRESETS);
+  return &presets[p->preset];
+}
+
+int evict_preset_parse(const char *name, int *preset, int *inner) {
+  bool explicit = !strncmp(name, "preset:", 7);
+  const char *base = explicit ? name + 7 : name, *plus = strchr(base, '+');
+  size_t len = plus ? (size_t)(plus - base) : strlen(base);
+  int found = -1;
+  for (int i = 0; i < N_PRESETS && found < 0; i++)
+    if (strlen(presets[i].name) == len && !strncmp(presets[i].name, base, len)) found = i;
+  if (found < 0) {
+    if (!explicit && !plus) return 1;
+    return obc_fail(OBC_EINVAL, "--score %s: unknown preset '%.*s' (expected one of %s)", name,
+                    (int)len, base, evict_preset_names());
+  }
+  int which = EVICT_PRESET_INNER_ATTN;
+  if (plus) {
+    which = -1;
+    for (int i = EVICT_PRESET_INNER_OBC_V; i <= EVICT_PRESET_INNER_OBC_VK; i++)
+      if (!strcmp(plus + 1, inner_names[i])) which = i;
+    if (which < 0)
+      return obc_fail(OBC_EINVAL,
+                      "--score %s: unknown score '%s' inside the preset (expected "
+                      "obc_v, obc_k or obc_vk)",
+                      name, plus + 1);
+    if (!presets[found].pairs)
+      return obc_fail(OBC_EINVAL,
+                      "--score %s: %s has no attention score to replace (+%s pairs with h2o, "
+                      "tova, snapkv, snapkv-max7, pyramidkv, adakv-snapkv)",
+                      name, presets[found].name, plus + 1);
+  }
+  *preset = found;
+  *inner = which;
+  return OBC_OK;
+}
+
+EvictAllocation evict_preset_allocation(const EvictPolicy *p) { return preset_of(p)->allocation; }
+size_t evict_preset_window(const EvictPolicy *p) { return preset_of(p)->window; }
+
+/* ==== Budgets ==== */
+
+/* The budget text as an exact ratio num / den: "0.4" = 4/10, "40%" = 40/100,
+ * "1e-1" = 1/10; *tokens when it is a whole number of tokens ("40"). */
+static int budget_ratio(const char *text, uint64_t *num, uint64_t *den, bool *tokens) {
+  uint64_t n = 0, d = 1;
+  const char *c = text;
+  bool dot = false, digits = false;
+  *tokens = !strchr(text, '.') && !strchr(text, 'e') && !strchr(text, 'E') && !strchr(text, '%');
+  for (; *c && (isdigit((unsigned char)*c) || (*c == '.' && !dot)); c++) {
+    if (*c == '.') {
+      dot = true;
+      continue;
+    }
+    if (n > UINT64_MAX / 100 || (dot && d > UINT64_MAX / 100))
+      return obc_fail(OBC_EINVAL, "--budget %s: too many digits for an exact budget", text);
+    n = n * 10 + (uint64_t)(*c - '0');
+    if (dot) d *= 10;
+    digits = true;
+  }
+  if (*c == 'e' || *c == 'E') {
+    char *end = NULL;
+    long e = strtol(c + 1, &end, 10);
+    if (end == c + 1 || e < -18 || e > 18)
+      return obc_fail(OBC_EINVAL, "--budget %s: exponent out of range", text);
+    for (; e > 0; e--) {
+      if (n > UINT64_MAX / 10) return obc_fail(OBC_EINVAL, "--budget %s: too large", text);
+      n *= 10;
+    }
+    for (; e < 0; e++) {
+      if (d > UINT64_MAX / 10) return obc_fail(OBC_EINVAL, "--budget %s: too many digits", text);
+      d *= 10;
+    }
+    c = end;
+  }
+  if (*c == '%') {
+    if (d > UINT64_MAX / 100) return obc_fail(OBC_EINVAL, "--budget %s: too many digits", text);
+    d *= 100;
+    c++;
+  }
+  if (!digits || *c || n == 0 || (!*tokens && n > d))
+    return obc_fail(OBC_EINVAL, "--budget %s: expected tokens, a fraction <= 1 or a percentage",
+                    text);
+  *num = n;
+  *den = d;
+  return OBC_OK;
+}
+
+/* The checks every preset makes before its scores: the generic knobs it
+ * fixes itself were not given. */
+static int check_fixed_knobs(const EvictPolicy *p) {
+  if (p->window || p->sinks || p->recent || p->allocation != EVICT_ALLOC_UNIFORM)
+    return obc_fail(OBC_EINVAL,
+                    "--score %s: a preset fixes its own window, sinks, recent window and "
+                    "allocation (drop --window, --sinks, --recent and --alloc)",
+                    p->score);
+  return OBC_OK;
+}
+
+int evict_preset_budget_tokens(const EvictPolicy *p, size_t n, size_t *tokens) {
+  uint64_t num = 0, den = 1;
+  bool whole = false;
+  int rc = check_fixed_knobs(p);
+  if (!rc) rc = budget_ratio(p->budget_text, &num, &den, &whole);
+  if (rc) return rc;
+  unsigned __int128 k = whole ? num : (unsigned __int128)n * num / den;
+  if (k == 0 || k > n)
+    return obc_fail(OBC_EINVAL, "--budget %s: keeps %llu of the %zu candidates (expected 1..%zu)",
+                    p->budget_text, (unsigned long long)k, n, n);
+  *tokens = (size_t)k;
+  return OBC_OK;
+}
+
+int evict_preset_pyramid_budget(const EvictPolicy *p, size_t n, size_t window, size_t n_layers,
+                                size_t layer, size_t *kept) {
+  uint64_t num = 0, den = 1;
+  bool whole = false;
+  int rc = budget_ratio(p->budget_text, &num, &den, &whole);
+  if (rc) return rc;
+  /* kvpress's q_len * (1 - compression_ratio), here n x B correctly rounded. */
+  double mean = whole ? (double)num : (double)((unsigned __int128)n * num) / (double)den;
+  double w = (double)window, q_len = (double)n;
+  double max_capacity = w + mean;
+  double min_num = (max_capacity - w) / PYRAMID_BETA;
+  double max_num = (max_capacity - w) * 2.0 - min_num;
+  if (max_num >= q_len - w) {
+    max_num = q_len - w;
+    min_num = (max_capacity - w) * 2.0 - max_num;
+  }
+  double budget = 0.0;
+  if (!(q_len >= max_num && max_num >= min_num && min_num >= w)) {
+    budget = nearbyint(mean); /* Python's round: half to even */
+  } else {
+    double steps = n_layers > 1 ? (max_num - min_num) / (double)(n_layers - 1) : 0.0;
+    budget = nearbyint(max_num - (double)layer * steps);
+  }
+  if (!(budget >= 1.0)) budget = 1.0;
+  *kept = budget > q_len ? n : (size_t)budget;
+  return OBC_OK;
+}
+
+/* ==== Scores ==== */
+
+/* The raw score of query head j of the KV head in h over the window's rows
+ * n-W..n-1, for columns [0, n - W): out (n - W). Per row t: z_p = scale
+ * q_t.k_p and A_tp = softmax over p in [0, t]; the output o_t = sum_p A_tp
+ * v_p is recomputed the same way. attn is the mean over the rows (kvpress),
+ * the OBCache terms their sum (SPEC.md section 2). z: scratch (n). */
+static void attention_scores(const OracleHead *h, const TraceMeta *meta, size_t j, size_t n,
+                             size_t W, EvictPresetInner inner, const double *v_sq, double *z,
+                             double *out) {
+  size_t d = h->head_dim, cols = n - W;
+  double o[512];
+  memset(out, 0, cols * sizeof *out);
+  for (size_t t = n - W; t < n; t++) {
+    size_t r = trace_meta_row_index(meta, (int64_t)t);
+    const double *q = h->Q + (j * h->n_rows + r) * d;
+    double m = -INFINITY;
+    for (size_t p = 0; p <= t; p++) {
+      const double *k = h->K + p * d;
+      double dot = 0.0;
+      for (size_t c = 0; c < d; c++) dot += q[c] * k[c];
+      z[p] = h->attn_scale * dot;
+      m = z[p] > m ? z[p] : m;
+    }
+    double sum = 0.0;
+    for (size_t p = 0; p <= t; p++) sum += exp(z[p] - m);
+    double lse = m + log(sum);
+    if (inner == EVICT_PRESET_INNER_ATTN) {
+      for (size_t p = 0; p < cols; p++) out[p] += exp(z[p] - lse) / (double)W;
+      continue;
+    }
+    memset(o, 0, d * sizeof *o);
+    for (size_t p = 0; p <= t; p++) {
+      double a = exp(z[p] - lse);
+      const double *v = h->V + p * d;
+      for (size_t c = 0; c < d; c++) o[c] += a * v[c];
+    }
+    /* Legend: a = A_tp, vv = ||v_p||^2, vo = v_p.o_t, dd = ||v_p - o_t||^2. */
+    for (size_t p = 0; p < cols; p++) {
+      const double *v = h->V + p * d;
+      double a = exp(z[p] - lse), vv = v_sq[p], vo = 0.0, dd = 0.0;
+      for (size_t c = 0; c < d; c++) {
+        vo += v[c] * o[c];
+        dd += (v[c] - o[c]) * (v[c] - o[c]);
+      }
+      double value = a * a * vv, key = (a * z[p]) * (a * z[p]) * dd;
+      out[p] += inner == EVICT_PRESET_INNER_OBC_V   ? value
+                : inner == EVICT_PRESET_INNER_OBC_K ? key
+                                                    : value + key + 2.0 * a * a * z[p] * (vv - vo);
+    }
+  }
+}
+
+/* Pooling over positions [0, n) into out: average with zero padding (torch
+ * avg_pool1d, count_include_pad: every window divides by the kernel) or
+ * maximum over the clamped window (max_pool1d pads with -inf). */
+static void pool_scores(const double *in, size_t n, PresetPool pool, size_t kernel, double *out) {
+  size_t half = kernel / 2;
+  for (size_t p = 0; p < n; p++) {
+    size_t lo = p > half ? p - half : 0, hi = p + half < n ? p + half : n - 1;
+    double acc = pool == POOL_MAX ? in[lo] : 0.0;
+    for (size_t q = lo; q <= hi; q++)
+      acc = pool == POOL_MAX ? (in[q] > acc ? in[q] : acc) : acc + in[q];
+    out[p] = pool == POOL_MAX ? acc : acc / (double)kernel;
+  }
+}
+
+/* Key-only scores of candidates [0, n) of one KV head into out (n). */
+static void key_scores(const OracleHead *h, size_t n, PresetSource source, double *anchor,
+                       double *out) {
+  size_t d = h->head_dim;
+  if (source == SOURCE_KEY_DIFF) {
+    memset(anchor, 0, d * sizeof *anchor);
+    for (size_t p = 0; p < n; p++) {
+      const double *k = h->K + p * d;
+      double sq = 0.0;
+      for (size_t c = 0; c < d; c++) sq += k[c] * k[c];
+      double norm = fmax(sqrt(sq), 1e-12); /* F.normalize's eps */
+      for (size_t c = 0; c < d; c++) anchor[c] += k[c] / norm;
+    }
+    for (size_t c = 0; c < d; c++) anchor[c] /= (double)n;
+  }
+  double anchor_norm = 0.0;
+  if (source == SOURCE_KEY_DIFF) {
+    for (size_t c = 0; c < d; c++) anchor_norm += anchor[c] * anchor[c];
+    anchor_norm = sqrt(anchor_norm);
+  }
+  for (size_t p = 0; p < n; p++) {
+    const double *k = h->K + p * d;
+    double sq = 0.0, dot = 0.0;
+    for (size_t c = 0; c < d; c++) sq += k[c] * k[c];
+    if (source == SOURCE_KEY_NORM) {
+      out[p] = -sqrt(sq);
+      continue;
+    }
+    for (size_t c = 0; c < d; c++) dot += k[c] * anchor[c];
+    /* F.cosine_similarity: x.y / max(||x|| ||y||, 1e-8) */
+    out[p] = -dot / fmax(sqrt(sq) * anchor_norm, 1e-8);
+  }
+}
+
+/* The attention preset's scores of one layer: every query head's raw score
+ * (heads: n_heads x (n - W)), pooled and combined, then the protected
+ * window padded with the layer's maximum + 1. out (G, n). */
+static int layer_attention(const Preset *pr, EvictPresetInner inner, TraceReader *reader,
+                           ScoreHead *h, size_t layer, size_t n, double *heads, double *work,
+                           double *out) {
+  const TraceMeta *meta = trace_meta(reader);
+  size_t G = meta->model.n_kv_heads, group = h->data.group_size, H = G * group;
+  size_t W = pr->window, cols = n - W, d = h->data.head_dim;
+  double *z = work, *pooled = work + n, *v_sq = pooled + n, *v_l1 = v_sq + n;
+  for (size_t g = 0; g < G; g++) {
+    int rc = score_head_read(h, reader, layer, g);
+    if (rc) return obc_fail_context(rc, "%s: layer %zu, KV head %zu", trace_path(reader), layer, g);
+    for (size_t p = 0; p < n; p++) {
+      const double *v = h->data.V + p * d;
+      double sq = 0.0, l1 = 0.0;
+      for (size_t c = 0; c < d; c++) {
+        sq += v[c] * v[c];
+        l1 += fabs(v[c]);
+      }
+      v_sq[p] = sq;
+      v_l1[p] = l1;
+    }
+    for (size_t j = 0; j < group; j++) {
+      double *s = heads + (g * group + j) * cols;
+      attention_scores(&h->data, meta, j, n, W, inner, v_sq, z, s);
+      if (pr->value_l1)
+        for (size_t p = 0; p < cols; p++) s[p] *= v_l1[p];
+      if (pr->pool != POOL_NONE) {
+        pool_scores(s, cols, pr->pool, pr->kernel, pooled);
+        memcpy(s, pooled, cols * sizeof *s);
+      }
+    }
+  }
+  for (size_t g = 0; g < G; g++) {
+    double *dst = out + g * n;
+    size_t first = pr->heads == HEADS_LAYER_MEAN ? 0 : g * group;
+    size_t count = pr->heads == HEADS_LAYER_MEAN ? H : group;
+    for (size_t p = 0; p < cols; p++) {
+      double sum = 0.0;
+      for (size_t i = first; i < first + count; i++) sum += heads[i * cols + p];
+      dst[p] = sum / (double)count;
+    }
+  }
+  double max = -INFINITY;
+  for (size_t g = 0; g < G; g++)
+    for (size_t p = 0; p < cols; p++) max = out[g * n + p] > max ? out[g * n + p] : max;
+  for (size_t g = 0; g < G; g++)
+    for (size_t p = cols; p < n; p++) out[g * n + p] = max + 1.0;
+  return OBC_OK;
+}
+
+int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, double *scores,
+                        size_t *window) {
+  const Preset *pr = preset_of(p);
+  const TraceMeta *meta = trace_meta(reader);
+  const char *path = trace_path(reader);
+  size_t L = meta->model.n_layers, G = meta->model.n_kv_heads;
+  *window = pr->window;
+  int rc = check_fixed_knobs(p);
+  if (rc) return rc;
+  if (pr->source == SOURCE_COLUMN_SUMS)
+    return obc_fail(OBC_EINVAL,
+                    "%s: --score %s: the trace has no accumulated column sums (capture with a "
+                    "newer obcache)",
+                    path, p->score);
+  if (pr->source == SOURCE_POSITION) {
+    for (size_t i = 0; i < L * G; i++)
+      for (size_t q = 0; q < n; q++) scores[i * n + q] = q < pr->sinks ? (double)n : (double)q;
+    return OBC_OK;
+  }
+  if (pr->source == SOURCE_ATTENTION) {
+    size_t captured = evict_rows_ending_at(meta, n);
+    if (n <= pr->window)
+      return obc_fail(OBC_EINVAL,
+                      "%s: --score %s scores with a window of %zu query rows and needs more "
+                      "candidates than that (found %zu)",
+                      path, p->score, pr->window, n);
+    if (captured < pr->window)
+      return obc_fail(OBC_EINVAL,
+                      "%s: --score %s needs the %zu query rows ending at position %zu, but the "
+                      "trace captures %zu there (hint: capture with more --rows)",
+                      path, p->score, pr->window, n - 1, captured);
+    if (meta->model.head_dim > 512)
+      return obc_fail(OBC_EINVAL, "%s: head_dim %zu (expected at most 512)", path,
+                      meta->model.head_dim);
+  }
+  size_t H = meta->model.n_heads, cols = n > pr->window ? n - pr->window : 0;
+  ScoreHead h;
+  rc = score_head_alloc(&h, reader);
+  if (rc) return rc;
+  double *heads = obc_malloc((H * cols + 1) * sizeof *heads, "preset scores per query head");
+  double *work = obc_malloc((4 * n + meta->model.head_dim) * sizeof *work, "preset scratch");
+  if (!heads || !work) rc = OBC_ENOMEM;
+  for (size_t l = 0; l < L && !rc; l++) {
+    if (pr->source == SOURCE_ATTENTION) {
+      EvictPresetInner inner = (EvictPresetInner)p->preset_inner;
+      rc = layer_attention(pr, inner, reader, &h, l, n, heads, work, scores + l * G * n);
+      continue;
+    }
+    for (size_t g = 0; g < G && !rc; g++) {
+      rc = score_head_read(&h, reader, l, g);
+      if (rc) {
+        obc_fail_context(rc, "%s: layer %zu, KV head %zu", path, l, g);
+        break;
+      }
+      key_scores(&h.data, n, pr->source, work, scores + (l * G + g) * n);
+    }
+  }
+  free(heads);
+  free(work);
+  score_head_free(&h);
+  return rc;
+}
+
+/* ==== Kept sets ==== */
+
+/* Keeps the `count` best of candidates [0, n) of one head (ties: lower
+ * position first). ranked: scratch (n). */
+static void keep_top(const double *scores, size_t n, size_t count, unsigned char *keep,
+                     size_t *ranked) {
+  if (count > n) count = n;
+  select_rank_top(scores, n, count, ranked);
+  for (size_t i = 0; i < count; i++) keep[ranked[i]] = 1;
+}
+
+int evict_preset_keep(const EvictPolicy *p, const double *scores, size_t n_layers,
+                      size_t n_kv_heads, size_t n_prompt, size_t n, EvictKeepSet *out) {
+  const Preset *pr = preset_of(p);
+  memset(out, 0, sizeof *out);
+  size_t k = 0, G = n_kv_heads;
+  int rc = evict_preset_budget_tokens(p, n, &k);
+  if (rc) return rc;
+  out->n_layers = n_layers;
+  out->n_kv_heads = G;
+  out->n_prompt = n_prompt;
+  out->n_candidates = n;
+  out->budget = k;
+  out->window = pr->window;
+  out->policy = *p;
+  out->policy.allocation = pr->allocation;
+  out->policy.sinks = pr->sinks;
+  out->keep = obc_calloc(n_layers * G * n_prompt, 1, "kept positions");
+  out->n_kept = obc_calloc(n_layers * G, sizeof(size_t), "kept counts");
+  size_t *ranked = obc_malloc((n + 1) * sizeof *ranked, "selection ranking");
+  EvictCandidate *pool = pr->allocation == EVICT_ALLOC_ADAKV
+                             ? obc_malloc((G * n + 1) * sizeof *pool, "AdaKV candidates")
+                             : NULL;
+  if (!out->keep || !out->n_kept || !ranked || (pr->allocation == EVICT_ALLOC_ADAKV && !pool)) {
+    free(ranked);
+    free(pool);
+    evict_keep_set_free(out);
+    return OBC_ENOMEM;
+  }
+  for (size_t l = 0; l < n_layers && !rc; l++) {
+    size_t per_head = k;
+    if (pr->allocation == EVICT_ALLOC_PYRAMID)
+      rc = evict_preset_pyramid_budget(p, n, pr->window, n_layers, l, &per_head);
+    if (pr->allocation == EVICT_ALLOC_ADAKV) per_head = k / ADAKV_SAFEGUARD_DIVISOR;
+    for (size_t g = 0; g < G && !rc; g++) {
+      unsigned char *keep = out->keep + (l * G + g) * n_prompt;
+      keep_top(scores + (l * G + g) * n, n, per_head, keep, ranked);
+      for (size_t q = n; q < n_prompt; q++) keep[q] = 1; /* after the candidates: always kept */
+    }
+    if (pr->allocation == EVICT_ALLOC_ADAKV) /* the rest of the layer's G x k */
+      evict_keep_layer_best(scores + l * G * n, G, n, n_prompt, (k - per_head) * G,
+                            out->keep + l * G * n_prompt, pool);
+    for (size_t g = 0; g < G; g++) {
+      size_t count = 0;
+      for (size_t q = 0; q < n; q++) count += out->keep[(l * G + g) * n_prompt + q];
+      out->n_kept[l * G + g] = count;
+    }
+  }
+  free(ranked);
+  free(pool);
+  if (rc) evict_keep_set_free(out);
+  return rc;
+}

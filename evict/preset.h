@@ -1,0 +1,66 @@
+/* Eviction methods as presets (docs/SCIENCE.md, "Methods as presets"): each
+ * preset is one published method, with every choice that decides its kept
+ * set fixed as the method's reference implementation (NVIDIA kvpress, or the
+ * OBCache authors' code) makes it: the query rows it scores with, the
+ * pooling, how the query heads of a KV head (or of the whole layer) are
+ * combined, the positions it protects, and how its budget turns into kept
+ * counts (per KV head, per layer or across a layer's heads).
+ *
+ * `--score NAME` selects a preset wherever a score is accepted; the names
+ * that are also generic scores (snapkv, vatp, streaming) stay generic and
+ * name the preset as `preset:NAME`. `NAME+obc_v|obc_k|obc_vk` replaces the
+ * attention score inside an attention preset by OBCache's score over the
+ * same query rows, with everything else unchanged (the paper's pairing).
+ *
+ * Budgets: a fraction B (0.4, 40%) keeps floor(n x B) of the n candidates
+ * of a KV head, B read as an exact decimal (kvpress: int(n * (1 -
+ * compression_ratio)) with compression_ratio = 1 - B); tokens keep that
+ * many. Protected positions count inside the budget. */
+#ifndef OBC_EVICT_PRESET_H
+#define OBC_EVICT_PRESET_H
+
+#include <stddef.h>
+
+#include "evict/policy.h"
+
+/* The score inside an attention preset. */
+typedef enum {
+  EVICT_PRESET_INNER_ATTN = 0, /* the method's own: softmax attention */
+  EVICT_PRESET_INNER_OBC_V,    /* sum_i A_ip^2 ||v_p||^2 */
+  EVICT_PRESET_INNER_OBC_K,    /* sum_i (A_ip z_ip)^2 ||v_p - o_i||^2 */
+  EVICT_PRESET_INNER_OBC_VK    /* obc_v + obc_k + 2 sum_i A_ip^2 z_ip (||v_p||^2 - v_p.o_i) */
+} EvictPresetInner;
+
+/* Parses "NAME", "preset:NAME", "NAME+obc_x" or "preset:NAME+obc_x" into
+ * *preset (an index into the table) and *inner. Returns 1 when name is no
+ * preset at all (no message), OBC_OK, or OBC_EINVAL with a message when it
+ * names a preset that cannot take that inner score or an unknown one. */
+int evict_preset_parse(const char *name, int *preset, int *inner);
+/* The preset names, comma-separated, for help texts and messages. */
+const char *evict_preset_names(void);
+/* The allocation the preset's kept sets carry (uniform, adakv or pyramid). */
+EvictAllocation evict_preset_allocation(const EvictPolicy *policy);
+/* The preset's score window in query rows (0 when it reads no rows). */
+size_t evict_preset_window(const EvictPolicy *policy);
+
+/* Kept candidates per KV head for n candidates (adakv: the mean; pyramid:
+ * the uniform count the layers average to), checked to be 1..n. */
+int evict_preset_budget_tokens(const EvictPolicy *policy, size_t n, size_t *tokens);
+/* Kept candidates of every KV head of `layer` under PyramidKV's rule
+ * (kvpress PyramidKVPress.get_layer_budget, beta 20) for n candidates, the
+ * budget text of policy, the score window and n_layers. */
+int evict_preset_pyramid_budget(const EvictPolicy *policy, size_t n, size_t window, size_t n_layers,
+                                size_t layer, size_t *kept);
+
+/* The preset's scores of candidates [0, n) of every (layer, KV head) into
+ * scores (n_layers, n_kv_heads, n), protected positions included (their
+ * score is the layer's maximum + 1, as kvpress pads them); *window the rows
+ * used. One-line errors naming the trace when a window needs more rows than
+ * are captured or the trace lacks what the preset reads. */
+int evict_preset_scores(TraceReader *reader, const EvictPolicy *policy, size_t n, double *scores,
+                        size_t *window);
+/* The preset's kept sets from its scores (n_layers, n_kv_heads, n_candidates). */
+int evict_preset_keep(const EvictPolicy *policy, const double *scores, size_t n_layers,
+                      size_t n_kv_heads, size_t n_prompt, size_t n_candidates, EvictKeepSet *out);
+
+#endif

@@ -1,0 +1,151 @@
+/* Check suite for evict/preset.c: preset names and their refusals, the
+ * exact budget arithmetic (floor(n x B) with B read as a decimal, where
+ * kvpress's int(n * (1 - compression_ratio)) in floats can keep one fewer),
+ * PyramidKV's per-layer budgets worked out by hand from kvpress's
+ * get_layer_budget, and the three allocations of evict_preset_keep on
+ * scores made up for the purpose. The scores themselves are checked against
+ * kvpress's formulas by tests/test_presets_reference.py. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/obc_error.h"
+#include "evict/policy.h"
+#include "evict/preset.h"
+
+static EvictPolicy preset_policy(const char *score, const char *budget) {
+  EvictPolicy p;
+  evict_policy_default(&p);
+  ck_assert_int_eq(evict_policy_set_score(&p, score), OBC_OK);
+  ck_assert_int_eq(evict_policy_set_budget(&p, budget), OBC_OK);
+  ck_assert_int_eq(p.kind, EVICT_SCORE_PRESET);
+  return p;
+}
+
+START_TEST(names_select_presets_and_generic_names_stay_generic) {
+  EvictPolicy p;
+  evict_policy_default(&p);
+  ck_assert_int_eq(evict_policy_set_score(&p, "snapkv"), OBC_OK);
+  ck_assert_int_eq(p.kind, EVICT_SCORE_QUANTITY);
+  ck_assert_int_eq(evict_policy_set_score(&p, "streaming"), OBC_OK);
+  ck_assert_int_eq(p.kind, EVICT_SCORE_STREAMING);
+  ck_assert_int_eq(evict_policy_set_score(&p, "preset:snapkv"), OBC_OK);
+  ck_assert_int_eq(p.kind, EVICT_SCORE_PRESET);
+  ck_assert_int_eq(p.preset_inner, EVICT_PRESET_INNER_ATTN);
+  ck_assert_int_eq(evict_policy_set_score(&p, "snapkv+obc_vk"), OBC_OK);
+  ck_assert_int_eq(p.preset_inner, EVICT_PRESET_INNER_OBC_VK);
+  ck_assert_int_eq(evict_policy_set_score(&p, "tova+obc_k"), OBC_OK);
+  ck_assert_int_eq(p.preset_inner, EVICT_PRESET_INNER_OBC_K);
+  ck_assert_str_eq(p.score, "tova+obc_k");
+  ck_assert_int_eq(evict_policy_set_score(&p, "knorm+obc_v"), OBC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "knorm has no attention score to replace"));
+  ck_assert_int_eq(evict_policy_set_score(&p, "preset:attn"), OBC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "unknown preset 'attn'"));
+  ck_assert_int_eq(evict_policy_set_score(&p, "tova+attn2"), OBC_EINVAL);
+  ck_assert_int_eq(evict_policy_set_score(&p, "tovaa"), OBC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "or a preset: h2o, tova"));
+}
+END_TEST
+
+START_TEST(budgets_keep_floor_of_n_times_the_exact_decimal) {
+  static const struct {
+    const char *budget;
+    size_t n, kept;
+  } cases[] = {
+      {"0.1", 510, 51},  /* int(510 * (1 - 0.9)) = int(50.99999999999999) = 50 in floats */
+      {"10%", 510, 51},  {"29%", 100, 29}, /* int(100 * 0.29) = 28 in floats */
+      {"40%", 4058, 1623}, {"0.4", 4058, 1623}, {"12.5%", 8, 1},
+      {"1e-1", 510, 51}, {"100%", 7, 7},    {"40", 4058, 40},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    EvictPolicy p = preset_policy("tova", cases[i].budget);
+    size_t kept = 0;
+    ck_assert_int_eq(evict_policy_budget_tokens(&p, cases[i].n, &kept), OBC_OK);
+    ck_assert_msg(kept == cases[i].kept, "%s of %zu: %zu kept, expected %zu", cases[i].budget,
+                  cases[i].n, kept, cases[i].kept);
+  }
+  EvictPolicy p = preset_policy("tova", "0.001");
+  size_t kept = 0;
+  ck_assert_int_eq(evict_policy_budget_tokens(&p, 256, &kept), OBC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "keeps 0 of the 256 candidates"));
+  p.window = 8; /* a preset fixes its own window */
+  ck_assert_int_eq(evict_policy_budget_tokens(&p, 256, &kept), OBC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "a preset fixes its own window"));
+}
+END_TEST
+
+/* n = 4058, B = 40%, W = 64, 30 layers: M = 1623.2, min = M / 20 = 81.16,
+ * max = 2M - min = 3165.24 (< n - W), steps = (max - min) / 29 = 106.348;
+ * layer 0 round(3165.24) = 3165, layer 29 round(81.16) = 81, layer 15
+ * round(3165.24 - 1595.22) = 1570. At 10% min = 20.29 < W: round(405.8) =
+ * 406 in every layer (kvpress falls back to SnapKV's budget). */
+START_TEST(pyramid_budgets_follow_kvpress_get_layer_budget) {
+  EvictPolicy p = preset_policy("pyramidkv", "40%");
+  size_t kept = 0;
+  static const size_t layers[] = {0, 15, 29}, expected[] = {3165, 1570, 81};
+  for (size_t i = 0; i < 3; i++) {
+    ck_assert_int_eq(evict_preset_pyramid_budget(&p, 4058, 64, 30, layers[i], &kept), OBC_OK);
+    ck_assert_msg(kept == expected[i], "layer %zu: %zu, expected %zu", layers[i], kept,
+                  expected[i]);
+  }
+  p = preset_policy("pyramidkv", "10%");
+  ck_assert_int_eq(evict_preset_pyramid_budget(&p, 4058, 64, 30, 7, &kept), OBC_OK);
+  ck_assert_uint_eq(kept, 406);
+}
+END_TEST
+
+/* Two layers, two KV heads, 10 candidates, 2 more prompt positions. */
+enum { L = 2, G = 2, N = 10, PROMPT = 12 };
+
+static void made_up_scores(double *scores) {
+  for (size_t i = 0; i < L * G; i++)
+    for (size_t q = 0; q < N; q++) /* head 0 of each layer scores far higher */
+      scores[i * N + q] = (i % 2 == 0 ? 100.0 : 1.0) + (double)((q * 7 + i) % N);
+}
+
+START_TEST(allocations_keep_what_each_rule_says) {
+  double scores[L * G * N];
+  made_up_scores(scores);
+  EvictKeepSet keep;
+  /* Uniform: 4 per head, the 4 best, and the 2 positions after the candidates. */
+  EvictPolicy p = preset_policy("preset:snapkv", "40%");
+  ck_assert_int_eq(evict_keep_from_scores(&p, scores, L, G, PROMPT, N, &keep), OBC_OK);
+  for (size_t i = 0; i < L * G; i++) {
+    ck_assert_uint_eq(keep.n_kept[i], 4);
+    ck_assert(keep.keep[i * PROMPT + 10] && keep.keep[i * PROMPT + 11]);
+  }
+  ck_assert_int_eq(keep.policy.allocation, EVICT_ALLOC_UNIFORM);
+  evict_keep_set_free(&keep);
+  /* AdaKV: k = 5 per head on average, floor(5 / 5) = 1 each, the rest of the
+   * layer's 10 to the best left: head 0 takes 9, head 1 its safeguard 1. */
+  p = preset_policy("adakv-snapkv", "50%");
+  ck_assert_int_eq(evict_keep_from_scores(&p, scores, L, G, PROMPT, N, &keep), OBC_OK);
+  ck_assert_int_eq(keep.policy.allocation, EVICT_ALLOC_ADAKV);
+  for (size_t l = 0; l < L; l++) {
+    ck_assert_uint_eq(keep.n_kept[l * G + 0], 9);
+    ck_assert_uint_eq(keep.n_kept[l * G + 1], 1);
+  }
+  evict_keep_set_free(&keep);
+  /* Pyramid on 10 candidates, 40%, W = 64: falls back to round(4) = 4. */
+  p = preset_policy("pyramidkv", "40%");
+  ck_assert_int_eq(evict_keep_from_scores(&p, scores, L, G, PROMPT, N, &keep), OBC_OK);
+  ck_assert_int_eq(keep.policy.allocation, EVICT_ALLOC_PYRAMID);
+  for (size_t i = 0; i < L * G; i++) ck_assert_uint_eq(keep.n_kept[i], 4);
+  evict_keep_set_free(&keep);
+}
+END_TEST
+
+int main(void) {
+  Suite *suite = suite_create("presets");
+  TCase *tc = tcase_create("presets");
+  tcase_add_test(tc, names_select_presets_and_generic_names_stay_generic);
+  tcase_add_test(tc, budgets_keep_floor_of_n_times_the_exact_decimal);
+  tcase_add_test(tc, pyramid_budgets_follow_kvpress_get_layer_budget);
+  tcase_add_test(tc, allocations_keep_what_each_rule_says);
+  suite_add_tcase(suite, tc);
+  SRunner *runner = srunner_create(suite);
+  srunner_run_all(runner, CK_NORMAL);
+  int failed = srunner_ntests_failed(runner);
+  srunner_free(runner);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The eviction presets (evict/preset.h) from the command line on synthetic
+# traces: every preset's keep file reads back (replay --offline --keep), the
+# pyramid allocation included, and a keep file whose counts contradict its
+# pyramid budget is refused; a preset names itself in the keep file's score
+# attribute; `replay --sweep --scores` takes presets. Bad input is one
+# stderr line, a non-zero exit and no output: a window larger than the
+# captured rows, an unknown preset, +obc_x on a preset without an attention
+# score, h2o on a trace without column sums, a preset given --window, a
+# --scores-out that cannot be written (the keep file goes too).
+# tests/test_presets_reference.py checks the numbers.
+set -u
+. "$(dirname "$0")/lib.sh"
+OBCACHE=${OBCACHE:?set OBCACHE to the obcache binary}
+scratch presets_cli
+export OMP_WAIT_POLICY=passive
+
+# expect_failure NAME TEXT CMD...: non-zero exit, one stderr line containing
+# TEXT, and no keep file.
+expect_failure() {
+  local name=$1 text=$2
+  shift 2
+  rm -f "$dir/k.h5"
+  "$@" >"$dir/out" 2>"$dir/err"
+  local rc=$?
+  local lines
+  lines=$(wc -l <"$dir/err")
+  if [ "$rc" -ne 0 ] && [ "$lines" -eq 1 ] && grep -qF -- "$text" "$dir/err" && [ ! -e "$dir/k.h5" ]; then
+    pass "$name: exit $rc, $(cat "$dir/err")"
+  else
+    fail "$name: exit $rc, $lines stderr line(s): $(cat "$dir/err")"
+  fi
+}
+
+SMALL=$dir/small.h5     # 64 positions: no more candidates than a 64-row window
+SMALL80=$dir/small80.h5 # 16 captured rows: too few for a 64-row window
+BIG=$dir/big.h5         # 96 rows
+"$OBCACHE" synth --decode 2 --seed 4 -o "$SMALL" >/dev/null || fatal "synth small"
+"$OBCACHE" synth --decode 2 --seed 4 --prompt 80 -o "$SMALL80" >/dev/null || fatal "synth small80"
+"$OBCACHE" synth --layers 4 --prompt 256 --rows 96 --decode 2 --seed 5 -o "$BIG" >/dev/null ||
+  fatal "synth big"
+
+for score in tova preset:snapkv snapkv-max7 pyramidkv adakv-snapkv preset:vatp preset:streaming \
+  knorm keydiff tova+obc_k snapkv+obc_vk pyramidkv+obc_v adakv-snapkv+obc_k; do
+  for mode in aware agnostic; do
+    if "$OBCACHE" evict "$BIG" --score "$score" --mode "$mode" --budget 30% -o "$dir/k.h5" \
+      >"$dir/out" 2>"$dir/err" &&
+      "$OBCACHE" replay --offline "$BIG" --keep "$dir/k.h5" -o "$dir/r" >/dev/null 2>"$dir/err" &&
+      python3 -c "import h5py,sys; f=h5py.File(sys.argv[1],'r'); \
+v=f.attrs['score']; v=v.decode() if isinstance(v,bytes) else str(v); sys.exit(v.strip('\0')!=sys.argv[2])" \
+        "$dir/k.h5" "$score"; then
+      pass "$score $mode: keep file reads back ($(cat "$dir/out"))"
+    else
+      fail "$score $mode: $(cat "$dir/err")"
+    fi
+  done
+done
+
+# The pyramid budgets are checked when the keep file is read: the same mask
+# under another budget_given is refused.
+"$OBCACHE" evict "$BIG" --score pyramidkv --budget 30% -o "$dir/p.h5" >/dev/null
+python3 -c "import h5py,numpy,sys; f=h5py.File(sys.argv[1],'r+'); \
+f.attrs['budget_given']=numpy.bytes_('20%')" "$dir/p.h5"
+expect_failure "pyramid counts against another budget" "but the pyramid allocation of budget 20%" \
+  "$OBCACHE" replay --offline "$BIG" --keep "$dir/p.h5" -o "$dir/k.h5"
+
+# Presets in a sweep, beside a generic score.
+if "$OBCACHE" replay --sweep "$BIG" --no-model --scores tova,snapkv+obc_vk,attn \
+  --budgets 10%,40% -o "$dir/sweep" >"$dir/out" 2>"$dir/err" &&
+  [ "$(wc -l <"$dir/sweep/replay_sweep.csv")" -eq 7 ]; then
+  pass "replay --sweep --scores tova,snapkv+obc_vk,attn"
+else
+  fail "replay --sweep with presets: $(cat "$dir/err")"
+fi
+
+expect_failure "window beyond the captured rows" \
+  "--score preset:snapkv needs the 64 query rows ending at position 79, but the trace captures 16" \
+  "$OBCACHE" evict "$SMALL80" --score preset:snapkv --budget 40% -o "$dir/k.h5"
+expect_failure "no more candidates than the window" \
+  "--score pyramidkv scores with a window of 64 query rows and needs more candidates than that" \
+  "$OBCACHE" evict "$SMALL" --score pyramidkv --budget 40% -o "$dir/k.h5"
+expect_failure "unknown preset" "unknown preset 'snapkw'" \
+  "$OBCACHE" evict "$BIG" --score snapkw+obc_k --budget 40% -o "$dir/k.h5"
+expect_failure "unknown score lists the presets" "or a preset: h2o, tova" \
+  "$OBCACHE" evict "$BIG" --score tova2 --budget 40% -o "$dir/k.h5"
+expect_failure "+obc on a preset without attention" "knorm has no attention score to replace" \
+  "$OBCACHE" evict "$BIG" --score knorm+obc_vk --budget 40% -o "$dir/k.h5"
+expect_failure "unknown inner score" "unknown score 'obc_q' inside the preset" \
+  "$OBCACHE" evict "$BIG" --score tova+obc_q --budget 40% -o "$dir/k.h5"
+expect_failure "h2o without column sums" \
+  "the trace has no accumulated column sums (capture with a newer obcache)" \
+  "$OBCACHE" evict "$BIG" --score h2o --budget 40% -o "$dir/k.h5"
+expect_failure "a preset fixes its window" "a preset fixes its own window" \
+  "$OBCACHE" evict "$BIG" --score tova --window 8 --budget 40% -o "$dir/k.h5"
+expect_failure "budget below one token" "keeps 0 of the 256 candidates" \
+  "$OBCACHE" evict "$BIG" --score tova --budget 0.001 -o "$dir/k.h5"
+expect_failure "--scores-out into a missing folder: no keep file either" "does not exist" \
+  "$OBCACHE" evict "$BIG" --score tova --budget 40% -o "$dir/k.h5" --scores-out "$dir/no/s.csv"
+if "$OBCACHE" evict --help | grep -q "adakv-snapkv  SnapKV scores"; then
+  pass "evict --help lists the presets"
+else
+  fail "evict --help lists the presets"
+fi
+
+finish

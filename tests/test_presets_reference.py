@@ -1,0 +1,310 @@
+#!/usr/bin/env python3
+"""Independent NumPy reference for the eviction presets (evict/preset.h),
+written from NVIDIA kvpress's presses (scorer_press.py, snapkv_press.py,
+tova_press.py, pyramidkv_press.py, adakv_press.py, streaming_llm_press.py,
+knorm_press.py, keydiff_press.py) and the OBCache closed forms of
+docs/SPEC.md section 2, not from the C code. It captures a real 512-token
+NIAH trace with the default model, runs `obcache evict --score PRESET
+--scores-out` for every preset and both protocols (aware: every prompt
+position a candidate; agnostic: candidates end where the question begins),
+and checks
+
+- every per-token score elementwise (relative error <= 1e-5; both sides are
+  double, so the error seen is ~1e-13);
+- the kept sets (the keep file's mask) against kvpress's selection: equal,
+  except positions whose score ties the selection boundary within 1e-9
+  (relative), which are allowed and counted.
+
+StreamingLLM's kvpress score depends on the budget (ones, zeros after the 4
+sinks); obcache writes the budget-free ranking with the same top-k (sinks,
+then position), so only its kept sets are compared with kvpress's.
+
+With --trace PATH --score S --budget B --mode M it compares one preset on a
+given trace and prints the share of kept positions that agree with the
+reference. Exits non-zero on any failure; without the model, skips."""
+import argparse
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from fractions import Fraction
+
+import h5py
+import numpy as np
+
+OBCACHE = os.environ.get("OBCACHE", "build/obcache")
+MODEL = os.environ.get("OBC_MODEL", "models/SmolLM2-135M-Instruct.Q4_1.gguf")
+TMP = os.environ.get("OBC_TMP", tempfile.gettempdir())
+SCORE_RTOL = 1e-5
+TIE_RTOL = 1e-9
+
+# name -> (kvpress class, window, pooling, kernel, heads, value_l1, allocation)
+PRESETS = {
+    "tova": ("TOVAPress", 1, None, 0, "layer", False, "uniform"),
+    "preset:snapkv": ("SnapKVPress", 64, "avg", 5, "group", False, "uniform"),
+    "snapkv-max7": ("SnapKVPress, max pooling 7 (OBCache authors)", 16, "max", 7, "group", False,
+                    "uniform"),
+    "pyramidkv": ("PyramidKVPress", 64, "avg", 5, "group", False, "pyramid"),
+    "adakv-snapkv": ("AdaKVPress(SnapKVPress)", 64, "avg", 5, "group", False, "adakv"),
+    "preset:vatp": ("VATP (window attention x ||v||_1)", 64, None, 0, "group", True, "uniform"),
+    "preset:streaming": ("StreamingLLMPress", 0, None, 0, None, False, "uniform"),
+    "knorm": ("KnormPress", 0, None, 0, None, False, "uniform"),
+    "keydiff": ("KeyDiffPress", 0, None, 0, None, False, "uniform"),
+}
+PAIRED = ["tova+obc_k", "snapkv+obc_vk", "snapkv-max7+obc_v", "adakv-snapkv+obc_k",
+          "pyramidkv+obc_vk"]
+
+
+def run(args):
+    result = subprocess.run(args, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(args)}\n{result.stderr}")
+    return result.stdout
+
+
+def parse_name(name):
+    """(base preset entry, inner score) of "NAME[+obc_x]"."""
+    base, _, inner = name.partition("+")
+    key = base if base in PRESETS else "preset:" + base
+    return PRESETS[key], inner or "attn"
+
+
+class Trace:
+    def __init__(self, path):
+        self.f = h5py.File(path, "r")
+        a = self.f.attrs
+        self.L, self.H, self.G = int(a["n_layers"]), int(a["n_heads"]), int(a["n_kv_heads"])
+        self.d, self.s = int(a["head_dim"]), int(a["n_prompt"])
+        self.scale = float(a["attn_scale"])
+        self.rows = {int(p): i for i, p in enumerate(self.f["row_positions"][()])}
+        self.question = int(self.f["spans/question"][()][0])
+
+    def layer(self, l):
+        g = self.f[f"layers/{l:03d}"]
+        return (g["K"][()].astype(np.float64), g["V"][()].astype(np.float64),
+                g["Q"][()].astype(np.float64))
+
+
+def window_quantity(K, V, Q, rows, scale, group, n, W, inner):
+    """kvpress compute_window_attention for the last W of n queries (softmax
+    over all n keys with the causal mask inside the window), per query head:
+    attn = the mean over the W rows (SnapKVPress.score); obc_* the sums of
+    SPEC.md section 2 over the same rows. Columns [0, n - W). (H, n - W)."""
+    H = Q.shape[0]
+    out = np.zeros((H, n - W))
+    for h in range(H):
+        k, v = K[h // group, :n], V[h // group, :n]
+        q = Q[h, [rows[t] for t in range(n - W, n)]]
+        z = scale * (q @ k.T)                                    # (W, n)
+        mask = np.triu(np.ones((W, n), dtype=bool), k=n - W + 1)  # key j > query position
+        z_m = np.where(mask, -np.inf, z)
+        a = np.exp(z_m - z_m.max(-1, keepdims=True))
+        a /= a.sum(-1, keepdims=True)
+        if inner == "attn":
+            out[h] = a.mean(0)[: n - W]
+            continue
+        o = a @ v                                                # (W, d)
+        vv = (v * v).sum(-1)                                     # (n,)
+        dd = ((v[None, :, :] - o[:, None, :]) ** 2).sum(-1)      # (W, n)
+        vo = o @ v.T                                             # (W, n)
+        z0 = np.where(mask, 0.0, z)
+        value = (a ** 2 * vv[None, :]).sum(0)
+        key = ((a * z0) ** 2 * dd).sum(0)
+        cross = (2 * a ** 2 * z0 * (vv[None, :] - vo)).sum(0)
+        out[h] = {"obc_v": value, "obc_k": key, "obc_vk": value + key + cross}[inner][: n - W]
+    return out
+
+
+def pool(x, kind, kernel):
+    """torch avg_pool1d (zero padding, count_include_pad) or max_pool1d
+    (padding -inf), stride 1, padding kernel // 2."""
+    half = kernel // 2
+    if kind == "avg":
+        padded = np.concatenate([np.zeros(half), x, np.zeros(half)])
+        return np.array([padded[p:p + kernel].sum() / kernel for p in range(len(x))])
+    padded = np.concatenate([np.full(half, -np.inf), x, np.full(half, -np.inf)])
+    return np.array([padded[p:p + kernel].max() for p in range(len(x))])
+
+
+def preset_scores(trace, name, n):
+    """Scores (L, G, n) of a preset over candidates [0, n)."""
+    (press, W, pooling, kernel, heads, value_l1, _), inner = parse_name(name)
+    group = trace.H // trace.G
+    out = np.zeros((trace.L, trace.G, n))
+    for l in range(trace.L):
+        K, V, Q = trace.layer(l)
+        if press == "KnormPress":
+            out[l] = -np.linalg.norm(K[:, :n], axis=-1)
+            continue
+        if press == "KeyDiffPress":
+            k = K[:, :n]
+            unit = k / np.maximum(np.linalg.norm(k, axis=-1, keepdims=True), 1e-12)
+            anchor = unit.mean(1, keepdims=True)
+            cos = (k * anchor).sum(-1) / np.maximum(
+                np.linalg.norm(k, axis=-1) * np.linalg.norm(anchor, axis=-1), 1e-8)
+            out[l] = -cos
+            continue
+        if press == "StreamingLLMPress":
+            out[l] = np.where(np.arange(n) < 4, float(n), np.arange(n, dtype=float))[None, :]
+            continue
+        per_head = window_quantity(K, V, Q, trace.rows, trace.scale, group, n, W, inner)
+        if value_l1:
+            per_head *= np.abs(V[np.arange(trace.H) // group, :n - W]).sum(-1)
+        if pooling:
+            per_head = np.stack([pool(x, pooling, kernel) for x in per_head])
+        if heads == "layer":   # TOVA: mean over all heads, repeated for every KV head
+            scores = np.repeat(per_head.mean(0, keepdims=True), trace.G, 0)
+        else:                  # mean over the KV head's group
+            scores = per_head.reshape(trace.G, group, n - W).mean(1)
+        out[l] = np.pad(scores, ((0, 0), (0, W)), constant_values=scores.max() + 1)
+    return out
+
+
+def ratio(budget):
+    """The kept fraction B = 1 - compression_ratio as an exact Fraction, and
+    whether the budget is tokens. kvpress's int(n * (1 - compression_ratio))
+    in floats can keep one fewer (1 - 0.9 = 0.09999999999999998); obcache
+    keeps floor(n x B) exactly, and so does this reference."""
+    if budget.endswith("%"):
+        return Fraction(budget[:-1]) / 100, False
+    if "." in budget:
+        return Fraction(budget), False
+    return int(budget), True
+
+
+def pyramid_budget(q_len, kept_mean, window, n_layers, layer):
+    """kvpress PyramidKVPress.get_layer_budget (beta 20); kept_mean is its
+    q_len * (1 - compression_ratio)."""
+    beta = 20
+    max_capacity_prompt = window + kept_mean
+    min_num = (max_capacity_prompt - window) / beta
+    max_num = (max_capacity_prompt - window) * 2 - min_num
+    if max_num >= q_len - window:
+        max_num = q_len - window
+        min_num = (max_capacity_prompt - window) * 2 - max_num
+    if not (q_len >= max_num >= min_num >= window):
+        return round(kept_mean)
+    steps = (max_num - min_num) / (n_layers - 1)
+    return round(max_num - layer * steps)
+
+
+def top(scores, count):
+    """The count best positions, ties to the lower position (a fixed order
+    where torch.topk leaves ties unspecified)."""
+    order = np.lexsort((np.arange(len(scores)), -scores))
+    return set(order[:count].tolist())
+
+
+def kvpress_keep(scores, name, n, budget):
+    """kvpress's kept positions (L, G, n) of candidates [0, n)."""
+    (press, W, _, _, _, _, allocation), _ = parse_name(name)
+    keep, tokens = ratio(budget)
+    L, G, _ = scores.shape
+    n_kept = keep if tokens else int(n * keep)  # floor of an exact Fraction
+    mask = np.zeros((L, G, n), dtype=bool)
+    for l in range(L):
+        if press == "StreamingLLMPress":
+            n_pruned = n - n_kept
+            s = np.ones(n)
+            s[4:4 + n_pruned] = 0
+            for g in range(G):
+                mask[l, g, sorted(top(s, n_kept))] = True
+            continue
+        if allocation == "adakv":
+            s = scores[l].copy()
+            n_safe = int(n_kept * 0.20)
+            for g in range(G):
+                s[g, sorted(top(s[g], n_safe))] = np.finfo(np.float64).max
+            flat = s.reshape(-1)
+            heads, positions = np.divmod(np.arange(G * n), n)
+            order = np.lexsort((positions, heads, -flat))
+            mask[l].reshape(-1)[order[:G * n_kept]] = True
+            continue
+        count = n_kept
+        if allocation == "pyramid":
+            count = pyramid_budget(n, float(n * keep), W, L, l)
+        for g in range(G):
+            mask[l, g, sorted(top(scores[l, g], count))] = True
+    return mask
+
+
+def read_scores_csv(path, L, G, n):
+    data = np.loadtxt(path, delimiter=",", skiprows=1)
+    assert data.shape[0] == L * G * n, f"{path}: {data.shape[0]} rows, expected {L * G * n}"
+    return data[:, 3].reshape(L, G, n)
+
+
+def compare(trace, trace_path, name, budget, mode, work, report_agreement=False):
+    """One preset at one budget and protocol; returns the failures."""
+    n = trace.s if mode == "aware" else trace.question
+    keep_path = os.path.join(work, "keep.h5")
+    csv_path = os.path.join(work, "scores.csv")
+    run([OBCACHE, "evict", trace_path, "--score", name, "--budget", budget, "--mode", mode,
+         "-o", keep_path, "--scores-out", csv_path])
+    got = read_scores_csv(csv_path, trace.L, trace.G, n)
+    ref = preset_scores(trace, name, n)
+    failures = []
+    rel = np.abs(got - ref) / np.maximum(np.abs(ref), 1e-30)
+    worst = float(rel.max())
+    (press, *_), _ = parse_name(name)
+    if worst > SCORE_RTOL:
+        l, g, p = np.unravel_index(int(rel.argmax()), rel.shape)
+        failures.append(f"{name} {mode}: score[{l}][{g}][{p}] {got[l, g, p]!r} vs {ref[l, g, p]!r}"
+                        f" (rel {worst:.2e})")
+    with h5py.File(keep_path, "r") as f:
+        mask = f["keep"][()][:, :, :n].astype(bool)
+    want = kvpress_keep(ref, name, n, budget)
+    differ = np.argwhere(mask != want)
+    ties = 0
+    for l, g, p in differ:
+        kept = np.sort(ref[l, g][want[l, g]])
+        boundary = kept[0] if len(kept) else np.inf
+        if abs(ref[l, g, p] - boundary) <= TIE_RTOL * max(abs(boundary), 1e-30):
+            ties += 1
+        else:
+            failures.append(f"{name} {mode} {budget}: keep[{l}][{g}][{p}] = {int(mask[l, g, p])}, "
+                            f"kvpress {int(want[l, g, p])} (score {ref[l, g, p]!r}, boundary "
+                            f"{boundary!r})")
+            break
+    agreement = (mask & want).sum() / want.sum()
+    print(f"{'ok' if not failures else 'FAIL':5} {name:20} {mode:8} {budget:4} max rel {worst:.1e}, "
+          f"{len(differ)} kept positions differ ({ties} at ties), agreement {agreement:.4f}")
+    return failures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trace")
+    parser.add_argument("--score")
+    parser.add_argument("--budget", default="10%")
+    parser.add_argument("--mode", default="agnostic")
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="presets_reference.", dir=TMP)
+    try:
+        if args.trace:
+            trace = Trace(args.trace)
+            return 1 if compare(trace, args.trace, args.score, args.budget, args.mode, work) else 0
+        if not os.path.exists(MODEL):
+            print(f"SKIP: no model at {MODEL}")
+            return 0
+        path = os.path.join(work, "t512.h5")
+        run([OBCACHE, "capture", "--length", "512", "--depth", "50", "--haystack", "kjv",
+             "--seed", "3", "--rows", "128", "--decode", "2", "--model", MODEL, "-o", path])
+        trace = Trace(path)
+        failures = []
+        for mode in ("aware", "agnostic"):
+            for name in list(PRESETS) + PAIRED:
+                for budget in ("40%", "0.1"):
+                    failures += compare(trace, path, name, budget, mode, work)
+        for line in failures:
+            print("FAIL ", line)
+        print("presets reference:", "FAIL" if failures else "ok")
+        return 1 if failures else 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
