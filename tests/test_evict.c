@@ -120,12 +120,12 @@ static void synth_trace(const char *path, size_t decode, uint64_t seed) {
 }
 
 static void policy_for(EvictPolicy *p, const char *score, const char *budget, size_t recent,
-                       size_t sinks, const char *alloc, const char *mode) {
+                       size_t sinks, const char *alloc, const char *protocol) {
   evict_policy_default(p);
   ck_assert_int_eq(evict_policy_set_score(p, score), 0);
   ck_assert_int_eq(evict_policy_set_budget(p, budget), 0);
   ck_assert_int_eq(evict_policy_set_allocation(p, alloc), 0);
-  ck_assert_int_eq(evict_policy_set_mode(p, mode), 0);
+  ck_assert_int_eq(evict_policy_set_protocol(p, protocol), 0);
   p->recent = recent;
   p->sinks = sinks;
 }
@@ -440,7 +440,9 @@ START_TEST(test_keep_file_values_out_of_range_are_refused_not_cast) {
       {"recent", 1e20, NULL, false, "recent 1e+20"},
       {"sinks", -2, NULL, false, "sinks -2"},
       {"allocation", 0, "greedy", false, "allocation 'greedy' (expected uniform or adakv)"},
-      {"mode", 0, "sideways", false, "mode 'sideways' (expected aware or agnostic)"},
+      {"protocol", 0, "sideways", false,
+       "protocol 'sideways' (expected agnostic, aware or agnostic-captured)"},
+      {"protect", 0, "a,b,c,d,e,f,g,h,i", false, "attribute protect 'a,b,c,d,e,f,g,h,i' is not a"},
       {"score", 0, "attn\033[2J", false, "attribute score holds control characters"},
       {"trace_hash", 0, "not-a-hash", false, "trace_hash 'not-a-hash' is not a content hash"},
       {"trace_hash", 0, "0123456789abcdef0", false, "is not a content hash"},
