@@ -505,6 +505,7 @@ int evict_policy_apply(TraceReader *reader, const EvictPolicy *p, EvictKeepSet *
   if (!rc)
     rc = evict_keep_from_scores(p, scores, meta->model.n_layers, meta->model.n_kv_heads,
                                 meta->n_prompt, n, protect, out);
+  if (rc) obc_fail_context(rc, "%s", trace_path(reader));
   if (!rc) {
     out->window = window;
     snprintf(out->trace_hash, sizeof out->trace_hash, "%s", meta->content_hash);

@@ -37,7 +37,7 @@ size_t sweep_pairs_find(const char (*names)[32], size_t n, SweepPair *pairs, siz
 
 /* Appends name unless it is there already. */
 static int add_name(char (*names)[32], size_t *n, size_t max, const char *name) {
-  if (index_of((const char (*)[32])names, *n, name) < *n) return OBC_OK;
+  if (index_of((const char(*)[32])names, *n, name) < *n) return OBC_OK;
   if (*n == max) return obc_fail(OBC_EINVAL, "--pairs: more than %zu scores in all", max);
   snprintf(names[(*n)++], 32, "%s", name);
   return OBC_OK;
@@ -51,7 +51,8 @@ int sweep_pairs_expand(const char *list, char (*names)[32], size_t *n, size_t ma
     char baseline[32];
     if (strlen(items[i]) >= 32 || !sweep_pair_baseline(items[i], baseline, sizeof baseline))
       return obc_fail(OBC_EINVAL,
-                      "--pairs %s: expected X" SWEEP_PAIR_MARK "S (a score with OBCache's "
+                      "--pairs %s: expected X" SWEEP_PAIR_MARK
+                      "S (a score with OBCache's "
                       "score S inside, e.g. snapkv+obc_vk; < 32 characters)",
                       items[i]);
     rc = add_name(names, n, max, baseline);

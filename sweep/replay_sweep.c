@@ -352,7 +352,10 @@ static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t,
       if (!rc)
         rc = evict_keep_from_scores(&p, scores, meta->model.n_layers, meta->model.n_kv_heads,
                                     meta->n_prompt, n, protect, keep);
-      if (rc) break;
+      if (rc) {
+        obc_fail_context(rc, "%s", run->traces[t]);
+        break;
+      }
       keep->window = window;
       run->cells[run->n_cells + chunk.n++] = cell_new(t, s, b, keep->budget, n);
       if (chunk.n == chunk.cap) rc = chunk_flush(c, reader, replayer, run, &chunk, &pending);
