@@ -30,8 +30,6 @@
  * strings, no checksums) is still read. */
 #define EVICT_KEEP_SCHEMA "obcache-keep/2"
 #define EVICT_KEEP_SCHEMA_1 "obcache-keep/1"
-/* Attribute protect_budget: protected positions count inside the budget. */
-#define EVICT_KEEP_PROTECT_BUDGET "inside"
 
 /* A dataset in chunks of one (layer, KV head) row, each with a Fletcher32
  * checksum. */
@@ -133,7 +131,7 @@ int evict_keep_write(const char *path, const EvictKeepSet *k, const char *trace_
       trace_h5_attr_write_f64(tmp, file, "adakv_floor", p->adakv_floor) == 0 &&
       trace_h5_attr_write_str(tmp, file, "protocol", evict_protocol_name(p->protocol)) == 0 &&
       trace_h5_attr_write_str(tmp, file, "protect", protect) == 0 &&
-      trace_h5_attr_write_str(tmp, file, "protect_budget", EVICT_KEEP_PROTECT_BUDGET) == 0 &&
+      trace_h5_attr_write_str(tmp, file, "protect_budget", EVICT_PROTECT_BUDGET) == 0 &&
       trace_h5_attr_write_f64(tmp, file, "seed", (double)p->seed) == 0 &&
       trace_h5_attr_write_f64(tmp, file, "n_prompt", (double)k->n_prompt) == 0 &&
       trace_h5_attr_write_f64(tmp, file, "n_candidates", (double)k->n_candidates) == 0 &&

@@ -193,7 +193,7 @@ cJSON *evict_policy_json(const EvictKeepSet *keep) {
   char protect[EVICT_MAX_PROTECT * 64];
   evict_policy_protect_text(p, protect, sizeof protect);
   cJSON_AddStringToObject(j, "protect", protect);
-  cJSON_AddStringToObject(j, "protect_budget", "inside");
+  cJSON_AddStringToObject(j, "protect_budget", EVICT_PROTECT_BUDGET);
   cJSON_AddNumberToObject(j, "seed", (double)p->seed);
   return j;
 }

@@ -63,6 +63,8 @@ typedef enum {
 #define EVICT_N_PROTOCOLS 3
 #define EVICT_DEFAULT_PROTOCOL EVICT_PROTOCOL_AGNOSTIC
 #define EVICT_MAX_PROTECT 8 /* spans of --protect */
+/* Where protected positions count, as outputs record it (protect_budget). */
+#define EVICT_PROTECT_BUDGET "inside"
 
 #define EVICT_DEFAULT_WINDOW 64
 #define EVICT_DEFAULT_ADAKV_FLOOR 0.2

@@ -623,7 +623,7 @@ static int write_files(ObcOutputSet *set, const SweepReplayConfig *c, const Swee
   char protect[EVICT_MAX_PROTECT * 64];
   evict_policy_protect_text(&c->base, protect, sizeof protect);
   cJSON_AddStringToObject(root, "protect", protect);
-  cJSON_AddStringToObject(root, "protect_budget", "inside");
+  cJSON_AddStringToObject(root, "protect_budget", EVICT_PROTECT_BUDGET);
   cJSON_AddNumberToObject(root, "seed", (double)c->base.seed);
   cJSON_AddBoolToObject(root, "model_replay", c->with_model);
   cJSON_AddNumberToObject(root, "steps", (double)c->steps);

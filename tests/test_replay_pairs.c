@@ -28,8 +28,8 @@ START_TEST(paired_name_gives_its_baseline) {
 END_TEST
 
 START_TEST(pairs_are_found_when_both_are_swept) {
-  const char names[][32] = {"h2o", "tova+obc_v", "snapkv", "h2o+obc_vk", "snapkv+obc_k", "random",
-                            "snapkv+obc_v"};
+  const char names[][32] = {"h2o",          "tova+obc_v", "snapkv",      "h2o+obc_vk",
+                            "snapkv+obc_k", "random",     "snapkv+obc_v"};
   SweepPair pairs[8];
   size_t n = sweep_pairs_find(names, 7, pairs, 8);
   ck_assert_uint_eq(n, 3); /* tova+obc_v has no baseline tova in the list */
