@@ -443,9 +443,10 @@ int evict_policy_scores(TraceReader *reader, const EvictPolicy *p, double **scor
     size_t captured = rows_ending_at(meta, n);
     if (captured == 0)
       return obc_fail(OBC_EINVAL,
-                      "%s: no captured prompt rows end at position %zu (the %s "
-                      "window needs them; hint: capture with more --rows)",
-                      trace_path(reader), n - 1, evict_protocol_name(p->protocol));
+                      "%s: no captured prompt rows end at position %zu (the %s window needs "
+                      "them; hint: capture with more --rows%s)",
+                      trace_path(reader), n - 1, evict_protocol_name(p->protocol),
+                      p->protocol == EVICT_PROTOCOL_AWARE ? "" : ", or --protocol aware");
     window =
         p->window ? p->window : (captured < EVICT_DEFAULT_WINDOW ? captured : EVICT_DEFAULT_WINDOW);
     if (window > captured)
