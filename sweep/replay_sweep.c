@@ -557,7 +557,7 @@ static int build_rows(const SweepReplayConfig *c, SweepRun *run) {
   return OBC_OK;
 }
 
-/* The four files of the set, in order. */
+/* The files of the set, in order (replay_pairs.csv only with pairs). */
 static int write_files(ObcOutputSet *set, const SweepReplayConfig *c, const SweepRun *run,
                        const char *model_name, const char *command_line) {
   char a[32], b2[32], d[32];
@@ -630,7 +630,7 @@ static int write_files(ObcOutputSet *set, const SweepReplayConfig *c, const Swee
   return obc_output_json(set, "replay_sweep.json", root);
 }
 
-/* replay_cells.csv, replay_sweep.csv, kl_steps.csv and replay_sweep.json in
+/* replay_cells.csv, replay_sweep.csv, kl_steps.csv, replay_pairs.csv (with pairs) and replay_sweep.json in
  * dir: all of them or none (an output set). */
 static int write_outputs(const char *dir, const SweepReplayConfig *c, const SweepRun *run,
                          const char *model_name, const char *command_line) {
