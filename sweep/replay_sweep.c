@@ -630,8 +630,8 @@ static int write_files(ObcOutputSet *set, const SweepReplayConfig *c, const Swee
   return obc_output_json(set, "replay_sweep.json", root);
 }
 
-/* replay_cells.csv, replay_sweep.csv, kl_steps.csv, replay_pairs.csv (with pairs) and replay_sweep.json in
- * dir: all of them or none (an output set). */
+/* replay_cells.csv, replay_sweep.csv, kl_steps.csv, replay_pairs.csv (with
+ * pairs) and replay_sweep.json in dir: all of them or none (an output set). */
 static int write_outputs(const char *dir, const SweepReplayConfig *c, const SweepRun *run,
                          const char *model_name, const char *command_line) {
   ObcOutputSet set;
