@@ -21,6 +21,8 @@ static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
           "kv_heads, n_prompt) uint8, n_kept (layers, kv_heads) and positions (layers,\n"
           "kv_heads, max kept) padded with -1, every parameter as an attribute.\n"
           "Replay it with obcache replay --offline TRACE --keep KEEP.h5 (or the model).\n"
+          "The keep file records the query protocol (attribute protocol): replay reads it\n"
+          "from there, so an agnostic kept set is replayed with the question re-run.\n"
           "\n"
           "Presets (--score NAME; preset:NAME for snapkv, vatp and streaming, whose bare\n"
           "names are the generic scores; NAME+obc_v|obc_k|obc_vk puts OBCache's score\n"
@@ -69,7 +71,8 @@ int cmd_evict(int argc, char **argv) {
       OBC_OPTION_HEADING(""),
   };
   ObcOption policy_options[EVICT_POLICY_N_OPTIONS];
-  evict_policy_options(&policy, NULL, NULL, policy_options);
+  EvictPolicyProtocolTarget protocol = {0};
+  evict_policy_options(&policy, NULL, NULL, &protocol, policy_options);
   const ObcOptionList lists[] = {OBC_OPTION_LIST(own), OBC_OPTION_LIST(policy_options)};
   ObcArguments args;
   int rc = obc_options_parse("evict", lists, 2, argc, argv, &args);
@@ -104,12 +107,15 @@ int cmd_evict(int argc, char **argv) {
       lo = keep.n_kept[h] < lo ? keep.n_kept[h] : lo;
       hi = keep.n_kept[h] > hi ? keep.n_kept[h] : hi;
     }
+    char protect[EVICT_MAX_PROTECT * 64 + 16] = "", spans[EVICT_MAX_PROTECT * 64];
+    evict_policy_protect_text(&policy, spans, sizeof spans);
+    if (spans[0]) snprintf(protect, sizeof protect, ", protect %s", spans);
     printf(
-        "evict: %s, budget %zu of %zu candidates (%s, %s, window %zu, recent %zu, sinks %zu): "
+        "evict: %s, budget %zu of %zu candidates (%s, %s, window %zu, recent %zu, sinks %zu%s): "
         "%zu..%zu kept per KV head -> %s\n",
         keep.policy.score, keep.budget, keep.n_candidates,
-        evict_allocation_name(keep.policy.allocation), evict_mode_name(policy.mode), keep.window,
-        policy.recent, keep.policy.sinks, lo, hi, out_path);
+        evict_allocation_name(keep.policy.allocation), evict_protocol_name(policy.protocol),
+        keep.window, policy.recent, keep.policy.sinks, protect, lo, hi, out_path);
   }
   evict_keep_set_free(&keep);
   trace_close(reader);

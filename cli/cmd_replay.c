@@ -19,6 +19,7 @@
 #include "evict/policy_args.h"
 #include "evict/replay_report.h"
 #include "runtime/runtime.h"
+#include "sweep/replay_pairs.h"
 #include "sweep/replay_sweep.h"
 #include "tokenizer/text_input.h"
 
@@ -40,11 +41,22 @@ static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
           "trace's full-cache logits, per step and mean). Writes DIR/replay.json and\n"
           "DIR/replay_steps.csv (step,token_full,token_replay,kl_forced).\n"
           "\n"
+          "Query protocols (--protocol, kvpress's meanings): agnostic (default) compresses\n"
+          "the context alone, then re-runs the question and the template tail through the\n"
+          "model against the compressed cache at their own positions (their K/V and the\n"
+          "first answer token recomputed), then decodes; aware compresses context and\n"
+          "question together; agnostic-captured keeps agnostic's set but the question's\n"
+          "K/V as captured with the whole context (a leak of the evicted tokens). A keep\n"
+          "file brings its own protocol.\n"
+          "\n"
           "Offline replay (--offline): for every captured decode step and query head, the\n"
           "exact attention output over the kept prompt positions plus the generated\n"
           "tokens against the captured output: relative error, attention mass lost,\n"
           "needle-span retention. Writes DIR/offline_heads.csv, offline_layers.csv,\n"
-          "offline_steps.csv and offline.json.\n"
+          "offline_steps.csv and offline.json. It recomputes nothing: the decode queries\n"
+          "(and the question's K/V) are the captured ones, computed with the whole\n"
+          "context, so under agnostic it shows what losing the evicted context positions\n"
+          "does to those captured queries, not the re-run question's answer (model replay).\n"
           "\n");
   obc_options_print_help(out, lists, n_lists);
 }
@@ -58,6 +70,10 @@ typedef struct {
   size_t steps, threads, batch, offline_batch;
   const char *device; /* --device: the model replay's runtime backend */
   EvictPolicy policy;
+  EvictProtocolList protocols; /* --protocol P,P.. (--sweep) */
+  EvictPolicyProtocolTarget protocol_target;
+  const char *pairs; /* --pairs X+obc_vk,..: the sweep's scores X and X+obc_vk */
+  bool save_logits;
   ModelWeightsMode weights;
 } ReplayArgs;
 
@@ -76,16 +92,23 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
       {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &a->threads, NULL,
        NULL},
       RUNTIME_DEVICE_OPTION(&a->device),
+      {"--save-logits", NULL, NULL,
+       "model replay: also write DIR/replay_logits.f32, float32 (rows, vocab): under "
+       "--protocol agnostic first the re-run's logits of the first answer token, then every "
+       "teacher-forced step's",
+       NULL, OBC_OPTION_FLAG, &a->save_logits, NULL, NULL},
       {"-o", NULL, "DIR",
        "output folder (default: TRACE without .h5 + \"-replay\"; for a sweep folder DIR/replay; "
        "for --dynamic dynamic-eviction)",
        NULL, OBC_OPTION_TEXT, &a->out_dir, NULL, NULL},
       OBC_OPTION_HEADING(
-          "\nbudget sweep (--sweep): every score x budget on TRACE or on every *.h5 of a sweep\n"
-          "folder, offline and (unless --no-model) with the model; prints the tables and\n"
-          "writes replay_cells.csv, replay_sweep.csv (means over traces), kl_steps.csv\n"
-          "(teacher-forced KL per score, budget and decode step) and replay_sweep.json;\n"
-          "draw them with obcache plot DIR."),
+          "\nbudget sweep (--sweep): every score x budget x protocol (--protocol agnostic,aware)\n"
+          "on TRACE or on every *.h5 of a sweep folder, offline and (unless --no-model) with\n"
+          "the model; prints the tables and writes replay_cells.csv, replay_sweep.csv (means\n"
+          "over traces), kl_steps.csv (teacher-forced KL per score, budget and decode step)\n"
+          "and replay_sweep.json; draw them with obcache plot DIR. When the scores hold pairs\n"
+          "X and X+obc_* (the paper's baseline vs baseline + OBCache), also the paired table\n"
+          "and replay_pairs.csv (docs/SCIENCE.md, \"Paired sweep\")."),
       {"--sweep", NULL, NULL, "run the budget sweep", NULL, OBC_OPTION_FLAG, &a->sweep, NULL, NULL},
       {"--scores", NULL, "S,..",
        "sweep: default attn,snapkv,vatp,obc_v,obc_k,obc_vk,streaming,random, "
@@ -94,6 +117,10 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
        "each entry is its own policy, so oracle@1 and oracle@T sit side by side. --dynamic: "
        "attn (H2O), obc_v, obc_k, obc_vk, streaming (default all)",
        NULL, OBC_OPTION_TEXT, &a->scores, NULL, NULL},
+      {"--pairs", NULL, "X+obc_S,..",
+       "sweep: adds each entry and its baseline X to --scores (X+obc_vk pairs with X), for the "
+       "paired table",
+       NULL, OBC_OPTION_TEXT, &a->pairs, NULL, NULL},
       {"--budgets", NULL, "B,..",
        "sweep: default 1%,2%,5%,10%,20%,40%. --dynamic: cache budgets in tokens (default "
        "256,512,1024)",
@@ -134,7 +161,9 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
       OBC_OPTION_HEADING(""),
   };
   ObcOption policy_options[EVICT_POLICY_N_OPTIONS];
-  evict_policy_options(&a->policy, &a->sinks_given, &a->recent_given, policy_options);
+  a->protocol_target.list = &a->protocols;
+  evict_policy_options(&a->policy, &a->sinks_given, &a->recent_given, &a->protocol_target,
+                       policy_options);
   const ObcOptionList lists[] = {OBC_OPTION_LIST(own), OBC_OPTION_LIST(policy_options)};
   ObcArguments args;
   int rc = obc_options_parse("replay", lists, 2, argc, argv, &args);
@@ -167,10 +196,12 @@ static int parse_names(const char *option, const char *text, char (*names)[32], 
     EvictPolicy probe;
     evict_policy_default(&probe);
     if ((rc = check(&probe, items[i]))) break;
-    if (strlen(items[i]) >= 32)
+    char name[64]; /* scores under their recorded name (evict_policy_canonical_score) */
+    snprintf(name, sizeof name, "%s", check == evict_policy_set_score ? probe.score : items[i]);
+    if (strlen(items[i]) >= 32 || strlen(name) >= 32)
       return obc_fail(OBC_EINVAL, "%s: at most %d entries of < 32 characters", option,
                       EVICT_SWEEP_MAX);
-    snprintf(names[(*count)++], 32, "%s", items[i]);
+    snprintf(names[(*count)++], 32, "%s", name);
   }
   return rc;
 }
@@ -191,9 +222,20 @@ static int run_sweep(const ReplayArgs *a, const char *command_line) {
   if (a->scores)
     rc =
         parse_names("--scores", a->scores, config.scores, &config.n_scores, evict_policy_set_score);
+  if (!rc && a->pairs) {
+    if (!a->scores) config.n_scores = 0; /* --pairs alone: the pairs are the scores */
+    rc = sweep_pairs_expand(a->pairs, config.scores, &config.n_scores, EVICT_SWEEP_MAX);
+    for (size_t i = 0; i < config.n_scores && !rc; i++) {
+      EvictPolicy probe;
+      evict_policy_default(&probe);
+      rc = evict_policy_set_score(&probe, config.scores[i]);
+    }
+  }
   if (!rc && a->budgets)
     rc = parse_names("--budgets", a->budgets, config.budgets, &config.n_budgets,
                      evict_policy_set_budget);
+  config.n_protocols = a->protocols.n;
+  memcpy(config.protocols, a->protocols.protocols, sizeof config.protocols);
   if (rc) return rc;
   char out_dir[4096];
   struct stat st;
@@ -253,7 +295,12 @@ static void print_offline(const EvictKeepSet *keep, const EvictOfflineResult *r,
   evict_offline_summarise(r, &s);
   printf("offline replay: %s, budget %zu of %zu (%s, %s), %zu decode steps\n", keep->policy.score,
          keep->budget, keep->n_candidates, evict_allocation_name(keep->policy.allocation),
-         evict_mode_name(keep->policy.mode), r->n_steps);
+         evict_protocol_name(keep->policy.protocol), r->n_steps);
+  if (keep->policy.protocol != EVICT_PROTOCOL_AWARE && keep->n_candidates < keep->n_prompt)
+    printf(
+        "  (%s: the captured decode queries and question K/V, computed with the whole "
+        "context, over the kept set; model replay re-runs the question)\n",
+        evict_protocol_name(keep->policy.protocol));
   printf(
       "  relative output error %.4g (step 1: %.4g), attention mass lost %.4g, needle kept "
       "%.3g -> %s\n",
@@ -278,6 +325,9 @@ int cmd_replay(int argc, char **argv) {
                       "and --budgets (no --offline or --keep)");
     return run_sweep(&a, command_line);
   }
+  if (a.protocols.n > 1)
+    return obc_fail(OBC_EINVAL, "--protocol: a list of protocols only with --sweep");
+  if (a.pairs) return obc_fail(OBC_EINVAL, "--pairs: only with --sweep");
   if (a.dynamic) return run_dynamic(&a, command_line);
   if (a.out_dir)
     snprintf(out_dir, sizeof out_dir, "%s", a.out_dir);
@@ -312,6 +362,7 @@ int cmd_replay(int argc, char **argv) {
     EvictModelReplay *result = obc_malloc(sizeof *result, "replay result");
     rc = result ? model_load_with(path, &(ModelLoadOptions){a.weights}, &model) : OBC_ENOMEM;
     if (!rc) rc = evict_replayer_open(model, reader, a.steps, a.threads, a.device, &replayer);
+    if (!rc && a.save_logits) rc = evict_replayer_keep_logits(replayer, true);
     if (!rc) rc = evict_replayer_run(replayer, &keep, result);
     if (!rc)
       rc = evict_replay_write(out_dir, a.trace_path, path, &keep, replayer, result, command_line);
@@ -320,7 +371,17 @@ int cmd_replay(int argc, char **argv) {
       const char *full = evict_replayer_full_answer(replayer, &full_found);
       printf("model replay: %s, budget %zu of %zu (%s, %s), %zu steps\n", keep.policy.score,
              keep.budget, keep.n_candidates, evict_allocation_name(keep.policy.allocation),
-             evict_mode_name(keep.policy.mode), result->n_steps);
+             evict_protocol_name(keep.policy.protocol), result->n_steps);
+      if (result->rerun_tokens) {
+        printf(
+            "  question re-run: %zu prompt tokens against the evicted cache, first answer "
+            "token %s the full cache's (KL %.4g)\n",
+            result->rerun_tokens,
+            result->first_token == evict_replayer_full_token(replayer, 0) ? "equals"
+                                                                          : "differs from",
+            result->kl_prefill);
+        fprintf(stderr, "replay: the question re-run took %.3f s\n", result->rerun_seconds);
+      }
       printf("  full cache: \"%s\" (needle %s)\n", full,
              full_found < 0 ? "n/a"
              : full_found   ? "found"

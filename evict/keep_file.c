@@ -106,6 +106,8 @@ int evict_keep_write(const char *path, const EvictKeepSet *k, const char *trace_
   }
   const EvictPolicy *p = &k->policy;
   const char *tmp = pending.temp_path;
+  char protect[EVICT_MAX_PROTECT * 64];
+  evict_policy_protect_text(p, protect, sizeof protect);
   hsize_t mask_dims[3] = {k->n_layers, k->n_kv_heads, k->n_prompt};
   hsize_t count_dims[2] = {k->n_layers, k->n_kv_heads};
   hsize_t list_dims[3] = {k->n_layers, k->n_kv_heads, max_kept};
@@ -129,7 +131,9 @@ int evict_keep_write(const char *path, const EvictKeepSet *k, const char *trace_
       trace_h5_attr_write_f64(tmp, file, "sinks", (double)p->sinks) == 0 &&
       trace_h5_attr_write_str(tmp, file, "allocation", evict_allocation_name(p->allocation)) == 0 &&
       trace_h5_attr_write_f64(tmp, file, "adakv_floor", p->adakv_floor) == 0 &&
-      trace_h5_attr_write_str(tmp, file, "mode", evict_mode_name(p->mode)) == 0 &&
+      trace_h5_attr_write_str(tmp, file, "protocol", evict_protocol_name(p->protocol)) == 0 &&
+      trace_h5_attr_write_str(tmp, file, "protect", protect) == 0 &&
+      trace_h5_attr_write_str(tmp, file, "protect_budget", EVICT_PROTECT_BUDGET) == 0 &&
       trace_h5_attr_write_f64(tmp, file, "seed", (double)p->seed) == 0 &&
       trace_h5_attr_write_f64(tmp, file, "n_prompt", (double)k->n_prompt) == 0 &&
       trace_h5_attr_write_f64(tmp, file, "n_candidates", (double)k->n_candidates) == 0 &&
@@ -350,12 +354,48 @@ static int check_budget(const EvictKeepSet *k, const char *path) {
   return OBC_OK;
 }
 
+/* The query protocol: attribute protocol, or in files written before it
+ * existed, attribute mode: "aware", or "agnostic", which meant agnostic's
+ * kept set replayed with the question's K/V as captured
+ * (agnostic-captured). Aware when both are missing. */
+static int read_protocol(hid_t file, const char *path, bool schema_1, EvictPolicy *p) {
+  char text[32] = "";
+  int rc = read_str_attr(file, path, "protocol", schema_1, text, sizeof text);
+  if (rc < 0) return rc;
+  if (rc == 0) {
+    for (int i = 0; i < EVICT_N_PROTOCOLS; i++)
+      if (!strcmp(text, evict_protocol_name((EvictProtocol)i))) {
+        p->protocol = (EvictProtocol)i;
+        return OBC_OK;
+      }
+    return obc_fail(OBC_EFORMAT,
+                    "%s: protocol '%.31s' (expected agnostic, aware or agnostic-captured)", path,
+                    text);
+  }
+  int agnostic = 0;
+  p->protocol = EVICT_PROTOCOL_AWARE;
+  rc = read_choice_attr(file, path, schema_1, "mode", "aware", "agnostic", NULL, &agnostic);
+  if (!rc && agnostic) p->protocol = EVICT_PROTOCOL_AGNOSTIC_CAPTURED;
+  return rc;
+}
+
+/* The protected spans ("" or missing: none), each name checked. */
+static int read_protect(hid_t file, const char *path, bool schema_1, EvictPolicy *p) {
+  char text[EVICT_MAX_PROTECT * 64] = "";
+  int rc = read_text_attr(file, path, schema_1, "protect", text, sizeof text);
+  if (rc) return rc > 0 ? OBC_OK : rc;
+  if (!text[0]) return OBC_OK;
+  rc = evict_policy_set_protect(p, text);
+  return rc ? obc_fail(OBC_EFORMAT, "%s: attribute protect '%.200s' is not a span list", path, text)
+            : OBC_OK;
+}
+
 /* The policy attributes (reports only), each checked. */
 static int read_policy(hid_t file, const char *path, bool schema_1, const TraceMeta *meta,
                        EvictKeepSet *k) {
   EvictPolicy *p = &k->policy;
   evict_policy_default(p);
-  int allocation = (int)p->allocation, mode = p->mode == EVICT_MODE_AGNOSTIC;
+  int allocation = (int)p->allocation;
   int rc = read_text_attr(file, path, schema_1, "score", p->score, sizeof p->score);
   if (!rc)
     rc =
@@ -363,12 +403,12 @@ static int read_policy(hid_t file, const char *path, bool schema_1, const TraceM
   if (!rc)
     rc = read_choice_attr(file, path, schema_1, "allocation", "uniform", "adakv", "pyramid",
                           &allocation);
-  if (!rc) rc = read_choice_attr(file, path, schema_1, "mode", "aware", "agnostic", NULL, &mode);
+  if (!rc) rc = read_protocol(file, path, schema_1, p);
+  if (!rc) rc = read_protect(file, path, schema_1, p);
   if (!rc) rc = read_count_attr(file, path, "window", false, 0, meta->n_rows, &k->window);
   if (!rc) rc = read_count_attr(file, path, "recent", false, 0, k->n_prompt, &p->recent);
   if (!rc) rc = read_count_attr(file, path, "sinks", false, 0, k->n_prompt, &p->sinks);
   p->allocation = (EvictAllocation)allocation;
-  p->mode = mode ? EVICT_MODE_AGNOSTIC : EVICT_MODE_AWARE;
   return rc;
 }
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "evict/replay_metrics.h"
 #include "runtime/batch.h"
@@ -45,6 +46,17 @@ struct EvictReplayer {
   size_t n_value_pieces;
   char full_answer[4096];
   int full_needle_found;
+  /* The agnostic re-run: prompt positions [tail_begin, n_prompt) (the
+   * question's span on; n_prompt without one) as captured, to restore them
+   * after a re-run overwrote them, and the full cache's logits of the re-run's
+   * last position (the reference of kl_prefill). */
+  size_t tail_begin;
+  float *tail_k, *tail_v; /* (n_layers, n_kv_heads, n_prompt - tail_begin, head_dim) */
+  bool tail_rerun;        /* the cache's tail rows are a re-run's, not the captured ones */
+  float *prefill_full;    /* (vocab) */
+  bool keep_logits;
+  float *kept_logits; /* (n_steps + 1, vocab) of the last evict_replayer_run */
+  size_t kept_rows;
 };
 
 static int contains_ignoring_case(const char *text, const char *needle) {
@@ -211,6 +223,59 @@ static int load_cache(EvictReplayer *r, const TraceMeta *meta) {
   return rc;
 }
 
+/* Copies the captured tail rows [tail_begin, n_prompt) between the cache
+ * and r->tail_k/tail_v: to_cache restores them (and declares the prompt
+ * valid again, so that a device copy is refreshed). */
+static int copy_tail(EvictReplayer *r, bool to_cache) {
+  RuntimeCache *cache = runtime_cache(r->runtime);
+  size_t d = cache->head_dim, rows = r->n_prompt - r->tail_begin;
+  for (size_t l = 0; l < cache->n_layers; l++)
+    for (size_t g = 0; g < cache->n_kv_heads; g++) {
+      float *k = runtime_cache_k(cache, l, g) + r->tail_begin * d;
+      float *v = runtime_cache_v(cache, l, g) + r->tail_begin * d;
+      float *tk = r->tail_k + (l * cache->n_kv_heads + g) * rows * d;
+      float *tv = r->tail_v + (l * cache->n_kv_heads + g) * rows * d;
+      memcpy(to_cache ? k : tk, to_cache ? tk : k, rows * d * sizeof *k);
+      memcpy(to_cache ? v : tv, to_cache ? tv : v, rows * d * sizeof *v);
+    }
+  if (!to_cache) return OBC_OK;
+  r->tail_rerun = false;
+  return runtime_set_position(r->runtime, r->n_prompt);
+}
+
+/* Runs the prompt tokens [begin, n_prompt) at their positions against the
+ * cache's rows [0, begin) (with the current eviction marks) into logits
+ * (vocab): the last position's. */
+static int rerun_tail(EvictReplayer *r, size_t begin, float *logits) {
+  const TraceMeta *meta = trace_meta(r->reader);
+  int rc = runtime_rewind(r->runtime, begin);
+  r->tail_rerun = true;
+  if (!rc)
+    rc = runtime_forward(r->runtime, meta->tokens + begin, r->n_prompt - begin, RUNTIME_LOGITS_LAST,
+                         logits, NULL);
+  return rc;
+}
+
+/* The tail of an agnostic re-run (from the "question" span's begin, as
+ * evict_policy_candidates places it), saved as captured, and its re-run over
+ * the full cache: the first answer token's reference logits. */
+static int save_tail(EvictReplayer *r, const TraceMeta *meta) {
+  const TraceSpan *question = trace_meta_find_span(meta, "question");
+  r->tail_begin = r->n_prompt;
+  if (!question || question->begin <= 0 || question->begin >= (int64_t)r->n_prompt) return OBC_OK;
+  r->tail_begin = (size_t)question->begin;
+  size_t cells = meta->model.n_layers * meta->model.n_kv_heads * (r->n_prompt - r->tail_begin) *
+                 meta->model.head_dim;
+  r->tail_k = obc_malloc(cells * sizeof(float), "captured question K");
+  r->tail_v = obc_malloc(cells * sizeof(float), "captured question V");
+  r->prefill_full = obc_malloc(r->vocab * sizeof(float), "full-cache first-token logits");
+  if (!r->tail_k || !r->tail_v || !r->prefill_full) return OBC_ENOMEM;
+  int rc = copy_tail(r, false);
+  if (!rc) rc = rerun_tail(r, r->tail_begin, r->prefill_full);
+  if (!rc) rc = copy_tail(r, true);
+  return rc;
+}
+
 void evict_replayer_close(EvictReplayer *r) {
   if (!r) return;
   runtime_free(r->runtime);
@@ -219,6 +284,10 @@ void evict_replayer_close(EvictReplayer *r) {
   free(r->full_logp);
   free(r->full_prob);
   free(r->full_tokens);
+  free(r->tail_k);
+  free(r->tail_v);
+  free(r->prefill_full);
+  free(r->kept_logits);
   free(r);
 }
 
@@ -279,6 +348,7 @@ int evict_replayer_open(const Model *model, TraceReader *reader, size_t steps, s
                     trace, model->path, diff, tolerance);
   }
   if (!rc) rc = runtime_rewind(r->runtime, r->n_prompt); /* keeps the loaded rows */
+  if (!rc) rc = save_tail(r, meta);
   if (rc) {
     evict_replayer_close(r);
     return rc;
@@ -338,16 +408,19 @@ static void finish_free_running(const EvictReplayer *r, size_t agree, EvictModel
   out->first_divergence = replay_first_divergence(r->full_tokens + 1, out->tokens, r->n_steps);
 }
 
-/* T steps from position s; forced: feed the full-cache tokens, else the
- * previous prediction. */
-static int decode(EvictReplayer *r, int forced, EvictModelReplay *out) {
+/* T steps from position s; forced: feed the full-cache tokens from g0, else
+ * the previous prediction from out->first_token. Teacher-forced logits go to
+ * kept_logits when kept (row `row0` + t). */
+static int decode(EvictReplayer *r, int forced, size_t row0, EvictModelReplay *out) {
   int rc = runtime_rewind(r->runtime, r->n_prompt);
-  int32_t token = r->full_tokens[0];
+  int32_t token = forced ? r->full_tokens[0] : out->first_token;
   size_t agree = 0;
   for (size_t t = 0; t < r->n_steps && !rc; t++) {
     rc = runtime_forward(r->runtime, &token, 1, RUNTIME_LOGITS_LAST, r->logits, NULL);
     if (!rc && forced)
       log_softmax(r->logits_full + t * r->vocab, r->vocab, r->full_logp, r->full_prob);
+    if (!rc && forced && r->kept_logits)
+      memcpy(r->kept_logits + (row0 + t) * r->vocab, r->logits, r->vocab * sizeof *r->logits);
     if (!rc) token = observe_step(r, forced, t, r->logits, out, &agree);
   }
   if (!forced) finish_free_running(r, agree, out);
@@ -357,7 +430,7 @@ static int decode(EvictReplayer *r, int forced, EvictModelReplay *out) {
 /* The answer text and needle metrics of a replayed free-running run. */
 static int finish_replay(const EvictReplayer *r, EvictModelReplay *out) {
   int32_t answer[EVICT_REPLAY_MAX_STEPS + 1];
-  answer[0] = r->full_tokens[0];
+  answer[0] = out->first_token;
   memcpy(answer + 1, out->tokens, r->n_steps * sizeof *answer);
   int rc = generate_answer_text(r->model->tokenizer, answer, r->n_steps + 1, out->answer,
                                 sizeof out->answer);
@@ -373,14 +446,62 @@ static int check_keep(const EvictReplayer *r, const EvictKeepSet *keep) {
   return OBC_OK;
 }
 
+int evict_replayer_keep_logits(EvictReplayer *r, bool on) {
+  r->keep_logits = on;
+  if (on && !r->kept_logits)
+    r->kept_logits = obc_malloc((r->n_steps + 1) * r->vocab * sizeof(float), "kept logits");
+  return !on || r->kept_logits ? OBC_OK : OBC_ENOMEM;
+}
+
+const float *evict_replayer_logits(const EvictReplayer *r, size_t *rows, size_t *vocab) {
+  *rows = r->keep_logits ? r->kept_rows : 0;
+  *vocab = r->vocab;
+  return r->keep_logits ? r->kept_logits : NULL;
+}
+
+/* Whether the kept set's replay re-runs the question: agnostic, with prompt
+ * positions after the candidates. */
+static bool reruns_tail(const EvictKeepSet *keep) {
+  return evict_protocol_reruns_tail(keep->policy.protocol) && keep->n_candidates < keep->n_prompt;
+}
+
+/* Before the decode steps: under a re-run the tail re-run against the
+ * evicted cache (its last logits into row 0 of kept_logits); else the
+ * captured tail rows, restored after an earlier re-run. */
+static int prepare_tail(EvictReplayer *r, const EvictKeepSet *keep, EvictModelReplay *out) {
+  out->first_token = r->full_tokens[0];
+  out->kl_prefill = NAN;
+  if (!reruns_tail(keep)) return r->tail_rerun ? copy_tail(r, true) : OBC_OK;
+  if (keep->n_candidates < r->tail_begin)
+    return obc_fail(OBC_EINVAL,
+                    "replay: the kept set's candidates end at position %zu, before the "
+                    "trace's question (position %zu), so the question cannot be re-run",
+                    keep->n_candidates, r->tail_begin);
+  double start = obc_now_seconds();
+  int rc = rerun_tail(r, keep->n_candidates, r->logits);
+  out->rerun_seconds = obc_now_seconds() - start;
+  if (rc) return rc;
+  out->rerun_tokens = r->n_prompt - keep->n_candidates;
+  out->first_token = (int32_t)generate_argmax(r->logits, r->vocab);
+  if (keep->n_candidates == r->tail_begin) { /* the reference re-ran the same tail */
+    log_softmax(r->prefill_full, r->vocab, r->full_logp, r->full_prob);
+    out->kl_prefill = kl_divergence(r->full_logp, r->full_prob, r->logits, r->vocab);
+  }
+  if (r->kept_logits) memcpy(r->kept_logits, r->logits, r->vocab * sizeof *r->logits);
+  return OBC_OK;
+}
+
 int evict_replayer_run(EvictReplayer *r, const EvictKeepSet *keep, EvictModelReplay *out) {
   memset(out, 0, sizeof *out);
   out->n_steps = r->n_steps;
   int rc = check_keep(r, keep);
   if (!rc) rc = apply_marks(r, keep);
-  if (!rc) rc = decode(r, 0, out);
-  if (!rc) rc = decode(r, 1, out);
+  if (!rc) rc = prepare_tail(r, keep, out);
+  size_t row0 = reruns_tail(keep) ? 1 : 0;
+  if (!rc) rc = decode(r, 0, row0, out);
+  if (!rc) rc = decode(r, 1, row0, out);
   if (!rc) rc = finish_replay(r, out);
+  r->kept_rows = rc ? 0 : row0 + r->n_steps;
   return rc;
 }
 
@@ -417,6 +538,8 @@ static int batch_pass(EvictReplayer *r, RuntimeBatch *batch, const EvictKeepSet 
   for (size_t j = 0; j < m; j++) {
     memset(&outs[order[j]], 0, sizeof outs[order[j]]);
     outs[order[j]].n_steps = r->n_steps;
+    outs[order[j]].first_token = r->full_tokens[0];
+    outs[order[j]].kl_prefill = NAN;
     agree[j] = 0;
     tokens[2 * j] = tokens[2 * j + 1] = r->full_tokens[0];
   }
@@ -470,15 +593,42 @@ static size_t *order_by_kept(const EvictKeepSet *keeps, size_t n) {
   return order;
 }
 
+static int run_batch_sets(EvictReplayer *r, const EvictKeepSet *keeps, size_t n, size_t max_seqs,
+                          EvictModelReplay *outs);
+
 int evict_replayer_run_batch(EvictReplayer *r, const EvictKeepSet *keeps, size_t n, size_t max_seqs,
                              EvictModelReplay *outs) {
   int rc = OBC_OK;
   for (size_t i = 0; i < n && !rc; i++) rc = check_keep(r, &keeps[i]);
   if (rc || n == 0) return rc;
-  if (!r->on_cpu) { /* the batched runtime is the CPU's: one set after another */
-    for (size_t i = 0; i < n && !rc; i++) rc = evict_replayer_run(r, &keeps[i], &outs[i]);
-    return rc;
+  /* Sets that re-run the question, and every set off the CPU (the batched
+   * runtime is the CPU's), one after another; the rest together. */
+  size_t n_batch = 0;
+  for (size_t i = 0; i < n && !rc; i++) {
+    if (r->on_cpu && !reruns_tail(&keeps[i]))
+      n_batch++;
+    else
+      rc = evict_replayer_run(r, &keeps[i], &outs[i]);
   }
+  if (rc || n_batch == 0) return rc;
+  EvictKeepSet *batched = obc_malloc(n_batch * sizeof *batched, "batched kept sets");
+  EvictModelReplay *batched_outs = obc_malloc(n_batch * sizeof *batched_outs, "batched results");
+  rc = batched && batched_outs ? OBC_OK : OBC_ENOMEM;
+  for (size_t i = 0, j = 0; i < n && !rc; i++)
+    if (!reruns_tail(&keeps[i])) batched[j++] = keeps[i]; /* shallow: masks stay the caller's */
+  if (!rc && r->tail_rerun) rc = copy_tail(r, true);      /* the batch shares the captured prompt */
+  if (!rc) rc = run_batch_sets(r, batched, n_batch, max_seqs, batched_outs);
+  for (size_t i = 0, j = 0; i < n && !rc; i++)
+    if (!reruns_tail(&keeps[i])) outs[i] = batched_outs[j++];
+  free(batched);
+  free(batched_outs);
+  return rc;
+}
+
+/* The batched replay of n sets that share the captured prompt rows. */
+static int run_batch_sets(EvictReplayer *r, const EvictKeepSet *keeps, size_t n, size_t max_seqs,
+                          EvictModelReplay *outs) {
+  int rc = OBC_OK;
   size_t cap = evict_replayer_batch_seqs(r, max_seqs);
   if (cap > 2 * n) cap = 2 * n;
   /* The batch shares the prompt rows [0, s); decode rows after them are its own. */

@@ -13,6 +13,16 @@
  *   divergence KL(full || evicted) of each step's next-token distribution
  *   compares like with like.
  *
+ * Under the agnostic protocol (evict/policy.h) the question and the template
+ * tail, the prompt positions from the kept set's n_candidates on, are first
+ * re-run through the model against the compressed cache at their own
+ * positions (token p keeps position id p), so that their K/V and the logits
+ * of the first answer token are recomputed without the evicted context; the
+ * free-running answer starts from that first token, the teacher-forced run
+ * from the full cache's g0. The first token's distribution is compared with
+ * the same re-run over the full cache (kl_prefill). Aware and
+ * agnostic-captured replays use the captured K/V of the whole prompt.
+ *
  * A replayer loads the trace once and replays any number of kept sets. The
  * model must match the trace (layers, heads, KV heads, head dim, vocabulary)
  * and reproduce its first decode step's logits with the full cache, which
@@ -20,6 +30,7 @@
 #ifndef OBC_EVICT_MODEL_REPLAY_H
 #define OBC_EVICT_MODEL_REPLAY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,6 +57,10 @@ typedef struct {
    * was to another token), and max |logit| over every replayed step. */
   double margin[EVICT_REPLAY_MAX_STEPS];
   double logit_scale;
+  int32_t first_token;  /* first answer token: the re-run's argmax, else the captured g0 */
+  size_t rerun_tokens;  /* prompt positions re-run (agnostic); 0 = none */
+  double kl_prefill;    /* KL(full || evicted) of the first answer token; NaN unless re-run */
+  double rerun_seconds; /* wall time of the re-run */
 } EvictModelReplay;
 
 typedef struct EvictReplayer EvictReplayer;
@@ -61,12 +76,21 @@ void evict_replayer_close(EvictReplayer *replayer);
 const char *evict_replayer_full_answer(const EvictReplayer *replayer, int *needle_found);
 /* The full cache's token of decode step t (1-based; 0 is g0). */
 int32_t evict_replayer_full_token(const EvictReplayer *replayer, size_t t);
+/* With on, evict_replayer_run keeps the logits it computes for
+ * evict_replayer_logits. */
+int evict_replayer_keep_logits(EvictReplayer *replayer, bool on);
+/* The last evict_replayer_run's logits, float32 (*rows, vocab): under a
+ * re-run first the first answer token's (the re-run's last position), then
+ * every teacher-forced step's; NULL unless kept. */
+const float *evict_replayer_logits(const EvictReplayer *replayer, size_t *rows, size_t *vocab);
 /* Replays one kept set, one sequence at a time (runtime_forward). */
 int evict_replayer_run(EvictReplayer *replayer, const EvictKeepSet *keep, EvictModelReplay *out);
 /* Replays n kept sets together (runtime/batch.h): the free-running and the
  * teacher-forced sequence of every set, at most max_seqs sequences per pass
  * (0 = as many as EVICT_REPLAY_BATCH_BYTES of batch state allow; at least 2,
- * one set). outs[i] equals evict_replayer_run of keeps[i] up to rounding
+ * one set); sets that re-run the question (agnostic), each with its own
+ * question rows, are replayed one after another (evict_replayer_run).
+ * outs[i] equals evict_replayer_run of keeps[i] up to rounding
  * (docs/SCIENCE.md, "Batched replay"). */
 int evict_replayer_run_batch(EvictReplayer *replayer, const EvictKeepSet *keeps, size_t n,
                              size_t max_seqs, EvictModelReplay *outs);

@@ -189,7 +189,11 @@ cJSON *evict_policy_json(const EvictKeepSet *keep) {
   cJSON_AddNumberToObject(j, "recent", (double)p->recent);
   cJSON_AddNumberToObject(j, "sinks", (double)p->sinks);
   cJSON_AddStringToObject(j, "allocation", evict_allocation_name(p->allocation));
-  cJSON_AddStringToObject(j, "mode", evict_mode_name(p->mode));
+  cJSON_AddStringToObject(j, "protocol", evict_protocol_name(p->protocol));
+  char protect[EVICT_MAX_PROTECT * 64];
+  evict_policy_protect_text(p, protect, sizeof protect);
+  cJSON_AddStringToObject(j, "protect", protect);
+  cJSON_AddStringToObject(j, "protect_budget", EVICT_PROTECT_BUDGET);
   cJSON_AddNumberToObject(j, "seed", (double)p->seed);
   return j;
 }

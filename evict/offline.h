@@ -5,7 +5,11 @@
  * (docs/SCIENCE.md, "Eviction and replay"; oracle_set_eviction_output),
  * compared with the captured full-cache output: relative output error
  * ||o' - o|| / ||o||, attention mass lost, and the share of the needle span
- * kept. */
+ * kept. Offline replay cannot recompute anything: the decode queries (and,
+ * under the agnostic protocol, the question's K/V) are the captured ones,
+ * computed with the whole context, so under agnostic it shows the loss of
+ * the kept set alone, not the re-run question's (docs/SCIENCE.md, "Query
+ * protocols"; model replay shows that). */
 #ifndef OBC_EVICT_OFFLINE_H
 #define OBC_EVICT_OFFLINE_H
 

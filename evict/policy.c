@@ -30,6 +30,22 @@ void evict_policy_default(EvictPolicy *p) {
   p->seed = 1;
 }
 
+/* snapkv, vatp and streaming: names of generic scores and of presets. */
+static bool names_generic_score(const char *name, size_t n) {
+  char base[32];
+  if (n >= sizeof base) return false;
+  memcpy(base, name, n);
+  base[n] = '\0';
+  return score_quantity_from_name(base) >= 0 || !strcmp(base, "streaming");
+}
+
+void evict_policy_canonical_score(const char *name, char *out, size_t size) {
+  const char *plus = strchr(name, '+');
+  bool shadowed =
+      strncmp(name, "preset:", 7) && plus && names_generic_score(name, (size_t)(plus - name));
+  snprintf(out, size, "%s%s", shadowed ? "preset:" : "", name);
+}
+
 int evict_policy_set_score(EvictPolicy *p, const char *name) {
   int q = score_quantity_from_name(name), rc = OBC_OK;
   if (q >= 0) {
@@ -51,6 +67,8 @@ int evict_policy_set_score(EvictPolicy *p, const char *name) {
   } else if ((rc = evict_preset_parse(name, &p->preset, &p->preset_inner)) <= 0) {
     if (rc) return rc;
     p->kind = EVICT_SCORE_PRESET;
+    evict_policy_canonical_score(name, p->score, sizeof p->score);
+    return OBC_OK;
   } else {
     char names[512] = "";
     for (int i = 0; i < OBC_Q_COUNT; i++) {
@@ -137,20 +155,78 @@ int evict_policy_set_allocation(EvictPolicy *p, const char *name) {
   return OBC_OK;
 }
 
-int evict_policy_set_mode(EvictPolicy *p, const char *name) {
-  if (!strcmp(name, "aware"))
-    p->mode = EVICT_MODE_AWARE;
-  else if (!strcmp(name, "agnostic"))
-    p->mode = EVICT_MODE_AGNOSTIC;
-  else
-    return obc_fail(OBC_EINVAL, "--mode %s: expected aware or agnostic", name);
+static const char *const protocol_names[EVICT_N_PROTOCOLS] = {
+    [EVICT_PROTOCOL_AGNOSTIC] = "agnostic",
+    [EVICT_PROTOCOL_AWARE] = "aware",
+    [EVICT_PROTOCOL_AGNOSTIC_CAPTURED] = "agnostic-captured"};
+
+int evict_policy_set_protocol(EvictPolicy *p, const char *name) {
+  for (int i = 0; i < EVICT_N_PROTOCOLS; i++)
+    if (!strcmp(name, protocol_names[i])) {
+      p->protocol = (EvictProtocol)i;
+      return OBC_OK;
+    }
+  return obc_fail(OBC_EINVAL, "--protocol %s: expected agnostic, aware or agnostic-captured", name);
+}
+
+int evict_policy_set_protect(EvictPolicy *p, const char *list) {
+  char buf[EVICT_MAX_PROTECT * 64], *items[EVICT_MAX_PROTECT];
+  size_t n = 0;
+  int rc = obc_split_list("--protect", list, buf, sizeof buf, items, EVICT_MAX_PROTECT, &n);
+  for (size_t i = 0; i < n && !rc; i++)
+    if (strlen(items[i]) >= sizeof p->protect[0])
+      rc = obc_fail(OBC_EINVAL, "--protect %s: span names have < 64 characters", items[i]);
+  if (rc) return rc;
+  p->n_protect = n;
+  for (size_t i = 0; i < n; i++) snprintf(p->protect[i], sizeof p->protect[i], "%s", items[i]);
+  return OBC_OK;
+}
+
+void evict_policy_protect_text(const EvictPolicy *p, char *out, size_t size) {
+  size_t used = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < p->n_protect && used + 1 < size; i++) {
+    int n = snprintf(out + used, size - used, "%s%s", i ? "," : "", p->protect[i]);
+    if (n < 0) break;
+    used += (size_t)n;
+  }
+}
+
+int evict_policy_protected(const EvictPolicy *p, const TraceMeta *meta, const char *trace,
+                           unsigned char **mask) {
+  *mask = NULL;
+  if (p->n_protect == 0) return OBC_OK;
+  for (size_t i = 0; i < p->n_protect; i++) {
+    if (trace_meta_find_span(meta, p->protect[i])) continue;
+    char names[1024] = "";
+    for (size_t j = 0; j < meta->n_spans; j++) {
+      if (j) strncat(names, ", ", sizeof names - strlen(names) - 1);
+      strncat(names, meta->spans[j].name, sizeof names - strlen(names) - 1);
+    }
+    return obc_fail(OBC_EINVAL, "%s: --protect %s: no such span (the trace has: %s)", trace,
+                    p->protect[i], meta->n_spans ? names : "none");
+  }
+  unsigned char *m = obc_calloc(meta->n_prompt + 1, 1, "protected positions");
+  if (!m) return OBC_ENOMEM;
+  for (size_t i = 0; i < p->n_protect; i++) {
+    const TraceSpan *span = trace_meta_find_span(meta, p->protect[i]);
+    int64_t begin = span->begin < 0 ? 0 : span->begin;
+    int64_t end = span->end > (int64_t)meta->n_prompt ? (int64_t)meta->n_prompt : span->end;
+    for (int64_t q = begin; q < end; q++) m[q] = 1;
+  }
+  *mask = m;
   return OBC_OK;
 }
 
 const char *evict_allocation_name(EvictAllocation a) {
   return a == EVICT_ALLOC_ADAKV ? "adakv" : a == EVICT_ALLOC_PYRAMID ? "pyramid" : "uniform";
 }
-const char *evict_mode_name(EvictMode m) { return m == EVICT_MODE_AGNOSTIC ? "agnostic" : "aware"; }
+const char *evict_protocol_name(EvictProtocol protocol) {
+  return (unsigned)protocol < EVICT_N_PROTOCOLS ? protocol_names[protocol] : "agnostic";
+}
+bool evict_protocol_reruns_tail(EvictProtocol protocol) {
+  return protocol == EVICT_PROTOCOL_AGNOSTIC;
+}
 
 int evict_policy_budget_tokens(const EvictPolicy *p, size_t n_candidates, size_t *tokens) {
   if (p->kind == EVICT_SCORE_PRESET) return evict_preset_budget_tokens(p, n_candidates, tokens);
@@ -162,8 +238,8 @@ int evict_policy_budget_tokens(const EvictPolicy *p, size_t n_candidates, size_t
   if (k == 0 || k > n_candidates)
     return obc_fail(OBC_EINVAL, "--budget %s: %zu tokens (expected 1..%zu, the %s)", p->budget_text,
                     k, n_candidates,
-                    p->mode == EVICT_MODE_AGNOSTIC ? "context positions before the question"
-                                                   : "prompt positions");
+                    p->protocol == EVICT_PROTOCOL_AWARE ? "prompt positions"
+                                                        : "context positions before the question");
   size_t fixed = p->sinks + (p->kind == EVICT_SCORE_STREAMING ? 0 : p->recent);
   if (fixed > k || (p->kind == EVICT_SCORE_STREAMING && p->sinks >= k && k < n_candidates))
     return obc_fail(OBC_EINVAL,
@@ -175,15 +251,16 @@ int evict_policy_budget_tokens(const EvictPolicy *p, size_t n_candidates, size_t
 }
 
 int evict_policy_candidates(const EvictPolicy *p, const TraceMeta *meta, size_t *n) {
-  if (p->mode == EVICT_MODE_AWARE) {
-    *n = meta->n_prompt;
-    return OBC_OK;
-  }
+  *n = meta->n_prompt;
+  if (p->protocol == EVICT_PROTOCOL_AWARE) return OBC_OK;
   const TraceSpan *question = trace_meta_find_span(meta, "question");
-  if (!question || question->begin <= 0 || question->begin >= (int64_t)meta->n_prompt)
+  if (!question) return OBC_OK; /* no question: the whole prompt is the context */
+  if (question->begin <= 0 || question->begin >= (int64_t)meta->n_prompt)
     return obc_fail(OBC_EINVAL,
-                    "--mode agnostic: the trace has no \"question\" span inside the "
-                    "prompt (expected a NIAH capture; hint: --mode aware)");
+                    "--protocol %s: the \"question\" span begins at %lld, outside the "
+                    "prompt's positions 1..%zu (hint: --protocol aware)",
+                    evict_protocol_name(p->protocol), (long long)question->begin,
+                    meta->n_prompt - 1);
   *n = (size_t)question->begin;
   return OBC_OK;
 }
@@ -240,19 +317,42 @@ void evict_keep_layer_best(const double *scores, size_t n_kv_heads, size_t n, si
     keep[pool[i].head * n_prompt + pool[i].position] = 1;
 }
 
+/* Streaming with protected positions: the sinks, the protected candidates,
+ * then the most recent others until the head keeps k. */
+static void select_streaming_protected(size_t n, size_t sinks, size_t k,
+                                       const unsigned char *protect, unsigned char *keep) {
+  size_t count = 0;
+  for (size_t q = 0; q < n; q++)
+    if (q < sinks || protect[q]) keep[q] = 1, count++;
+  for (size_t q = n; q-- > 0 && count < k;)
+    if (!keep[q]) keep[q] = 1, count++;
+}
+
 int evict_keep_from_scores(const EvictPolicy *p, const double *scores, size_t n_layers,
                            size_t n_kv_heads, size_t n_prompt, size_t n_candidates,
-                           EvictKeepSet *out) {
+                           const unsigned char *protect, EvictKeepSet *out) {
   if (p->kind == EVICT_SCORE_PRESET)
-    return evict_preset_keep(p, scores, n_layers, n_kv_heads, n_prompt, n_candidates, out);
+    return evict_preset_keep(p, scores, n_layers, n_kv_heads, n_prompt, n_candidates, protect, out);
   memset(out, 0, sizeof *out);
   size_t k = 0;
   int rc = evict_policy_budget_tokens(p, n_candidates, &k);
   if (rc) return rc;
-  size_t sinks = p->sinks, recent = p->kind == EVICT_SCORE_STREAMING ? 0 : p->recent;
-  if (p->kind == EVICT_SCORE_STREAMING) recent = k - (sinks < k ? sinks : k);
+  bool streaming = p->kind == EVICT_SCORE_STREAMING;
+  size_t sinks = p->sinks, recent = streaming ? 0 : p->recent;
+  if (streaming) recent = k - (sinks < k ? sinks : k);
   if (sinks > k) sinks = k;
   size_t n = n_candidates, G = n_kv_heads;
+  /* Protected candidates not already kept as sinks (or, scored, as recent):
+   * they take their share of the budget first. */
+  size_t n_protected = 0;
+  for (size_t q = 0; protect && q < n; q++)
+    n_protected += protect[q] && q >= sinks && (streaming || q < n - recent);
+  if (sinks + (streaming ? 0 : recent) + n_protected > k)
+    return obc_fail(OBC_EINVAL,
+                    "--budget %s: %zu tokens leave no room for the %zu protected positions "
+                    "(--protect, inside the budget) beside %zu sinks and a recent window of "
+                    "%zu (hint: a larger budget)",
+                    p->budget_text, k, n_protected, sinks, streaming ? 0 : recent);
   out->n_layers = n_layers;
   out->n_kv_heads = G;
   out->n_prompt = n_prompt;
@@ -263,11 +363,14 @@ int evict_keep_from_scores(const EvictPolicy *p, const double *scores, size_t n_
   out->keep = obc_calloc(n_layers * G * n_prompt, 1, "kept positions");
   out->n_kept = obc_calloc(n_layers * G, sizeof(size_t), "kept counts");
   size_t *ranked = obc_malloc((n + 1) * sizeof *ranked, "selection ranking");
+  double *boosted = protect ? obc_malloc((n + 1) * sizeof *boosted, "protected scores") : NULL;
   EvictCandidate *pool = p->allocation == EVICT_ALLOC_ADAKV
                              ? obc_malloc((G * n + 1) * sizeof *pool, "AdaKV candidates")
                              : NULL;
-  if (!out->keep || !out->n_kept || !ranked || (p->allocation == EVICT_ALLOC_ADAKV && !pool)) {
+  if (!out->keep || !out->n_kept || !ranked || (protect && !boosted) ||
+      (p->allocation == EVICT_ALLOC_ADAKV && !pool)) {
     free(ranked);
+    free(boosted);
     free(pool);
     evict_keep_set_free(out);
     return OBC_ENOMEM;
@@ -275,14 +378,23 @@ int evict_keep_from_scores(const EvictPolicy *p, const double *scores, size_t n_
   size_t per_head = k;
   if (p->allocation == EVICT_ALLOC_ADAKV) {
     per_head = (size_t)ceil(p->adakv_floor * (double)k);
-    if (per_head < sinks + recent) per_head = sinks + recent;
+    if (per_head < sinks + recent + n_protected) per_head = sinks + recent + n_protected;
     if (per_head > k) per_head = k;
   }
   for (size_t l = 0; l < n_layers; l++) {
     for (size_t g = 0; g < G; g++) {
       size_t head = l * G + g;
       unsigned char *keep = out->keep + head * n_prompt;
-      select_head(scores + head * n, n, sinks, recent, per_head - sinks - recent, keep, ranked);
+      const double *head_scores = scores + head * n;
+      if (protect && streaming) {
+        select_streaming_protected(n, sinks, per_head, protect, keep);
+      } else {
+        if (protect) { /* protected candidates rank first (kvpress: score max + 1) */
+          for (size_t q = 0; q < n; q++) boosted[q] = protect[q] ? INFINITY : head_scores[q];
+          head_scores = boosted;
+        }
+        select_head(head_scores, n, sinks, recent, per_head - sinks - recent, keep, ranked);
+      }
       for (size_t q = n; q < n_prompt; q++) keep[q] = 1; /* after the candidates: always kept */
     }
     if (p->allocation == EVICT_ALLOC_ADAKV && per_head < k)
@@ -295,6 +407,7 @@ int evict_keep_from_scores(const EvictPolicy *p, const double *scores, size_t n_
     }
   }
   free(ranked);
+  free(boosted);
   free(pool);
   return OBC_OK;
 }
@@ -354,9 +467,10 @@ int evict_policy_scores(TraceReader *reader, const EvictPolicy *p, double **scor
     size_t captured = evict_rows_ending_at(meta, n);
     if (captured == 0)
       return obc_fail(OBC_EINVAL,
-                      "%s: no captured prompt rows end at position %zu (the %s "
-                      "window needs them; hint: capture with more --rows)",
-                      trace_path(reader), n - 1, evict_mode_name(p->mode));
+                      "%s: no captured prompt rows end at position %zu (the %s window needs "
+                      "them; hint: capture with more --rows%s)",
+                      trace_path(reader), n - 1, evict_protocol_name(p->protocol),
+                      p->protocol == EVICT_PROTOCOL_AWARE ? "" : ", or --protocol aware");
     window =
         p->window ? p->window : (captured < EVICT_DEFAULT_WINDOW ? captured : EVICT_DEFAULT_WINDOW);
     if (window > captured)
@@ -419,14 +533,16 @@ int evict_policy_apply_scores(TraceReader *reader, const EvictPolicy *p, EvictKe
   memset(out, 0, sizeof *out);
   if (scores_out) *scores_out = NULL;
   size_t n = 0, k = 0, window = 0;
+  unsigned char *protect = NULL;
   int rc = evict_policy_candidates(p, meta, &n);
   if (!rc) rc = evict_policy_budget_tokens(p, n, &k); /* fail fast, before the scores */
   if (rc) return obc_fail_context(rc, "%s", trace_path(reader));
+  if ((rc = evict_policy_protected(p, meta, trace_path(reader), &protect))) return rc;
   double *scores = NULL;
   rc = evict_policy_scores(reader, p, &scores, &n, &window);
-  if (!rc)
-    rc = evict_keep_from_scores(p, scores, meta->model.n_layers, meta->model.n_kv_heads,
-                                meta->n_prompt, n, out);
+  if (!rc && (rc = evict_keep_from_scores(p, scores, meta->model.n_layers, meta->model.n_kv_heads,
+                                          meta->n_prompt, n, protect, out)))
+    obc_fail_context(rc, "%s", trace_path(reader));
   if (!rc) {
     out->window = window;
     snprintf(out->trace_hash, sizeof out->trace_hash, "%s", meta->content_hash);
@@ -436,6 +552,7 @@ int evict_policy_apply_scores(TraceReader *reader, const EvictPolicy *p, EvictKe
     scores = NULL;
   }
   free(scores);
+  free(protect);
   return rc;
 }
 

@@ -4,14 +4,30 @@
  * bound: docs/SCIENCE.md), the decode queries' attention decode_attn, seeded
  * random, or streaming = sinks + most recent) x a budget (tokens or a fraction
  * of the candidates) x a recent window x sink tokens x an allocation across KV
- * heads x a mode:
+ * heads x a query protocol (kvpress's meanings, docs/SCIENCE.md, "Query
+ * protocols"):
  *
- * - query-aware: scores from the window of prompt rows ending at the end of
- *   the prompt (the question included); every prompt position is a candidate.
- * - query-agnostic: the window ends where the trace's "question" span
- *   begins, as if the context were compressed before the question arrived;
- *   candidates are the positions before it, and the question (with the rest
- *   of the prompt after it) is always kept in addition to the budget.
+ * - agnostic (the default, as in kvpress): the context is compressed alone.
+ *   Scores come from the window of prompt rows ending where the trace's
+ *   "question" span begins; candidates are the positions before it. Model
+ *   replay then re-runs the question and the template tail (every prompt
+ *   position from the question's begin on) through the model against the
+ *   compressed cache, at their own positions, and decodes from there.
+ * - aware: context and question are compressed together: the window ends at
+ *   the end of the prompt and every prompt position is a candidate.
+ * - agnostic-captured: agnostic's kept set, but model replay keeps the
+ *   question's K/V as captured (computed while attending to the whole
+ *   context, so they carry information from evicted tokens). A variant for
+ *   comparison with earlier measurements.
+ *
+ * Under both agnostic protocols the positions from the question's begin on
+ * are kept on top of the budget; a trace without a "question" span has no
+ * tail, and every protocol compresses its whole prompt.
+ *
+ * Protected spans (--protect question,needle): the positions of the named
+ * trace spans are kept in every KV head and count inside the budget (as
+ * kvpress counts its protected window), beside the sinks and the recent
+ * window; protected positions after the candidates are kept anyway.
  *
  * Selection per KV head: the first `sinks` candidates, the last `recent`
  * candidates, then the best-scoring others (ties: lower position first).
@@ -42,7 +58,16 @@ typedef enum {
 /* PYRAMID (the pyramidkv preset only): every KV head of a layer keeps the
  * layer's budget of evict_preset_pyramid_budget. */
 typedef enum { EVICT_ALLOC_UNIFORM = 0, EVICT_ALLOC_ADAKV, EVICT_ALLOC_PYRAMID } EvictAllocation;
-typedef enum { EVICT_MODE_AWARE = 0, EVICT_MODE_AGNOSTIC } EvictMode;
+typedef enum {
+  EVICT_PROTOCOL_AGNOSTIC = 0,     /* context compressed alone, question re-run */
+  EVICT_PROTOCOL_AWARE,            /* context + question compressed together */
+  EVICT_PROTOCOL_AGNOSTIC_CAPTURED /* agnostic's kept set, question K/V as captured */
+} EvictProtocol;
+#define EVICT_N_PROTOCOLS 3
+#define EVICT_DEFAULT_PROTOCOL EVICT_PROTOCOL_AGNOSTIC
+#define EVICT_MAX_PROTECT 8 /* spans of --protect */
+/* Where protected positions count, as outputs record it (protect_budget). */
+#define EVICT_PROTECT_BUDGET "inside"
 
 #define EVICT_DEFAULT_WINDOW 64
 #define EVICT_DEFAULT_ADAKV_FLOOR 0.2
@@ -61,7 +86,9 @@ typedef struct {
   size_t sinks;
   EvictAllocation allocation;
   double adakv_floor; /* AdaKV per-head floor as a share of the budget */
-  EvictMode mode;
+  EvictProtocol protocol;
+  char protect[EVICT_MAX_PROTECT][64]; /* --protect: names of trace spans kept */
+  size_t n_protect;
   uint64_t seed;     /* random scores */
   OracleSteps steps; /* decode steps of oracle / decode_attn, when steps_given */
   bool steps_given;  /* else oracle@1 for oracle, every step (T) for decode_attn */
@@ -85,6 +112,11 @@ void evict_policy_default(EvictPolicy *policy);
  * decode_attn@3-9; then the presets of evict/preset.h); OBC_EINVAL naming
  * the valid ones otherwise. */
 int evict_policy_set_score(EvictPolicy *policy, const char *name);
+/* The name a score is recorded and paired under: as given, except that a
+ * preset with OBCache's score inside whose bare name is also a generic score
+ * (snapkv+obc_vk) is named as the preset (preset:snapkv+obc_vk), so that it
+ * pairs with preset:snapkv, not with the generic snapkv. */
+void evict_policy_canonical_score(const char *name, char *out, size_t size);
 /* --oracle 1|T|N|a-b: the steps of oracle and decode_attn. */
 int evict_policy_set_steps(EvictPolicy *policy, const char *text);
 /* The decode steps the score sums over (oracle / decode_attn). */
@@ -95,15 +127,28 @@ void evict_policy_score_name(const EvictPolicy *policy, char *out, size_t size);
 /* "40" (tokens), "0.1" or "10%" (fraction of the candidates). */
 int evict_policy_set_budget(EvictPolicy *policy, const char *text);
 int evict_policy_set_allocation(EvictPolicy *policy, const char *name);
-int evict_policy_set_mode(EvictPolicy *policy, const char *name);
+/* "agnostic", "aware" or "agnostic-captured". */
+int evict_policy_set_protocol(EvictPolicy *policy, const char *name);
+/* --protect "question,needle": span names (checked against a trace by
+ * evict_policy_protected). */
+int evict_policy_set_protect(EvictPolicy *policy, const char *list);
 const char *evict_allocation_name(EvictAllocation allocation);
-const char *evict_mode_name(EvictMode mode);
+const char *evict_protocol_name(EvictProtocol protocol);
+/* Whether the protocol re-runs the question and the template tail. */
+bool evict_protocol_reruns_tail(EvictProtocol protocol);
+/* The protected spans as "question,needle" ("" for none). */
+void evict_policy_protect_text(const EvictPolicy *policy, char *out, size_t size);
+/* The protected positions: *mask (n_prompt) 1 = protected, malloc'd, or
+ * NULL when the policy protects nothing; OBC_EINVAL naming the trace and
+ * its spans when a span is unknown. */
+int evict_policy_protected(const EvictPolicy *policy, const TraceMeta *meta, const char *trace,
+                           unsigned char **mask);
 
 /* Budget in tokens for n_candidates; checks 0 < budget <= n_candidates and
  * room for the sinks and recent window. */
 int evict_policy_budget_tokens(const EvictPolicy *policy, size_t n_candidates, size_t *tokens);
-/* First position after the candidates in the given mode (n_prompt when
- * query-aware, the question's begin when query-agnostic). */
+/* First position after the candidates under the protocol (n_prompt when
+ * query-aware or without a question span, else the question's begin). */
 int evict_policy_candidates(const EvictPolicy *policy, const TraceMeta *meta, size_t *n);
 
 /* The policy's scores of every candidate: *scores (n_layers, n_kv_heads,
@@ -117,10 +162,11 @@ int evict_policy_apply(TraceReader *reader, const EvictPolicy *policy, EvictKeep
  * n_kv_heads, out->n_candidates), malloc'd, when scores is not NULL. */
 int evict_policy_apply_scores(TraceReader *reader, const EvictPolicy *policy, EvictKeepSet *out,
                               double **scores);
-/* Same, on scores given per head: scores (n_layers, n_kv_heads, n_candidates). */
+/* Same, on scores given per head: scores (n_layers, n_kv_heads, n_candidates).
+ * protect: (n_prompt) protected positions (evict_policy_protected) or NULL. */
 int evict_keep_from_scores(const EvictPolicy *policy, const double *scores, size_t n_layers,
                            size_t n_kv_heads, size_t n_prompt, size_t n_candidates,
-                           EvictKeepSet *out);
+                           const unsigned char *protect, EvictKeepSet *out);
 void evict_keep_set_free(EvictKeepSet *keep);
 
 /* A candidate of an AdaKV-style pool across a layer's KV heads. */

@@ -25,9 +25,29 @@ static int parse_alloc(void *p, const char *o, const char *v) {
   (void)o;
   return evict_policy_set_allocation(p, v);
 }
-static int parse_mode(void *p, const char *o, const char *v) {
+/* --protocol P or, where the command takes a list (replay --sweep), P,P..:
+ * the first sets the policy's protocol, all go to the list. */
+static int parse_protocol(void *target, const char *option, const char *value) {
+  EvictPolicyProtocolTarget *t = target;
+  char buf[256], *items[EVICT_N_PROTOCOLS + 1];
+  size_t n = 0;
+  int rc = obc_split_list(option, value, buf, sizeof buf, items, EVICT_N_PROTOCOLS + 1, &n);
+  if (!rc && n > 1 && !t->list)
+    rc = obc_fail(OBC_EINVAL, "%s %s: one protocol expected (a list only in replay --sweep)",
+                  option, value);
+  if (!rc && n > EVICT_N_PROTOCOLS)
+    rc = obc_fail(OBC_EINVAL, "%s %s: at most %d protocols", option, value, EVICT_N_PROTOCOLS);
+  if (t->list) t->list->n = 0;
+  for (size_t i = 0; i < n && !rc; i++) {
+    if ((rc = evict_policy_set_protocol(t->policy, items[i]))) break;
+    if (t->list) t->list->protocols[t->list->n++] = t->policy->protocol;
+  }
+  if (!rc && t->list) t->policy->protocol = t->list->protocols[0];
+  return rc;
+}
+static int parse_protect(void *p, const char *o, const char *v) {
   (void)o;
-  return evict_policy_set_mode(p, v);
+  return evict_policy_set_protect(p, v);
 }
 
 static int parse_window(void *target, const char *option, const char *value) {
@@ -45,7 +65,9 @@ static int parse_floor(void *target, const char *option, const char *value) {
 }
 
 void evict_policy_options(EvictPolicy *p, bool *sinks_given, bool *recent_given,
+                          EvictPolicyProtocolTarget *protocol,
                           ObcOption options[EVICT_POLICY_N_OPTIONS]) {
+  protocol->policy = p;
   const ObcOption table[] = {
       OBC_OPTION_HEADING("policy options:"),
       {"--score", NULL, "S",
@@ -79,10 +101,22 @@ void evict_policy_options(EvictPolicy *p, bool *sinks_given, bool *recent_given,
        NULL, OBC_OPTION_CUSTOM, p, parse_alloc, NULL},
       {"--adakv-floor", NULL, "F", "AdaKV floor per head as a share of the budget", "0.2",
        OBC_OPTION_CUSTOM, &p->adakv_floor, parse_floor, NULL},
-      {"--mode", NULL, "M",
-       "aware (default: window ends at the question = end of the prompt) or agnostic (window "
-       "ends before the question span; the question is kept on top of the budget)",
-       NULL, OBC_OPTION_CUSTOM, p, parse_mode, NULL},
+      {"--protocol", NULL, "P",
+       "agnostic (default, as in kvpress: the context is compressed alone, the window ends "
+       "where the question span begins; model replay then re-runs the question and the "
+       "template tail through the model against the compressed cache, at their own positions), "
+       "aware (context and question compressed together, window at the end of the prompt) or "
+       "agnostic-captured (agnostic's kept set, replayed with the question's K/V as captured "
+       "with the full context, which leaks the evicted tokens). replay --sweep takes a list "
+       "(agnostic,aware)",
+       "agnostic", OBC_OPTION_CUSTOM, protocol, parse_protocol, NULL},
+      {"--mode", NULL, "P", "deprecated alias of --protocol", NULL, OBC_OPTION_CUSTOM, protocol,
+       parse_protocol, NULL},
+      {"--protect", NULL, "SPAN,..",
+       "trace spans kept in every KV head (obcache info TRACE lists them: needle, "
+       "needle_value, context, question, answer_prefix); they count inside the budget, beside "
+       "--sinks and --recent",
+       NULL, OBC_OPTION_CUSTOM, p, parse_protect, NULL},
       {"--seed", NULL, "N", "seed of --score random", "1", OBC_OPTION_UINT64, &p->seed, NULL, NULL},
   };
   _Static_assert(sizeof table / sizeof *table == EVICT_POLICY_N_OPTIONS, "table size");

@@ -1,6 +1,7 @@
 /* The policy options shared by `obcache evict` and `obcache replay`
  * (--score, --oracle, --budget, --window, --recent, --sinks, --alloc,
- * --adakv-floor, --mode, --seed) as an option table that fills an
+ * --adakv-floor, --protocol (and its deprecated alias --mode), --protect,
+ * --seed) as an option table that fills an
  * EvictPolicy (common/obc_options.h), and a
  * command-line joiner for the provenance attributes of the outputs. */
 #ifndef OBC_EVICT_POLICY_ARGS_H
@@ -12,11 +13,26 @@
 #include "common/obc_options.h"
 #include "evict/policy.h"
 
-enum { EVICT_POLICY_N_OPTIONS = 11 };
-/* Fills options with the policy options (a heading and 10 options), parsed
+/* The protocols of --protocol P,P.. (replay --sweep). */
+typedef struct {
+  EvictProtocol protocols[EVICT_N_PROTOCOLS];
+  size_t n; /* 0 = not given */
+} EvictProtocolList;
+
+/* Where --protocol goes: policy (set by evict_policy_options) and list, or
+ * list NULL where the command takes one protocol only. */
+typedef struct {
+  EvictPolicy *policy;
+  EvictProtocolList *list;
+} EvictPolicyProtocolTarget;
+
+enum { EVICT_POLICY_N_OPTIONS = 13 };
+/* Fills options with the policy options (a heading and 12 options), parsed
  * into policy; --sinks and --recent also set *sinks_given / *recent_given
- * (either may be NULL). */
+ * (either may be NULL); protocol->list (may be NULL) receives a --protocol
+ * list. protocol must outlive the parsing. */
 void evict_policy_options(EvictPolicy *policy, bool *sinks_given, bool *recent_given,
+                          EvictPolicyProtocolTarget *protocol,
                           ObcOption options[EVICT_POLICY_N_OPTIONS]);
 /* argv joined by spaces into out (size bytes, truncated). */
 void evict_join_command_line(int argc, char **argv, char *out, size_t size);

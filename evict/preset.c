@@ -483,12 +483,28 @@ static void keep_top(const double *scores, size_t n, size_t count, unsigned char
 }
 
 int evict_preset_keep(const EvictPolicy *p, const double *scores, size_t n_layers,
-                      size_t n_kv_heads, size_t n_prompt, size_t n, EvictKeepSet *out) {
+                      size_t n_kv_heads, size_t n_prompt, size_t n, const unsigned char *protect,
+                      EvictKeepSet *out) {
   const Preset *pr = preset_of(p);
   memset(out, 0, sizeof *out);
-  size_t k = 0, G = n_kv_heads;
+  size_t k = 0, G = n_kv_heads, n_protected = 0;
   int rc = evict_preset_budget_tokens(p, n, &k);
   if (rc) return rc;
+  for (size_t q = 0; protect && q < n; q++) n_protected += protect[q];
+  if (n_protected > k)
+    return obc_fail(OBC_EINVAL,
+                    "--budget %s: %zu tokens leave no room for the %zu protected positions "
+                    "(--protect, inside the budget; hint: a larger budget)",
+                    p->budget_text, k, n_protected);
+  /* Protected candidates rank first in every head (kvpress: score max + 1). */
+  double *boosted = NULL;
+  if (protect) {
+    boosted = obc_malloc((n_layers * n_kv_heads * n + 1) * sizeof *boosted, "protected scores");
+    if (!boosted) return OBC_ENOMEM;
+    for (size_t i = 0; i < n_layers * n_kv_heads * n; i++)
+      boosted[i] = protect[i % n] ? INFINITY : scores[i];
+    scores = boosted;
+  }
   out->n_layers = n_layers;
   out->n_kv_heads = G;
   out->n_prompt = n_prompt;
@@ -507,6 +523,7 @@ int evict_preset_keep(const EvictPolicy *p, const double *scores, size_t n_layer
   if (!out->keep || !out->n_kept || !ranked || (pr->allocation == EVICT_ALLOC_ADAKV && !pool)) {
     free(ranked);
     free(pool);
+    free(boosted);
     evict_keep_set_free(out);
     return OBC_ENOMEM;
   }
@@ -515,6 +532,14 @@ int evict_preset_keep(const EvictPolicy *p, const double *scores, size_t n_layer
     if (pr->allocation == EVICT_ALLOC_PYRAMID)
       rc = evict_preset_pyramid_budget(p, n, pr->window, n_layers, l, &per_head);
     if (pr->allocation == EVICT_ALLOC_ADAKV) per_head = k / ADAKV_SAFEGUARD_DIVISOR;
+    if (!rc && per_head < n_protected) {
+      if (pr->allocation == EVICT_ALLOC_PYRAMID)
+        rc = obc_fail(OBC_EINVAL,
+                      "--budget %s: layer %zu keeps %zu per KV head, fewer than the %zu "
+                      "protected positions (--protect; hint: a larger budget)",
+                      p->budget_text, l, per_head, n_protected);
+      per_head = n_protected; /* AdaKV: each head's floor holds them */
+    }
     for (size_t g = 0; g < G && !rc; g++) {
       unsigned char *keep = out->keep + (l * G + g) * n_prompt;
       keep_top(scores + (l * G + g) * n, n, per_head, keep, ranked);
@@ -531,6 +556,7 @@ int evict_preset_keep(const EvictPolicy *p, const double *scores, size_t n_layer
   }
   free(ranked);
   free(pool);
+  free(boosted);
   if (rc) evict_keep_set_free(out);
   return rc;
 }

@@ -59,8 +59,10 @@ int evict_preset_pyramid_budget(const EvictPolicy *policy, size_t n, size_t wind
  * are captured or the trace lacks what the preset reads. */
 int evict_preset_scores(TraceReader *reader, const EvictPolicy *policy, size_t n, double *scores,
                         size_t *window);
-/* The preset's kept sets from its scores (n_layers, n_kv_heads, n_candidates). */
+/* The preset's kept sets from its scores (n_layers, n_kv_heads, n_candidates);
+ * protect (n_prompt) or NULL: positions kept first, inside the budget. */
 int evict_preset_keep(const EvictPolicy *policy, const double *scores, size_t n_layers,
-                      size_t n_kv_heads, size_t n_prompt, size_t n_candidates, EvictKeepSet *out);
+                      size_t n_kv_heads, size_t n_prompt, size_t n_candidates,
+                      const unsigned char *protect, EvictKeepSet *out);
 
 #endif

@@ -51,7 +51,25 @@ static int write_json(ObcOutputSet *set, const char *trace_path, const char *mod
   for (size_t t = 0; t < r->n_steps; t++)
     cJSON_AddItemToArray(steps, cJSON_CreateNumber(r->kl_forced[t]));
   cJSON_AddNumberToObject(root, "logits_rel_diff_forced", r->logits_rel_diff);
+  cJSON_AddNumberToObject(root, "rerun_tokens", (double)r->rerun_tokens);
+  cJSON_AddNumberToObject(root, "first_token", (double)r->first_token);
+  cJSON_AddNumberToObject(root, "first_token_full", (double)evict_replayer_full_token(replayer, 0));
+  cJSON_AddItemToObject(
+      root, "kl_prefill",
+      isfinite(r->kl_prefill) ? cJSON_CreateNumber(r->kl_prefill) : cJSON_CreateNull());
   return obc_output_json(set, "replay.json", root);
+}
+
+/* replay_logits.f32 when the replayer kept its logits (--save-logits). */
+static int write_logits(ObcOutputSet *set, const EvictReplayer *replayer) {
+  size_t rows = 0, vocab = 0;
+  const float *logits = evict_replayer_logits(replayer, &rows, &vocab);
+  if (!logits || rows == 0) return OBC_OK;
+  FILE *fp = NULL;
+  int rc = obc_output_open(set, "replay_logits.f32", &fp);
+  if (rc) return rc;
+  fwrite(logits, sizeof *logits, rows * vocab, fp); /* obc_output_close checks the stream */
+  return obc_output_close(set, fp);
 }
 
 int evict_replay_write(const char *dir, const char *trace_path, const char *model_path,
@@ -60,6 +78,7 @@ int evict_replay_write(const char *dir, const char *trace_path, const char *mode
   ObcOutputSet set;
   int rc = obc_output_begin(&set, dir);
   if (!rc) rc = write_steps_csv(&set, replayer, r);
+  if (!rc) rc = write_logits(&set, replayer);
   if (!rc) rc = write_json(&set, trace_path, model_path, keep, replayer, r, command_line);
   return obc_output_end(&set, rc);
 }

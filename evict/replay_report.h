@@ -1,7 +1,10 @@
 /* Files of a model replay: replay.json (trace, model, policy, answers, needle
  * match and prefix, token agreement, first diverging step, teacher-forced KL
- * per step and its mean) and replay_steps.csv (step, full-cache token,
- * replayed token, teacher-forced KL), each written under a temporary name. */
+ * per step and its mean; under agnostic the re-run's tokens, first answer
+ * token and its KL) and replay_steps.csv (step, full-cache token, replayed
+ * token, teacher-forced KL), and replay_logits.f32 when the replayer kept
+ * its logits (evict_replayer_keep_logits), each written under a temporary
+ * name. */
 #ifndef OBC_EVICT_REPLAY_REPORT_H
 #define OBC_EVICT_REPLAY_REPORT_H
 

@@ -21,6 +21,7 @@
 #include "evict/offline.h"
 #include "sweep/cell.h"
 #include "sweep/plan.h"
+#include "sweep/replay_pairs.h"
 
 void sweep_replay_config_default(SweepReplayConfig *c) {
   static const char *const scores[] = {"attn",     "snapkv",   "vatp",       "obc_v",
@@ -48,8 +49,18 @@ typedef struct {
   double *kl_steps; /* (n_steps) teacher-forced KL per step, or NULL */
 } SweepCell;
 
+/* The sweep's rows: every score under every protocol (protocol-major). */
 typedef struct {
-  char (*traces)[4096]; /* (n_traces) */
+  char label[64]; /* the score, or score:protocol when several are swept */
+  size_t score;   /* index into the given scores */
+  EvictProtocol protocol;
+} SweepRow;
+
+typedef struct {
+  SweepRow rows[EVICT_SWEEP_MAX];
+  size_t n_rows;
+  size_t n_given, n_protocols; /* given scores and protocols */
+  char (*traces)[4096];        /* (n_traces) */
   size_t n_traces;
   SweepCell *cells; /* (n_traces * n_scores * n_budgets) */
   size_t n_cells;
@@ -118,12 +129,13 @@ static int list_traces(const char *input, SweepRun *run) {
 }
 
 /* Checks every budget against the trace before any long computation. */
-static int check_budgets(const SweepReplayConfig *c, TraceReader *reader) {
-  for (size_t s = 0; s < c->n_scores; s++)
+static int check_budgets(const SweepReplayConfig *c, const SweepRun *run, TraceReader *reader) {
+  for (size_t s = 0; s < run->n_rows; s++)
     for (size_t b = 0; b < c->n_budgets; b++) {
       EvictPolicy p = c->base;
       size_t n = 0, k = 0;
-      int rc = evict_policy_set_score(&p, c->scores[s]);
+      p.protocol = run->rows[s].protocol;
+      int rc = evict_policy_set_score(&p, c->scores[run->rows[s].score]);
       if (!rc) rc = evict_policy_set_budget(&p, c->budgets[b]);
       if (!rc) rc = evict_policy_candidates(&p, trace_meta(reader), &n);
       if (!rc) rc = evict_policy_budget_tokens(&p, n, &k);
@@ -155,7 +167,7 @@ static int sweep_cell_from_replay(const EvictModelReplay *replay, SweepCell *cel
 static void report_cell(const SweepReplayConfig *c, const SweepRun *run, const SweepCell *cell) {
   if (!isatty(STDERR_FILENO)) return;
   fprintf(stderr, "\rreplay sweep: trace %zu/%zu, %-9s %-5s rel.err %.3f needle %s KL %.3g   ",
-          cell->trace + 1, run->n_traces, c->scores[cell->score], c->budgets[cell->budget],
+          cell->trace + 1, run->n_traces, run->rows[cell->score].label, c->budgets[cell->budget],
           cell->offline.rel_error,
           cell->needle_found < 0 ? "n/a"
           : cell->needle_found   ? "yes"
@@ -215,10 +227,11 @@ static int replay_cell(const SweepReplayConfig *c, EvictReplayer *replayer, Swee
   return q->n == q->cap ? pending_flush(c, replayer, run, q) : OBC_OK;
 }
 
-static int pending_init(const SweepReplayConfig *c, EvictReplayer *replayer, SweepPending *q) {
+static int pending_init(const SweepReplayConfig *c, const SweepRun *run, EvictReplayer *replayer,
+                        SweepPending *q) {
   memset(q, 0, sizeof *q);
   q->cap = c->batch == 1 ? 1 : evict_replayer_batch_seqs(replayer, c->batch) / 2;
-  size_t cells = c->n_scores * c->n_budgets;
+  size_t cells = run->n_rows * c->n_budgets;
   if (q->cap > cells) q->cap = cells ? cells : 1;
   q->keeps = obc_malloc(q->cap * sizeof *q->keeps, "batched replay sets");
   q->cells = obc_malloc(q->cap * sizeof *q->cells, "batched replay sets");
@@ -253,9 +266,10 @@ typedef struct {
 /* Bytes of kept-set masks a sweep holds at once (one chunk). */
 #define SWEEP_SETS_BYTES ((size_t)512 << 20)
 
-static int chunk_init(const SweepReplayConfig *c, const TraceMeta *meta, SweepChunk *chunk) {
+static int chunk_init(const SweepReplayConfig *c, const SweepRun *run, const TraceMeta *meta,
+                      SweepChunk *chunk) {
   size_t per_set = meta->model.n_layers * meta->model.n_kv_heads * meta->n_prompt + 1;
-  size_t all = c->n_scores * c->n_budgets;
+  size_t all = run->n_rows * c->n_budgets;
   chunk->cap = c->offline_batch ? c->offline_batch : SWEEP_SETS_BYTES / per_set;
   chunk->cap = chunk->cap < 1 ? 1 : chunk->cap > all ? all : chunk->cap;
   chunk->n = 0;
@@ -310,22 +324,25 @@ static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t,
   size_t first = 0;
   if (trace_meta_decode_rows(trace_meta(reader), &first) == 0)
     rc = obc_fail(OBC_EINVAL, "%s: no decode rows captured (replay needs them)", run->traces[t]);
-  if (!rc) rc = check_budgets(c, reader);
+  if (!rc) rc = check_budgets(c, run, reader);
+  unsigned char *protect = NULL;
+  if (!rc) rc = evict_policy_protected(&c->base, trace_meta(reader), run->traces[t], &protect);
   EvictReplayer *replayer = NULL;
   if (!rc && model)
     rc = evict_replayer_open(model, reader, c->steps, c->threads, c->device, &replayer);
   SweepPending pending = {0};
-  if (!rc && replayer) rc = pending_init(c, replayer, &pending);
+  if (!rc && replayer) rc = pending_init(c, run, replayer, &pending);
   /* The (score, budget) kept sets are gathered in chunks (all of the
    * trace's when their masks fit in SWEEP_SETS_BYTES), each replayed offline
    * in one pass (evict_offline_run_many) and then handed to the model replay
    * in order. */
   SweepChunk chunk = {0};
-  if (!rc) rc = chunk_init(c, trace_meta(reader), &chunk);
+  if (!rc) rc = chunk_init(c, run, trace_meta(reader), &chunk);
   const TraceMeta *meta = trace_meta(reader);
-  for (size_t s = 0; s < c->n_scores && !rc; s++) {
+  for (size_t s = 0; s < run->n_rows && !rc; s++) {
     EvictPolicy p = c->base;
-    rc = evict_policy_set_score(&p, c->scores[s]);
+    p.protocol = run->rows[s].protocol;
+    rc = evict_policy_set_score(&p, c->scores[run->rows[s].score]);
     double *scores = NULL;
     size_t n = 0, window = 0;
     if (!rc) rc = evict_policy_scores(reader, &p, &scores, &n, &window);
@@ -334,8 +351,11 @@ static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t,
       EvictKeepSet *keep = &chunk.keeps[chunk.n];
       if (!rc)
         rc = evict_keep_from_scores(&p, scores, meta->model.n_layers, meta->model.n_kv_heads,
-                                    meta->n_prompt, n, keep);
-      if (rc) break;
+                                    meta->n_prompt, n, protect, keep);
+      if (rc) {
+        obc_fail_context(rc, "%s", run->traces[t]);
+        break;
+      }
       keep->window = window;
       run->cells[run->n_cells + chunk.n++] = cell_new(t, s, b, keep->budget, n);
       if (chunk.n == chunk.cap) rc = chunk_flush(c, reader, replayer, run, &chunk, &pending);
@@ -348,6 +368,7 @@ static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t,
   if (isatty(STDERR_FILENO) && run->n_cells > 0) fprintf(stderr, "\n");
   pending_free(&pending);
   evict_replayer_close(replayer);
+  free(protect);
   trace_close(reader);
   return rc;
 }
@@ -406,11 +427,11 @@ static int write_kl_steps(ObcOutputSet *set, const SweepReplayConfig *c, const S
   FILE *fp = NULL;
   int rc = obc_output_open(set, "kl_steps.csv", &fp);
   if (rc) return rc;
-  fprintf(fp, "score,budget,fraction,step,traces,kl_forced\n");
+  fprintf(fp, "score,budget,fraction,step,traces,kl_forced,protocol\n");
   size_t max_steps = 0;
   for (size_t i = 0; i < run->n_cells; i++)
     max_steps = run->cells[i].n_steps > max_steps ? run->cells[i].n_steps : max_steps;
-  for (size_t s = 0; s < c->n_scores; s++)
+  for (size_t s = 0; s < run->n_rows; s++)
     for (size_t b = 0; b < c->n_budgets; b++)
       for (size_t t = 0; t < max_steps; t++) {
         double kl = 0.0, fraction = 0.0;
@@ -423,13 +444,120 @@ static int write_kl_steps(ObcOutputSet *set, const SweepReplayConfig *c, const S
           n++;
         }
         if (n)
-          fprintf(fp, "%s,%s,%.6g,%zu,%zu,%.6g\n", c->scores[s], c->budgets[b], fraction / n, t + 1,
-                  n, kl / n);
+          fprintf(fp, "%s,%s,%.6g,%zu,%zu,%.6g,%s\n", run->rows[s].label, c->budgets[b],
+                  fraction / n, t + 1, n, kl / n, evict_protocol_name(run->rows[s].protocol));
       }
   return obc_output_close(set, fp);
 }
 
-/* The four files of the set, in order. */
+/* Every pair of the sweep's rows: baseline and paired score under the same
+ * protocol (sweep/replay_pairs.h); returns the count (at most max). */
+static size_t row_pairs(const SweepReplayConfig *c, const SweepRun *run, SweepPair *pairs,
+                        size_t max) {
+  SweepPair by_score[EVICT_SWEEP_MAX];
+  size_t n = sweep_pairs_find((const char(*)[32])c->scores, run->n_given, by_score,
+                              EVICT_SWEEP_MAX),
+         count = 0;
+  for (size_t p = 0; p < run->n_protocols; p++)
+    for (size_t i = 0; i < n && count < max; i++)
+      pairs[count++] = (SweepPair){.baseline = p * run->n_given + by_score[i].baseline,
+                                   .paired = p * run->n_given + by_score[i].paired};
+  return count;
+}
+
+/* replay_pairs.csv: per pair and budget the baseline's and the paired
+ * score's means side by side (only when the sweep has pairs). */
+static int write_pairs(ObcOutputSet *set, const SweepReplayConfig *c, const SweepRun *run) {
+  SweepPair pairs[EVICT_SWEEP_MAX];
+  size_t n = row_pairs(c, run, pairs, EVICT_SWEEP_MAX);
+  if (n == 0) return OBC_OK;
+  FILE *fp = NULL;
+  int rc = obc_output_open(set, "replay_pairs.csv", &fp);
+  if (rc) return rc;
+  fprintf(fp,
+          "protocol,baseline,paired,budget,fraction,traces,needle_found_baseline,"
+          "needle_found_paired,needle_prefix_share_baseline,needle_prefix_share_paired,"
+          "kl_forced_baseline,kl_forced_paired,rel_error_baseline,rel_error_paired\n");
+  for (size_t i = 0; i < n; i++)
+    for (size_t b = 0; b < c->n_budgets; b++) {
+      SweepMean x, y;
+      sweep_mean(run, pairs[i].baseline, b, &x);
+      sweep_mean(run, pairs[i].paired, b, &y);
+      char v[6][32];
+      fprintf(fp, "%s,%s,%s,%s,%.6g,%zu,%s,%s,%s,%s,%s,%s,%.6g,%.6g\n",
+              evict_protocol_name(run->rows[pairs[i].baseline].protocol),
+              c->scores[run->rows[pairs[i].baseline].score],
+              c->scores[run->rows[pairs[i].paired].score], c->budgets[b], x.fraction, run->n_traces,
+              number(x.needle_found, v[0], 32), number(y.needle_found, v[1], 32),
+              number(x.needle_prefix_share, v[2], 32), number(y.needle_prefix_share, v[3], 32),
+              number(x.kl_forced, v[4], 32), number(y.kl_forced, v[5], 32), x.rel_error,
+              y.rel_error);
+    }
+  return obc_output_close(set, fp);
+}
+
+/* The paired table: per protocol, one row per pair and budget columns,
+ * each cell "baseline -> paired" of needle retrieval (with the model) or
+ * the offline relative output error. */
+static void print_pairs(const SweepReplayConfig *c, const SweepRun *run) {
+  SweepPair pairs[EVICT_SWEEP_MAX];
+  size_t n = row_pairs(c, run, pairs, EVICT_SWEEP_MAX);
+  if (n == 0) return;
+  for (int which = c->with_model ? 0 : 2; which < 3; which++) {
+    printf("\nbaseline vs baseline + OBCache: %s (baseline -> paired)\n",
+           which == 0   ? "needle retrieval"
+           : which == 1 ? "KL(full || evicted), teacher-forced"
+                        : "offline relative output error");
+    printf("%-10s %-26s", "protocol", "pair");
+    for (size_t b = 0; b < c->n_budgets; b++) printf(" %15s", c->budgets[b]);
+    printf("\n");
+    for (size_t i = 0; i < n; i++) {
+      char pair[64];
+      snprintf(pair, sizeof pair, "%s vs +%s", c->scores[run->rows[pairs[i].baseline].score],
+               c->scores[run->rows[pairs[i].paired].score] +
+                   strlen(c->scores[run->rows[pairs[i].baseline].score]) + 1);
+      printf("%-10s %-26s", evict_protocol_name(run->rows[pairs[i].baseline].protocol), pair);
+      for (size_t b = 0; b < c->n_budgets; b++) {
+        SweepMean x, y;
+        sweep_mean(run, pairs[i].baseline, b, &x);
+        sweep_mean(run, pairs[i].paired, b, &y);
+        double u = which == 0 ? x.needle_found : which == 1 ? x.kl_forced : x.rel_error;
+        double v = which == 0 ? y.needle_found : which == 1 ? y.kl_forced : y.rel_error;
+        char cell[32];
+        snprintf(cell, sizeof cell, "%.3g->%.3g", u, v);
+        printf(" %15s", cell);
+      }
+      printf("\n");
+    }
+  }
+}
+
+/* Every score under every protocol, protocol-major, with its label. */
+static int build_rows(const SweepReplayConfig *c, SweepRun *run) {
+  EvictProtocol protocols[EVICT_N_PROTOCOLS] = {c->base.protocol};
+  size_t n_protocols = c->n_protocols ? c->n_protocols : 1;
+  if (c->n_protocols) memcpy(protocols, c->protocols, n_protocols * sizeof *protocols);
+  if (n_protocols * c->n_scores > EVICT_SWEEP_MAX)
+    return obc_fail(OBC_EINVAL, "replay --sweep: %zu scores x %zu protocols (expected at most %d)",
+                    c->n_scores, n_protocols, EVICT_SWEEP_MAX);
+  run->n_given = c->n_scores;
+  run->n_protocols = n_protocols;
+  run->n_rows = 0;
+  for (size_t p = 0; p < n_protocols; p++)
+    for (size_t s = 0; s < c->n_scores; s++) {
+      SweepRow *row = &run->rows[run->n_rows++];
+      row->score = s;
+      row->protocol = protocols[p];
+      if (n_protocols > 1)
+        snprintf(row->label, sizeof row->label, "%s:%s", c->scores[s],
+                 evict_protocol_name(protocols[p]));
+      else
+        snprintf(row->label, sizeof row->label, "%s", c->scores[s]);
+    }
+  return OBC_OK;
+}
+
+/* The files of the set, in order (replay_pairs.csv only with pairs). */
 static int write_files(ObcOutputSet *set, const SweepReplayConfig *c, const SweepRun *run,
                        const char *model_name, const char *command_line) {
   char a[32], b2[32], d[32];
@@ -439,17 +567,18 @@ static int write_files(ObcOutputSet *set, const SweepReplayConfig *c, const Swee
   fprintf(fp,
           "trace,score,budget,tokens,candidates,rel_error,rel_error_step1,mass_lost,"
           "needle_kept,needle_found,needle_prefix,needle_chars,needle_tokens,agreement,"
-          "first_divergence,kl_forced\n");
+          "first_divergence,kl_forced,protocol\n");
   for (size_t i = 0; i < run->n_cells; i++) {
     const SweepCell *x = &run->cells[i];
     char e[32], f[32], g[32], h[32];
-    fprintf(fp, "%s,%s,%s,%zu,%zu,%.6g,%.6g,%.6g,%s,%d,%s,%s,%s,%s,%s,%s\n", run->traces[x->trace],
-            c->scores[x->score], c->budgets[x->budget], x->tokens, x->candidates,
-            x->offline.rel_error, x->offline.rel_error_step1, x->offline.mass_lost,
+    fprintf(fp, "%s,%s,%s,%zu,%zu,%.6g,%.6g,%.6g,%s,%d,%s,%s,%s,%s,%s,%s,%s\n",
+            run->traces[x->trace], run->rows[x->score].label, c->budgets[x->budget], x->tokens,
+            x->candidates, x->offline.rel_error, x->offline.rel_error_step1, x->offline.mass_lost,
             number(x->offline.needle_kept, a, sizeof a), x->needle_found,
             number(x->needle_prefix, e, sizeof e), number(x->needle_chars, f, sizeof f),
             number(x->needle_tokens, g, sizeof g), number(x->agreement, b2, sizeof b2),
-            number(x->first_divergence, h, sizeof h), number(x->kl_forced, d, sizeof d));
+            number(x->first_divergence, h, sizeof h), number(x->kl_forced, d, sizeof d),
+            evict_protocol_name(run->rows[x->score].protocol));
   }
   if ((rc = obc_output_close(set, fp))) return rc;
 
@@ -457,21 +586,23 @@ static int write_files(ObcOutputSet *set, const SweepReplayConfig *c, const Swee
   fprintf(fp,
           "score,budget,fraction,traces,rel_error,rel_error_step1,mass_lost,needle_kept,"
           "needle_found,needle_prefix,needle_prefix_share,needle_tokens,agreement,"
-          "first_divergence,kl_forced\n");
-  for (size_t s = 0; s < c->n_scores; s++)
+          "first_divergence,kl_forced,protocol\n");
+  for (size_t s = 0; s < run->n_rows; s++)
     for (size_t b = 0; b < c->n_budgets; b++) {
       SweepMean m;
       sweep_mean(run, s, b, &m);
       char e[32], f[32], g[32], h[32], i2[32], j2[32], k2[32];
-      fprintf(fp, "%s,%s,%.6g,%zu,%.6g,%.6g,%.6g,%s,%s,%s,%s,%s,%s,%s,%s\n", c->scores[s],
+      fprintf(fp, "%s,%s,%.6g,%zu,%.6g,%.6g,%.6g,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", run->rows[s].label,
               c->budgets[b], m.fraction, run->n_traces, m.rel_error, m.rel_error_step1, m.mass_lost,
               number(m.needle_kept, a, sizeof a), number(m.needle_found, e, sizeof e),
               number(m.needle_prefix, i2, sizeof i2), number(m.needle_prefix_share, j2, sizeof j2),
               number(m.needle_tokens, k2, sizeof k2), number(m.agreement, f, sizeof f),
-              number(m.first_divergence, g, sizeof g), number(m.kl_forced, h, sizeof h));
+              number(m.first_divergence, g, sizeof g), number(m.kl_forced, h, sizeof h),
+              evict_protocol_name(run->rows[s].protocol));
     }
   if ((rc = obc_output_close(set, fp))) return rc;
   if ((rc = write_kl_steps(set, c, run))) return rc;
+  if ((rc = write_pairs(set, c, run))) return rc;
 
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "kind", "replay_sweep");
@@ -485,15 +616,22 @@ static int write_files(ObcOutputSet *set, const SweepReplayConfig *c, const Swee
   cJSON_AddNumberToObject(root, "recent", (double)c->base.recent);
   cJSON_AddNumberToObject(root, "sinks", (double)c->base.sinks);
   cJSON_AddStringToObject(root, "allocation", evict_allocation_name(c->base.allocation));
-  cJSON_AddStringToObject(root, "mode", evict_mode_name(c->base.mode));
+  cJSON *protocols = cJSON_AddArrayToObject(root, "protocols");
+  for (size_t i = 0; i < run->n_protocols; i++)
+    cJSON_AddItemToArray(
+        protocols, cJSON_CreateString(evict_protocol_name(run->rows[i * run->n_given].protocol)));
+  char protect[EVICT_MAX_PROTECT * 64];
+  evict_policy_protect_text(&c->base, protect, sizeof protect);
+  cJSON_AddStringToObject(root, "protect", protect);
+  cJSON_AddStringToObject(root, "protect_budget", EVICT_PROTECT_BUDGET);
   cJSON_AddNumberToObject(root, "seed", (double)c->base.seed);
   cJSON_AddBoolToObject(root, "model_replay", c->with_model);
   cJSON_AddNumberToObject(root, "steps", (double)c->steps);
   return obc_output_json(set, "replay_sweep.json", root);
 }
 
-/* replay_cells.csv, replay_sweep.csv, kl_steps.csv and replay_sweep.json in
- * dir: all of them or none (an output set). */
+/* replay_cells.csv, replay_sweep.csv, kl_steps.csv, replay_pairs.csv (with
+ * pairs) and replay_sweep.json in dir: all of them or none (an output set). */
 static int write_outputs(const char *dir, const SweepReplayConfig *c, const SweepRun *run,
                          const char *model_name, const char *command_line) {
   ObcOutputSet set;
@@ -507,11 +645,14 @@ static int write_outputs(const char *dir, const SweepReplayConfig *c, const Swee
  * 5 first diverging step. */
 static void print_table(const SweepReplayConfig *c, const SweepRun *run, int which,
                         const char *title) {
-  printf("\n%s\n%-12s", title, "score");
+  int width = 12;
+  for (size_t s = 0; s < run->n_rows; s++)
+    if ((int)strlen(run->rows[s].label) > width) width = (int)strlen(run->rows[s].label);
+  printf("\n%s\n%-*s", title, width, "score");
   for (size_t b = 0; b < c->n_budgets; b++) printf(" %9s", c->budgets[b]);
   printf("\n");
-  for (size_t s = 0; s < c->n_scores; s++) {
-    printf("%-12s", c->scores[s]);
+  for (size_t s = 0; s < run->n_rows; s++) {
+    printf("%-*s", width, run->rows[s].label);
     for (size_t b = 0; b < c->n_budgets; b++) {
       SweepMean m;
       sweep_mean(run, s, b, &m);
@@ -549,10 +690,11 @@ int sweep_replay_run(const char *input, const char *out_dir, const SweepReplayCo
   if (rc) return rc;
   SweepRun run;
   memset(&run, 0, sizeof run);
-  rc = list_traces(input, &run);
+  rc = build_rows(c, &run);
+  if (!rc) rc = list_traces(input, &run);
   if (!rc) {
     run.cells =
-        obc_malloc(run.n_traces * c->n_scores * c->n_budgets * sizeof *run.cells, "sweep cells");
+        obc_malloc(run.n_traces * run.n_rows * c->n_budgets * sizeof *run.cells, "sweep cells");
     if (!run.cells) rc = OBC_ENOMEM;
   }
   Model *model = NULL;
@@ -564,8 +706,8 @@ int sweep_replay_run(const char *input, const char *out_dir, const SweepReplayCo
     rc =
         write_outputs(out_dir, c, &run, c->with_model ? model_path : run.trace_model, command_line);
   if (!rc) {
-    printf("replay sweep: %zu trace(s), %zu scores x %zu budgets -> %s\n", run.n_traces,
-           c->n_scores, c->n_budgets, out_dir);
+    printf("replay sweep: %zu trace(s), %zu scores x %zu budgets x %zu protocol(s) -> %s\n",
+           run.n_traces, c->n_scores, c->n_budgets, run.n_protocols, out_dir);
     /* on stderr: timings would make the tables differ between runs */
     fprintf(stderr, "replay sweep: offline replay of %zu kept sets took %.2f s (%s)\n", run.n_cells,
             run.offline_seconds,
@@ -590,6 +732,7 @@ int sweep_replay_run(const char *input, const char *out_dir, const SweepReplayCo
                 "offline relative output error ||o'-o||/||o|| (mean over layers, "
                 "heads, decode steps)");
     print_table(c, &run, 3, "share of the needle span kept (offline)");
+    print_pairs(c, &run);
   }
   model_free(model);
   free(run.traces);

@@ -6,7 +6,12 @@
  * DIR/replay_sweep.csv (means over traces: the data of the replay figures of
  * `obcache plot`), DIR/kl_steps.csv (teacher-forced KL per score, budget and
  * decode step, mean over traces) and DIR/replay_sweep.json, and prints the
- * tables. Scores are named as in outputs (oracle@1, oracle@T, decode_attn). */
+ * tables. Scores are named as in outputs (oracle@1, oracle@T, decode_attn).
+ * With several protocols every score runs under each, and the rows are
+ * named score:protocol (every file also has a last column protocol). When
+ * the scores hold pairs X and X+obc_* (sweep/replay_pairs.h), the paired
+ * table "baseline vs baseline + OBCache" is printed and written to
+ * DIR/replay_pairs.csv. */
 #ifndef OBC_EVICT_SWEEP_H
 #define OBC_EVICT_SWEEP_H
 
@@ -16,7 +21,7 @@
 #include "evict/policy.h"
 #include "model/model.h"
 
-#define EVICT_SWEEP_MAX 32
+#define EVICT_SWEEP_MAX 64
 #define EVICT_SWEEP_MAX_TRACES 256
 
 typedef struct {
@@ -24,7 +29,10 @@ typedef struct {
   size_t n_scores;
   char budgets[EVICT_SWEEP_MAX][32];
   size_t n_budgets;
-  EvictPolicy base;         /* window, recent, sinks, allocation, mode, seed */
+  EvictPolicy base; /* window, recent, sinks, allocation, protocol, protect, seed */
+  /* Protocols swept (each score x budget under each); 0 = base.protocol. */
+  EvictProtocol protocols[EVICT_N_PROTOCOLS];
+  size_t n_protocols;
   bool with_model;          /* model replay as well as offline */
   const char *model_path;   /* NULL = the default model */
   ModelWeightsMode weights; /* how model_load holds the matrices */

@@ -209,8 +209,11 @@ def _rope_halves(x, positions, inv_freq):
     return np.concatenate([a * cos - b * sin, a * sin + b * cos], axis=-1)
 
 
-def forward(weights, ids):
-    """Logits (n, vocab) of every position of ids, starting at position 0."""
+def forward(weights, ids, allowed=None):
+    """Logits (n, vocab) of every position of ids, starting at position 0.
+    allowed: None (causal attention), or bool (n_layers, n_kv_heads, n, n),
+    allowed[l, g, i, j] = query i of KV head g's group may attend to key j in
+    layer l (e.g. a compressed context under a query after it)."""
     c, t = weights.config, weights.tensors
     n = len(ids)
     hd, nh, nkv = c["head_dim"], c["n_heads"], c["n_kv_heads"]
@@ -218,7 +221,7 @@ def forward(weights, ids):
     if "rope_freq_factors" in t:
         inv_freq = inv_freq / t["rope_freq_factors"]
     positions = np.arange(n, dtype=np.float64)
-    mask = np.triu(np.full((n, n), -np.inf), k=1)
+    causal = np.triu(np.full((n, n), -np.inf), k=1)
     x = t["embed"][np.asarray(ids)]
     for layer in range(c["n_layers"]):
         p = f"{layer}."
@@ -231,6 +234,10 @@ def forward(weights, ids):
         v = v.reshape(n, nkv, hd).transpose(1, 0, 2)
         k = np.repeat(k, nh // nkv, axis=0)  # query head j uses KV head j // group
         v = np.repeat(v, nh // nkv, axis=0)
+        if allowed is None:
+            mask = causal
+        else:  # query head j uses KV head j // group
+            mask = np.where(np.repeat(allowed[layer], nh // nkv, axis=0), 0.0, -np.inf)
         z = q @ k.transpose(0, 2, 1) / math.sqrt(hd) + mask
         z = z - z.max(axis=-1, keepdims=True)
         a = np.exp(z)

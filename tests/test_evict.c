@@ -120,12 +120,12 @@ static void synth_trace(const char *path, size_t decode, uint64_t seed) {
 }
 
 static void policy_for(EvictPolicy *p, const char *score, const char *budget, size_t recent,
-                       size_t sinks, const char *alloc, const char *mode) {
+                       size_t sinks, const char *alloc, const char *protocol) {
   evict_policy_default(p);
   ck_assert_int_eq(evict_policy_set_score(p, score), 0);
   ck_assert_int_eq(evict_policy_set_budget(p, budget), 0);
   ck_assert_int_eq(evict_policy_set_allocation(p, alloc), 0);
-  ck_assert_int_eq(evict_policy_set_mode(p, mode), 0);
+  ck_assert_int_eq(evict_policy_set_protocol(p, protocol), 0);
   p->recent = recent;
   p->sinks = sinks;
 }
@@ -441,7 +441,9 @@ START_TEST(test_keep_file_values_out_of_range_are_refused_not_cast) {
       {"sinks", -2, NULL, false, "sinks -2"},
       {"allocation", 0, "greedy", false,
        "allocation 'greedy' (expected uniform, adakv or pyramid)"},
-      {"mode", 0, "sideways", false, "mode 'sideways' (expected aware or agnostic)"},
+      {"protocol", 0, "sideways", false,
+       "protocol 'sideways' (expected agnostic, aware or agnostic-captured)"},
+      {"protect", 0, "a,b,c,d,e,f,g,h,i", false, "attribute protect 'a,b,c,d,e,f,g,h,i' is not a"},
       {"score", 0, "attn\033[2J", false, "attribute score holds control characters"},
       {"trace_hash", 0, "not-a-hash", false, "trace_hash 'not-a-hash' is not a content hash"},
       {"trace_hash", 0, "0123456789abcdef0", false, "is not a content hash"},
@@ -514,6 +516,90 @@ static void brute_attention(const double *q, const double *K, const double *V,
   }
   for (size_t e = 0; e < d; e++) out[e] /= sum;
 }
+
+/* The keep file records the protocol and the protected spans and reads them
+ * back; a file written before the protocol attribute existed records mode,
+ * where "agnostic" meant agnostic's kept set replayed with the captured
+ * question K/V (agnostic-captured). */
+START_TEST(test_keep_file_records_the_protocol_and_reads_the_old_mode) {
+  char keep[4096], old[4200];
+  TraceReader *reader = NULL;
+  keep_fixture("evict_protocol.h5", "", keep, sizeof keep, &reader);
+  const TraceMeta *meta = trace_meta(reader);
+  EvictKeepSet back;
+  ck_assert_int_eq(evict_keep_read(keep, meta, &back), 0);
+  ck_assert_int_eq(back.policy.protocol, EVICT_PROTOCOL_AGNOSTIC);
+  ck_assert_uint_eq(back.policy.n_protect, 0);
+  evict_keep_set_free(&back);
+  /* Every protocol and a protected span, written and read back. */
+  static const char *const names[] = {"agnostic", "aware", "agnostic-captured"};
+  for (int i = 0; i < 3; i++) {
+    EvictPolicy p;
+    policy_for(&p, "random", "20", 0, 0, "uniform", names[i]);
+    ck_assert_int_eq(evict_policy_set_protect(&p, "needle,question"), 0);
+    EvictKeepSet k;
+    ck_assert_msg(evict_policy_apply(reader, &p, &k) == 0, "%s", obc_error_message());
+    ck_assert_int_eq(evict_keep_write(keep, &k, trace_path(reader), "test"), 0);
+    evict_keep_set_free(&k);
+    ck_assert_int_eq(evict_keep_read(keep, meta, &back), 0);
+    ck_assert_str_eq(evict_protocol_name(back.policy.protocol), names[i]);
+    ck_assert_uint_eq(back.policy.n_protect, 2);
+    ck_assert_str_eq(back.policy.protect[0], "needle");
+    ck_assert_str_eq(back.policy.protect[1], "question");
+    for (size_t h = 0; h < back.n_layers * back.n_kv_heads; h++)
+      for (size_t q = 23; q < 39; q++) ck_assert(back.keep[h * back.n_prompt + q]);
+    evict_keep_set_free(&back);
+  }
+  /* The old attribute: mode, and no protocol. */
+  const struct {
+    const char *mode;
+    EvictProtocol protocol;
+  } old_modes[] = {{"aware", EVICT_PROTOCOL_AWARE},
+                   {"agnostic", EVICT_PROTOCOL_AGNOSTIC_CAPTURED},
+                   {NULL, EVICT_PROTOCOL_AWARE}};
+  snprintf(old, sizeof old, "%s.old.h5", keep);
+  for (size_t i = 0; i < 3; i++) {
+    copy_file(keep, old);
+    set_attr(old, "protocol", 0, NULL, true);
+    set_attr(old, "protect", 0, NULL, true);
+    if (old_modes[i].mode) set_attr(old, "mode", 0, old_modes[i].mode, false);
+    ck_assert_msg(evict_keep_read(old, meta, &back) == 0, "%s", obc_error_message());
+    ck_assert_int_eq(back.policy.protocol, old_modes[i].protocol);
+    ck_assert_uint_eq(back.policy.n_protect, 0);
+    evict_keep_set_free(&back);
+  }
+  copy_file(keep, old);
+  set_attr(old, "protocol", 0, NULL, true);
+  set_attr(old, "mode", 0, "sideways", false);
+  ck_assert_int_eq(read_keep_expect(old, meta, "mode 'sideways' (expected aware or agnostic)"),
+                   OBC_EFORMAT);
+  trace_close(reader);
+}
+END_TEST
+
+/* The policy parsers: protocol names, --protect lists. */
+START_TEST(test_protocol_and_protect_parse_and_reject_bad_names) {
+  EvictPolicy p;
+  evict_policy_default(&p);
+  ck_assert_int_eq(p.protocol, EVICT_DEFAULT_PROTOCOL);
+  ck_assert_int_eq(EVICT_DEFAULT_PROTOCOL, EVICT_PROTOCOL_AGNOSTIC); /* kvpress's default */
+  for (int i = 0; i < EVICT_N_PROTOCOLS; i++) {
+    ck_assert_int_eq(evict_policy_set_protocol(&p, evict_protocol_name((EvictProtocol)i)), 0);
+    ck_assert_int_eq(p.protocol, i);
+  }
+  ck_assert(evict_protocol_reruns_tail(EVICT_PROTOCOL_AGNOSTIC));
+  ck_assert(!evict_protocol_reruns_tail(EVICT_PROTOCOL_AWARE));
+  ck_assert(!evict_protocol_reruns_tail(EVICT_PROTOCOL_AGNOSTIC_CAPTURED));
+  ck_assert_int_eq(evict_policy_set_protocol(&p, "query-aware"), OBC_EINVAL);
+  ck_assert(strstr(obc_error_message(), "--protocol query-aware: expected agnostic, aware"));
+  ck_assert_int_eq(evict_policy_set_protect(&p, "question,needle_value"), 0);
+  char text[128];
+  evict_policy_protect_text(&p, text, sizeof text);
+  ck_assert_str_eq(text, "question,needle_value");
+  ck_assert_int_eq(evict_policy_set_protect(&p, "a,b,c,d,e,f,g,h,i"), OBC_EINVAL);
+  ck_assert_uint_eq(p.n_protect, 2); /* a refused list leaves the policy as it was */
+}
+END_TEST
 
 START_TEST(test_offline_replay_equals_brute_force_attention_over_the_kept_set) {
   char trace[4096];
@@ -1048,6 +1134,8 @@ static Suite *evict_suite(void) {
   TCase *policies = tcase_create("policies");
   tcase_add_test(policies, test_kept_sets_have_the_requested_size_sinks_recent_and_no_duplicates);
   tcase_add_test(policies, test_offline_replay_equals_brute_force_attention_over_the_kept_set);
+  tcase_add_test(policies, test_keep_file_records_the_protocol_and_reads_the_old_mode);
+  tcase_add_test(policies, test_protocol_and_protect_parse_and_reject_bad_names);
   tcase_add_test(policies, test_keeping_everything_loses_nothing);
   tcase_add_test(policies, test_oracle_single_eviction_is_never_worse_at_step_one);
   tcase_add_test(policies, test_oracle_step_ranges_parse_name_and_reject_bad_specs);

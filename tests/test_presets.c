@@ -109,7 +109,7 @@ START_TEST(allocations_keep_what_each_rule_says) {
   EvictKeepSet keep;
   /* Uniform: 4 per head, the 4 best, and the 2 positions after the candidates. */
   EvictPolicy p = preset_policy("preset:snapkv", "40%");
-  ck_assert_int_eq(evict_keep_from_scores(&p, scores, L, G, PROMPT, N, &keep), OBC_OK);
+  ck_assert_int_eq(evict_keep_from_scores(&p, scores, L, G, PROMPT, N, NULL, &keep), OBC_OK);
   for (size_t i = 0; i < L * G; i++) {
     ck_assert_uint_eq(keep.n_kept[i], 4);
     ck_assert(keep.keep[i * PROMPT + 10] && keep.keep[i * PROMPT + 11]);
@@ -119,7 +119,7 @@ START_TEST(allocations_keep_what_each_rule_says) {
   /* AdaKV: k = 5 per head on average, floor(5 / 5) = 1 each, the rest of the
    * layer's 10 to the best left: head 0 takes 9, head 1 its safeguard 1. */
   p = preset_policy("adakv-snapkv", "50%");
-  ck_assert_int_eq(evict_keep_from_scores(&p, scores, L, G, PROMPT, N, &keep), OBC_OK);
+  ck_assert_int_eq(evict_keep_from_scores(&p, scores, L, G, PROMPT, N, NULL, &keep), OBC_OK);
   ck_assert_int_eq(keep.policy.allocation, EVICT_ALLOC_ADAKV);
   for (size_t l = 0; l < L; l++) {
     ck_assert_uint_eq(keep.n_kept[l * G + 0], 9);
@@ -128,7 +128,7 @@ START_TEST(allocations_keep_what_each_rule_says) {
   evict_keep_set_free(&keep);
   /* Pyramid on 10 candidates, 40%, W = 64: falls back to round(4) = 4. */
   p = preset_policy("pyramidkv", "40%");
-  ck_assert_int_eq(evict_keep_from_scores(&p, scores, L, G, PROMPT, N, &keep), OBC_OK);
+  ck_assert_int_eq(evict_keep_from_scores(&p, scores, L, G, PROMPT, N, NULL, &keep), OBC_OK);
   ck_assert_int_eq(keep.policy.allocation, EVICT_ALLOC_PYRAMID);
   for (size_t i = 0; i < L * G; i++) ck_assert_uint_eq(keep.n_kept[i], 4);
   evict_keep_set_free(&keep);

@@ -48,7 +48,7 @@ for score in tova preset:snapkv snapkv-max7 pyramidkv adakv-snapkv preset:vatp p
       "$OBCACHE" replay --offline "$BIG" --keep "$dir/k.h5" -o "$dir/r" >/dev/null 2>"$dir/err" &&
       python3 -c "import h5py,sys; f=h5py.File(sys.argv[1],'r'); \
 v=f.attrs['score']; v=v.decode() if isinstance(v,bytes) else str(v); sys.exit(v.strip('\0')!=sys.argv[2])" \
-        "$dir/k.h5" "$score"; then
+        "$dir/k.h5" "${score/#snapkv+/preset:snapkv+}"; then
       pass "$score $mode: keep file reads back ($(cat "$dir/out"))"
     else
       fail "$score $mode: $(cat "$dir/err")"
@@ -75,7 +75,7 @@ fi
 
 expect_failure "window beyond the captured rows" \
   "--score preset:snapkv needs the 64 query rows ending at position 79, but the trace captures 16" \
-  "$OBCACHE" evict "$SMALL80" --score preset:snapkv --budget 40% -o "$dir/k.h5"
+  "$OBCACHE" evict "$SMALL80" --score preset:snapkv --protocol aware --budget 40% -o "$dir/k.h5"
 expect_failure "no more candidates than the window" \
   "--score pyramidkv scores with a window of 64 query rows and needs more candidates than that" \
   "$OBCACHE" evict "$SMALL" --score pyramidkv --budget 40% -o "$dir/k.h5"
@@ -93,7 +93,7 @@ expect_failure "h2o without column sums" \
 expect_failure "a preset fixes its window" "a preset fixes its own window" \
   "$OBCACHE" evict "$BIG" --score tova --window 8 --budget 40% -o "$dir/k.h5"
 expect_failure "budget below one token" "keeps 0 of the 256 candidates" \
-  "$OBCACHE" evict "$BIG" --score tova --budget 0.001 -o "$dir/k.h5"
+  "$OBCACHE" evict "$BIG" --score tova --protocol aware --budget 0.001 -o "$dir/k.h5"
 expect_failure "--scores-out into a missing folder: no keep file either" "does not exist" \
   "$OBCACHE" evict "$BIG" --score tova --budget 40% -o "$dir/k.h5" --scores-out "$dir/no/s.csv"
 if "$OBCACHE" evict --help | grep -q "adakv-snapkv  SnapKV scores"; then

@@ -130,7 +130,10 @@ fi
 expect_failure "--oracle not a step range" "--oracle 0: expected 1" "$OBCACHE" evict "$T" --score oracle --oracle 0 -o "$dir/x.h5"
 expect_failure "--oracle beyond the captured steps" "t.h5: oracle@2-9 needs decode steps beyond the 4 captured" \
   "$OBCACHE" evict "$T" --score oracle --oracle 2-9 -o "$dir/x.h5"
-expect_failure "budget beyond the prompt" "expected 1..64" "$OBCACHE" evict "$T" --budget 65 -o "$dir/x.h5"
+expect_failure "budget beyond the prompt" "expected 1..64" "$OBCACHE" evict "$T" --budget 65 \
+  --protocol aware -o "$dir/x.h5"
+expect_failure "budget beyond the context (agnostic)" "expected 1..60, the context positions" \
+  "$OBCACHE" evict "$T" --budget 61 -o "$dir/x.h5"
 expect_failure "budget zero" "--budget '0'" "$OBCACHE" evict "$T" --budget 0 -o "$dir/x.h5"
 expect_failure "negative budget" "--budget '-3'" "$OBCACHE" evict "$T" --budget=-3 -o "$dir/x.h5"
 expect_failure "unknown score" "unknown score" "$OBCACHE" evict "$T" --score h3o --budget 4 -o "$dir/x.h5"
@@ -186,7 +189,8 @@ if [ -n "$MODEL" ] && [ -f "$MODEL" ]; then
   if "$OBCACHE" capture --length 128 --depth 50 --haystack kjv --seed 1 --rows 16 --decode 3 \
       --model "$MODEL" -o "$dir/t128.h5" >"$dir/out" 2>&1; then
     expect_nothing_left "model replay, disk full at once" 0 \
-      "$OBCACHE" replay "$dir/t128.h5" --model "$MODEL" --budget 10% -o "$dir/full/r"
+      "$OBCACHE" replay "$dir/t128.h5" --model "$MODEL" --budget 10% --protocol aware \
+      -o "$dir/full/r"
   else
     fail "capture of a 128-token trace: $(tail -1 "$dir/out")"
   fi
@@ -200,7 +204,7 @@ if [ -n "$MODEL" ] && [ -f "$MODEL" ]; then
   sweep_ok=1
   for b in 1 2 0; do
     "$OBCACHE" replay --sweep "$dir/t128.h5" --model "$MODEL" --scores attn,streaming,random \
-      --budgets 10%,50% --recent 4 --sinks 2 --batch $b -o "$dir/sweep_b$b" >/dev/null \
+      --budgets 10%,50% --recent 4 --sinks 2 --protocol aware --batch $b -o "$dir/sweep_b$b" >/dev/null \
       2>"$dir/err_b$b" || sweep_ok=0
   done
   if [ "$sweep_ok" -eq 1 ] && grep -q "model replay of 6 kept sets took .* (one at a time" "$dir/err_b1" &&
@@ -239,7 +243,8 @@ EOF
   # rounding flip), and the replay reports the KL of every decode step.
   if "$OBCACHE" capture --length 768 --depth 50 --haystack kjv --seed 1 --rows 64 --decode 12 \
       --model "$MODEL" -o "$dir/t768.h5" >"$dir/out" 2>&1 &&
-    "$OBCACHE" evict "$dir/t768.h5" --score oracle --oracle T --budget 10% -o "$dir/keepT.h5" \
+    "$OBCACHE" evict "$dir/t768.h5" --score oracle --oracle T --budget 10% --protocol aware \
+      -o "$dir/keepT.h5" \
       >"$dir/out" && grep -q "oracle@T, budget 77 of 768" "$dir/out" &&
     "$OBCACHE" replay "$dir/t768.h5" --keep "$dir/keepT.h5" --model "$MODEL" -o "$dir/rT" \
       >"$dir/out" && grep -q "needle found, prefix 7 of 7" "$dir/out" &&

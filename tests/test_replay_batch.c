@@ -26,7 +26,7 @@
 
 static Model *model;
 
-enum { N_SETS = 6 };
+enum { N_SETS = 8 };
 
 /* Relative tolerance of two fp32 evaluations of the same logits that differ
  * only in summation order (batched GEMMs and split attention against one
@@ -114,15 +114,20 @@ START_TEST(test_batched_replay_equals_one_at_a_time) {
   EvictReplayer *replayer = NULL;
   ck_assert_msg(evict_replayer_open(model, reader, 0, 0, NULL, &replayer) == 0, "%s",
                 obc_error_message());
-  static const char *const policies[N_SETS][2] = {{"attn", "5%"},    {"streaming", "10%"},
-                                                  {"random", "20%"}, {"obc_vk", "8%"},
-                                                  {"snapkv", "40%"}, {"attn", "100%"}};
+  /* Aware sets batch; agnostic ones re-run the question one after another
+   * inside the batched call, and the aware sets after them must find the
+   * captured question rows again. */
+  static const char *const policies[N_SETS][3] = {
+      {"attn", "5%", "aware"},    {"random", "20%", "agnostic"}, {"streaming", "10%", "aware"},
+      {"random", "20%", "aware"}, {"obc_vk", "8%", "aware"},     {"streaming", "10%", "agnostic"},
+      {"snapkv", "40%", "aware"}, {"attn", "100%", "aware"}};
   EvictKeepSet keeps[N_SETS];
   for (size_t i = 0; i < N_SETS; i++) {
     EvictPolicy policy;
     evict_policy_default(&policy);
     ck_assert_int_eq(evict_policy_set_score(&policy, policies[i][0]), 0);
     ck_assert_int_eq(evict_policy_set_budget(&policy, policies[i][1]), 0);
+    ck_assert_int_eq(evict_policy_set_protocol(&policy, policies[i][2]), 0);
     policy.recent = 4;
     policy.sinks = 2;
     ck_assert_msg(evict_policy_apply(reader, &policy, &keeps[i]) == 0, "%s", obc_error_message());
@@ -134,8 +139,13 @@ START_TEST(test_batched_replay_equals_one_at_a_time) {
     ck_assert_int_eq(evict_replayer_run(replayer, &keeps[i], &ref[i]), 0);
   ck_assert_int_eq(evict_replayer_run_batch(replayer, keeps, N_SETS, 0, all), 0);
   ck_assert_int_eq(evict_replayer_run_batch(replayer, keeps, N_SETS, 4, pairs), 0);
-  /* ...and the one-at-a-time path still works after a batched run. */
+  /* ...and the one-at-a-time path still works after a batched run, and
+   * right after an agnostic re-run (which overwrote the question rows). */
   EvictModelReplay *again = malloc(sizeof *again);
+  ck_assert_int_eq(evict_replayer_run(replayer, &keeps[0], again), 0);
+  ck_assert_int_eq(memcmp(again->tokens, ref[0].tokens, sizeof again->tokens), 0);
+  ck_assert_int_eq(evict_replayer_run(replayer, &keeps[1], again), 0);
+  ck_assert_uint_gt(again->rerun_tokens, 0);
   ck_assert_int_eq(evict_replayer_run(replayer, &keeps[0], again), 0);
   ck_assert_int_eq(memcmp(again->tokens, ref[0].tokens, sizeof again->tokens), 0);
   ck_assert_double_eq(again->kl_forced_mean, ref[0].kl_forced_mean);
@@ -145,7 +155,7 @@ START_TEST(test_batched_replay_equals_one_at_a_time) {
   size_t compared = 0, diverged = 0;
   for (size_t i = 0; i < N_SETS; i++) {
     char name[64];
-    snprintf(name, sizeof name, "%s %s", policies[i][0], policies[i][1]);
+    snprintf(name, sizeof name, "%s %s %s", policies[i][0], policies[i][1], policies[i][2]);
     compared += compare(name, &ref[i], &all[i], tol, &worst_kl);
     compared += compare(name, &ref[i], &pairs[i], tol, &worst_kl);
     diverged += ref[i].first_divergence != 0;

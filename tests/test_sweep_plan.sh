@@ -80,7 +80,8 @@ for text in '{' '{"format": "something else"}' '[1, 2]' \
   fails "a damaged plan.json: ${text:0:24}..." "plan.json" sweep "$dir/bad"
 done
 
-"$OBCACHE" replay --sweep "$dir/s" --no-model --scores attn --budgets 10% -o "$dir/replay" \
+"$OBCACHE" replay --sweep "$dir/s" --no-model --scores attn --budgets 10% --protocol aware \
+  -o "$dir/replay" \
   > "$dir/replay.txt" 2>&1
 check "replay --sweep reads the 2 finished cells of a sweep folder" \
   eval '[ "$(grep -c "cells/[01]/trace.h5,attn" "$dir/replay/replay_cells.csv")" -eq 2 ]'
