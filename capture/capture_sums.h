@@ -35,8 +35,7 @@ void capture_sums_free(CaptureSums *sums);
 /* Adds the prompt rows of one layer's capture view (every requested row of
  * the chunk must be there, in position order, and the chunks must come in
  * order); K and V of positions before the chunk are read from the cache. */
-int capture_sums_add(CaptureSums *sums, const RuntimeLayerCapture *view,
-                     const RuntimeCache *cache);
+int capture_sums_add(CaptureSums *sums, const RuntimeLayerCapture *view, const RuntimeCache *cache);
 /* After the last prompt row: completes the agnostic variant when the prompt
  * has no question (it is then every row). counts holds, per variant and
  * position, the number of rows that saw it. */

@@ -9,17 +9,22 @@ double and compared elementwise:
   obc_vk = sum_i A_ip^2 ||v_p + z_ip (v_p - o_i)||^2,
 and the counts exactly.
 
-Tolerance, element by element, from the arithmetic of the capture (u = 2^-24,
-gamma_d = d u / (1 - d u)): its logit z is a float sgemm, off by at most
-dz = gamma_d scale sum_c |q_c k_c| + u |z|; z - lse is rounded once more
-(u |z - lse|) and its exp is good to E = 1.2e-7 relative (runtime/cpu_ops.h),
-so A is off by at most a da = A ((1 + E) exp(dz + u |z - lse|) - 1). v.o is a
-float sgemm too (dw = gamma_d sum_c |v_c o_c|), which moves ||v - o||^2 and
-v.(v - o) by at most 2 dw and dw. Each pair's term is a product of those
-factors, so it is off by at most prod(|f| + df) - prod |f|; the sum of these
-over the rows, plus one f32 rounding of the stored sum (u |S|) and 1e-12 |S|
-for the double arithmetic on both sides, is the bound each element must
-meet. Exits non-zero on any difference."""
+Tolerance, element by element, from the arithmetic of the capture
+(capture/capture_sums.c; u = 2^-24, gamma_d = d u / (1 - d u)): its logit z
+is a float sgemm, off by at most dz = gamma_d scale sum_c |q_c k_c| + u |z|;
+z - lse is rounded once more (u |z - lse|) and its exp is good to E = 1.2e-7
+relative (runtime/cpu_ops.h), so A is off by at most
+da = A ((1 + E) exp(dz + u |z - lse|) - 1). v.o is a float sgemm too
+(dw = gamma_d sum_c |v_c o_c|) and ||v||^2 is rounded to float (u vv); dd =
+vv - 2 v.o + oo and vd = vv - v.o, formed in float, are then off by at most
+2 dw + 4 u (vv + 2|v.o| + oo) and dw + 3 u (vv + |v.o|). Each pair's term is
+a product of those factors, off by at most prod(|f| + df) - prod |f|, plus
+its own float roundings (at most 6, each u of a magnitude no larger than
+a^2 (vv + z^2 dd + 2 |z vd|) or, for attn, a). The terms are summed over
+blocks of at most 64 rows in float (63 u of the sum of their magnitudes),
+then in double (1e-12 of it, with the reference's own double arithmetic),
+and stored as f32 (u |S|). The bound of each element is the sum of these.
+Exits non-zero on any difference."""
 import os
 import subprocess
 import sys
@@ -54,12 +59,14 @@ def head_sums(q, k, v, o, lse, scale, rows_end):
     a = np.where(causal, np.exp(np.minimum(x, 0.0)), 0.0)
     da = a * ((1 + EXP_ERROR) * np.exp(dz + U * np.abs(x)) - 1)
     vv = np.einsum("pc,pc->p", v, v)[None, :]
+    dvv = U * vv
     oo = np.einsum("ic,ic->i", o, o)[:, None]
     w = o @ v.T
     dw = gamma * (np.abs(o) @ np.abs(v).T)
     dd = np.maximum(vv - 2 * w + oo, 0.0)                  # ||v_p - o_i||^2
     vd = vv - w                                            # v_p.(v_p - o_i)
-    ddd, dvd = 2 * dw, dw
+    ddd = 2 * dw + 4 * U * (vv + 2 * np.abs(w) + oo)
+    dvd = dw + 3 * U * (vv + np.abs(w))
     ax, adz = np.abs(z), dz
 
     def grow(*pairs):
@@ -71,19 +78,22 @@ def head_sums(q, k, v, o, lse, scale, rows_end):
         return hi - lo
 
     m = vv + z * z * dd + 2 * z * vd                       # ||v + z (v - o)||^2
-    dm = grow((ax, adz), (ax, adz), (dd, ddd)) + 2 * grow((ax, adz), (vd, dvd))
+    dm = dvv + grow((ax, adz), (ax, adz), (dd, ddd)) + 2 * grow((ax, adz), (vd, dvd))
+    magnitude = a * a * (vv + z * z * dd + 2 * np.abs(z * vd))
     terms = {
-        "attn": (a, da),
-        "obc_v": (a * a * vv, grow((a, da), (a, da)) * vv),
-        "obc_k": (a * a * z * z * dd, grow((a, da), (a, da), (ax, adz), (ax, adz), (dd, ddd))),
-        "obc_vk": (a * a * m, grow((a, da), (a, da), (m, dm))),
+        "attn": (a, da + U * a),
+        "obc_v": (a * a * vv, grow((a, da), (a, da), (vv, dvv)) + 6 * U * magnitude),
+        "obc_k": (a * a * z * z * dd, grow((a, da), (a, da), (ax, adz), (ax, adz), (dd, ddd))
+                  + 6 * U * magnitude),
+        "obc_vk": (a * a * m, grow((a, da), (a, da), (m, dm)) + 6 * U * magnitude),
     }
     ref, bound = {}, {}
     for name, (t, dt) in terms.items():
         t = np.where(causal, t, 0.0)
         dt = np.where(causal, dt, 0.0)
         ref[name] = t.sum(axis=0)
-        bound[name] = dt.sum(axis=0) + (U + 1e-12) * np.abs(t).sum(axis=0)
+        bound[name] = (dt.sum(axis=0) + (63 * U + 1e-12) * np.abs(t).sum(axis=0)
+                       + U * np.abs(t.sum(axis=0)))
     return ref, bound
 
 
