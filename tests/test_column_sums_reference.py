@@ -7,7 +7,8 @@ double and compared elementwise:
   attn = sum_i A_ip, obc_v = sum_i A_ip^2 ||v_p||^2,
   obc_k = sum_i (A_ip z_ip)^2 ||v_p - o_i||^2,
   obc_vk = sum_i A_ip^2 ||v_p + z_ip (v_p - o_i)||^2,
-and the counts exactly.
+and the counts exactly; and the content hash of a small capture with column
+sums (schema 3) is recomputed from its bytes (test_trace_readable.content_hash).
 
 Tolerance, element by element, from the arithmetic of the capture
 (capture/capture_sums.c; u = 2^-24, gamma_d = d u / (1 - d u)): its logit z
@@ -31,6 +32,9 @@ import sys
 
 import h5py
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_trace_readable import content_hash  # noqa: E402  (SCHEMA.md's definition)
 
 OBCACHE = os.environ["OBCACHE"]
 TMP = os.environ.get("OBC_TMP", "/tmp")
@@ -107,6 +111,17 @@ def main():
             compare(f)
     finally:
         os.remove(path)
+    small = os.path.join(TMP, "column_sums_hash.h5")
+    subprocess.run([OBCACHE, "capture", "--length", "128", "--depth", "50", "--haystack", "kjv",
+                    "--seed", "3", "--rows", "1", "--decode", "1", "-o", small],
+                   check=True, stdout=subprocess.DEVNULL)
+    try:
+        with h5py.File(small, "r") as f:
+            recorded, computed = f.attrs["content_hash"].decode(), content_hash(f)
+            check("content hash of a schema-3 trace recomputed", recorded == computed,
+                  f"recorded {recorded}, recomputed {computed}")
+    finally:
+        os.remove(small)
     if failures:
         print(f"{len(failures)} checks failed: {', '.join(failures)}")
         return 1
