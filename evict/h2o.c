@@ -25,8 +25,8 @@ int h2o_scores(TraceReader *r, size_t layer, size_t n_candidates, TraceSumRows r
                     "rows",
                     trace_path(r), n_candidates, seen,
                     rows == TRACE_ROWS_AGNOSTIC ? "query-agnostic (context)" : "prompt");
-  double *sums = trace_alloc(r, (term == H2O_ATTN ? 1 : TRACE_OBC_TERMS) * heads * n,
-                             sizeof *sums, "column sums of one layer");
+  double *sums = trace_alloc(r, (term == H2O_ATTN ? 1 : TRACE_OBC_TERMS) * heads * n, sizeof *sums,
+                             "column sums of one layer");
   int64_t *counts = sums ? trace_alloc(r, n, sizeof *counts, "column counts") : NULL;
   if (!sums || !counts) {
     free(sums);

@@ -19,8 +19,7 @@ int main(int argc, char **argv) {
   FILE *out = rc ? NULL : fopen(argv[2], "wb");
   if (!rc && !out) rc = obc_fail(OBC_EIO, "%s: cannot create", argv[2]);
   const TraceMeta *m = rc ? NULL : trace_meta(r);
-  double *scores =
-      rc ? NULL : malloc(m->model.n_kv_heads * m->n_prompt * sizeof *scores);
+  double *scores = rc ? NULL : malloc(m->model.n_kv_heads * m->n_prompt * sizeof *scores);
   if (!rc && !scores) rc = OBC_ENOMEM;
   for (int v = 0; !rc && v < TRACE_ROWS_VARIANTS; v++) {
     size_t n = v == TRACE_ROWS_AGNOSTIC ? m->agnostic_rows : m->n_prompt;
