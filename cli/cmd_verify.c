@@ -180,6 +180,7 @@ typedef struct {
   double *stored_attn; /* (TRACE_ROWS_VARIANTS, n_heads, n_prompt) */
   double *stored_obc;  /* (TRACE_ROWS_VARIANTS, TRACE_OBC_TERMS, n_heads, n_prompt) */
   double *captured;    /* (n_heads, TRACE_ROWS_VARIANTS, n_prompt) */
+  int64_t *counts;     /* (n_prompt) */
   bool complete[TRACE_ROWS_VARIANTS]; /* the captured rows are every row of the variant */
   double worst;                       /* worst relative difference against the captured rows */
   size_t worst_layer, worst_head, worst_position;
@@ -196,8 +197,9 @@ static int sums_alloc(VerifySums *v, const TraceReader *r) {
   v->captured = v->stored_obc ? trace_alloc(r, TRACE_ROWS_VARIANTS * plane, sizeof(double),
                                             "the captured rows' column sums")
                               : NULL;
-  if (!v->captured) {
-    free(v->stored_attn), free(v->stored_obc);
+  v->counts = v->captured ? trace_alloc(r, m->n_prompt, sizeof(int64_t), "column counts") : NULL;
+  if (!v->counts) {
+    free(v->stored_attn), free(v->stored_obc), free(v->captured);
     return OBC_ENOMEM;
   }
   /* rows [0, end) all captured: the trace's first prompt row is 0 and its
@@ -211,7 +213,7 @@ static int sums_alloc(VerifySums *v, const TraceReader *r) {
 }
 
 static void sums_free(VerifySums *v) {
-  free(v->stored_attn), free(v->stored_obc), free(v->captured);
+  free(v->stored_attn), free(v->stored_obc), free(v->captured), free(v->counts);
   memset(v, 0, sizeof *v);
 }
 
@@ -221,7 +223,7 @@ static int sums_read_layer(TraceReader *r, size_t layer, VerifySums *v) {
   int rc = OBC_OK;
   for (int k = 0; !rc && k < TRACE_ROWS_VARIANTS; k++)
     rc = trace_read_column_sums(r, layer, (TraceSumRows)k, v->stored_attn + k * plane,
-                                v->stored_obc + k * TRACE_OBC_TERMS * plane, NULL);
+                                v->stored_obc + k * TRACE_OBC_TERMS * plane, v->counts);
   return rc;
 }
 

@@ -926,11 +926,11 @@ static int read_column_counts(TraceReader *r, TraceSumRows rows, int64_t *out) {
     for (size_t p = 0; !rc && p < n; p++) {
       int64_t expected = p < end ? (int64_t)(end - p) : 0;
       if (all[v * n + p] != expected)
-        rc = obc_fail(OBC_EVALUE,
-                      "%s: /column_counts, rows %s, position %zu: %lld rows, expected %lld (the "
-                      "rows before %zu that saw it)",
-                      r->path, rows_names[v], p, (long long)all[v * n + p], (long long)expected,
-                      end);
+        rc = obc_fail(
+            OBC_EVALUE,
+            "%s: /column_counts, rows %s, position %zu: %lld rows, expected %lld (rows of "
+            "[0, %zu) at or after it)",
+            r->path, rows_names[v], p, (long long)all[v * n + p], (long long)expected, end);
     }
   }
   if (!rc) memcpy(out, all + (size_t)rows * n, n * sizeof *out);
