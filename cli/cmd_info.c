@@ -90,10 +90,7 @@ static void print_datasets(TraceReader *reader, const TraceMeta *m) {
         "question), [1] all rows [0, %zu); column_counts (2, n_prompt) i64\n",
         m->agnostic_rows, m->n_prompt);
   else
-    printf(
-        "  no column sums (schema %d; obcache capture records them unless "
-        "--no-column-sums)\n",
-        m->schema_version);
+    printf("  no column sums (obcache capture records them unless --no-column-sums)\n");
 }
 
 static void print_spans(const TraceMeta *m, const Tokenizer *tokenizer) {
