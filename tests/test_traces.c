@@ -94,6 +94,21 @@ static void fixture_meta(TraceMeta *m, int64_t *rows, int32_t *tokens) {
   }
 }
 
+/* K, V, Q, O, lse (and A) of one layer of the fixture. */
+static void fixture_write_layer(TraceWriter *w, size_t layer, bool with_attn) {
+  float kv[2][NP * D], q[2][(R + T) * D], lse[R + T], attn[(R + T) * NP];
+  for (size_t g = 0; g < KVH; g++) {
+    fixture_fill(kv[0], NP * D, 0, layer, g), fixture_fill(kv[1], NP * D, 1, layer, g);
+    ck_assert_int_eq(trace_write_kv(w, layer, g, kv[0], kv[1]), 0);
+  }
+  for (size_t h = 0; h < H; h++) {
+    fixture_fill(q[0], (R + T) * D, 2, layer, h), fixture_fill(q[1], (R + T) * D, 3, layer, h);
+    fixture_fill(lse, R + T, 4, layer, h), fixture_fill(attn, (R + T) * NP, 5, layer, h);
+    ck_assert_int_eq(trace_write_rows(w, layer, h, q[0], q[1], lse), 0);
+    if (with_attn) ck_assert_int_eq(trace_write_attn(w, layer, h, attn), 0);
+  }
+}
+
 static int fixture_write(const char *path, bool f16, int level) {
   TraceMeta meta;
   int64_t rows[R + T];
@@ -104,19 +119,8 @@ static int fixture_write(const char *path, bool f16, int level) {
   TraceWriter *w = NULL;
   int rc = trace_create(path, &meta, &opt, &w);
   if (rc) return rc;
-  float kv[2][NP * D], q[2][(R + T) * D], lse[R + T], attn[(R + T) * NP], logits[T * VOCAB];
-  for (size_t layer = 0; layer < L; layer++) {
-    for (size_t g = 0; g < KVH; g++) {
-      fixture_fill(kv[0], NP * D, 0, layer, g), fixture_fill(kv[1], NP * D, 1, layer, g);
-      ck_assert_int_eq(trace_write_kv(w, layer, g, kv[0], kv[1]), 0);
-    }
-    for (size_t h = 0; h < H; h++) {
-      fixture_fill(q[0], (R + T) * D, 2, layer, h), fixture_fill(q[1], (R + T) * D, 3, layer, h);
-      fixture_fill(lse, R + T, 4, layer, h), fixture_fill(attn, (R + T) * NP, 5, layer, h);
-      ck_assert_int_eq(trace_write_rows(w, layer, h, q[0], q[1], lse), 0);
-      ck_assert_int_eq(trace_write_attn(w, layer, h, attn), 0);
-    }
-  }
+  float logits[T * VOCAB];
+  for (size_t layer = 0; layer < L; layer++) fixture_write_layer(w, layer, true);
   fixture_fill(logits, T * VOCAB, 6, 0, 0);
   ck_assert_int_eq(trace_write_logits(w, logits), 0);
   ck_assert_int_eq(trace_set_result(w, "the answer is 42", 0), 0); /* meta said 1 */
@@ -591,18 +595,10 @@ static int fixture_write_sums(const char *path) {
   TraceWriter *w = NULL;
   int rc = trace_create(path, &meta, &opt, &w);
   if (rc) return rc;
-  float kv[2][NP * D], q[2][(R + T) * D], lse[R + T], logits[T * VOCAB];
+  float logits[T * VOCAB];
   double attn[TRACE_ROWS_VARIANTS * H * S], obc[TRACE_ROWS_VARIANTS * TRACE_OBC_TERMS * H * S];
   for (size_t layer = 0; layer < L; layer++) {
-    for (size_t g = 0; g < KVH; g++) {
-      fixture_fill(kv[0], NP * D, 0, layer, g), fixture_fill(kv[1], NP * D, 1, layer, g);
-      ck_assert_int_eq(trace_write_kv(w, layer, g, kv[0], kv[1]), 0);
-    }
-    for (size_t h = 0; h < H; h++) {
-      fixture_fill(q[0], (R + T) * D, 2, layer, h), fixture_fill(q[1], (R + T) * D, 3, layer, h);
-      fixture_fill(lse, R + T, 4, layer, h);
-      ck_assert_int_eq(trace_write_rows(w, layer, h, q[0], q[1], lse), 0);
-    }
+    fixture_write_layer(w, layer, false);
     for (int v = 0; v < TRACE_ROWS_VARIANTS; v++)
       for (size_t h = 0; h < H; h++)
         for (size_t p = 0; p < S; p++) {
