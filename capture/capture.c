@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "capture/capture_progress.h"
+#include "capture/capture_sums.h"
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
@@ -31,6 +32,8 @@ typedef struct {
   float *attn;        /* (n_layers, n_heads, n_rows, n_positions) or NULL */
   CaptureProgress *progress;
   const char *stage;
+  CaptureSums *sums;         /* column sums of every prompt row, or NULL */
+  const RuntimeCache *cache; /* the runtime's, for the sums' keys and values */
 } CaptureBuffers;
 
 void capture_options_default(CaptureOptions *options) {
@@ -47,8 +50,9 @@ static int on_layer(void *user, const RuntimeLayerCapture *view) {
   for (size_t h = 0; h < b->n_heads; h++) {
     size_t head = view->layer * b->n_heads + h;
     for (size_t r = 0; r < view->n_rows; r++) {
+      if (view->row_positions[r] < b->first_row) continue; /* a row only the sums need */
       size_t row = view->row_positions[r] - b->first_row;
-      assert(view->row_positions[r] >= b->first_row && row < b->n_rows);
+      assert(row < b->n_rows);
       size_t src = h * view->n_rows + r, dst = head * b->n_rows + row;
       memcpy(b->q + dst * hd, view->q + src * hd, hd * sizeof(float));
       memcpy(b->o + dst * hd, view->o + src * hd, hd * sizeof(float));
@@ -58,8 +62,9 @@ static int on_layer(void *user, const RuntimeLayerCapture *view) {
                view->n_keys * sizeof(float));
     }
   }
+  int rc = b->sums ? capture_sums_add(b->sums, view, b->cache) : OBC_OK;
   capture_progress_add(b->progress, b->stage, view->layer, view->n_tokens);
-  return OBC_OK;
+  return rc;
 }
 
 static void buffers_free(CaptureBuffers *b) {
@@ -112,26 +117,29 @@ static void fill_model(TraceModel *out, const Model *model) {
 static int run_model(Runtime *runtime, const NiahPrompt *prompt, const CaptureOptions *o,
                      CaptureBuffers *b, int32_t *tokens, float *logits, CaptureResult *result) {
   size_t s = prompt->n_tokens, T = o->decode, vocab = runtime_model(runtime)->config.vocab_size;
-  size_t *positions = obc_malloc(b->n_rows * sizeof *positions, "capture row positions");
+  /* every position: the sums need every prompt row, the trace the last R */
+  size_t *positions = obc_malloc((s + T) * sizeof *positions, "capture row positions");
   float *next = obc_malloc(vocab * sizeof *next, "next-token logits");
   int rc = positions && next ? OBC_OK : OBC_ENOMEM;
-  for (size_t r = 0; !rc && r < b->n_rows; r++) positions[r] = b->first_row + r;
+  for (size_t r = 0; !rc && r < s + T; r++) positions[r] = r;
   memcpy(tokens, prompt->tokens, s * sizeof *tokens);
 
   double t0 = obc_now_seconds();
-  RuntimeCapture capture = {.row_positions = positions,
-                            .n_rows = s - b->first_row,
+  size_t first = b->sums ? 0 : b->first_row;
+  RuntimeCapture capture = {.row_positions = positions + first,
+                            .n_rows = s - first,
                             .want_attn = o->store_attn,
                             .user = b,
                             .on_layer = on_layer};
   b->stage = "prefill";
   if (!rc) rc = runtime_forward(runtime, prompt->tokens, s, RUNTIME_LOGITS_LAST, next, &capture);
+  if (!rc && b->sums) capture_sums_finish(b->sums);
   double t1 = obc_now_seconds();
   b->stage = "decode";
   for (size_t t = 0; !rc && t < T; t++) {
     int32_t token = (int32_t)generate_argmax(next, vocab);
     tokens[s + t] = token;
-    RuntimeCapture step = {.row_positions = positions + (s + t - b->first_row),
+    RuntimeCapture step = {.row_positions = positions + s + t,
                            .n_rows = 1,
                            .want_attn = o->store_attn,
                            .user = b,
@@ -169,11 +177,13 @@ static int write_trace(const char *path, const Model *model, const NiahPrompt *p
   meta.needle_found = result->needle_found;
   meta.n_spans = prompt->n_spans;
   memcpy(meta.spans, prompt->spans, sizeof meta.spans);
+  if (b->sums) meta.agnostic_rows = b->sums->agnostic_rows;
 
   TraceWriteOptions wo = {.store_f16 = o->store_f16,
                           .compression_level = o->compression,
                           .store_attn = o->store_attn,
-                          .store_logits = true};
+                          .store_logits = true,
+                          .store_column_sums = b->sums != NULL};
   TraceWriter *writer = NULL;
   int rc = trace_create(path, &meta, &wo, &writer);
   free(row_positions);
@@ -192,6 +202,10 @@ static int write_trace(const char *path, const Model *model, const NiahPrompt *p
         rc = trace_write_attn(writer, layer, h, b->attn + head * rows * b->n_positions);
     }
   }
+  for (size_t layer = 0; !rc && b->sums && layer < c->n_layers; layer++)
+    rc = trace_write_column_sums(writer, layer, capture_sums_attn(b->sums, layer),
+                                 capture_sums_obc(b->sums, layer));
+  if (!rc && b->sums) rc = trace_write_column_counts(writer, b->sums->counts);
   if (!rc) rc = trace_write_logits(writer, logits);
   if (!rc) rc = trace_set_result(writer, result->generated_text, result->needle_found);
   if (!rc) return trace_commit(writer);
@@ -207,7 +221,8 @@ static double trace_bytes(const ModelConfig *c, const CaptureOptions *o, size_t 
   double qo = 2.0 * layers * (double)c->n_heads * rows * (double)c->head_dim;
   double lse = layers * (double)c->n_heads * rows;
   double attn = o->store_attn ? layers * (double)c->n_heads * rows * n : 0.0;
-  return (kv + qo + lse + attn) * value + T * (double)c->vocab_size * 4.0 + n * 4.0;
+  double sums = o->skip_column_sums ? 0.0 : 8.0 * layers * (double)c->n_heads * (double)s * 4.0;
+  return (kv + qo + lse + attn) * value + sums + T * (double)c->vocab_size * 4.0 + n * 4.0;
 }
 
 static int check_inputs(const Model *model, const NiahPrompt *prompt, const CaptureOptions *o,
@@ -238,6 +253,13 @@ static int check_inputs(const Model *model, const NiahPrompt *prompt, const Capt
   return obc_file_check_space(out_path, trace_bytes(c, o, prompt->n_tokens, R), "the trace");
 }
 
+/* The rows of the query-agnostic column sums: those before the question. */
+static size_t agnostic_rows(const NiahPrompt *prompt) {
+  for (size_t i = 0; i < prompt->n_spans; i++)
+    if (!strcmp(prompt->spans[i].name, "question")) return (size_t)prompt->spans[i].begin;
+  return prompt->n_tokens;
+}
+
 int capture_run(const Model *model, const NiahPrompt *prompt, const CaptureOptions *o,
                 const char *out_path, CaptureResult *result) {
   assert(model && prompt && o && out_path && result);
@@ -264,6 +286,13 @@ int capture_run(const Model *model, const NiahPrompt *prompt, const CaptureOptio
   RuntimeOptions ro = {.max_context = s + T, .threads = o->threads, .backend = o->device};
   Runtime *runtime = NULL;
   if (!rc) rc = runtime_create(model, &ro, &runtime);
+  CaptureSums sums;
+  if (!rc && !o->skip_column_sums) {
+    rc = capture_sums_init(&sums, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, s,
+                           agnostic_rows(prompt), (float)(1.0 / sqrt((double)c->head_dim)));
+    b.sums = rc ? NULL : &sums;
+    b.cache = runtime_cache(runtime);
+  }
   if (!rc) rc = run_model(runtime, prompt, o, &b, tokens, logits, result);
   if (!rc)
     rc = generate_answer_text(model->tokenizer, tokens + s, T, result->generated_text,
@@ -278,6 +307,7 @@ int capture_run(const Model *model, const NiahPrompt *prompt, const CaptureOptio
     result->write_seconds = obc_now_seconds() - t0;
   }
   capture_progress_end(&progress);
+  if (b.sums) capture_sums_free(b.sums);
   runtime_free(runtime);
   buffers_free(&b);
   free(tokens);

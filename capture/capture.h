@@ -1,6 +1,7 @@
 /* Capture: run a model on a prompt and record what the analyser needs into a
  * trace (traces/trace.h). One prefill with the runtime's capture seam
- * collecting the last R prompt rows (Q, O, lse, and A on request), then T
+ * collecting the last R prompt rows (Q, O, lse, and A on request) and the
+ * column sums of every prompt row's attention (capture/capture_sums.h), then T
  * greedy decode steps from the full cache, each fed token's row captured with
  * its next-token logits; K/V of every position come from the cache at the end.
  * The trace file appears under its final name only when complete. */
@@ -14,11 +15,14 @@
 #include "model/model.h"
 
 typedef struct {
-  size_t rows;          /* last R prompt rows captured (clipped to the prompt) */
-  bool all_rows;        /* capture every prompt row (full-history windows) */
-  size_t decode;        /* T >= 1 greedy decode steps, always all T of them */
-  bool store_attn;      /* per-layer A */
-  bool store_f16;       /* half-precision storage */
+  size_t rows;     /* last R prompt rows captured (clipped to the prompt) */
+  bool all_rows;   /* capture every prompt row (full-history windows) */
+  size_t decode;   /* T >= 1 greedy decode steps, always all T of them */
+  bool store_attn; /* per-layer A */
+  bool store_f16;  /* half-precision storage */
+  /* leave out the column sums of every prompt row (capture/capture_sums.h),
+   * which make the trace schema 3 */
+  bool skip_column_sums;
   int compression;      /* 0..9 */
   size_t threads;       /* 0 = OpenMP default */
   const char *device;   /* runtime backend: NULL/"cpu", "cuda", "cuda-bf16" */

@@ -21,7 +21,7 @@ typedef struct {
 } CaptureArgs;
 
 void capture_args_default(CaptureArgs *args);
-enum { CAPTURE_ARGS_N_OPTIONS = 22 };
+enum { CAPTURE_ARGS_N_OPTIONS = 23 };
 /* Fills options with the shared options (two headings and 20 options),
  * parsed into args. */
 void capture_args_options(CaptureArgs *args, ObcOption options[CAPTURE_ARGS_N_OPTIONS]);

@@ -49,16 +49,22 @@ static void print_quoted(const char *text, size_t max) {
 
 /* Per dataset name (K, V, ...): total bytes stored and logical size. */
 static void print_datasets(TraceReader *reader, const TraceMeta *m) {
-  const char *names[] = {"K", "V", "Q", "O", "lse", "A"};
+  const char *names[] = {"K", "V",        "Q",         "O",         "lse",
+                         "A", "col_attn", "col_obc_v", "col_obc_k", "col_obc_vk"};
   const char *shapes[] = {"(n_kv_heads, n_positions, head_dim)",
                           "(n_kv_heads, n_positions, head_dim)",
                           "(n_heads, n_rows, head_dim)",
                           "(n_heads, n_rows, head_dim)",
                           "(n_heads, n_rows)",
-                          "(n_heads, n_rows, n_positions)"};
+                          "(n_heads, n_rows, n_positions)",
+                          "(2, n_heads, n_prompt)",
+                          "(2, n_heads, n_prompt)",
+                          "(2, n_heads, n_prompt)",
+                          "(2, n_heads, n_prompt)"};
   printf("datasets   per layer /layers/NNN/...; stored sizes summed over %zu layers\n",
          m->model.n_layers);
-  for (size_t k = 0; k < (m->has_attn ? 6u : 5u); k++) {
+  for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+    if ((k == 5 && !m->has_attn) || (k > 5 && !m->has_column_sums)) continue;
     double stored = 0.0, logical = 0.0;
     char type[16] = "?";
     for (size_t layer = 0; layer < m->model.n_layers; layer++) {
@@ -71,13 +77,20 @@ static void print_datasets(TraceReader *reader, const TraceMeta *m) {
       logical += layer_logical;
       snprintf(type, sizeof type, "f%zu", 8 * element);
     }
-    printf("  %-4s %-3s %-38s", names[k], type, shapes[k]);
+    printf("  %-10s %-3s %-38s", names[k], type, shapes[k]);
     print_bytes(" ", stored);
     printf(" (%.0f%% of raw)\n", logical > 0 ? 100.0 * stored / logical : 0.0);
   }
   printf("  row_positions (%zu) i64%s%s\n", m->n_rows,
          m->tokens ? ", tokens (n_positions) i32" : "",
          m->has_logits ? ", logits (n_decode, vocab_size) f32" : "");
+  if (m->has_column_sums)
+    printf(
+        "  column sums over every prompt row: [0] agnostic, rows [0, %zu) (before the "
+        "question), [1] all rows [0, %zu); column_counts (2, n_prompt) i64\n",
+        m->agnostic_rows, m->n_prompt);
+  else
+    printf("  no column sums (obcache capture records them unless --no-column-sums)\n");
 }
 
 static void print_spans(const TraceMeta *m, const Tokenizer *tokenizer) {

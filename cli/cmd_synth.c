@@ -86,6 +86,10 @@ static int parse_args(int argc, char **argv, SynthOptions *o, const char **outpu
        "0: s/16, 1..8", OBC_OPTION_SIZE, &o->question_length, NULL, NULL},
       {"--store-attn", NULL, NULL, "also store the attention rows A (n_heads, rows, positions)",
        NULL, OBC_OPTION_FLAG, &o->store_attn, NULL, NULL},
+      {"--column-sums", NULL, NULL,
+       "also store the column sums of every prompt row (schema 3; needs --rows equal to "
+       "--prompt)",
+       NULL, OBC_OPTION_FLAG, &o->store_column_sums, NULL, NULL},
       {"--dtype", NULL, "f32|f16", "storage precision of the tensors", "f32", OBC_OPTION_CUSTOM,
        &o->store_f16, parse_dtype, NULL},
       {"--compress", NULL, "0-9", "deflate level with byte shuffle", "0: none", OBC_OPTION_CUSTOM,

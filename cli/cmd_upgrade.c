@@ -123,7 +123,7 @@ int cmd_upgrade(int argc, char **argv) {
   if (rc) return rc;
   if (kind == UPGRADED_TRACE)
     printf("upgrade: trace %s -> %s (schema %d, content hash %s)\n", old_path, new_path,
-           OBC_TRACE_SCHEMA_VERSION, hash);
+           OBC_TRACE_SCHEMA_VERSION_PLAIN, hash);
   else
     printf("upgrade: keep file %s -> %s (schema obcache-keep/2)\n", old_path, new_path);
   return OBC_OK;

@@ -73,6 +73,10 @@ typedef struct {
   float *Q, *O, *lse, *A;         /* stored: (R, d), (R, d), (R), (R, P) */
   double *Qd, *Od, *lsed, *probs; /* exact: (R, d), (R, d), (R), (R, P) */
   VerifyWorst worst[WORST_KINDS];
+  /* With column sums: the exact A of the captured prompt rows summed per
+   * position, (n_heads, TRACE_ROWS_VARIANTS, n_prompt), shared by the threads
+   * (each head writes its own rows). */
+  double *captured_sums;
 } VerifyScratch;
 
 static void scratch_free(VerifyScratch *s) {
@@ -137,6 +141,18 @@ static int verify_head(TraceReader *reader, size_t layer, size_t head, VerifyScr
       record(&s->worst[WORST_A], worst, layer, head, i);
     }
   }
+  if (s->captured_sums) { /* the captured prompt rows' share of the column sums */
+    size_t n = m->n_prompt;
+    double *sums = s->captured_sums + head * TRACE_ROWS_VARIANTS * n;
+    memset(sums, 0, TRACE_ROWS_VARIANTS * n * sizeof *sums);
+    for (size_t i = 0; i < R && (size_t)m->row_positions[i] < n; i++) {
+      size_t position = (size_t)m->row_positions[i];
+      for (size_t v = 0; v < TRACE_ROWS_VARIANTS; v++) {
+        if (v == TRACE_ROWS_AGNOSTIC && position >= m->agnostic_rows) continue;
+        for (size_t p = 0; p <= position; p++) sums[v * n + p] += s->probs[i * P + p];
+      }
+    }
+  }
   return OBC_OK;
 }
 
@@ -151,11 +167,123 @@ static int verify_kv_head(TraceReader *reader, size_t layer, size_t kv_head, Ver
   return rc;
 }
 
+/* ---- column sums ------------------------------------------------------------ */
+
+/* What the column sums of a trace (schema 3) must satisfy, beyond what
+ * trace_read_column_sums checks (finite, >= 0, exact counts): every agnostic
+ * sum is at most the all-rows one (a sum over fewer non-negative terms) and
+ * 0 where no agnostic row reached, and the attention sums agree with the
+ * captured rows' exact attention: equal within the tolerance where the
+ * captured rows are every row of the variant, at least their sum otherwise.
+ * The OBCache terms are checked for the first two only. */
+typedef struct {
+  double *stored_attn; /* (TRACE_ROWS_VARIANTS, n_heads, n_prompt) */
+  double *stored_obc;  /* (TRACE_ROWS_VARIANTS, TRACE_OBC_TERMS, n_heads, n_prompt) */
+  double *captured;    /* (n_heads, TRACE_ROWS_VARIANTS, n_prompt) */
+  int64_t *counts;     /* (n_prompt) */
+  bool complete[TRACE_ROWS_VARIANTS]; /* the captured rows are every row of the variant */
+  double worst;                       /* worst relative difference against the captured rows */
+  size_t worst_layer, worst_head, worst_position;
+} VerifySums;
+
+static int sums_alloc(VerifySums *v, const TraceReader *r) {
+  const TraceMeta *m = trace_meta(r);
+  size_t plane = m->model.n_heads * m->n_prompt;
+  memset(v, 0, sizeof *v);
+  v->stored_attn = trace_alloc(r, TRACE_ROWS_VARIANTS * plane, sizeof(double), "column sums");
+  v->stored_obc = v->stored_attn ? trace_alloc(r, TRACE_ROWS_VARIANTS * TRACE_OBC_TERMS * plane,
+                                               sizeof(double), "OBCache column sums")
+                                 : NULL;
+  v->captured = v->stored_obc ? trace_alloc(r, TRACE_ROWS_VARIANTS * plane, sizeof(double),
+                                            "the captured rows' column sums")
+                              : NULL;
+  v->counts = v->captured ? trace_alloc(r, m->n_prompt, sizeof(int64_t), "column counts") : NULL;
+  if (!v->counts) {
+    free(v->stored_attn), free(v->stored_obc), free(v->captured);
+    return OBC_ENOMEM;
+  }
+  /* rows [0, end) all captured: the trace's first prompt row is 0 and its
+   * prompt rows are contiguous up to end */
+  size_t window = trace_meta_window_rows(m);
+  for (int k = 0; k < TRACE_ROWS_VARIANTS; k++) {
+    size_t end = k == TRACE_ROWS_AGNOSTIC ? m->agnostic_rows : m->n_prompt;
+    v->complete[k] = window == m->n_prompt || end == 0;
+  }
+  return OBC_OK;
+}
+
+static void sums_free(VerifySums *v) {
+  free(v->stored_attn), free(v->stored_obc), free(v->captured), free(v->counts);
+  memset(v, 0, sizeof *v);
+}
+
+static int sums_read_layer(TraceReader *r, size_t layer, VerifySums *v) {
+  const TraceMeta *m = trace_meta(r);
+  size_t plane = m->model.n_heads * m->n_prompt;
+  int rc = OBC_OK;
+  for (int k = 0; !rc && k < TRACE_ROWS_VARIANTS; k++)
+    rc = trace_read_column_sums(r, layer, (TraceSumRows)k, v->stored_attn + k * plane,
+                                v->stored_obc + k * TRACE_OBC_TERMS * plane, v->counts);
+  return rc;
+}
+
+static int sums_check_layer(TraceReader *r, size_t layer, VerifySums *v, double tolerance) {
+  const TraceMeta *m = trace_meta(r);
+  size_t n = m->n_prompt, heads = m->model.n_heads, plane = heads * n;
+  const char *path = trace_path(r);
+  /* agnostic <= all, and 0 beyond the agnostic rows */
+  for (size_t t = 0; t <= TRACE_OBC_TERMS; t++) {
+    const double *agnostic = t == 0 ? v->stored_attn : v->stored_obc + (t - 1) * plane;
+    const double *all =
+        t == 0 ? v->stored_attn + plane : v->stored_obc + (TRACE_OBC_TERMS + t - 1) * plane;
+    const char *name = t == 0   ? "col_attn"
+                       : t == 1 ? "col_obc_v"
+                       : t == 2 ? "col_obc_k"
+                                : "col_obc_vk";
+    for (size_t i = 0; i < plane; i++) {
+      size_t p = i % n;
+      bool ok = p < m->agnostic_rows ? agnostic[i] <= all[i] * (1.0 + tolerance) + 1e-30
+                                     : agnostic[i] == 0.0;
+      if (!ok)
+        return obc_fail(OBC_EFORMAT,
+                        "%s: /layers/%03zu/%s, head %zu, position %zu: the agnostic sum %.6g %s",
+                        path, layer, name, i / n, p, agnostic[i],
+                        p < m->agnostic_rows ? "exceeds the sum over all prompt rows"
+                                             : "is not 0 beyond the rows before the question");
+    }
+  }
+  for (size_t h = 0; h < heads; h++)
+    for (int k = 0; k < TRACE_ROWS_VARIANTS; k++)
+      for (size_t p = 0; p < n; p++) {
+        double stored = v->stored_attn[k * plane + h * n + p];
+        double captured = v->captured[(h * TRACE_ROWS_VARIANTS + k) * n + p];
+        double excess = captured - stored; /* > 0: the captured rows alone exceed the sum */
+        double diff = v->complete[k] ? fabs(excess) : excess;
+        double relative = diff / fmax(captured, 1e-30);
+        if (relative > v->worst) {
+          v->worst = relative;
+          v->worst_layer = layer, v->worst_head = h, v->worst_position = p;
+        }
+        if (diff > tolerance * captured + 1e-30)
+          return obc_fail(OBC_EFORMAT,
+                          "%s: /layers/%03zu/col_attn, rows %s, head %zu, position %zu: stored "
+                          "%.9g, but the captured rows' attention %s %.9g (tolerance %g)",
+                          path, layer, k == TRACE_ROWS_AGNOSTIC ? "agnostic" : "all", h, p, stored,
+                          v->complete[k] ? "sums to" : "alone sums to", captured, tolerance);
+      }
+  return OBC_OK;
+}
+
 /* Layer by layer; the KV heads of a layer in parallel, each thread streaming
  * one KV head at a time, so memory stays at a few heads whatever the trace. */
-static int verify_trace(TraceReader *reader, VerifyScratch *scratch, size_t n_threads) {
+static int verify_trace(TraceReader *reader, VerifyScratch *scratch, size_t n_threads,
+                        VerifySums *sums, double tolerance) {
   const TraceModel *c = &trace_meta(reader)->model;
   for (size_t layer = 0; layer < c->n_layers; layer++) {
+    if (sums) {
+      int rc = sums_read_layer(reader, layer, sums);
+      if (rc) return rc;
+    }
     int failed = OBC_OK;
     char message[1024] = "";
 #pragma omp parallel for schedule(dynamic, 1) num_threads((int)n_threads)
@@ -175,6 +303,10 @@ static int verify_trace(TraceReader *reader, VerifyScratch *scratch, size_t n_th
       }
     }
     if (failed) return obc_fail(failed, "%s", message);
+    if (sums) {
+      int rc = sums_check_layer(reader, layer, sums, tolerance);
+      if (rc) return rc;
+    }
   }
   return OBC_OK;
 }
@@ -250,7 +382,12 @@ int cmd_verify(int argc, char **argv) {
   size_t allocated = 0;
   if (!scratch) rc = obc_fail(OBC_ENOMEM, "%s: out of memory", path);
   for (; !rc && allocated < n_threads; allocated++) rc = scratch_alloc(&scratch[allocated], reader);
-  if (!rc) rc = verify_trace(reader, scratch, n_threads);
+  VerifySums sums = {0};
+  bool has_sums = m->has_column_sums;
+  if (!rc && has_sums) rc = sums_alloc(&sums, reader);
+  for (size_t t = 0; !rc && has_sums && t < n_threads; t++)
+    scratch[t].captured_sums = sums.captured;
+  if (!rc) rc = verify_trace(reader, scratch, n_threads, has_sums ? &sums : NULL, tolerance);
   if (!rc) {
     printf("verify %s: %zu layers x %zu heads, %zu rows, %zu positions, dtype %s, tolerance %g\n",
            path, m->model.n_layers, m->model.n_heads, m->n_rows, m->n_positions, m->dtype,
@@ -274,9 +411,17 @@ int cmd_verify(int argc, char **argv) {
           "head %zu, row %zu (tolerance %g)",
           path, failing, worst_failing.worst, worst_failing.layer, worst_failing.head,
           worst_failing.row, tolerance);
-    else
-      rc = verify_contents(reader);
+    if (!failing && has_sums)
+      printf(
+          "  column sums: %s, every value finite and >= 0, counts exact, agnostic rows "
+          "[0, %zu) <= all rows; attention %s the captured rows' (worst relative "
+          "difference %.3g, layer %zu, head %zu, position %zu)  ok\n",
+          "attn obc_v obc_k obc_vk", m->agnostic_rows,
+          sums.complete[TRACE_ROWS_ALL] ? "equal to" : "at least", sums.worst, sums.worst_layer,
+          sums.worst_head, sums.worst_position);
+    if (!failing) rc = verify_contents(reader);
   }
+  if (has_sums) sums_free(&sums);
   for (size_t t = 0; scratch && t < allocated; t++) scratch_free(&scratch[t]);
   free(scratch);
   trace_close(reader);

@@ -85,6 +85,33 @@ PY
 ALLOW_STDOUT=1 expect_failure "verify on a tampered O" "$TAMPERED" "$OBCACHE" verify "$TAMPERED"
 grep -q "layer 1, head 2, row 5" "$dir/err" && pass "verify names layer 1, head 2, row 5" || fail "verify location: $(cat "$dir/err")"
 
+# Column sums (schema 3): info lists them, verify checks them and fails,
+# naming the trace, when an agnostic sum exceeds the all-rows one, when the
+# attention sums disagree with the captured rows, or when a count is wrong.
+SUMS=$dir/sums.h5
+"$OBCACHE" synth "${SMALL[@]}" --rows 64 --column-sums -o "$SUMS" >/dev/null
+"$OBCACHE" info "$SUMS" >"$dir/info" 2>&1
+grep -q "col_obc_vk" "$dir/info" && grep -q "agnostic, rows \[0, 60)" "$dir/info" &&
+  pass "info lists the column sums" || fail "info: $(grep -i col "$dir/info")"
+"$OBCACHE" verify "$SUMS" >"$dir/out" 2>&1 && grep -q "column sums: .* ok" "$dir/out" &&
+  pass "verify checks the column sums" || fail "verify: $(tail -3 "$dir/out")"
+for damage in "col_attn 0 1 2 5.0" "col_attn 1 1 2 0.5" "col_obc_k 0 1 62 1.0" "counts 1 3 0 0"; do
+  BAD=$dir/bad-sums.h5
+  cp "$SUMS" "$BAD"
+  python3 - "$BAD" $damage <<'PY'
+import sys, h5py
+path, name, variant, head, position, value = sys.argv[1:]
+with h5py.File(path, "r+") as f:
+    if name == "counts":
+        f["column_counts"][int(variant), int(head)] += 1
+    else:  # a value the other variant or the captured rows contradict
+        f[f"layers/001/{name}"][int(variant), int(head), int(position)] = float(value)
+PY
+  ALLOW_STDOUT=1 expect_failure "verify on tampered column sums ($damage)" "$BAD" "$OBCACHE" verify "$BAD"
+done
+expect_failure "synth --column-sums without every prompt row" "$dir/no.h5" \
+  "$OBCACHE" synth "${SMALL[@]}" --column-sums -o "$dir/no.h5"
+
 leftovers=$(find "$dir" -name '*.tmp.*' | wc -l)
 [ "$leftovers" -eq 0 ] && pass "no temporary files left" || fail "$leftovers temporary files left"
 finish

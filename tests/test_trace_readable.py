@@ -93,6 +93,13 @@ def content_hash(f):
             for head in range(ds.shape[0]):
                 stored = ds[head].astype(ds.dtype.newbyteorder("<")).tobytes()
                 lines.append(f"layer {layer} {kind} {head} {fnv1a(stored):016x}")
+    if int(a["schema_version"]) >= 3:  # the column sums, hashed whole
+        for layer in range(int(a["n_layers"])):
+            for name in ("col_attn", "col_obc_v", "col_obc_k", "col_obc_vk"):
+                stored = f[f"layers/{layer:03d}/{name}"][()].astype("<f4").tobytes()
+                lines.append(f"column_sums {layer} {name} {fnv1a(stored):016x}")
+        counts = f["column_counts"][()].astype("<i8").tobytes()
+        lines.append(f"column_counts {int(a['agnostic_rows'])} {fnv1a(counts):016x}")
     return f"{fnv1a(''.join(line + chr(10) for line in lines).encode()):016x}"
 
 

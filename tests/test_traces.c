@@ -94,6 +94,21 @@ static void fixture_meta(TraceMeta *m, int64_t *rows, int32_t *tokens) {
   }
 }
 
+/* K, V, Q, O, lse (and A) of one layer of the fixture. */
+static void fixture_write_layer(TraceWriter *w, size_t layer, bool with_attn) {
+  float kv[2][NP * D], q[2][(R + T) * D], lse[R + T], attn[(R + T) * NP];
+  for (size_t g = 0; g < KVH; g++) {
+    fixture_fill(kv[0], NP * D, 0, layer, g), fixture_fill(kv[1], NP * D, 1, layer, g);
+    ck_assert_int_eq(trace_write_kv(w, layer, g, kv[0], kv[1]), 0);
+  }
+  for (size_t h = 0; h < H; h++) {
+    fixture_fill(q[0], (R + T) * D, 2, layer, h), fixture_fill(q[1], (R + T) * D, 3, layer, h);
+    fixture_fill(lse, R + T, 4, layer, h), fixture_fill(attn, (R + T) * NP, 5, layer, h);
+    ck_assert_int_eq(trace_write_rows(w, layer, h, q[0], q[1], lse), 0);
+    if (with_attn) ck_assert_int_eq(trace_write_attn(w, layer, h, attn), 0);
+  }
+}
+
 static int fixture_write(const char *path, bool f16, int level) {
   TraceMeta meta;
   int64_t rows[R + T];
@@ -104,19 +119,8 @@ static int fixture_write(const char *path, bool f16, int level) {
   TraceWriter *w = NULL;
   int rc = trace_create(path, &meta, &opt, &w);
   if (rc) return rc;
-  float kv[2][NP * D], q[2][(R + T) * D], lse[R + T], attn[(R + T) * NP], logits[T * VOCAB];
-  for (size_t layer = 0; layer < L; layer++) {
-    for (size_t g = 0; g < KVH; g++) {
-      fixture_fill(kv[0], NP * D, 0, layer, g), fixture_fill(kv[1], NP * D, 1, layer, g);
-      ck_assert_int_eq(trace_write_kv(w, layer, g, kv[0], kv[1]), 0);
-    }
-    for (size_t h = 0; h < H; h++) {
-      fixture_fill(q[0], (R + T) * D, 2, layer, h), fixture_fill(q[1], (R + T) * D, 3, layer, h);
-      fixture_fill(lse, R + T, 4, layer, h), fixture_fill(attn, (R + T) * NP, 5, layer, h);
-      ck_assert_int_eq(trace_write_rows(w, layer, h, q[0], q[1], lse), 0);
-      ck_assert_int_eq(trace_write_attn(w, layer, h, attn), 0);
-    }
-  }
+  float logits[T * VOCAB];
+  for (size_t layer = 0; layer < L; layer++) fixture_write_layer(w, layer, true);
   fixture_fill(logits, T * VOCAB, 6, 0, 0);
   ck_assert_int_eq(trace_write_logits(w, logits), 0);
   ck_assert_int_eq(trace_set_result(w, "the answer is 42", 0), 0); /* meta said 1 */
@@ -147,7 +151,7 @@ static void check_round_trip(bool f16, int level) {
   int64_t rows[R + T];
   int32_t tokens[NP];
   fixture_meta(&want, rows, tokens);
-  ck_assert_int_eq(m->schema_version, OBC_TRACE_SCHEMA_VERSION);
+  ck_assert_int_eq(m->schema_version, OBC_TRACE_SCHEMA_VERSION_PLAIN);
   ck_assert_int_eq(strlen(m->content_hash), 16);
   char recomputed[17];
   ck_assert_msg(trace_compute_hash(r, recomputed) == 0, "%s", obc_error_message());
@@ -558,11 +562,199 @@ END_TEST
 
 START_TEST(other_schema_version_is_unsupported) {
   char path[4200];
-  good_copy("schema3.h5", path, sizeof path);
+  good_copy("schema4.h5", path, sizeof path);
   hid_t f = open_rw(path);
-  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "schema_version", 3), 0);
+  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "schema_version", OBC_TRACE_SCHEMA_VERSION + 1),
+                   0);
   H5Fclose(f);
-  expect_open_failure(path, OBC_EUNSUPPORTED, "schema version 3");
+  char phrase[64];
+  snprintf(phrase, sizeof phrase, "schema version %d", OBC_TRACE_SCHEMA_VERSION + 1);
+  expect_open_failure(path, OBC_EUNSUPPORTED, phrase);
+}
+END_TEST
+
+/* ---- column sums (schema 3) ------------------------------------------------------------------- */
+
+enum { AGNOSTIC = 9 }; /* the fixture's question begins at 9 */
+
+/* Sum plane values: non-negative, the agnostic plane a part of the all-rows
+ * one and 0 from AGNOSTIC on. */
+static double fixture_sum(int term, size_t layer, int variant, size_t head, size_t p) {
+  double all = 1.0 + fabs((double)fixture_value(10 + term, layer, head, p));
+  if (variant == TRACE_ROWS_ALL) return all;
+  return p < AGNOSTIC ? 0.5 * all : 0.0;
+}
+
+static int fixture_write_sums(const char *path) {
+  TraceMeta meta;
+  int64_t rows[R + T];
+  int32_t tokens[NP];
+  fixture_meta(&meta, rows, tokens);
+  meta.agnostic_rows = AGNOSTIC;
+  TraceWriteOptions opt = {.store_logits = true, .store_column_sums = true};
+  TraceWriter *w = NULL;
+  int rc = trace_create(path, &meta, &opt, &w);
+  if (rc) return rc;
+  float logits[T * VOCAB];
+  double attn[TRACE_ROWS_VARIANTS * H * S], obc[TRACE_ROWS_VARIANTS * TRACE_OBC_TERMS * H * S];
+  for (size_t layer = 0; layer < L; layer++) {
+    fixture_write_layer(w, layer, false);
+    for (int v = 0; v < TRACE_ROWS_VARIANTS; v++)
+      for (size_t h = 0; h < H; h++)
+        for (size_t p = 0; p < S; p++) {
+          attn[(v * H + h) * S + p] = fixture_sum(0, layer, v, h, p);
+          for (int t = 0; t < TRACE_OBC_TERMS; t++)
+            obc[((v * TRACE_OBC_TERMS + t) * H + h) * S + p] = fixture_sum(1 + t, layer, v, h, p);
+        }
+    ck_assert_int_eq(trace_write_column_sums(w, layer, attn, obc), 0);
+  }
+  int64_t counts[TRACE_ROWS_VARIANTS * S];
+  for (size_t p = 0; p < S; p++)
+    counts[p] = p < AGNOSTIC ? AGNOSTIC - (int64_t)p : 0, counts[S + p] = S - (int64_t)p;
+  ck_assert_int_eq(trace_write_column_counts(w, counts), 0);
+  fixture_fill(logits, T * VOCAB, 6, 0, 0);
+  ck_assert_int_eq(trace_write_logits(w, logits), 0);
+  return trace_commit(w);
+}
+
+START_TEST(column_sums_round_trip_both_variants_and_counts) {
+  char path[4200];
+  scratch_path(path, sizeof path, "sums.h5");
+  ck_assert_msg(fixture_write_sums(path) == 0, "%s", obc_error_message());
+  TraceReader *r = NULL;
+  ck_assert_msg(trace_open(path, &r) == 0, "%s", obc_error_message());
+  const TraceMeta *m = trace_meta(r);
+  ck_assert_int_eq(m->schema_version, OBC_TRACE_SCHEMA_VERSION);
+  ck_assert(m->has_column_sums);
+  ck_assert_uint_eq(m->agnostic_rows, AGNOSTIC);
+  char recomputed[17];
+  ck_assert_msg(trace_compute_hash(r, recomputed) == 0, "%s", obc_error_message());
+  ck_assert_str_eq(recomputed, m->content_hash);
+  double attn[H * S], obc[TRACE_OBC_TERMS * H * S];
+  int64_t counts[S];
+  for (size_t layer = 0; layer < L; layer++)
+    for (int v = 0; v < TRACE_ROWS_VARIANTS; v++) {
+      ck_assert_msg(trace_read_column_sums(r, layer, (TraceSumRows)v, attn, obc, counts) == 0, "%s",
+                    obc_error_message());
+      for (size_t h = 0; h < H; h++)
+        for (size_t p = 0; p < S; p++) {
+          ck_assert_double_eq(attn[h * S + p], (float)fixture_sum(0, layer, v, h, p));
+          for (int t = 0; t < TRACE_OBC_TERMS; t++)
+            ck_assert_double_eq(obc[(t * H + h) * S + p],
+                                (float)fixture_sum(1 + t, layer, v, h, p));
+        }
+      for (size_t p = 0; p < S; p++) {
+        size_t end = v == TRACE_ROWS_AGNOSTIC ? AGNOSTIC : S;
+        ck_assert_int_eq(counts[p], p < end ? (int64_t)(end - p) : 0);
+      }
+    }
+  trace_close(r);
+  unlink(path);
+}
+END_TEST
+
+START_TEST(trace_without_column_sums_says_so) {
+  char path[4200];
+  scratch_path(path, sizeof path, "no-sums.h5");
+  ck_assert_int_eq(fixture_write(path, false, 0), 0);
+  TraceReader *r = NULL;
+  ck_assert_int_eq(trace_open(path, &r), 0);
+  ck_assert(!trace_meta(r)->has_column_sums);
+  double attn[H * S];
+  ck_assert_int_eq(trace_read_column_sums(r, 0, TRACE_ROWS_ALL, attn, NULL, NULL), OBC_ENOTFOUND);
+  assert_message_names(path);
+  ck_assert(strstr(obc_error_message(), "no column sums"));
+  trace_close(r);
+  unlink(path);
+}
+END_TEST
+
+/* Overwrites element `index` of a whole dataset with value (through HDF5's
+ * conversion from double). */
+static void overwrite_element(const char *path, const char *name, hid_t mem_type, size_t index,
+                              const void *value) {
+  hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  ck_assert_int_ge(f, 0);
+  hid_t dset = H5Dopen2(f, name, H5P_DEFAULT);
+  ck_assert_int_ge(dset, 0);
+  hid_t space = H5Dget_space(dset);
+  hsize_t dims[3];
+  int rank = H5Sget_simple_extent_dims(space, dims, NULL);
+  hsize_t coord[3], rest = index;
+  for (int i = rank - 1; i >= 0; i--) coord[i] = rest % dims[i], rest /= dims[i];
+  H5Sselect_elements(space, H5S_SELECT_SET, 1, coord);
+  hsize_t one = 1;
+  hid_t mem = H5Screate_simple(1, &one, NULL);
+  ck_assert_int_ge(H5Dwrite(dset, mem_type, mem, space, H5P_DEFAULT, value), 0);
+  H5Sclose(mem), H5Sclose(space), H5Dclose(dset), H5Fclose(f);
+}
+
+static void expect_sums_refused(const char *path, const char *phrase) {
+  TraceReader *r = NULL;
+  ck_assert_msg(trace_open(path, &r) == 0, "%s", obc_error_message());
+  double attn[H * S], obc[TRACE_OBC_TERMS * H * S];
+  int64_t counts[S];
+  int rc = OBC_OK;
+  for (size_t layer = 0; !rc && layer < L; layer++)
+    for (int v = 0; !rc && v < TRACE_ROWS_VARIANTS; v++)
+      rc = trace_read_column_sums(r, layer, (TraceSumRows)v, attn, obc, counts);
+  ck_assert_msg(rc == OBC_EVALUE, "got %d (%s)", rc, obc_error_message());
+  assert_message_names(path);
+  ck_assert_msg(strstr(obc_error_message(), phrase), "'%s' lacks '%s'", obc_error_message(),
+                phrase);
+  trace_close(r);
+}
+
+START_TEST(damaged_column_sums_are_refused) {
+  char path[4200];
+  scratch_path(path, sizeof path, "bad-sums.h5");
+  const struct {
+    const char *dataset;
+    double value;
+    const char *phrase;
+  } floats[] = {
+      {"/layers/001/col_attn", NAN, "NaN"},
+      {"/layers/000/col_obc_k", -1.0, "negative"},
+      {"/layers/001/col_obc_vk", INFINITY, "Inf"},
+      {"/layers/000/col_obc_v", -0.0 - 1e-30, "negative"},
+  };
+  for (size_t i = 0; i < sizeof floats / sizeof *floats; i++) {
+    ck_assert_int_eq(fixture_write_sums(path), 0);
+    overwrite_element(path, floats[i].dataset, H5T_NATIVE_DOUBLE, 3 * S + 4, &floats[i].value);
+    expect_sums_refused(path, floats[i].phrase);
+  }
+  const struct {
+    size_t index;
+    int64_t value;
+  } counts[] = {{2, 0}, {S + 0, S + 1}, {AGNOSTIC + 1, 1}, {S - 1, -5}};
+  for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) {
+    ck_assert_int_eq(fixture_write_sums(path), 0);
+    overwrite_element(path, "/column_counts", H5T_NATIVE_INT64, counts[i].index, &counts[i].value);
+    expect_sums_refused(path, "/column_counts");
+  }
+  unlink(path);
+}
+END_TEST
+
+START_TEST(inconsistent_column_sum_attributes_are_refused) {
+  char path[4200];
+  scratch_path(path, sizeof path, "bad-sums-attrs.h5");
+  ck_assert_int_eq(fixture_write_sums(path), 0);
+  hid_t f = open_rw(path);
+  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "agnostic_rows", S + 1), 0);
+  H5Fclose(f);
+  expect_open_failure(path, OBC_EFORMAT, "agnostic_rows");
+  ck_assert_int_eq(fixture_write_sums(path), 0);
+  f = open_rw(path);
+  ck_assert_int_eq(trace_h5_attr_write_i64(path, f, "has_column_sums", 0), 0);
+  H5Fclose(f);
+  expect_open_failure(path, OBC_EFORMAT, "has_column_sums");
+  ck_assert_int_eq(fixture_write_sums(path), 0);
+  f = open_rw(path);
+  ck_assert_int_ge(H5Ldelete(f, "/layers/001/col_obc_k", H5P_DEFAULT), 0);
+  H5Fclose(f);
+  expect_open_failure(path, OBC_EFORMAT, "/layers/001/col_obc_k");
+  unlink(path);
 }
 END_TEST
 
@@ -1119,6 +1311,10 @@ static Suite *traces_suite(void) {
   tcase_add_test(tc, text_file_fails_as_not_hdf5);
   tcase_add_test(tc, other_schema_version_is_unsupported);
   tcase_add_test(tc, missing_complete_flag_means_incomplete);
+  tcase_add_test(tc, column_sums_round_trip_both_variants_and_counts);
+  tcase_add_test(tc, trace_without_column_sums_says_so);
+  tcase_add_test(tc, damaged_column_sums_are_refused);
+  tcase_add_test(tc, inconsistent_column_sum_attributes_are_refused);
   tcase_add_test(tc, missing_dataset_is_named);
   tcase_add_test(tc, missing_attribute_is_named);
   tcase_add_test(tc, inconsistent_shapes_are_named_precisely);

@@ -153,9 +153,10 @@ int synth_trace_bytes(const SynthOptions *o, const char *path, uint64_t *bytes) 
   over |= add_product(&layer, 2, o->n_heads, rows, o->head_dim, value);   /* Q, O */
   over |= add_product(&layer, 1, o->n_heads, rows, 4, 1);                 /* lse, f32 */
   over |= add_product(&layer, o->store_attn, o->n_heads, rows, n, value); /* A */
-  over |= add_product(&total, layer, o->n_layers, 1, 1, 1);               /* every layer */
-  over |= add_product(&total, o->vocab_size > 0, n, 4, 1, 1);             /* tokens */
-  over |= add_product(&total, o->n_decode, o->vocab_size, 4, 1, 1);       /* logits */
+  over |= add_product(&layer, 8 * o->store_column_sums, o->n_heads, o->n_prompt, 4, 1); /* sums */
+  over |= add_product(&total, layer, o->n_layers, 1, 1, 1);         /* every layer */
+  over |= add_product(&total, o->vocab_size > 0, n, 4, 1, 1);       /* tokens */
+  over |= add_product(&total, o->n_decode, o->vocab_size, 4, 1, 1); /* logits */
   if (over) return obc_fail(OBC_EINVAL, "%s: shape too large (its byte count overflows)", path);
   *bytes = total;
   return OBC_OK;
@@ -173,6 +174,10 @@ static int check_options(const SynthOptions *o, const char *path) {
                     path, o->n_prompt_rows, o->n_prompt);
   if (o->n_prompt_rows + o->n_decode == 0)
     return obc_fail(OBC_EINVAL, "%s: no rows to capture (rows and decode are both 0)", path);
+  if (o->store_column_sums && o->n_prompt_rows != o->n_prompt)
+    return obc_fail(OBC_EINVAL,
+                    "%s: column sums need every prompt row captured (rows %zu, prompt %zu)", path,
+                    o->n_prompt_rows, o->n_prompt);
   if (!(o->needle_depth >= 0.0 && o->needle_depth <= 100.0))
     return obc_fail(OBC_EINVAL, "%s: needle depth %g%% outside 0..100", path, o->needle_depth);
   if (!o->needle_length) return obc_fail(OBC_EINVAL, "%s: needle length must be >= 1", path);
@@ -304,11 +309,13 @@ static void synth_queries(const SynthPlan *plan, size_t layer, size_t head,
 /* ---- per-layer buffers --------------------------------------------------------------- */
 
 typedef struct {
-  float *K, *V;    /* (n_kv_heads, n_positions, d) */
-  double *Kd, *Vd; /* same, double */
-  float *Q, *O;    /* (n_heads, n_rows, d) */
-  float *lse;      /* (n_heads, n_rows) */
-  float *A;        /* (n_heads, n_rows, n_positions) or NULL */
+  float *K, *V;      /* (n_kv_heads, n_positions, d) */
+  double *Kd, *Vd;   /* same, double */
+  float *Q, *O;      /* (n_heads, n_rows, d) */
+  float *lse;        /* (n_heads, n_rows) */
+  float *A;          /* (n_heads, n_rows, n_positions) or NULL */
+  double *sums_attn; /* (TRACE_ROWS_VARIANTS, n_heads, n_prompt) or NULL */
+  double *sums_obc;  /* (TRACE_ROWS_VARIANTS, TRACE_OBC_TERMS, n_heads, n_prompt) or NULL */
   size_t n_threads;
   double *thread_scratch; /* (n_threads, scratch_size) */
   size_t scratch_size;    /* Qd, Od (n_rows d each), lse (n_rows), P (n_rows n_positions), 3 d */
@@ -317,6 +324,7 @@ typedef struct {
 static void synth_layer_free(SynthLayer *l) {
   free(l->K), free(l->V), free(l->Kd), free(l->Vd), free(l->Q), free(l->O), free(l->lse),
       free(l->A);
+  free(l->sums_attn), free(l->sums_obc);
   free(l->thread_scratch);
   memset(l, 0, sizeof *l);
 }
@@ -344,12 +352,53 @@ static int synth_layer_alloc(SynthLayer *l, const SynthPlan *plan) {
     l->A = obc_malloc(o->n_heads * plan->n_rows * plan->n_positions * sizeof(float), "synthetic A");
   l->thread_scratch = obc_malloc(
       mul_or_max(l->n_threads, mul_or_max(l->scratch_size, sizeof(double))), "synthesis scratch");
+  if (o->store_column_sums) {
+    size_t plane = o->n_heads * o->n_prompt;
+    l->sums_attn = obc_calloc(TRACE_ROWS_VARIANTS * plane, sizeof(double), "synthetic sums");
+    l->sums_obc =
+        obc_calloc(TRACE_ROWS_VARIANTS * TRACE_OBC_TERMS * plane, sizeof(double), "synthetic sums");
+  }
+  bool sums_ok = !o->store_column_sums || (l->sums_attn && l->sums_obc);
   if (!l->K || !l->V || !l->Kd || !l->Vd || !l->Q || !l->O || !l->lse || (o->store_attn && !l->A) ||
-      !l->thread_scratch) {
+      !l->thread_scratch || !sums_ok) {
     synth_layer_free(l);
     return OBC_ENOMEM;
   }
   return OBC_OK;
+}
+
+/* The column sums of query head h from its exact rows (every prompt row is
+ * one, R = s): per position p, over the rows i >= p before agnostic_rows and
+ * over all prompt rows, A, A^2 vv, (A z)^2 dd and A^2 ||v + z (v - o)||^2,
+ * with z recomputed as scale q.k. */
+static void synth_column_sums(const SynthPlan *plan, const SynthLayer *l, size_t h,
+                              const double *Qd, const double *Od, const double *probs,
+                              size_t agnostic_rows) {
+  const SynthOptions *o = plan->options;
+  const size_t d = o->head_dim, P = plan->n_positions, S = o->n_prompt, plane = o->n_heads * S;
+  const double *K = l->Kd + h / (o->n_heads / o->n_kv_heads) * P * d;
+  const double *V = l->Vd + h / (o->n_heads / o->n_kv_heads) * P * d;
+  for (size_t i = 0; i < S; i++) {
+    const double *q = Qd + i * d, *oi = Od + i * d;
+    for (size_t p = 0; p <= i; p++) {
+      const double *k = K + p * d, *v = V + p * d;
+      double z = 0.0, vv = 0.0, dd = 0.0, vz = 0.0;
+      for (size_t c = 0; c < d; c++) z += q[c] * k[c];
+      z *= plan->scale;
+      for (size_t c = 0; c < d; c++) {
+        double diff = v[c] - oi[c], mixed = v[c] + z * diff;
+        vv += v[c] * v[c], dd += diff * diff, vz += mixed * mixed;
+      }
+      double a = probs[i * P + p], a2 = a * a;
+      double terms[1 + TRACE_OBC_TERMS] = {a, a2 * vv, a2 * z * z * dd, a2 * vz};
+      for (int variant = 0; variant < TRACE_ROWS_VARIANTS; variant++) {
+        if (variant == TRACE_ROWS_AGNOSTIC && i >= agnostic_rows) continue;
+        l->sums_attn[variant * plane + h * S + p] += terms[0];
+        for (int t = 0; t < TRACE_OBC_TERMS; t++)
+          l->sums_obc[(variant * TRACE_OBC_TERMS + t) * plane + h * S + p] += terms[1 + t];
+      }
+    }
+  }
 }
 
 /* Generates one layer: K/V per KV head, then Q and exact attention per head. */
@@ -358,6 +407,11 @@ static void synth_layer_compute(const SynthPlan *plan, size_t layer, SynthLayer 
   const size_t d = o->head_dim, P = plan->n_positions, R = plan->n_rows;
   const size_t group = o->n_heads / o->n_kv_heads;
   TraceAttendShape shape = {R, P, d, plan->scale, plan->row_positions};
+  if (l->sums_attn) {
+    size_t plane = o->n_heads * o->n_prompt;
+    memset(l->sums_attn, 0, TRACE_ROWS_VARIANTS * plane * sizeof(double));
+    memset(l->sums_obc, 0, TRACE_ROWS_VARIANTS * TRACE_OBC_TERMS * plane * sizeof(double));
+  }
 #pragma omp parallel num_threads((int)l->n_threads)
   {
     double *scratch = l->thread_scratch + (size_t)omp_get_thread_num() * l->scratch_size;
@@ -380,6 +434,11 @@ static void synth_layer_compute(const SynthPlan *plan, size_t layer, SynthLayer 
       for (size_t i = 0; i < R; i++) l->lse[h * R + i] = (float)lse[i];
       if (l->A)
         for (size_t i = 0; i < R * P; i++) l->A[h * R * P + i] = (float)probs[i];
+      if (l->sums_attn) {
+        int64_t question, end;
+        synth_question_span(o, &question, &end);
+        synth_column_sums(plan, l, h, Qd, Od, probs, (size_t)question);
+      }
     }
   }
 }
@@ -395,6 +454,23 @@ static int synth_layer_write(const SynthPlan *plan, size_t layer, const SynthLay
     rc = trace_write_rows(writer, layer, h, l->Q + h * R * d, l->O + h * R * d, l->lse + h * R);
     if (!rc && l->A) rc = trace_write_attn(writer, layer, h, l->A + h * R * P);
   }
+  if (!rc && l->sums_attn) rc = trace_write_column_sums(writer, layer, l->sums_attn, l->sums_obc);
+  return rc;
+}
+
+/* /column_counts: the rows before the question, and every prompt row, that
+ * saw each position. */
+static int synth_write_column_counts(const SynthOptions *o, const TraceMeta *meta,
+                                     TraceWriter *writer) {
+  size_t S = o->n_prompt;
+  int64_t *counts = obc_malloc(TRACE_ROWS_VARIANTS * S * sizeof *counts, "column counts");
+  if (!counts) return OBC_ENOMEM;
+  for (size_t p = 0; p < S; p++) {
+    counts[p] = p < meta->agnostic_rows ? (int64_t)(meta->agnostic_rows - p) : 0;
+    counts[S + p] = (int64_t)(S - p);
+  }
+  int rc = trace_write_column_counts(writer, counts);
+  free(counts);
   return rc;
 }
 
@@ -500,13 +576,20 @@ int synth_generate(const SynthOptions *o, const char *path) {
   TraceWriteOptions write_options = {.store_f16 = o->store_f16,
                                      .compression_level = o->compression_level,
                                      .store_attn = o->store_attn,
-                                     .store_logits = o->vocab_size > 0};
+                                     .store_logits = o->vocab_size > 0,
+                                     .store_column_sums = o->store_column_sums};
+  if (!rc && o->store_column_sums) {
+    int64_t question, end;
+    synth_question_span(o, &question, &end);
+    meta.agnostic_rows = (size_t)question;
+  }
   if (!rc) rc = synth_layer_alloc(&layer_buffers, &plan);
   if (!rc) rc = trace_create(path, &meta, &write_options, &writer);
   for (size_t layer = 0; !rc && layer < o->n_layers; layer++) {
     synth_layer_compute(&plan, layer, &layer_buffers);
     rc = synth_layer_write(&plan, layer, &layer_buffers, writer);
   }
+  if (!rc && o->store_column_sums) rc = synth_write_column_counts(o, &meta, writer);
   if (!rc && o->vocab_size) rc = synth_write_logits(o, &meta, writer);
   if (!rc) {
     rc = trace_commit(writer);

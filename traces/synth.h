@@ -25,6 +25,9 @@ typedef struct {
   size_t needle_length;   /* tokens in the needle span (>= 1) */
   size_t question_length; /* last prompt positions that ask for the needle; 0 = auto */
   bool store_attn;        /* also write A */
+  /* also write the column sums of every prompt row (schema 3, computed
+   * exactly from the rows); needs every prompt row captured (R = s) */
+  bool store_column_sums;
   bool store_f16;         /* half-precision storage */
   int compression_level;  /* 0..9 */
   const char *model_name; /* NULL = "synthetic" */

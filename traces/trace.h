@@ -28,7 +28,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define OBC_TRACE_SCHEMA_VERSION 2
+/* Version 3 is version 2 plus the column sums of every prompt row's
+ * attention (trace_read_column_sums); a trace without them is written as
+ * version 2, so that every reader of version 2 still reads it. */
+#define OBC_TRACE_SCHEMA_VERSION 3
+#define OBC_TRACE_SCHEMA_VERSION_PLAIN 2
 #define OBC_TRACE_MAX_SPANS 64
 
 /* A named half-open token range [begin, end) of the prompt ("needle",
@@ -94,7 +98,25 @@ typedef struct {
 
   bool has_attn;   /* per-layer A present */
   bool has_logits; /* logits present */
+  /* Column sums over every prompt row (schema 3, trace_read_column_sums).
+   * agnostic_rows: the rows of the query-agnostic variant are prompt rows
+   * [0, agnostic_rows), the positions before the question span (n_prompt
+   * when the prompt has none). */
+  bool has_column_sums;
+  size_t agnostic_rows;
 } TraceMeta;
+
+/* Which prompt rows a column sum adds up: those before the question (the
+ * query-agnostic protocol, kvpress's default: the context is compressed
+ * before the question arrives), or all of them (query-aware). */
+typedef enum { TRACE_ROWS_AGNOSTIC = 0, TRACE_ROWS_ALL = 1, TRACE_ROWS_VARIANTS = 2 } TraceSumRows;
+/* OBCache's terms (docs/SCIENCE.md), in the order of the obc array below. */
+typedef enum {
+  TRACE_OBC_V = 0,
+  TRACE_OBC_K = 1,
+  TRACE_OBC_VK = 2,
+  TRACE_OBC_TERMS = 3
+} TraceObcTerm;
 
 /* Whether text is a content hash: exactly 16 lower-case hex digits. */
 bool trace_content_hash_valid(const char *text);
@@ -159,6 +181,21 @@ int trace_read_rows(TraceReader *reader, size_t layer, size_t head, float *Q, fl
 int trace_read_attn(TraceReader *reader, size_t layer, size_t head, float *A);
 /* Logits (n_decode, vocab_size). */
 int trace_read_logits(TraceReader *reader, float *logits);
+/* The column sums of one layer over the prompt rows `rows` selects: for
+ * query head h and prompt position p, over the rows i >= p of the variant,
+ *   attn[h][p]   = sum_i A_ip
+ *   obc[0][h][p] = sum_i A_ip^2 ||v_p||^2                      (obc_v)
+ *   obc[1][h][p] = sum_i (A_ip z_ip)^2 ||v_p - o_i||^2         (obc_k)
+ *   obc[2][h][p] = sum_i A_ip^2 ||v_p + z_ip (v_p - o_i)||^2   (obc_vk)
+ * and counts[p] the number of rows that saw p (agnostic_rows - p or
+ * n_prompt - p, 0 below). Any pointer may be NULL. OBC_ENOTFOUND when the
+ * trace has no column sums (schema 2 and older); OBC_EVALUE for a value that
+ * is NaN, infinite or negative, or a count that is not the number of rows
+ * that saw its position. */
+int trace_read_column_sums(TraceReader *reader, size_t layer, TraceSumRows rows,
+                           double *attn /* (n_heads, n_prompt) */,
+                           double *obc /* (TRACE_OBC_TERMS, n_heads, n_prompt) */,
+                           int64_t *counts /* (n_prompt) */);
 /* The bytes dataset `name` ("/layers/000/K") takes in the file, its logical
  * size (elements x element size) and its element size; OBC_ENOTFOUND when
  * it cannot be opened. For a trace read through a converted copy (schema 1,
@@ -190,6 +227,9 @@ typedef struct {
   int compression_level; /* 0 = none, 1..9 = deflate (with shuffle) */
   bool store_attn;       /* create the per-layer A datasets */
   bool store_logits;     /* create the logits dataset (needs vocab_size) */
+  /* create the column sums (schema 3; meta's agnostic_rows says where the
+   * agnostic rows end) */
+  bool store_column_sums;
 } TraceWriteOptions;
 
 typedef struct TraceWriter TraceWriter;
@@ -202,6 +242,13 @@ int trace_write_rows(TraceWriter *writer, size_t layer, size_t head, const float
                      const float *lse);
 int trace_write_attn(TraceWriter *writer, size_t layer, size_t head, const float *A);
 int trace_write_logits(TraceWriter *writer, const float *logits);
+/* The column sums of one layer (see trace_read_column_sums), both variants:
+ * attn (TRACE_ROWS_VARIANTS, n_heads, n_prompt) and obc
+ * (TRACE_ROWS_VARIANTS, TRACE_OBC_TERMS, n_heads, n_prompt), stored as f32;
+ * and the counts (TRACE_ROWS_VARIANTS, n_prompt) once per trace. */
+int trace_write_column_sums(TraceWriter *writer, size_t layer, const double *attn,
+                            const double *obc);
+int trace_write_column_counts(TraceWriter *writer, const int64_t *counts);
 /* Updates the generated text / needle_found before commit (capture knows them
  * only at the end). */
 int trace_set_result(TraceWriter *writer, const char *generated_text, int needle_found);

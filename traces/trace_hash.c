@@ -28,8 +28,22 @@ static size_t slabs_per_layer(const TraceMeta *meta) {
   return 2 * meta->model.n_kv_heads + (meta->has_attn ? 4 : 3) * meta->model.n_heads;
 }
 
+static const char *const sums_names[OBC_TRACE_SUMS_KINDS] = {"col_attn", "col_obc_v", "col_obc_k",
+                                                             "col_obc_vk"};
+
+const char *trace_hash_sums_name(int kind) { return sums_names[kind]; }
+
 size_t trace_hash_slab_count(const TraceMeta *meta) {
-  return meta->model.n_layers * slabs_per_layer(meta);
+  size_t sums = meta->has_column_sums ? meta->model.n_layers * OBC_TRACE_SUMS_KINDS + 1 : 0;
+  return meta->model.n_layers * slabs_per_layer(meta) + sums;
+}
+
+size_t trace_hash_sums_index(const TraceMeta *meta, size_t layer, int kind) {
+  return meta->model.n_layers * slabs_per_layer(meta) + layer * OBC_TRACE_SUMS_KINDS + (size_t)kind;
+}
+
+size_t trace_hash_counts_index(const TraceMeta *meta) {
+  return trace_hash_sums_index(meta, meta->model.n_layers, 0);
 }
 
 size_t trace_hash_slab_index(const TraceMeta *meta, size_t layer, int kind, size_t head) {
@@ -81,6 +95,14 @@ void trace_hash_manifest(const TraceMeta *m, uint64_t logits_hash, const uint64_
       for (size_t head = 0; head < trace_hash_slab_heads(m, k); head++)
         h = hash_line(h, "layer %zu %s %zu %016" PRIx64 "\n", layer, slab_names[k], head,
                       slab_hashes[trace_hash_slab_index(m, layer, k, head)]);
+  if (m->has_column_sums) {
+    for (size_t layer = 0; layer < c->n_layers; layer++)
+      for (int k = 0; k < OBC_TRACE_SUMS_KINDS; k++)
+        h = hash_line(h, "column_sums %zu %s %016" PRIx64 "\n", layer, sums_names[k],
+                      slab_hashes[trace_hash_sums_index(m, layer, k)]);
+    h = hash_line(h, "column_counts %zu %016" PRIx64 "\n", m->agnostic_rows,
+                  slab_hashes[trace_hash_counts_index(m)]);
+  }
   snprintf(out, 17, "%016" PRIx64, h);
 }
 

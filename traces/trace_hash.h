@@ -36,6 +36,21 @@ size_t trace_hash_slab_heads(const TraceMeta *meta, int kind);
 size_t trace_hash_slab_count(const TraceMeta *meta);
 size_t trace_hash_slab_index(const TraceMeta *meta, size_t layer, int kind, size_t head);
 
+/* The column sums of a schema-3 trace (trace_read_column_sums): four
+ * datasets per layer, each (TRACE_ROWS_VARIANTS, n_heads, n_prompt) f32,
+ * hashed whole; their hashes follow the slabs' in the same array, layer-major,
+ * then the hash of /column_counts. */
+enum {
+  OBC_TRACE_SUMS_ATTN,
+  OBC_TRACE_SUMS_OBC_V,
+  OBC_TRACE_SUMS_OBC_K,
+  OBC_TRACE_SUMS_OBC_VK,
+  OBC_TRACE_SUMS_KINDS
+};
+const char *trace_hash_sums_name(int kind);
+size_t trace_hash_sums_index(const TraceMeta *meta, size_t layer, int kind);
+size_t trace_hash_counts_index(const TraceMeta *meta);
+
 /* The content hash of a trace: meta (shape, row positions, tokens, texts,
  * spans), the hash of the stored logits (ignored without logits) and the
  * slab hashes (trace_hash_slab_count of them). Writes 16 lower-case hex

@@ -415,6 +415,12 @@ static int read_attributes(TraceReader *r) {
   rc = rc ? rc : read_flag_attr(r, "has_tokens", &has_tokens);
   rc = rc ? rc : read_flag_attr(r, "has_attn", &m->has_attn);
   rc = rc ? rc : read_flag_attr(r, "has_logits", &m->has_logits);
+  if (!rc && m->schema_version >= 3) { /* the column sums: version 3 only */
+    rc = read_flag_attr(r, "has_column_sums", &m->has_column_sums);
+    if (!rc) rc = read_size_attr(r, "agnostic_rows", &m->agnostic_rows);
+    if (!rc && !m->has_column_sums)
+      rc = obc_fail(OBC_EFORMAT, "%s: schema version 3 but has_column_sums is 0", p);
+  }
   if (rc) return rc;
   m->needle_found = (int)needle;
   char escaped[OBC_ESCAPED_SIZE(sizeof m->dtype)];
@@ -431,6 +437,9 @@ static int read_attributes(TraceReader *r) {
                     m->n_positions, m->n_prompt + m->n_decode);
   if (m->has_logits && !c->vocab_size)
     return obc_fail(OBC_EFORMAT, "%s: has_logits is set but vocab_size is 0", p);
+  if (m->has_column_sums && (!m->n_prompt || m->agnostic_rows > m->n_prompt))
+    return obc_fail(OBC_EFORMAT, "%s: agnostic_rows is %zu, expected at most n_prompt = %zu", p,
+                    m->agnostic_rows, m->n_prompt);
   if (needle < -1 || needle > 1)
     return obc_fail(OBC_EFORMAT, "%s: needle_found is %lld (expected 1, 0 or -1: not applicable)",
                     p, (long long)needle);
@@ -612,6 +621,19 @@ static int check_layers(const TraceReader *r) {
                              sets[i].meaning);
       if (rc) return rc;
     }
+  }
+  if (m->has_column_sums) {
+    hsize_t sums[3] = {TRACE_ROWS_VARIANTS, c->n_heads, m->n_prompt};
+    for (size_t layer = 0; layer < c->n_layers; layer++)
+      for (int k = 0; k < OBC_TRACE_SUMS_KINDS; k++) {
+        char name[64];
+        trace_h5_layer_dataset(name, sizeof name, layer, trace_hash_sums_name(k));
+        int rc = check_dataset(r, name, H5T_FLOAT, 0, 4, 3, sums, "(2, n_heads, n_prompt)");
+        if (rc) return rc;
+      }
+    hsize_t counts[2] = {TRACE_ROWS_VARIANTS, m->n_prompt};
+    int rc = check_dataset(r, "/column_counts", H5T_INTEGER, 8, 0, 2, counts, "(2, n_prompt)");
+    if (rc) return rc;
   }
   if (m->has_logits) {
     hsize_t logits[2] = {m->n_decode, c->vocab_size};
@@ -860,6 +882,82 @@ int trace_read_logits(TraceReader *r, float *logits) {
   return rc;
 }
 
+/* ---- column sums ------------------------------------------------------------ */
+
+static const char *const rows_names[TRACE_ROWS_VARIANTS] = {"agnostic", "all"};
+
+/* One variant of a column-sum dataset of layer into out (n_heads, n_prompt)
+ * as doubles; OBC_EVALUE for a value that is not finite and >= 0. scratch
+ * holds both variants as floats. */
+static int read_sums_dataset(TraceReader *r, size_t layer, int kind, TraceSumRows rows,
+                             float *scratch, double *out) {
+  const TraceMeta *m = &r->meta;
+  size_t plane = m->model.n_heads * m->n_prompt;
+  char name[64];
+  trace_h5_layer_dataset(name, sizeof name, layer, trace_hash_sums_name(kind));
+  int rc = read_slab(r, name, 0, true, scratch, TRACE_ROWS_VARIANTS * plane);
+  for (size_t v = 0; !rc && v < TRACE_ROWS_VARIANTS; v++)
+    for (size_t i = 0; i < plane; i++) {
+      float x = scratch[v * plane + i];
+      if (isfinite(x) && x >= 0.0f) continue;
+      return obc_fail(OBC_EVALUE,
+                      "%s: %s, rows %s, head %zu, position %zu: %s (expected a finite "
+                      "sum >= 0)",
+                      r->path, name, rows_names[v], i / m->n_prompt, i % m->n_prompt,
+                      isnan(x)   ? "NaN"
+                      : isinf(x) ? "Inf"
+                                 : "negative");
+    }
+  for (size_t i = 0; !rc && i < plane; i++) out[i] = scratch[(size_t)rows * plane + i];
+  return rc;
+}
+
+/* /column_counts: row v, position p must be the number of rows of variant v
+ * at or after p, (end_v - p) for p < end_v and 0 beyond. */
+static int read_column_counts(TraceReader *r, TraceSumRows rows, int64_t *out) {
+  const TraceMeta *m = &r->meta;
+  size_t n = m->n_prompt, size = 0;
+  int64_t *all = trace_alloc(r, TRACE_ROWS_VARIANTS * n, sizeof *all, "/column_counts");
+  if (!all) return OBC_ENOMEM;
+  int rc =
+      read_slab_stored(r, "/column_counts", 0, true, false, all, TRACE_ROWS_VARIANTS * n, &size);
+  for (size_t v = 0; !rc && v < TRACE_ROWS_VARIANTS; v++) {
+    size_t end = v == TRACE_ROWS_AGNOSTIC ? m->agnostic_rows : n;
+    for (size_t p = 0; !rc && p < n; p++) {
+      int64_t expected = p < end ? (int64_t)(end - p) : 0;
+      if (all[v * n + p] != expected)
+        rc = obc_fail(
+            OBC_EVALUE,
+            "%s: /column_counts, rows %s, position %zu: %lld rows, expected %lld (rows of "
+            "[0, %zu) at or after it)",
+            r->path, rows_names[v], p, (long long)all[v * n + p], (long long)expected, end);
+    }
+  }
+  if (!rc) memcpy(out, all + (size_t)rows * n, n * sizeof *out);
+  free(all);
+  return rc;
+}
+
+int trace_read_column_sums(TraceReader *r, size_t layer, TraceSumRows rows, double *attn,
+                           double *obc, int64_t *counts) {
+  const TraceMeta *m = &r->meta;
+  assert(layer < m->model.n_layers && (rows == TRACE_ROWS_AGNOSTIC || rows == TRACE_ROWS_ALL));
+  if (!m->has_column_sums)
+    return obc_fail(OBC_ENOTFOUND,
+                    "%s: the trace has no column sums (schema %d; capture it again with this "
+                    "obcache to record them)",
+                    r->path, m->schema_version);
+  size_t plane = m->model.n_heads * m->n_prompt;
+  float *scratch = trace_alloc(r, TRACE_ROWS_VARIANTS * plane, sizeof *scratch, "column sums");
+  if (!scratch) return OBC_ENOMEM;
+  int rc = attn ? read_sums_dataset(r, layer, OBC_TRACE_SUMS_ATTN, rows, scratch, attn) : OBC_OK;
+  for (int t = 0; !rc && obc && t < TRACE_OBC_TERMS; t++)
+    rc = read_sums_dataset(r, layer, OBC_TRACE_SUMS_OBC_V + t, rows, scratch, obc + t * plane);
+  if (!rc && counts) rc = read_column_counts(r, rows, counts);
+  free(scratch);
+  return rc;
+}
+
 static int dataset_sizes_locked(TraceReader *r, const char *name, double *stored, double *logical,
                                 size_t *element_size) {
   if (find_link(r, name) <= 0) {
@@ -912,6 +1010,8 @@ static size_t largest_slab(const TraceMeta *m) {
   for (int k = 0; k < OBC_TRACE_SLAB_KINDS; k++)
     if ((k != OBC_TRACE_SLAB_A || m->has_attn) && slab_elements(m, k) > n) n = slab_elements(m, k);
   if (m->has_logits && m->n_decode * m->model.vocab_size > n) n = m->n_decode * m->model.vocab_size;
+  if (m->has_column_sums && TRACE_ROWS_VARIANTS * m->model.n_heads * m->n_prompt > n)
+    n = TRACE_ROWS_VARIANTS * m->model.n_heads * m->n_prompt;
   return n;
 }
 
@@ -938,6 +1038,22 @@ int trace_compute_hash(TraceReader *r, char out[17]) {
               obc_hash_bytes(OBC_HASH_SEED, buffer, count * size);
       }
     }
+  }
+  for (size_t layer = 0; !rc && m->has_column_sums && layer < m->model.n_layers; layer++)
+    for (int k = 0; !rc && k < OBC_TRACE_SUMS_KINDS; k++) {
+      char name[64];
+      trace_h5_layer_dataset(name, sizeof name, layer, trace_hash_sums_name(k));
+      size_t count = TRACE_ROWS_VARIANTS * m->model.n_heads * m->n_prompt, size = 0;
+      rc = read_slab_stored(r, name, 0, true, false, buffer, count, &size);
+      if (!rc)
+        hashes[trace_hash_sums_index(m, layer, k)] =
+            obc_hash_bytes(OBC_HASH_SEED, buffer, count * size);
+    }
+  if (!rc && m->has_column_sums) {
+    size_t count = TRACE_ROWS_VARIANTS * m->n_prompt, size = 0;
+    rc = read_slab_stored(r, "/column_counts", 0, true, false, buffer, count, &size);
+    if (!rc)
+      hashes[trace_hash_counts_index(m)] = obc_hash_bytes(OBC_HASH_SEED, buffer, count * size);
   }
   uint64_t logits_hash = 0;
   if (!rc && m->has_logits) {

@@ -30,7 +30,10 @@ struct TraceWriter {
   bool logits_written;
   uint16_t *half_buffer; /* conversion scratch for f16 storage */
   size_t half_capacity;
-  uint64_t *slab_hashes; /* (trace_hash_slab_count) FNV-1a of each slab's stored bytes */
+  uint64_t *slab_hashes;       /* (trace_hash_slab_count) FNV-1a of each slab's stored bytes */
+  unsigned char *sums_written; /* (n_layers) column sums written, with store_column_sums */
+  bool counts_written;
+  float *sums_buffer; /* (TRACE_ROWS_VARIANTS, n_heads, n_prompt) f32 conversion scratch */
   uint64_t logits_hash;
 };
 
@@ -76,6 +79,9 @@ static int check_meta(const char *path, const TraceMeta *m, const TraceWriteOpti
   }
   if (o->store_logits && (!c->vocab_size || !m->n_decode))
     return obc_fail(OBC_EINVAL, "%s: logits need vocab_size > 0 and n_decode > 0", path);
+  if (o->store_column_sums && (!m->n_prompt || m->agnostic_rows > m->n_prompt))
+    return obc_fail(OBC_EINVAL, "%s: column sums need n_prompt > 0 and agnostic_rows %zu <= %zu",
+                    path, m->agnostic_rows, m->n_prompt);
   if (o->compression_level < 0 || o->compression_level > 9)
     return obc_fail(OBC_EINVAL, "%s: compression level %d outside 0..9", path,
                     o->compression_level);
@@ -146,6 +152,15 @@ static int create_layer(TraceWriter *w, size_t layer) {
   for (size_t i = 0; i < n_sets; i++) {
     trace_h5_layer_dataset(name, sizeof name, layer, sets[i].name);
     int rc = create_dataset(w, name, sets[i].type, sets[i].rank, sets[i].dims, sets[i].chunk, true);
+    if (rc) return rc;
+  }
+  /* Column sums: f32 (their accumulation in double is rounded once), one
+   * chunk per variant. */
+  hsize_t sums_dims[3] = {TRACE_ROWS_VARIANTS, c->n_heads, m->n_prompt};
+  hsize_t sums_chunk[3] = {1, c->n_heads, at_most(m->n_prompt, 65536)};
+  for (int k = 0; w->options.store_column_sums && k < OBC_TRACE_SUMS_KINDS; k++) {
+    trace_h5_layer_dataset(name, sizeof name, layer, trace_hash_sums_name(k));
+    int rc = create_dataset(w, name, H5T_IEEE_F32LE, 3, sums_dims, sums_chunk, true);
     if (rc) return rc;
   }
   return OBC_OK;
@@ -230,6 +245,10 @@ static int write_root_attributes(TraceWriter *w) {
   rc = rc ? rc : trace_h5_attr_write_i64(path, root, "has_tokens", m->tokens != NULL);
   rc = rc ? rc : trace_h5_attr_write_i64(path, root, "has_attn", m->has_attn);
   rc = rc ? rc : trace_h5_attr_write_i64(path, root, "has_logits", m->has_logits);
+  if (m->has_column_sums) {
+    rc = rc ? rc : trace_h5_attr_write_i64(path, root, "has_column_sums", 1);
+    rc = rc ? rc : trace_h5_attr_write_i64(path, root, "agnostic_rows", (int64_t)m->agnostic_rows);
+  }
   return rc;
 }
 
@@ -246,6 +265,8 @@ static void writer_free(TraceWriter *w) {
   for (int k = 0; k < WRITTEN_KINDS; k++) free(w->written[k]);
   free(w->half_buffer);
   free(w->slab_hashes);
+  free(w->sums_written);
+  free(w->sums_buffer);
   trace_meta_free(&w->meta);
   free(w);
 }
@@ -265,6 +286,11 @@ static int create_contents(TraceWriter *w) {
     hsize_t dims[2] = {m->n_decode, m->model.vocab_size};
     hsize_t chunk[2] = {1, m->model.vocab_size};
     rc = create_dataset(w, "/logits", H5T_IEEE_F32LE, 2, dims, chunk, true);
+  }
+  if (!rc && w->options.store_column_sums) {
+    hsize_t dims[2] = {TRACE_ROWS_VARIANTS, m->n_prompt};
+    hsize_t chunk[2] = {TRACE_ROWS_VARIANTS, at_most(m->n_prompt, (size_t)1 << 19)};
+    rc = create_dataset(w, "/column_counts", H5T_STD_I64LE, 2, dims, chunk, false);
   }
   if (!rc) {
     hid_t group = H5Gcreate2(w->file, "/layers", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -294,13 +320,16 @@ int trace_create(const char *path, const TraceMeta *meta, const TraceWriteOption
     return rc;
   }
   TraceMeta *m = &w->meta;
-  m->schema_version = OBC_TRACE_SCHEMA_VERSION;
+  m->schema_version =
+      options->store_column_sums ? OBC_TRACE_SCHEMA_VERSION : OBC_TRACE_SCHEMA_VERSION_PLAIN;
   snprintf(m->tool_version, sizeof m->tool_version, "%s", OBC_VERSION);
   format_now(m->created, sizeof m->created);
   snprintf(m->dtype, sizeof m->dtype, "%s", options->store_f16 ? "f16" : "f32");
   m->complete = false;
   m->has_attn = options->store_attn;
   m->has_logits = options->store_logits;
+  m->has_column_sums = options->store_column_sums;
+  if (!m->has_column_sums) m->agnostic_rows = 0;
   m->content_hash[0] = '\0'; /* known at commit */
   size_t sizes[WRITTEN_KINDS] = {m->model.n_kv_heads, m->model.n_heads, m->model.n_heads};
   for (int k = 0; k < WRITTEN_KINDS; k++) {
@@ -314,6 +343,16 @@ int trace_create(const char *path, const TraceMeta *meta, const TraceWriteOption
   if (!w->slab_hashes) {
     writer_free(w);
     return OBC_ENOMEM;
+  }
+  if (options->store_column_sums) {
+    w->sums_written = obc_calloc(m->model.n_layers, 1, "column sums write flags");
+    w->sums_buffer =
+        obc_malloc(TRACE_ROWS_VARIANTS * m->model.n_heads * m->n_prompt * sizeof *w->sums_buffer,
+                   "column sums conversion buffer");
+    if (!w->sums_written || !w->sums_buffer) {
+      writer_free(w);
+      return OBC_ENOMEM;
+    }
   }
   w->float_file_type = options->store_f16 ? trace_h5_f16_type() : H5T_IEEE_F32LE;
 
@@ -446,6 +485,74 @@ int trace_write_logits(TraceWriter *w, const float *logits) {
   return OBC_OK;
 }
 
+/* Writes a whole f32 dataset of count values (converted from double) and
+ * returns the hash of its stored bytes. */
+static int write_sums_dataset(TraceWriter *w, const char *name, const double *data, size_t count,
+                              uint64_t *hash) {
+  for (size_t i = 0; i < count; i++) w->sums_buffer[i] = (float)data[i];
+  *hash = obc_hash_bytes(OBC_HASH_SEED, w->sums_buffer, count * sizeof *w->sums_buffer);
+  hid_t dset = H5Dopen2(w->file, name, H5P_DEFAULT);
+  errno = 0;
+  herr_t status =
+      dset >= 0 ? H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, w->sums_buffer)
+                : -1;
+  int err = errno;
+  if (dset >= 0) H5Dclose(dset);
+  if (status < 0)
+    return obc_fail(OBC_EIO, "%s: cannot write %s: %s", writer_path(w), name,
+                    obc_write_error_text(w->pending.temp_path, err));
+  return OBC_OK;
+}
+
+int trace_write_column_sums(TraceWriter *w, size_t layer, const double *attn, const double *obc) {
+  const TraceMeta *m = &w->meta;
+  assert(layer < m->model.n_layers && attn && obc);
+  if (!w->options.store_column_sums)
+    return obc_fail(OBC_EINVAL, "%s: column sums written but the trace was created without them",
+                    writer_path(w));
+  size_t plane = m->model.n_heads * m->n_prompt, count = TRACE_ROWS_VARIANTS * plane;
+  double *term = obc_malloc(count * sizeof *term, "one OBCache term of the column sums");
+  if (!term) return OBC_ENOMEM;
+  int rc = OBC_OK;
+  for (int k = 0; !rc && k < OBC_TRACE_SUMS_KINDS; k++) {
+    const double *data = attn;
+    if (k != OBC_TRACE_SUMS_ATTN) { /* (variant, term, h, p) -> (variant, h, p) of one term */
+      size_t t = (size_t)(k - OBC_TRACE_SUMS_OBC_V);
+      for (size_t v = 0; v < TRACE_ROWS_VARIANTS; v++)
+        memcpy(term + v * plane, obc + (v * TRACE_OBC_TERMS + t) * plane, plane * sizeof *term);
+      data = term;
+    }
+    char name[64];
+    trace_h5_layer_dataset(name, sizeof name, layer, trace_hash_sums_name(k));
+    rc = write_sums_dataset(w, name, data, count,
+                            &w->slab_hashes[trace_hash_sums_index(m, layer, k)]);
+  }
+  free(term);
+  if (!rc) w->sums_written[layer] = 1;
+  return rc;
+}
+
+int trace_write_column_counts(TraceWriter *w, const int64_t *counts) {
+  const TraceMeta *m = &w->meta;
+  assert(counts);
+  if (!w->options.store_column_sums)
+    return obc_fail(OBC_EINVAL, "%s: column counts written but the trace was created without them",
+                    writer_path(w));
+  hid_t dset = H5Dopen2(w->file, "/column_counts", H5P_DEFAULT);
+  errno = 0;
+  herr_t status =
+      dset >= 0 ? H5Dwrite(dset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, counts) : -1;
+  int err = errno;
+  if (dset >= 0) H5Dclose(dset);
+  if (status < 0)
+    return obc_fail(OBC_EIO, "%s: cannot write /column_counts: %s", writer_path(w),
+                    obc_write_error_text(w->pending.temp_path, err));
+  w->slab_hashes[trace_hash_counts_index(m)] =
+      obc_hash_bytes(OBC_HASH_SEED, counts, TRACE_ROWS_VARIANTS * m->n_prompt * sizeof *counts);
+  w->counts_written = true;
+  return OBC_OK;
+}
+
 int trace_set_result(TraceWriter *w, const char *generated_text, int needle_found) {
   free(w->meta.generated_text);
   w->meta.generated_text = NULL;
@@ -471,6 +578,12 @@ static int check_all_written(const TraceWriter *w) {
         return obc_fail(OBC_EINVAL, "%s: layer %zu %s %zu was never written", writer_path(w),
                         i / heads[k], names[k], i % heads[k]);
   }
+  for (size_t layer = 0; w->options.store_column_sums && layer < m->model.n_layers; layer++)
+    if (!w->sums_written[layer])
+      return obc_fail(OBC_EINVAL, "%s: layer %zu column sums were never written", writer_path(w),
+                      layer);
+  if (w->options.store_column_sums && !w->counts_written)
+    return obc_fail(OBC_EINVAL, "%s: column counts were never written", writer_path(w));
   if (w->options.store_logits && !w->logits_written)
     return obc_fail(OBC_EINVAL, "%s: logits were never written", writer_path(w));
   return OBC_OK;

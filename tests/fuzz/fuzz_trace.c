@@ -1,7 +1,8 @@
 /* libFuzzer harness: a trace file as every command that takes a trace reads
  * it. The input is the whole HDF5 file. It is opened with trace_open, then
  * every dataset of every layer and head is read (K and V per KV head; Q, O,
- * lse and A per query head; the logits), the content hash is recomputed as
+ * lse and A per query head; both variants of the column sums; the logits),
+ * the content hash is recomputed as
  * `obcache verify` does, and the reader is closed. Seeds:
  * tests/fuzz/make_seeds.py (traces of `obcache synth`). */
 #include <stdint.h>
@@ -36,6 +37,14 @@ static void read_layer(TraceReader *reader, const TraceMeta *meta, size_t layer)
         break;
   }
   free(K), free(V), free(Q), free(O), free(lse), free(A);
+  if (!meta->has_column_sums) return;
+  /* doubles: (n_heads, n_prompt) sums and three times that for OBCache's */
+  double *attn = (double *)fuzz_floats(2 * m->n_heads, meta->n_prompt);
+  double *obc = (double *)fuzz_floats(6 * m->n_heads, meta->n_prompt);
+  int64_t *counts = (int64_t *)fuzz_floats(2, meta->n_prompt);
+  for (int v = 0; attn && obc && counts && v < TRACE_ROWS_VARIANTS; v++)
+    if (trace_read_column_sums(reader, layer, (TraceSumRows)v, attn, obc, counts)) break;
+  free(attn), free(obc), free(counts);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -11,6 +11,7 @@ project's own fixtures (CONTRIBUTING.md, "Fuzzing"), deterministically:
                folders, and SmolLM2's real tokenizer.json when the default model
                is there
   trace        traces of `obcache synth` (f32, f16, deflate, attention rows,
+               column sums (schema 3),
                logits), in whatever schema the current writer writes
   keep_file    keep files of `obcache evict` on the harness's own trace
                (fuzz_keep_file with OBC_FUZZ_KEEP_TRACE), and one made for
@@ -229,7 +230,8 @@ def trace_seeds(out, work, obcache):
     variants = {"default": [], "small": small, "small-f16": small + ["--dtype", "f16"],
                 "small-deflate": small + ["--compress", "4"], "small-attn": small + ["--store-attn"],
                 "small-logits": small + ["--vocab", "16"],
-                "gqa": small + ["--heads", "4", "--kv-heads", "2", "--seed", "2"]}
+                "gqa": small + ["--heads", "4", "--kv-heads", "2", "--seed", "2"],
+                "small-column-sums": small + ["--rows", "12", "--column-sums"]}
     for name, args in variants.items():
         subprocess.run([obcache, "synth", "-o", os.path.join(folder, name + ".h5"), "--threads", "1"]
                        + args, check=True, stdout=subprocess.DEVNULL)
