@@ -27,7 +27,7 @@ static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
           "Presets (--score NAME; preset:NAME for snapkv, vatp and streaming, whose bare\n"
           "names are the generic scores; NAME+obc_v|obc_k|obc_vk puts OBCache's score\n"
           "inside an attention preset; docs/SCIENCE.md, \"Methods as presets\"):\n"
-          "  h2o           kvpress ObservedAttention (needs a trace with column sums)\n"
+          "  h2o           kvpress ObservedAttention, every prompt row (the column sums)\n"
           "  tova          last query row, mean over the layer's query heads\n"
           "  snapkv        kvpress SnapKV: 64 rows, mean, avg pool 5, group mean\n"
           "  snapkv-max7   the OBCache authors' SnapKV: 16 rows, max pool 7\n"

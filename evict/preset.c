@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
+#include "evict/h2o.h"
 #include "scores/score_head.h"
 #include "scores/select.h"
 
@@ -25,7 +26,7 @@
 /* What a preset's score is computed from. */
 typedef enum {
   SOURCE_ATTENTION,   /* softmax attention of the window's query rows */
-  SOURCE_COLUMN_SUMS, /* attention summed over every prompt row (H2O): not in traces yet */
+  SOURCE_COLUMN_SUMS, /* sums over every prompt row, recorded at capture (H2O) */
   SOURCE_KEY_NORM,    /* -||k_p||_2 */
   SOURCE_KEY_DIFF,    /* -cos(k_p, mean of the unit keys) */
   SOURCE_POSITION     /* sinks, then the most recent */
@@ -417,11 +418,20 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
   *window = pr->window;
   int rc = check_fixed_knobs(p);
   if (rc) return rc;
-  if (pr->source == SOURCE_COLUMN_SUMS)
-    return obc_fail(OBC_EINVAL,
-                    "%s: --score %s: the trace has no accumulated column sums (capture with a "
-                    "newer obcache)",
-                    path, p->score);
+  if (pr->source == SOURCE_COLUMN_SUMS) {
+    /* Query-agnostic candidates end at the question: the sums of the rows
+     * before it; else those of every prompt row. */
+    TraceSumRows rows = n < meta->n_prompt ? TRACE_ROWS_AGNOSTIC : TRACE_ROWS_ALL;
+    static const H2oTerm terms[] = {H2O_ATTN, H2O_OBC_V, H2O_OBC_K, H2O_OBC_VK};
+    for (size_t l = 0; l < L && !rc; l++)
+      rc = h2o_scores(reader, l, n, rows, terms[p->preset_inner], scores + l * G * n);
+    if (rc == OBC_ENOTFOUND)
+      return obc_fail(OBC_EINVAL,
+                      "%s: --score %s: the trace has no accumulated column sums (capture it "
+                      "without --no-column-sums)",
+                      path, p->score);
+    return rc;
+  }
   if (pr->source == SOURCE_POSITION) {
     for (size_t i = 0; i < L * G; i++)
       for (size_t q = 0; q < n; q++) scores[i * n + q] = q < pr->sinks ? (double)n : (double)q;

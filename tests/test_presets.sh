@@ -88,7 +88,7 @@ expect_failure "+obc on a preset without attention" "knorm has no attention scor
 expect_failure "unknown inner score" "unknown score 'obc_q' inside the preset" \
   "$OBCACHE" evict "$BIG" --score tova+obc_q --budget 40% -o "$dir/k.h5"
 expect_failure "h2o without column sums" \
-  "the trace has no accumulated column sums (capture with a newer obcache)" \
+  "the trace has no accumulated column sums (capture it without --no-column-sums)" \
   "$OBCACHE" evict "$BIG" --score h2o --budget 40% -o "$dir/k.h5"
 expect_failure "a preset fixes its window" "a preset fixes its own window" \
   "$OBCACHE" evict "$BIG" --score tova --window 8 --budget 40% -o "$dir/k.h5"

@@ -42,6 +42,7 @@ TIE_RTOL = 1e-9
 
 # name -> (kvpress class, window, pooling, kernel, heads, value_l1, allocation)
 PRESETS = {
+    "h2o": ("ObservedAttentionPress", 0, None, 0, "group", False, "uniform"),
     "tova": ("TOVAPress", 1, None, 0, "layer", False, "uniform"),
     "preset:snapkv": ("SnapKVPress", 64, "avg", 5, "group", False, "uniform"),
     "snapkv-max7": ("SnapKVPress, max pooling 7 (OBCache authors)", 16, "max", 7, "group", False,
@@ -53,7 +54,7 @@ PRESETS = {
     "knorm": ("KnormPress", 0, None, 0, None, False, "uniform"),
     "keydiff": ("KeyDiffPress", 0, None, 0, None, False, "uniform"),
 }
-PAIRED = ["tova+obc_k", "snapkv+obc_vk", "snapkv-max7+obc_v", "adakv-snapkv+obc_k",
+PAIRED = ["h2o+obc_vk", "h2o+obc_v", "tova+obc_k", "snapkv+obc_vk", "snapkv-max7+obc_v", "adakv-snapkv+obc_k",
           "pyramidkv+obc_vk"]
 
 
@@ -145,6 +146,18 @@ def preset_scores(trace, name, n):
             cos = (k * anchor).sum(-1) / np.maximum(
                 np.linalg.norm(k, axis=-1) * np.linalg.norm(anchor, axis=-1), 1e-8)
             out[l] = -cos
+            continue
+        if press == "ObservedAttentionPress":
+            # kvpress: attention summed over the rows, divided by the n - p
+            # rows that could attend p, mean over the group. The sums over
+            # every prompt row are the capture's (its own reference test,
+            # test_column_sums_reference.py, recomputes them from Q and K);
+            # plane 0 holds the rows before the question (query-agnostic).
+            plane = 0 if n < trace.s else 1
+            dataset = "col_attn" if inner == "attn" else "col_" + inner
+            sums = trace.f[f"layers/{l:03d}/{dataset}"][plane].astype(np.float64)[:, :n]
+            per_head = sums / np.arange(n, 0, -1, dtype=np.float64)
+            out[l] = per_head.reshape(trace.G, group, n).mean(1)
             continue
         if press == "StreamingLLMPress":
             out[l] = np.where(np.arange(n) < 4, float(n), np.arange(n, dtype=float))[None, :]
