@@ -52,10 +52,10 @@ START_TEST(budgets_keep_floor_of_n_times_the_exact_decimal) {
     const char *budget;
     size_t n, kept;
   } cases[] = {
-      {"0.1", 510, 51},  /* int(510 * (1 - 0.9)) = int(50.99999999999999) = 50 in floats */
-      {"10%", 510, 51},  {"29%", 100, 29}, /* int(100 * 0.29) = 28 in floats */
+      {"0.1", 510, 51}, /* int(510 * (1 - 0.9)) = int(50.99999999999999) = 50 in floats */
+      {"10%", 510, 51},    {"29%", 100, 29}, /* int(100 * 0.29) = 28 in floats */
       {"40%", 4058, 1623}, {"0.4", 4058, 1623}, {"12.5%", 8, 1},
-      {"1e-1", 510, 51}, {"100%", 7, 7},    {"40", 4058, 40},
+      {"1e-1", 510, 51},   {"100%", 7, 7},      {"40", 4058, 40},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     EvictPolicy p = preset_policy("tova", cases[i].budget);
