@@ -142,7 +142,8 @@ replay() {
   [ "${DEMO_REPLAY_MODEL:-1}" = 1 ] && model_flag=()
   # Every policy keeps the attention sinks and the same recent window as the
   # analysis (the paper's H2O-style split); streaming is then StreamingLLM.
-  run "$OBCACHE" replay --sweep "$TRACE" "${model_flag[@]}" "${THREADS[@]}" \
+  # Query-aware: the scores' window is the analysis's, the question in it.
+  run "$OBCACHE" replay --sweep "$TRACE" "${model_flag[@]}" "${THREADS[@]}" --protocol aware \
     --recent "$RECENT" --sinks 4 -o "$OUT/replay" | tee "$OUT/replay/table.txt"
   run "$OBCACHE" plot "$OUT/replay" -o "$OUT/replay/plots" --format png,svg > "$OUT/replay/plot.log"
   printf '%s\t%s\n' \
@@ -150,6 +151,19 @@ replay() {
     replay_kl "What does eviction cost the next-token distribution and the attention outputs? Teacher-forced KL(full || evicted) (model replay) and offline relative output error, against the budget." \
     replay_kl_steps "Which answer token breaks? Teacher-forced KL(full || evicted) at each decode step, one panel per budget." \
     > "$OUT/replay/captions.tsv"
+}
+# The paper's comparison: H2O, TOVA, SnapKV and AdaKV as kvpress runs them
+# (presets), each against itself with OBCache's obc_vk inside, under both
+# query protocols (docs/SCIENCE.md, "Methods as presets" and "Paired sweep").
+# Writes $OUT/presets/ (table.txt: the printed tables, replay_pairs.csv).
+presets() {
+  mkdir -p "$OUT/presets"
+  local model_flag=(--no-model)
+  [ "${DEMO_REPLAY_MODEL:-1}" = 1 ] && model_flag=()
+  run "$OBCACHE" replay --sweep "$TRACE" "${model_flag[@]}" "${THREADS[@]}" \
+    --pairs h2o+obc_vk,tova+obc_vk,snapkv+obc_vk,adakv-snapkv+obc_vk \
+    --budgets 2%,5%,10%,20%,40% --protocol agnostic,aware -o "$OUT/presets" |
+    tee "$OUT/presets/table.txt"
 }
 # === END OF REPLAY SECTION =====================================================
 
@@ -163,6 +177,7 @@ if replay_available; then
   else
     stage "replay sweep, offline: output error and needle span kept per score and budget" replay
   fi
+  stage "the field's methods, baseline vs baseline + OBCache, both query protocols" presets
 else
   echo "demo: (replay section skipped: this obcache has no 'replay --sweep' yet)"
 fi
@@ -338,6 +353,8 @@ EOF
   echo "<h2>Replay: what the model loses</h2>"
   if [ -d "$OUT/replay" ]; then
     [ -s "$OUT/replay/table.txt" ] && echo "<pre>$(html_escape < "$OUT/replay/table.txt")</pre>"
+    [ -s "$OUT/presets/table.txt" ] &&
+      echo "<h3>The field's methods, with OBCache's score inside</h3><pre>$(html_escape < "$OUT/presets/table.txt")</pre>"
     for png in "$OUT"/replay/plots/*.png; do
       [ -e "$png" ] || continue
       name=$(basename "$png" .png)
