@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "capture/capture_progress.h"
+#include "capture/capture_qstats.h"
 #include "capture/capture_sums.h"
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
@@ -34,6 +35,7 @@ typedef struct {
   const char *stage;
   CaptureSums *sums;         /* column sums of every prompt row, or NULL */
   const RuntimeCache *cache; /* the runtime's, for the sums' keys and values */
+  CaptureQueryStats *qstats; /* pre-RoPE query statistics (with the sums), or NULL */
 } CaptureBuffers;
 
 void capture_options_default(CaptureOptions *options) {
@@ -63,6 +65,7 @@ static int on_layer(void *user, const RuntimeLayerCapture *view) {
     }
   }
   int rc = b->sums ? capture_sums_add(b->sums, view, b->cache) : OBC_OK;
+  if (!rc && b->qstats) rc = capture_qstats_add(b->qstats, view);
   capture_progress_add(b->progress, b->stage, view->layer, view->n_tokens);
   return rc;
 }
@@ -134,6 +137,7 @@ static int run_model(Runtime *runtime, const NiahPrompt *prompt, const CaptureOp
   b->stage = "prefill";
   if (!rc) rc = runtime_forward(runtime, prompt->tokens, s, RUNTIME_LOGITS_LAST, next, &capture);
   if (!rc && b->sums) capture_sums_finish(b->sums);
+  if (!rc && b->qstats) capture_qstats_finish(b->qstats);
   double t1 = obc_now_seconds();
   b->stage = "decode";
   for (size_t t = 0; !rc && t < T; t++) {
@@ -183,7 +187,8 @@ static int write_trace(const char *path, const Model *model, const NiahPrompt *p
                           .compression_level = o->compression,
                           .store_attn = o->store_attn,
                           .store_logits = true,
-                          .store_column_sums = b->sums != NULL};
+                          .store_column_sums = b->sums != NULL,
+                          .store_query_stats = b->qstats != NULL};
   TraceWriter *writer = NULL;
   int rc = trace_create(path, &meta, &wo, &writer);
   free(row_positions);
@@ -206,6 +211,11 @@ static int write_trace(const char *path, const Model *model, const NiahPrompt *p
     rc = trace_write_column_sums(writer, layer, capture_sums_attn(b->sums, layer),
                                  capture_sums_obc(b->sums, layer));
   if (!rc && b->sums) rc = trace_write_column_counts(writer, b->sums->counts);
+  for (size_t layer = 0; !rc && b->qstats && layer < c->n_layers; layer++)
+    rc = trace_write_query_stats(writer, layer, capture_qstats_sum(b->qstats, layer),
+                                 capture_qstats_outer(b->qstats, layer));
+  if (!rc && b->qstats)
+    rc = trace_write_query_counts(writer, b->qstats->counts, b->qstats->inv_freq);
   if (!rc) rc = trace_write_logits(writer, logits);
   if (!rc) rc = trace_set_result(writer, result->generated_text, result->needle_found);
   if (!rc) return trace_commit(writer);
@@ -221,7 +231,10 @@ static double trace_bytes(const ModelConfig *c, const CaptureOptions *o, size_t 
   double qo = 2.0 * layers * (double)c->n_heads * rows * (double)c->head_dim;
   double lse = layers * (double)c->n_heads * rows;
   double attn = o->store_attn ? layers * (double)c->n_heads * rows * n : 0.0;
-  double sums = o->skip_column_sums ? 0.0 : 8.0 * layers * (double)c->n_heads * (double)s * 4.0;
+  double d = (double)c->head_dim;
+  double sums = o->skip_column_sums ? 0.0
+                                    : 8.0 * layers * (double)c->n_heads * (double)s * 4.0 +
+                                          16.0 * layers * (double)c->n_heads * (d + d * d);
   return (kv + qo + lse + attn) * value + sums + T * (double)c->vocab_size * 4.0 + n * 4.0;
 }
 
@@ -293,6 +306,17 @@ int capture_run(const Model *model, const NiahPrompt *prompt, const CaptureOptio
     b.sums = rc ? NULL : &sums;
     b.cache = runtime_cache(runtime);
   }
+  CaptureQueryStats qstats;
+  double *inv_freq = NULL;
+  if (!rc && b.sums) {
+    inv_freq = obc_malloc(c->head_dim / 2 * sizeof *inv_freq, "RoPE frequencies");
+    if (!inv_freq) rc = OBC_ENOMEM;
+    if (!rc) model_rope_inv_freq(model, inv_freq);
+    if (!rc)
+      rc = capture_qstats_init(&qstats, c->n_layers, c->n_heads, c->head_dim, s,
+                               agnostic_rows(prompt), inv_freq, c->rope_interleaved);
+    b.qstats = rc ? NULL : &qstats;
+  }
   if (!rc) rc = run_model(runtime, prompt, o, &b, tokens, logits, result);
   if (!rc)
     rc = generate_answer_text(model->tokenizer, tokens + s, T, result->generated_text,
@@ -308,6 +332,8 @@ int capture_run(const Model *model, const NiahPrompt *prompt, const CaptureOptio
   }
   capture_progress_end(&progress);
   if (b.sums) capture_sums_free(b.sums);
+  if (b.qstats) capture_qstats_free(b.qstats);
+  free(inv_freq);
   runtime_free(runtime);
   buffers_free(&b);
   free(tokens);

@@ -49,8 +49,8 @@ static void print_quoted(const char *text, size_t max) {
 
 /* Per dataset name (K, V, ...): total bytes stored and logical size. */
 static void print_datasets(TraceReader *reader, const TraceMeta *m) {
-  const char *names[] = {"K", "V",        "Q",         "O",         "lse",
-                         "A", "col_attn", "col_obc_v", "col_obc_k", "col_obc_vk"};
+  const char *names[] = {"K",        "V",         "Q",         "O",          "lse",   "A",
+                         "col_attn", "col_obc_v", "col_obc_k", "col_obc_vk", "q_sum", "q_outer"};
   const char *shapes[] = {"(n_kv_heads, n_positions, head_dim)",
                           "(n_kv_heads, n_positions, head_dim)",
                           "(n_heads, n_rows, head_dim)",
@@ -60,11 +60,15 @@ static void print_datasets(TraceReader *reader, const TraceMeta *m) {
                           "(2, n_heads, n_prompt)",
                           "(2, n_heads, n_prompt)",
                           "(2, n_heads, n_prompt)",
-                          "(2, n_heads, n_prompt)"};
+                          "(2, n_heads, n_prompt)",
+                          "(2, n_heads, head_dim)",
+                          "(2, n_heads, head_dim^2)"};
   printf("datasets   per layer /layers/NNN/...; stored sizes summed over %zu layers\n",
          m->model.n_layers);
   for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
-    if ((k == 5 && !m->has_attn) || (k > 5 && !m->has_column_sums)) continue;
+    if ((k == 5 && !m->has_attn) || (k > 5 && k < 10 && !m->has_column_sums) ||
+        (k >= 10 && !m->has_query_stats))
+      continue;
     double stored = 0.0, logical = 0.0;
     char type[16] = "?";
     for (size_t layer = 0; layer < m->model.n_layers; layer++) {
@@ -91,6 +95,11 @@ static void print_datasets(TraceReader *reader, const TraceMeta *m) {
         m->agnostic_rows, m->n_prompt);
   else
     printf("  no column sums (obcache capture records them unless --no-column-sums)\n");
+  if (m->has_query_stats)
+    printf(
+        "  pre-RoPE query statistics over prompt rows from %d on: [0] agnostic, [1] all "
+        "rows; query_counts (2) i64, rope_inv_freq (head_dim / 2) f64\n",
+        TRACE_QSTATS_FIRST_ROW);
 }
 
 static void print_spans(const TraceMeta *m, const Tokenizer *tokenizer) {

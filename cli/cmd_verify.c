@@ -284,6 +284,10 @@ static int verify_trace(TraceReader *reader, VerifyScratch *scratch, size_t n_th
       int rc = sums_read_layer(reader, layer, sums);
       if (rc) return rc;
     }
+    if (trace_meta(reader)->has_query_stats) { /* both variants' checks */
+      int rc = trace_read_query_stats(reader, layer, TRACE_ROWS_ALL, NULL, NULL, NULL, NULL);
+      if (rc) return rc;
+    }
     int failed = OBC_OK;
     char message[1024] = "";
 #pragma omp parallel for schedule(dynamic, 1) num_threads((int)n_threads)
@@ -419,6 +423,10 @@ int cmd_verify(int argc, char **argv) {
           "attn obc_v obc_k obc_vk", m->agnostic_rows,
           sums.complete[TRACE_ROWS_ALL] ? "equal to" : "at least", sums.worst, sums.worst_layer,
           sums.worst_head, sums.worst_position);
+    if (!failing && m->has_query_stats)
+      printf(
+          "  query statistics: q_sum q_outer, every value finite, q_outer symmetric, "
+          "variances >= 0, counts exact, RoPE frequencies > 0  ok\n");
     if (!failing) rc = verify_contents(reader);
   }
   if (has_sums) sums_free(&sums);

@@ -104,6 +104,9 @@ typedef struct {
    * when the prompt has none). */
   bool has_column_sums;
   size_t agnostic_rows;
+  /* Pre-RoPE query statistics over prompt rows from TRACE_QSTATS_FIRST_ROW
+   * on (schema 3, optional: trace_read_query_stats). */
+  bool has_query_stats;
 } TraceMeta;
 
 /* Which prompt rows a column sum adds up: those before the question (the
@@ -117,6 +120,10 @@ typedef enum {
   TRACE_OBC_VK = 2,
   TRACE_OBC_TERMS = 3
 } TraceObcTerm;
+
+/* The first prompt row the query statistics add up (kvpress's n_sink: the
+ * first rows' outlier queries are left out). */
+#define TRACE_QSTATS_FIRST_ROW 4
 
 /* Whether text is a content hash: exactly 16 lower-case hex digits. */
 bool trace_content_hash_valid(const char *text);
@@ -196,6 +203,23 @@ int trace_read_column_sums(TraceReader *reader, size_t layer, TraceSumRows rows,
                            double *attn /* (n_heads, n_prompt) */,
                            double *obc /* (TRACE_OBC_TERMS, n_heads, n_prompt) */,
                            int64_t *counts /* (n_prompt) */);
+/* The pre-RoPE query statistics of one layer over the prompt rows `rows`
+ * selects, from row TRACE_QSTATS_FIRST_ROW on: for query head h
+ *   sum[h][c]      = sum_i q_ic
+ *   outer[h][a][b] = sum_i q_ia q_ib
+ * of the query before RoPE, and *count the number of rows (agnostic_rows
+ * or n_prompt, less TRACE_QSTATS_FIRST_ROW, and 0 below). inv_freq
+ * (head_dim / 2) are the RoPE frequencies the capture rotated with; K
+ * (stored post-RoPE) was rotated by angle position x inv_freq[j] on the
+ * pairs of model.rope_layout. Any pointer may be NULL. OBC_ENOTFOUND when
+ * the trace has none; OBC_EVALUE for a value that is not finite, an outer
+ * sum that is not symmetric or whose covariance outer/count - mean mean^T
+ * has a negative diagonal beyond rounding, a count that is not the number
+ * of rows, or a frequency that is not finite and positive. */
+int trace_read_query_stats(TraceReader *reader, size_t layer, TraceSumRows rows,
+                           double *sum /* (n_heads, head_dim) */,
+                           double *outer /* (n_heads, head_dim, head_dim) */, int64_t *count,
+                           double *inv_freq /* (head_dim / 2) */);
 /* The bytes dataset `name` ("/layers/000/K") takes in the file, its logical
  * size (elements x element size) and its element size; OBC_ENOTFOUND when
  * it cannot be opened. For a trace read through a converted copy (schema 1,
@@ -230,6 +254,8 @@ typedef struct {
   /* create the column sums (schema 3; meta's agnostic_rows says where the
    * agnostic rows end) */
   bool store_column_sums;
+  /* create the pre-RoPE query statistics (needs store_column_sums) */
+  bool store_query_stats;
 } TraceWriteOptions;
 
 typedef struct TraceWriter TraceWriter;
@@ -249,6 +275,14 @@ int trace_write_logits(TraceWriter *writer, const float *logits);
 int trace_write_column_sums(TraceWriter *writer, size_t layer, const double *attn,
                             const double *obc);
 int trace_write_column_counts(TraceWriter *writer, const int64_t *counts);
+/* The query statistics of one layer (see trace_read_query_stats), both
+ * variants: sum (TRACE_ROWS_VARIANTS, n_heads, head_dim) and outer
+ * (TRACE_ROWS_VARIANTS, n_heads, head_dim, head_dim), stored as f64 (the
+ * covariance is their difference: f32 would cancel); and once per trace the
+ * row counts (TRACE_ROWS_VARIANTS) and the RoPE frequencies (head_dim / 2). */
+int trace_write_query_stats(TraceWriter *writer, size_t layer, const double *sum,
+                            const double *outer);
+int trace_write_query_counts(TraceWriter *writer, const int64_t *counts, const double *inv_freq);
 /* Updates the generated text / needle_found before commit (capture knows them
  * only at the end). */
 int trace_set_result(TraceWriter *writer, const char *generated_text, int needle_found);

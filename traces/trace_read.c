@@ -420,6 +420,15 @@ static int read_attributes(TraceReader *r) {
     if (!rc) rc = read_size_attr(r, "agnostic_rows", &m->agnostic_rows);
     if (!rc && !m->has_column_sums)
       rc = obc_fail(OBC_EFORMAT, "%s: schema version 3 but has_column_sums is 0", p);
+    /* optional: absent in schema-3 traces written before they were added */
+    if (!rc && H5Aexists(r->file, "has_query_stats") > 0)
+      rc = read_flag_attr(r, "has_query_stats", &m->has_query_stats);
+    int64_t first_row = TRACE_QSTATS_FIRST_ROW;
+    if (!rc && m->has_query_stats)
+      rc = trace_h5_attr_read_i64(p, f, "query_stats_first_row", &first_row);
+    if (!rc && first_row != TRACE_QSTATS_FIRST_ROW)
+      rc = obc_fail(OBC_EFORMAT, "%s: query_stats_first_row is %lld (expected %d)", p,
+                    (long long)first_row, TRACE_QSTATS_FIRST_ROW);
   }
   if (rc) return rc;
   m->needle_found = (int)needle;
@@ -633,6 +642,23 @@ static int check_layers(const TraceReader *r) {
       }
     hsize_t counts[2] = {TRACE_ROWS_VARIANTS, m->n_prompt};
     int rc = check_dataset(r, "/column_counts", H5T_INTEGER, 8, 0, 2, counts, "(2, n_prompt)");
+    if (rc) return rc;
+  }
+  if (m->has_query_stats) {
+    size_t d = c->head_dim;
+    hsize_t qsum[3] = {TRACE_ROWS_VARIANTS, c->n_heads, d};
+    hsize_t outer[3] = {TRACE_ROWS_VARIANTS, c->n_heads, d * d};
+    for (size_t layer = 0; layer < c->n_layers; layer++) {
+      char name[64];
+      trace_h5_layer_dataset(name, sizeof name, layer, "q_sum");
+      int rc = check_dataset(r, name, H5T_FLOAT, 0, 8, 3, qsum, "(2, n_heads, head_dim)");
+      trace_h5_layer_dataset(name, sizeof name, layer, "q_outer");
+      if (!rc) rc = check_dataset(r, name, H5T_FLOAT, 0, 8, 3, outer, "(2, n_heads, head_dim^2)");
+      if (rc) return rc;
+    }
+    hsize_t counts[1] = {TRACE_ROWS_VARIANTS}, freq[1] = {d / 2};
+    int rc = check_dataset(r, "/query_counts", H5T_INTEGER, 8, 0, 1, counts, "(2)");
+    if (!rc) rc = check_dataset(r, "/rope_inv_freq", H5T_FLOAT, 0, 8, 1, freq, "(head_dim / 2)");
     if (rc) return rc;
   }
   if (m->has_logits) {
@@ -955,6 +981,90 @@ int trace_read_column_sums(TraceReader *r, size_t layer, TraceSumRows rows, doub
     rc = read_sums_dataset(r, layer, OBC_TRACE_SUMS_OBC_V + t, rows, scratch, obc + t * plane);
   if (!rc && counts) rc = read_column_counts(r, rows, counts);
   free(scratch);
+  return rc;
+}
+
+/* ---- query statistics ------------------------------------------------------- */
+
+/* How far below zero a covariance diagonal may fall from rounding alone:
+ * outer/count - mean^2 cancels about 1e-16 of outer/count per row added in
+ * double; 1e-9 leaves a margin of 10^3 beyond 10^4 rows. */
+#define QSTATS_NEGATIVE_TOLERANCE 1e-9
+
+int trace_read_query_stats(TraceReader *r, size_t layer, TraceSumRows rows, double *sum,
+                           double *outer, int64_t *count, double *inv_freq) {
+  const TraceMeta *m = &r->meta;
+  assert(layer < m->model.n_layers && (rows == TRACE_ROWS_AGNOSTIC || rows == TRACE_ROWS_ALL));
+  if (!m->has_query_stats)
+    return obc_fail(OBC_ENOTFOUND,
+                    "%s: the trace has no pre-RoPE query statistics (capture it again with this "
+                    "obcache, without --no-column-sums, to record them)",
+                    r->path);
+  size_t H = m->model.n_heads, d = m->model.head_dim, size = 0;
+  double *sums = trace_alloc(r, TRACE_ROWS_VARIANTS * H * d, sizeof *sums, "query sums");
+  double *outers = trace_alloc(r, TRACE_ROWS_VARIANTS * H * d * d, sizeof *outers, "query outer");
+  double *freq = trace_alloc(r, d / 2, sizeof *freq, "/rope_inv_freq");
+  int64_t counts[TRACE_ROWS_VARIANTS];
+  int rc = sums && outers && freq ? OBC_OK : OBC_ENOMEM;
+  char sum_name[64], outer_name[64];
+  trace_h5_layer_dataset(sum_name, sizeof sum_name, layer, "q_sum");
+  trace_h5_layer_dataset(outer_name, sizeof outer_name, layer, "q_outer");
+  if (!rc)
+    rc = read_slab_stored(r, sum_name, 0, true, false, sums, TRACE_ROWS_VARIANTS * H * d, &size);
+  if (!rc)
+    rc = read_slab_stored(r, outer_name, 0, true, false, outers, TRACE_ROWS_VARIANTS * H * d * d,
+                          &size);
+  if (!rc)
+    rc = read_slab_stored(r, "/query_counts", 0, true, false, counts, TRACE_ROWS_VARIANTS, &size);
+  if (!rc) rc = read_slab_stored(r, "/rope_inv_freq", 0, true, false, freq, d / 2, &size);
+  for (size_t j = 0; !rc && j < d / 2; j++)
+    if (!(isfinite(freq[j]) && freq[j] > 0))
+      rc = obc_fail(OBC_EVALUE, "%s: /rope_inv_freq[%zu] is %g (expected a finite frequency > 0)",
+                    r->path, j, freq[j]);
+  for (size_t v = 0; !rc && v < TRACE_ROWS_VARIANTS; v++) {
+    size_t end = v == TRACE_ROWS_AGNOSTIC ? m->agnostic_rows : m->n_prompt;
+    int64_t expected = end > TRACE_QSTATS_FIRST_ROW ? (int64_t)(end - TRACE_QSTATS_FIRST_ROW) : 0;
+    if (counts[v] != expected)
+      rc = obc_fail(OBC_EVALUE,
+                    "%s: /query_counts, rows %s: %lld rows, expected %lld (rows [%d, %zu))",
+                    r->path, rows_names[v], (long long)counts[v], (long long)expected,
+                    TRACE_QSTATS_FIRST_ROW, end);
+  }
+  for (size_t v = 0; !rc && v < TRACE_ROWS_VARIANTS; v++)
+    for (size_t h = 0; !rc && h < H; h++) {
+      const double *s = sums + (v * H + h) * d, *o = outers + (v * H + h) * d * d;
+      double n = counts[v] ? (double)counts[v] : 1.0;
+      for (size_t a = 0; !rc && a < d; a++) {
+        if (!isfinite(s[a]))
+          rc = obc_fail(OBC_EVALUE, "%s: %s, rows %s, head %zu, [%zu]: %s (expected finite)",
+                        r->path, sum_name, rows_names[v], h, a, isnan(s[a]) ? "NaN" : "Inf");
+        for (size_t b = 0; !rc && b < d; b++) {
+          double x = o[a * d + b];
+          if (!isfinite(x))
+            rc = obc_fail(OBC_EVALUE, "%s: %s, rows %s, head %zu, [%zu][%zu]: %s (expected finite)",
+                          r->path, outer_name, rows_names[v], h, a, b, isnan(x) ? "NaN" : "Inf");
+          else if (x != o[b * d + a])
+            rc = obc_fail(OBC_EVALUE,
+                          "%s: %s, rows %s, head %zu: [%zu][%zu] = %.17g but [%zu][%zu] = %.17g "
+                          "(expected a symmetric sum of q q^T)",
+                          r->path, outer_name, rows_names[v], h, a, b, x, b, a, o[b * d + a]);
+        }
+        double second = o[a * d + a] / n, mean = s[a] / n, var = second - mean * mean;
+        if (!rc && (!counts[v] ? o[a * d + a] != 0.0 || s[a] != 0.0
+                               : var < -QSTATS_NEGATIVE_TOLERANCE * second))
+          rc = obc_fail(OBC_EVALUE,
+                        "%s: %s, rows %s, head %zu: variance of [%zu] is %g (expected >= 0%s)",
+                        r->path, outer_name, rows_names[v], h, a, var,
+                        counts[v] ? "" : ": no rows, every sum 0");
+      }
+    }
+  if (!rc && sum) memcpy(sum, sums + (size_t)rows * H * d, H * d * sizeof *sum);
+  if (!rc && outer) memcpy(outer, outers + (size_t)rows * H * d * d, H * d * d * sizeof *outer);
+  if (!rc && count) *count = counts[rows];
+  if (!rc && inv_freq) memcpy(inv_freq, freq, d / 2 * sizeof *inv_freq);
+  free(sums);
+  free(outers);
+  free(freq);
   return rc;
 }
 

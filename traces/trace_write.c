@@ -33,6 +33,8 @@ struct TraceWriter {
   uint64_t *slab_hashes;       /* (trace_hash_slab_count) FNV-1a of each slab's stored bytes */
   unsigned char *sums_written; /* (n_layers) column sums written, with store_column_sums */
   bool counts_written;
+  unsigned char *qstats_written; /* (n_layers) query statistics written, with store_query_stats */
+  bool qcounts_written;
   float *sums_buffer; /* (TRACE_ROWS_VARIANTS, n_heads, n_prompt) f32 conversion scratch */
   uint64_t logits_hash;
 };
@@ -82,6 +84,11 @@ static int check_meta(const char *path, const TraceMeta *m, const TraceWriteOpti
   if (o->store_column_sums && (!m->n_prompt || m->agnostic_rows > m->n_prompt))
     return obc_fail(OBC_EINVAL, "%s: column sums need n_prompt > 0 and agnostic_rows %zu <= %zu",
                     path, m->agnostic_rows, m->n_prompt);
+  if (o->store_query_stats && !o->store_column_sums)
+    return obc_fail(OBC_EINVAL, "%s: query statistics need the column sums (schema 3)", path);
+  if (o->store_query_stats && m->model.head_dim % 2)
+    return obc_fail(OBC_EINVAL, "%s: query statistics need an even head_dim (found %zu)", path,
+                    m->model.head_dim);
   if (o->compression_level < 0 || o->compression_level > 9)
     return obc_fail(OBC_EINVAL, "%s: compression level %d outside 0..9", path,
                     o->compression_level);
@@ -161,6 +168,19 @@ static int create_layer(TraceWriter *w, size_t layer) {
   for (int k = 0; w->options.store_column_sums && k < OBC_TRACE_SUMS_KINDS; k++) {
     trace_h5_layer_dataset(name, sizeof name, layer, trace_hash_sums_name(k));
     int rc = create_dataset(w, name, H5T_IEEE_F32LE, 3, sums_dims, sums_chunk, true);
+    if (rc) return rc;
+  }
+  /* Query statistics: f64, one chunk per variant. */
+  size_t d = c->head_dim;
+  hsize_t qsum_dims[3] = {TRACE_ROWS_VARIANTS, c->n_heads, d};
+  hsize_t qsum_chunk[3] = {1, c->n_heads, d};
+  hsize_t outer_dims[3] = {TRACE_ROWS_VARIANTS, c->n_heads, d * d};
+  hsize_t outer_chunk[3] = {1, c->n_heads, d * d};
+  if (w->options.store_query_stats) {
+    trace_h5_layer_dataset(name, sizeof name, layer, "q_sum");
+    int rc = create_dataset(w, name, H5T_IEEE_F64LE, 3, qsum_dims, qsum_chunk, true);
+    trace_h5_layer_dataset(name, sizeof name, layer, "q_outer");
+    if (!rc) rc = create_dataset(w, name, H5T_IEEE_F64LE, 3, outer_dims, outer_chunk, true);
     if (rc) return rc;
   }
   return OBC_OK;
@@ -249,6 +269,11 @@ static int write_root_attributes(TraceWriter *w) {
     rc = rc ? rc : trace_h5_attr_write_i64(path, root, "has_column_sums", 1);
     rc = rc ? rc : trace_h5_attr_write_i64(path, root, "agnostic_rows", (int64_t)m->agnostic_rows);
   }
+  if (m->has_query_stats) {
+    rc = rc ? rc : trace_h5_attr_write_i64(path, root, "has_query_stats", 1);
+    rc = rc ? rc
+            : trace_h5_attr_write_i64(path, root, "query_stats_first_row", TRACE_QSTATS_FIRST_ROW);
+  }
   return rc;
 }
 
@@ -266,6 +291,7 @@ static void writer_free(TraceWriter *w) {
   free(w->half_buffer);
   free(w->slab_hashes);
   free(w->sums_written);
+  free(w->qstats_written);
   free(w->sums_buffer);
   trace_meta_free(&w->meta);
   free(w);
@@ -291,6 +317,12 @@ static int create_contents(TraceWriter *w) {
     hsize_t dims[2] = {TRACE_ROWS_VARIANTS, m->n_prompt};
     hsize_t chunk[2] = {TRACE_ROWS_VARIANTS, at_most(m->n_prompt, (size_t)1 << 19)};
     rc = create_dataset(w, "/column_counts", H5T_STD_I64LE, 2, dims, chunk, false);
+  }
+  if (!rc && w->options.store_query_stats) {
+    hsize_t dims[1] = {TRACE_ROWS_VARIANTS}, freq_dims[1] = {m->model.head_dim / 2};
+    rc = create_dataset(w, "/query_counts", H5T_STD_I64LE, 1, dims, dims, false);
+    if (!rc)
+      rc = create_dataset(w, "/rope_inv_freq", H5T_IEEE_F64LE, 1, freq_dims, freq_dims, false);
   }
   if (!rc) {
     hid_t group = H5Gcreate2(w->file, "/layers", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -330,6 +362,7 @@ int trace_create(const char *path, const TraceMeta *meta, const TraceWriteOption
   m->has_logits = options->store_logits;
   m->has_column_sums = options->store_column_sums;
   if (!m->has_column_sums) m->agnostic_rows = 0;
+  m->has_query_stats = options->store_query_stats;
   m->content_hash[0] = '\0'; /* known at commit */
   size_t sizes[WRITTEN_KINDS] = {m->model.n_kv_heads, m->model.n_heads, m->model.n_heads};
   for (int k = 0; k < WRITTEN_KINDS; k++) {
@@ -353,6 +386,11 @@ int trace_create(const char *path, const TraceMeta *meta, const TraceWriteOption
       writer_free(w);
       return OBC_ENOMEM;
     }
+  }
+  if (options->store_query_stats &&
+      !(w->qstats_written = obc_calloc(m->model.n_layers, 1, "query statistics write flags"))) {
+    writer_free(w);
+    return OBC_ENOMEM;
   }
   w->float_file_type = options->store_f16 ? trace_h5_f16_type() : H5T_IEEE_F32LE;
 
@@ -553,6 +591,47 @@ int trace_write_column_counts(TraceWriter *w, const int64_t *counts) {
   return OBC_OK;
 }
 
+/* Writes a whole f64 or i64 dataset from memory of its own type. */
+static int write_dataset_native(TraceWriter *w, const char *name, hid_t mem_type,
+                                const void *data) {
+  hid_t dset = H5Dopen2(w->file, name, H5P_DEFAULT);
+  errno = 0;
+  herr_t status = dset >= 0 ? H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) : -1;
+  int err = errno;
+  if (dset >= 0) H5Dclose(dset);
+  if (status < 0)
+    return obc_fail(OBC_EIO, "%s: cannot write %s: %s", writer_path(w), name,
+                    obc_write_error_text(w->pending.temp_path, err));
+  return OBC_OK;
+}
+
+int trace_write_query_stats(TraceWriter *w, size_t layer, const double *sum, const double *outer) {
+  const TraceMeta *m = &w->meta;
+  assert(layer < m->model.n_layers && sum && outer);
+  if (!w->options.store_query_stats)
+    return obc_fail(OBC_EINVAL,
+                    "%s: query statistics written but the trace was created without them",
+                    writer_path(w));
+  char name[64];
+  trace_h5_layer_dataset(name, sizeof name, layer, "q_sum");
+  int rc = write_dataset_native(w, name, H5T_NATIVE_DOUBLE, sum);
+  trace_h5_layer_dataset(name, sizeof name, layer, "q_outer");
+  if (!rc) rc = write_dataset_native(w, name, H5T_NATIVE_DOUBLE, outer);
+  if (!rc) w->qstats_written[layer] = 1;
+  return rc;
+}
+
+int trace_write_query_counts(TraceWriter *w, const int64_t *counts, const double *inv_freq) {
+  assert(counts && inv_freq);
+  if (!w->options.store_query_stats)
+    return obc_fail(OBC_EINVAL, "%s: query counts written but the trace was created without them",
+                    writer_path(w));
+  int rc = write_dataset_native(w, "/query_counts", H5T_NATIVE_INT64, counts);
+  if (!rc) rc = write_dataset_native(w, "/rope_inv_freq", H5T_NATIVE_DOUBLE, inv_freq);
+  if (!rc) w->qcounts_written = true;
+  return rc;
+}
+
 int trace_set_result(TraceWriter *w, const char *generated_text, int needle_found) {
   free(w->meta.generated_text);
   w->meta.generated_text = NULL;
@@ -584,6 +663,12 @@ static int check_all_written(const TraceWriter *w) {
                       layer);
   if (w->options.store_column_sums && !w->counts_written)
     return obc_fail(OBC_EINVAL, "%s: column counts were never written", writer_path(w));
+  for (size_t layer = 0; w->options.store_query_stats && layer < m->model.n_layers; layer++)
+    if (!w->qstats_written[layer])
+      return obc_fail(OBC_EINVAL, "%s: layer %zu query statistics were never written",
+                      writer_path(w), layer);
+  if (w->options.store_query_stats && !w->qcounts_written)
+    return obc_fail(OBC_EINVAL, "%s: query counts were never written", writer_path(w));
   if (w->options.store_logits && !w->logits_written)
     return obc_fail(OBC_EINVAL, "%s: logits were never written", writer_path(w));
   return OBC_OK;
