@@ -37,6 +37,9 @@ static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
           "  streaming     4 sinks + the most recent\n"
           "  knorm         lowest key norm first kept\n"
           "  keydiff       keys least like the mean key\n"
+          "  expected_attention  kvpress ExpectedAttention: the pre-RoPE query statistics'\n"
+          "                mean and covariance under the next 512 positions' mean RoPE,\n"
+          "                group mean, x ||v||_2, 4 sinks\n"
           "\n");
   obc_options_print_help(out, lists, n_lists);
 }

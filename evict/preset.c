@@ -29,7 +29,8 @@ typedef enum {
   SOURCE_COLUMN_SUMS, /* sums over every prompt row, recorded at capture (H2O) */
   SOURCE_KEY_NORM,    /* -||k_p||_2 */
   SOURCE_KEY_DIFF,    /* -cos(k_p, mean of the unit keys) */
-  SOURCE_POSITION     /* sinks, then the most recent */
+  SOURCE_POSITION,    /* sinks, then the most recent */
+  SOURCE_EXPECTED     /* expected attention of future queries (query statistics) */
 } PresetSource;
 
 typedef enum { POOL_NONE = 0, POOL_AVG, POOL_MAX } PresetPool;
@@ -49,7 +50,7 @@ typedef struct {
   PresetHeads heads;
   bool value_l1; /* the attention times ||v_p||_1 (VATP) */
   bool pairs;    /* takes +obc_v|obc_k|obc_vk */
-  size_t sinks;  /* SOURCE_POSITION: first positions kept */
+  size_t sinks;  /* first positions kept (SOURCE_POSITION, SOURCE_EXPECTED) */
   EvictAllocation allocation;
 } Preset;
 
@@ -104,6 +105,7 @@ static const Preset presets[] = {
     {.name = "streaming", .source = SOURCE_POSITION, .sinks = 4},
     {.name = "knorm", .source = SOURCE_KEY_NORM},
     {.name = "keydiff", .source = SOURCE_KEY_DIFF},
+    {.name = "expected_attention", .source = SOURCE_EXPECTED, .sinks = TRACE_QSTATS_FIRST_ROW},
 };
 enum { N_PRESETS = sizeof presets / sizeof presets[0] };
 
@@ -111,7 +113,7 @@ static const char *const inner_names[] = {"attn", "obc_v", "obc_k", "obc_vk"};
 
 const char *evict_preset_names(void) {
   return "h2o, tova, snapkv, snapkv-max7, pyramidkv, adakv-snapkv, vatp, streaming, knorm, "
-         "keydiff";
+         "keydiff, expected_attention";
 }
 
 static const Preset *preset_of(const EvictPolicy *p) {
@@ -409,6 +411,139 @@ static int layer_attention(const Preset *pr, EvictPresetInner inner, TraceReader
   return OBC_OK;
 }
 
+/* kvpress ExpectedAttentionPress's future positions (n_future_positions). */
+enum { EXPECTED_FUTURE_POSITIONS = 512 };
+
+/* The RoPE rotation averaged over positions [n, n + EXPECTED_FUTURE_POSITIONS)
+ * into rot (d, d): rotating q by position t turns each pair (a, b) of
+ * frequency w_j by t w_j (a' = a cos - b sin, b' = a sin + b cos), the
+ * pairs (2j, 2j+1) when interleaved, else (j, j + d/2) (Hugging Face's
+ * rotate_half, kvpress's P matrix). */
+static void expected_rotation(const double *inv_freq, size_t d, bool interleaved, size_t n,
+                              double *rot) {
+  memset(rot, 0, d * d * sizeof *rot);
+  for (size_t j = 0; j < d / 2; j++) {
+    double c = 0.0, sn = 0.0;
+    for (size_t t = n; t < n + EXPECTED_FUTURE_POSITIONS; t++) {
+      c += cos((double)t * inv_freq[j]);
+      sn += sin((double)t * inv_freq[j]);
+    }
+    c /= EXPECTED_FUTURE_POSITIONS;
+    sn /= EXPECTED_FUTURE_POSITIONS;
+    size_t a = interleaved ? 2 * j : j, b = interleaved ? 2 * j + 1 : j + d / 2;
+    rot[a * d + a] = c;
+    rot[b * d + b] = c;
+    rot[a * d + b] = -sn;
+    rot[b * d + a] = sn;
+  }
+}
+
+/* kvpress ExpectedAttentionPress on one layer: per query head, the mean mu
+ * and covariance S (divided by the row count) of the pre-RoPE queries of
+ * rows [sinks, n), rotated by the averaged RoPE R: mu' = R mu, S' = R S R^T;
+ * per key p >= sinks, z_p = k_p.mu' / sqrt(d) + k_p^T S' k_p / (2 d), the
+ * softmax of z over those keys, averaged over the KV head's query group and
+ * times ||v_p||_2; the sinks get the layer's maximum + 1. out (G, n). */
+static int layer_expected(TraceReader *reader, ScoreHead *h, size_t layer, size_t n,
+                          const Preset *pr, double *out) {
+  const TraceMeta *meta = trace_meta(reader);
+  const char *path = trace_path(reader);
+  size_t G = meta->model.n_kv_heads, H = meta->model.n_heads, group = H / G;
+  size_t d = meta->model.head_dim, sinks = pr->sinks;
+  bool interleaved = !strcmp(meta->model.rope_layout, "interleaved");
+  TraceSumRows rows = n < meta->n_prompt ? TRACE_ROWS_AGNOSTIC : TRACE_ROWS_ALL;
+  int64_t count = 0;
+  double *sum = obc_malloc(H * d * sizeof *sum, "query sums");
+  double *outer = obc_malloc(H * d * d * sizeof *outer, "query outer sums");
+  double *freq = obc_malloc(d / 2 * sizeof *freq, "RoPE frequencies");
+  double *rot = obc_malloc(d * d * sizeof *rot, "averaged RoPE");
+  double *mu = obc_malloc(H * d * sizeof *mu, "rotated query means");
+  double *cov = obc_malloc(H * d * d * sizeof *cov, "rotated query covariances");
+  double *tmp = obc_malloc(d * d * sizeof *tmp, "covariance product");
+  double *z = obc_malloc((n + 1) * sizeof *z, "expected logits");
+  int rc = sum && outer && freq && rot && mu && cov && tmp && z ? OBC_OK : OBC_ENOMEM;
+  if (!rc) rc = trace_read_query_stats(reader, layer, rows, sum, outer, &count, freq);
+  if (!rc && (size_t)count + sinks != n)
+    rc = obc_fail(OBC_EINVAL,
+                  "%s: --score expected_attention scores %zu candidates, but the trace's query "
+                  "statistics cover rows [%zu, %lld) (expected the %s protocol's %zu)",
+                  path, n, sinks, (long long)count + (long long)sinks,
+                  rows == TRACE_ROWS_AGNOSTIC ? "agnostic" : "aware",
+                  rows == TRACE_ROWS_AGNOSTIC ? meta->agnostic_rows : meta->n_prompt);
+  if (!rc) expected_rotation(freq, d, interleaved, n, rot);
+  for (size_t q = 0; !rc && q < H; q++) {
+    /* m: the query mean; S = outer / count - m m^T; mu = R m; cov = R S R^T */
+    const double *sq = sum + q * d, *oq = outer + q * d * d;
+    double m[512];
+    for (size_t a = 0; a < d; a++) m[a] = sq[a] / (double)count;
+    for (size_t a = 0; a < d; a++) {
+      double acc = 0.0;
+      for (size_t b = 0; b < d; b++) acc += rot[a * d + b] * m[b];
+      mu[q * d + a] = acc;
+    }
+    for (size_t a = 0; a < d; a++) /* tmp = R S */
+      for (size_t b = 0; b < d; b++) {
+        double acc = 0.0;
+        for (size_t c = 0; c < d; c++)
+          acc += rot[a * d + c] * (oq[c * d + b] / (double)count - m[c] * m[b]);
+        tmp[a * d + b] = acc;
+      }
+    for (size_t a = 0; a < d; a++) /* cov = tmp R^T */
+      for (size_t b = 0; b < d; b++) {
+        double acc = 0.0;
+        for (size_t c = 0; c < d; c++) acc += tmp[a * d + c] * rot[b * d + c];
+        cov[(q * d + a) * d + b] = acc;
+      }
+  }
+  double inv_sqrt_d = 1.0 / sqrt((double)d), max = -INFINITY;
+  for (size_t g = 0; g < G && !rc; g++) {
+    rc = score_head_read(h, reader, layer, g);
+    if (rc) {
+      obc_fail_context(rc, "%s: layer %zu, KV head %zu", path, layer, g);
+      break;
+    }
+    double *dst = out + g * n;
+    memset(dst, 0, n * sizeof *dst);
+    for (size_t j = 0; j < group; j++) {
+      const double *mq = mu + (g * group + j) * d, *cq = cov + (g * group + j) * d * d;
+      double top = -INFINITY;
+      for (size_t p = sinks; p < n; p++) {
+        const double *k = h->data.K + p * d;
+        double lin = 0.0, quad = 0.0;
+        for (size_t a = 0; a < d; a++) {
+          double row = 0.0;
+          for (size_t b = 0; b < d; b++) row += cq[a * d + b] * k[b];
+          quad += k[a] * row;
+          lin += k[a] * mq[a];
+        }
+        z[p] = lin * inv_sqrt_d + quad / (2.0 * (double)d);
+        top = z[p] > top ? z[p] : top;
+      }
+      double total = 0.0;
+      for (size_t p = sinks; p < n; p++) total += exp(z[p] - top);
+      for (size_t p = sinks; p < n; p++) dst[p] += exp(z[p] - top) / total / (double)group;
+    }
+    for (size_t p = sinks; p < n; p++) {
+      const double *v = h->data.V + p * d;
+      double sq = 0.0;
+      for (size_t c = 0; c < d; c++) sq += v[c] * v[c];
+      dst[p] *= sqrt(sq);
+      max = dst[p] > max ? dst[p] : max;
+    }
+  }
+  for (size_t g = 0; g < G && !rc; g++)
+    for (size_t p = 0; p < sinks; p++) out[g * n + p] = max + 1.0;
+  free(sum);
+  free(outer);
+  free(freq);
+  free(rot);
+  free(mu);
+  free(cov);
+  free(tmp);
+  free(z);
+  return rc;
+}
+
 int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, double *scores,
                         size_t *window) {
   const Preset *pr = preset_of(p);
@@ -431,6 +566,25 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
                       "without --no-column-sums)",
                       path, p->score);
     return rc;
+  }
+  if (pr->source == SOURCE_EXPECTED) {
+    const char *layout = meta->model.rope_layout;
+    if (!meta->has_query_stats)
+      return obc_fail(OBC_EINVAL,
+                      "%s: --score %s: the trace has no pre-RoPE query statistics (capture it "
+                      "again with this obcache, without --no-column-sums)",
+                      path, p->score);
+    if (strcmp(layout, "interleaved") && strcmp(layout, "half"))
+      return obc_fail(OBC_EINVAL,
+                      "%s: --score %s: rope_layout '%s' (expected interleaved or half: the "
+                      "future queries' RoPE)",
+                      path, p->score, layout);
+    if (n <= pr->sinks)
+      return obc_fail(OBC_EINVAL, "%s: --score %s needs more than %zu candidates (found %zu)", path,
+                      p->score, pr->sinks, n);
+    if (meta->model.head_dim > 512)
+      return obc_fail(OBC_EINVAL, "%s: head_dim %zu (expected at most 512)", path,
+                      meta->model.head_dim);
   }
   if (pr->source == SOURCE_POSITION) {
     for (size_t i = 0; i < L * G; i++)
@@ -464,6 +618,10 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
     if (pr->source == SOURCE_ATTENTION) {
       EvictPresetInner inner = (EvictPresetInner)p->preset_inner;
       rc = layer_attention(pr, inner, reader, &h, l, n, heads, work, scores + l * G * n);
+      continue;
+    }
+    if (pr->source == SOURCE_EXPECTED) {
+      rc = layer_expected(reader, &h, l, n, pr, scores + l * G * n);
       continue;
     }
     for (size_t g = 0; g < G && !rc; g++) {
