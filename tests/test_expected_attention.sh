@@ -4,7 +4,8 @@
 # verify checks them, and a copy edited with h5py (an asymmetric q q^T sum, a
 # NaN mean, a wrong row count, a negative variance, a zero RoPE frequency)
 # is refused by verify and by evict with one stderr line naming the file and
-# the problem. A trace without them (captured with --no-column-sums, or
+# the problem; a change that passes those checks (a mean moved by 1e-6) is
+# caught by verify's content hash, which covers them. A trace without them (captured with --no-column-sums, or
 # synthetic) still opens, and the preset is refused in one line naming the
 # trace and what is missing. tests/test_expected_attention_reference.py
 # checks the numbers.
@@ -91,6 +92,10 @@ with h5py.File(out, "r+", libver=("v110", "v110")) as f:
         x = outer[0, 0]
         x[0] = 0.0
         outer[0, 0] = x
+    elif kind == "moved":
+        x = f["layers/000/q_sum"][1]
+        x[0, 0] += 1e-6
+        f["layers/000/q_sum"][1] = x
     elif kind == "frequency":
         w = f["rope_inv_freq"][()]
         w[3] = 0.0
@@ -111,4 +116,8 @@ for case in "asymmetric|q_outer, rows all, head 3: [0][1]|expected a symmetric s
   expect_failure "evict refuses $kind" "$what" \
     "$OBCACHE" evict "$copy" --score expected_attention --mode aware --budget 30% -o "$dir/k.h5"
 done
+copy=$dir/moved.h5
+tamper moved "$copy" || fail "moved: h5py could not edit it"
+expect_failure "verify's content hash covers the query statistics" \
+  "$copy: content hash mismatch" "$OBCACHE" verify "$copy"
 finish

@@ -100,6 +100,14 @@ def content_hash(f):
                 lines.append(f"column_sums {layer} {name} {fnv1a(stored):016x}")
         counts = f["column_counts"][()].astype("<i8").tobytes()
         lines.append(f"column_counts {int(a['agnostic_rows'])} {fnv1a(counts):016x}")
+    if int(a.get("has_query_stats", 0)):  # the query statistics, hashed whole as f64
+        for layer in range(int(a["n_layers"])):
+            s, o = (fnv1a(f[f"layers/{layer:03d}/{k}"][()].astype("<f8").tobytes())
+                    for k in ("q_sum", "q_outer"))
+            lines.append(f"query_stats {layer} {s:016x} {o:016x}")
+        counts = fnv1a(f["query_counts"][()].astype("<i8").tobytes())
+        freq = fnv1a(f["rope_inv_freq"][()].astype("<f8").tobytes())
+        lines.append(f"query_counts {int(a['query_stats_first_row'])} {counts:016x} {freq:016x}")
     return f"{fnv1a(''.join(line + chr(10) for line in lines).encode()):016x}"
 
 

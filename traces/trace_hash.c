@@ -35,7 +35,12 @@ const char *trace_hash_sums_name(int kind) { return sums_names[kind]; }
 
 size_t trace_hash_slab_count(const TraceMeta *meta) {
   size_t sums = meta->has_column_sums ? meta->model.n_layers * OBC_TRACE_SUMS_KINDS + 1 : 0;
-  return meta->model.n_layers * slabs_per_layer(meta) + sums;
+  size_t qstats = meta->has_query_stats ? (meta->model.n_layers + 1) * OBC_TRACE_QSTATS_KINDS : 0;
+  return meta->model.n_layers * slabs_per_layer(meta) + sums + qstats;
+}
+
+size_t trace_hash_qstats_index(const TraceMeta *meta, size_t layer, int kind) {
+  return trace_hash_counts_index(meta) + 1 + layer * OBC_TRACE_QSTATS_KINDS + (size_t)kind;
 }
 
 size_t trace_hash_sums_index(const TraceMeta *meta, size_t layer, int kind) {
@@ -102,6 +107,15 @@ void trace_hash_manifest(const TraceMeta *m, uint64_t logits_hash, const uint64_
                       slab_hashes[trace_hash_sums_index(m, layer, k)]);
     h = hash_line(h, "column_counts %zu %016" PRIx64 "\n", m->agnostic_rows,
                   slab_hashes[trace_hash_counts_index(m)]);
+  }
+  if (m->has_query_stats) {
+    for (size_t layer = 0; layer < c->n_layers; layer++)
+      h = hash_line(h, "query_stats %zu %016" PRIx64 " %016" PRIx64 "\n", layer,
+                    slab_hashes[trace_hash_qstats_index(m, layer, OBC_TRACE_QSTATS_SUM)],
+                    slab_hashes[trace_hash_qstats_index(m, layer, OBC_TRACE_QSTATS_OUTER)]);
+    h = hash_line(h, "query_counts %d %016" PRIx64 " %016" PRIx64 "\n", TRACE_QSTATS_FIRST_ROW,
+                  slab_hashes[trace_hash_qstats_index(m, c->n_layers, 0)],
+                  slab_hashes[trace_hash_qstats_index(m, c->n_layers, 1)]);
   }
   snprintf(out, 17, "%016" PRIx64, h);
 }

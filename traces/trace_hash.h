@@ -50,6 +50,11 @@ enum {
 const char *trace_hash_sums_name(int kind);
 size_t trace_hash_sums_index(const TraceMeta *meta, size_t layer, int kind);
 size_t trace_hash_counts_index(const TraceMeta *meta);
+/* The query statistics (trace_read_query_stats), after the column sums:
+ * per layer q_sum then q_outer, hashed whole as stored (f64), then
+ * /query_counts and /rope_inv_freq (layer n_layers, kinds 0 and 1). */
+enum { OBC_TRACE_QSTATS_SUM, OBC_TRACE_QSTATS_OUTER, OBC_TRACE_QSTATS_KINDS };
+size_t trace_hash_qstats_index(const TraceMeta *meta, size_t layer, int kind);
 
 /* The content hash of a trace: meta (shape, row positions, tokens, texts,
  * spans), the hash of the stored logits (ignored without logits) and the

@@ -1122,6 +1122,9 @@ static size_t largest_slab(const TraceMeta *m) {
   if (m->has_logits && m->n_decode * m->model.vocab_size > n) n = m->n_decode * m->model.vocab_size;
   if (m->has_column_sums && TRACE_ROWS_VARIANTS * m->model.n_heads * m->n_prompt > n)
     n = TRACE_ROWS_VARIANTS * m->model.n_heads * m->n_prompt;
+  size_t d = m->model.head_dim;
+  if (m->has_query_stats && TRACE_ROWS_VARIANTS * m->model.n_heads * d * d > n)
+    n = TRACE_ROWS_VARIANTS * m->model.n_heads * d * d;
   return n;
 }
 
@@ -1165,6 +1168,22 @@ int trace_compute_hash(TraceReader *r, char out[17]) {
     if (!rc)
       hashes[trace_hash_counts_index(m)] = obc_hash_bytes(OBC_HASH_SEED, buffer, count * size);
   }
+  for (size_t layer = 0; !rc && m->has_query_stats && layer <= m->model.n_layers; layer++)
+    for (int k = 0; !rc && k < OBC_TRACE_QSTATS_KINDS; k++) {
+      size_t H = m->model.n_heads, d = m->model.head_dim, size = 0;
+      size_t count = layer == m->model.n_layers  ? (k ? d / 2 : TRACE_ROWS_VARIANTS)
+                     : k == OBC_TRACE_QSTATS_SUM ? TRACE_ROWS_VARIANTS * H * d
+                                                 : TRACE_ROWS_VARIANTS * H * d * d;
+      char name[64];
+      if (layer == m->model.n_layers)
+        snprintf(name, sizeof name, "%s", k ? "/rope_inv_freq" : "/query_counts");
+      else
+        trace_h5_layer_dataset(name, sizeof name, layer, k ? "q_outer" : "q_sum");
+      rc = read_slab_stored(r, name, 0, true, false, buffer, count, &size);
+      if (!rc)
+        hashes[trace_hash_qstats_index(m, layer, k)] =
+            obc_hash_bytes(OBC_HASH_SEED, buffer, count * size);
+    }
   uint64_t logits_hash = 0;
   if (!rc && m->has_logits) {
     size_t count = m->n_decode * m->model.vocab_size, size = 0;

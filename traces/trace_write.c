@@ -612,12 +612,18 @@ int trace_write_query_stats(TraceWriter *w, size_t layer, const double *sum, con
     return obc_fail(OBC_EINVAL,
                     "%s: query statistics written but the trace was created without them",
                     writer_path(w));
+  size_t elements = TRACE_ROWS_VARIANTS * m->model.n_heads * m->model.head_dim;
   char name[64];
   trace_h5_layer_dataset(name, sizeof name, layer, "q_sum");
   int rc = write_dataset_native(w, name, H5T_NATIVE_DOUBLE, sum);
   trace_h5_layer_dataset(name, sizeof name, layer, "q_outer");
   if (!rc) rc = write_dataset_native(w, name, H5T_NATIVE_DOUBLE, outer);
-  if (!rc) w->qstats_written[layer] = 1;
+  if (rc) return rc;
+  w->slab_hashes[trace_hash_qstats_index(m, layer, OBC_TRACE_QSTATS_SUM)] =
+      obc_hash_bytes(OBC_HASH_SEED, sum, elements * sizeof *sum);
+  w->slab_hashes[trace_hash_qstats_index(m, layer, OBC_TRACE_QSTATS_OUTER)] =
+      obc_hash_bytes(OBC_HASH_SEED, outer, elements * m->model.head_dim * sizeof *outer);
+  w->qstats_written[layer] = 1;
   return rc;
 }
 
@@ -626,10 +632,16 @@ int trace_write_query_counts(TraceWriter *w, const int64_t *counts, const double
   if (!w->options.store_query_stats)
     return obc_fail(OBC_EINVAL, "%s: query counts written but the trace was created without them",
                     writer_path(w));
+  const TraceMeta *m = &w->meta;
   int rc = write_dataset_native(w, "/query_counts", H5T_NATIVE_INT64, counts);
   if (!rc) rc = write_dataset_native(w, "/rope_inv_freq", H5T_NATIVE_DOUBLE, inv_freq);
-  if (!rc) w->qcounts_written = true;
-  return rc;
+  if (rc) return rc;
+  w->slab_hashes[trace_hash_qstats_index(m, m->model.n_layers, 0)] =
+      obc_hash_bytes(OBC_HASH_SEED, counts, TRACE_ROWS_VARIANTS * sizeof *counts);
+  w->slab_hashes[trace_hash_qstats_index(m, m->model.n_layers, 1)] =
+      obc_hash_bytes(OBC_HASH_SEED, inv_freq, m->model.head_dim / 2 * sizeof *inv_freq);
+  w->qcounts_written = true;
+  return OBC_OK;
 }
 
 int trace_set_result(TraceWriter *w, const char *generated_text, int needle_found) {
