@@ -315,6 +315,7 @@ int cmd_replay(int argc, char **argv) {
   bool help = false;
   int rc = parse_args(argc, argv, &a, &help);
   if (rc || help) return rc;
+  a.policy.model = a.model_path; /* the model of a preset that reads weights */
   if (a.threads) obc_set_threads(a.threads);
   char out_dir[4096], command_line[4096];
   evict_join_command_line(argc, argv, command_line, sizeof command_line);

@@ -7,7 +7,9 @@
 # stderr line, a non-zero exit and no output: a window larger than the
 # captured rows, an unknown preset, +obc_x on a preset without an attention
 # score, h2o on a trace without column sums, a preset given --window, a
-# --scores-out that cannot be written (the keep file goes too).
+# --scores-out that cannot be written (the keep file goes too),
+# criticalkv-snapkv with a model whose shape is not the trace's or with no
+# model at all (exit 1).
 # tests/test_presets_reference.py checks the numbers.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -96,6 +98,38 @@ expect_failure "budget below one token" "keeps 0 of the 256 candidates" \
   "$OBCACHE" evict "$BIG" --score tova --protocol aware --budget 0.001 -o "$dir/k.h5"
 expect_failure "--scores-out into a missing folder: no keep file either" "does not exist" \
   "$OBCACHE" evict "$BIG" --score tova --budget 40% -o "$dir/k.h5" --scores-out "$dir/no/s.csv"
+# expect_exit1 NAME TEXT CMD...: expect_failure, with exit status 1.
+expect_exit1() {
+  local name=$1 text=$2
+  shift 2
+  expect_failure "$name" "$text" "$@"
+  "$@" >/dev/null 2>&1
+  local rc=$?
+  [ "$rc" -eq 1 ] && pass "$name: exit 1" || fail "$name: exit $rc, expected 1"
+  rm -f "$dir/k.h5"
+}
+MODEL=${OBC_MODEL:-}
+if [ -n "$MODEL" ] && [ -e "$MODEL" ]; then
+  expect_exit1 "criticalkv-snapkv: the model does not match the trace" \
+    "--score criticalkv-snapkv: the model $MODEL does not match the trace (expected 4 layers, 4 heads, 2 KV heads, head dim 16" \
+    "$OBCACHE" evict "$BIG" --score criticalkv-snapkv --budget 40% --model "$MODEL" -o "$dir/k.h5"
+  expect_exit1 "criticalkv-snapkv in replay: the model does not match the trace" \
+    "the model $MODEL does not match the trace" \
+    "$OBCACHE" replay --offline "$BIG" --score criticalkv-snapkv --budget 40% --model "$MODEL" \
+    -o "$dir/k.h5"
+else
+  echo "skip  criticalkv-snapkv model mismatch (OBC_MODEL not set or missing)"
+fi
+expect_exit1 "criticalkv-snapkv: no such model" "$dir/no-model.gguf" \
+  "$OBCACHE" evict "$BIG" --score criticalkv-snapkv --budget 40% --model "$dir/no-model.gguf" \
+  -o "$dir/k.h5"
+expect_failure "criticalkv-snapkv takes no +obc_x" "criticalkv-snapkv has no attention score to replace" \
+  "$OBCACHE" evict "$BIG" --score criticalkv-snapkv+obc_vk --budget 40% -o "$dir/k.h5"
+if "$OBCACHE" evict --help | grep -q "criticalkv-snapkv  kvpress CriticalKV"; then
+  pass "evict --help lists criticalkv-snapkv"
+else
+  fail "evict --help lists criticalkv-snapkv"
+fi
 if "$OBCACHE" evict --help | grep -q "adakv-snapkv  SnapKV scores"; then
   pass "evict --help lists the presets"
 else
