@@ -117,8 +117,29 @@ if [ -n "$MODEL" ] && [ -e "$MODEL" ]; then
     "the model $MODEL does not match the trace" \
     "$OBCACHE" replay --offline "$BIG" --score criticalkv-snapkv --budget 40% --model "$MODEL" \
     -o "$dir/k.h5"
+  # On a trace of the model: the keep file reads back, and the sweep's
+  # per-budget two-stage selection is evict's (same offline rel_error).
+  REAL=$dir/real.h5
+  "$OBCACHE" capture --length 256 --depth 50 --haystack kjv --seed 3 --rows 128 --decode 2 \
+    --model "$MODEL" -o "$REAL" >/dev/null 2>&1 || fatal "capture with the model"
+  "$OBCACHE" replay --sweep "$REAL" --no-model --scores criticalkv-snapkv --budgets 10%,40% \
+    --model "$MODEL" -o "$dir/csweep" >/dev/null 2>"$dir/err" || fail "criticalkv sweep: $(cat "$dir/err")"
+  for budget in 10% 40%; do
+    if "$OBCACHE" evict "$REAL" --score criticalkv-snapkv --budget "$budget" --model "$MODEL" \
+      -o "$dir/ck.h5" >/dev/null 2>"$dir/err" &&
+      "$OBCACHE" replay --offline "$REAL" --keep "$dir/ck.h5" -o "$dir/cr" >/dev/null 2>>"$dir/err" &&
+      python3 -c "import csv,json,sys; \
+row=[r for r in csv.DictReader(open(sys.argv[1])) if r['budget']==sys.argv[3]][0]; \
+off=json.load(open(sys.argv[2]))['overall']['rel_error']; \
+sys.exit(abs(float(row['rel_error'])-off)>1e-5*off)" \
+        "$dir/csweep/replay_sweep.csv" "$dir/cr/offline.json" "$budget"; then
+      pass "criticalkv-snapkv $budget: evict's kept set replays as the sweep's"
+    else
+      fail "criticalkv-snapkv $budget: sweep and evict differ: $(cat "$dir/err")"
+    fi
+  done
 else
-  echo "skip  criticalkv-snapkv model mismatch (OBC_MODEL not set or missing)"
+  echo "skip  criticalkv-snapkv with the model (OBC_MODEL not set or missing)"
 fi
 expect_exit1 "criticalkv-snapkv: no such model" "$dir/no-model.gguf" \
   "$OBCACHE" evict "$BIG" --score criticalkv-snapkv --budget 40% --model "$dir/no-model.gguf" \

@@ -323,11 +323,17 @@ def compare(trace, trace_path, name, budget, mode, work, report_agreement=False)
     if parse_name(name)[0][6] == "critical":
         keep, tokens = ratio(budget)
         base = ref
-        ref, boundary = critical_scores(base, projected_norms(trace, n, trace.wo()),
-                                        keep if tokens else int(n * keep))
-        # Either side of the first stage's boundary at a near-tie: take obcache's side.
+        n_kept = keep if tokens else int(n * keep)
+        ref, boundary = critical_scores(base, projected_norms(trace, n, trace.wo()), n_kept)
         top_got, top_ref = got == np.finfo(np.float64).max, ref == np.finfo(np.float64).max
-        near = np.abs(base - boundary[..., None]) <= TIE_RTOL * np.abs(boundary[..., None])
+        counts = top_got.sum(-1)
+        if (counts != int(n_kept * 0.5)).any():
+            failures.append(f"{name} {mode} {budget}: first stage keeps {counts.min()}.."
+                            f"{counts.max()} per head, kvpress {int(n_kept * 0.5)}")
+        # Either side of the first stage's boundary at a near-tie (not an exact
+        # one: both sides break those by position): take obcache's side.
+        gap = np.abs(base - boundary[..., None])
+        near = (gap > 0) & (gap <= TIE_RTOL * np.abs(boundary[..., None]))
         swap = (top_got != top_ref) & near
         first_ties = int(swap.sum())
         ref = np.where(swap, got, ref)
