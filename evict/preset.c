@@ -8,6 +8,7 @@
 #include "evict/preset.h"
 
 #include <assert.h>
+#include <cblas.h>
 #include <ctype.h>
 #include <float.h>
 #include <math.h>
@@ -374,30 +375,34 @@ static void key_scores(const OracleHead *h, size_t n, PresetSource source, doubl
   }
 }
 
+/* Positions per GEMM of CriticalKV's projected values (bounds the scratch
+ * to PROJECT_CHUNK x dim doubles). */
+enum { PROJECT_CHUNK = 512 };
+
 /* CriticalKV's projected value norms of one KV head: w_p = the mean over
  * its query heads h of ||W_o[:, h d:(h+1) d] v_p||_1 (kvpress vwl1norm: v_p
  * repeated per query head, times head h's rows of W_o^T). wo: the layer's
- * W_o (dim, n_heads x d), row-major; out (n). */
-static void projected_norms(const OracleHead *h, const float *wo, size_t dim, size_t n_heads,
-                            size_t kv_head, size_t n, double *out) {
+ * W_o (dim, n_heads x d), row-major; projected: scratch (PROJECT_CHUNK x
+ * dim); out (n). */
+static void projected_norms(const OracleHead *h, const double *wo, size_t dim, size_t n_heads,
+                            size_t kv_head, size_t n, double *projected, double *out) {
   size_t d = h->head_dim, group = h->group_size, q_dim = n_heads * d;
-#pragma omp parallel for schedule(static)
-  for (size_t p = 0; p < n; p++) {
-    const double *v = h->V + p * d;
-    double sum = 0.0;
+  memset(out, 0, n * sizeof *out);
+  for (size_t start = 0; start < n; start += PROJECT_CHUNK) {
+    size_t rows = n - start < PROJECT_CHUNK ? n - start : PROJECT_CHUNK;
     for (size_t j = 0; j < group; j++) {
-      const float *w = wo + (kv_head * group + j) * d;
-      double l1 = 0.0;
-      for (size_t o = 0; o < dim; o++) {
-        const float *row = w + o * q_dim;
-        double dot = 0.0;
-        for (size_t c = 0; c < d; c++) dot += (double)row[c] * v[c];
-        l1 += fabs(dot);
+      /* projected (rows, dim) = V[start..] (rows, d) x W_o[:, the head's d]^T */
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)dim, (int)d, 1.0,
+                  h->V + start * d, (int)d, wo + (kv_head * group + j) * d, (int)q_dim, 0.0,
+                  projected, (int)dim);
+      for (size_t r = 0; r < rows; r++) {
+        double l1 = 0.0;
+        for (size_t o = 0; o < dim; o++) l1 += fabs(projected[r * dim + o]);
+        out[start + r] += l1;
       }
-      sum += l1;
     }
-    out[p] = sum / (double)group;
   }
+  for (size_t p = 0; p < n; p++) out[p] /= (double)group;
 }
 
 /* The attention preset's scores of one layer: every query head's raw score
@@ -407,7 +412,7 @@ static void projected_norms(const OracleHead *h, const float *wo, size_t dim, si
  * norms (G, n). */
 static int layer_attention(const Preset *pr, EvictPresetInner inner, TraceReader *reader,
                            ScoreHead *h, size_t layer, size_t n, double *heads, double *work,
-                           const float *wo, size_t dim, double *out, double *norms) {
+                           const double *wo, size_t dim, double *out, double *norms) {
   const TraceMeta *meta = trace_meta(reader);
   size_t G = meta->model.n_kv_heads, group = h->data.group_size, H = G * group;
   size_t W = pr->window, cols = n - W, d = h->data.head_dim;
@@ -425,7 +430,7 @@ static int layer_attention(const Preset *pr, EvictPresetInner inner, TraceReader
       v_sq[p] = sq;
       v_l1[p] = l1;
     }
-    if (wo) projected_norms(&h->data, wo, dim, H, g, n, norms + g * n);
+    if (wo) projected_norms(&h->data, wo, dim, H, g, n, (double *)wo + dim * H * d, norms + g * n);
     for (size_t j = 0; j < group; j++) {
       double *s = heads + (g * group + j) * cols;
       attention_scores(&h->data, meta, j, n, W, inner, v_sq, z, s);
@@ -484,18 +489,19 @@ static int critical_model(const EvictPolicy *p, const TraceMeta *meta, const cha
   return OBC_OK;
 }
 
-/* W_o of a layer in fp32 (dim, n_heads x head_dim), dequantised exactly
- * from its stored type. */
-static int layer_wo(const Model *model, size_t layer, float *out) {
+/* W_o of a layer (dim, n_heads x head_dim), dequantised exactly from its
+ * stored type to fp32, then widened. row: scratch (n_heads x head_dim). */
+static int layer_wo(const Model *model, size_t layer, float *row, double *out) {
   const ModelMatrix *wo = &model->weights.layers[layer].wo;
   for (size_t r = 0; r < wo->rows; r++) {
-    const char *row = (const char *)wo->data + r * wo->row_bytes;
-    if (wo->type == MODEL_MATRIX_F32) {
-      memcpy(out + r * wo->cols, row, wo->cols * sizeof *out);
-      continue;
-    }
-    int rc = dequant_gguf(wo->type, row, out + r * wo->cols, wo->cols);
+    const char *data = (const char *)wo->data + r * wo->row_bytes;
+    int rc = OBC_OK;
+    if (wo->type == MODEL_MATRIX_F32)
+      memcpy(row, data, wo->cols * sizeof *row);
+    else
+      rc = dequant_gguf(wo->type, data, row, wo->cols);
     if (rc) return obc_fail_context(rc, "%s: blk.%zu.attn_output.weight", model->path, layer);
+    for (size_t c = 0; c < wo->cols; c++) out[r * wo->cols + c] = row[c];
   }
   return OBC_OK;
 }
@@ -547,12 +553,15 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
   size_t H = meta->model.n_heads, cols = n > pr->window ? n - pr->window : 0;
   Model *model = NULL;
   if (pr->critical && (rc = critical_model(p, meta, path, &model))) return rc;
-  size_t dim = model ? model->config.dim : 0;
-  float *wo = model ? obc_malloc(dim * H * meta->model.head_dim * sizeof *wo, "W_o") : NULL;
+  size_t dim = model ? model->config.dim : 0, q_dim = H * meta->model.head_dim;
+  /* W_o, then the projected values' scratch */
+  double *wo = model ? obc_malloc((q_dim + PROJECT_CHUNK) * dim * sizeof *wo, "W_o") : NULL;
+  float *wo_row = model ? obc_malloc(q_dim * sizeof *wo_row, "W_o row") : NULL;
   ScoreHead h;
-  rc = model && !wo ? OBC_ENOMEM : score_head_alloc(&h, reader);
+  rc = model && (!wo || !wo_row) ? OBC_ENOMEM : score_head_alloc(&h, reader);
   if (rc) {
     free(wo);
+    free(wo_row);
     model_free(model);
     return rc;
   }
@@ -562,7 +571,7 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
   for (size_t l = 0; l < L && !rc; l++) {
     if (pr->source == SOURCE_ATTENTION) {
       EvictPresetInner inner = (EvictPresetInner)p->preset_inner;
-      if (model && (rc = layer_wo(model, l, wo))) break;
+      if (model && (rc = layer_wo(model, l, wo_row, wo))) break;
       rc = layer_attention(pr, inner, reader, &h, l, n, heads, work, model ? wo : NULL, dim,
                            scores + l * G * n, model ? scores + (L + l) * G * n : NULL);
       continue;
@@ -579,6 +588,7 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
   free(heads);
   free(work);
   free(wo);
+  free(wo_row);
   model_free(model);
   score_head_free(&h);
   return rc;
