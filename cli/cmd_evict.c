@@ -33,6 +33,8 @@ static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
           "  snapkv-max7   the OBCache authors' SnapKV: 16 rows, max pool 7\n"
           "  pyramidkv     SnapKV scores, per-layer pyramid budgets (beta 20)\n"
           "  adakv-snapkv  SnapKV scores, AdaKV allocation across a layer's heads\n"
+          "  criticalkv-snapkv  kvpress CriticalKV around SnapKV: half the budget by\n"
+          "                SnapKV, the rest by (SnapKV + 1e-4) x ||W_o v||_1 (reads --model)\n"
           "  vatp          64-row mean attention x ||v||_1\n"
           "  streaming     4 sinks + the most recent\n"
           "  knorm         lowest key norm first kept\n"
@@ -69,8 +71,12 @@ int cmd_evict(int argc, char **argv) {
        NULL, NULL},
       {"--scores-out", NULL, "FILE.csv",
        "also write the scores the policy selected from: layer,kv_head,position,score for every "
-       "candidate",
+       "candidate (criticalkv-snapkv: the budget's final scores, DBL_MAX for its first stage)",
        NULL, OBC_OPTION_TEXT, &scores_path, NULL, NULL},
+      {"--model", NULL, "M",
+       "GGUF file or HF folder whose attention output projection criticalkv-snapkv reads (the "
+       "model that captured TRACE)",
+       "the embedded SmolLM2", OBC_OPTION_TEXT, &policy.model, NULL, NULL},
       OBC_OPTION_HEADING(""),
   };
   ObcOption policy_options[EVICT_POLICY_N_OPTIONS];

@@ -84,8 +84,9 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
        OBC_OPTION_FLAG, &a->offline, NULL, NULL},
       {"--keep", NULL, "KEEP.h5", "kept positions from obcache evict (else the policy options)",
        NULL, OBC_OPTION_TEXT, &a->keep_path, NULL, NULL},
-      {"--model", NULL, "M", "GGUF file or HF folder", "the embedded SmolLM2", OBC_OPTION_TEXT,
-       &a->model_path, NULL, NULL},
+      {"--model", NULL, "M",
+       "GGUF file or HF folder (also the W_o of --score criticalkv-snapkv, --no-model or not)",
+       "the embedded SmolLM2", OBC_OPTION_TEXT, &a->model_path, NULL, NULL},
       MODEL_WEIGHTS_OPTION(&a->weights),
       {"--steps", NULL, "T", "decode steps to replay", "all captured", OBC_OPTION_SIZE, &a->steps,
        NULL, NULL},
@@ -315,6 +316,7 @@ int cmd_replay(int argc, char **argv) {
   bool help = false;
   int rc = parse_args(argc, argv, &a, &help);
   if (rc || help) return rc;
+  a.policy.model = a.model_path; /* the model of a preset that reads weights */
   if (a.threads) obc_set_threads(a.threads);
   char out_dir[4096], command_line[4096];
   evict_join_command_line(argc, argv, command_line, sizeof command_line);

@@ -488,7 +488,8 @@ int evict_policy_scores(TraceReader *reader, const EvictPolicy *p, double **scor
     if (rc) return rc;
   }
   size_t L = meta->model.n_layers, G = meta->model.n_kv_heads;
-  double *scores = obc_malloc(L * G * n * sizeof *scores, "policy scores");
+  size_t planes = p->kind == EVICT_SCORE_PRESET ? evict_preset_score_planes(p) : 1;
+  double *scores = obc_malloc(planes * L * G * n * sizeof *scores, "policy scores");
   if (p->kind == EVICT_SCORE_PRESET) {
     rc = scores ? evict_preset_scores(reader, p, n, scores, &window) : OBC_ENOMEM;
     if (rc) {
@@ -546,6 +547,16 @@ int evict_policy_apply_scores(TraceReader *reader, const EvictPolicy *p, EvictKe
   if (!rc) {
     out->window = window;
     snprintf(out->trace_hash, sizeof out->trace_hash, "%s", meta->content_hash);
+  }
+  if (!rc && scores_out && p->kind == EVICT_SCORE_PRESET && evict_preset_score_planes(p) > 1) {
+    size_t cells = meta->model.n_layers * meta->model.n_kv_heads * n;
+    double *final = obc_malloc(cells * sizeof *final, "final scores");
+    rc = final ? evict_preset_final_scores(p, scores, meta->model.n_layers, meta->model.n_kv_heads,
+                                           n, final)
+               : OBC_ENOMEM;
+    free(scores);
+    scores = final;
+    if (rc) evict_keep_set_free(out);
   }
   if (!rc && scores_out) {
     *scores_out = scores;

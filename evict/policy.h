@@ -92,6 +92,7 @@ typedef struct {
   uint64_t seed;     /* random scores */
   OracleSteps steps; /* decode steps of oracle / decode_attn, when steps_given */
   bool steps_given;  /* else oracle@1 for oracle, every step (T) for decode_attn */
+  const char *model; /* --model of a preset that reads the model's weights; NULL = the default */
 } EvictPolicy;
 
 /* The kept prompt positions of every (layer, KV head). */
@@ -151,18 +152,23 @@ int evict_policy_budget_tokens(const EvictPolicy *policy, size_t n_candidates, s
  * query-aware or without a question span, else the question's begin). */
 int evict_policy_candidates(const EvictPolicy *policy, const TraceMeta *meta, size_t *n);
 
-/* The policy's scores of every candidate: *scores (n_layers, n_kv_heads,
- * *n_candidates), malloc'd; *window is the score window used (0 when the
- * score has none). Computed once, they serve every budget. */
+/* The policy's scores of every candidate: *scores (planes, n_layers,
+ * n_kv_heads, *n_candidates), malloc'd, with one plane except for a
+ * two-stage preset (evict_preset_score_planes: criticalkv-snapkv holds its
+ * base score in plane 0 and the projected value norm in plane 1, and
+ * evict_keep_from_scores combines them for each budget); *window is the
+ * score window used (0 when the score has none). Computed once, they serve
+ * every budget. */
 int evict_policy_scores(TraceReader *reader, const EvictPolicy *policy, double **scores,
                         size_t *n_candidates, size_t *window);
 /* Applies the policy to every (layer, KV head) of the trace. */
 int evict_policy_apply(TraceReader *reader, const EvictPolicy *policy, EvictKeepSet *out);
 /* Same, and hands the scores it selected from to *scores (n_layers,
- * n_kv_heads, out->n_candidates), malloc'd, when scores is not NULL. */
+ * n_kv_heads, out->n_candidates), malloc'd, when scores is not NULL: for a
+ * two-stage preset the budget's final scores (evict_preset_final_scores). */
 int evict_policy_apply_scores(TraceReader *reader, const EvictPolicy *policy, EvictKeepSet *out,
                               double **scores);
-/* Same, on scores given per head: scores (n_layers, n_kv_heads, n_candidates).
+/* Same, on scores given per head: scores as evict_policy_scores makes them.
  * protect: (n_prompt) protected positions (evict_policy_protected) or NULL. */
 int evict_keep_from_scores(const EvictPolicy *policy, const double *scores, size_t n_layers,
                            size_t n_kv_heads, size_t n_prompt, size_t n_candidates,

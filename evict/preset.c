@@ -8,7 +8,9 @@
 #include "evict/preset.h"
 
 #include <assert.h>
+#include <cblas.h>
 #include <ctype.h>
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -18,6 +20,8 @@
 
 #include "common/obc_error.h"
 #include "evict/h2o.h"
+#include "formats/gguf.h"
+#include "model/model.h"
 #include "scores/score_head.h"
 #include "scores/select.h"
 
@@ -52,6 +56,7 @@ typedef struct {
   bool pairs;    /* takes +obc_v|obc_k|obc_vk */
   size_t sinks;  /* first positions kept (SOURCE_POSITION, SOURCE_EXPECTED) */
   EvictAllocation allocation;
+  bool critical; /* CriticalKV's two stages around the score (the model's W_o) */
 } Preset;
 
 /* AdaKV's safeguard: every head keeps at least floor(kept / 5) of its own
@@ -59,6 +64,11 @@ typedef struct {
 enum { ADAKV_SAFEGUARD_DIVISOR = 5 };
 /* PyramidKV's beta (kvpress default). */
 #define PYRAMID_BETA 20.0
+/* CriticalKV (kvpress CriticalKVPress defaults): the first stage keeps
+ * int(kept x first_stage_ratio 0.5) = kept / 2 outright; the second scores
+ * (s_p + epsilon) x w_p. */
+enum { CRITICAL_FIRST_STAGE_DIVISOR = 2 };
+#define CRITICAL_EPSILON 1e-4
 
 static const Preset presets[] = {
     {.name = "h2o", .source = SOURCE_COLUMN_SUMS, .heads = HEADS_GROUP_MEAN, .pairs = true},
@@ -97,6 +107,13 @@ static const Preset presets[] = {
      .heads = HEADS_GROUP_MEAN,
      .pairs = true,
      .allocation = EVICT_ALLOC_ADAKV},
+    {.name = "criticalkv-snapkv",
+     .source = SOURCE_ATTENTION,
+     .window = 64,
+     .pool = POOL_AVG,
+     .kernel = 5,
+     .heads = HEADS_GROUP_MEAN,
+     .critical = true},
     {.name = "vatp",
      .source = SOURCE_ATTENTION,
      .window = 64,
@@ -112,8 +129,8 @@ enum { N_PRESETS = sizeof presets / sizeof presets[0] };
 static const char *const inner_names[] = {"attn", "obc_v", "obc_k", "obc_vk"};
 
 const char *evict_preset_names(void) {
-  return "h2o, tova, snapkv, snapkv-max7, pyramidkv, adakv-snapkv, vatp, streaming, knorm, "
-         "keydiff, expected_attention";
+  return "h2o, tova, snapkv, snapkv-max7, pyramidkv, adakv-snapkv, criticalkv-snapkv, vatp, "
+         "streaming, knorm, keydiff, expected_attention";
 }
 
 static const Preset *preset_of(const EvictPolicy *p) {
@@ -156,6 +173,7 @@ int evict_preset_parse(const char *name, int *preset, int *inner) {
 
 EvictAllocation evict_preset_allocation(const EvictPolicy *p) { return preset_of(p)->allocation; }
 size_t evict_preset_window(const EvictPolicy *p) { return preset_of(p)->window; }
+size_t evict_preset_score_planes(const EvictPolicy *p) { return preset_of(p)->critical ? 2 : 1; }
 
 /* ==== Budgets ==== */
 
@@ -359,12 +377,44 @@ static void key_scores(const OracleHead *h, size_t n, PresetSource source, doubl
   }
 }
 
+/* Positions per GEMM of CriticalKV's projected values (bounds the scratch
+ * to PROJECT_CHUNK x dim doubles). */
+enum { PROJECT_CHUNK = 512 };
+
+/* CriticalKV's projected value norms of one KV head: w_p = the mean over
+ * its query heads h of ||W_o[:, h d:(h+1) d] v_p||_1 (kvpress vwl1norm: v_p
+ * repeated per query head, times head h's rows of W_o^T). wo: the layer's
+ * W_o (dim, n_heads x d), row-major; projected: scratch (PROJECT_CHUNK x
+ * dim); out (n). */
+static void projected_norms(const OracleHead *h, const double *wo, size_t dim, size_t n_heads,
+                            size_t kv_head, size_t n, double *projected, double *out) {
+  size_t d = h->head_dim, group = h->group_size, q_dim = n_heads * d;
+  memset(out, 0, n * sizeof *out);
+  for (size_t start = 0; start < n; start += PROJECT_CHUNK) {
+    size_t rows = n - start < PROJECT_CHUNK ? n - start : PROJECT_CHUNK;
+    for (size_t j = 0; j < group; j++) {
+      /* projected (rows, dim) = V[start..] (rows, d) x W_o[:, the head's d]^T */
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)dim, (int)d, 1.0,
+                  h->V + start * d, (int)d, wo + (kv_head * group + j) * d, (int)q_dim, 0.0,
+                  projected, (int)dim);
+      for (size_t r = 0; r < rows; r++) {
+        double l1 = 0.0;
+        for (size_t o = 0; o < dim; o++) l1 += fabs(projected[r * dim + o]);
+        out[start + r] += l1;
+      }
+    }
+  }
+  for (size_t p = 0; p < n; p++) out[p] /= (double)group;
+}
+
 /* The attention preset's scores of one layer: every query head's raw score
  * (heads: n_heads x (n - W)), pooled and combined, then the protected
- * window padded with the layer's maximum + 1. out (G, n). */
+ * window padded with the layer's maximum + 1. out (G, n). With wo (the
+ * layer's W_o, dim x n_heads d), also the projected value norms into
+ * norms (G, n). */
 static int layer_attention(const Preset *pr, EvictPresetInner inner, TraceReader *reader,
                            ScoreHead *h, size_t layer, size_t n, double *heads, double *work,
-                           double *out) {
+                           const double *wo, size_t dim, double *out, double *norms) {
   const TraceMeta *meta = trace_meta(reader);
   size_t G = meta->model.n_kv_heads, group = h->data.group_size, H = G * group;
   size_t W = pr->window, cols = n - W, d = h->data.head_dim;
@@ -382,6 +432,7 @@ static int layer_attention(const Preset *pr, EvictPresetInner inner, TraceReader
       v_sq[p] = sq;
       v_l1[p] = l1;
     }
+    if (wo) projected_norms(&h->data, wo, dim, H, g, n, (double *)wo + dim * H * d, norms + g * n);
     for (size_t j = 0; j < group; j++) {
       double *s = heads + (g * group + j) * cols;
       attention_scores(&h->data, meta, j, n, W, inner, v_sq, z, s);
@@ -544,6 +595,52 @@ static int layer_expected(TraceReader *reader, ScoreHead *h, size_t layer, size_
   return rc;
 }
 
+/* The model CriticalKV projects with (policy->model or the default),
+ * checked against the trace: the shape of its attention (layers, query and
+ * KV heads, head dim, vocabulary when the trace records one) and of W_o. */
+static int critical_model(const EvictPolicy *p, const TraceMeta *meta, const char *trace,
+                          Model **out) {
+  const char *path = p->model ? p->model : model_default_path();
+  Model *model = NULL;
+  int rc = model_load(path, &model);
+  if (rc) return obc_fail_context(rc, "%s: --score %s", trace, p->score);
+  const ModelConfig *c = &model->config;
+  const TraceModel *m = &meta->model;
+  const ModelMatrix *wo = &model->weights.layers[0].wo;
+  if (c->n_layers != m->n_layers || c->n_heads != m->n_heads || c->n_kv_heads != m->n_kv_heads ||
+      c->head_dim != m->head_dim || (m->vocab_size && c->vocab_size != m->vocab_size) ||
+      wo->cols != c->n_heads * c->head_dim || wo->rows != c->dim) {
+    rc = obc_fail(OBC_EINVAL,
+                  "%s: --score %s: the model %s does not match the trace (expected %zu layers, "
+                  "%zu heads, %zu KV heads, head dim %zu, vocab %zu as in the trace of %s; found "
+                  "%zu, %zu, %zu, %zu, %zu; hint: --model the file that captured it)",
+                  trace, p->score, path, m->n_layers, m->n_heads, m->n_kv_heads, m->head_dim,
+                  m->vocab_size, m->name, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim,
+                  c->vocab_size);
+    model_free(model);
+    return rc;
+  }
+  *out = model;
+  return OBC_OK;
+}
+
+/* W_o of a layer (dim, n_heads x head_dim), dequantised exactly from its
+ * stored type to fp32, then widened. row: scratch (n_heads x head_dim). */
+static int layer_wo(const Model *model, size_t layer, float *row, double *out) {
+  const ModelMatrix *wo = &model->weights.layers[layer].wo;
+  for (size_t r = 0; r < wo->rows; r++) {
+    const char *data = (const char *)wo->data + r * wo->row_bytes;
+    int rc = OBC_OK;
+    if (wo->type == MODEL_MATRIX_F32)
+      memcpy(row, data, wo->cols * sizeof *row);
+    else
+      rc = dequant_gguf(wo->type, data, row, wo->cols);
+    if (rc) return obc_fail_context(rc, "%s: blk.%zu.attn_output.weight", model->path, layer);
+    for (size_t c = 0; c < wo->cols; c++) out[r * wo->cols + c] = row[c];
+  }
+  return OBC_OK;
+}
+
 int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, double *scores,
                         size_t *window) {
   const Preset *pr = preset_of(p);
@@ -608,16 +705,29 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
                       meta->model.head_dim);
   }
   size_t H = meta->model.n_heads, cols = n > pr->window ? n - pr->window : 0;
+  Model *model = NULL;
+  if (pr->critical && (rc = critical_model(p, meta, path, &model))) return rc;
+  size_t dim = model ? model->config.dim : 0, q_dim = H * meta->model.head_dim;
+  /* W_o, then the projected values' scratch */
+  double *wo = model ? obc_malloc((q_dim + PROJECT_CHUNK) * dim * sizeof *wo, "W_o") : NULL;
+  float *wo_row = model ? obc_malloc(q_dim * sizeof *wo_row, "W_o row") : NULL;
   ScoreHead h;
-  rc = score_head_alloc(&h, reader);
-  if (rc) return rc;
+  rc = model && (!wo || !wo_row) ? OBC_ENOMEM : score_head_alloc(&h, reader);
+  if (rc) {
+    free(wo);
+    free(wo_row);
+    model_free(model);
+    return rc;
+  }
   double *heads = obc_malloc((H * cols + 1) * sizeof *heads, "preset scores per query head");
   double *work = obc_malloc((4 * n + meta->model.head_dim) * sizeof *work, "preset scratch");
   if (!heads || !work) rc = OBC_ENOMEM;
   for (size_t l = 0; l < L && !rc; l++) {
     if (pr->source == SOURCE_ATTENTION) {
       EvictPresetInner inner = (EvictPresetInner)p->preset_inner;
-      rc = layer_attention(pr, inner, reader, &h, l, n, heads, work, scores + l * G * n);
+      if (model && (rc = layer_wo(model, l, wo_row, wo))) break;
+      rc = layer_attention(pr, inner, reader, &h, l, n, heads, work, model ? wo : NULL, dim,
+                           scores + l * G * n, model ? scores + (L + l) * G * n : NULL);
       continue;
     }
     if (pr->source == SOURCE_EXPECTED) {
@@ -635,6 +745,9 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
   }
   free(heads);
   free(work);
+  free(wo);
+  free(wo_row);
+  model_free(model);
   score_head_free(&h);
   return rc;
 }
@@ -650,6 +763,29 @@ static void keep_top(const double *scores, size_t n, size_t count, unsigned char
   for (size_t i = 0; i < count; i++) keep[ranked[i]] = 1;
 }
 
+int evict_preset_final_scores(const EvictPolicy *p, const double *scores, size_t n_layers,
+                              size_t n_kv_heads, size_t n, double *out) {
+  size_t cells = n_layers * n_kv_heads * n, k = 0;
+  if (!preset_of(p)->critical) {
+    memcpy(out, scores, cells * sizeof *out);
+    return OBC_OK;
+  }
+  int rc = evict_preset_budget_tokens(p, n, &k);
+  if (rc) return rc;
+  size_t first = k / CRITICAL_FIRST_STAGE_DIVISOR;
+  size_t *ranked = obc_malloc((first + 1) * sizeof *ranked, "first-stage ranking");
+  if (!ranked) return OBC_ENOMEM;
+  for (size_t i = 0; i < n_layers * n_kv_heads; i++) {
+    const double *base = scores + i * n, *norm = scores + cells + i * n;
+    double *dst = out + i * n;
+    for (size_t q = 0; q < n; q++) dst[q] = (base[q] + CRITICAL_EPSILON) * norm[q];
+    select_rank_top(base, n, first, ranked);
+    for (size_t r = 0; r < first; r++) dst[ranked[r]] = DBL_MAX;
+  }
+  free(ranked);
+  return OBC_OK;
+}
+
 int evict_preset_keep(const EvictPolicy *p, const double *scores, size_t n_layers,
                       size_t n_kv_heads, size_t n_prompt, size_t n, const unsigned char *protect,
                       EvictKeepSet *out) {
@@ -658,17 +794,33 @@ int evict_preset_keep(const EvictPolicy *p, const double *scores, size_t n_layer
   size_t k = 0, G = n_kv_heads, n_protected = 0;
   int rc = evict_preset_budget_tokens(p, n, &k);
   if (rc) return rc;
+  /* Two stages: select from the budget's final scores. */
+  double *final = NULL;
+  if (pr->critical) {
+    final = obc_malloc((n_layers * n_kv_heads * n + 1) * sizeof *final, "final scores");
+    rc = final ? evict_preset_final_scores(p, scores, n_layers, n_kv_heads, n, final) : OBC_ENOMEM;
+    if (rc) {
+      free(final);
+      return rc;
+    }
+    scores = final;
+  }
   for (size_t q = 0; protect && q < n; q++) n_protected += protect[q];
-  if (n_protected > k)
+  if (n_protected > k) {
+    free(final);
     return obc_fail(OBC_EINVAL,
                     "--budget %s: %zu tokens leave no room for the %zu protected positions "
                     "(--protect, inside the budget; hint: a larger budget)",
                     p->budget_text, k, n_protected);
+  }
   /* Protected candidates rank first in every head (kvpress: score max + 1). */
   double *boosted = NULL;
   if (protect) {
     boosted = obc_malloc((n_layers * n_kv_heads * n + 1) * sizeof *boosted, "protected scores");
-    if (!boosted) return OBC_ENOMEM;
+    if (!boosted) {
+      free(final);
+      return OBC_ENOMEM;
+    }
     for (size_t i = 0; i < n_layers * n_kv_heads * n; i++)
       boosted[i] = protect[i % n] ? INFINITY : scores[i];
     scores = boosted;
@@ -692,6 +844,7 @@ int evict_preset_keep(const EvictPolicy *p, const double *scores, size_t n_layer
     free(ranked);
     free(pool);
     free(boosted);
+    free(final);
     evict_keep_set_free(out);
     return OBC_ENOMEM;
   }
@@ -725,6 +878,7 @@ int evict_preset_keep(const EvictPolicy *p, const double *scores, size_t n_layer
   free(ranked);
   free(pool);
   free(boosted);
+  free(final);
   if (rc) evict_keep_set_free(out);
   return rc;
 }

@@ -15,7 +15,19 @@
  * Budgets: a fraction B (0.4, 40%) keeps floor(n x B) of the n candidates
  * of a KV head, B read as an exact decimal (kvpress: int(n * (1 -
  * compression_ratio)) with compression_ratio = 1 - B); tokens keep that
- * many. Protected positions count inside the budget. */
+ * many. Protected positions count inside the budget.
+ *
+ * criticalkv-snapkv (CriticalKV, arXiv 2502.03805; kvpress CriticalKVPress
+ * around SnapKVPress) needs the model's attention output projection W_o
+ * (policy->model, NULL = the default model; refused when its shape is not
+ * the trace's) and a selection that depends on the budget: its scores carry
+ * two planes (evict_preset_score_planes), the SnapKV score s_p and the
+ * projected value norm w_p = mean over the KV head's query heads h of
+ * ||W_o[:, h d:(h+1) d] v_p||_1, and evict_preset_keep makes the two
+ * stages for the budget at hand: of the k = floor(n x B) kept, the k / 2
+ * (integer division: kvpress's int(n (1 - compression_ratio) x 0.5), exact)
+ * best by s_p are kept outright (final score DBL_MAX), the others score
+ * (s_p + 1e-4) x w_p, and the top k of the final scores are kept. */
 #ifndef OBC_EVICT_PRESET_H
 #define OBC_EVICT_PRESET_H
 
@@ -43,6 +55,16 @@ EvictAllocation evict_preset_allocation(const EvictPolicy *policy);
 /* The preset's score window in query rows (0 when it reads no rows). */
 size_t evict_preset_window(const EvictPolicy *policy);
 
+/* Score planes of (n_layers, n_kv_heads, n) the preset's scores hold: 2
+ * for criticalkv-snapkv (the SnapKV score, then the projected value norm),
+ * else 1. */
+size_t evict_preset_score_planes(const EvictPolicy *policy);
+/* The budget's final scores (n_layers, n_kv_heads, n) of a two-plane
+ * preset into out, the ones its top k is taken from (--scores-out); for a
+ * one-plane preset a copy of its scores. */
+int evict_preset_final_scores(const EvictPolicy *policy, const double *scores, size_t n_layers,
+                              size_t n_kv_heads, size_t n, double *out);
+
 /* Kept candidates per KV head for n candidates (adakv: the mean; pyramid:
  * the uniform count the layers average to), checked to be 1..n. */
 int evict_preset_budget_tokens(const EvictPolicy *policy, size_t n, size_t *tokens);
@@ -53,13 +75,14 @@ int evict_preset_pyramid_budget(const EvictPolicy *policy, size_t n, size_t wind
                                 size_t layer, size_t *kept);
 
 /* The preset's scores of candidates [0, n) of every (layer, KV head) into
- * scores (n_layers, n_kv_heads, n), protected positions included (their
+ * scores (planes, n_layers, n_kv_heads, n), protected positions included (their
  * score is the layer's maximum + 1, as kvpress pads them); *window the rows
  * used. One-line errors naming the trace when a window needs more rows than
  * are captured or the trace lacks what the preset reads. */
 int evict_preset_scores(TraceReader *reader, const EvictPolicy *policy, size_t n, double *scores,
                         size_t *window);
-/* The preset's kept sets from its scores (n_layers, n_kv_heads, n_candidates);
+/* The preset's kept sets from its scores (planes, n_layers, n_kv_heads,
+ * n_candidates);
  * protect (n_prompt) or NULL: positions kept first, inside the budget. */
 int evict_preset_keep(const EvictPolicy *policy, const double *scores, size_t n_layers,
                       size_t n_kv_heads, size_t n_prompt, size_t n_candidates,

@@ -2,10 +2,11 @@
  * exact budget arithmetic (floor(n x B) with B read as a decimal, where
  * kvpress's int(n * (1 - compression_ratio)) in floats can keep one fewer),
  * PyramidKV's per-layer budgets worked out by hand from kvpress's
- * get_layer_budget, and the three allocations of evict_preset_keep on
- * scores made up for the purpose. The scores themselves are checked against
+ * get_layer_budget, the three allocations of evict_preset_keep and
+ * CriticalKV's two stages on scores made up for the purpose. The scores themselves are checked against
  * kvpress's formulas by tests/test_presets_reference.py. */
 #include <check.h>
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,6 +104,43 @@ static void made_up_scores(double *scores) {
       scores[i * N + q] = (i % 2 == 0 ? 100.0 : 1.0) + (double)((q * 7 + i) % N);
 }
 
+/* CriticalKV's two stages on one KV head of 10 candidates, worked by hand:
+ * at 40% k = 4, the first stage keeps the floor(4 / 2) = 2 best by the base
+ * score (7, 0), the second the 2 best of (s + 1e-4) w among the rest (1:
+ * 10.001, 2: 4.0001), where the base alone would keep 2 and 4; at 10%
+ * k = 1 and the first stage keeps none. */
+START_TEST(criticalkv_selects_in_two_stages_per_budget) {
+  const double base[10] = {5, 1, 4, 2, 3, 0, 0.5, 6, 1.5, 0.2};
+  const double norm[10] = {1, 10, 1, 1, 1, 100, 1, 1, 1, 1};
+  double scores[20], final[10];
+  memcpy(scores, base, sizeof base);
+  memcpy(scores + 10, norm, sizeof norm);
+  EvictPolicy p = preset_policy("criticalkv-snapkv", "40%");
+  ck_assert_uint_eq(evict_preset_score_planes(&p), 2);
+  ck_assert_int_eq(evict_preset_final_scores(&p, scores, 1, 1, 10, final), OBC_OK);
+  ck_assert(final[7] == DBL_MAX && final[0] == DBL_MAX);
+  for (size_t q = 0; q < 10; q++)
+    if (q != 7 && q != 0) ck_assert(final[q] == (base[q] + 1e-4) * norm[q]);
+  EvictKeepSet keep;
+  ck_assert_int_eq(evict_keep_from_scores(&p, scores, 1, 1, 10, 10, NULL, &keep), OBC_OK);
+  const unsigned char want[10] = {1, 1, 1, 0, 0, 0, 0, 1, 0, 0};
+  ck_assert_mem_eq(keep.keep, want, 10);
+  ck_assert_uint_eq(keep.n_kept[0], 4);
+  evict_keep_set_free(&keep);
+  p = preset_policy("criticalkv-snapkv", "10%");
+  ck_assert_int_eq(evict_keep_from_scores(&p, scores, 1, 1, 10, 10, NULL, &keep), OBC_OK);
+  const unsigned char want1[10] = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+  ck_assert_mem_eq(keep.keep, want1, 10);
+  evict_keep_set_free(&keep);
+  p = preset_policy("preset:snapkv", "40%");
+  ck_assert_uint_eq(evict_preset_score_planes(&p), 1);
+  ck_assert_int_eq(evict_keep_from_scores(&p, base, 1, 1, 10, 10, NULL, &keep), OBC_OK);
+  const unsigned char want_snapkv[10] = {1, 0, 1, 0, 1, 0, 0, 1, 0, 0};
+  ck_assert_mem_eq(keep.keep, want_snapkv, 10);
+  evict_keep_set_free(&keep);
+}
+END_TEST
+
 START_TEST(allocations_keep_what_each_rule_says) {
   double scores[L * G * N];
   made_up_scores(scores);
@@ -142,6 +180,7 @@ int main(void) {
   tcase_add_test(tc, budgets_keep_floor_of_n_times_the_exact_decimal);
   tcase_add_test(tc, pyramid_budgets_follow_kvpress_get_layer_budget);
   tcase_add_test(tc, allocations_keep_what_each_rule_says);
+  tcase_add_test(tc, criticalkv_selects_in_two_stages_per_budget);
   suite_add_tcase(suite, tc);
   SRunner *runner = srunner_create(suite);
   srunner_run_all(runner, CK_NORMAL);

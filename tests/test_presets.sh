@@ -7,7 +7,9 @@
 # stderr line, a non-zero exit and no output: a window larger than the
 # captured rows, an unknown preset, +obc_x on a preset without an attention
 # score, h2o on a trace without column sums, a preset given --window, a
-# --scores-out that cannot be written (the keep file goes too).
+# --scores-out that cannot be written (the keep file goes too),
+# criticalkv-snapkv with a model whose shape is not the trace's or with no
+# model at all (exit 1).
 # tests/test_presets_reference.py checks the numbers.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -96,6 +98,59 @@ expect_failure "budget below one token" "keeps 0 of the 256 candidates" \
   "$OBCACHE" evict "$BIG" --score tova --protocol aware --budget 0.001 -o "$dir/k.h5"
 expect_failure "--scores-out into a missing folder: no keep file either" "does not exist" \
   "$OBCACHE" evict "$BIG" --score tova --budget 40% -o "$dir/k.h5" --scores-out "$dir/no/s.csv"
+# expect_exit1 NAME TEXT CMD...: expect_failure, with exit status 1.
+expect_exit1() {
+  local name=$1 text=$2
+  shift 2
+  expect_failure "$name" "$text" "$@"
+  "$@" >/dev/null 2>&1
+  local rc=$?
+  [ "$rc" -eq 1 ] && pass "$name: exit 1" || fail "$name: exit $rc, expected 1"
+  rm -f "$dir/k.h5"
+}
+MODEL=${OBC_MODEL:-}
+if [ -n "$MODEL" ] && [ -e "$MODEL" ]; then
+  expect_exit1 "criticalkv-snapkv: the model does not match the trace" \
+    "--score criticalkv-snapkv: the model $MODEL does not match the trace (expected 4 layers, 4 heads, 2 KV heads, head dim 16" \
+    "$OBCACHE" evict "$BIG" --score criticalkv-snapkv --budget 40% --model "$MODEL" -o "$dir/k.h5"
+  expect_exit1 "criticalkv-snapkv in replay: the model does not match the trace" \
+    "the model $MODEL does not match the trace" \
+    "$OBCACHE" replay --offline "$BIG" --score criticalkv-snapkv --budget 40% --model "$MODEL" \
+    -o "$dir/k.h5"
+  # On a trace of the model: the keep file reads back, and the sweep's
+  # per-budget two-stage selection is evict's (same offline rel_error).
+  REAL=$dir/real.h5
+  "$OBCACHE" capture --length 256 --depth 50 --haystack kjv --seed 3 --rows 128 --decode 2 \
+    --model "$MODEL" -o "$REAL" >/dev/null 2>&1 || fatal "capture with the model"
+  "$OBCACHE" replay --sweep "$REAL" --no-model --scores criticalkv-snapkv --budgets 10%,40% \
+    --model "$MODEL" -o "$dir/csweep" >/dev/null 2>"$dir/err" || fail "criticalkv sweep: $(cat "$dir/err")"
+  for budget in 10% 40%; do
+    if "$OBCACHE" evict "$REAL" --score criticalkv-snapkv --budget "$budget" --model "$MODEL" \
+      -o "$dir/ck.h5" >/dev/null 2>"$dir/err" &&
+      "$OBCACHE" replay --offline "$REAL" --keep "$dir/ck.h5" -o "$dir/cr" >/dev/null 2>>"$dir/err" &&
+      python3 -c "import csv,json,sys; \
+row=[r for r in csv.DictReader(open(sys.argv[1])) if r['budget']==sys.argv[3]][0]; \
+off=json.load(open(sys.argv[2]))['overall']['rel_error']; \
+sys.exit(abs(float(row['rel_error'])-off)>1e-5*off)" \
+        "$dir/csweep/replay_sweep.csv" "$dir/cr/offline.json" "$budget"; then
+      pass "criticalkv-snapkv $budget: evict's kept set replays as the sweep's"
+    else
+      fail "criticalkv-snapkv $budget: sweep and evict differ: $(cat "$dir/err")"
+    fi
+  done
+else
+  echo "skip  criticalkv-snapkv with the model (OBC_MODEL not set or missing)"
+fi
+expect_exit1 "criticalkv-snapkv: no such model" "$dir/no-model.gguf" \
+  "$OBCACHE" evict "$BIG" --score criticalkv-snapkv --budget 40% --model "$dir/no-model.gguf" \
+  -o "$dir/k.h5"
+expect_failure "criticalkv-snapkv takes no +obc_x" "criticalkv-snapkv has no attention score to replace" \
+  "$OBCACHE" evict "$BIG" --score criticalkv-snapkv+obc_vk --budget 40% -o "$dir/k.h5"
+if "$OBCACHE" evict --help | grep -q "criticalkv-snapkv  kvpress CriticalKV"; then
+  pass "evict --help lists criticalkv-snapkv"
+else
+  fail "evict --help lists criticalkv-snapkv"
+fi
 if "$OBCACHE" evict --help | grep -q "adakv-snapkv  SnapKV scores"; then
   pass "evict --help lists the presets"
 else

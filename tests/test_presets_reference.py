@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Independent NumPy reference for the eviction presets (evict/preset.h),
 written from NVIDIA kvpress's presses (scorer_press.py, snapkv_press.py,
-tova_press.py, pyramidkv_press.py, adakv_press.py, streaming_llm_press.py,
-knorm_press.py, keydiff_press.py) and the OBCache closed forms of
+tova_press.py, pyramidkv_press.py, adakv_press.py, criticalkv_press.py,
+streaming_llm_press.py, knorm_press.py, keydiff_press.py) and the OBCache
+closed forms of
 docs/SPEC.md section 2, not from the C code. It captures a real 512-token
 NIAH trace with the default model, runs `obcache evict --score PRESET
 --scores-out` for every preset and both protocols (aware: every prompt
@@ -18,6 +19,13 @@ and checks
 StreamingLLM's kvpress score depends on the budget (ones, zeros after the 4
 sinks); obcache writes the budget-free ranking with the same top-k (sinks,
 then position), so only its kept sets are compared with kvpress's.
+
+CriticalKV's score depends on the budget (its first stage): obcache writes
+the budget's final score, and the reference computes it from the SnapKV
+score and W_o read from the GGUF file with the `gguf` package (dequantised
+by gguf.quants, not by obcache). A position whose SnapKV score ties the
+first stage's boundary within 1e-9 may fall on either side of it; such
+positions are allowed and counted.
 
 With --trace PATH --score S --budget B --mode M it compares one preset on a
 given trace and prints the share of kept positions that agree with the
@@ -49,6 +57,8 @@ PRESETS = {
                     "uniform"),
     "pyramidkv": ("PyramidKVPress", 64, "avg", 5, "group", False, "pyramid"),
     "adakv-snapkv": ("AdaKVPress(SnapKVPress)", 64, "avg", 5, "group", False, "adakv"),
+    "criticalkv-snapkv": ("CriticalKVPress(SnapKVPress)", 64, "avg", 5, "group", False,
+                          "critical"),
     "preset:vatp": ("VATP (window attention x ||v||_1)", 64, None, 0, "group", True, "uniform"),
     "preset:streaming": ("StreamingLLMPress", 0, None, 0, None, False, "uniform"),
     "knorm": ("KnormPress", 0, None, 0, None, False, "uniform"),
@@ -81,6 +91,12 @@ class Trace:
         self.scale = float(a["attn_scale"])
         self.rows = {int(p): i for i, p in enumerate(self.f["row_positions"][()])}
         self.question = int(self.f["spans/question"][()][0])
+        self._wo = None
+
+    def wo(self):
+        if self._wo is None:
+            self._wo = output_projections(MODEL)
+        return self._wo
 
     def layer(self, l):
         g = self.f[f"layers/{l:03d}"]
@@ -175,6 +191,50 @@ def preset_scores(trace, name, n):
     return out
 
 
+def output_projections(path):
+    """Every layer's attention output projection W_o (dim, n_heads *
+    head_dim), dequantised from the GGUF file by the gguf package."""
+    import gguf
+
+    reader = gguf.GGUFReader(path)
+    out = {}
+    for t in reader.tensors:
+        if t.name.endswith(".attn_output.weight"):
+            data = gguf.quants.dequantize(t.data, t.tensor_type)
+            shape = [int(x) for x in reversed(t.shape)]  # fastest dimension first in GGUF
+            out[int(t.name.split(".")[1])] = np.asarray(data, dtype=np.float64).reshape(shape)
+    return [out[l] for l in sorted(out)]
+
+
+def projected_norms(trace, n, wo):
+    """kvpress CriticalKVPress.vwl1norm: per query head h, ||v_p W_o^T[h]||_1
+    with W_o^T viewed (n_heads, head_dim, dim) and v repeated per query
+    head, then the mean over the KV head's group. (L, G, n)."""
+    group = trace.H // trace.G
+    out = np.zeros((trace.L, trace.G, n))
+    for l in range(trace.L):
+        _, V, _ = trace.layer(l)
+        wo_t = wo[l].T.reshape(trace.H, trace.d, -1)
+        per_head = np.stack([np.abs(V[h // group, :n] @ wo_t[h]).sum(-1) for h in range(trace.H)])
+        out[l] = per_head.reshape(trace.G, group, n).mean(1)
+    return out
+
+
+def critical_scores(base, norms, n_kept):
+    """kvpress CriticalKVPress.score: the top int(n_kept * 0.5) by the base
+    score set to the float maximum, every other (base + 1e-4) x the norm;
+    also the first stage's boundary score per head."""
+    first = int(n_kept * 0.5)
+    scores = (base + 1e-4) * norms
+    boundary = np.full(base.shape[:2], np.inf)
+    for l, g in np.ndindex(*base.shape[:2]):
+        chosen = sorted(top(base[l, g], first))
+        scores[l, g, chosen] = np.finfo(np.float64).max
+        if chosen:
+            boundary[l, g] = base[l, g, chosen].min()
+    return scores, boundary
+
+
 def ratio(budget):
     """The kept fraction B = 1 - compression_ratio as an exact Fraction, and
     whether the budget is tokens. kvpress's int(n * (1 - compression_ratio))
@@ -255,10 +315,28 @@ def compare(trace, trace_path, name, budget, mode, work, report_agreement=False)
     keep_path = os.path.join(work, "keep.h5")
     csv_path = os.path.join(work, "scores.csv")
     run([OBCACHE, "evict", trace_path, "--score", name, "--budget", budget, "--mode", mode,
-         "-o", keep_path, "--scores-out", csv_path])
+         "-o", keep_path, "--scores-out", csv_path, "--model", MODEL])
     got = read_scores_csv(csv_path, trace.L, trace.G, n)
     ref = preset_scores(trace, name, n)
     failures = []
+    first_ties = 0
+    if parse_name(name)[0][6] == "critical":
+        keep, tokens = ratio(budget)
+        base = ref
+        n_kept = keep if tokens else int(n * keep)
+        ref, boundary = critical_scores(base, projected_norms(trace, n, trace.wo()), n_kept)
+        top_got, top_ref = got == np.finfo(np.float64).max, ref == np.finfo(np.float64).max
+        counts = top_got.sum(-1)
+        if (counts != int(n_kept * 0.5)).any():
+            failures.append(f"{name} {mode} {budget}: first stage keeps {counts.min()}.."
+                            f"{counts.max()} per head, kvpress {int(n_kept * 0.5)}")
+        # Either side of the first stage's boundary at a near-tie (not an exact
+        # one: both sides break those by position): take obcache's side.
+        gap = np.abs(base - boundary[..., None])
+        near = (gap > 0) & (gap <= TIE_RTOL * np.abs(boundary[..., None]))
+        swap = (top_got != top_ref) & near
+        first_ties = int(swap.sum())
+        ref = np.where(swap, got, ref)
     rel = np.abs(got - ref) / np.maximum(np.abs(ref), 1e-30)
     worst = float(rel.max())
     (press, *_), _ = parse_name(name)
@@ -282,8 +360,9 @@ def compare(trace, trace_path, name, budget, mode, work, report_agreement=False)
                             f"{boundary!r})")
             break
     agreement = (mask & want).sum() / want.sum()
+    first = f", {first_ties} first-stage ties" if first_ties else ""
     print(f"{'ok' if not failures else 'FAIL':5} {name:20} {mode:8} {budget:4} max rel {worst:.1e}, "
-          f"{len(differ)} kept positions differ ({ties} at ties), agreement {agreement:.4f}")
+          f"{len(differ)} kept positions differ ({ties} at ties{first}), agreement {agreement:.4f}")
     return failures
 
 
