@@ -20,7 +20,6 @@
 
 #include "common/obc_error.h"
 #include "evict/h2o.h"
-#include "formats/gguf.h"
 #include "model/model.h"
 #include "scores/score_head.h"
 #include "scores/select.h"
@@ -629,12 +628,7 @@ static int critical_model(const EvictPolicy *p, const TraceMeta *meta, const cha
 static int layer_wo(const Model *model, size_t layer, float *row, double *out) {
   const ModelMatrix *wo = &model->weights.layers[layer].wo;
   for (size_t r = 0; r < wo->rows; r++) {
-    const char *data = (const char *)wo->data + r * wo->row_bytes;
-    int rc = OBC_OK;
-    if (wo->type == MODEL_MATRIX_F32)
-      memcpy(row, data, wo->cols * sizeof *row);
-    else
-      rc = dequant_gguf(wo->type, data, row, wo->cols);
+    int rc = model_matrix_row_f32(wo, r, row);
     if (rc) return obc_fail_context(rc, "%s: blk.%zu.attn_output.weight", model->path, layer);
     for (size_t c = 0; c < wo->cols; c++) out[r * wo->cols + c] = row[c];
   }

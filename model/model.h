@@ -58,6 +58,10 @@ typedef struct {
 
 enum { MODEL_MATRIX_F32 = 0 }; /* GGML_TYPE_F32 */
 
+/* Row r of m as fp32 into out (m->cols), dequantised exactly from its stored
+ * type (formats/gguf.h dequant_gguf). */
+int model_matrix_row_f32(const ModelMatrix *m, size_t r, float *out);
+
 /* An fp32 matrix over caller-owned values (tests, hand-built models). */
 static inline ModelMatrix model_matrix_f32(const float *data, size_t rows, size_t cols) {
   ModelMatrix m = {MODEL_MATRIX_F32, rows, cols, cols * sizeof(float), data};

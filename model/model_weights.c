@@ -237,3 +237,12 @@ void model_weights_describe(const Model *model, char *text, size_t size) {
     snprintf(text + used, size - (size_t)used, "; %.1f MB)",
              (double)model_matrix_bytes(model) / 1e6);
 }
+
+int model_matrix_row_f32(const ModelMatrix *m, size_t r, float *out) {
+  const char *data = (const char *)m->data + r * m->row_bytes;
+  if (m->type == MODEL_MATRIX_F32) {
+    memcpy(out, data, m->cols * sizeof *out);
+    return OBC_OK;
+  }
+  return dequant_gguf(m->type, data, out, m->cols);
+}
