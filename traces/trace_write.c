@@ -523,23 +523,27 @@ int trace_write_logits(TraceWriter *w, const float *logits) {
   return OBC_OK;
 }
 
-/* Writes a whole f32 dataset of count values (converted from double) and
- * returns the hash of its stored bytes. */
-static int write_sums_dataset(TraceWriter *w, const char *name, const double *data, size_t count,
-                              uint64_t *hash) {
-  for (size_t i = 0; i < count; i++) w->sums_buffer[i] = (float)data[i];
-  *hash = obc_hash_bytes(OBC_HASH_SEED, w->sums_buffer, count * sizeof *w->sums_buffer);
+/* Writes a whole dataset from memory of mem_type (every element). */
+static int write_dataset_native(TraceWriter *w, const char *name, hid_t mem_type,
+                                const void *data) {
   hid_t dset = H5Dopen2(w->file, name, H5P_DEFAULT);
   errno = 0;
-  herr_t status =
-      dset >= 0 ? H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, w->sums_buffer)
-                : -1;
+  herr_t status = dset >= 0 ? H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) : -1;
   int err = errno;
   if (dset >= 0) H5Dclose(dset);
   if (status < 0)
     return obc_fail(OBC_EIO, "%s: cannot write %s: %s", writer_path(w), name,
                     obc_write_error_text(w->pending.temp_path, err));
   return OBC_OK;
+}
+
+/* Writes a whole f32 dataset of count values (converted from double) and
+ * returns the hash of its stored bytes. */
+static int write_sums_dataset(TraceWriter *w, const char *name, const double *data, size_t count,
+                              uint64_t *hash) {
+  for (size_t i = 0; i < count; i++) w->sums_buffer[i] = (float)data[i];
+  *hash = obc_hash_bytes(OBC_HASH_SEED, w->sums_buffer, count * sizeof *w->sums_buffer);
+  return write_dataset_native(w, name, H5T_NATIVE_FLOAT, w->sums_buffer);
 }
 
 int trace_write_column_sums(TraceWriter *w, size_t layer, const double *attn, const double *obc) {
@@ -576,32 +580,11 @@ int trace_write_column_counts(TraceWriter *w, const int64_t *counts) {
   if (!w->options.store_column_sums)
     return obc_fail(OBC_EINVAL, "%s: column counts written but the trace was created without them",
                     writer_path(w));
-  hid_t dset = H5Dopen2(w->file, "/column_counts", H5P_DEFAULT);
-  errno = 0;
-  herr_t status =
-      dset >= 0 ? H5Dwrite(dset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, counts) : -1;
-  int err = errno;
-  if (dset >= 0) H5Dclose(dset);
-  if (status < 0)
-    return obc_fail(OBC_EIO, "%s: cannot write /column_counts: %s", writer_path(w),
-                    obc_write_error_text(w->pending.temp_path, err));
+  int rc = write_dataset_native(w, "/column_counts", H5T_NATIVE_INT64, counts);
+  if (rc) return rc;
   w->slab_hashes[trace_hash_counts_index(m)] =
       obc_hash_bytes(OBC_HASH_SEED, counts, TRACE_ROWS_VARIANTS * m->n_prompt * sizeof *counts);
   w->counts_written = true;
-  return OBC_OK;
-}
-
-/* Writes a whole f64 or i64 dataset from memory of its own type. */
-static int write_dataset_native(TraceWriter *w, const char *name, hid_t mem_type,
-                                const void *data) {
-  hid_t dset = H5Dopen2(w->file, name, H5P_DEFAULT);
-  errno = 0;
-  herr_t status = dset >= 0 ? H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) : -1;
-  int err = errno;
-  if (dset >= 0) H5Dclose(dset);
-  if (status < 0)
-    return obc_fail(OBC_EIO, "%s: cannot write %s: %s", writer_path(w), name,
-                    obc_write_error_text(w->pending.temp_path, err));
   return OBC_OK;
 }
 
