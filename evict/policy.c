@@ -317,6 +317,15 @@ void evict_keep_layer_best(const double *scores, size_t n_kv_heads, size_t n, si
     keep[pool[i].head * n_prompt + pool[i].position] = 1;
 }
 
+void evict_keep_count_layer(EvictKeepSet *k, size_t layer) {
+  for (size_t g = 0; g < k->n_kv_heads; g++) {
+    const unsigned char *keep = k->keep + (layer * k->n_kv_heads + g) * k->n_prompt;
+    size_t count = 0;
+    for (size_t q = 0; q < k->n_candidates; q++) count += keep[q];
+    k->n_kept[layer * k->n_kv_heads + g] = count;
+  }
+}
+
 /* Streaming with protected positions: the sinks, the protected candidates,
  * then the most recent others until the head keeps k. */
 static void select_streaming_protected(size_t n, size_t sinks, size_t k,
@@ -400,11 +409,7 @@ int evict_keep_from_scores(const EvictPolicy *p, const double *scores, size_t n_
     if (p->allocation == EVICT_ALLOC_ADAKV && per_head < k)
       evict_keep_layer_best(scores + l * G * n, G, n, n_prompt, (k - per_head) * G,
                             out->keep + l * G * n_prompt, pool);
-    for (size_t g = 0; g < G; g++) {
-      size_t count = 0;
-      for (size_t q = 0; q < n; q++) count += out->keep[(l * G + g) * n_prompt + q];
-      out->n_kept[l * G + g] = count;
-    }
+    evict_keep_count_layer(out, l);
   }
   free(ranked);
   free(boosted);

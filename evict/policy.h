@@ -180,6 +180,8 @@ typedef struct {
   double score;
   size_t head, position;
 } EvictCandidate;
+/* Sets k->n_kept of every KV head of layer from its mask (candidates only). */
+void evict_keep_count_layer(EvictKeepSet *k, size_t layer);
 /* Keeps the layer's best `rest` candidates not kept yet, across its heads:
  * higher score first (NaN last), then lower head, then lower position.
  * scores (n_kv_heads, n); keep: the layer's mask (n_kv_heads, n_prompt);

@@ -863,11 +863,7 @@ int evict_preset_keep(const EvictPolicy *p, const double *scores, size_t n_layer
     if (pr->allocation == EVICT_ALLOC_ADAKV) /* the rest of the layer's G x k */
       evict_keep_layer_best(scores + l * G * n, G, n, n_prompt, (k - per_head) * G,
                             out->keep + l * G * n_prompt, pool);
-    for (size_t g = 0; g < G; g++) {
-      size_t count = 0;
-      for (size_t q = 0; q < n; q++) count += out->keep[(l * G + g) * n_prompt + q];
-      out->n_kept[l * G + g] = count;
-    }
+    evict_keep_count_layer(out, l);
   }
   free(ranked);
   free(pool);
