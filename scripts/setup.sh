@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # OpenMP (libomp-14-dev): the sanitizer build tree and fuzzers of `make test`.
 # slurm-wlm and munge: the one-node cluster of tests/test_slurm.sh.
 APT_PACKAGES=(build-essential cmake pkg-config libhdf5-dev hdf5-tools libcjson-dev
-              check libopenblas-openmp-dev libpcre2-dev gnuplot-nox bible-kjv
+              check libopenblas-openmp-dev libpcre2-dev gnuplot-nox bible-kjv wamerican
               clang-format clang-14 libclang-rt-14-dev libomp-14-dev
               slurm-wlm munge)
 PY_PACKAGES=(numpy h5py gguf tokenizers safetensors transformers)

@@ -1,0 +1,53 @@
+/* RULER's synthetic tasks as prompts in the model's own tokens: niah_single_1/2/3,
+ * niah_multikey_1/2/3, niah_multivalue, niah_multiquery, vt, cwe and fwe, with
+ * RULER's templates, variables and answer prefixes (docs/SCIENCE.md, "Task
+ * accuracy"). A sample is a pure function of (task, length, seed): the text
+ * comes from the task's generator (capture/ruler_text.h), the haystack size
+ * is the largest for which the prompt plus RULER's tokens_to_generate fit in
+ * `length` tokens, and the user turn sits in the model's chat template with
+ * the answer prefix opening the assistant's turn. The result is a NiahPrompt
+ * (spans "context", "question", "answer_prefix" and the task's marks), so
+ * capture_run records it like any NIAH prompt. */
+#ifndef OBC_RULER_TASK_H
+#define OBC_RULER_TASK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capture/niah.h"
+#include "capture/ruler_text.h"
+#include "tokenizer/tokenizer.h"
+
+typedef struct {
+  const char *name;          /* "niah_single_1", "vt", ... */
+  const char *ruler_task;    /* RULER's generator: "niah", "variable_tracking", ... */
+  size_t tokens_to_generate; /* RULER's (niah 128, vt 30, cwe 120, fwe 50) */
+  RulerTextFn generate;
+} RulerTask;
+
+/* The tasks, in RULER's order. */
+size_t ruler_task_count(void);
+const RulerTask *ruler_task_at(size_t i);
+/* NULL when name is not a task. */
+const RulerTask *ruler_task_find(const char *name);
+
+typedef struct {
+  const char *essay;      /* haystack of RULER's "essay" tasks: "kjv" (default) or a file */
+  const char *words;      /* word list file; NULL = /usr/share/dict/words */
+  bool no_chat_template;  /* plain text even when the model has a template */
+} RulerOptions;
+
+void ruler_options_default(RulerOptions *options);
+/* Loads what the generators draw from; fails naming a missing or unreadable
+ * word list (hint: apt-get install wamerican) or haystack. */
+int ruler_sources_open(const RulerOptions *options, RulerSources *out);
+void ruler_sources_close(RulerSources *sources);
+
+/* Sample `seed` of the task at `length` tokens into *out (niah_prompt_free).
+ * Fails (one line) when even the smallest haystack does not fit. */
+int ruler_task_build(const Tokenizer *tokenizer, const RulerSources *sources,
+                     const RulerOptions *options, const RulerTask *task, size_t length,
+                     uint64_t seed, NiahPrompt *out);
+
+#endif
