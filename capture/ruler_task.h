@@ -33,9 +33,9 @@ const RulerTask *ruler_task_at(size_t i);
 const RulerTask *ruler_task_find(const char *name);
 
 typedef struct {
-  const char *essay;      /* haystack of RULER's "essay" tasks: "kjv" (default) or a file */
-  const char *words;      /* word list file; NULL = /usr/share/dict/words */
-  bool no_chat_template;  /* plain text even when the model has a template */
+  const char *essay;     /* haystack of RULER's "essay" tasks: "kjv" (default) or a file */
+  const char *words;     /* word list file; NULL = /usr/share/dict/words */
+  bool no_chat_template; /* plain text even when the model has a template */
 } RulerOptions;
 
 void ruler_options_default(RulerOptions *options);

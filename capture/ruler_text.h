@@ -27,10 +27,10 @@ typedef struct {
 } RulerMark;
 
 typedef struct {
-  char *before;        /* user text before the context; owned, may be "" */
-  char *context;       /* owned */
-  char *after;         /* user text after the context (starts with "\n"); owned */
-  char *answer_prefix; /* the answer's start, no leading space; owned, may be "" */
+  char *before;                         /* user text before the context; owned, may be "" */
+  char *context;                        /* owned */
+  char *after;                          /* user text after the context (starts with "\n"); owned */
+  char *answer_prefix;                  /* the answer's start, no leading space; owned, may be "" */
   char answers[RULER_MAX_ANSWERS][128]; /* (n_answers) what string_match_all looks for */
   size_t n_answers;
   RulerMark marks[RULER_MAX_MARKS]; /* (n_marks) byte ranges of context */
@@ -49,8 +49,7 @@ typedef struct {
 
 /* One task's generator: the sample drawn from seed with `size` haystack
  * units. Fills *out (freed with ruler_text_free) or fails with a message. */
-typedef int (*RulerTextFn)(const RulerSources *sources, uint64_t seed, size_t size,
-                           RulerText *out);
+typedef int (*RulerTextFn)(const RulerSources *sources, uint64_t seed, size_t size, RulerText *out);
 
 void ruler_text_free(RulerText *text);
 
