@@ -40,8 +40,10 @@ static int plain_word(const char *w, size_t n) {
 static int load_words(const char *path, RulerSources *s) {
   FILE *fp = fopen(path, "r");
   if (!fp)
-    return obc_fail(OBC_EIO, "%s: cannot read the word list (hint: apt-get install wamerican, "
-                    "or --words FILE)", path);
+    return obc_fail(OBC_EIO,
+                    "%s: cannot read the word list (hint: apt-get install wamerican, "
+                    "or --words FILE)",
+                    path);
   size_t cap = 0;
   char line[256];
   int rc = OBC_OK;
@@ -49,7 +51,8 @@ static int load_words(const char *path, RulerSources *s) {
     size_t n = strcspn(line, "\r\n");
     if (line[n] == '\0' && n == sizeof line - 1) { /* an over-long line: skip its rest */
       int c;
-      while ((c = fgetc(fp)) != EOF && c != '\n') {}
+      while ((c = fgetc(fp)) != EOF && c != '\n') {
+      }
       continue;
     }
     if (!plain_word(line, n)) continue;
@@ -84,9 +87,8 @@ static int load_words(const char *path, RulerSources *s) {
   }
   s->n_words = kept;
   if (s->n_words < RULER_WORDS_MIN_COUNT)
-    return obc_fail(OBC_EFORMAT,
-                    "%s: %zu words of %d-%d lowercase letters, at least %d needed", path,
-                    s->n_words, RULER_WORD_MIN, RULER_WORD_MAX, RULER_WORDS_MIN_COUNT);
+    return obc_fail(OBC_EFORMAT, "%s: %zu words of %d-%d lowercase letters, at least %d needed",
+                    path, s->n_words, RULER_WORD_MIN, RULER_WORD_MAX, RULER_WORDS_MIN_COUNT);
   return OBC_OK;
 }
 
