@@ -210,29 +210,6 @@ static int plan_args(const SweepPlan *plan, SweepArgs *a) {
 
 /* --- running ------------------------------------------------------------ */
 
-static int parse_selection(const SweepArgs *a, const SweepPlan *plan, SweepSelection *s) {
-  *s = (SweepSelection){.cell = -1}; /* no shard unless --shard says so */
-  s->stale_after = a->stale_after;
-  if (a->cell && a->shard) return obc_fail(OBC_EINVAL, "give --cell or --shard, not both");
-  if (a->cell) {
-    size_t id = 0;
-    int rc = obc_parse_size("--cell", a->cell, &id);
-    if (rc) return rc;
-    if (id >= plan->n_cells)
-      return obc_fail(OBC_EINVAL, "--cell %zu: the plan has cells 0..%zu", id, plan->n_cells - 1);
-    s->cell = (long)id;
-  }
-  if (a->shard) {
-    unsigned long i = 0, n = 0;
-    char extra;
-    if (sscanf(a->shard, "%lu/%lu%c", &i, &n, &extra) != 2 || n == 0 || i >= n)
-      return obc_fail(OBC_EINVAL, "--shard '%s': expected i/N with 0 <= i < N", a->shard);
-    s->shard = i;
-    s->n_shards = n;
-  }
-  return 0;
-}
-
 /* Loads the plan's model (or --model, which must have the same checksum). */
 static int load_model(const SweepPlan *plan, const char *override, const CaptureArgs *a,
                       Model **model) {
@@ -267,7 +244,8 @@ static int run_plan(const char *dir, const SweepPlan *plan, const SweepArgs *giv
   SweepArgs a;
   int rc = plan_args(plan, &a);
   SweepSelection selection;
-  if (!rc) rc = parse_selection(given, plan, &selection);
+  if (!rc)
+    rc = sweep_selection_parse(given->cell, given->shard, given->stale_after, plan, &selection);
   size_t *ids = rc ? NULL : obc_calloc(plan->n_cells, sizeof *ids, "the cells to run");
   size_t n = 0;
   SweepRunCounts counts = {0};
@@ -282,7 +260,9 @@ static int run_plan(const char *dir, const SweepPlan *plan, const SweepArgs *giv
     a.sweep.capture.progress = isatty(fileno(stderr));
     a.sweep.command_line = command_line;
     rc = check_cells(model, &a.sweep, plan);
-    if (!rc) rc = sweep_run_cells(model, &a.sweep, plan, dir, &selection, ids, n, &counts);
+    SweepModelOptions cells = {model, &a.sweep};
+    if (!rc)
+      rc = sweep_run_cells(sweep_run_cell_with, &cells, plan, dir, &selection, ids, n, &counts);
   }
   if (counts.selected)
     printf(
@@ -340,66 +320,6 @@ static int check_dir_mode(int argc, char **argv) {
   return 0;
 }
 
-/* Length of the shortest prefix of dir (at a '/' or its end) that does not
- * exist: the first folder obc_make_dirs would create; 0 when dir exists. */
-static size_t first_missing(const char *dir) {
-  char prefix[4096];
-  size_t n = strlen(dir);
-  for (size_t i = 1; i <= n && i < sizeof prefix; i++) {
-    if (dir[i] != '/' && dir[i] != '\0') continue;
-    memcpy(prefix, dir, i);
-    prefix[i] = '\0';
-    if (access(prefix, F_OK)) return i;
-  }
-  return 0;
-}
-
-/* Removes the folders of dir that obc_make_dirs created (down to the
- * prefix of length top), deepest first; rmdir leaves any that is not
- * empty. */
-static void remove_created(const char *dir, size_t top) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s", dir);
-  for (size_t n = strlen(path); top && n >= top; n = strlen(path)) {
-    rmdir(path);
-    char *slash = strrchr(path, '/');
-    if (!slash) break;
-    *slash = '\0';
-  }
-}
-
-/* The folder's plan: the existing one when it equals plan (a resumed run).
- * A new plan that cannot be written (a full disk) leaves no folder behind. */
-static int write_or_match_plan(const char *dir, const SweepPlan *plan) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/plan.json", dir);
-  if (access(path, F_OK)) {
-    size_t top = first_missing(dir);
-    int rc = obc_make_dirs(dir);
-    if (!rc) rc = sweep_plan_write(dir, plan);
-    if (rc) remove_created(dir, top);
-    return rc;
-  }
-  SweepPlan old;
-  int rc = sweep_plan_read(dir, &old);
-  if (rc) return rc;
-  bool same = old.model_hash == plan->model_hash && old.n_cells == plan->n_cells &&
-              old.n_options == plan->n_options;
-  for (size_t i = 0; same && i < plan->n_options; i++)
-    same = !strcmp(old.options[i], plan->options[i]);
-  for (size_t i = 0; same && i < plan->n_cells; i++)
-    same =
-        old.cells[i].length == plan->cells[i].length && old.cells[i].depth == plan->cells[i].depth;
-  sweep_plan_free(&old);
-  if (!same)
-    return obc_fail(OBC_EINVAL,
-                    "%s: already holds a sweep with another plan (model, options or grid); "
-                    "choose another folder, or run it with obcache sweep %s",
-                    dir, dir);
-  printf("%s: resuming the sweep of the same plan\n", dir);
-  return 0;
-}
-
 int cmd_sweep(int argc, char **argv) {
   SweepArgs a;
   args_default(&a);
@@ -416,6 +336,10 @@ int cmd_sweep(int argc, char **argv) {
   if (args.n_positional) {
     if ((rc = check_dir_mode(argc, argv))) return rc;
     if ((rc = sweep_plan_read(dir, &plan))) return rc;
+    if ((rc = sweep_plan_check_command(dir, &plan, "sweep"))) {
+      sweep_plan_free(&plan);
+      return rc;
+    }
     rc = a.merge ? merge(dir, &plan, &a) : run_plan(dir, &plan, &a, command_line);
     sweep_plan_free(&plan);
     return rc;
@@ -427,7 +351,7 @@ int cmd_sweep(int argc, char **argv) {
                     "sweep DIR --merge");
   rc = sweep_check_grid(NULL, &a.sweep);
   if (!rc) rc = make_plan(&a, argc, argv, &plan);
-  if (!rc) rc = write_or_match_plan(dir, &plan);
+  if (!rc) rc = sweep_plan_write_or_match(dir, &plan);
   if (!rc && a.plan_only)
     printf("wrote %s/plan.json: %zu cells; run them with obcache sweep %s [--shard i/N]\n", dir,
            plan.n_cells, dir);

@@ -130,6 +130,11 @@ int sweep_run_cell(const Model *model, const SweepOptions *o, const SweepPlanCel
   return rc;
 }
 
+int sweep_run_cell_with(void *context, const SweepPlanCell *cell, const char *out) {
+  const SweepModelOptions *m = context;
+  return sweep_run_cell(m->model, m->options, cell, out);
+}
+
 int sweep_check_grid(const Model *model, const SweepOptions *o) {
   if (!o->n_lengths || !o->n_depths)
     return obc_fail(OBC_EINVAL, "sweep: empty grid (give --lengths and --depths)");

@@ -53,6 +53,9 @@ typedef struct {
   double stale_after; /* seconds without a heartbeat after which a lock is stale */
 } SweepSelection;
 
+/* --cell I / --shard i/N (either may be NULL) into *selection. */
+int sweep_selection_parse(const char *cell, const char *shard, double stale_after,
+                          const SweepPlan *plan, SweepSelection *selection);
 /* Counts of a run over a selection. */
 typedef struct {
   size_t selected, skipped_done, skipped_running, ran, failed;
@@ -63,12 +66,21 @@ typedef struct {
 int sweep_pending_cells(const char *dir, const SweepPlan *plan, const SweepSelection *selection,
                         size_t *ids, size_t *n, SweepRunCounts *counts);
 
-/* Runs the cells ids[0..n) of the plan (each under its lock, skipping one
- * that another process took or finished meanwhile). A failing cell is
- * recorded (cells/<id>.failed) and the others still run; returns an error
- * when any failed. */
-int sweep_run_cells(const Model *model, const SweepOptions *options, const SweepPlan *plan,
-                    const char *dir, const SweepSelection *selection, const size_t *ids, size_t n,
+/* What runs one cell into the folder out (which exists and is empty); a
+ * sweep's is sweep_run_cell, an eval's its own. */
+typedef int (*SweepCellRun)(void *context, const SweepPlanCell *cell, const char *out);
+/* The capture sweep's SweepCellRun; context is the SweepModelOptions. */
+typedef struct {
+  const Model *model;
+  const SweepOptions *options;
+} SweepModelOptions;
+int sweep_run_cell_with(void *context, const SweepPlanCell *cell, const char *out);
+/* Runs the cells ids[0..n) of the plan with run (each under its lock,
+ * skipping one that another process took or finished meanwhile). A failing
+ * cell is recorded (cells/<id>.failed) and the others still run; returns an
+ * error when any failed. */
+int sweep_run_cells(SweepCellRun run, void *context, const SweepPlan *plan, const char *dir,
+                    const SweepSelection *selection, const size_t *ids, size_t n,
                     SweepRunCounts *counts);
 
 /* Where the finished cells stand, for the merge. */

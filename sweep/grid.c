@@ -7,9 +7,34 @@
 
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "common/obc_cli.h"
 #include "formats/json_file.h"
 #include "sweep/capture_sweep.h"
 #include "sweep/cell.h"
+
+int sweep_selection_parse(const char *cell, const char *shard, double stale_after,
+                          const SweepPlan *plan, SweepSelection *s) {
+  *s = (SweepSelection){.cell = -1}; /* no shard unless --shard says so */
+  s->stale_after = stale_after;
+  if (cell && shard) return obc_fail(OBC_EINVAL, "give --cell or --shard, not both");
+  if (cell) {
+    size_t id = 0;
+    int rc = obc_parse_size("--cell", cell, &id);
+    if (rc) return rc;
+    if (id >= plan->n_cells)
+      return obc_fail(OBC_EINVAL, "--cell %zu: the plan has cells 0..%zu", id, plan->n_cells - 1);
+    s->cell = (long)id;
+  }
+  if (shard) {
+    unsigned long i = 0, n = 0;
+    char extra;
+    if (sscanf(shard, "%lu/%lu%c", &i, &n, &extra) != 2 || n == 0 || i >= n)
+      return obc_fail(OBC_EINVAL, "--shard '%s': expected i/N with 0 <= i < N", shard);
+    s->shard = i;
+    s->n_shards = n;
+  }
+  return 0;
+}
 
 static bool selected(const SweepSelection *s, size_t id) {
   if (s->cell >= 0) return id == (size_t)s->cell;
@@ -45,8 +70,8 @@ int sweep_pending_cells(const char *dir, const SweepPlan *plan, const SweepSelec
 }
 
 /* Runs one cell under its lock; 1 when another process has it. */
-static int run_locked(const Model *model, const SweepOptions *o, const char *dir,
-                      const SweepPlanCell *cell, double stale_after) {
+static int run_locked(SweepCellRun run, void *context, const char *dir, const SweepPlanCell *cell,
+                      double stale_after) {
   SweepCellLock *lock = NULL;
   char holder[512] = "", partial[4096] = "", detail[1024];
   int rc = sweep_cell_lock(dir, cell, stale_after, &lock, holder, sizeof holder);
@@ -62,7 +87,7 @@ static int run_locked(const Model *model, const SweepOptions *o, const char *dir
     return 1;
   }
   if (!rc) rc = sweep_cell_begin(dir, cell, partial, sizeof partial);
-  if (!rc) rc = sweep_run_cell(model, o, cell, partial);
+  if (!rc) rc = run(context, cell, partial);
   if (!rc) rc = sweep_cell_commit(dir, cell, partial);
   if (rc) {
     sweep_cell_discard(partial);
@@ -72,13 +97,13 @@ static int run_locked(const Model *model, const SweepOptions *o, const char *dir
   return rc;
 }
 
-int sweep_run_cells(const Model *model, const SweepOptions *o, const SweepPlan *plan,
-                    const char *dir, const SweepSelection *selection, const size_t *ids, size_t n,
+int sweep_run_cells(SweepCellRun run, void *context, const SweepPlan *plan, const char *dir,
+                    const SweepSelection *selection, const size_t *ids, size_t n,
                     SweepRunCounts *counts) {
   int first_error = 0;
   for (size_t i = 0; i < n; i++) {
     const SweepPlanCell *cell = &plan->cells[ids[i]];
-    int rc = run_locked(model, o, dir, cell, selection->stale_after);
+    int rc = run_locked(run, context, dir, cell, selection->stale_after);
     if (rc == 1) {
       counts->skipped_running++;
     } else if (rc == OBC_EINTERRUPTED) {

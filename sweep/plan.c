@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/obc_error.h"
+#include "common/obc_file.h"
 #include "common/obc_hash.h"
 #include "common/obc_json.h"
 #include "formats/json_file.h"
@@ -33,6 +35,34 @@ int sweep_plan_set_grid(SweepPlan *plan, const size_t *lengths, size_t n_lengths
       c->depth = depths[j];
       snprintf(c->name, sizeof c->name, "L%zu_D%zu", c->length, c->depth);
     }
+  return 0;
+}
+
+static void sample_name(SweepPlanCell *c) {
+  snprintf(c->name, sizeof c->name, "%s_L%zu_S%zu", c->task, c->length, c->sample);
+}
+
+int sweep_plan_set_samples(SweepPlan *plan, const char (*tasks)[32], size_t n_tasks,
+                           const size_t *lengths, size_t n_lengths, size_t n_samples) {
+  size_t n = n_tasks * n_lengths * n_samples;
+  if (!n || n > SWEEP_PLAN_MAX_CELLS)
+    return obc_fail(OBC_EINVAL, "eval: %zu samples in all (1..%d allowed)", n,
+                    SWEEP_PLAN_MAX_CELLS);
+  free(plan->cells);
+  plan->cells = obc_calloc(n, sizeof *plan->cells, "the eval's samples");
+  if (!plan->cells) return OBC_ENOMEM;
+  plan->n_cells = n;
+  size_t id = 0;
+  for (size_t t = 0; t < n_tasks; t++)
+    for (size_t l = 0; l < n_lengths; l++)
+      for (size_t s = 0; s < n_samples; s++, id++) {
+        SweepPlanCell *c = &plan->cells[id];
+        c->id = id;
+        c->length = lengths[l];
+        c->sample = s;
+        snprintf(c->task, sizeof c->task, "%s", tasks[t]);
+        sample_name(c);
+      }
   return 0;
 }
 
@@ -98,6 +128,7 @@ int sweep_plan_write(const char *dir, const SweepPlan *plan) {
   char hex[17];
   hex64(plan->model_hash, hex);
   cJSON_AddStringToObject(root, "format", SWEEP_PLAN_FORMAT);
+  cJSON_AddStringToObject(root, "command", plan->command[0] ? plan->command : "sweep");
   cJSON_AddStringToObject(root, "obcache_version", plan->version);
   cJSON *model = cJSON_AddObjectToObject(root, "model");
   cJSON_AddStringToObject(model, "path", plan->model_path);
@@ -116,7 +147,12 @@ int sweep_plan_write(const char *dir, const SweepPlan *plan) {
     cJSON_AddNumberToObject(cell, "id", (double)c->id);
     cJSON_AddStringToObject(cell, "name", c->name);
     cJSON_AddNumberToObject(cell, "length", (double)c->length);
-    cJSON_AddNumberToObject(cell, "depth", (double)c->depth);
+    if (c->task[0]) {
+      cJSON_AddStringToObject(cell, "task", c->task);
+      cJSON_AddNumberToObject(cell, "sample", (double)c->sample);
+    } else {
+      cJSON_AddNumberToObject(cell, "depth", (double)c->depth);
+    }
     cJSON_AddItemToArray(cells, cell);
   }
   cJSON_AddItemToObject(root, "cells", cells);
@@ -183,17 +219,36 @@ static int read_options(const PlanReader *r, SweepPlan *plan) {
   return 0;
 }
 
-static int read_cell(const PlanReader *r, const cJSON *item, size_t index, SweepPlanCell *cell) {
+/* A cell of an eval's plan: a task name of letters, digits and '_', and a
+ * sample index. */
+static int read_sample_cell(const PlanReader *r, const cJSON *item, size_t index,
+                            SweepPlanCell *cell) {
+  uint64_t sample = 0;
+  char message[160];
+  snprintf(message, sizeof message,
+           "cell %zu needs a \"task\" (letters, digits, '_') and a \"sample\" index", index);
+  if (!get_string(item, "task", cell->task, sizeof cell->task) || !cell->task[0] ||
+      strspn(cell->task, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(cell->task) ||
+      !get_count(item, "sample", 1u << 30, &sample))
+    return bad(r, message);
+  cell->sample = (size_t)sample;
+  sample_name(cell);
+  return 0;
+}
+
+static int read_cell(const PlanReader *r, const cJSON *item, size_t index, bool samples,
+                     SweepPlanCell *cell) {
   uint64_t id = 0, length = 0, depth = 0;
   char message[128];
   snprintf(message, sizeof message, "cell %zu needs id = %zu, a length >= 1 and a depth 0..100",
            index, index);
   if (!cJSON_IsObject(item) || !get_count(item, "id", SIZE_MAX, &id) || id != index ||
       !get_count(item, "length", 1u << 30, &length) || length == 0 ||
-      !get_count(item, "depth", 100, &depth))
+      (!samples && !get_count(item, "depth", 100, &depth)))
     return bad(r, message);
   cell->id = index;
   cell->length = (size_t)length;
+  if (samples) return read_sample_cell(r, item, index, cell);
   cell->depth = (size_t)depth;
   snprintf(cell->name, sizeof cell->name, "L%zu_D%zu", cell->length, cell->depth);
   return 0;
@@ -209,7 +264,7 @@ static int read_cells(const PlanReader *r, SweepPlan *plan) {
   size_t i = 0;
   const cJSON *item;
   cJSON_ArrayForEach(item, cells) {
-    int rc = read_cell(r, item, i, &plan->cells[i]);
+    int rc = read_cell(r, item, i, !strcmp(plan->command, "eval"), &plan->cells[i]);
     if (rc) return rc;
     i++;
   }
@@ -234,6 +289,11 @@ int sweep_plan_read(const char *dir, SweepPlan *plan) {
   if (!cJSON_IsObject(root) || !get_string(root, "format", format, sizeof format) ||
       strcmp(format, SWEEP_PLAN_FORMAT))
     rc = bad(&r, "not an obcache sweep plan (\"format\" is not \"" SWEEP_PLAN_FORMAT "\")");
+  if (!rc && !cJSON_GetObjectItemCaseSensitive(root, "command"))
+    snprintf(plan->command, sizeof plan->command, "sweep");
+  else if (!rc && (!get_string(root, "command", plan->command, sizeof plan->command) ||
+                   (strcmp(plan->command, "sweep") && strcmp(plan->command, "eval"))))
+    rc = bad(&r, "\"command\" must be \"sweep\" or \"eval\"");
   if (!rc && !get_string(root, "obcache_version", plan->version, sizeof plan->version))
     rc = bad(&r, "\"obcache_version\" must be a string");
   if (!rc && !get_string(root, "haystack", plan->haystack, sizeof plan->haystack))
@@ -253,4 +313,74 @@ void sweep_plan_free(SweepPlan *plan) {
   for (size_t i = 0; i < plan->n_options; i++) free(plan->options[i]);
   free(plan->cells);
   memset(plan, 0, sizeof *plan);
+}
+
+/* Length of the shortest prefix of dir (at a '/' or its end) that does not
+ * exist: the first folder obc_make_dirs would create; 0 when dir exists. */
+static size_t first_missing(const char *dir) {
+  char prefix[4096];
+  size_t n = strlen(dir);
+  for (size_t i = 1; i <= n && i < sizeof prefix; i++) {
+    if (dir[i] != '/' && dir[i] != '\0') continue;
+    memcpy(prefix, dir, i);
+    prefix[i] = '\0';
+    if (access(prefix, F_OK)) return i;
+  }
+  return 0;
+}
+
+/* Removes the folders of dir that obc_make_dirs created (down to the
+ * prefix of length top), deepest first; rmdir leaves any that is not
+ * empty. */
+static void remove_created(const char *dir, size_t top) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s", dir);
+  for (size_t n = strlen(path); top && n >= top; n = strlen(path)) {
+    rmdir(path);
+    char *slash = strrchr(path, '/');
+    if (!slash) break;
+    *slash = '\0';
+  }
+}
+
+static bool same_cell(const SweepPlanCell *a, const SweepPlanCell *b) {
+  return a->length == b->length && a->depth == b->depth && a->sample == b->sample &&
+         !strcmp(a->task, b->task);
+}
+
+int sweep_plan_write_or_match(const char *dir, const SweepPlan *plan) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/plan.json", dir);
+  if (access(path, F_OK)) {
+    size_t top = first_missing(dir);
+    int rc = obc_make_dirs(dir);
+    if (!rc) rc = sweep_plan_write(dir, plan);
+    if (rc) remove_created(dir, top);
+    return rc;
+  }
+  SweepPlan old;
+  int rc = sweep_plan_read(dir, &old);
+  if (rc) return rc;
+  const char *command = plan->command[0] ? plan->command : "sweep";
+  bool same = !strcmp(old.command, command) && old.model_hash == plan->model_hash &&
+              old.n_cells == plan->n_cells && old.n_options == plan->n_options;
+  for (size_t i = 0; same && i < plan->n_options; i++)
+    same = !strcmp(old.options[i], plan->options[i]);
+  for (size_t i = 0; same && i < plan->n_cells; i++)
+    same = same_cell(&old.cells[i], &plan->cells[i]);
+  sweep_plan_free(&old);
+  if (!same)
+    return obc_fail(OBC_EINVAL,
+                    "%s: already holds a %s with another plan (model, options or cells); "
+                    "choose another folder, or run it with obcache %s %s",
+                    dir, old.command[0] ? old.command : "sweep", command, dir);
+  printf("%s: resuming the %s of the same plan\n", dir, command);
+  return 0;
+}
+
+int sweep_plan_check_command(const char *dir, const SweepPlan *plan, const char *command) {
+  if (!strcmp(plan->command, command)) return 0;
+  return obc_fail(OBC_EINVAL,
+                  "%s: holds an `obcache %s` plan, not a %s (run it with obcache %s %s)", dir,
+                  plan->command, command, plan->command, dir);
 }

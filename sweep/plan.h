@@ -18,11 +18,14 @@
 typedef struct {
   size_t id;     /* index in the plan; the cell's folder is cells/<id> */
   size_t length; /* prompt length in tokens */
-  size_t depth;  /* needle depth in percent */
-  char name[64]; /* "L<length>_D<depth>" */
+  size_t depth;  /* needle depth in percent (a sweep's cells) */
+  char task[32]; /* RULER task (an eval's cells); "" in a sweep */
+  size_t sample; /* sample index within (task, length) (an eval's cells) */
+  char name[64]; /* "L<length>_D<depth>", or "<task>_L<length>_S<sample>" */
 } SweepPlanCell;
 
 typedef struct {
+  char command[16];                      /* "sweep" or "eval": the command that runs it */
   char version[64];                      /* obcache version that wrote the plan */
   char model_path[4096];                 /* absolute */
   uint64_t model_hash;                   /* obc_hash FNV-1a 64 of the model file (or folder) */
@@ -38,6 +41,10 @@ typedef struct {
 /* The grid lengths x depths (lengths outer), ids 0, 1, ... in that order. */
 int sweep_plan_set_grid(SweepPlan *plan, const size_t *lengths, size_t n_lengths,
                         const size_t *depths, size_t n_depths);
+/* The samples tasks x lengths x samples (tasks outer, then lengths), ids 0,
+ * 1, ... in that order, for `obcache eval`. */
+int sweep_plan_set_samples(SweepPlan *plan, const char (*tasks)[32], size_t n_tasks,
+                           const size_t *lengths, size_t n_lengths, size_t n_samples);
 /* Adds an owned copy of one command-line word to plan->options. */
 int sweep_plan_add_option(SweepPlan *plan, const char *word);
 
@@ -49,5 +56,12 @@ int sweep_plan_hash_model(const char *path, uint64_t *hash, uint64_t *bytes);
 int sweep_plan_write(const char *dir, const SweepPlan *plan);
 int sweep_plan_read(const char *dir, SweepPlan *plan);
 void sweep_plan_free(SweepPlan *plan);
+/* DIR's plan for a new or resumed run: writes plan (creating DIR) when DIR
+ * has none (a plan that cannot be written leaves no folder behind), accepts
+ * an existing one that equals it (command, model, options, cells), and
+ * fails naming the folder otherwise. */
+int sweep_plan_write_or_match(const char *dir, const SweepPlan *plan);
+/* Fails (one line) when the plan read from dir belongs to another command. */
+int sweep_plan_check_command(const char *dir, const SweepPlan *plan, const char *command);
 
 #endif
