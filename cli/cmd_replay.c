@@ -186,27 +186,6 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
   return OBC_OK;
 }
 
-/* "a,b,c" into names (max entries of 32 bytes), each checked by check. */
-static int parse_names(const char *option, const char *text, char (*names)[32], size_t *count,
-                       int (*check)(EvictPolicy *, const char *)) {
-  char buf[1024], *items[EVICT_SWEEP_MAX];
-  size_t n = 0;
-  int rc = obc_split_list(option, text, buf, sizeof buf, items, EVICT_SWEEP_MAX, &n);
-  *count = 0;
-  for (size_t i = 0; i < n && !rc; i++) {
-    EvictPolicy probe;
-    evict_policy_default(&probe);
-    if ((rc = check(&probe, items[i]))) break;
-    char name[64]; /* scores under their recorded name (evict_policy_canonical_score) */
-    snprintf(name, sizeof name, "%s", check == evict_policy_set_score ? probe.score : items[i]);
-    if (strlen(items[i]) >= 32 || strlen(name) >= 32)
-      return obc_fail(OBC_EINVAL, "%s: at most %d entries of < 32 characters", option,
-                      EVICT_SWEEP_MAX);
-    snprintf(names[(*count)++], 32, "%s", name);
-  }
-  return rc;
-}
-
 static int run_sweep(const ReplayArgs *a, const char *command_line) {
   SweepReplayConfig config;
   sweep_replay_config_default(&config);
@@ -221,8 +200,8 @@ static int run_sweep(const ReplayArgs *a, const char *command_line) {
   config.offline_batch = a->offline_batch;
   int rc = OBC_OK;
   if (a->scores)
-    rc =
-        parse_names("--scores", a->scores, config.scores, &config.n_scores, evict_policy_set_score);
+    rc = evict_parse_names("--scores", a->scores, config.scores, &config.n_scores, EVICT_SWEEP_MAX,
+                           evict_policy_set_score);
   if (!rc && a->pairs) {
     if (!a->scores) config.n_scores = 0; /* --pairs alone: the pairs are the scores */
     rc = sweep_pairs_expand(a->pairs, config.scores, &config.n_scores, EVICT_SWEEP_MAX);
@@ -233,8 +212,8 @@ static int run_sweep(const ReplayArgs *a, const char *command_line) {
     }
   }
   if (!rc && a->budgets)
-    rc = parse_names("--budgets", a->budgets, config.budgets, &config.n_budgets,
-                     evict_policy_set_budget);
+    rc = evict_parse_names("--budgets", a->budgets, config.budgets, &config.n_budgets,
+                           EVICT_SWEEP_MAX, evict_policy_set_budget);
   config.n_protocols = a->protocols.n;
   memcpy(config.protocols, a->protocols.protocols, sizeof config.protocols);
   if (rc) return rc;
@@ -274,7 +253,8 @@ static int run_dynamic(const ReplayArgs *a, const char *command_line) {
   config.device = a->device;
   int rc = OBC_OK;
   if (a->scores)
-    rc = parse_names("--scores", a->scores, config.scores, &config.n_scores, dynamic_score_check);
+    rc = evict_parse_names("--scores", a->scores, config.scores, &config.n_scores, EVICT_SWEEP_MAX,
+                           dynamic_score_check);
   if (!rc && a->budgets) {
     config.n_budgets = 0;
     rc = obc_parse_size_list("--budgets", a->budgets, config.budgets, &config.n_budgets,

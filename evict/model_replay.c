@@ -55,6 +55,7 @@ struct EvictReplayer {
   bool tail_rerun;        /* the cache's tail rows are a re-run's, not the captured ones */
   float *prefill_full;    /* (vocab) */
   bool keep_logits;
+  bool free_only;     /* no teacher-forced run (evict_replayer_free_running_only) */
   float *kept_logits; /* (n_steps + 1, vocab) of the last evict_replayer_run */
   size_t kept_rows;
 };
@@ -491,6 +492,20 @@ static int prepare_tail(EvictReplayer *r, const EvictKeepSet *keep, EvictModelRe
   return OBC_OK;
 }
 
+int evict_replayer_free_running_only(EvictReplayer *r, bool on) {
+  if (on && r->keep_logits)
+    return obc_fail(OBC_EINVAL, "replay: kept logits are the teacher-forced run's");
+  r->free_only = on;
+  return OBC_OK;
+}
+
+/* The teacher-forced fields of a replay without that run. */
+static void no_forced_run(EvictModelReplay *out) {
+  for (size_t t = 0; t < out->n_steps; t++) out->kl_forced[t] = NAN;
+  out->kl_forced_mean = NAN;
+  out->logits_rel_diff = NAN;
+}
+
 int evict_replayer_run(EvictReplayer *r, const EvictKeepSet *keep, EvictModelReplay *out) {
   memset(out, 0, sizeof *out);
   out->n_steps = r->n_steps;
@@ -499,7 +514,8 @@ int evict_replayer_run(EvictReplayer *r, const EvictKeepSet *keep, EvictModelRep
   if (!rc) rc = prepare_tail(r, keep, out);
   size_t row0 = reruns_tail(keep) ? 1 : 0;
   if (!rc) rc = decode(r, 0, row0, out);
-  if (!rc) rc = decode(r, 1, row0, out);
+  if (!rc && !r->free_only) rc = decode(r, 1, row0, out);
+  if (!rc && r->free_only) no_forced_run(out);
   if (!rc) rc = finish_replay(r, out);
   r->kept_rows = rc ? 0 : row0 + r->n_steps;
   return rc;
@@ -513,35 +529,41 @@ size_t evict_replayer_batch_seqs(const EvictReplayer *r, size_t max_seqs) {
   return max_seqs < 2 ? 2 : max_seqs / 2 * 2;
 }
 
-/* Sets m kept sets into batch, keeps[order[j]] for j < m: sequence 2j
- * free-running, 2j + 1 teacher-forced, both with the set's marks. */
+/* Sequences of one kept set in a batch: free-running, and teacher-forced
+ * unless the replayer runs free-running only. */
+static size_t seqs_per_set(const EvictReplayer *r) { return r->free_only ? 1 : 2; }
+
+/* Sets m kept sets into batch, keeps[order[j]] for j < m: sequence per j
+ * free-running, per j + 1 teacher-forced (per = 2), all with the set's
+ * marks. */
 static int batch_marks(RuntimeBatch *batch, const EvictKeepSet *keeps, const size_t *order,
-                       size_t m) {
-  int rc = runtime_batch_reset(batch, 2 * m);
+                       size_t m, size_t per) {
+  int rc = runtime_batch_reset(batch, per * m);
   for (size_t j = 0; j < m && !rc; j++) {
     const EvictKeepSet *keep = &keeps[order[j]];
     for (size_t l = 0; l < keep->n_layers && !rc; l++)
       for (size_t g = 0; g < keep->n_kv_heads && !rc; g++) {
         const unsigned char *k = keep->keep + (l * keep->n_kv_heads + g) * keep->n_prompt;
-        rc = runtime_batch_set_kept(batch, 2 * j, l, g, k, keep->n_prompt);
-        if (!rc) rc = runtime_batch_set_kept(batch, 2 * j + 1, l, g, k, keep->n_prompt);
+        for (size_t q = 0; q < per && !rc; q++)
+          rc = runtime_batch_set_kept(batch, per * j + q, l, g, k, keep->n_prompt);
       }
   }
   return rc;
 }
 
-/* One pass: the m kept sets keeps[order[j]], 2m sequences, every step. */
+/* One pass: the m kept sets keeps[order[j]], per m sequences, every step. */
 static int batch_pass(EvictReplayer *r, RuntimeBatch *batch, const EvictKeepSet *keeps,
                       const size_t *order, size_t m, EvictModelReplay *outs, int32_t *tokens,
                       size_t *agree, float *logits) {
-  int rc = batch_marks(batch, keeps, order, m);
+  size_t per = seqs_per_set(r);
+  int rc = batch_marks(batch, keeps, order, m, per);
   for (size_t j = 0; j < m; j++) {
     memset(&outs[order[j]], 0, sizeof outs[order[j]]);
     outs[order[j]].n_steps = r->n_steps;
     outs[order[j]].first_token = r->full_tokens[0];
     outs[order[j]].kl_prefill = NAN;
     agree[j] = 0;
-    tokens[2 * j] = tokens[2 * j + 1] = r->full_tokens[0];
+    for (size_t q = 0; q < per; q++) tokens[per * j + q] = r->full_tokens[0];
   }
   for (size_t t = 0; t < r->n_steps && !rc; t++) {
     if ((rc = runtime_batch_forward(batch, tokens, logits))) break;
@@ -550,12 +572,14 @@ static int batch_pass(EvictReplayer *r, RuntimeBatch *batch, const EvictKeepSet 
 #pragma omp parallel for schedule(dynamic, 1)
     for (size_t j = 0; j < m; j++) {
       EvictModelReplay *out = &outs[order[j]];
-      tokens[2 * j] = observe_step(r, 0, t, logits + 2 * j * r->vocab, out, &agree[j]);
-      tokens[2 * j + 1] = observe_step(r, 1, t, logits + (2 * j + 1) * r->vocab, out, NULL);
+      tokens[per * j] = observe_step(r, 0, t, logits + per * j * r->vocab, out, &agree[j]);
+      if (per == 2)
+        tokens[per * j + 1] = observe_step(r, 1, t, logits + (per * j + 1) * r->vocab, out, NULL);
     }
   }
   for (size_t j = 0; j < m && !rc; j++) {
     finish_free_running(r, agree[j], &outs[order[j]]);
+    if (per == 1) no_forced_run(&outs[order[j]]);
     rc = finish_replay(r, &outs[order[j]]);
   }
   return rc;
@@ -629,19 +653,19 @@ int evict_replayer_run_batch(EvictReplayer *r, const EvictKeepSet *keeps, size_t
 static int run_batch_sets(EvictReplayer *r, const EvictKeepSet *keeps, size_t n, size_t max_seqs,
                           EvictModelReplay *outs) {
   int rc = OBC_OK;
-  size_t cap = evict_replayer_batch_seqs(r, max_seqs);
-  if (cap > 2 * n) cap = 2 * n;
+  size_t per = seqs_per_set(r), cap = evict_replayer_batch_seqs(r, max_seqs);
+  if (cap > per * n) cap = per * n;
   /* The batch shares the prompt rows [0, s); decode rows after them are its own. */
   if ((rc = runtime_rewind(r->runtime, r->n_prompt))) return rc;
   RuntimeBatch *batch = NULL;
   rc = runtime_batch_create(r->runtime, cap, r->n_steps, &batch);
   float *logits = rc ? NULL : obc_malloc(cap * r->vocab * sizeof *logits, "batched logits");
   int32_t *tokens = rc ? NULL : obc_malloc(cap * sizeof *tokens, "batched tokens");
-  size_t *agree = rc ? NULL : obc_malloc(cap / 2 * sizeof *agree, "batched agreement");
+  size_t *agree = rc ? NULL : obc_malloc(cap / per * sizeof *agree, "batched agreement");
   size_t *order = rc ? NULL : order_by_kept(keeps, n);
   if (!rc && (!logits || !tokens || !agree || !order)) rc = OBC_ENOMEM;
-  for (size_t i = 0; i < n && !rc; i += cap / 2) {
-    size_t m = n - i < cap / 2 ? n - i : cap / 2;
+  for (size_t i = 0; i < n && !rc; i += cap / per) {
+    size_t m = n - i < cap / per ? n - i : cap / per;
     rc = batch_pass(r, batch, keeps, order + i, m, outs, tokens, agree, logits);
   }
   free(order);

@@ -132,3 +132,22 @@ void evict_join_command_line(int argc, char **argv, char *out, size_t size) {
     used += (size_t)n;
   }
 }
+
+int evict_parse_names(const char *option, const char *text, char (*names)[32], size_t *count,
+                      size_t max, int (*check)(EvictPolicy *, const char *)) {
+  char buf[1024], *items[64];
+  size_t n = 0;
+  int rc = obc_split_list(option, text, buf, sizeof buf, items, max < 64 ? max : 64, &n);
+  *count = 0;
+  for (size_t i = 0; i < n && !rc; i++) {
+    EvictPolicy probe;
+    evict_policy_default(&probe);
+    if ((rc = check(&probe, items[i]))) break;
+    char name[64]; /* scores under their recorded name (evict_policy_canonical_score) */
+    snprintf(name, sizeof name, "%s", check == evict_policy_set_score ? probe.score : items[i]);
+    if (strlen(items[i]) >= 32 || strlen(name) >= 32)
+      return obc_fail(OBC_EINVAL, "%s: at most %zu entries of < 32 characters", option, max);
+    snprintf(names[(*count)++], 32, "%s", name);
+  }
+  return rc;
+}

@@ -34,6 +34,11 @@ enum { EVICT_POLICY_N_OPTIONS = 13 };
 void evict_policy_options(EvictPolicy *policy, bool *sinks_given, bool *recent_given,
                           EvictPolicyProtocolTarget *protocol,
                           ObcOption options[EVICT_POLICY_N_OPTIONS]);
+/* "a,b,c" into names (at most max < 64 entries of < 32 bytes), each checked
+ * by check (evict_policy_set_score, evict_policy_set_budget, ...); scores
+ * are stored under their recorded name (evict_policy_canonical_score). */
+int evict_parse_names(const char *option, const char *text, char (*names)[32], size_t *count,
+                      size_t max, int (*check)(EvictPolicy *, const char *));
 /* argv joined by spaces into out (size bytes, truncated). */
 void evict_join_command_line(int argc, char **argv, char *out, size_t size);
 

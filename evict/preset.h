@@ -31,6 +31,7 @@
 #ifndef OBC_EVICT_PRESET_H
 #define OBC_EVICT_PRESET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "evict/policy.h"
@@ -55,6 +56,9 @@ EvictAllocation evict_preset_allocation(const EvictPolicy *policy);
 /* The preset's score window in query rows (0 when it reads no rows). */
 size_t evict_preset_window(const EvictPolicy *policy);
 
+/* Whether the preset reads the trace's column sums over every prompt row
+ * (capture/capture_sums.h; h2o and its pairings). */
+bool evict_preset_reads_column_sums(const EvictPolicy *policy);
 /* Score planes of (n_layers, n_kv_heads, n) the preset's scores hold: 2
  * for criticalkv-snapkv (the SnapKV score, then the projected value norm),
  * else 1. */
