@@ -80,6 +80,7 @@ static size_t compare(const char *name, const EvictModelReplay *ref, const Evict
     ck_assert_uint_eq(got->first_divergence, ref->first_divergence);
   }
   for (size_t t = 0; t < ref->n_steps; t++) {
+    if (isnan(got->kl_forced[t])) continue; /* free-running only: compared by the caller */
     double d = fabs(got->kl_forced[t] - ref->kl_forced[t]);
     *worst_kl = fmax(*worst_kl, d);
     ck_assert_msg(d <= 2 * delta,
@@ -169,6 +170,35 @@ START_TEST(test_batched_replay_equals_one_at_a_time) {
   ck_assert_uint_gt(diverged, 0);
   ck_assert_uint_eq(ref[N_SETS - 1].first_divergence, 0);
   ck_assert_uint_eq(all[N_SETS - 1].first_divergence, 0);
+
+  /* Free-running only: one sequence per set instead of two, the same
+   * free-running answers (bit for bit one at a time: the same operations),
+   * no teacher-forced numbers. */
+  ck_assert_int_eq(evict_replayer_free_running_only(replayer, true), 0);
+  ck_assert_int_eq(evict_replayer_keep_logits(replayer, true), 0);
+  ck_assert_int_eq(evict_replayer_free_running_only(replayer, true), OBC_EINVAL);
+  obc_error_clear();
+  ck_assert_int_eq(evict_replayer_keep_logits(replayer, false), 0);
+  ck_assert_int_eq(evict_replayer_free_running_only(replayer, true), 0);
+  size_t free_compared = 0;
+  for (size_t i = 0; i < N_SETS; i++) {
+    ck_assert_int_eq(evict_replayer_run(replayer, &keeps[i], again), 0);
+    ck_assert_int_eq(memcmp(again->tokens, ref[i].tokens, sizeof again->tokens), 0);
+    ck_assert_str_eq(again->answer, ref[i].answer);
+    ck_assert(isnan(again->kl_forced_mean) && isnan(again->kl_forced[0]));
+  }
+  ck_assert_int_eq(evict_replayer_run_batch(replayer, keeps, N_SETS, 0, all), 0);
+  ck_assert_int_eq(evict_replayer_run_batch(replayer, keeps, N_SETS, 3, pairs), 0);
+  for (size_t i = 0; i < N_SETS; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "free-running only: %s %s %s", policies[i][0], policies[i][1],
+             policies[i][2]);
+    free_compared += compare(name, &ref[i], &all[i], tol, &worst_kl);
+    free_compared += compare(name, &ref[i], &pairs[i], tol, &worst_kl);
+    ck_assert(isnan(all[i].kl_forced_mean) && isnan(pairs[i].kl_forced_mean));
+  }
+  ck_assert_uint_gt(free_compared, 0);
+  ck_assert_int_eq(evict_replayer_free_running_only(replayer, false), 0);
 
   ck_assert_int_eq(evict_replayer_run_batch(replayer, keeps, 0, 0, all), 0); /* nothing to do */
   keeps[1].n_prompt--;
