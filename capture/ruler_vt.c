@@ -13,8 +13,9 @@
   "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
 #define VT_HEAD \
   "Memorize and track the chain(s) of variable assignment hidden in the following text.\n\n"
-#define VT_QUESTION "\nQuestion: Find all variables that are assigned the value %s in the text above."
-#define VT_ANSWER_PREFIX                                                                  \
+#define VT_QUESTION \
+  "\nQuestion: Find all variables that are assigned the value %s in the text above."
+#define VT_ANSWER_PREFIX                                                            \
   "Answer: According to the chain(s) of variable assignment in the text above, %d " \
   "variables are assigned the value %s, they are: "
 

@@ -67,7 +67,7 @@ static void shuffle_indices(NiahRandom *random, size_t *items, size_t n) {
 
 /* ==== cwe: common words extraction ==== */
 
-#define CWE_HEAD                                                                        \
+#define CWE_HEAD                                                                    \
   "Below is a numbered list of words. In these words, some appear more often than " \
   "others. Memorize the ones that appear most often.\n"
 #define CWE_QUESTION "\nQuestion: What are the 10 most common words in the above list?"
@@ -105,7 +105,8 @@ static void cwe_write_list(FILE *f, NiahRandom *random, const RulerSources *sour
   for (size_t r = 0; r < uncommon_repeats; r++)
     for (size_t i = RULER_CWE_COMMON; i < n_distinct; i++) items[n++] = pool[i];
   shuffle_indices(random, items, n);
-  for (size_t i = 0; i < n; i++) fprintf(f, "%s%zu. %s", i ? " " : "", i + 1, sources->words[items[i]]);
+  for (size_t i = 0; i < n; i++)
+    fprintf(f, "%s%zu. %s", i ? " " : "", i + 1, sources->words[items[i]]);
   for (size_t i = 0; i < RULER_CWE_COMMON; i++) common[i] = sources->words[pool[i]];
 }
 
@@ -116,13 +117,13 @@ int ruler_cwe_text(const RulerSources *sources, size_t length, uint64_t seed, si
   if (size < RULER_CWE_COMMON || size > sources->n_words || shape.example_words > sources->n_words)
     return obc_fail(OBC_EINVAL, "cwe: %zu distinct words asked, %d to %zu (the word list) possible",
                     size, RULER_CWE_COMMON, sources->n_words);
-  size_t n_items = RULER_CWE_COMMON * shape.common_repeats +
-                   (size - RULER_CWE_COMMON) * shape.uncommon_repeats;
+  size_t n_items =
+      RULER_CWE_COMMON * shape.common_repeats + (size - RULER_CWE_COMMON) * shape.uncommon_repeats;
   size_t n_example = RULER_CWE_COMMON * shape.example_common_repeats +
                      (shape.example_words - RULER_CWE_COMMON) * shape.example_uncommon_repeats;
   size_t *pool = obc_malloc(sources->n_words * sizeof *pool, "cwe word pool");
-  size_t *items = obc_malloc((n_items > n_example ? n_items : n_example) * sizeof *items,
-                             "cwe word list");
+  size_t *items =
+      obc_malloc((n_items > n_example ? n_items : n_example) * sizeof *items, "cwe word list");
   int rc = pool && items ? OBC_OK : OBC_ENOMEM;
   NiahRandom random;
   ruler_words_seed(&random, "cwe", seed);
@@ -158,10 +159,10 @@ int ruler_cwe_text(const RulerSources *sources, size_t length, uint64_t seed, si
 
 /* ==== fwe: frequent words extraction ==== */
 
-#define FWE_HEAD                                                                         \
+#define FWE_HEAD                                                                        \
   "Read the following coded text and track the frequency of each coded word. Find the " \
   "three most frequently appeared coded words. "
-#define FWE_QUESTION                                                                      \
+#define FWE_QUESTION                                                                     \
   "\nQuestion: Do not provide any explanation. Please ignore the dots '....'. What are " \
   "the three most frequently appeared words in the above coded text?"
 #define FWE_ANSWER_PREFIX \

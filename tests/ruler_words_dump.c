@@ -81,8 +81,10 @@ int main(int argc, char **argv) {
   if (!rc) {
     cJSON *root = text_json(task, length, seed, size, &text);
     char *printed = cJSON_Print(root);
-    if (printed) printf("%s\n", printed);
-    else rc = obc_fail(OBC_ENOMEM, "out of memory printing the JSON");
+    if (printed)
+      printf("%s\n", printed);
+    else
+      rc = obc_fail(OBC_ENOMEM, "out of memory printing the JSON");
     free(printed);
     cJSON_Delete(root);
   }
