@@ -224,6 +224,9 @@ int ruler_fwe_text(const RulerSources *sources, size_t length, uint64_t seed, si
   if (n_vocab < RULER_FWE_ANSWERS + 1)
     return obc_fail(OBC_EINVAL, "fwe: %zu tokens give %zu coded words, at least %d needed", length,
                     n_vocab, RULER_FWE_ANSWERS + 1);
+  if (n_vocab > RULER_FWE_MAX_CODES)
+    return obc_fail(OBC_EINVAL, "fwe: %zu tokens give %zu coded words, at most %d possible", length,
+                    n_vocab, RULER_FWE_MAX_CODES);
   if (fwe_count(size, RULER_FWE_ANSWERS + 1) == 0)
     return obc_fail(OBC_EINVAL, "fwe: %zu words leave the answer of rank %d out", size,
                     RULER_FWE_ANSWERS + 1);

@@ -59,6 +59,8 @@
 #define RULER_FWE_TOKENS_TO_GENERATE 50
 #define RULER_FWE_TOKENS_PER_CODE 50
 #define RULER_FWE_ANSWERS 3
+/* At most this many codes (lengths to 50M tokens), far below the 26^6 there are. */
+#define RULER_FWE_MAX_CODES 1000000
 
 /* ---- shared by the three generators ---- */
 
@@ -93,7 +95,8 @@ int ruler_cwe_text(const RulerSources *sources, size_t length, uint64_t seed, si
                    RulerText *out);
 /* RULER's zeta-distributed coded text of `size` nominal words; answers are
  * the codes of ranks 2, 3 and 4 (rank 1 is the "..." noise). Fails when
- * `length` gives fewer than 4 codes. */
+ * `length` gives fewer than 4 codes or more than RULER_FWE_MAX_CODES, or
+ * `size` is too small for rank 4 to occur. */
 int ruler_fwe_text(const RulerSources *sources, size_t length, uint64_t seed, size_t size,
                    RulerText *out);
 

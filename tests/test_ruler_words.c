@@ -420,13 +420,15 @@ START_TEST(fwe_answers_are_the_three_most_frequent_codes) {
 }
 END_TEST
 
-START_TEST(fwe_refuses_lengths_without_four_codes) {
+START_TEST(fwe_refuses_lengths_outside_4_to_a_million_codes) {
   RulerSources s = test_sources();
   RulerText t;
   ck_assert_int_eq(ruler_fwe_text(&s, 249, 1, 700, &t), OBC_EINVAL);
   ck_assert_ptr_nonnull(strstr(obc_error_message(), "at least 4 needed"));
   ck_assert_int_eq(ruler_fwe_text(&s, 10, 1, 700, &t), OBC_EINVAL);
   ck_assert_int_eq(ruler_fwe_text(&s, 4096, 1, 26, &t), OBC_EINVAL);
+  ck_assert_int_eq(ruler_fwe_text(&s, (size_t)50 * 1000002, 1, 700, &t), OBC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "at most 1000000"));
   ck_assert_int_eq(ruler_fwe_text(&s, 250, 1, 27, &t), OBC_OK);
   ruler_text_free(&t);
   test_sources_free(&s);
@@ -511,7 +513,7 @@ int main(void) {
   tcase_add_test(tc, cwe_refuses_sizes_the_word_list_cannot_give);
   tcase_add_test(tc, fwe_counts_follow_the_zeta_distribution);
   tcase_add_test(tc, fwe_answers_are_the_three_most_frequent_codes);
-  tcase_add_test(tc, fwe_refuses_lengths_without_four_codes);
+  tcase_add_test(tc, fwe_refuses_lengths_outside_4_to_a_million_codes);
   tcase_add_test(tc, same_seed_same_bytes_other_seed_other_text);
   tcase_add_test(tc, a_larger_size_gives_a_longer_context);
   tcase_add_test(tc, seed_depends_on_the_task_name);
