@@ -70,7 +70,7 @@ static size_t count_of(char **words, size_t n, const char *word) {
  * chain: "VAR N1 = V", then "VAR Nj = VAR Nj-1 " in order, distinct names of
  * `letters` capitals, V in range; names (5) and value receive it. */
 static void check_vt_chain(const char *text, size_t n_noises, size_t letters,
-                           char names[RULER_VT_VARIABLES][8], char *value) {
+                           char names[RULER_VT_VARIABLES][16], char *value) {
   char *copy = strdup(text);
   ck_assert_ptr_nonnull(copy);
   size_t noises = 0, j = 0;
@@ -98,7 +98,7 @@ static void check_vt_chain(const char *text, size_t n_noises, size_t letters,
     ck_assert_uint_eq(strlen(name), letters);
     for (size_t c = 0; c < letters; c++) ck_assert(name[c] >= 'A' && name[c] <= 'Z');
     for (size_t i = 0; i < j; i++) ck_assert_str_ne(names[i], name);
-    snprintf(names[j++], 8, "%s", name);
+    snprintf(names[j++], sizeof names[0], "%s", name);
   }
   ck_assert_uint_eq(j, RULER_VT_VARIABLES);
   ck_assert_uint_eq(noises, n_noises);
@@ -112,7 +112,7 @@ START_TEST(vt_context_holds_one_five_variable_chain_in_order) {
     for (uint64_t seed = 0; seed < 20; seed++) {
       RulerText t;
       ck_assert_int_eq(ruler_vt_text(&s, 4096, seed, sizes[k], &t), OBC_OK);
-      char names[RULER_VT_VARIABLES][8], value[8];
+      char names[RULER_VT_VARIABLES][16], value[8];
       check_vt_chain(t.context, sizes[k], RULER_VT_NAME_LETTERS, names, value);
       ck_assert_uint_eq(t.n_answers, RULER_VT_VARIABLES);
       for (size_t j = 0; j < RULER_VT_VARIABLES; j++) ck_assert_str_eq(t.answers[j], names[j]);
@@ -147,7 +147,7 @@ START_TEST(vt_marks_cover_each_assignment) {
   ck_assert_int_eq(
       sscanf(t.after, "\nQuestion: Find all variables that are assigned the value %7s", value), 1);
   for (size_t j = 0; j < t.n_marks; j++) {
-    char name[16], expected[64];
+    char name[32], expected[64];
     snprintf(name, sizeof name, "chain_%zu", j + 1);
     ck_assert_str_eq(t.marks[j].name, name);
     if (j == 0)
@@ -181,7 +181,7 @@ START_TEST(vt_icl_example_precedes_the_task_with_its_answer) {
     char *question = strstr(icl, "\nQuestion: ");
     ck_assert_ptr_nonnull(question);
     *question = '\0';
-    char names[RULER_VT_VARIABLES][8], value[8];
+    char names[RULER_VT_VARIABLES][16], value[8];
     check_vt_chain(icl, RULER_VT_ICL_NOISES, RULER_VT_ICL_NAME_LETTERS, names, value);
     char expected[512];
     snprintf(expected, sizeof expected,
