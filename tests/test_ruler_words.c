@@ -147,7 +147,7 @@ START_TEST(vt_marks_cover_each_assignment) {
   ck_assert_int_eq(
       sscanf(t.after, "\nQuestion: Find all variables that are assigned the value %7s", value), 1);
   for (size_t j = 0; j < t.n_marks; j++) {
-    char name[32], expected[64];
+    char name[32], expected[300];
     snprintf(name, sizeof name, "chain_%zu", j + 1);
     ck_assert_str_eq(t.marks[j].name, name);
     if (j == 0)
