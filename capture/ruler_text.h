@@ -3,7 +3,7 @@
  * template and before tokenization: what goes before the context in the
  * user turn (the instruction, few-shot examples), the context, what follows
  * it (the question), the start of the answer, and the strings the answer
- * must contain. A generator is a pure function of (seed, size): the size is
+ * must contain. A generator is a pure function of (length, seed, size): the size is
  * the number of haystack units the task grows with (noise paragraphs, essay
  * sentences, words), which capture/ruler_task.c searches so that the prompt
  * fits the target length. */
@@ -48,8 +48,12 @@ typedef struct {
 } RulerSources;
 
 /* One task's generator: the sample drawn from seed with `size` haystack
- * units. Fills *out (freed with ruler_text_free) or fails with a message. */
-typedef int (*RulerTextFn)(const RulerSources *sources, uint64_t seed, size_t size, RulerText *out);
+ * units, for a prompt of `length` tokens (RULER's max_seq_length, which some
+ * tasks read beyond the haystack size: cwe's repeat counts and few-shot
+ * example, fwe's vocabulary size). Fills *out (freed with ruler_text_free)
+ * or fails with a message. */
+typedef int (*RulerTextFn)(const RulerSources *sources, size_t length, uint64_t seed, size_t size,
+                           RulerText *out);
 
 void ruler_text_free(RulerText *text);
 
