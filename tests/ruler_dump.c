@@ -1,7 +1,8 @@
 /* Test helper for tests/test_ruler_niah_reference.py and the fixtures of
  * tests/data/ruler/: builds one sample of a RULER task with the model's
  * tokenizer and prints ruler_prompt_json's object (ids included) on stdout.
- *   ruler_dump --model GGUF --task T --length L --seed S [--no-chat-template] */
+ *   ruler_dump --model GGUF --task T --length L --seed S [--no-chat-template]
+ *   ruler_dump --list   (the task names, one a line) */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +13,9 @@
 #include "formats/gguf.h"
 
 static int usage(void) {
-  fprintf(stderr, "usage: ruler_dump --model GGUF --task T --length L --seed S "
-                  "[--no-chat-template]\n");
+  fprintf(stderr,
+          "usage: ruler_dump --model GGUF --task T --length L --seed S "
+          "[--no-chat-template]\n");
   return 2;
 }
 
@@ -22,6 +24,10 @@ int main(int argc, char **argv) {
   unsigned long long length = 0, seed = 0;
   RulerOptions options;
   ruler_options_default(&options);
+  if (argc == 2 && !strcmp(argv[1], "--list")) {
+    for (size_t i = 0; i < ruler_task_count(); i++) printf("%s\n", ruler_task_at(i)->name);
+    return 0;
+  }
   for (int i = 1; i < argc; i++) {
     const char *value = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(argv[i], "--no-chat-template"))
