@@ -37,30 +37,62 @@ typedef struct {
   size_t num_k, num_v, num_q;
 } NiahSpec;
 
-static const NiahSpec spec_single_1 = {.name = "niah_single_1", .haystack = HAYSTACK_NOISE,
-                                       .key = DRAW_WORDS, .value = DRAW_NUMBERS,
-                                       .num_k = 1, .num_v = 1, .num_q = 1};
-static const NiahSpec spec_single_2 = {.name = "niah_single_2", .haystack = HAYSTACK_ESSAY,
-                                       .key = DRAW_WORDS, .value = DRAW_NUMBERS,
-                                       .num_k = 1, .num_v = 1, .num_q = 1};
-static const NiahSpec spec_single_3 = {.name = "niah_single_3", .haystack = HAYSTACK_ESSAY,
-                                       .key = DRAW_WORDS, .value = DRAW_UUIDS,
-                                       .num_k = 1, .num_v = 1, .num_q = 1};
-static const NiahSpec spec_multikey_1 = {.name = "niah_multikey_1", .haystack = HAYSTACK_ESSAY,
-                                         .key = DRAW_WORDS, .value = DRAW_NUMBERS,
-                                         .num_k = 4, .num_v = 1, .num_q = 1};
-static const NiahSpec spec_multikey_2 = {.name = "niah_multikey_2", .haystack = HAYSTACK_NEEDLE,
-                                         .key = DRAW_WORDS, .value = DRAW_NUMBERS,
-                                         .num_k = 1, .num_v = 1, .num_q = 1};
-static const NiahSpec spec_multikey_3 = {.name = "niah_multikey_3", .haystack = HAYSTACK_NEEDLE,
-                                         .key = DRAW_UUIDS, .value = DRAW_UUIDS,
-                                         .num_k = 1, .num_v = 1, .num_q = 1};
-static const NiahSpec spec_multivalue = {.name = "niah_multivalue", .haystack = HAYSTACK_ESSAY,
-                                         .key = DRAW_WORDS, .value = DRAW_NUMBERS,
-                                         .num_k = 1, .num_v = 4, .num_q = 1};
-static const NiahSpec spec_multiquery = {.name = "niah_multiquery", .haystack = HAYSTACK_ESSAY,
-                                         .key = DRAW_WORDS, .value = DRAW_NUMBERS,
-                                         .num_k = 1, .num_v = 1, .num_q = 4};
+static const NiahSpec spec_single_1 = {.name = "niah_single_1",
+                                       .haystack = HAYSTACK_NOISE,
+                                       .key = DRAW_WORDS,
+                                       .value = DRAW_NUMBERS,
+                                       .num_k = 1,
+                                       .num_v = 1,
+                                       .num_q = 1};
+static const NiahSpec spec_single_2 = {.name = "niah_single_2",
+                                       .haystack = HAYSTACK_ESSAY,
+                                       .key = DRAW_WORDS,
+                                       .value = DRAW_NUMBERS,
+                                       .num_k = 1,
+                                       .num_v = 1,
+                                       .num_q = 1};
+static const NiahSpec spec_single_3 = {.name = "niah_single_3",
+                                       .haystack = HAYSTACK_ESSAY,
+                                       .key = DRAW_WORDS,
+                                       .value = DRAW_UUIDS,
+                                       .num_k = 1,
+                                       .num_v = 1,
+                                       .num_q = 1};
+static const NiahSpec spec_multikey_1 = {.name = "niah_multikey_1",
+                                         .haystack = HAYSTACK_ESSAY,
+                                         .key = DRAW_WORDS,
+                                         .value = DRAW_NUMBERS,
+                                         .num_k = 4,
+                                         .num_v = 1,
+                                         .num_q = 1};
+static const NiahSpec spec_multikey_2 = {.name = "niah_multikey_2",
+                                         .haystack = HAYSTACK_NEEDLE,
+                                         .key = DRAW_WORDS,
+                                         .value = DRAW_NUMBERS,
+                                         .num_k = 1,
+                                         .num_v = 1,
+                                         .num_q = 1};
+static const NiahSpec spec_multikey_3 = {.name = "niah_multikey_3",
+                                         .haystack = HAYSTACK_NEEDLE,
+                                         .key = DRAW_UUIDS,
+                                         .value = DRAW_UUIDS,
+                                         .num_k = 1,
+                                         .num_v = 1,
+                                         .num_q = 1};
+static const NiahSpec spec_multivalue = {.name = "niah_multivalue",
+                                         .haystack = HAYSTACK_ESSAY,
+                                         .key = DRAW_WORDS,
+                                         .value = DRAW_NUMBERS,
+                                         .num_k = 1,
+                                         .num_v = 4,
+                                         .num_q = 1};
+static const NiahSpec spec_multiquery = {.name = "niah_multiquery",
+                                         .haystack = HAYSTACK_ESSAY,
+                                         .key = DRAW_WORDS,
+                                         .value = DRAW_NUMBERS,
+                                         .num_k = 1,
+                                         .num_v = 1,
+                                         .num_q = 4};
 
 /* RULER's template and answer prefix (scripts/data/synthetic/constants.py),
  * cut at {context}; the answer prefix without its leading space. */
@@ -88,7 +120,7 @@ typedef struct {
 
 typedef struct {
   const NiahSpec *spec;
-  const char *type;     /* type_needle_v inside the needles: "numbers", "uuids" */
+  const char *type; /* type_needle_v inside the needles: "numbers", "uuids" */
   NiahRandom random;
   char keys[NIAH_MAX_NEEDLES][DRAW_SIZE]; /* (n_keys) */
   size_t n_keys;                          /* max(num_k, num_q) */
@@ -118,7 +150,8 @@ static void draw_needles(const NiahSpec *spec, uint64_t seed, Draws *d) {
   memset(d, 0, sizeof *d);
   d->spec = spec;
   d->type = spec->value == DRAW_UUIDS ? "uuids" : "numbers";
-  niah_random_seed(&d->random, seed ^ obc_hash_bytes(OBC_HASH_SEED, spec->name, strlen(spec->name)));
+  niah_random_seed(&d->random,
+                   seed ^ obc_hash_bytes(OBC_HASH_SEED, spec->name, strlen(spec->name)));
   size_t n_keys = spec->num_k > spec->num_q ? spec->num_k : spec->num_q;
   assert(n_keys * spec->num_v <= NIAH_MAX_NEEDLES);
   for (size_t k = 0; k < n_keys; k++) {
@@ -132,7 +165,8 @@ static void draw_needles(const NiahSpec *spec, uint64_t seed, Draws *d) {
       do {
         draw(&d->random, spec->value, n->value);
         fresh = true;
-        for (size_t i = 0; i < d->n_needles; i++) fresh &= strcmp(d->needles[i].value, n->value) != 0;
+        for (size_t i = 0; i < d->n_needles; i++)
+          fresh &= strcmp(d->needles[i].value, n->value) != 0;
       } while (!fresh);
       n->key = k;
       d->n_needles++;
@@ -213,8 +247,7 @@ static void put_real_needle(Context *c, size_t j) {
   const Needle *n = &c->draws->needles[j];
   size_t m = c->text->n_marks / 2; /* needles already marked, in context order */
   long begin = ftell(c->fp);
-  fprintf(c->fp, "One of the special magic %s for %s is: ", c->draws->type,
-          c->draws->keys[n->key]);
+  fprintf(c->fp, "One of the special magic %s for %s is: ", c->draws->type, c->draws->keys[n->key]);
   long value_begin = ftell(c->fp);
   fputs(n->value, c->fp);
   long value_end = ftell(c->fp);
@@ -348,9 +381,10 @@ static int generate(const NiahSpec *spec, const RulerSources *sources, uint64_t 
   Context c = {.text = out, .draws = &d};
   c.fp = open_memstream(&out->context, &context_size);
   if (!c.fp) return obc_fail(OBC_ENOMEM, "%s: out of memory for the context", spec->name);
-  int rc = spec->haystack == HAYSTACK_ESSAY ? put_essay(&c, &sources->essay, size)
-                                            : put_lines(&c, size);
-  if (fclose(c.fp) && !rc) rc = obc_fail(OBC_ENOMEM, "%s: out of memory for the context", spec->name);
+  int rc =
+      spec->haystack == HAYSTACK_ESSAY ? put_essay(&c, &sources->essay, size) : put_lines(&c, size);
+  if (fclose(c.fp) && !rc)
+    rc = obc_fail(OBC_ENOMEM, "%s: out of memory for the context", spec->name);
   bool singular = spec->num_q * spec->num_v == 1;
   char type_singular[16];
   snprintf(type_singular, sizeof type_singular, "%.*s", (int)strlen(d.type) - 1, d.type);
@@ -368,9 +402,9 @@ static int generate(const NiahSpec *spec, const RulerSources *sources, uint64_t 
 
 /* ---- the variants ---------------------------------------------------------------- */
 
-#define RULER_NIAH_VARIANT(fn, spec)                                                         \
-  int fn(const RulerSources *sources, uint64_t seed, size_t size, RulerText *out) {         \
-    return generate(&spec, sources, seed, size, out);                                       \
+#define RULER_NIAH_VARIANT(fn, spec)                                                \
+  int fn(const RulerSources *sources, uint64_t seed, size_t size, RulerText *out) { \
+    return generate(&spec, sources, seed, size, out);                               \
   }
 
 RULER_NIAH_VARIANT(ruler_niah_single_1, spec_single_1)

@@ -29,22 +29,46 @@
 #define NIAH_TOKENS 128 /* RULER's tokens_to_generate for niah */
 
 static const RulerTask tasks[] = {
-    {.name = "niah_single_1", .ruler_task = "niah", .tokens_to_generate = NIAH_TOKENS,
-     .haystack = "noise", .generate = ruler_niah_single_1},
-    {.name = "niah_single_2", .ruler_task = "niah", .tokens_to_generate = NIAH_TOKENS,
-     .haystack = "essay", .generate = ruler_niah_single_2},
-    {.name = "niah_single_3", .ruler_task = "niah", .tokens_to_generate = NIAH_TOKENS,
-     .haystack = "essay", .generate = ruler_niah_single_3},
-    {.name = "niah_multikey_1", .ruler_task = "niah", .tokens_to_generate = NIAH_TOKENS,
-     .haystack = "essay", .generate = ruler_niah_multikey_1},
-    {.name = "niah_multikey_2", .ruler_task = "niah", .tokens_to_generate = NIAH_TOKENS,
-     .haystack = "needle", .generate = ruler_niah_multikey_2},
-    {.name = "niah_multikey_3", .ruler_task = "niah", .tokens_to_generate = NIAH_TOKENS,
-     .haystack = "needle", .generate = ruler_niah_multikey_3},
-    {.name = "niah_multivalue", .ruler_task = "niah", .tokens_to_generate = NIAH_TOKENS,
-     .haystack = "essay", .generate = ruler_niah_multivalue},
-    {.name = "niah_multiquery", .ruler_task = "niah", .tokens_to_generate = NIAH_TOKENS,
-     .haystack = "essay", .generate = ruler_niah_multiquery},
+    {.name = "niah_single_1",
+     .ruler_task = "niah",
+     .tokens_to_generate = NIAH_TOKENS,
+     .haystack = "noise",
+     .generate = ruler_niah_single_1},
+    {.name = "niah_single_2",
+     .ruler_task = "niah",
+     .tokens_to_generate = NIAH_TOKENS,
+     .haystack = "essay",
+     .generate = ruler_niah_single_2},
+    {.name = "niah_single_3",
+     .ruler_task = "niah",
+     .tokens_to_generate = NIAH_TOKENS,
+     .haystack = "essay",
+     .generate = ruler_niah_single_3},
+    {.name = "niah_multikey_1",
+     .ruler_task = "niah",
+     .tokens_to_generate = NIAH_TOKENS,
+     .haystack = "essay",
+     .generate = ruler_niah_multikey_1},
+    {.name = "niah_multikey_2",
+     .ruler_task = "niah",
+     .tokens_to_generate = NIAH_TOKENS,
+     .haystack = "needle",
+     .generate = ruler_niah_multikey_2},
+    {.name = "niah_multikey_3",
+     .ruler_task = "niah",
+     .tokens_to_generate = NIAH_TOKENS,
+     .haystack = "needle",
+     .generate = ruler_niah_multikey_3},
+    {.name = "niah_multivalue",
+     .ruler_task = "niah",
+     .tokens_to_generate = NIAH_TOKENS,
+     .haystack = "essay",
+     .generate = ruler_niah_multivalue},
+    {.name = "niah_multiquery",
+     .ruler_task = "niah",
+     .tokens_to_generate = NIAH_TOKENS,
+     .haystack = "essay",
+     .generate = ruler_niah_multiquery},
 };
 
 size_t ruler_task_count(void) { return sizeof tasks / sizeof *tasks; }
@@ -223,8 +247,9 @@ static int assemble(const Frame *f, const RulerText *t, RulerSample *out) {
     rc = add_span(p, t->marks[m].name, USER_TOKEN(begin), USER_TOKEN(end));
   }
 #undef USER_TOKEN
-  if (!rc) rc = add_span(p, "question", head + cut_token(&cuts, context_end, length, n_user),
-                         head + n_user);
+  if (!rc)
+    rc = add_span(p, "question", head + cut_token(&cuts, context_end, length, n_user),
+                  head + n_user);
   if (!rc && has_answer) rc = add_span(p, "answer_prefix", n_ids - n_answer, n_ids);
   if (!rc) {
     p->n_answers = t->n_answers;
@@ -312,7 +337,9 @@ int ruler_sample_build(const Tokenizer *tokenizer, const RulerSources *sources,
   if (!rc) {
     bool essay = task->haystack && !strcmp(task->haystack, "essay");
     snprintf(p->haystack_source, sizeof p->haystack_source, "%s",
-             essay ? sources->essay.source : task->haystack ? task->haystack : "");
+             essay            ? sources->essay.source
+             : task->haystack ? task->haystack
+                              : "");
   }
   chat_turn_close(&f.turn);
   if (rc) ruler_sample_free(out);
