@@ -179,6 +179,18 @@ static int add_span(NiahPrompt *p, const char *name, size_t begin, size_t end) {
   return OBC_OK;
 }
 
+/* The cuts around mark m in the user text: before the space that precedes
+ * it, after the newline that follows it (a newline merges with the
+ * punctuation before it in Llama 3's pre-tokenizer). */
+static void mark_cuts(const RulerText *t, size_t m, const char *user, size_t length, size_t *begin,
+                      size_t *end) {
+  size_t before = strlen(t->before);
+  *begin = before + t->marks[m].begin;
+  *end = before + t->marks[m].end;
+  if (*begin > 0 && user[*begin - 1] == ' ') --*begin;
+  if (*end < length && user[*end] == '\n') ++*end;
+}
+
 /* Where the user text is cut: around the context and the question, after
  * its newlines, and around the marks. */
 static int user_cuts(const RulerText *t, const char *user, size_t length, size_t context_end,
@@ -189,9 +201,8 @@ static int user_cuts(const RulerText *t, const char *user, size_t length, size_t
   for (size_t i = 1; !rc && i < length; i++)
     if (user[i - 1] == '\n' && !is_space(user[i])) rc = cuts_add(c, i);
   for (size_t m = 0; !rc && m < t->n_marks; m++) {
-    size_t begin = before + t->marks[m].begin, end = before + t->marks[m].end;
-    if (begin > 0 && user[begin - 1] == ' ') begin--;
-    if (end < length && user[end] == '\n') end++;
+    size_t begin, end;
+    mark_cuts(t, m, user, length, &begin, &end);
     rc = cuts_add(c, begin);
     if (!rc) rc = cuts_add(c, end);
   }
@@ -241,9 +252,8 @@ static int assemble(const Frame *f, const RulerText *t, RulerSample *out) {
 #define USER_TOKEN(byte) (head + cut_token(&cuts, (byte), length, n_user))
   if (!rc) rc = add_span(p, "context", USER_TOKEN(n_before), USER_TOKEN(context_end));
   for (size_t m = 0; !rc && m < t->n_marks; m++) {
-    size_t begin = n_before + t->marks[m].begin, end = n_before + t->marks[m].end;
-    if (begin > 0 && out->user[begin - 1] == ' ') begin--;
-    if (end < length && out->user[end] == '\n') end++;
+    size_t begin, end;
+    mark_cuts(t, m, out->user, length, &begin, &end);
     rc = add_span(p, t->marks[m].name, USER_TOKEN(begin), USER_TOKEN(end));
   }
 #undef USER_TOKEN

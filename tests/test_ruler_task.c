@@ -98,8 +98,8 @@ START_TEST(test_a_length_nothing_fits_fails_with_one_line) {
   ruler_options_default(&o);
   RulerSample s;
   memset(&s, 0xff, sizeof s);
-  int rc = ruler_sample_build(tokenizer, &sources, &o, ruler_task_find("niah_multivalue"), 200, 1,
-                              &s);
+  int rc =
+      ruler_sample_build(tokenizer, &sources, &o, ruler_task_find("niah_multivalue"), 200, 1, &s);
   ck_assert_int_eq(rc, OBC_EINVAL);
   const char *message = obc_error_message();
   ck_assert_msg(strstr(message, "niah_multivalue") && strstr(message, "--length 200"), "%s",
@@ -108,9 +108,9 @@ START_TEST(test_a_length_nothing_fits_fails_with_one_line) {
   ck_assert_ptr_null(s.prompt.tokens);
   ck_assert_ptr_null(s.user);
   NiahPrompt p;
-  ck_assert_int_eq(ruler_task_build(tokenizer, &sources, &o, ruler_task_find("niah_single_1"),
-                                    128, 1, &p),
-                   OBC_EINVAL);
+  ck_assert_int_eq(
+      ruler_task_build(tokenizer, &sources, &o, ruler_task_find("niah_single_1"), 128, 1, &p),
+      OBC_EINVAL);
   ck_assert_ptr_null(p.tokens);
 }
 END_TEST
