@@ -1,11 +1,13 @@
 /* Check suite of capture/ruler_task.c, the frame around RULER's task texts,
  * with the default model's tokenizer (OBC_MODEL): the task table, the length
  * search (the size found fits with tokens_to_generate and the next one does
- * not, checked against the generator and the tokenizer directly), the one-line
+ * not, checked against the generator and the tokenizer directly), the essay
+ * needles at RULER's depths, the one-line
  * failure when nothing fits, the chat template, and determinism (the same
  * inputs give the same ids, another seed another prompt). */
 #include <check.h>
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +164,52 @@ START_TEST(test_same_inputs_same_ids_other_seed_other_prompt) {
 }
 END_TEST
 
+/* Whether k sentences is int(size * depth / 100) for one of RULER's 40
+ * depths, round(linspace(0, 100, 40)). */
+static int rulers_position(size_t size, size_t k) {
+  for (int i = 0; i < 40; i++) {
+    double depth = (double)lround(100.0 * i / 39.0);
+    if ((size_t)((double)size * (depth / 100.0)) == k) return 1;
+  }
+  return 0;
+}
+
+START_TEST(test_essay_needles_sit_at_rulers_depths) {
+  static const char *const names[] = {"niah_single_2", "niah_multikey_1", "niah_multivalue",
+                                      "niah_multiquery"};
+  static const size_t sizes[] = {1, 7, 40, 123};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    for (size_t j = 0; j < sizeof sizes / sizeof *sizes; j++)
+      for (uint64_t seed = 1; seed <= 3; seed++) {
+        RulerText t;
+        ck_assert_int_eq(ruler_task_find(names[i])->generate(&sources, seed, sizes[j], &t), 0);
+        /* Walk the context: essay sentences in order, the needles between. */
+        size_t at = 0, sentences = 0, needles = 0;
+        for (size_t m = 0; m <= t.n_marks; m++) {
+          if (m < t.n_marks && strstr(t.marks[m].name, "value")) continue;
+          size_t until = m < t.n_marks ? t.marks[m].begin : strlen(t.context);
+          while (at < until) {
+            size_t length;
+            const char *sentence = niah_haystack_sentence(&sources.essay, sentences, &length);
+            ck_assert_msg(!strncmp(t.context + at, sentence, length), "%s: sentence %zu at %zu",
+                          names[i], sentences, at);
+            at += length + 1; /* and the space */
+            sentences++;
+          }
+          if (m == t.n_marks) break;
+          ck_assert_msg(rulers_position(sizes[j], sentences), "%s size %zu: a needle after %zu",
+                        names[i], sizes[j], sentences);
+          ck_assert(!strncmp(t.context + t.marks[m].begin, "One of the special magic ", 25));
+          at = t.marks[m].end + 1;
+          needles++;
+        }
+        ck_assert_uint_eq(sentences, sizes[j]);
+        ck_assert_uint_eq(needles, t.n_marks / 2);
+        ruler_text_free(&t);
+      }
+}
+END_TEST
+
 START_TEST(test_the_json_holds_the_sample) {
   RulerOptions o;
   ruler_options_default(&o);
@@ -190,6 +238,7 @@ static Suite *ruler_task_suite(void) {
   tcase_add_test(frame, test_a_length_nothing_fits_fails_with_one_line);
   tcase_add_test(frame, test_the_chat_template_counts_toward_the_length);
   tcase_add_test(frame, test_same_inputs_same_ids_other_seed_other_prompt);
+  tcase_add_test(frame, test_essay_needles_sit_at_rulers_depths);
   tcase_add_test(frame, test_the_json_holds_the_sample);
   suite_add_tcase(s, frame);
   return s;
