@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "corpus/niah_haystack.h"
+#include "capture/chat_turn.h"
 #include "capture/niah_task.h"
 #include "common/obc_error.h"
 
@@ -78,11 +79,8 @@ typedef struct {
   const Tokenizer *tokenizer;
   const NiahOptions *options;
   NiahHaystack haystack;
-  NiahTask task; /* needles, instruction, question, answer prefix */
-  bool chat;
-  int32_t *chat_empty; /* (n_chat_empty) the template around an empty user turn */
-  size_t n_chat_empty;
-  size_t chat_split;       /* where the user text goes in chat_empty */
+  NiahTask task;           /* needles, instruction, question, answer prefix */
+  ChatTurn turn;           /* the chat template around the user text, or BOS */
   size_t *sentence_tokens; /* (n_sentence_tokens) cache: tokens of " sentence",
                               by index in the haystack (0 = not yet counted) */
   size_t n_sentence_tokens;
@@ -281,8 +279,8 @@ static int assemble_user(Builder *b, IdBuffer *ids, TextBuffer *text, NiahPrompt
   if (!rc) rc = add_span(p, "context", 0, context_begin, ids->n);
   size_t question_begin = ids->n;
   if (!rc)
-    rc = encode_piece(b, false, b->task.question, strlen(b->task.question), b->chat ? NULL : "\n",
-                      ids, text);
+    rc = encode_piece(b, false, b->task.question, strlen(b->task.question),
+                      b->turn.chat ? NULL : "\n", ids, text);
   if (!rc) rc = add_span(p, "question", 0, question_begin, ids->n);
   free(units);
   return rc;
@@ -294,21 +292,10 @@ static int assemble_prompt(Builder *b, NiahPrompt *p, IdBuffer *user, TextBuffer
   int rc = assemble_user(b, user, user_text, p);
   if (rc) return rc;
   prompt->n = 0;
-  size_t offset = 0;
-  if (b->chat) {
-    offset = b->chat_split;
-    rc = ids_append(prompt, b->chat_empty, b->chat_split);
-    if (!rc) rc = ids_append(prompt, user->ids, user->n);
-    if (!rc)
-      rc = ids_append(prompt, b->chat_empty + b->chat_split, b->n_chat_empty - b->chat_split);
-  } else {
-    int32_t bos = tokenizer_bos_id(b->tokenizer);
-    if (tokenizer_adds_bos(b->tokenizer) && bos >= 0) {
-      rc = ids_append(prompt, &bos, 1);
-      offset = 1;
-    }
-    if (!rc) rc = ids_append(prompt, user->ids, user->n);
-  }
+  size_t offset = b->turn.n_head;
+  rc = ids_append(prompt, b->turn.head, b->turn.n_head);
+  if (!rc) rc = ids_append(prompt, user->ids, user->n);
+  if (!rc) rc = ids_append(prompt, b->turn.tail, b->turn.n_tail);
   for (size_t i = 0; i < p->n_spans; i++) {
     p->spans[i].begin += (int64_t)offset;
     p->spans[i].end += (int64_t)offset;
@@ -320,52 +307,6 @@ static int assemble_prompt(Builder *b, NiahPrompt *p, IdBuffer *user, TextBuffer
   if (!rc && b->task.answer_prefix[0])
     rc = add_span(p, "answer_prefix", 0, answer_begin, prompt->n);
   return rc;
-}
-
-/* ---- the chat template ------------------------------------------------------- */
-
-/* Renders the template around an empty user turn and finds where the user
- * text goes: the first token where it differs from a rendering with text. */
-static int prepare_chat(Builder *b) {
-  b->chat = !b->options->no_chat_template && tokenizer_chat_template(b->tokenizer) != OBC_CHAT_NONE;
-  if (!b->chat) return OBC_OK;
-  int rc = tokenizer_encode_chat(b->tokenizer, NULL, "", &b->chat_empty, &b->n_chat_empty);
-  int32_t *probe = NULL;
-  size_t n_probe = 0;
-  if (!rc) rc = tokenizer_encode_chat(b->tokenizer, NULL, "Hello world.", &probe, &n_probe);
-  if (rc) return rc;
-  size_t split = 0;
-  while (split < b->n_chat_empty && split < n_probe && b->chat_empty[split] == probe[split])
-    split++;
-  size_t tail = b->n_chat_empty - split;
-  bool ok = n_probe >= tail + split &&
-            !memcmp(probe + n_probe - tail, b->chat_empty + split, tail * sizeof *probe);
-  free(probe);
-  if (!ok)
-    return obc_fail(OBC_EUNSUPPORTED,
-                    "niah: cannot locate the user turn in the model's chat "
-                    "template (hint: --no-chat-template)");
-  b->chat_split = split;
-  return OBC_OK;
-}
-
-/* Whether tokenizing the rendered text in one go gives the ids we built. */
-static int check_boundaries(Builder *b, const TextBuffer *user_text, const IdBuffer *prompt,
-                            size_t answer_tokens, bool *consistent) {
-  int32_t *whole = NULL;
-  size_t n_whole = 0;
-  int rc = b->chat
-               ? tokenizer_encode_chat(b->tokenizer, NULL, user_text->text, &whole, &n_whole)
-               : tokenizer_encode(b->tokenizer, user_text->text, user_text->n, &whole, &n_whole);
-  if (rc) return rc;
-  size_t expected = prompt->n - answer_tokens;
-  size_t offset = b->chat ? 0 : expected - n_whole; /* the BOS we added */
-  *consistent =
-      b->chat
-          ? n_whole == expected && !memcmp(whole, prompt->ids, expected * sizeof *whole)
-          : n_whole <= expected && !memcmp(whole, prompt->ids + offset, n_whole * sizeof *whole);
-  free(whole);
-  return OBC_OK;
 }
 
 /* ---- the length search -------------------------------------------------------- */
@@ -425,7 +366,7 @@ static int build(Builder *b, NiahPrompt *out) {
   const NiahOptions *o = b->options;
   IdBuffer user = {0}, prompt = {0};
   TextBuffer user_text = {0};
-  int rc = prepare_chat(b);
+  int rc = chat_turn_open(b->tokenizer, o->no_chat_template, &b->turn);
   /* With no haystack: what the needles, question and template take. */
   b->full = b->words = 0;
   if (!rc) rc = assemble_prompt(b, out, &user, &user_text, &prompt);
@@ -454,7 +395,9 @@ static int build(Builder *b, NiahPrompt *out) {
   for (size_t i = 0; i < out->n_spans; i++)
     if (!strcmp(out->spans[i].name, "answer_prefix")) answer = &out->spans[i];
   if (answer) answer_tokens = (size_t)(answer->end - answer->begin);
-  if (!rc) rc = check_boundaries(b, &user_text, &prompt, answer_tokens, &out->boundary_consistent);
+  if (!rc)
+    rc = chat_turn_consistent(b->tokenizer, &b->turn, user_text.text, user_text.n, prompt.ids,
+                              prompt.n - answer_tokens, &out->boundary_consistent);
   if (!rc) rc = tokenizer_decode(b->tokenizer, prompt.ids, prompt.n, &out->text);
   if (!rc) {
     out->tokens = prompt.ids;
@@ -506,7 +449,7 @@ int niah_build(const Tokenizer *tokenizer, const NiahOptions *options, NiahPromp
   if (rc) niah_prompt_free(out);
   niah_haystack_close(&b->haystack);
   free(b->sentence_tokens);
-  free(b->chat_empty);
+  chat_turn_close(&b->turn);
   free(b);
   return rc;
 }

@@ -23,6 +23,7 @@ typedef struct {
   const char *name;          /* "niah_single_1", "vt", ... */
   const char *ruler_task;    /* RULER's generator: "niah", "variable_tracking", ... */
   size_t tokens_to_generate; /* RULER's (niah 128, vt 30, cwe 120, fwe 50) */
+  const char *haystack;      /* RULER's type_haystack: "noise", "essay", "needle"; NULL none */
   RulerTextFn generate;
 } RulerTask;
 
@@ -49,5 +50,30 @@ void ruler_sources_close(RulerSources *sources);
 int ruler_task_build(const Tokenizer *tokenizer, const RulerSources *sources,
                      const RulerOptions *options, const RulerTask *task, size_t length,
                      uint64_t seed, NiahPrompt *out);
+
+/* A sample with what the search found: the prompt, the haystack size, the
+ * tokens the next size would take (more than length - tokens_to_generate),
+ * and the user turn and answer prefix as text. */
+typedef struct {
+  NiahPrompt prompt;
+  size_t size;         /* haystack units */
+  size_t next_tokens;  /* tokens of the prompt at size + 1 */
+  char *user;          /* before + context + after; owned */
+  char *answer_prefix; /* owned */
+} RulerSample;
+
+/* ruler_task_build with the search's result (ruler_sample_free). */
+int ruler_sample_build(const Tokenizer *tokenizer, const RulerSources *sources,
+                       const RulerOptions *options, const RulerTask *task, size_t length,
+                       uint64_t seed, RulerSample *out);
+void ruler_sample_free(RulerSample *sample);
+
+struct cJSON;
+/* The sample as one JSON object (task, length, seed, size, tokens,
+ * next_tokens, ids, text, user, answer_prefix, answers, spans,
+ * boundary_consistent), for a line of prompts.jsonl or tests/ruler_dump.c;
+ * *out is the caller's (cJSON_Delete). */
+int ruler_prompt_json(const RulerTask *task, size_t length, uint64_t seed,
+                      const RulerSample *sample, struct cJSON **out);
 
 #endif

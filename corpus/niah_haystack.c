@@ -15,7 +15,7 @@
 #include "common/obc_error.h"
 
 /* RULER's noise haystack. */
-static const char noise_text[] =
+const char niah_haystack_noise_text[] =
     "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.";
 
 /* The five books of Moses: about 160k words, more than any context we serve. */
@@ -175,9 +175,9 @@ int niah_haystack_open(const char *spec, NiahHaystack *out) {
   memset(out, 0, sizeof *out);
   if (!strcmp(spec, "kjv")) return open_kjv(out);
   if (!strcmp(spec, "noise")) {
-    char *text = obc_malloc(sizeof noise_text, "noise haystack");
+    char *text = obc_malloc(sizeof niah_haystack_noise_text, "noise haystack");
     if (!text) return OBC_ENOMEM;
-    memcpy(text, noise_text, sizeof noise_text);
+    memcpy(text, niah_haystack_noise_text, sizeof niah_haystack_noise_text);
     int rc = niah_haystack_from_text(text, "noise", NULL, out);
     if (rc) free(text);
     return rc;

@@ -17,6 +17,9 @@ typedef struct {
   size_t n_sentences;     /* >= 1 once loaded */
 } NiahHaystack;
 
+/* RULER's noise paragraph, whose sentences the "noise" haystack repeats. */
+extern const char niah_haystack_noise_text[];
+
 /* spec: "noise", "kjv", or the path of a text file. */
 int niah_haystack_open(const char *spec, NiahHaystack *out);
 void niah_haystack_close(NiahHaystack *haystack);
