@@ -7,13 +7,21 @@
 
 #include "capture/ruler_text.h"
 
-int ruler_niah_single_1(const RulerSources *sources, uint64_t seed, size_t size, RulerText *out);
-int ruler_niah_single_2(const RulerSources *sources, uint64_t seed, size_t size, RulerText *out);
-int ruler_niah_single_3(const RulerSources *sources, uint64_t seed, size_t size, RulerText *out);
-int ruler_niah_multikey_1(const RulerSources *sources, uint64_t seed, size_t size, RulerText *out);
-int ruler_niah_multikey_2(const RulerSources *sources, uint64_t seed, size_t size, RulerText *out);
-int ruler_niah_multikey_3(const RulerSources *sources, uint64_t seed, size_t size, RulerText *out);
-int ruler_niah_multivalue(const RulerSources *sources, uint64_t seed, size_t size, RulerText *out);
-int ruler_niah_multiquery(const RulerSources *sources, uint64_t seed, size_t size, RulerText *out);
+int ruler_niah_single_1(const RulerSources *sources, size_t length, uint64_t seed, size_t size,
+                        RulerText *out);
+int ruler_niah_single_2(const RulerSources *sources, size_t length, uint64_t seed, size_t size,
+                        RulerText *out);
+int ruler_niah_single_3(const RulerSources *sources, size_t length, uint64_t seed, size_t size,
+                        RulerText *out);
+int ruler_niah_multikey_1(const RulerSources *sources, size_t length, uint64_t seed, size_t size,
+                          RulerText *out);
+int ruler_niah_multikey_2(const RulerSources *sources, size_t length, uint64_t seed, size_t size,
+                          RulerText *out);
+int ruler_niah_multikey_3(const RulerSources *sources, size_t length, uint64_t seed, size_t size,
+                          RulerText *out);
+int ruler_niah_multivalue(const RulerSources *sources, size_t length, uint64_t seed, size_t size,
+                          RulerText *out);
+int ruler_niah_multiquery(const RulerSources *sources, size_t length, uint64_t seed, size_t size,
+                          RulerText *out);
 
 #endif

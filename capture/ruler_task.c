@@ -24,6 +24,7 @@
 
 #include "capture/chat_turn.h"
 #include "capture/ruler_niah.h"
+#include "capture/ruler_words.h"
 #include "common/obc_error.h"
 
 #define NIAH_TOKENS 128 /* RULER's tokens_to_generate for niah */
@@ -69,6 +70,22 @@ static const RulerTask tasks[] = {
      .tokens_to_generate = NIAH_TOKENS,
      .haystack = "essay",
      .generate = ruler_niah_multiquery},
+    {.name = "vt",
+     .ruler_task = "variable_tracking",
+     .tokens_to_generate = 30,
+     .haystack = "noise",
+     .min_size = RULER_VT_VARIABLES,
+     .generate = ruler_vt_text},
+    {.name = "cwe",
+     .ruler_task = "common_words_extraction",
+     .tokens_to_generate = 120,
+     .min_size = RULER_CWE_COMMON,
+     .generate = ruler_cwe_text},
+    {.name = "fwe",
+     .ruler_task = "freq_words_extraction",
+     .tokens_to_generate = RULER_FWE_TOKENS_TO_GENERATE,
+     .min_size = RULER_FWE_MIN_WORDS,
+     .generate = ruler_fwe_text},
 };
 
 size_t ruler_task_count(void) { return sizeof tasks / sizeof *tasks; }
@@ -163,6 +180,7 @@ typedef struct {
   const Tokenizer *tokenizer;
   const RulerSources *sources;
   const RulerTask *task;
+  size_t length; /* the target length, which some generators read */
   uint64_t seed;
   ChatTurn turn;
 } Frame;
@@ -279,7 +297,7 @@ static int assemble(const Frame *f, const RulerText *t, RulerSample *out) {
 static int build_at(const Frame *f, size_t size, RulerSample *out) {
   memset(out, 0, sizeof *out);
   RulerText t;
-  int rc = f->task->generate(f->sources, f->seed, size, &t);
+  int rc = f->task->generate(f->sources, f->length, f->seed, size, &t);
   if (rc) return rc;
   out->size = size;
   rc = assemble(f, &t, out);
@@ -301,7 +319,7 @@ static int tokens_at(const Frame *f, size_t size, size_t *n_tokens) {
 
 static int search(const Frame *f, size_t length, RulerSample *out) {
   size_t budget = length > f->task->tokens_to_generate ? length - f->task->tokens_to_generate : 0;
-  size_t lo = 1, hi = 2, n_lo = 0, n_hi = 0;
+  size_t lo = f->task->min_size ? f->task->min_size : 1, hi = 2 * lo, n_lo = 0, n_hi = 0;
   int rc = tokens_at(f, lo, &n_lo);
   if (!rc && n_lo > budget)
     return obc_fail(OBC_EINVAL,
@@ -332,7 +350,8 @@ int ruler_sample_build(const Tokenizer *tokenizer, const RulerSources *sources,
                        uint64_t seed, RulerSample *out) {
   assert(tokenizer && sources && options && task && out);
   memset(out, 0, sizeof *out);
-  Frame f = {.tokenizer = tokenizer, .sources = sources, .task = task, .seed = seed};
+  Frame f = {
+      .tokenizer = tokenizer, .sources = sources, .task = task, .length = length, .seed = seed};
   int rc = chat_turn_open(tokenizer, options->no_chat_template, &f.turn);
   if (!rc) rc = search(&f, length, out);
   NiahPrompt *p = &out->prompt;

@@ -24,6 +24,7 @@ typedef struct {
   const char *ruler_task;    /* RULER's generator: "niah", "variable_tracking", ... */
   size_t tokens_to_generate; /* RULER's (niah 128, vt 30, cwe 120, fwe 50) */
   const char *haystack;      /* RULER's type_haystack: "noise", "essay", "needle"; NULL none */
+  size_t min_size;           /* the smallest haystack the generator takes; 0 = 1 */
   RulerTextFn generate;
 } RulerTask;
 

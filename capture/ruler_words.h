@@ -58,6 +58,9 @@
 #define RULER_FWE_CODE_LETTERS 6
 #define RULER_FWE_TOKENS_TO_GENERATE 50
 #define RULER_FWE_TOKENS_PER_CODE 50
+/* The fewest words for which the answer of rank 4 occurs: int(n 4^-2 /
+ * zeta(2)) >= 1 from n = 27. */
+#define RULER_FWE_MIN_WORDS 27
 #define RULER_FWE_ANSWERS 3
 /* At most this many codes (lengths to 50M tokens), far below the 26^6 there are. */
 #define RULER_FWE_MAX_CODES 1000000

@@ -38,9 +38,9 @@ static void build_ok(const char *name, size_t length, uint64_t seed, const Ruler
 
 /* Tokens of RULER's base-template prompt (user turn, a space, the answer
  * prefix) of the task's text at `size`, tokenized in one go. */
-static size_t plain_tokens_at(const RulerTask *task, uint64_t seed, size_t size) {
+static size_t plain_tokens_at(const RulerTask *task, size_t length, uint64_t seed, size_t size) {
   RulerText t;
-  ck_assert_int_eq(task->generate(&sources, seed, size, &t), 0);
+  ck_assert_int_eq(task->generate(&sources, length, seed, size, &t), 0);
   size_t n = strlen(t.before) + strlen(t.context) + strlen(t.after) + strlen(t.answer_prefix) + 2;
   char *text = malloc(n);
   ck_assert_ptr_nonnull(text);
@@ -84,8 +84,8 @@ START_TEST(test_the_size_found_fits_and_the_next_does_not) {
       build_ok(names[i], length, 3, &o, &s);
       size_t budget = length - task->tokens_to_generate;
       ck_assert_msg(s.prompt.n_tokens <= budget, "%s: %zu tokens", names[i], s.prompt.n_tokens);
-      ck_assert_uint_eq(plain_tokens_at(task, 3, s.size), s.prompt.n_tokens);
-      size_t next = plain_tokens_at(task, 3, s.size + 1);
+      ck_assert_uint_eq(plain_tokens_at(task, length, 3, s.size), s.prompt.n_tokens);
+      size_t next = plain_tokens_at(task, length, 3, s.size + 1);
       ck_assert_msg(next > budget, "%s at %zu: size %zu + 1 takes %zu <= %zu", names[i], length,
                     s.size, next, budget);
       ck_assert_uint_eq(s.next_tokens, next);
@@ -127,10 +127,10 @@ START_TEST(test_the_chat_template_counts_toward_the_length) {
   /* The template's tokens are in the count: with them the next size does
    * not fit, and the haystack is no larger than without them. */
   const RulerTask *task = ruler_task_find("niah_single_2");
-  size_t template_tokens = a.prompt.n_tokens - plain_tokens_at(task, 1, a.size);
+  size_t template_tokens = a.prompt.n_tokens - plain_tokens_at(task, 1024, 1, a.size);
   ck_assert_uint_gt(template_tokens, 10);
   ck_assert_uint_le(a.prompt.n_tokens, 1024 - 128);
-  ck_assert_uint_gt(plain_tokens_at(task, 1, a.size + 1) + template_tokens, 1024 - 128);
+  ck_assert_uint_gt(plain_tokens_at(task, 1024, 1, a.size + 1) + template_tokens, 1024 - 128);
   ck_assert_uint_le(a.size, b.size);
   ck_assert(a.prompt.boundary_consistent);
   ck_assert_ptr_nonnull(strstr(a.prompt.text, a.user));
@@ -149,9 +149,9 @@ START_TEST(test_same_inputs_same_ids_other_seed_other_prompt) {
   for (size_t i = 0; i < ruler_task_count(); i++) {
     const char *name = ruler_task_at(i)->name;
     RulerSample a, b, c;
-    build_ok(name, 900, 11, &o, &a);
-    build_ok(name, 900, 11, &o, &b);
-    build_ok(name, 900, 12, &o, &c);
+    build_ok(name, 1500, 11, &o, &a);
+    build_ok(name, 1500, 11, &o, &b);
+    build_ok(name, 1500, 12, &o, &c);
     ck_assert_uint_eq(a.prompt.n_tokens, b.prompt.n_tokens);
     ck_assert(!memcmp(a.prompt.tokens, b.prompt.tokens, a.prompt.n_tokens * sizeof(int32_t)));
     ck_assert_str_eq(a.prompt.text, b.prompt.text);
@@ -182,7 +182,8 @@ START_TEST(test_essay_needles_sit_at_rulers_depths) {
     for (size_t j = 0; j < sizeof sizes / sizeof *sizes; j++)
       for (uint64_t seed = 1; seed <= 3; seed++) {
         RulerText t;
-        ck_assert_int_eq(ruler_task_find(names[i])->generate(&sources, seed, sizes[j], &t), 0);
+        ck_assert_int_eq(ruler_task_find(names[i])->generate(&sources, 4096, seed, sizes[j], &t),
+                         0);
         /* Walk the context: essay sentences in order, the needles between. */
         size_t at = 0, sentences = 0, needles = 0;
         for (size_t m = 0; m <= t.n_marks; m++) {
