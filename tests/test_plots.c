@@ -80,6 +80,23 @@ START_TEST(csv_reader_names_the_line_of_a_ragged_row) {
 }
 END_TEST
 
+/* The reader sees the bytes before the first NUL: a file that starts with
+ * one has no header line at all, and must say so instead of counting rows. */
+START_TEST(csv_reader_rejects_a_file_that_starts_with_nul) {
+  make_scratch("nul");
+  char path[4200];
+  snprintf(path, sizeof path, "%s/nul.csv", scratch);
+  FILE *fp = fopen(path, "wb");
+  ck_assert_ptr_nonnull(fp);
+  static const char bytes[] = {'\0', 'a', ',', 'b', '\n', '1', ',', '2', '\n'};
+  fwrite(bytes, 1, sizeof bytes, fp);
+  fclose(fp);
+  PlotTable table;
+  ck_assert_int_eq(plot_table_read(path, &table), OBC_EFORMAT);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "nul.csv: empty file"));
+}
+END_TEST
+
 START_TEST(report_reader_takes_parameters_and_defaults_main_k_to_40) {
   make_scratch("report");
   char path[4200];
@@ -234,6 +251,7 @@ int main(int argc, char **argv) {
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, csv_reader_splits_header_and_rows);
   tcase_add_test(tc, csv_reader_names_the_line_of_a_ragged_row);
+  tcase_add_test(tc, csv_reader_rejects_a_file_that_starts_with_nul);
   tcase_add_test(tc, report_reader_takes_parameters_and_defaults_main_k_to_40);
   tcase_add_test(tc, report_reader_rejects_other_files_with_one_line);
   tcase_add_test(tc, sweep_table_counts_each_needle_once_per_cell);
