@@ -164,6 +164,8 @@ def header():
            " * values of eval/stats.h); regenerate with\n",
            " *   python3 tests/eval_stats_reference.py > tests/eval_stats_expected.h */\n",
            "#ifndef OBC_EVAL_STATS_EXPECTED_H\n#define OBC_EVAL_STATS_EXPECTED_H\n\n",
+           "/* As printed (eval_stats_fixture compares it byte for byte). */\n",
+           "// clang-format off\n",
            "#include <stddef.h>\n\n"]
     out.append(doubles("BOOT_TINY_X", BOOT_TINY_X))
     out.append(doubles("BOOT_TINY_Y", BOOT_TINY_Y))
@@ -186,7 +188,7 @@ def header():
     out.append("static const EvalExpected EVAL_EXPECTED[] = {\n")
     for name, v in values:
         out.append('    {"%s", %r},\n' % (name, v))
-    out.append("};\n\n#endif\n")
+    out.append("};\n// clang-format on\n\n#endif\n")
     return "".join(out)
 
 
