@@ -25,8 +25,8 @@ static int contains_ignoring_case(const char *haystack, const char *needle) {
   if (n == 0) return 1;
   for (size_t start = 0; start + n <= h; start++) {
     size_t i = 0;
-    while (i < n && ascii_lower((unsigned char)haystack[start + i]) ==
-                        ascii_lower((unsigned char)needle[i]))
+    while (i < n &&
+           ascii_lower((unsigned char)haystack[start + i]) == ascii_lower((unsigned char)needle[i]))
       i++;
     if (i == n) return 1;
   }
@@ -104,8 +104,8 @@ void eval_paired_bootstrap(const double *x, const double *y, size_t n, size_t re
                            double level, uint64_t seed, double *low, double *high) {
   *low = *high = NAN;
   if (n == 0 || resamples == 0) return;
-  double *difference = malloc(n * sizeof *difference);  /* (n) y - x */
-  double *means = malloc(resamples * sizeof *means);     /* (resamples) */
+  double *difference = malloc(n * sizeof *difference); /* (n) y - x */
+  double *means = malloc(resamples * sizeof *means);   /* (resamples) */
   if (difference && means) {
     for (size_t i = 0; i < n; i++) difference[i] = y[i] - x[i];
     /* Resample r takes the n indices niah_random_below(n), in order, from

@@ -84,8 +84,8 @@ static int check_count(const PlotTable *table, size_t row, const char *name, dou
                        double high, double *out) {
   int rc = check_number(table, row, name, low, high, 0, out);
   if (!rc && *out != floor(*out))
-    return obc_fail(OBC_EFORMAT, "%s: line %zu, column '%s': %s is not a whole number",
-                    table->path, row + 2, name, cell(table, row, name));
+    return obc_fail(OBC_EFORMAT, "%s: line %zu, column '%s': %s is not a whole number", table->path,
+                    row + 2, name, cell(table, row, name));
   return rc;
 }
 
@@ -100,7 +100,8 @@ static int check_budget(const PlotTable *table, size_t row, int allow_all, doubl
   char *end = NULL;
   double value = strtod(text, &end);
   if (end == text || strcmp(end, "%") || !(value > 0 && value <= 100) || strlen(text) >= 24)
-    return obc_fail(OBC_EFORMAT, "%s: line %zu, column 'budget': '%.80s' is not a budget (expected %s"
+    return obc_fail(OBC_EFORMAT,
+                    "%s: line %zu, column 'budget': '%.80s' is not a budget (expected %s"
                     "a share of the prompt such as 10%%)",
                     table->path, row + 2, text, allow_all ? "all or " : "");
   *percent = value;
@@ -158,8 +159,8 @@ static int budget_insert(PlotEval *eval, const PlotTable *table, size_t row, dou
     percents[i] = strtod(eval->budgets[i], NULL);
     if (!strcmp(eval->budgets[i], text)) return OBC_OK;
     if (percents[i] == percent)
-      return obc_fail(OBC_EFORMAT, "%s: line %zu: budget %s is %s written differently",
-                      table->path, row + 2, text, eval->budgets[i]);
+      return obc_fail(OBC_EFORMAT, "%s: line %zu: budget %s is %s written differently", table->path,
+                      row + 2, text, eval->budgets[i]);
   }
   if (eval->n_budgets == PLOT_EVAL_MAX_NAMES) return too_many(table, row, "budgets");
   size_t at = 0;
@@ -356,8 +357,8 @@ static void list_add(char *list, size_t size, const char *word) {
   snprintf(list + used, size - used, "%s%s", used ? " " : "", word[0] ? word : "-");
 }
 
-void plot_eval_args(const PlotEval *eval, const char *name, const char *dir,
-                    const char *out_dir, PlotArgs *args) {
+void plot_eval_args(const PlotEval *eval, const char *name, const char *dir, const char *out_dir,
+                    PlotArgs *args) {
   char path[4096], list[4096];
   if (!strcmp(name, "eval_paired")) {
     snprintf(path, sizeof path, "%s/eval_paired.csv", out_dir);
@@ -406,8 +407,7 @@ void plot_eval_args(const PlotEval *eval, const char *name, const char *dir,
   for (size_t s = 0; s < eval->n_series; s++) list_add(list, sizeof list, eval->series[s].policy);
   plot_args_string(args, "policies", list);
   list[0] = '\0';
-  for (size_t s = 0; s < eval->n_series; s++)
-    list_add(list, sizeof list, eval->series[s].protocol);
+  for (size_t s = 0; s < eval->n_series; s++) list_add(list, sizeof list, eval->series[s].protocol);
   plot_args_string(args, "protocols", list);
   plot_args_size(args, "several_protocols", eval->n_protocols > 1);
 }
@@ -487,10 +487,11 @@ int plot_eval_write_index(const PlotEval *eval, const char *dir, const char *out
   if (rc) return rc;
   fputs("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>obcache eval: ", out);
   obc_html_text(out, dir);
-  fputs("</title>\n<style>body{font-family:sans-serif;max-width:1200px;margin:auto}"
-        "td,th{padding:2px 8px;text-align:right}img{max-width:100%}</style></head><body>\n"
-        "<h1>Task accuracy under KV-cache eviction</h1>\n<p>Folder <code>",
-        out);
+  fputs(
+      "</title>\n<style>body{font-family:sans-serif;max-width:1200px;margin:auto}"
+      "td,th{padding:2px 8px;text-align:right}img{max-width:100%}</style></head><body>\n"
+      "<h1>Task accuracy under KV-cache eviction</h1>\n<p>Folder <code>",
+      out);
   obc_html_text(out, dir);
   fprintf(out,
           "</code>: %zu (task, length) panels, %zu budgets, %zu policies. Accuracy with its "

@@ -41,7 +41,7 @@ typedef struct {
   size_t n_budgets;
   PlotEvalSeries series[PLOT_EVAL_MAX_NAMES]; /* (n_series) policies but full, file order */
   size_t n_series;
-  size_t n_protocols; /* distinct protocols of the series */
+  size_t n_protocols;                   /* distinct protocols of the series */
   char groups[PLOT_EVAL_MAX_NAMES][24]; /* (n_groups) budget groups of recall.csv */
   double group_auc[PLOT_EVAL_MAX_NAMES];
   size_t n_groups;
@@ -54,8 +54,8 @@ void plot_eval_free(PlotEval *eval);
 
 /* The gnuplot variables of eval figure `name` (eval_accuracy, eval_heatmap,
  * eval_paired, eval_recall); eval_paired reads out_dir/eval_paired.csv. */
-void plot_eval_args(const PlotEval *eval, const char *name, const char *dir,
-                    const char *out_dir, PlotArgs *args);
+void plot_eval_args(const PlotEval *eval, const char *name, const char *dir, const char *out_dir,
+                    PlotArgs *args);
 
 /* Writes out_dir/eval_paired.csv, the forest plot's rows (the pooled "all"
  * rows of paired.csv when it has them, else every row), under a temporary

@@ -103,9 +103,8 @@ END_TEST
 #define MCNEMAR_RELATIVE_TOLERANCE 1e-10
 
 START_TEST(mcnemar_matches_the_exact_binomial_tail) {
-  const size_t cases[][2] = {{0, 0},   {0, 5},      {5, 0},     {1, 9},     {9, 1},
-                             {10, 25}, {25, 10},    {7, 7},     {980, 1020}, {900, 1100},
-                             {1100, 900}, {0, 2000}};
+  const size_t cases[][2] = {{0, 0},   {0, 5}, {5, 0},      {1, 9},      {9, 1},      {10, 25},
+                             {25, 10}, {7, 7}, {980, 1020}, {900, 1100}, {1100, 900}, {0, 2000}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char name[64];
     snprintf(name, sizeof name, "mcnemar_%zu_%zu", cases[i][0], cases[i][1]);
@@ -203,7 +202,7 @@ START_TEST(auc_of_separated_reversed_and_tied_classes) {
   ck_assert_double_eq(eval_auc(same, mixed, 4), 0.5);
   ck_assert_double_eq(eval_auc(AUC_HAND_VALUE, AUC_HAND_LABEL, 4), expected("auc_hand"));
   ck_assert_double_eq(eval_auc(AUC_TIES_VALUE, AUC_TIES_LABEL, 6), expected("auc_ties"));
-  ck_assert(isnan(eval_auc(value, up, 3)));   /* no positive */
+  ck_assert(isnan(eval_auc(value, up, 3)));         /* no positive */
   ck_assert(isnan(eval_auc(value + 3, up + 3, 3))); /* no negative */
   ck_assert(isnan(eval_auc(value, up, 0)));
 }
