@@ -30,8 +30,10 @@ if (!exists("several_protocols")) several_protocols = 0
 n_panels = words(tasks)
 n_budgets = words(budgets)
 n_series = words(policies)
-columns = (n_panels <= 3 ? n_panels : 3)
-rows = int(ceil(n_panels / (1.0 * columns)))
+# One slot more than panels: the bottom-right one, always empty, holds the key.
+slots = n_panels + 1
+columns = (slots <= 3 ? slots : 3)
+rows = int(ceil(slots / (1.0 * columns)))
 if (!exists("width")) width = 560 * columns + 40
 if (!exists("height")) height = 430 * rows + 110
 load plots_dir . "style.gp"
@@ -42,7 +44,6 @@ budget_index(b) = sum [i = 1:n_budgets] (word(budgets, i) eq b ? i : 0)
 offset(s) = 0.5 * (s - (n_series + 1) / 2.0) / (n_series > 1 ? n_series : 1) * 0.5
 row_of(p, s) = strcol("task") eq word(tasks, p) && column("length") == word(lengths, p) + 0 && \
   strcol("policy") eq word(policies, s) && (word(protocols, s) eq "-" || strcol("protocol") eq word(protocols, s))
-x_of(p, s) = row_of(p, s) ? budget_index(strcol("budget")) + offset(s) : NaN
 series_title(s) = word(policies, s) . (several_protocols && word(protocols, s) ne "-" ? " (" . word(protocols, s) . ")" : "")
 
 set xrange [0.5:n_budgets + 0.5]
@@ -57,12 +58,23 @@ set errorbars small
 
 set multiplot layout rows, columns title title font ",14"
 do for [p = 1:n_panels] {
+  # The panel's rows of each series into $series1, $series2, ... (rows of
+  # other series in between would break its line), then drawn from there.
+  set datafile separator comma
+  set datafile columnheaders
+  do for [s = 1:n_series] {
+    eval sprintf("set table $series%d", s)
+    plot data using (budget_index(strcol("budget")) + offset(s)):"accuracy":"ci_low":"ci_high" with table if (row_of(p, s))
+    unset table
+  }
+  set datafile separator whitespace
+  set datafile nocolumnheaders
   set title word(tasks, p) . (word(tasks, p) eq "all" ? " tasks pooled" : "") . (several_lengths ? " @ " . word(lengths, p) . " tokens" : "") font ",12"
   fv = word(full, p) + 0
-  if (p == n_panels) { set key bottom right font ",9" } else { unset key }
-  plot for [s = 1:n_series] data using (x_of(p, s)):"accuracy":"ci_low":"ci_high" \
+  if (p == n_panels) { set key at screen 0.98, 0.04 right bottom font ",10" } else { unset key }
+  plot for [s = 1:n_series] sprintf("$series%d", s) using 1:2:3:4 \
          with yerrorbars lc rgb policy_colour(word(policies, s)) pt policy_point(word(policies, s)) ps 0.8 lw 1 notitle, \
-       for [s = 1:n_series] data using (x_of(p, s)):"accuracy" smooth unique \
+       for [s = 1:n_series] sprintf("$series%d", s) using 1:2 smooth unique \
          with linespoints lc rgb policy_colour(word(policies, s)) pt policy_point(word(policies, s)) ps 0.8 \
          lw policy_width(word(policies, s)) dt protocol_dash(word(protocols, s)) title series_title(s), \
        fv with lines dt 2 lw 2 lc rgb "#000000" title "full cache"

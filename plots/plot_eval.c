@@ -224,6 +224,10 @@ static int read_accuracy(PlotEval *eval) {
       snprintf(protocols[n_protocols++], sizeof protocols[0], "%s", protocol);
   }
   if (rc) return rc;
+  if (eval->n_series == 0)
+    return obc_fail(OBC_EFORMAT,
+                    "%s: only full-cache rows (expected rows of eviction policies at budgets)",
+                    t->path);
   eval->n_protocols = n_protocols;
   /* Panels: lengths ascending, then the tasks in file order, "all" last. */
   for (size_t a = 1; a < n_lengths; a++)
