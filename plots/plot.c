@@ -16,6 +16,7 @@
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "plots/plot_eval.h"
 #include "plots/plot_gnuplot.h"
 #include "plots/plot_inputs.h"
 #include "plots/plot_replay.h"
@@ -70,6 +71,20 @@ static const PlotFigure FIGURES[] = {
     {"dynamic_ppl", "dynamic_ppl.gp", "dynamic.csv", 3,
      "dynamic-eviction folders: perplexity of a long text in windows of positions under each "
      "running score at each cache budget, against the full cache"},
+    {"eval_accuracy", "eval_accuracy.gp", "accuracy.csv", 4,
+     "eval folders: task accuracy against the budget with Wilson 95% intervals, one panel per "
+     "task (and all tasks pooled), one line per policy, the full cache dashed: how close does "
+     "each policy stay to the full cache?"},
+    {"eval_heatmap", "eval_heatmap.gp", "accuracy.csv", 4,
+     "eval folders: accuracy per task (rows) and budget (columns), one small heat map per "
+     "policy, values in the cells: which tasks break first as the budget shrinks?"},
+    {"eval_paired", "eval_paired.gp", "paired.csv", 4,
+     "eval folders: forest plot of each pairing's accuracy difference (paired minus baseline) "
+     "with its paired bootstrap 95% interval and exact McNemar p: does + OBCache help?"},
+    {"eval_recall", "eval_recall.gp", "recall.csv", 4,
+     "eval folders: accuracy by quartile of recall against the oracle, Wilson 95% intervals, "
+     "one line per budget group with its AUC: does keeping the oracle's tokens predict a "
+     "correct answer?"},
 };
 #define N_FIGURES (sizeof FIGURES / sizeof FIGURES[0])
 
@@ -134,6 +149,7 @@ static int select_figures(const PlotOptions *options, const int *kinds, int *sel
                         f->sweep == 1   ? "; it is drawn for sweep folders"
                         : f->sweep == 2 ? "; it is drawn for obcache replay --sweep folders"
                         : f->sweep == 3 ? "; it is drawn for obcache replay --dynamic folders"
+                        : f->sweep == 4 ? "; it is drawn for obcache eval folders"
                                         : "");
       if (!applicable) continue; /* a figure of the other kind of folder: not a skip */
       if (result->n_skipped < PLOT_MAX_SKIPPED)
@@ -411,19 +427,23 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
   int analysis = plot_file_exists(options->dir, "report.json");
   int replay = plot_file_exists(options->dir, "replay_sweep.csv"); /* obcache replay --sweep */
   int dynamic = plot_file_exists(options->dir, "dynamic.csv");     /* obcache replay --dynamic */
-  if (!analysis && !sweep && !replay && !dynamic)
+  int eval = plot_file_exists(options->dir, "accuracy.csv");       /* obcache eval */
+  if (!analysis && !sweep && !replay && !dynamic && !eval)
     return obc_fail(OBC_ENOTFOUND,
                     "%s/report.json: not found (expected an analysis folder "
-                    "written by `obcache analyze -o DIR`, a sweep folder with summary.csv, or a "
-                    "replay folder with replay_sweep.csv or dynamic.csv)",
+                    "written by `obcache analyze -o DIR`, a sweep folder with summary.csv, a "
+                    "replay folder with replay_sweep.csv or dynamic.csv, or an eval folder with "
+                    "accuracy.csv)",
                     options->dir);
   PlotInputs in;
   memset(&in, 0, sizeof in);
   PlotSweep sweep_data;
   memset(&sweep_data, 0, sizeof sweep_data);
+  PlotEval *eval_data = eval ? calloc(1, sizeof *eval_data) : NULL;
   char model[256] = "";
-  int rc = OBC_OK;
-  if (analysis) {
+  int rc = eval && !eval_data ? obc_fail(OBC_ENOMEM, "plot: out of memory") : OBC_OK;
+  if (!rc && eval) rc = plot_eval_read(options->dir, eval_data);
+  if (!rc && analysis) {
     rc = plot_inputs_read(options->dir, options->window, options->k, &in);
     if (rc && sweep) {
       /* A sweep folder's own report.json is not an analysis: it only names
@@ -443,7 +463,7 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
     if (!model[0]) sweep_model_name(options->dir, model, sizeof model);
   }
   int selected[N_FIGURES] = {0};
-  int kinds[4] = {analysis, sweep, replay, dynamic}; /* indexed by PlotFigure.sweep */
+  int kinds[5] = {analysis, sweep, replay, dynamic, eval}; /* indexed by PlotFigure.sweep */
   if (!rc) rc = select_figures(options, kinds, selected, result);
   const char *scripts_dir = plot_scripts_dir(options);
   if (!rc) rc = check_scripts(scripts_dir, selected);
@@ -456,10 +476,13 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
   else
     snprintf(out_dir, sizeof out_dir, "%s/plots", options->dir);
   if (!rc) rc = obc_make_dirs(out_dir);
-  int sweep_selected = 0;
-  for (size_t i = 0; i < N_FIGURES; i++)
+  int sweep_selected = 0, paired_selected = 0;
+  for (size_t i = 0; i < N_FIGURES; i++) {
     if (FIGURES[i].sweep == 1 && selected[i]) sweep_selected = 1;
+    if (!strcmp(FIGURES[i].name, "eval_paired") && selected[i]) paired_selected = 1;
+  }
   if (!rc && sweep_selected) rc = plot_sweep_write(&sweep_data, out_dir, result);
+  if (!rc && paired_selected) rc = plot_eval_write_paired(eval_data, out_dir, result);
 
   char plots_dir[4096];
   snprintf(plots_dir, sizeof plots_dir, "%s/", scripts_dir);
@@ -471,7 +494,9 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
     PlotArgs args;
     plot_args_init(&args);
     plot_args_string(&args, "plots_dir", plots_dir);
-    if (FIGURES[i].sweep >= 2)
+    if (FIGURES[i].sweep == 4)
+      plot_eval_args(eval_data, FIGURES[i].name, options->dir, out_dir, &args);
+    else if (FIGURES[i].sweep >= 2)
       rc = plot_replay_args(options->dir, FIGURES[i].data, &args);
     else
       figure_args(&FIGURES[i], options->dir, out_dir, &in, &sweep_data, model, &args);
@@ -489,7 +514,10 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
     }
   }
   if (!rc) rc = run_jobs(&gnuplot, out_dir, jobs, n_jobs, plot_max_running(options), result);
+  if (!rc && eval) rc = plot_eval_write_index(eval_data, options->dir, out_dir, result);
   free(jobs);
   plot_sweep_free(&sweep_data);
+  if (eval_data) plot_eval_free(eval_data);
+  free(eval_data);
   return rc;
 }

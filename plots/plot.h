@@ -1,5 +1,6 @@
 /* `obcache plot`: renders the figures of an analysis folder (report.json and
- * the CSVs of `obcache analyze`) or of a sweep folder (summary.csv) as PNG
+ * the CSVs of `obcache analyze`), a sweep folder (summary.csv), a replay
+ * folder or an eval folder (accuracy.csv, plots/plot_eval.h) as PNG
  * and SVG, by running the editable gnuplot scripts of plots/ one per figure
  * and format, several at once; the files are the same for any number at once.
  * Every image is written under a temporary name and renamed only when gnuplot
@@ -19,7 +20,8 @@ typedef struct {
   const char *data;     /* CSV of the analysis/sweep folder it needs */
   int sweep;            /* folder kind: 0 analysis, 1 sweep (summary.csv), 2 replay sweep
                            (replay_sweep.csv of obcache replay --sweep), 3 dynamic eviction
-                           (dynamic.csv of obcache replay --dynamic) */
+                           (dynamic.csv of obcache replay --dynamic), 4 eval (accuracy.csv of
+                           obcache eval) */
   const char *question; /* one sentence for --help and the README */
 } PlotFigure;
 

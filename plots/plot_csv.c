@@ -57,7 +57,8 @@ int plot_table_read(const char *path, PlotTable *table) {
   int rc = read_text(path, &table->text, &size);
   if (rc) return rc;
   char *text = table->text;
-  if (size == 0 || text[0] == '\n' || text[0] == '\r') {
+  /* The text ends at its first NUL: a file starting with one has no header. */
+  if (size == 0 || text[0] == '\0' || text[0] == '\n' || text[0] == '\r') {
     plot_table_free(table);
     return obc_fail(OBC_EFORMAT, "%s: empty file or empty header line (expected a CSV header)",
                     path);

@@ -5,9 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
-#include "common/obc_cli.h"
+#include "common/obc_html.h"
 #include "formats/json_file.h"
 #include "sweep/capture_sweep.h"
 #include "sweep/cell.h"
@@ -137,16 +138,6 @@ static int append_file(const char *path, FILE *out) {
   return failed ? obc_fail(OBC_EIO, "%s: read error", path) : 0;
 }
 
-static void html_text(FILE *out, const char *text) {
-  for (const char *p = text; *p; p++) switch (*p) {
-      case '<': fputs("&lt;", out); break;
-      case '>': fputs("&gt;", out); break;
-      case '&': fputs("&amp;", out); break;
-      case '"': fputs("&quot;", out); break;
-      default: fputc(*p, out);
-    }
-}
-
 /* The recall of score in a cell's rows.csv (column 8 of the row whose
  * column 6 is score), or -1. */
 static double cell_recall(const char *rows_path, const char *score) {
@@ -169,7 +160,7 @@ static void index_row(FILE *out, const char *dir, const SweepPlanCell *cell, Swe
   fprintf(out, "<tr><td>%zu</td><td>%zu</td><td>%zu</td>", cell->id, cell->length, cell->depth);
   if (state != SWEEP_CELL_DONE) {
     fprintf(out, "<td colspan=\"7\" class=\"missing\">%s", sweep_cell_state_name(state));
-    if (*detail) fputs(": ", out), html_text(out, detail);
+    if (*detail) fputs(": ", out), obc_html_text(out, detail);
     fputs("</td></tr>\n", out);
     return;
   }
@@ -181,9 +172,9 @@ static void index_row(FILE *out, const char *dir, const SweepPlanCell *cell, Swe
   const cJSON *answer = cJSON_GetObjectItemCaseSensitive(root, "answer");
   const cJSON *found = cJSON_GetObjectItemCaseSensitive(root, "found");
   fputs("<td>", out);
-  html_text(out, cJSON_IsString(needle) ? needle->valuestring : "?");
+  obc_html_text(out, cJSON_IsString(needle) ? needle->valuestring : "?");
   fputs("</td><td>", out);
-  html_text(out, cJSON_IsString(answer) ? answer->valuestring : "?");
+  obc_html_text(out, cJSON_IsString(answer) ? answer->valuestring : "?");
   fprintf(out, "</td><td>%s</td>", cJSON_IsTrue(found) ? "yes" : "no");
   cJSON_Delete(root);
   snprintf(path, sizeof path, "%s/cells/%zu/rows.csv", dir, cell->id);
@@ -196,26 +187,26 @@ static void index_head(FILE *out, const SweepPlan *plan, size_t n_done, const ch
                        size_t n_figures) {
   const char *name = strrchr(plan->model_path, '/');
   fputs("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>obcache sweep: ", out);
-  html_text(out, name ? name + 1 : plan->model_path);
+  obc_html_text(out, name ? name + 1 : plan->model_path);
   fputs(
       "</title>\n<style>body{font-family:sans-serif;max-width:1100px;margin:auto}"
       "td,th{padding:2px 8px;text-align:right}td.missing{color:#b00;text-align:left}"
       "img{max-width:100%}</style></head><body>\n<h1>Needle-in-a-Haystack sweep</h1>\n<p>",
       out);
   fprintf(out, "%zu of %zu cells finished. Model <code>", n_done, plan->n_cells);
-  html_text(out, plan->model_path);
+  obc_html_text(out, plan->model_path);
   fprintf(out, "</code> (%llu bytes, FNV-1a 64 %016llx); haystack <code>",
           (unsigned long long)plan->model_bytes, (unsigned long long)plan->model_hash);
-  html_text(out, plan->haystack);
+  obc_html_text(out, plan->haystack);
   fputs("</code>; options <code>", out);
   for (size_t i = 0; i < plan->n_options; i++) {
     if (i) fputc(' ', out);
-    html_text(out, plan->options[i]);
+    obc_html_text(out, plan->options[i]);
   }
   fputs("</code>.</p>\n", out);
   for (size_t i = 0; i < n_figures; i++) {
     fputs("<p><img src=\"", out);
-    html_text(out, figures[i]);
+    obc_html_text(out, figures[i]);
     fputs("\"></p>\n", out);
   }
   fputs(

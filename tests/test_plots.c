@@ -16,6 +16,7 @@
 #include "common/obc_startup.h"
 #include "plots/plot.h"
 #include "plots/plot_csv.h"
+#include "plots/plot_eval.h"
 #include "plots/plot_gnuplot.h"
 #include "plots/plot_report.h"
 #include "plots/plot_sweep.h"
@@ -77,6 +78,83 @@ START_TEST(csv_reader_names_the_line_of_a_ragged_row) {
   write_file("empty.csv", "", path, sizeof path);
   ck_assert_int_eq(plot_table_read(path, &table), OBC_EFORMAT);
   ck_assert_ptr_nonnull(strstr(obc_error_message(), "empty.csv: empty file"));
+}
+END_TEST
+
+/* The reader sees the bytes before the first NUL: a file that starts with
+ * one has no header line at all, and must say so instead of counting rows. */
+START_TEST(csv_reader_rejects_a_file_that_starts_with_nul) {
+  make_scratch("nul");
+  char path[4200];
+  snprintf(path, sizeof path, "%s/nul.csv", scratch);
+  FILE *fp = fopen(path, "wb");
+  ck_assert_ptr_nonnull(fp);
+  static const char bytes[] = {'\0', 'a', ',', 'b', '\n', '1', ',', '2', '\n'};
+  fwrite(bytes, 1, sizeof bytes, fp);
+  fclose(fp);
+  PlotTable table;
+  ck_assert_int_eq(plot_table_read(path, &table), OBC_EFORMAT);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "nul.csv: empty file"));
+}
+END_TEST
+
+/* An eval folder's accuracy.csv in scrambled order: budgets come out by
+ * share (5% < 10% < 50%, not as text), panels by length then file order
+ * with "all" last, each with its full-cache accuracy; paired rows are
+ * checked against their counts. */
+START_TEST(eval_reader_orders_budgets_by_share_and_panels_all_last) {
+  make_scratch("eval");
+  char path[4200];
+  write_file("accuracy.csv",
+             "task,length,policy,budget,protocol,n,correct,accuracy,ci_low,ci_high,score,recall,"
+             "fraction\n"
+             "all,8192,tova,50%,aware,4,2,0.5,0.15,0.85,0.5,0.6,0.49\n"
+             "vt,8192,tova,10%,agnostic,2,1,0.5,0.09,0.91,0.5,,0.1\n"
+             "vt,4096,full,,,2,2,1,0.34,1,1,,\n"
+             "all,4096,tova,5%,agnostic,2,0,0,0,0.66,0,0.2,0.05\n"
+             "vt,4096,oracle@T,50%,,2,2,1,0.34,1,1,,0.5\n",
+             path, sizeof path);
+  PlotEval *eval = calloc(1, sizeof *eval);
+  ck_assert_int_eq(plot_eval_read(scratch, eval), OBC_OK);
+  ck_assert_uint_eq(eval->n_budgets, 3);
+  ck_assert_str_eq(eval->budgets[0], "5%");
+  ck_assert_str_eq(eval->budgets[1], "10%");
+  ck_assert_str_eq(eval->budgets[2], "50%");
+  ck_assert_uint_eq(eval->n_panels, 4);
+  const char *tasks[] = {"vt", "all", "vt", "all"}, *lengths[] = {"4096", "4096", "8192", "8192"};
+  for (size_t p = 0; p < 4; p++) {
+    ck_assert_str_eq(eval->panel_task[p], tasks[p]);
+    ck_assert_str_eq(eval->panel_length[p], lengths[p]);
+  }
+  ck_assert_double_eq(eval->full[0], 1.0);
+  ck_assert(isnan(eval->full[1]) && isnan(eval->full[2]));
+  ck_assert_uint_eq(eval->n_series, 3); /* tova aware, tova agnostic, oracle@T (no protocol) */
+  ck_assert_uint_eq(eval->n_protocols, 2);
+  ck_assert(!eval->has_paired && !eval->has_recall);
+  plot_eval_free(eval);
+  write_file("paired.csv",
+             "task,length,baseline,paired,budget,protocol,n,baseline_correct,paired_correct,"
+             "baseline_only,paired_only,difference,ci_low,ci_high,mcnemar_p\n"
+             "vt,4096,tova,tova+obc_vk,10%,agnostic,10,4,6,1,2,0.2,-0.1,0.5,1\n",
+             path, sizeof path);
+  ck_assert_int_eq(plot_eval_read(scratch, eval), OBC_EFORMAT);
+  ck_assert_ptr_nonnull(
+      strstr(obc_error_message(), "paired.csv: line 2: difference 0.2 and the counts"));
+  free(eval);
+}
+END_TEST
+
+START_TEST(plot_eval_needs_accuracy_csv_and_writes_nothing_without) {
+  make_scratch("eval_missing");
+  char out[4200];
+  snprintf(out, sizeof out, "%s/out", scratch);
+  PlotOptions options = {.formats = PLOT_PNG, .out_dir = out};
+  PlotResult *result = calloc(1, sizeof *result);
+  ck_assert_int_eq(plot_eval(scratch, &options, result), OBC_ENOTFOUND);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "accuracy.csv: not found"));
+  ck_assert_uint_eq(result->n_written, 0);
+  ck_assert_int_ne(access(out, F_OK), 0);
+  free(result);
 }
 END_TEST
 
@@ -234,6 +312,9 @@ int main(int argc, char **argv) {
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, csv_reader_splits_header_and_rows);
   tcase_add_test(tc, csv_reader_names_the_line_of_a_ragged_row);
+  tcase_add_test(tc, csv_reader_rejects_a_file_that_starts_with_nul);
+  tcase_add_test(tc, eval_reader_orders_budgets_by_share_and_panels_all_last);
+  tcase_add_test(tc, plot_eval_needs_accuracy_csv_and_writes_nothing_without);
   tcase_add_test(tc, report_reader_takes_parameters_and_defaults_main_k_to_40);
   tcase_add_test(tc, report_reader_rejects_other_files_with_one_line);
   tcase_add_test(tc, sweep_table_counts_each_needle_once_per_cell);

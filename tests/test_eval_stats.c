@@ -1,0 +1,250 @@
+/* Check suite for eval/stats.h against the independent values of
+ * tests/eval_stats_reference.py (textbook formulas in plain Python, written
+ * into tests/eval_stats_expected.h; the CTest eval_stats_fixture checks
+ * that the header is what the script prints), plus the properties each
+ * statistic must have whatever its input: Wilson contains the share,
+ * McNemar is symmetric, the bootstrap is a pure function of its seed, the
+ * AUC equals the brute-force count over all pairs. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "capture/niah_random.h"
+#include "common/obc_startup.h"
+#include "eval/stats.h"
+#include "tests/eval_stats_expected.h"
+#include "tests/test_env.h"
+
+#define Z95 1.959963984540054
+
+static double expected(const char *name) {
+  for (size_t i = 0; i < sizeof EVAL_EXPECTED / sizeof EVAL_EXPECTED[0]; i++)
+    if (!strcmp(EVAL_EXPECTED[i].name, name)) return EVAL_EXPECTED[i].value;
+  ck_abort_msg("no reference value '%s' in tests/eval_stats_expected.h", name);
+  return NAN;
+}
+
+/* ---- matches ---- */
+
+START_TEST(matches_follow_ruler_string_match_all_and_part) {
+  for (size_t i = 0; i < sizeof MATCH_CASES / sizeof MATCH_CASES[0]; i++) {
+    const EvalMatchCase *m = &MATCH_CASES[i];
+    char name[64];
+    snprintf(name, sizeof name, "match_all_%s", m->name);
+    ck_assert_double_eq(eval_match_all(m->pred, m->refs, m->n_refs), expected(name));
+    snprintf(name, sizeof name, "match_part_%s", m->name);
+    ck_assert_double_eq(eval_match_part(m->pred, m->refs, m->n_refs), expected(name));
+  }
+}
+END_TEST
+
+START_TEST(matches_ignore_ascii_case_and_score_no_refs_zero) {
+  const char *refs[] = {"Quiet-Lantern", "7654321"};
+  ck_assert_double_eq(eval_match_all("the key QUIET-lantern is 7654321", refs, 2), 1.0);
+  ck_assert_double_eq(eval_match_all("quiet-lanter 765432", refs, 2), 0.0);
+  ck_assert_double_eq(eval_match_part("7654321", refs, 2), 1.0);
+  ck_assert_double_eq(eval_match_all("anything", refs, 0), 0.0);
+  ck_assert_double_eq(eval_match_part("anything", refs, 0), 0.0);
+  const char *longer[] = {"a much longer reference than the prediction"};
+  ck_assert_double_eq(eval_match_all("short", longer, 1), 0.0);
+}
+END_TEST
+
+/* ---- Wilson ---- */
+
+/* The reference takes the roots of the quadratic by the quadratic formula,
+ * which cancels b^2 - 4ac; its roots carry a few units of 1e-16 relative
+ * error each, so 1e-14 absolute on values in [0, 1]. */
+#define WILSON_TOLERANCE 1e-14
+
+START_TEST(wilson_matches_the_roots_of_its_quadratic) {
+  const size_t cases[][2] = {{0, 10}, {10, 10}, {5, 10}, {81, 263}, {0, 0}};
+  for (size_t i = 0; i < 5; i++) {
+    double low, high;
+    eval_wilson(cases[i][0], cases[i][1], Z95, &low, &high);
+    char name[64];
+    snprintf(name, sizeof name, "wilson_low_%zu_%zu", cases[i][0], cases[i][1]);
+    ck_assert_double_eq_tol(low, expected(name), WILSON_TOLERANCE);
+    snprintf(name, sizeof name, "wilson_high_%zu_%zu", cases[i][0], cases[i][1]);
+    ck_assert_double_eq_tol(high, expected(name), WILSON_TOLERANCE);
+  }
+  double low, high;
+  eval_wilson(0, 10, Z95, &low, &high);
+  ck_assert_double_eq(low, 0.0);
+  eval_wilson(10, 10, Z95, &low, &high);
+  ck_assert_double_eq(high, 1.0);
+  eval_wilson(0, 0, Z95, &low, &high);
+  ck_assert(low == 0.0 && high == 1.0);
+}
+END_TEST
+
+START_TEST(wilson_contains_the_share_within_the_unit_interval) {
+  for (size_t n = 1; n <= 60; n++)
+    for (size_t k = 0; k <= n; k++) {
+      double low, high, p = (double)k / (double)n;
+      eval_wilson(k, n, Z95, &low, &high);
+      ck_assert_msg(0.0 <= low && low <= p && p <= high && high <= 1.0,
+                    "k=%zu n=%zu: [%g, %g] around %g", k, n, low, high, p);
+      double low_mirror, high_mirror; /* n - k successes: the mirror image */
+      eval_wilson(n - k, n, Z95, &low_mirror, &high_mirror);
+      ck_assert_double_eq_tol(low, 1 - high_mirror, WILSON_TOLERANCE);
+    }
+}
+END_TEST
+
+/* ---- McNemar ---- */
+
+/* The reference sums exact fractions; eval_mcnemar_exact takes the largest
+ * term from lgamma of numbers up to 2001! (about 13206, whose double has
+ * an ulp of 1.8e-12: a few ulps of the exponent are below 1e-11 relative in
+ * p) and the tail by ratios (one rounding per term, below 1e-12 for 1000
+ * terms). */
+#define MCNEMAR_RELATIVE_TOLERANCE 1e-10
+
+START_TEST(mcnemar_matches_the_exact_binomial_tail) {
+  const size_t cases[][2] = {{0, 0},   {0, 5}, {5, 0},      {1, 9},      {9, 1},      {10, 25},
+                             {25, 10}, {7, 7}, {980, 1020}, {900, 1100}, {1100, 900}, {0, 2000}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "mcnemar_%zu_%zu", cases[i][0], cases[i][1]);
+    double p = eval_mcnemar_exact(cases[i][0], cases[i][1]), want = expected(name);
+    ck_assert_msg(fabs(p - want) <= MCNEMAR_RELATIVE_TOLERANCE * want, "%s: %.17g, expected %.17g",
+                  name, p, want);
+  }
+  ck_assert_double_eq(eval_mcnemar_exact(0, 0), 1.0);
+  ck_assert_double_eq(eval_mcnemar_exact(0, 5), 0.0625);
+}
+END_TEST
+
+START_TEST(mcnemar_is_symmetric_and_a_probability) {
+  for (size_t b = 0; b < 60; b++)
+    for (size_t c = 0; c < 60; c++) {
+      double p = eval_mcnemar_exact(b, c);
+      ck_assert_double_eq(p, eval_mcnemar_exact(c, b));
+      ck_assert(p > 0.0 && p <= 1.0);
+      if (b < c) ck_assert(eval_mcnemar_exact(b, c + 1) <= p); /* further apart: smaller */
+    }
+  ck_assert(eval_mcnemar_exact(100000, 100000) == 1.0);
+  double p = eval_mcnemar_exact(99000, 101000); /* z about 4.5: p about 8e-6 */
+  ck_assert(isfinite(p) && p > 1e-7 && p < 1e-4);
+}
+END_TEST
+
+/* ---- bootstrap ---- */
+
+START_TEST(bootstrap_replays_the_reference_draws_exactly) {
+  /* The reference repeats the same draws, sums and interpolation in the
+   * same order: bit-equal. */
+  double low, high;
+  eval_paired_bootstrap(BOOT_TINY_X, BOOT_TINY_Y, 5, BOOT_TINY_RESAMPLES, BOOT_TINY_LEVEL,
+                        BOOT_TINY_SEED, &low, &high);
+  ck_assert_double_eq(low, expected("bootstrap_tiny_low"));
+  ck_assert_double_eq(high, expected("bootstrap_tiny_high"));
+  size_t n = sizeof BOOT_LARGE_X / sizeof BOOT_LARGE_X[0];
+  eval_paired_bootstrap(BOOT_LARGE_X, BOOT_LARGE_Y, n, BOOT_LARGE_RESAMPLES, BOOT_LARGE_LEVEL,
+                        BOOT_LARGE_SEED, &low, &high);
+  ck_assert_double_eq(low, expected("bootstrap_large_low"));
+  ck_assert_double_eq(high, expected("bootstrap_large_high"));
+  double mean = expected("bootstrap_large_mean");
+  ck_assert(low <= mean && mean <= high);
+}
+END_TEST
+
+START_TEST(bootstrap_is_a_pure_function_of_its_seed) {
+  size_t n = sizeof BOOT_LARGE_X / sizeof BOOT_LARGE_X[0];
+  double a_low, a_high, b_low, b_high, c_low, c_high;
+  eval_paired_bootstrap(BOOT_LARGE_X, BOOT_LARGE_Y, n, 500, 0.95, 3, &a_low, &a_high);
+  eval_paired_bootstrap(BOOT_LARGE_X, BOOT_LARGE_Y, n, 500, 0.95, 3, &b_low, &b_high);
+  eval_paired_bootstrap(BOOT_LARGE_X, BOOT_LARGE_Y, n, 500, 0.95, 4, &c_low, &c_high);
+  ck_assert(a_low == b_low && a_high == b_high);
+  ck_assert(a_low != c_low || a_high != c_high);
+  ck_assert(a_low < a_high);
+}
+END_TEST
+
+START_TEST(bootstrap_of_identical_or_shifted_values_is_a_point) {
+  double x[16], y[16], low, high;
+  NiahRandom random;
+  niah_random_seed(&random, 11);
+  for (size_t i = 0; i < 16; i++) x[i] = (double)niah_random_below(&random, 2);
+  eval_paired_bootstrap(x, x, 16, 200, 0.95, 1, &low, &high);
+  ck_assert(low == 0.0 && high == 0.0);
+  for (size_t i = 0; i < 16; i++) y[i] = x[i] + 0.25; /* every difference exactly 0.25 */
+  eval_paired_bootstrap(x, y, 16, 200, 0.95, 1, &low, &high);
+  ck_assert(low == 0.25 && high == 0.25);
+  eval_paired_bootstrap(x, y, 0, 200, 0.95, 1, &low, &high);
+  ck_assert(isnan(low) && isnan(high));
+}
+END_TEST
+
+/* ---- AUC ---- */
+
+/* The brute-force twin: every (positive, negative) pair, 1 for a win, 1/2 for a tie. */
+static double auc_brute_force(const double *value, const unsigned char *label, size_t n) {
+  double wins = 0, pairs = 0;
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < n; j++)
+      if (label[i] && !label[j]) {
+        pairs += 1;
+        wins += value[i] > value[j] ? 1.0 : value[i] == value[j] ? 0.5 : 0.0;
+      }
+  return pairs ? wins / pairs : NAN;
+}
+
+START_TEST(auc_of_separated_reversed_and_tied_classes) {
+  const double value[] = {0.1, 0.2, 0.3, 0.7, 0.8, 0.9};
+  const unsigned char up[] = {0, 0, 0, 1, 1, 1}, down[] = {1, 1, 1, 0, 0, 0};
+  ck_assert_double_eq(eval_auc(value, up, 6), 1.0);
+  ck_assert_double_eq(eval_auc(value, down, 6), 0.0);
+  const double same[] = {0.4, 0.4, 0.4, 0.4};
+  const unsigned char mixed[] = {1, 0, 1, 0};
+  ck_assert_double_eq(eval_auc(same, mixed, 4), 0.5);
+  ck_assert_double_eq(eval_auc(AUC_HAND_VALUE, AUC_HAND_LABEL, 4), expected("auc_hand"));
+  ck_assert_double_eq(eval_auc(AUC_TIES_VALUE, AUC_TIES_LABEL, 6), expected("auc_ties"));
+  ck_assert(isnan(eval_auc(value, up, 3)));         /* no positive */
+  ck_assert(isnan(eval_auc(value + 3, up + 3, 3))); /* no negative */
+  ck_assert(isnan(eval_auc(value, up, 0)));
+}
+END_TEST
+
+START_TEST(auc_equals_the_count_over_all_pairs) {
+  enum { N = 300 };
+  double value[N];
+  unsigned char label[N];
+  NiahRandom random;
+  niah_random_seed(&random, 5);
+  for (size_t i = 0; i < N; i++) {
+    value[i] = (double)niah_random_below(&random, 20) / 20; /* many ties */
+    label[i] = niah_random_below(&random, 100) < 30 + 50 * value[i];
+  }
+  /* Both divide a count of halves (exact in double) by the same product. */
+  ck_assert_double_eq(eval_auc(value, label, N), auc_brute_force(value, label, N));
+}
+END_TEST
+
+int main(int argc, char **argv) {
+  (void)argc;
+  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  Suite *suite = suite_create("eval_stats");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, TEST_TIMEOUT_S);
+  tcase_add_test(tc, matches_follow_ruler_string_match_all_and_part);
+  tcase_add_test(tc, matches_ignore_ascii_case_and_score_no_refs_zero);
+  tcase_add_test(tc, wilson_matches_the_roots_of_its_quadratic);
+  tcase_add_test(tc, wilson_contains_the_share_within_the_unit_interval);
+  tcase_add_test(tc, mcnemar_matches_the_exact_binomial_tail);
+  tcase_add_test(tc, mcnemar_is_symmetric_and_a_probability);
+  tcase_add_test(tc, bootstrap_replays_the_reference_draws_exactly);
+  tcase_add_test(tc, bootstrap_is_a_pure_function_of_its_seed);
+  tcase_add_test(tc, bootstrap_of_identical_or_shifted_values_is_a_point);
+  tcase_add_test(tc, auc_of_separated_reversed_and_tied_classes);
+  tcase_add_test(tc, auc_equals_the_count_over_all_pairs);
+  suite_add_tcase(suite, tc);
+  test_scratch_begin("eval_stats");
+  SRunner *runner = srunner_create(suite);
+  srunner_run_all(runner, CK_NORMAL);
+  int failed = srunner_ntests_failed(runner);
+  srunner_free(runner);
+  return test_scratch_end(failed);
+}
