@@ -11,6 +11,7 @@ int cmd_info(int argc, char **argv);       /* cli/cmd_info.c */
 int cmd_verify(int argc, char **argv);     /* cli/cmd_verify.c */
 int cmd_capture(int argc, char **argv);    /* cli/cmd_capture.c */
 int cmd_sweep(int argc, char **argv);      /* cli/cmd_sweep.c */
+int cmd_eval(int argc, char **argv);       /* cli/cmd_eval.c */
 int cmd_analyze(int argc, char **argv);    /* cli/cmd_analyze.c */
 int cmd_generate(int argc, char **argv);   /* cli/cmd_generate.c */
 int cmd_tokenize(int argc, char **argv);   /* cli/cmd_tokenize.c */

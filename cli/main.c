@@ -27,6 +27,7 @@ static const Command commands[] = {
     {"analyze", cmd_analyze,
      "rank tokens by every eviction score and compare with the true eviction error"},
     {"sweep", cmd_sweep, "capture and analyse a grid of lengths x depths, with a summary table"},
+    {"eval", cmd_eval, "task accuracy of eviction policies over many RULER samples"},
     {"evict", cmd_evict,
      "apply an eviction policy to a trace: kept prompt positions per (layer, KV head)"},
     {"replay", cmd_replay,

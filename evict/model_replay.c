@@ -403,10 +403,15 @@ static int32_t observe_step(const EvictReplayer *r, int forced, size_t t, const 
   return predicted;
 }
 
-/* The free-running summary after the last step. */
+/* The free-running summary after the last step (out->n_steps of them). */
 static void finish_free_running(const EvictReplayer *r, size_t agree, EvictModelReplay *out) {
-  out->agreement = (double)agree / r->n_steps;
-  out->first_divergence = replay_first_divergence(r->full_tokens + 1, out->tokens, r->n_steps);
+  out->agreement = out->n_steps ? (double)agree / out->n_steps : NAN;
+  out->first_divergence = replay_first_divergence(r->full_tokens + 1, out->tokens, out->n_steps);
+}
+
+/* Whether a free-running-only replay ends after predicting token. */
+static bool ends_answer(const EvictReplayer *r, int32_t token) {
+  return r->free_only && r->model->tokenizer && tokenizer_is_stop(r->model->tokenizer, token);
 }
 
 /* T steps from position s; forced: feed the full-cache tokens from g0, else
@@ -416,13 +421,15 @@ static int decode(EvictReplayer *r, int forced, size_t row0, EvictModelReplay *o
   int rc = runtime_rewind(r->runtime, r->n_prompt);
   int32_t token = forced ? r->full_tokens[0] : out->first_token;
   size_t agree = 0;
-  for (size_t t = 0; t < r->n_steps && !rc; t++) {
+  if (!forced && ends_answer(r, token)) out->n_steps = 0;
+  for (size_t t = 0; t < out->n_steps && !rc; t++) {
     rc = runtime_forward(r->runtime, &token, 1, RUNTIME_LOGITS_LAST, r->logits, NULL);
     if (!rc && forced)
       log_softmax(r->logits_full + t * r->vocab, r->vocab, r->full_logp, r->full_prob);
     if (!rc && forced && r->kept_logits)
       memcpy(r->kept_logits + (row0 + t) * r->vocab, r->logits, r->vocab * sizeof *r->logits);
     if (!rc) token = observe_step(r, forced, t, r->logits, out, &agree);
+    if (!rc && !forced && ends_answer(r, token)) out->n_steps = t + 1;
   }
   if (!forced) finish_free_running(r, agree, out);
   return rc;
@@ -432,10 +439,10 @@ static int decode(EvictReplayer *r, int forced, size_t row0, EvictModelReplay *o
 static int finish_replay(const EvictReplayer *r, EvictModelReplay *out) {
   int32_t answer[EVICT_REPLAY_MAX_STEPS + 1];
   answer[0] = out->first_token;
-  memcpy(answer + 1, out->tokens, r->n_steps * sizeof *answer);
-  int rc = generate_answer_text(r->model->tokenizer, answer, r->n_steps + 1, out->answer,
+  memcpy(answer + 1, out->tokens, out->n_steps * sizeof *answer);
+  int rc = generate_answer_text(r->model->tokenizer, answer, out->n_steps + 1, out->answer,
                                 sizeof out->answer);
-  if (!rc) rc = needle_metrics(r, answer, r->n_steps + 1, out);
+  if (!rc) rc = needle_metrics(r, answer, out->n_steps + 1, out);
   out->needle_found = r->needle[0] ? contains_ignoring_case(out->answer, r->needle) : -1;
   return rc;
 }
@@ -557,6 +564,7 @@ static int batch_pass(EvictReplayer *r, RuntimeBatch *batch, const EvictKeepSet 
                       size_t *agree, float *logits) {
   size_t per = seqs_per_set(r);
   int rc = batch_marks(batch, keeps, order, m, per);
+  size_t running = m; /* sets whose answer has not ended */
   for (size_t j = 0; j < m; j++) {
     memset(&outs[order[j]], 0, sizeof outs[order[j]]);
     outs[order[j]].n_steps = r->n_steps;
@@ -565,14 +573,18 @@ static int batch_pass(EvictReplayer *r, RuntimeBatch *batch, const EvictKeepSet 
     agree[j] = 0;
     for (size_t q = 0; q < per; q++) tokens[per * j + q] = r->full_tokens[0];
   }
-  for (size_t t = 0; t < r->n_steps && !rc; t++) {
+  if (ends_answer(r, r->full_tokens[0]))
+    for (size_t j = 0; j < m; j++) outs[order[j]].n_steps = 0, running--;
+  for (size_t t = 0; t < r->n_steps && running && !rc; t++) {
     if ((rc = runtime_batch_forward(batch, tokens, logits))) break;
     log_softmax(r->logits_full + t * r->vocab, r->vocab, r->full_logp, r->full_prob);
     /* Sets are independent: each writes only its own result and tokens. */
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) reduction(- : running)
     for (size_t j = 0; j < m; j++) {
       EvictModelReplay *out = &outs[order[j]];
+      if (t >= out->n_steps) continue; /* its answer ended: fed on, not observed */
       tokens[per * j] = observe_step(r, 0, t, logits + per * j * r->vocab, out, &agree[j]);
+      if (ends_answer(r, tokens[per * j])) out->n_steps = t + 1, running--;
       if (per == 2)
         tokens[per * j + 1] = observe_step(r, 1, t, logits + (per * j + 1) * r->vocab, out, NULL);
     }

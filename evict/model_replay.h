@@ -83,9 +83,12 @@ int evict_replayer_keep_logits(EvictReplayer *replayer, bool on);
  * re-run first the first answer token's (the re-run's last position), then
  * every teacher-forced step's; NULL unless kept. */
 const float *evict_replayer_logits(const EvictReplayer *replayer, size_t *rows, size_t *vocab);
-/* With on, replays run free-running only (no teacher-forced run: half the
- * decoding; kl_forced, kl_forced_mean and logits_rel_diff are NaN), for
- * callers that need only the answers. Refused while logits are kept. */
+/* With on, replays run free-running only, for callers that need only the
+ * answers: no teacher-forced run (kl_forced, kl_forced_mean and
+ * logits_rel_diff are NaN), and each answer ends at its first stop token
+ * (out->n_steps counts the steps decoded, the stop token's included; 0 when
+ * the first answer token is one; agreement and first_divergence over those
+ * steps). Refused while logits are kept. */
 int evict_replayer_free_running_only(EvictReplayer *replayer, bool on);
 /* Replays one kept set, one sequence at a time (runtime_forward). */
 int evict_replayer_run(EvictReplayer *replayer, const EvictKeepSet *keep, EvictModelReplay *out);

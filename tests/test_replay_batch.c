@@ -21,6 +21,7 @@
 #include "evict/model_replay.h"
 #include "evict/policy.h"
 #include "model/model.h"
+#include "tokenizer/tokenizer.h"
 #include "tests/test_env.h"
 #include "traces/trace.h"
 
@@ -80,7 +81,6 @@ static size_t compare(const char *name, const EvictModelReplay *ref, const Evict
     ck_assert_uint_eq(got->first_divergence, ref->first_divergence);
   }
   for (size_t t = 0; t < ref->n_steps; t++) {
-    if (isnan(got->kl_forced[t])) continue; /* free-running only: compared by the caller */
     double d = fabs(got->kl_forced[t] - ref->kl_forced[t]);
     *worst_kl = fmax(*worst_kl, d);
     ck_assert_msg(d <= 2 * delta,
@@ -88,6 +88,29 @@ static size_t compare(const char *name, const EvictModelReplay *ref, const Evict
                   got->kl_forced[t], ref->kl_forced[t], 2 * delta);
   }
   return same;
+}
+
+/* A free-running-only replay (got) against the full one (ref): the same
+ * tokens up to got's last step, which ends the answer early only at a stop
+ * token, the same answer text, and no teacher-forced numbers; one at a time
+ * (tol 0) bit for bit, batched up to a rounding flip as in compare. */
+static void free_running_same(const EvictModelReplay *ref, const EvictModelReplay *got,
+                              double tol_rel) {
+  ck_assert_uint_le(got->n_steps, ref->n_steps);
+  ck_assert(isnan(got->kl_forced_mean) && isnan(got->kl_forced[0]) && isnan(got->logits_rel_diff));
+  double delta = tol_rel * fmax(ref->logit_scale, got->logit_scale);
+  size_t same = 0;
+  while (same < got->n_steps && ref->tokens[same] == got->tokens[same]) same++;
+  if (same < got->n_steps) {
+    ck_assert_msg(tol_rel > 0 && ref->margin[same] <= 2 * delta,
+                  "free-running only: step %zu predicts %d, the full replay %d (margin %.3g)",
+                  same + 1, got->tokens[same], ref->tokens[same], ref->margin[same]);
+    return;
+  }
+  if (got->n_steps < ref->n_steps)
+    ck_assert(tokenizer_is_stop(model->tokenizer, got->tokens[got->n_steps - 1]));
+  ck_assert_str_eq(got->answer, ref->answer);
+  ck_assert_int_eq(got->needle_found, ref->needle_found);
 }
 
 START_TEST(test_batched_replay_equals_one_at_a_time) {
@@ -172,32 +195,24 @@ START_TEST(test_batched_replay_equals_one_at_a_time) {
   ck_assert_uint_eq(all[N_SETS - 1].first_divergence, 0);
 
   /* Free-running only: one sequence per set instead of two, the same
-   * free-running answers (bit for bit one at a time: the same operations),
-   * no teacher-forced numbers. */
+   * free-running answers up to the first stop token (bit for bit one at a
+   * time: the same operations), no teacher-forced numbers. */
   ck_assert_int_eq(evict_replayer_free_running_only(replayer, true), 0);
   ck_assert_int_eq(evict_replayer_keep_logits(replayer, true), 0);
   ck_assert_int_eq(evict_replayer_free_running_only(replayer, true), OBC_EINVAL);
   obc_error_clear();
   ck_assert_int_eq(evict_replayer_keep_logits(replayer, false), 0);
   ck_assert_int_eq(evict_replayer_free_running_only(replayer, true), 0);
-  size_t free_compared = 0;
   for (size_t i = 0; i < N_SETS; i++) {
     ck_assert_int_eq(evict_replayer_run(replayer, &keeps[i], again), 0);
-    ck_assert_int_eq(memcmp(again->tokens, ref[i].tokens, sizeof again->tokens), 0);
-    ck_assert_str_eq(again->answer, ref[i].answer);
-    ck_assert(isnan(again->kl_forced_mean) && isnan(again->kl_forced[0]));
+    free_running_same(&ref[i], again, 0);
   }
   ck_assert_int_eq(evict_replayer_run_batch(replayer, keeps, N_SETS, 0, all), 0);
   ck_assert_int_eq(evict_replayer_run_batch(replayer, keeps, N_SETS, 3, pairs), 0);
   for (size_t i = 0; i < N_SETS; i++) {
-    char name[64];
-    snprintf(name, sizeof name, "free-running only: %s %s %s", policies[i][0], policies[i][1],
-             policies[i][2]);
-    free_compared += compare(name, &ref[i], &all[i], tol, &worst_kl);
-    free_compared += compare(name, &ref[i], &pairs[i], tol, &worst_kl);
-    ck_assert(isnan(all[i].kl_forced_mean) && isnan(pairs[i].kl_forced_mean));
+    free_running_same(&ref[i], &all[i], tol);
+    free_running_same(&ref[i], &pairs[i], tol);
   }
-  ck_assert_uint_gt(free_compared, 0);
   ck_assert_int_eq(evict_replayer_free_running_only(replayer, false), 0);
 
   ck_assert_int_eq(evict_replayer_run_batch(replayer, keeps, 0, 0, all), 0); /* nothing to do */

@@ -1,0 +1,412 @@
+/* `obcache eval`: task accuracy over many samples of RULER's synthetic tasks
+ * (eval/eval.h). Like `obcache sweep`, an eval is a folder with a plan whose
+ * cells (here: samples) any process can run: one command makes the plan,
+ * runs every sample and merges; or --plan makes the plan, `eval DIR --cell I
+ * | --shard i/N` runs samples (a Slurm array task each, scripts/slurm/), and
+ * `eval DIR --merge` writes the tables and figures from the finished ones. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture/capture_args.h"
+#include "cli/commands.h"
+#include "common/obc_cli.h"
+#include "common/obc_error.h"
+#include "common/obc_options.h"
+#include "eval/eval.h"
+#include "evict/policy_args.h"
+#include "evict/preset.h"
+#include "model/model.h"
+#include "plots/plot.h"
+#include "runtime/runtime.h"
+#include "sweep/capture_sweep.h"
+#include "sweep/plan.h"
+#include "sweep/replay_pairs.h"
+
+typedef struct {
+  EvalConfig config;
+  const char *tasks, *scores, *pairs, *budgets, *protocols, *out_dir, *model_path;
+  ModelWeightsMode weights;
+  bool plan_only, merge, no_figures;
+  const char *cell, *shard;
+  double stale_after;
+} EvalArgs;
+
+static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
+  fprintf(out,
+          "usage: obcache eval --tasks T,.. --lengths N,.. --samples N [policy options] -o DIR\n"
+          "       obcache eval ... --plan -o DIR\n"
+          "       obcache eval DIR [--cell I | --shard i/N] [--threads N]\n"
+          "       obcache eval DIR --merge\n"
+          "\n"
+          "Task accuracy of eviction policies over many samples of RULER's synthetic tasks\n"
+          "(niah_single_1/2/3, niah_multikey_1/2/3, niah_multivalue, niah_multiquery, vt, cwe,\n"
+          "fwe; docs/SCIENCE.md, \"Task accuracy\"). Each sample is a function of (task,\n"
+          "length, seed): one prefill captures what the policies and the oracle need, the\n"
+          "full-cache answer is decoded, and every policy x budget x protocol, and oracle@T\n"
+          "(the answer-aware reference), is replayed with the model in the loop; each answer\n"
+          "is scored with RULER's string_match_all (correct = every answer found), and each\n"
+          "kept set's recall against oracle@T's at the same budget is recorded beside it.\n"
+          "\n"
+          "Writes DIR/accuracy.csv (task, length, policy, budget, protocol, n, correct,\n"
+          "accuracy with its Wilson 95%% interval, RULER score, recall, kept share; task\n"
+          "\"all\" pools the tasks; policy \"full\" is the uncompressed cache), paired.csv\n"
+          "(each X vs X+obc_S on the same samples: accuracy difference with a paired\n"
+          "bootstrap 95%% interval, exact McNemar p), recall.csv (accuracy by recall\n"
+          "quartile and the AUC of recall as a predictor of correctness), samples.csv\n"
+          "(every answer), eval.json, DIR/plots/ and DIR/index.html.\n"
+          "\n"
+          "A run is resumable and shardable like obcache sweep: --plan writes\n"
+          "DIR/plan.json; `eval DIR` runs the samples that are not finished (all, one with\n"
+          "--cell, or those with id %% N == i with --shard i/N) under locks, each into\n"
+          "DIR/cells/<id>/ (sample.json; trace.h5 with --keep-traces); `eval DIR --merge`\n"
+          "verifies them and writes the tables. The merge of shards equals the one-process\n"
+          "run.\n"
+          "\n");
+  obc_options_print_help(out, lists, n_lists);
+}
+
+static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bool print) {
+  EvalConfig *c = &a->config;
+  ObcSizeList lengths = {c->lengths, &c->n_lengths, EVAL_MAX_LENGTHS};
+  const ObcOption own[] = {
+      OBC_OPTION_HEADING("samples:"),
+      {"--tasks", NULL, "T,..", "RULER tasks (see above)", "niah_single_1", OBC_OPTION_TEXT,
+       &a->tasks, NULL, NULL},
+      {"--lengths", "--length", "N,..",
+       "prompt lengths in tokens, RULER's max_seq_length (the prompt plus RULER's "
+       "tokens_to_generate fit in N)",
+       "1024", OBC_OPTION_CUSTOM, &lengths, obc_option_parse_size_list, NULL},
+      {"--samples", NULL, "N", "samples per task and length", "8", OBC_OPTION_SIZE, &c->samples,
+       NULL, NULL},
+      {"--seed", NULL, "S", "sample i of every task and length draws from seed S + i", "1",
+       OBC_OPTION_UINT64, &c->seed, NULL, NULL},
+      {"--essay", NULL, "H",
+       "haystack of RULER's essay tasks (RULER: Paul Graham's essays): kjv or a text file",
+       "kjv", OBC_OPTION_TEXT, &c->ruler.essay, NULL, NULL},
+      {"--words", NULL, "FILE", "word list of cwe (RULER: wonderwords)",
+       "/usr/share/dict/words (wamerican)", OBC_OPTION_TEXT, &c->ruler.words, NULL, NULL},
+      {"--no-chat-template", NULL, NULL, "plain text even when the model has a chat template",
+       NULL, OBC_OPTION_FLAG, &c->ruler.no_chat_template, NULL, NULL},
+      {"--max-new-tokens", NULL, "N",
+       "decode at most N answer tokens (RULER: niah 128, vt 30, cwe 120, fwe 50); prompts do "
+       "not change",
+       "RULER's", OBC_OPTION_SIZE, &c->max_new_tokens, NULL, NULL},
+      OBC_OPTION_HEADING("\npolicies:"),
+      {"--scores", NULL, "S,..",
+       "policies: the presets (h2o, tova, snapkv, pyramidkv, adakv-snapkv, ..., and their "
+       "pairings such as snapkv+obc_k; a name that is also a generic score means the preset) "
+       "or any other replay score (attn, obc_vk, random); oracle@T is always added",
+       "snapkv,snapkv+obc_k", OBC_OPTION_TEXT, &a->scores, NULL, NULL},
+      {"--pairs", NULL, "X+obc_S,..", "adds each entry and its baseline X to --scores", NULL,
+       OBC_OPTION_TEXT, &a->pairs, NULL, NULL},
+      {"--budgets", NULL, "B,..", "kept share (10%, 0.25) or tokens of the candidates",
+       "10%,25%,50%", OBC_OPTION_TEXT, &a->budgets, NULL, NULL},
+      {"--protocol", NULL, "P,..",
+       "agnostic (the context compressed before the question is seen, the question re-run), "
+       "aware, agnostic-captured",
+       "agnostic", OBC_OPTION_TEXT, &a->protocols, NULL, NULL},
+      {"--window", NULL, "W", "score window of the generic scores (presets fix their own)",
+       "64", OBC_OPTION_SIZE, &c->base.window, NULL, NULL},
+      {"--keep-traces", NULL, NULL, "keep each sample's trace.h5 in its cell (large)", NULL,
+       OBC_OPTION_FLAG, &c->keep_traces, NULL, NULL},
+      OBC_OPTION_HEADING("\nrunning:"),
+      {"-o", "--output", "DIR", "the eval folder", NULL, OBC_OPTION_TEXT, &a->out_dir, NULL,
+       NULL},
+      {"--model", NULL, "M", "GGUF file or HF folder", "the embedded SmolLM2", OBC_OPTION_TEXT,
+       &a->model_path, NULL, NULL},
+      MODEL_WEIGHTS_OPTION(&a->weights),
+      {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &c->threads, NULL,
+       NULL},
+      RUNTIME_DEVICE_OPTION(&c->device),
+      {"--batch", NULL, "N", "replay sequences decoded together (1 = one after another)",
+       "all, in passes of 1 GiB", OBC_OPTION_SIZE, &c->batch, NULL, NULL},
+      {"--plan", NULL, NULL, "only write DIR/plan.json; run the samples with obcache eval DIR",
+       NULL, OBC_OPTION_FLAG, &a->plan_only, NULL, NULL},
+      {"--cell", NULL, "I", "run only sample I of DIR's plan (with DIR)", NULL, OBC_OPTION_TEXT,
+       &a->cell, NULL, NULL},
+      {"--shard", NULL, "i/N", "run the samples with id % N == i (with DIR)", NULL,
+       OBC_OPTION_TEXT, &a->shard, NULL, NULL},
+      {"--merge", NULL, NULL, "merge DIR's finished samples (with DIR)", NULL, OBC_OPTION_FLAG,
+       &a->merge, NULL, NULL},
+      {"--stale-after", NULL, "S",
+       "seconds without a heartbeat after which another host's lock is stale", "600",
+       OBC_OPTION_DOUBLE, &a->stale_after, NULL, NULL},
+      {"--no-figures", NULL, NULL, "merge without drawing the figures", NULL, OBC_OPTION_FLAG,
+       &a->no_figures, NULL, NULL},
+      {"-h", "--help", NULL, "this help", NULL, OBC_OPTION_HELP, NULL, NULL, NULL},
+  };
+  const ObcOptionList lists[] = {OBC_OPTION_LIST(own)};
+  int rc = obc_options_parse("eval", lists, 1, argc, argv, args);
+  if (!rc && args->help && print) print_help(stdout, lists, 1);
+  return rc;
+}
+
+static void args_default(EvalArgs *a) {
+  memset(a, 0, sizeof *a);
+  eval_config_default(&a->config);
+  a->stale_after = 600;
+}
+
+/* "niah_single_1, ..., fwe" into out. */
+static const char *task_names(char *out, size_t size) {
+  size_t used = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < ruler_task_count() && used < size; i++)
+    used += (size_t)snprintf(out + used, size - used, "%s%s", i ? ", " : "",
+                             ruler_task_at(i)->name);
+  return out;
+}
+
+/* An eval's policies are the published methods: a name that is both a
+ * generic score and a preset (snapkv, vatp, streaming) means the preset, so
+ * that snapkv pairs with snapkv+obc_k. */
+static int prefer_preset(char name[32]) {
+  EvictPolicy p;
+  evict_policy_default(&p);
+  int preset = 0, inner = 0;
+  int rc = evict_policy_set_score(&p, name);
+  if (rc || p.kind == EVICT_SCORE_PRESET || evict_preset_parse(name, &preset, &inner) != OBC_OK)
+    return rc;
+  char prefixed[64];
+  snprintf(prefixed, sizeof prefixed, "preset:%s", name);
+  if ((rc = evict_policy_set_score(&p, prefixed))) return rc;
+  snprintf(name, 32, "%s", p.score);
+  return OBC_OK;
+}
+
+/* The lists into the configuration, checked. */
+static int resolve_lists(EvalArgs *a) {
+  EvalConfig *c = &a->config;
+  int rc = OBC_OK;
+  if (a->tasks) {
+    char buf[1024], *items[EVAL_MAX_TASKS];
+    size_t n = 0;
+    rc = obc_split_list("--tasks", a->tasks, buf, sizeof buf, items, EVAL_MAX_TASKS, &n);
+    c->n_tasks = 0;
+    char names[512];
+    for (size_t i = 0; i < n && !rc; i++) {
+      if (!ruler_task_find(items[i]))
+        rc = obc_fail(OBC_EINVAL, "--tasks: unknown task '%s' (expected one of %s)", items[i],
+                      task_names(names, sizeof names));
+      else
+        snprintf(c->tasks[c->n_tasks++], sizeof c->tasks[0], "%s", items[i]);
+    }
+  }
+  if (!rc && a->scores)
+    rc = evict_parse_names("--scores", a->scores, c->scores, &c->n_scores, EVAL_MAX_SCORES,
+                           evict_policy_set_score);
+  if (!rc && a->pairs) {
+    if (!a->scores) c->n_scores = 0; /* --pairs alone: the pairs are the scores */
+    rc = sweep_pairs_expand(a->pairs, c->scores, &c->n_scores, EVAL_MAX_SCORES);
+    for (size_t i = 0; i < c->n_scores && !rc; i++) {
+      EvictPolicy probe;
+      evict_policy_default(&probe);
+      rc = evict_policy_set_score(&probe, c->scores[i]);
+      if (!rc) snprintf(c->scores[i], sizeof c->scores[i], "%s", probe.score);
+    }
+  }
+  for (size_t i = 0; i < c->n_scores && !rc; i++) rc = prefer_preset(c->scores[i]);
+  for (size_t i = 0; i < c->n_scores && !rc; i++)
+    if (!strcmp(c->scores[i], EVAL_ORACLE))
+      rc = obc_fail(OBC_EINVAL, "--scores: %s is always replayed, as the reference", EVAL_ORACLE);
+  if (!rc && a->budgets)
+    rc = evict_parse_names("--budgets", a->budgets, c->budgets, &c->n_budgets, EVAL_MAX_BUDGETS,
+                           evict_policy_set_budget);
+  if (!rc && a->protocols) {
+    char buf[256], *items[EVICT_N_PROTOCOLS];
+    size_t n = 0;
+    rc = obc_split_list("--protocol", a->protocols, buf, sizeof buf, items, EVICT_N_PROTOCOLS, &n);
+    c->n_protocols = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+      EvictPolicy probe;
+      evict_policy_default(&probe);
+      rc = evict_policy_set_protocol(&probe, items[i]);
+      for (size_t j = 0; j < c->n_protocols && !rc; j++)
+        if (c->protocols[j] == probe.protocol)
+          rc = obc_fail(OBC_EINVAL, "--protocol: %s given twice", items[i]);
+      if (!rc) c->protocols[c->n_protocols++] = probe.protocol;
+    }
+  }
+  return rc;
+}
+
+/* --- the plan's options ------------------------------------------------- */
+
+/* Options that belong to one run, not to the plan; those up to --model
+ * cannot be given with DIR (they are the plan's), the rest can. */
+static const char *const run_only[] = {"-o",        "--output", "--model",       "--threads",
+                                       "--device",  "--batch",  "--cell",        "--shard",
+                                       "--stale-after", "--plan", "--merge",     "--no-figures"};
+static const bool run_only_flag[] = {false, false, false, false, false, false,
+                                     false, false, false, true,  true,  true};
+enum { RUN_ONLY_PLAN_OWNED = 2 }; /* -o and --output */
+
+static int run_only_index(const char *word) {
+  for (size_t i = 0; i < sizeof run_only / sizeof *run_only; i++) {
+    size_t n = strlen(run_only[i]);
+    if (!strncmp(word, run_only[i], n) && (word[n] == '\0' || word[n] == '=')) return (int)i;
+  }
+  return -1;
+}
+
+static int plan_options(SweepPlan *plan, int argc, char **argv) {
+  int rc = OBC_OK;
+  for (int i = 1; i < argc && !rc; i++) {
+    int k = run_only_index(argv[i]);
+    if (k >= 0) {
+      if (!run_only_flag[k] && !strchr(argv[i], '=')) i++;
+      continue;
+    }
+    rc = sweep_plan_add_option(plan, argv[i]);
+  }
+  return rc;
+}
+
+static int make_plan(const EvalArgs *a, int argc, char **argv, SweepPlan *plan) {
+  memset(plan, 0, sizeof *plan);
+  snprintf(plan->command, sizeof plan->command, "eval");
+  snprintf(plan->version, sizeof plan->version, "%s", OBC_VERSION);
+  const char *model = a->model_path ? a->model_path : model_default_path();
+  if (!realpath(model, plan->model_path))
+    return obc_fail(OBC_ENOTFOUND, "%s: no such model file or folder", model);
+  int rc = sweep_plan_hash_model(plan->model_path, &plan->model_hash, &plan->model_bytes);
+  if (!rc) rc = plan_options(plan, argc, argv);
+  if (!rc) snprintf(plan->haystack, sizeof plan->haystack, "%s", a->config.ruler.essay);
+  plan->seed = a->config.seed;
+  const EvalConfig *c = &a->config;
+  if (!rc)
+    rc = sweep_plan_set_samples(plan, c->tasks, c->n_tasks, c->lengths, c->n_lengths, c->samples);
+  return rc;
+}
+
+/* The configuration a plan was made with: its options parsed again. */
+static int plan_config(const SweepPlan *plan, EvalArgs *a) {
+  args_default(a);
+  char *argv[SWEEP_PLAN_MAX_OPTIONS + 1];
+  argv[0] = "eval";
+  for (size_t i = 0; i < plan->n_options; i++) argv[i + 1] = plan->options[i];
+  ObcArguments args;
+  int rc = parse_args((int)plan->n_options + 1, argv, a, &args, false);
+  if (!rc && args.n_positional)
+    rc = obc_fail(OBC_EFORMAT, "plan.json: stray option word '%s'", args.positional[0]);
+  if (!rc) rc = resolve_lists(a);
+  if (rc) return obc_fail_context(rc, "plan.json");
+  return OBC_OK;
+}
+
+/* --- running and merging -------------------------------------------------- */
+
+static int load_model(const SweepPlan *plan, const char *override, ModelWeightsMode weights,
+                      Model **model) {
+  const char *path = override ? override : plan->model_path;
+  uint64_t hash = 0, bytes = 0;
+  int rc = sweep_plan_hash_model(path, &hash, &bytes);
+  if (rc) return rc;
+  if (hash != plan->model_hash || bytes != plan->model_bytes)
+    return obc_fail(OBC_EINVAL,
+                    "%s: not the plan's model (checksum %016llx, %llu bytes; the plan has "
+                    "%016llx, %llu bytes)",
+                    path, (unsigned long long)hash, (unsigned long long)bytes,
+                    (unsigned long long)plan->model_hash, (unsigned long long)plan->model_bytes);
+  return model_load_with(path, &(ModelLoadOptions){weights}, model);
+}
+
+static int run_plan(const char *dir, const SweepPlan *plan, const EvalArgs *given,
+                    const char *command_line) {
+  EvalArgs a;
+  int rc = plan_config(plan, &a);
+  a.config.threads = given->config.threads;
+  a.config.device = given->config.device;
+  a.config.batch = given->config.batch;
+  a.config.command_line = command_line;
+  SweepSelection selection;
+  if (!rc)
+    rc = sweep_selection_parse(given->cell, given->shard, given->stale_after, plan, &selection);
+  size_t *ids = rc ? NULL : obc_calloc(plan->n_cells, sizeof *ids, "the samples to run");
+  size_t n = 0;
+  SweepRunCounts counts = {0};
+  if (!rc && !ids) rc = OBC_ENOMEM;
+  if (!rc) rc = sweep_pending_cells(dir, plan, &selection, ids, &n, &counts);
+  Model *model = NULL;
+  if (!rc && n) rc = load_model(plan, given->model_path, a.weights, &model);
+  if (!rc && n) rc = eval_config_check(&a.config, model);
+  EvalRunner runner;
+  if (!rc && n && !(rc = eval_runner_open(&runner, model, &a.config, n))) {
+    rc = sweep_run_cells(eval_run_sample, &runner, plan, dir, &selection, ids, n, &counts);
+    eval_runner_close(&runner);
+  }
+  if (counts.selected)
+    printf("eval %s: %zu samples selected: %zu ran, %zu already done, %zu taken by other "
+           "processes, %zu failed\n",
+           dir, counts.selected, counts.ran, counts.skipped_done, counts.skipped_running,
+           counts.failed);
+  model_free(model);
+  free(ids);
+  return rc;
+}
+
+static int merge(const char *dir, const SweepPlan *plan, const EvalArgs *given) {
+  EvalArgs a;
+  int rc = plan_config(plan, &a);
+  if (!rc) rc = eval_merge(dir, plan, &a.config, given->stale_after);
+  if (rc) return rc;
+  printf("wrote %s/accuracy.csv, paired.csv, recall.csv, samples.csv and eval.json\n", dir);
+  return OBC_OK;
+}
+
+/* `eval DIR ...`: only the run-time options may be given. */
+static int check_dir_mode(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (argv[i][0] != '-') continue;
+    int k = run_only_index(argv[i]);
+    if (k < RUN_ONLY_PLAN_OWNED)
+      return obc_fail(OBC_EINVAL,
+                      "obcache eval DIR takes its settings from DIR/plan.json; %s cannot be "
+                      "given here (only --cell, --shard, --merge, --threads, --device, --batch, "
+                      "--model, --stale-after, --no-figures)",
+                      argv[i]);
+    if (!run_only_flag[k] && !strchr(argv[i], '=')) i++;
+  }
+  return OBC_OK;
+}
+
+int cmd_eval(int argc, char **argv) {
+  EvalArgs a;
+  args_default(&a);
+  ObcArguments args;
+  int rc = parse_args(argc, argv, &a, &args, true);
+  if (rc || args.help) return rc;
+  if (args.n_positional > 1)
+    return obc_fail(OBC_EINVAL, "unexpected argument '%s' (try obcache eval --help)",
+                    args.positional[1]);
+  char command_line[1024];
+  capture_args_command_line(argc, argv, command_line, sizeof command_line);
+  SweepPlan plan;
+  if (args.n_positional) {
+    const char *dir = args.positional[0];
+    if ((rc = check_dir_mode(argc, argv))) return rc;
+    if ((rc = sweep_plan_read(dir, &plan))) return rc;
+    rc = sweep_plan_check_command(dir, &plan, "eval");
+    if (!rc) rc = a.merge ? merge(dir, &plan, &a) : run_plan(dir, &plan, &a, command_line);
+    sweep_plan_free(&plan);
+    return rc;
+  }
+  const char *dir = a.out_dir;
+  if (!dir) return obc_fail(OBC_EINVAL, "missing -o DIR (see obcache eval --help)");
+  if (a.merge || a.cell || a.shard)
+    return obc_fail(OBC_EINVAL,
+                    "--merge, --cell and --shard take an eval folder: obcache eval DIR --merge");
+  if ((rc = resolve_lists(&a))) return rc;
+  if ((rc = eval_config_check(&a.config, NULL))) return rc;
+  rc = make_plan(&a, argc, argv, &plan);
+  if (!rc) rc = sweep_plan_write_or_match(dir, &plan);
+  if (!rc && a.plan_only)
+    printf("wrote %s/plan.json: %zu samples; run them with obcache eval %s [--shard i/N]\n", dir,
+           plan.n_cells, dir);
+  if (!rc && !a.plan_only) rc = run_plan(dir, &plan, &a, command_line);
+  if (!rc && !a.plan_only) rc = merge(dir, &plan, &a);
+  sweep_plan_free(&plan);
+  return rc;
+}

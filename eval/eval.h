@@ -1,0 +1,89 @@
+/* Task accuracy over many samples (`obcache eval`, docs/SCIENCE.md "Task
+ * accuracy"). An eval is a sweep folder (sweep/plan.h, sweep/cell.h) whose
+ * cells are samples (task, length, sample index). Running a sample: build
+ * its RULER prompt (capture/ruler_task.h), capture one prefill and the
+ * full-cache answer into the cell's trace, then replay every policy x
+ * budget x protocol with the model in the loop (free-running, batched),
+ * plus oracle@T, and score each answer with RULER's string_match_all; the
+ * recall of each kept set against oracle@T's at the same budget and
+ * protocol is recorded beside it. The cell keeps sample.json (every answer)
+ * and, with keep_traces, trace.h5. The merge turns the finished samples
+ * into accuracy.csv, paired.csv, recall.csv, samples.csv and eval.json. */
+#ifndef OBC_EVAL_H
+#define OBC_EVAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capture/ruler_task.h"
+#include "evict/policy.h"
+#include "model/model.h"
+#include "sweep/plan.h"
+
+#define EVAL_MAX_TASKS 16
+#define EVAL_MAX_LENGTHS 16
+#define EVAL_MAX_SCORES 32
+#define EVAL_MAX_BUDGETS 16
+#define EVAL_ORACLE "oracle@T"
+#define EVAL_FULL "full"
+/* Rows captured before the question beyond the question and template tail:
+ * the 64-row windows of SnapKV-like presets under the agnostic protocol. */
+#define EVAL_ROWS_BEFORE_QUESTION 64
+/* Resamples of the paired bootstrap, and its seed. */
+#define EVAL_BOOTSTRAP_RESAMPLES 10000
+#define EVAL_BOOTSTRAP_SEED 20251008u
+
+typedef struct {
+  char tasks[EVAL_MAX_TASKS][32]; /* (n_tasks) RULER task names */
+  size_t n_tasks;
+  size_t lengths[EVAL_MAX_LENGTHS]; /* (n_lengths) prompt + answer tokens */
+  size_t n_lengths;
+  size_t samples; /* per (task, length) */
+  uint64_t seed;  /* sample i draws from seed + i */
+  char scores[EVAL_MAX_SCORES][32]; /* (n_scores) policies, canonical names, oracle@T last */
+  size_t n_scores;
+  char budgets[EVAL_MAX_BUDGETS][32]; /* (n_budgets) as given: "10%", "0.25", "512" */
+  size_t n_budgets;
+  EvictProtocol protocols[EVICT_N_PROTOCOLS]; /* (n_protocols) */
+  size_t n_protocols;
+  EvictPolicy base;       /* window, sinks, recent, protect, seed of every policy */
+  RulerOptions ruler;     /* essay haystack, word list, chat template */
+  size_t max_new_tokens;  /* cap on RULER's tokens_to_generate; 0 = RULER's */
+  bool keep_traces;       /* leave each sample's trace.h5 in its cell */
+  size_t threads;         /* 0 = default */
+  const char *device;     /* runtime backend of capture and replay */
+  size_t batch;           /* replay sequences decoded together (0 = by memory) */
+  const char *command_line;
+} EvalConfig;
+
+void eval_config_default(EvalConfig *config);
+/* Checks the configuration against the model before any sample runs: known
+ * tasks, every length within the model's context, budgets and scores that
+ * parse. */
+int eval_config_check(const EvalConfig *config, const Model *model);
+
+/* What running samples shares: the model, the configuration, the sources
+ * RULER's generators draw from, and the progress of this process. */
+typedef struct {
+  const Model *model;
+  const EvalConfig *config;
+  RulerSources sources;
+  size_t total, done; /* samples this process runs, and has run */
+  double start;       /* obc_now_seconds() when it began */
+} EvalRunner;
+
+int eval_runner_open(EvalRunner *runner, const Model *model, const EvalConfig *config,
+                     size_t total);
+void eval_runner_close(EvalRunner *runner);
+/* A SweepCellRun (sweep/capture_sweep.h): runs one sample into out. */
+int eval_run_sample(void *runner, const SweepPlanCell *cell, const char *out);
+
+/* Merges DIR's finished samples (sweep/grid.c states) into DIR/accuracy.csv,
+ * paired.csv, recall.csv, samples.csv and eval.json, prints the accuracy
+ * and paired tables, and fails naming the samples that are not finished
+ * (the files then hold the finished ones). */
+int eval_merge(const char *dir, const SweepPlan *plan, const EvalConfig *config,
+               double stale_after);
+
+#endif

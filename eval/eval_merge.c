@@ -1,0 +1,597 @@
+/* The merge of an eval (eval/eval.h): every finished sample's sample.json
+ * read back and checked against the configuration, then the tables.
+ *
+ *   accuracy.csv  one row per (task or "all", length, policy, budget,
+ *                 protocol): n, correct (every answer found), accuracy with
+ *                 its Wilson 95% interval, RULER's score (mean
+ *                 string_match_all), mean recall against oracle@T, mean kept
+ *                 share of the candidates; policy "full" is the uncompressed
+ *                 cache (budget and protocol empty)
+ *   paired.csv    each pairing X vs X+obc_S on the same samples: the counts,
+ *                 the accuracy difference with a paired bootstrap interval,
+ *                 the exact McNemar p
+ *   recall.csv    accuracy by quartile of recall (per budget and pooled),
+ *                 with the AUC of recall as a predictor of correctness
+ *   samples.csv   every answer
+ *   eval.json     the configuration, the plan's model, the counts */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/obc_error.h"
+#include "common/obc_file.h"
+#include "common/obc_json.h"
+#include "eval/eval.h"
+#include "eval/stats.h"
+#include "formats/json_file.h"
+#include "sweep/capture_sweep.h"
+#include "sweep/cell.h"
+#include "sweep/replay_pairs.h"
+
+#define WILSON_Z 1.959963984540054
+
+/* One answer of a sample. */
+typedef struct {
+  double score; /* RULER's string_match_all */
+  int correct;
+  double recall; /* NaN: none (full, oracle@T) */
+  size_t kept, candidates;
+  char *answer; /* owned */
+} EvalAnswer;
+
+typedef struct {
+  size_t task, length; /* indices into the configuration */
+  size_t sample;
+  char seed[32];
+  size_t tokens;
+  EvalAnswer full;
+  EvalAnswer *rows; /* (n_protocols, n_scores + 1, n_budgets); score n_scores = oracle@T */
+} EvalSample;
+
+typedef struct {
+  const EvalConfig *config;
+  EvalSample *samples; /* (n_samples) in plan order */
+  size_t n_samples;
+  size_t n_policies; /* n_scores + 1 */
+} EvalData;
+
+static size_t row_index(const EvalData *d, size_t q, size_t s, size_t b) {
+  return (q * d->n_policies + s) * d->config->n_budgets + b;
+}
+
+static void data_free(EvalData *d) {
+  size_t rows = d->config->n_protocols * d->n_policies * d->config->n_budgets;
+  for (size_t i = 0; i < d->n_samples; i++) {
+    free(d->samples[i].full.answer);
+    for (size_t r = 0; d->samples[i].rows && r < rows; r++) free(d->samples[i].rows[r].answer);
+    free(d->samples[i].rows);
+  }
+  free(d->samples);
+}
+
+/* ---- reading sample.json ------------------------------------------------- */
+
+static const char *get_text(const cJSON *o, const char *name) {
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, name);
+  return cJSON_IsString(item) ? item->valuestring : NULL;
+}
+
+static bool get_number(const cJSON *o, const char *name, double lo, double hi, double *out) {
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, name);
+  if (!cJSON_IsNumber(item) || !(item->valuedouble >= lo && item->valuedouble <= hi)) return false;
+  *out = item->valuedouble;
+  return true;
+}
+
+static size_t find_name(const char (*names)[32], size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(names[i], name)) return i;
+  return n;
+}
+
+static int read_answer(const cJSON *o, const char *path, EvalAnswer *a) {
+  const char *answer = get_text(o, "answer");
+  const cJSON *correct = cJSON_GetObjectItemCaseSensitive(o, "correct");
+  if (!cJSON_IsObject(o) || !answer || !get_number(o, "score", 0, 1, &a->score) ||
+      !cJSON_IsBool(correct))
+    return obc_fail(OBC_EFORMAT, "%s: an answer needs \"answer\", \"score\" 0..1 and \"correct\"",
+                    path);
+  a->correct = cJSON_IsTrue(correct);
+  a->recall = NAN;
+  a->answer = strdup(answer);
+  return a->answer ? OBC_OK : obc_fail(OBC_ENOMEM, "%s: out of memory", path);
+}
+
+static int read_row(const EvalData *d, const cJSON *o, const char *path, EvalSample *s) {
+  const EvalConfig *c = d->config;
+  const char *policy = get_text(o, "policy"), *budget = get_text(o, "budget");
+  const char *protocol = get_text(o, "protocol");
+  if (!policy || !budget || !protocol)
+    return obc_fail(OBC_EFORMAT, "%s: a row needs \"policy\", \"budget\" and \"protocol\"", path);
+  size_t p = strcmp(policy, EVAL_ORACLE) ? find_name(c->scores, c->n_scores, policy) : c->n_scores;
+  size_t b = find_name(c->budgets, c->n_budgets, budget), q = c->n_protocols;
+  for (size_t i = 0; i < c->n_protocols; i++)
+    if (!strcmp(evict_protocol_name(c->protocols[i]), protocol)) q = i;
+  if (p == d->n_policies || b == c->n_budgets || q == c->n_protocols)
+    return obc_fail(OBC_EFORMAT, "%s: row %s %s %s is not in the eval's plan", path, policy,
+                    budget, protocol);
+  EvalAnswer *a = &s->rows[row_index(d, q, p, b)];
+  if (a->answer) return obc_fail(OBC_EFORMAT, "%s: row %s %s %s twice", path, policy, budget, protocol);
+  double kept = 0, candidates = 0;
+  const cJSON *recall = cJSON_GetObjectItemCaseSensitive(o, "recall");
+  int rc = read_answer(o, path, a);
+  if (!rc && (!get_number(o, "kept", 0, 1e12, &kept) ||
+              !get_number(o, "candidates", 1, 1e12, &candidates) || kept > candidates))
+    rc = obc_fail(OBC_EFORMAT, "%s: row %s %s %s: \"kept\" must be 0..\"candidates\"", path,
+                  policy, budget, protocol);
+  if (!rc && !cJSON_IsNull(recall) &&
+      !(cJSON_IsNumber(recall) && recall->valuedouble >= 0 && recall->valuedouble <= 1))
+    rc = obc_fail(OBC_EFORMAT, "%s: row %s %s %s: \"recall\" must be 0..1 or null", path, policy,
+                  budget, protocol);
+  if (!rc) {
+    a->kept = (size_t)kept;
+    a->candidates = (size_t)candidates;
+    a->recall = cJSON_IsNumber(recall) ? recall->valuedouble : NAN;
+  }
+  return rc;
+}
+
+static int read_sample(EvalData *d, const char *dir, const SweepPlanCell *cell, EvalSample *s) {
+  const EvalConfig *c = d->config;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/cells/%zu/sample.json", dir, cell->id);
+  cJSON *root = NULL;
+  int rc = json_file_read(path, &root);
+  if (rc) return rc;
+  s->task = find_name(c->tasks, c->n_tasks, cell->task);
+  s->length = c->n_lengths;
+  for (size_t l = 0; l < c->n_lengths; l++)
+    if (c->lengths[l] == cell->length) s->length = l;
+  s->sample = cell->sample;
+  double tokens = 0;
+  const char *task = get_text(root, "task"), *seed = get_text(root, "seed");
+  const cJSON *rows = cJSON_GetObjectItemCaseSensitive(root, "rows");
+  size_t n_rows = c->n_protocols * d->n_policies * c->n_budgets;
+  if (s->task == c->n_tasks || s->length == c->n_lengths)
+    rc = obc_fail(OBC_EFORMAT, "%s: sample %s is not in the configuration", path, cell->name);
+  if (!rc && (!task || strcmp(task, cell->task) || !seed || strlen(seed) >= sizeof s->seed ||
+              !get_number(root, "tokens", 1, 1e9, &tokens) || !cJSON_IsArray(rows) ||
+              (size_t)cJSON_GetArraySize(rows) != n_rows))
+    rc = obc_fail(OBC_EFORMAT,
+                  "%s: expected the task %s, a seed, the tokens and %zu rows (one per policy, "
+                  "budget and protocol)",
+                  path, cell->task, n_rows);
+  if (!rc) {
+    snprintf(s->seed, sizeof s->seed, "%s", seed);
+    s->tokens = (size_t)tokens;
+    s->rows = obc_calloc(n_rows, sizeof *s->rows, "sample rows");
+    if (!s->rows) rc = OBC_ENOMEM;
+  }
+  if (!rc) rc = read_answer(cJSON_GetObjectItemCaseSensitive(root, "full"), path, &s->full);
+  const cJSON *row;
+  cJSON_ArrayForEach(row, rows) {
+    if (rc) break;
+    rc = read_row(d, row, path, s);
+  }
+  cJSON_Delete(root);
+  return rc;
+}
+
+/* The finished samples, in plan order; *done of plan->n_cells. */
+static int read_samples(const char *dir, const SweepPlan *plan, double stale_after, EvalData *d,
+                        SweepGridStatus *status) {
+  memset(status, 0, sizeof *status);
+  status->states = obc_calloc(plan->n_cells, sizeof *status->states, "sample states");
+  status->details = obc_calloc(plan->n_cells, sizeof *status->details, "sample states");
+  d->samples = obc_calloc(plan->n_cells, sizeof *d->samples, "samples");
+  if (!status->states || !status->details || !d->samples) return OBC_ENOMEM;
+  for (size_t i = 0; i < plan->n_cells; i++) {
+    int rc = sweep_cell_state(dir, &plan->cells[i], stale_after, &status->states[i],
+                              status->details[i], sizeof status->details[i]);
+    if (!rc && status->states[i] == SWEEP_CELL_DONE)
+      rc = read_sample(d, dir, &plan->cells[i], &d->samples[d->n_samples++]);
+    if (rc) return rc;
+    status->n_done += status->states[i] == SWEEP_CELL_DONE;
+  }
+  return OBC_OK;
+}
+
+/* ---- accuracy ------------------------------------------------------------ */
+
+typedef struct {
+  size_t n, correct;
+  double score, recall, fraction;
+  size_t n_recall;
+} Tally;
+
+static void tally_add(Tally *t, const EvalAnswer *a) {
+  t->n++;
+  t->correct += a->correct != 0;
+  t->score += a->score;
+  if (a->candidates) t->fraction += (double)a->kept / (double)a->candidates;
+  if (!isnan(a->recall)) {
+    t->recall += a->recall;
+    t->n_recall++;
+  }
+}
+
+/* Whether sample s counts for task index t (n_tasks: every task). */
+static bool in_task(const EvalData *d, const EvalSample *s, size_t t, size_t l) {
+  return s->length == l && (t == d->config->n_tasks || s->task == t);
+}
+
+static const char *task_name(const EvalConfig *c, size_t t) {
+  return t < c->n_tasks ? c->tasks[t] : "all";
+}
+
+static const char *policy_name(const EvalConfig *c, size_t p) {
+  return p < c->n_scores ? c->scores[p] : EVAL_ORACLE;
+}
+
+static void write_tally(FILE *fp, const Tally *t, bool full) {
+  double low = 0, high = 1;
+  eval_wilson(t->correct, t->n, WILSON_Z, &low, &high);
+  double accuracy = t->n ? (double)t->correct / (double)t->n : NAN;
+  fprintf(fp, "%zu,%zu,%.6f,%.6f,%.6f,%.6f,", t->n, t->correct, accuracy, low, high,
+          t->n ? t->score / (double)t->n : NAN);
+  if (t->n_recall)
+    fprintf(fp, "%.6f", t->recall / (double)t->n_recall);
+  fputc(',', fp);
+  if (!full && t->n) fprintf(fp, "%.6f", t->fraction / (double)t->n);
+  fputc('\n', fp);
+}
+
+static void write_accuracy(FILE *fp, const EvalData *d) {
+  const EvalConfig *c = d->config;
+  fprintf(fp,
+          "task,length,policy,budget,protocol,n,correct,accuracy,ci_low,ci_high,score,recall,"
+          "fraction\n");
+  for (size_t t = 0; t <= c->n_tasks; t++)
+    for (size_t l = 0; l < c->n_lengths; l++) {
+      Tally full = {0};
+      for (size_t i = 0; i < d->n_samples; i++)
+        if (in_task(d, &d->samples[i], t, l)) tally_add(&full, &d->samples[i].full);
+      fprintf(fp, "%s,%zu,%s,,,", task_name(c, t), c->lengths[l], EVAL_FULL);
+      write_tally(fp, &full, true);
+      for (size_t q = 0; q < c->n_protocols; q++)
+        for (size_t p = 0; p < d->n_policies; p++)
+          for (size_t b = 0; b < c->n_budgets; b++) {
+            Tally x = {0};
+            for (size_t i = 0; i < d->n_samples; i++)
+              if (in_task(d, &d->samples[i], t, l))
+                tally_add(&x, &d->samples[i].rows[row_index(d, q, p, b)]);
+            fprintf(fp, "%s,%zu,%s,%s,%s,", task_name(c, t), c->lengths[l], policy_name(c, p),
+                    c->budgets[b], evict_protocol_name(c->protocols[q]));
+            write_tally(fp, &x, false);
+          }
+    }
+}
+
+/* ---- paired tests -------------------------------------------------------- */
+
+typedef struct {
+  size_t n, baseline, paired, baseline_only, paired_only;
+  double difference, low, high, p;
+} PairedResult;
+
+static int paired_result(const EvalData *d, size_t t, size_t l, const SweepPair *pair, size_t q,
+                         size_t b, PairedResult *r) {
+  memset(r, 0, sizeof *r);
+  double *x = obc_malloc((d->n_samples + 1) * sizeof *x, "paired values");
+  double *y = obc_malloc((d->n_samples + 1) * sizeof *y, "paired values");
+  if (!x || !y) {
+    free(x);
+    free(y);
+    return OBC_ENOMEM;
+  }
+  for (size_t i = 0; i < d->n_samples; i++) {
+    const EvalSample *s = &d->samples[i];
+    if (!in_task(d, s, t, l)) continue;
+    int a = s->rows[row_index(d, q, pair->baseline, b)].correct;
+    int z = s->rows[row_index(d, q, pair->paired, b)].correct;
+    x[r->n] = a;
+    y[r->n++] = z;
+    r->baseline += a != 0;
+    r->paired += z != 0;
+    r->baseline_only += a && !z;
+    r->paired_only += z && !a;
+  }
+  r->difference = r->n ? ((double)r->paired - (double)r->baseline) / (double)r->n : NAN;
+  eval_paired_bootstrap(x, y, r->n, EVAL_BOOTSTRAP_RESAMPLES, 0.95, EVAL_BOOTSTRAP_SEED, &r->low,
+                        &r->high);
+  r->p = eval_mcnemar_exact(r->baseline_only, r->paired_only);
+  free(x);
+  free(y);
+  return OBC_OK;
+}
+
+static size_t find_pairs(const EvalConfig *c, SweepPair *pairs) {
+  return sweep_pairs_find(c->scores, c->n_scores, pairs, EVAL_MAX_SCORES);
+}
+
+static int write_paired(FILE *fp, const EvalData *d) {
+  const EvalConfig *c = d->config;
+  SweepPair pairs[EVAL_MAX_SCORES];
+  size_t n_pairs = find_pairs(c, pairs);
+  fprintf(fp,
+          "task,length,baseline,paired,budget,protocol,n,baseline_correct,paired_correct,"
+          "baseline_only,paired_only,difference,ci_low,ci_high,mcnemar_p\n");
+  for (size_t t = 0; t <= c->n_tasks; t++)
+    for (size_t l = 0; l < c->n_lengths; l++)
+      for (size_t k = 0; k < n_pairs; k++)
+        for (size_t q = 0; q < c->n_protocols; q++)
+          for (size_t b = 0; b < c->n_budgets; b++) {
+            PairedResult r;
+            int rc = paired_result(d, t, l, &pairs[k], q, b, &r);
+            if (rc) return rc;
+            fprintf(fp, "%s,%zu,%s,%s,%s,%s,%zu,%zu,%zu,%zu,%zu,%.6f,%.6f,%.6f,%.6g\n",
+                    task_name(c, t), c->lengths[l], c->scores[pairs[k].baseline],
+                    c->scores[pairs[k].paired], c->budgets[b], evict_protocol_name(c->protocols[q]),
+                    r.n, r.baseline, r.paired, r.baseline_only, r.paired_only, r.difference, r.low,
+                    r.high, r.p);
+          }
+  return OBC_OK;
+}
+
+/* ---- recall against correctness ------------------------------------------ */
+
+typedef struct {
+  double recall;
+  unsigned char correct;
+  size_t index; /* stable order among equal recalls */
+} RecallPoint;
+
+static int by_recall(const void *a, const void *b) {
+  const RecallPoint *x = a, *y = b;
+  if (x->recall != y->recall) return x->recall < y->recall ? -1 : 1;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The recall points of budget b (n_budgets: every budget): the rows of
+ * every policy but oracle@T, every protocol, task and length. */
+static size_t recall_points(const EvalData *d, size_t b, RecallPoint *points) {
+  const EvalConfig *c = d->config;
+  size_t n = 0;
+  for (size_t i = 0; i < d->n_samples; i++)
+    for (size_t q = 0; q < c->n_protocols; q++)
+      for (size_t p = 0; p < c->n_scores; p++)
+        for (size_t k = 0; k < c->n_budgets; k++) {
+          const EvalAnswer *a = &d->samples[i].rows[row_index(d, q, p, k)];
+          if ((b == c->n_budgets || k == b) && !isnan(a->recall))
+            points[n] = (RecallPoint){a->recall, (unsigned char)(a->correct != 0), n}, n++;
+        }
+  return n;
+}
+
+static int write_recall(FILE *fp, const EvalData *d) {
+  const EvalConfig *c = d->config;
+  size_t cap = d->n_samples * c->n_protocols * c->n_scores * c->n_budgets + 1;
+  RecallPoint *points = obc_malloc(cap * sizeof *points, "recall points");
+  double *value = obc_malloc(cap * sizeof *value, "recall points");
+  unsigned char *label = obc_malloc(cap, "recall points");
+  if (!points || !value || !label) {
+    free(points);
+    free(value);
+    free(label);
+    return OBC_ENOMEM;
+  }
+  fprintf(fp, "budget,quartile,recall_low,recall_high,n,correct,accuracy,ci_low,ci_high,auc\n");
+  for (size_t b = 0; b <= c->n_budgets; b++) {
+    size_t n = recall_points(d, b, points);
+    for (size_t i = 0; i < n; i++) value[i] = points[i].recall, label[i] = points[i].correct;
+    double auc = eval_auc(value, label, n);
+    qsort(points, n, sizeof *points, by_recall);
+    for (size_t quartile = 0; quartile < 4 && n; quartile++) {
+      size_t lo = quartile * n / 4, hi = (quartile + 1) * n / 4, correct = 0;
+      if (hi == lo) continue;
+      for (size_t i = lo; i < hi; i++) correct += points[i].correct;
+      double low = 0, high = 1;
+      eval_wilson(correct, hi - lo, WILSON_Z, &low, &high);
+      fprintf(fp, "%s,%zu,%.6f,%.6f,%zu,%zu,%.6f,%.6f,%.6f,%.6f\n",
+              b < c->n_budgets ? c->budgets[b] : "all", quartile + 1, points[lo].recall,
+              points[hi - 1].recall, hi - lo, correct, (double)correct / (double)(hi - lo), low,
+              high, auc);
+    }
+  }
+  free(points);
+  free(value);
+  free(label);
+  return OBC_OK;
+}
+
+/* ---- samples.csv ----------------------------------------------------------- */
+
+/* The answer, double-quoted, quotes doubled, newlines as \n. */
+static void csv_answer(FILE *fp, const char *text) {
+  fputc('"', fp);
+  for (const char *p = text; *p; p++) {
+    if (*p == '"')
+      fputs("\"\"", fp);
+    else if (*p == '\n')
+      fputs("\\n", fp);
+    else if (*p == '\r')
+      fputs("\\r", fp);
+    else
+      fputc(*p, fp);
+  }
+  fputs("\"\n", fp);
+}
+
+static void sample_row(FILE *fp, const EvalData *d, const EvalSample *s, const char *policy,
+                       const char *budget, const char *protocol, const EvalAnswer *a) {
+  const EvalConfig *c = d->config;
+  fprintf(fp, "%s,%zu,%zu,%s,%zu,%s,%s,%s,", c->tasks[s->task], c->lengths[s->length], s->sample,
+          s->seed, s->tokens, policy, budget, protocol);
+  if (budget[0]) fprintf(fp, "%zu", a->kept);
+  fprintf(fp, ",%d,%.6f,", a->correct, a->score);
+  if (!isnan(a->recall)) fprintf(fp, "%.6f", a->recall);
+  fputc(',', fp);
+  csv_answer(fp, a->answer);
+}
+
+static void write_samples(FILE *fp, const EvalData *d) {
+  const EvalConfig *c = d->config;
+  fprintf(fp,
+          "task,length,sample,seed,tokens,policy,budget,protocol,kept,correct,score,recall,"
+          "answer\n");
+  for (size_t i = 0; i < d->n_samples; i++) {
+    const EvalSample *s = &d->samples[i];
+    sample_row(fp, d, s, EVAL_FULL, "", "", &s->full);
+    for (size_t q = 0; q < c->n_protocols; q++)
+      for (size_t p = 0; p < d->n_policies; p++)
+        for (size_t b = 0; b < c->n_budgets; b++)
+          sample_row(fp, d, s, policy_name(c, p), c->budgets[b],
+                     evict_protocol_name(c->protocols[q]), &s->rows[row_index(d, q, p, b)]);
+  }
+}
+
+/* ---- eval.json and the printed tables ------------------------------------- */
+
+static cJSON *string_array(const char (*names)[32], size_t n) {
+  cJSON *a = cJSON_CreateArray();
+  for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateString(names[i]));
+  return a;
+}
+
+static cJSON *eval_json(const EvalData *d, const SweepPlan *plan, size_t done) {
+  const EvalConfig *c = d->config;
+  cJSON *root = cJSON_CreateObject(), *lengths = cJSON_CreateArray();
+  cJSON *protocols = cJSON_CreateArray(), *options = cJSON_CreateArray();
+  char seed[32], hash[17];
+  snprintf(seed, sizeof seed, "%" PRIu64, c->seed);
+  snprintf(hash, sizeof hash, "%016" PRIx64, plan->model_hash);
+  cJSON_AddStringToObject(root, "format", "obcache-eval/1");
+  cJSON_AddStringToObject(root, "obcache_version", plan->version);
+  cJSON *model = cJSON_AddObjectToObject(root, "model");
+  cJSON_AddStringToObject(model, "path", plan->model_path);
+  cJSON_AddStringToObject(model, "fnv1a64", hash);
+  cJSON_AddItemToObject(root, "tasks", string_array(c->tasks, c->n_tasks));
+  for (size_t l = 0; l < c->n_lengths; l++)
+    cJSON_AddItemToArray(lengths, cJSON_CreateNumber((double)c->lengths[l]));
+  cJSON_AddItemToObject(root, "lengths", lengths);
+  cJSON_AddNumberToObject(root, "samples_per_task", (double)c->samples);
+  cJSON_AddStringToObject(root, "seed", seed);
+  cJSON_AddItemToObject(root, "policies", string_array(c->scores, c->n_scores));
+  cJSON_AddItemToObject(root, "budgets", string_array(c->budgets, c->n_budgets));
+  for (size_t q = 0; q < c->n_protocols; q++)
+    cJSON_AddItemToArray(protocols, cJSON_CreateString(evict_protocol_name(c->protocols[q])));
+  cJSON_AddItemToObject(root, "protocols", protocols);
+  cJSON_AddStringToObject(root, "reference", EVAL_ORACLE);
+  cJSON_AddStringToObject(root, "correct", "every answer found (RULER string_match_all = 1)");
+  cJSON_AddStringToObject(root, "interval", "Wilson 95%");
+  cJSON_AddStringToObject(root, "paired_test", "exact McNemar; paired bootstrap 95% interval");
+  cJSON_AddNumberToObject(root, "bootstrap_resamples", EVAL_BOOTSTRAP_RESAMPLES);
+  for (size_t i = 0; i < plan->n_options; i++)
+    cJSON_AddItemToArray(options, cJSON_CreateString(plan->options[i]));
+  cJSON_AddItemToObject(root, "options", options);
+  cJSON_AddNumberToObject(root, "samples_done", (double)done);
+  cJSON_AddNumberToObject(root, "samples_planned", (double)plan->n_cells);
+  return root;
+}
+
+/* "0.62 [0.41,0.79]" of k of n. */
+static void accuracy_text(size_t k, size_t n, char *out, size_t size) {
+  double low = 0, high = 1;
+  eval_wilson(k, n, WILSON_Z, &low, &high);
+  if (n)
+    snprintf(out, size, "%.2f [%.2f,%.2f]", (double)k / (double)n, low, high);
+  else
+    snprintf(out, size, "-");
+}
+
+static void print_tables(const EvalData *d) {
+  const EvalConfig *c = d->config;
+  char text[64];
+  for (size_t l = 0; l < c->n_lengths; l++) {
+    printf("\naccuracy at %zu tokens, all tasks (Wilson 95%%)\n%-28s", c->lengths[l], "policy");
+    for (size_t b = 0; b < c->n_budgets; b++) printf(" %18s", c->budgets[b]);
+    Tally full = {0};
+    for (size_t i = 0; i < d->n_samples; i++)
+      if (in_task(d, &d->samples[i], c->n_tasks, l)) tally_add(&full, &d->samples[i].full);
+    accuracy_text(full.correct, full.n, text, sizeof text);
+    printf("\n%-28s %18s\n", "full cache", text);
+    for (size_t q = 0; q < c->n_protocols; q++)
+      for (size_t p = 0; p < d->n_policies; p++) {
+        char label[64];
+        snprintf(label, sizeof label, "%s%s%s", policy_name(c, p), c->n_protocols > 1 ? ":" : "",
+                 c->n_protocols > 1 ? evict_protocol_name(c->protocols[q]) : "");
+        printf("%-28s", label);
+        for (size_t b = 0; b < c->n_budgets; b++) {
+          Tally x = {0};
+          for (size_t i = 0; i < d->n_samples; i++)
+            if (in_task(d, &d->samples[i], c->n_tasks, l))
+              tally_add(&x, &d->samples[i].rows[row_index(d, q, p, b)]);
+          accuracy_text(x.correct, x.n, text, sizeof text);
+          printf(" %18s", text);
+        }
+        printf("\n");
+      }
+  }
+  SweepPair pairs[EVAL_MAX_SCORES];
+  size_t n_pairs = find_pairs(c, pairs);
+  if (!n_pairs) return;
+  printf("\nbaseline vs baseline + OBCache, all tasks: accuracy difference [paired bootstrap 95%%], "
+         "McNemar p\n");
+  for (size_t l = 0; l < c->n_lengths; l++)
+    for (size_t k = 0; k < n_pairs; k++)
+      for (size_t q = 0; q < c->n_protocols; q++) {
+        printf("%zu %-9s %-34s", c->lengths[l], evict_protocol_name(c->protocols[q]),
+               c->scores[pairs[k].paired]);
+        for (size_t b = 0; b < c->n_budgets; b++) {
+          PairedResult r;
+          if (paired_result(d, c->n_tasks, l, &pairs[k], q, b, &r)) return;
+          printf("  %s %+.2f [%+.2f,%+.2f] p=%.2g", c->budgets[b], r.difference, r.low, r.high,
+                 r.p);
+        }
+        printf("\n");
+      }
+}
+
+int eval_merge(const char *dir, const SweepPlan *plan, const EvalConfig *config,
+               double stale_after) {
+  EvalData d = {.config = config, .n_policies = config->n_scores + 1};
+  SweepGridStatus status;
+  int rc = read_samples(dir, plan, stale_after, &d, &status);
+  ObcOutputSet set;
+  FILE *fp = NULL;
+  bool begun = false;
+  if (!rc) begun = !(rc = obc_output_begin(&set, dir));
+  if (!rc && !(rc = obc_output_open(&set, "accuracy.csv", &fp))) {
+    write_accuracy(fp, &d);
+    rc = obc_output_close(&set, fp);
+  }
+  if (!rc && !(rc = obc_output_open(&set, "paired.csv", &fp))) {
+    rc = write_paired(fp, &d);
+    int close = obc_output_close(&set, fp);
+    rc = rc ? rc : close;
+  }
+  if (!rc && !(rc = obc_output_open(&set, "recall.csv", &fp))) {
+    rc = write_recall(fp, &d);
+    int close = obc_output_close(&set, fp);
+    rc = rc ? rc : close;
+  }
+  if (!rc && !(rc = obc_output_open(&set, "samples.csv", &fp))) {
+    write_samples(fp, &d);
+    rc = obc_output_close(&set, fp);
+  }
+  if (!rc) rc = obc_output_json(&set, "eval.json", eval_json(&d, plan, status.n_done));
+  if (begun) rc = obc_output_end(&set, rc);
+  if (!rc) print_tables(&d);
+  if (!rc) {
+    for (size_t i = 0; i < plan->n_cells; i++)
+      if (status.states[i] != SWEEP_CELL_DONE)
+        printf("sample %zu %s: %s%s%s\n", i, plan->cells[i].name,
+               sweep_cell_state_name(status.states[i]), *status.details[i] ? ": " : "",
+               status.details[i]);
+    if (status.n_done < plan->n_cells)
+      rc = obc_fail(OBC_EINVAL,
+                    "%s: %zu of %zu samples are not finished (listed above); the CSVs hold the "
+                    "%zu finished ones",
+                    dir, plan->n_cells - status.n_done, plan->n_cells, status.n_done);
+  }
+  data_free(&d);
+  sweep_grid_status_free(&status);
+  return rc;
+}

@@ -1,0 +1,379 @@
+/* One sample of an eval (eval/eval.h): its RULER prompt, one capture (the
+ * prefill and the full-cache answer), the kept sets of every policy x
+ * budget x protocol and of oracle@T, all replayed with the model in one
+ * batched call, and DIR/cells/<id>/sample.json with every answer, its
+ * RULER score and the kept set's recall against oracle@T. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture/capture.h"
+#include "common/obc_cli.h"
+#include "common/obc_error.h"
+#include "common/obc_json.h"
+#include "eval/eval.h"
+#include "eval/stats.h"
+#include "evict/model_replay.h"
+#include "evict/preset.h"
+#include "tokenizer/tokenizer.h"
+#include "traces/trace.h"
+
+void eval_config_default(EvalConfig *c) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->tasks[c->n_tasks++], sizeof c->tasks[0], "niah_single_1");
+  c->lengths[c->n_lengths++] = 1024;
+  c->samples = 8;
+  c->seed = 1;
+  static const char *const scores[] = {"preset:snapkv", "preset:snapkv+obc_k"};
+  for (size_t i = 0; i < sizeof scores / sizeof *scores; i++)
+    snprintf(c->scores[c->n_scores++], sizeof c->scores[0], "%s", scores[i]);
+  static const char *const budgets[] = {"10%", "25%", "50%"};
+  for (size_t i = 0; i < sizeof budgets / sizeof *budgets; i++)
+    snprintf(c->budgets[c->n_budgets++], sizeof c->budgets[0], "%s", budgets[i]);
+  c->protocols[c->n_protocols++] = EVICT_PROTOCOL_AGNOSTIC;
+  evict_policy_default(&c->base);
+  ruler_options_default(&c->ruler);
+}
+
+/* Tokens the sample decodes: RULER's tokens_to_generate, capped. */
+static size_t decode_steps(const EvalConfig *c, const RulerTask *task) {
+  size_t t = task->tokens_to_generate;
+  if (c->max_new_tokens && c->max_new_tokens < t) t = c->max_new_tokens;
+  return t < 1 ? 1 : t > EVICT_REPLAY_MAX_STEPS - 1 ? EVICT_REPLAY_MAX_STEPS - 1 : t;
+}
+
+int eval_config_check(const EvalConfig *c, const Model *model) {
+  if (!c->n_tasks || !c->n_lengths || !c->samples || !c->n_scores || !c->n_budgets)
+    return obc_fail(OBC_EINVAL,
+                    "eval: nothing to run (--tasks, --lengths, --samples, --scores and "
+                    "--budgets must not be empty)");
+  for (size_t t = 0; t < c->n_tasks; t++) {
+    const RulerTask *task = ruler_task_find(c->tasks[t]);
+    if (!task) return obc_fail(OBC_EINVAL, "--tasks: unknown task '%s'", c->tasks[t]);
+    size_t context = model ? model->config.context_length : 0;
+    for (size_t l = 0; l < c->n_lengths; l++)
+      if (context && c->lengths[l] > context)
+        return obc_fail(OBC_EINVAL, "--lengths: %zu is beyond %s's context of %zu", c->lengths[l],
+                        model->config.name, context);
+  }
+  EvictPolicy p = c->base;
+  for (size_t s = 0; s < c->n_scores; s++) {
+    int rc = evict_policy_set_score(&p, c->scores[s]);
+    if (rc) return rc;
+  }
+  for (size_t b = 0; b < c->n_budgets; b++) {
+    int rc = evict_policy_set_budget(&p, c->budgets[b]);
+    if (rc) return rc;
+  }
+  return OBC_OK;
+}
+
+int eval_runner_open(EvalRunner *r, const Model *model, const EvalConfig *config, size_t total) {
+  memset(r, 0, sizeof *r);
+  r->model = model;
+  r->config = config;
+  r->total = total;
+  r->start = obc_now_seconds();
+  if (!model->tokenizer) return obc_fail(OBC_EINVAL, "%s: the model has no tokenizer", model->path);
+  return ruler_sources_open(&config->ruler, &r->sources);
+}
+
+void eval_runner_close(EvalRunner *r) { ruler_sources_close(&r->sources); }
+
+/* ---- one sample ---------------------------------------------------------- */
+
+/* A replayed kept set and what it is. */
+typedef struct {
+  size_t score;  /* index into config->scores; n_scores = oracle@T */
+  size_t budget; /* index into config->budgets */
+  EvictProtocol protocol;
+  double recall; /* against oracle@T's kept set; NaN for the oracle itself */
+  size_t candidates;
+} EvalSet;
+
+typedef struct {
+  EvictKeepSet *keeps; /* (n) */
+  EvalSet *sets;       /* (n) */
+  size_t n, cap;
+} EvalSets;
+
+static void sets_free(EvalSets *s) {
+  for (size_t i = 0; i < s->n; i++) evict_keep_set_free(&s->keeps[i]);
+  free(s->keeps);
+  free(s->sets);
+  memset(s, 0, sizeof *s);
+}
+
+/* Whether any score reads the column sums (capture them only then: they
+ * cost about half a prefill). */
+static bool needs_column_sums(const EvalConfig *c) {
+  for (size_t s = 0; s < c->n_scores; s++) {
+    EvictPolicy p = c->base;
+    if (!evict_policy_set_score(&p, c->scores[s]) && p.kind == EVICT_SCORE_PRESET &&
+        evict_preset_reads_column_sums(&p))
+      return true;
+  }
+  obc_error_clear();
+  return false;
+}
+
+/* Mean over (layer, KV head) of |K n O| / |O| over the candidates, O the
+ * oracle's kept candidates, K the policy's. */
+static double keep_recall(const EvictKeepSet *k, const EvictKeepSet *oracle) {
+  double sum = 0;
+  size_t heads = k->n_layers * k->n_kv_heads;
+  for (size_t h = 0; h < heads; h++) {
+    const unsigned char *a = k->keep + h * k->n_prompt, *o = oracle->keep + h * k->n_prompt;
+    size_t both = 0, kept = 0;
+    for (size_t p = 0; p < k->n_candidates; p++) {
+      kept += o[p] != 0;
+      both += o[p] && a[p];
+    }
+    sum += kept ? (double)both / (double)kept : 1.0;
+  }
+  return heads ? sum / (double)heads : NAN;
+}
+
+/* The kept sets of score index s (n_scores: the oracle) under protocol
+ * for every budget, appended to sets. */
+static int score_sets(const EvalConfig *c, TraceReader *reader, const char *trace, size_t s,
+                      EvictProtocol protocol, const char *oracle_steps, const EvictKeepSet *oracle,
+                      EvalSets *sets) {
+  EvictPolicy p = c->base;
+  p.protocol = protocol;
+  const TraceMeta *meta = trace_meta(reader);
+  int rc = evict_policy_set_score(&p, s < c->n_scores ? c->scores[s] : EVAL_ORACLE);
+  if (!rc && s == c->n_scores) rc = evict_policy_set_steps(&p, oracle_steps);
+  unsigned char *protect = NULL;
+  if (!rc) rc = evict_policy_protected(&p, meta, trace, &protect);
+  double *scores = NULL;
+  size_t n = 0, window = 0;
+  if (!rc) rc = evict_policy_scores(reader, &p, &scores, &n, &window);
+  for (size_t b = 0; b < c->n_budgets && !rc; b++) {
+    rc = evict_policy_set_budget(&p, c->budgets[b]);
+    EvictKeepSet *keep = &sets->keeps[sets->n];
+    if (!rc)
+      rc = evict_keep_from_scores(&p, scores, meta->model.n_layers, meta->model.n_kv_heads,
+                                  meta->n_prompt, n, protect, keep);
+    if (rc) break;
+    keep->window = window;
+    sets->sets[sets->n++] = (EvalSet){.score = s,
+                                      .budget = b,
+                                      .protocol = protocol,
+                                      .recall = oracle ? keep_recall(keep, &oracle[b]) : NAN,
+                                      .candidates = n};
+  }
+  free(scores);
+  free(protect);
+  return rc;
+}
+
+/* Every kept set of the sample: per protocol the oracle's (one per
+ * budget, over the decode steps oracle_steps) first, then each score's. */
+static int make_sets(const EvalConfig *c, TraceReader *reader, const char *trace,
+                     const char *oracle_steps, EvalSets *sets) {
+  sets->cap = c->n_protocols * (c->n_scores + 1) * c->n_budgets;
+  sets->keeps = obc_calloc(sets->cap, sizeof *sets->keeps, "kept sets");
+  sets->sets = obc_calloc(sets->cap, sizeof *sets->sets, "kept sets");
+  if (!sets->keeps || !sets->sets) return OBC_ENOMEM;
+  int rc = OBC_OK;
+  for (size_t q = 0; q < c->n_protocols && !rc; q++) {
+    size_t first = sets->n;
+    rc = score_sets(c, reader, trace, c->n_scores, c->protocols[q], oracle_steps, NULL, sets);
+    for (size_t s = 0; s < c->n_scores && !rc; s++)
+      rc = score_sets(c, reader, trace, s, c->protocols[q], NULL, &sets->keeps[first], sets);
+  }
+  return rc;
+}
+
+static cJSON *answer_json(const char *answer, const char *const *refs, size_t n_refs) {
+  cJSON *o = cJSON_CreateObject();
+  double score = eval_match_all(answer, refs, n_refs);
+  cJSON_AddStringToObject(o, "answer", answer);
+  cJSON_AddNumberToObject(o, "score", score);
+  cJSON_AddBoolToObject(o, "correct", score == 1.0);
+  return o;
+}
+
+static size_t count_correct(const cJSON *rows) {
+  size_t n = 0;
+  const cJSON *row;
+  cJSON_ArrayForEach(row, rows) n += cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(row, "correct"));
+  return n;
+}
+
+/* out/sample.json. */
+static int write_sample(const EvalRunner *r, const SweepPlanCell *cell, uint64_t seed,
+                        const NiahPrompt *prompt, const CaptureResult *captured,
+                        const EvalSets *sets, const EvictModelReplay *outs, size_t steps,
+                        size_t oracle_steps, double seconds, const char *out, size_t *right, bool *full_right) {
+  const EvalConfig *c = r->config;
+  const char *refs[RULER_MAX_ANSWERS];
+  for (size_t i = 0; i < prompt->n_answers; i++) refs[i] = prompt->answers[i];
+  cJSON *root = cJSON_CreateObject(), *answers = cJSON_CreateArray(), *rows = cJSON_CreateArray();
+  char seed_text[32];
+  snprintf(seed_text, sizeof seed_text, "%" PRIu64, seed);
+  cJSON_AddStringToObject(root, "task", cell->task);
+  cJSON_AddNumberToObject(root, "length", (double)cell->length);
+  cJSON_AddNumberToObject(root, "sample", (double)cell->sample);
+  cJSON_AddStringToObject(root, "seed", seed_text);
+  cJSON_AddNumberToObject(root, "tokens", (double)prompt->n_tokens);
+  cJSON_AddNumberToObject(root, "decode", (double)steps);
+  cJSON_AddNumberToObject(root, "oracle_steps", (double)oracle_steps);
+  for (size_t i = 0; i < prompt->n_answers; i++)
+    cJSON_AddItemToArray(answers, cJSON_CreateString(prompt->answers[i]));
+  cJSON_AddItemToObject(root, "answers", answers);
+  cJSON *full = answer_json(captured->generated_text, refs, prompt->n_answers);
+  *full_right = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(full, "correct"));
+  cJSON_AddItemToObject(root, "full", full);
+  for (size_t i = 0; i < sets->n; i++) {
+    const EvalSet *s = &sets->sets[i];
+    cJSON *row = answer_json(outs[i].answer, refs, prompt->n_answers);
+    cJSON_AddStringToObject(row, "policy", s->score < c->n_scores ? c->scores[s->score] : EVAL_ORACLE);
+    cJSON_AddStringToObject(row, "budget", c->budgets[s->budget]);
+    cJSON_AddStringToObject(row, "protocol", evict_protocol_name(s->protocol));
+    cJSON_AddNumberToObject(row, "kept", (double)sets->keeps[i].budget);
+    cJSON_AddNumberToObject(row, "candidates", (double)s->candidates);
+    if (isnan(s->recall))
+      cJSON_AddNullToObject(row, "recall");
+    else
+      cJSON_AddNumberToObject(row, "recall", s->recall);
+    cJSON_AddItemToArray(rows, row);
+  }
+  *right = count_correct(rows);
+  cJSON_AddItemToObject(root, "rows", rows);
+  cJSON_AddNumberToObject(root, "seconds", seconds);
+  return obc_json_write(out, "sample.json", root);
+}
+
+static void progress(const EvalRunner *r, const SweepPlanCell *cell, const char *what) {
+  if (!isatty(STDERR_FILENO)) return;
+  fprintf(stderr, "\r\033[K[%zu/%zu] %s: %s", r->done + 1, r->total, cell->name, what);
+}
+
+/* "2m05s" of s seconds. */
+static void duration_text(double s, char *out, size_t size) {
+  long t = (long)(s + 0.5);
+  if (t >= 3600)
+    snprintf(out, size, "%ldh%02ldm", t / 3600, t / 60 % 60);
+  else if (t >= 60)
+    snprintf(out, size, "%ldm%02lds", t / 60, t % 60);
+  else
+    snprintf(out, size, "%lds", t);
+}
+
+/* The decode steps of the full-cache answer: step t (1-based) feeds answer
+ * token t - 1 and predicts token t, so the steps that predict the answer's
+ * tokens after the first, its stop token included, are 1..k, k the index of
+ * the first stop token (all captured steps without one; step 1 when the
+ * first token stops). As oracle steps: "1-k", or "T". */
+static void answer_steps(const EvictReplayer *replayer, const Tokenizer *tokenizer, size_t steps,
+                         char *out, size_t size, size_t *k) {
+  *k = steps;
+  for (size_t t = 0; t <= steps; t++)
+    if (tokenizer_is_stop(tokenizer, evict_replayer_full_token(replayer, t))) {
+      *k = t ? t : 1;
+      break;
+    }
+  if (*k == steps)
+    snprintf(out, size, "T");
+  else
+    snprintf(out, size, "1-%zu", *k);
+}
+
+static int replay_sets(const EvalRunner *r, EvictReplayer *replayer, EvalSets *sets,
+                       EvictModelReplay **outs) {
+  *outs = obc_malloc(sets->n * sizeof **outs + 1, "replay results");
+  if (!*outs) return OBC_ENOMEM;
+  return evict_replayer_run_batch(replayer, sets->keeps, sets->n, r->config->batch, *outs);
+}
+
+/* The capture options of the sample: the rows the policies' windows need
+ * (the question and template tail plus EVAL_ROWS_BEFORE_QUESTION), the
+ * decode steps, column sums only when a score reads them. */
+static CaptureOptions capture_options(const EvalConfig *c, const NiahPrompt *prompt, size_t steps,
+                                      const char *producer) {
+  CaptureOptions o;
+  capture_options_default(&o);
+  size_t tail = prompt->n_tokens;
+  for (size_t i = 0; i < prompt->n_spans; i++)
+    if (!strcmp(prompt->spans[i].name, "question"))
+      tail = prompt->n_tokens - (size_t)prompt->spans[i].begin;
+  o.rows = tail + EVAL_ROWS_BEFORE_QUESTION;
+  o.decode = steps;
+  o.skip_column_sums = !needs_column_sums(c);
+  o.threads = c->threads;
+  o.device = c->device;
+  o.producer = producer;
+  return o;
+}
+
+int eval_run_sample(void *context, const SweepPlanCell *cell, const char *out) {
+  EvalRunner *r = context;
+  const EvalConfig *c = r->config;
+  double start = obc_now_seconds();
+  const RulerTask *task = ruler_task_find(cell->task);
+  if (!task) return obc_fail(OBC_EINVAL, "sample %zu: unknown task '%s'", cell->id, cell->task);
+  uint64_t seed = c->seed + cell->sample;
+  size_t steps = decode_steps(c, task);
+  char trace[4096], producer[1024];
+  if (snprintf(trace, sizeof trace, "%s/trace.h5", out) >= (int)sizeof trace)
+    return obc_fail(OBC_EINVAL, "%s: path too long", out);
+  snprintf(producer, sizeof producer, "%s [sample %zu: %s]",
+           c->command_line ? c->command_line : "obcache eval", cell->id, cell->name);
+  progress(r, cell, "building the prompt");
+  NiahPrompt prompt;
+  int rc = ruler_task_build(r->model->tokenizer, &r->sources, &c->ruler, task, cell->length, seed,
+                            &prompt);
+  if (rc) return obc_fail_context(rc, "sample %zu (%s)", cell->id, cell->name);
+  CaptureOptions capture = capture_options(c, &prompt, steps, producer);
+  CaptureResult captured;
+  progress(r, cell, "prefill and full-cache answer");
+  rc = capture_run(r->model, &prompt, &capture, trace, &captured);
+  TraceReader *reader = NULL;
+  if (!rc) rc = trace_open(trace, &reader);
+  EvictReplayer *replayer = NULL;
+  if (!rc) rc = evict_replayer_open(r->model, reader, steps, c->threads, c->device, &replayer);
+  if (!rc) rc = evict_replayer_free_running_only(replayer, true);
+  char oracle_steps[32] = "T";
+  size_t answer = steps;
+  if (!rc) answer_steps(replayer, r->model->tokenizer, steps, oracle_steps, sizeof oracle_steps,
+                        &answer);
+  EvalSets sets = {0};
+  EvictModelReplay *outs = NULL;
+  if (!rc) rc = make_sets(c, reader, trace, oracle_steps, &sets);
+  char what[64];
+  snprintf(what, sizeof what, "replaying %zu kept sets", sets.n);
+  progress(r, cell, what);
+  if (!rc) rc = replay_sets(r, replayer, &sets, &outs);
+  evict_replayer_close(replayer);
+  trace_close(reader);
+  size_t right = 0;
+  bool full_right = false;
+  double seconds = obc_now_seconds() - start;
+  if (!rc)
+    rc = write_sample(r, cell, seed, &prompt, &captured, &sets, outs, steps, answer, seconds, out,
+                      &right, &full_right);
+  if (!rc && !c->keep_traces && unlink(trace))
+    rc = obc_fail(OBC_EIO, "%s: cannot remove the trace", trace);
+  if (!rc) {
+    r->done++;
+    double elapsed = obc_now_seconds() - r->start;
+    char eta[32] = "0s";
+    duration_text(elapsed / (double)r->done * (double)(r->total - r->done), eta, sizeof eta);
+    if (isatty(STDERR_FILENO)) fprintf(stderr, "\r\033[K");
+    printf("sample %zu/%zu %s: %zu tokens, full cache %s, %zu of %zu replays right; %.1f s; "
+           "ETA %s\n",
+           r->done, r->total, cell->name, prompt.n_tokens, full_right ? "right" : "wrong", right,
+           sets.n, seconds, eta);
+    fflush(stdout);
+  }
+  free(outs);
+  sets_free(&sets);
+  niah_prompt_free(&prompt);
+  if (rc) obc_fail_context(rc, "sample %zu (%s)", cell->id, cell->name);
+  return rc;
+}
