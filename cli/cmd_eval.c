@@ -19,6 +19,7 @@
 #include "evict/preset.h"
 #include "model/model.h"
 #include "plots/plot.h"
+#include "plots/plot_eval.h"
 #include "runtime/runtime.h"
 #include "sweep/capture_sweep.h"
 #include "sweep/plan.h"
@@ -353,6 +354,15 @@ static int merge(const char *dir, const SweepPlan *plan, const EvalArgs *given) 
   if (!rc) rc = eval_merge(dir, plan, &a.config, given->stale_after);
   if (rc) return rc;
   printf("wrote %s/accuracy.csv, paired.csv, recall.csv, samples.csv and eval.json\n", dir);
+  if (given->no_figures) return OBC_OK;
+  PlotOptions options = {.dir = dir, .formats = PLOT_PNG | PLOT_SVG};
+  PlotResult result;
+  if (plot_eval(dir, &options, &result)) { /* the tables stand without the figures */
+    fprintf(stderr, "eval: figures not drawn: %s\n", obc_error_message());
+    obc_error_clear();
+  } else {
+    printf("wrote %s/plots/ (%zu files, index.html among them)\n", dir, result.n_written);
+  }
   return OBC_OK;
 }
 

@@ -234,12 +234,12 @@ static void write_tally(FILE *fp, const Tally *t, bool full) {
   double low = 0, high = 1;
   eval_wilson(t->correct, t->n, WILSON_Z, &low, &high);
   double accuracy = t->n ? (double)t->correct / (double)t->n : NAN;
-  fprintf(fp, "%zu,%zu,%.6f,%.6f,%.6f,%.6f,", t->n, t->correct, accuracy, low, high,
+  fprintf(fp, "%zu,%zu,%.9g,%.9g,%.9g,%.9g,", t->n, t->correct, accuracy, low, high,
           t->n ? t->score / (double)t->n : NAN);
   if (t->n_recall)
-    fprintf(fp, "%.6f", t->recall / (double)t->n_recall);
+    fprintf(fp, "%.9g", t->recall / (double)t->n_recall);
   fputc(',', fp);
-  if (!full && t->n) fprintf(fp, "%.6f", t->fraction / (double)t->n);
+  if (!full && t->n) fprintf(fp, "%.9g", t->fraction / (double)t->n);
   fputc('\n', fp);
 }
 
@@ -326,7 +326,7 @@ static int write_paired(FILE *fp, const EvalData *d) {
             PairedResult r;
             int rc = paired_result(d, t, l, &pairs[k], q, b, &r);
             if (rc) return rc;
-            fprintf(fp, "%s,%zu,%s,%s,%s,%s,%zu,%zu,%zu,%zu,%zu,%.6f,%.6f,%.6f,%.6g\n",
+            fprintf(fp, "%s,%zu,%s,%s,%s,%s,%zu,%zu,%zu,%zu,%zu,%.9g,%.9g,%.9g,%.9g\n",
                     task_name(c, t), c->lengths[l], c->scores[pairs[k].baseline],
                     c->scores[pairs[k].paired], c->budgets[b], evict_protocol_name(c->protocols[q]),
                     r.n, r.baseline, r.paired, r.baseline_only, r.paired_only, r.difference, r.low,
@@ -389,7 +389,7 @@ static int write_recall(FILE *fp, const EvalData *d) {
       for (size_t i = lo; i < hi; i++) correct += points[i].correct;
       double low = 0, high = 1;
       eval_wilson(correct, hi - lo, WILSON_Z, &low, &high);
-      fprintf(fp, "%s,%zu,%.6f,%.6f,%zu,%zu,%.6f,%.6f,%.6f,%.6f\n",
+      fprintf(fp, "%s,%zu,%.9g,%.9g,%zu,%zu,%.9g,%.9g,%.9g,%.9g\n",
               b < c->n_budgets ? c->budgets[b] : "all", quartile + 1, points[lo].recall,
               points[hi - 1].recall, hi - lo, correct, (double)correct / (double)(hi - lo), low,
               high, auc);
@@ -425,8 +425,8 @@ static void sample_row(FILE *fp, const EvalData *d, const EvalSample *s, const c
   fprintf(fp, "%s,%zu,%zu,%s,%zu,%s,%s,%s,", c->tasks[s->task], c->lengths[s->length], s->sample,
           s->seed, s->tokens, policy, budget, protocol);
   if (budget[0]) fprintf(fp, "%zu", a->kept);
-  fprintf(fp, ",%d,%.6f,", a->correct, a->score);
-  if (!isnan(a->recall)) fprintf(fp, "%.6f", a->recall);
+  fprintf(fp, ",%d,%.9g,", a->correct, a->score);
+  if (!isnan(a->recall)) fprintf(fp, "%.9g", a->recall);
   fputc(',', fp);
   csv_answer(fp, a->answer);
 }

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Independent check of an eval folder's tables (`obcache eval`): recomputes
+accuracy.csv, paired.csv and recall.csv from samples.csv with textbook
+formulas (Wilson's interval, the exact binomial McNemar test, the
+Mann-Whitney AUC, quartiles by rank) and compares them field by field; the
+paired bootstrap interval is only checked to be an interval around its
+difference (its resampling is tested in tests/test_eval_stats.c).
+
+usage: eval_check.py DIR TASK,.. POLICY,.. BUDGET,.. PROTOCOL,..
+Prints one line per failed check and exits 1 when any failed."""
+import csv
+import math
+import sys
+
+Z = 1.959963984540054
+failures = []
+
+
+def check(ok, what):
+    if not ok:
+        failures.append(what)
+
+
+def close(a, b, tol=2e-6):
+    return abs(float(a) - float(b)) <= tol
+
+
+def wilson(k, n):
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    denom = 1 + Z * Z / n
+    centre = (p + Z * Z / (2 * n)) / denom
+    half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def mcnemar(b, c):
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def auc(points):
+    pos = [r for r, y in points if y]
+    neg = [r for r, y in points if not y]
+    if not pos or not neg:
+        return float("nan")
+    wins = sum((p > q) + 0.5 * (p == q) for p in pos for q in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def read(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def main():
+    folder, tasks, policies, budgets, protocols = sys.argv[1:6]
+    tasks, policies = tasks.split(","), policies.split(",") + ["oracle@T"]
+    budgets, protocols = budgets.split(","), protocols.split(",")
+    samples = read(f"{folder}/samples.csv")
+    accuracy = read(f"{folder}/accuracy.csv")
+    paired = read(f"{folder}/paired.csv")
+    recall = read(f"{folder}/recall.csv")
+    lengths = sorted({r["length"] for r in samples}, key=int)
+
+    def rows(task, length, policy, budget, protocol):
+        return [r for r in samples
+                if (task == "all" or r["task"] == task) and r["length"] == length
+                and r["policy"] == policy and r["budget"] == budget and r["protocol"] == protocol]
+
+    # accuracy.csv: every (task or all, length, policy, budget, protocol), full first.
+    expected = []
+    for task in tasks + ["all"]:
+        for length in lengths:
+            expected.append((task, length, "full", "", ""))
+            for protocol in protocols:
+                for policy in policies:
+                    for budget in budgets:
+                        expected.append((task, length, policy, budget, protocol))
+    got = [(r["task"], r["length"], r["policy"], r["budget"], r["protocol"]) for r in accuracy]
+    check(got == expected, f"accuracy.csv rows {got[:3]}... expected {expected[:3]}...")
+    for r in accuracy:
+        sel = rows(r["task"], r["length"], r["policy"], r["budget"], r["protocol"])
+        n, k = len(sel), sum(int(s["correct"]) for s in sel)
+        name = f'accuracy.csv {r["task"]} {r["policy"]} {r["budget"]} {r["protocol"]}'
+        check(int(r["n"]) == n and int(r["correct"]) == k, f"{name}: n/correct {r['n']}/{r['correct']} != {n}/{k}")
+        if n:
+            low, high = wilson(k, n)
+            check(close(r["accuracy"], k / n), f"{name}: accuracy {r['accuracy']} != {k / n}")
+            check(close(r["ci_low"], low) and close(r["ci_high"], high),
+                  f"{name}: Wilson [{r['ci_low']}, {r['ci_high']}] != [{low:.6f}, {high:.6f}]")
+            check(float(r["ci_low"]) <= float(r["accuracy"]) <= float(r["ci_high"]), f"{name}: interval")
+            score = sum(float(s["score"]) for s in sel) / n
+            check(close(r["score"], score, 1e-5), f"{name}: score {r['score']} != {score}")
+            rec = [float(s["recall"]) for s in sel if s["recall"] != ""]
+            check((r["recall"] == "") == (not rec), f"{name}: recall present")
+            if rec:
+                check(close(r["recall"], sum(rec) / len(rec), 1e-5), f"{name}: mean recall")
+            check(r["recall"] == "" or r["policy"] not in ("full", "oracle@T"), f"{name}: recall of the reference")
+
+    # paired.csv: every X vs X+obc_S of the policies.
+    pairs = [(p.split("+obc_")[0], p) for p in policies if "+obc_" in p and p.split("+obc_")[0] in policies]
+    expected = [(t, l, b, p, bu, pr) for t in tasks + ["all"] for l in lengths for b, p in pairs
+                for pr in protocols for bu in budgets]
+    got = [(r["task"], r["length"], r["baseline"], r["paired"], r["budget"], r["protocol"]) for r in paired]
+    check(got == expected, f"paired.csv rows {got[:2]} expected {expected[:2]}")
+    for r in paired:
+        x = rows(r["task"], r["length"], r["baseline"], r["budget"], r["protocol"])
+        y = rows(r["task"], r["length"], r["paired"], r["budget"], r["protocol"])
+        key = lambda s: (s["task"], s["length"], s["sample"])
+        ys = {key(s): int(s["correct"]) for s in y}
+        both = [(int(s["correct"]), ys[key(s)]) for s in x]
+        b = sum(1 for u, v in both if u and not v)
+        c = sum(1 for u, v in both if v and not u)
+        name = f'paired.csv {r["task"]} {r["paired"]} {r["budget"]}'
+        check(int(r["n"]) == len(both) and int(r["baseline_only"]) == b and int(r["paired_only"]) == c,
+              f"{name}: counts")
+        d = (sum(v for _, v in both) - sum(u for u, _ in both)) / len(both)
+        check(close(r["difference"], d), f"{name}: difference {r['difference']} != {d}")
+        check(float(r["ci_low"]) <= d + 1e-9 and d - 1e-9 <= float(r["ci_high"]), f"{name}: interval")
+        check(math.isclose(float(r["mcnemar_p"]), mcnemar(b, c), rel_tol=1e-4),
+              f"{name}: McNemar {r['mcnemar_p']} != {mcnemar(b, c)}")
+
+    # recall.csv: quartiles of recall by rank, per budget and pooled.
+    for group in budgets + ["all"]:
+        pts = [(float(s["recall"]), int(s["correct"])) for s in samples
+               if s["recall"] != "" and s["policy"] not in ("full", "oracle@T")
+               and (group == "all" or s["budget"] == group)]
+        # the tool's order: by recall, ties in sample-file order (a stable sort)
+        order = sorted(range(len(pts)), key=lambda i: pts[i][0])
+        got = [r for r in recall if r["budget"] == group]
+        n = len(pts)
+        want_auc = auc(pts)
+        for q in range(4):
+            lo, hi = q * n // 4, (q + 1) * n // 4
+            if hi == lo:
+                continue
+            part = [pts[i] for i in order[lo:hi]]
+            row = [r for r in got if r["quartile"] == str(q + 1)]
+            check(len(row) == 1, f"recall.csv {group} quartile {q + 1} missing")
+            if row:
+                k = sum(y for _, y in part)
+                check(int(row[0]["n"]) == hi - lo and int(row[0]["correct"]) == k,
+                      f"recall.csv {group} q{q + 1}: counts")
+                check(close(row[0]["recall_low"], part[0][0]) and close(row[0]["recall_high"], part[-1][0]),
+                      f"recall.csv {group} q{q + 1}: range")
+                a = float(row[0]["auc"])
+                check((math.isnan(a) and math.isnan(want_auc)) or close(a, want_auc, 1e-5),
+                      f"recall.csv {group}: AUC {a} != {want_auc}")
+
+    for f in failures:
+        print("FAIL:", f)
+    print(f"eval_check: {len(accuracy)} accuracy rows, {len(paired)} paired rows, "
+          f"{len(recall)} recall rows, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

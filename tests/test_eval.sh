@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# CLI test of `obcache eval` on the default model: the issue's command (two
+# tasks, a baseline and its OBCache pairing, two budgets) writes
+# accuracy.csv, paired.csv, recall.csv and samples.csv whose numbers an
+# independent Python recomputation from samples.csv confirms
+# (tests/eval_check.py); a second run into another folder gives the same
+# CSVs byte for byte; a plan run as two shards and merged gives them too; a
+# finished folder runs nothing again; bad input fails with one line.
+set -u
+. "$(dirname "$0")/lib.sh"
+: "${OBCACHE:?}" "${OBC_MODEL:?}" "${OBC_TMP:?}"
+[ -r "$OBC_MODEL" ] || { echo "SKIP: no model at $OBC_MODEL (run scripts/setup.sh)"; exit 0; }
+[ -r /usr/share/dict/words ] || { echo "SKIP: no /usr/share/dict/words (apt-get install wamerican)"; exit 0; }
+scratch eval
+here=$(dirname "$0")
+
+# fails NAME PATTERN ARGS...: obcache ARGS exits 1 with one line matching PATTERN.
+fails() {
+  local name=$1 pattern=$2
+  shift 2
+  "$OBCACHE" "$@" > "$dir/out" 2> "$dir/err"
+  local rc=$?
+  if [ $rc -eq 1 ] && [ "$(wc -l < "$dir/err")" -eq 1 ] && grep -q -- "$pattern" "$dir/err"; then
+    pass "$name"
+  else
+    fail "$name (rc $rc): $(cat "$dir/err")"
+  fi
+}
+
+# The done-when command of the issue, with fewer samples and a short answer.
+run=(--tasks niah_single_1,vt --samples 3 --length 1024 --scores snapkv,snapkv+obc_k
+  --budgets 25%,50% --protocol agnostic --max-new-tokens 12)
+csvs="accuracy.csv paired.csv recall.csv samples.csv"
+
+"$OBCACHE" eval "${run[@]}" --no-figures -o "$dir/a" > "$dir/a.txt" 2>&1
+check "eval writes the four CSVs and eval.json" \
+  eval 'for f in $csvs eval.json; do [ -s "$dir/a/$f" ] || exit 1; done'
+check "accuracy.csv has the issue's columns" \
+  eval 'head -1 "$dir/a/accuracy.csv" | grep -q "^task,length,policy,budget,protocol,n,correct,accuracy,ci_low,ci_high"'
+check "a full-cache row for every task" \
+  eval '[ "$(grep -c ",1024,full,,," "$dir/a/accuracy.csv")" -eq 3 ]'
+check "one line per sample on stdout, with an ETA" \
+  eval '[ "$(grep -c "^sample [1-6]/6 .*ETA" "$dir/a.txt")" -eq 6 ]'
+check "no trace is left in the cells" eval '[ -z "$(find "$dir/a/cells" -name "*.h5")" ]'
+check "the tables agree with an independent recomputation from samples.csv" \
+  python3 "$here/eval_check.py" "$dir/a" niah_single_1,vt preset:snapkv,preset:snapkv+obc_k \
+  25%,50% agnostic
+
+"$OBCACHE" eval "${run[@]}" --no-figures -o "$dir/b" > "$dir/b.txt" 2>&1
+check "the same command again gives the same CSVs" \
+  eval 'for f in $csvs; do cmp -s "$dir/a/$f" "$dir/b/$f" || exit 1; done'
+
+"$OBCACHE" eval "${run[@]}" --plan -o "$dir/c" > "$dir/c.txt" 2>&1
+"$OBCACHE" eval "$dir/c" --shard 1/2 > "$dir/c1.txt" 2>&1
+fails "a merge of a half-run plan names what is missing" "3 of 6 samples are not finished" \
+  eval "$dir/c" --merge --no-figures
+"$OBCACHE" eval "$dir/c" --shard 0/2 > "$dir/c0.txt" 2>&1
+"$OBCACHE" eval "$dir/c" --merge --no-figures > "$dir/cm.txt" 2>&1
+check "two shards merged give the one-process CSVs" \
+  eval 'for f in $csvs; do cmp -s "$dir/a/$f" "$dir/c/$f" || exit 1; done'
+"$OBCACHE" eval "$dir/a" --no-figures > "$dir/again.txt" 2>&1
+check "running a finished eval again runs nothing" grep -q "0 ran, 6 already done" "$dir/again.txt"
+
+fails "an unknown task" "unknown task 'niah_single_9'" eval --tasks niah_single_9 -o "$dir/x"
+fails "oracle@T among the policies" "always replayed" eval --scores oracle@T -o "$dir/x"
+fails "a bad budget" "150%: more than the whole prompt" eval --budgets 150% -o "$dir/x"
+fails "a plan option given with DIR" "takes its settings from DIR/plan.json; --samples" \
+  eval "$dir/a" --samples 4
+fails "sweep on an eval folder" "holds an \`obcache eval\` plan" sweep "$dir/a" --merge
+fails "another plan in the same folder" "another plan" eval --tasks vt --samples 2 -o "$dir/a"
+cp -r "$dir/a" "$dir/d"
+printf '{"task": "vt"}' > "$dir/d/cells/0/sample.json"
+fails "a damaged sample is refused by its manifest" "0 .*damaged\|not finished" \
+  eval "$dir/d" --merge --no-figures
+
+finish
