@@ -238,7 +238,7 @@ static void figure_args(const PlotFigure *f, const char *dir, const char *data_d
     plot_args_string(args, "ks", in->ks);
 }
 
-static void result_add(PlotResult *result, const char *path) {
+void plot_result_add(PlotResult *result, const char *path) {
   if (result->n_written < PLOT_MAX_WRITTEN)
     snprintf(result->written[result->n_written++], sizeof result->written[0], "%s", path);
 }
@@ -356,7 +356,7 @@ static int run_jobs(const PlotGnuplot *gnuplot, const char *out_dir, PlotJob *jo
     }
   }
   for (size_t j = 0; j < n; j++)
-    if (jobs[j].done) result_add(result, jobs[j].image.final_path);
+    if (jobs[j].done) plot_result_add(result, jobs[j].image.final_path);
   if (rc) return obc_fail(rc, "%s", first_message);
   return OBC_OK;
 }

@@ -51,6 +51,10 @@ typedef struct {
   size_t n_skipped;
 } PlotResult;
 
+/* Appends path to result->written (what a run lists; at most
+ * PLOT_MAX_WRITTEN are kept). */
+void plot_result_add(PlotResult *result, const char *path);
+
 /* Renders the figures. Checks the folder, the scripts and gnuplot before
  * writing anything. Returns 0 or a negative OBC_E* code after obc_fail(). */
 int plot_render(const PlotOptions *options, PlotResult *result);

@@ -418,11 +418,6 @@ void plot_eval_args(const PlotEval *eval, const char *name, const char *dir, con
 
 /* ---- derived table and index ---- */
 
-static void result_add(PlotResult *result, const char *path) {
-  if (result->n_written < PLOT_MAX_WRITTEN)
-    snprintf(result->written[result->n_written++], sizeof result->written[0], "%s", path);
-}
-
 int plot_eval_write_paired(const PlotEval *eval, const char *out_dir, PlotResult *result) {
   const PlotTable *t = &eval->paired;
   int pooled = 0, several_lengths = 0;
@@ -451,7 +446,7 @@ int plot_eval_write_paired(const PlotEval *eval, const char *out_dir, PlotResult
             cell(t, row, "mcnemar_p"));
   }
   rc = obc_text_close(&file, fp, 1);
-  if (!rc) result_add(result, file.final_path);
+  if (!rc) plot_result_add(result, file.final_path);
   return rc;
 }
 
@@ -525,7 +520,7 @@ int plot_eval_write_index(const PlotEval *eval, const char *dir, const char *out
   if (eval->has_paired) html_table(out, &eval->paired, "Paired comparisons (paired.csv)");
   fputs("</body></html>\n", out);
   rc = obc_text_close(&file, out, 1);
-  if (!rc) result_add(result, file.final_path);
+  if (!rc) plot_result_add(result, file.final_path);
   return rc;
 }
 

@@ -203,11 +203,6 @@ void plot_sweep_axis_text(const double *values, size_t n, char *out, size_t size
   }
 }
 
-static void result_add(PlotResult *result, const char *path) {
-  if (result->n_written < PLOT_MAX_WRITTEN)
-    snprintf(result->written[result->n_written++], sizeof result->written[0], "%s", path);
-}
-
 int plot_sweep_write(const PlotSweep *sweep, const char *out_dir, PlotResult *result) {
   ObcPendingFile needle_file, recall_file;
   FILE *fp;
@@ -223,7 +218,7 @@ int plot_sweep_write(const PlotSweep *sweep, const char *out_dir, PlotResult *re
     }
   rc = obc_text_close(&needle_file, fp, 1);
   if (rc) return rc;
-  result_add(result, needle_file.final_path);
+  plot_result_add(result, needle_file.final_path);
 
   rc = obc_text_open_in(&recall_file, out_dir, "sweep_recall.csv", &fp);
   if (rc) return rc;
@@ -239,6 +234,6 @@ int plot_sweep_write(const PlotSweep *sweep, const char *out_dir, PlotResult *re
       }
   rc = obc_text_close(&recall_file, fp, 1);
   if (rc) return rc;
-  result_add(result, recall_file.final_path);
+  plot_result_add(result, recall_file.final_path);
   return OBC_OK;
 }
