@@ -125,13 +125,19 @@ static int byte_order(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* The token offset of a cut (which must be one), or of the text's ends. */
+/* The token offset of the cut made for byte (the last cut at or before it:
+ * clean_cut moves cuts back, never past another), or of the text's ends. */
 static size_t cut_token(const Cuts *c, size_t byte, size_t length, size_t n_ids) {
-  if (byte == 0) return 0;
   if (byte >= length) return n_ids;
-  const size_t *at = bsearch(&byte, c->bytes, c->n, sizeof *c->bytes, byte_order);
-  assert(at);
-  return c->tokens[at - c->bytes];
+  size_t lo = 0, hi = c->n; /* the first cut after byte */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (c->bytes[mid] <= byte)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo ? c->tokens[lo - 1] : 0;
 }
 
 /* Encodes text[0, length) piece by piece between the cuts (sorted and made
@@ -209,20 +215,71 @@ static void mark_cuts(const RulerText *t, size_t m, const char *user, size_t len
   if (*end < length && user[*end] == '\n') ++*end;
 }
 
+/* Whether cutting text[0, length) at byte b leaves the tokens of the bytes
+ * around it as tokenizing them in one go gives them: the pieces
+ * [b - CUT_REACH, b) and [b, b + CUT_REACH) against the whole window (the
+ * window's own edges are the same on both sides). */
+#define CUT_REACH 48
+static int cut_is_clean(const Tokenizer *tokenizer, const char *text, size_t length, size_t b,
+                        bool *clean) {
+  size_t lo = b > CUT_REACH ? b - CUT_REACH : 0,
+         hi = b + CUT_REACH < length ? b + CUT_REACH : length;
+  int32_t *whole = NULL, *left = NULL, *right = NULL;
+  size_t n_whole = 0, n_left = 0, n_right = 0;
+  int rc = tokenizer_encode(tokenizer, text + lo, hi - lo, &whole, &n_whole);
+  if (!rc) rc = tokenizer_encode(tokenizer, text + lo, b - lo, &left, &n_left);
+  if (!rc) rc = tokenizer_encode(tokenizer, text + b, hi - b, &right, &n_right);
+  *clean = !rc && n_left + n_right == n_whole && !memcmp(whole, left, n_left * sizeof *whole) &&
+           !memcmp(whole + n_left, right, n_right * sizeof *whole);
+  free(whole);
+  free(left);
+  free(right);
+  return rc;
+}
+
+/* The cut nearest at or before b (by at most CUT_REACH / 2 bytes) that the
+ * tokenizer does not see (a run of whitespace before a word, a space that
+ * belongs to the next word, punctuation that merges with a newline in
+ * Llama 3's pre-tokenizer); b itself when none is. */
+static int clean_cut(const Tokenizer *tokenizer, const char *text, size_t length, size_t b,
+                     size_t *out) {
+  *out = b;
+  for (size_t shift = 0; shift <= CUT_REACH / 2 && shift < b; shift++) {
+    bool clean = false;
+    int rc = cut_is_clean(tokenizer, text, length, b - shift, &clean);
+    if (rc) return rc;
+    if (clean) {
+      *out = b - shift;
+      return OBC_OK;
+    }
+  }
+  return OBC_OK;
+}
+
+static int add_clean_cut(const Tokenizer *tokenizer, const char *text, size_t length, size_t b,
+                         Cuts *c) {
+  if (b == 0 || b >= length) return OBC_OK;
+  size_t at = b;
+  int rc = clean_cut(tokenizer, text, length, b, &at);
+  return rc ? rc : cuts_add(c, at);
+}
+
 /* Where the user text is cut: around the context and the question, after
- * its newlines, and around the marks. */
-static int user_cuts(const RulerText *t, const char *user, size_t length, size_t context_end,
-                     Cuts *c) {
+ * its newlines, and around the marks, each moved back to where the
+ * tokenizer sees no cut (clean_cut). */
+static int user_cuts(const Tokenizer *tokenizer, const RulerText *t, const char *user,
+                     size_t length, size_t context_end, Cuts *c) {
   size_t before = strlen(t->before);
-  int rc = cuts_add(c, before);
-  if (!rc) rc = cuts_add(c, context_end);
+  int rc = add_clean_cut(tokenizer, user, length, before, c);
+  if (!rc) rc = add_clean_cut(tokenizer, user, length, context_end, c);
   for (size_t i = 1; !rc && i < length; i++)
-    if (user[i - 1] == '\n' && !is_space(user[i])) rc = cuts_add(c, i);
+    if (user[i - 1] == '\n' && !is_space(user[i]))
+      rc = add_clean_cut(tokenizer, user, length, i, c);
   for (size_t m = 0; !rc && m < t->n_marks; m++) {
     size_t begin, end;
     mark_cuts(t, m, user, length, &begin, &end);
-    rc = cuts_add(c, begin);
-    if (!rc) rc = cuts_add(c, end);
+    rc = add_clean_cut(tokenizer, user, length, begin, c);
+    if (!rc) rc = add_clean_cut(tokenizer, user, length, end, c);
   }
   return rc;
 }
@@ -244,7 +301,7 @@ static int assemble(const Frame *f, const RulerText *t, RulerSample *out) {
   Cuts cuts = {0};
   int32_t *user_ids = NULL, *answer_ids = NULL;
   size_t n_user = 0, n_answer = 0;
-  rc = user_cuts(t, out->user, length, context_end, &cuts);
+  rc = user_cuts(f->tokenizer, t, out->user, length, context_end, &cuts);
   if (!rc) rc = encode_pieces(f->tokenizer, out->user, length, &cuts, &user_ids, &n_user);
   char *answer = NULL;
   bool has_answer = t->answer_prefix[0] != '\0';

@@ -143,7 +143,7 @@ START_TEST(test_the_chat_template_counts_toward_the_length) {
 }
 END_TEST
 
-START_TEST(test_same_inputs_same_ids_other_seed_other_prompt) {
+START_TEST(test_same_inputs_same_ids_other_seed_other_prompt_consistent_cuts) {
   RulerOptions o;
   ruler_options_default(&o);
   for (size_t i = 0; i < ruler_task_count(); i++) {
@@ -157,6 +157,9 @@ START_TEST(test_same_inputs_same_ids_other_seed_other_prompt) {
     ck_assert_str_eq(a.prompt.text, b.prompt.text);
     ck_assert_msg(strcmp(a.user, c.user) != 0, "%s: seeds 11 and 12 give one prompt", name);
     ck_assert_str_ne(a.prompt.answers[0], c.prompt.answers[0]);
+    /* the cuts between pieces are where the tokenizer cuts too */
+    ck_assert_msg(a.prompt.boundary_consistent && c.prompt.boundary_consistent,
+                  "%s: the pieces' ids are not the whole prompt's", name);
     ruler_sample_free(&a);
     ruler_sample_free(&b);
     ruler_sample_free(&c);
@@ -238,7 +241,7 @@ static Suite *ruler_task_suite(void) {
   tcase_add_test(frame, test_the_size_found_fits_and_the_next_does_not);
   tcase_add_test(frame, test_a_length_nothing_fits_fails_with_one_line);
   tcase_add_test(frame, test_the_chat_template_counts_toward_the_length);
-  tcase_add_test(frame, test_same_inputs_same_ids_other_seed_other_prompt);
+  tcase_add_test(frame, test_same_inputs_same_ids_other_seed_other_prompt_consistent_cuts);
   tcase_add_test(frame, test_essay_needles_sit_at_rulers_depths);
   tcase_add_test(frame, test_the_json_holds_the_sample);
   suite_add_tcase(s, frame);
