@@ -84,12 +84,12 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
       {"--seed", NULL, "S", "sample i of every task and length draws from seed S + i", "1",
        OBC_OPTION_UINT64, &c->seed, NULL, NULL},
       {"--essay", NULL, "H",
-       "haystack of RULER's essay tasks (RULER: Paul Graham's essays): kjv or a text file",
-       "kjv", OBC_OPTION_TEXT, &c->ruler.essay, NULL, NULL},
+       "haystack of RULER's essay tasks (RULER: Paul Graham's essays): kjv or a text file", "kjv",
+       OBC_OPTION_TEXT, &c->ruler.essay, NULL, NULL},
       {"--words", NULL, "FILE", "word list of cwe (RULER: wonderwords)",
        "/usr/share/dict/words (wamerican)", OBC_OPTION_TEXT, &c->ruler.words, NULL, NULL},
-      {"--no-chat-template", NULL, NULL, "plain text even when the model has a chat template",
-       NULL, OBC_OPTION_FLAG, &c->ruler.no_chat_template, NULL, NULL},
+      {"--no-chat-template", NULL, NULL, "plain text even when the model has a chat template", NULL,
+       OBC_OPTION_FLAG, &c->ruler.no_chat_template, NULL, NULL},
       {"--max-new-tokens", NULL, "N",
        "decode at most N answer tokens (RULER: niah 128, vt 30, cwe 120, fwe 50); prompts do "
        "not change",
@@ -108,13 +108,12 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
        "agnostic (the context compressed before the question is seen, the question re-run), "
        "aware, agnostic-captured",
        "agnostic", OBC_OPTION_TEXT, &a->protocols, NULL, NULL},
-      {"--window", NULL, "W", "score window of the generic scores (presets fix their own)",
-       "64", OBC_OPTION_SIZE, &c->base.window, NULL, NULL},
+      {"--window", NULL, "W", "score window of the generic scores (presets fix their own)", "64",
+       OBC_OPTION_SIZE, &c->base.window, NULL, NULL},
       {"--keep-traces", NULL, NULL, "keep each sample's trace.h5 in its cell (large)", NULL,
        OBC_OPTION_FLAG, &c->keep_traces, NULL, NULL},
       OBC_OPTION_HEADING("\nrunning:"),
-      {"-o", "--output", "DIR", "the eval folder", NULL, OBC_OPTION_TEXT, &a->out_dir, NULL,
-       NULL},
+      {"-o", "--output", "DIR", "the eval folder", NULL, OBC_OPTION_TEXT, &a->out_dir, NULL, NULL},
       {"--model", NULL, "M", "GGUF file or HF folder", "the embedded SmolLM2", OBC_OPTION_TEXT,
        &a->model_path, NULL, NULL},
       MODEL_WEIGHTS_OPTION(&a->weights),
@@ -127,8 +126,8 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
        NULL, OBC_OPTION_FLAG, &a->plan_only, NULL, NULL},
       {"--cell", NULL, "I", "run only sample I of DIR's plan (with DIR)", NULL, OBC_OPTION_TEXT,
        &a->cell, NULL, NULL},
-      {"--shard", NULL, "i/N", "run the samples with id % N == i (with DIR)", NULL,
-       OBC_OPTION_TEXT, &a->shard, NULL, NULL},
+      {"--shard", NULL, "i/N", "run the samples with id % N == i (with DIR)", NULL, OBC_OPTION_TEXT,
+       &a->shard, NULL, NULL},
       {"--merge", NULL, NULL, "merge DIR's finished samples (with DIR)", NULL, OBC_OPTION_FLAG,
        &a->merge, NULL, NULL},
       {"--stale-after", NULL, "S",
@@ -155,8 +154,8 @@ static const char *task_names(char *out, size_t size) {
   size_t used = 0;
   out[0] = '\0';
   for (size_t i = 0; i < ruler_task_count() && used < size; i++)
-    used += (size_t)snprintf(out + used, size - used, "%s%s", i ? ", " : "",
-                             ruler_task_at(i)->name);
+    used +=
+        (size_t)snprintf(out + used, size - used, "%s%s", i ? ", " : "", ruler_task_at(i)->name);
   return out;
 }
 
@@ -237,9 +236,9 @@ static int resolve_lists(EvalArgs *a) {
 
 /* Options that belong to one run, not to the plan; those up to --model
  * cannot be given with DIR (they are the plan's), the rest can. */
-static const char *const run_only[] = {"-o",        "--output", "--model",       "--threads",
-                                       "--device",  "--batch",  "--cell",        "--shard",
-                                       "--stale-after", "--plan", "--merge",     "--no-figures"};
+static const char *const run_only[] = {
+    "-o",     "--output", "--model",       "--threads", "--device", "--batch",
+    "--cell", "--shard",  "--stale-after", "--plan",    "--merge",  "--no-figures"};
 static const bool run_only_flag[] = {false, false, false, false, false, false,
                                      false, false, false, true,  true,  true};
 enum { RUN_ONLY_PLAN_OWNED = 2 }; /* -o and --output */
@@ -339,10 +338,11 @@ static int run_plan(const char *dir, const SweepPlan *plan, const EvalArgs *give
     eval_runner_close(&runner);
   }
   if (counts.selected)
-    printf("eval %s: %zu samples selected: %zu ran, %zu already done, %zu taken by other "
-           "processes, %zu failed\n",
-           dir, counts.selected, counts.ran, counts.skipped_done, counts.skipped_running,
-           counts.failed);
+    printf(
+        "eval %s: %zu samples selected: %zu ran, %zu already done, %zu taken by other "
+        "processes, %zu failed\n",
+        dir, counts.selected, counts.ran, counts.skipped_done, counts.skipped_running,
+        counts.failed);
   model_free(model);
   free(ids);
   return rc;

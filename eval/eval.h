@@ -39,21 +39,21 @@ typedef struct {
   size_t n_tasks;
   size_t lengths[EVAL_MAX_LENGTHS]; /* (n_lengths) prompt + answer tokens */
   size_t n_lengths;
-  size_t samples; /* per (task, length) */
-  uint64_t seed;  /* sample i draws from seed + i */
+  size_t samples;                   /* per (task, length) */
+  uint64_t seed;                    /* sample i draws from seed + i */
   char scores[EVAL_MAX_SCORES][32]; /* (n_scores) policies, canonical names, oracle@T last */
   size_t n_scores;
   char budgets[EVAL_MAX_BUDGETS][32]; /* (n_budgets) as given: "10%", "0.25", "512" */
   size_t n_budgets;
   EvictProtocol protocols[EVICT_N_PROTOCOLS]; /* (n_protocols) */
   size_t n_protocols;
-  EvictPolicy base;       /* window, sinks, recent, protect, seed of every policy */
-  RulerOptions ruler;     /* essay haystack, word list, chat template */
-  size_t max_new_tokens;  /* cap on RULER's tokens_to_generate; 0 = RULER's */
-  bool keep_traces;       /* leave each sample's trace.h5 in its cell */
-  size_t threads;         /* 0 = default */
-  const char *device;     /* runtime backend of capture and replay */
-  size_t batch;           /* replay sequences decoded together (0 = by memory) */
+  EvictPolicy base;      /* window, sinks, recent, protect, seed of every policy */
+  RulerOptions ruler;    /* essay haystack, word list, chat template */
+  size_t max_new_tokens; /* cap on RULER's tokens_to_generate; 0 = RULER's */
+  bool keep_traces;      /* leave each sample's trace.h5 in its cell */
+  size_t threads;        /* 0 = default */
+  const char *device;    /* runtime backend of capture and replay */
+  size_t batch;          /* replay sequences decoded together (0 = by memory) */
   const char *command_line;
 } EvalConfig;
 

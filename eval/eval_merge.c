@@ -115,17 +115,18 @@ static int read_row(const EvalData *d, const cJSON *o, const char *path, EvalSam
   for (size_t i = 0; i < c->n_protocols; i++)
     if (!strcmp(evict_protocol_name(c->protocols[i]), protocol)) q = i;
   if (p == d->n_policies || b == c->n_budgets || q == c->n_protocols)
-    return obc_fail(OBC_EFORMAT, "%s: row %s %s %s is not in the eval's plan", path, policy,
-                    budget, protocol);
+    return obc_fail(OBC_EFORMAT, "%s: row %s %s %s is not in the eval's plan", path, policy, budget,
+                    protocol);
   EvalAnswer *a = &s->rows[row_index(d, q, p, b)];
-  if (a->answer) return obc_fail(OBC_EFORMAT, "%s: row %s %s %s twice", path, policy, budget, protocol);
+  if (a->answer)
+    return obc_fail(OBC_EFORMAT, "%s: row %s %s %s twice", path, policy, budget, protocol);
   double kept = 0, candidates = 0;
   const cJSON *recall = cJSON_GetObjectItemCaseSensitive(o, "recall");
   int rc = read_answer(o, path, a);
   if (!rc && (!get_number(o, "kept", 0, 1e12, &kept) ||
               !get_number(o, "candidates", 1, 1e12, &candidates) || kept > candidates))
-    rc = obc_fail(OBC_EFORMAT, "%s: row %s %s %s: \"kept\" must be 0..\"candidates\"", path,
-                  policy, budget, protocol);
+    rc = obc_fail(OBC_EFORMAT, "%s: row %s %s %s: \"kept\" must be 0..\"candidates\"", path, policy,
+                  budget, protocol);
   if (!rc && !cJSON_IsNull(recall) &&
       !(cJSON_IsNumber(recall) && recall->valuedouble >= 0 && recall->valuedouble <= 1))
     rc = obc_fail(OBC_EFORMAT, "%s: row %s %s %s: \"recall\" must be 0..1 or null", path, policy,
@@ -236,8 +237,7 @@ static void write_tally(FILE *fp, const Tally *t, bool full) {
   double accuracy = t->n ? (double)t->correct / (double)t->n : NAN;
   fprintf(fp, "%zu,%zu,%.9g,%.9g,%.9g,%.9g,", t->n, t->correct, accuracy, low, high,
           t->n ? t->score / (double)t->n : NAN);
-  if (t->n_recall)
-    fprintf(fp, "%.9g", t->recall / (double)t->n_recall);
+  if (t->n_recall) fprintf(fp, "%.9g", t->recall / (double)t->n_recall);
   fputc(',', fp);
   if (!full && t->n) fprintf(fp, "%.9g", t->fraction / (double)t->n);
   fputc('\n', fp);
@@ -532,8 +532,9 @@ static void print_tables(const EvalData *d) {
   SweepPair pairs[EVAL_MAX_SCORES];
   size_t n_pairs = find_pairs(c, pairs);
   if (!n_pairs) return;
-  printf("\nbaseline vs baseline + OBCache, all tasks: accuracy difference [paired bootstrap 95%%], "
-         "McNemar p\n");
+  printf(
+      "\nbaseline vs baseline + OBCache, all tasks: accuracy difference [paired bootstrap 95%%], "
+      "McNemar p\n");
   for (size_t l = 0; l < c->n_lengths; l++)
     for (size_t k = 0; k < n_pairs; k++)
       for (size_t q = 0; q < c->n_protocols; q++) {

@@ -209,7 +209,8 @@ static size_t count_correct(const cJSON *rows) {
 static int write_sample(const EvalRunner *r, const SweepPlanCell *cell, uint64_t seed,
                         const NiahPrompt *prompt, const CaptureResult *captured,
                         const EvalSets *sets, const EvictModelReplay *outs, size_t steps,
-                        size_t oracle_steps, double seconds, const char *out, size_t *right, bool *full_right) {
+                        size_t oracle_steps, double seconds, const char *out, size_t *right,
+                        bool *full_right) {
   const EvalConfig *c = r->config;
   const char *refs[RULER_MAX_ANSWERS];
   for (size_t i = 0; i < prompt->n_answers; i++) refs[i] = prompt->answers[i];
@@ -232,7 +233,8 @@ static int write_sample(const EvalRunner *r, const SweepPlanCell *cell, uint64_t
   for (size_t i = 0; i < sets->n; i++) {
     const EvalSet *s = &sets->sets[i];
     cJSON *row = answer_json(outs[i].answer, refs, prompt->n_answers);
-    cJSON_AddStringToObject(row, "policy", s->score < c->n_scores ? c->scores[s->score] : EVAL_ORACLE);
+    cJSON_AddStringToObject(row, "policy",
+                            s->score < c->n_scores ? c->scores[s->score] : EVAL_ORACLE);
     cJSON_AddStringToObject(row, "budget", c->budgets[s->budget]);
     cJSON_AddStringToObject(row, "protocol", evict_protocol_name(s->protocol));
     cJSON_AddNumberToObject(row, "kept", (double)sets->keeps[i].budget);
@@ -340,8 +342,8 @@ int eval_run_sample(void *context, const SweepPlanCell *cell, const char *out) {
   if (!rc) rc = evict_replayer_free_running_only(replayer, true);
   char oracle_steps[32] = "T";
   size_t answer = steps;
-  if (!rc) answer_steps(replayer, r->model->tokenizer, steps, oracle_steps, sizeof oracle_steps,
-                        &answer);
+  if (!rc)
+    answer_steps(replayer, r->model->tokenizer, steps, oracle_steps, sizeof oracle_steps, &answer);
   EvalSets sets = {0};
   EvictModelReplay *outs = NULL;
   if (!rc) rc = make_sets(c, reader, trace, oracle_steps, &sets);
@@ -365,10 +367,11 @@ int eval_run_sample(void *context, const SweepPlanCell *cell, const char *out) {
     char eta[32] = "0s";
     duration_text(elapsed / (double)r->done * (double)(r->total - r->done), eta, sizeof eta);
     if (isatty(STDERR_FILENO)) fprintf(stderr, "\r\033[K");
-    printf("sample %zu/%zu %s: %zu tokens, full cache %s, %zu of %zu replays right; %.1f s; "
-           "ETA %s\n",
-           r->done, r->total, cell->name, prompt.n_tokens, full_right ? "right" : "wrong", right,
-           sets.n, seconds, eta);
+    printf(
+        "sample %zu/%zu %s: %zu tokens, full cache %s, %zu of %zu replays right; %.1f s; "
+        "ETA %s\n",
+        r->done, r->total, cell->name, prompt.n_tokens, full_right ? "right" : "wrong", right,
+        sets.n, seconds, eta);
     fflush(stdout);
   }
   free(outs);
