@@ -10,7 +10,9 @@
 #     incomplete (the merge fails and names the cell), and resubmitting the
 #     array finishes it with the same merge;
 #   - a finished cell with a truncated file is reported as damaged, left out
-#     of the merge, and run again by the next submission.
+#     of the merge, and run again by the next submission;
+#   - an eval's plan (`obcache eval ... --plan`) runs through the same
+#     scripts, and its merged CSVs equal the one-process eval's.
 # The daemons are shut down whatever happens. Needs root, slurm-wlm and munge
 # (scripts/setup.sh installs them); skipped, saying why, without them.
 set -u
@@ -114,5 +116,15 @@ check "the damaged cell's rows are left out of summary.csv" \
 wait_jobs "$dir/array/logs"
 check "the damaged cell is run again and the merge equals the unsharded run" \
   same "$dir/ref" "$dir/array"
+
+# 5. An eval's plan through the same scripts (they read its "command").
+ev=(--tasks niah_single_1 --samples 3 --length 400 --scores tova --budgets 50% --max-new-tokens 4)
+"$OBCACHE" eval "${ev[@]}" --no-figures -o "$dir/eval-ref" > "$dir/eval-ref.log" 2>&1
+"$OBCACHE" eval "${ev[@]}" --plan -o "$dir/eval-array" > /dev/null
+"$slurm/submit.sh" "$dir/eval-array" 2 --obcache "$OBCACHE" --logs "$dir/eval-array/logs" > /dev/null
+wait_jobs "$dir/eval-array/logs"
+check "an eval's 2-task array and its merge equal the one-process eval" \
+  eval 'for f in accuracy.csv paired.csv recall.csv samples.csv; do
+    cmp -s "$dir/eval-ref/$f" "$dir/eval-array/$f" || exit 1; done'
 
 finish

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Submits a sweep to Slurm: an array job of TASKS tasks that run the cells of
+# Submits a sweep or an eval to Slurm: an array job of TASKS tasks that run the cells of
 # DIR's plan (scripts/slurm/sweep.sbatch), then the merge
 # (scripts/slurm/merge.sbatch) once every task has ended, whether or not it
 # succeeded (--dependency=afterany). Running it again on the same DIR resumes:
@@ -20,7 +20,7 @@ dir=$1 tasks=$2
 shift 2
 [[ $tasks =~ ^[1-9][0-9]*$ ]] || { echo "submit.sh: TASKS must be a positive number" >&2; exit 2; }
 [ -f "$dir/plan.json" ] || {
-  echo "submit.sh: $dir/plan.json: no plan (make it with obcache sweep ... --plan -o $dir)" >&2
+  echo "submit.sh: $dir/plan.json: no plan (make it with obcache sweep|eval ... --plan -o $dir)" >&2
   exit 2
 }
 here=$(cd "$(dirname "$0")" && pwd)

@@ -18,6 +18,9 @@ project's own fixtures (CONTRIBUTING.md, "Fuzzing"), deterministically:
                another trace of the same shape
   sweep_folder plan.json NUL complete.json: hand-made plans of 1 and 6 cells
                and the manifest of fuzz_sweep_folder.c's fixed cell files
+  eval_sample  sample.json of an eval's cell under fuzz_eval_sample.c's
+               configuration: a complete one, one with a row twice, one with
+               a policy of another plan
   legacy       tests/data/trace_v1.h5 (schema 1), the same relabelled
                schema_version 2, and a schema-1 keep file for it: read through
                the child process of traces/trace_legacy.h
@@ -324,6 +327,28 @@ def sweep_folder_seeds(out):
         put(folder, name, json.dumps(p, indent=1).encode() + b"\0" + json.dumps(m).encode())
 
 
+def eval_sample_seeds(out):
+    """sample.json files for the default configuration of eval/eval.h
+    (eval_config_default): niah_single_1 at 1024 tokens, preset:snapkv and
+    preset:snapkv+obc_k and oracle@T at 10, 25 and 50%, agnostic."""
+    folder = os.path.join(out, "eval_sample")
+    rows = []
+    for policy in ("oracle@T", "preset:snapkv", "preset:snapkv+obc_k"):
+        for budget, kept in (("10%", 84), ("25%", 212), ("50%", 424)):
+            rows.append({"answer": " 5982137.", "score": 1, "correct": True, "policy": policy,
+                         "budget": budget, "protocol": "agnostic", "kept": kept,
+                         "candidates": 849, "recall": None if policy == "oracle@T" else 0.5})
+    sample = {"task": "niah_single_1", "length": 1024, "sample": 0, "seed": "1", "tokens": 887,
+              "decode": 128, "oracle_steps": 9, "answers": ["5982137"],
+              "full": {"answer": " 5982137.", "score": 1, "correct": True}, "rows": rows,
+              "seconds": 8.9}
+    put(folder, "complete", json.dumps(sample, indent=1).encode())
+    twice = dict(sample, rows=rows[:-1] + rows[:1])
+    put(folder, "row-twice", json.dumps(twice).encode())
+    other = dict(sample, rows=rows[:-1] + [dict(rows[-1], policy="tova")])
+    put(folder, "other-policy", json.dumps(other).encode())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
@@ -334,7 +359,7 @@ def main():
     tmp = args.out.rstrip("/") + ".part"
     shutil.rmtree(tmp, ignore_errors=True)
     for harness in ("gguf", "safetensors", "tokenizer", "trace", "keep_file", "sweep_folder",
-                    "legacy"):
+                    "eval_sample", "legacy"):
         os.makedirs(os.path.join(tmp, harness))
     with tempfile.TemporaryDirectory() as work:
         gguf_and_hf_seeds(tmp, work)
@@ -342,6 +367,7 @@ def main():
         trace_seeds(tmp, work, args.obcache)
         keep_seeds(tmp, work, args.obcache, args.keep_harness)
         sweep_folder_seeds(tmp)
+        eval_sample_seeds(tmp)
         legacy_seeds(tmp, work, args.obcache,
                      os.path.dirname(os.path.dirname(HERE)))
     for harness in os.listdir(tmp):

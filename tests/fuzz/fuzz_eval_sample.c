@@ -1,0 +1,54 @@
+/* libFuzzer harness: the sample.json of an eval's finished sample (eval/eval.h),
+ * the file `obcache eval --merge` reads back from every cell. The input is the
+ * file; the harness commits it as cell 0 of a one-sample plan (so that its
+ * manifest verifies and the merge reads it) under the default configuration
+ * (niah_single_1 at 1024 tokens; preset:snapkv and preset:snapkv+obc_k at 10,
+ * 25 and 50%, agnostic) and merges: every field is checked, and a sample that
+ * does not fit the configuration is refused with one line. Seeds:
+ * tests/fuzz/make_seeds.py. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "common/obc_error.h"
+#include "eval/eval.h"
+#include "sweep/cell.h"
+#include "sweep/plan.h"
+#include "tests/fuzz/fuzz_common.h"
+
+static void remove_in(const char *folder, const char *name) {
+  char path[8192];
+  snprintf(path, sizeof path, "%s/%s", folder, name);
+  unlink(path);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static bool quiet;
+  if (!quiet) /* the merge prints its tables on stdout */
+    quiet = freopen("/dev/null", "w", stdout) != NULL;
+  EvalConfig config;
+  eval_config_default(&config);
+  SweepPlan plan = {.command = "eval"};
+  const char *dir = fuzz_scratch();
+  char partial[4096], cell_dir[4608], path[8192];
+  if (sweep_plan_set_samples(&plan, config.tasks, 1, config.lengths, 1, 1)) abort();
+  if (sweep_cell_begin(dir, &plan.cells[0], partial, sizeof partial)) abort();
+  snprintf(path, sizeof path, "%s/sample.json", partial);
+  FILE *fp = fopen(path, "wb");
+  if (!fp || (size && fwrite(data, 1, size, fp) != size) || fclose(fp)) abort();
+  if (sweep_cell_commit(dir, &plan.cells[0], partial)) abort();
+  eval_merge(dir, &plan, &config, 600);
+  obc_error_clear();
+  sweep_cell_path(dir, &plan.cells[0], cell_dir, sizeof cell_dir);
+  remove_in(cell_dir, "sample.json");
+  remove_in(cell_dir, "complete.json");
+  rmdir(cell_dir);
+  snprintf(path, sizeof path, "%s/cells", dir);
+  rmdir(path);
+  static const char *const outputs[] = {"accuracy.csv", "paired.csv", "recall.csv", "samples.csv",
+                                        "eval.json"};
+  for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++) remove_in(dir, outputs[i]);
+  sweep_plan_free(&plan);
+  return 0;
+}
