@@ -55,8 +55,9 @@ static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
           "\"all\" pools the tasks; policy \"full\" is the uncompressed cache), paired.csv\n"
           "(each X vs X+obc_S on the same samples: accuracy difference with a paired\n"
           "bootstrap 95%% interval, exact McNemar p), recall.csv (accuracy by recall\n"
-          "quartile and the AUC of recall as a predictor of correctness), samples.csv\n"
-          "(every answer), eval.json, DIR/plots/ and DIR/index.html.\n"
+          "quartile and the AUC of recall as a predictor of correctness), recall_policy.csv\n"
+          "(that AUC within each policy, budget and protocol), samples.csv (every answer),\n"
+          "eval.json, and DIR/plots/ (the figures and index.html).\n"
           "\n"
           "A run is resumable and shardable like obcache sweep: --plan writes\n"
           "DIR/plan.json; `eval DIR` runs the samples that are not finished (all, one with\n"
@@ -353,7 +354,10 @@ static int merge(const char *dir, const SweepPlan *plan, const EvalArgs *given) 
   int rc = plan_config(plan, &a);
   if (!rc) rc = eval_merge(dir, plan, &a.config, given->stale_after);
   if (rc) return rc;
-  printf("wrote %s/accuracy.csv, paired.csv, recall.csv, samples.csv and eval.json\n", dir);
+  printf(
+      "wrote %s/accuracy.csv, paired.csv, recall.csv, recall_policy.csv, samples.csv and "
+      "eval.json\n",
+      dir);
   if (given->no_figures) return OBC_OK;
   PlotOptions options = {.dir = dir, .formats = PLOT_PNG | PLOT_SVG};
   PlotResult result;

@@ -12,6 +12,8 @@
  *                 the exact McNemar p
  *   recall.csv    accuracy by quartile of recall (per budget and pooled),
  *                 with the AUC of recall as a predictor of correctness
+ *   recall_policy.csv  the same AUC within each policy, budget and protocol,
+ *                 and the mean recall of the right and of the wrong answers
  *   samples.csv   every answer
  *   eval.json     the configuration, the plan's model, the counts */
 #include <inttypes.h>
@@ -401,6 +403,50 @@ static int write_recall(FILE *fp, const EvalData *d) {
   return OBC_OK;
 }
 
+/* recall_policy.csv: within one policy, budget and protocol (the budget
+ * and the method no longer confound it), how well recall separates the
+ * right answers from the wrong ones: the AUC and the mean recall of each. */
+static int write_recall_policy(FILE *fp, const EvalData *d) {
+  const EvalConfig *c = d->config;
+  double *value = obc_malloc((d->n_samples + 1) * sizeof *value, "recall points");
+  unsigned char *label = obc_malloc(d->n_samples + 1, "recall points");
+  if (!value || !label) {
+    free(value);
+    free(label);
+    return OBC_ENOMEM;
+  }
+  fprintf(fp, "policy,budget,protocol,n,correct,auc,recall_right,recall_wrong\n");
+  for (size_t q = 0; q < c->n_protocols; q++)
+    for (size_t p = 0; p < c->n_scores; p++)
+      for (size_t b = 0; b < c->n_budgets; b++) {
+        size_t n = 0, right = 0;
+        double sum_right = 0, sum_wrong = 0;
+        for (size_t i = 0; i < d->n_samples; i++) {
+          const EvalAnswer *a = &d->samples[i].rows[row_index(d, q, p, b)];
+          if (isnan(a->recall)) continue;
+          value[n] = a->recall;
+          label[n++] = (unsigned char)(a->correct != 0);
+          right += a->correct != 0;
+          if (a->correct)
+            sum_right += a->recall;
+          else
+            sum_wrong += a->recall;
+        }
+        fprintf(fp, "%s,%s,%s,%zu,%zu,", c->scores[p], c->budgets[b],
+                evict_protocol_name(c->protocols[q]), n, right);
+        double auc = eval_auc(value, label, n);
+        if (!isnan(auc)) fprintf(fp, "%.9g", auc);
+        fputc(',', fp);
+        if (right) fprintf(fp, "%.9g", sum_right / (double)right);
+        fputc(',', fp);
+        if (n > right) fprintf(fp, "%.9g", sum_wrong / (double)(n - right));
+        fputc('\n', fp);
+      }
+  free(value);
+  free(label);
+  return OBC_OK;
+}
+
 /* ---- samples.csv ----------------------------------------------------------- */
 
 /* The answer, double-quoted, quotes doubled, newlines as \n. */
@@ -570,6 +616,11 @@ int eval_merge(const char *dir, const SweepPlan *plan, const EvalConfig *config,
   }
   if (!rc && !(rc = obc_output_open(&set, "recall.csv", &fp))) {
     rc = write_recall(fp, &d);
+    int close = obc_output_close(&set, fp);
+    rc = rc ? rc : close;
+  }
+  if (!rc && !(rc = obc_output_open(&set, "recall_policy.csv", &fp))) {
+    rc = write_recall_policy(fp, &d);
     int close = obc_output_close(&set, fp);
     rc = rc ? rc : close;
   }

@@ -152,6 +152,25 @@ def main():
                 check((math.isnan(a) and math.isnan(want_auc)) or close(a, want_auc, 1e-5),
                       f"recall.csv {group}: AUC {a} != {want_auc}")
 
+    # recall_policy.csv: the AUC within each policy, budget and protocol.
+    for r in read(f"{folder}/recall_policy.csv"):
+        sel = [s for s in rows("all", lengths[0], r["policy"], r["budget"], r["protocol"])
+               if s["recall"] != ""] if len(lengths) == 1 else []
+        if len(lengths) != 1:
+            continue
+        pts = [(float(s["recall"]), int(s["correct"])) for s in sel]
+        name = f'recall_policy.csv {r["policy"]} {r["budget"]} {r["protocol"]}'
+        right = [x for x, y in pts if y]
+        wrong = [x for x, y in pts if not y]
+        check(int(r["n"]) == len(pts) and int(r["correct"]) == len(right), f"{name}: counts")
+        want = auc(pts)
+        check((r["auc"] == "" and math.isnan(want)) or (r["auc"] != "" and close(r["auc"], want, 1e-6)),
+              f"{name}: AUC {r['auc']} != {want}")
+        check((r["recall_right"] == "") == (not right) and
+              (not right or close(r["recall_right"], sum(right) / len(right), 1e-6)), f"{name}: right")
+        check((r["recall_wrong"] == "") == (not wrong) and
+              (not wrong or close(r["recall_wrong"], sum(wrong) / len(wrong), 1e-6)), f"{name}: wrong")
+
     for f in failures:
         print("FAIL:", f)
     print(f"eval_check: {len(accuracy)} accuracy rows, {len(paired)} paired rows, "

@@ -31,10 +31,10 @@ fails() {
 # The done-when command of the issue, with fewer samples and a short answer.
 run=(--tasks niah_single_1,vt --samples 2 --length 1024 --scores snapkv,snapkv+obc_k
   --budgets 25%,50% --protocol agnostic --max-new-tokens 8)
-csvs="accuracy.csv paired.csv recall.csv samples.csv"
+csvs="accuracy.csv paired.csv recall.csv recall_policy.csv samples.csv"
 
 "$OBCACHE" eval "${run[@]}" --no-figures -o "$dir/a" > "$dir/a.txt" 2>&1
-check "eval writes the four CSVs and eval.json" \
+check "eval writes the five CSVs and eval.json" \
   eval 'for f in $csvs eval.json; do [ -s "$dir/a/$f" ] || exit 1; done'
 check "accuracy.csv has the issue's columns" \
   eval 'head -1 "$dir/a/accuracy.csv" | grep -q "^task,length,policy,budget,protocol,n,correct,accuracy,ci_low,ci_high"'

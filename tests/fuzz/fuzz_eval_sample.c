@@ -46,8 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   rmdir(cell_dir);
   snprintf(path, sizeof path, "%s/cells", dir);
   rmdir(path);
-  static const char *const outputs[] = {"accuracy.csv", "paired.csv", "recall.csv", "samples.csv",
-                                        "eval.json"};
+  static const char *const outputs[] = {"accuracy.csv",      "paired.csv",  "recall.csv",
+                                        "recall_policy.csv", "samples.csv", "eval.json"};
   for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++) remove_in(dir, outputs[i]);
   sweep_plan_free(&plan);
   return 0;
