@@ -13,7 +13,9 @@
 # Settings (environment): DEMO_OUT (demo-out), DEMO_LENGTH (4096 tokens),
 # DEMO_DEPTH (50 %), DEMO_HAYSTACK (kjv: the King James Bible; or noise, or a
 # text file), DEMO_SEED (1), DEMO_RECENT (8), DEMO_THREADS (all cores), DEMO_REPLAY_MODEL (1 =
-# replay sweep with the model in the loop; 0 = offline only, quicker).
+# replay sweep with the model in the loop; 0 = offline only, quicker, and no
+# eval), DEMO_EVAL_TASKS (niah_single_1,niah_single_2,niah_multikey_1),
+# DEMO_EVAL_SAMPLES (6), DEMO_EVAL_LENGTH (2048).
 set -Eeuo pipefail
 
 OBCACHE=${1:-build/obcache}
@@ -28,6 +30,10 @@ THREADS=()                             # DEMO_THREADS=N: pass --threads N
 MAIN_W=64                              # the main perturbation window
 MAIN_K=40                              # the paper's top-40 budget
 WINDOWS=$MAIN_W,1,2,4,8,16,32,128      # first = main; up to the 128 captured rows
+EVAL_TASKS=${DEMO_EVAL_TASKS:-niah_single_1,niah_single_2,niah_multikey_1}
+EVAL_SAMPLES=${DEMO_EVAL_SAMPLES:-6}
+EVAL_LENGTH=${DEMO_EVAL_LENGTH:-2048}
+EVAL_NEW_TOKENS=16                     # the answers of these tasks fit in 16 tokens
 # Budgets: analyze's default, k = 40 (main) and the curve 1, 2, 5, ..., 100
 # (budgets k <= the recent window get r = 0 only).
 
@@ -165,6 +171,21 @@ presets() {
     --budgets 2%,5%,10%,20%,40% --protocol agnostic,aware -o "$OUT/presets" |
     tee "$OUT/presets/table.txt"
 }
+# Task accuracy over many samples (docs/SCIENCE.md, "Task accuracy"): RULER's
+# niah_single_1, niah_single_2 (the KJV as its essay) and niah_multikey_1, 6
+# samples each at 2048 tokens; SnapKV and TOVA (kvpress's presets) each
+# against itself with OBCache's score inside, at 10/25/50%,
+# under the query-agnostic protocol, with oracle@T as the answer-aware
+# reference. Writes $OUT/eval/ (accuracy.csv, paired.csv, recall.csv,
+# samples.csv, eval.json, plots/ with index.html; table.txt: the printed
+# tables).
+evaluate() {
+  mkdir -p "$OUT/eval"
+  run "$OBCACHE" eval "${THREADS[@]}" --tasks "$EVAL_TASKS" --samples "$EVAL_SAMPLES" \
+    --length "$EVAL_LENGTH" --pairs snapkv+obc_k,tova+obc_vk --budgets 10%,25%,50% \
+    --protocol agnostic --max-new-tokens "$EVAL_NEW_TOKENS" -o "$OUT/eval" |
+    tee "$OUT/eval/table.txt"
+}
 # === END OF REPLAY SECTION =====================================================
 
 stage "capture a $LENGTH-token NIAH trace" capture
@@ -178,6 +199,8 @@ if replay_available; then
     stage "replay sweep, offline: output error and needle span kept per score and budget" replay
   fi
   stage "the field's methods, baseline vs baseline + OBCache, both query protocols" presets
+  [ "${DEMO_REPLAY_MODEL:-1}" = 1 ] &&
+    stage "task accuracy over $EVAL_SAMPLES samples each of $EVAL_TASKS, with intervals" evaluate
 else
   echo "demo: (replay section skipped: this obcache has no 'replay --sweep' yet)"
 fi
@@ -355,6 +378,8 @@ EOF
     [ -s "$OUT/replay/table.txt" ] && echo "<pre>$(html_escape < "$OUT/replay/table.txt")</pre>"
     [ -s "$OUT/presets/table.txt" ] &&
       echo "<h3>The field's methods, with OBCache's score inside</h3><pre>$(html_escape < "$OUT/presets/table.txt")</pre>"
+    [ -s "$OUT/eval/table.txt" ] &&
+      echo "<h3>Task accuracy over many samples</h3><p><a href=\"eval/plots/index.html\">the eval's page</a> (figures, tables)</p><pre>$(html_escape < "$OUT/eval/table.txt")</pre>"
     for png in "$OUT"/replay/plots/*.png; do
       [ -e "$png" ] || continue
       name=$(basename "$png" .png)
