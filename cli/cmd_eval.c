@@ -235,35 +235,17 @@ static int resolve_lists(EvalArgs *a) {
 
 /* --- the plan's options ------------------------------------------------- */
 
-/* Options that belong to one run, not to the plan; those up to --model
- * cannot be given with DIR (they are the plan's), the rest can. */
-static const char *const run_only[] = {
-    "-o",     "--output", "--model",       "--threads", "--device", "--batch",
-    "--cell", "--shard",  "--stale-after", "--plan",    "--merge",  "--no-figures"};
-static const bool run_only_flag[] = {false, false, false, false, false, false,
-                                     false, false, false, true,  true,  true};
-enum { RUN_ONLY_PLAN_OWNED = 2 }; /* -o and --output */
-
-static int run_only_index(const char *word) {
-  for (size_t i = 0; i < sizeof run_only / sizeof *run_only; i++) {
-    size_t n = strlen(run_only[i]);
-    if (!strncmp(word, run_only[i], n) && (word[n] == '\0' || word[n] == '=')) return (int)i;
-  }
-  return -1;
-}
-
-static int plan_options(SweepPlan *plan, int argc, char **argv) {
-  int rc = OBC_OK;
-  for (int i = 1; i < argc && !rc; i++) {
-    int k = run_only_index(argv[i]);
-    if (k >= 0) {
-      if (!run_only_flag[k] && !strchr(argv[i], '=')) i++;
-      continue;
-    }
-    rc = sweep_plan_add_option(plan, argv[i]);
-  }
-  return rc;
-}
+/* Options that belong to one run, not to the plan: where it goes (-o, which
+ * cannot be given with DIR), the model (stored with its checksum), threads,
+ * backend, batch, which samples run. */
+static const SweepRunOption run_only[] = {
+    {"-o", false},        {"--output", false}, {"--model", false},
+    {"--threads", false}, {"--device", false}, {"--batch", false},
+    {"--cell", false},    {"--shard", false},  {"--stale-after", false},
+    {"--plan", true},     {"--merge", true},   {"--no-figures", true}};
+enum { N_RUN_ONLY = sizeof run_only / sizeof *run_only, RUN_ONLY_PLAN_OWNED = 2 };
+/* Option values that name files, made absolute in the plan. */
+static const char *const file_options[] = {"--essay", "--words"};
 
 static int make_plan(const EvalArgs *a, int argc, char **argv, SweepPlan *plan) {
   memset(plan, 0, sizeof *plan);
@@ -273,7 +255,7 @@ static int make_plan(const EvalArgs *a, int argc, char **argv, SweepPlan *plan) 
   if (!realpath(model, plan->model_path))
     return obc_fail(OBC_ENOTFOUND, "%s: no such model file or folder", model);
   int rc = sweep_plan_hash_model(plan->model_path, &plan->model_hash, &plan->model_bytes);
-  if (!rc) rc = plan_options(plan, argc, argv);
+  if (!rc) rc = sweep_plan_add_argv(plan, argc, argv, run_only, N_RUN_ONLY, file_options, 2);
   if (!rc) snprintf(plan->haystack, sizeof plan->haystack, "%s", a->config.ruler.essay);
   plan->seed = a->config.seed;
   const EvalConfig *c = &a->config;
@@ -302,15 +284,8 @@ static int plan_config(const SweepPlan *plan, EvalArgs *a) {
 static int load_model(const SweepPlan *plan, const char *override, ModelWeightsMode weights,
                       Model **model) {
   const char *path = override ? override : plan->model_path;
-  uint64_t hash = 0, bytes = 0;
-  int rc = sweep_plan_hash_model(path, &hash, &bytes);
+  int rc = sweep_plan_check_model(plan, path);
   if (rc) return rc;
-  if (hash != plan->model_hash || bytes != plan->model_bytes)
-    return obc_fail(OBC_EINVAL,
-                    "%s: not the plan's model (checksum %016llx, %llu bytes; the plan has "
-                    "%016llx, %llu bytes)",
-                    path, (unsigned long long)hash, (unsigned long long)bytes,
-                    (unsigned long long)plan->model_hash, (unsigned long long)plan->model_bytes);
   return model_load_with(path, &(ModelLoadOptions){weights}, model);
 }
 
@@ -374,14 +349,14 @@ static int merge(const char *dir, const SweepPlan *plan, const EvalArgs *given) 
 static int check_dir_mode(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (argv[i][0] != '-') continue;
-    int k = run_only_index(argv[i]);
+    int k = sweep_run_option_index(run_only, N_RUN_ONLY, argv[i]);
     if (k < RUN_ONLY_PLAN_OWNED)
       return obc_fail(OBC_EINVAL,
                       "obcache eval DIR takes its settings from DIR/plan.json; %s cannot be "
                       "given here (only --cell, --shard, --merge, --threads, --device, --batch, "
                       "--model, --stale-after, --no-figures)",
                       argv[i]);
-    if (!run_only_flag[k] && !strchr(argv[i], '=')) i++;
+    if (!run_only[k].flag && !strchr(argv[i], '=')) i++;
   }
   return OBC_OK;
 }

@@ -139,42 +139,15 @@ static void args_default(SweepArgs *a) {
 /* --- the plan's options ------------------------------------------------- */
 
 /* Options that are not part of a plan: where it goes, which cells run, how
- * many threads, and the model (stored with its checksum). */
-static const char *const run_only[] = {"-o",        "--lengths", "--depths",    "--model",
-                                       "--threads", "--cell",    "--shard",     "--stale-after",
-                                       "--plan",    "--merge",   "--no-figures"};
-static const bool run_only_flag[] = {false, false, false, false, false, false,
-                                     false, false, true,  true,  true};
-
-/* Index in run_only of the option word (also "--name=value"), or -1. */
-static int run_only_index(const char *word) {
-  for (size_t i = 0; i < sizeof run_only / sizeof *run_only; i++) {
-    size_t n = strlen(run_only[i]);
-    if (!strncmp(word, run_only[i], n) && (word[n] == '\0' || word[n] == '=')) return (int)i;
-  }
-  return -1;
-}
-
-/* The plan's option words: argv without the run-only options; a --haystack
- * file becomes an absolute path so that every machine finds it. */
-static int plan_options(SweepPlan *plan, int argc, char **argv) {
-  int rc = 0;
-  for (int i = 1; i < argc && !rc; i++) {
-    int k = run_only_index(argv[i]);
-    if (k >= 0) {
-      if (!run_only_flag[k] && !strchr(argv[i], '=')) i++; /* skip its value */
-      continue;
-    }
-    rc = sweep_plan_add_option(plan, argv[i]);
-    if (!rc && !strcmp(argv[i], "--haystack") && i + 1 < argc) {
-      char real[PATH_MAX];
-      const char *value = argv[++i];
-      bool file = strcmp(value, "kjv") && strcmp(value, "noise") && realpath(value, real);
-      rc = sweep_plan_add_option(plan, file ? real : value);
-    }
-  }
-  return rc;
-}
+ * many threads, and the model (stored with its checksum). The first three
+ * belong to the plan and cannot be given with DIR. */
+static const SweepRunOption run_only[] = {
+    {"-o", false},        {"--lengths", false}, {"--depths", false},   {"--model", false},
+    {"--threads", false}, {"--cell", false},    {"--shard", false},    {"--stale-after", false},
+    {"--plan", true},     {"--merge", true},    {"--no-figures", true}};
+enum { N_RUN_ONLY = sizeof run_only / sizeof *run_only };
+/* Option values that name files, made absolute in the plan. */
+static const char *const file_options[] = {"--haystack"};
 
 static int make_plan(const SweepArgs *a, int argc, char **argv, SweepPlan *plan) {
   memset(plan, 0, sizeof *plan);
@@ -186,7 +159,7 @@ static int make_plan(const SweepArgs *a, int argc, char **argv, SweepPlan *plan)
   snprintf(plan->haystack, sizeof plan->haystack, "%s", a->capture.niah.haystack);
   plan->seed = a->capture.niah.seed;
   int rc = sweep_plan_hash_model(real, &plan->model_hash, &plan->model_bytes);
-  if (!rc) rc = plan_options(plan, argc, argv);
+  if (!rc) rc = sweep_plan_add_argv(plan, argc, argv, run_only, N_RUN_ONLY, file_options, 1);
   if (!rc)
     rc = sweep_plan_set_grid(plan, a->sweep.lengths, a->sweep.n_lengths, a->sweep.depths,
                              a->sweep.n_depths);
@@ -214,15 +187,8 @@ static int plan_args(const SweepPlan *plan, SweepArgs *a) {
 static int load_model(const SweepPlan *plan, const char *override, const CaptureArgs *a,
                       Model **model) {
   const char *path = override ? override : plan->model_path;
-  uint64_t hash = 0, bytes = 0;
-  int rc = sweep_plan_hash_model(path, &hash, &bytes);
+  int rc = sweep_plan_check_model(plan, path);
   if (rc) return rc;
-  if (hash != plan->model_hash || bytes != plan->model_bytes)
-    return obc_fail(OBC_EINVAL,
-                    "%s: not the plan's model (checksum %016llx, %llu bytes; the plan has "
-                    "%016llx, %llu bytes)",
-                    path, (unsigned long long)hash, (unsigned long long)bytes,
-                    (unsigned long long)plan->model_hash, (unsigned long long)plan->model_bytes);
   rc = model_load_with(path, &(ModelLoadOptions){a->weights}, model);
   if (!rc && !(*model)->tokenizer)
     rc = obc_fail(OBC_EINVAL, "%s: the model has no tokenizer", (*model)->path);
@@ -308,14 +274,14 @@ static int merge(const char *dir, const SweepPlan *plan, const SweepArgs *a) {
 static int check_dir_mode(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (argv[i][0] != '-') continue;
-    int k = run_only_index(argv[i]);
+    int k = sweep_run_option_index(run_only, N_RUN_ONLY, argv[i]);
     if (k < 3)
       return obc_fail(OBC_EINVAL,
                       "obcache sweep DIR takes its settings from DIR/plan.json; %s cannot be "
                       "given here (only --cell, --shard, --merge, --threads, --model, "
                       "--stale-after, --no-figures)",
                       argv[i]);
-    if (!run_only_flag[k] && !strchr(argv[i], '=')) i++;
+    if (!run_only[k].flag && !strchr(argv[i], '=')) i++;
   }
   return 0;
 }

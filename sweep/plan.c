@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,37 @@ int sweep_plan_add_option(SweepPlan *plan, const char *word) {
   return 0;
 }
 
+int sweep_run_option_index(const SweepRunOption *table, size_t n, const char *word) {
+  for (size_t i = 0; i < n; i++) {
+    size_t len = strlen(table[i].name);
+    if (!strncmp(word, table[i].name, len) && (word[len] == '\0' || word[len] == '='))
+      return (int)i;
+  }
+  return -1;
+}
+
+int sweep_plan_add_argv(SweepPlan *plan, int argc, char **argv, const SweepRunOption *table,
+                        size_t n, const char *const *file_options, size_t n_file) {
+  int rc = 0;
+  for (int i = 1; i < argc && !rc; i++) {
+    int k = sweep_run_option_index(table, n, argv[i]);
+    if (k >= 0) {
+      if (!table[k].flag && !strchr(argv[i], '=')) i++; /* skip its value */
+      continue;
+    }
+    rc = sweep_plan_add_option(plan, argv[i]);
+    bool file_option = false;
+    for (size_t f = 0; f < n_file; f++) file_option |= !strcmp(argv[i], file_options[f]);
+    if (!rc && file_option && i + 1 < argc) {
+      char real[PATH_MAX];
+      const char *value = argv[++i];
+      bool file = strcmp(value, "kjv") && strcmp(value, "noise") && realpath(value, real);
+      rc = sweep_plan_add_option(plan, file ? real : value);
+    }
+  }
+  return rc;
+}
+
 static int by_name(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -118,6 +150,19 @@ int sweep_plan_hash_model(const char *path, uint64_t *hash, uint64_t *bytes) {
   if (stat(path, &st)) return obc_fail(OBC_ENOTFOUND, "%s: no such model file or folder", path);
   if (S_ISDIR(st.st_mode)) return hash_folder(path, hash, bytes);
   return obc_hash_file(path, hash, bytes);
+}
+
+int sweep_plan_check_model(const SweepPlan *plan, const char *path) {
+  uint64_t hash = 0, bytes = 0;
+  int rc = sweep_plan_hash_model(path, &hash, &bytes);
+  if (rc) return rc;
+  if (hash != plan->model_hash || bytes != plan->model_bytes)
+    return obc_fail(OBC_EINVAL,
+                    "%s: not the plan's model (checksum %016llx, %llu bytes; the plan has "
+                    "%016llx, %llu bytes)",
+                    path, (unsigned long long)hash, (unsigned long long)bytes,
+                    (unsigned long long)plan->model_hash, (unsigned long long)plan->model_bytes);
+  return OBC_OK;
 }
 
 static void hex64(uint64_t value, char out[17]) { snprintf(out, 17, "%016" PRIx64, value); }

@@ -8,6 +8,7 @@
 #ifndef OBC_SWEEP_PLAN_H
 #define OBC_SWEEP_PLAN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +46,20 @@ int sweep_plan_set_grid(SweepPlan *plan, const size_t *lengths, size_t n_lengths
  * 1, ... in that order, for `obcache eval`. */
 int sweep_plan_set_samples(SweepPlan *plan, const char (*tasks)[32], size_t n_tasks,
                            const size_t *lengths, size_t n_lengths, size_t n_samples);
+/* An option of the command line that is not the plan's (where it goes,
+ * which cells run, threads, the model), and whether it takes no value. */
+typedef struct {
+  const char *name;
+  bool flag;
+} SweepRunOption;
+/* Index in table (n) of the option word (also "--name=value"), or -1. */
+int sweep_run_option_index(const SweepRunOption *table, size_t n, const char *word);
+/* Adds argv[1..argc) to plan->options without the run-only options of table
+ * (n) and their values; the value of each option named in file_options
+ * (n_file) that names an existing file becomes an absolute path (not the
+ * built-in "kjv" and "noise"), so that every machine finds it. */
+int sweep_plan_add_argv(SweepPlan *plan, int argc, char **argv, const SweepRunOption *table,
+                        size_t n, const char *const *file_options, size_t n_file);
 /* Adds an owned copy of one command-line word to plan->options. */
 int sweep_plan_add_option(SweepPlan *plan, const char *word);
 
@@ -52,6 +67,9 @@ int sweep_plan_add_option(SweepPlan *plan, const char *word);
  * file in it, by name. */
 int sweep_plan_hash_model(const char *path, uint64_t *hash, uint64_t *bytes);
 
+/* Fails (one line) when the model at path is not the plan's (checksum and
+ * size). */
+int sweep_plan_check_model(const SweepPlan *plan, const char *path);
 /* DIR/plan.json: written under a temporary name; read and checked. */
 int sweep_plan_write(const char *dir, const SweepPlan *plan);
 int sweep_plan_read(const char *dir, SweepPlan *plan);

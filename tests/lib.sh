@@ -16,6 +16,15 @@
 #                      passed and kept, its path printed, when it did not. A
 #                      test that defines on_exit has it run at exit first.
 #   finish             says whether every check passed; exits 1 if one failed
+#   fails NAME PATTERN ARGS...
+#                      runs "$OBCACHE" ARGS (output in $dir/out, $dir/err):
+#                      pass NAME when it exits 1 with one line on stderr
+#                      matching PATTERN (grep), else fail NAME
+#   is_png FILE, is_svg FILE
+#                      whether FILE is a PNG (its signature) or a closed SVG
+#                      document of at least $MIN_PNG_BYTES / $MIN_SVG_BYTES
+#                      (8000 unless the test sets them: a titled, labelled
+#                      figure is far larger, an empty canvas about 2 KB)
 
 failures=0
 dir=
@@ -47,6 +56,32 @@ finish() {
 fatal() {
   fail "$*"
   finish
+}
+
+fails() { # fails NAME PATTERN ARGS...
+  local name=$1 pattern=$2
+  shift 2
+  "$OBCACHE" "$@" > "$dir/out" 2> "$dir/err"
+  local rc=$?
+  if [ $rc -eq 1 ] && [ "$(wc -l < "$dir/err")" -eq 1 ] && grep -q -- "$pattern" "$dir/err"; then
+    pass "$name"
+  else
+    fail "$name (rc $rc): $(cat "$dir/err")"
+  fi
+}
+
+MIN_PNG_BYTES=${MIN_PNG_BYTES:-8000}
+MIN_SVG_BYTES=${MIN_SVG_BYTES:-8000}
+
+is_png() { # is_png FILE: the 8-byte PNG signature 89 50 4E 47 0D 0A 1A 0A and a minimal size
+  [ -f "$1" ] || return 1
+  [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] || return 1
+  [ "$(stat -c %s "$1")" -ge "$MIN_PNG_BYTES" ]
+}
+
+is_svg() { # is_svg FILE: an <svg> document of a minimal size that is closed properly
+  [ -f "$1" ] && grep -q "<svg" "$1" && grep -q "</svg>" "$1" &&
+    [ "$(stat -c %s "$1")" -ge "$MIN_SVG_BYTES" ]
 }
 
 scratch() { # scratch NAME

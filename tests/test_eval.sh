@@ -15,19 +15,6 @@ set -u
 scratch eval
 here=$(dirname "$0")
 
-# fails NAME PATTERN ARGS...: obcache ARGS exits 1 with one line matching PATTERN.
-fails() {
-  local name=$1 pattern=$2
-  shift 2
-  "$OBCACHE" "$@" > "$dir/out" 2> "$dir/err"
-  local rc=$?
-  if [ $rc -eq 1 ] && [ "$(wc -l < "$dir/err")" -eq 1 ] && grep -q -- "$pattern" "$dir/err"; then
-    pass "$name"
-  else
-    fail "$name (rc $rc): $(cat "$dir/err")"
-  fi
-}
-
 # The done-when command of the issue, with fewer samples and a short answer.
 run=(--tasks niah_single_1,vt --samples 2 --length 1024 --scores snapkv,snapkv+obc_k
   --budgets 25%,50% --protocol agnostic --max-new-tokens 8)

@@ -14,18 +14,6 @@ set -u
 scratch test_eval_plots
 
 EVAL_FIGURES="eval_accuracy eval_heatmap eval_paired eval_recall"
-MIN_PNG_BYTES=8000 # a titled, labelled figure is far larger; an empty canvas is ~2 KB
-MIN_SVG_BYTES=8000
-
-is_png() {
-  [ -f "$1" ] || return 1
-  [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] || return 1
-  [ "$(stat -c %s "$1")" -ge "$MIN_PNG_BYTES" ]
-}
-is_svg() {
-  [ -f "$1" ] && grep -q "<svg" "$1" && grep -q "</svg>" "$1" &&
-    [ "$(stat -c %s "$1")" -ge "$MIN_SVG_BYTES" ]
-}
 
 python3 "$OBC_SOURCE_DIR/tests/eval_plots_fixture.py" "$dir/eval" || fatal "fixture"
 

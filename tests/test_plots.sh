@@ -12,20 +12,7 @@ scratch test_plots
 
 ANALYSIS_FIGURES="recall_k recall_window recall_oracles needle_k bias_share bias_score bias_windows taylor recall_layers"
 SWEEP_FIGURES="sweep_needle sweep_recall"
-MIN_PNG_BYTES=8000   # a titled, labelled figure is far larger; an empty canvas is ~2 KB
-MIN_SVG_BYTES=8000
 
-# is_png FILE: the 8-byte PNG signature 89 50 4E 47 0D 0A 1A 0A and a minimal size.
-is_png() {
-  [ -f "$1" ] || return 1
-  [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] || return 1
-  [ "$(stat -c %s "$1")" -ge "$MIN_PNG_BYTES" ]
-}
-# is_svg FILE: an <svg> document of a minimal size that is closed properly.
-is_svg() {
-  [ -f "$1" ] && grep -q "<svg" "$1" && grep -q "</svg>" "$1" &&
-    [ "$(stat -c %s "$1")" -ge "$MIN_SVG_BYTES" ]
-}
 # no_images DIR: nothing that looks like an image or a temporary file.
 no_images() {
   [ ! -d "$1" ] && return 0

@@ -10,18 +10,6 @@ set -u
 : "${OBCACHE:?}" "${OBC_MODEL:?}" "${OBC_TMP:?}"
 [ -r "$OBC_MODEL" ] || { echo "SKIP: no model at $OBC_MODEL (run scripts/setup.sh)"; exit 0; }
 scratch sweep_plan
-# fails NAME PATTERN ARGS...: obcache ARGS exits 1 with one line matching PATTERN.
-fails() {
-  local name=$1 pattern=$2
-  shift 2
-  "$OBCACHE" "$@" > "$dir/out" 2> "$dir/err"
-  local rc=$?
-  if [ $rc -eq 1 ] && [ "$(wc -l < "$dir/err")" -eq 1 ] && grep -q -- "$pattern" "$dir/err"; then
-    pass "$name"
-  else
-    fail "$name (rc $rc): $(cat "$dir/err")"
-  fi
-}
 
 grid=(--lengths 160 --depths 0,100 --haystack noise --decode 2 --rows 16)
 "$OBCACHE" sweep "${grid[@]}" --plan -o "$dir/s" > "$dir/plan.txt"

@@ -83,6 +83,13 @@ static inline void fuzz_write(const char *name, const uint8_t *data, size_t n, c
   }
 }
 
+/* Removes folder/name (a file the harness wrote). */
+static inline void fuzz_remove_in(const char *folder, const char *name) {
+  char path[8192];
+  snprintf(path, sizeof path, "%s/%s", folder, name);
+  unlink(path);
+}
+
 /* Splits data at its first NUL byte: *head is everything before it, *tail
  * everything after (empty when there is no NUL). */
 static inline void fuzz_split(const uint8_t *data, size_t n, size_t *head, const uint8_t **tail,

@@ -17,12 +17,6 @@
 #include "sweep/plan.h"
 #include "tests/fuzz/fuzz_common.h"
 
-static void remove_in(const char *folder, const char *name) {
-  char path[8192];
-  snprintf(path, sizeof path, "%s/%s", folder, name);
-  unlink(path);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static bool quiet;
   if (!quiet) /* the merge prints its tables on stdout */
@@ -41,14 +35,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   eval_merge(dir, &plan, &config, 600);
   obc_error_clear();
   sweep_cell_path(dir, &plan.cells[0], cell_dir, sizeof cell_dir);
-  remove_in(cell_dir, "sample.json");
-  remove_in(cell_dir, "complete.json");
+  fuzz_remove_in(cell_dir, "sample.json");
+  fuzz_remove_in(cell_dir, "complete.json");
   rmdir(cell_dir);
   snprintf(path, sizeof path, "%s/cells", dir);
   rmdir(path);
   static const char *const outputs[] = {"accuracy.csv",      "paired.csv",  "recall.csv",
                                         "recall_policy.csv", "samples.csv", "eval.json"};
-  for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++) remove_in(dir, outputs[i]);
+  for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++) fuzz_remove_in(dir, outputs[i]);
   sweep_plan_free(&plan);
   return 0;
 }

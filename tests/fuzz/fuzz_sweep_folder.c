@@ -30,12 +30,6 @@ static void write_in(const char *folder, const char *name, const void *data, siz
   }
 }
 
-static void remove_in(const char *folder, const char *name) {
-  char path[8192];
-  snprintf(path, sizeof path, "%s/%s", folder, name);
-  unlink(path);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static bool quiet;
   if (!quiet) /* the merge lists unfinished cells on stdout */
@@ -64,9 +58,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   obc_error_clear();
 
-  remove_in(cell, "complete.json");
-  remove_in(cell, "rows.csv");
-  remove_in(cell, "cell.json");
+  fuzz_remove_in(cell, "complete.json");
+  fuzz_remove_in(cell, "rows.csv");
+  fuzz_remove_in(cell, "cell.json");
   rmdir(cell);
   rmdir(cells);
   return 0;
