@@ -313,12 +313,7 @@ static int run_plan(const char *dir, const SweepPlan *plan, const EvalArgs *give
     rc = sweep_run_cells(eval_run_sample, &runner, plan, dir, &selection, ids, n, &counts);
     eval_runner_close(&runner);
   }
-  if (counts.selected)
-    printf(
-        "eval %s: %zu samples selected: %zu ran, %zu already done, %zu taken by other "
-        "processes, %zu failed\n",
-        dir, counts.selected, counts.ran, counts.skipped_done, counts.skipped_running,
-        counts.failed);
+  sweep_run_counts_print("eval", dir, "samples", &counts);
   model_free(model);
   free(ids);
   return rc;

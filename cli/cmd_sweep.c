@@ -230,12 +230,7 @@ static int run_plan(const char *dir, const SweepPlan *plan, const SweepArgs *giv
     if (!rc)
       rc = sweep_run_cells(sweep_run_cell_with, &cells, plan, dir, &selection, ids, n, &counts);
   }
-  if (counts.selected)
-    printf(
-        "sweep %s: %zu cells selected: %zu ran, %zu already done, %zu taken by other "
-        "processes, %zu failed\n",
-        dir, counts.selected, counts.ran, counts.skipped_done, counts.skipped_running,
-        counts.failed);
+  sweep_run_counts_print("sweep", dir, "cells", &counts);
   model_free(model);
   free(ids);
   return rc;

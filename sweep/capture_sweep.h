@@ -83,6 +83,10 @@ int sweep_run_cells(SweepCellRun run, void *context, const SweepPlan *plan, cons
                     const SweepSelection *selection, const size_t *ids, size_t n,
                     SweepRunCounts *counts);
 
+/* "sweep DIR: 6 cells selected: 4 ran, 2 already done, ..." on stdout
+ * (nothing when none was selected); what names the cells ("samples"). */
+void sweep_run_counts_print(const char *command, const char *dir, const char *what,
+                            const SweepRunCounts *counts);
 /* Where the finished cells stand, for the merge. */
 typedef struct {
   SweepCellState *states; /* (n_cells) */

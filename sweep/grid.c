@@ -124,6 +124,15 @@ int sweep_run_cells(SweepCellRun run, void *context, const SweepPlan *plan, cons
   return 0;
 }
 
+void sweep_run_counts_print(const char *command, const char *dir, const char *what,
+                            const SweepRunCounts *c) {
+  if (!c->selected) return;
+  printf(
+      "%s %s: %zu %s selected: %zu ran, %zu already done, %zu taken by other processes, %zu "
+      "failed\n",
+      command, dir, c->selected, what, c->ran, c->skipped_done, c->skipped_running, c->failed);
+}
+
 /* --- merging ------------------------------------------------------------ */
 
 /* Appends the file's bytes to out. */
