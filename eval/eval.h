@@ -6,10 +6,10 @@
  * budget x protocol with the model in the loop (free-running, batched),
  * plus oracle@T, and score each answer with RULER's string_match_all; the
  * recall of each kept set against oracle@T's at the same budget and
- * protocol is recorded beside it. The cell keeps sample.json (every answer)
- * and, with keep_traces, trace.h5. The merge turns the finished samples
- * into accuracy.csv, paired.csv, recall.csv, recall_policy.csv, samples.csv
- * and eval.json. */
+ * protocol is recorded beside it. The cell keeps sample.json (every
+ * answer), prompt.json and, with keep_traces, trace.h5. The merge turns the
+ * finished samples into accuracy.csv, paired.csv, recall.csv,
+ * recall_policy.csv, samples.csv, prompts.jsonl and eval.json. */
 #ifndef OBC_EVAL_H
 #define OBC_EVAL_H
 
@@ -81,7 +81,8 @@ void eval_runner_close(EvalRunner *runner);
 int eval_run_sample(void *runner, const SweepPlanCell *cell, const char *out);
 
 /* Merges DIR's finished samples (sweep/grid.c states) into DIR/accuracy.csv,
- * paired.csv, recall.csv, recall_policy.csv, samples.csv and eval.json, prints the accuracy
+ * paired.csv, recall.csv, recall_policy.csv, samples.csv, prompts.jsonl and
+ * eval.json, prints the accuracy
  * and paired tables, and fails naming the samples that are not finished
  * (the files then hold the finished ones). */
 int eval_merge(const char *dir, const SweepPlan *plan, const EvalConfig *config,

@@ -15,6 +15,7 @@
  *   recall_policy.csv  the same AUC within each policy, budget and protocol,
  *                 and the mean recall of the right and of the wrong answers
  *   samples.csv   every answer
+ *   prompts.jsonl every sample's prompt (text, ids, spans, answers), a line each
  *   eval.json     the configuration, the plan's model, the counts */
 #include <inttypes.h>
 #include <math.h>
@@ -44,6 +45,7 @@ typedef struct {
 } EvalAnswer;
 
 typedef struct {
+  size_t cell;         /* its id in the plan */
   size_t task, length; /* indices into the configuration */
   size_t sample;
   char seed[32];
@@ -54,6 +56,7 @@ typedef struct {
 
 typedef struct {
   const EvalConfig *config;
+  const char *dir;
   EvalSample *samples; /* (n_samples) in plan order */
   size_t n_samples;
   size_t n_policies; /* n_scores + 1 */
@@ -148,6 +151,7 @@ static int read_sample(EvalData *d, const char *dir, const SweepPlanCell *cell, 
   cJSON *root = NULL;
   int rc = json_file_read(path, &root);
   if (rc) return rc;
+  s->cell = cell->id;
   s->task = find_name(c->tasks, c->n_tasks, cell->task);
   s->length = c->n_lengths;
   for (size_t l = 0; l < c->n_lengths; l++)
@@ -493,6 +497,24 @@ static void write_samples(FILE *fp, const EvalData *d) {
   }
 }
 
+/* prompts.jsonl: every sample's prompt.json on one line, in plan order. */
+static int write_prompts(FILE *fp, const EvalData *d) {
+  for (size_t i = 0; i < d->n_samples; i++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/cells/%zu/prompt.json", d->dir, d->samples[i].cell);
+    cJSON *root = NULL;
+    int rc = json_file_read(path, &root);
+    if (!rc && !cJSON_IsObject(root)) rc = obc_fail(OBC_EFORMAT, "%s: not a JSON object", path);
+    char *line = rc ? NULL : cJSON_PrintUnformatted(root);
+    if (!rc && !line) rc = obc_fail(OBC_ENOMEM, "%s: out of memory", path);
+    if (!rc) fprintf(fp, "%s\n", line);
+    free(line);
+    cJSON_Delete(root);
+    if (rc) return rc;
+  }
+  return OBC_OK;
+}
+
 /* ---- eval.json and the printed tables ------------------------------------- */
 
 static cJSON *string_array(const char (*names)[32], size_t n) {
@@ -598,7 +620,7 @@ static void print_tables(const EvalData *d) {
 
 int eval_merge(const char *dir, const SweepPlan *plan, const EvalConfig *config,
                double stale_after) {
-  EvalData d = {.config = config, .n_policies = config->n_scores + 1};
+  EvalData d = {.config = config, .dir = dir, .n_policies = config->n_scores + 1};
   SweepGridStatus status;
   int rc = read_samples(dir, plan, stale_after, &d, &status);
   ObcOutputSet set;
@@ -627,6 +649,11 @@ int eval_merge(const char *dir, const SweepPlan *plan, const EvalConfig *config,
   if (!rc && !(rc = obc_output_open(&set, "samples.csv", &fp))) {
     write_samples(fp, &d);
     rc = obc_output_close(&set, fp);
+  }
+  if (!rc && !(rc = obc_output_open(&set, "prompts.jsonl", &fp))) {
+    rc = write_prompts(fp, &d);
+    int close = obc_output_close(&set, fp);
+    rc = rc ? rc : close;
   }
   if (!rc) rc = obc_output_json(&set, "eval.json", eval_json(&d, plan, status.n_done));
   if (begun) rc = obc_output_end(&set, rc);

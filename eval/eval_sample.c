@@ -1,8 +1,9 @@
 /* One sample of an eval (eval/eval.h): its RULER prompt, one capture (the
  * prefill and the full-cache answer), the kept sets of every policy x
  * budget x protocol and of oracle@T, all replayed with the model in one
- * batched call, and DIR/cells/<id>/sample.json with every answer, its
- * RULER score and the kept set's recall against oracle@T. */
+ * batched call, and in DIR/cells/<id>/ sample.json (every answer, its
+ * RULER score and the kept set's recall against oracle@T) and prompt.json
+ * (the prompt: text, ids, spans, answers). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -327,14 +328,21 @@ int eval_run_sample(void *context, const SweepPlanCell *cell, const char *out) {
   snprintf(producer, sizeof producer, "%s [sample %zu: %s]",
            c->command_line ? c->command_line : "obcache eval", cell->id, cell->name);
   progress(r, cell, "building the prompt");
-  NiahPrompt prompt;
-  int rc = ruler_task_build(r->model->tokenizer, &r->sources, &c->ruler, task, cell->length, seed,
-                            &prompt);
-  if (rc) return obc_fail_context(rc, "sample %zu (%s)", cell->id, cell->name);
-  CaptureOptions capture = capture_options(c, &prompt, steps, producer);
+  RulerSample sample;
+  int rc = ruler_sample_build(r->model->tokenizer, &r->sources, &c->ruler, task, cell->length, seed,
+                              &sample);
+  const NiahPrompt *p = &sample.prompt;
+  cJSON *prompt_json = NULL;
+  if (!rc) rc = ruler_prompt_json(task, cell->length, seed, &sample, &prompt_json);
+  if (!rc) rc = obc_json_write(out, "prompt.json", prompt_json);
+  if (rc) {
+    ruler_sample_free(&sample);
+    return obc_fail_context(rc, "sample %zu (%s)", cell->id, cell->name);
+  }
+  CaptureOptions capture = capture_options(c, p, steps, producer);
   CaptureResult captured;
   progress(r, cell, "prefill and full-cache answer");
-  rc = capture_run(r->model, &prompt, &capture, trace, &captured);
+  if (!rc) rc = capture_run(r->model, p, &capture, trace, &captured);
   TraceReader *reader = NULL;
   if (!rc) rc = trace_open(trace, &reader);
   EvictReplayer *replayer = NULL;
@@ -357,8 +365,8 @@ int eval_run_sample(void *context, const SweepPlanCell *cell, const char *out) {
   bool full_right = false;
   double seconds = obc_now_seconds() - start;
   if (!rc)
-    rc = write_sample(r, cell, seed, &prompt, &captured, &sets, outs, steps, answer, seconds, out,
-                      &right, &full_right);
+    rc = write_sample(r, cell, seed, p, &captured, &sets, outs, steps, answer, seconds, out, &right,
+                      &full_right);
   if (!rc && !c->keep_traces && unlink(trace))
     rc = obc_fail(OBC_EIO, "%s: cannot remove the trace", trace);
   if (!rc) {
@@ -370,13 +378,13 @@ int eval_run_sample(void *context, const SweepPlanCell *cell, const char *out) {
     printf(
         "sample %zu/%zu %s: %zu tokens, full cache %s, %zu of %zu replays right; %.1f s; "
         "ETA %s\n",
-        r->done, r->total, cell->name, prompt.n_tokens, full_right ? "right" : "wrong", right,
-        sets.n, seconds, eta);
+        r->done, r->total, cell->name, p->n_tokens, full_right ? "right" : "wrong", right, sets.n,
+        seconds, eta);
     fflush(stdout);
   }
   free(outs);
   sets_free(&sets);
-  niah_prompt_free(&prompt);
+  ruler_sample_free(&sample);
   if (rc) obc_fail_context(rc, "sample %zu (%s)", cell->id, cell->name);
   return rc;
 }

@@ -18,10 +18,10 @@ here=$(dirname "$0")
 # The done-when command of the issue, with fewer samples and a short answer.
 run=(--tasks niah_single_1,vt --samples 2 --length 1024 --scores snapkv,snapkv+obc_k
   --budgets 25%,50% --protocol agnostic --max-new-tokens 8)
-csvs="accuracy.csv paired.csv recall.csv recall_policy.csv samples.csv"
+csvs="accuracy.csv paired.csv recall.csv recall_policy.csv samples.csv prompts.jsonl"
 
 "$OBCACHE" eval "${run[@]}" --no-figures -o "$dir/a" > "$dir/a.txt" 2>&1
-check "eval writes the five CSVs and eval.json" \
+check "eval writes the five CSVs, prompts.jsonl and eval.json" \
   eval 'for f in $csvs eval.json; do [ -s "$dir/a/$f" ] || exit 1; done'
 check "accuracy.csv has the issue's columns" \
   eval 'head -1 "$dir/a/accuracy.csv" | grep -q "^task,length,policy,budget,protocol,n,correct,accuracy,ci_low,ci_high"'
@@ -30,6 +30,12 @@ check "a full-cache row for every task" \
 check "one line per sample on stdout, with an ETA" \
   eval '[ "$(grep -c "^sample [1-4]/4 .*ETA" "$dir/a.txt")" -eq 4 ]'
 check "no trace is left in the cells" eval '[ -z "$(find "$dir/a/cells" -name "*.h5")" ]'
+check "prompts.jsonl has one prompt a sample, with its ids and answers" \
+  python3 -c 'import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert [l["task"] for l in lines] == ["niah_single_1"] * 2 + ["vt"] * 2, lines
+assert all(len(l["ids"]) == l["tokens"] <= 1024 and l["answers"] for l in lines)' \
+  "$dir/a/prompts.jsonl"
 check "the tables agree with an independent recomputation from samples.csv" \
   python3 "$here/eval_check.py" "$dir/a" niah_single_1,vt preset:snapkv,preset:snapkv+obc_k \
   25%,50% agnostic

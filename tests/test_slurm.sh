@@ -124,7 +124,7 @@ ev=(--tasks niah_single_1 --samples 3 --length 400 --scores tova --budgets 50% -
 "$slurm/submit.sh" "$dir/eval-array" 2 --obcache "$OBCACHE" --logs "$dir/eval-array/logs" > /dev/null
 wait_jobs "$dir/eval-array/logs"
 check "an eval's 2-task array and its merge equal the one-process eval" \
-  eval 'for f in accuracy.csv paired.csv recall.csv recall_policy.csv samples.csv; do
+  eval 'for f in accuracy.csv paired.csv recall.csv recall_policy.csv samples.csv prompts.jsonl; do
     cmp -s "$dir/eval-ref/$f" "$dir/eval-array/$f" || exit 1; done'
 
 finish

@@ -17,6 +17,10 @@
 #include "sweep/plan.h"
 #include "tests/fuzz/fuzz_common.h"
 
+/* The cell's prompt.json, fixed: the fuzzed file is sample.json. */
+static const char fuzz_prompt[] =
+    "{\"task\": \"niah_single_1\", \"length\": 1024, \"ids\": [1, 2]}\n";
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static bool quiet;
   if (!quiet) /* the merge prints its tables on stdout */
@@ -31,17 +35,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   snprintf(path, sizeof path, "%s/sample.json", partial);
   FILE *fp = fopen(path, "wb");
   if (!fp || (size && fwrite(data, 1, size, fp) != size) || fclose(fp)) abort();
+  snprintf(path, sizeof path, "%s/prompt.json", partial);
+  fp = fopen(path, "wb");
+  if (!fp || fputs(fuzz_prompt, fp) < 0 || fclose(fp)) abort();
   if (sweep_cell_commit(dir, &plan.cells[0], partial)) abort();
   eval_merge(dir, &plan, &config, 600);
   obc_error_clear();
   sweep_cell_path(dir, &plan.cells[0], cell_dir, sizeof cell_dir);
   fuzz_remove_in(cell_dir, "sample.json");
+  fuzz_remove_in(cell_dir, "prompt.json");
   fuzz_remove_in(cell_dir, "complete.json");
   rmdir(cell_dir);
   snprintf(path, sizeof path, "%s/cells", dir);
   rmdir(path);
   static const char *const outputs[] = {"accuracy.csv",      "paired.csv",  "recall.csv",
-                                        "recall_policy.csv", "samples.csv", "eval.json"};
+                                        "recall_policy.csv", "samples.csv", "prompts.jsonl",
+                                        "eval.json"};
   for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++) fuzz_remove_in(dir, outputs[i]);
   sweep_plan_free(&plan);
   return 0;
