@@ -36,19 +36,20 @@ typedef struct {
 
 static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
   fprintf(out,
-          "usage: obcache eval --tasks T,.. --lengths N,.. --samples N [policy options] -o DIR\n"
+          "usage: obcache eval --tasks T,.. --lengths N,.. --samples N [options] -o DIR\n"
           "       obcache eval ... --plan -o DIR\n"
           "       obcache eval DIR [--cell I | --shard i/N] [--threads N]\n"
           "       obcache eval DIR --merge\n"
           "\n"
           "Task accuracy of eviction policies over many samples of RULER's synthetic tasks\n"
-          "(niah_single_1/2/3, niah_multikey_1/2/3, niah_multivalue, niah_multiquery, vt, cwe,\n"
-          "fwe; docs/SCIENCE.md, \"Task accuracy\"). Each sample is a function of (task,\n"
-          "length, seed): one prefill captures what the policies and the oracle need, the\n"
-          "full-cache answer is decoded, and every policy x budget x protocol, and oracle@T\n"
-          "(the answer-aware reference), is replayed with the model in the loop; each answer\n"
-          "is scored with RULER's string_match_all (correct = every answer found), and each\n"
-          "kept set's recall against oracle@T's at the same budget is recorded beside it.\n"
+          "(niah_single_1/2/3, niah_multikey_1/2/3, niah_multivalue, niah_multiquery, vt,\n"
+          "cwe, fwe; docs/SCIENCE.md, \"Task accuracy\"). Each sample is a function of\n"
+          "(task, length, seed): one prefill captures what the policies and the oracle\n"
+          "need, the full-cache answer is decoded, and every policy x budget x protocol,\n"
+          "and oracle@T (the answer-aware reference), is replayed with the model in the\n"
+          "loop, each answer ending at its first stop token; each answer is scored with\n"
+          "RULER's string_match_all (correct = every answer found), and each kept set's\n"
+          "recall against oracle@T's at the same budget is recorded beside it.\n"
           "\n"
           "Writes DIR/accuracy.csv (task, length, policy, budget, protocol, n, correct,\n"
           "accuracy with its Wilson 95%% interval, RULER score, recall, kept share; task\n"
@@ -63,10 +64,9 @@ static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
           "A run is resumable and shardable like obcache sweep: --plan writes\n"
           "DIR/plan.json; `eval DIR` runs the samples that are not finished (all, one with\n"
           "--cell, or those with id %% N == i with --shard i/N) under locks, each into\n"
-          "DIR/cells/<id>/ (sample.json, prompt.json; trace.h5 with --keep-traces); `eval\n"
-          "DIR --merge`\n"
-          "verifies them and writes the tables. The merge of shards equals the one-process\n"
-          "run.\n"
+          "DIR/cells/<id>/ (sample.json, prompt.json; trace.h5 with --keep-traces);\n"
+          "`eval DIR --merge` verifies them and writes the tables. The merge of shards\n"
+          "equals the one-process run; scripts/slurm/submit.sh DIR N runs it on Slurm.\n"
           "\n");
   obc_options_print_help(out, lists, n_lists);
 }
