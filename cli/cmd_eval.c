@@ -310,6 +310,7 @@ static int run_plan(const char *dir, const SweepPlan *plan, const EvalArgs *give
   Model *model = NULL;
   if (!rc && n) rc = load_model(plan, given->model_path, a.weights, &model);
   if (!rc && n) rc = eval_config_check(&a.config, model);
+  if (!rc && n) a.config.base.model = model->path; /* the W_o of criticalkv-snapkv */
   EvalRunner runner;
   if (!rc && n && !(rc = eval_runner_open(&runner, model, &a.config, n))) {
     rc = sweep_run_cells(eval_run_sample, &runner, plan, dir, &selection, ids, n, &counts);
@@ -327,8 +328,8 @@ static int merge(const char *dir, const SweepPlan *plan, const EvalArgs *given) 
   if (!rc) rc = eval_merge(dir, plan, &a.config, given->stale_after);
   if (rc) return rc;
   printf(
-      "wrote %s/accuracy.csv, paired.csv, recall.csv, recall_policy.csv, samples.csv and "
-      "eval.json\n",
+      "wrote %s/accuracy.csv, paired.csv, recall.csv, recall_policy.csv, samples.csv, "
+      "prompts.jsonl and eval.json\n",
       dir);
   if (given->no_figures) return OBC_OK;
   PlotOptions options = {.dir = dir, .formats = PLOT_PNG | PLOT_SVG};

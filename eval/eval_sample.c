@@ -108,13 +108,13 @@ static void sets_free(EvalSets *s) {
   memset(s, 0, sizeof *s);
 }
 
-/* Whether any score reads the column sums (capture them only then: they
- * cost about half a prefill). */
+/* Whether any score reads the column sums or query statistics of every
+ * prompt row (capture them only then: they cost about half a prefill). */
 static bool needs_column_sums(const EvalConfig *c) {
   for (size_t s = 0; s < c->n_scores; s++) {
     EvictPolicy p = c->base;
     if (!evict_policy_set_score(&p, c->scores[s]) && p.kind == EVICT_SCORE_PRESET &&
-        evict_preset_reads_column_sums(&p))
+        evict_preset_reads_prompt_sums(&p))
       return true;
   }
   obc_error_clear();

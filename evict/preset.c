@@ -173,8 +173,8 @@ int evict_preset_parse(const char *name, int *preset, int *inner) {
 EvictAllocation evict_preset_allocation(const EvictPolicy *p) { return preset_of(p)->allocation; }
 size_t evict_preset_window(const EvictPolicy *p) { return preset_of(p)->window; }
 size_t evict_preset_score_planes(const EvictPolicy *p) { return preset_of(p)->critical ? 2 : 1; }
-bool evict_preset_reads_column_sums(const EvictPolicy *p) {
-  return preset_of(p)->source == SOURCE_COLUMN_SUMS;
+bool evict_preset_reads_prompt_sums(const EvictPolicy *p) {
+  return preset_of(p)->source == SOURCE_COLUMN_SUMS || preset_of(p)->source == SOURCE_EXPECTED;
 }
 
 /* ==== Budgets ==== */

@@ -56,9 +56,10 @@ EvictAllocation evict_preset_allocation(const EvictPolicy *policy);
 /* The preset's score window in query rows (0 when it reads no rows). */
 size_t evict_preset_window(const EvictPolicy *policy);
 
-/* Whether the preset reads the trace's column sums over every prompt row
- * (capture/capture_sums.h; h2o and its pairings). */
-bool evict_preset_reads_column_sums(const EvictPolicy *policy);
+/* Whether the preset reads what the capture accumulates over every prompt
+ * row: the column sums (capture/capture_sums.h; h2o and its pairings) or
+ * the query statistics (capture/capture_qstats.h; expected_attention). */
+bool evict_preset_reads_prompt_sums(const EvictPolicy *policy);
 /* Score planes of (n_layers, n_kv_heads, n) the preset's scores hold: 2
  * for criticalkv-snapkv (the SnapKV score, then the projected value norm),
  * else 1. */
