@@ -59,6 +59,11 @@ fails "a merge of a half-run plan names what is missing" "2 of 4 samples are not
 check "two shards merged give the one-process CSVs" \
   eval 'for f in $csvs; do cmp -s "$dir/s/$f" "$dir/c/$f" || exit 1; done'
 
+"$OBCACHE" eval --tasks niah_single_1 --samples 1 --length 512 --scores expected_attention \
+  --budgets 25% --max-new-tokens 4 --no-figures -o "$dir/e" > "$dir/e.txt" 2>&1
+check "expected_attention alone gets the query statistics it reads" \
+  grep -q "^sample 1/1 .*replays right" "$dir/e.txt"
+
 fails "an unknown task" "unknown task 'niah_single_9'" eval --tasks niah_single_9 -o "$dir/x"
 fails "oracle@T among the policies" "always replayed" eval --scores oracle@T -o "$dir/x"
 fails "a bad budget" "150%: more than the whole prompt" eval --budgets 150% -o "$dir/x"
