@@ -119,7 +119,7 @@ int sweep_run_cells(SweepCellRun run, void *context, const SweepPlan *plan, cons
     }
   }
   if (first_error)
-    return obc_fail(first_error, "sweep: %zu of %zu cells failed (cells/<id>.failed has why)",
+    return obc_fail(first_error, "%zu of %zu cells failed (cells/<id>.failed has why)",
                     counts->failed, n);
   return 0;
 }
