@@ -278,7 +278,7 @@ static int plan_config(const SweepPlan *plan, EvalArgs *a) {
     rc = obc_fail(OBC_EFORMAT, "plan.json: stray option word '%s'", args.positional[0]);
   if (!rc) rc = resolve_lists(a);
   if (rc) return obc_fail_context(rc, "plan.json");
-  return OBC_OK;
+  return eval_config_check_plan(&a->config, plan);
 }
 
 /* --- running and merging -------------------------------------------------- */

@@ -64,6 +64,10 @@ void eval_config_default(EvalConfig *config);
  * parse. */
 int eval_config_check(const EvalConfig *config, const Model *model);
 
+/* Fails (one line) when a sample of the plan is not one of the
+ * configuration's (task, length, sample index): a damaged plan.json. */
+int eval_config_check_plan(const EvalConfig *config, const SweepPlan *plan);
+
 /* What running samples shares: the model, the configuration, the sources
  * RULER's generators draw from, and the progress of this process. */
 typedef struct {

@@ -72,6 +72,21 @@ int eval_config_check(const EvalConfig *c, const Model *model) {
   return OBC_OK;
 }
 
+int eval_config_check_plan(const EvalConfig *c, const SweepPlan *plan) {
+  for (size_t i = 0; i < plan->n_cells; i++) {
+    const SweepPlanCell *cell = &plan->cells[i];
+    bool task = false, length = false;
+    for (size_t t = 0; t < c->n_tasks; t++) task |= !strcmp(c->tasks[t], cell->task);
+    for (size_t l = 0; l < c->n_lengths; l++) length |= c->lengths[l] == cell->length;
+    if (!task || !length || cell->sample >= c->samples)
+      return obc_fail(OBC_EFORMAT,
+                      "plan.json: sample %zu (%s) is not one of the plan's options (--tasks, "
+                      "--lengths, --samples)",
+                      i, cell->name);
+  }
+  return OBC_OK;
+}
+
 int eval_runner_open(EvalRunner *r, const Model *model, const EvalConfig *config, size_t total) {
   memset(r, 0, sizeof *r);
   r->model = model;

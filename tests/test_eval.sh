@@ -71,6 +71,10 @@ fails "a plan option given with DIR" "takes its settings from DIR/plan.json; --s
   eval "$dir/a" --samples 4
 fails "sweep on an eval folder" "holds an \`obcache eval\` plan" sweep "$dir/a" --merge
 fails "another plan in the same folder" "another plan" eval --tasks vt --samples 2 -o "$dir/a"
+cp -r "$dir/s" "$dir/f"
+sed -i '0,/"length":\t512/s//"length":\t999999/' "$dir/f/plan.json"
+fails "a plan whose sample is not one of its options" "not one of the plan's options" \
+  eval "$dir/f" --merge --no-figures
 cp -r "$dir/s" "$dir/d"
 printf '{"task": "vt"}' > "$dir/d/cells/0/sample.json"
 fails "a damaged sample is refused by its manifest" "0 .*damaged\|not finished" \
