@@ -134,8 +134,8 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
       {"--merge", NULL, NULL, "merge DIR's finished samples (with DIR)", NULL, OBC_OPTION_FLAG,
        &a->merge, NULL, NULL},
       {"--stale-after", NULL, "S",
-       "seconds without a heartbeat after which another host's lock is stale", "600",
-       OBC_OPTION_DOUBLE, &a->stale_after, NULL, NULL},
+       "seconds without a heartbeat after which another host's lock is stale",
+       SWEEP_STALE_AFTER_TEXT, OBC_OPTION_DOUBLE, &a->stale_after, NULL, NULL},
       {"--no-figures", NULL, NULL, "merge without drawing the figures", NULL, OBC_OPTION_FLAG,
        &a->no_figures, NULL, NULL},
       {"-h", "--help", NULL, "this help", NULL, OBC_OPTION_HELP, NULL, NULL, NULL},
@@ -149,7 +149,7 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
 static void args_default(EvalArgs *a) {
   memset(a, 0, sizeof *a);
   eval_config_default(&a->config);
-  a->stale_after = 600;
+  a->stale_after = SWEEP_STALE_AFTER_S;
 }
 
 /* "niah_single_1, ..., fwe" into out. */

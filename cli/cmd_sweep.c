@@ -98,7 +98,7 @@ static int parse_args(int argc, char **argv, SweepArgs *a, ObcArguments *args, b
       {"--stale-after", NULL, "S",
        "a cell's lock whose holder gave no sign of life for S seconds (killed on another "
        "machine) is taken over; a holder on this machine that is gone at once",
-       "600", OBC_OPTION_DOUBLE, &a->stale_after, NULL, NULL},
+       SWEEP_STALE_AFTER_TEXT, OBC_OPTION_DOUBLE, &a->stale_after, NULL, NULL},
       {"--no-figures", NULL, NULL, "merge without drawing the heat maps", NULL, OBC_OPTION_FLAG,
        &a->no_figures, NULL, NULL},
       OBC_OPTION_HEADING("\nanalysis:"),
@@ -133,7 +133,7 @@ static void args_default(SweepArgs *a) {
   a->sweep.n_lengths = 2;
   memcpy(a->sweep.depths, default_depths, sizeof default_depths);
   a->sweep.n_depths = 5;
-  a->stale_after = 600;
+  a->stale_after = SWEEP_STALE_AFTER_S;
 }
 
 /* --- the plan's options ------------------------------------------------- */

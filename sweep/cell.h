@@ -27,6 +27,11 @@
 
 #include "sweep/plan.h"
 
+/* Seconds without a heartbeat after which another host's lock is stale
+ * (--stale-after), as a number and as the text of the help. */
+#define SWEEP_STALE_AFTER_S 600
+#define SWEEP_STALE_AFTER_TEXT "600"
+
 typedef enum {
   SWEEP_CELL_MISSING = 0, /* never run, or interrupted */
   SWEEP_CELL_DONE,        /* complete and its manifest verifies */

@@ -80,7 +80,8 @@ static int list_cell_traces(const char *input, SweepRun *run) {
   for (size_t i = 0; !rc && i < plan.n_cells && run->n_traces < EVICT_SWEEP_MAX_TRACES; i++) {
     SweepCellState state;
     char detail[512];
-    rc = sweep_cell_state(input, &plan.cells[i], 600, &state, detail, sizeof detail);
+    rc =
+        sweep_cell_state(input, &plan.cells[i], SWEEP_STALE_AFTER_S, &state, detail, sizeof detail);
     if (!rc && state != SWEEP_CELL_DONE)
       fprintf(stderr, "replay: %s: cell %zu %s is %s, left out\n", input, i, plan.cells[i].name,
               sweep_cell_state_name(state));

@@ -39,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fp = fopen(path, "wb");
   if (!fp || fputs(fuzz_prompt, fp) < 0 || fclose(fp)) abort();
   if (sweep_cell_commit(dir, &plan.cells[0], partial)) abort();
-  eval_merge(dir, &plan, &config, 600);
+  eval_merge(dir, &plan, &config, SWEEP_STALE_AFTER_S);
   obc_error_clear();
   sweep_cell_path(dir, &plan.cells[0], cell_dir, sizeof cell_dir);
   fuzz_remove_in(cell_dir, "sample.json");

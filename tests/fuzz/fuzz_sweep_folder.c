@@ -51,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   SweepPlan plan;
   if (!sweep_plan_read(dir, &plan)) {
     SweepGridStatus status;
-    if (!sweep_merge_summary(dir, &plan, 600, &status))
+    if (!sweep_merge_summary(dir, &plan, SWEEP_STALE_AFTER_S, &status))
       sweep_merge_index(dir, &plan, &status, NULL, 0);
     sweep_grid_status_free(&status);
     sweep_plan_free(&plan);
