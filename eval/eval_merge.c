@@ -54,12 +54,21 @@ typedef struct {
   EvalAnswer *rows; /* (n_protocols, n_scores + 1, n_budgets); score n_scores = oracle@T */
 } EvalSample;
 
+/* A pairing on the samples of one (task, length, protocol, budget). */
+typedef struct {
+  size_t n, baseline, paired, baseline_only, paired_only;
+  double difference, low, high, p;
+} PairedResult;
+
 typedef struct {
   const EvalConfig *config;
   const char *dir;
   EvalSample *samples; /* (n_samples) in plan order */
   size_t n_samples;
-  size_t n_policies; /* n_scores + 1 */
+  size_t n_policies;                /* n_scores + 1 */
+  SweepPair pairs[EVAL_MAX_SCORES]; /* (n_pairs) X vs X+obc_S among the scores */
+  size_t n_pairs;
+  PairedResult *paired; /* (n_tasks + 1, n_lengths, n_pairs, n_protocols, n_budgets), once */
 } EvalData;
 
 static size_t row_index(const EvalData *d, size_t q, size_t s, size_t b) {
@@ -67,6 +76,7 @@ static size_t row_index(const EvalData *d, size_t q, size_t s, size_t b) {
 }
 
 static void data_free(EvalData *d) {
+  free(d->paired);
   size_t rows = d->config->n_protocols * d->n_policies * d->config->n_budgets;
   for (size_t i = 0; i < d->n_samples; i++) {
     free(d->samples[i].full.answer);
@@ -277,11 +287,6 @@ static void write_accuracy(FILE *fp, const EvalData *d) {
 
 /* ---- paired tests -------------------------------------------------------- */
 
-typedef struct {
-  size_t n, baseline, paired, baseline_only, paired_only;
-  double difference, low, high, p;
-} PairedResult;
-
 static int paired_result(const EvalData *d, size_t t, size_t l, const SweepPair *pair, size_t q,
                          size_t b, PairedResult *r) {
   memset(r, 0, sizeof *r);
@@ -313,32 +318,48 @@ static int paired_result(const EvalData *d, size_t t, size_t l, const SweepPair 
   return OBC_OK;
 }
 
-static size_t find_pairs(const EvalConfig *c, SweepPair *pairs) {
-  return sweep_pairs_find(c->scores, c->n_scores, pairs, EVAL_MAX_SCORES);
+static size_t paired_index(const EvalData *d, size_t t, size_t l, size_t k, size_t q, size_t b) {
+  const EvalConfig *c = d->config;
+  return (((t * c->n_lengths + l) * d->n_pairs + k) * c->n_protocols + q) * c->n_budgets + b;
 }
 
-static int write_paired(FILE *fp, const EvalData *d) {
+/* Every pairing's result, computed once for the file and the printed table
+ * (each holds a bootstrap). */
+static int compute_paired(EvalData *d) {
   const EvalConfig *c = d->config;
-  SweepPair pairs[EVAL_MAX_SCORES];
-  size_t n_pairs = find_pairs(c, pairs);
+  d->n_pairs = sweep_pairs_find(c->scores, c->n_scores, d->pairs, EVAL_MAX_SCORES);
+  size_t n = (c->n_tasks + 1) * c->n_lengths * d->n_pairs * c->n_protocols * c->n_budgets;
+  d->paired = obc_calloc(n + 1, sizeof *d->paired, "paired results");
+  if (!d->paired) return OBC_ENOMEM;
+  int rc = OBC_OK;
+  for (size_t t = 0; t <= c->n_tasks; t++)
+    for (size_t l = 0; l < c->n_lengths; l++)
+      for (size_t k = 0; k < d->n_pairs; k++)
+        for (size_t q = 0; q < c->n_protocols; q++)
+          for (size_t b = 0; b < c->n_budgets && !rc; b++)
+            rc = paired_result(d, t, l, &d->pairs[k], q, b,
+                               &d->paired[paired_index(d, t, l, k, q, b)]);
+  return rc;
+}
+
+static void write_paired(FILE *fp, const EvalData *d) {
+  const EvalConfig *c = d->config;
+  const SweepPair *pairs = d->pairs;
   fprintf(fp,
           "task,length,baseline,paired,budget,protocol,n,baseline_correct,paired_correct,"
           "baseline_only,paired_only,difference,ci_low,ci_high,mcnemar_p\n");
   for (size_t t = 0; t <= c->n_tasks; t++)
     for (size_t l = 0; l < c->n_lengths; l++)
-      for (size_t k = 0; k < n_pairs; k++)
+      for (size_t k = 0; k < d->n_pairs; k++)
         for (size_t q = 0; q < c->n_protocols; q++)
           for (size_t b = 0; b < c->n_budgets; b++) {
-            PairedResult r;
-            int rc = paired_result(d, t, l, &pairs[k], q, b, &r);
-            if (rc) return rc;
+            const PairedResult r = d->paired[paired_index(d, t, l, k, q, b)];
             fprintf(fp, "%s,%zu,%s,%s,%s,%s,%zu,%zu,%zu,%zu,%zu,%.9g,%.9g,%.9g,%.9g\n",
                     task_name(c, t), c->lengths[l], c->scores[pairs[k].baseline],
                     c->scores[pairs[k].paired], c->budgets[b], evict_protocol_name(c->protocols[q]),
                     r.n, r.baseline, r.paired, r.baseline_only, r.paired_only, r.difference, r.low,
                     r.high, r.p);
           }
-  return OBC_OK;
 }
 
 /* ---- recall against correctness ------------------------------------------ */
@@ -597,20 +618,17 @@ static void print_tables(const EvalData *d) {
         printf("\n");
       }
   }
-  SweepPair pairs[EVAL_MAX_SCORES];
-  size_t n_pairs = find_pairs(c, pairs);
-  if (!n_pairs) return;
+  if (!d->n_pairs) return;
   printf(
       "\nbaseline vs baseline + OBCache, all tasks: accuracy difference [paired bootstrap 95%%], "
       "McNemar p\n");
   for (size_t l = 0; l < c->n_lengths; l++)
-    for (size_t k = 0; k < n_pairs; k++)
+    for (size_t k = 0; k < d->n_pairs; k++)
       for (size_t q = 0; q < c->n_protocols; q++) {
         printf("%zu %-9s %-34s", c->lengths[l], evict_protocol_name(c->protocols[q]),
-               c->scores[pairs[k].paired]);
+               c->scores[d->pairs[k].paired]);
         for (size_t b = 0; b < c->n_budgets; b++) {
-          PairedResult r;
-          if (paired_result(d, c->n_tasks, l, &pairs[k], q, b, &r)) return;
+          const PairedResult r = d->paired[paired_index(d, c->n_tasks, l, k, q, b)];
           printf("  %s %+.2f [%+.2f,%+.2f] p=%.2g", c->budgets[b], r.difference, r.low, r.high,
                  r.p);
         }
@@ -623,6 +641,7 @@ int eval_merge(const char *dir, const SweepPlan *plan, const EvalConfig *config,
   EvalData d = {.config = config, .dir = dir, .n_policies = config->n_scores + 1};
   SweepGridStatus status;
   int rc = read_samples(dir, plan, stale_after, &d, &status);
+  if (!rc) rc = compute_paired(&d);
   ObcOutputSet set;
   FILE *fp = NULL;
   bool begun = false;
@@ -632,9 +651,8 @@ int eval_merge(const char *dir, const SweepPlan *plan, const EvalConfig *config,
     rc = obc_output_close(&set, fp);
   }
   if (!rc && !(rc = obc_output_open(&set, "paired.csv", &fp))) {
-    rc = write_paired(fp, &d);
-    int close = obc_output_close(&set, fp);
-    rc = rc ? rc : close;
+    write_paired(fp, &d);
+    rc = obc_output_close(&set, fp);
   }
   if (!rc && !(rc = obc_output_open(&set, "recall.csv", &fp))) {
     rc = write_recall(fp, &d);
