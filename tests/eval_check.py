@@ -152,12 +152,11 @@ def main():
                 check((math.isnan(a) and math.isnan(want_auc)) or close(a, want_auc, 1e-5),
                       f"recall.csv {group}: AUC {a} != {want_auc}")
 
-    # recall_policy.csv: the AUC within each policy, budget and protocol.
-    for r in read(f"{folder}/recall_policy.csv"):
+    # recall_policy.csv: the AUC within each policy, budget and protocol,
+    # over every task and length (checked here for one length).
+    for r in read(f"{folder}/recall_policy.csv") if len(lengths) == 1 else []:
         sel = [s for s in rows("all", lengths[0], r["policy"], r["budget"], r["protocol"])
-               if s["recall"] != ""] if len(lengths) == 1 else []
-        if len(lengths) != 1:
-            continue
+               if s["recall"] != ""]
         pts = [(float(s["recall"]), int(s["correct"])) for s in sel]
         name = f'recall_policy.csv {r["policy"]} {r["budget"]} {r["protocol"]}'
         right = [x for x, y in pts if y]

@@ -20,6 +20,10 @@
 #                      runs "$OBCACHE" ARGS (output in $dir/out, $dir/err):
 #                      pass NAME when it exits 1 with one line on stderr
 #                      matching PATTERN (grep), else fail NAME
+#   expect_refused NAME TEXT CMD...
+#                      pass NAME when CMD exits non-zero with one line on
+#                      stderr containing TEXT (a fixed string) and leaves no
+#                      $dir/k.h5 (the keep file the command would write)
 #   is_png FILE, is_svg FILE
 #                      whether FILE is a PNG (its signature) or a closed SVG
 #                      document of at least $MIN_PNG_BYTES / $MIN_SVG_BYTES
@@ -67,6 +71,21 @@ fails() { # fails NAME PATTERN ARGS...
     pass "$name"
   else
     fail "$name (rc $rc): $(cat "$dir/err")"
+  fi
+}
+
+expect_refused() { # expect_refused NAME TEXT CMD...
+  local name=$1 text=$2
+  shift 2
+  rm -f "$dir/k.h5"
+  "$@" >"$dir/out" 2>"$dir/err"
+  local rc=$?
+  local lines
+  lines=$(wc -l <"$dir/err")
+  if [ "$rc" -ne 0 ] && [ "$lines" -eq 1 ] && grep -qF -- "$text" "$dir/err" && [ ! -e "$dir/k.h5" ]; then
+    pass "$name: exit $rc, $(cat "$dir/err")"
+  else
+    fail "$name: exit $rc, $lines stderr line(s): $(cat "$dir/err")"
   fi
 }
 

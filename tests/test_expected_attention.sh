@@ -19,23 +19,6 @@ fi
 scratch expected_attention
 export OMP_WAIT_POLICY=passive
 
-# expect_failure NAME TEXT CMD...: non-zero exit, one stderr line containing
-# TEXT, and no keep file.
-expect_failure() {
-  local name=$1 text=$2
-  shift 2
-  rm -f "$dir/k.h5"
-  "$@" >"$dir/out" 2>"$dir/err"
-  local rc=$?
-  local lines
-  lines=$(wc -l <"$dir/err")
-  if [ "$rc" -ne 0 ] && [ "$lines" -eq 1 ] && grep -qF -- "$text" "$dir/err" && [ ! -e "$dir/k.h5" ]; then
-    pass "$name: exit $rc, $(cat "$dir/err")"
-  else
-    fail "$name: exit $rc, $lines stderr line(s): $(cat "$dir/err")"
-  fi
-}
-
 GOOD=$dir/good.h5
 PLAIN=$dir/plain.h5
 SYNTH=$dir/synth.h5
@@ -60,9 +43,9 @@ for mode in aware agnostic; do
   fi
 done
 
-expect_failure "no query statistics (--no-column-sums)" "$PLAIN: --score expected_attention: the trace has no pre-RoPE query statistics" \
+expect_refused "no query statistics (--no-column-sums)" "$PLAIN: --score expected_attention: the trace has no pre-RoPE query statistics" \
   "$OBCACHE" evict "$PLAIN" --score expected_attention --budget 30% -o "$dir/k.h5"
-expect_failure "no query statistics (synthetic, column sums only)" "$SYNTH: --score expected_attention: the trace has no pre-RoPE query statistics" \
+expect_refused "no query statistics (synthetic, column sums only)" "$SYNTH: --score expected_attention: the trace has no pre-RoPE query statistics" \
   "$OBCACHE" evict "$SYNTH" --score expected_attention --budget 30% -o "$dir/k.h5"
 "$OBCACHE" info "$PLAIN" >/dev/null 2>&1 || fail "a trace without query statistics does not open"
 
@@ -110,14 +93,14 @@ for case in "asymmetric|q_outer, rows all, head 3: [0][1]|expected a symmetric s
   IFS='|' read -r kind where what <<<"$case"
   copy=$dir/$kind.h5
   tamper "$kind" "$copy" || { fail "$kind: h5py could not edit it"; continue; }
-  expect_failure "verify refuses $kind" "$copy: " "$OBCACHE" verify "$copy"
+  expect_refused "verify refuses $kind" "$copy: " "$OBCACHE" verify "$copy"
   grep -qF -- "$where" "$dir/err" && grep -qF -- "$what" "$dir/err" ||
     fail "verify $kind: the message does not name '$where' / '$what'"
-  expect_failure "evict refuses $kind" "$what" \
+  expect_refused "evict refuses $kind" "$what" \
     "$OBCACHE" evict "$copy" --score expected_attention --mode aware --budget 30% -o "$dir/k.h5"
 done
 copy=$dir/moved.h5
 tamper moved "$copy" || fail "moved: h5py could not edit it"
-expect_failure "verify's content hash covers the query statistics" \
+expect_refused "verify's content hash covers the query statistics" \
   "$copy: content hash mismatch" "$OBCACHE" verify "$copy"
 finish

@@ -17,23 +17,6 @@ OBCACHE=${OBCACHE:?set OBCACHE to the obcache binary}
 scratch presets_cli
 export OMP_WAIT_POLICY=passive
 
-# expect_failure NAME TEXT CMD...: non-zero exit, one stderr line containing
-# TEXT, and no keep file.
-expect_failure() {
-  local name=$1 text=$2
-  shift 2
-  rm -f "$dir/k.h5"
-  "$@" >"$dir/out" 2>"$dir/err"
-  local rc=$?
-  local lines
-  lines=$(wc -l <"$dir/err")
-  if [ "$rc" -ne 0 ] && [ "$lines" -eq 1 ] && grep -qF -- "$text" "$dir/err" && [ ! -e "$dir/k.h5" ]; then
-    pass "$name: exit $rc, $(cat "$dir/err")"
-  else
-    fail "$name: exit $rc, $lines stderr line(s): $(cat "$dir/err")"
-  fi
-}
-
 SMALL=$dir/small.h5     # 64 positions: no more candidates than a 64-row window
 SMALL80=$dir/small80.h5 # 16 captured rows: too few for a 64-row window
 BIG=$dir/big.h5         # 96 rows
@@ -63,7 +46,7 @@ done
 "$OBCACHE" evict "$BIG" --score pyramidkv --budget 30% -o "$dir/p.h5" >/dev/null
 python3 -c "import h5py,numpy,sys; f=h5py.File(sys.argv[1],'r+'); \
 f.attrs['budget_given']=numpy.bytes_('20%')" "$dir/p.h5"
-expect_failure "pyramid counts against another budget" "but the pyramid allocation of budget 20%" \
+expect_refused "pyramid counts against another budget" "but the pyramid allocation of budget 20%" \
   "$OBCACHE" replay --offline "$BIG" --keep "$dir/p.h5" -o "$dir/k.h5"
 
 # Presets in a sweep, beside a generic score.
@@ -75,34 +58,34 @@ else
   fail "replay --sweep with presets: $(cat "$dir/err")"
 fi
 
-expect_failure "window beyond the captured rows" \
+expect_refused "window beyond the captured rows" \
   "--score preset:snapkv needs the 64 query rows ending at position 79, but the trace captures 16" \
   "$OBCACHE" evict "$SMALL80" --score preset:snapkv --protocol aware --budget 40% -o "$dir/k.h5"
-expect_failure "no more candidates than the window" \
+expect_refused "no more candidates than the window" \
   "--score pyramidkv scores with a window of 64 query rows and needs more candidates than that" \
   "$OBCACHE" evict "$SMALL" --score pyramidkv --budget 40% -o "$dir/k.h5"
-expect_failure "unknown preset" "unknown preset 'snapkw'" \
+expect_refused "unknown preset" "unknown preset 'snapkw'" \
   "$OBCACHE" evict "$BIG" --score snapkw+obc_k --budget 40% -o "$dir/k.h5"
-expect_failure "unknown score lists the presets" "or a preset: h2o, tova" \
+expect_refused "unknown score lists the presets" "or a preset: h2o, tova" \
   "$OBCACHE" evict "$BIG" --score tova2 --budget 40% -o "$dir/k.h5"
-expect_failure "+obc on a preset without attention" "knorm has no attention score to replace" \
+expect_refused "+obc on a preset without attention" "knorm has no attention score to replace" \
   "$OBCACHE" evict "$BIG" --score knorm+obc_vk --budget 40% -o "$dir/k.h5"
-expect_failure "unknown inner score" "unknown score 'obc_q' inside the preset" \
+expect_refused "unknown inner score" "unknown score 'obc_q' inside the preset" \
   "$OBCACHE" evict "$BIG" --score tova+obc_q --budget 40% -o "$dir/k.h5"
-expect_failure "h2o without column sums" \
+expect_refused "h2o without column sums" \
   "the trace has no accumulated column sums (capture it without --no-column-sums)" \
   "$OBCACHE" evict "$BIG" --score h2o --budget 40% -o "$dir/k.h5"
-expect_failure "a preset fixes its window" "a preset fixes its own window" \
+expect_refused "a preset fixes its window" "a preset fixes its own window" \
   "$OBCACHE" evict "$BIG" --score tova --window 8 --budget 40% -o "$dir/k.h5"
-expect_failure "budget below one token" "keeps 0 of the 256 candidates" \
+expect_refused "budget below one token" "keeps 0 of the 256 candidates" \
   "$OBCACHE" evict "$BIG" --score tova --protocol aware --budget 0.001 -o "$dir/k.h5"
-expect_failure "--scores-out into a missing folder: no keep file either" "does not exist" \
+expect_refused "--scores-out into a missing folder: no keep file either" "does not exist" \
   "$OBCACHE" evict "$BIG" --score tova --budget 40% -o "$dir/k.h5" --scores-out "$dir/no/s.csv"
-# expect_exit1 NAME TEXT CMD...: expect_failure, with exit status 1.
+# expect_exit1 NAME TEXT CMD...: expect_refused, with exit status 1.
 expect_exit1() {
   local name=$1 text=$2
   shift 2
-  expect_failure "$name" "$text" "$@"
+  expect_refused "$name" "$text" "$@"
   "$@" >/dev/null 2>&1
   local rc=$?
   [ "$rc" -eq 1 ] && pass "$name: exit 1" || fail "$name: exit $rc, expected 1"
@@ -144,7 +127,7 @@ fi
 expect_exit1 "criticalkv-snapkv: no such model" "$dir/no-model.gguf" \
   "$OBCACHE" evict "$BIG" --score criticalkv-snapkv --budget 40% --model "$dir/no-model.gguf" \
   -o "$dir/k.h5"
-expect_failure "criticalkv-snapkv takes no +obc_x" "criticalkv-snapkv has no attention score to replace" \
+expect_refused "criticalkv-snapkv takes no +obc_x" "criticalkv-snapkv has no attention score to replace" \
   "$OBCACHE" evict "$BIG" --score criticalkv-snapkv+obc_vk --budget 40% -o "$dir/k.h5"
 if "$OBCACHE" evict --help | grep -q "criticalkv-snapkv  kvpress CriticalKV"; then
   pass "evict --help lists criticalkv-snapkv"
