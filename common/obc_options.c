@@ -1,6 +1,7 @@
 /* Table-driven option parsing and help for the subcommands; see obc_options.h. */
 #include "common/obc_options.h"
 
+#include <inttypes.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -120,6 +121,38 @@ static void print_wrapped(FILE *out, const char *text, size_t column) {
   fputc('\n', out);
 }
 
+/* The default the help shows: default_text, else the target's value
+ * (formatted into buf), else NULL. */
+static const char *default_shown(const ObcOption *option, char *buf, size_t size) {
+  if (option->default_text) return option->default_text;
+  if (!option->target) return NULL;
+  switch (option->kind) {
+    case OBC_OPTION_TEXT: {
+      const char *text = *(const char *const *)option->target;
+      return text && text[0] ? text : NULL;
+    }
+    case OBC_OPTION_SIZE: {
+      size_t value = *(const size_t *)option->target;
+      if (!value) return NULL;
+      snprintf(buf, size, "%zu", value);
+      return buf;
+    }
+    case OBC_OPTION_UINT64: {
+      uint64_t value = *(const uint64_t *)option->target;
+      if (!value) return NULL;
+      snprintf(buf, size, "%" PRIu64, value);
+      return buf;
+    }
+    case OBC_OPTION_DOUBLE: {
+      double value = *(const double *)option->target;
+      if (value == 0) return NULL;
+      snprintf(buf, size, "%g", value);
+      return buf;
+    }
+    default: return NULL;
+  }
+}
+
 static void print_option(FILE *out, const ObcOption *option) {
   char left[128];
   snprintf(left, sizeof left, "%s%s%s%s%s", option->alias ? option->alias : "",
@@ -130,9 +163,10 @@ static void print_option(FILE *out, const ObcOption *option) {
     fprintf(out, "\n%*s", HELP_DESCRIPTION, "");
   else
     fprintf(out, "%*s", HELP_DESCRIPTION - width, "");
-  char text[2048];
-  snprintf(text, sizeof text, "%s%s%s%s", option->help, option->default_text ? " (default " : "",
-           option->default_text ? option->default_text : "", option->default_text ? ")" : "");
+  char fallback[64], text[2048];
+  const char *shown = default_shown(option, fallback, sizeof fallback);
+  snprintf(text, sizeof text, "%s%s%s%s", option->help, shown ? " (default " : "",
+           shown ? shown : "", shown ? ")" : "");
   print_wrapped(out, text, HELP_DESCRIPTION);
 }
 

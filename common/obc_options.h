@@ -2,7 +2,12 @@
  * in a table of ObcOption (name, short form, value placeholder, description,
  * default, where the value goes); obc_options_parse reads argv against the
  * tables and obc_options_print_help prints the option list from the same
- * tables, so help and parser cannot drift apart.
+ * tables: the names, placeholders and descriptions the help shows are the
+ * ones the parser reads. A default is printed from the target's value at
+ * help time (a number, a text), which is the value the command runs with
+ * when the option is not given, so it cannot drift from the code either;
+ * default_text is for a default that is not the stored value ("all cores"
+ * for a 0 that means so) and is then the command's word for it.
  *
  * Every option takes "--opt value" and "--opt=value" (also "-o value" and
  * "-o=value"); a flag takes no value. Arguments that do not start with '-'
@@ -47,8 +52,35 @@ typedef struct {
 } ObcOption;
 
 /* A heading line of the help (text may start with '\n' for a blank line). */
-#define OBC_OPTION_HEADING(text) \
-  { NULL, NULL, NULL, (text), NULL, OBC_OPTION_HELP, NULL, NULL, NULL }
+#define OBC_OPTION_HEADING(text) {.help = (text), .kind = OBC_OPTION_HELP}
+
+/* The rows of a table, one builder a kind: the option's name, the value's
+ * placeholder in the help, the target, then the description, optionally
+ * followed by designators for the other fields:
+ *   OBC_OPT_SIZE("--tokens", "N", &a->tokens, "tokens of the text"),
+ *   OBC_OPT_TEXT("--output", "DIR", &a->out, "output folder", .alias = "-o"),
+ *   OBC_OPT_SIZE("--threads", "N", &a->threads, "OpenMP threads",
+ *                .default_text = "all cores"),
+ * (the description stands first among the variadic arguments so that every
+ * row has one). */
+#define OBC_OPT_FLAG(opt, target_, ...) \
+  {.name = (opt), .kind = OBC_OPTION_FLAG, .target = (target_), .help = __VA_ARGS__}
+#define OBC_OPT_TEXT(opt, placeholder, target_, ...) \
+  {.name = (opt), .value = (placeholder), .kind = OBC_OPTION_TEXT, .target = (target_), \
+   .help = __VA_ARGS__}
+#define OBC_OPT_SIZE(opt, placeholder, target_, ...) \
+  {.name = (opt), .value = (placeholder), .kind = OBC_OPTION_SIZE, .target = (target_), \
+   .help = __VA_ARGS__}
+#define OBC_OPT_UINT64(opt, placeholder, target_, ...) \
+  {.name = (opt), .value = (placeholder), .kind = OBC_OPTION_UINT64, .target = (target_), \
+   .help = __VA_ARGS__}
+#define OBC_OPT_DOUBLE(opt, placeholder, target_, ...) \
+  {.name = (opt), .value = (placeholder), .kind = OBC_OPTION_DOUBLE, .target = (target_), \
+   .help = __VA_ARGS__}
+/* placeholder NULL: a flag whose parse gets value NULL. */
+#define OBC_OPT_CUSTOM(opt, placeholder, target_, parse_, ...) \
+  {.name = (opt), .value = (placeholder), .kind = OBC_OPTION_CUSTOM, .target = (target_), \
+   .parse = (parse_), .help = __VA_ARGS__}
 
 /* A table of options; commands pass their own and the shared groups'. */
 typedef struct {
@@ -82,7 +114,11 @@ int obc_options_parse(const char *command, const ObcOptionList *lists, size_t n_
                       char **argv, ObcArguments *args);
 
 /* Prints every option of the tables: "  -o, --output PATH   description
- * (default X)", wrapped at 80 columns; headings as they are. */
+ * (default X)", wrapped at 80 columns; headings as they are. X is
+ * default_text, else the target's value: a TEXT that is set, a SIZE, UINT64
+ * or DOUBLE that is not 0 (a 0 prints nothing: say what it means in
+ * default_text or the description). Call it with the targets holding the
+ * defaults, as obc_options_parse leaves them when it sees --help. */
 void obc_options_print_help(FILE *out, const ObcOptionList *lists, size_t n_lists);
 
 /* A command's whole --help: its usage text, then "options:" and the list. */

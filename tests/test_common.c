@@ -151,7 +151,7 @@ END_TEST
 /* A small table covering every kind the commands use. */
 typedef struct {
   const char *out;
-  size_t rows;
+  size_t rows, threads;
   double depth;
   bool quiet, rows_seen;
   int level;
@@ -168,14 +168,12 @@ static int parse_level(void *target, const char *option, const char *value) {
 static int parse_example(int argc, char **argv, Parsed *p, ObcArguments *args) {
   memset(p, 0, sizeof *p);
   const ObcOption options[] = {
-      {"--output", "-o", "PATH", "file to write", NULL, OBC_OPTION_TEXT, &p->out, NULL, NULL},
-      {"--rows", NULL, "R", "rows kept", "128", OBC_OPTION_SIZE, &p->rows, .seen = &p->rows_seen},
+      OBC_OPT_TEXT("--output", "PATH", &p->out, "file to write", .alias = "-o"),
+      OBC_OPT_SIZE("--rows", "R", &p->rows, "rows kept", .seen = &p->rows_seen),
       OBC_OPTION_HEADING("tuning:"),
-      {"--depth", NULL, "D", "needle depth in percent", "50", OBC_OPTION_DOUBLE, &p->depth, NULL,
-       NULL},
-      {"--compress", NULL, "0-9", "deflate level", "0", OBC_OPTION_CUSTOM, &p->level, parse_level,
-       NULL},
-      {"--quiet", NULL, NULL, "no progress line", NULL, OBC_OPTION_FLAG, &p->quiet, NULL, NULL},
+      OBC_OPT_DOUBLE("--depth", "D", &p->depth, "needle depth in percent"),
+      OBC_OPT_CUSTOM("--compress", "0-9", &p->level, parse_level, "deflate level"),
+      OBC_OPT_FLAG("--quiet", &p->quiet, "no progress line"),
   };
   ObcOptionList list = OBC_OPTION_LIST(options);
   return obc_options_parse("example", &list, 1, argc, argv, args);
@@ -293,16 +291,20 @@ END_TEST
 START_TEST(options_help_lists_every_option_with_its_default) {
   Parsed p;
   memset(&p, 0, sizeof p);
+  p.rows = 128;
+  p.depth = 0.5;
   const ObcOption options[] = {
-      {"--output", "-o", "PATH", "file to write", NULL, OBC_OPTION_TEXT, &p.out, NULL, NULL},
-      {"--rows", NULL, "R", "rows kept", "128", OBC_OPTION_SIZE, &p.rows, NULL, NULL},
+      OBC_OPT_TEXT("--output", "PATH", &p.out, "file to write", .alias = "-o"),
+      OBC_OPT_SIZE("--rows", "R", &p.rows, "rows kept"),
+      OBC_OPT_DOUBLE("--depth", "D", &p.depth, "needle depth"),
+      OBC_OPT_SIZE("--threads", "N", &p.threads, "OpenMP threads", .default_text = "all cores"),
       OBC_OPTION_HEADING("tuning:"),
-      {"--a-rather-long-option-name", NULL, "VALUE",
-       "a description long enough to need a second line once it is wrapped at eighty "
-       "columns by the printer",
-       "7", OBC_OPTION_TEXT, &p.out, NULL, NULL},
-      {"--hidden", NULL, "H", NULL, NULL, OBC_OPTION_TEXT, &p.out, NULL, NULL},
-      {"--quiet", NULL, NULL, "no progress line", NULL, OBC_OPTION_FLAG, &p.quiet, NULL, NULL},
+      OBC_OPT_TEXT("--a-rather-long-option-name", "VALUE", &p.out,
+                   "a description long enough to need a second line once it is wrapped at "
+                   "eighty columns by the printer",
+                   .default_text = "7"),
+      OBC_OPT_TEXT("--hidden", "H", &p.out, NULL),
+      OBC_OPT_FLAG("--quiet", &p.quiet, "no progress line"),
   };
   ObcOptionList list = OBC_OPTION_LIST(options);
   char *text = NULL;
@@ -311,7 +313,11 @@ START_TEST(options_help_lists_every_option_with_its_default) {
   obc_options_print_help(out, &list, 1);
   fclose(out);
   ck_assert_ptr_nonnull(strstr(text, "  -o, --output PATH    file to write\n"));
+  /* A default is the target's value when the help is printed; a 0 or a NULL
+   * shows none; default_text, when given, wins. */
   ck_assert_ptr_nonnull(strstr(text, "  --rows R             rows kept (default 128)\n"));
+  ck_assert_ptr_nonnull(strstr(text, "  --depth D            needle depth (default 0.5)\n"));
+  ck_assert_ptr_nonnull(strstr(text, "  --threads N          OpenMP threads (default all cores)\n"));
   ck_assert_ptr_nonnull(strstr(text, "\ntuning:\n"));
   ck_assert_ptr_nonnull(strstr(text, "  --a-rather-long-option-name VALUE\n"));
   ck_assert_ptr_nonnull(strstr(text, "printer (default 7)\n"));
