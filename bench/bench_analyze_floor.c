@@ -75,7 +75,7 @@ static double read_seconds(const char *path, int repeats, double *bytes) {
 }
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   if (argc < 8) {
     fprintf(stderr,
             "usage: bench_analyze_floor TRACE QUERY_HEADS N_PROMPT N_POSITIONS HEAD_DIM "

@@ -113,7 +113,7 @@ static int parse_list(const char *name, const char *text, size_t *out, size_t ca
 }
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   size_t threads[4] = {1, 2}, n_threads = 2, lengths[8] = {512, 2048, 4096}, n_lengths = 3;
   size_t runs = 5;
   for (int i = 1; i < argc; i++) {

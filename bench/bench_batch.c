@@ -36,7 +36,7 @@ static void marks(size_t b, size_t n, unsigned char *keep, size_t s) {
 }
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   const char *path = argc > 1 ? argv[1] : model_default_path();
   size_t s = argc > 2 ? (size_t)atol(argv[2]) : 4096, n = argc > 3 ? (size_t)atol(argv[3]) : 132;
   size_t steps = argc > 4 ? (size_t)atol(argv[4]) : 4;

@@ -160,7 +160,7 @@ static int bench_tiles(int repeats) {
 }
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   const char *path = argc > 1 ? argv[1] : model_default_path();
   int repeats = argc > 2 ? atoi(argv[2]) : 3;
   if (repeats < 1) repeats = 1;

@@ -216,7 +216,7 @@ static int bench_mode(const BenchArgs *a, ModelWeightsMode mode, BenchResult *r)
 }
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   BenchArgs a = {NULL, 0, 64, {512, 2048, 4096}, 3};
   const char *weights = "both";
   for (int i = 1; i < argc; i++) {

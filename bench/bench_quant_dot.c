@@ -265,7 +265,7 @@ static void bench_set(const char *title, const MatrixShape *shapes, size_t n_sha
 }
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   const char *which = argc > 1 ? argv[1] : "all";
   int repeats = argc > 2 ? atoi(argv[2]) : 3;
   const char *types = argc > 3 ? argv[3] : NULL;

@@ -25,7 +25,7 @@ static double now_seconds(clockid_t clock) {
 }
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   size_t s = argc > 1 ? strtoul(argv[1], NULL, 10) : 8192;
   size_t rows = argc > 2 ? strtoul(argv[2], NULL, 10) : 128;
   int repeats = argc > 3 ? atoi(argv[3]) : 5;

@@ -28,7 +28,7 @@ static int open_tokenizer(const char *path, Tokenizer **out) {
 }
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   const char *model = argc > 1 ? argv[1] : model_default_path();
   const char *text_path = argc > 2 ? argv[2] : OBC_SOURCE_DIR "/tests/tokenizer_corpus.txt";
   char *unit = NULL;

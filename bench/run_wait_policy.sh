@@ -6,7 +6,7 @@
 # threads (OMP_WAIT_POLICY=active), libgomp's own default (spin 300000 times,
 # then sleep: GOMP_SPINCOUNT=300000, what obcache ran with before it set a
 # default), passive waiting (OMP_WAIT_POLICY=passive) and obcache's default
-# (nothing set: a short spin, GOMP_SPINCOUNT=1000, README "Threads"). Each
+# (nothing set: a short spin, GOMP_SPINCOUNT=1000, docs/CLI.md "Threads"). Each
 # cell is the median of REPEATS runs; the machine's other users load it too.
 # With every core taken, the spinning runs crawl (minutes): LOADS picks the
 # rows.

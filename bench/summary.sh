@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark table of the README for this machine, at 1 and 2 threads, in
+# The benchmark table of docs/BENCHMARKS.md for this machine, at 1 and 2 threads, in
 # one command (about 10 minutes): prefill tokens/s at 512/2048/4096 tokens,
 # the attention share at 2048 (and its non-GEMM part against its GEMM part),
 # decode tokens/s with stored-type and with fp32 weights and the share of the
@@ -24,7 +24,7 @@ mkdir -p "$out"
 
 if [ "${PARSE_ONLY:-0}" != 1 ]; then # PARSE_ONLY=1 reprints the table from $out
   # bench_model waits as obcache does by default (a short spin, then sleep:
-  # README, "Threads"); the replay and analysis scripts set their own.
+  # docs/CLI.md, "Threads"); the replay and analysis scripts set their own.
   for t in 1 2; do
     GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-1000} "$BUILD/bench/bench_model" --threads "$t" \
       --lengths 512,2048,4096 --decode 64 > "$out/model-$t.txt" 2>&1

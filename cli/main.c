@@ -95,7 +95,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(name, "version") || !strcmp(name, "--version")) {
-    /* The BLAS kernels decide the last bits of every GEMM (README, Tests). */
+    /* The BLAS kernels decide the last bits of every GEMM (CONTRIBUTING.md, "Test"). */
     char core[256];
     obc_blas_core_describe(core, sizeof core);
     printf("obcache %s\nblas    %s (core %s)\n", OBC_VERSION, openblas_get_config(), core);

@@ -127,7 +127,7 @@ void obc_blas_core_describe(char *out, size_t size) {
  * halves decode speed on an idle machine, where each short parallel region of
  * a decode step wakes sleeping threads. A short spin (GOMP_SPINCOUNT=1000:
  * 1000 turns of libgomp's wait loop, microseconds rather than milliseconds)
- * kept the idle speed and most of the passive speed under load (README,
+ * kept the idle speed and most of the passive speed under load (docs/CLI.md,
  * "Threads"), so it is the default. A user's own OMP_WAIT_POLICY or
  * GOMP_SPINCOUNT is kept. Returns whether it set the variable. */
 static int startup_short_spin(void) {

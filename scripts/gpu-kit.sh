@@ -3,7 +3,7 @@
 # CUDA build of obcache and the programs of tests/gpu/ for sm_80 and sm_90 on
 # a generic x86-64 target (OBC_NATIVE=OFF: the GPU machine's processor is
 # another), with every shared library they need that a bare CUDA machine
-# lacks, so that one device call runs every GPU check (README, "GPU").
+# lacks, so that one device call runs every GPU check (docs/GPU.md).
 #
 #   KIT/run.sh            unpacks the payload (into $TMPDIR) and runs its run.sh
 #   KIT/payload.tar.gz    obcache-gpu-kit/: bin/ (obcache, gpu_ops, gpu_runtime,
@@ -82,7 +82,7 @@ cat > "$kit/run.sh" << 'EOF'
 #!/usr/bin/env bash
 # The GPU kit's entry point (made by scripts/gpu-kit.sh): unpacks the payload
 # into $TMPDIR (default /tmp) and runs its run.sh with the same arguments;
-# results go to $OUT (default ./gpu-results). See README, "GPU".
+# results go to $OUT (default ./gpu-results). See docs/GPU.md.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 dest=$(mktemp -d "${TMPDIR:-/tmp}/obcache-gpu-kit.XXXXXX")

@@ -419,7 +419,7 @@ static Suite *analyze_suite(void) {
 }
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   test_scratch_begin("analyze");
   SRunner *runner = srunner_create(analyze_suite());
   srunner_run_all(runner, CK_NORMAL);

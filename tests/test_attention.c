@@ -269,7 +269,7 @@ static Suite *attention_suite(void) {
 }
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   SRunner *runner = srunner_create(attention_suite());
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);

@@ -282,7 +282,7 @@ static Suite *batch_suite(void) {
 }
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   test_scratch_begin("batch");
   SRunner *runner = srunner_create(batch_suite());
   srunner_set_fork_status(runner, CK_NOFORK); /* OpenMP threads do not survive a fork */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CLI test of the BLAS kernel choice (common/obc_startup.c, README "Tests"):
+# CLI test of the BLAS kernel choice (common/obc_startup.c, CONTRIBUTING.md "Test"):
 # `obcache version` never reports OpenBLAS's generic SSE-tier kernels on a
 # processor with AVX2; where OpenBLAS would fall back to them (simulated with
 # OBC_BLAS_DETECTED, since no machine here makes it fall back), obcache runs

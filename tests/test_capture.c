@@ -337,7 +337,7 @@ static Suite *capture_suite(void) {
 }
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   const char *path = getenv("OBC_MODEL");
   if (!path || access(path, R_OK)) {
     printf("test_capture: skipped, no model at OBC_MODEL (run scripts/setup.sh)\n");

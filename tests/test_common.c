@@ -467,7 +467,7 @@ START_TEST(suite_runs_the_kernels_users_get) {
 END_TEST
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   Suite *suite = suite_create("common");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, pending_text_file_appears_only_on_success);

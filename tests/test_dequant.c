@@ -214,7 +214,7 @@ START_TEST(bad_requests_fail_alike) {
 END_TEST
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   Suite *suite = suite_create("dequant");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, TEST_TIMEOUT_S); /* tests/test_env.h */

@@ -223,7 +223,7 @@ START_TEST(sweep_matches_brute_force_when_one_key_takes_all_but_1e_3) {
 END_TEST
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   Suite *suite = suite_create("dominant_key");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, oracle_matches_brute_force_when_one_key_takes_all_but_4e_7);

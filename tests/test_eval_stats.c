@@ -225,7 +225,7 @@ END_TEST
 
 int main(int argc, char **argv) {
   (void)argc;
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   Suite *suite = suite_create("eval_stats");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, TEST_TIMEOUT_S);

@@ -1156,7 +1156,7 @@ static Suite *evict_suite(void) {
 }
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   test_scratch_begin("evict");
   SRunner *runner = srunner_create(evict_suite());
   srunner_run_all(runner, CK_NORMAL);

@@ -757,7 +757,7 @@ static Suite *gguf_suite(void) {
 }
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   test_scratch_begin("gguf");
   SRunner *runner = srunner_create(gguf_suite());
   srunner_run_all(runner, CK_NORMAL);

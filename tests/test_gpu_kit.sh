@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU kit is self-contained (scripts/gpu-kit.sh; README, "GPU"). Builds
+# The GPU kit is self-contained (scripts/gpu-kit.sh; docs/GPU.md). Builds
 # it (the CUDA build for sm_80 and sm_90, generic x86-64) and checks that
 #   - it is under 60 MiB, so that one device call carries it with the tree;
 #   - every library its programs need resolves, with only the kit's lib/ on

@@ -533,7 +533,7 @@ static Suite *model_load_suite(void) {
 }
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   test_scratch_begin("model_load");
   SRunner *runner = srunner_create(model_load_suite());
   srunner_run_all(runner, CK_NORMAL);

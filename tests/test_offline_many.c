@@ -256,7 +256,7 @@ START_TEST(test_many_sets_equal_the_one_set_path) {
 END_TEST
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   Suite *s = suite_create("offline_many");
   TCase *tc = tcase_create("offline_many");
   tcase_add_test(tc, test_many_sets_equal_the_one_set_path);

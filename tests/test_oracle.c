@@ -347,7 +347,7 @@ START_TEST(results_do_not_depend_on_thread_count) {
 END_TEST
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   Suite *suite = suite_create("oracle");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, window_errors_match_brute_force_in_double);

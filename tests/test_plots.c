@@ -307,7 +307,7 @@ START_TEST(folder_without_report_fails_before_writing) {
 END_TEST
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   Suite *suite = suite_create("plots");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, csv_reader_splits_header_and_rows);

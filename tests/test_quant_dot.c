@@ -364,7 +364,7 @@ START_TEST(obc_simd_portable_forces_the_twin) {
 END_TEST
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   if (argc > 1 && strcmp(argv[1], "--kernel-name") == 0) { /* for kernel_name_in_child */
     fputs(quant_dot_kernel_name(), stdout);
     return 0;

@@ -239,7 +239,7 @@ static Suite *replay_batch_suite(void) {
 }
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   const char *path = test_real_model();
   if (!path) return 0;
   if (model_load(path, &model) || !model->tokenizer) {

@@ -433,7 +433,7 @@ static Suite *runtime_suite(void) {
 }
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   SRunner *runner = srunner_create(runtime_suite());
   srunner_run_all(runner, CK_NORMAL);
   int failed = srunner_ntests_failed(runner);

@@ -357,7 +357,7 @@ START_TEST(bad_windows_and_kernels_are_rejected_with_a_message) {
 END_TEST
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   Suite *suite = suite_create("scores");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, taylor_and_attention_scores_match_brute_force_in_double);

@@ -402,7 +402,7 @@ START_TEST(hf_ids_are_integers_below_the_number_of_entries) {
 END_TEST
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   Suite *suite = suite_create("tokenizer");
   TCase *encode_case = tcase_create("encode");
   tcase_add_checked_fixture(encode_case, load_tokenizer, free_tokenizer);

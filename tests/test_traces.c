@@ -1339,7 +1339,7 @@ static Suite *traces_suite(void) {
 }
 
 int main(int argc, char **argv) {
-  obc_startup_defaults(argv); /* the BLAS kernels users get (README, Tests) */
+  obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
   test_scratch_begin("traces");
   test_scratch_path("traces", scratch, sizeof scratch, 0);
   SRunner *runner = srunner_create(traces_suite());

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CLI test of the default OpenMP wait policy (README, "Threads"): with neither
+# CLI test of the default OpenMP wait policy (docs/CLI.md, "Threads"): with neither
 # OMP_WAIT_POLICY nor GOMP_SPINCOUNT set, every command runs with
 # GOMP_SPINCOUNT=1000, a short spin before sleeping (common/obc_startup.c sets it and
 # runs itself again, because libgomp reads it before main), and libgomp really

@@ -3,7 +3,7 @@
 # results written to $OUT (results.txt: the log; results.json: one entry per
 # step). It is the run.sh of the GPU kit (scripts/gpu-kit.sh), where the
 # programs are in bin/ and their libraries in lib/ beside it; tests/gpu/run.sh
-# runs it on a build tree instead (OBC_GPU_BIN). README, "GPU".
+# runs it on a build tree instead (OBC_GPU_BIN). docs/GPU.md.
 #
 #   env    the machine: GPU, driver, the cuBLAS found, `obcache version`
 #   ops    every CUDA kernel against its C twin (gpu_ops)

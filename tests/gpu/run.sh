@@ -4,7 +4,7 @@
 # in BUILD_DIR, then runs the same checks as the GPU kit
 # (tests/gpu/kit_run.sh, which says what each step checks and what PASS
 # means) on those programs. On a GPU machine without the -dev packages, build
-# the kit elsewhere with scripts/gpu-kit.sh and run its run.sh (README, "GPU").
+# the kit elsewhere with scripts/gpu-kit.sh and run its run.sh (docs/GPU.md).
 #
 # usage: tests/gpu/run.sh [BUILD_DIR] [--dry-run]   (default BUILD_DIR: build-gpu)
 # env:   OBC_CUDA_ARCH (default "80;90"), JOBS (default: all cores), OUT,
