@@ -270,6 +270,14 @@ static int job_start(const PlotGnuplot *gnuplot, const char *out_dir, PlotJob *j
   if (rc) return rc;
   plot_args_string(&job->args, "fmt", job->format);
   plot_args_string(&job->args, "outfile", job->image.temp_path);
+  /* OBC_PLOT_RANGES=DIR: each panel's axis ranges, as gnuplot drew them, go
+   * to DIR/FIGURE.FORMAT.ranges (style.gp; tests/test_figure_ranges.sh). */
+  const char *ranges_dir = getenv("OBC_PLOT_RANGES");
+  if (ranges_dir && ranges_dir[0]) {
+    char ranges[4096];
+    snprintf(ranges, sizeof ranges, "%s/%s.%s.ranges", ranges_dir, job->figure->name, job->format);
+    plot_args_string(&job->args, "ranges_out", ranges);
+  }
   rc = plot_args_check(&job->args);
   if (rc) return rc;
   obc_pending_register(&job->image);
