@@ -71,3 +71,4 @@ plot for [i = 1:n] $curves index (i - 1) using 1:2 smooth unique \
        with linespoints lc rgb score_colour(word(scores, i)) pt score_point(word(scores, i)) \
        ps 1.0 lw score_width(word(scores, i)) title word(scores, i), \
      1.0 with lines dt 3 lw 1.5 lc rgb "#555555" title "average token"
+eval record_ranges

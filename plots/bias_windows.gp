@@ -86,5 +86,6 @@ do for [p = 1:n] {
          with lines lw 2 lc palette frac window_frac(j) title sprintf("W = %s", word(windows, j)), \
        $curves index (n * n_windows) using 1:2 smooth unique \
          with lines lw 3 dt 2 lc rgb score_colour(oracle) title oracle
+  eval record_ranges
 }
 unset multiplot

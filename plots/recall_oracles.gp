@@ -72,5 +72,6 @@ do for [p = 1:panels] {
   plot for [i = 1:n] $curves index ((i - 1) * panels + p - 1) using 1:2 smooth unique \
     with linespoints lc rgb score_colour(word(scores, i)) pt score_point(word(scores, i)) \
     ps 1.2 lw score_width(word(scores, i)) title word(scores, i)
+  eval record_ranges
 }
 unset multiplot

@@ -57,8 +57,8 @@ if (with_model) {
   set logscale y 10
   eval log_tics_y
   set yrange [STATS_min / 1.5 : STATS_max * 1.5]
-  plot for [g in kl_groups] data using (in_group(strcol("score"), g) && strcol("score") eq group_first(g) ? 100 * column("fraction") : NaN):(positive(column("kl_forced"))) \
-         with linespoints lc rgb replay_colour(group_first(g)) pt score_point(group_first(g)) lw score_width(group_first(g)) title group_title(g)
+  plot for [g in kl_groups] data using (in_same(strcol("score"), g) && strcol("score") eq same_first(g) ? 100 * column("fraction") : NaN):(positive(column("kl_forced"))) \
+         with linespoints lc rgb replay_colour(same_first(g)) pt score_point(same_first(g)) lw score_width(same_first(g)) title same_title(g)
   eval record_ranges
   unset logscale y
   set format y "% h"
@@ -73,7 +73,7 @@ set ylabel "||o' - o|| / ||o||" noenhanced
 eval budget_axis
 stats data using "rel_error" nooutput
 set yrange [0 : 1.06 * STATS_max]
-plot for [g in error_groups] data using (in_group(strcol("score"), g) && strcol("score") eq group_first(g) ? 100 * column("fraction") : NaN):"rel_error" \
-       with linespoints lc rgb replay_colour(group_first(g)) pt score_point(group_first(g)) lw score_width(group_first(g)) title group_title(g)
+plot for [g in error_groups] data using (in_same(strcol("score"), g) && strcol("score") eq same_first(g) ? 100 * column("fraction") : NaN):"rel_error" \
+       with linespoints lc rgb replay_colour(same_first(g)) pt score_point(same_first(g)) lw score_width(same_first(g)) title same_title(g)
 eval record_ranges
 unset multiplot

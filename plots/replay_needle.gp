@@ -103,8 +103,8 @@ do for [p = 2:3] {
   eval budget_axis
   stats data using column_name nooutput
   set yrange [0:share_top(STATS_max)]
-  plot for [g in groups] data using (in_group(strcol("score"), g) && strcol("score") eq group_first(g) ? 100 * column("fraction") : NaN):column_name \
-         with linespoints lc rgb replay_colour(group_first(g)) pt score_point(group_first(g)) lw score_width(group_first(g)) title group_title(g)
+  plot for [g in groups] data using (in_same(strcol("score"), g) && strcol("score") eq same_first(g) ? 100 * column("fraction") : NaN):column_name \
+         with linespoints lc rgb replay_colour(same_first(g)) pt score_point(same_first(g)) lw score_width(same_first(g)) title same_title(g)
   eval record_ranges
 }
 unset multiplot

@@ -120,10 +120,10 @@ record_ranges = 'panel_no = panel_no + 1; if (exists("ranges_out")) { set print 
 replay_colour(s) = s eq "streaming" ? "#bcbd22" : (s eq "random" ? "#aaaaaa" : (s eq "decode_attn" ? "#8c564b" : (s eq "oracle@T" ? "#555555" : score_colour(s))))
 # A group of coinciding policies, "attn,vatp,obc_k": drawn once, in the style
 # of its first member, named in full in the key.
-group_first(g) = strstrt(g, ",") > 0 ? g[1:strstrt(g, ",") - 1] : g
-group_names(g) = strstrt(g, ",") > 0 ? g[1:strstrt(g, ",") - 1] . ", " . group_names(g[strstrt(g, ",") + 1:*]) : g
-group_title(g) = strstrt(g, ",") > 0 ? group_names(g) . ": identical" : g
-in_group(s, g) = strstrt("," . g . ",", "," . s . ",") > 0
+same_first(g) = strstrt(g, ",") > 0 ? g[1:strstrt(g, ",") - 1] : g
+same_names(g) = strstrt(g, ",") > 0 ? g[1:strstrt(g, ",") - 1] . ", " . same_names(g[strstrt(g, ",") + 1:*]) : g
+same_title(g) = strstrt(g, ",") > 0 ? same_names(g) . ": identical" : g
+in_same(s, g) = strstrt("," . g . ",", "," . s . ",") > 0
 # The budget axis of a replay sweep (data, budgets and n_budgets set): log,
 # from just below the smallest budget to just above the largest, one tic per
 # budget labelled as the data writes it ("10%").
