@@ -57,13 +57,13 @@ do for [s in scores] {
 set datafile separator whitespace
 set datafile nocolumnheaders
 
-set title title font ",13"
+set title title font ",13" noenhanced
 set xrange [0:1]
 set xtics 0.1
 set logscale y 10
-set format y "%g"
+eval log_tics_y
 set xlabel "relative position p / s in the prompt (bucket midpoint; 0 = first token, 1 = last)"
-set ylabel "mean of score_p / mean_p(score_p) in the bucket (log scale)"
+set ylabel "mean of score_p / mean_p(score_p) in the bucket (log scale)" noenhanced
 set key outside right top
 set rmargin 21
 n = words(scores)
