@@ -108,6 +108,19 @@ def analysis_panels(folder):
                            oracle if par.get("references") else None)
     out["needle_k"] = by_k("needle.csv", "retention")
 
+    recall = rows(os.path.join(folder, "recall.csv"))
+    has_ref = bool(recall) and "reference" in recall[0] and bool(par.get("references"))
+    sel = [[r for r in recall if num(r["k"]) == k and num(r["recent"]) == rec and
+            (not has_ref or r["reference"] == oracle)]
+           for rec in ([0, recent] if recent > 0 else [0])]
+    y = with_refs(extent([num(r["recall_mean"]) for p in sel for r in p]), 0.0)
+    out["recall_window"] = [Panel(extent([num(r["window"]) for r in p]), y, x_log=True) for p in sel]
+    refs = par.get("references") if has_ref else [None]
+    sel = [[r for r in recall if num(r["window"]) == window and num(r["recent"]) == 0 and
+            (ref is None or r["reference"] == ref)] for ref in refs]
+    y = with_refs(extent([num(r["recall_mean"]) for p in sel for r in p]), 0.0)
+    out["recall_oracles"] = [Panel(extent([num(r["k"]) for r in p]), y, x_log=True) for p in sel]
+
     bias = [r for r in rows(os.path.join(folder, "bias.csv"))
             if num(r["window"]) == window and num(r["k"]) == k and num(r["recent"]) == 0]
     buckets = int(max(num(r["bucket"]) for r in bias)) + 1
@@ -122,6 +135,18 @@ def analysis_panels(folder):
         # bars from 0 to each share, one row per score (half-height 0.35)
         Panel(with_refs(extent([m[1] for m in last]), 0.0), (0.65, n_scores + 0.35)),
     ]
+
+    # bias_windows: one panel per score of attn vatp obc_vk remove present,
+    # every window, the oracle of the first window; before the last bucket.
+    all_bias = [r for r in rows(os.path.join(folder, "bias.csv"))
+                if num(r["k"]) == k and num(r["recent"]) == 0]
+    present = [s for s in ("attn", "vatp", "obc_vk", "remove") if any(r["score"] == s for r in all_bias)]
+    first_w = min(num(r["window"]) for r in all_bias)
+    early_rows = [r for r in all_bias if 0.5 * (num(r["bucket_lo"]) + num(r["bucket_hi"])) < last_lo and
+                  (r["score"] in present or (r["score"] == oracle and num(r["window"]) == first_w))]
+    y = with_refs(extent([num(r["selected_share"]) for r in early_rows]), 0.0)
+    x = extent([0.5 * (num(r["bucket_lo"]) + num(r["bucket_hi"])) for r in early_rows])
+    out["bias_windows"] = [Panel(x, y) for _ in present]
 
     taylor = rows(os.path.join(folder, "taylor.csv"))
     panels = []

@@ -35,7 +35,7 @@ plot_ranges() {
 if "$OBCACHE" synth -o "$dir/t.h5" --prompt 256 --rows 32 > /dev/null 2> "$dir/err" &&
    "$OBCACHE" analyze "$dir/t.h5" -o "$dir/analysis" --window 4,16 --recent 8 --oracle 1 \
      > /dev/null 2>> "$dir/err"; then
-  plot_ranges analysis "$dir/analysis" recall_k,needle_k,bias_share,taylor
+  plot_ranges analysis "$dir/analysis" recall_k,needle_k,recall_window,recall_oracles,bias_share,bias_windows,taylor
 else
   fail "synthetic analysis: $(head -1 "$dir/err")"
 fi
