@@ -32,10 +32,16 @@ if (!exists("budgets")) budgets = "1% 2% 5% 10% 20% 40%"
 if (!exists("model")) model = "model"
 if (!exists("with_model")) with_model = 1
 if (!exists("width")) width = 1400
-if (!exists("height")) height = 700
+name_len = 0
+do for [s in scores] { if (strlen(s) > name_len) { name_len = strlen(s) } }
+if (!exists("height")) height = (name_len > 14 ? 260 : 0) + 700
 load plots_dir . "style.gp"
 if (!exists("title")) title = sprintf("What eviction costs against the cache budget\n%s", model)
 n_budgets = words(budgets)
+key_rows = (name_len > 14 ? 16 : 8)
+# The panels stand above their keys (in pixels: the same for any height).
+bottom = (key_rows * 16.0 + 110) / height
+key_font = (name_len > 14 ? ",8" : ",9")
 
 # Zero (nothing lost) cannot sit on a log axis: drawn at the floor instead.
 floor = 1e-6
@@ -45,10 +51,10 @@ set key noautotitle
 
 set multiplot title title font ",14" noenhanced
 set tmargin at screen 0.86
-set bmargin at screen 0.40
+set bmargin at screen bottom
 set lmargin at screen 0.07
 set rmargin at screen 0.47
-set key at screen 0.07, 0.30 left top Left reverse font ",9" maxrows 8
+set key at screen 0.07, bottom - 0.10 left top Left reverse font key_font maxrows key_rows
 set title "KL(full || evicted) per decode step, teacher-forced (model replay)" noenhanced
 set ylabel "mean KL (nats)" noenhanced
 if (with_model) {
@@ -58,7 +64,7 @@ if (with_model) {
   eval log_tics_y
   set yrange [STATS_min / 1.5 : STATS_max * 1.5]
   plot for [g in kl_groups] data using (in_same(strcol("score"), g) && strcol("score") eq same_first(g) ? 100 * column("fraction") : NaN):(positive(column("kl_forced"))) \
-         with linespoints lc rgb replay_colour(same_first(g)) pt score_point(same_first(g)) lw score_width(same_first(g)) title same_title(g)
+         with linespoints lc rgb replay_colour(same_first(g)) pt replay_point(same_first(g)) lw replay_width(same_first(g)) dt replay_dash(same_first(g)) title same_title(g)
   eval record_ranges
   unset logscale y
   set format y "% h"
@@ -67,13 +73,13 @@ if (with_model) {
 }
 set lmargin at screen 0.57
 set rmargin at screen 0.97
-set key at screen 0.57, 0.30 left top Left reverse font ",9" maxrows 8
+set key at screen 0.57, bottom - 0.10 left top Left reverse font key_font maxrows key_rows
 set title "relative attention-output error of the decode steps (offline)" noenhanced
 set ylabel "||o' - o|| / ||o||" noenhanced
 eval budget_axis
 stats data using "rel_error" nooutput
 set yrange [0 : 1.06 * STATS_max]
 plot for [g in error_groups] data using (in_same(strcol("score"), g) && strcol("score") eq same_first(g) ? 100 * column("fraction") : NaN):"rel_error" \
-       with linespoints lc rgb replay_colour(same_first(g)) pt score_point(same_first(g)) lw score_width(same_first(g)) title same_title(g)
+       with linespoints lc rgb replay_colour(same_first(g)) pt replay_point(same_first(g)) lw replay_width(same_first(g)) dt replay_dash(same_first(g)) title same_title(g)
 eval record_ranges
 unset multiplot

@@ -45,7 +45,7 @@ do for [b in budgets] {
   set title sprintf("budget %s", b) noenhanced
   if (b ne word(budgets, 1)) { unset key }
   plot for [s in scores] data using (strcol("score") eq s && strcol("budget") eq b ? column("step") : NaN):(positive(column("kl_forced"))) \
-         with linespoints lc rgb replay_colour(s) pt score_point(s) lw score_width(s) title s
+         with linespoints lc rgb replay_colour(s) pt replay_point(s) lw replay_width(s) dt replay_dash(s) title s
   eval record_ranges
 }
 unset multiplot

@@ -36,7 +36,9 @@ if (!exists("kept_groups")) kept_groups = scores
 if (!exists("model")) model = "model"
 if (!exists("with_model")) with_model = 1
 if (!exists("width")) width = 1800
-if (!exists("height")) height = 760
+name_len = 0
+do for [s in scores] { if (strlen(s) > name_len) { name_len = strlen(s) } }
+if (!exists("height")) height = (name_len > 14 ? 260 : 0) + 760
 load plots_dir . "style.gp"
 if (!exists("budgets")) { budgets = ""; stats data using (strcol("budget") ne "" && strstrt(" " . budgets . " ", " " . strcol("budget") . " ") == 0 ? (budgets = budgets . (budgets eq "" ? "" : " ") . strcol("budget"), 1) : 0) nooutput }
 if (!exists("title")) title = sprintf("Needle retrieval against the cache budget\n%s", model)
@@ -45,11 +47,23 @@ n_budgets = words(budgets)
 budget_index(b) = sum [i = 1:n_budgets] (word(budgets, i) eq b ? i : 0)
 score_index(s) = sum [i = 1:n_scores] (word(scores, i) eq s ? i : 0)
 
+# The table's row labels need room for the longest policy name; the two
+# panels of lines share the rest. Long names: one column of key entries.
+left_1 = (name_len * 8.5 + 20) / width
+right_1 = left_1 + 0.19
+left_2 = right_1 + 0.075
+right_2 = left_2 + (0.97 - left_2 - 0.075) / 2
+left_3 = right_2 + 0.075
+key_rows = (name_len > 14 ? 16 : 8)
+# The panels stand above their keys (in pixels: the same for any height).
+bottom = (key_rows * 16.0 + 110) / height
+key_font = (name_len > 14 ? ",8" : ",9")
+
 set multiplot title title font ",14"
 set tmargin at screen 0.86
 # --- left: the table of found / missed -----------------------------------------
-set lmargin at screen 0.07
-set rmargin at screen 0.27
+set lmargin at screen left_1
+set rmargin at screen right_1
 set bmargin at screen 0.10
 set title "answer still contains the needle's value\n(model replay; share of traces)"
 if (with_model) {
@@ -85,10 +99,10 @@ set key noautotitle
 do for [p = 2:3] {
   column_name = (p == 2 ? "needle_prefix_share" : "needle_kept")
   groups = (p == 2 ? prefix_groups : kept_groups)
-  set lmargin at screen (p == 2 ? 0.35 : 0.69)
-  set rmargin at screen (p == 2 ? 0.63 : 0.97)
-  set bmargin at screen 0.40
-  set key at screen (p == 2 ? 0.35 : 0.69), 0.30 left top Left reverse font ",9" maxrows 8
+  set lmargin at screen (p == 2 ? left_2 : left_3)
+  set rmargin at screen (p == 2 ? right_2 : 0.97)
+  set bmargin at screen bottom
+  set key at screen (p == 2 ? left_2 : left_3), bottom - 0.10 left top Left reverse font key_font maxrows key_rows
   if (p == 2) {
     set title "correct prefix of the needle's value in the answer (model replay)"
     set ylabel "share of the value's characters"
@@ -104,7 +118,7 @@ do for [p = 2:3] {
   stats data using column_name nooutput
   set yrange [0:share_top(STATS_max)]
   plot for [g in groups] data using (in_same(strcol("score"), g) && strcol("score") eq same_first(g) ? 100 * column("fraction") : NaN):column_name \
-         with linespoints lc rgb replay_colour(same_first(g)) pt score_point(same_first(g)) lw score_width(same_first(g)) title same_title(g)
+         with linespoints lc rgb replay_colour(same_first(g)) pt replay_point(same_first(g)) lw replay_width(same_first(g)) dt replay_dash(same_first(g)) title same_title(g)
   eval record_ranges
 }
 unset multiplot

@@ -116,8 +116,17 @@ if (exists("ranges_out")) {
 record_ranges = 'panel_no = panel_no + 1; if (exists("ranges_out")) { set print ranges_out append; print sprintf("%s %d %.9g %.9g %.9g %.9g", fig, panel_no, GPVAL_X_MIN, GPVAL_X_MAX, GPVAL_Y_MIN, GPVAL_Y_MAX); unset print }'
 
 # --- the replay figures ------------------------------------------------------
-# The policies that are not analyser scores get their own colours here.
-replay_colour(s) = s eq "streaming" ? "#bcbd22" : (s eq "random" ? "#aaaaaa" : (s eq "decode_attn" ? "#8c564b" : (s eq "oracle@T" ? "#555555" : score_colour(s))))
+# The policies that are not analyser scores get their own colours here. A
+# paired sweep (--pairs) names its rows POLICY:PROTOCOL ("tova+obc_vk:aware"):
+# the policy's colour, point and width, the protocol's dash.
+last_colon(s, i) = i < 1 ? 0 : (s[i:i] eq ":" ? i : last_colon(s, i - 1))
+replay_colon(s) = last_colon(s, strlen(s))
+replay_policy(s) = s[1:replay_colon(s) - 1]
+replay_colour(s) = replay_colon(s) > 0 ? policy_colour(replay_policy(s)) : \
+  s eq "streaming" ? "#bcbd22" : (s eq "random" ? "#aaaaaa" : (s eq "decode_attn" ? "#8c564b" : (s eq "oracle@T" ? "#555555" : score_colour(s))))
+replay_point(s) = replay_colon(s) > 0 ? policy_point(replay_policy(s)) : score_point(s)
+replay_width(s) = replay_colon(s) > 0 ? policy_width(replay_policy(s)) : score_width(s)
+replay_dash(s) = replay_colon(s) > 0 ? protocol_dash(s[replay_colon(s) + 1:*]) : 1
 # A group of coinciding policies, "attn,vatp,obc_k": drawn once, in the style
 # of its first member, named in full in the key.
 same_first(g) = strstrt(g, ",") > 0 ? g[1:strstrt(g, ",") - 1] : g
