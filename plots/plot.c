@@ -40,7 +40,8 @@ static const PlotFigure FIGURES[] = {
      "the recent window (traces with a needle span): does the selection keep the needle?"},
     {"bias_share", "bias_share.gp", "bias.csv", 0,
      "share of the selected positions per bucket of relative position p/s, per score and for the "
-     "oracle: does a score pile its selection on early tokens (structural bias)?"},
+     "oracle, the last bucket in a panel of its own: does a score pile its selection on early "
+     "tokens (structural bias)?"},
     {"bias_score", "bias_score.gp", "bias.csv", 0,
      "mean normalised score per relative-position bucket (log axis), per score and for the "
      "oracle: where along the prompt does score accumulate?"},
@@ -60,8 +61,9 @@ static const PlotFigure FIGURES[] = {
     {"sweep_recall", "sweep_recall.gp", "summary.csv", 1,
      "sweep folders: one heat map per score of recall@k over context length and needle depth"},
     {"replay_needle", "replay_needle.gp", "replay_sweep.csv", 2,
-     "replay sweep folders: share of traces whose answer over the evicted cache still has the "
-     "needle's value, and share of the needle span kept, against the budget, per score"},
+     "replay sweep folders: per policy and budget, whether the answer over the evicted cache "
+     "still has the needle's value (a table), and the share of the value and of the needle "
+     "span kept against the budget, policies that coincide named together"},
     {"replay_kl", "replay_kl.gp", "replay_sweep.csv", 2,
      "replay sweep folders: teacher-forced KL(full || evicted) of the next-token distributions "
      "and the offline attention-output error against the budget, per score"},
