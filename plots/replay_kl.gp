@@ -74,6 +74,7 @@ if (with_model) {
 set lmargin at screen 0.57
 set rmargin at screen 0.97
 set key at screen 0.57, bottom - 0.10 left top Left reverse font key_font maxrows key_rows
+set xlabel "budget (% of the prompt kept per KV head)"
 set title "relative attention-output error of the decode steps (offline)" noenhanced
 set ylabel "||o' - o|| / ||o||" noenhanced
 eval budget_axis

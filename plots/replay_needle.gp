@@ -103,6 +103,7 @@ do for [p = 2:3] {
   set rmargin at screen (p == 2 ? right_2 : 0.97)
   set bmargin at screen bottom
   set key at screen (p == 2 ? left_2 : left_3), bottom - 0.10 left top Left reverse font key_font maxrows key_rows
+  set xlabel "budget (% of the prompt kept per KV head)"
   if (p == 2) {
     set title "correct prefix of the needle's value in the answer (model replay)"
     set ylabel "share of the value's characters"

@@ -138,4 +138,4 @@ in_same(s, g) = strstrt("," . g . ",", "," . s . ",") > 0
 # budget labelled as the data writes it ("10%").
 budget_axis = 'set autoscale xy; unset logscale x; set xtics (); do for [i = 1:n_budgets] { stats data using (strcol("budget") eq word(budgets, i) ? 100 * column("fraction") : NaN) nooutput; set xtics add (tic_text(word(budgets, i)) STATS_min) }; stats data using (100 * column("fraction")) nooutput; set logscale x 10; set xrange [STATS_min / 1.25 : STATS_max * 1.25]; set mxtics default'
 # A panel of a sweep run without the model (--no-model) that says so.
-no_model_panel = 'set label 1 "no model replay in this sweep (--no-model)" at graph 0.5, 0.5 center; unset logscale; set xrange [0:1]; set yrange [0:1]; unset tics; plot -1 notitle; unset label 1; set tics'
+no_model_panel = 'set label 1 "no model replay in this sweep (--no-model)" at graph 0.5, 0.5 center; unset logscale; set xrange [0:1]; set yrange [0:1]; unset xtics; unset ytics; unset border; unset key; unset xlabel; unset ylabel; plot -1 notitle; unset label 1; set xtics nomirror out; set ytics nomirror out; set border 3; set key'
