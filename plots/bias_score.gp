@@ -57,13 +57,13 @@ do for [s in scores] {
 set datafile separator whitespace
 set datafile nocolumnheaders
 
-set title title font ",13"
+set title title font ",13" noenhanced
 set xrange [0:1]
 set xtics 0.1
 set logscale y 10
-set format y "%g"
+eval log_tics_y
 set xlabel "relative position p / s in the prompt (bucket midpoint; 0 = first token, 1 = last)"
-set ylabel "mean of score_p / mean_p(score_p) in the bucket (log scale)"
+set ylabel "mean of score_p / mean_p(score_p) in the bucket (log scale)" noenhanced
 set key outside right top
 set rmargin 21
 n = words(scores)
@@ -71,3 +71,4 @@ plot for [i = 1:n] $curves index (i - 1) using 1:2 smooth unique \
        with linespoints lc rgb score_colour(word(scores, i)) pt score_point(word(scores, i)) \
        ps 1.0 lw score_width(word(scores, i)) title word(scores, i), \
      1.0 with lines dt 3 lw 1.5 lc rgb "#555555" title "average token"
+eval record_ranges

@@ -2,7 +2,10 @@
 # budget k, the share of the selected positions that falls in each bucket of
 # relative prompt position p/s, one curve per score and a thick black one for
 # the oracle. A score without bias follows the oracle; attention sums that pile
-# up on early tokens rise at the left. The dotted line is a uniform spread.
+# up on early tokens rise at the left. The last bucket (the end of the prompt,
+# where every score puts most of its selection) has its own panel on the
+# right, bars from 0, so that the curves on the left are scaled to the rest
+# of the prompt; the dotted line there is a uniform spread.
 #
 # Variables (gnuplot -e "name=value; ..."), besides those of style.gp:
 #   data     bias.csv of an analysis folder                        [bias.csv]
@@ -23,7 +26,7 @@ if (!exists("k")) k = 40
 if (!exists("recent")) recent = 0
 if (!exists("scores")) scores = "attn attn2 vatp snapkv obc_v obc_k obc_vk exact_v exact_k exact_vk remove oracle@1"
 if (!exists("model")) model = "model"
-if (!exists("width")) width = 1100
+if (!exists("width")) width = 1300
 if (!exists("height")) height = 620
 load plots_dir . "style.gp"
 if (!exists("window")) { stats data using "window" nooutput; window = int(STATS_max) }
@@ -57,16 +60,49 @@ do for [s in scores] {
 set datafile separator whitespace
 set datafile nocolumnheaders
 
-set title title font ",13"
-set xrange [0:1]
-set xtics 0.1
-set yrange [0:*]
-set xlabel "relative position p / s in the prompt (bucket midpoint; 0 = first token, 1 = last)"
-set ylabel sprintf("share of the %d selected positions in the bucket", k)
-set key outside right top
-set rmargin 21
+last_lo = 1.0 - 1.0 / buckets
+# The largest share before the last bucket sets the left panel's y axis (and
+# the uniform share 1/buckets stays in range).
+stats $curves using ($1 < last_lo ? $2 : NaN) nooutput
+early_max = (STATS_max > 1.0 / buckets ? STATS_max : 1.0 / buckets)
 n = words(scores)
-plot for [i = 1:n] $curves index (i - 1) using 1:2 smooth unique \
+
+set multiplot title title font ",13"
+set tmargin at screen 0.84
+set bmargin at screen 0.12
+set lmargin at screen 0.075
+set rmargin at screen 0.59
+set title sprintf("the prompt before its last bucket (p / s < %.2f)", last_lo)
+set xrange [0:last_lo]
+set xtics 0.1
+set yrange [0:share_top(early_max)]
+set xlabel "relative position p / s in the prompt (bucket midpoint; 0 = first token)"
+set ylabel sprintf("share of the %d selected positions", k)
+set key at screen 0.605, 0.84 left top
+plot for [i = 1:n] $curves index (i - 1) using ($1 < last_lo ? $1 : NaN):2 smooth unique \
        with linespoints lc rgb score_colour(word(scores, i)) pt score_point(word(scores, i)) \
        ps 1.0 lw score_width(word(scores, i)) title word(scores, i), \
-     1.0 / buckets with lines dt 3 lw 1.5 lc rgb "#555555" title "uniform"
+     1.0 / buckets with lines dt 3 lw 1.5 lc rgb "#555555" title sprintf("uniform (1/%d)", buckets)
+eval record_ranges
+
+# The last bucket: one bar per score, its share printed at the bar's end.
+unset key
+set lmargin at screen 0.80
+set rmargin at screen 0.95
+set title sprintf("the last bucket (p / s > %.2f)", last_lo)
+set autoscale xy
+stats $curves using ($1 > last_lo ? $2 : NaN) nooutput
+set xrange [0:share_top(STATS_max) * 1.12]
+set xtics auto
+set yrange [n + 0.5:0.5]
+set ytics () scale 0
+do for [i = 1:n] { set ytics add (word(scores, i) i) }
+set grid noytics
+set xlabel "share in the last bucket"
+unset ylabel
+plot for [i = 1:n] $curves index (i - 1) using ($1 > last_lo ? $2 / 2 : NaN):(i):(0):($2):(i - 0.35):(i + 0.35) \
+       with boxxyerror fc rgb score_colour(word(scores, i)) fs solid 0.8, \
+     for [i = 1:n] $curves index (i - 1) using ($1 > last_lo ? $2 : NaN):(i):(sprintf(" %.2f", $2)) \
+       with labels left font ",8"
+eval record_ranges
+unset multiplot

@@ -72,19 +72,34 @@ set palette defined (0 "#440154", 0.25 "#3b528b", 0.5 "#21918c", 0.75 "#5ec962",
 window_frac(j) = (n_windows <= 1 ? 0 : (j - 1.0) / (n_windows - 1))
 unset colorbox
 
-set xrange [0:1]
+# The prompt before its last bucket, as the left panel of bias_share: the
+# last bucket (the end of the prompt, where every score puts most of its
+# selection) would set the scale and press the early buckets against 0; the
+# panel titles give its range of shares.
+# (Equal buckets: the first midpoint is half a bucket.)
+stats $curves using 1 nooutput
+last_lo = STATS_max - STATS_min
+stats $curves using ($1 < last_lo ? $2 : NaN) nooutput
+y_top = share_top(STATS_max)
+set yrange [0:y_top]
+set xrange [0:last_lo]
 set xtics 0.2
-set yrange [0:*]
-set xlabel "relative position p / s"
+set xlabel sprintf("relative position p / s (before the last bucket, p / s < %.2f)", last_lo)
 set ylabel sprintf("share of the %d selected", k)
 set multiplot layout rows, columns title title font ",14" margins 0.07, 0.84, 0.09, 0.86 spacing 0.07, 0.16
 do for [p = 1:n] {
   s = word(scores, p)
-  set title s font ",12"
+  set autoscale xy
+  stats $curves index ((p - 1) * n_windows):((p - 1) * n_windows + n_windows - 1) using ($1 > last_lo ? $2 : NaN) nooutput
+  last_text = sprintf("   (last bucket: %.2f to %.2f)", STATS_min, STATS_max)
+  set xrange [0:last_lo]
+  set yrange [0:y_top]
+  set title s . last_text font ",12"
   if (p == 1) { set key at screen 0.86, 0.86 left top title "window W" } else { unset key }
-  plot for [j = 1:n_windows] $curves index ((p - 1) * n_windows + j - 1) using 1:2 smooth unique \
+  plot for [j = 1:n_windows] $curves index ((p - 1) * n_windows + j - 1) using ($1 < last_lo ? $1 : NaN):2 smooth unique \
          with lines lw 2 lc palette frac window_frac(j) title sprintf("W = %s", word(windows, j)), \
-       $curves index (n * n_windows) using 1:2 smooth unique \
+       $curves index (n * n_windows) using ($1 < last_lo ? $1 : NaN):2 smooth unique \
          with lines lw 3 dt 2 lc rgb score_colour(oracle) title oracle
+  eval record_ranges
 }
 unset multiplot

@@ -28,7 +28,6 @@ if (n_panels < 1) { print "dynamic_ppl.gp: no budget other than 0 in the data"; 
 if (!exists("width")) width = 80 + 560 * n_panels
 if (!exists("height")) height = 600
 load plots_dir . "style.gp"
-replay_colour(s) = s eq "streaming" ? "#bcbd22" : score_colour(s)
 if (!exists("title")) title = sprintf("Perplexity under decoding-time eviction\n%s", model)
 
 set xlabel "position in the text (end of the window)"
@@ -44,5 +43,6 @@ do for [i = 1:n_panels] {
        for [s in scores] data using \
          ((strcol("score") eq s && s ne "full" && column("budget") == budget) ? column("position") : NaN):"ppl_window" \
          with linespoints lc rgb replay_colour(s) pt score_point(s) lw score_width(s) title (s eq "full" ? "" : s)
+  eval record_ranges
 }
 unset multiplot

@@ -78,5 +78,6 @@ do for [p = 1:n_panels] {
          with linespoints lc rgb policy_colour(word(policies, s)) pt policy_point(word(policies, s)) ps 0.8 \
          lw policy_width(word(policies, s)) dt protocol_dash(word(protocols, s)) title series_title(s), \
        fv with lines dt 2 lw 2 lc rgb "#000000" title "full cache"
+  eval record_ranges
 }
 unset multiplot

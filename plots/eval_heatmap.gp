@@ -57,7 +57,7 @@ set ytics () scale 0 font ",9"
 do for [i = 1:n_rows] { set ytics add (word(tasks, i) . (several_lengths ? " @" . word(lengths, i) : "") i) }
 set xlabel "budget" font ",9" offset 0, 0.5
 set cbrange [0:1]
-set palette defined (0 "#b2182b", 0.5 "#f7f7f7", 1 "#2166ac")
+set palette defined (0 "#c0392b", 0.5 "#f1c40f", 1 "#27ae60")
 set grid noxtics noytics
 set border 0
 unset key
@@ -75,5 +75,6 @@ do for [p = 1:n] {
   if (p == n) { set colorbox user origin screen (columns * panel_w + 30.0) / design_w, 0.2 size screen 18.0 / design_w, 0.6; set cbtics 0.2 font ",9"; set cblabel "accuracy" font ",10" }
   plot data using (cell_x(p)):(cell_y(0)):(0.5):(0.5):(column("accuracy")) with boxxyerror fc palette, \
        data using (cell_x(p)):(cell_y(0)):(sprintf("%.2f", column("accuracy"))) with labels font ",8" tc rgb "#000000"
+  eval record_ranges
 }
 unset multiplot

@@ -51,4 +51,5 @@ plot data using "difference":"row":"ci_low":"ci_high":(colour_of(column("mcnemar
        with xerrorbars pt 7 ps 1.2 lw 2 lc rgb variable notitle, \
      keyentry with points pt 7 ps 1.2 lc rgb significant title "McNemar p < 0.05", \
      keyentry with points pt 7 ps 1.2 lc rgb other title "p >= 0.05"
+eval record_ranges
 unset multiplot

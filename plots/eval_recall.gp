@@ -43,10 +43,11 @@ set ytics 0.1
 set xlabel "quartile of recall against the oracle"
 set ylabel "accuracy"
 set errorbars small
-set key top left font ",10" title "budget group"
+set key outside right top font ",10" title "budget group"
 set title title font ",14"
 is_all(g) = word(groups, g) eq "all"
 plot for [g = 1:n_groups] data using (is_all(g) ? x_of(g) : NaN):"accuracy":"ci_low":"ci_high" \
        with yerrorlines lw 3.5 pt 7 ps 0.9 lc rgb "#000000" title (is_all(g) ? group_title(g) : ""), \
      for [g = 1:n_groups] data using (is_all(g) ? NaN : x_of(g)):"accuracy":"ci_low":"ci_high" \
        with yerrorlines lw 1.8 pt 7 ps 0.9 lc palette frac shade(g) title (is_all(g) ? "" : group_title(g))
+eval record_ranges

@@ -43,6 +43,17 @@ do for [s in scores] {
     unset print
   }
 }
+# Each panel's range of k and the largest value of both panels, from the
+# rows drawn: the x axis of a panel spans its own budgets (with r = R the
+# smallest k are those above R), the y axis runs from 0 to that value.
+in_scores(s) = strstrt(" " . scores . " ", " " . s . " ") > 0
+y_max = 0
+do for [p = 1:panels] {
+  r = (p == 1 ? 0 : recent)
+  stats data using (in_scores(strcol("score")) && column("window") == window && column("recent") == r ? column("k") : NaN):(in_scores(strcol("score")) && column("window") == window && column("recent") == r ? column("retention") : NaN) nooutput
+  eval sprintf("k_min_%d = STATS_min_x; k_max_%d = STATS_max_x", p, p)
+  if (STATS_max_y > y_max) { y_max = STATS_max_y }
+}
 set datafile separator whitespace
 set datafile nocolumnheaders
 
@@ -50,7 +61,7 @@ set logscale x 2
 if (!exists("ks")) { set autoscale xfix; set offsets graph 0.06, graph 0.06, 0, 0 }
 # One tic per budget; a label only where it does not crowd its labelled
 # neighbour on the right (at least 0.45 of a doubling away; the largest k is
-# always labelled), and the same x range in both panels.
+# always labelled).
 if (exists("ks")) {
   set xtics ()
   last_label = 0
@@ -58,10 +69,8 @@ if (exists("ks")) {
     kk = word(ks, i) + 0
     if (last_label == 0 || log(1.0 * last_label / kk) / log(2) >= 0.45) { set xtics add (sprintf("%d", kk) kk); last_label = kk } else { set xtics add ("" kk) }
   }
-  set xrange [word(ks, 1) / 1.3 : word(ks, words(ks)) * 1.3]
 }
-set yrange [0:1.02]
-set ytics 0.1
+set yrange [0:share_top(y_max)]
 set xlabel "budget k (tokens kept per KV head)"
 set ylabel "share of the needle span's tokens kept"
 n = words(scores)
@@ -77,8 +86,10 @@ do for [p = 1:panels] {
   set title (p == 1 ? "top-k by the score (r = 0)" : sprintf("last %d positions always kept (r = %d)", recent, recent))
   if (p == panels) { set key at screen 0.81, 0.84 left top } else { unset key }
   if (p == 2) { unset ylabel }
+  if (exists("ks")) { set xrange [value(sprintf("k_min_%d", p)) / 1.3 : value(sprintf("k_max_%d", p)) * 1.3] }
   plot for [i = 1:n] $curves index ((i - 1) * panels + p - 1) using 1:2 smooth unique \
     with linespoints lc rgb score_colour(word(scores, i)) pt score_point(word(scores, i)) \
     ps 1.2 lw score_width(word(scores, i)) title word(scores, i)
+  eval record_ranges
 }
 unset multiplot

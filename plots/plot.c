@@ -40,7 +40,8 @@ static const PlotFigure FIGURES[] = {
      "the recent window (traces with a needle span): does the selection keep the needle?"},
     {"bias_share", "bias_share.gp", "bias.csv", 0,
      "share of the selected positions per bucket of relative position p/s, per score and for the "
-     "oracle: does a score pile its selection on early tokens (structural bias)?"},
+     "oracle, the last bucket in a panel of its own: does a score pile its selection on early "
+     "tokens (structural bias)?"},
     {"bias_score", "bias_score.gp", "bias.csv", 0,
      "mean normalised score per relative-position bucket (log axis), per score and for the "
      "oracle: where along the prompt does score accumulate?"},
@@ -60,8 +61,9 @@ static const PlotFigure FIGURES[] = {
     {"sweep_recall", "sweep_recall.gp", "summary.csv", 1,
      "sweep folders: one heat map per score of recall@k over context length and needle depth"},
     {"replay_needle", "replay_needle.gp", "replay_sweep.csv", 2,
-     "replay sweep folders: share of traces whose answer over the evicted cache still has the "
-     "needle's value, and share of the needle span kept, against the budget, per score"},
+     "replay sweep folders: per policy and budget, whether the answer over the evicted cache "
+     "still has the needle's value (a table), and the share of the value and of the needle "
+     "span kept against the budget, policies that coincide named together"},
     {"replay_kl", "replay_kl.gp", "replay_sweep.csv", 2,
      "replay sweep folders: teacher-forced KL(full || evicted) of the next-token distributions "
      "and the offline attention-output error against the budget, per score"},
@@ -270,6 +272,14 @@ static int job_start(const PlotGnuplot *gnuplot, const char *out_dir, PlotJob *j
   if (rc) return rc;
   plot_args_string(&job->args, "fmt", job->format);
   plot_args_string(&job->args, "outfile", job->image.temp_path);
+  /* OBC_PLOT_RANGES=DIR: each panel's axis ranges, as gnuplot drew them, go
+   * to DIR/FIGURE.FORMAT.ranges (style.gp; tests/test_figure_ranges.sh). */
+  const char *ranges_dir = getenv("OBC_PLOT_RANGES");
+  if (ranges_dir && ranges_dir[0]) {
+    char ranges[4096];
+    snprintf(ranges, sizeof ranges, "%s/%s.%s.ranges", ranges_dir, job->figure->name, job->format);
+    plot_args_string(&job->args, "ranges_out", ranges);
+  }
   rc = plot_args_check(&job->args);
   if (rc) return rc;
   obc_pending_register(&job->image);

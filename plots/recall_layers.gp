@@ -65,3 +65,4 @@ plot data using (cell_x(strcol("score"))):(column("layer")):(0.5):(0.5):(column(
        with boxxyerror fc palette, \
      data using (values ? cell_x(strcol("score")) : NaN):(column("layer")):(sprintf("%.2f", column("recall"))): \
        (column("recall") < 0.55 ? 0xffffff : 0x000000) with labels font ",9" tc rgb variable
+eval record_ranges

@@ -54,8 +54,9 @@ set datafile nocolumnheaders
 set logscale x 2
 set autoscale xfix
 set offsets graph 0.06, graph 0.06, 0, 0
-set yrange [0:1.02]
-set ytics 0.1
+# From 0 to just above the largest value drawn (both panels alike).
+stats $curves using 2 nooutput
+set yrange [0:share_top(STATS_max)]
 set xlabel "budget k (tokens kept per KV head)"
 set ylabel "recall@k (share of the reference's top k kept)"
 n = words(scores)
@@ -72,5 +73,6 @@ do for [p = 1:panels] {
   plot for [i = 1:n] $curves index ((i - 1) * panels + p - 1) using 1:2 smooth unique \
     with linespoints lc rgb score_colour(word(scores, i)) pt score_point(word(scores, i)) \
     ps 1.2 lw score_width(word(scores, i)) title word(scores, i)
+  eval record_ranges
 }
 unset multiplot

@@ -54,8 +54,9 @@ set logscale x 2
 set autoscale xfix
 set offsets graph 0.04, graph 0.04, 0, 0
 set format x "%.0f"
-set yrange [0:1.02]
-set ytics 0.1
+# From 0 to just above the largest value drawn (both panels alike).
+stats $curves using 2 nooutput
+set yrange [0:share_top(STATS_max)]
 set xlabel "window W (last W prompt query rows, log2 scale)"
 set ylabel sprintf("recall@%d (share of the oracle's top %d kept)", k, k)
 if (exists("window")) { set arrow 1 from window, graph 0 to window, graph 1 nohead dt 3 lw 1.5 lc rgb "#555555" back }
@@ -75,5 +76,6 @@ do for [p = 1:panels] {
   plot for [i = 1:n] $curves index ((i - 1) * panels + p - 1) using 1:2 smooth unique \
     with linespoints lc rgb score_colour(word(scores, i)) pt score_point(word(scores, i)) \
     ps 1.2 lw score_width(word(scores, i)) title word(scores, i)
+  eval record_ranges
 }
 unset multiplot

@@ -23,29 +23,29 @@ if (!exists("model")) model = "model"
 columns = (words(budgets) < 3 ? words(budgets) : 3)
 rows = int((words(budgets) + columns - 1) / columns)
 if (!exists("width")) width = 560 * columns
-if (!exists("height")) height = 420 * rows + 60
+if (!exists("height")) height = 440 * rows + 130
 load plots_dir . "style.gp"
-replay_colour(s) = s eq "streaming" ? "#bcbd22" : (s eq "random" ? "#aaaaaa" : (s eq "decode_attn" ? "#8c564b" : (s eq "oracle@T" ? "#555555" : score_colour(s))))
 if (!exists("title")) title = sprintf("Teacher-forced KL(full || evicted) by decode step\n%s", model)
 
 floor = 1e-6
 positive(v) = (v != v) ? NaN : (v > floor ? v : floor)
 set datafile separator comma
-set logscale y 10
-set format y "%.0e"
 set xlabel "decode step"
 set ylabel "KL (nats)"
 set xtics 1
-# One y range for every panel, so budgets compare at a glance; one key, in
-# the first panel's empty bottom (the KL of every policy is above 1e-4 at the
-# smallest budget).
-set yrange [floor:30]
-set key bottom right font ",9" maxrows 6 opaque
-set multiplot layout rows, columns title title font ",14"
+# One y range for every panel, from the data, so budgets compare at a
+# glance; one key, below the panels.
+stats data using (positive(column("kl_forced"))) nooutput
+set logscale y 10
+eval log_tics_y
+set yrange [STATS_min / 1.5 : STATS_max * 1.5]
+set key at screen 0.5, 0.01 center bottom vertical font ",9" maxrows 2 width 2
+set multiplot layout rows, columns title title font ",14" noenhanced margins 0.06, 0.98, 120.0 / height, 0.90 spacing 0.06, 0.14
 do for [b in budgets] {
-  set title sprintf("budget %s", b)
+  set title sprintf("budget %s", b) noenhanced
   if (b ne word(budgets, 1)) { unset key }
   plot for [s in scores] data using (strcol("score") eq s && strcol("budget") eq b ? column("step") : NaN):(positive(column("kl_forced"))) \
-         with linespoints lc rgb replay_colour(s) pt score_point(s) lw score_width(s) title s
+         with linespoints lc rgb replay_colour(s) pt replay_point(s) lw replay_width(s) dt replay_dash(s) title s
+  eval record_ranges
 }
 unset multiplot

@@ -93,3 +93,49 @@ policy_width(p) = p[1:6] eq "oracle" ? 3.5 : (policy_added(p) ne "" ? 2.5 : 1.8)
 protocol_dash(q) = q eq "aware" ? 2 : (q eq "agnostic-captured" ? 4 : 1)
 # A tic label is a format: "10%" is written "10%%" there.
 tic_text(s) = strstrt(s, "%") > 0 ? substr(s, 1, strstrt(s, "%") - 1) . "%%" . substr(s, strstrt(s, "%") + 1, strlen(s)) : s
+
+# --- value axes --------------------------------------------------------------
+# One tick style: numbers as written (0.1, 2, 40%), and on a logarithmic
+# value axis spanning decades the powers of ten as 10^n ("eval log_tics_y" after
+# "set logscale y"; the script's texts are then marked noenhanced).
+log_tics_y = 'set termoption enhanced; set format y "10^{%T}"; set key noenhanced'
+# A share axis from 0 (the reference that matters) to just above the largest
+# value v: [0 : share_top(v)].
+share_top(v) = (v != v || v <= 0) ? 1.0 : (v > 0.9 ? 1.02 : 1.06 * v)
+
+# --- the ranges gnuplot drew -----------------------------------------------
+# With ranges_out set (obcache plot does so under OBC_PLOT_RANGES), every
+# script runs "eval record_ranges" after each panel's plot: one line per panel,
+# "figure panel x_min x_max y_min y_max", the axis ranges gnuplot really used.
+panel_no = 0
+if (exists("ranges_out")) {
+  set print ranges_out
+  print "# figure panel x_min x_max y_min y_max"
+  unset print
+}
+record_ranges = 'panel_no = panel_no + 1; if (exists("ranges_out")) { set print ranges_out append; print sprintf("%s %d %.9g %.9g %.9g %.9g", fig, panel_no, GPVAL_X_MIN, GPVAL_X_MAX, GPVAL_Y_MIN, GPVAL_Y_MAX); unset print }'
+
+# --- the replay figures ------------------------------------------------------
+# The policies that are not analyser scores get their own colours here. A
+# paired sweep (--pairs) names its rows POLICY:PROTOCOL ("tova+obc_vk:aware"):
+# the policy's colour, point and width, the protocol's dash.
+last_colon(s, i) = i < 1 ? 0 : (s[i:i] eq ":" ? i : last_colon(s, i - 1))
+replay_colon(s) = last_colon(s, strlen(s))
+replay_policy(s) = s[1:replay_colon(s) - 1]
+replay_colour(s) = replay_colon(s) > 0 ? policy_colour(replay_policy(s)) : \
+  s eq "streaming" ? "#bcbd22" : (s eq "random" ? "#aaaaaa" : (s eq "decode_attn" ? "#8c564b" : (s eq "oracle@T" ? "#555555" : score_colour(s))))
+replay_point(s) = replay_colon(s) > 0 ? policy_point(replay_policy(s)) : score_point(s)
+replay_width(s) = replay_colon(s) > 0 ? policy_width(replay_policy(s)) : score_width(s)
+replay_dash(s) = replay_colon(s) > 0 ? protocol_dash(s[replay_colon(s) + 1:*]) : 1
+# A group of coinciding policies, "attn,vatp,obc_k": drawn once, in the style
+# of its first member, named in full in the key.
+same_first(g) = strstrt(g, ",") > 0 ? g[1:strstrt(g, ",") - 1] : g
+same_names(g) = strstrt(g, ",") > 0 ? g[1:strstrt(g, ",") - 1] . ", " . same_names(g[strstrt(g, ",") + 1:*]) : g
+same_title(g) = strstrt(g, ",") > 0 ? same_names(g) . ": identical" : g
+in_same(s, g) = strstrt("," . g . ",", "," . s . ",") > 0
+# The budget axis of a replay sweep (data, budgets and n_budgets set): log,
+# from just below the smallest budget to just above the largest, one tic per
+# budget labelled as the data writes it ("10%").
+budget_axis = 'set autoscale xy; unset logscale x; set xtics (); do for [i = 1:n_budgets] { stats data using (strcol("budget") eq word(budgets, i) ? 100 * column("fraction") : NaN) nooutput; set xtics add (tic_text(word(budgets, i)) STATS_min) }; stats data using (100 * column("fraction")) nooutput; set logscale x 10; set xrange [STATS_min / 1.25 : STATS_max * 1.25]; set mxtics default'
+# A panel of a sweep run without the model (--no-model) that says so.
+no_model_panel = 'set label 1 "no model replay in this sweep (--no-model)" at graph 0.5, 0.5 center; unset logscale; set xrange [0:1]; set yrange [0:1]; unset xtics; unset ytics; unset border; unset key; unset xlabel; unset ylabel; plot -1 notitle; unset label 1; set xtics nomirror out; set ytics nomirror out; set border 3; set key'

@@ -48,3 +48,4 @@ plot data using (length_index(column("length"))):(depth_index(column("depth"))):
        with boxxyerror fc palette, \
      data using (length_index(column("length"))):(depth_index(column("depth"))):(cell_label(column(column_found))) \
        with labels font ",10" tc rgb "#000000"
+eval record_ranges

@@ -70,5 +70,6 @@ do for [p = 1:n] {
          with boxxyerror fc palette, \
        data using (cell_x(s)):(depth_index(column("depth"))):(sprintf("%.2f", column("recall"))): \
          (column("recall") < 0.55 ? 0xffffff : 0x000000) with labels font ",8" tc rgb variable
+  eval record_ranges
 }
 unset multiplot

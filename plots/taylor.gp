@@ -27,7 +27,7 @@ if (!exists("decades")) decades = 16
 if (!exists("width")) width = 1200
 if (!exists("height")) height = 1000
 load plots_dir . "style.gp"
-if (!exists("title")) title = sprintf("Taylor scores against the exact errors they approximate\n%s%s", model, (exists("window") ? sprintf(", window W = %d", window) : ""))
+if (!exists("title")) title = sprintf("Taylor scores against the exact errors they approximate\n%s%s; each panel on its own range (the same on both axes), dashed: y = x", model, (exists("window") ? sprintf(", window W = %d", window) : ""))
 
 # Panel p plots column ys[p] against column xs[p].
 xs = "obc_v obc_k obc_vk remove"
@@ -42,14 +42,17 @@ set logscale xy 10
 set format x "10^{%T}"
 set format y "10^{%T}"
 set termoption enhanced
-set key top left Left reverse
+# No key over the points: the count of points and of those below the axes
+# is the panel title's second line.
+unset key
 set size ratio -1
-set multiplot layout 2, 2 title title font ",14" noenhanced margins 0.08, 0.97, 0.07, 0.88 spacing 0.09, 0.10
+set multiplot layout 2, 2 title title font ",14" noenhanced margins 0.08, 0.97, 0.06, 0.88 spacing 0.09, 0.14
 do for [p = 1:4] {
   xcol = word(xs, p)
   ycol = word(ys, p)
   colour = score_colour(xcol)
-  set title sprintf("%s against %s%s", ycol, xcol, rho_text(word(rhos, p))) noenhanced
+  panel_title = sprintf("%s against %s%s", ycol, xcol, rho_text(word(rhos, p)))
+  set title panel_title noenhanced
   set xlabel (p < 4 ? sprintf("%s (Taylor score)", xcol) : "remove (exact removal error over the window)") noenhanced
   set ylabel (p < 4 ? sprintf("%s (exact error: %s)", ycol, panel_what(p)) : sprintf("%s (true eviction error at decode)", oracle)) noenhanced
   # Both axes share the range of the panel's points so y = x is the diagonal.
@@ -73,10 +76,11 @@ do for [p = 1:4] {
     set xrange [10.0**lo:10.0**hi]
     set yrange [10.0**lo:10.0**hi]
     unset label 1
+    set title panel_title . sprintf("\n%d points", points) . (below > 0 ? sprintf(", %d below 1e%d not drawn", below, lo) : "") noenhanced
     plot data using (both_positive(xcol, ycol) ? column(xcol) : NaN):(column(ycol)) \
-           with points pt 7 ps 0.5 lc rgb ("#60" . colour[2:7]) \
-           title sprintf("%d points", points) . (below > 0 ? sprintf(", %d < 1e%d hidden", below, lo) : ""), \
-         x with lines dt 2 lw 1.5 lc rgb "#333333" title "y = x"
+           with points pt 7 ps 0.5 lc rgb ("#60" . colour[2:7]), \
+         x with lines dt 2 lw 1.5 lc rgb "#333333"
+    eval record_ranges
   } else {
     # Nothing positive to place on log axes (e.g. an oracle that is zero
     # everywhere): an empty panel that says so.
@@ -84,7 +88,8 @@ do for [p = 1:4] {
     set yrange [1e-8:1]
     set style textbox opaque noborder
     set label 1 "no point with both values > 0" at graph 0.5, 0.5 center front boxed noenhanced
-    plot x with lines dt 2 lw 1.5 lc rgb "#333333" title "y = x"
+    plot x with lines dt 2 lw 1.5 lc rgb "#333333"
+    eval record_ranges
   }
 }
 unset multiplot

@@ -374,9 +374,12 @@ static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t,
   return rc;
 }
 
+/* A CSV cell: 9 significant digits (as the analysis CSVs), so that a reader
+ * rounding it to the printed table's 4 decimals rounds once and gets the
+ * table's number. */
 static const char *number(double v, char *buf, size_t size) {
   if (isfinite(v))
-    snprintf(buf, size, "%.6g", v);
+    snprintf(buf, size, "%.9g", v);
   else
     snprintf(buf, size, "nan");
   return buf;

@@ -204,8 +204,8 @@ if [ -n "$MODEL" ] && [ -f "$MODEL" ]; then
   sweep_ok=1
   for b in 1 2 0; do
     "$OBCACHE" replay --sweep "$dir/t128.h5" --model "$MODEL" --scores attn,streaming,random \
-      --budgets 10%,50% --recent 4 --sinks 2 --protocol aware --batch $b -o "$dir/sweep_b$b" >/dev/null \
-      2>"$dir/err_b$b" || sweep_ok=0
+      --budgets 10%,50% --recent 4 --sinks 2 --protocol aware --batch $b -o "$dir/sweep_b$b" \
+      >"$dir/table_b$b" 2>"$dir/err_b$b" || sweep_ok=0
   done
   if [ "$sweep_ok" -eq 1 ] && grep -q "model replay of 6 kept sets took .* (one at a time" "$dir/err_b1" &&
     grep -q "model replay of 6 kept sets took .* (batched)" "$dir/err_b0" &&
@@ -227,6 +227,30 @@ EOF
     pass "replay --sweep --batch 1, 2 and all: the same cells"
   else
     fail "replay --sweep --batch: $(cat "$dir/err_b0" "$dir/err_b1")"
+  fi
+  # The printed KL table and replay_sweep.csv round once: the CSV carries 9
+  # significant digits, and each table cell is its CSV value to 4 decimals.
+  if [ "$sweep_ok" -eq 1 ] && python3 - "$dir/sweep_b0/replay_sweep.csv" "$dir/table_b0" <<'EOF'
+import csv, re, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+lines = open(sys.argv[2]).read().splitlines()
+at = [i for i, l in enumerate(lines) if l.startswith("KL(full")][0]
+budgets = lines[at + 1].split()[1:]
+table = {}
+for line in lines[at + 2:]:
+    if not line.strip():
+        break
+    words = line.split()
+    table.update({(words[0], b): v for b, v in zip(budgets, words[1:])})
+digits = [len(re.sub(r"[^0-9]", "", r["kl_forced"].split("e")[0]).lstrip("0")) for r in rows]
+assert max(digits) > 6, [r["kl_forced"] for r in rows]
+for r in rows:
+    assert table[(r["score"], r["budget"])] == "%.4f" % float(r["kl_forced"]), (r, table)
+EOF
+  then
+    pass "replay --sweep: the KL table is the CSV's KL rounded once"
+  else
+    fail "replay --sweep: the KL table and replay_sweep.csv round differently"
   fi
   # Dynamic eviction on a short text: the table and the CSV.
   awk 'BEGIN { for (i = 0; i < 60; i++) print "In the beginning God created the heaven and the earth. And the earth was without form, and void." }' >"$dir/text.txt"
