@@ -57,7 +57,8 @@ static int parse_args(int argc, char **argv, DynamicArgs *a, bool *help) {
   evict_dynamic_score_list(", ", " or ", score_names, sizeof score_names);
   snprintf(scores_help, sizeof scores_help, "running scores to evict by: %s (attn is H2O's)",
            score_names);
-  evict_join_names((const char(*)[32])c->scores, c->n_scores, ", ", default_scores, sizeof default_scores);
+  evict_join_names((const char(*)[32])c->scores, c->n_scores, ", ", default_scores,
+                   sizeof default_scores);
   join_sizes(c->budgets, c->n_budgets, default_budgets, sizeof default_budgets);
   a->budgets = (ObcSizeList){c->budgets, &c->n_budgets, EVICT_DYNAMIC_MAX};
   const ObcOption options[] = {
