@@ -378,12 +378,18 @@ static int apply_marks(EvictReplayer *r, const EvictKeepSet *keep) {
   return OBC_OK;
 }
 
-/* Records decode step t of a replay from its logits (vocab): forced, the KL
- * against the full cache (r->full_logp/full_prob: step t's log_softmax),
- * returning the full cache's next token; else the
+/* The two decodings of a kept set: free-running (greedy, each step fed the
+ * previous prediction) and teacher-forced (each step fed the full cache's
+ * token). */
+typedef enum { REPLAY_FREE_RUNNING, REPLAY_TEACHER_FORCED } ReplayDecoding;
+
+/* Records decode step t of a replay from its logits (vocab): teacher-forced,
+ * the KL against the full cache (r->full_logp/full_prob: step t's
+ * log_softmax), returning the full cache's next token; free-running, the
  * prediction (returned: the next token), its top-2 margin and agreement. */
-static int32_t observe_step(const EvictReplayer *r, int forced, size_t t, const float *logits,
-                            EvictModelReplay *out, size_t *agree) {
+static int32_t observe_step(const EvictReplayer *r, ReplayDecoding decoding, size_t t,
+                            const float *logits, EvictModelReplay *out, size_t *agree) {
+  bool forced = decoding == REPLAY_TEACHER_FORCED;
   const float *full = r->logits_full + t * r->vocab;
   for (size_t i = 0; i < r->vocab; i++) out->logit_scale = fmax(out->logit_scale, fabs(logits[i]));
   if (forced) {
@@ -414,10 +420,11 @@ static bool ends_answer(const EvictReplayer *r, int32_t token) {
   return r->free_only && r->model->tokenizer && tokenizer_is_stop(r->model->tokenizer, token);
 }
 
-/* T steps from position s; forced: feed the full-cache tokens from g0, else
- * the previous prediction from out->first_token. Teacher-forced logits go to
- * kept_logits when kept (row `row0` + t). */
-static int decode(EvictReplayer *r, int forced, size_t row0, EvictModelReplay *out) {
+/* T steps from position s; teacher-forced: feed the full-cache tokens from
+ * g0, free-running: the previous prediction from out->first_token.
+ * Teacher-forced logits go to kept_logits when kept (row `row0` + t). */
+static int decode(EvictReplayer *r, ReplayDecoding decoding, size_t row0, EvictModelReplay *out) {
+  bool forced = decoding == REPLAY_TEACHER_FORCED;
   int rc = runtime_rewind(r->runtime, r->n_prompt);
   int32_t token = forced ? r->full_tokens[0] : out->first_token;
   size_t agree = 0;
@@ -428,7 +435,7 @@ static int decode(EvictReplayer *r, int forced, size_t row0, EvictModelReplay *o
       log_softmax(r->logits_full + t * r->vocab, r->vocab, r->full_logp, r->full_prob);
     if (!rc && forced && r->kept_logits)
       memcpy(r->kept_logits + (row0 + t) * r->vocab, r->logits, r->vocab * sizeof *r->logits);
-    if (!rc) token = observe_step(r, forced, t, r->logits, out, &agree);
+    if (!rc) token = observe_step(r, decoding, t, r->logits, out, &agree);
     if (!rc && !forced && ends_answer(r, token)) out->n_steps = t + 1;
   }
   if (!forced) finish_free_running(r, agree, out);
@@ -520,8 +527,8 @@ int evict_replayer_run(EvictReplayer *r, const EvictKeepSet *keep, EvictModelRep
   if (!rc) rc = apply_marks(r, keep);
   if (!rc) rc = prepare_tail(r, keep, out);
   size_t row0 = reruns_tail(keep) ? 1 : 0;
-  if (!rc) rc = decode(r, 0, row0, out);
-  if (!rc && !r->free_only) rc = decode(r, 1, row0, out);
+  if (!rc) rc = decode(r, REPLAY_FREE_RUNNING, row0, out);
+  if (!rc && !r->free_only) rc = decode(r, REPLAY_TEACHER_FORCED, row0, out);
   if (!rc && r->free_only) no_forced_run(out);
   if (!rc) rc = finish_replay(r, out);
   r->kept_rows = rc ? 0 : row0 + r->n_steps;
@@ -583,10 +590,12 @@ static int batch_pass(EvictReplayer *r, RuntimeBatch *batch, const EvictKeepSet 
     for (size_t j = 0; j < m; j++) {
       EvictModelReplay *out = &outs[order[j]];
       if (t >= out->n_steps) continue; /* its answer ended: fed on, not observed */
-      tokens[per * j] = observe_step(r, 0, t, logits + per * j * r->vocab, out, &agree[j]);
+      tokens[per * j] =
+          observe_step(r, REPLAY_FREE_RUNNING, t, logits + per * j * r->vocab, out, &agree[j]);
       if (ends_answer(r, tokens[per * j])) out->n_steps = t + 1, running--;
       if (per == 2)
-        tokens[per * j + 1] = observe_step(r, 1, t, logits + (per * j + 1) * r->vocab, out, NULL);
+        tokens[per * j + 1] =
+            observe_step(r, REPLAY_TEACHER_FORCED, t, logits + (per * j + 1) * r->vocab, out, NULL);
     }
   }
   for (size_t j = 0; j < m && !rc; j++) {
