@@ -112,11 +112,21 @@ static int token_piece(const Tokenizer *tokenizer, int32_t id, char *out, size_t
   return OBC_OK;
 }
 
+/* The trace's "needle_value" span when it names prompt tokens that the
+ * trace holds, else NULL (no needle to look for). */
+static const TraceSpan *needle_value_span(const TraceMeta *meta) {
+  const TraceSpan *span = trace_meta_find_span(meta, "needle_value");
+  if (!span || !meta->tokens || span->begin < 0 || span->end <= span->begin ||
+      span->end > (int64_t)meta->n_prompt)
+    return NULL;
+  return span;
+}
+
 /* The needle value's tokens as trimmed pieces (empty ones dropped). */
 static int value_pieces(EvictReplayer *r, const TraceMeta *meta) {
-  const TraceSpan *span = trace_meta_find_span(meta, "needle_value");
+  const TraceSpan *span = needle_value_span(meta);
   r->n_value_pieces = 0;
-  if (!r->needle[0] || !span) return OBC_OK;
+  if (!r->needle[0] || !span || !r->model->tokenizer) return OBC_OK;
   for (int64_t p = span->begin; p < span->end && r->n_value_pieces < REPLAY_MAX_PIECES; p++) {
     char *piece = r->value_pieces[r->n_value_pieces];
     int rc = token_piece(r->model->tokenizer, meta->tokens[p], piece, sizeof r->value_pieces[0]);
@@ -155,10 +165,8 @@ static int needle_metrics(const EvictReplayer *r, const int32_t *tokens, size_t 
  * trimmed. */
 static int needle_value(const Model *model, const TraceMeta *meta, char *out, size_t size) {
   out[0] = '\0';
-  const TraceSpan *span = trace_meta_find_span(meta, "needle_value");
-  if (!span || !model->tokenizer || span->begin < 0 || span->end <= span->begin ||
-      span->end > (int64_t)meta->n_prompt)
-    return OBC_OK;
+  const TraceSpan *span = needle_value_span(meta);
+  if (!span || !model->tokenizer) return OBC_OK;
   char *text = NULL;
   int rc = tokenizer_decode(model->tokenizer, meta->tokens + span->begin,
                             (size_t)(span->end - span->begin), &text);
