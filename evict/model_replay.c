@@ -15,6 +15,7 @@
 
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_match.h"
 #include "evict/replay_metrics.h"
 #include "runtime/batch.h"
 #include "runtime/generate.h"
@@ -59,17 +60,6 @@ struct EvictReplayer {
   float *kept_logits; /* (n_steps + 1, vocab) of the last evict_replayer_run */
   size_t kept_rows;
 };
-
-static int contains_ignoring_case(const char *text, const char *needle) {
-  size_t n = strlen(needle);
-  if (n == 0) return 0;
-  for (const char *p = text; *p; p++) {
-    size_t i = 0;
-    while (i < n && p[i] && tolower((unsigned char)p[i]) == tolower((unsigned char)needle[i])) i++;
-    if (i == n) return 1;
-  }
-  return 0;
-}
 
 static int check_model(const Model *model, const TraceMeta *meta, const char *trace) {
   const ModelConfig *c = &model->config;
@@ -341,7 +331,7 @@ int evict_replayer_open(const Model *model, TraceReader *reader, size_t steps, s
   if (!rc)
     rc = generate_answer_text(model->tokenizer, r->full_tokens, steps + 1, r->full_answer,
                               sizeof r->full_answer);
-  r->full_needle_found = r->needle[0] ? contains_ignoring_case(r->full_answer, r->needle) : -1;
+  r->full_needle_found = obc_match_needle(r->full_answer, (const char *[]){r->needle}, 1);
   /* The model must reproduce the first decode step with the full cache. */
   if (!rc)
     rc = runtime_forward(r->runtime, r->full_tokens, 1, RUNTIME_LOGITS_LAST, r->logits, NULL);
@@ -458,7 +448,7 @@ static int finish_replay(const EvictReplayer *r, EvictModelReplay *out) {
   int rc = generate_answer_text(r->model->tokenizer, answer, out->n_steps + 1, out->answer,
                                 sizeof out->answer);
   if (!rc) rc = needle_metrics(r, answer, out->n_steps + 1, out);
-  out->needle_found = r->needle[0] ? contains_ignoring_case(out->answer, r->needle) : -1;
+  out->needle_found = obc_match_needle(out->answer, (const char *[]){r->needle}, 1);
   return rc;
 }
 
