@@ -64,15 +64,20 @@ struct EvictReplayer {
 static int check_model(const Model *model, const TraceMeta *meta, const char *trace) {
   const ModelConfig *c = &model->config;
   const TraceModel *m = &meta->model;
+  /* obcache synth writes architecture "synthetic": no model captured it */
+  bool synthetic = !strcmp(m->architecture, "synthetic");
+  const char *hint = synthetic ? "a synthetic trace (obcache synth) has no model to replay with; "
+                                 "replay it with --offline"
+                               : "--model the file that captured it";
   if (c->n_layers != m->n_layers || c->n_heads != m->n_heads || c->n_kv_heads != m->n_kv_heads ||
       c->head_dim != m->head_dim || c->vocab_size != m->vocab_size)
     return obc_fail(OBC_EINVAL,
                     "%s: the model %s does not match the trace (expected %zu layers, "
                     "%zu heads, %zu KV heads, head dim %zu, vocab %zu as in the trace of %s; found "
-                    "%zu, %zu, %zu, %zu, %zu; hint: --model the file that captured it)",
+                    "%zu, %zu, %zu, %zu, %zu; hint: %s)",
                     trace, model->path, m->n_layers, m->n_heads, m->n_kv_heads, m->head_dim,
                     m->vocab_size, m->name, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim,
-                    c->vocab_size);
+                    c->vocab_size, hint);
   const char *layout = c->rope_interleaved ? "interleaved" : "half";
   if (m->rope_layout[0] && strcmp(m->rope_layout, "none") && strcmp(m->rope_layout, layout))
     return obc_fail(
@@ -83,8 +88,8 @@ static int check_model(const Model *model, const TraceMeta *meta, const char *tr
   if (!meta->has_logits || !meta->tokens)
     return obc_fail(OBC_EINVAL,
                     "%s: no decode logits or tokens stored (model replay compares "
-                    "with them; hint: a trace of obcache capture)",
-                    trace);
+                    "with them; hint: %s)",
+                    trace, synthetic ? hint : "a trace of obcache capture");
   return OBC_OK;
 }
 

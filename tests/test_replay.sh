@@ -198,7 +198,12 @@ expect_nothing_left "replay --offline, disk full at the third file" 1 \
 
 MODEL=${OBC_MODEL:-}
 if [ -n "$MODEL" ] && [ -f "$MODEL" ]; then
-  expect_failure "model that does not match the trace" "does not match the trace" \
+  # A synthetic trace: no model captured it, so the hint is --offline.
+  expect_failure "model replay of a synthetic trace" \
+    "does not match the trace (expected 2 layers, 4 heads, 2 KV heads, head dim 16, vocab 0 as in the trace of synthetic; found" \
+    "$OBCACHE" replay "$T" --model "$MODEL" --budget 10
+  expect_failure "model replay of a synthetic trace: the hint is --offline" \
+    "hint: a synthetic trace (obcache synth) has no model to replay with; replay it with --offline)" \
     "$OBCACHE" replay "$T" --model "$MODEL" --budget 10
   # Model replay onto a full disk: no empty replay folder left.
   if "$OBCACHE" capture --length 128 --depth 50 --haystack kjv --seed 1 --rows 16 --decode 3 \
