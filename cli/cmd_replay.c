@@ -107,11 +107,11 @@ static int refuse_foreign(const ReplayArgs *a, const char *option) {
                     option);
   if (!strcmp(option, "--save-logits"))
     return obc_fail(OBC_EINVAL, "--save-logits: model replay only (not with %s)", mode);
-  if (!strcmp(option, "--steps") || !strcmp(option, "--device"))
+  if (!strcmp(option, "--steps"))
     return obc_fail(OBC_EINVAL,
-                    "%s: the model replay's (--offline decodes nothing; it reads every "
-                    "captured step)",
-                    option);
+                    "--steps: the model replay's (--offline reads every captured step)");
+  if (!strcmp(option, "--device"))
+    return obc_fail(OBC_EINVAL, "--device: the model replay's (--offline runs no model)");
   if (!strcmp(option, "--protocol"))
     return obc_fail(OBC_EINVAL, "--protocol: a list of protocols only with --sweep");
   return obc_fail(OBC_EINVAL, "%s: only with --sweep", option);
