@@ -2,10 +2,8 @@
  * records a trace of it (capture/capture.h). Everything that can be checked
  * before the model runs is checked first (options, context length, output
  * folder), so a bad run fails fast and leaves no file behind. */
-#include <ctype.h>
 #include <hdf5.h>
 #include <signal.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,22 +51,16 @@ static int check_length(const Model *model, const CaptureArgs *a) {
   return OBC_OK;
 }
 
-/* Tokens of the needles' values in the prompt (the spans needle_value,
- * needle_value_2, ...), those that decode to white space alone not counted:
- * an answer of fewer tokens cannot hold them all. */
+/* Tokens of the values the answer must hold (prompt->answers, each encoded
+ * alone): an answer of fewer tokens cannot hold them all. */
 static size_t value_tokens(const Tokenizer *tokenizer, const NiahPrompt *prompt) {
   size_t n = 0;
-  for (size_t i = 0; i < prompt->n_spans; i++) {
-    const TraceSpan *span = &prompt->spans[i];
-    if (strncmp(span->name, "needle_value", strlen("needle_value"))) continue;
-    for (int64_t p = span->begin; p < span->end && p < (int64_t)prompt->n_tokens; p++) {
-      char *text = NULL;
-      if (tokenizer_decode(tokenizer, &prompt->tokens[p], 1, &text)) continue;
-      bool visible = false;
-      for (const char *c = text; *c && !visible; c++) visible = !isspace((unsigned char)*c);
-      n += visible;
-      free(text);
-    }
+  for (size_t j = 0; j < prompt->n_answers; j++) {
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    if (!tokenizer_encode(tokenizer, prompt->answers[j], strlen(prompt->answers[j]), &ids, &n_ids))
+      n += n_ids;
+    free(ids);
   }
   return n;
 }
