@@ -75,46 +75,34 @@ typedef struct {
   size_t batch, offline_batch;
 } ReplayArgs;
 
-/* The option given that the chosen mode does not take, or NULL. */
-static const char *foreign_option(const ReplayArgs *a) {
+/* Refuses, in one line, an option that the chosen mode does not take. */
+static int check_mode_options(const ReplayArgs *a) {
   if (!a->sweep) {
-    if (a->scores) return "--scores";
-    if (a->budgets) return "--budgets";
-    if (a->pairs) return "--pairs";
-    if (a->no_model) return "--no-model";
-    if (a->batch_given) return "--batch";
-    if (a->offline_batch_given) return "--offline-batch";
-    if (a->protocols.n > 1) return "--protocol";
+    const char *sweep_only = a->scores                ? "--scores"
+                             : a->budgets             ? "--budgets"
+                             : a->pairs               ? "--pairs"
+                             : a->no_model            ? "--no-model"
+                             : a->batch_given         ? "--batch"
+                             : a->offline_batch_given ? "--offline-batch"
+                                                      : NULL;
+    if (sweep_only) return obc_fail(OBC_EINVAL, "%s: only with --sweep", sweep_only);
+    if (a->protocols.n > 1)
+      return obc_fail(OBC_EINVAL, "--protocol: a list of protocols only with --sweep");
   }
-  if (a->sweep || a->offline)
-    if (a->save_logits) return "--save-logits";
-  if (a->offline) {
-    if (a->steps_given) return "--steps";
-    if (a->device) return "--device";
-  }
-  if (a->sweep && a->keep_path) return "--keep";
-  if (a->sweep && a->offline) return "--offline";
-  return NULL;
-}
-
-/* The one line for an option of another mode. */
-static int refuse_foreign(const ReplayArgs *a, const char *option) {
-  const char *mode = a->sweep ? "--sweep" : a->offline ? "--offline" : "model replay";
-  if (!strcmp(option, "--keep") || !strcmp(option, "--offline"))
+  if (a->sweep && (a->keep_path || a->offline))
     return obc_fail(OBC_EINVAL,
                     "%s: not with --sweep (it runs offline and model replay itself from "
                     "--scores and --budgets)",
-                    option);
-  if (!strcmp(option, "--save-logits"))
-    return obc_fail(OBC_EINVAL, "--save-logits: model replay only (not with %s)", mode);
-  if (!strcmp(option, "--steps"))
+                    a->keep_path ? "--keep" : "--offline");
+  if (a->save_logits && (a->sweep || a->offline))
+    return obc_fail(OBC_EINVAL, "--save-logits: model replay only (not with %s)",
+                    a->sweep ? "--sweep" : "--offline");
+  if (a->offline && a->steps_given)
     return obc_fail(OBC_EINVAL,
                     "--steps: the model replay's (--offline reads every captured step)");
-  if (!strcmp(option, "--device"))
+  if (a->offline && a->device)
     return obc_fail(OBC_EINVAL, "--device: the model replay's (--offline runs no model)");
-  if (!strcmp(option, "--protocol"))
-    return obc_fail(OBC_EINVAL, "--protocol: a list of protocols only with --sweep");
-  return obc_fail(OBC_EINVAL, "%s: only with --sweep", option);
+  return OBC_OK;
 }
 
 static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
@@ -197,8 +185,7 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
                     args.positional[1]);
   if (args.n_positional) a->trace_path = args.positional[0];
   if (!a->trace_path) return obc_fail(OBC_EINVAL, "missing TRACE (see obcache replay --help)");
-  const char *foreign = foreign_option(a);
-  return foreign ? refuse_foreign(a, foreign) : OBC_OK;
+  return check_mode_options(a);
 }
 
 static int run_sweep(const ReplayArgs *a, const char *command_line) {
