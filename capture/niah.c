@@ -11,7 +11,6 @@
 #include "capture/niah.h"
 
 #include <assert.h>
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 #include "capture/chat_turn.h"
 #include "capture/niah_task.h"
 #include "common/obc_error.h"
+#include "common/obc_match.h"
 
 /* ---- growable buffers --------------------------------------------------------- */
 
@@ -461,21 +461,8 @@ void niah_prompt_free(NiahPrompt *prompt) {
   memset(prompt, 0, sizeof *prompt);
 }
 
-/* Case-insensitive substring search. */
-static bool contains_ignoring_case(const char *text, const char *needle) {
-  size_t n = strlen(needle);
-  if (!n) return true;
-  for (const char *p = text; *p; p++) {
-    size_t i = 0;
-    while (i < n && p[i] && tolower((unsigned char)p[i]) == tolower((unsigned char)needle[i])) i++;
-    if (i == n) return true;
-  }
-  return false;
-}
-
 int niah_answer_found(const NiahPrompt *prompt, const char *text) {
-  if (!text || !prompt->n_answers) return 0;
-  for (size_t j = 0; j < prompt->n_answers; j++)
-    if (!contains_ignoring_case(text, prompt->answers[j])) return 0;
-  return 1;
+  const char *values[NIAH_MAX_NEEDLES];
+  for (size_t j = 0; j < prompt->n_answers; j++) values[j] = prompt->answers[j];
+  return obc_match_needle(text, values, prompt->n_answers) == 1;
 }

@@ -62,8 +62,9 @@ void niah_options_default(NiahOptions *options);
 int niah_build(const Tokenizer *tokenizer, const NiahOptions *options, NiahPrompt *out);
 void niah_prompt_free(NiahPrompt *prompt);
 
-/* RULER's string_match_all: 1 when every answer occurs in text (ignoring
- * case), else 0. */
+/* RULER's string_match_all (obc_match_needle, the rule replay applies too):
+ * 1 when every answer occurs in text, ignoring case; else 0, also when an
+ * answer is empty or there is none. */
 int niah_answer_found(const NiahPrompt *prompt, const char *text);
 
 #endif

@@ -5,6 +5,7 @@
 #include <hdf5.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -50,15 +51,38 @@ static int check_length(const Model *model, const CaptureArgs *a) {
   return OBC_OK;
 }
 
-static void print_result(const char *path, const NiahPrompt *prompt, const CaptureResult *r) {
+/* Tokens of the values the answer must hold (prompt->answers, each encoded
+ * alone): an answer of fewer tokens cannot hold them all. */
+static size_t value_tokens(const Tokenizer *tokenizer, const NiahPrompt *prompt) {
+  size_t n = 0;
+  for (size_t j = 0; j < prompt->n_answers; j++) {
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    if (!tokenizer_encode(tokenizer, prompt->answers[j], strlen(prompt->answers[j]), &ids, &n_ids))
+      n += n_ids;
+    free(ids);
+  }
+  return n;
+}
+
+static void print_result(const char *path, const Tokenizer *tokenizer, const NiahPrompt *prompt,
+                         const CaptureResult *r) {
   const TraceSpan *needle = NULL;
   for (size_t i = 0; i < prompt->n_spans; i++)
     if (!strcmp(prompt->spans[i].name, "needle")) needle = &prompt->spans[i];
   printf("wrote %s: %zu prompt tokens + %zu decoded, needle at tokens [%lld, %lld)\n", path,
          r->n_prompt, r->n_decode, needle ? (long long)needle->begin : -1LL,
          needle ? (long long)needle->end : -1LL);
-  printf("answer: \"%s\"\nneedle %s (expected %s)\n", r->generated_text,
-         r->needle_found ? "found" : "not found", prompt->answers[0]);
+  printf("answer: \"%s\"\n", r->generated_text);
+  size_t value = value_tokens(tokenizer, prompt);
+  if (!r->needle_found && r->n_decode < value)
+    printf(
+        "needle not found (expected %s): the answer (%zu tokens) is too short to hold the "
+        "needle's value (%zu tokens; hint: --decode %zu or more)\n",
+        prompt->answers[0], r->n_decode, value, value);
+  else
+    printf("needle %s (expected %s)\n", r->needle_found ? "found" : "not found",
+           prompt->answers[0]);
   printf("time: prefill %.2f s, decode %.2f s, write %.2f s\n", r->prefill_seconds,
          r->decode_seconds, r->write_seconds);
 }
@@ -110,7 +134,7 @@ int cmd_capture(int argc, char **argv) {
   CaptureResult result;
   if (!rc) rc = capture_run(model, &prompt, &a.capture, a.out_path, &result);
   if (!rc) {
-    print_result(a.out_path, &prompt, &result);
+    print_result(a.out_path, model->tokenizer, &prompt, &result);
     char held[256]; /* stdout: stderr stays empty off a terminal */
     model_weights_describe(model, held, sizeof held);
     printf("weights: %s\n", held);

@@ -40,7 +40,7 @@ static void print_help(FILE *out, const ObcOptionList *list, const char *scripts
           "Renders the figures of an analysis folder (DIR/report.json and the CSVs written\n"
           "by `obcache analyze TRACE -o DIR`), of a sweep folder (DIR/summary.csv), of a\n"
           "replay sweep (DIR/replay_sweep.csv of `obcache replay --sweep`), of a dynamic-\n"
-          "eviction run (DIR/dynamic.csv of `obcache replay --dynamic`) or of an eval\n"
+          "eviction run (DIR/dynamic.csv of `obcache dynamic`) or of an eval\n"
           "folder (DIR/accuracy.csv of `obcache eval`; also OUTDIR/index.html) as PNG\n"
           "and SVG images, with gnuplot (an external program found on PATH; install\n"
           "gnuplot-nox). Titles name the model, the window and the budget from report.json.\n"

@@ -1,7 +1,8 @@
-/* `obcache replay`: what an eviction policy costs, offline from the trace
- * alone (--offline) or with the model decoding over the pruned cache (the
- * default); --sweep and --dynamic run the budget sweep and the decoding-time
- * eviction experiment (sweep/replay_sweep.h, evict/dynamic.h). */
+/* `obcache replay`: what an eviction policy costs on a captured trace, with
+ * the model decoding over the pruned cache (the default), offline from the
+ * trace alone (--offline), or for every score x budget of a sweep (--sweep,
+ * sweep/replay_sweep.h). Decoding-time eviction over a long text is
+ * `obcache dynamic` (cli/cmd_dynamic.c). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,6 @@
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_options.h"
-#include "evict/dynamic.h"
 #include "evict/model_replay.h"
 #include "evict/offline.h"
 #include "evict/policy_args.h"
@@ -21,87 +21,122 @@
 #include "runtime/runtime.h"
 #include "sweep/replay_pairs.h"
 #include "sweep/replay_sweep.h"
-#include "tokenizer/text_input.h"
 
-static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
-  fprintf(out,
-          "usage: obcache replay TRACE [--model M] (--keep KEEP.h5 | policy options) [-o DIR]\n"
-          "       obcache replay --offline TRACE (--keep KEEP.h5 | policy options) [-o DIR]\n"
-          "       obcache replay --sweep (TRACE | SWEEP_DIR) [--scores S,..] [--budgets B,..]\n"
-          "                      [--no-model] [policy options] [-o DIR]\n"
-          "       obcache replay --dynamic [--model M] [--text kjv|FILE] [--tokens N]\n"
-          "                      [--budgets 256,512,1024] [--scores S,..] [-o DIR]\n"
-          "\n"
-          "Model replay (default): loads the prompt K/V of TRACE as the model's cache (no\n"
-          "prefill), drops the evicted rows per (layer, KV head), and decodes the captured\n"
-          "steps from the first generated token: free-running (greedy; is the needle's\n"
-          "value still in the answer, how long a prefix of it, what share of its tokens?\n"
-          "token agreement with the full-cache answer and the first diverging step) and\n"
-          "teacher-forced (KL divergence of every step's next-token distribution from the\n"
-          "trace's full-cache logits, per step and mean). Writes DIR/replay.json and\n"
-          "DIR/replay_steps.csv (step,token_full,token_replay,kl_forced).\n"
-          "\n"
-          "Query protocols (--protocol, kvpress's meanings): agnostic (default) compresses\n"
-          "the context alone, then re-runs the question and the template tail through the\n"
-          "model against the compressed cache at their own positions (their K/V and the\n"
-          "first answer token recomputed), then decodes; aware compresses context and\n"
-          "question together; agnostic-captured keeps agnostic's set but the question's\n"
-          "K/V as captured with the whole context (a leak of the evicted tokens). A keep\n"
-          "file brings its own protocol.\n"
-          "\n"
-          "Offline replay (--offline): for every captured decode step and query head, the\n"
-          "exact attention output over the kept prompt positions plus the generated\n"
-          "tokens against the captured output: relative error, attention mass lost,\n"
-          "needle-span retention. Writes DIR/offline_heads.csv, offline_layers.csv,\n"
-          "offline_steps.csv and offline.json. It recomputes nothing: the decode queries\n"
-          "(and the question's K/V) are the captured ones, computed with the whole\n"
-          "context, so under agnostic it shows what losing the evicted context positions\n"
-          "does to those captured queries, not the re-run question's answer (model replay).\n"
-          "\n");
-  obc_options_print_help(out, lists, n_lists);
-}
+static const char usage[] =
+    "usage: obcache replay TRACE [--model M] (--keep KEEP.h5 | policy options) [-o DIR]\n"
+    "       obcache replay --offline TRACE (--keep KEEP.h5 | policy options) [-o DIR]\n"
+    "       obcache replay --sweep (TRACE | SWEEP_DIR) [--scores S,..] [--budgets B,..]\n"
+    "                      [--no-model] [policy options] [-o DIR]\n"
+    "\n"
+    "Model replay (default): loads the prompt K/V of TRACE as the model's cache (no\n"
+    "prefill), drops the evicted rows per (layer, KV head), and decodes the captured\n"
+    "steps from the first generated token: free-running (greedy; is the needle's\n"
+    "value still in the answer, how long a prefix of it, what share of its tokens?\n"
+    "token agreement with the full-cache answer and the first diverging step) and\n"
+    "teacher-forced (KL divergence of every step's next-token distribution from the\n"
+    "trace's full-cache logits, per step and mean). Writes DIR/replay.json and\n"
+    "DIR/replay_steps.csv (step,token_full,token_replay,kl_forced).\n"
+    "\n"
+    "Query protocols (--protocol, kvpress's meanings): agnostic (default) compresses\n"
+    "the context alone, then re-runs the question and the template tail through the\n"
+    "model against the compressed cache at their own positions (their K/V and the\n"
+    "first answer token recomputed), then decodes; aware compresses context and\n"
+    "question together; agnostic-captured keeps agnostic's set but the question's\n"
+    "K/V as captured with the whole context (a leak of the evicted tokens). A keep\n"
+    "file brings its own protocol.\n"
+    "\n"
+    "Offline replay (--offline): for every captured decode step and query head, the\n"
+    "exact attention output over the kept prompt positions plus the generated\n"
+    "tokens against the captured output: relative error, attention mass lost,\n"
+    "needle-span retention. Writes DIR/offline_heads.csv, offline_layers.csv,\n"
+    "offline_steps.csv and offline.json. It recomputes nothing: the decode queries\n"
+    "(and the question's K/V) are the captured ones, computed with the whole\n"
+    "context, so under agnostic it shows what losing the evicted context positions\n"
+    "does to those captured queries, not the re-run question's answer (model replay).\n"
+    "\n"
+    "Decoding-time eviction over a long text is its own command: obcache dynamic.\n";
 
 typedef struct {
   const char *trace_path, *keep_path, *model_path, *out_dir;
-  bool offline, sweep, no_model, dynamic, sinks_given, recent_given;
-  const char *text;
-  size_t tokens, chunk, ppl_window, max_text_bytes;
-  const char *scores, *budgets; /* --sweep lists */
-  size_t steps, threads, batch, offline_batch;
+  bool offline, sweep, sinks_given, recent_given;
+  size_t steps, threads;
+  bool steps_given;
   const char *device; /* --device: the model replay's runtime backend */
+  bool save_logits;
+  ModelWeightsMode weights;
   EvictPolicy policy;
   EvictProtocolList protocols; /* --protocol P,P.. (--sweep) */
   EvictPolicyProtocolTarget protocol_target;
-  const char *pairs; /* --pairs X+obc_vk,..: the sweep's scores X and X+obc_vk */
-  bool save_logits;
-  ModelWeightsMode weights;
+  /* --sweep only */
+  SweepReplayConfig sweep_config; /* its scores and budgets: the defaults --help shows */
+  const char *scores, *budgets;   /* --scores S,.. and --budgets B,.. */
+  const char *pairs;              /* --pairs X+obc_vk,..: the scores X and X+obc_vk */
+  bool no_model, batch_given, offline_batch_given;
+  size_t batch, offline_batch;
 } ReplayArgs;
 
+/* Refuses, in one line, an option that the chosen mode does not take. */
+static int check_mode_options(const ReplayArgs *a) {
+  if (!a->sweep) {
+    const char *sweep_only = a->scores                ? "--scores"
+                             : a->budgets             ? "--budgets"
+                             : a->pairs               ? "--pairs"
+                             : a->no_model            ? "--no-model"
+                             : a->batch_given         ? "--batch"
+                             : a->offline_batch_given ? "--offline-batch"
+                                                      : NULL;
+    if (sweep_only) return obc_fail(OBC_EINVAL, "%s: only with --sweep", sweep_only);
+    if (a->protocols.n > 1)
+      return obc_fail(OBC_EINVAL, "--protocol: a list of protocols only with --sweep");
+  }
+  if (a->sweep && (a->keep_path || a->offline))
+    return obc_fail(OBC_EINVAL,
+                    "%s: not with --sweep (it runs offline and model replay itself from "
+                    "--scores and --budgets)",
+                    a->keep_path ? "--keep" : "--offline");
+  if (a->save_logits && (a->sweep || a->offline))
+    return obc_fail(OBC_EINVAL, "--save-logits: model replay only (not with %s)",
+                    a->sweep ? "--sweep" : "--offline");
+  if (a->offline && a->steps_given)
+    return obc_fail(OBC_EINVAL,
+                    "--steps: the model replay's (--offline reads every captured step)");
+  if (a->offline && a->device)
+    return obc_fail(OBC_EINVAL, "--device: the model replay's (--offline runs no model)");
+  return OBC_OK;
+}
+
 static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
+  char default_scores[1024], default_budgets[512], scores_help[512];
+  evict_join_names((const char(*)[32])a->sweep_config.scores, a->sweep_config.n_scores, ", ",
+                   default_scores, sizeof default_scores);
+  evict_join_names((const char(*)[32])a->sweep_config.budgets, a->sweep_config.n_budgets, ", ",
+                   default_budgets, sizeof default_budgets);
+  snprintf(scores_help, sizeof scores_help,
+           "the scores swept, as --score names them (oracle and decode_attn without @steps "
+           "take --oracle: 1 and T); each entry is its own policy, so oracle@1 and oracle@T "
+           "sit side by side");
   const ObcOption own[] = {
-      OBC_OPTION_HEADING("options:"),
-      {"--offline", NULL, NULL, "offline replay from the trace alone (see above)", NULL,
-       OBC_OPTION_FLAG, &a->offline, NULL, NULL},
-      {"--keep", NULL, "KEEP.h5", "kept positions from obcache evict (else the policy options)",
-       NULL, OBC_OPTION_TEXT, &a->keep_path, NULL, NULL},
-      {"--model", NULL, "M",
-       "GGUF file or HF folder (also the W_o of --score criticalkv-snapkv, --no-model or not)",
-       "the embedded SmolLM2", OBC_OPTION_TEXT, &a->model_path, NULL, NULL},
+      OBC_OPT_FLAG("--offline", &a->offline, "offline replay from the trace alone (see above)"),
+      OBC_OPT_TEXT("--keep", "KEEP.h5", &a->keep_path,
+                   "kept positions from obcache evict (else the policy options); not with "
+                   "--sweep"),
+      OBC_OPT_TEXT("--model", "M", &a->model_path,
+                   "GGUF file or HF folder (also the W_o of --score criticalkv-snapkv, "
+                   "--no-model or not)",
+                   .default_text = "the embedded SmolLM2"),
       MODEL_WEIGHTS_OPTION(&a->weights),
-      {"--steps", NULL, "T", "decode steps to replay", "all captured", OBC_OPTION_SIZE, &a->steps,
-       NULL, NULL},
-      {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &a->threads, NULL,
-       NULL},
+      OBC_OPT_SIZE("--steps", "T", &a->steps, "decode steps of the model replay",
+                   .default_text = "all captured", .seen = &a->steps_given),
+      OBC_OPT_SIZE("--threads", "N", &a->threads, "OpenMP threads", .default_text = "all cores"),
       RUNTIME_DEVICE_OPTION(&a->device),
-      {"--save-logits", NULL, NULL,
-       "model replay: also write DIR/replay_logits.f32, float32 (rows, vocab): under "
-       "--protocol agnostic first the re-run's logits of the first answer token, then every "
-       "teacher-forced step's",
-       NULL, OBC_OPTION_FLAG, &a->save_logits, NULL, NULL},
-      {"-o", NULL, "DIR",
-       "output folder (default: TRACE without .h5 + \"-replay\"; for a sweep folder DIR/replay; "
-       "for --dynamic dynamic-eviction)",
-       NULL, OBC_OPTION_TEXT, &a->out_dir, NULL, NULL},
+      OBC_OPT_FLAG("--save-logits", &a->save_logits,
+                   "model replay only: also write DIR/replay_logits.f32, float32 (rows, vocab): "
+                   "under --protocol agnostic first the re-run's logits of the first answer "
+                   "token, then every teacher-forced step's"),
+      OBC_OPT_TEXT("-o", "DIR", &a->out_dir, "output folder",
+                   .default_text =
+                       "TRACE without .h5 + \"-replay\"; for --sweep \"-replay-sweep\", "
+                       "or DIR/replay for a sweep folder"),
       OBC_OPTION_HEADING(
           "\nbudget sweep (--sweep): every score x budget x protocol (--protocol agnostic,aware)\n"
           "on TRACE or on every *.h5 of a sweep folder, offline and (unless --no-model) with\n"
@@ -109,56 +144,27 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
           "over traces), kl_steps.csv (teacher-forced KL per score, budget and decode step)\n"
           "and replay_sweep.json; draw them with obcache plot DIR. When the scores hold pairs\n"
           "X and X+obc_* (the paper's baseline vs baseline + OBCache), also the paired table\n"
-          "and replay_pairs.csv (docs/SCIENCE.md, \"Paired sweep\")."),
-      {"--sweep", NULL, NULL, "run the budget sweep", NULL, OBC_OPTION_FLAG, &a->sweep, NULL, NULL},
-      {"--scores", NULL, "S,..",
-       "sweep: default attn,snapkv,vatp,obc_v,obc_k,obc_vk,streaming,random, "
-       "oracle@1,oracle@T,decode_attn. oracle and decode_attn without @steps take --oracle "
-       "(default 1 and T); "
-       "each entry is its own policy, so oracle@1 and oracle@T sit side by side. --dynamic: "
-       "attn (H2O), obc_v, obc_k, obc_vk, streaming (default all)",
-       NULL, OBC_OPTION_TEXT, &a->scores, NULL, NULL},
-      {"--pairs", NULL, "X+obc_S,..",
-       "sweep: adds each entry and its baseline X to --scores (X+obc_vk pairs with X), for the "
-       "paired table",
-       NULL, OBC_OPTION_TEXT, &a->pairs, NULL, NULL},
-      {"--budgets", NULL, "B,..",
-       "sweep: default 1%,2%,5%,10%,20%,40%. --dynamic: cache budgets in tokens (default "
-       "256,512,1024)",
-       NULL, OBC_OPTION_TEXT, &a->budgets, NULL, NULL},
-      {"--no-model", NULL, NULL, "offline replay only (synthetic traces, quick looks)", NULL,
-       OBC_OPTION_FLAG, &a->no_model, NULL, NULL},
-      {"--batch", NULL, "N",
-       "sweep: model-replay sequences decoded together, two per kept set (free-running and "
-       "teacher-forced), sharing every weight pass; 1 = one set after another (the reference "
-       "path); results agree up to rounding",
-       "all, in passes of 1 GiB", OBC_OPTION_SIZE, &a->batch, NULL, NULL},
-      {"--offline-batch", NULL, "N",
-       "sweep: kept sets replayed offline together, sharing each read of the trace and each "
-       "row's logits; 1 = one set after another (the reference path); results agree up to "
-       "double rounding",
-       "all of a trace", OBC_OPTION_SIZE, &a->offline_batch, NULL, NULL},
-      OBC_OPTION_HEADING(
-          "\ndynamic eviction (--dynamic, the paper's PG19 experiment): teacher-forced\n"
-          "decoding over a long text with a fixed cache budget per (layer, KV head);\n"
-          "every new row adds to each cached token's running score and the lowest are\n"
-          "evicted (outside --sinks, default 4, and --recent, default half the budget as\n"
-          "in H2O; streaming keeps sinks + the most recent only) whenever a head\n"
-          "holds more than the budget. Perplexity against the full cache; writes\n"
-          "dynamic.csv and dynamic.json (draw them with obcache plot DIR)."),
-      {"--dynamic", NULL, NULL, "run the dynamic-eviction experiment", NULL, OBC_OPTION_FLAG,
-       &a->dynamic, NULL, NULL},
-      {"--text", NULL, "T", "kjv (default; Debian's bible-kjv) or a UTF-8 text file", NULL,
-       OBC_OPTION_TEXT, &a->text, NULL, NULL},
-      {"--tokens", NULL, "N", "tokens of the text", "4096", OBC_OPTION_SIZE, &a->tokens, NULL,
-       NULL},
-      text_max_bytes_option(&a->max_text_bytes),
-      {"--chunk", NULL, "C",
-       "tokens fed per forward call; eviction after each (default 16; the cache holds at most "
-       "budget + C - 1; 1 = strict)",
-       NULL, OBC_OPTION_SIZE, &a->chunk, NULL, NULL},
-      {"--ppl-window", NULL, "N", "positions per perplexity window", "256", OBC_OPTION_SIZE,
-       &a->ppl_window, NULL, NULL},
+          "and replay_pairs.csv (docs/SCIENCE.md, \"Paired sweep\"). The options below are\n"
+          "the sweep's only."),
+      OBC_OPT_FLAG("--sweep", &a->sweep, "run the budget sweep"),
+      OBC_OPT_TEXT("--scores", "S,..", &a->scores, scores_help, .default_text = default_scores),
+      OBC_OPT_TEXT("--pairs", "X+obc_S,..", &a->pairs,
+                   "adds each entry and its baseline X to --scores (X+obc_vk pairs with X), for "
+                   "the paired table"),
+      OBC_OPT_TEXT("--budgets", "B,..", &a->budgets, "the budgets swept, as --budget takes them",
+                   .default_text = default_budgets),
+      OBC_OPT_FLAG("--no-model", &a->no_model,
+                   "offline replay only (synthetic traces, quick looks)"),
+      OBC_OPT_SIZE("--batch", "N", &a->batch,
+                   "model-replay sequences decoded together, two per kept set (free-running and "
+                   "teacher-forced), sharing every weight pass; 1 = one set after another (the "
+                   "reference path); results agree up to rounding",
+                   .default_text = "all, in passes of 1 GiB", .seen = &a->batch_given),
+      OBC_OPT_SIZE("--offline-batch", "N", &a->offline_batch,
+                   "kept sets replayed offline together, sharing each read of the trace and each "
+                   "row's logits; 1 = one set after another (the reference path); results agree "
+                   "up to double rounding",
+                   .default_text = "all of a trace", .seen = &a->offline_batch_given),
       OBC_OPTION_HEADING(""),
   };
   ObcOption policy_options[EVICT_POLICY_N_OPTIONS];
@@ -170,7 +176,7 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
   int rc = obc_options_parse("replay", lists, 2, argc, argv, &args);
   if (rc) return rc;
   if (args.help) {
-    print_help(stdout, lists, 2);
+    obc_options_print_usage(stdout, usage, lists, 2);
     *help = true;
     return OBC_OK;
   }
@@ -178,17 +184,12 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
     return obc_fail(OBC_EINVAL, "one TRACE expected, got '%s' and '%s'", args.positional[0],
                     args.positional[1]);
   if (args.n_positional) a->trace_path = args.positional[0];
-  if (!a->trace_path && !a->dynamic)
-    return obc_fail(OBC_EINVAL, "missing TRACE (see obcache replay --help)");
-  if (a->trace_path && a->dynamic)
-    return obc_fail(OBC_EINVAL, "--dynamic reads a text, not a trace (got '%s'; see --text)",
-                    a->trace_path);
-  return OBC_OK;
+  if (!a->trace_path) return obc_fail(OBC_EINVAL, "missing TRACE (see obcache replay --help)");
+  return check_mode_options(a);
 }
 
 static int run_sweep(const ReplayArgs *a, const char *command_line) {
-  SweepReplayConfig config;
-  sweep_replay_config_default(&config);
+  SweepReplayConfig config = a->sweep_config;
   config.base = a->policy;
   config.with_model = !a->no_model;
   config.model_path = a->model_path;
@@ -228,49 +229,6 @@ static int run_sweep(const ReplayArgs *a, const char *command_line) {
   return sweep_replay_run(a->trace_path, out_dir, &config, command_line);
 }
 
-static int dynamic_score_check(EvictPolicy *probe, const char *name) {
-  (void)probe;
-  static const char *const names[] = {"attn", "obc_v", "obc_k", "obc_vk", "streaming"};
-  for (size_t i = 0; i < 5; i++)
-    if (!strcmp(name, names[i])) return OBC_OK;
-  return obc_fail(OBC_EINVAL,
-                  "--scores %s: not a dynamic score (expected attn, obc_v, obc_k, "
-                  "obc_vk or streaming)",
-                  name);
-}
-
-static int run_dynamic(const ReplayArgs *a, const char *command_line) {
-  EvictDynamicConfig config;
-  evict_dynamic_config_default(&config);
-  if (a->text) config.text = a->text;
-  config.max_text_bytes = a->max_text_bytes;
-  if (a->tokens) config.n_tokens = a->tokens;
-  if (a->chunk) config.chunk = a->chunk;
-  if (a->ppl_window) config.ppl_window = a->ppl_window;
-  if (a->sinks_given) config.sinks = a->policy.sinks;
-  if (a->recent_given) config.recent = a->policy.recent;
-  config.threads = a->threads;
-  config.device = a->device;
-  int rc = OBC_OK;
-  if (a->scores)
-    rc = evict_parse_names("--scores", a->scores, config.scores, &config.n_scores, EVICT_SWEEP_MAX,
-                           dynamic_score_check);
-  if (!rc && a->budgets) {
-    config.n_budgets = 0;
-    rc = obc_parse_size_list("--budgets", a->budgets, config.budgets, &config.n_budgets,
-                             EVICT_DYNAMIC_MAX);
-  }
-  if (rc) return rc;
-  Model *model = NULL;
-  rc = model_load_with(a->model_path ? a->model_path : model_default_path(),
-                       &(ModelLoadOptions){a->weights}, &model);
-  if (!rc)
-    rc = evict_dynamic_run(model, &config, a->out_dir ? a->out_dir : "dynamic-eviction",
-                           command_line);
-  model_free(model);
-  return rc;
-}
-
 static void print_offline(const EvictKeepSet *keep, const EvictOfflineResult *r, const char *dir) {
   EvictOfflineSummary s;
   evict_offline_summarise(r, &s);
@@ -288,11 +246,87 @@ static void print_offline(const EvictKeepSet *keep, const EvictOfflineResult *r,
       s.rel_error, s.rel_error_step1, s.mass_lost, s.needle_kept, dir);
 }
 
+static const char *needle_word(int found) {
+  return found < 0 ? "n/a" : found ? "found" : "NOT found";
+}
+
+/* The model replay's lines: the policy, the re-run, both answers and whether
+ * each holds the needle, agreement and the teacher-forced KL. */
+static void print_model_replay(const EvictKeepSet *keep, const EvictReplayer *replayer,
+                               const EvictModelReplay *r, const char *dir) {
+  int full_found = -1;
+  const char *full = evict_replayer_full_answer(replayer, &full_found);
+  printf("model replay: %s, budget %zu of %zu (%s, %s), %zu steps\n", keep->policy.score,
+         keep->budget, keep->n_candidates, evict_allocation_name(keep->policy.allocation),
+         evict_protocol_name(keep->policy.protocol), r->n_steps);
+  if (r->rerun_tokens) {
+    printf(
+        "  question re-run: %zu prompt tokens against the evicted cache, first answer "
+        "token %s the full cache's (KL %.4g)\n",
+        r->rerun_tokens,
+        r->first_token == evict_replayer_full_token(replayer, 0) ? "equals" : "differs from",
+        r->kl_prefill);
+    fprintf(stderr, "replay: the question re-run took %.3f s\n", r->rerun_seconds);
+  }
+  printf("  full cache: \"%s\" (needle %s)\n", full, needle_word(full_found));
+  printf("  evicted:    \"%s\" (needle %s, prefix %zu of %zu characters, %.3g of its tokens)\n",
+         r->answer, needle_word(r->needle_found), r->needle_prefix, r->needle_chars,
+         r->needle_tokens);
+  char diverges[32] = "none";
+  if (r->first_divergence) snprintf(diverges, sizeof diverges, "%zu", r->first_divergence);
+  printf("  free-running: token agreement %.3f, first diverging step: %s\n", r->agreement,
+         diverges);
+  printf("  teacher-forced KL(full || evicted): mean %.4g, per step", r->kl_forced_mean);
+  for (size_t t = 0; t < r->n_steps; t++) printf(" %.3g", r->kl_forced[t]);
+  printf("\n  max relative logit diff (forced) %.3g -> %s\n", r->logits_rel_diff, dir);
+}
+
+static int run_model_replay(const ReplayArgs *a, TraceReader *reader, const EvictKeepSet *keep,
+                            const char *out_dir, const char *command_line) {
+  const char *path = a->model_path ? a->model_path : model_default_path();
+  Model *model = NULL;
+  EvictReplayer *replayer = NULL;
+  EvictModelReplay *result = obc_malloc(sizeof *result, "replay result");
+  int rc = result ? model_load_with(path, &(ModelLoadOptions){a->weights}, &model) : OBC_ENOMEM;
+  if (!rc) rc = evict_replayer_open(model, reader, a->steps, a->threads, a->device, &replayer);
+  if (!rc && a->save_logits) rc = evict_replayer_keep_logits(replayer, true);
+  if (!rc) rc = evict_replayer_run(replayer, keep, result);
+  if (!rc)
+    rc = evict_replay_write(out_dir, a->trace_path, path, keep, replayer, result, command_line);
+  if (!rc) print_model_replay(keep, replayer, result, out_dir);
+  free(result);
+  evict_replayer_close(replayer);
+  model_free(model);
+  return rc;
+}
+
+static int run_offline(const ReplayArgs *a, TraceReader *reader, const EvictKeepSet *keep,
+                       const char *out_dir, const char *command_line) {
+  EvictOfflineResult result;
+  int rc = evict_offline_run(reader, keep, &result); /* frees its own on failure */
+  if (rc) return rc;
+  rc = evict_offline_write(out_dir, a->trace_path, keep, &result, command_line);
+  if (!rc) print_offline(keep, &result, out_dir);
+  evict_offline_result_free(&result);
+  return rc;
+}
+
+/* `obcache replay --dynamic`: the one line pointing to `obcache dynamic`. */
+static bool asks_for_dynamic(int argc, char **argv) {
+  for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+    if (!strcmp(argv[i], "--dynamic")) return true;
+  return false;
+}
+
 int cmd_replay(int argc, char **argv) {
+  if (asks_for_dynamic(argc, argv))
+    return obc_fail(OBC_EINVAL,
+                    "decoding-time eviction is its own command: obcache dynamic (see obcache "
+                    "dynamic --help)");
   ReplayArgs a;
   memset(&a, 0, sizeof a);
-  a.max_text_bytes = OBC_TEXT_MAX_BYTES;
   evict_policy_default(&a.policy);
+  sweep_replay_config_default(&a.sweep_config);
   bool help = false;
   int rc = parse_args(argc, argv, &a, &help);
   if (rc || help) return rc;
@@ -300,17 +334,7 @@ int cmd_replay(int argc, char **argv) {
   if (a.threads) obc_set_threads(a.threads);
   char out_dir[4096], command_line[4096];
   evict_join_command_line(argc, argv, command_line, sizeof command_line);
-  if (a.sweep) {
-    if (a.offline || a.keep_path)
-      return obc_fail(OBC_EINVAL,
-                      "--sweep: runs offline and model replay itself from --scores "
-                      "and --budgets (no --offline or --keep)");
-    return run_sweep(&a, command_line);
-  }
-  if (a.protocols.n > 1)
-    return obc_fail(OBC_EINVAL, "--protocol: a list of protocols only with --sweep");
-  if (a.pairs) return obc_fail(OBC_EINVAL, "--pairs: only with --sweep");
-  if (a.dynamic) return run_dynamic(&a, command_line);
+  if (a.sweep) return run_sweep(&a, command_line);
   if (a.out_dir)
     snprintf(out_dir, sizeof out_dir, "%s", a.out_dir);
   else
@@ -329,66 +353,9 @@ int cmd_replay(int argc, char **argv) {
   if (!rc)
     rc = a.keep_path ? evict_keep_read(a.keep_path, trace_meta(reader), &keep)
                      : evict_policy_apply(reader, &a.policy, &keep);
-  Model *model = NULL;
-  EvictReplayer *replayer = NULL;
-  if (!rc && a.offline) {
-    EvictOfflineResult result;
-    rc = evict_offline_run(reader, &keep, &result); /* frees its own on failure */
-    if (!rc) {
-      rc = evict_offline_write(out_dir, a.trace_path, &keep, &result, command_line);
-      if (!rc) print_offline(&keep, &result, out_dir);
-      evict_offline_result_free(&result);
-    }
-  } else if (!rc) {
-    const char *path = a.model_path ? a.model_path : model_default_path();
-    EvictModelReplay *result = obc_malloc(sizeof *result, "replay result");
-    rc = result ? model_load_with(path, &(ModelLoadOptions){a.weights}, &model) : OBC_ENOMEM;
-    if (!rc) rc = evict_replayer_open(model, reader, a.steps, a.threads, a.device, &replayer);
-    if (!rc && a.save_logits) rc = evict_replayer_keep_logits(replayer, true);
-    if (!rc) rc = evict_replayer_run(replayer, &keep, result);
-    if (!rc)
-      rc = evict_replay_write(out_dir, a.trace_path, path, &keep, replayer, result, command_line);
-    if (!rc) {
-      int full_found = -1;
-      const char *full = evict_replayer_full_answer(replayer, &full_found);
-      printf("model replay: %s, budget %zu of %zu (%s, %s), %zu steps\n", keep.policy.score,
-             keep.budget, keep.n_candidates, evict_allocation_name(keep.policy.allocation),
-             evict_protocol_name(keep.policy.protocol), result->n_steps);
-      if (result->rerun_tokens) {
-        printf(
-            "  question re-run: %zu prompt tokens against the evicted cache, first answer "
-            "token %s the full cache's (KL %.4g)\n",
-            result->rerun_tokens,
-            result->first_token == evict_replayer_full_token(replayer, 0) ? "equals"
-                                                                          : "differs from",
-            result->kl_prefill);
-        fprintf(stderr, "replay: the question re-run took %.3f s\n", result->rerun_seconds);
-      }
-      printf("  full cache: \"%s\" (needle %s)\n", full,
-             full_found < 0 ? "n/a"
-             : full_found   ? "found"
-                            : "NOT found");
-      printf(
-          "  evicted:    \"%s\" (needle %s, prefix %zu of %zu characters, %.3g of its "
-          "tokens)\n",
-          result->answer,
-          result->needle_found < 0 ? "n/a"
-          : result->needle_found   ? "found"
-                                   : "NOT found",
-          result->needle_prefix, result->needle_chars, result->needle_tokens);
-      char diverges[32] = "none";
-      if (result->first_divergence)
-        snprintf(diverges, sizeof diverges, "%zu", result->first_divergence);
-      printf("  free-running: token agreement %.3f, first diverging step: %s\n", result->agreement,
-             diverges);
-      printf("  teacher-forced KL(full || evicted): mean %.4g, per step", result->kl_forced_mean);
-      for (size_t t = 0; t < result->n_steps; t++) printf(" %.3g", result->kl_forced[t]);
-      printf("\n  max relative logit diff (forced) %.3g -> %s\n", result->logits_rel_diff, out_dir);
-    }
-    free(result);
-  }
-  evict_replayer_close(replayer);
-  model_free(model);
+  if (!rc)
+    rc = a.offline ? run_offline(&a, reader, &keep, out_dir, command_line)
+                   : run_model_replay(&a, reader, &keep, out_dir, command_line);
   evict_keep_set_free(&keep);
   trace_close(reader);
   return rc;

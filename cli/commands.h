@@ -21,6 +21,7 @@ int cmd_model_info(int argc, char **argv); /* cli/cmd_model_info.c */
 int cmd_plot(int argc, char **argv);       /* cli/cmd_plot.c */
 int cmd_evict(int argc, char **argv);      /* cli/cmd_evict.c */
 int cmd_replay(int argc, char **argv);     /* cli/cmd_replay.c */
+int cmd_dynamic(int argc, char **argv);    /* cli/cmd_dynamic.c */
 int cmd_upgrade(int argc, char **argv);    /* cli/cmd_upgrade.c */
 
 #endif

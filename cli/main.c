@@ -32,6 +32,8 @@ static const Command commands[] = {
      "apply an eviction policy to a trace: kept prompt positions per (layer, KV head)"},
     {"replay", cmd_replay,
      "replay decoding over an evicted cache: offline output error, or the model's answer and KL"},
+    {"dynamic", cmd_dynamic,
+     "evict while decoding a long text: perplexity per running score and cache budget"},
     {"plot", cmd_plot, "render the figures of an analysis or sweep folder with gnuplot (PNG, SVG)"},
     {"tokenize", cmd_tokenize, "print the token ids of a text (tokenizer only)"},
     {"generate", cmd_generate, "greedy generation from a prompt, with tokens/s"},

@@ -22,31 +22,61 @@
 #include "runtime/generate.h"
 #include "runtime/runtime.h"
 
-typedef enum { DYN_ATTN = 0, DYN_OBC_V, DYN_OBC_K, DYN_OBC_VK, DYN_STREAMING, DYN_FULL } DynScore;
+const char *const evict_dynamic_score_names[EVICT_DYNAMIC_N_SCORES] = {
+    [EVICT_DYNAMIC_ATTN] = "attn",           [EVICT_DYNAMIC_OBC_V] = "obc_v",
+    [EVICT_DYNAMIC_OBC_K] = "obc_k",         [EVICT_DYNAMIC_OBC_VK] = "obc_vk",
+    [EVICT_DYNAMIC_STREAMING] = "streaming",
+};
 
-static int dyn_score_from_name(const char *name, DynScore *out) {
-  static const char *const names[] = {"attn", "obc_v", "obc_k", "obc_vk", "streaming"};
-  for (int i = 0; i < 5; i++)
-    if (!strcmp(name, names[i])) {
-      *out = (DynScore)i;
+/* The scores a run evicts by, and the full cache it is compared with. */
+typedef enum {
+  DYN_ATTN = EVICT_DYNAMIC_ATTN,
+  DYN_OBC_V = EVICT_DYNAMIC_OBC_V,
+  DYN_OBC_K = EVICT_DYNAMIC_OBC_K,
+  DYN_OBC_VK = EVICT_DYNAMIC_OBC_VK,
+  DYN_STREAMING = EVICT_DYNAMIC_STREAMING,
+  DYN_FULL = EVICT_DYNAMIC_N_SCORES,
+} DynScore;
+
+void evict_dynamic_score_list(const char *separator, const char *last, char *out, size_t size) {
+  size_t used = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < EVICT_DYNAMIC_N_SCORES && used < size; i++) {
+    const char *joint = i == 0 ? "" : i + 1 == EVICT_DYNAMIC_N_SCORES ? last : separator;
+    int n = snprintf(out + used, size - used, "%s%s", joint, evict_dynamic_score_names[i]);
+    if (n < 0) break;
+    used += (size_t)n;
+  }
+}
+
+int evict_dynamic_score_parse(const char *option, const char *name, EvictDynamicScore *score) {
+  for (size_t i = 0; i < EVICT_DYNAMIC_N_SCORES; i++)
+    if (!strcmp(name, evict_dynamic_score_names[i])) {
+      *score = (EvictDynamicScore)i;
       return OBC_OK;
     }
-  return obc_fail(OBC_EINVAL,
-                  "--scores %s: not a dynamic score (expected attn, obc_v, obc_k, "
-                  "obc_vk or streaming)",
-                  name);
+  char expected[128];
+  evict_dynamic_score_list(", ", " or ", expected, sizeof expected);
+  return obc_fail(OBC_EINVAL, "%s %s: not a dynamic score (expected %s)", option, name, expected);
+}
+
+static int dyn_score_from_name(const char *name, DynScore *out) {
+  EvictDynamicScore score = EVICT_DYNAMIC_ATTN;
+  int rc = evict_dynamic_score_parse("--scores", name, &score);
+  if (!rc) *out = (DynScore)score;
+  return rc;
 }
 
 void evict_dynamic_config_default(EvictDynamicConfig *c) {
-  static const char *const scores[] = {"attn", "obc_v", "obc_k", "obc_vk", "streaming"};
   memset(c, 0, sizeof *c);
   c->text = "kjv";
   c->max_text_bytes = OBC_TEXT_MAX_BYTES;
   c->n_tokens = 4096;
   c->budgets[0] = 256, c->budgets[1] = 512, c->budgets[2] = 1024;
   c->n_budgets = 3;
-  for (size_t i = 0; i < 5; i++) snprintf(c->scores[i], sizeof c->scores[0], "%s", scores[i]);
-  c->n_scores = 5;
+  for (size_t i = 0; i < EVICT_DYNAMIC_N_SCORES; i++)
+    snprintf(c->scores[i], sizeof c->scores[0], "%s", evict_dynamic_score_names[i]);
+  c->n_scores = EVICT_DYNAMIC_N_SCORES;
   c->sinks = 4;
   c->recent = 0; /* half of each budget, H2O's split */
   c->chunk = 16;

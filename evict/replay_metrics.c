@@ -1,10 +1,11 @@
 /* Answer metrics of a model replay (evict/replay_metrics.h). */
 #include "evict/replay_metrics.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/obc_match.h"
 
 size_t replay_first_divergence(const int32_t *full, const int32_t *replay, size_t n) {
   for (size_t t = 0; t < n; t++)
@@ -12,19 +13,9 @@ size_t replay_first_divergence(const int32_t *full, const int32_t *replay, size_
   return 0;
 }
 
-/* Whether text holds needle[0..n) somewhere, ignoring case. */
-static int holds_prefix(const char *text, const char *needle, size_t n) {
-  for (const char *p = text; *p; p++) {
-    size_t i = 0;
-    while (i < n && p[i] && tolower((unsigned char)p[i]) == tolower((unsigned char)needle[i])) i++;
-    if (i == n) return 1;
-  }
-  return 0;
-}
-
 size_t replay_needle_prefix(const char *answer, const char *value) {
   size_t n = strlen(value);
-  while (n > 0 && !holds_prefix(answer, value, n)) n--;
+  while (n > 0 && !obc_match_holds(answer, value, n)) n--;
   return n;
 }
 

@@ -6,7 +6,7 @@
 # policy's evictions cost.
 #
 # Variables (gnuplot -e "name=value; ..."), besides those of style.gp:
-#   data     dynamic.csv of `obcache replay --dynamic`          [dynamic.csv]
+#   data     dynamic.csv of `obcache dynamic`                   [dynamic.csv]
 #   scores   space-separated score names ("full" is drawn in every panel)
 #   budgets  space-separated budgets, one panel each (0 = the full cache)
 #   model    model name used in the title                           ["model"]

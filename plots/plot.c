@@ -150,7 +150,7 @@ static int select_figures(const PlotOptions *options, const int *kinds, int *sel
                         options->dir, f->data, f->name,
                         f->sweep == 1   ? "; it is drawn for sweep folders"
                         : f->sweep == 2 ? "; it is drawn for obcache replay --sweep folders"
-                        : f->sweep == 3 ? "; it is drawn for obcache replay --dynamic folders"
+                        : f->sweep == 3 ? "; it is drawn for obcache dynamic folders"
                         : f->sweep == 4 ? "; it is drawn for obcache eval folders"
                                         : "");
       if (!applicable) continue; /* a figure of the other kind of folder: not a skip */
@@ -436,7 +436,7 @@ int plot_render(const PlotOptions *options, PlotResult *result) {
   int sweep = plot_file_exists(options->dir, "summary.csv");
   int analysis = plot_file_exists(options->dir, "report.json");
   int replay = plot_file_exists(options->dir, "replay_sweep.csv"); /* obcache replay --sweep */
-  int dynamic = plot_file_exists(options->dir, "dynamic.csv");     /* obcache replay --dynamic */
+  int dynamic = plot_file_exists(options->dir, "dynamic.csv");     /* obcache dynamic */
   int eval = plot_file_exists(options->dir, "accuracy.csv");       /* obcache eval */
   if (!analysis && !sweep && !replay && !dynamic && !eval)
     return obc_fail(OBC_ENOTFOUND,

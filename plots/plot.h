@@ -20,7 +20,7 @@ typedef struct {
   const char *data;     /* CSV of the analysis/sweep folder it needs */
   int sweep;            /* folder kind: 0 analysis, 1 sweep (summary.csv), 2 replay sweep
                            (replay_sweep.csv of obcache replay --sweep), 3 dynamic eviction
-                           (dynamic.csv of obcache replay --dynamic), 4 eval (accuracy.csv of
+                           (dynamic.csv of obcache dynamic), 4 eval (accuracy.csv of
                            obcache eval) */
   const char *question; /* one sentence for --help and the README */
 } PlotFigure;

@@ -1,7 +1,7 @@
 /* Inputs of the figures of eviction folders (evict/): a replay sweep folder
  * (replay_sweep.csv + replay_sweep.json of `obcache replay --sweep`) and a
- * dynamic-eviction folder (dynamic.csv + dynamic.json of `obcache replay
- * --dynamic`). Gives the gnuplot variables those scripts take: the scores
+ * dynamic-eviction folder (dynamic.csv + dynamic.json of `obcache dynamic`).
+ * Gives the gnuplot variables those scripts take: the scores
  * (or budgets) present in the CSV in file order, the model's name and
  * whether the model was run. */
 #ifndef OBC_PLOT_REPLAY_H

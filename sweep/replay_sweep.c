@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -393,6 +394,28 @@ typedef struct {
   size_t n_found;                                           /* traces with a needle match */
 } SweepMean;
 
+/* A measure of the printed tables. */
+typedef enum {
+  SWEEP_NEEDLE_FOUND,        /* share of traces whose answer has the needle */
+  SWEEP_KL_FORCED,           /* teacher-forced KL, mean over decode steps */
+  SWEEP_REL_ERROR,           /* offline relative output error */
+  SWEEP_NEEDLE_KEPT,         /* share of the needle span kept */
+  SWEEP_NEEDLE_PREFIX_SHARE, /* share of the value's characters from its start */
+  SWEEP_FIRST_DIVERGENCE,    /* first diverging free-running step */
+} SweepMeasure;
+
+static double mean_measure(const SweepMean *m, SweepMeasure measure) {
+  switch (measure) {
+    case SWEEP_NEEDLE_FOUND: return m->needle_found;
+    case SWEEP_KL_FORCED: return m->kl_forced;
+    case SWEEP_REL_ERROR: return m->rel_error;
+    case SWEEP_NEEDLE_KEPT: return m->needle_kept;
+    case SWEEP_NEEDLE_PREFIX_SHARE: return m->needle_prefix_share;
+    case SWEEP_FIRST_DIVERGENCE: return m->first_divergence;
+  }
+  return NAN;
+}
+
 static void sweep_mean(const SweepRun *run, size_t s, size_t b, SweepMean *m) {
   memset(m, 0, sizeof *m);
   size_t n = 0;
@@ -507,11 +530,17 @@ static void print_pairs(const SweepReplayConfig *c, const SweepRun *run) {
   SweepPair pairs[EVICT_SWEEP_MAX];
   size_t n = row_pairs(c, run, pairs, EVICT_SWEEP_MAX);
   if (n == 0) return;
-  for (int which = c->with_model ? 0 : 2; which < 3; which++) {
-    printf("\nbaseline vs baseline + OBCache: %s (baseline -> paired)\n",
-           which == 0   ? "needle retrieval"
-           : which == 1 ? "KL(full || evicted), teacher-forced"
-                        : "offline relative output error");
+  static const struct {
+    SweepMeasure measure;
+    const char *title;
+  } tables[] = {
+      {SWEEP_NEEDLE_FOUND, "needle retrieval"},
+      {SWEEP_KL_FORCED, "KL(full || evicted), teacher-forced"},
+      {SWEEP_REL_ERROR, "offline relative output error"},
+  };
+  for (size_t k = c->with_model ? 0 : 2; k < sizeof tables / sizeof *tables; k++) {
+    SweepMeasure which = tables[k].measure;
+    printf("\nbaseline vs baseline + OBCache: %s (baseline -> paired)\n", tables[k].title);
     printf("%-10s %-26s", "protocol", "pair");
     for (size_t b = 0; b < c->n_budgets; b++) printf(" %15s", c->budgets[b]);
     printf("\n");
@@ -525,8 +554,7 @@ static void print_pairs(const SweepReplayConfig *c, const SweepRun *run) {
         SweepMean x, y;
         sweep_mean(run, pairs[i].baseline, b, &x);
         sweep_mean(run, pairs[i].paired, b, &y);
-        double u = which == 0 ? x.needle_found : which == 1 ? x.kl_forced : x.rel_error;
-        double v = which == 0 ? y.needle_found : which == 1 ? y.kl_forced : y.rel_error;
+        double u = mean_measure(&x, which), v = mean_measure(&y, which);
         char cell[32];
         snprintf(cell, sizeof cell, "%.3g->%.3g", u, v);
         printf(" %15s", cell);
@@ -561,48 +589,140 @@ static int build_rows(const SweepReplayConfig *c, SweepRun *run) {
   return OBC_OK;
 }
 
+/* ---- the CSV columns ---- */
+
+/* How a column prints its value: text, a count, an int, a double (%.6g), or
+ * a double through number() ("nan" for a missing value). */
+typedef enum {
+  SWEEP_COLUMN_TEXT,
+  SWEEP_COLUMN_SIZE,
+  SWEEP_COLUMN_INT,
+  SWEEP_COLUMN_REAL,
+  SWEEP_COLUMN_NUMBER,
+} SweepColumnKind;
+
+/* One column of a CSV: its header name, how it prints, and where its value
+ * lies in the row's record (offsetof). */
+typedef struct {
+  const char *name;
+  SweepColumnKind kind;
+  size_t offset;
+} SweepColumn;
+
+/* A row of replay_cells.csv: one (trace, score, budget). */
+typedef struct {
+  const char *trace, *score, *budget, *protocol;
+  SweepCell cell;
+} SweepCellRecord;
+
+/* A row of replay_sweep.csv: the mean over traces of one (score, budget). */
+typedef struct {
+  const char *score, *budget, *protocol;
+  size_t traces;
+  SweepMean mean;
+} SweepMeanRecord;
+
+#define CELL_COLUMN(name, kind, field) \
+  { name, SWEEP_COLUMN_##kind, offsetof(SweepCellRecord, field) }
+static const SweepColumn cell_columns[] = {
+    CELL_COLUMN("trace", TEXT, trace),
+    CELL_COLUMN("score", TEXT, score),
+    CELL_COLUMN("budget", TEXT, budget),
+    CELL_COLUMN("tokens", SIZE, cell.tokens),
+    CELL_COLUMN("candidates", SIZE, cell.candidates),
+    CELL_COLUMN("rel_error", REAL, cell.offline.rel_error),
+    CELL_COLUMN("rel_error_step1", REAL, cell.offline.rel_error_step1),
+    CELL_COLUMN("mass_lost", REAL, cell.offline.mass_lost),
+    CELL_COLUMN("needle_kept", NUMBER, cell.offline.needle_kept),
+    CELL_COLUMN("needle_found", INT, cell.needle_found),
+    CELL_COLUMN("needle_prefix", NUMBER, cell.needle_prefix),
+    CELL_COLUMN("needle_chars", NUMBER, cell.needle_chars),
+    CELL_COLUMN("needle_tokens", NUMBER, cell.needle_tokens),
+    CELL_COLUMN("agreement", NUMBER, cell.agreement),
+    CELL_COLUMN("first_divergence", NUMBER, cell.first_divergence),
+    CELL_COLUMN("kl_forced", NUMBER, cell.kl_forced),
+    CELL_COLUMN("protocol", TEXT, protocol),
+};
+#undef CELL_COLUMN
+
+#define MEAN_COLUMN(name, kind, field) \
+  { name, SWEEP_COLUMN_##kind, offsetof(SweepMeanRecord, field) }
+static const SweepColumn mean_columns[] = {
+    MEAN_COLUMN("score", TEXT, score),
+    MEAN_COLUMN("budget", TEXT, budget),
+    MEAN_COLUMN("fraction", REAL, mean.fraction),
+    MEAN_COLUMN("traces", SIZE, traces),
+    MEAN_COLUMN("rel_error", REAL, mean.rel_error),
+    MEAN_COLUMN("rel_error_step1", REAL, mean.rel_error_step1),
+    MEAN_COLUMN("mass_lost", REAL, mean.mass_lost),
+    MEAN_COLUMN("needle_kept", NUMBER, mean.needle_kept),
+    MEAN_COLUMN("needle_found", NUMBER, mean.needle_found),
+    MEAN_COLUMN("needle_prefix", NUMBER, mean.needle_prefix),
+    MEAN_COLUMN("needle_prefix_share", NUMBER, mean.needle_prefix_share),
+    MEAN_COLUMN("needle_tokens", NUMBER, mean.needle_tokens),
+    MEAN_COLUMN("agreement", NUMBER, mean.agreement),
+    MEAN_COLUMN("first_divergence", NUMBER, mean.first_divergence),
+    MEAN_COLUMN("kl_forced", NUMBER, mean.kl_forced),
+    MEAN_COLUMN("protocol", TEXT, protocol),
+};
+#undef MEAN_COLUMN
+
+static void write_header(FILE *fp, const SweepColumn *columns, size_t n) {
+  for (size_t i = 0; i < n; i++) fprintf(fp, "%s%s", i ? "," : "", columns[i].name);
+  fputc('\n', fp);
+}
+
+/* One row: every column's value from record. */
+static void write_row(FILE *fp, const SweepColumn *columns, size_t n, const void *record) {
+  for (size_t i = 0; i < n; i++) {
+    const char *at = (const char *)record + columns[i].offset;
+    char buf[32];
+    if (i) fputc(',', fp);
+    switch (columns[i].kind) {
+      case SWEEP_COLUMN_TEXT: fputs(*(const char *const *)at, fp); break;
+      case SWEEP_COLUMN_SIZE: fprintf(fp, "%zu", *(const size_t *)at); break;
+      case SWEEP_COLUMN_INT: fprintf(fp, "%d", *(const int *)at); break;
+      case SWEEP_COLUMN_REAL: fprintf(fp, "%.6g", *(const double *)at); break;
+      case SWEEP_COLUMN_NUMBER: fputs(number(*(const double *)at, buf, sizeof buf), fp); break;
+    }
+  }
+  fputc('\n', fp);
+}
+
+#define N_COLUMNS(table) (sizeof(table) / sizeof *(table))
+
 /* The files of the set, in order (replay_pairs.csv only with pairs). */
 static int write_files(ObcOutputSet *set, const SweepReplayConfig *c, const SweepRun *run,
                        const char *model_name, const char *command_line) {
-  char a[32], b2[32], d[32];
   FILE *fp = NULL;
   int rc = obc_output_open(set, "replay_cells.csv", &fp);
   if (rc) return rc;
-  fprintf(fp,
-          "trace,score,budget,tokens,candidates,rel_error,rel_error_step1,mass_lost,"
-          "needle_kept,needle_found,needle_prefix,needle_chars,needle_tokens,agreement,"
-          "first_divergence,kl_forced,protocol\n");
+  write_header(fp, cell_columns, N_COLUMNS(cell_columns));
   for (size_t i = 0; i < run->n_cells; i++) {
     const SweepCell *x = &run->cells[i];
-    char e[32], f[32], g[32], h[32];
-    fprintf(fp, "%s,%s,%s,%zu,%zu,%.6g,%.6g,%.6g,%s,%d,%s,%s,%s,%s,%s,%s,%s\n",
-            run->traces[x->trace], run->rows[x->score].label, c->budgets[x->budget], x->tokens,
-            x->candidates, x->offline.rel_error, x->offline.rel_error_step1, x->offline.mass_lost,
-            number(x->offline.needle_kept, a, sizeof a), x->needle_found,
-            number(x->needle_prefix, e, sizeof e), number(x->needle_chars, f, sizeof f),
-            number(x->needle_tokens, g, sizeof g), number(x->agreement, b2, sizeof b2),
-            number(x->first_divergence, h, sizeof h), number(x->kl_forced, d, sizeof d),
-            evict_protocol_name(run->rows[x->score].protocol));
+    SweepCellRecord record = {
+        .trace = run->traces[x->trace],
+        .score = run->rows[x->score].label,
+        .budget = c->budgets[x->budget],
+        .protocol = evict_protocol_name(run->rows[x->score].protocol),
+        .cell = *x,
+    };
+    write_row(fp, cell_columns, N_COLUMNS(cell_columns), &record);
   }
   if ((rc = obc_output_close(set, fp))) return rc;
 
   if ((rc = obc_output_open(set, "replay_sweep.csv", &fp))) return rc;
-  fprintf(fp,
-          "score,budget,fraction,traces,rel_error,rel_error_step1,mass_lost,needle_kept,"
-          "needle_found,needle_prefix,needle_prefix_share,needle_tokens,agreement,"
-          "first_divergence,kl_forced,protocol\n");
+  write_header(fp, mean_columns, N_COLUMNS(mean_columns));
   for (size_t s = 0; s < run->n_rows; s++)
     for (size_t b = 0; b < c->n_budgets; b++) {
-      SweepMean m;
-      sweep_mean(run, s, b, &m);
-      char e[32], f[32], g[32], h[32], i2[32], j2[32], k2[32];
-      fprintf(fp, "%s,%s,%.6g,%zu,%.6g,%.6g,%.6g,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", run->rows[s].label,
-              c->budgets[b], m.fraction, run->n_traces, m.rel_error, m.rel_error_step1, m.mass_lost,
-              number(m.needle_kept, a, sizeof a), number(m.needle_found, e, sizeof e),
-              number(m.needle_prefix, i2, sizeof i2), number(m.needle_prefix_share, j2, sizeof j2),
-              number(m.needle_tokens, k2, sizeof k2), number(m.agreement, f, sizeof f),
-              number(m.first_divergence, g, sizeof g), number(m.kl_forced, h, sizeof h),
-              evict_protocol_name(run->rows[s].protocol));
+      SweepMeanRecord record = {
+          .score = run->rows[s].label,
+          .budget = c->budgets[b],
+          .protocol = evict_protocol_name(run->rows[s].protocol),
+          .traces = run->n_traces,
+      };
+      sweep_mean(run, s, b, &record.mean);
+      write_row(fp, mean_columns, N_COLUMNS(mean_columns), &record);
     }
   if ((rc = obc_output_close(set, fp))) return rc;
   if ((rc = write_kl_steps(set, c, run))) return rc;
@@ -644,10 +764,8 @@ static int write_outputs(const char *dir, const SweepReplayConfig *c, const Swee
   return obc_output_end(&set, rc);
 }
 
-/* One table: rows = scores, columns = budgets. which: 0 needle found,
- * 1 KL forced, 2 relative output error, 3 needle kept, 4 needle prefix share,
- * 5 first diverging step. */
-static void print_table(const SweepReplayConfig *c, const SweepRun *run, int which,
+/* One table of a measure: rows = scores, columns = budgets. */
+static void print_table(const SweepReplayConfig *c, const SweepRun *run, SweepMeasure which,
                         const char *title) {
   int width = 12;
   for (size_t s = 0; s < run->n_rows; s++)
@@ -660,12 +778,7 @@ static void print_table(const SweepReplayConfig *c, const SweepRun *run, int whi
     for (size_t b = 0; b < c->n_budgets; b++) {
       SweepMean m;
       sweep_mean(run, s, b, &m);
-      double v = which == 0   ? m.needle_found
-                 : which == 1 ? m.kl_forced
-                 : which == 2 ? m.rel_error
-                 : which == 3 ? m.needle_kept
-                 : which == 4 ? m.needle_prefix_share
-                              : m.first_divergence;
+      double v = mean_measure(&m, which);
       if (isfinite(v))
         printf(" %9.4f", v);
       else
@@ -721,21 +834,22 @@ int sweep_replay_run(const char *input, const char *out_dir, const SweepReplayCo
               run.model_sets, run.model_seconds,
               c->batch == 1 ? "one at a time, --batch 1" : "batched");
     if (c->with_model) {
-      print_table(c, &run, 0,
+      print_table(c, &run, SWEEP_NEEDLE_FOUND,
                   "needle retrieval (share of traces whose replayed answer has the "
                   "needle's value)");
-      print_table(c, &run, 4,
+      print_table(c, &run, SWEEP_NEEDLE_PREFIX_SHARE,
                   "needle prefix (share of the value's characters the answer "
                   "reproduces from its start)");
-      print_table(c, &run, 1, "KL(full || evicted), teacher-forced, mean over decode steps");
-      print_table(c, &run, 5,
+      print_table(c, &run, SWEEP_KL_FORCED,
+                  "KL(full || evicted), teacher-forced, mean over decode steps");
+      print_table(c, &run, SWEEP_FIRST_DIVERGENCE,
                   "first decode step whose free-running token differs from the "
                   "full cache's (steps + 1 = none)");
     }
-    print_table(c, &run, 2,
+    print_table(c, &run, SWEEP_REL_ERROR,
                 "offline relative output error ||o'-o||/||o|| (mean over layers, "
                 "heads, decode steps)");
-    print_table(c, &run, 3, "share of the needle span kept (offline)");
+    print_table(c, &run, SWEEP_NEEDLE_KEPT, "share of the needle span kept (offline)");
     print_pairs(c, &run);
   }
   model_free(model);

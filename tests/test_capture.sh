@@ -3,7 +3,8 @@
 # trace passes `obcache verify` and `obcache analyze`; two captures of the same
 # inputs hold identical datasets and attributes (apart from `created`); the
 # decode logits equal those of `obcache logits` on the same token ids (up to
-# the rounding of a different chunking); a SIGTERM mid-run and bad input
+# the rounding of a different chunking); an answer of fewer tokens than the
+# needle's value is said to be too short; a SIGTERM mid-run and bad input
 # (depth 150, a length beyond the context, an unwritable output, a full disk)
 # give a non-zero exit, a one-line message and no trace file.
 set -u
@@ -129,6 +130,16 @@ check "sweep wrote a plan, and a trace and an analysis per cell" \
 check "summary.csv has the columns and 2 cells x 11 quantities" test \
   "$(head -1 "$dir/sweep/summary.csv")" = "length,depth,needle,found,answer_ok,score,k,recall,needle_kept" \
   -a "$(tail -n +2 "$dir/sweep/summary.csv" | cut -d, -f1,2,6,7 | sort -u | wc -l)" -eq 22
+
+# Two decode steps cannot hold a 7-digit value: capture says so, not only
+# "not found" (the default model reads it as 7 digit tokens).
+"$OBCACHE" capture --length 160 --depth 50 --haystack noise --decode 2 --rows 16 \
+  -o "$dir/short.h5" > "$dir/short.txt" 2>&1
+if grep -q "needle not found (expected [0-9]*): the answer (2 tokens) is too short to hold the needle's value (7 tokens; hint: --decode 7 or more)" "$dir/short.txt"; then
+  pass "--decode 2: the answer is too short to hold the value"
+else
+  fail "--decode 2: $(cat "$dir/short.txt")"
+fi
 
 # SIGTERM in the middle of a capture leaves nothing under the final name.
 "$OBCACHE" capture --length 1024 --depth 50 --haystack noise --decode 8 -o "$dir/killed.h5" \

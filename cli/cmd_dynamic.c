@@ -1,0 +1,122 @@
+/* `obcache dynamic`: decoding-time eviction, the paper's PG19 experiment
+ * (evict/dynamic.h). The model decodes a long text teacher-forced with a
+ * fixed cache budget per (layer, KV head), evicting by each running score as
+ * it goes; the perplexity of every (score, budget) against the full cache. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "common/obc_cli.h"
+#include "common/obc_error.h"
+#include "common/obc_options.h"
+#include "evict/dynamic.h"
+#include "evict/policy_args.h"
+#include "model/model.h"
+#include "runtime/runtime.h"
+#include "tokenizer/text_input.h"
+
+static const char usage[] =
+    "usage: obcache dynamic [--model M] [--text kjv|FILE] [--tokens N] [--budgets B,..]\n"
+    "                       [--scores S,..] [--chunk C] [-o DIR]\n"
+    "\n"
+    "Teacher-forced decoding over a long text with a fixed cache budget per (layer,\n"
+    "KV head): every new row adds to each cached token's running score, and whenever\n"
+    "a head holds more than the budget its lowest-scoring tokens are evicted (outside\n"
+    "the --sinks and the --recent window; streaming keeps the sinks and the most\n"
+    "recent tokens only). Prints the perplexity of the text under each score and\n"
+    "budget against the full cache, and writes DIR/dynamic.csv (score, budget,\n"
+    "position, window and cumulative perplexity) and DIR/dynamic.json; draw them\n"
+    "with obcache plot DIR.\n";
+
+typedef struct {
+  EvictDynamicConfig config;
+  const char *model_path, *out_dir;
+  ModelWeightsMode weights;
+  ObcSizeList budgets; /* --budgets into config.budgets */
+  const char *scores;  /* --scores S,.. */
+} DynamicArgs;
+
+/* "256,512,1024", as the help shows the budgets' default. */
+static void join_sizes(const size_t *values, size_t n, char *out, size_t size) {
+  size_t used = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < n && used < size; i++)
+    used += (size_t)snprintf(out + used, size - used, "%s%zu", i ? ", " : "", values[i]);
+}
+
+static int score_check(EvictPolicy *probe, const char *name) {
+  (void)probe;
+  EvictDynamicScore score;
+  return evict_dynamic_score_parse("--scores", name, &score);
+}
+
+static int parse_args(int argc, char **argv, DynamicArgs *a, bool *help) {
+  EvictDynamicConfig *c = &a->config;
+  char score_names[128], scores_help[256], default_scores[256], default_budgets[256];
+  evict_dynamic_score_list(", ", " or ", score_names, sizeof score_names);
+  snprintf(scores_help, sizeof scores_help, "running scores to evict by: %s (attn is H2O's)",
+           score_names);
+  evict_join_names((const char(*)[32])c->scores, c->n_scores, ", ", default_scores,
+                   sizeof default_scores);
+  join_sizes(c->budgets, c->n_budgets, default_budgets, sizeof default_budgets);
+  a->budgets = (ObcSizeList){c->budgets, &c->n_budgets, EVICT_DYNAMIC_MAX};
+  const ObcOption options[] = {
+      OBC_OPT_TEXT("--model", "M", &a->model_path, "GGUF file or HF folder",
+                   .default_text = "the embedded SmolLM2"),
+      MODEL_WEIGHTS_OPTION(&a->weights),
+      OBC_OPT_TEXT("--text", "kjv|FILE", &c->text,
+                   "the text: kjv (Debian's bible-kjv) or a UTF-8 text file"),
+      OBC_OPT_SIZE("--tokens", "N", &c->n_tokens, "tokens of the text to decode"),
+      text_max_bytes_option(&c->max_text_bytes),
+      OBC_OPT_CUSTOM("--budgets", "B,..", &a->budgets, obc_option_parse_size_list,
+                     "cache budgets in tokens per (layer, KV head)",
+                     .default_text = default_budgets),
+      OBC_OPT_TEXT("--scores", "S,..", &a->scores, scores_help, .default_text = default_scores),
+      OBC_OPT_SIZE("--sinks", "N", &c->sinks, "first N positions never evicted"),
+      OBC_OPT_SIZE("--recent", "R", &c->recent, "last R positions never evicted",
+                   .default_text = "half of each budget, as in H2O"),
+      OBC_OPT_SIZE("--chunk", "C", &c->chunk,
+                   "tokens fed per forward call, eviction after each (the cache holds at most "
+                   "budget + C - 1; 1 = strict)"),
+      OBC_OPT_SIZE("--ppl-window", "N", &c->ppl_window, "positions per perplexity window"),
+      OBC_OPT_SIZE("--threads", "N", &c->threads, "OpenMP threads", .default_text = "all cores"),
+      RUNTIME_DEVICE_OPTION(&c->device),
+      OBC_OPT_TEXT("-o", "DIR", &a->out_dir, "output folder"),
+  };
+  const ObcOptionList lists[] = {OBC_OPTION_LIST(options)};
+  ObcArguments args;
+  int rc = obc_options_parse("dynamic", lists, 1, argc, argv, &args);
+  if (rc) return rc;
+  if (args.help) {
+    obc_options_print_usage(stdout, usage, lists, 1);
+    *help = true;
+    return OBC_OK;
+  }
+  if (args.n_positional)
+    return obc_fail(OBC_EINVAL, "'%s': obcache dynamic takes no trace (it reads --text)",
+                    args.positional[0]);
+  if (a->scores)
+    rc = evict_parse_names("--scores", a->scores, c->scores, &c->n_scores, EVICT_DYNAMIC_MAX,
+                           score_check);
+  return rc;
+}
+
+int cmd_dynamic(int argc, char **argv) {
+  DynamicArgs a;
+  memset(&a, 0, sizeof a);
+  evict_dynamic_config_default(&a.config);
+  a.out_dir = "dynamic-eviction";
+  bool help = false;
+  int rc = parse_args(argc, argv, &a, &help);
+  if (rc || help) return rc;
+  if (a.config.threads) obc_set_threads(a.config.threads);
+  char command_line[4096];
+  evict_join_command_line(argc, argv, command_line, sizeof command_line);
+  Model *model = NULL;
+  rc = model_load_with(a.model_path ? a.model_path : model_default_path(),
+                       &(ModelLoadOptions){a.weights}, &model);
+  if (!rc) rc = evict_dynamic_run(model, &a.config, a.out_dir, command_line);
+  model_free(model);
+  return rc;
+}
