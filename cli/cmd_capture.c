@@ -68,12 +68,11 @@ int cmd_capture(int argc, char **argv) {
   capture_args_default(&a);
   bool length_given = false;
   const ObcOption own[] = {
-      {"--length", NULL, "N", "prompt length in tokens (required)", NULL, OBC_OPTION_SIZE,
-       &a.niah.length, .seen = &length_given},
-      {"--depth", NULL, "D", "needle depth, 0 (start) .. 100 (end) percent", "50",
-       OBC_OPTION_CUSTOM, &a.niah.depth, parse_depth, NULL},
-      {"-o", NULL, "TRACE.h5", "the trace (required)", NULL, OBC_OPTION_TEXT, &a.out_path, NULL,
-       NULL},
+      OBC_OPT_SIZE("--length", "N", &a.niah.length, "prompt length in tokens (required)",
+                   .seen = &length_given),
+      OBC_OPT_CUSTOM("--depth", "D", &a.niah.depth, parse_depth,
+                     "needle depth, 0 (start) .. 100 (end) percent", .default_text = "50"),
+      OBC_OPT_TEXT("-o", "TRACE.h5", &a.out_path, "the trace (required)"),
       OBC_OPTION_HEADING(""),
   };
   ObcOption shared[CAPTURE_ARGS_N_OPTIONS];

@@ -67,16 +67,16 @@ int cmd_evict(int argc, char **argv) {
   evict_policy_default(&policy);
   const char *trace_path = NULL, *out_path = NULL, *scores_path = NULL;
   const ObcOption own[] = {
-      {"-o", NULL, "KEEP.h5", "the kept positions (required)", NULL, OBC_OPTION_TEXT, &out_path,
-       NULL, NULL},
-      {"--scores-out", NULL, "FILE.csv",
-       "also write the scores the policy selected from: layer,kv_head,position,score for every "
-       "candidate (criticalkv-snapkv: the budget's final scores, DBL_MAX for its first stage)",
-       NULL, OBC_OPTION_TEXT, &scores_path, NULL, NULL},
-      {"--model", NULL, "M",
-       "GGUF file or HF folder whose attention output projection criticalkv-snapkv reads (the "
-       "model that captured TRACE)",
-       "the embedded SmolLM2", OBC_OPTION_TEXT, &policy.model, NULL, NULL},
+      OBC_OPT_TEXT("-o", "KEEP.h5", &out_path, "the kept positions (required)"),
+      OBC_OPT_TEXT(
+          "--scores-out", "FILE.csv", &scores_path,
+          "also write the scores the policy selected from: layer,kv_head,position,score for every "
+          "candidate (criticalkv-snapkv: the budget's final scores, DBL_MAX for its first stage)"),
+      OBC_OPT_TEXT(
+          "--model", "M", &policy.model,
+          "GGUF file or HF folder whose attention output projection criticalkv-snapkv reads (the "
+          "model that captured TRACE)",
+          .default_text = "the embedded SmolLM2"),
       OBC_OPTION_HEADING(""),
   };
   ObcOption policy_options[EVICT_POLICY_N_OPTIONS];

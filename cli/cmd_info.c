@@ -193,10 +193,10 @@ static void print_summary(const char *path, TraceReader *reader, const Tokenizer
 int cmd_info(int argc, char **argv) {
   const char *path = NULL, *tokenizer_path = NULL;
   const ObcOption options[] = {
-      {"--tokenizer", NULL, "GGUF",
-       "decode the span tokens with this model's tokenizer (the trace stores token ids, not "
-       "their text)",
-       NULL, OBC_OPTION_TEXT, &tokenizer_path, NULL, NULL},
+      OBC_OPT_TEXT(
+          "--tokenizer", "GGUF", &tokenizer_path,
+          "decode the span tokens with this model's tokenizer (the trace stores token ids, not "
+          "their text)"),
       {"--help", "-h", NULL, "this help", NULL, OBC_OPTION_HELP, NULL, NULL, NULL},
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);

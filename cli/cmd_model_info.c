@@ -116,14 +116,13 @@ int cmd_model_info(int argc, char **argv) {
   bool list = false, no_load = false;
   ModelWeightsMode weights = MODEL_WEIGHTS_NATIVE;
   const ObcOption options[] = {
-      {"--model", NULL, "PATH", "GGUF file or Hugging Face folder",
-       "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &path, NULL, NULL},
-      {"--tensors", NULL, NULL,
-       "list every tensor (name, stored type, shape as the file writes it)", NULL, OBC_OPTION_FLAG,
-       &list, NULL, NULL},
-      {"--no-load", NULL, NULL,
-       "stop after the table (with --weights f32, loading needs 4 bytes per parameter)", NULL,
-       OBC_OPTION_FLAG, &no_load, NULL, NULL},
+      OBC_OPT_TEXT("--model", "PATH", &path, "GGUF file or Hugging Face folder",
+                   .default_text = "the embedded SmolLM2-135M-Instruct"),
+      OBC_OPT_FLAG("--tensors", &list,
+                   "list every tensor (name, stored type, shape as the file writes it)"),
+      OBC_OPT_FLAG(
+          "--no-load", &no_load,
+          "stop after the table (with --weights f32, loading needs 4 bytes per parameter)"),
       MODEL_WEIGHTS_OPTION(&weights),
   };
   const ObcOptionList option_list = OBC_OPTION_LIST(options);

@@ -45,15 +45,13 @@ static int parse_args(int argc, char **argv, PerplexityArgs *a, bool *help) {
   a->context = 1024;
   a->max_text_bytes = OBC_TEXT_MAX_BYTES;
   const ObcOption options[] = {
-      {"--model", NULL, "PATH", "GGUF file or Hugging Face folder",
-       "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &a->model, NULL, NULL},
+      OBC_OPT_TEXT("--model", "PATH", &a->model, "GGUF file or Hugging Face folder",
+                   .default_text = "the embedded SmolLM2-135M-Instruct"),
       MODEL_WEIGHTS_OPTION(&a->weights),
-      {"--context", NULL, "N", "tokens per window", "1024", OBC_OPTION_SIZE, &a->context, NULL,
-       NULL},
-      {"--stride", NULL, "N", "tokens between window starts", "context/2", OBC_OPTION_SIZE,
-       &a->stride, NULL, NULL},
-      {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &a->threads, NULL,
-       NULL},
+      OBC_OPT_SIZE("--context", "N", &a->context, "tokens per window", .default_text = "1024"),
+      OBC_OPT_SIZE("--stride", "N", &a->stride, "tokens between window starts",
+                   .default_text = "context/2"),
+      OBC_OPT_SIZE("--threads", "N", &a->threads, "OpenMP threads", .default_text = "all cores"),
       RUNTIME_DEVICE_OPTION(&a->device),
       text_max_bytes_option(&a->max_text_bytes),
   };

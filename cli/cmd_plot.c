@@ -92,24 +92,24 @@ static int parse_formats(void *target, const char *option, const char *text) {
 int cmd_plot(int argc, char **argv) {
   PlotOptions options = {.formats = PLOT_PNG | PLOT_SVG};
   const ObcOption table[] = {
-      {"--output", "-o", "OUTDIR", "output folder, created if needed", "DIR/plots", OBC_OPTION_TEXT,
-       &options.out_dir, NULL, NULL},
-      {"--format", NULL, "LIST",
-       "png, svg or png,svg (PNG via pngcairo when gnuplot has it, else png)", "png,svg",
-       OBC_OPTION_CUSTOM, &options.formats, parse_formats, NULL},
-      {"--window", NULL, "W",
-       "the perturbation window the recall_k, needle_k, bias_* and recall_layers figures show "
-       "(default: the report's main_window)",
-       NULL, OBC_OPTION_SIZE, &options.window, NULL, NULL},
-      {"--k", NULL, "K",
-       "the budget of recall_window, bias_* and recall_layers (default: the report's main_k, "
-       "else 40); for a sweep, the k rows of summary.csv to draw",
-       NULL, OBC_OPTION_SIZE, &options.k, NULL, NULL},
-      {"--only", NULL, "LIST", "draw only these figures (comma-separated names below)", NULL,
-       OBC_OPTION_TEXT, &options.only, NULL, NULL},
-      {"--jobs", NULL, "N",
-       "gnuplot processes at once (the images are the same for any N; at most 16)",
-       "one per processor", OBC_OPTION_SIZE, &options.jobs, NULL, NULL},
+      OBC_OPT_TEXT("--output", "OUTDIR", &options.out_dir, "output folder, created if needed",
+                   .alias = "-o", .default_text = "DIR/plots"),
+      OBC_OPT_CUSTOM("--format", "LIST", &options.formats, parse_formats,
+                     "png, svg or png,svg (PNG via pngcairo when gnuplot has it, else png)",
+                     .default_text = "png,svg"),
+      OBC_OPT_SIZE(
+          "--window", "W", &options.window,
+          "the perturbation window the recall_k, needle_k, bias_* and recall_layers figures show "
+          "(default: the report's main_window)"),
+      OBC_OPT_SIZE(
+          "--k", "K", &options.k,
+          "the budget of recall_window, bias_* and recall_layers (default: the report's main_k, "
+          "else 40); for a sweep, the k rows of summary.csv to draw"),
+      OBC_OPT_TEXT("--only", "LIST", &options.only,
+                   "draw only these figures (comma-separated names below)"),
+      OBC_OPT_SIZE("--jobs", "N", &options.jobs,
+                   "gnuplot processes at once (the images are the same for any N; at most 16)",
+                   .default_text = "one per processor"),
   };
   const ObcOptionList list = OBC_OPTION_LIST(table);
   ObcArguments args;

@@ -342,12 +342,11 @@ static int parse_tolerance(void *target, const char *option, const char *value) 
 static int parse_args(int argc, char **argv, const char **path, double *tolerance, size_t *threads,
                       bool *help) {
   const ObcOption options[] = {
-      {"--tolerance", NULL, "X",
-       "largest accepted difference (default 1e-4 for f32 traces, 5e-2 for f16 ones: half "
-       "precision keeps 11 bits)",
-       NULL, OBC_OPTION_CUSTOM, tolerance, parse_tolerance, NULL},
-      {"--threads", NULL, "N", "OpenMP threads (0: all cores)", NULL, OBC_OPTION_SIZE, threads,
-       NULL, NULL},
+      OBC_OPT_CUSTOM(
+          "--tolerance", "X", tolerance, parse_tolerance,
+          "largest accepted difference (default 1e-4 for f32 traces, 5e-2 for f16 ones: half "
+          "precision keeps 11 bits)"),
+      OBC_OPT_SIZE("--threads", "N", threads, "OpenMP threads (0: all cores)"),
       {"--help", "-h", NULL, "this help", NULL, OBC_OPTION_HELP, NULL, NULL, NULL},
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);

@@ -121,15 +121,12 @@ int model_load(const char *path, Model **out);
 int model_load_with(const char *path, const ModelLoadOptions *options, Model **out);
 /* The --weights option of every command that loads a model: an ObcOption
  * initialiser (common/obc_options.h) for a ModelWeightsMode target. */
-#define MODEL_WEIGHTS_OPTION(target)                                                              \
-  {                                                                                               \
-    "--weights", NULL, "native|f32",                                                              \
-        "weight matrices in the GGUF file's stored type, memory-mapped (native), or dequantised " \
-        "to "                                                                                     \
-        "fp32 at load (f32: the reference path, 4 bytes per weight); Hugging Face folders are "   \
-        "always fp32",                                                                            \
-        "native", OBC_OPTION_CUSTOM, (target), model_weights_mode_parse, NULL                     \
-  }
+#define MODEL_WEIGHTS_OPTION(target)                                                           \
+  OBC_OPT_CUSTOM("--weights", "native|f32", (target), model_weights_mode_parse,                \
+                 "weight matrices in the GGUF file's stored type, memory-mapped (native), or " \
+                 "dequantised to fp32 at load (f32: the reference path, 4 bytes per weight); " \
+                 "Hugging Face folders are always fp32",                                       \
+                 .default_text = "native")
 /* "native" or "f32". */
 const char *model_weights_mode_name(ModelWeightsMode mode);
 /* Parses "native" or "f32" (an ObcOptionParse of common/obc_options.h for a
