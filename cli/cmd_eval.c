@@ -141,7 +141,6 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
                      "seconds without a heartbeat after which another host's lock is stale",
                      .default_text = SWEEP_STALE_AFTER_TEXT),
       OBC_OPT_FLAG("--no-figures", &a->no_figures, "merge without drawing the figures"),
-      {"-h", "--help", NULL, "this help", NULL, OBC_OPTION_HELP, NULL, NULL, NULL},
   };
   const ObcOptionList lists[] = {OBC_OPTION_LIST(own)};
   int rc = obc_options_parse("eval", lists, 1, argc, argv, args);

@@ -197,7 +197,6 @@ int cmd_info(int argc, char **argv) {
           "--tokenizer", "GGUF", &tokenizer_path,
           "decode the span tokens with this model's tokenizer (the trace stores token ids, not "
           "their text)"),
-      {"--help", "-h", NULL, "this help", NULL, OBC_OPTION_HELP, NULL, NULL, NULL},
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);
   ObcArguments args;

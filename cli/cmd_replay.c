@@ -23,6 +23,9 @@
 #include "sweep/replay_sweep.h"
 #include "tokenizer/text_input.h"
 
+/* The option rows below are positional and leave ObcOption.show out. */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
   fprintf(out,
           "usage: obcache replay TRACE [--model M] (--keep KEEP.h5 | policy options) [-o DIR]\n"

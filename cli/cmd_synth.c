@@ -101,7 +101,6 @@ static int parse_args(int argc, char **argv, SynthOptions *o, const char **outpu
           "refuse a trace of more than N bytes (uncompressed size, computed before writing; the "
           "free space of the output's folder is checked too)",
           .default_text = "17179869184 = 16 GiB"),
-      {"--help", "-h", NULL, "this help", NULL, OBC_OPTION_HELP, NULL, NULL, NULL},
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);
   ObcArguments args;

@@ -347,7 +347,6 @@ static int parse_args(int argc, char **argv, const char **path, double *toleranc
           "largest accepted difference (default 1e-4 for f32 traces, 5e-2 for f16 ones: half "
           "precision keeps 11 bits)"),
       OBC_OPT_SIZE("--threads", "N", threads, "OpenMP threads (0: all cores)"),
-      {"--help", "-h", NULL, "this help", NULL, OBC_OPTION_HELP, NULL, NULL, NULL},
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);
   ObcArguments args;
