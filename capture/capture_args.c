@@ -2,6 +2,7 @@
  * value fails with a message naming the option and what was expected. */
 #include "capture/capture_args.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "common/obc_cli.h"
@@ -34,6 +35,10 @@ static int parse_dtype(void *target, const char *option, const char *value) {
   return OBC_OK;
 }
 
+static void show_dtype(const void *target, char *text, size_t size) {
+  snprintf(text, size, "%s", *(const bool *)target ? "f16" : "f32");
+}
+
 static int parse_compress(void *target, const char *option, const char *value) {
   long number = 0;
   int rc = obc_parse_int(option, value, &number);
@@ -49,18 +54,16 @@ void capture_args_options(CaptureArgs *a, ObcOption options[CAPTURE_ARGS_N_OPTIO
   const ObcOption table[] = {
       OBC_OPTION_HEADING("model and prompt:"),
       OBC_OPT_TEXT("--model", "M", &a->model_path, "GGUF file or Hugging Face folder",
-                   .default_text = "SmolLM2-135M-Instruct"),
+                   .default_text = MODEL_DEFAULT_TEXT),
       MODEL_WEIGHTS_OPTION(&a->weights),
-      OBC_OPT_TEXT(
-          "--haystack", "H", &n->haystack,
-          "kjv (default; King James Bible via the `bible` program of bible-kjv), noise (RULER's "
-          "repeated sentences) or a text FILE"),
-      OBC_OPT_UINT64("--seed", "S", &n->seed, "needle keys and values", .default_text = "1"),
+      OBC_OPT_TEXT("--haystack", "H", &n->haystack,
+                   "kjv (King James Bible via the `bible` program of bible-kjv), noise (RULER's "
+                   "repeated sentences) or a text FILE"),
+      OBC_OPT_UINT64("--seed", "S", &n->seed, "needle keys and values"),
       OBC_OPT_SIZE(
           "--needles", "K", &n->n_needles,
           "insert K needles: distinct keys, the question asks the first; with --multi-value they "
-          "share one key and the answer must list every value",
-          .default_text = "1"),
+          "share one key and the answer must list every value"),
       OBC_OPT_FLAG("--multi-value", &n->multi_value, "see --needles"),
       OBC_OPT_CUSTOM("--uuid", NULL, &n->value_kind, parse_uuid,
                      "UUID values instead of 7-digit numbers"),
@@ -75,18 +78,17 @@ void capture_args_options(CaptureArgs *a, ObcOption options[CAPTURE_ARGS_N_OPTIO
       OBC_OPT_FLAG("--no-chat-template", &n->no_chat_template,
                    "plain text even when the model has a chat template"),
       OBC_OPTION_HEADING("what to record:"),
-      OBC_OPT_SIZE("--rows", "R", &c->rows, "last R prompt rows of Q/O/lse", .default_text = "128"),
+      OBC_OPT_SIZE("--rows", "R", &c->rows, "last R prompt rows of Q/O/lse"),
       OBC_OPT_FLAG("--all-rows", &c->all_rows, "every prompt row (full-history windows)"),
-      OBC_OPT_SIZE("--decode", "T", &c->decode, "greedy decode steps, every one captured",
-                   .default_text = "16"),
+      OBC_OPT_SIZE("--decode", "T", &c->decode, "greedy decode steps, every one captured"),
       OBC_OPT_FLAG("--store-attn", &c->store_attn, "also store the attention rows A"),
       OBC_OPT_FLAG("--no-column-sums", &c->skip_column_sums,
                    "leave out the column sums of every prompt row (H2O's scores; the trace is then "
                    "schema 2)"),
       OBC_OPT_CUSTOM("--dtype", "f32|f16", &c->store_f16, parse_dtype, "storage of float tensors",
-                     .default_text = "f32"),
+                     .show = show_dtype),
       OBC_OPT_CUSTOM("--compress", "0-9", &c->compression, parse_compress, "deflate level",
-                     .default_text = "0"),
+                     .show = obc_option_show_int),
       OBC_OPT_SIZE("--threads", "N", &c->threads, "OpenMP threads", .default_text = "all cores"),
       RUNTIME_DEVICE_OPTION(&c->device),
   };

@@ -16,39 +16,35 @@
 #include "common/obc_file.h"
 #include "common/obc_options.h"
 
-static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
-  fprintf(out,
-          "usage: obcache analyze TRACE [options]\n"
-          "\n"
-          "Ranks every prompt token of every (layer, KV head) of TRACE by each eviction\n"
-          "score and exact error (attn, attn2, vatp, snapkv, obc_v, obc_k, obc_vk,\n"
-          "exact_v, exact_k, exact_vk, remove) over the last W prompt rows, and measures\n"
-          "how well each finds the tokens whose eviction really hurts: the true eviction\n"
-          "error of the first decode step (oracle@1) or of all captured steps (oracle@T).\n"
-          "\n"
-          "options:\n");
-  obc_options_print_help(out, lists, n_lists);
-  fprintf(out,
-          "\n"
-          "files written to DIR (all appear together when the run succeeds):\n"
-          "  report.json          trace, model, every parameter, tool version, summary\n"
-          "  recall.csv           score,window,recent,k,reference,recall_mean,recall_min,\n"
-          "                       recall_max (recall@k = |selection & reference top-k| / k\n"
-          "                       over heads; reference oracle@1, oracle@T [, --oracle])\n"
-          "  recall_layers.csv, recall_heads.csv: against the --oracle reference only\n"
-          "  recall_layers.csv    score,window,recent,k,layer,recall (mean over KV heads)\n"
-          "  recall_heads.csv     score,window,recent,k,layer,kv_head,recall\n"
-          "  spearman.csv         score,window,reference,rho_mean,rho_min,rho_max: rank\n"
-          "                       agreement with the oracle, and of each Taylor score with\n"
-          "                       its exact error (obc_v/exact_v, obc_k/exact_k, obc_vk/exact_vk)\n"
-          "  needle.csv           score,window,recent,k,retention (share of the needle span\n"
-          "                       kept; only when the trace marks a needle)\n"
-          "  bias.csv             score,window,recent,k,bucket,bucket_lo,bucket_hi,\n"
-          "                       selected_share,mean_norm_score: where in the prompt the\n"
-          "                       selection (and the oracle's) falls\n"
-          "  taylor.csv           layer,kv_head,position,exact_v,obc_v,exact_k,obc_k,\n"
-          "                       exact_vk,obc_vk,remove,oracle at the main window (subsample)\n");
-}
+static const char *usage =
+    "usage: obcache analyze TRACE [options]\n"
+    "\n"
+    "Ranks every prompt token of every (layer, KV head) of TRACE by each eviction\n"
+    "score and exact error (attn, attn2, vatp, snapkv, obc_v, obc_k, obc_vk,\n"
+    "exact_v, exact_k, exact_vk, remove) over the last W prompt rows, and measures\n"
+    "how well each finds the tokens whose eviction really hurts: the true eviction\n"
+    "error of the first decode step (oracle@1) or of all captured steps (oracle@T).\n"
+    "\n"
+    "files written to DIR (all appear together when the run succeeds):\n"
+    "  report.json          trace, model, every parameter, tool version, summary\n"
+    "  recall.csv           score,window,recent,k,reference,recall_mean,recall_min,\n"
+    "                       recall_max (recall@k = |selection & reference top-k| / k\n"
+    "                       over heads; reference oracle@1, oracle@T [, --oracle])\n"
+    "  recall_layers.csv, recall_heads.csv: against the --oracle reference only\n"
+    "  recall_layers.csv    score,window,recent,k,layer,recall (mean over KV heads)\n"
+    "  recall_heads.csv     score,window,recent,k,layer,kv_head,recall\n"
+    "  spearman.csv         score,window,reference,rho_mean,rho_min,rho_max: rank\n"
+    "                       agreement with the oracle, and of each Taylor score with\n"
+    "                       its exact error (obc_v/exact_v, obc_k/exact_k,\n"
+    "                       obc_vk/exact_vk)\n"
+    "  needle.csv           score,window,recent,k,retention (share of the needle span\n"
+    "                       kept; only when the trace marks a needle)\n"
+    "  bias.csv             score,window,recent,k,bucket,bucket_lo,bucket_hi,\n"
+    "                       selected_share,mean_norm_score: where in the prompt the\n"
+    "                       selection (and the oracle's) falls\n"
+    "  taylor.csv           layer,kv_head,position,exact_v,obc_v,exact_k,obc_k,\n"
+    "                       exact_vk,obc_vk,remove,oracle at the main window\n"
+    "                       (subsample)\n";
 
 typedef struct {
   const char *trace_path;
@@ -104,13 +100,11 @@ static int parse_args(int argc, char **argv, AnalyzeArgs *args, bool *help) {
           "how query heads of a KV group combine scores (default sum; exact errors and the oracle "
           "are always summed)"),
       OBC_OPT_SIZE("--snapkv-kernel", "K", &c->score_options.snapkv_kernel,
-                   "odd max-pooling width of snapkv", .default_text = "7"),
-      OBC_OPT_SIZE("--buckets", "B", &c->buckets, "relative-position buckets of bias.csv",
-                   .default_text = "20"),
+                   "odd max-pooling width of snapkv"),
+      OBC_OPT_SIZE("--buckets", "B", &c->buckets, "relative-position buckets of bias.csv"),
       OBC_OPT_CUSTOM("--precision", "P", &c->score_options.precision, parse_precision,
                      "float (default; sgemm) or double (dgemm) for q.k and v.o"),
-      OBC_OPT_SIZE("--taylor-points", "N", &c->taylor_points, "points of taylor.csv in total",
-                   .default_text = "4000"),
+      OBC_OPT_SIZE("--taylor-points", "N", &c->taylor_points, "points of taylor.csv in total"),
       OBC_OPT_SIZE("--threads", "N", &c->threads, "OpenMP threads", .default_text = "all cores"),
       OBC_OPT_TEXT(
           "--scores-out", "FILE.h5", &c->scores_out,
@@ -124,7 +118,7 @@ static int parse_args(int argc, char **argv, AnalyzeArgs *args, bool *help) {
   int rc = obc_options_parse("analyze", &list, 1, argc, argv, &parsed);
   if (rc) return rc;
   if (parsed.help) {
-    print_help(stdout, &list, 1);
+    obc_options_print_usage(stdout, usage, &list, 1);
     *help = true;
     return OBC_OK;
   }

@@ -34,42 +34,38 @@ typedef struct {
   double stale_after;
 } EvalArgs;
 
-static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
-  fprintf(out,
-          "usage: obcache eval --tasks T,.. --lengths N,.. --samples N [options] -o DIR\n"
-          "       obcache eval ... --plan -o DIR\n"
-          "       obcache eval DIR [--cell I | --shard i/N] [--threads N]\n"
-          "       obcache eval DIR --merge\n"
-          "\n"
-          "Task accuracy of eviction policies over many samples of RULER's synthetic tasks\n"
-          "(niah_single_1/2/3, niah_multikey_1/2/3, niah_multivalue, niah_multiquery, vt,\n"
-          "cwe, fwe; docs/SCIENCE.md, \"Task accuracy\"). Each sample is a function of\n"
-          "(task, length, seed): one prefill captures what the policies and the oracle\n"
-          "need, the full-cache answer is decoded, and every policy x budget x protocol,\n"
-          "and oracle@T (the answer-aware reference), is replayed with the model in the\n"
-          "loop, each answer ending at its first stop token; each answer is scored with\n"
-          "RULER's string_match_all (correct = every answer found), and each kept set's\n"
-          "recall against oracle@T's at the same budget is recorded beside it.\n"
-          "\n"
-          "Writes DIR/accuracy.csv (task, length, policy, budget, protocol, n, correct,\n"
-          "accuracy with its Wilson 95%% interval, RULER score, recall, kept share; task\n"
-          "\"all\" pools the tasks; policy \"full\" is the uncompressed cache), paired.csv\n"
-          "(each X vs X+obc_S on the same samples: accuracy difference with a paired\n"
-          "bootstrap 95%% interval, exact McNemar p), recall.csv (accuracy by recall\n"
-          "quartile and the AUC of recall as a predictor of correctness), recall_policy.csv\n"
-          "(that AUC within each policy, budget and protocol), samples.csv (every answer),\n"
-          "prompts.jsonl (every prompt: text, ids, spans, answers), eval.json, and\n"
-          "DIR/plots/ (the figures and index.html).\n"
-          "\n"
-          "A run is resumable and shardable like obcache sweep: --plan writes\n"
-          "DIR/plan.json; `eval DIR` runs the samples that are not finished (all, one with\n"
-          "--cell, or those with id %% N == i with --shard i/N) under locks, each into\n"
-          "DIR/cells/<id>/ (sample.json, prompt.json; trace.h5 with --keep-traces);\n"
-          "`eval DIR --merge` verifies them and writes the tables. The merge of shards\n"
-          "equals the one-process run; scripts/slurm/submit.sh DIR N runs it on Slurm.\n"
-          "\n");
-  obc_options_print_help(out, lists, n_lists);
-}
+static const char *usage =
+    "usage: obcache eval --tasks T,.. --lengths N,.. --samples N [options] -o DIR\n"
+    "       obcache eval ... --plan -o DIR\n"
+    "       obcache eval DIR [--cell I | --shard i/N] [--threads N]\n"
+    "       obcache eval DIR --merge\n"
+    "\n"
+    "Task accuracy of eviction policies over many samples of RULER's synthetic tasks\n"
+    "(niah_single_1/2/3, niah_multikey_1/2/3, niah_multivalue, niah_multiquery, vt,\n"
+    "cwe, fwe; docs/SCIENCE.md, \"Task accuracy\"). Each sample is a function of\n"
+    "(task, length, seed): one prefill captures what the policies and the oracle\n"
+    "need, the full-cache answer is decoded, and every policy x budget x protocol,\n"
+    "and oracle@T (the answer-aware reference), is replayed with the model in the\n"
+    "loop, each answer ending at its first stop token; each answer is scored with\n"
+    "RULER's string_match_all (correct = every answer found), and each kept set's\n"
+    "recall against oracle@T's at the same budget is recorded beside it.\n"
+    "\n"
+    "Writes DIR/accuracy.csv (task, length, policy, budget, protocol, n, correct,\n"
+    "accuracy with its Wilson 95% interval, RULER score, recall, kept share; task\n"
+    "\"all\" pools the tasks; policy \"full\" is the uncompressed cache), paired.csv\n"
+    "(each X vs X+obc_S on the same samples: accuracy difference with a paired\n"
+    "bootstrap 95% interval, exact McNemar p), recall.csv (accuracy by recall\n"
+    "quartile and the AUC of recall as a predictor of correctness), recall_policy.csv\n"
+    "(that AUC within each policy, budget and protocol), samples.csv (every answer),\n"
+    "prompts.jsonl (every prompt: text, ids, spans, answers), eval.json, and\n"
+    "DIR/plots/ (the figures and index.html).\n"
+    "\n"
+    "A run is resumable and shardable like obcache sweep: --plan writes\n"
+    "DIR/plan.json; `eval DIR` runs the samples that are not finished (all, one with\n"
+    "--cell, or those with id % N == i with --shard i/N) under locks, each into\n"
+    "DIR/cells/<id>/ (sample.json, prompt.json; trace.h5 with --keep-traces);\n"
+    "`eval DIR --merge` verifies them and writes the tables. The merge of shards\n"
+    "equals the one-process run; scripts/slurm/submit.sh DIR N runs it on Slurm.\n";
 
 static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bool print) {
   EvalConfig *c = &a->config;
@@ -81,16 +77,13 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
       OBC_OPT_CUSTOM("--lengths", "N,..", &lengths, obc_option_parse_size_list,
                      "prompt lengths in tokens, RULER's max_seq_length (the prompt plus RULER's "
                      "tokens_to_generate fit in N)",
-                     .alias = "--length", .default_text = "1024"),
-      OBC_OPT_SIZE("--samples", "N", &c->samples, "samples per task and length",
-                   .default_text = "8"),
+                     .alias = "--length", .show = obc_option_show_size_list),
+      OBC_OPT_SIZE("--samples", "N", &c->samples, "samples per task and length"),
       OBC_OPT_UINT64("--seed", "S", &c->seed,
-                     "sample i of every task and length draws from seed S + i",
-                     .default_text = "1"),
+                     "sample i of every task and length draws from seed S + i"),
       OBC_OPT_TEXT(
           "--essay", "H", &c->ruler.essay,
-          "haystack of RULER's essay tasks (RULER: Paul Graham's essays): kjv or a text file",
-          .default_text = "kjv"),
+          "haystack of RULER's essay tasks (RULER: Paul Graham's essays): kjv or a text file"),
       OBC_OPT_TEXT("--words", "FILE", &c->ruler.words, "word list of cwe (RULER: wonderwords)",
                    .default_text = "/usr/share/dict/words (wamerican)"),
       OBC_OPT_FLAG("--no-chat-template", &c->ruler.no_chat_template,
@@ -125,7 +118,7 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
       OBC_OPTION_HEADING("\nrunning:"),
       OBC_OPT_TEXT("--output", "DIR", &a->out_dir, "the eval folder", .alias = "-o"),
       OBC_OPT_TEXT("--model", "M", &a->model_path, "GGUF file or HF folder",
-                   .default_text = "the embedded SmolLM2"),
+                   .default_text = MODEL_DEFAULT_TEXT),
       MODEL_WEIGHTS_OPTION(&a->weights),
       OBC_OPT_SIZE("--threads", "N", &c->threads, "OpenMP threads", .default_text = "all cores"),
       RUNTIME_DEVICE_OPTION(&c->device),
@@ -138,13 +131,12 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
       OBC_OPT_TEXT("--shard", "i/N", &a->shard, "run the samples with id % N == i (with DIR)"),
       OBC_OPT_FLAG("--merge", &a->merge, "merge DIR's finished samples (with DIR)"),
       OBC_OPT_DOUBLE("--stale-after", "S", &a->stale_after,
-                     "seconds without a heartbeat after which another host's lock is stale",
-                     .default_text = SWEEP_STALE_AFTER_TEXT),
+                     "seconds without a heartbeat after which another host's lock is stale"),
       OBC_OPT_FLAG("--no-figures", &a->no_figures, "merge without drawing the figures"),
   };
   const ObcOptionList lists[] = {OBC_OPTION_LIST(own)};
   int rc = obc_options_parse("eval", lists, 1, argc, argv, args);
-  if (!rc && args->help && print) print_help(stdout, lists, 1);
+  if (!rc && args->help && print) obc_options_print_usage(stdout, usage, lists, 1);
   return rc;
 }
 

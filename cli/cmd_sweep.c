@@ -30,37 +30,31 @@ typedef struct {
   double stale_after;
 } SweepArgs;
 
-static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
-  fprintf(out,
-          "usage: obcache sweep --lengths N[,N...] --depths D[,D...] [options] -o DIR\n"
-          "       obcache sweep --lengths ... --depths ... [options] --plan -o DIR\n"
-          "       obcache sweep DIR [--cell I | --shard i/N] [--threads N]\n"
-          "       obcache sweep DIR --merge\n"
-          "\n"
-          "Captures one Needle-in-a-Haystack trace per (length, depth) cell and analyses\n"
-          "it. The first form does everything in one process; the others split it:\n"
-          "--plan writes DIR/plan.json (every cell with its id, the model file and its\n"
-          "checksum, and these options); `sweep DIR` runs the plan's cells that are not\n"
-          "finished (all, one with --cell, or those with id %% N == i with --shard i/N),\n"
-          "each into DIR/cells/<id>/ under a lock, so that any number of processes on\n"
-          "any machines sharing DIR can run them, and a killed run resumes where it\n"
-          "stopped; `sweep DIR --merge` verifies the finished cells and writes\n"
-          "DIR/summary.csv, DIR/plots/ (heat maps, if gnuplot is installed) and\n"
-          "DIR/index.html, listing cells that are missing, failed or damaged.\n"
-          "\n"
-          "A cell's folder holds trace.h5, analysis/ (the analyze files), rows.csv,\n"
-          "cell.json and complete.json (the checksums of its files, written last).\n"
-          "summary.csv has the columns\n"
-          "  " SWEEP_SUMMARY_HEADER
-          "\n"
-          "(needle = the needle's value; found = the answer contains it; answer_ok = the\n"
-          "answer starts with it; recall = recall@k of the oracle at the main window,\n"
-          "recent window 0, mean over heads; needle_kept = share of the needle span kept).\n"
-          "Defaults: --lengths 1024,2048 --depths 0,25,50,75,100.\n"
-          "\n"
-          "\n");
-  obc_options_print_help(out, lists, n_lists);
-}
+static const char *usage =
+    "usage: obcache sweep --lengths N[,N...] --depths D[,D...] [options] -o DIR\n"
+    "       obcache sweep --lengths ... --depths ... [options] --plan -o DIR\n"
+    "       obcache sweep DIR [--cell I | --shard i/N] [--threads N]\n"
+    "       obcache sweep DIR --merge\n"
+    "\n"
+    "Captures one Needle-in-a-Haystack trace per (length, depth) cell and analyses\n"
+    "it. The first form does everything in one process; the others split it:\n"
+    "--plan writes DIR/plan.json (every cell with its id, the model file and its\n"
+    "checksum, and these options); `sweep DIR` runs the plan's cells that are not\n"
+    "finished (all, one with --cell, or those with id % N == i with --shard i/N),\n"
+    "each into DIR/cells/<id>/ under a lock, so that any number of processes on\n"
+    "any machines sharing DIR can run them, and a killed run resumes where it\n"
+    "stopped; `sweep DIR --merge` verifies the finished cells and writes\n"
+    "DIR/summary.csv, DIR/plots/ (heat maps, if gnuplot is installed) and\n"
+    "DIR/index.html, listing cells that are missing, failed or damaged.\n"
+    "\n"
+    "A cell's folder holds trace.h5, analysis/ (the analyze files), rows.csv,\n"
+    "cell.json and complete.json (the checksums of its files, written last).\n"
+    "summary.csv has the columns\n"
+    "  " SWEEP_SUMMARY_HEADER
+    "\n"
+    "(needle = the needle's value; found = the answer contains it; answer_ok = the\n"
+    "answer starts with it; recall = recall@k of the oracle at the main window,\n"
+    "recent window 0, mean over heads; needle_kept = share of the needle span kept).\n";
 
 static int reject_single_cell(void *target, const char *option, const char *value) {
   (void)target, (void)option, (void)value;
@@ -77,9 +71,9 @@ static int parse_args(int argc, char **argv, SweepArgs *a, ObcArguments *args, b
   ObcSizeList topk = {c->topk, &c->n_topk, OBC_ANALYSIS_MAX_LIST};
   const ObcOption own[] = {
       OBC_OPT_CUSTOM("--lengths", "N[,N...]", &lengths, obc_option_parse_size_list,
-                     "prompt lengths in tokens", .default_text = "1024,2048"),
+                     "prompt lengths in tokens", .show = obc_option_show_size_list),
       OBC_OPT_CUSTOM("--depths", "D[,D...]", &depths, obc_option_parse_size_list,
-                     "needle depths in percent", .default_text = "0,25,50,75,100"),
+                     "needle depths in percent", .show = obc_option_show_size_list),
       OBC_OPT_TEXT("-o", "DIR", &a->capture.out_path, "output folder (required to make a plan)"),
       OBC_OPT_CUSTOM("--length", "N", NULL, reject_single_cell, NULL),
       OBC_OPT_CUSTOM("--depth", "D", NULL, reject_single_cell, NULL),
@@ -94,8 +88,7 @@ static int parse_args(int argc, char **argv, SweepArgs *a, ObcArguments *args, b
       OBC_OPT_DOUBLE(
           "--stale-after", "S", &a->stale_after,
           "a cell's lock whose holder gave no sign of life for S seconds (killed on another "
-          "machine) is taken over; a holder on this machine that is gone at once",
-          .default_text = SWEEP_STALE_AFTER_TEXT),
+          "machine) is taken over; a holder on this machine that is gone at once"),
       OBC_OPT_FLAG("--no-figures", &a->no_figures, "merge without drawing the heat maps"),
       OBC_OPTION_HEADING("\nanalysis:"),
       OBC_OPT_CUSTOM(
@@ -114,7 +107,7 @@ static int parse_args(int argc, char **argv, SweepArgs *a, ObcArguments *args, b
   capture_args_options(&a->capture, shared);
   const ObcOptionList lists[] = {OBC_OPTION_LIST(own), OBC_OPTION_LIST(shared)};
   int rc = obc_options_parse("sweep", lists, 2, argc, argv, args);
-  if (!rc && args->help && print) print_help(stdout, lists, 2);
+  if (!rc && args->help && print) obc_options_print_usage(stdout, usage, lists, 2);
   return rc;
 }
 

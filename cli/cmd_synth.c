@@ -12,17 +12,13 @@
 #include "common/obc_options.h"
 #include "traces/synth.h"
 
-static void synth_usage(FILE *out, const ObcOptionList *list) {
-  fprintf(out,
-          "usage: obcache synth [options] -o TRACE.h5\n"
-          "\n"
-          "Write a synthetic attention trace with realistic structure: an attention sink at\n"
-          "position 0, local attention, a planted needle span that the question and decode\n"
-          "queries retrieve, log-normal value norms. O, lse (and A) are exact.\n"
-          "\n"
-          "options (defaults make a tiny trace):\n");
-  obc_options_print_help(out, list, 1);
-}
+static const char *usage =
+    "usage: obcache synth [options] -o TRACE.h5\n"
+    "\n"
+    "Write a synthetic attention trace with realistic structure: an attention sink at\n"
+    "position 0, local attention, a planted needle span that the question and decode\n"
+    "queries retrieve, log-normal value norms. O, lse (and A) are exact.\n"
+    "The defaults make a tiny trace.\n";
 
 static int parse_dtype(void *target, const char *option, const char *value) {
   (void)option;
@@ -30,6 +26,10 @@ static int parse_dtype(void *target, const char *option, const char *value) {
     return obc_fail(OBC_EINVAL, "--dtype: expected f32 or f16, got '%s'", value);
   *(bool *)target = !strcmp(value, "f16");
   return OBC_OK;
+}
+
+static void show_dtype(const void *target, char *text, size_t size) {
+  snprintf(text, size, "%s", *(const bool *)target ? "f16" : "f32");
 }
 
 static int parse_compress(void *target, const char *option, const char *value) {
@@ -62,25 +62,21 @@ static int parse_args(int argc, char **argv, SynthOptions *o, const char **outpu
           "model dimensions of smollm2 (30 layers, 9 heads, 3 KV heads, d=64) or llama8b (32 "
           "layers, 32 heads, 8 KV heads, d=128, prompt 32768, rows 128, decode 16); later options "
           "override"),
-      OBC_OPT_SIZE("--layers", "N", &o->n_layers, "layers", .default_text = "2"),
-      OBC_OPT_SIZE("--heads", "N", &o->n_heads, "query heads", .default_text = "4"),
-      OBC_OPT_SIZE("--kv-heads", "N", &o->n_kv_heads, "KV heads, must divide --heads",
-                   .default_text = "2"),
-      OBC_OPT_SIZE("--head-dim", "N", &o->head_dim, "head dimension d", .default_text = "16"),
-      OBC_OPT_SIZE("--prompt", "S", &o->n_prompt, "prompt positions s", .default_text = "64"),
+      OBC_OPT_SIZE("--layers", "N", &o->n_layers, "layers"),
+      OBC_OPT_SIZE("--heads", "N", &o->n_heads, "query heads"),
+      OBC_OPT_SIZE("--kv-heads", "N", &o->n_kv_heads, "KV heads, must divide --heads"),
+      OBC_OPT_SIZE("--head-dim", "N", &o->head_dim, "head dimension d"),
+      OBC_OPT_SIZE("--prompt", "S", &o->n_prompt, "prompt positions s"),
       OBC_OPT_SIZE("--rows", "R", &o->n_prompt_rows,
-                   "captured prompt rows: the last R prompt positions", .default_text = "16"),
-      OBC_OPT_SIZE("--decode", "T", &o->n_decode, "decode steps, all captured",
-                   .default_text = "4"),
+                   "captured prompt rows: the last R prompt positions"),
+      OBC_OPT_SIZE("--decode", "T", &o->n_decode, "decode steps, all captured"),
       OBC_OPT_SIZE("--vocab", "V", &o->vocab_size,
                    "also store random tokens and decode logits of V entries",
                    .default_text = "0: none"),
-      OBC_OPT_UINT64("--seed", "N", &o->seed, "random seed; same seed, same trace",
-                     .default_text = "1"),
+      OBC_OPT_UINT64("--seed", "N", &o->seed, "random seed; same seed, same trace"),
       OBC_OPT_DOUBLE("--needle-depth", "PCT", &o->needle_depth,
-                     "needle start, percent of the haystack", .default_text = "50"),
-      OBC_OPT_SIZE("--needle-length", "N", &o->needle_length, "needle tokens",
-                   .default_text = "16"),
+                     "needle start, percent of the haystack"),
+      OBC_OPT_SIZE("--needle-length", "N", &o->needle_length, "needle tokens"),
       OBC_OPT_SIZE("--question-length", "N", &o->question_length,
                    "last prompt positions that ask for the needle",
                    .default_text = "0: s/16, 1..8"),
@@ -91,23 +87,22 @@ static int parse_args(int argc, char **argv, SynthOptions *o, const char **outpu
           "also store the column sums of every prompt row (schema 3; needs --rows equal to "
           "--prompt)"),
       OBC_OPT_CUSTOM("--dtype", "f32|f16", &o->store_f16, parse_dtype,
-                     "storage precision of the tensors", .default_text = "f32"),
+                     "storage precision of the tensors", .show = show_dtype),
       OBC_OPT_CUSTOM("--compress", "0-9", &o->compression_level, parse_compress,
-                     "deflate level with byte shuffle", .default_text = "0: none"),
+                     "deflate level with byte shuffle", .show = obc_option_show_int),
       OBC_OPT_SIZE("--threads", "N", &threads, "OpenMP threads; the trace does not depend on it",
-                   .default_text = "0: all cores"),
+                   .default_text = "all cores"),
       OBC_OPT_UINT64(
           "--max-bytes", "N", max_bytes,
           "refuse a trace of more than N bytes (uncompressed size, computed before writing; the "
-          "free space of the output's folder is checked too)",
-          .default_text = "17179869184 = 16 GiB"),
+          "free space of the output's folder is checked too)"),
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);
   ObcArguments args;
   int rc = obc_options_parse("synth", &list, 1, argc, argv, &args);
   if (rc) return rc;
   if (args.help) {
-    synth_usage(stdout, &list);
+    obc_options_print_usage(stdout, usage, &list, 1);
     *help = true;
     return OBC_OK;
   }

@@ -16,18 +16,17 @@
 #include "tokenizer/tokenizer.h"
 
 static const char *usage =
-    "usage: obcache tokenize [--model PATH] [--chat] [--system TEXT] [--lines] [--show]\n"
-    "                        (--file FILE | TEXT | --decode IDS)\n"
+    "usage: obcache tokenize [--model PATH] [--chat] [--system TEXT] [--lines]\n"
+    "                        [--show] (--file FILE | TEXT | --decode IDS)\n"
     "\n"
     "Prints the token ids of TEXT (or of the file's contents) on one line,\n"
     "space-separated; BOS first when the tokenizer asks for it. --chat wraps the\n"
     "text in the model's chat template as the user turn (--system: the system\n"
-    "message; default: the template's). --lines encodes each line of the input\n"
-    "separately (without its newline) and prints one line of ids per line. --show\n"
-    "prints one token per line instead: id, tab, its text (\\n, \\t, \\\\ and\n"
-    "bytes that are not printable UTF-8 escaped). --decode \"1,2,3\" prints the\n"
-    "text of those ids. --model takes a GGUF file or a Hugging Face folder with\n"
-    "tokenizer.json (default: the embedded SmolLM2-135M-Instruct).\n";
+    "message). --lines encodes each line of the input separately (without its\n"
+    "newline) and prints one line of ids per line. --show prints one token per line\n"
+    "instead: id, tab, its text (\\n, \\t, \\\\ and bytes that are not printable\n"
+    "UTF-8 escaped). --decode \"1,2,3\" prints the text of those ids. --model takes\n"
+    "a GGUF file or a Hugging Face folder with tokenizer.json.\n";
 
 typedef struct {
   const char *model;
@@ -43,7 +42,7 @@ static int parse_args(int argc, char **argv, TokenizeArgs *a, bool *help) {
   const ObcOption options[] = {
       OBC_OPT_TEXT("--model", "PATH", &a->model,
                    "GGUF file or Hugging Face folder with tokenizer.json",
-                   .default_text = "the embedded SmolLM2-135M-Instruct"),
+                   .default_text = MODEL_DEFAULT_TEXT),
       OBC_OPT_TEXT("--file", "FILE", &a->file, "encode the file's contents instead of TEXT"),
       OBC_OPT_FLAG("--chat", &a->chat,
                    "wrap the text in the model's chat template as the user turn"),

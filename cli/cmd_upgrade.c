@@ -69,7 +69,7 @@ int cmd_upgrade(int argc, char **argv) {
   const ObcOption options[] = {
       OBC_OPT_CUSTOM("--compress", "0-9", &compression_level, parse_compress,
                      "deflate level with byte shuffle of the upgraded trace's tensors",
-                     .default_text = "0: none"),
+                     .show = obc_option_show_int),
   };
   const ObcOptionList lists[] = {OBC_OPTION_LIST(options)};
   ObcArguments args;

@@ -11,8 +11,7 @@
 ObcOption text_max_bytes_option(size_t *max_bytes) {
   return (ObcOption)OBC_OPT_SIZE("--max-text-bytes", "N", max_bytes,
                                  "refuse a text file of more than N bytes (a cap against a wrong "
-                                 "path such as /dev/zero)",
-                                 .default_text = "67108864 = 64 MiB");
+                                 "path such as /dev/zero)");
 }
 
 static int too_long(const char *path, size_t max_bytes) {
