@@ -161,16 +161,14 @@ static const char *default_shown(const ObcOption *option, char *buf, size_t size
       snprintf(buf, size, "%" PRIu64, value);
       return buf;
     }
-    case OBC_OPTION_DOUBLE: {
-      double value = *(const double *)option->target;
-      if (value == 0) return NULL;
-      snprintf(buf, size, "%g", value);
-      return buf;
-    }
-    case OBC_OPTION_CUSTOM:
-      if (!option->show) return NULL;
-      option->show(option->target, buf, size);
+    case OBC_OPTION_DOUBLE:
+    case OBC_OPTION_CUSTOM: {
+      ObcOptionShow show =
+          option->kind == OBC_OPTION_DOUBLE ? obc_option_show_double : option->show;
+      if (!show) return NULL;
+      show(option->target, buf, size);
       return buf[0] ? buf : NULL;
+    }
     default: return NULL;
   }
 }
