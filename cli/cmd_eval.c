@@ -112,7 +112,7 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
           .default_text = "agnostic"),
       OBC_OPT_SIZE("--window", "W", &c->base.window,
                    "score window of the generic scores (presets fix their own)",
-                   .default_text = "64"),
+                   .default_text = OBC_OPTION_SPELLED(EVICT_DEFAULT_WINDOW)),
       OBC_OPT_FLAG("--keep-traces", &c->keep_traces,
                    "keep each sample's trace.h5 in its cell (large)"),
       OBC_OPTION_HEADING("\nrunning:"),

@@ -53,8 +53,9 @@ static int parse_args(int argc, char **argv, GenerateArgs *a, bool *help) {
       OBC_OPT_FLAG("--chat", &a->chat, "wrap the prompt in the model's chat template"),
       OBC_OPT_TEXT("--system", "TEXT", &a->system, "the system message (needs --chat)"),
       OBC_OPT_SIZE("--max-new", "N", &a->max_new, "most tokens to generate"),
-      OBC_OPT_SIZE("--context", "N", &a->context, "KV cache size in tokens",
-                   .default_text = "min(model context, 4096)"),
+      OBC_OPT_SIZE(
+          "--context", "N", &a->context, "KV cache size in tokens",
+          .default_text = "min(model context, " OBC_OPTION_SPELLED(RUNTIME_DEFAULT_CONTEXT) ")"),
       OBC_OPT_SIZE("--threads", "N", &a->threads, "OpenMP threads", .default_text = "all cores"),
       RUNTIME_DEVICE_OPTION(&a->device),
       text_max_bytes_option(&a->max_text_bytes),

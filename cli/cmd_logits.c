@@ -48,8 +48,9 @@ static int parse_args(int argc, char **argv, LogitsArgs *a, bool *help) {
       OBC_OPT_TEXT("--output", "FILE.f32", &a->output, "the logits (required)", .alias = "-o"),
       OBC_OPT_FLAG("--all", &a->all, "the logits of every token, not only the last"),
       OBC_OPT_TEXT("--ids-out", "FILE", &a->ids_out, "write the ids used"),
-      OBC_OPT_SIZE("--context", "N", &a->context, "KV cache size in tokens",
-                   .default_text = "min(model context, 4096)"),
+      OBC_OPT_SIZE(
+          "--context", "N", &a->context, "KV cache size in tokens",
+          .default_text = "min(model context, " OBC_OPTION_SPELLED(RUNTIME_DEFAULT_CONTEXT) ")"),
       OBC_OPT_SIZE("--threads", "N", &a->threads, "OpenMP threads", .default_text = "all cores"),
       RUNTIME_DEVICE_OPTION(&a->device),
   };

@@ -33,9 +33,6 @@
  * errors (of order 1). */
 #define VERIFY_TOLERANCE_F32 1e-4
 #define VERIFY_TOLERANCE_F16 5e-2
-/* A macro's value as text, for the help. */
-#define SPELLED_(x) #x
-#define SPELLED(x) SPELLED_(x)
 
 typedef struct {
   const char *name; /* "lse", "O", "A" */
@@ -341,10 +338,12 @@ static int parse_tolerance(void *target, const char *option, const char *value) 
 static int parse_args(int argc, char **argv, const char **path, double *tolerance, size_t *threads,
                       bool *help) {
   const ObcOption options[] = {
-      OBC_OPT_CUSTOM("--tolerance", "X", tolerance, parse_tolerance,
-                     "largest accepted difference (larger for f16: half precision keeps 11 bits)",
-                     .default_text = SPELLED(VERIFY_TOLERANCE_F32) " for f32 traces, " SPELLED(
-                         VERIFY_TOLERANCE_F16) " for f16 ones"),
+      OBC_OPT_CUSTOM(
+          "--tolerance", "X", tolerance, parse_tolerance,
+          "largest accepted difference (larger for f16: half precision keeps 11 bits)",
+          .default_text =
+              OBC_OPTION_SPELLED(VERIFY_TOLERANCE_F32) " for f32 traces, " OBC_OPTION_SPELLED(
+                  VERIFY_TOLERANCE_F16) " for f16 ones"),
       OBC_OPT_SIZE("--threads", "N", threads, "OpenMP threads", .default_text = "all cores"),
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);

@@ -59,6 +59,11 @@ typedef struct {
   ObcOptionShow show;   /* OBC_OPTION_CUSTOM: its default from the target, or NULL */
 } ObcOption;
 
+/* A macro's value as text, for a default_text that names a constant:
+ * OBC_OPTION_SPELLED(EVICT_DEFAULT_WINDOW) is "64". */
+#define OBC_OPTION_SPELLED_(x) #x
+#define OBC_OPTION_SPELLED(x) OBC_OPTION_SPELLED_(x)
+
 /* A heading line of the help (text may start with '\n' for a blank line). */
 #define OBC_OPTION_HEADING(text) \
   { .help = (text), .kind = OBC_OPTION_HELP }

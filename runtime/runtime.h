@@ -19,8 +19,12 @@
 
 typedef struct Runtime Runtime;
 
+/* The cache capacity of a model whose context is longer or unknown. */
+#define RUNTIME_DEFAULT_CONTEXT 4096
+
 typedef struct {
-  size_t max_context;  /* cache capacity in positions; 0 = min(model context, 4096) */
+  size_t max_context;  /* cache capacity in positions; 0 = min(model context,
+                        * RUNTIME_DEFAULT_CONTEXT) */
   size_t max_batch;    /* tokens per chunk of a forward call; 0 = 512 */
   const char *backend; /* "cpu" (NULL = "cpu"), "cuda" or "cuda-bf16" (runtime/cuda/) */
   size_t threads;      /* OpenMP threads; 0 = leave the default */
