@@ -2,6 +2,7 @@
  * value fails with a message naming the option and what was expected. */
 #include "capture/capture_args.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "common/obc_cli.h"
@@ -34,6 +35,10 @@ static int parse_dtype(void *target, const char *option, const char *value) {
   return OBC_OK;
 }
 
+static void show_dtype(const void *target, char *text, size_t size) {
+  snprintf(text, size, "%s", *(const bool *)target ? "f16" : "f32");
+}
+
 static int parse_compress(void *target, const char *option, const char *value) {
   long number = 0;
   int rc = obc_parse_int(option, value, &number);
@@ -48,52 +53,43 @@ void capture_args_options(CaptureArgs *a, ObcOption options[CAPTURE_ARGS_N_OPTIO
   CaptureOptions *c = &a->capture;
   const ObcOption table[] = {
       OBC_OPTION_HEADING("model and prompt:"),
-      {"--model", NULL, "M", "GGUF file or Hugging Face folder", "SmolLM2-135M-Instruct",
-       OBC_OPTION_TEXT, &a->model_path, NULL, NULL},
+      OBC_OPT_TEXT("--model", "M", &a->model_path, "GGUF file or Hugging Face folder",
+                   .default_text = MODEL_DEFAULT_TEXT),
       MODEL_WEIGHTS_OPTION(&a->weights),
-      {"--haystack", NULL, "H",
-       "kjv (default; King James Bible via the `bible` program of bible-kjv), noise (RULER's "
-       "repeated sentences) or a text FILE",
-       NULL, OBC_OPTION_TEXT, &n->haystack, NULL, NULL},
-      {"--seed", NULL, "S", "needle keys and values", "1", OBC_OPTION_UINT64, &n->seed, NULL, NULL},
-      {"--needles", NULL, "K",
-       "insert K needles: distinct keys, the question asks the first; with --multi-value they "
-       "share one key and the answer must list every value",
-       "1", OBC_OPTION_SIZE, &n->n_needles, NULL, NULL},
-      {"--multi-value", NULL, NULL, "see --needles", NULL, OBC_OPTION_FLAG, &n->multi_value, NULL,
-       NULL},
-      {"--uuid", NULL, NULL, "UUID values instead of 7-digit numbers", NULL, OBC_OPTION_CUSTOM,
-       &n->value_kind, parse_uuid, NULL},
-      {"--needle", NULL, "TEXT", "a custom needle (the answer must occur in it)", NULL,
-       OBC_OPTION_TEXT, &n->needle_text, NULL, NULL},
-      {"--question", NULL, "TEXT", "the custom needle's question", NULL, OBC_OPTION_TEXT,
-       &n->question_text, NULL, NULL},
-      {"--answer", NULL, "TEXT", "the custom needle's answer", NULL, OBC_OPTION_TEXT,
-       &n->answer_text, NULL, NULL},
-      {"--answer-prefix", NULL, "TEXT",
-       "start of the assistant's answer (default RULER's for RULER needles, none for a custom "
-       "needle)",
-       NULL, OBC_OPTION_TEXT, &n->answer_prefix, NULL, NULL},
-      {"--no-chat-template", NULL, NULL, "plain text even when the model has a chat template", NULL,
-       OBC_OPTION_FLAG, &n->no_chat_template, NULL, NULL},
+      OBC_OPT_TEXT("--haystack", "H", &n->haystack,
+                   "kjv (King James Bible via the `bible` program of bible-kjv), noise (RULER's "
+                   "repeated sentences) or a text FILE"),
+      OBC_OPT_UINT64("--seed", "S", &n->seed, "needle keys and values"),
+      OBC_OPT_SIZE(
+          "--needles", "K", &n->n_needles,
+          "insert K needles: distinct keys, the question asks the first; with --multi-value they "
+          "share one key and the answer must list every value"),
+      OBC_OPT_FLAG("--multi-value", &n->multi_value, "see --needles"),
+      OBC_OPT_CUSTOM("--uuid", NULL, &n->value_kind, parse_uuid,
+                     "UUID values instead of 7-digit numbers"),
+      OBC_OPT_TEXT("--needle", "TEXT", &n->needle_text,
+                   "a custom needle (the answer must occur in it)"),
+      OBC_OPT_TEXT("--question", "TEXT", &n->question_text, "the custom needle's question"),
+      OBC_OPT_TEXT("--answer", "TEXT", &n->answer_text, "the custom needle's answer"),
+      OBC_OPT_TEXT(
+          "--answer-prefix", "TEXT", &n->answer_prefix,
+          "start of the assistant's answer (default RULER's for RULER needles, none for a custom "
+          "needle)"),
+      OBC_OPT_FLAG("--no-chat-template", &n->no_chat_template,
+                   "plain text even when the model has a chat template"),
       OBC_OPTION_HEADING("what to record:"),
-      {"--rows", NULL, "R", "last R prompt rows of Q/O/lse", "128", OBC_OPTION_SIZE, &c->rows, NULL,
-       NULL},
-      {"--all-rows", NULL, NULL, "every prompt row (full-history windows)", NULL, OBC_OPTION_FLAG,
-       &c->all_rows, NULL, NULL},
-      {"--decode", NULL, "T", "greedy decode steps, every one captured", "16", OBC_OPTION_SIZE,
-       &c->decode, NULL, NULL},
-      {"--store-attn", NULL, NULL, "also store the attention rows A", NULL, OBC_OPTION_FLAG,
-       &c->store_attn, NULL, NULL},
-      {"--no-column-sums", NULL, NULL,
-       "leave out the column sums of every prompt row (H2O's scores; the trace is then schema 2)",
-       NULL, OBC_OPTION_FLAG, &c->skip_column_sums, NULL, NULL},
-      {"--dtype", NULL, "f32|f16", "storage of float tensors", "f32", OBC_OPTION_CUSTOM,
-       &c->store_f16, parse_dtype, NULL},
-      {"--compress", NULL, "0-9", "deflate level", "0", OBC_OPTION_CUSTOM, &c->compression,
-       parse_compress, NULL},
-      {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &c->threads, NULL,
-       NULL},
+      OBC_OPT_SIZE("--rows", "R", &c->rows, "last R prompt rows of Q/O/lse"),
+      OBC_OPT_FLAG("--all-rows", &c->all_rows, "every prompt row (full-history windows)"),
+      OBC_OPT_SIZE("--decode", "T", &c->decode, "greedy decode steps, every one captured"),
+      OBC_OPT_FLAG("--store-attn", &c->store_attn, "also store the attention rows A"),
+      OBC_OPT_FLAG("--no-column-sums", &c->skip_column_sums,
+                   "leave out the column sums of every prompt row (H2O's scores; the trace is then "
+                   "schema 2)"),
+      OBC_OPT_CUSTOM("--dtype", "f32|f16", &c->store_f16, parse_dtype, "storage of float tensors",
+                     .show = show_dtype),
+      OBC_OPT_CUSTOM("--compress", "0-9", &c->compression, parse_compress, "deflate level",
+                     .show = obc_option_show_int),
+      OBC_OPT_SIZE("--threads", "N", &c->threads, "OpenMP threads", .default_text = "all cores"),
       RUNTIME_DEVICE_OPTION(&c->device),
   };
   _Static_assert(sizeof table / sizeof *table == CAPTURE_ARGS_N_OPTIONS, "table size");

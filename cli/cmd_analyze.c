@@ -16,39 +16,35 @@
 #include "common/obc_file.h"
 #include "common/obc_options.h"
 
-static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
-  fprintf(out,
-          "usage: obcache analyze TRACE [options]\n"
-          "\n"
-          "Ranks every prompt token of every (layer, KV head) of TRACE by each eviction\n"
-          "score and exact error (attn, attn2, vatp, snapkv, obc_v, obc_k, obc_vk,\n"
-          "exact_v, exact_k, exact_vk, remove) over the last W prompt rows, and measures\n"
-          "how well each finds the tokens whose eviction really hurts: the true eviction\n"
-          "error of the first decode step (oracle@1) or of all captured steps (oracle@T).\n"
-          "\n"
-          "options:\n");
-  obc_options_print_help(out, lists, n_lists);
-  fprintf(out,
-          "\n"
-          "files written to DIR (all appear together when the run succeeds):\n"
-          "  report.json          trace, model, every parameter, tool version, summary\n"
-          "  recall.csv           score,window,recent,k,reference,recall_mean,recall_min,\n"
-          "                       recall_max (recall@k = |selection & reference top-k| / k\n"
-          "                       over heads; reference oracle@1, oracle@T [, --oracle])\n"
-          "  recall_layers.csv, recall_heads.csv: against the --oracle reference only\n"
-          "  recall_layers.csv    score,window,recent,k,layer,recall (mean over KV heads)\n"
-          "  recall_heads.csv     score,window,recent,k,layer,kv_head,recall\n"
-          "  spearman.csv         score,window,reference,rho_mean,rho_min,rho_max: rank\n"
-          "                       agreement with the oracle, and of each Taylor score with\n"
-          "                       its exact error (obc_v/exact_v, obc_k/exact_k, obc_vk/exact_vk)\n"
-          "  needle.csv           score,window,recent,k,retention (share of the needle span\n"
-          "                       kept; only when the trace marks a needle)\n"
-          "  bias.csv             score,window,recent,k,bucket,bucket_lo,bucket_hi,\n"
-          "                       selected_share,mean_norm_score: where in the prompt the\n"
-          "                       selection (and the oracle's) falls\n"
-          "  taylor.csv           layer,kv_head,position,exact_v,obc_v,exact_k,obc_k,\n"
-          "                       exact_vk,obc_vk,remove,oracle at the main window (subsample)\n");
-}
+static const char *usage =
+    "usage: obcache analyze TRACE [options]\n"
+    "\n"
+    "Ranks every prompt token of every (layer, KV head) of TRACE by each eviction\n"
+    "score and exact error (attn, attn2, vatp, snapkv, obc_v, obc_k, obc_vk,\n"
+    "exact_v, exact_k, exact_vk, remove) over the last W prompt rows, and measures\n"
+    "how well each finds the tokens whose eviction really hurts: the true eviction\n"
+    "error of the first decode step (oracle@1) or of all captured steps (oracle@T).\n"
+    "\n"
+    "files written to DIR (all appear together when the run succeeds):\n"
+    "  report.json          trace, model, every parameter, tool version, summary\n"
+    "  recall.csv           score,window,recent,k,reference,recall_mean,recall_min,\n"
+    "                       recall_max (recall@k = |selection & reference top-k| / k\n"
+    "                       over heads; reference oracle@1, oracle@T [, --oracle])\n"
+    "  recall_layers.csv, recall_heads.csv: against the --oracle reference only\n"
+    "  recall_layers.csv    score,window,recent,k,layer,recall (mean over KV heads)\n"
+    "  recall_heads.csv     score,window,recent,k,layer,kv_head,recall\n"
+    "  spearman.csv         score,window,reference,rho_mean,rho_min,rho_max: rank\n"
+    "                       agreement with the oracle, and of each Taylor score with\n"
+    "                       its exact error (obc_v/exact_v, obc_k/exact_k,\n"
+    "                       obc_vk/exact_vk)\n"
+    "  needle.csv           score,window,recent,k,retention (share of the needle span\n"
+    "                       kept; only when the trace marks a needle)\n"
+    "  bias.csv             score,window,recent,k,bucket,bucket_lo,bucket_hi,\n"
+    "                       selected_share,mean_norm_score: where in the prompt the\n"
+    "                       selection (and the oracle's) falls\n"
+    "  taylor.csv           layer,kv_head,position,exact_v,obc_v,exact_k,obc_k,\n"
+    "                       exact_vk,obc_vk,remove,oracle at the main window\n"
+    "                       (subsample)\n";
 
 typedef struct {
   const char *trace_path;
@@ -79,54 +75,50 @@ static int parse_args(int argc, char **argv, AnalyzeArgs *args, bool *help) {
   ObcSizeList windows = {c->windows, &c->n_windows, OBC_ANALYSIS_MAX_LIST};
   ObcSizeList topk = {c->topk, &c->n_topk, OBC_ANALYSIS_MAX_LIST};
   const ObcOption options[] = {
-      {"-o", NULL, "DIR", "output folder (default: TRACE without .h5 + \"-analysis\")", NULL,
-       OBC_OPTION_TEXT, &args->out_dir, NULL, NULL},
-      {"--window", NULL, "W[,W...]",
-       "perturbation windows (prompt rows). The first value is the main window. Default: "
-       "1,2,4,... up to the captured contiguous prompt rows, plus that maximum; main = min(64, "
-       "max)",
-       NULL, OBC_OPTION_CUSTOM, &windows, obc_option_parse_size_list, NULL},
-      {"--topk", NULL, "K[,K...]",
-       "budgets k; the first is the main budget. Default: 40 and the curve "
-       "1,2,5,10,20,40,60,80,100 (capped at the prompt length)",
-       NULL, OBC_OPTION_CUSTOM, &topk, obc_option_parse_size_list, NULL},
-      {"--recent", NULL, "R",
-       "also report a recent window of R positions (last R prompt positions always kept, k - R "
-       "chosen by score); default 0. Results are given for r = 0 and r = R. R must be below "
-       "every given k (default curve: budgets k <= R get r = 0 only)",
-       NULL, OBC_OPTION_SIZE, &c->recent, NULL, NULL},
-      {"--oracle", NULL, "1|T|N|a-b",
-       "the main reference (summary, bias, taylor): oracle@1 (default, the paper's), oracle@T "
-       "(every captured decode step), step N alone (oracle@N-N) or steps a..b (oracle@a-b, "
-       "1-based). Recall is also reported against oracle@1 and oracle@T",
-       NULL, OBC_OPTION_CUSTOM, &c->oracle, oracle_steps_parse_option, NULL},
-      {"--gqa", NULL, "sum|mean|max",
-       "how query heads of a KV group combine scores (default sum; exact errors and the oracle "
-       "are always summed)",
-       NULL, OBC_OPTION_CUSTOM, &c->score_options.aggregation, parse_gqa, NULL},
-      {"--snapkv-kernel", NULL, "K", "odd max-pooling width of snapkv", "7", OBC_OPTION_SIZE,
-       &c->score_options.snapkv_kernel, NULL, NULL},
-      {"--buckets", NULL, "B", "relative-position buckets of bias.csv", "20", OBC_OPTION_SIZE,
-       &c->buckets, NULL, NULL},
-      {"--precision", NULL, "P", "float (default; sgemm) or double (dgemm) for q.k and v.o", NULL,
-       OBC_OPTION_CUSTOM, &c->score_options.precision, parse_precision, NULL},
-      {"--taylor-points", NULL, "N", "points of taylor.csv in total", "4000", OBC_OPTION_SIZE,
-       &c->taylor_points, NULL, NULL},
-      {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &c->threads, NULL,
-       NULL},
-      {"--scores-out", NULL, "FILE.h5",
-       "write every per-token quantity at the main window (datasets attn ... remove, oracle@1, "
-       "oracle@T [, the --oracle one], each float64 [layers, kv_heads, n_prompt])",
-       NULL, OBC_OPTION_TEXT, &c->scores_out, NULL, NULL},
-      {"--quiet", NULL, NULL, "no progress line (shown on a terminal) and no summary table", NULL,
-       OBC_OPTION_FLAG, &args->quiet, NULL, NULL},
+      OBC_OPT_TEXT("-o", "DIR", &args->out_dir,
+                   "output folder (default: TRACE without .h5 + \"-analysis\")"),
+      OBC_OPT_CUSTOM(
+          "--window", "W[,W...]", &windows, obc_option_parse_size_list,
+          "perturbation windows (prompt rows). The first value is the main window. Default: "
+          "1,2,4,... up to the captured contiguous prompt rows, plus that maximum; main = min(64, "
+          "max)"),
+      OBC_OPT_CUSTOM("--topk", "K[,K...]", &topk, obc_option_parse_size_list,
+                     "budgets k; the first is the main budget. Default: 40 and the curve "
+                     "1,2,5,10,20,40,60,80,100 (capped at the prompt length)"),
+      OBC_OPT_SIZE(
+          "--recent", "R", &c->recent,
+          "also report a recent window of R positions (last R prompt positions always kept, k - R "
+          "chosen by score); default 0. Results are given for r = 0 and r = R. R must be below "
+          "every given k (default curve: budgets k <= R get r = 0 only)"),
+      OBC_OPT_CUSTOM(
+          "--oracle", "1|T|N|a-b", &c->oracle, oracle_steps_parse_option,
+          "the main reference (summary, bias, taylor): oracle@1 (default, the paper's), oracle@T "
+          "(every captured decode step), step N alone (oracle@N-N) or steps a..b (oracle@a-b, "
+          "1-based). Recall is also reported against oracle@1 and oracle@T"),
+      OBC_OPT_CUSTOM(
+          "--gqa", "sum|mean|max", &c->score_options.aggregation, parse_gqa,
+          "how query heads of a KV group combine scores (default sum; exact errors and the oracle "
+          "are always summed)"),
+      OBC_OPT_SIZE("--snapkv-kernel", "K", &c->score_options.snapkv_kernel,
+                   "odd max-pooling width of snapkv"),
+      OBC_OPT_SIZE("--buckets", "B", &c->buckets, "relative-position buckets of bias.csv"),
+      OBC_OPT_CUSTOM("--precision", "P", &c->score_options.precision, parse_precision,
+                     "float (default; sgemm) or double (dgemm) for q.k and v.o"),
+      OBC_OPT_SIZE("--taylor-points", "N", &c->taylor_points, "points of taylor.csv in total"),
+      OBC_OPT_SIZE("--threads", "N", &c->threads, "OpenMP threads", .default_text = "all cores"),
+      OBC_OPT_TEXT(
+          "--scores-out", "FILE.h5", &c->scores_out,
+          "write every per-token quantity at the main window (datasets attn ... remove, oracle@1, "
+          "oracle@T [, the --oracle one], each float64 [layers, kv_heads, n_prompt])"),
+      OBC_OPT_FLAG("--quiet", &args->quiet,
+                   "no progress line (shown on a terminal) and no summary table"),
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);
   ObcArguments parsed;
   int rc = obc_options_parse("analyze", &list, 1, argc, argv, &parsed);
   if (rc) return rc;
   if (parsed.help) {
-    print_help(stdout, &list, 1);
+    obc_options_print_usage(stdout, usage, &list, 1);
     *help = true;
     return OBC_OK;
   }

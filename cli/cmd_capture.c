@@ -19,20 +19,16 @@
 #include "common/obc_options.h"
 #include "model/model.h"
 
-static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
-  fprintf(out,
-          "usage: obcache capture --length N --depth D [options] -o TRACE.h5\n"
-          "\n"
-          "Runs the model on a Needle-in-a-Haystack prompt of N tokens (the model's own\n"
-          "tokens, chat template included) with the needle at D percent of the context:\n"
-          "one prefill capturing the last R prompt rows, then T greedy decode steps from\n"
-          "the full cache, each captured with its logits. The trace holds K/V of every\n"
-          "position, Q/O/lse (and A) of the captured rows, the tokens, the prompt, the\n"
-          "spans of needle, value and question, the answer and whether it contains the\n"
-          "needle's value. It appears under its final name only when complete.\n"
-          "\n");
-  obc_options_print_help(out, lists, n_lists);
-}
+static const char *usage =
+    "usage: obcache capture --length N --depth D [options] -o TRACE.h5\n"
+    "\n"
+    "Runs the model on a Needle-in-a-Haystack prompt of N tokens (the model's own\n"
+    "tokens, chat template included) with the needle at D percent of the context:\n"
+    "one prefill capturing the last R prompt rows, then T greedy decode steps from\n"
+    "the full cache, each captured with its logits. The trace holds K/V of every\n"
+    "position, Q/O/lse (and A) of the captured rows, the tokens, the prompt, the\n"
+    "spans of needle, value and question, the answer and whether it contains the\n"
+    "needle's value. It appears under its final name only when complete.\n";
 
 static int parse_depth(void *target, const char *option, const char *value) {
   int rc = obc_parse_double(option, value, target);
@@ -90,14 +86,15 @@ static void print_result(const char *path, const Tokenizer *tokenizer, const Nia
 int cmd_capture(int argc, char **argv) {
   CaptureArgs a;
   capture_args_default(&a);
+  a.niah.length = 0; /* required: the help shows no default */
   bool length_given = false;
   const ObcOption own[] = {
-      {"--length", NULL, "N", "prompt length in tokens (required)", NULL, OBC_OPTION_SIZE,
-       &a.niah.length, .seen = &length_given},
-      {"--depth", NULL, "D", "needle depth, 0 (start) .. 100 (end) percent", "50",
-       OBC_OPTION_CUSTOM, &a.niah.depth, parse_depth, NULL},
-      {"-o", NULL, "TRACE.h5", "the trace (required)", NULL, OBC_OPTION_TEXT, &a.out_path, NULL,
-       NULL},
+      OBC_OPT_SIZE("--length", "N", &a.niah.length, "prompt length in tokens (required)",
+                   .seen = &length_given),
+      OBC_OPT_CUSTOM("--depth", "D", &a.niah.depth, parse_depth,
+                     "needle depth, 0 (start) .. 100 (end) percent",
+                     .show = obc_option_show_double),
+      OBC_OPT_TEXT("-o", "TRACE.h5", &a.out_path, "the trace (required)"),
       OBC_OPTION_HEADING(""),
   };
   ObcOption shared[CAPTURE_ARGS_N_OPTIONS];
@@ -107,7 +104,7 @@ int cmd_capture(int argc, char **argv) {
   int rc = obc_options_parse("capture", lists, 2, argc, argv, &args);
   if (rc) return rc;
   if (args.help) {
-    print_help(stdout, lists, 2);
+    obc_options_print_usage(stdout, usage, lists, 2);
     return 0;
   }
   if (args.n_positional)

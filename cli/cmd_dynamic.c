@@ -17,8 +17,8 @@
 #include "tokenizer/text_input.h"
 
 static const char usage[] =
-    "usage: obcache dynamic [--model M] [--text kjv|FILE] [--tokens N] [--budgets B,..]\n"
-    "                       [--scores S,..] [--chunk C] [-o DIR]\n"
+    "usage: obcache dynamic [--model M] [--text kjv|FILE] [--tokens N]\n"
+    "                       [--budgets B,..] [--scores S,..] [--chunk C] [-o DIR]\n"
     "\n"
     "Teacher-forced decoding over a long text with a fixed cache budget per (layer,\n"
     "KV head): every new row adds to each cached token's running score, and whenever\n"

@@ -34,115 +34,109 @@ typedef struct {
   double stale_after;
 } EvalArgs;
 
-static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
-  fprintf(out,
-          "usage: obcache eval --tasks T,.. --lengths N,.. --samples N [options] -o DIR\n"
-          "       obcache eval ... --plan -o DIR\n"
-          "       obcache eval DIR [--cell I | --shard i/N] [--threads N]\n"
-          "       obcache eval DIR --merge\n"
-          "\n"
-          "Task accuracy of eviction policies over many samples of RULER's synthetic tasks\n"
-          "(niah_single_1/2/3, niah_multikey_1/2/3, niah_multivalue, niah_multiquery, vt,\n"
-          "cwe, fwe; docs/SCIENCE.md, \"Task accuracy\"). Each sample is a function of\n"
-          "(task, length, seed): one prefill captures what the policies and the oracle\n"
-          "need, the full-cache answer is decoded, and every policy x budget x protocol,\n"
-          "and oracle@T (the answer-aware reference), is replayed with the model in the\n"
-          "loop, each answer ending at its first stop token; each answer is scored with\n"
-          "RULER's string_match_all (correct = every answer found), and each kept set's\n"
-          "recall against oracle@T's at the same budget is recorded beside it.\n"
-          "\n"
-          "Writes DIR/accuracy.csv (task, length, policy, budget, protocol, n, correct,\n"
-          "accuracy with its Wilson 95%% interval, RULER score, recall, kept share; task\n"
-          "\"all\" pools the tasks; policy \"full\" is the uncompressed cache), paired.csv\n"
-          "(each X vs X+obc_S on the same samples: accuracy difference with a paired\n"
-          "bootstrap 95%% interval, exact McNemar p), recall.csv (accuracy by recall\n"
-          "quartile and the AUC of recall as a predictor of correctness), recall_policy.csv\n"
-          "(that AUC within each policy, budget and protocol), samples.csv (every answer),\n"
-          "prompts.jsonl (every prompt: text, ids, spans, answers), eval.json, and\n"
-          "DIR/plots/ (the figures and index.html).\n"
-          "\n"
-          "A run is resumable and shardable like obcache sweep: --plan writes\n"
-          "DIR/plan.json; `eval DIR` runs the samples that are not finished (all, one with\n"
-          "--cell, or those with id %% N == i with --shard i/N) under locks, each into\n"
-          "DIR/cells/<id>/ (sample.json, prompt.json; trace.h5 with --keep-traces);\n"
-          "`eval DIR --merge` verifies them and writes the tables. The merge of shards\n"
-          "equals the one-process run; scripts/slurm/submit.sh DIR N runs it on Slurm.\n"
-          "\n");
-  obc_options_print_help(out, lists, n_lists);
-}
+static const char *usage =
+    "usage: obcache eval --tasks T,.. --lengths N,.. --samples N [options] -o DIR\n"
+    "       obcache eval ... --plan -o DIR\n"
+    "       obcache eval DIR [--cell I | --shard i/N] [--threads N]\n"
+    "       obcache eval DIR --merge\n"
+    "\n"
+    "Task accuracy of eviction policies over many samples of RULER's synthetic tasks\n"
+    "(niah_single_1/2/3, niah_multikey_1/2/3, niah_multivalue, niah_multiquery, vt,\n"
+    "cwe, fwe; docs/SCIENCE.md, \"Task accuracy\"). Each sample is a function of\n"
+    "(task, length, seed): one prefill captures what the policies and the oracle\n"
+    "need, the full-cache answer is decoded, and every policy x budget x protocol,\n"
+    "and oracle@T (the answer-aware reference), is replayed with the model in the\n"
+    "loop, each answer ending at its first stop token; each answer is scored with\n"
+    "RULER's string_match_all (correct = every answer found), and each kept set's\n"
+    "recall against oracle@T's at the same budget is recorded beside it.\n"
+    "\n"
+    "Writes DIR/accuracy.csv (task, length, policy, budget, protocol, n, correct,\n"
+    "accuracy with its Wilson 95% interval, RULER score, recall, kept share; task\n"
+    "\"all\" pools the tasks; policy \"full\" is the uncompressed cache), paired.csv\n"
+    "(each X vs X+obc_S on the same samples: accuracy difference with a paired\n"
+    "bootstrap 95% interval, exact McNemar p), recall.csv (accuracy by recall\n"
+    "quartile and the AUC of recall as a predictor of correctness), recall_policy.csv\n"
+    "(that AUC within each policy, budget and protocol), samples.csv (every answer),\n"
+    "prompts.jsonl (every prompt: text, ids, spans, answers), eval.json, and\n"
+    "DIR/plots/ (the figures and index.html).\n"
+    "\n"
+    "A run is resumable and shardable like obcache sweep: --plan writes\n"
+    "DIR/plan.json; `eval DIR` runs the samples that are not finished (all, one with\n"
+    "--cell, or those with id % N == i with --shard i/N) under locks, each into\n"
+    "DIR/cells/<id>/ (sample.json, prompt.json; trace.h5 with --keep-traces);\n"
+    "`eval DIR --merge` verifies them and writes the tables. The merge of shards\n"
+    "equals the one-process run; scripts/slurm/submit.sh DIR N runs it on Slurm.\n";
 
 static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bool print) {
   EvalConfig *c = &a->config;
   ObcSizeList lengths = {c->lengths, &c->n_lengths, EVAL_MAX_LENGTHS};
   const ObcOption own[] = {
       OBC_OPTION_HEADING("samples:"),
-      {"--tasks", NULL, "T,..", "RULER tasks (see above)", "niah_single_1", OBC_OPTION_TEXT,
-       &a->tasks, NULL, NULL},
-      {"--lengths", "--length", "N,..",
-       "prompt lengths in tokens, RULER's max_seq_length (the prompt plus RULER's "
-       "tokens_to_generate fit in N)",
-       "1024", OBC_OPTION_CUSTOM, &lengths, obc_option_parse_size_list, NULL},
-      {"--samples", NULL, "N", "samples per task and length", "8", OBC_OPTION_SIZE, &c->samples,
-       NULL, NULL},
-      {"--seed", NULL, "S", "sample i of every task and length draws from seed S + i", "1",
-       OBC_OPTION_UINT64, &c->seed, NULL, NULL},
-      {"--essay", NULL, "H",
-       "haystack of RULER's essay tasks (RULER: Paul Graham's essays): kjv or a text file", "kjv",
-       OBC_OPTION_TEXT, &c->ruler.essay, NULL, NULL},
-      {"--words", NULL, "FILE", "word list of cwe (RULER: wonderwords)",
-       "/usr/share/dict/words (wamerican)", OBC_OPTION_TEXT, &c->ruler.words, NULL, NULL},
-      {"--no-chat-template", NULL, NULL, "plain text even when the model has a chat template", NULL,
-       OBC_OPTION_FLAG, &c->ruler.no_chat_template, NULL, NULL},
-      {"--max-new-tokens", NULL, "N",
-       "decode at most N answer tokens (RULER: niah 128, vt 30, cwe 120, fwe 50); prompts do "
-       "not change",
-       "RULER's", OBC_OPTION_SIZE, &c->max_new_tokens, NULL, NULL},
+      OBC_OPT_TEXT("--tasks", "T,..", &a->tasks, "RULER tasks (see above)",
+                   .default_text = "niah_single_1"),
+      OBC_OPT_CUSTOM("--lengths", "N,..", &lengths, obc_option_parse_size_list,
+                     "prompt lengths in tokens, RULER's max_seq_length (the prompt plus RULER's "
+                     "tokens_to_generate fit in N)",
+                     .alias = "--length", .show = obc_option_show_size_list),
+      OBC_OPT_SIZE("--samples", "N", &c->samples, "samples per task and length"),
+      OBC_OPT_UINT64("--seed", "S", &c->seed,
+                     "sample i of every task and length draws from seed S + i"),
+      OBC_OPT_TEXT(
+          "--essay", "H", &c->ruler.essay,
+          "haystack of RULER's essay tasks (RULER: Paul Graham's essays): kjv or a text file"),
+      OBC_OPT_TEXT("--words", "FILE", &c->ruler.words, "word list of cwe (RULER: wonderwords)",
+                   .default_text = "/usr/share/dict/words (wamerican)"),
+      OBC_OPT_FLAG("--no-chat-template", &c->ruler.no_chat_template,
+                   "plain text even when the model has a chat template"),
+      OBC_OPT_SIZE(
+          "--max-new-tokens", "N", &c->max_new_tokens,
+          "decode at most N answer tokens (RULER: niah 128, vt 30, cwe 120, fwe 50); prompts do "
+          "not change",
+          .default_text = "RULER's"),
       OBC_OPTION_HEADING("\npolicies:"),
-      {"--scores", NULL, "S,..",
-       "policies: the presets (h2o, tova, snapkv, pyramidkv, adakv-snapkv, ..., and their "
-       "pairings such as snapkv+obc_k; a name that is also a generic score means the preset) "
-       "or any other replay score (attn, obc_vk, random); oracle@T is always added",
-       "snapkv,snapkv+obc_k", OBC_OPTION_TEXT, &a->scores, NULL, NULL},
-      {"--pairs", NULL, "X+obc_S,..", "adds each entry and its baseline X to --scores", NULL,
-       OBC_OPTION_TEXT, &a->pairs, NULL, NULL},
-      {"--budgets", NULL, "B,..", "kept share (10%, 0.25) or tokens of the candidates",
-       "10%,25%,50%", OBC_OPTION_TEXT, &a->budgets, NULL, NULL},
-      {"--protocol", NULL, "P,..",
-       "agnostic (the context compressed before the question is seen, the question re-run), "
-       "aware, agnostic-captured",
-       "agnostic", OBC_OPTION_TEXT, &a->protocols, NULL, NULL},
-      {"--window", NULL, "W", "score window of the generic scores (presets fix their own)", "64",
-       OBC_OPTION_SIZE, &c->base.window, NULL, NULL},
-      {"--keep-traces", NULL, NULL, "keep each sample's trace.h5 in its cell (large)", NULL,
-       OBC_OPTION_FLAG, &c->keep_traces, NULL, NULL},
+      OBC_OPT_TEXT(
+          "--scores", "S,..", &a->scores,
+          "policies: the presets (h2o, tova, snapkv, pyramidkv, adakv-snapkv, ..., and their "
+          "pairings such as snapkv+obc_k; a name that is also a generic score means the preset) "
+          "or any other replay score (attn, obc_vk, random); oracle@T is always added",
+          .default_text = "snapkv,snapkv+obc_k"),
+      OBC_OPT_TEXT("--pairs", "X+obc_S,..", &a->pairs,
+                   "adds each entry and its baseline X to --scores"),
+      OBC_OPT_TEXT("--budgets", "B,..", &a->budgets,
+                   "kept share (10%, 0.25) or tokens of the candidates",
+                   .default_text = "10%,25%,50%"),
+      OBC_OPT_TEXT(
+          "--protocol", "P,..", &a->protocols,
+          "agnostic (the context compressed before the question is seen, the question re-run), "
+          "aware, agnostic-captured",
+          .default_text = "agnostic"),
+      OBC_OPT_SIZE("--window", "W", &c->base.window,
+                   "score window of the generic scores (presets fix their own)",
+                   .default_text = OBC_OPTION_SPELLED(EVICT_DEFAULT_WINDOW)),
+      OBC_OPT_FLAG("--keep-traces", &c->keep_traces,
+                   "keep each sample's trace.h5 in its cell (large)"),
       OBC_OPTION_HEADING("\nrunning:"),
-      {"-o", "--output", "DIR", "the eval folder", NULL, OBC_OPTION_TEXT, &a->out_dir, NULL, NULL},
-      {"--model", NULL, "M", "GGUF file or HF folder", "the embedded SmolLM2", OBC_OPTION_TEXT,
-       &a->model_path, NULL, NULL},
+      OBC_OPT_TEXT("--output", "DIR", &a->out_dir, "the eval folder", .alias = "-o"),
+      OBC_OPT_TEXT("--model", "M", &a->model_path, "GGUF file or HF folder",
+                   .default_text = MODEL_DEFAULT_TEXT),
       MODEL_WEIGHTS_OPTION(&a->weights),
-      {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &c->threads, NULL,
-       NULL},
+      OBC_OPT_SIZE("--threads", "N", &c->threads, "OpenMP threads", .default_text = "all cores"),
       RUNTIME_DEVICE_OPTION(&c->device),
-      {"--batch", NULL, "N", "replay sequences decoded together (1 = one after another)",
-       "all, in passes of 1 GiB", OBC_OPTION_SIZE, &c->batch, NULL, NULL},
-      {"--plan", NULL, NULL, "only write DIR/plan.json; run the samples with obcache eval DIR",
-       NULL, OBC_OPTION_FLAG, &a->plan_only, NULL, NULL},
-      {"--cell", NULL, "I", "run only sample I of DIR's plan (with DIR)", NULL, OBC_OPTION_TEXT,
-       &a->cell, NULL, NULL},
-      {"--shard", NULL, "i/N", "run the samples with id % N == i (with DIR)", NULL, OBC_OPTION_TEXT,
-       &a->shard, NULL, NULL},
-      {"--merge", NULL, NULL, "merge DIR's finished samples (with DIR)", NULL, OBC_OPTION_FLAG,
-       &a->merge, NULL, NULL},
-      {"--stale-after", NULL, "S",
-       "seconds without a heartbeat after which another host's lock is stale",
-       SWEEP_STALE_AFTER_TEXT, OBC_OPTION_DOUBLE, &a->stale_after, NULL, NULL},
-      {"--no-figures", NULL, NULL, "merge without drawing the figures", NULL, OBC_OPTION_FLAG,
-       &a->no_figures, NULL, NULL},
-      {"-h", "--help", NULL, "this help", NULL, OBC_OPTION_HELP, NULL, NULL, NULL},
+      OBC_OPT_SIZE("--batch", "N", &c->batch,
+                   "replay sequences decoded together (1 = one after another)",
+                   .default_text = "all, in passes of 1 GiB"),
+      OBC_OPT_FLAG("--plan", &a->plan_only,
+                   "only write DIR/plan.json; run the samples with obcache eval DIR"),
+      OBC_OPT_TEXT("--cell", "I", &a->cell, "run only sample I of DIR's plan (with DIR)"),
+      OBC_OPT_TEXT("--shard", "i/N", &a->shard, "run the samples with id % N == i (with DIR)"),
+      OBC_OPT_FLAG("--merge", &a->merge, "merge DIR's finished samples (with DIR)"),
+      OBC_OPT_DOUBLE("--stale-after", "S", &a->stale_after,
+                     "seconds without a heartbeat after which another host's lock is stale"),
+      OBC_OPT_FLAG("--no-figures", &a->no_figures, "merge without drawing the figures"),
   };
   const ObcOptionList lists[] = {OBC_OPTION_LIST(own)};
   int rc = obc_options_parse("eval", lists, 1, argc, argv, args);
-  if (!rc && args->help && print) print_help(stdout, lists, 1);
+  if (!rc && args->help && print) obc_options_print_usage(stdout, usage, lists, 1);
   return rc;
 }
 

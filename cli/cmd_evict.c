@@ -10,41 +10,39 @@
 #include "evict/policy.h"
 #include "evict/policy_args.h"
 #include "evict/preset.h"
+#include "model/model.h"
 #include "common/obc_file.h"
 
-static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
-  fprintf(out,
-          "usage: obcache evict TRACE [policy options] -o KEEP.h5\n"
-          "\n"
-          "Applies an eviction policy to the prompt of TRACE and writes, for every\n"
-          "(layer, KV head), the prompt positions it keeps: datasets keep (layers,\n"
-          "kv_heads, n_prompt) uint8, n_kept (layers, kv_heads) and positions (layers,\n"
-          "kv_heads, max kept) padded with -1, every parameter as an attribute.\n"
-          "Replay it with obcache replay --offline TRACE --keep KEEP.h5 (or the model).\n"
-          "The keep file records the query protocol (attribute protocol): replay reads it\n"
-          "from there, so an agnostic kept set is replayed with the question re-run.\n"
-          "\n"
-          "Presets (--score NAME; preset:NAME for snapkv, vatp and streaming, whose bare\n"
-          "names are the generic scores; NAME+obc_v|obc_k|obc_vk puts OBCache's score\n"
-          "inside an attention preset; docs/SCIENCE.md, \"Methods as presets\"):\n"
-          "  h2o           kvpress ObservedAttention, every prompt row (the column sums)\n"
-          "  tova          last query row, mean over the layer's query heads\n"
-          "  snapkv        kvpress SnapKV: 64 rows, mean, avg pool 5, group mean\n"
-          "  snapkv-max7   the OBCache authors' SnapKV: 16 rows, max pool 7\n"
-          "  pyramidkv     SnapKV scores, per-layer pyramid budgets (beta 20)\n"
-          "  adakv-snapkv  SnapKV scores, AdaKV allocation across a layer's heads\n"
-          "  criticalkv-snapkv  kvpress CriticalKV around SnapKV: half the budget by\n"
-          "                SnapKV, the rest by (SnapKV + 1e-4) x ||W_o v||_1 (reads --model)\n"
-          "  vatp          64-row mean attention x ||v||_1\n"
-          "  streaming     4 sinks + the most recent\n"
-          "  knorm         lowest key norm first kept\n"
-          "  keydiff       keys least like the mean key\n"
-          "  expected_attention  kvpress ExpectedAttention: the pre-RoPE query statistics'\n"
-          "                mean and covariance under the next 512 positions' mean RoPE,\n"
-          "                group mean, x ||v||_2, 4 sinks\n"
-          "\n");
-  obc_options_print_help(out, lists, n_lists);
-}
+static const char *usage =
+    "usage: obcache evict TRACE [policy options] -o KEEP.h5\n"
+    "\n"
+    "Applies an eviction policy to the prompt of TRACE and writes, for every\n"
+    "(layer, KV head), the prompt positions it keeps: datasets keep (layers,\n"
+    "kv_heads, n_prompt) uint8, n_kept (layers, kv_heads) and positions (layers,\n"
+    "kv_heads, max kept) padded with -1, every parameter as an attribute.\n"
+    "Replay it with obcache replay --offline TRACE --keep KEEP.h5 (or the model).\n"
+    "The keep file records the query protocol (attribute protocol): replay reads it\n"
+    "from there, so an agnostic kept set is replayed with the question re-run.\n"
+    "\n"
+    "Presets (--score NAME; preset:NAME for snapkv, vatp and streaming, whose bare\n"
+    "names are the generic scores; NAME+obc_v|obc_k|obc_vk puts OBCache's score\n"
+    "inside an attention preset; docs/SCIENCE.md, \"Methods as presets\"):\n"
+    "  h2o           kvpress ObservedAttention, every prompt row (the column sums)\n"
+    "  tova          last query row, mean over the layer's query heads\n"
+    "  snapkv        kvpress SnapKV: 64 rows, mean, avg pool 5, group mean\n"
+    "  snapkv-max7   the OBCache authors' SnapKV: 16 rows, max pool 7\n"
+    "  pyramidkv     SnapKV scores, per-layer pyramid budgets (beta 20)\n"
+    "  adakv-snapkv  SnapKV scores, AdaKV allocation across a layer's heads\n"
+    "  criticalkv-snapkv  kvpress CriticalKV around SnapKV: half the budget by\n"
+    "                SnapKV, the rest by (SnapKV + 1e-4) x ||W_o v||_1 (reads\n"
+    "                --model)\n"
+    "  vatp          64-row mean attention x ||v||_1\n"
+    "  streaming     4 sinks + the most recent\n"
+    "  knorm         lowest key norm first kept\n"
+    "  keydiff       keys least like the mean key\n"
+    "  expected_attention  kvpress ExpectedAttention: the pre-RoPE query statistics'\n"
+    "                mean and covariance under the next 512 positions' mean RoPE,\n"
+    "                group mean, x ||v||_2, 4 sinks\n";
 
 /* The scores (n_layers, n_kv_heads, n_candidates) as CSV through a pending file. */
 static int write_scores(const char *path, const EvictKeepSet *keep, const double *scores) {
@@ -67,16 +65,16 @@ int cmd_evict(int argc, char **argv) {
   evict_policy_default(&policy);
   const char *trace_path = NULL, *out_path = NULL, *scores_path = NULL;
   const ObcOption own[] = {
-      {"-o", NULL, "KEEP.h5", "the kept positions (required)", NULL, OBC_OPTION_TEXT, &out_path,
-       NULL, NULL},
-      {"--scores-out", NULL, "FILE.csv",
-       "also write the scores the policy selected from: layer,kv_head,position,score for every "
-       "candidate (criticalkv-snapkv: the budget's final scores, DBL_MAX for its first stage)",
-       NULL, OBC_OPTION_TEXT, &scores_path, NULL, NULL},
-      {"--model", NULL, "M",
-       "GGUF file or HF folder whose attention output projection criticalkv-snapkv reads (the "
-       "model that captured TRACE)",
-       "the embedded SmolLM2", OBC_OPTION_TEXT, &policy.model, NULL, NULL},
+      OBC_OPT_TEXT("-o", "KEEP.h5", &out_path, "the kept positions (required)"),
+      OBC_OPT_TEXT(
+          "--scores-out", "FILE.csv", &scores_path,
+          "also write the scores the policy selected from: layer,kv_head,position,score for every "
+          "candidate (criticalkv-snapkv: the budget's final scores, DBL_MAX for its first stage)"),
+      OBC_OPT_TEXT(
+          "--model", "M", &policy.model,
+          "GGUF file or HF folder whose attention output projection criticalkv-snapkv reads (the "
+          "model that captured TRACE)",
+          .default_text = MODEL_DEFAULT_TEXT),
       OBC_OPTION_HEADING(""),
   };
   ObcOption policy_options[EVICT_POLICY_N_OPTIONS];
@@ -87,7 +85,7 @@ int cmd_evict(int argc, char **argv) {
   int rc = obc_options_parse("evict", lists, 2, argc, argv, &args);
   if (rc) return rc;
   if (args.help) {
-    print_help(stdout, lists, 2);
+    obc_options_print_usage(stdout, usage, lists, 2);
     return 0;
   }
   if (args.n_positional > 1)

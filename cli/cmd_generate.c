@@ -20,14 +20,12 @@ static const char *usage =
     "                        [--threads N] [--device cpu|cuda|cuda-bf16]\n"
     "                        [--weights native|f32]\n"
     "\n"
-    "Greedy generation (argmax, no sampling) until a stop token or --max-new tokens\n"
-    "(default 128). --chat wraps the prompt in the model's chat template (with\n"
-    "--system as the system message). --model takes a GGUF file or a Hugging Face\n"
-    "folder (default: the embedded SmolLM2-135M-Instruct). --context is the KV\n"
-    "cache size in tokens (default min(model context, 4096)); a prompt that does\n"
-    "not fit is an error. Prints the answer on stdout; prompt tokens, prefill and\n"
-    "decode tokens/s on stderr. --device picks the runtime backend (default cpu;\n"
-    "cuda-bf16: bf16 weights on the GPU).\n";
+    "Greedy generation (argmax, no sampling) until a stop token or --max-new tokens.\n"
+    "--chat wraps the prompt in the model's chat template (with --system as the\n"
+    "system message). --model takes a GGUF file or a Hugging Face folder. --context\n"
+    "is the KV cache size in tokens; a prompt that does not fit is an error. Prints\n"
+    "the answer on stdout; prompt tokens, prefill and decode tokens/s on stderr.\n"
+    "--device picks the runtime backend (cuda-bf16: bf16 weights on the GPU).\n";
 
 typedef struct {
   const char *model;
@@ -47,22 +45,18 @@ static int parse_args(int argc, char **argv, GenerateArgs *a, bool *help) {
   a->max_new = 128;
   a->max_text_bytes = OBC_TEXT_MAX_BYTES;
   const ObcOption options[] = {
-      {"--model", NULL, "PATH", "GGUF file or Hugging Face folder",
-       "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &a->model, NULL, NULL},
+      OBC_OPT_TEXT("--model", "PATH", &a->model, "GGUF file or Hugging Face folder",
+                   .default_text = MODEL_DEFAULT_TEXT),
       MODEL_WEIGHTS_OPTION(&a->weights),
-      {"--prompt", NULL, "TEXT", "the prompt", NULL, OBC_OPTION_TEXT, &a->prompt, NULL, NULL},
-      {"--prompt-file", NULL, "FILE", "read the prompt from FILE", NULL, OBC_OPTION_TEXT,
-       &a->prompt_file, NULL, NULL},
-      {"--chat", NULL, NULL, "wrap the prompt in the model's chat template", NULL, OBC_OPTION_FLAG,
-       &a->chat, NULL, NULL},
-      {"--system", NULL, "TEXT", "the system message (needs --chat)", NULL, OBC_OPTION_TEXT,
-       &a->system, NULL, NULL},
-      {"--max-new", NULL, "N", "most tokens to generate", "128", OBC_OPTION_SIZE, &a->max_new, NULL,
-       NULL},
-      {"--context", NULL, "N", "KV cache size in tokens", "min(model context, 4096)",
-       OBC_OPTION_SIZE, &a->context, NULL, NULL},
-      {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &a->threads, NULL,
-       NULL},
+      OBC_OPT_TEXT("--prompt", "TEXT", &a->prompt, "the prompt"),
+      OBC_OPT_TEXT("--prompt-file", "FILE", &a->prompt_file, "read the prompt from FILE"),
+      OBC_OPT_FLAG("--chat", &a->chat, "wrap the prompt in the model's chat template"),
+      OBC_OPT_TEXT("--system", "TEXT", &a->system, "the system message (needs --chat)"),
+      OBC_OPT_SIZE("--max-new", "N", &a->max_new, "most tokens to generate"),
+      OBC_OPT_SIZE(
+          "--context", "N", &a->context, "KV cache size in tokens",
+          .default_text = "min(model context, " OBC_OPTION_SPELLED(RUNTIME_DEFAULT_CONTEXT) ")"),
+      OBC_OPT_SIZE("--threads", "N", &a->threads, "OpenMP threads", .default_text = "all cores"),
       RUNTIME_DEVICE_OPTION(&a->device),
       text_max_bytes_option(&a->max_text_bytes),
   };

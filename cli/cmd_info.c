@@ -17,17 +17,12 @@
 #include "traces/trace.h"
 #include "traces/trace_h5.h"
 
-static void info_usage(FILE *out, const ObcOptionList *list) {
-  fprintf(out,
-          "usage: obcache info [options] TRACE.h5\n"
-          "\n"
-          "Print a summary of a trace: producer, model configuration, storage dtype,\n"
-          "positions, captured rows, decode steps, spans, datasets with their size on\n"
-          "disk, and the complete flag. Fails with one line if the trace is malformed.\n"
-          "\n"
-          "options:\n");
-  obc_options_print_help(out, list, 1);
-}
+static const char *usage =
+    "usage: obcache info [options] TRACE.h5\n"
+    "\n"
+    "Print a summary of a trace: producer, model configuration, storage dtype,\n"
+    "positions, captured rows, decode steps, spans, datasets with their size on\n"
+    "disk, and the complete flag. Fails with one line if the trace is malformed.\n";
 
 static void print_bytes(const char *label, double bytes) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -193,18 +188,17 @@ static void print_summary(const char *path, TraceReader *reader, const Tokenizer
 int cmd_info(int argc, char **argv) {
   const char *path = NULL, *tokenizer_path = NULL;
   const ObcOption options[] = {
-      {"--tokenizer", NULL, "GGUF",
-       "decode the span tokens with this model's tokenizer (the trace stores token ids, not "
-       "their text)",
-       NULL, OBC_OPTION_TEXT, &tokenizer_path, NULL, NULL},
-      {"--help", "-h", NULL, "this help", NULL, OBC_OPTION_HELP, NULL, NULL, NULL},
+      OBC_OPT_TEXT(
+          "--tokenizer", "GGUF", &tokenizer_path,
+          "decode the span tokens with this model's tokenizer (the trace stores token ids, not "
+          "their text)"),
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);
   ObcArguments args;
   int rc = obc_options_parse("info", &list, 1, argc, argv, &args);
   if (rc) return rc;
   if (args.help) {
-    info_usage(stdout, &list);
+    obc_options_print_usage(stdout, usage, &list, 1);
     return OBC_OK;
   }
   if (args.n_positional > 1)

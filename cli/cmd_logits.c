@@ -23,7 +23,7 @@ static const char *usage =
     "the logits as raw little-endian float32, shape (n, vocab) with --all, else\n"
     "(1, vocab) for the last token. --text is encoded without a chat template\n"
     "(BOS added when the tokenizer asks for it); --ids-out writes the ids used.\n"
-    "--device picks the runtime backend (default cpu).\n";
+    "--device picks the runtime backend.\n";
 
 typedef struct {
   const char *model;
@@ -40,23 +40,18 @@ typedef struct {
 
 static int parse_args(int argc, char **argv, LogitsArgs *a, bool *help) {
   const ObcOption options[] = {
-      {"--model", NULL, "PATH", "GGUF file or Hugging Face folder",
-       "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &a->model, NULL, NULL},
+      OBC_OPT_TEXT("--model", "PATH", &a->model, "GGUF file or Hugging Face folder",
+                   .default_text = MODEL_DEFAULT_TEXT),
       MODEL_WEIGHTS_OPTION(&a->weights),
-      {"--ids", NULL, "1,2,3", "comma-separated token ids", NULL, OBC_OPTION_TEXT, &a->ids, NULL,
-       NULL},
-      {"--text", NULL, "TEXT", "a text to encode instead of --ids", NULL, OBC_OPTION_TEXT, &a->text,
-       NULL, NULL},
-      {"--output", "-o", "FILE.f32", "the logits (required)", NULL, OBC_OPTION_TEXT, &a->output,
-       NULL, NULL},
-      {"--all", NULL, NULL, "the logits of every token, not only the last", NULL, OBC_OPTION_FLAG,
-       &a->all, NULL, NULL},
-      {"--ids-out", NULL, "FILE", "write the ids used", NULL, OBC_OPTION_TEXT, &a->ids_out, NULL,
-       NULL},
-      {"--context", NULL, "N", "KV cache size in tokens", NULL, OBC_OPTION_SIZE, &a->context, NULL,
-       NULL},
-      {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &a->threads, NULL,
-       NULL},
+      OBC_OPT_TEXT("--ids", "1,2,3", &a->ids, "comma-separated token ids"),
+      OBC_OPT_TEXT("--text", "TEXT", &a->text, "a text to encode instead of --ids"),
+      OBC_OPT_TEXT("--output", "FILE.f32", &a->output, "the logits (required)", .alias = "-o"),
+      OBC_OPT_FLAG("--all", &a->all, "the logits of every token, not only the last"),
+      OBC_OPT_TEXT("--ids-out", "FILE", &a->ids_out, "write the ids used"),
+      OBC_OPT_SIZE(
+          "--context", "N", &a->context, "KV cache size in tokens",
+          .default_text = "min(model context, " OBC_OPTION_SPELLED(RUNTIME_DEFAULT_CONTEXT) ")"),
+      OBC_OPT_SIZE("--threads", "N", &a->threads, "OpenMP threads", .default_text = "all cores"),
       RUNTIME_DEVICE_OPTION(&a->device),
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);

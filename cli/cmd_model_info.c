@@ -17,13 +17,13 @@
 #include "formats/safetensors.h"
 
 static const char *usage =
-    "usage: obcache model-info [--model PATH] [--tensors] [--no-load] [--weights native|f32]\n"
+    "usage: obcache model-info [--model PATH] [--tensors] [--no-load]\n"
+    "                          [--weights native|f32]\n"
     "\n"
-    "Prints the format and tensor table of a GGUF file or Hugging Face folder\n"
-    "(default: the embedded SmolLM2-135M-Instruct), then loads it and prints the\n"
-    "configuration, the fp32 weight size, the types the matrices are held in and\n"
-    "the load time. --tensors lists every tensor (name, stored type, shape as the\n"
-    "file writes it); --no-load stops after the table.\n";
+    "Prints the format and tensor table of a GGUF file or Hugging Face folder, then\n"
+    "loads it and prints the configuration, the fp32 weight size, the types the\n"
+    "matrices are held in and the load time. --tensors lists every tensor (name,\n"
+    "stored type, shape as the file writes it); --no-load stops after the table.\n";
 
 static void print_gguf_table(const GgufFile *file, int list) {
   size_t counts[64] = {0}, other = 0, bytes = 0;
@@ -116,14 +116,13 @@ int cmd_model_info(int argc, char **argv) {
   bool list = false, no_load = false;
   ModelWeightsMode weights = MODEL_WEIGHTS_NATIVE;
   const ObcOption options[] = {
-      {"--model", NULL, "PATH", "GGUF file or Hugging Face folder",
-       "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &path, NULL, NULL},
-      {"--tensors", NULL, NULL,
-       "list every tensor (name, stored type, shape as the file writes it)", NULL, OBC_OPTION_FLAG,
-       &list, NULL, NULL},
-      {"--no-load", NULL, NULL,
-       "stop after the table (with --weights f32, loading needs 4 bytes per parameter)", NULL,
-       OBC_OPTION_FLAG, &no_load, NULL, NULL},
+      OBC_OPT_TEXT("--model", "PATH", &path, "GGUF file or Hugging Face folder",
+                   .default_text = MODEL_DEFAULT_TEXT),
+      OBC_OPT_FLAG("--tensors", &list,
+                   "list every tensor (name, stored type, shape as the file writes it)"),
+      OBC_OPT_FLAG(
+          "--no-load", &no_load,
+          "stop after the table (with --weights f32, loading needs 4 bytes per parameter)"),
       MODEL_WEIGHTS_OPTION(&weights),
   };
   const ObcOptionList option_list = OBC_OPTION_LIST(options);

@@ -16,17 +16,17 @@
 #include "runtime/runtime.h"
 
 static const char *usage =
-    "usage: obcache perplexity [--model PATH] FILE [--context N] [--stride N] [--threads N]\n"
-    "                          [--device cpu|cuda|cuda-bf16] [--weights native|f32]\n"
+    "usage: obcache perplexity [--model PATH] FILE [--context N] [--stride N]\n"
+    "                          [--threads N] [--device cpu|cuda|cuda-bf16]\n"
+    "                          [--weights native|f32]\n"
     "\n"
     "Teacher-forced perplexity exp(mean negative log-likelihood) of FILE's tokens.\n"
     "The text is encoded without a chat template (BOS first when the tokenizer adds\n"
-    "one). Windows of --context tokens (default 1024) start every --stride tokens\n"
-    "(default context/2); each window is run from an empty cache, and scores only\n"
-    "the tokens that no earlier window scored, so every token after the first is\n"
-    "predicted once, from at least context - stride tokens of history (fewer at the\n"
-    "start). Prints the perplexity, the tokens scored and the time. --device picks\n"
-    "the runtime backend (default cpu).\n";
+    "one). Windows of --context tokens start every --stride tokens; each window is\n"
+    "run from an empty cache, and scores only the tokens that no earlier window\n"
+    "scored, so every token after the first is predicted once, from at least\n"
+    "context - stride tokens of history (fewer at the start). Prints the\n"
+    "perplexity, the tokens scored and the time. --device picks the runtime backend.\n";
 
 enum { PIECE = 256 }; /* tokens per forward call: bounds the logits buffer */
 
@@ -45,15 +45,13 @@ static int parse_args(int argc, char **argv, PerplexityArgs *a, bool *help) {
   a->context = 1024;
   a->max_text_bytes = OBC_TEXT_MAX_BYTES;
   const ObcOption options[] = {
-      {"--model", NULL, "PATH", "GGUF file or Hugging Face folder",
-       "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &a->model, NULL, NULL},
+      OBC_OPT_TEXT("--model", "PATH", &a->model, "GGUF file or Hugging Face folder",
+                   .default_text = MODEL_DEFAULT_TEXT),
       MODEL_WEIGHTS_OPTION(&a->weights),
-      {"--context", NULL, "N", "tokens per window", "1024", OBC_OPTION_SIZE, &a->context, NULL,
-       NULL},
-      {"--stride", NULL, "N", "tokens between window starts", "context/2", OBC_OPTION_SIZE,
-       &a->stride, NULL, NULL},
-      {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &a->threads, NULL,
-       NULL},
+      OBC_OPT_SIZE("--context", "N", &a->context, "tokens per window"),
+      OBC_OPT_SIZE("--stride", "N", &a->stride, "tokens between window starts",
+                   .default_text = "context/2"),
+      OBC_OPT_SIZE("--threads", "N", &a->threads, "OpenMP threads", .default_text = "all cores"),
       RUNTIME_DEVICE_OPTION(&a->device),
       text_max_bytes_option(&a->max_text_bytes),
   };

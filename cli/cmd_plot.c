@@ -32,27 +32,30 @@ static void print_wrapped(FILE *out, const char *text, size_t indent, size_t wid
   fputc('\n', out);
 }
 
-static void print_help(FILE *out, const ObcOptionList *list, const char *scripts_dir) {
-  fprintf(out,
-          "usage: obcache plot DIR [-o OUTDIR] [--format png,svg] [--window W] [--k K]\n"
-          "                        [--only NAME[,NAME...]] [--jobs N]\n"
-          "\n"
-          "Renders the figures of an analysis folder (DIR/report.json and the CSVs written\n"
-          "by `obcache analyze TRACE -o DIR`), of a sweep folder (DIR/summary.csv), of a\n"
-          "replay sweep (DIR/replay_sweep.csv of `obcache replay --sweep`), of a dynamic-\n"
-          "eviction run (DIR/dynamic.csv of `obcache dynamic`) or of an eval\n"
-          "folder (DIR/accuracy.csv of `obcache eval`; also OUTDIR/index.html) as PNG\n"
-          "and SVG images, with gnuplot (an external program found on PATH; install\n"
-          "gnuplot-nox). Titles name the model, the window and the budget from report.json.\n"
-          "Each image is written under a temporary name and renamed when gnuplot succeeded;\n"
-          "the files written are printed one per line. Figures whose data file is missing\n"
-          "are skipped with a note on stderr.\n"
-          "\n"
-          "options:\n");
-  obc_options_print_help(out, list, 1);
-  fprintf(out,
-          "\n"
-          "figures (OUTDIR/NAME.png and OUTDIR/NAME.svg):\n");
+/* The usage text of plot --help: what it does, its figures, where the
+ * scripts are read from (malloc'd; NULL when out of memory). */
+static char *plot_usage(const char *scripts_dir) {
+  char *text = NULL;
+  size_t size = 0;
+  FILE *out = open_memstream(&text, &size);
+  if (!out) return NULL;
+  fputs(
+      "usage: obcache plot DIR [-o OUTDIR] [--format png,svg] [--window W] [--k K]\n"
+      "                        [--only NAME[,NAME...]] [--jobs N]\n"
+      "\n"
+      "Renders the figures of an analysis folder (DIR/report.json and the CSVs written\n"
+      "by `obcache analyze TRACE -o DIR`), of a sweep folder (DIR/summary.csv), of a\n"
+      "replay sweep (DIR/replay_sweep.csv of `obcache replay --sweep`), of a dynamic-\n"
+      "eviction run (DIR/dynamic.csv of `obcache dynamic`) or of an eval\n"
+      "folder (DIR/accuracy.csv of `obcache eval`; also OUTDIR/index.html) as PNG\n"
+      "and SVG images, with gnuplot (an external program found on PATH; install\n"
+      "gnuplot-nox). Titles name the model, the window and the budget from report.json.\n"
+      "Each image is written under a temporary name and renamed when gnuplot succeeded;\n"
+      "the files written are printed one per line. Figures whose data file is missing\n"
+      "are skipped with a note on stderr.\n"
+      "\n"
+      "figures (OUTDIR/NAME.png and OUTDIR/NAME.svg):\n",
+      out);
   size_t count = 0;
   const PlotFigure *figures = plot_figures(&count);
   for (size_t i = 0; i < count; i++) {
@@ -62,10 +65,22 @@ static void print_help(FILE *out, const ObcOptionList *list, const char *scripts
   fprintf(out,
           "\n"
           "The gnuplot scripts are read from %s\n"
-          "(override with $OBC_PLOTS_DIR); edit them to change a figure, and re-render one by\n"
-          "hand as shown in plots/README.md, e.g.\n"
-          "  gnuplot -e \"data='DIR/recall.csv'; window=16; outfile='k.png'\" plots/recall_k.gp\n",
+          "(override with $OBC_PLOTS_DIR); edit them to change a figure, and re-render one\n"
+          "by hand as shown in plots/README.md, e.g.\n"
+          "  gnuplot -e \"data='DIR/recall.csv'; window=16; outfile='k.png'\" \\\n"
+          "    plots/recall_k.gp\n",
           scripts_dir);
+  if (fclose(out)) {
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
+static void show_formats(const void *target, char *text, size_t size) {
+  unsigned formats = *(const unsigned *)target;
+  snprintf(text, size, "%s%s%s", formats & PLOT_PNG ? "png" : "",
+           formats == (PLOT_PNG | PLOT_SVG) ? "," : "", formats & PLOT_SVG ? "svg" : "");
 }
 
 /* "png", "svg" or "png,svg" -> PLOT_PNG | PLOT_SVG. */
@@ -92,31 +107,34 @@ static int parse_formats(void *target, const char *option, const char *text) {
 int cmd_plot(int argc, char **argv) {
   PlotOptions options = {.formats = PLOT_PNG | PLOT_SVG};
   const ObcOption table[] = {
-      {"--output", "-o", "OUTDIR", "output folder, created if needed", "DIR/plots", OBC_OPTION_TEXT,
-       &options.out_dir, NULL, NULL},
-      {"--format", NULL, "LIST",
-       "png, svg or png,svg (PNG via pngcairo when gnuplot has it, else png)", "png,svg",
-       OBC_OPTION_CUSTOM, &options.formats, parse_formats, NULL},
-      {"--window", NULL, "W",
-       "the perturbation window the recall_k, needle_k, bias_* and recall_layers figures show "
-       "(default: the report's main_window)",
-       NULL, OBC_OPTION_SIZE, &options.window, NULL, NULL},
-      {"--k", NULL, "K",
-       "the budget of recall_window, bias_* and recall_layers (default: the report's main_k, "
-       "else 40); for a sweep, the k rows of summary.csv to draw",
-       NULL, OBC_OPTION_SIZE, &options.k, NULL, NULL},
-      {"--only", NULL, "LIST", "draw only these figures (comma-separated names below)", NULL,
-       OBC_OPTION_TEXT, &options.only, NULL, NULL},
-      {"--jobs", NULL, "N",
-       "gnuplot processes at once (the images are the same for any N; at most 16)",
-       "one per processor", OBC_OPTION_SIZE, &options.jobs, NULL, NULL},
+      OBC_OPT_TEXT("--output", "OUTDIR", &options.out_dir, "output folder, created if needed",
+                   .alias = "-o", .default_text = "DIR/plots"),
+      OBC_OPT_CUSTOM("--format", "LIST", &options.formats, parse_formats,
+                     "png, svg or png,svg (PNG via pngcairo when gnuplot has it, else png)",
+                     .show = show_formats),
+      OBC_OPT_SIZE(
+          "--window", "W", &options.window,
+          "the perturbation window the recall_k, needle_k, bias_* and recall_layers figures show "
+          "(default: the report's main_window)"),
+      OBC_OPT_SIZE(
+          "--k", "K", &options.k,
+          "the budget of recall_window, bias_* and recall_layers (default: the report's main_k, "
+          "else 40); for a sweep, the k rows of summary.csv to draw"),
+      OBC_OPT_TEXT("--only", "LIST", &options.only,
+                   "draw only these figures (comma-separated names below)"),
+      OBC_OPT_SIZE("--jobs", "N", &options.jobs,
+                   "gnuplot processes at once (the images are the same for any N; at most 16)",
+                   .default_text = "one per processor"),
   };
   const ObcOptionList list = OBC_OPTION_LIST(table);
   ObcArguments args;
   int parsed = obc_options_parse("plot", &list, 1, argc, argv, &args);
   if (parsed) return parsed;
   if (args.help) {
-    print_help(stdout, &list, plot_scripts_dir(&options));
+    char *usage = plot_usage(plot_scripts_dir(&options));
+    if (!usage) return obc_fail(OBC_ENOMEM, "plot --help: out of memory");
+    obc_options_print_usage(stdout, usage, &list, 1);
+    free(usage);
     return 0;
   }
   if (args.n_positional > 1)

@@ -23,10 +23,11 @@
 #include "sweep/replay_sweep.h"
 
 static const char usage[] =
-    "usage: obcache replay TRACE [--model M] (--keep KEEP.h5 | policy options) [-o DIR]\n"
+    "usage: obcache replay TRACE [--model M] (--keep KEEP.h5 | policy options)\n"
+    "                      [-o DIR]\n"
     "       obcache replay --offline TRACE (--keep KEEP.h5 | policy options) [-o DIR]\n"
-    "       obcache replay --sweep (TRACE | SWEEP_DIR) [--scores S,..] [--budgets B,..]\n"
-    "                      [--no-model] [policy options] [-o DIR]\n"
+    "       obcache replay --sweep (TRACE | SWEEP_DIR) [--scores S,..]\n"
+    "                      [--budgets B,..] [--no-model] [policy options] [-o DIR]\n"
     "\n"
     "Model replay (default): loads the prompt K/V of TRACE as the model's cache (no\n"
     "prefill), drops the evicted rows per (layer, KV head), and decodes the captured\n"
@@ -138,14 +139,14 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
                        "TRACE without .h5 + \"-replay\"; for --sweep \"-replay-sweep\", "
                        "or DIR/replay for a sweep folder"),
       OBC_OPTION_HEADING(
-          "\nbudget sweep (--sweep): every score x budget x protocol (--protocol agnostic,aware)\n"
-          "on TRACE or on every *.h5 of a sweep folder, offline and (unless --no-model) with\n"
-          "the model; prints the tables and writes replay_cells.csv, replay_sweep.csv (means\n"
-          "over traces), kl_steps.csv (teacher-forced KL per score, budget and decode step)\n"
-          "and replay_sweep.json; draw them with obcache plot DIR. When the scores hold pairs\n"
-          "X and X+obc_* (the paper's baseline vs baseline + OBCache), also the paired table\n"
-          "and replay_pairs.csv (docs/SCIENCE.md, \"Paired sweep\"). The options below are\n"
-          "the sweep's only."),
+          "\nbudget sweep (--sweep): every score x budget x protocol (--protocol\n"
+          "agnostic,aware) on TRACE or on every *.h5 of a sweep folder, offline and (unless\n"
+          "--no-model) with the model; prints the tables and writes replay_cells.csv,\n"
+          "replay_sweep.csv (means over traces), kl_steps.csv (teacher-forced KL per score,\n"
+          "budget and decode step) and replay_sweep.json; draw them with obcache plot DIR.\n"
+          "When the scores hold pairs X and X+obc_* (the paper's baseline vs baseline +\n"
+          "OBCache), also the paired table and replay_pairs.csv (docs/SCIENCE.md, \"Paired\n"
+          "sweep\"). The options below are the sweep's only."),
       OBC_OPT_FLAG("--sweep", &a->sweep, "run the budget sweep"),
       OBC_OPT_TEXT("--scores", "S,..", &a->scores, scores_help, .default_text = default_scores),
       OBC_OPT_TEXT("--pairs", "X+obc_S,..", &a->pairs,

@@ -30,37 +30,31 @@ typedef struct {
   double stale_after;
 } SweepArgs;
 
-static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {
-  fprintf(out,
-          "usage: obcache sweep --lengths N[,N...] --depths D[,D...] [options] -o DIR\n"
-          "       obcache sweep --lengths ... --depths ... [options] --plan -o DIR\n"
-          "       obcache sweep DIR [--cell I | --shard i/N] [--threads N]\n"
-          "       obcache sweep DIR --merge\n"
-          "\n"
-          "Captures one Needle-in-a-Haystack trace per (length, depth) cell and analyses\n"
-          "it. The first form does everything in one process; the others split it:\n"
-          "--plan writes DIR/plan.json (every cell with its id, the model file and its\n"
-          "checksum, and these options); `sweep DIR` runs the plan's cells that are not\n"
-          "finished (all, one with --cell, or those with id %% N == i with --shard i/N),\n"
-          "each into DIR/cells/<id>/ under a lock, so that any number of processes on\n"
-          "any machines sharing DIR can run them, and a killed run resumes where it\n"
-          "stopped; `sweep DIR --merge` verifies the finished cells and writes\n"
-          "DIR/summary.csv, DIR/plots/ (heat maps, if gnuplot is installed) and\n"
-          "DIR/index.html, listing cells that are missing, failed or damaged.\n"
-          "\n"
-          "A cell's folder holds trace.h5, analysis/ (the analyze files), rows.csv,\n"
-          "cell.json and complete.json (the checksums of its files, written last).\n"
-          "summary.csv has the columns\n"
-          "  " SWEEP_SUMMARY_HEADER
-          "\n"
-          "(needle = the needle's value; found = the answer contains it; answer_ok = the\n"
-          "answer starts with it; recall = recall@k of the oracle at the main window,\n"
-          "recent window 0, mean over heads; needle_kept = share of the needle span kept).\n"
-          "Defaults: --lengths 1024,2048 --depths 0,25,50,75,100.\n"
-          "\n"
-          "\n");
-  obc_options_print_help(out, lists, n_lists);
-}
+static const char *usage =
+    "usage: obcache sweep --lengths N[,N...] --depths D[,D...] [options] -o DIR\n"
+    "       obcache sweep --lengths ... --depths ... [options] --plan -o DIR\n"
+    "       obcache sweep DIR [--cell I | --shard i/N] [--threads N]\n"
+    "       obcache sweep DIR --merge\n"
+    "\n"
+    "Captures one Needle-in-a-Haystack trace per (length, depth) cell and analyses\n"
+    "it. The first form does everything in one process; the others split it:\n"
+    "--plan writes DIR/plan.json (every cell with its id, the model file and its\n"
+    "checksum, and these options); `sweep DIR` runs the plan's cells that are not\n"
+    "finished (all, one with --cell, or those with id % N == i with --shard i/N),\n"
+    "each into DIR/cells/<id>/ under a lock, so that any number of processes on\n"
+    "any machines sharing DIR can run them, and a killed run resumes where it\n"
+    "stopped; `sweep DIR --merge` verifies the finished cells and writes\n"
+    "DIR/summary.csv, DIR/plots/ (heat maps, if gnuplot is installed) and\n"
+    "DIR/index.html, listing cells that are missing, failed or damaged.\n"
+    "\n"
+    "A cell's folder holds trace.h5, analysis/ (the analyze files), rows.csv,\n"
+    "cell.json and complete.json (the checksums of its files, written last).\n"
+    "summary.csv has the columns\n"
+    "  " SWEEP_SUMMARY_HEADER
+    "\n"
+    "(needle = the needle's value; found = the answer contains it; answer_ok = the\n"
+    "answer starts with it; recall = recall@k of the oracle at the main window,\n"
+    "recent window 0, mean over heads; needle_kept = share of the needle span kept).\n";
 
 static int reject_single_cell(void *target, const char *option, const char *value) {
   (void)target, (void)option, (void)value;
@@ -76,51 +70,44 @@ static int parse_args(int argc, char **argv, SweepArgs *a, ObcArguments *args, b
   ObcSizeList windows = {c->windows, &c->n_windows, OBC_ANALYSIS_MAX_LIST};
   ObcSizeList topk = {c->topk, &c->n_topk, OBC_ANALYSIS_MAX_LIST};
   const ObcOption own[] = {
-      {"--lengths", NULL, "N[,N...]", "prompt lengths in tokens", "1024,2048", OBC_OPTION_CUSTOM,
-       &lengths, obc_option_parse_size_list, NULL},
-      {"--depths", NULL, "D[,D...]", "needle depths in percent", "0,25,50,75,100",
-       OBC_OPTION_CUSTOM, &depths, obc_option_parse_size_list, NULL},
-      {"-o", NULL, "DIR", "output folder (required to make a plan)", NULL, OBC_OPTION_TEXT,
-       &a->capture.out_path, NULL, NULL},
-      {"--length", NULL, "N", NULL, NULL, OBC_OPTION_CUSTOM, NULL, reject_single_cell, NULL},
-      {"--depth", NULL, "D", NULL, NULL, OBC_OPTION_CUSTOM, NULL, reject_single_cell, NULL},
+      OBC_OPT_CUSTOM("--lengths", "N[,N...]", &lengths, obc_option_parse_size_list,
+                     "prompt lengths in tokens", .show = obc_option_show_size_list),
+      OBC_OPT_CUSTOM("--depths", "D[,D...]", &depths, obc_option_parse_size_list,
+                     "needle depths in percent", .show = obc_option_show_size_list),
+      OBC_OPT_TEXT("-o", "DIR", &a->capture.out_path, "output folder (required to make a plan)"),
+      OBC_OPT_CUSTOM("--length", "N", NULL, reject_single_cell, NULL),
+      OBC_OPT_CUSTOM("--depth", "D", NULL, reject_single_cell, NULL),
       OBC_OPTION_HEADING("\nplan, cells and merge:"),
-      {"--plan", NULL, NULL, "only write DIR/plan.json; run the cells with obcache sweep DIR", NULL,
-       OBC_OPTION_FLAG, &a->plan_only, NULL, NULL},
-      {"--cell", NULL, "I", "run only cell I of DIR's plan (with DIR)", NULL, OBC_OPTION_TEXT,
-       &a->cell, NULL, NULL},
-      {"--shard", NULL, "i/N",
-       "run only the cells with id % N == i (with DIR; a Slurm array task: "
-       "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)",
-       NULL, OBC_OPTION_TEXT, &a->shard, NULL, NULL},
-      {"--merge", NULL, NULL, "merge DIR's finished cells (with DIR)", NULL, OBC_OPTION_FLAG,
-       &a->merge, NULL, NULL},
-      {"--stale-after", NULL, "S",
-       "a cell's lock whose holder gave no sign of life for S seconds (killed on another "
-       "machine) is taken over; a holder on this machine that is gone at once",
-       SWEEP_STALE_AFTER_TEXT, OBC_OPTION_DOUBLE, &a->stale_after, NULL, NULL},
-      {"--no-figures", NULL, NULL, "merge without drawing the heat maps", NULL, OBC_OPTION_FLAG,
-       &a->no_figures, NULL, NULL},
+      OBC_OPT_FLAG("--plan", &a->plan_only,
+                   "only write DIR/plan.json; run the cells with obcache sweep DIR"),
+      OBC_OPT_TEXT("--cell", "I", &a->cell, "run only cell I of DIR's plan (with DIR)"),
+      OBC_OPT_TEXT("--shard", "i/N", &a->shard,
+                   "run only the cells with id % N == i (with DIR; a Slurm array task: "
+                   "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)"),
+      OBC_OPT_FLAG("--merge", &a->merge, "merge DIR's finished cells (with DIR)"),
+      OBC_OPT_DOUBLE(
+          "--stale-after", "S", &a->stale_after,
+          "a cell's lock whose holder gave no sign of life for S seconds (killed on another "
+          "machine) is taken over; a holder on this machine that is gone at once"),
+      OBC_OPT_FLAG("--no-figures", &a->no_figures, "merge without drawing the heat maps"),
       OBC_OPTION_HEADING("\nanalysis:"),
-      {"--window", NULL, "W[,W...]",
-       "perturbation windows, the first is the main one (default: analyze's sweep 1, 2, 4, ... "
-       "and its main window)",
-       NULL, OBC_OPTION_CUSTOM, &windows, obc_option_parse_size_list, NULL},
-      {"--topk", NULL, "K[,K...]",
-       "budgets, the first is the summary's k (default 40 and analyze's curve)", NULL,
-       OBC_OPTION_CUSTOM, &topk, obc_option_parse_size_list, NULL},
-      {"--recent", NULL, "R", "also analyse with a recent window of R positions", NULL,
-       OBC_OPTION_SIZE, &c->recent, NULL, NULL},
-      {"--oracle", NULL, "1|T|N|a-b",
-       "oracle of the first decode step (default), all steps, step N or steps a-b (1-based)", NULL,
-       OBC_OPTION_CUSTOM, &c->oracle, oracle_steps_parse_option, NULL},
+      OBC_OPT_CUSTOM(
+          "--window", "W[,W...]", &windows, obc_option_parse_size_list,
+          "perturbation windows, the first is the main one (default: analyze's sweep 1, 2, 4, ... "
+          "and its main window)"),
+      OBC_OPT_CUSTOM("--topk", "K[,K...]", &topk, obc_option_parse_size_list,
+                     "budgets, the first is the summary's k (default 40 and analyze's curve)"),
+      OBC_OPT_SIZE("--recent", "R", &c->recent, "also analyse with a recent window of R positions"),
+      OBC_OPT_CUSTOM(
+          "--oracle", "1|T|N|a-b", &c->oracle, oracle_steps_parse_option,
+          "oracle of the first decode step (default), all steps, step N or steps a-b (1-based)"),
       OBC_OPTION_HEADING(""),
   };
   ObcOption shared[CAPTURE_ARGS_N_OPTIONS];
   capture_args_options(&a->capture, shared);
   const ObcOptionList lists[] = {OBC_OPTION_LIST(own), OBC_OPTION_LIST(shared)};
   int rc = obc_options_parse("sweep", lists, 2, argc, argv, args);
-  if (!rc && args->help && print) print_help(stdout, lists, 2);
+  if (!rc && args->help && print) obc_options_print_usage(stdout, usage, lists, 2);
   return rc;
 }
 

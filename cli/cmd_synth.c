@@ -12,17 +12,13 @@
 #include "common/obc_options.h"
 #include "traces/synth.h"
 
-static void synth_usage(FILE *out, const ObcOptionList *list) {
-  fprintf(out,
-          "usage: obcache synth [options] -o TRACE.h5\n"
-          "\n"
-          "Write a synthetic attention trace with realistic structure: an attention sink at\n"
-          "position 0, local attention, a planted needle span that the question and decode\n"
-          "queries retrieve, log-normal value norms. O, lse (and A) are exact.\n"
-          "\n"
-          "options (defaults make a tiny trace):\n");
-  obc_options_print_help(out, list, 1);
-}
+static const char *usage =
+    "usage: obcache synth [options] -o TRACE.h5\n"
+    "\n"
+    "Write a synthetic attention trace with realistic structure: an attention sink at\n"
+    "position 0, local attention, a planted needle span that the question and decode\n"
+    "queries retrieve, log-normal value norms. O, lse (and A) are exact.\n"
+    "The defaults make a tiny trace.\n";
 
 static int parse_dtype(void *target, const char *option, const char *value) {
   (void)option;
@@ -30,6 +26,10 @@ static int parse_dtype(void *target, const char *option, const char *value) {
     return obc_fail(OBC_EINVAL, "--dtype: expected f32 or f16, got '%s'", value);
   *(bool *)target = !strcmp(value, "f16");
   return OBC_OK;
+}
+
+static void show_dtype(const void *target, char *text, size_t size) {
+  snprintf(text, size, "%s", *(const bool *)target ? "f16" : "f32");
 }
 
 static int parse_compress(void *target, const char *option, const char *value) {
@@ -55,59 +55,54 @@ static int parse_args(int argc, char **argv, SynthOptions *o, const char **outpu
                       uint64_t *max_bytes, bool *help) {
   size_t threads = 0;
   const ObcOption options[] = {
-      {"--output", "-o", "PATH", "trace to write (required; written under a temporary name)", NULL,
-       OBC_OPTION_TEXT, output, NULL, NULL},
-      {"--shape", NULL, "NAME",
-       "model dimensions of smollm2 (30 layers, 9 heads, 3 KV heads, d=64) or llama8b (32 "
-       "layers, 32 heads, 8 KV heads, d=128, prompt 32768, rows 128, decode 16); later options "
-       "override",
-       NULL, OBC_OPTION_CUSTOM, o, parse_shape, NULL},
-      {"--layers", NULL, "N", "layers", "2", OBC_OPTION_SIZE, &o->n_layers, NULL, NULL},
-      {"--heads", NULL, "N", "query heads", "4", OBC_OPTION_SIZE, &o->n_heads, NULL, NULL},
-      {"--kv-heads", NULL, "N", "KV heads, must divide --heads", "2", OBC_OPTION_SIZE,
-       &o->n_kv_heads, NULL, NULL},
-      {"--head-dim", NULL, "N", "head dimension d", "16", OBC_OPTION_SIZE, &o->head_dim, NULL,
-       NULL},
-      {"--prompt", NULL, "S", "prompt positions s", "64", OBC_OPTION_SIZE, &o->n_prompt, NULL,
-       NULL},
-      {"--rows", NULL, "R", "captured prompt rows: the last R prompt positions", "16",
-       OBC_OPTION_SIZE, &o->n_prompt_rows, NULL, NULL},
-      {"--decode", NULL, "T", "decode steps, all captured", "4", OBC_OPTION_SIZE, &o->n_decode,
-       NULL, NULL},
-      {"--vocab", NULL, "V", "also store random tokens and decode logits of V entries", "0: none",
-       OBC_OPTION_SIZE, &o->vocab_size, NULL, NULL},
-      {"--seed", NULL, "N", "random seed; same seed, same trace", "1", OBC_OPTION_UINT64, &o->seed,
-       NULL, NULL},
-      {"--needle-depth", NULL, "PCT", "needle start, percent of the haystack", "50",
-       OBC_OPTION_DOUBLE, &o->needle_depth, NULL, NULL},
-      {"--needle-length", NULL, "N", "needle tokens", "16", OBC_OPTION_SIZE, &o->needle_length,
-       NULL, NULL},
-      {"--question-length", NULL, "N", "last prompt positions that ask for the needle",
-       "0: s/16, 1..8", OBC_OPTION_SIZE, &o->question_length, NULL, NULL},
-      {"--store-attn", NULL, NULL, "also store the attention rows A (n_heads, rows, positions)",
-       NULL, OBC_OPTION_FLAG, &o->store_attn, NULL, NULL},
-      {"--column-sums", NULL, NULL,
-       "also store the column sums of every prompt row (schema 3; needs --rows equal to "
-       "--prompt)",
-       NULL, OBC_OPTION_FLAG, &o->store_column_sums, NULL, NULL},
-      {"--dtype", NULL, "f32|f16", "storage precision of the tensors", "f32", OBC_OPTION_CUSTOM,
-       &o->store_f16, parse_dtype, NULL},
-      {"--compress", NULL, "0-9", "deflate level with byte shuffle", "0: none", OBC_OPTION_CUSTOM,
-       &o->compression_level, parse_compress, NULL},
-      {"--threads", NULL, "N", "OpenMP threads; the trace does not depend on it", "0: all cores",
-       OBC_OPTION_SIZE, &threads, NULL, NULL},
-      {"--max-bytes", NULL, "N",
-       "refuse a trace of more than N bytes (uncompressed size, computed before writing; the "
-       "free space of the output's folder is checked too)",
-       "17179869184 = 16 GiB", OBC_OPTION_UINT64, max_bytes, NULL, NULL},
-      {"--help", "-h", NULL, "this help", NULL, OBC_OPTION_HELP, NULL, NULL, NULL},
+      OBC_OPT_TEXT("--output", "PATH", output,
+                   "trace to write (required; written under a temporary name)", .alias = "-o"),
+      OBC_OPT_CUSTOM(
+          "--shape", "NAME", o, parse_shape,
+          "model dimensions of smollm2 (30 layers, 9 heads, 3 KV heads, d=64) or llama8b (32 "
+          "layers, 32 heads, 8 KV heads, d=128, prompt 32768, rows 128, decode 16); later options "
+          "override"),
+      OBC_OPT_SIZE("--layers", "N", &o->n_layers, "layers"),
+      OBC_OPT_SIZE("--heads", "N", &o->n_heads, "query heads"),
+      OBC_OPT_SIZE("--kv-heads", "N", &o->n_kv_heads, "KV heads, must divide --heads"),
+      OBC_OPT_SIZE("--head-dim", "N", &o->head_dim, "head dimension d"),
+      OBC_OPT_SIZE("--prompt", "S", &o->n_prompt, "prompt positions s"),
+      OBC_OPT_SIZE("--rows", "R", &o->n_prompt_rows,
+                   "captured prompt rows: the last R prompt positions"),
+      OBC_OPT_SIZE("--decode", "T", &o->n_decode, "decode steps, all captured"),
+      OBC_OPT_SIZE("--vocab", "V", &o->vocab_size,
+                   "also store random tokens and decode logits of V entries",
+                   .default_text = "0: none"),
+      OBC_OPT_UINT64("--seed", "N", &o->seed, "random seed; same seed, same trace"),
+      OBC_OPT_DOUBLE("--needle-depth", "PCT", &o->needle_depth,
+                     "needle start, percent of the haystack"),
+      OBC_OPT_SIZE("--needle-length", "N", &o->needle_length, "needle tokens"),
+      OBC_OPT_SIZE("--question-length", "N", &o->question_length,
+                   "last prompt positions that ask for the needle",
+                   .default_text = "0: s/16, 1..8"),
+      OBC_OPT_FLAG("--store-attn", &o->store_attn,
+                   "also store the attention rows A (n_heads, rows, positions)"),
+      OBC_OPT_FLAG(
+          "--column-sums", &o->store_column_sums,
+          "also store the column sums of every prompt row (schema 3; needs --rows equal to "
+          "--prompt)"),
+      OBC_OPT_CUSTOM("--dtype", "f32|f16", &o->store_f16, parse_dtype,
+                     "storage precision of the tensors", .show = show_dtype),
+      OBC_OPT_CUSTOM("--compress", "0-9", &o->compression_level, parse_compress,
+                     "deflate level with byte shuffle", .show = obc_option_show_int),
+      OBC_OPT_SIZE("--threads", "N", &threads, "OpenMP threads; the trace does not depend on it",
+                   .default_text = "all cores"),
+      OBC_OPT_UINT64(
+          "--max-bytes", "N", max_bytes,
+          "refuse a trace of more than N bytes (uncompressed size, computed before writing; the "
+          "free space of the output's folder is checked too)"),
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);
   ObcArguments args;
   int rc = obc_options_parse("synth", &list, 1, argc, argv, &args);
   if (rc) return rc;
   if (args.help) {
-    synth_usage(stdout, &list);
+    obc_options_print_usage(stdout, usage, &list, 1);
     *help = true;
     return OBC_OK;
   }

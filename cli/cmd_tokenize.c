@@ -16,18 +16,17 @@
 #include "tokenizer/tokenizer.h"
 
 static const char *usage =
-    "usage: obcache tokenize [--model PATH] [--chat] [--system TEXT] [--lines] [--show]\n"
-    "                        (--file FILE | TEXT | --decode IDS)\n"
+    "usage: obcache tokenize [--model PATH] [--chat] [--system TEXT] [--lines]\n"
+    "                        [--show] (--file FILE | TEXT | --decode IDS)\n"
     "\n"
     "Prints the token ids of TEXT (or of the file's contents) on one line,\n"
     "space-separated; BOS first when the tokenizer asks for it. --chat wraps the\n"
     "text in the model's chat template as the user turn (--system: the system\n"
-    "message; default: the template's). --lines encodes each line of the input\n"
-    "separately (without its newline) and prints one line of ids per line. --show\n"
-    "prints one token per line instead: id, tab, its text (\\n, \\t, \\\\ and\n"
-    "bytes that are not printable UTF-8 escaped). --decode \"1,2,3\" prints the\n"
-    "text of those ids. --model takes a GGUF file or a Hugging Face folder with\n"
-    "tokenizer.json (default: the embedded SmolLM2-135M-Instruct).\n";
+    "message). --lines encodes each line of the input separately (without its\n"
+    "newline) and prints one line of ids per line. --show prints one token per line\n"
+    "instead: id, tab, its text (\\n, \\t, \\\\ and bytes that are not printable\n"
+    "UTF-8 escaped). --decode \"1,2,3\" prints the text of those ids. --model takes\n"
+    "a GGUF file or a Hugging Face folder with tokenizer.json.\n";
 
 typedef struct {
   const char *model;
@@ -41,20 +40,17 @@ typedef struct {
 
 static int parse_args(int argc, char **argv, TokenizeArgs *a, bool *help) {
   const ObcOption options[] = {
-      {"--model", NULL, "PATH", "GGUF file or Hugging Face folder with tokenizer.json",
-       "the embedded SmolLM2-135M-Instruct", OBC_OPTION_TEXT, &a->model, NULL, NULL},
-      {"--file", NULL, "FILE", "encode the file's contents instead of TEXT", NULL, OBC_OPTION_TEXT,
-       &a->file, NULL, NULL},
-      {"--chat", NULL, NULL, "wrap the text in the model's chat template as the user turn", NULL,
-       OBC_OPTION_FLAG, &a->chat, NULL, NULL},
-      {"--system", NULL, "TEXT", "the system message of --chat", "the template's", OBC_OPTION_TEXT,
-       &a->system, NULL, NULL},
-      {"--lines", NULL, NULL, "encode each line separately, one line of ids per line", NULL,
-       OBC_OPTION_FLAG, &a->lines, NULL, NULL},
-      {"--show", NULL, NULL, "one token per line: id, tab, its text", NULL, OBC_OPTION_FLAG,
-       &a->show, NULL, NULL},
-      {"--decode", NULL, "IDS", "print the text of these comma-separated ids", NULL,
-       OBC_OPTION_TEXT, &a->decode, NULL, NULL},
+      OBC_OPT_TEXT("--model", "PATH", &a->model,
+                   "GGUF file or Hugging Face folder with tokenizer.json",
+                   .default_text = MODEL_DEFAULT_TEXT),
+      OBC_OPT_TEXT("--file", "FILE", &a->file, "encode the file's contents instead of TEXT"),
+      OBC_OPT_FLAG("--chat", &a->chat,
+                   "wrap the text in the model's chat template as the user turn"),
+      OBC_OPT_TEXT("--system", "TEXT", &a->system, "the system message of --chat",
+                   .default_text = "the template's"),
+      OBC_OPT_FLAG("--lines", &a->lines, "encode each line separately, one line of ids per line"),
+      OBC_OPT_FLAG("--show", &a->show, "one token per line: id, tab, its text"),
+      OBC_OPT_TEXT("--decode", "IDS", &a->decode, "print the text of these comma-separated ids"),
       text_max_bytes_option(&a->max_text_bytes),
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);

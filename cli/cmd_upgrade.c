@@ -67,8 +67,9 @@ static int check_trace(const char *temp_path, const char *new_path, char hash[17
 int cmd_upgrade(int argc, char **argv) {
   int compression_level = 0;
   const ObcOption options[] = {
-      {"--compress", NULL, "0-9", "deflate level with byte shuffle of the upgraded trace's tensors",
-       "0: none", OBC_OPTION_CUSTOM, &compression_level, parse_compress, NULL},
+      OBC_OPT_CUSTOM("--compress", "0-9", &compression_level, parse_compress,
+                     "deflate level with byte shuffle of the upgraded trace's tensors",
+                     .show = obc_option_show_int),
   };
   const ObcOptionList lists[] = {OBC_OPTION_LIST(options)};
   ObcArguments args;

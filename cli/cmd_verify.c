@@ -42,22 +42,18 @@ typedef struct {
 
 enum { WORST_LSE, WORST_O, WORST_A, WORST_KINDS };
 
-static void verify_usage(FILE *out, const ObcOptionList *list) {
-  fprintf(out,
-          "usage: obcache verify [options] TRACE.h5\n"
-          "\n"
-          "Read every dataset of the trace, checking each chunk's checksum, and recompute\n"
-          "the content hash: a damaged chunk or a hash other than the recorded one fails.\n"
-          "Then recompute lse, O (and A when stored) of every (layer, head) from the trace's own\n"
-          "Q, K, V in double precision and report the worst relative difference of each:\n"
-          "  lse: |stored - exact| / max(1, |exact|)\n"
-          "  O:   ||stored row - exact row|| / ||exact row||\n"
-          "  A:   max |stored - exact| (probabilities; a row sums to 1)\n"
-          "Exits non-zero when any is above the tolerance.\n"
-          "\n"
-          "options:\n");
-  obc_options_print_help(out, list, 1);
-}
+static const char *usage =
+    "usage: obcache verify [options] TRACE.h5\n"
+    "\n"
+    "Read every dataset of the trace, checking each chunk's checksum, and recompute\n"
+    "the content hash: a damaged chunk or a hash other than the recorded one fails.\n"
+    "Then recompute lse, O (and A when stored) of every (layer, head) from the\n"
+    "trace's own Q, K, V in double precision and report the worst relative\n"
+    "difference of each:\n"
+    "  lse: |stored - exact| / max(1, |exact|)\n"
+    "  O:   ||stored row - exact row|| / ||exact row||\n"
+    "  A:   max |stored - exact| (probabilities; a row sums to 1)\n"
+    "Exits non-zero when any is above the tolerance.\n";
 
 static void record(VerifyWorst *w, double value, size_t layer, size_t head, size_t row) {
   if (!(value <= w->worst)) { /* also catches NaN */
@@ -342,20 +338,20 @@ static int parse_tolerance(void *target, const char *option, const char *value) 
 static int parse_args(int argc, char **argv, const char **path, double *tolerance, size_t *threads,
                       bool *help) {
   const ObcOption options[] = {
-      {"--tolerance", NULL, "X",
-       "largest accepted difference (default 1e-4 for f32 traces, 5e-2 for f16 ones: half "
-       "precision keeps 11 bits)",
-       NULL, OBC_OPTION_CUSTOM, tolerance, parse_tolerance, NULL},
-      {"--threads", NULL, "N", "OpenMP threads (0: all cores)", NULL, OBC_OPTION_SIZE, threads,
-       NULL, NULL},
-      {"--help", "-h", NULL, "this help", NULL, OBC_OPTION_HELP, NULL, NULL, NULL},
+      OBC_OPT_CUSTOM(
+          "--tolerance", "X", tolerance, parse_tolerance,
+          "largest accepted difference (larger for f16: half precision keeps 11 bits)",
+          .default_text =
+              OBC_OPTION_SPELLED(VERIFY_TOLERANCE_F32) " for f32 traces, " OBC_OPTION_SPELLED(
+                  VERIFY_TOLERANCE_F16) " for f16 ones"),
+      OBC_OPT_SIZE("--threads", "N", threads, "OpenMP threads", .default_text = "all cores"),
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);
   ObcArguments args;
   int rc = obc_options_parse("verify", &list, 1, argc, argv, &args);
   if (rc) return rc;
   if (args.help) {
-    verify_usage(stdout, &list);
+    obc_options_print_usage(stdout, usage, &list, 1);
     *help = true;
     return OBC_OK;
   }

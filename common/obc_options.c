@@ -49,10 +49,28 @@ static int store_value(const ObcOption *option, const char *value) {
   return OBC_OK;
 }
 
+void obc_option_show_double(const void *target, char *text, size_t size) {
+  double value = *(const double *)target;
+  text[0] = '\0';
+  if (value != 0) snprintf(text, size, "%g", value);
+}
+
+void obc_option_show_int(const void *target, char *text, size_t size) {
+  snprintf(text, size, "%d", *(const int *)target);
+}
+
 int obc_option_parse_size_list(void *target, const char *option, const char *value) {
   ObcSizeList *list = target;
   *list->count = 0;
   return obc_parse_size_list(option, value, list->values, list->count, list->max);
+}
+
+void obc_option_show_size_list(const void *target, char *text, size_t size) {
+  const ObcSizeList *list = target;
+  size_t used = 0;
+  text[0] = '\0';
+  for (size_t i = 0; i < *list->count && used < size; i++)
+    used += (size_t)snprintf(text + used, size - used, "%s%zu", i ? "," : "", list->values[i]);
 }
 
 static bool is_help(const char *arg) { return !strcmp(arg, "--help") || !strcmp(arg, "-h"); }
@@ -143,11 +161,13 @@ static const char *default_shown(const ObcOption *option, char *buf, size_t size
       snprintf(buf, size, "%" PRIu64, value);
       return buf;
     }
-    case OBC_OPTION_DOUBLE: {
-      double value = *(const double *)option->target;
-      if (value == 0) return NULL;
-      snprintf(buf, size, "%g", value);
-      return buf;
+    case OBC_OPTION_DOUBLE:
+    case OBC_OPTION_CUSTOM: {
+      ObcOptionShow show =
+          option->kind == OBC_OPTION_DOUBLE ? obc_option_show_double : option->show;
+      if (!show) return NULL;
+      show(option->target, buf, size);
+      return buf[0] ? buf : NULL;
     }
     default: return NULL;
   }
@@ -187,4 +207,7 @@ void obc_options_print_usage(FILE *out, const char *usage, const ObcOptionList *
   fputs(usage, out);
   fputs("\noptions:\n", out);
   obc_options_print_help(out, lists, n_lists);
+  static const ObcOption help = {
+      .name = "--help", .alias = "-h", .help = "this help", .kind = OBC_OPTION_HELP};
+  print_option(out, &help);
 }

@@ -4,10 +4,13 @@
  * tables and obc_options_print_help prints the option list from the same
  * tables: the names, placeholders and descriptions the help shows are the
  * ones the parser reads. A default is printed from the target's value at
- * help time (a number, a text), which is the value the command runs with
- * when the option is not given, so it cannot drift from the code either;
- * default_text is for a default that is not the stored value ("all cores"
- * for a 0 that means so) and is then the command's word for it.
+ * help time (a number, a text, or what a custom option's show makes of its
+ * target): a command that stores its defaults in the targets before parsing
+ * runs with the value its help shows, so the two cannot drift apart. Where
+ * the stored value is a sentinel the command resolves later (0 = all cores,
+ * NULL = the embedded model), default_text says in words what it means;
+ * that text, like any default a description states, is written by hand and
+ * is the part of the help that can drift from the code.
  *
  * Every option takes "--opt value" and "--opt=value" (also "-o value" and
  * "-o=value"); a flag takes no value. Arguments that do not start with '-'
@@ -38,6 +41,10 @@ typedef enum {
  * code after obc_fail() with a message naming option. */
 typedef int (*ObcOptionParse)(void *target, const char *option, const char *value);
 
+/* Writes the value of an OBC_OPTION_CUSTOM target as the help shows it
+ * (text[0] = '\0': nothing to show). */
+typedef void (*ObcOptionShow)(const void *target, char *text, size_t size);
+
 typedef struct {
   const char *name;         /* "--length", or a short form alone ("-o"); NULL: a heading */
   const char *alias;        /* the short form of name ("-o"), or NULL */
@@ -49,7 +56,13 @@ typedef struct {
   void *target;
   ObcOptionParse parse; /* OBC_OPTION_CUSTOM */
   bool *seen;           /* set to true when the option is given, or NULL */
+  ObcOptionShow show;   /* OBC_OPTION_CUSTOM: its default from the target, or NULL */
 } ObcOption;
+
+/* A macro's value as text, for a default_text that names a constant:
+ * OBC_OPTION_SPELLED(EVICT_DEFAULT_WINDOW) is "64". */
+#define OBC_OPTION_SPELLED_(x) #x
+#define OBC_OPTION_SPELLED(x) OBC_OPTION_SPELLED_(x)
 
 /* A heading line of the help (text may start with '\n' for a blank line). */
 #define OBC_OPTION_HEADING(text) \
@@ -62,6 +75,8 @@ typedef struct {
  *   OBC_OPT_TEXT("--output", "DIR", &a->out, "output folder", .alias = "-o"),
  *   OBC_OPT_SIZE("--threads", "N", &a->threads, "OpenMP threads",
  *                .default_text = "all cores"),
+ *   OBC_OPT_CUSTOM("--depth", "D", &a->depth, parse_depth, "needle depth",
+ *                  .show = obc_option_show_double),
  * (the description stands first among the variadic arguments so that every
  * row has one). */
 #define OBC_OPT_FLAG(opt, target_, ...) \
@@ -116,8 +131,15 @@ typedef struct {
   size_t max;
 } ObcSizeList;
 
+/* ObcOptionShow for a double target ("%g"; 0 shows nothing) and for an int
+ * target ("%d", 0 included). */
+void obc_option_show_double(const void *target, char *text, size_t size);
+void obc_option_show_int(const void *target, char *text, size_t size);
+
 /* ObcOptionParse for an ObcSizeList target: "1,2,4" replaces the list. */
 int obc_option_parse_size_list(void *target, const char *option, const char *value);
+/* Its ObcOptionShow: "1,2,4" (an empty list shows nothing). */
+void obc_option_show_size_list(const void *target, char *text, size_t size);
 
 /* Parses argv[1..argc) (argv[0] is the command name) against the tables.
  * When -h or --help is anywhere, sets args->help and parses nothing. */
@@ -128,11 +150,13 @@ int obc_options_parse(const char *command, const ObcOptionList *lists, size_t n_
  * (default X)", wrapped at 80 columns; headings as they are. X is
  * default_text, else the target's value: a TEXT that is set, a SIZE, UINT64
  * or DOUBLE that is not 0 (a 0 prints nothing: say what it means in
- * default_text or the description). Call it with the targets holding the
+ * default_text or the description), a CUSTOM's show. Call it with the targets holding the
  * defaults, as obc_options_parse leaves them when it sees --help. */
 void obc_options_print_help(FILE *out, const ObcOptionList *lists, size_t n_lists);
 
-/* A command's whole --help: its usage text, then "options:" and the list. */
+/* A command's whole --help, the one layout of every command: its usage text
+ * (the usage line, a blank line, what the command does), then "options:",
+ * the list and "-h, --help". */
 void obc_options_print_usage(FILE *out, const char *usage, const ObcOptionList *lists,
                              size_t n_lists);
 

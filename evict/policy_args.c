@@ -45,6 +45,18 @@ static int parse_protocol(void *target, const char *option, const char *value) {
   if (!rc && t->list) t->policy->protocol = t->list->protocols[0];
   return rc;
 }
+/* The policy's defaults as the help shows them. */
+static void show_score(const void *p, char *text, size_t size) {
+  snprintf(text, size, "%s", ((const EvictPolicy *)p)->score);
+}
+static void show_budget(const void *p, char *text, size_t size) {
+  snprintf(text, size, "%s", ((const EvictPolicy *)p)->budget_text);
+}
+static void show_protocol(const void *target, char *text, size_t size) {
+  const EvictPolicyProtocolTarget *t = target;
+  snprintf(text, size, "%s", evict_protocol_name(t->policy->protocol));
+}
+
 static int parse_protect(void *p, const char *o, const char *v) {
   (void)o;
   return evict_policy_set_protect(p, v);
@@ -70,54 +82,57 @@ void evict_policy_options(EvictPolicy *p, bool *sinks_given, bool *recent_given,
   protocol->policy = p;
   const ObcOption table[] = {
       OBC_OPTION_HEADING("policy options:"),
-      {"--score", NULL, "S",
-       "attn, attn2, vatp, snapkv, obc_v, obc_k, obc_vk, exact_v, exact_k, exact_vk, remove "
-       "(analyser scores), random (seeded), streaming (sinks + most recent), oracle (each "
-       "token's true eviction error over the --oracle steps: a reference, not a bound), "
-       "decode_attn (attention mass from the captured decode queries of the --oracle steps; "
-       "like oracle, it sees the answer). oracle@1, oracle@T, oracle@a-b, decode_attn@a-b name "
-       "the steps directly. Presets, one published method each (evict/preset.h): h2o, tova, "
-       "preset:snapkv, snapkv-max7, pyramidkv, adakv-snapkv, preset:vatp, preset:streaming, "
-       "knorm, keydiff; PRESET+obc_v|obc_k|obc_vk puts OBCache's score inside one",
-       "obc_vk", OBC_OPTION_CUSTOM, p, parse_score, NULL},
-      {"--oracle", NULL, "1|T|N|a-b",
-       "decode steps of oracle and decode_attn: 1 (the paper's oracle@1, default for oracle), T "
-       "(every captured step, default for decode_attn), N (step N alone) or a-b (steps a..b, "
-       "1-based, inclusive)",
-       NULL, OBC_OPTION_CUSTOM, p, parse_steps, NULL},
-      {"--budget", NULL, "B",
-       "kept positions per KV head: tokens (40), a fraction (0.1) or a percentage (10%) of the "
-       "candidates",
-       "10%", OBC_OPTION_CUSTOM, p, parse_budget, NULL},
-      {"--window", NULL, "W", "score window in prompt rows", "min(64, captured)", OBC_OPTION_CUSTOM,
-       &p->window, parse_window, NULL},
-      {"--recent", NULL, "R", "last R candidates always kept", "0", OBC_OPTION_SIZE, &p->recent,
-       NULL, recent_given},
-      {"--sinks", NULL, "N", "first N positions always kept", "0", OBC_OPTION_SIZE, &p->sinks, NULL,
-       sinks_given},
-      {"--alloc", NULL, "A",
-       "uniform (default: the budget for every KV head) or adakv (budget x KV heads per layer, "
-       "split by score with a floor)",
-       NULL, OBC_OPTION_CUSTOM, p, parse_alloc, NULL},
-      {"--adakv-floor", NULL, "F", "AdaKV floor per head as a share of the budget", "0.2",
-       OBC_OPTION_CUSTOM, &p->adakv_floor, parse_floor, NULL},
-      {"--protocol", NULL, "P",
-       "agnostic (default, as in kvpress: the context is compressed alone, the window ends "
-       "where the question span begins; model replay then re-runs the question and the "
-       "template tail through the model against the compressed cache, at their own positions), "
-       "aware (context and question compressed together, window at the end of the prompt) or "
-       "agnostic-captured (agnostic's kept set, replayed with the question's K/V as captured "
-       "with the full context, which leaks the evicted tokens). replay --sweep takes a list "
-       "(agnostic,aware)",
-       "agnostic", OBC_OPTION_CUSTOM, protocol, parse_protocol, NULL},
-      {"--mode", NULL, "P", "deprecated alias of --protocol", NULL, OBC_OPTION_CUSTOM, protocol,
-       parse_protocol, NULL},
-      {"--protect", NULL, "SPAN,..",
-       "trace spans kept in every KV head (obcache info TRACE lists them: needle, "
-       "needle_value, context, question, answer_prefix); they count inside the budget, beside "
-       "--sinks and --recent",
-       NULL, OBC_OPTION_CUSTOM, p, parse_protect, NULL},
-      {"--seed", NULL, "N", "seed of --score random", "1", OBC_OPTION_UINT64, &p->seed, NULL, NULL},
+      OBC_OPT_CUSTOM(
+          "--score", "S", p, parse_score,
+          "attn, attn2, vatp, snapkv, obc_v, obc_k, obc_vk, exact_v, exact_k, exact_vk, remove "
+          "(analyser scores), random (seeded), streaming (sinks + most recent), oracle (each "
+          "token's true eviction error over the --oracle steps: a reference, not a bound), "
+          "decode_attn (attention mass from the captured decode queries of the --oracle steps; "
+          "like oracle, it sees the answer). oracle@1, oracle@T, oracle@a-b, decode_attn@a-b name "
+          "the steps directly. Presets, one published method each (evict/preset.h): h2o, tova, "
+          "preset:snapkv, snapkv-max7, pyramidkv, adakv-snapkv, preset:vatp, preset:streaming, "
+          "knorm, keydiff; PRESET+obc_v|obc_k|obc_vk puts OBCache's score inside one",
+          .show = show_score),
+      OBC_OPT_CUSTOM(
+          "--oracle", "1|T|N|a-b", p, parse_steps,
+          "decode steps of oracle and decode_attn: 1 (the paper's oracle@1, default for oracle), T "
+          "(every captured step, default for decode_attn), N (step N alone) or a-b (steps a..b, "
+          "1-based, inclusive)"),
+      OBC_OPT_CUSTOM(
+          "--budget", "B", p, parse_budget,
+          "kept positions per KV head: tokens (40), a fraction (0.1) or a percentage (10%) of the "
+          "candidates",
+          .show = show_budget),
+      OBC_OPT_CUSTOM("--window", "W", &p->window, parse_window, "score window in prompt rows",
+                     .default_text = "min(" OBC_OPTION_SPELLED(EVICT_DEFAULT_WINDOW) ", captured)"),
+      OBC_OPT_SIZE("--recent", "R", &p->recent, "last R candidates always kept",
+                   .default_text = "none", .seen = recent_given),
+      OBC_OPT_SIZE("--sinks", "N", &p->sinks, "first N positions always kept",
+                   .default_text = "none", .seen = sinks_given),
+      OBC_OPT_CUSTOM(
+          "--alloc", "A", p, parse_alloc,
+          "uniform (default: the budget for every KV head) or adakv (budget x KV heads per layer, "
+          "split by score with a floor)"),
+      OBC_OPT_CUSTOM("--adakv-floor", "F", &p->adakv_floor, parse_floor,
+                     "AdaKV floor per head as a share of the budget",
+                     .show = obc_option_show_double),
+      OBC_OPT_CUSTOM(
+          "--protocol", "P", protocol, parse_protocol,
+          "agnostic (as in kvpress: the context is compressed alone, the window ends "
+          "where the question span begins; model replay then re-runs the question and the "
+          "template tail through the model against the compressed cache, at their own positions), "
+          "aware (context and question compressed together, window at the end of the prompt) or "
+          "agnostic-captured (agnostic's kept set, replayed with the question's K/V as captured "
+          "with the full context, which leaks the evicted tokens). replay --sweep takes a list "
+          "(agnostic,aware)",
+          .show = show_protocol),
+      OBC_OPT_CUSTOM("--mode", "P", protocol, parse_protocol, "deprecated alias of --protocol"),
+      OBC_OPT_CUSTOM(
+          "--protect", "SPAN,..", p, parse_protect,
+          "trace spans kept in every KV head (obcache info TRACE lists them: needle, "
+          "needle_value, context, question, answer_prefix); they count inside the budget, beside "
+          "--sinks and --recent"),
+      OBC_OPT_UINT64("--seed", "N", &p->seed, "seed of --score random"),
   };
   _Static_assert(sizeof table / sizeof *table == EVICT_POLICY_N_OPTIONS, "table size");
   memcpy(options, table, sizeof table);

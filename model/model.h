@@ -112,6 +112,9 @@ typedef struct {
   ModelWeightsMode weights_mode;
 } Model;
 
+/* The embedded default model's name, and the words of --model's help for it. */
+#define MODEL_DEFAULT_NAME "SmolLM2-135M-Instruct"
+#define MODEL_DEFAULT_TEXT "the embedded " MODEL_DEFAULT_NAME
 /* The embedded default model (models/SmolLM2-135M-Instruct.Q4_1.gguf under the
  * source tree, or $OBC_MODEL when set). */
 const char *model_default_path(void);
@@ -121,20 +124,19 @@ int model_load(const char *path, Model **out);
 int model_load_with(const char *path, const ModelLoadOptions *options, Model **out);
 /* The --weights option of every command that loads a model: an ObcOption
  * initialiser (common/obc_options.h) for a ModelWeightsMode target. */
-#define MODEL_WEIGHTS_OPTION(target)                                                              \
-  {                                                                                               \
-    "--weights", NULL, "native|f32",                                                              \
-        "weight matrices in the GGUF file's stored type, memory-mapped (native), or dequantised " \
-        "to "                                                                                     \
-        "fp32 at load (f32: the reference path, 4 bytes per weight); Hugging Face folders are "   \
-        "always fp32",                                                                            \
-        "native", OBC_OPTION_CUSTOM, (target), model_weights_mode_parse, NULL                     \
-  }
+#define MODEL_WEIGHTS_OPTION(target)                                                           \
+  OBC_OPT_CUSTOM("--weights", "native|f32", (target), model_weights_mode_parse,                \
+                 "weight matrices in the GGUF file's stored type, memory-mapped (native), or " \
+                 "dequantised to fp32 at load (f32: the reference path, 4 bytes per weight); " \
+                 "Hugging Face folders are always fp32",                                       \
+                 .show = model_weights_mode_show)
 /* "native" or "f32". */
 const char *model_weights_mode_name(ModelWeightsMode mode);
 /* Parses "native" or "f32" (an ObcOptionParse of common/obc_options.h for a
  * ModelWeightsMode target): "<option>: expected native or f32, got 'x'". */
 int model_weights_mode_parse(void *target, const char *option, const char *value);
+/* Its ObcOptionShow: the mode's name. */
+void model_weights_mode_show(const void *target, char *text, size_t size);
 /* Bytes of all weight matrices as held (tied output counted once): what one
  * decode step reads. */
 size_t model_matrix_bytes(const Model *model);

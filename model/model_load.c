@@ -26,7 +26,7 @@
 const char *model_default_path(void) {
   const char *env = getenv("OBC_MODEL");
   if (env && env[0]) return env;
-  return OBC_SOURCE_DIR "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  return OBC_SOURCE_DIR "/models/" MODEL_DEFAULT_NAME ".Q4_1.gguf";
 }
 
 int model_load(const char *path, Model **out) {
@@ -47,6 +47,10 @@ int model_weights_mode_parse(void *target, const char *option, const char *value
   else
     return obc_fail(OBC_EINVAL, "%s: expected native or f32, got '%s'", option, value ? value : "");
   return 0;
+}
+
+void model_weights_mode_show(const void *target, char *text, size_t size) {
+  snprintf(text, size, "%s", model_weights_mode_name(*(const ModelWeightsMode *)target));
 }
 
 int model_load_with(const char *path, const ModelLoadOptions *options, Model **out) {

@@ -103,7 +103,9 @@ int runtime_create(const Model *model, const RuntimeOptions *options, Runtime **
   const RuntimeBackend *backend = find_backend(opts.backend);
   if (!backend) return OBC_EUNSUPPORTED;
   if (opts.max_context == 0)
-    opts.max_context = c->context_length && c->context_length < 4096 ? c->context_length : 4096;
+    opts.max_context = c->context_length && c->context_length < RUNTIME_DEFAULT_CONTEXT
+                           ? c->context_length
+                           : RUNTIME_DEFAULT_CONTEXT;
   if (opts.max_batch == 0) opts.max_batch = 512;
   if (opts.max_batch > opts.max_context) opts.max_batch = opts.max_context;
   if (opts.threads > 0) {

@@ -19,8 +19,12 @@
 
 typedef struct Runtime Runtime;
 
+/* The cache capacity of a model whose context is longer or unknown. */
+#define RUNTIME_DEFAULT_CONTEXT 4096
+
 typedef struct {
-  size_t max_context;  /* cache capacity in positions; 0 = min(model context, 4096) */
+  size_t max_context;  /* cache capacity in positions; 0 = min(model context,
+                        * RUNTIME_DEFAULT_CONTEXT) */
   size_t max_batch;    /* tokens per chunk of a forward call; 0 = 512 */
   const char *backend; /* "cpu" (NULL = "cpu"), "cuda" or "cuda-bf16" (runtime/cuda/) */
   size_t threads;      /* OpenMP threads; 0 = leave the default */
@@ -156,12 +160,11 @@ extern const RuntimeBackend runtime_backend_cpu; /* runtime/backend_cpu.c */
 /* The --device option of every command that runs the model: an ObcOption
  * initialiser (common/obc_options.h) for a const char * target, which
  * becomes RuntimeOptions.backend. */
-#define RUNTIME_DEVICE_OPTION(target)                                                        \
-  {                                                                                          \
-    "--device", NULL, "cpu|cuda|cuda-bf16",                                                  \
-        "runtime backend: the CPU, or the GPU with fp32 (cuda) or bf16 (cuda-bf16) weights", \
-        "cpu", OBC_OPTION_TEXT, (target), NULL, NULL                                         \
-  }
+#define RUNTIME_DEVICE_OPTION(target)                                                       \
+  OBC_OPT_TEXT("--device", "cpu|cuda|cuda-bf16", (target),                                  \
+               "runtime backend: the CPU, or the GPU with fp32 (cuda) or bf16 (cuda-bf16) " \
+               "weights",                                                                   \
+               .default_text = "cpu")
 
 int runtime_create(const Model *model, const RuntimeOptions *options, Runtime **out);
 void runtime_free(Runtime *runtime);

@@ -28,9 +28,8 @@
 #include "sweep/plan.h"
 
 /* Seconds without a heartbeat after which another host's lock is stale
- * (--stale-after), as a number and as the text of the help. */
+ * (--stale-after). */
 #define SWEEP_STALE_AFTER_S 600
-#define SWEEP_STALE_AFTER_TEXT "600"
 
 typedef enum {
   SWEEP_CELL_MISSING = 0, /* never run, or interrupted */

@@ -330,6 +330,43 @@ START_TEST(options_help_lists_every_option_with_its_default) {
 }
 END_TEST
 
+START_TEST(options_usage_shows_custom_defaults_and_ends_with_help) {
+  double depth = 50;
+  int level = 0;
+  size_t lengths[4] = {1024, 2048}, n_lengths = 2;
+  ObcSizeList list_target = {lengths, &n_lengths, 4};
+  const char *plain = NULL;
+  const ObcOption options[] = {
+      OBC_OPT_CUSTOM("--depth", "D", &depth, NULL, "needle depth", .show = obc_option_show_double),
+      OBC_OPT_CUSTOM("--compress", "0-9", &level, NULL, "deflate level",
+                     .show = obc_option_show_int),
+      OBC_OPT_CUSTOM("--lengths", "N,..", &list_target, obc_option_parse_size_list, "lengths",
+                     .show = obc_option_show_size_list),
+      OBC_OPT_CUSTOM("--custom", "X", &plain, NULL, "no show, no default"),
+  };
+  ObcOptionList list = OBC_OPTION_LIST(options);
+  char *text = NULL;
+  size_t size = 0;
+  FILE *out = open_memstream(&text, &size);
+  obc_options_print_usage(out, "usage: obcache x [options]\n\nDoes x.\n", &list, 1);
+  fclose(out);
+  /* A custom option's default is what its show makes of the target: an int
+   * 0 is a value, a list is its entries; without show there is none. */
+  ck_assert_str_eq(text,
+                   "usage: obcache x [options]\n"
+                   "\n"
+                   "Does x.\n"
+                   "\n"
+                   "options:\n"
+                   "  --depth D            needle depth (default 50)\n"
+                   "  --compress 0-9       deflate level (default 0)\n"
+                   "  --lengths N,..       lengths (default 1024,2048)\n"
+                   "  --custom X           no show, no default\n"
+                   "  -h, --help           this help\n");
+  free(text);
+}
+END_TEST
+
 /* ---- the BLAS kernel family (common/obc_startup.h) ---- */
 
 /* A processor with everything up to `tier` (0 SSE3, 1 AVX, 2 AVX2 + FMA,
@@ -480,6 +517,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, options_errors_name_the_option);
   tcase_add_test(tc, options_help_anywhere_wins);
   tcase_add_test(tc, options_help_lists_every_option_with_its_default);
+  tcase_add_test(tc, options_usage_shows_custom_defaults_and_ends_with_help);
   tcase_add_test(tc, blas_core_for_cpu_takes_the_widest_family_the_os_saves);
   tcase_add_test(tc, blas_core_tier_knows_every_name_case_insensitively);
   tcase_add_test(tc, blas_core_choice_replaces_only_generic_cores);

@@ -9,16 +9,9 @@
 #include "common/obc_error.h"
 
 ObcOption text_max_bytes_option(size_t *max_bytes) {
-  return (ObcOption){"--max-text-bytes",
-                     NULL,
-                     "N",
-                     "refuse a text file of more than N bytes (a cap against a wrong path such "
-                     "as /dev/zero)",
-                     "67108864 = 64 MiB",
-                     OBC_OPTION_SIZE,
-                     max_bytes,
-                     NULL,
-                     NULL};
+  return (ObcOption)OBC_OPT_SIZE("--max-text-bytes", "N", max_bytes,
+                                 "refuse a text file of more than N bytes (a cap against a wrong "
+                                 "path such as /dev/zero)");
 }
 
 static int too_long(const char *path, size_t max_bytes) {
