@@ -15,9 +15,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_parse.h"
 #include "common/obc_startup.h"
+#include "common/obc_time.h"
 #include "runtime/cpu_attention.h"
 
 enum { HEADS = 9, KV_HEADS = 3, HEAD_DIM = 64, CHUNK = 512 };

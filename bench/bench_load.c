@@ -12,9 +12,9 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_startup.h"
+#include "common/obc_time.h"
 #include "formats/gguf.h"
 #include "formats/quant_dot.h"
 #include "model/model.h"

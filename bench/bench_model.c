@@ -13,9 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_parse.h"
 #include "common/obc_startup.h"
+#include "common/obc_time.h"
 #include "runtime/cpu_ops.h"
 #include "runtime/generate.h"
 #include "model/model.h"

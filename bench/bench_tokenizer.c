@@ -8,9 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_startup.h"
+#include "common/obc_time.h"
 #include "tokenizer/text_input.h"
 #include "formats/gguf.h"
 #include "model/model.h"

@@ -4,8 +4,8 @@
 
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_parse.h"
 #include "runtime/runtime.h"
 
 void capture_args_default(CaptureArgs *args) {

@@ -12,10 +12,10 @@
 #include "capture/capture_args.h"
 #include "capture/niah.h"
 #include "cli/commands.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_options.h"
+#include "common/obc_parse.h"
 #include "model/model.h"
 
 static void print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {

@@ -11,9 +11,9 @@
 
 #include "capture/capture_args.h"
 #include "cli/commands.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_options.h"
+#include "common/obc_parse.h"
 #include "eval/eval.h"
 #include "evict/policy_args.h"
 #include "evict/preset.h"

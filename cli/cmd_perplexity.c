@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_options.h"
+#include "common/obc_time.h"
 #include "tokenizer/text_input.h"
 #include "model/model.h"
 #include "runtime/generate.h"

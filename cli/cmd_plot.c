@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_options.h"
+#include "common/obc_parse.h"
 #include "plots/plot.h"
 
 /* Prints text wrapped at width columns, every line indented by indent. */

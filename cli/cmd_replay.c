@@ -9,10 +9,11 @@
 #include <sys/stat.h>
 
 #include "cli/commands.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_options.h"
+#include "common/obc_parse.h"
+#include "common/obc_thread.h"
 #include "evict/dynamic.h"
 #include "evict/model_replay.h"
 #include "evict/offline.h"

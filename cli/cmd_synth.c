@@ -6,10 +6,11 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_options.h"
+#include "common/obc_parse.h"
+#include "common/obc_thread.h"
 #include "traces/synth.h"
 
 static void synth_usage(FILE *out, const ObcOptionList *list) {

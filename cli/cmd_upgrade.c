@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_options.h"
+#include "common/obc_parse.h"
 #include "evict/keep_legacy.h"
 #include "traces/trace.h"
 #include "traces/trace_format.h"

@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_parse.h"
 
 enum {
   HELP_INDENT = 2,       /* columns before an option's name */

@@ -16,7 +16,7 @@
  *   unknown option '--x' (try obcache CMD --help)
  *   --x: missing value
  *   --x: takes no value
- * and bad numbers fail as in obc_cli.h ("--x: expected ..., got '...'"). */
+ * and bad numbers fail as in obc_parse.h ("--x: expected ..., got '...'"). */
 #ifndef OBC_OPTIONS_H
 #define OBC_OPTIONS_H
 
@@ -52,7 +52,8 @@ typedef struct {
 } ObcOption;
 
 /* A heading line of the help (text may start with '\n' for a blank line). */
-#define OBC_OPTION_HEADING(text) {.help = (text), .kind = OBC_OPTION_HELP}
+#define OBC_OPTION_HEADING(text) \
+  { .help = (text), .kind = OBC_OPTION_HELP }
 
 /* The rows of a table, one builder a kind: the option's name, the value's
  * placeholder in the help, the target, then the description, optionally
@@ -64,23 +65,33 @@ typedef struct {
  * (the description stands first among the variadic arguments so that every
  * row has one). */
 #define OBC_OPT_FLAG(opt, target_, ...) \
-  {.name = (opt), .kind = OBC_OPTION_FLAG, .target = (target_), .help = __VA_ARGS__}
-#define OBC_OPT_TEXT(opt, placeholder, target_, ...) \
-  {.name = (opt), .value = (placeholder), .kind = OBC_OPTION_TEXT, .target = (target_), \
-   .help = __VA_ARGS__}
-#define OBC_OPT_SIZE(opt, placeholder, target_, ...) \
-  {.name = (opt), .value = (placeholder), .kind = OBC_OPTION_SIZE, .target = (target_), \
-   .help = __VA_ARGS__}
-#define OBC_OPT_UINT64(opt, placeholder, target_, ...) \
-  {.name = (opt), .value = (placeholder), .kind = OBC_OPTION_UINT64, .target = (target_), \
-   .help = __VA_ARGS__}
-#define OBC_OPT_DOUBLE(opt, placeholder, target_, ...) \
-  {.name = (opt), .value = (placeholder), .kind = OBC_OPTION_DOUBLE, .target = (target_), \
-   .help = __VA_ARGS__}
+  { .name = (opt), .kind = OBC_OPTION_FLAG, .target = (target_), .help = __VA_ARGS__ }
+#define OBC_OPT_TEXT(opt, placeholder, target_, ...)                                     \
+  {                                                                                      \
+    .name = (opt), .value = (placeholder), .kind = OBC_OPTION_TEXT, .target = (target_), \
+    .help = __VA_ARGS__                                                                  \
+  }
+#define OBC_OPT_SIZE(opt, placeholder, target_, ...)                                     \
+  {                                                                                      \
+    .name = (opt), .value = (placeholder), .kind = OBC_OPTION_SIZE, .target = (target_), \
+    .help = __VA_ARGS__                                                                  \
+  }
+#define OBC_OPT_UINT64(opt, placeholder, target_, ...)                                     \
+  {                                                                                        \
+    .name = (opt), .value = (placeholder), .kind = OBC_OPTION_UINT64, .target = (target_), \
+    .help = __VA_ARGS__                                                                    \
+  }
+#define OBC_OPT_DOUBLE(opt, placeholder, target_, ...)                                     \
+  {                                                                                        \
+    .name = (opt), .value = (placeholder), .kind = OBC_OPTION_DOUBLE, .target = (target_), \
+    .help = __VA_ARGS__                                                                    \
+  }
 /* placeholder NULL: a flag whose parse gets value NULL. */
-#define OBC_OPT_CUSTOM(opt, placeholder, target_, parse_, ...) \
-  {.name = (opt), .value = (placeholder), .kind = OBC_OPTION_CUSTOM, .target = (target_), \
-   .parse = (parse_), .help = __VA_ARGS__}
+#define OBC_OPT_CUSTOM(opt, placeholder, target_, parse_, ...)                             \
+  {                                                                                        \
+    .name = (opt), .value = (placeholder), .kind = OBC_OPTION_CUSTOM, .target = (target_), \
+    .parse = (parse_), .help = __VA_ARGS__                                                 \
+  }
 
 /* A table of options; commands pass their own and the shared groups'. */
 typedef struct {

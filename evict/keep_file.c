@@ -16,9 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "common/obc_text.h"
 #include "evict/keep_legacy.h"
 #include "evict/policy.h"
 #include "evict/preset.h"

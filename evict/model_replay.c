@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_time.h"
 #include "evict/replay_metrics.h"
 #include "runtime/batch.h"
 #include "runtime/generate.h"

@@ -5,8 +5,8 @@
 
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_parse.h"
 
 /* Adapters from the evict_policy_set_* setters to ObcOptionParse. */
 static int parse_score(void *p, const char *o, const char *v) {

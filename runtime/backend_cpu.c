@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_time.h"
 #include "runtime/cpu_attention.h"
 #include "runtime/cpu_capture.h"
 #include "runtime/cpu_ops.h"

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_time.h"
 #include "runtime/cpu_ops.h"
 
 /* An item is a block of BLOCK queries of up to STACK query heads of one KV

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_thread.h"
 #ifdef OBC_HAVE_CUDA
 #include <dlfcn.h>
 #include <limits.h>

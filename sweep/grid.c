@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_html.h"
+#include "common/obc_parse.h"
 #include "formats/json_file.h"
 #include "sweep/capture_sweep.h"
 #include "sweep/cell.h"

@@ -13,10 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_json.h"
+#include "common/obc_time.h"
 #include "evict/model_replay.h"
 #include "evict/offline.h"
 #include "sweep/cell.h"

@@ -11,11 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_options.h"
+#include "common/obc_parse.h"
 #include "common/obc_startup.h"
+#include "common/obc_text.h"
 #include "tests/test_env.h"
 
 static char scratch[4096];
@@ -317,7 +318,8 @@ START_TEST(options_help_lists_every_option_with_its_default) {
    * shows none; default_text, when given, wins. */
   ck_assert_ptr_nonnull(strstr(text, "  --rows R             rows kept (default 128)\n"));
   ck_assert_ptr_nonnull(strstr(text, "  --depth D            needle depth (default 0.5)\n"));
-  ck_assert_ptr_nonnull(strstr(text, "  --threads N          OpenMP threads (default all cores)\n"));
+  ck_assert_ptr_nonnull(
+      strstr(text, "  --threads N          OpenMP threads (default all cores)\n"));
   ck_assert_ptr_nonnull(strstr(text, "\ntuning:\n"));
   ck_assert_ptr_nonnull(strstr(text, "  --a-rather-long-option-name VALUE\n"));
   ck_assert_ptr_nonnull(strstr(text, "printer (default 7)\n"));

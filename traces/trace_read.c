@@ -20,9 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_child.h"
 #include "common/obc_error.h"
+#include "common/obc_text.h"
 #include "traces/trace.h"
 #include "traces/trace_format.h"
 #include "traces/trace_h5.h"

@@ -14,8 +14,8 @@
 #include "runtime/cuda/backend_cuda.h"
 
 extern "C" {
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_time.h"
 #include "formats/gguf.h"
 }
 #include "runtime/cuda/cuda_attention.h"
