@@ -14,12 +14,6 @@ void capture_args_default(CaptureArgs *args) {
   capture_options_default(&args->capture);
 }
 
-void capture_args_command_line(int argc, char **argv, char *out, size_t size) {
-  size_t n = (size_t)snprintf(out, size, "obcache");
-  for (int i = 0; i < argc && n < size; i++)
-    n += (size_t)snprintf(out + n, size - n, " %s", argv[i]);
-}
-
 static int parse_uuid(void *target, const char *option, const char *value) {
   (void)option, (void)value;
   *(NiahValueKind *)target = NIAH_VALUE_UUID;

@@ -14,6 +14,7 @@
 #include "common/obc_error.h"
 #include "common/obc_options.h"
 #include "common/obc_parse.h"
+#include "common/obc_text.h"
 #include "eval/eval.h"
 #include "evict/policy_args.h"
 #include "evict/preset.h"
@@ -369,7 +370,7 @@ int cmd_eval(int argc, char **argv) {
     return obc_fail(OBC_EINVAL, "unexpected argument '%s' (try obcache eval --help)",
                     args.positional[1]);
   char command_line[1024];
-  capture_args_command_line(argc, argv, command_line, sizeof command_line);
+  obc_text_command_line(argc, argv, command_line, sizeof command_line);
   SweepPlan plan;
   if (args.n_positional) {
     const char *dir = args.positional[0];

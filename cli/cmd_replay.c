@@ -13,6 +13,7 @@
 #include "common/obc_file.h"
 #include "common/obc_options.h"
 #include "common/obc_parse.h"
+#include "common/obc_text.h"
 #include "common/obc_thread.h"
 #include "evict/dynamic.h"
 #include "evict/model_replay.h"
@@ -300,7 +301,7 @@ int cmd_replay(int argc, char **argv) {
   a.policy.model = a.model_path; /* the model of a preset that reads weights */
   if (a.threads) obc_set_threads(a.threads);
   char out_dir[4096], command_line[4096];
-  evict_join_command_line(argc, argv, command_line, sizeof command_line);
+  obc_text_command_line(argc, argv, command_line, sizeof command_line);
   if (a.sweep) {
     if (a.offline || a.keep_path)
       return obc_fail(OBC_EINVAL,

@@ -16,6 +16,7 @@
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_options.h"
+#include "common/obc_text.h"
 #include "model/model.h"
 #include "plots/plot.h"
 #include "sweep/capture_sweep.h"
@@ -290,7 +291,7 @@ int cmd_sweep(int argc, char **argv) {
     return obc_fail(OBC_EINVAL, "unexpected argument '%s' (try obcache sweep --help)",
                     args.positional[1]);
   char command_line[1024];
-  capture_args_command_line(argc, argv, command_line, sizeof command_line);
+  obc_text_command_line(argc, argv, command_line, sizeof command_line);
   SweepPlan plan;
   const char *dir = args.n_positional ? args.positional[0] : a.capture.out_path;
   if (args.n_positional) {

@@ -31,3 +31,9 @@ const char *obc_text_escape(char *out, size_t size, const char *text, bool quote
   out[used] = '\0';
   return out;
 }
+
+void obc_text_command_line(int argc, char **argv, char *out, size_t size) {
+  size_t used = (size_t)snprintf(out, size, "obcache");
+  for (int i = 0; i < argc && used < size; i++)
+    used += (size_t)snprintf(out + used, size - used, " %s", argv[i]);
+}

@@ -17,4 +17,9 @@
  * the output stays one line per field and shows what the file holds. */
 const char *obc_text_escape(char *out, size_t size, const char *text, bool quote);
 
+/* The command line that plans, reports and traces record: "obcache" and
+ * argv[0..argc-1], each after one space, written as given (no quoting);
+ * cut to fit size bytes with its NUL. */
+void obc_text_command_line(int argc, char **argv, char *out, size_t size);
+
 #endif

@@ -123,16 +123,6 @@ void evict_policy_options(EvictPolicy *p, bool *sinks_given, bool *recent_given,
   memcpy(options, table, sizeof table);
 }
 
-void evict_join_command_line(int argc, char **argv, char *out, size_t size) {
-  size_t used = 0;
-  out[0] = '\0';
-  for (int i = 0; i < argc && used + 1 < size; i++) {
-    int n = snprintf(out + used, size - used, "%s%s", i ? " " : "obcache ", argv[i]);
-    if (n < 0) break;
-    used += (size_t)n;
-  }
-}
-
 int evict_parse_names(const char *option, const char *text, char (*names)[32], size_t *count,
                       size_t max, int (*check)(EvictPolicy *, const char *)) {
   char buf[1024], *items[64];

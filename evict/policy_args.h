@@ -39,7 +39,5 @@ void evict_policy_options(EvictPolicy *policy, bool *sinks_given, bool *recent_g
  * are stored under their recorded name (evict_policy_canonical_score). */
 int evict_parse_names(const char *option, const char *text, char (*names)[32], size_t *count,
                       size_t max, int (*check)(EvictPolicy *, const char *));
-/* argv joined by spaces into out (size bytes, truncated). */
-void evict_join_command_line(int argc, char **argv, char *out, size_t size);
 
 #endif

@@ -289,6 +289,25 @@ START_TEST(text_escape_shows_control_bytes_and_cuts_what_does_not_fit) {
 }
 END_TEST
 
+/* The recorded command line is "obcache" and the arguments as given, one
+ * space apart: an argument holding a space or a quote is not quoted (plans
+ * and reports store this text, so it must not change). */
+START_TEST(command_line_joins_the_arguments_as_given) {
+  char out[64];
+  char *argv[] = {"analyze", "a b.h5", "--window=\"16\"", "-o", "out dir"};
+  obc_text_command_line(5, argv, out, sizeof out);
+  ck_assert_str_eq(out, "obcache analyze a b.h5 --window=\"16\" -o out dir");
+  obc_text_command_line(0, argv, out, sizeof out);
+  ck_assert_str_eq(out, "obcache");
+  char small[16]; /* cut: 15 bytes and the NUL */
+  obc_text_command_line(5, argv, small, sizeof small);
+  ck_assert_str_eq(small, "obcache analyze");
+  char tiny[12];
+  obc_text_command_line(5, argv, tiny, sizeof tiny);
+  ck_assert_str_eq(tiny, "obcache ana");
+}
+END_TEST
+
 START_TEST(options_help_lists_every_option_with_its_default) {
   Parsed p;
   memset(&p, 0, sizeof p);
@@ -487,6 +506,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, cpu_features_find_every_flag_the_kernel_lists);
   tcase_add_test(tc, suite_runs_the_kernels_users_get);
   tcase_add_test(tc, text_escape_shows_control_bytes_and_cuts_what_does_not_fit);
+  tcase_add_test(tc, command_line_joins_the_arguments_as_given);
   suite_add_tcase(suite, tc);
   test_scratch_begin("common");
   SRunner *runner = srunner_create(suite);
