@@ -32,6 +32,29 @@ const char *obc_text_escape(char *out, size_t size, const char *text, bool quote
   return out;
 }
 
+void obc_text_print_wrapped(FILE *out, const char *text, size_t column, size_t indent,
+                            size_t width) {
+  bool line_start = true;
+  while (*text) {
+    size_t word = strcspn(text, " ");
+    if (!line_start && column + 1 + word > width) {
+      fprintf(out, "\n%*s", (int)indent, "");
+      column = indent;
+      line_start = true;
+    }
+    if (!line_start) {
+      fputc(' ', out);
+      column++;
+    }
+    fprintf(out, "%.*s", (int)word, text);
+    column += word;
+    line_start = false;
+    text += word;
+    while (*text == ' ') text++;
+  }
+  fputc('\n', out);
+}
+
 void obc_text_command_line(int argc, char **argv, char *out, size_t size) {
   size_t used = (size_t)snprintf(out, size, "obcache");
   for (int i = 0; i < argc && used < size; i++)

@@ -17,6 +17,13 @@
  * the output stays one line per field and shows what the file holds. */
 const char *obc_text_escape(char *out, size_t size, const char *text, bool quote);
 
+/* Prints text word-wrapped to width columns from `column`, where the cursor
+ * stands; each line it starts is indented by indent spaces. Words are split
+ * at spaces (runs of them print as one); a word longer than a line stands on
+ * a line of its own. Ends with a newline. */
+void obc_text_print_wrapped(FILE *out, const char *text, size_t column, size_t indent,
+                            size_t width);
+
 /* The command line that plans, reports and traces record: "obcache" and
  * argv[0..argc-1], each after one space, written as given (no quoting);
  * cut to fit size bytes with its NUL. */

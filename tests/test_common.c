@@ -308,6 +308,29 @@ START_TEST(command_line_joins_the_arguments_as_given) {
 }
 END_TEST
 
+/* Wrapped text: words kept whole, lines at most width columns, every line
+ * it starts indented; the first line continues where the cursor stands. */
+START_TEST(wrapped_text_breaks_between_words_and_indents_new_lines) {
+  char *buf = NULL;
+  size_t size = 0;
+  FILE *out = open_memstream(&buf, &size);
+  ck_assert_ptr_nonnull(out);
+  fputs("  --x   ", out);
+  obc_text_print_wrapped(out, "one two  three fourfourfour five", 8, 8, 20);
+  fputs("    ", out);
+  obc_text_print_wrapped(out, "a-word-longer-than-the-line b", 4, 4, 10);
+  fclose(out);
+  ck_assert_str_eq(buf,
+                   "  --x   one two\n"
+                   "        three\n"
+                   "        fourfourfour\n"
+                   "        five\n"
+                   "    a-word-longer-than-the-line\n"
+                   "    b\n");
+  free(buf);
+}
+END_TEST
+
 START_TEST(options_help_lists_every_option_with_its_default) {
   Parsed p;
   memset(&p, 0, sizeof p);
@@ -507,6 +530,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, suite_runs_the_kernels_users_get);
   tcase_add_test(tc, text_escape_shows_control_bytes_and_cuts_what_does_not_fit);
   tcase_add_test(tc, command_line_joins_the_arguments_as_given);
+  tcase_add_test(tc, wrapped_text_breaks_between_words_and_indents_new_lines);
   suite_add_tcase(suite, tc);
   test_scratch_begin("common");
   SRunner *runner = srunner_create(suite);
