@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "common/obc_error.h"
-#include "common/obc_parse.h"
 #include "runtime/runtime.h"
+#include "traces/trace.h"
 
 void capture_args_default(CaptureArgs *args) {
   memset(args, 0, sizeof *args);
@@ -18,23 +18,6 @@ static int parse_uuid(void *target, const char *option, const char *value) {
   (void)option, (void)value;
   *(NiahValueKind *)target = NIAH_VALUE_UUID;
   return OBC_OK;
-}
-
-static int parse_dtype(void *target, const char *option, const char *value) {
-  (void)option;
-  if (strcmp(value, "f32") && strcmp(value, "f16"))
-    return obc_fail(OBC_EINVAL, "--dtype: expected f32 or f16, got '%s'", value);
-  *(bool *)target = !strcmp(value, "f16");
-  return OBC_OK;
-}
-
-static int parse_compress(void *target, const char *option, const char *value) {
-  long number = 0;
-  int rc = obc_parse_int(option, value, &number);
-  if (!rc && (number < 0 || number > 9))
-    rc = obc_fail(OBC_EINVAL, "--compress: %ld is outside 0..9", number);
-  if (!rc) *(int *)target = (int)number;
-  return rc;
 }
 
 void capture_args_options(CaptureArgs *a, ObcOption options[CAPTURE_ARGS_N_OPTIONS]) {
@@ -83,9 +66,9 @@ void capture_args_options(CaptureArgs *a, ObcOption options[CAPTURE_ARGS_N_OPTIO
        "leave out the column sums of every prompt row (H2O's scores; the trace is then schema 2)",
        NULL, OBC_OPTION_FLAG, &c->skip_column_sums, NULL, NULL},
       {"--dtype", NULL, "f32|f16", "storage of float tensors", "f32", OBC_OPTION_CUSTOM,
-       &c->store_f16, parse_dtype, NULL},
+       &c->store_f16, trace_parse_dtype, NULL},
       {"--compress", NULL, "0-9", "deflate level", "0", OBC_OPTION_CUSTOM, &c->compression,
-       parse_compress, NULL},
+       trace_parse_compression, NULL},
       {"--threads", NULL, "N", "OpenMP threads", "all cores", OBC_OPTION_SIZE, &c->threads, NULL,
        NULL},
       RUNTIME_DEVICE_OPTION(&c->device),

@@ -9,9 +9,9 @@
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_options.h"
-#include "common/obc_parse.h"
 #include "common/obc_thread.h"
 #include "traces/synth.h"
+#include "traces/trace.h"
 
 static void synth_usage(FILE *out, const ObcOptionList *list) {
   fprintf(out,
@@ -23,23 +23,6 @@ static void synth_usage(FILE *out, const ObcOptionList *list) {
           "\n"
           "options (defaults make a tiny trace):\n");
   obc_options_print_help(out, list, 1);
-}
-
-static int parse_dtype(void *target, const char *option, const char *value) {
-  (void)option;
-  if (strcmp(value, "f16") && strcmp(value, "f32"))
-    return obc_fail(OBC_EINVAL, "--dtype: expected f32 or f16, got '%s'", value);
-  *(bool *)target = !strcmp(value, "f16");
-  return OBC_OK;
-}
-
-static int parse_compress(void *target, const char *option, const char *value) {
-  long level = 0;
-  int rc = obc_parse_int(option, value, &level);
-  if (!rc && (level < 0 || level > 9))
-    rc = obc_fail(OBC_EINVAL, "--compress: expected 0..9, got '%s'", value);
-  if (!rc) *(int *)target = (int)level;
-  return rc;
 }
 
 static int parse_shape(void *target, const char *option, const char *value) {
@@ -92,9 +75,9 @@ static int parse_args(int argc, char **argv, SynthOptions *o, const char **outpu
        "--prompt)",
        NULL, OBC_OPTION_FLAG, &o->store_column_sums, NULL, NULL},
       {"--dtype", NULL, "f32|f16", "storage precision of the tensors", "f32", OBC_OPTION_CUSTOM,
-       &o->store_f16, parse_dtype, NULL},
+       &o->store_f16, trace_parse_dtype, NULL},
       {"--compress", NULL, "0-9", "deflate level with byte shuffle", "0: none", OBC_OPTION_CUSTOM,
-       &o->compression_level, parse_compress, NULL},
+       &o->compression_level, trace_parse_compression, NULL},
       {"--threads", NULL, "N", "OpenMP threads; the trace does not depend on it", "0: all cores",
        OBC_OPTION_SIZE, &threads, NULL, NULL},
       {"--max-bytes", NULL, "N",

@@ -258,6 +258,13 @@ typedef struct {
   bool store_query_stats;
 } TraceWriteOptions;
 
+/* The writer's settings as option values (custom rows of
+ * common/obc_options.h): "f32" or "f16" into a bool (store_f16), a level
+ * 0..9 into an int (compression_level); anything else is refused, naming
+ * the option. */
+int trace_parse_dtype(void *target, const char *option, const char *value);
+int trace_parse_compression(void *target, const char *option, const char *value);
+
 typedef struct TraceWriter TraceWriter;
 
 int trace_create(const char *path, const TraceMeta *meta, const TraceWriteOptions *options,
