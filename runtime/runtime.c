@@ -222,17 +222,23 @@ int runtime_rewind(Runtime *rt, size_t position) {
   return 0;
 }
 
+/* The eviction marks (n_layers, n_kv_heads, max_context), allocated all
+ * kept on first use: a run that never evicts has none. */
+static int alloc_marks(RuntimeCache *cache) {
+  if (cache->evicted) return OBC_OK;
+  cache->evicted =
+      obc_calloc(cache->n_layers * cache->n_kv_heads * cache->max_context, 1, "eviction marks");
+  return cache->evicted ? OBC_OK : OBC_ENOMEM;
+}
+
 int runtime_evict(Runtime *rt, size_t layer, size_t kv_head, size_t position) {
   RuntimeCache *cache = &rt->cache;
   assert(layer < cache->n_layers && kv_head < cache->n_kv_heads);
   if (position >= cache->length)
     return obc_fail(OBC_EINVAL, "runtime: cannot evict position %zu (expected < %zu cached)",
                     position, cache->length);
-  if (!cache->evicted) {
-    cache->evicted =
-        obc_calloc(cache->n_layers * cache->n_kv_heads * cache->max_context, 1, "eviction marks");
-    if (!cache->evicted) return OBC_ENOMEM;
-  }
+  int rc = alloc_marks(cache);
+  if (rc) return rc;
   cache->evicted[(layer * cache->n_kv_heads + kv_head) * cache->max_context + position] = 1;
   cache->marks_version++;
   return 0;
@@ -249,11 +255,8 @@ int runtime_set_kept(Runtime *rt, size_t layer, size_t kv_head, const unsigned c
   size_t dropped = 0;
   for (size_t p = 0; p < n; p++) dropped += !keep[p];
   if (!cache->evicted && dropped == 0) return 0; /* no marks yet, none needed */
-  if (!cache->evicted) {
-    cache->evicted =
-        obc_calloc(cache->n_layers * cache->n_kv_heads * cache->max_context, 1, "eviction marks");
-    if (!cache->evicted) return OBC_ENOMEM;
-  }
+  int rc = alloc_marks(cache);
+  if (rc) return rc;
   unsigned char *marks =
       cache->evicted + (layer * cache->n_kv_heads + kv_head) * cache->max_context;
   for (size_t p = 0; p < n; p++) marks[p] = !keep[p];
