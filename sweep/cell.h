@@ -28,9 +28,12 @@
 #include "sweep/plan.h"
 
 /* Seconds without a heartbeat after which another host's lock is stale
- * (--stale-after), as a number and as the text of the help. */
+ * (--stale-after), as a number and, spelt from that number, as the text of
+ * the help. */
 #define SWEEP_STALE_AFTER_S 600
-#define SWEEP_STALE_AFTER_TEXT "600"
+#define SWEEP_TEXT_OF(x) #x
+#define SWEEP_TEXT(x) SWEEP_TEXT_OF(x)
+#define SWEEP_STALE_AFTER_TEXT SWEEP_TEXT(SWEEP_STALE_AFTER_S)
 
 typedef enum {
   SWEEP_CELL_MISSING = 0, /* never run, or interrupted */
