@@ -209,8 +209,8 @@ static int pending_flush(const SweepReplayConfig *c, EvictReplayer *replayer, Sw
   return rc;
 }
 
-/* The model replay of one cell's kept set (keep is taken over): now with
- * --batch 1, else queued for the next batched pass. */
+/* The model replay of one cell's kept set (keep is taken over): at once
+ * with --batch 1, else queued for the next batched pass. */
 static int replay_cell(const SweepReplayConfig *c, EvictReplayer *replayer, SweepRun *run,
                        size_t cell, EvictKeepSet *keep, SweepPending *q) {
   if (c->batch == 1) {
