@@ -75,7 +75,7 @@ static int bench_types(const GgufFile *file, int threads, int repeats, const Deq
           bytes / best / 1e6);
   }
   free(out);
-  return 0;
+  return OBC_OK;
 }
 
 /* Prefill's tile (runtime/cpu_ops.c): 64 rows of SmolLM2's 576 columns. */
@@ -156,7 +156,7 @@ static int bench_tiles(int repeats) {
     free(w);
   }
   free(tile);
-  return 0;
+  return OBC_OK;
 }
 
 int main(int argc, char **argv) {

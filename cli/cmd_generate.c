@@ -72,7 +72,7 @@ static int parse_args(int argc, char **argv, GenerateArgs *a, bool *help) {
   if (args.help) {
     obc_options_print_usage(stdout, usage, &list, 1);
     *help = true;
-    return 0;
+    return OBC_OK;
   }
   if (args.n_positional)
     return obc_fail(OBC_EINVAL, "unexpected argument '%s' (see obcache generate --help)",
@@ -84,7 +84,7 @@ static int parse_args(int argc, char **argv, GenerateArgs *a, bool *help) {
   if (a->system && !a->chat)
     return obc_fail(OBC_EINVAL,
                     "--system needs --chat (the system message is part of the template)");
-  return 0;
+  return OBC_OK;
 }
 
 static int encode_prompt(const Tokenizer *tok, const GenerateArgs *a, const char *text,

@@ -65,7 +65,7 @@ static int parse_args(int argc, char **argv, LogitsArgs *a, bool *help) {
   if (args.help) {
     obc_options_print_usage(stdout, usage, &list, 1);
     *help = true;
-    return 0;
+    return OBC_OK;
   }
   if (args.n_positional)
     return obc_fail(OBC_EINVAL, "unexpected argument '%s' (try obcache logits --help)",
@@ -73,7 +73,7 @@ static int parse_args(int argc, char **argv, LogitsArgs *a, bool *help) {
   if (!a->output) return obc_fail(OBC_EINVAL, "missing -o FILE.f32 (see obcache logits --help)");
   if (!a->ids == !a->text)
     return obc_fail(OBC_EINVAL, "give exactly one of --ids and --text (see obcache logits --help)");
-  return 0;
+  return OBC_OK;
 }
 
 static int encode_text(const Model *model, const char *text, int32_t **ids, size_t *n) {

@@ -64,7 +64,7 @@ static int parse_args(int argc, char **argv, PerplexityArgs *a, bool *help) {
   if (args.help) {
     obc_options_print_usage(stdout, usage, &list, 1);
     *help = true;
-    return 0;
+    return OBC_OK;
   }
   if (args.n_positional > 1)
     return obc_fail(OBC_EINVAL, "unexpected argument '%s' (one FILE only)", args.positional[1]);
@@ -75,7 +75,7 @@ static int parse_args(int argc, char **argv, PerplexityArgs *a, bool *help) {
   if (a->stride > a->context)
     return obc_fail(OBC_EINVAL, "--stride %zu: expected at most --context (%zu)", a->stride,
                     a->context);
-  return 0;
+  return OBC_OK;
 }
 
 /* Runs tokens [begin, end) from an empty cache and adds the NLL of every

@@ -178,7 +178,7 @@ static int plan_args(const SweepPlan *plan, SweepArgs *a) {
     rc = obc_fail(OBC_EFORMAT, "plan.json: \"options\" are not sweep options");
   if (rc) return obc_fail_context(rc, "the options of plan.json");
   a->capture.model_path = plan->model_path;
-  return 0;
+  return OBC_OK;
 }
 
 /* --- running ------------------------------------------------------------ */
@@ -202,7 +202,7 @@ static int check_cells(const Model *model, const SweepOptions *o, const SweepPla
       return obc_fail(OBC_EINVAL,
                       "cell %zu: length %zu + --decode %zu is beyond %s's context of %zu", i,
                       plan->cells[i].length, o->capture.decode, model->config.name, context);
-  return 0;
+  return OBC_OK;
 }
 
 static int run_plan(const char *dir, const SweepPlan *plan, const SweepArgs *given,
@@ -278,7 +278,7 @@ static int check_dir_mode(int argc, char **argv) {
                       argv[i]);
     if (!run_only[k].flag && !strchr(argv[i], '=')) i++;
   }
-  return 0;
+  return OBC_OK;
 }
 
 int cmd_sweep(int argc, char **argv) {

@@ -64,7 +64,7 @@ static int parse_args(int argc, char **argv, TokenizeArgs *a, bool *help) {
   if (args.help) {
     obc_options_print_usage(stdout, usage, &list, 1);
     *help = true;
-    return 0;
+    return OBC_OK;
   }
   if (args.n_positional > 1)
     return obc_fail(OBC_EINVAL, "more than one TEXT argument ('%s'; quote the text)",
@@ -75,7 +75,7 @@ static int parse_args(int argc, char **argv, TokenizeArgs *a, bool *help) {
     return obc_fail(
         OBC_EINVAL,
         "give exactly one of TEXT, --file FILE or --decode IDS (see obcache tokenize --help)");
-  return 0;
+  return OBC_OK;
 }
 
 /* The tokenizer alone: a folder is a Hugging Face checkpoint, anything else a GGUF file. */

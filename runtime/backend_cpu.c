@@ -66,7 +66,7 @@ static int rope_tables(CpuState *s) {
       s->rope_sin[p * half + i] = (float)sin(angle);
     }
   free(inv_freq);
-  return 0;
+  return OBC_OK;
 }
 
 static int cpu_create(const Model *model, const RuntimeOptions *options, RuntimeCache *cache,
@@ -93,7 +93,7 @@ static int cpu_create(const Model *model, const RuntimeOptions *options, Runtime
     return OBC_ENOMEM;
   }
   *out = s;
-  return 0;
+  return OBC_OK;
 }
 
 /* Copies the chunk's K/V rows (n, kv_dim) into the cache at pos0. */

@@ -310,7 +310,7 @@ static int attention_run(const AttentionJob *job, AttentionItemFn item_fn, doubl
   *gemm_seconds += total / n_threads;
   free(scratch);
   free(gemm_time);
-  return 0;
+  return OBC_OK;
 }
 
 static AttentionJob job_of(const CpuAttentionShape *s, const float *q, const float *k,

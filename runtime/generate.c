@@ -34,7 +34,7 @@ int generate_greedy(Runtime *rt, const int32_t *prompt, size_t n_prompt,
   *n_out = 0;
   size_t vocab = runtime_model(rt)->config.vocab_size;
   stats->prompt_tokens = n_prompt;
-  if (options->max_new == 0) return 0;
+  if (options->max_new == 0) return OBC_OK;
   size_t room = runtime_max_context(rt) - runtime_position(rt);
   if (n_prompt > room)
     return obc_fail(OBC_EINVAL,

@@ -133,7 +133,7 @@ int runtime_create(const Model *model, const RuntimeOptions *options, Runtime **
     return rc;
   }
   *out = rt;
-  return 0;
+  return OBC_OK;
 }
 
 void runtime_free(Runtime *rt) {
@@ -191,7 +191,7 @@ int runtime_forward(Runtime *rt, const int32_t *tokens, size_t n, RuntimeLogits 
     }
     done += chunk;
   }
-  return 0;
+  return OBC_OK;
 }
 
 size_t runtime_position(const Runtime *rt) { return rt->cache.length; }
@@ -210,7 +210,7 @@ int runtime_set_position(Runtime *rt, size_t position) {
                     position, rt->cache.max_context);
   rt->cache.length = position;
   rt->cache.host_written = position;
-  return 0;
+  return OBC_OK;
 }
 
 int runtime_rewind(Runtime *rt, size_t position) {
@@ -219,7 +219,7 @@ int runtime_rewind(Runtime *rt, size_t position) {
                     position, rt->cache.length);
   rt->cache.length = position;
   if (rt->cache.host_written > position) rt->cache.host_written = position;
-  return 0;
+  return OBC_OK;
 }
 
 /* The eviction marks (n_layers, n_kv_heads, max_context), allocated all
@@ -241,7 +241,7 @@ int runtime_evict(Runtime *rt, size_t layer, size_t kv_head, size_t position) {
   if (rc) return rc;
   cache->evicted[(layer * cache->n_kv_heads + kv_head) * cache->max_context + position] = 1;
   cache->marks_version++;
-  return 0;
+  return OBC_OK;
 }
 
 int runtime_set_kept(Runtime *rt, size_t layer, size_t kv_head, const unsigned char *keep,
@@ -254,14 +254,14 @@ int runtime_set_kept(Runtime *rt, size_t layer, size_t kv_head, const unsigned c
                     cache->length);
   size_t dropped = 0;
   for (size_t p = 0; p < n; p++) dropped += !keep[p];
-  if (!cache->evicted && dropped == 0) return 0; /* no marks yet, none needed */
+  if (!cache->evicted && dropped == 0) return OBC_OK; /* no marks yet, none needed */
   int rc = alloc_marks(cache);
   if (rc) return rc;
   unsigned char *marks =
       cache->evicted + (layer * cache->n_kv_heads + kv_head) * cache->max_context;
   for (size_t p = 0; p < n; p++) marks[p] = !keep[p];
   cache->marks_version++;
-  return 0;
+  return OBC_OK;
 }
 
 void runtime_clear_evictions(Runtime *rt) {

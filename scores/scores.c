@@ -405,7 +405,7 @@ static int sweep_check(const OracleHead *head, const size_t *windows, size_t n_w
                       windows[w], captured);
     if (windows[w] > *max_window) *max_window = windows[w];
   }
-  return 0;
+  return OBC_OK;
 }
 
 /* Buffers of one call, sized for one (layer, KV head). */

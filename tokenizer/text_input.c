@@ -66,7 +66,7 @@ int text_read_file(const char *path, size_t max_bytes, char **text, size_t *leng
   buf[len] = '\0';
   *text = buf;
   *length = len;
-  return 0;
+  return OBC_OK;
 }
 
 int text_parse_ids(const char *option, const char *text, int32_t **ids, size_t *n) {
@@ -95,7 +95,7 @@ int text_parse_ids(const char *option, const char *text, int32_t **ids, size_t *
   }
   *ids = out;
   *n = count;
-  return 0;
+  return OBC_OK;
 }
 
 int text_encode(const Tokenizer *tok, const char *text, size_t length, int32_t **ids, size_t *n) {
@@ -113,5 +113,5 @@ int text_encode(const Tokenizer *tok, const char *text, size_t length, int32_t *
   if (n_body) memcpy(*ids + bos, body, n_body * sizeof(int32_t));
   *n = n_body + (size_t)bos;
   free(body);
-  return 0;
+  return OBC_OK;
 }

@@ -19,7 +19,7 @@ int tokenizer_id_list_push(TokenizerIdList *list, int32_t id) {
     list->capacity = capacity;
   }
   list->ids[list->count++] = id;
-  return 0;
+  return OBC_OK;
 }
 
 typedef struct {

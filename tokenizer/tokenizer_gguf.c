@@ -24,11 +24,11 @@ static int read_special_id(const GgufFile *file, const char *key, int32_t *out) 
   int rc = gguf_get_u64(file, key, &value);
   if (rc == OBC_ENOTFOUND) {
     obc_error_clear();
-    return 0;
+    return OBC_OK;
   }
   if (rc < 0) return rc;
   *out = value > INT32_MAX ? INT32_MAX : (int32_t)value; /* range-checked in tokenizer_finish */
-  return 0;
+  return OBC_OK;
 }
 
 static int read_tokens(Tokenizer *t, const GgufFile *file, const char *path) {
@@ -53,7 +53,7 @@ static int read_tokens(Tokenizer *t, const GgufFile *file, const char *path) {
                              (uint8_t)(type >= 1 && type <= 6 ? type : 1));
     if (rc < 0) return rc;
   }
-  return 0;
+  return OBC_OK;
 }
 
 static int read_merges(Tokenizer *t, const GgufFile *file, uint64_t n_merges, const char *path) {
@@ -72,7 +72,7 @@ static int read_merges(Tokenizer *t, const GgufFile *file, uint64_t n_merges, co
     size_t left = (size_t)(space - s.data);
     tokenizer_add_merge(t, s.data, left, space + 1, (size_t)s.length - left - 1, (int32_t)i);
   }
-  return 0;
+  return OBC_OK;
 }
 
 static int read_settings(Tokenizer *t, const GgufFile *file, const char *path) {
@@ -108,7 +108,7 @@ static int read_settings(Tokenizer *t, const GgufFile *file, const char *path) {
   if (rc == 0) return tokenizer_set_chat_template(t, s.data, (size_t)s.length);
   if (rc == OBC_ENOTFOUND) {
     obc_error_clear();
-    return 0;
+    return OBC_OK;
   }
   return obc_fail_context(rc, "%s", path);
 }
@@ -152,5 +152,5 @@ int tokenizer_from_gguf(const GgufFile *file, const char *path, Tokenizer **out)
     return rc;
   }
   *out = t;
-  return 0;
+  return OBC_OK;
 }

@@ -21,7 +21,7 @@ static int read_json(const char *path, int required, cJSON **out) {
   int rc = json_file_read(path, out);
   if (rc == OBC_ENOTFOUND && !required) {
     obc_error_clear();
-    return 0;
+    return OBC_OK;
   }
   return rc;
 }
@@ -46,7 +46,7 @@ static int add_pre_tokenizer(TokenizerPreSplit *pre, const cJSON *node, const ch
       int rc = add_pre_tokenizer(pre, item, path);
       if (rc < 0) return rc;
     }
-    return 0;
+    return OBC_OK;
   }
   if (!strcmp(name, "Split")) {
     const cJSON *pattern = cJSON_GetObjectItemCaseSensitive(node, "pattern");
@@ -70,7 +70,7 @@ static int add_pre_tokenizer(TokenizerPreSplit *pre, const cJSON *node, const ch
       return obc_fail(OBC_EUNSUPPORTED,
                       "%s: pre_tokenizer ByteLevel with add_prefix_space is not supported", path);
     const cJSON *use_regex = cJSON_GetObjectItemCaseSensitive(node, "use_regex");
-    if (use_regex && cJSON_IsFalse(use_regex)) return 0;
+    if (use_regex && cJSON_IsFalse(use_regex)) return OBC_OK;
     return tokenizer_pre_add_regex(
         pre, "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
         path);
@@ -95,7 +95,7 @@ static int check_id(const cJSON *id, size_t bound, const char *path, const char 
                     "added entries)",
                     path, what, v, bound);
   *out = (size_t)v;
-  return 0;
+  return OBC_OK;
 }
 
 static void vocab_entry_name(const cJSON *item, char *out, size_t size) {
@@ -128,7 +128,7 @@ static int count_vocab(const cJSON *vocab, const cJSON *added, const char *path,
   if (top > INT32_MAX)
     return obc_fail(OBC_EFORMAT, "%s: %zu tokens (at most %d supported)", path, top, INT32_MAX);
   *n_vocab = top;
-  return 0;
+  return OBC_OK;
 }
 
 static int read_model(Tokenizer **out, const cJSON *root, const char *path) {

@@ -122,7 +122,7 @@ int tokenizer_pre_add_regex(TokenizerPreSplit *pre, const char *pattern, const c
   }
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE); /* interpreted when JIT is unavailable */
   pre->codes[pre->n_regexes++] = code;
-  return 0;
+  return OBC_OK;
 }
 
 int tokenizer_pre_from_name(TokenizerPreSplit *pre, const char *name, const char *source) {
@@ -133,7 +133,7 @@ int tokenizer_pre_from_name(TokenizerPreSplit *pre, const char *name, const char
       int rc = tokenizer_pre_add_regex(pre, PRE_TYPES[i].regexes[r], source);
       if (rc < 0) return rc;
     }
-    return 0;
+    return OBC_OK;
   }
   return obc_fail(OBC_EUNSUPPORTED,
                   "%s: unknown pre-tokenizer type '%s' in tokenizer.ggml.pre (expected one of "
