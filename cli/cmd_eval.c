@@ -171,8 +171,7 @@ static int prefer_preset(char name[32]) {
   evict_policy_default(&p);
   int preset = 0, inner = 0;
   int rc = evict_policy_set_score(&p, name);
-  if (rc || p.kind == EVICT_SCORE_PRESET || evict_preset_parse(name, &preset, &inner) != OBC_OK)
-    return rc;
+  if (rc || p.kind == EVICT_SCORE_PRESET || evict_preset_parse(name, &preset, &inner)) return rc;
   char prefixed[64];
   snprintf(prefixed, sizeof prefixed, "preset:%s", name);
   if ((rc = evict_policy_set_score(&p, prefixed))) return rc;

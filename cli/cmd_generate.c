@@ -97,7 +97,7 @@ static int print_token(void *user, int32_t token) {
   const Tokenizer *tok = user;
   char *text = NULL;
   int rc = tokenizer_decode(tok, &token, 1, &text);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   fputs(text, stdout);
   fflush(stdout);
   free(text);
@@ -108,7 +108,7 @@ int cmd_generate(int argc, char **argv) {
   GenerateArgs args = {0};
   bool help = false;
   int rc = parse_args(argc, argv, &args, &help);
-  if (rc < 0 || help) return rc;
+  if (rc || help) return rc;
   char *file_text = NULL;
   size_t file_length = 0;
   if (args.prompt_file &&
@@ -125,7 +125,7 @@ int cmd_generate(int argc, char **argv) {
   }
   rc = encode_prompt(model->tokenizer, &args, args.prompt ? args.prompt : file_text, &prompt,
                      &n_prompt);
-  if (rc < 0) goto done;
+  if (rc) goto done;
   if (n_prompt == 0) {
     rc = obc_fail(OBC_EINVAL, "the prompt encodes to no tokens");
     goto done;
@@ -144,7 +144,7 @@ int cmd_generate(int argc, char **argv) {
                          .user = model->tokenizer};
   GenerateStats stats;
   rc = generate_greedy(rt, prompt, n_prompt, &gen, answer, &n_answer, &stats);
-  if (rc < 0) goto done;
+  if (rc) goto done;
   fputc('\n', stdout);
   fflush(stdout);
   size_t decode_steps = stats.new_tokens > 0 ? stats.new_tokens - 1 : 0;

@@ -80,7 +80,7 @@ static int encode_text(const Model *model, const char *text, int32_t **ids, size
   if (!model->tokenizer)
     return obc_fail(OBC_EINVAL, "%s: the model has no tokenizer (hint: use --ids)", model->path);
   int rc = text_encode(model->tokenizer, text, strlen(text), ids, n);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   return *n ? 0 : obc_fail(OBC_EINVAL, "--text: the text encodes to no tokens");
 }
 
@@ -88,7 +88,7 @@ static int write_ids(const char *path, const int32_t *ids, size_t n) {
   ObcPendingFile pending;
   FILE *f = NULL;
   int rc = obc_text_open(&pending, path, &f);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   for (size_t i = 0; i < n; i++) fprintf(f, "%d%c", (int)ids[i], i + 1 < n ? ',' : '\n');
   return obc_text_close(&pending, f, 1);
 }
@@ -97,7 +97,7 @@ static int write_logits(const char *path, const float *logits, size_t count) {
   ObcPendingFile pending;
   FILE *f = NULL;
   int rc = obc_text_open(&pending, path, &f);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   int ok = fwrite(logits, sizeof(float), count, f) == count;
   return obc_text_close(&pending, f, ok);
 }
@@ -106,7 +106,7 @@ int cmd_logits(int argc, char **argv) {
   LogitsArgs args = {0};
   bool help = false;
   int rc = parse_args(argc, argv, &args, &help);
-  if (rc < 0 || help) return rc;
+  if (rc || help) return rc;
   Model *model = NULL;
   Runtime *rt = NULL;
   int32_t *ids = NULL;
@@ -115,7 +115,7 @@ int cmd_logits(int argc, char **argv) {
   if ((rc = model_load_with(args.model, &(ModelLoadOptions){args.weights}, &model)) < 0) return rc;
   rc = args.ids ? text_parse_ids("--ids", args.ids, &ids, &n)
                 : encode_text(model, args.text, &ids, &n);
-  if (rc < 0) goto done;
+  if (rc) goto done;
   RuntimeOptions options = {.max_context = args.context ? args.context : n,
                             .threads = args.threads,
                             .backend = args.device};
@@ -128,7 +128,7 @@ int cmd_logits(int argc, char **argv) {
   }
   rc = runtime_forward(rt, ids, n, args.all ? RUNTIME_LOGITS_ALL : RUNTIME_LOGITS_LAST, logits,
                        NULL);
-  if (rc < 0) goto done;
+  if (rc) goto done;
   if ((rc = write_logits(args.output, logits, rows * vocab)) < 0) goto done;
   if (args.ids_out && (rc = write_ids(args.ids_out, ids, n)) < 0) goto done;
   char held[256];

@@ -87,7 +87,7 @@ static int score_window(Runtime *rt, const int32_t *ids, size_t begin, size_t en
   for (size_t at = begin; at < end; at += PIECE) {
     size_t n = end - at < PIECE ? end - at : PIECE;
     int rc = runtime_forward(rt, ids + at, n, RUNTIME_LOGITS_ALL, logits, NULL);
-    if (rc < 0) return rc;
+    if (rc) return rc;
     for (size_t t = 0; t < n; t++) {
       size_t target = at + t + 1; /* logits of position at+t predict token at+t+1 */
       if (target < first_scored || target >= end) continue;
@@ -102,7 +102,7 @@ int cmd_perplexity(int argc, char **argv) {
   PerplexityArgs args = {0};
   bool help = false;
   int rc = parse_args(argc, argv, &args, &help);
-  if (rc < 0 || help) return rc;
+  if (rc || help) return rc;
   char *text = NULL;
   size_t length = 0;
   if ((rc = text_read_file(args.file, args.max_text_bytes, &text, &length)) < 0) return rc;
@@ -134,7 +134,7 @@ int cmd_perplexity(int argc, char **argv) {
   for (size_t begin = 0;; begin += args.stride) {
     size_t end = begin + args.context < n ? begin + args.context : n;
     rc = score_window(rt, ids, begin, end, scored_until, logits, &nll, &scored);
-    if (rc < 0) goto done;
+    if (rc) goto done;
     windows++;
     scored_until = end;
     if (end == n) break;

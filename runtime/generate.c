@@ -48,7 +48,7 @@ int generate_greedy(Runtime *rt, const int32_t *prompt, size_t n_prompt,
   int rc = runtime_forward(rt, prompt, n_prompt, RUNTIME_LOGITS_LAST, logits, NULL);
   stats->prefill_seconds = obc_now_seconds() - start;
   start = obc_now_seconds();
-  while (rc == 0) {
+  while (!rc) {
     int32_t token = (int32_t)generate_argmax(logits, vocab);
     out[(*n_out)++] = token;
     if (options->stop_tokens && tokenizer_is_stop(options->stop_tokens, token)) {

@@ -98,7 +98,7 @@ int runtime_create(const Model *model, const RuntimeOptions *options, Runtime **
   *out = NULL;
   const ModelConfig *c = &model->config;
   int rc = model_config_validate(c, model->path);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   RuntimeOptions opts = options ? *options : (RuntimeOptions){0};
   const RuntimeBackend *backend = find_backend(opts.backend);
   if (!backend) return OBC_EUNSUPPORTED;
@@ -185,7 +185,7 @@ int runtime_forward(Runtime *rt, const int32_t *tokens, size_t n, RuntimeLogits 
     if (which == RUNTIME_LOGITS_LAST && !last) chunk_which = RUNTIME_LOGITS_NONE;
     int rc = rt->backend->forward(rt->state, tokens + done, chunk, chunk_which, chunk_logits,
                                   capture, &rt->profile);
-    if (rc < 0) {
+    if (rc) {
       rt->cache.length = pos0;
       return rc;
     }

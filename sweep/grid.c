@@ -247,7 +247,7 @@ int sweep_merge_summary(const char *dir, const SweepPlan *plan, double stale_aft
     snprintf(rows, sizeof rows, "%s/cells/%zu/rows.csv", dir, i);
     if (status->states[i] == SWEEP_CELL_DONE) rc = append_file(rows, summary);
   }
-  int rc_close = obc_text_close(&pending, summary, rc == 0);
+  int rc_close = obc_text_close(&pending, summary, !rc);
   return rc ? rc : rc_close;
 }
 

@@ -102,7 +102,7 @@ int text_encode(const Tokenizer *tok, const char *text, size_t length, int32_t *
   int32_t *body = NULL;
   size_t n_body = 0;
   int rc = tokenizer_encode(tok, text, length, &body, &n_body);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   int bos = tokenizer_adds_bos(tok) && tokenizer_bos_id(tok) >= 0;
   *ids = obc_malloc((n_body + 1) * sizeof(int32_t), "token ids");
   if (!*ids) {

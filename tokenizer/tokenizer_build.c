@@ -41,7 +41,7 @@ int tokenizer_set_token(Tokenizer *tokenizer, size_t id, const char *text, size_
 
 int tokenizer_index_vocab(Tokenizer *tokenizer, size_t n_merges, const char *source) {
   int rc = tokenizer_string_map_init(&tokenizer->vocab, tokenizer->n_vocab);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   for (size_t i = 0; i < tokenizer->n_vocab; i++) {
     if (!tokenizer->tokens[i])
       return obc_fail(OBC_EFORMAT, "%s: token id %zu has no string (vocabulary has holes)", source,
@@ -180,7 +180,7 @@ int tokenizer_finish(Tokenizer *tokenizer, const char *source) {
     return obc_fail(OBC_EFORMAT, "%s: bos/eos token id %d/%d out of range (vocabulary of %zu)",
                     source, tokenizer->bos_id, tokenizer->eos_id, tokenizer->n_vocab);
   int rc = collect_special(tokenizer);
-  if (rc == 0) rc = collect_stops(tokenizer);
-  if (rc == 0) rc = tokenizer_chat_detect(tokenizer);
+  if (!rc) rc = collect_stops(tokenizer);
+  if (!rc) rc = tokenizer_chat_detect(tokenizer);
   return rc;
 }

@@ -207,12 +207,12 @@ int tokenizer_encode_chat(const Tokenizer *tokenizer, const char *system, const 
   *n_ids = 0;
   char *text = NULL;
   int rc = tokenizer_render_chat(tokenizer, system, user, &text);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   int32_t *body = NULL;
   size_t n_body = 0;
   rc = tokenizer_encode(tokenizer, text, strlen(text), &body, &n_body);
   free(text);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   /* Without a template the BOS comes from the tokenizer's add_bos flag. */
   int bos = tokenizer->chat == OBC_CHAT_NONE && tokenizer->add_bos && tokenizer->bos_id >= 0;
   if (!bos) {

@@ -78,7 +78,7 @@ int tokenizer_encode(const Tokenizer *tokenizer, const char *text, size_t length
   PieceContext context = {tokenizer, &out};
   int rc = 0;
   size_t plain_start = 0;
-  for (size_t i = 0; i <= length && rc == 0;) {
+  for (size_t i = 0; i <= length && !rc;) {
     int32_t special = i < length ? special_at(tokenizer, text + i, length - i) : -1;
     if (special < 0 && i < length) {
       i++;
@@ -86,12 +86,12 @@ int tokenizer_encode(const Tokenizer *tokenizer, const char *text, size_t length
     }
     rc = tokenizer_pre_split(&tokenizer->pre, text + plain_start, i - plain_start, encode_piece,
                              &context);
-    if (rc == 0 && special >= 0) rc = tokenizer_id_list_push(&out, special);
+    if (!rc && special >= 0) rc = tokenizer_id_list_push(&out, special);
     if (special < 0) break;
     i += tokenizer->token_lengths[special];
     plain_start = i;
   }
-  if (rc < 0) {
+  if (rc) {
     free(out.ids);
     return rc;
   }

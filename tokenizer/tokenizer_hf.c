@@ -44,7 +44,7 @@ static int add_pre_tokenizer(TokenizerPreSplit *pre, const cJSON *node, const ch
     const cJSON *item;
     cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(node, "pretokenizers")) {
       int rc = add_pre_tokenizer(pre, item, path);
-      if (rc < 0) return rc;
+      if (rc) return rc;
     }
     return OBC_OK;
   }
@@ -146,12 +146,12 @@ static int read_model(Tokenizer **out, const cJSON *root, const char *path) {
     return obc_fail(OBC_EFORMAT, "%s: added_tokens is not an array", path);
   size_t n_vocab = 0;
   int rc = count_vocab(vocab, added, path, &n_vocab);
-  if (rc < 0) return rc;
+  if (rc) return rc;
 
   Tokenizer *t = NULL;
   rc = tokenizer_alloc(n_vocab, &t);
   *out = t;
-  if (rc < 0) return rc;
+  if (rc) return rc;
   const cJSON *item;
   size_t id = 0, index = 0; /* ids were checked by count_vocab */
   char what[96];
@@ -171,10 +171,10 @@ static int read_model(Tokenizer **out, const cJSON *root, const char *path) {
       return obc_fail(OBC_EFORMAT, "%s: %s has no content string", path, what);
     rc = tokenizer_set_token(t, id, content->valuestring, strlen(content->valuestring),
                              cJSON_IsTrue(special) ? TOKEN_TYPE_CONTROL : TOKEN_TYPE_USER_DEFINED);
-    if (rc < 0) return rc;
+    if (rc) return rc;
   }
   rc = tokenizer_index_vocab(t, (size_t)cJSON_GetArraySize(merges), path);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   int32_t rank = 0;
   cJSON_ArrayForEach(item, merges) {
     if (cJSON_IsString(item)) {
@@ -263,7 +263,7 @@ static int read_template_file(Tokenizer *t, const char *folder) {
   char *text = NULL;
   size_t length = 0;
   int rc = text_read_file(path, OBC_TEXT_MAX_BYTES, &text, &length);
-  if (rc == 0) rc = tokenizer_set_chat_template(t, text, length);
+  if (!rc) rc = tokenizer_set_chat_template(t, text, length);
   free(text);
   return rc;
 }
@@ -275,15 +275,15 @@ int tokenizer_from_hf(const char *folder, Tokenizer **out) {
   snprintf(config_path, sizeof(config_path), "%s/tokenizer_config.json", folder);
   cJSON *root = NULL, *config = NULL;
   int rc = read_json(path, 1, &root);
-  if (rc == 0) rc = read_json(config_path, 0, &config);
+  if (!rc) rc = read_json(config_path, 0, &config);
   Tokenizer *t = NULL;
-  if (rc == 0) rc = read_model(&t, root, path);
-  if (rc == 0) rc = read_config(t, root, config, config_path);
-  if (rc == 0) rc = read_template_file(t, folder);
-  if (rc == 0) rc = tokenizer_finish(t, path);
+  if (!rc) rc = read_model(&t, root, path);
+  if (!rc) rc = read_config(t, root, config, config_path);
+  if (!rc) rc = read_template_file(t, folder);
+  if (!rc) rc = tokenizer_finish(t, path);
   cJSON_Delete(root);
   cJSON_Delete(config);
-  if (rc < 0) {
+  if (rc) {
     tokenizer_free(t);
     return rc;
   }

@@ -327,7 +327,7 @@ static int cuda_create_common(const Model *model, const RuntimeOptions *options,
   CudaState *s = (CudaState *)obc_calloc(1, sizeof(CudaState), "CUDA backend");
   if (!s) return OBC_ENOMEM;
   int rc = create_state(model, options, cache, bf16, s);
-  if (rc < 0) {
+  if (rc) {
     cuda_destroy(s);
     return rc;
   }
@@ -679,7 +679,7 @@ static int cuda_forward(void *state, const int32_t *tokens, size_t n, RuntimeLog
   int sync = OBC_CUDA(cudaStreamSynchronize(s->stream));
   cudaStreamSynchronize(s->copy_stream);
   if (!rc) rc = sync;
-  if (rc < 0) return rc;
+  if (rc) return rc;
   s->cache->length = s->device_length = pos0 + n;
   double gemm_seconds = 0.0, attention_seconds = 0.0;
   OBC_CUDA_TRY(spans_collect(s, &gemm_seconds, &attention_seconds));
