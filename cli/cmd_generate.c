@@ -112,13 +112,13 @@ int cmd_generate(int argc, char **argv) {
   char *file_text = NULL;
   size_t file_length = 0;
   if (args.prompt_file &&
-      (rc = text_read_file(args.prompt_file, args.max_text_bytes, &file_text, &file_length)) < 0)
+      (rc = text_read_file(args.prompt_file, args.max_text_bytes, &file_text, &file_length)))
     return rc;
   Model *model = NULL;
   Runtime *rt = NULL;
   int32_t *prompt = NULL, *answer = NULL;
   size_t n_prompt = 0, n_answer = 0;
-  if ((rc = model_load_with(args.model, &(ModelLoadOptions){args.weights}, &model)) < 0) goto done;
+  if ((rc = model_load_with(args.model, &(ModelLoadOptions){args.weights}, &model))) goto done;
   if (!model->tokenizer) {
     rc = obc_fail(OBC_EINVAL, "%s: the model has no tokenizer to encode the prompt", model->path);
     goto done;
@@ -132,7 +132,7 @@ int cmd_generate(int argc, char **argv) {
   }
   RuntimeOptions options = {
       .max_context = args.context, .threads = args.threads, .backend = args.device};
-  if ((rc = runtime_create(model, &options, &rt)) < 0) goto done;
+  if ((rc = runtime_create(model, &options, &rt))) goto done;
   answer = obc_malloc((args.max_new ? args.max_new : 1) * sizeof(int32_t), "answer tokens");
   if (!answer) {
     rc = OBC_ENOMEM;

@@ -112,14 +112,14 @@ int cmd_logits(int argc, char **argv) {
   int32_t *ids = NULL;
   float *logits = NULL;
   size_t n = 0;
-  if ((rc = model_load_with(args.model, &(ModelLoadOptions){args.weights}, &model)) < 0) return rc;
+  if ((rc = model_load_with(args.model, &(ModelLoadOptions){args.weights}, &model))) return rc;
   rc = args.ids ? text_parse_ids("--ids", args.ids, &ids, &n)
                 : encode_text(model, args.text, &ids, &n);
   if (rc) goto done;
   RuntimeOptions options = {.max_context = args.context ? args.context : n,
                             .threads = args.threads,
                             .backend = args.device};
-  if ((rc = runtime_create(model, &options, &rt)) < 0) goto done;
+  if ((rc = runtime_create(model, &options, &rt))) goto done;
   size_t vocab = model->config.vocab_size, rows = args.all ? n : 1;
   logits = obc_malloc(rows * vocab * sizeof(float), "logits");
   if (!logits) {
@@ -129,8 +129,8 @@ int cmd_logits(int argc, char **argv) {
   rc = runtime_forward(rt, ids, n, args.all ? RUNTIME_LOGITS_ALL : RUNTIME_LOGITS_LAST, logits,
                        NULL);
   if (rc) goto done;
-  if ((rc = write_logits(args.output, logits, rows * vocab)) < 0) goto done;
-  if (args.ids_out && (rc = write_ids(args.ids_out, ids, n)) < 0) goto done;
+  if ((rc = write_logits(args.output, logits, rows * vocab))) goto done;
+  if (args.ids_out && (rc = write_ids(args.ids_out, ids, n))) goto done;
   char held[256];
   model_weights_describe(model, held, sizeof held);
   fprintf(stderr, "weights: %s\n", held);

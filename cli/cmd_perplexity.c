@@ -105,25 +105,25 @@ int cmd_perplexity(int argc, char **argv) {
   if (rc || help) return rc;
   char *text = NULL;
   size_t length = 0;
-  if ((rc = text_read_file(args.file, args.max_text_bytes, &text, &length)) < 0) return rc;
+  if ((rc = text_read_file(args.file, args.max_text_bytes, &text, &length))) return rc;
   Model *model = NULL;
   Runtime *rt = NULL;
   int32_t *ids = NULL;
   float *logits = NULL;
   size_t n = 0;
-  if ((rc = model_load_with(args.model, &(ModelLoadOptions){args.weights}, &model)) < 0) goto done;
+  if ((rc = model_load_with(args.model, &(ModelLoadOptions){args.weights}, &model))) goto done;
   if (!model->tokenizer) {
     rc = obc_fail(OBC_EINVAL, "%s: the model has no tokenizer to encode the text", model->path);
     goto done;
   }
-  if ((rc = text_encode(model->tokenizer, text, length, &ids, &n)) < 0) goto done;
+  if ((rc = text_encode(model->tokenizer, text, length, &ids, &n))) goto done;
   if (n < 2) {
     rc = obc_fail(OBC_EINVAL, "%s: the text has %zu tokens (expected at least 2)", args.file, n);
     goto done;
   }
   RuntimeOptions options = {
       .max_context = args.context, .threads = args.threads, .backend = args.device};
-  if ((rc = runtime_create(model, &options, &rt)) < 0) goto done;
+  if ((rc = runtime_create(model, &options, &rt))) goto done;
   logits = obc_malloc(PIECE * model->config.vocab_size * sizeof(float), "logits");
   if (!logits) {
     rc = OBC_ENOMEM;

@@ -173,7 +173,7 @@ static int run_layer(CpuState *s, size_t layer, size_t pos0, size_t n, CpuCaptur
                          &profile->attention_gemm_seconds);
   if (rc) return rc;
   profile->attention_seconds += obc_now_seconds() - t_att;
-  if (rows && (rc = report_layer(s, layer, pos0, n, rows, capture)) < 0) return rc;
+  if (rows && (rc = report_layer(s, layer, pos0, n, rows, capture))) return rc;
 
   cpu_gemm_weight(s->x, s->att, &w->wo, n, 1.0f, &gemm);
   cpu_rmsnorm(s->xb, s->x, w->ffn_norm, n, c->dim, c->norm_eps);
