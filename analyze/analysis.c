@@ -21,8 +21,8 @@
 #include "analyze/scores_file.h"
 #include "scores/select.h"
 #include "scores/stats.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_time.h"
 
 /* Buffers for one (layer, KV head), reused across heads. */
 typedef struct {

@@ -15,9 +15,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_parse.h"
 #include "common/obc_startup.h"
+#include "common/obc_time.h"
 #include "runtime/cpu_attention.h"
 
 enum { HEADS = 9, KV_HEADS = 3, HEAD_DIM = 64, CHUNK = 512 };
@@ -60,7 +61,7 @@ static int run_once(AttentionFn fn, const Buffers *b, size_t pos0, size_t n, Tim
                                .pos0 = c,
                                .n = count};
     int rc = fn(&shape, b->q, b->k, b->v, b->out, b->lse, NULL, &gemm);
-    if (rc < 0) return rc;
+    if (rc) return rc;
   }
   t->seconds = obc_now_seconds() - start;
   t->cpu_seconds = cpu_now() - cpu_start;
@@ -75,7 +76,7 @@ static int run_best(AttentionFn fn, const Buffers *b, size_t pos0, size_t n, siz
   for (size_t r = 0; r < runs; r++) {
     Timing t;
     int rc = run_once(fn, b, pos0, n, &t);
-    if (rc < 0) return rc;
+    if (rc) return rc;
     double cpu = t.cpu_seconds < best->cpu_seconds ? t.cpu_seconds : best->cpu_seconds;
     if (t.seconds < best->seconds) *best = t;
     best->cpu_seconds = cpu;
@@ -86,8 +87,8 @@ static int run_best(AttentionFn fn, const Buffers *b, size_t pos0, size_t n, siz
 static int bench_case(const char *what, const Buffers *b, size_t pos0, size_t n, size_t runs) {
   Timing fused, two;
   int rc = run_best(cpu_attention, b, pos0, n, runs, &fused);
-  if (rc == 0) rc = run_best(cpu_attention_two_pass, b, pos0, n, runs, &two);
-  if (rc < 0) return rc;
+  if (!rc) rc = run_best(cpu_attention_two_pass, b, pos0, n, runs, &two);
+  if (rc) return rc;
   /* causal (query, key) pairs, 2 * head_dim flops each in Q K^T and in P V */
   double pairs = (double)n * (double)pos0 + (double)n * (double)(n + 1) / 2.0;
   double flops = pairs * HEADS * 4.0 * HEAD_DIM;
@@ -107,7 +108,7 @@ static int parse_list(const char *name, const char *text, size_t *out, size_t ca
     if (*n == cap)
       return obc_fail(OBC_EINVAL, "bench_attention: %s: at most %zu values", name, cap);
     int rc = obc_parse_size(name, tok, &out[(*n)++]);
-    if (rc < 0) return rc;
+    if (rc) return rc;
   }
   return *n ? 0 : obc_fail(OBC_EINVAL, "bench_attention: %s: empty list", name);
 }
@@ -126,7 +127,7 @@ int main(int argc, char **argv) {
       rc = obc_parse_size("--runs", argv[++i], &runs);
     else
       rc = obc_fail(OBC_EINVAL, "bench_attention: unknown argument %s", argv[i]);
-    if (rc < 0) return EXIT_FAILURE;
+    if (rc) return EXIT_FAILURE;
   }
   Buffers b = {.max_keys = 1};
   for (size_t i = 0; i < n_lengths; i++)
@@ -147,18 +148,18 @@ int main(int argc, char **argv) {
   fill_random(b.v, kv_size, &state);
 
   int rc = 0;
-  for (size_t t = 0; t < n_threads && rc == 0; t++) {
+  for (size_t t = 0; t < n_threads && !rc; t++) {
     omp_set_num_threads((int)threads[t]);
     printf("\nattention of one layer, %d/%d heads, head_dim %d, %zu thread(s), best of %zu\n",
            HEADS, KV_HEADS, HEAD_DIM, threads[t], runs);
     printf("%-15s %9s %8s %7s   %9s %8s %7s   %7s %7s\n", "", "fused ms", "non/GEMM", "GFLOP/s",
            "2-pass ms", "non/GEMM", "GFLOP/s", "speedup", "by CPU");
-    for (size_t i = 0; i < n_lengths && rc == 0; i++) {
+    for (size_t i = 0; i < n_lengths && !rc; i++) {
       char what[64];
       snprintf(what, sizeof what, "prefill %zu", lengths[i]);
       rc = bench_case(what, &b, 0, lengths[i], runs);
     }
-    for (size_t i = 0; i < n_lengths && rc == 0; i++) {
+    for (size_t i = 0; i < n_lengths && !rc; i++) {
       char what[64];
       snprintf(what, sizeof what, "decode at %zu", lengths[i]);
       rc = bench_case(what, &b, lengths[i], 1, runs * 20);
@@ -169,5 +170,5 @@ int main(int argc, char **argv) {
   free(b.lse);
   free(b.k);
   free(b.v);
-  return rc < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+  return rc ? EXIT_FAILURE : EXIT_SUCCESS;
 }

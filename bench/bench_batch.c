@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_startup.h"
+#include "common/obc_time.h"
 #include "model/model.h"
 #include "runtime/batch.h"
 #include "runtime/runtime.h"

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_startup.h"
+#include "common/obc_time.h"
 #include "formats/gguf.h"
 #include "formats/quant_dot.h"
 #include "model/model.h"
@@ -75,7 +75,7 @@ static int bench_types(const GgufFile *file, int threads, int repeats, const Deq
           bytes / best / 1e6);
   }
   free(out);
-  return 0;
+  return OBC_OK;
 }
 
 /* Prefill's tile (runtime/cpu_ops.c): 64 rows of SmolLM2's 576 columns. */
@@ -156,7 +156,7 @@ static int bench_tiles(int repeats) {
     free(w);
   }
   free(tile);
-  return 0;
+  return OBC_OK;
 }
 
 int main(int argc, char **argv) {

@@ -13,9 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_parse.h"
 #include "common/obc_startup.h"
+#include "common/obc_time.h"
 #include "runtime/cpu_ops.h"
 #include "runtime/generate.h"
 #include "model/model.h"
@@ -81,7 +82,7 @@ static int bench_prefill(Runtime *rt, const int32_t *tokens, size_t n, float *lo
   runtime_profile_reset(rt);
   double start = obc_now_seconds();
   int rc = runtime_forward(rt, tokens, n, RUNTIME_LOGITS_LAST, logits, NULL);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   double seconds = obc_now_seconds() - start;
   const RuntimeProfile *p = runtime_profile(rt);
   printf(
@@ -97,14 +98,14 @@ static int bench_decode(Runtime *rt, const int32_t *tokens, size_t n_prompt, siz
                         float *logits, double *tokens_per_second) {
   runtime_reset(rt);
   int rc = runtime_forward(rt, tokens, n_prompt, RUNTIME_LOGITS_LAST, logits, NULL);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   size_t vocab = runtime_model(rt)->config.vocab_size;
   double start = obc_now_seconds();
-  for (size_t i = 0; i < steps && rc == 0; i++) {
+  for (size_t i = 0; i < steps && !rc; i++) {
     int32_t next = (int32_t)generate_argmax(logits, vocab);
     rc = runtime_forward(rt, &next, 1, RUNTIME_LOGITS_LAST, logits, NULL);
   }
-  if (rc < 0) return rc;
+  if (rc) return rc;
   double seconds = obc_now_seconds() - start;
   *tokens_per_second = (double)steps / seconds;
   printf("decode after %zu tokens: %.1f tokens/s (%zu steps, %.2f s)\n", n_prompt,
@@ -180,7 +181,7 @@ static int bench_mode(const BenchArgs *a, ModelWeightsMode mode, BenchResult *r)
   double start = obc_now_seconds();
   ModelLoadOptions load = {mode};
   int rc = model_load_with(a->path, &load, &model);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   model_weights_describe(model, r->held, sizeof r->held);
   printf("\n-- weights %s --\n", r->held);
   printf("model %s: %zu layers, dim %zu, %zu/%zu heads; loaded in %.2f s\n", model->config.name,
@@ -198,11 +199,11 @@ static int bench_mode(const BenchArgs *a, ModelWeightsMode mode, BenchResult *r)
     fill_tokens(tokens, max_len, vocab);
     rc = bench_prefill(rt, tokens, 64, logits); /* warm-up: page in weights and buffers */
   }
-  for (size_t i = 0; i < a->n_lengths && rc == 0; i++)
+  for (size_t i = 0; i < a->n_lengths && !rc; i++)
     rc = bench_prefill(rt, tokens, a->lengths[i], logits);
   if (!rc && mode == MODEL_WEIGHTS_NATIVE) bench_paths(model);
   r->decode_tps = 0.0;
-  if (rc == 0 && a->decode_steps)
+  if (!rc && a->decode_steps)
     rc = bench_decode(rt, tokens, 512, a->decode_steps, logits, &r->decode_tps);
   r->rss_mb = status_mb("VmRSS");
   r->hwm_mb = status_mb("VmHWM");
@@ -235,7 +236,7 @@ int main(int argc, char **argv) {
     } else {
       a.path = argv[i];
     }
-    if (rc < 0) {
+    if (rc) {
       fprintf(stderr, "bench_model: %s\n", obc_error_message());
       return 2;
     }
@@ -248,12 +249,12 @@ int main(int argc, char **argv) {
   BenchResult results[2];
   bool ran[2] = {false, false};
   int rc = 0;
-  for (size_t m = 0; m < 2 && rc == 0; m++) {
+  for (size_t m = 0; m < 2 && !rc; m++) {
     if (strcmp(weights, "both") && strcmp(weights, model_weights_mode_name(modes[m]))) continue;
     rc = bench_mode(&a, modes[m], &results[m]);
-    ran[m] = rc == 0;
+    ran[m] = !rc;
   }
-  if (rc < 0) {
+  if (rc) {
     fprintf(stderr, "bench_model: %s\n", obc_error_message());
     return 1;
   }

@@ -16,8 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_startup.h"
+#include "common/obc_time.h"
 #include "formats/gguf.h"
 #include "formats/quant_dot.h"
 

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_startup.h"
+#include "common/obc_time.h"
 #include "tokenizer/text_input.h"
 #include "formats/gguf.h"
 #include "model/model.h"
@@ -21,7 +21,7 @@ static int open_tokenizer(const char *path, Tokenizer **out) {
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return tokenizer_from_hf(path, out);
   GgufFile *file = NULL;
   int rc = gguf_open(path, &file);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   rc = tokenizer_from_gguf(file, path, out);
   gguf_close(file);
   return rc;
@@ -37,8 +37,8 @@ int main(int argc, char **argv) {
   double t0 = obc_now_seconds();
   int rc = open_tokenizer(model, &tok);
   double load_s = obc_now_seconds() - t0;
-  if (rc == 0) rc = text_read_file(text_path, OBC_TEXT_MAX_BYTES, &unit, &unit_length);
-  if (rc < 0) {
+  if (!rc) rc = text_read_file(text_path, OBC_TEXT_MAX_BYTES, &unit, &unit_length);
+  if (rc) {
     fprintf(stderr, "bench_tokenizer: %s\n", obc_error_message());
     return 1;
   }
@@ -53,14 +53,14 @@ int main(int argc, char **argv) {
   size_t length = copies * unit_length;
   double best = 1e30;
   size_t n = 0;
-  for (int run = 0; run < 5 && rc == 0; run++) {
+  for (int run = 0; run < 5 && !rc; run++) {
     double start = obc_now_seconds();
     rc = tokenizer_encode(tok, text, length, &ids, &n);
     double seconds = obc_now_seconds() - start;
     if (seconds < best) best = seconds;
     free(ids);
   }
-  if (rc < 0) {
+  if (rc) {
     fprintf(stderr, "bench_tokenizer: %s\n", obc_error_message());
     return 1;
   }

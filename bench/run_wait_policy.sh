@@ -4,8 +4,8 @@
 # `yes > /dev/null`, free to run anywhere or pinned to CPU 0) and next to one
 # per core (every core taken, as on a full cluster node), with spinning
 # threads (OMP_WAIT_POLICY=active), libgomp's own default (spin 300000 times,
-# then sleep: GOMP_SPINCOUNT=300000, what obcache ran with before it set a
-# default), passive waiting (OMP_WAIT_POLICY=passive) and obcache's default
+# then sleep: GOMP_SPINCOUNT=300000, what a program gets that sets
+# nothing), passive waiting (OMP_WAIT_POLICY=passive) and obcache's default
 # (nothing set: a short spin, GOMP_SPINCOUNT=1000, docs/CLI.md "Threads"). Each
 # cell is the median of REPEATS runs; the machine's other users load it too.
 # With every core taken, the spinning runs crawl (minutes): LOADS picks the

@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "runtime/runtime.h"
+#include "traces/trace.h"
 
 void capture_args_default(CaptureArgs *args) {
   memset(args, 0, sizeof *args);
@@ -15,37 +15,10 @@ void capture_args_default(CaptureArgs *args) {
   capture_options_default(&args->capture);
 }
 
-void capture_args_command_line(int argc, char **argv, char *out, size_t size) {
-  size_t n = (size_t)snprintf(out, size, "obcache");
-  for (int i = 0; i < argc && n < size; i++)
-    n += (size_t)snprintf(out + n, size - n, " %s", argv[i]);
-}
-
 static int parse_uuid(void *target, const char *option, const char *value) {
   (void)option, (void)value;
   *(NiahValueKind *)target = NIAH_VALUE_UUID;
   return OBC_OK;
-}
-
-static int parse_dtype(void *target, const char *option, const char *value) {
-  (void)option;
-  if (strcmp(value, "f32") && strcmp(value, "f16"))
-    return obc_fail(OBC_EINVAL, "--dtype: expected f32 or f16, got '%s'", value);
-  *(bool *)target = !strcmp(value, "f16");
-  return OBC_OK;
-}
-
-static void show_dtype(const void *target, char *text, size_t size) {
-  snprintf(text, size, "%s", *(const bool *)target ? "f16" : "f32");
-}
-
-static int parse_compress(void *target, const char *option, const char *value) {
-  long number = 0;
-  int rc = obc_parse_int(option, value, &number);
-  if (!rc && (number < 0 || number > 9))
-    rc = obc_fail(OBC_EINVAL, "--compress: %ld is outside 0..9", number);
-  if (!rc) *(int *)target = (int)number;
-  return rc;
 }
 
 void capture_args_options(CaptureArgs *a, ObcOption options[CAPTURE_ARGS_N_OPTIONS]) {
@@ -85,9 +58,9 @@ void capture_args_options(CaptureArgs *a, ObcOption options[CAPTURE_ARGS_N_OPTIO
       OBC_OPT_FLAG("--no-column-sums", &c->skip_column_sums,
                    "leave out the column sums of every prompt row (H2O's scores; the trace is then "
                    "schema 2)"),
-      OBC_OPT_CUSTOM("--dtype", "f32|f16", &c->store_f16, parse_dtype, "storage of float tensors",
-                     .show = show_dtype),
-      OBC_OPT_CUSTOM("--compress", "0-9", &c->compression, parse_compress, "deflate level",
+      OBC_OPT_CUSTOM("--dtype", "f32|f16", &c->store_f16, trace_parse_dtype,
+                     "storage of float tensors", .show = trace_show_dtype),
+      OBC_OPT_CUSTOM("--compress", "0-9", &c->compression, trace_parse_compression, "deflate level",
                      .show = obc_option_show_int),
       OBC_OPT_SIZE("--threads", "N", &c->threads, "OpenMP threads", .default_text = "all cores"),
       RUNTIME_DEVICE_OPTION(&c->device),

@@ -25,7 +25,4 @@ enum { CAPTURE_ARGS_N_OPTIONS = 23 };
 /* Fills options with the shared options (two headings and 20 options),
  * parsed into args. */
 void capture_args_options(CaptureArgs *args, ObcOption options[CAPTURE_ARGS_N_OPTIONS]);
-/* The command line, space-joined, for the trace's producer field. */
-void capture_args_command_line(int argc, char **argv, char *out, size_t size);
-
 #endif

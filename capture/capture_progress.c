@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "common/obc_cli.h"
+#include "common/obc_time.h"
 
 enum { BAR_WIDTH = 24 };
 

@@ -11,10 +11,11 @@
 
 #include "analyze/analysis.h"
 #include "cli/commands.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_options.h"
+#include "common/obc_text.h"
+#include "common/obc_thread.h"
 
 static const char *usage =
     "usage: obcache analyze TRACE [options]\n"
@@ -160,12 +161,6 @@ static int check_out_dir(const char *dir) {
   return OBC_OK;
 }
 
-static void join_command_line(int argc, char **argv, char *out, size_t size) {
-  size_t used = (size_t)snprintf(out, size, "obcache");
-  for (int i = 0; i < argc && used < size; i++)
-    used += (size_t)snprintf(out + used, size - used, " %s", argv[i]);
-}
-
 int cmd_analyze(int argc, char **argv) {
   AnalyzeArgs args = {0};
   analysis_config_default(&args.config);
@@ -198,7 +193,7 @@ int cmd_analyze(int argc, char **argv) {
     return rc;
   }
   char command_line[4096];
-  join_command_line(argc, argv, command_line, sizeof command_line);
+  obc_text_command_line(argc, argv, command_line, sizeof command_line);
   rc = analysis_write_outputs(out_dir, args.trace_path, meta, &args.config, &result, command_line);
   if (rc) {
     /* Nothing of a failed run stays: the outputs and a new folder are gone

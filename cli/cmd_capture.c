@@ -13,10 +13,11 @@
 #include "capture/capture_args.h"
 #include "capture/niah.h"
 #include "cli/commands.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_options.h"
+#include "common/obc_parse.h"
+#include "common/obc_text.h"
 #include "model/model.h"
 
 static const char *usage =
@@ -116,7 +117,7 @@ int cmd_capture(int argc, char **argv) {
   rc = obc_pending_init(&probe, a.out_path);
   if (rc) return rc;
   char producer[1024];
-  capture_args_command_line(argc, argv, producer, sizeof producer);
+  obc_text_command_line(argc, argv, producer, sizeof producer);
   a.capture.producer = producer;
   a.capture.progress = isatty(fileno(stderr));
 

@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "common/obc_cli.h"
+#include "common/obc_parse.h"
+#include "common/obc_text.h"
+#include "common/obc_thread.h"
 #include "common/obc_error.h"
 #include "common/obc_options.h"
 #include "evict/dynamic.h"
@@ -112,7 +114,7 @@ int cmd_dynamic(int argc, char **argv) {
   if (rc || help) return rc;
   if (a.config.threads) obc_set_threads(a.config.threads);
   char command_line[4096];
-  evict_join_command_line(argc, argv, command_line, sizeof command_line);
+  obc_text_command_line(argc, argv, command_line, sizeof command_line);
   Model *model = NULL;
   rc = model_load_with(a.model_path ? a.model_path : model_default_path(),
                        &(ModelLoadOptions){a.weights}, &model);

@@ -11,9 +11,10 @@
 
 #include "capture/capture_args.h"
 #include "cli/commands.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_options.h"
+#include "common/obc_parse.h"
+#include "common/obc_text.h"
 #include "eval/eval.h"
 #include "evict/policy_args.h"
 #include "evict/preset.h"
@@ -164,8 +165,7 @@ static int prefer_preset(char name[32]) {
   evict_policy_default(&p);
   int preset = 0, inner = 0;
   int rc = evict_policy_set_score(&p, name);
-  if (rc || p.kind == EVICT_SCORE_PRESET || evict_preset_parse(name, &preset, &inner) != OBC_OK)
-    return rc;
+  if (rc || p.kind == EVICT_SCORE_PRESET || evict_preset_parse(name, &preset, &inner)) return rc;
   char prefixed[64];
   snprintf(prefixed, sizeof prefixed, "preset:%s", name);
   if ((rc = evict_policy_set_score(&p, prefixed))) return rc;
@@ -363,7 +363,7 @@ int cmd_eval(int argc, char **argv) {
     return obc_fail(OBC_EINVAL, "unexpected argument '%s' (try obcache eval --help)",
                     args.positional[1]);
   char command_line[1024];
-  capture_args_command_line(argc, argv, command_line, sizeof command_line);
+  obc_text_command_line(argc, argv, command_line, sizeof command_line);
   SweepPlan plan;
   if (args.n_positional) {
     const char *dir = args.positional[0];

@@ -12,6 +12,7 @@
 #include "evict/preset.h"
 #include "model/model.h"
 #include "common/obc_file.h"
+#include "common/obc_text.h"
 
 static const char *usage =
     "usage: obcache evict TRACE [policy options] -o KEEP.h5\n"
@@ -102,7 +103,7 @@ int cmd_evict(int argc, char **argv) {
   rc = evict_policy_apply_scores(reader, &policy, &keep, scores_path ? &scores : NULL);
   if (!rc) {
     char command_line[4096];
-    evict_join_command_line(argc, argv, command_line, sizeof command_line);
+    obc_text_command_line(argc, argv, command_line, sizeof command_line);
     rc = evict_keep_write(out_path, &keep, trace_path, command_line);
   }
   if (!rc && scores_path && (rc = write_scores(scores_path, &keep, scores)))

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_options.h"
 #include "tokenizer/text_input.h"
@@ -67,7 +66,7 @@ static int parse_args(int argc, char **argv, GenerateArgs *a, bool *help) {
   if (args.help) {
     obc_options_print_usage(stdout, usage, &list, 1);
     *help = true;
-    return 0;
+    return OBC_OK;
   }
   if (args.n_positional)
     return obc_fail(OBC_EINVAL, "unexpected argument '%s' (see obcache generate --help)",
@@ -79,7 +78,7 @@ static int parse_args(int argc, char **argv, GenerateArgs *a, bool *help) {
   if (a->system && !a->chat)
     return obc_fail(OBC_EINVAL,
                     "--system needs --chat (the system message is part of the template)");
-  return 0;
+  return OBC_OK;
 }
 
 static int encode_prompt(const Tokenizer *tok, const GenerateArgs *a, const char *text,
@@ -92,7 +91,7 @@ static int print_token(void *user, int32_t token) {
   const Tokenizer *tok = user;
   char *text = NULL;
   int rc = tokenizer_decode(tok, &token, 1, &text);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   fputs(text, stdout);
   fflush(stdout);
   free(text);
@@ -103,31 +102,31 @@ int cmd_generate(int argc, char **argv) {
   GenerateArgs args = {0};
   bool help = false;
   int rc = parse_args(argc, argv, &args, &help);
-  if (rc < 0 || help) return rc;
+  if (rc || help) return rc;
   char *file_text = NULL;
   size_t file_length = 0;
   if (args.prompt_file &&
-      (rc = text_read_file(args.prompt_file, args.max_text_bytes, &file_text, &file_length)) < 0)
+      (rc = text_read_file(args.prompt_file, args.max_text_bytes, &file_text, &file_length)))
     return rc;
   Model *model = NULL;
   Runtime *rt = NULL;
   int32_t *prompt = NULL, *answer = NULL;
   size_t n_prompt = 0, n_answer = 0;
-  if ((rc = model_load_with(args.model, &(ModelLoadOptions){args.weights}, &model)) < 0) goto done;
+  if ((rc = model_load_with(args.model, &(ModelLoadOptions){args.weights}, &model))) goto done;
   if (!model->tokenizer) {
     rc = obc_fail(OBC_EINVAL, "%s: the model has no tokenizer to encode the prompt", model->path);
     goto done;
   }
   rc = encode_prompt(model->tokenizer, &args, args.prompt ? args.prompt : file_text, &prompt,
                      &n_prompt);
-  if (rc < 0) goto done;
+  if (rc) goto done;
   if (n_prompt == 0) {
     rc = obc_fail(OBC_EINVAL, "the prompt encodes to no tokens");
     goto done;
   }
   RuntimeOptions options = {
       .max_context = args.context, .threads = args.threads, .backend = args.device};
-  if ((rc = runtime_create(model, &options, &rt)) < 0) goto done;
+  if ((rc = runtime_create(model, &options, &rt))) goto done;
   answer = obc_malloc((args.max_new ? args.max_new : 1) * sizeof(int32_t), "answer tokens");
   if (!answer) {
     rc = OBC_ENOMEM;
@@ -139,7 +138,7 @@ int cmd_generate(int argc, char **argv) {
                          .user = model->tokenizer};
   GenerateStats stats;
   rc = generate_greedy(rt, prompt, n_prompt, &gen, answer, &n_answer, &stats);
-  if (rc < 0) goto done;
+  if (rc) goto done;
   fputc('\n', stdout);
   fflush(stdout);
   size_t decode_steps = stats.new_tokens > 0 ? stats.new_tokens - 1 : 0;

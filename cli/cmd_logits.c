@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_options.h"
 #include "common/obc_file.h"
@@ -61,7 +60,7 @@ static int parse_args(int argc, char **argv, LogitsArgs *a, bool *help) {
   if (args.help) {
     obc_options_print_usage(stdout, usage, &list, 1);
     *help = true;
-    return 0;
+    return OBC_OK;
   }
   if (args.n_positional)
     return obc_fail(OBC_EINVAL, "unexpected argument '%s' (try obcache logits --help)",
@@ -69,14 +68,14 @@ static int parse_args(int argc, char **argv, LogitsArgs *a, bool *help) {
   if (!a->output) return obc_fail(OBC_EINVAL, "missing -o FILE.f32 (see obcache logits --help)");
   if (!a->ids == !a->text)
     return obc_fail(OBC_EINVAL, "give exactly one of --ids and --text (see obcache logits --help)");
-  return 0;
+  return OBC_OK;
 }
 
 static int encode_text(const Model *model, const char *text, int32_t **ids, size_t *n) {
   if (!model->tokenizer)
     return obc_fail(OBC_EINVAL, "%s: the model has no tokenizer (hint: use --ids)", model->path);
   int rc = text_encode(model->tokenizer, text, strlen(text), ids, n);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   return *n ? 0 : obc_fail(OBC_EINVAL, "--text: the text encodes to no tokens");
 }
 
@@ -84,7 +83,7 @@ static int write_ids(const char *path, const int32_t *ids, size_t n) {
   ObcPendingFile pending;
   FILE *f = NULL;
   int rc = obc_text_open(&pending, path, &f);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   for (size_t i = 0; i < n; i++) fprintf(f, "%d%c", (int)ids[i], i + 1 < n ? ',' : '\n');
   return obc_text_close(&pending, f, 1);
 }
@@ -93,7 +92,7 @@ static int write_logits(const char *path, const float *logits, size_t count) {
   ObcPendingFile pending;
   FILE *f = NULL;
   int rc = obc_text_open(&pending, path, &f);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   int ok = fwrite(logits, sizeof(float), count, f) == count;
   return obc_text_close(&pending, f, ok);
 }
@@ -102,20 +101,20 @@ int cmd_logits(int argc, char **argv) {
   LogitsArgs args = {0};
   bool help = false;
   int rc = parse_args(argc, argv, &args, &help);
-  if (rc < 0 || help) return rc;
+  if (rc || help) return rc;
   Model *model = NULL;
   Runtime *rt = NULL;
   int32_t *ids = NULL;
   float *logits = NULL;
   size_t n = 0;
-  if ((rc = model_load_with(args.model, &(ModelLoadOptions){args.weights}, &model)) < 0) return rc;
+  if ((rc = model_load_with(args.model, &(ModelLoadOptions){args.weights}, &model))) return rc;
   rc = args.ids ? text_parse_ids("--ids", args.ids, &ids, &n)
                 : encode_text(model, args.text, &ids, &n);
-  if (rc < 0) goto done;
+  if (rc) goto done;
   RuntimeOptions options = {.max_context = args.context ? args.context : n,
                             .threads = args.threads,
                             .backend = args.device};
-  if ((rc = runtime_create(model, &options, &rt)) < 0) goto done;
+  if ((rc = runtime_create(model, &options, &rt))) goto done;
   size_t vocab = model->config.vocab_size, rows = args.all ? n : 1;
   logits = obc_malloc(rows * vocab * sizeof(float), "logits");
   if (!logits) {
@@ -124,9 +123,9 @@ int cmd_logits(int argc, char **argv) {
   }
   rc = runtime_forward(rt, ids, n, args.all ? RUNTIME_LOGITS_ALL : RUNTIME_LOGITS_LAST, logits,
                        NULL);
-  if (rc < 0) goto done;
-  if ((rc = write_logits(args.output, logits, rows * vocab)) < 0) goto done;
-  if (args.ids_out && (rc = write_ids(args.ids_out, ids, n)) < 0) goto done;
+  if (rc) goto done;
+  if ((rc = write_logits(args.output, logits, rows * vocab))) goto done;
+  if (args.ids_out && (rc = write_ids(args.ids_out, ids, n))) goto done;
   char held[256];
   model_weights_describe(model, held, sizeof held);
   fprintf(stderr, "weights: %s\n", held);

@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 
 #include "cli/commands.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_options.h"
+#include "common/obc_time.h"
 #include "formats/gguf.h"
 #include "model/model.h"
 #include "formats/safetensors.h"

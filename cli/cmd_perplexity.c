@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_options.h"
+#include "common/obc_time.h"
 #include "tokenizer/text_input.h"
 #include "model/model.h"
 #include "runtime/generate.h"
@@ -62,7 +62,7 @@ static int parse_args(int argc, char **argv, PerplexityArgs *a, bool *help) {
   if (args.help) {
     obc_options_print_usage(stdout, usage, &list, 1);
     *help = true;
-    return 0;
+    return OBC_OK;
   }
   if (args.n_positional > 1)
     return obc_fail(OBC_EINVAL, "unexpected argument '%s' (one FILE only)", args.positional[1]);
@@ -73,7 +73,7 @@ static int parse_args(int argc, char **argv, PerplexityArgs *a, bool *help) {
   if (a->stride > a->context)
     return obc_fail(OBC_EINVAL, "--stride %zu: expected at most --context (%zu)", a->stride,
                     a->context);
-  return 0;
+  return OBC_OK;
 }
 
 /* Runs tokens [begin, end) from an empty cache and adds the NLL of every
@@ -85,7 +85,7 @@ static int score_window(Runtime *rt, const int32_t *ids, size_t begin, size_t en
   for (size_t at = begin; at < end; at += PIECE) {
     size_t n = end - at < PIECE ? end - at : PIECE;
     int rc = runtime_forward(rt, ids + at, n, RUNTIME_LOGITS_ALL, logits, NULL);
-    if (rc < 0) return rc;
+    if (rc) return rc;
     for (size_t t = 0; t < n; t++) {
       size_t target = at + t + 1; /* logits of position at+t predict token at+t+1 */
       if (target < first_scored || target >= end) continue;
@@ -100,28 +100,28 @@ int cmd_perplexity(int argc, char **argv) {
   PerplexityArgs args = {0};
   bool help = false;
   int rc = parse_args(argc, argv, &args, &help);
-  if (rc < 0 || help) return rc;
+  if (rc || help) return rc;
   char *text = NULL;
   size_t length = 0;
-  if ((rc = text_read_file(args.file, args.max_text_bytes, &text, &length)) < 0) return rc;
+  if ((rc = text_read_file(args.file, args.max_text_bytes, &text, &length))) return rc;
   Model *model = NULL;
   Runtime *rt = NULL;
   int32_t *ids = NULL;
   float *logits = NULL;
   size_t n = 0;
-  if ((rc = model_load_with(args.model, &(ModelLoadOptions){args.weights}, &model)) < 0) goto done;
+  if ((rc = model_load_with(args.model, &(ModelLoadOptions){args.weights}, &model))) goto done;
   if (!model->tokenizer) {
     rc = obc_fail(OBC_EINVAL, "%s: the model has no tokenizer to encode the text", model->path);
     goto done;
   }
-  if ((rc = text_encode(model->tokenizer, text, length, &ids, &n)) < 0) goto done;
+  if ((rc = text_encode(model->tokenizer, text, length, &ids, &n))) goto done;
   if (n < 2) {
     rc = obc_fail(OBC_EINVAL, "%s: the text has %zu tokens (expected at least 2)", args.file, n);
     goto done;
   }
   RuntimeOptions options = {
       .max_context = args.context, .threads = args.threads, .backend = args.device};
-  if ((rc = runtime_create(model, &options, &rt)) < 0) goto done;
+  if ((rc = runtime_create(model, &options, &rt))) goto done;
   logits = obc_malloc(PIECE * model->config.vocab_size * sizeof(float), "logits");
   if (!logits) {
     rc = OBC_ENOMEM;
@@ -132,7 +132,7 @@ int cmd_perplexity(int argc, char **argv) {
   for (size_t begin = 0;; begin += args.stride) {
     size_t end = begin + args.context < n ? begin + args.context : n;
     rc = score_window(rt, ids, begin, end, scored_until, logits, &nll, &scored);
-    if (rc < 0) goto done;
+    if (rc) goto done;
     windows++;
     scored_until = end;
     if (end == n) break;

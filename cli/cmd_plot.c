@@ -6,31 +6,11 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_options.h"
+#include "common/obc_parse.h"
+#include "common/obc_text.h"
 #include "plots/plot.h"
-
-/* Prints text wrapped at width columns, every line indented by indent. */
-static void print_wrapped(FILE *out, const char *text, size_t indent, size_t width) {
-  size_t column = indent;
-  fprintf(out, "%*s", (int)indent, "");
-  while (*text) {
-    size_t word = strcspn(text, " ");
-    if (column > indent && column + 1 + word > width) {
-      fprintf(out, "\n%*s", (int)indent, "");
-      column = indent;
-    } else if (column > indent) {
-      fputc(' ', out);
-      column++;
-    }
-    fprintf(out, "%.*s", (int)word, text);
-    column += word;
-    text += word;
-    while (*text == ' ') text++;
-  }
-  fputc('\n', out);
-}
 
 /* The usage text of plot --help: what it does, its figures, where the
  * scripts are read from (malloc'd; NULL when out of memory). */
@@ -60,7 +40,8 @@ static char *plot_usage(const char *scripts_dir) {
   const PlotFigure *figures = plot_figures(&count);
   for (size_t i = 0; i < count; i++) {
     fprintf(out, "  %s  (%s, plots/%s)\n", figures[i].name, figures[i].data, figures[i].script);
-    print_wrapped(out, figures[i].question, 6, 80);
+    fprintf(out, "%6s", "");
+    obc_text_print_wrapped(out, figures[i].question, 6, 6, 80);
   }
   fprintf(out,
           "\n"

@@ -10,10 +10,12 @@
 #include <sys/stat.h>
 
 #include "cli/commands.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_options.h"
+#include "common/obc_parse.h"
+#include "common/obc_text.h"
+#include "common/obc_thread.h"
 #include "evict/model_replay.h"
 #include "evict/offline.h"
 #include "evict/policy_args.h"
@@ -334,7 +336,7 @@ int cmd_replay(int argc, char **argv) {
   a.policy.model = a.model_path; /* the model of a preset that reads weights */
   if (a.threads) obc_set_threads(a.threads);
   char out_dir[4096], command_line[4096];
-  evict_join_command_line(argc, argv, command_line, sizeof command_line);
+  obc_text_command_line(argc, argv, command_line, sizeof command_line);
   if (a.sweep) return run_sweep(&a, command_line);
   if (a.out_dir)
     snprintf(out_dir, sizeof out_dir, "%s", a.out_dir);

@@ -13,10 +13,10 @@
 
 #include "capture/capture_args.h"
 #include "cli/commands.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_options.h"
+#include "common/obc_text.h"
 #include "model/model.h"
 #include "plots/plot.h"
 #include "sweep/capture_sweep.h"
@@ -165,7 +165,7 @@ static int plan_args(const SweepPlan *plan, SweepArgs *a) {
     rc = obc_fail(OBC_EFORMAT, "plan.json: \"options\" are not sweep options");
   if (rc) return obc_fail_context(rc, "the options of plan.json");
   a->capture.model_path = plan->model_path;
-  return 0;
+  return OBC_OK;
 }
 
 /* --- running ------------------------------------------------------------ */
@@ -189,7 +189,7 @@ static int check_cells(const Model *model, const SweepOptions *o, const SweepPla
       return obc_fail(OBC_EINVAL,
                       "cell %zu: length %zu + --decode %zu is beyond %s's context of %zu", i,
                       plan->cells[i].length, o->capture.decode, model->config.name, context);
-  return 0;
+  return OBC_OK;
 }
 
 static int run_plan(const char *dir, const SweepPlan *plan, const SweepArgs *given,
@@ -265,7 +265,7 @@ static int check_dir_mode(int argc, char **argv) {
                       argv[i]);
     if (!run_only[k].flag && !strchr(argv[i], '=')) i++;
   }
-  return 0;
+  return OBC_OK;
 }
 
 int cmd_sweep(int argc, char **argv) {
@@ -278,7 +278,7 @@ int cmd_sweep(int argc, char **argv) {
     return obc_fail(OBC_EINVAL, "unexpected argument '%s' (try obcache sweep --help)",
                     args.positional[1]);
   char command_line[1024];
-  capture_args_command_line(argc, argv, command_line, sizeof command_line);
+  obc_text_command_line(argc, argv, command_line, sizeof command_line);
   SweepPlan plan;
   const char *dir = args.n_positional ? args.positional[0] : a.capture.out_path;
   if (args.n_positional) {

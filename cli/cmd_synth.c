@@ -6,11 +6,12 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_options.h"
+#include "common/obc_thread.h"
 #include "traces/synth.h"
+#include "traces/trace.h"
 
 static const char *usage =
     "usage: obcache synth [options] -o TRACE.h5\n"
@@ -19,27 +20,6 @@ static const char *usage =
     "position 0, local attention, a planted needle span that the question and decode\n"
     "queries retrieve, log-normal value norms. O, lse (and A) are exact.\n"
     "The defaults make a tiny trace.\n";
-
-static int parse_dtype(void *target, const char *option, const char *value) {
-  (void)option;
-  if (strcmp(value, "f16") && strcmp(value, "f32"))
-    return obc_fail(OBC_EINVAL, "--dtype: expected f32 or f16, got '%s'", value);
-  *(bool *)target = !strcmp(value, "f16");
-  return OBC_OK;
-}
-
-static void show_dtype(const void *target, char *text, size_t size) {
-  snprintf(text, size, "%s", *(const bool *)target ? "f16" : "f32");
-}
-
-static int parse_compress(void *target, const char *option, const char *value) {
-  long level = 0;
-  int rc = obc_parse_int(option, value, &level);
-  if (!rc && (level < 0 || level > 9))
-    rc = obc_fail(OBC_EINVAL, "--compress: expected 0..9, got '%s'", value);
-  if (!rc) *(int *)target = (int)level;
-  return rc;
-}
 
 static int parse_shape(void *target, const char *option, const char *value) {
   (void)option;
@@ -86,9 +66,9 @@ static int parse_args(int argc, char **argv, SynthOptions *o, const char **outpu
           "--column-sums", &o->store_column_sums,
           "also store the column sums of every prompt row (schema 3; needs --rows equal to "
           "--prompt)"),
-      OBC_OPT_CUSTOM("--dtype", "f32|f16", &o->store_f16, parse_dtype,
-                     "storage precision of the tensors", .show = show_dtype),
-      OBC_OPT_CUSTOM("--compress", "0-9", &o->compression_level, parse_compress,
+      OBC_OPT_CUSTOM("--dtype", "f32|f16", &o->store_f16, trace_parse_dtype,
+                     "storage precision of the tensors", .show = trace_show_dtype),
+      OBC_OPT_CUSTOM("--compress", "0-9", &o->compression_level, trace_parse_compression,
                      "deflate level with byte shuffle", .show = obc_option_show_int),
       OBC_OPT_SIZE("--threads", "N", &threads, "OpenMP threads; the trace does not depend on it",
                    .default_text = "all cores"),

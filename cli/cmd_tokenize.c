@@ -60,7 +60,7 @@ static int parse_args(int argc, char **argv, TokenizeArgs *a, bool *help) {
   if (args.help) {
     obc_options_print_usage(stdout, usage, &list, 1);
     *help = true;
-    return 0;
+    return OBC_OK;
   }
   if (args.n_positional > 1)
     return obc_fail(OBC_EINVAL, "more than one TEXT argument ('%s'; quote the text)",
@@ -71,7 +71,7 @@ static int parse_args(int argc, char **argv, TokenizeArgs *a, bool *help) {
     return obc_fail(
         OBC_EINVAL,
         "give exactly one of TEXT, --file FILE or --decode IDS (see obcache tokenize --help)");
-  return 0;
+  return OBC_OK;
 }
 
 /* The tokenizer alone: a folder is a Hugging Face checkpoint, anything else a GGUF file. */
@@ -85,7 +85,7 @@ static int open_tokenizer(const char *path, Tokenizer **out) {
   if (S_ISDIR(st.st_mode)) return tokenizer_from_hf(path, out);
   GgufFile *file = NULL;
   int rc = gguf_open(path, &file);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   rc = tokenizer_from_gguf(file, path, out);
   gguf_close(file);
   return rc;
@@ -134,7 +134,7 @@ static int print_ids(const Tokenizer *tok, const int32_t *ids, size_t n, int sho
   char text[1024];
   for (size_t i = 0; i < n; i++) {
     int rc = tokenizer_token_text(tok, ids[i], text, sizeof(text));
-    if (rc < 0) return rc;
+    if (rc) return rc;
     printf("%d\t", ids[i]);
     print_escaped(text);
     putchar('\n');
@@ -157,7 +157,7 @@ static int encode_one(const Tokenizer *tok, const TokenizeArgs *a, const char *t
   } else {
     int32_t *body = NULL;
     rc = tokenizer_encode(tok, text, length, &body, &n);
-    int bos = rc == 0 && tokenizer_adds_bos(tok) && tokenizer_bos_id(tok) >= 0;
+    int bos = !rc && tokenizer_adds_bos(tok) && tokenizer_bos_id(tok) >= 0;
     if (bos) {
       ids = malloc((n + 1) * sizeof(*ids));
       if (!ids)
@@ -172,7 +172,7 @@ static int encode_one(const Tokenizer *tok, const TokenizeArgs *a, const char *t
       ids = body;
     }
   }
-  if (rc == 0) rc = print_ids(tok, ids, n, a->show);
+  if (!rc) rc = print_ids(tok, ids, n, a->show);
   free(ids);
   return rc;
 }
@@ -183,8 +183,8 @@ static int run(const Tokenizer *tok, const TokenizeArgs *a) {
     size_t n = 0;
     char *text = NULL;
     int rc = text_parse_ids("--decode", a->decode, &ids, &n);
-    if (rc == 0) rc = tokenizer_decode(tok, ids, n, &text);
-    if (rc == 0) fputs(text, stdout);
+    if (!rc) rc = tokenizer_decode(tok, ids, n, &text);
+    if (!rc) fputs(text, stdout);
     free(ids);
     free(text);
     return rc;
@@ -194,7 +194,7 @@ static int run(const Tokenizer *tok, const TokenizeArgs *a) {
   const char *text = a->text;
   if (a->file) {
     int rc = text_read_file(a->file, a->max_text_bytes, &file_text, &length);
-    if (rc < 0) return rc;
+    if (rc) return rc;
     text = file_text;
   } else {
     length = strlen(text);
@@ -202,14 +202,14 @@ static int run(const Tokenizer *tok, const TokenizeArgs *a) {
   int rc = 0;
   if (!a->lines) {
     rc = encode_one(tok, a, text, length);
-    if (rc < 0 && a->file) obc_fail_context(rc, "%s", a->file);
+    if (rc && a->file) obc_fail_context(rc, "%s", a->file);
   } else {
     size_t line = 1;
-    for (size_t start = 0; start < length && rc == 0; line++) {
+    for (size_t start = 0; start < length && !rc; line++) {
       const char *newline = memchr(text + start, '\n', length - start);
       size_t end = newline ? (size_t)(newline - text) : length;
       rc = encode_one(tok, a, text + start, end - start);
-      if (rc < 0) obc_fail_context(rc, "%s: line %zu", a->file ? a->file : "TEXT", line);
+      if (rc) obc_fail_context(rc, "%s: line %zu", a->file ? a->file : "TEXT", line);
       start = end + 1;
     }
   }
@@ -221,12 +221,12 @@ int cmd_tokenize(int argc, char **argv) {
   TokenizeArgs args = {.max_text_bytes = OBC_TEXT_MAX_BYTES};
   bool help = false;
   int rc = parse_args(argc, argv, &args, &help);
-  if (rc < 0 || help) return rc;
+  if (rc || help) return rc;
   Tokenizer *tok = NULL;
   rc = open_tokenizer(args.model ? args.model : model_default_path(), &tok);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   rc = run(tok, &args);
   tokenizer_free(tok);
-  if (rc == 0 && fflush(stdout) != 0) rc = obc_fail(OBC_EIO, "write error on standard output");
+  if (!rc && fflush(stdout) != 0) rc = obc_fail(OBC_EIO, "write error on standard output");
   return rc;
 }

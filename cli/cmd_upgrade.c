@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_options.h"
@@ -42,14 +41,6 @@ static int upgrade_work(void *arg, int reply_fd) {
   return rc;
 }
 
-static int parse_compress(void *target, const char *option, const char *value) {
-  size_t level = 0;
-  int rc = obc_parse_size(option, value, &level);
-  if (!rc && level > 9) rc = obc_fail(OBC_EINVAL, "%s: expected 0..9, got '%s'", option, value);
-  if (!rc) *(int *)target = (int)level;
-  return rc;
-}
-
 /* A trace written by the child, opened with the checked reader: its
  * content hash recomputed from every chunk must be the recorded one. */
 static int check_trace(const char *temp_path, const char *new_path, char hash[17]) {
@@ -67,7 +58,7 @@ static int check_trace(const char *temp_path, const char *new_path, char hash[17
 int cmd_upgrade(int argc, char **argv) {
   int compression_level = 0;
   const ObcOption options[] = {
-      OBC_OPT_CUSTOM("--compress", "0-9", &compression_level, parse_compress,
+      OBC_OPT_CUSTOM("--compress", "0-9", &compression_level, trace_parse_compression,
                      "deflate level with byte shuffle of the upgraded trace's tensors",
                      .show = obc_option_show_int),
   };

@@ -14,9 +14,9 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_options.h"
+#include "common/obc_parse.h"
 #include "traces/trace.h"
 #include "traces/trace_attend.h"
 

@@ -5,8 +5,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_parse.h"
+#include "common/obc_text.h"
 
 enum {
   HELP_INDENT = 2,       /* columns before an option's name */
@@ -115,30 +116,6 @@ int obc_options_parse(const char *command, const ObcOptionList *lists, size_t n_
   return OBC_OK;
 }
 
-/* Prints text word-wrapped from column `column` (where the cursor is) to
- * HELP_WIDTH, continuation lines indented to HELP_DESCRIPTION. */
-static void print_wrapped(FILE *out, const char *text, size_t column) {
-  bool line_start = true;
-  while (*text) {
-    size_t word = strcspn(text, " ");
-    if (!line_start && column + 1 + word > HELP_WIDTH) {
-      fprintf(out, "\n%*s", HELP_DESCRIPTION, "");
-      column = HELP_DESCRIPTION;
-      line_start = true;
-    }
-    if (!line_start) {
-      fputc(' ', out);
-      column++;
-    }
-    fprintf(out, "%.*s", (int)word, text);
-    column += word;
-    line_start = false;
-    text += word;
-    while (*text == ' ') text++;
-  }
-  fputc('\n', out);
-}
-
 /* The default the help shows: default_text, else the target's value
  * (formatted into buf), else NULL. */
 static const char *default_shown(const ObcOption *option, char *buf, size_t size) {
@@ -187,7 +164,7 @@ static void print_option(FILE *out, const ObcOption *option) {
   const char *shown = default_shown(option, fallback, sizeof fallback);
   snprintf(text, sizeof text, "%s%s%s%s", option->help, shown ? " (default " : "",
            shown ? shown : "", shown ? ")" : "");
-  print_wrapped(out, text, HELP_DESCRIPTION);
+  obc_text_print_wrapped(out, text, HELP_DESCRIPTION, HELP_DESCRIPTION, HELP_WIDTH);
 }
 
 void obc_options_print_help(FILE *out, const ObcOptionList *lists, size_t n_lists) {

@@ -19,7 +19,7 @@
  *   unknown option '--x' (try obcache CMD --help)
  *   --x: missing value
  *   --x: takes no value
- * and bad numbers fail as in obc_cli.h ("--x: expected ..., got '...'"). */
+ * and bad numbers fail as in obc_parse.h ("--x: expected ..., got '...'"). */
 #ifndef OBC_OPTIONS_H
 #define OBC_OPTIONS_H
 

@@ -428,8 +428,8 @@ static int write_recall(FILE *fp, const EvalData *d) {
   return OBC_OK;
 }
 
-/* recall_policy.csv: within one policy, budget and protocol (the budget
- * and the method no longer confound it), how well recall separates the
+/* recall_policy.csv: within one policy, budget and protocol (neither the
+ * budget nor the method confounds it), how well recall separates the
  * right answers from the wrong ones: the AUC and the mean recall of each. */
 static int write_recall_policy(FILE *fp, const EvalData *d) {
   const EvalConfig *c = d->config;

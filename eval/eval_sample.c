@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "capture/capture.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_json.h"
+#include "common/obc_time.h"
 #include "eval/eval.h"
 #include "eval/stats.h"
 #include "evict/model_replay.h"

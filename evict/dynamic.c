@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include "corpus/niah_haystack.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_json.h"
+#include "common/obc_time.h"
 #include "oracle/exact_forms.h"
 #include "tokenizer/text_input.h"
 #include "runtime/generate.h"

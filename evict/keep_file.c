@@ -16,9 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "common/obc_text.h"
 #include "evict/keep_legacy.h"
 #include "evict/policy.h"
 #include "evict/preset.h"
@@ -354,8 +354,8 @@ static int check_budget(const EvictKeepSet *k, const char *path) {
   return OBC_OK;
 }
 
-/* The query protocol: attribute protocol, or in files written before it
- * existed, attribute mode: "aware", or "agnostic", which meant agnostic's
+/* The query protocol: attribute protocol, or in files without it,
+ * attribute mode: "aware", or "agnostic", which stands for agnostic's
  * kept set replayed with the question's K/V as captured
  * (agnostic-captured). Aware when both are missing. */
 static int read_protocol(hid_t file, const char *path, bool schema_1, EvictPolicy *p) {

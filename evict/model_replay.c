@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_match.h"
+#include "common/obc_time.h"
 #include "evict/replay_metrics.h"
 #include "runtime/batch.h"
 #include "runtime/generate.h"

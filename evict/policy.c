@@ -14,8 +14,8 @@
 #include "scores/score_head.h"
 #include "scores/scores.h"
 #include "scores/select.h"
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_parse.h"
 #include "oracle/decode_attention.h"
 #include "evict/preset.h"
 

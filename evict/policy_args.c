@@ -5,8 +5,8 @@
 
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_parse.h"
 
 /* Adapters from the evict_policy_set_* setters to ObcOptionParse. */
 static int parse_score(void *p, const char *o, const char *v) {
@@ -144,16 +144,6 @@ void evict_join_names(const char (*names)[32], size_t count, const char *separat
   out[0] = '\0';
   for (size_t i = 0; i < count && used < size; i++) {
     int n = snprintf(out + used, size - used, "%s%s", i ? separator : "", names[i]);
-    if (n < 0) break;
-    used += (size_t)n;
-  }
-}
-
-void evict_join_command_line(int argc, char **argv, char *out, size_t size) {
-  size_t used = 0;
-  out[0] = '\0';
-  for (int i = 0; i < argc && used + 1 < size; i++) {
-    int n = snprintf(out + used, size - used, "%s%s", i ? " " : "obcache ", argv[i]);
     if (n < 0) break;
     used += (size_t)n;
   }

@@ -43,7 +43,5 @@ int evict_parse_names(const char *option, const char *text, char (*names)[32], s
  * truncated): a list evict_parse_names reads, as the help shows a default. */
 void evict_join_names(const char (*names)[32], size_t count, const char *separator, char *out,
                       size_t size);
-/* argv joined by spaces into out (size bytes, truncated). */
-void evict_join_command_line(int argc, char **argv, char *out, size_t size);
 
 #endif

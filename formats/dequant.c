@@ -191,7 +191,7 @@ static int dequant_with(DequantSpan span, uint32_t type, const void *data, float
                     gguf_type_name(type), block_size);
   if (type == GGML_TYPE_F32) {
     memcpy(out, data, n * sizeof *out);
-    return 0;
+    return OBC_OK;
   }
   const uint8_t *bytes = data;
   size_t n_blocks = n / block_size;
@@ -201,7 +201,7 @@ static int dequant_with(DequantSpan span, uint32_t type, const void *data, float
    * prefill per tile of weight rows). */
   if (n < (1u << 20)) {
     span(type, bytes, out, n_blocks);
-    return 0;
+    return OBC_OK;
   }
   size_t per_span = SPAN_ELEMENTS / block_size;
   long n_spans = (long)((n_blocks + per_span - 1) / per_span);
@@ -211,7 +211,7 @@ static int dequant_with(DequantSpan span, uint32_t type, const void *data, float
     size_t count = n_blocks - first < per_span ? n_blocks - first : per_span;
     span(type, bytes + first * block_bytes, out + first * block_size, count);
   }
-  return 0;
+  return OBC_OK;
 }
 
 int dequant_gguf_portable(uint32_t type, const void *data, float *out, size_t n) {

@@ -129,7 +129,7 @@ static int cursor_skip_value(Cursor *c, uint32_t type, int depth, const char *ke
     rc = cursor_skip_value(c, element_type, depth + 1, key);
     if (rc) return rc;
   }
-  return 0;
+  return OBC_OK;
 }
 
 /* ---- header, metadata, tensor table ---- */
@@ -166,7 +166,7 @@ static int read_kv(Cursor *c, GgufKv *kv) {
     rc = cursor_skip_value(c, kv->element_type, 1, kv->key);
     if (rc) return rc;
   }
-  return 0;
+  return OBC_OK;
 }
 
 /* Bytes per block and elements per block of a ggml type; 0 when unknown. */
@@ -268,7 +268,7 @@ static int read_tensor_info(Cursor *c, size_t index, GgufTensor *t) {
   type_block(t->type, &block_elements, &block_bytes);
   if (block_elements == 0) { /* unknown type: size unknown, fails when used */
     t->n_bytes = 0;
-    return 0;
+    return OBC_OK;
   }
   if (t->dims[0] % block_elements)
     return obc_fail(OBC_EFORMAT,
@@ -281,7 +281,7 @@ static int read_tensor_info(Cursor *c, size_t index, GgufTensor *t) {
                     "%s: tensor %s has %zu elements of %s, more bytes than a size can count",
                     c->file->path, t->name, t->n_elements, gguf_type_name(t->type));
   t->n_bytes = n_blocks * block_bytes;
-  return 0;
+  return OBC_OK;
 }
 
 static int check_tensor_data(GgufFile *file) {
@@ -309,21 +309,21 @@ static int check_tensor_data(GgufFile *file) {
     }
     t->data = file->map + file->data_start + t->offset;
   }
-  return 0;
+  return OBC_OK;
 }
 
 static int read_alignment(GgufFile *file) {
   file->alignment = GGUF_DEFAULT_ALIGNMENT;
   uint64_t alignment;
   int rc = gguf_get_u64(file, "general.alignment", &alignment);
-  if (rc == OBC_ENOTFOUND) return 0;
+  if (rc == OBC_ENOTFOUND) return OBC_OK;
   if (rc) return rc;
   if (alignment == 0 || (alignment & (alignment - 1)) || alignment > 65536)
     return obc_fail(OBC_EFORMAT,
                     "%s: general.alignment is %" PRIu64 " (expected a power of two up to 65536)",
                     file->path, alignment);
   file->alignment = (size_t)alignment;
-  return 0;
+  return OBC_OK;
 }
 
 static int parse(GgufFile *file) {
@@ -401,7 +401,7 @@ int gguf_open(const char *path, GgufFile **out) {
     return rc;
   }
   *out = file;
-  return 0;
+  return OBC_OK;
 }
 
 void gguf_close(GgufFile *file) {
@@ -461,14 +461,14 @@ int gguf_tensor_to_f32(const GgufFile *file, const GgufTensor *tensor, float *ou
                     file->path, tensor->name, tensor->type);
   int rc = dequant_gguf(tensor->type, tensor->data, out, tensor->n_elements);
   if (rc) return obc_fail_context(rc, "%s: tensor %s", file->path, tensor->name);
-  return 0;
+  return OBC_OK;
 }
 
 int gguf_tensor_check_shape(const GgufFile *file, const GgufTensor *tensor, uint32_t n_dims,
                             const uint64_t *dims) {
   bool same = tensor->n_dims == n_dims;
   for (uint32_t d = 0; same && d < n_dims; d++) same = tensor->dims[d] == dims[d];
-  if (same) return 0;
+  if (same) return OBC_OK;
   char found[96] = "", wanted[96] = "";
   size_t used = 0;
   for (uint32_t d = 0; d < tensor->n_dims; d++)

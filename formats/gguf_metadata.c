@@ -23,7 +23,7 @@ static int lookup(const GgufFile *file, const char *key, const GgufKv **out) {
   assert(file && key);
   *out = find_kv(file, key);
   if (!*out) return obc_fail(OBC_ENOTFOUND, "%s: metadata key %s not found", file->path, key);
-  return 0;
+  return OBC_OK;
 }
 
 static int wrong_type(const GgufFile *file, const char *key, uint32_t type, const char *wanted) {
@@ -122,7 +122,7 @@ int gguf_get_u64(const GgufFile *file, const char *key, uint64_t *out) {
     return obc_fail(OBC_EFORMAT, "%s: metadata key %s is negative (%" PRId64 ")", file->path, key,
                     i);
   *out = u;
-  return 0;
+  return OBC_OK;
 }
 
 int gguf_get_f64(const GgufFile *file, const char *key, double *out) {
@@ -179,7 +179,7 @@ static int array_element(const GgufFile *file, const char *key, uint64_t i, cons
   *kv_out = kv;
   *element = kv->offsets ? kv->elements + kv->offsets[i]
                          : kv->elements + i * (uint64_t)gguf_value_type_size(kv->element_type);
-  return 0;
+  return OBC_OK;
 }
 
 int gguf_get_array_string(const GgufFile *file, const char *key, uint64_t i, GgufString *out) {
@@ -216,7 +216,7 @@ int gguf_get_array_i64(const GgufFile *file, const char *key, uint64_t i, int64_
   if (is_unsigned && u > (uint64_t)INT64_MAX)
     return obc_fail(OBC_EFORMAT, "%s: element %" PRIu64 " of %s does not fit in int64", file->path,
                     i, key);
-  return 0;
+  return OBC_OK;
 }
 
 int gguf_get_array_nested(const GgufFile *file, const char *key, uint64_t i, uint32_t *element_type,

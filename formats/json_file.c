@@ -43,5 +43,5 @@ int json_file_read(const char *path, cJSON **out) {
   }
   free(text);
   *out = root;
-  return 0;
+  return OBC_OK;
 }

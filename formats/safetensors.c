@@ -78,7 +78,7 @@ static int map_shard(const char *path, Shard **out) {
   }
   shard->map = map;
   *out = shard;
-  return 0;
+  return OBC_OK;
 }
 
 static void unmap_shard(Shard *shard) {
@@ -156,7 +156,7 @@ static int parse_entry(SafetensorsModel *model, const Shard *shard, const cJSON 
   t->n_bytes = (size_t)(end - begin);
   t->data = shard->map + data_start + begin;
   model->n_tensors++;
-  return 0;
+  return OBC_OK;
 }
 
 static int parse_shard(SafetensorsModel *model, const Shard *shard) {
@@ -220,7 +220,7 @@ int safetensors_open_file(const char *path, SafetensorsModel **out) {
     return rc;
   }
   *out = model;
-  return 0;
+  return OBC_OK;
 }
 
 static bool shard_listed(const SafetensorsModel *model, const char *path) {
@@ -291,7 +291,7 @@ int safetensors_open_folder(const char *folder, SafetensorsModel **out) {
     return rc;
   }
   *out = model;
-  return 0;
+  return OBC_OK;
 }
 
 void safetensors_close(SafetensorsModel *model) {
@@ -319,15 +319,15 @@ int safetensors_to_f32(const SafetensorsTensor *tensor, float *out) {
   const uint8_t *p = tensor->data;
   size_t n = tensor->n_elements;
   switch (tensor->dtype) {
-    case OBC_ST_F32: memcpy(out, p, n * sizeof *out); return 0;
+    case OBC_ST_F32: memcpy(out, p, n * sizeof *out); return OBC_OK;
     case OBC_ST_F16:
 #pragma omp parallel for schedule(static) if (n >= (1u << 20))
       for (size_t i = 0; i < n; i++) out[i] = float16_f16_to_f32(float16_read_u16(p + 2 * i));
-      return 0;
+      return OBC_OK;
     case OBC_ST_BF16:
 #pragma omp parallel for schedule(static) if (n >= (1u << 20))
       for (size_t i = 0; i < n; i++) out[i] = float16_bf16_to_f32(float16_read_u16(p + 2 * i));
-      return 0;
+      return OBC_OK;
     default:
       return obc_fail(OBC_EUNSUPPORTED,
                       "%s: tensor %s has unsupported dtype %s (expected F32, F16 or BF16)",
@@ -338,7 +338,7 @@ int safetensors_to_f32(const SafetensorsTensor *tensor, float *out) {
 int safetensors_check_shape(const SafetensorsTensor *tensor, size_t n_dims, const uint64_t *shape) {
   bool same = tensor->n_dims == n_dims;
   for (size_t d = 0; same && d < n_dims; d++) same = tensor->shape[d] == shape[d];
-  if (same) return 0;
+  if (same) return OBC_OK;
   char found[96] = "", wanted[96] = "";
   size_t used = 0;
   for (size_t d = 0; d < tensor->n_dims; d++)

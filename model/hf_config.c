@@ -30,13 +30,13 @@ static int read_size(const ConfigReader *r, const cJSON *object, const char *nam
   if (!item) {
     if (def == 0) return obc_fail(OBC_EFORMAT, "%s: field %s is missing", r->path, name);
     *out = def;
-    return 0;
+    return OBC_OK;
   }
   double v = cJSON_IsNumber(item) ? item->valuedouble : -1;
   if (!(v >= 1 && v <= 1e12) || v != floor(v))
     return obc_fail(OBC_EFORMAT, "%s: field %s must be a positive integer", r->path, name);
   *out = (size_t)v;
-  return 0;
+  return OBC_OK;
 }
 
 static int read_double(const ConfigReader *r, const cJSON *object, const char *name, double def,
@@ -45,24 +45,24 @@ static int read_double(const ConfigReader *r, const cJSON *object, const char *n
   if (!item) {
     if (isnan(def)) return obc_fail(OBC_EFORMAT, "%s: field %s is missing", r->path, name);
     *out = def;
-    return 0;
+    return OBC_OK;
   }
   if (!cJSON_IsNumber(item) || !isfinite(item->valuedouble) || item->valuedouble <= 0)
     return obc_fail(OBC_EFORMAT, "%s: field %s must be a positive number", r->path, name);
   *out = item->valuedouble;
-  return 0;
+  return OBC_OK;
 }
 
 static int read_bool(const ConfigReader *r, const char *name, bool def, bool *out) {
   const cJSON *item = field(r, NULL, name);
   if (!item) {
     *out = def;
-    return 0;
+    return OBC_OK;
   }
   if (!cJSON_IsBool(item))
     return obc_fail(OBC_EFORMAT, "%s: field %s must be true or false", r->path, name);
   *out = cJSON_IsTrue(item);
-  return 0;
+  return OBC_OK;
 }
 
 static int refuse(const ConfigReader *r, const char *field_name, const char *why) {
@@ -91,7 +91,7 @@ static int read_architecture(const ConfigReader *r, ModelConfig *config) {
     return refuse(r, "architectures", why);
   }
   config->qkv_bias = !strcmp(config->architecture, "qwen2");
-  return 0;
+  return OBC_OK;
 }
 
 /* Features that would change the computation and that the runtime lacks. */
@@ -129,14 +129,14 @@ static int refuse_unsupported(const ConfigReader *r, bool qwen2) {
 static int read_rope_scaling(const ConfigReader *r, ModelConfig *config) {
   config->rope_scaling = OBC_ROPE_NONE;
   const cJSON *scaling = field(r, NULL, "rope_scaling");
-  if (!scaling) return 0;
+  if (!scaling) return OBC_OK;
   if (!cJSON_IsObject(scaling))
     return obc_fail(OBC_EFORMAT, "%s: field rope_scaling must be an object", r->path);
   const cJSON *type = field(r, scaling, "rope_type");
   if (!type) type = field(r, scaling, "type");
   if (!cJSON_IsString(type))
     return obc_fail(OBC_EFORMAT, "%s: field rope_scaling.rope_type is missing", r->path);
-  if (!strcmp(type->valuestring, "default")) return 0;
+  if (!strcmp(type->valuestring, "default")) return OBC_OK;
   int rc;
   if (!strcmp(type->valuestring, "linear")) {
     config->rope_scaling = OBC_ROPE_LINEAR;
@@ -159,7 +159,7 @@ static int read_rope_scaling(const ConfigReader *r, ModelConfig *config) {
   if (config->rope_high_freq_factor <= config->rope_low_freq_factor)
     return obc_fail(OBC_EFORMAT, "%s: rope_scaling.high_freq_factor must exceed low_freq_factor",
                     r->path);
-  return 0;
+  return OBC_OK;
 }
 
 static void folder_name(const char *folder, char *name, size_t size) {

@@ -46,7 +46,7 @@ int model_weights_mode_parse(void *target, const char *option, const char *value
     *mode = MODEL_WEIGHTS_F32;
   else
     return obc_fail(OBC_EINVAL, "%s: expected native or f32, got '%s'", option, value ? value : "");
-  return 0;
+  return OBC_OK;
 }
 
 void model_weights_mode_show(const void *target, char *text, size_t size) {
@@ -73,7 +73,7 @@ int model_load_with(const char *path, const ModelLoadOptions *options, Model **o
     return rc;
   }
   *out = model;
-  return 0;
+  return OBC_OK;
 }
 
 void model_free(Model *model) {

@@ -25,14 +25,14 @@ static int read_size(const GgufFile *file, const char *arch, const char *suffix,
   int rc = gguf_get_u64(file, key, &value);
   if (rc == OBC_ENOTFOUND && def) {
     *out = def;
-    return 0;
+    return OBC_OK;
   }
   if (rc) return rc;
   if (value == 0 || value > ((uint64_t)1 << 40))
     return obc_fail(OBC_EFORMAT, "%s: %s is %" PRIu64 " (expected a positive size)",
                     gguf_path(file), key, value);
   *out = (size_t)value;
-  return 0;
+  return OBC_OK;
 }
 
 static int read_double(const GgufFile *file, const char *arch, const char *suffix, double def,
@@ -42,7 +42,7 @@ static int read_double(const GgufFile *file, const char *arch, const char *suffi
   int rc = gguf_get_f64(file, key, out);
   if (rc == OBC_ENOTFOUND && !isnan(def)) {
     *out = def;
-    return 0;
+    return OBC_OK;
   }
   return rc;
 }
@@ -52,9 +52,9 @@ static int read_rope_scaling(const GgufFile *file, const char *arch, ModelConfig
   snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
   GgufString type;
   int rc = gguf_get_string(file, key, &type);
-  if (rc == OBC_ENOTFOUND) return 0;
+  if (rc == OBC_ENOTFOUND) return OBC_OK;
   if (rc) return rc;
-  if (type.length == 4 && !memcmp(type.data, "none", 4)) return 0;
+  if (type.length == 4 && !memcmp(type.data, "none", 4)) return OBC_OK;
   if (type.length == 6 && !memcmp(type.data, "linear", 6)) {
     c->rope_scaling = OBC_ROPE_LINEAR;
     return read_double(file, arch, "rope.scaling.factor", NAN, &c->rope_factor);
@@ -123,7 +123,7 @@ static int read_config(const GgufFile *file, ModelConfig *c) {
   c->vocab_size = (size_t)embedding->dims[1];
   c->qkv_bias = !strcmp(arch, "qwen2");
   c->rope_interleaved = !strcmp(arch, "llama");
-  return 0;
+  return OBC_OK;
 }
 
 /* Biases the runtime has no place for: refused rather than silently dropped. */
@@ -137,7 +137,7 @@ static int refuse_extra_biases(const GgufFile *file, const ModelConfig *c) {
       return obc_fail(OBC_EUNSUPPORTED,
                       "%s: tensor %s: biases there are not supported for %s models",
                       gguf_path(file), names[i], c->architecture);
-  return 0;
+  return OBC_OK;
 }
 
 /* Finds every slot's tensor and checks its shape (GGUF dims are fastest first,
@@ -166,7 +166,7 @@ static int match_tensors(const GgufFile *file, Model *model, ModelWeightSlot *sl
     if (s->dest == &model->weights.rope_freq_factors && model->config.rope_scaling == OBC_ROPE_NONE)
       model->config.rope_scaling = OBC_ROPE_LLAMA3; /* factors only; config fields stay 0 */
   }
-  return 0;
+  return OBC_OK;
 }
 
 static int load_weights(const GgufFile *file, Model *model) {

@@ -30,7 +30,7 @@ static int match_tensors(const SafetensorsModel *st, const char *folder, Model *
     s->present = true;
     s->source = t;
   }
-  return 0;
+  return OBC_OK;
 }
 
 static int load_weights(const SafetensorsModel *st, const char *folder, Model *model) {

@@ -87,7 +87,7 @@ int model_weight_slots(Model *model, ModelFormat format, ModelWeightSlot **slots
   }
   *slots = list.slots;
   *n_slots = list.n;
-  return 0;
+  return OBC_OK;
 }
 
 static size_t slot_elements(const ModelWeightSlot *s) {
@@ -119,7 +119,7 @@ int model_weight_arena(Model *model, ModelWeightSlot *slots, size_t n_slots, boo
       *s->matrix = model_matrix_f32(next, (size_t)s->shape[0], (size_t)s->shape[1]);
     next += (slot_elements(s) + align - 1) / align * align;
   }
-  return 0;
+  return OBC_OK;
 }
 
 void model_weight_tie(Model *model) {
@@ -134,7 +134,7 @@ int model_check_finite(const char *path, const char *tensor, const float *values
 #pragma omp parallel for schedule(static) reduction(min : bad) if (n >= (1u << 20))
   for (size_t i = 0; i < n; i++)
     if (!isfinite(values[i]) && i < bad) bad = i;
-  if (bad == n) return 0;
+  if (bad == n) return OBC_OK;
   return obc_fail(OBC_EVALUE,
                   "%s: tensor %s holds a non-finite value (%g) at element %zu (corrupt weights?)",
                   path, tensor, (double)values[bad], bad);
@@ -180,7 +180,7 @@ int model_check_finite_stored(const char *path, const char *tensor, uint32_t typ
 #pragma omp parallel for schedule(static) reduction(min : bad) if (units >= (1u << 16))
   for (size_t i = 0; i < units; i++)
     if (!unit_finite(type, data, i, block_bytes, offsets) && i < bad) bad = i;
-  if (bad == units) return 0;
+  if (bad == units) return OBC_OK;
   float values[256]; /* the largest block */
   dequant_gguf(type, (const uint8_t *)data + bad * block_bytes, values, block);
   size_t j = 0;

@@ -258,7 +258,7 @@ int oracle_dominant_init(OracleDominant *table, const OracleHead *head, size_t r
   assert(table && head && row_begin <= row_end && row_end <= head->n_rows);
   size_t g = head->group_size, n = row_end - row_begin, d = head->head_dim;
   *table = (OracleDominant){.row_begin = row_begin, .row_end = row_end};
-  if (n == 0) return 0;
+  if (n == 0) return OBC_OK;
   table->pairs = obc_malloc(g * n * sizeof *table->pairs, "dominant-key table");
   if (!table->pairs) return OBC_ENOMEM;
   int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
@@ -281,7 +281,7 @@ int oracle_dominant_init(OracleDominant *table, const OracleHead *head, size_t r
                    table->pairs + j * n + (r0 - row_begin));
   }
   free(buffers);
-  return 0;
+  return OBC_OK;
 }
 
 void oracle_dominant_free(OracleDominant *table) {

@@ -21,11 +21,11 @@ int oracle_gemm_init(OracleGemm *gemm, const OracleHead *head, size_t n_keys,
                      OraclePrecision precision) {
   assert(n_keys <= head->n_positions);
   *gemm = (OracleGemm){.head = head, .precision = precision, .n_keys = n_keys};
-  if (precision == OBC_PRECISION_DOUBLE) return 0;
+  if (precision == OBC_PRECISION_DOUBLE) return OBC_OK;
   if (head->K_f && head->V_f && head->Q_f && head->O_f) { /* the floats the doubles came from */
     gemm->Q = (float *)head->Q_f, gemm->O = (float *)head->O_f;
     gemm->K = (float *)head->K_f, gemm->V = (float *)head->V_f;
-    return 0;
+    return OBC_OK;
   }
   gemm->owns = 1;
   size_t d = head->head_dim, rows = head->group_size * head->n_rows * d;
@@ -37,7 +37,7 @@ int oracle_gemm_init(OracleGemm *gemm, const OracleHead *head, size_t n_keys,
     oracle_gemm_free(gemm);
     return OBC_ENOMEM;
   }
-  return 0;
+  return OBC_OK;
 }
 
 void oracle_gemm_free(OracleGemm *gemm) {

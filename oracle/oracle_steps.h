@@ -20,7 +20,8 @@ typedef struct {
 #define ORACLE_STEPS_ALL ((OracleSteps){1, 0, true})
 
 /* "1", "T", "N" (step N alone, = "N-N") or "a-b" (1 <= a <= b); a leading
- * "oracle@" is accepted, and the old report names "oracle1" / "oracleT".
+ * "oracle@" is accepted, and so are "oracle1" / "oracleT" (= "1" / "T"),
+ * the names some report.json files carry.
  * OBC_EINVAL with a one-line message naming `option` otherwise. */
 int oracle_steps_parse(const char *option, const char *text, OracleSteps *out);
 /* The same as an option parser (common/obc_options.h): target is an OracleSteps. */

@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "common/obc_parse.h"
 #include "plots/plot_eval.h"
 #include "plots/plot_gnuplot.h"
 #include "plots/plot_inputs.h"

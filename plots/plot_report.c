@@ -128,7 +128,7 @@ static int report_fill(const char *path, const cJSON *root, PlotReport *report) 
   const cJSON *oracle = cJSON_GetObjectItemCaseSensitive(parameters, "oracle");
   OracleSteps steps;
   const char *name = cJSON_IsString(oracle) ? oracle->valuestring : "oracle@1";
-  if (oracle_steps_parse("parameters.oracle", name, &steps)) /* old reports: oracle1, oracleT */
+  if (oracle_steps_parse("parameters.oracle", name, &steps)) /* oracle1, oracleT read too */
     return obc_fail(OBC_EFORMAT,
                     "%s: parameters.oracle is \"%s\" (expected oracle@1, oracle@T "
                     "or oracle@a-b)",

@@ -12,8 +12,8 @@
 typedef struct {
   char path[4096];
   char model[256];                 /* trace.model, "" when absent */
-  char oracle[48];                 /* parameters.oracle as named now: "oracle@1", "oracle@T", ... */
-  char references[160];            /* parameters.references, space-separated; "" in old reports */
+  char oracle[48];                 /* parameters.oracle as oracle_steps names it: "oracle@1", ... */
+  char references[160];            /* parameters.references, space-separated; "" when absent */
   size_t main_window;              /* parameters.main_window */
   size_t main_k;                   /* parameters.main_k, else 40 when in topk, else the largest k */
   size_t recent;                   /* the largest R of parameters.recent (0: none) */

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_time.h"
 #include "runtime/cpu_attention.h"
 #include "runtime/cpu_capture.h"
 #include "runtime/cpu_ops.h"
@@ -66,7 +66,7 @@ static int rope_tables(CpuState *s) {
       s->rope_sin[p * half + i] = (float)sin(angle);
     }
   free(inv_freq);
-  return 0;
+  return OBC_OK;
 }
 
 static int cpu_create(const Model *model, const RuntimeOptions *options, RuntimeCache *cache,
@@ -93,7 +93,7 @@ static int cpu_create(const Model *model, const RuntimeOptions *options, Runtime
     return OBC_ENOMEM;
   }
   *out = s;
-  return 0;
+  return OBC_OK;
 }
 
 /* Copies the chunk's K/V rows (n, kv_dim) into the cache at pos0. */
@@ -171,9 +171,9 @@ static int run_layer(CpuState *s, size_t layer, size_t pos0, size_t n, CpuCaptur
   int rc = cpu_attention(&shape, s->q, runtime_cache_k(s->cache, layer, 0),
                          runtime_cache_v(s->cache, layer, 0), s->att, s->lse, want,
                          &profile->attention_gemm_seconds);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   profile->attention_seconds += obc_now_seconds() - t_att;
-  if (rows && (rc = report_layer(s, layer, pos0, n, rows, capture)) < 0) return rc;
+  if (rows && (rc = report_layer(s, layer, pos0, n, rows, capture))) return rc;
 
   cpu_gemm_weight(s->x, s->att, &w->wo, n, 1.0f, &gemm);
   cpu_rmsnorm(s->xb, s->x, w->ffn_norm, n, c->dim, c->norm_eps);
@@ -202,7 +202,7 @@ static int cpu_forward(void *state, const int32_t *tokens, size_t n, RuntimeLogi
   int rc = 0;
   if (capture && (rc = cpu_capture_begin(&rows, capture, pos0, n, c->n_heads, c->head_dim)) < 0)
     return rc;
-  for (size_t layer = 0; layer < c->n_layers && rc == 0; layer++) {
+  for (size_t layer = 0; layer < c->n_layers && !rc; layer++) {
     double start = obc_now_seconds();
     double timed_before = profile->gemm_seconds + profile->attention_seconds;
     rc = run_layer(s, layer, pos0, n, capture ? &rows : NULL, capture, profile);
@@ -210,7 +210,7 @@ static int cpu_forward(void *state, const int32_t *tokens, size_t n, RuntimeLogi
     profile->other_seconds += obc_now_seconds() - start - timed;
   }
   if (capture) cpu_capture_end(&rows);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   s->cache->length = pos0 + n;
 
   if (which != RUNTIME_LOGITS_NONE) {

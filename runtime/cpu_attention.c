@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_time.h"
 #include "runtime/cpu_ops.h"
 
 /* An item is a block of BLOCK queries of up to STACK query heads of one KV
@@ -310,7 +310,7 @@ static int attention_run(const AttentionJob *job, AttentionItemFn item_fn, doubl
   *gemm_seconds += total / n_threads;
   free(scratch);
   free(gemm_time);
-  return 0;
+  return OBC_OK;
 }
 
 static AttentionJob job_of(const CpuAttentionShape *s, const float *q, const float *k,

@@ -30,7 +30,7 @@ int cpu_capture_begin(CpuCaptureRows *rows, const RuntimeCapture *capture, size_
   }
   for (size_t t = 0; t < n; t++) rows->row_of[t] = -1;
   for (size_t r = 0; r < rows->n_rows; r++) rows->row_of[rows->positions[r] - pos0] = (int32_t)r;
-  return 0;
+  return OBC_OK;
 }
 
 const CpuAttentionRows *cpu_capture_attention_rows(const CpuCaptureRows *rows,

@@ -14,7 +14,7 @@
 #include <omp.h>
 #endif
 
-#include "common/obc_cli.h"
+#include "common/obc_time.h"
 #include "formats/gguf.h"
 #include "formats/quant_dot.h"
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_time.h"
 
 size_t generate_argmax(const float *logits, size_t count) {
   size_t best = 0;
@@ -34,7 +34,7 @@ int generate_greedy(Runtime *rt, const int32_t *prompt, size_t n_prompt,
   *n_out = 0;
   size_t vocab = runtime_model(rt)->config.vocab_size;
   stats->prompt_tokens = n_prompt;
-  if (options->max_new == 0) return 0;
+  if (options->max_new == 0) return OBC_OK;
   size_t room = runtime_max_context(rt) - runtime_position(rt);
   if (n_prompt > room)
     return obc_fail(OBC_EINVAL,
@@ -48,7 +48,7 @@ int generate_greedy(Runtime *rt, const int32_t *prompt, size_t n_prompt,
   int rc = runtime_forward(rt, prompt, n_prompt, RUNTIME_LOGITS_LAST, logits, NULL);
   stats->prefill_seconds = obc_now_seconds() - start;
   start = obc_now_seconds();
-  while (rc == 0) {
+  while (!rc) {
     int32_t token = (int32_t)generate_argmax(logits, vocab);
     out[(*n_out)++] = token;
     if (options->stop_tokens && tokenizer_is_stop(options->stop_tokens, token)) {

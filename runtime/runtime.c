@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_thread.h"
 #ifdef OBC_HAVE_CUDA
 #include <dlfcn.h>
 #include <limits.h>
@@ -98,7 +98,7 @@ int runtime_create(const Model *model, const RuntimeOptions *options, Runtime **
   *out = NULL;
   const ModelConfig *c = &model->config;
   int rc = model_config_validate(c, model->path);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   RuntimeOptions opts = options ? *options : (RuntimeOptions){0};
   const RuntimeBackend *backend = find_backend(opts.backend);
   if (!backend) return OBC_EUNSUPPORTED;
@@ -135,7 +135,7 @@ int runtime_create(const Model *model, const RuntimeOptions *options, Runtime **
     return rc;
   }
   *out = rt;
-  return 0;
+  return OBC_OK;
 }
 
 void runtime_free(Runtime *rt) {
@@ -187,13 +187,13 @@ int runtime_forward(Runtime *rt, const int32_t *tokens, size_t n, RuntimeLogits 
     if (which == RUNTIME_LOGITS_LAST && !last) chunk_which = RUNTIME_LOGITS_NONE;
     int rc = rt->backend->forward(rt->state, tokens + done, chunk, chunk_which, chunk_logits,
                                   capture, &rt->profile);
-    if (rc < 0) {
+    if (rc) {
       rt->cache.length = pos0;
       return rc;
     }
     done += chunk;
   }
-  return 0;
+  return OBC_OK;
 }
 
 size_t runtime_position(const Runtime *rt) { return rt->cache.length; }
@@ -212,7 +212,7 @@ int runtime_set_position(Runtime *rt, size_t position) {
                     position, rt->cache.max_context);
   rt->cache.length = position;
   rt->cache.host_written = position;
-  return 0;
+  return OBC_OK;
 }
 
 int runtime_rewind(Runtime *rt, size_t position) {
@@ -221,7 +221,16 @@ int runtime_rewind(Runtime *rt, size_t position) {
                     position, rt->cache.length);
   rt->cache.length = position;
   if (rt->cache.host_written > position) rt->cache.host_written = position;
-  return 0;
+  return OBC_OK;
+}
+
+/* The eviction marks (n_layers, n_kv_heads, max_context), allocated all
+ * kept on first use: a run that never evicts has none. */
+static int alloc_marks(RuntimeCache *cache) {
+  if (cache->evicted) return OBC_OK;
+  cache->evicted =
+      obc_calloc(cache->n_layers * cache->n_kv_heads * cache->max_context, 1, "eviction marks");
+  return cache->evicted ? OBC_OK : OBC_ENOMEM;
 }
 
 int runtime_evict(Runtime *rt, size_t layer, size_t kv_head, size_t position) {
@@ -230,14 +239,11 @@ int runtime_evict(Runtime *rt, size_t layer, size_t kv_head, size_t position) {
   if (position >= cache->length)
     return obc_fail(OBC_EINVAL, "runtime: cannot evict position %zu (expected < %zu cached)",
                     position, cache->length);
-  if (!cache->evicted) {
-    cache->evicted =
-        obc_calloc(cache->n_layers * cache->n_kv_heads * cache->max_context, 1, "eviction marks");
-    if (!cache->evicted) return OBC_ENOMEM;
-  }
+  int rc = alloc_marks(cache);
+  if (rc) return rc;
   cache->evicted[(layer * cache->n_kv_heads + kv_head) * cache->max_context + position] = 1;
   cache->marks_version++;
-  return 0;
+  return OBC_OK;
 }
 
 int runtime_set_kept(Runtime *rt, size_t layer, size_t kv_head, const unsigned char *keep,
@@ -250,17 +256,14 @@ int runtime_set_kept(Runtime *rt, size_t layer, size_t kv_head, const unsigned c
                     cache->length);
   size_t dropped = 0;
   for (size_t p = 0; p < n; p++) dropped += !keep[p];
-  if (!cache->evicted && dropped == 0) return 0; /* no marks yet, none needed */
-  if (!cache->evicted) {
-    cache->evicted =
-        obc_calloc(cache->n_layers * cache->n_kv_heads * cache->max_context, 1, "eviction marks");
-    if (!cache->evicted) return OBC_ENOMEM;
-  }
+  if (!cache->evicted && dropped == 0) return OBC_OK; /* no marks yet, none needed */
+  int rc = alloc_marks(cache);
+  if (rc) return rc;
   unsigned char *marks =
       cache->evicted + (layer * cache->n_kv_heads + kv_head) * cache->max_context;
   for (size_t p = 0; p < n; p++) marks[p] = !keep[p];
   cache->marks_version++;
-  return 0;
+  return OBC_OK;
 }
 
 void runtime_clear_evictions(Runtime *rt) {

@@ -24,7 +24,7 @@ typedef struct {
 int score_head_alloc(ScoreHead *head, const TraceReader *reader);
 void score_head_free(ScoreHead *head);
 /* Keeps the keys as read (floats) only: K and data.K become NULL and
- * score_head_read no longer widens them. For a caller whose every product
+ * score_head_read does not widen them. For a caller whose every product
  * with K is a FLOAT GEMM (the analyser at --precision float), which reads
  * data.K_f; anything that reads data.K then fails loudly. */
 void score_head_float_keys(ScoreHead *head);

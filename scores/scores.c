@@ -101,14 +101,14 @@ void score_max_pool(const double *in, size_t n, size_t kernel, double *out) {
   }
 }
 
+/* What every step of one backward pass over the window rows reads: the
+ * head and its GEMMs, the windows by ascending W, the norms computed once. */
 typedef struct {
   const OracleHead *head;
   const OracleGemm *gemm;
   OraclePrecision precision;
   ScoreGqa aggregation;
   int threads;
-  size_t last_row; /* index of the row at position n_prompt - 1 */
-  size_t max_window;
   const size_t *windows; /* (n_windows) as requested */
   const size_t *order;   /* (n_windows) indices into windows, by ascending W */
   size_t n_windows;
@@ -116,7 +116,7 @@ typedef struct {
   const double *v_l1;        /* (n_prompt) ||v_p||_1 */
   const double *o_sq;        /* (group_size, n_rows) ||o_i||^2 */
   const double *exp_neg_lse; /* (group_size, n_rows) exp(-lse_i) */
-} SweepPlan;
+} WindowPass;
 
 /* One chunk of rows (the k-th of the chunk, kk = n - 1 - k from its first
  * row, sits at position top - k): every head's GEMM outputs against keys
@@ -137,7 +137,7 @@ typedef struct {
   double *m, *z_top;        /* (group_size, SWEEP_ROW_CHUNK) of the packed rows */
   size_t *packed;           /* (group_size, SWEEP_ROW_CHUNK) chunk row of each packed row */
   OracleDominantPair *pair; /* (group_size, SWEEP_ROW_CHUNK) by chunk row */
-} SweepChunk;
+} WindowChunk;
 
 /* One row's GEMM outputs from a block's first position on: doubles (z
  * scaled), or the floats of FLOAT GEMMs widened in the pass (z = scale *
@@ -146,7 +146,7 @@ typedef struct {
   const double *z, *vo;  /* DOUBLE */
   const float *zf, *vof; /* FLOAT (zf != NULL) */
   double scale;
-} SweepRowIn;
+} WindowRowIn;
 
 /* Every quantity of pair t from its weight a = exp(z - lse), no branches
  * (a <= 1/2). */
@@ -173,7 +173,7 @@ static inline void sweep_pair(double a, double z, double vo, double vv, double e
  * loops: the logits and weights first, then the quantities (one loop held
  * the exp's constants and the forms' values in more registers than there
  * are). acc: (ACC_COUNT, SWEEP_BLOCK). */
-static inline void sweep_pairs(const SweepRowIn *in, const double *restrict vv, double lse,
+static inline void sweep_pairs(const WindowRowIn *in, const double *restrict vv, double lse,
                                double e, double oo, double *restrict acc, size_t lo, size_t hi) {
   double z[SWEEP_BLOCK], a[SWEEP_BLOCK];
   if (in->zf) {
@@ -202,13 +202,13 @@ static inline void sweep_pairs(const SweepRowIn *in, const double *restrict vv, 
  * The row's pair with A > 1/2 (dominant), when it falls in this block, adds
  * its recomputed quantities (oracle/dominant.h); the fused pass runs over
  * the stretches around it. */
-static void sweep_row(const SweepPlan *plan, size_t j, size_t row,
-                      const OracleDominantPair *dominant, const SweepRowIn *in, size_t b0,
+static void sweep_row(const WindowPass *pass, size_t j, size_t row,
+                      const OracleDominantPair *dominant, const WindowRowIn *in, size_t b0,
                       size_t len, double *acc) {
-  const OracleHead *head = plan->head;
+  const OracleHead *head = pass->head;
   size_t ho = j * head->n_rows + row;
-  const double lse = head->lse[ho], e = plan->exp_neg_lse[ho], oo = plan->o_sq[ho];
-  const double *vv = plan->v_sq + b0;
+  const double lse = head->lse[ho], e = pass->exp_neg_lse[ho], oo = pass->o_sq[ho];
+  const double *vv = pass->v_sq + b0;
   size_t p = dominant->position;
   if (p == ORACLE_DOMINANT_NONE || p < b0 || p - b0 >= len) {
     sweep_pairs(in, vv, lse, e, oo, acc, 0, len);
@@ -247,9 +247,9 @@ static void sweep_combine(const double *acc, size_t group_size, int which, size_
 
 /* Copies the block's current sums into window w of out. SnapKV is left as
  * the aggregated attn; it is pooled across blocks once the sweep is done. */
-static void sweep_snapshot(const SweepPlan *plan, const double *acc, size_t b0, size_t nb, size_t w,
-                           double *out) {
-  size_t s = plan->head->n_prompt, g = plan->head->group_size;
+static void sweep_snapshot(const WindowPass *pass, const double *acc, size_t b0, size_t nb,
+                           size_t w, double *out) {
+  size_t s = pass->head->n_prompt, g = pass->head->group_size;
   double *row[OBC_Q_COUNT];
   for (int q = 0; q < OBC_Q_COUNT; q++) row[q] = out + (w * OBC_Q_COUNT + q) * s + b0;
   static const struct {
@@ -262,33 +262,33 @@ static void sweep_snapshot(const SweepPlan *plan, const double *acc, size_t b0, 
              {OBC_Q_EXACT_K, ACC_EXACT_K, 0}, {OBC_Q_EXACT_VK, ACC_EXACT_VK, 0},
              {OBC_Q_REMOVE, ACC_REMOVE, 0}};
   for (size_t m = 0; m < sizeof map / sizeof map[0]; m++)
-    sweep_combine(acc, g, map[m].acc, nb, map[m].is_score ? plan->aggregation : OBC_GQA_SUM,
+    sweep_combine(acc, g, map[m].acc, nb, map[m].is_score ? pass->aggregation : OBC_GQA_SUM,
                   row[map[m].quantity]);
   for (size_t t = 0; t < nb; t++) {
-    row[OBC_Q_VATP][t] = row[OBC_Q_ATTN][t] * plan->v_l1[b0 + t];
+    row[OBC_Q_VATP][t] = row[OBC_Q_ATTN][t] * pass->v_l1[b0 + t];
     row[OBC_Q_SNAPKV][t] = row[OBC_Q_ATTN][t];
   }
 }
 
 /* The GEMM outputs of chunk row kk of head j from key b0 on: the logits from
  * the chunk, v.o from the block's own product vo (group_size * n, SWEEP_BLOCK). */
-static SweepRowIn sweep_row_in(const SweepPlan *plan, const SweepChunk *ch, size_t j, size_t kk,
-                               size_t b0, const void *vo) {
+static WindowRowIn sweep_row_in(const WindowPass *pass, const WindowChunk *ch, size_t j, size_t kk,
+                                size_t b0, const void *vo) {
   size_t at = (j * ch->n + kk) * ch->ld + b0, vo_at = (j * ch->n + kk) * SWEEP_BLOCK;
-  if (plan->precision == OBC_PRECISION_DOUBLE)
-    return (SweepRowIn){.z = (const double *)ch->z + at, .vo = (const double *)vo + vo_at};
-  return (SweepRowIn){.zf = (const float *)ch->z + at,
-                      .vof = (const float *)vo + vo_at,
-                      .scale = plan->head->attn_scale};
+  if (pass->precision == OBC_PRECISION_DOUBLE)
+    return (WindowRowIn){.z = (const double *)ch->z + at, .vo = (const double *)vo + vo_at};
+  return (WindowRowIn){.zf = (const float *)ch->z + at,
+                       .vof = (const float *)vo + vo_at,
+                       .scale = pass->head->attn_scale};
 }
 
 /* Asks for chunk row kk's logits at b0..b0+len-1 of every head ahead of
  * use: the chunk (MBs) lies in L3, and rows ld apart defeat the hardware
  * prefetcher. */
-static void sweep_prefetch(const SweepPlan *plan, const SweepChunk *ch, size_t kk, size_t b0,
+static void sweep_prefetch(const WindowPass *pass, const WindowChunk *ch, size_t kk, size_t b0,
                            size_t len) {
-  size_t elem = oracle_precision_size(plan->precision);
-  for (size_t j = 0; j < plan->head->group_size; j++) {
+  size_t elem = oracle_precision_size(pass->precision);
+  for (size_t j = 0; j < pass->head->group_size; j++) {
     size_t at = ((j * ch->n + kk) * ch->ld + b0) * elem;
     for (size_t byte = 0; byte < len * elem; byte += 64)
       __builtin_prefetch((const char *)ch->z + at + byte);
@@ -297,79 +297,79 @@ static void sweep_prefetch(const SweepPlan *plan, const SweepChunk *ch, size_t k
 
 /* The chunk's rows for positions b0..b0+nb-1 and every head; acc (group_size,
  * ACC_COUNT, SWEEP_BLOCK) holds the block's sums over the rows walked so far. */
-static void sweep_block(const SweepPlan *plan, const SweepChunk *ch, size_t b0, size_t nb,
+static void sweep_block(const WindowPass *pass, const WindowChunk *ch, size_t b0, size_t nb,
                         double *acc, void *vo, double *out) {
-  size_t g = plan->head->group_size;
+  size_t g = pass->head->group_size;
   /* v.o of the block for every row of the chunk, while it stays in cache. */
-  oracle_gemm_rows_raw(plan->gemm, ch->q, ch->o, g * ch->n, b0, nb, NULL, vo, SWEEP_BLOCK);
+  oracle_gemm_rows_raw(pass->gemm, ch->q, ch->o, g * ch->n, b0, nb, NULL, vo, SWEEP_BLOCK);
   size_t next = 0; /* first window not yet reached */
-  while (next < plan->n_windows && plan->windows[plan->order[next]] <= ch->c0) next++;
+  while (next < pass->n_windows && pass->windows[pass->order[next]] <= ch->c0) next++;
   for (size_t k = 0; k < ch->n; k++) {
     size_t position = ch->top - k, kk = ch->n - 1 - k;
     if (position >= b0) {
       size_t reach = position - b0 + 1, len = reach < nb ? reach : nb;
-      if (k + 1 < ch->n) sweep_prefetch(plan, ch, kk - 1, b0, len);
+      if (k + 1 < ch->n) sweep_prefetch(pass, ch, kk - 1, b0, len);
       for (size_t j = 0; j < g; j++) {
-        SweepRowIn in = sweep_row_in(plan, ch, j, kk, b0, vo);
-        sweep_row(plan, j, ch->row_lo + kk, &ch->pair[j * SWEEP_ROW_CHUNK + kk], &in, b0, len,
+        WindowRowIn in = sweep_row_in(pass, ch, j, kk, b0, vo);
+        sweep_row(pass, j, ch->row_lo + kk, &ch->pair[j * SWEEP_ROW_CHUNK + kk], &in, b0, len,
                   acc + j * ACC_COUNT * SWEEP_BLOCK);
       }
     }
     size_t walked = ch->c0 + k + 1;
-    while (next < plan->n_windows && plan->windows[plan->order[next]] == walked)
-      sweep_snapshot(plan, acc, b0, nb, plan->order[next++], out);
+    while (next < pass->n_windows && pass->windows[pass->order[next]] == walked)
+      sweep_snapshot(pass, acc, b0, nb, pass->order[next++], out);
   }
 }
 
 /* Chunk row kk of head j: its dominant pair (oracle_dominant_find), its
  * weights left in w's slot kk. */
-static void sweep_find_dominant(const SweepPlan *plan, SweepChunk *ch, size_t j, size_t kk) {
-  const OracleHead *head = plan->head;
+static void sweep_find_dominant(const WindowPass *pass, WindowChunk *ch, size_t j, size_t kk) {
+  const OracleHead *head = pass->head;
   size_t row = ch->row_lo + kk, ho = j * head->n_rows + row, d = head->head_dim;
   size_t live = (size_t)head->row_positions[row] + 1, slot = j * SWEEP_ROW_CHUNK + kk;
-  size_t elem = oracle_precision_size(plan->precision);
+  size_t elem = oracle_precision_size(pass->precision);
   size_t at = (j * ch->n + kk) * ch->ld * elem, w_at = slot * ch->ld * elem;
-  ch->m[slot] = oracle_dominant_find(plan->gemm, (const char *)ch->z + at, (char *)ch->w + w_at,
+  ch->m[slot] = oracle_dominant_find(pass->gemm, (const char *)ch->z + at, (char *)ch->w + w_at,
                                      live, ch->top + 1, head->lse[ho], head->O + ho * d,
                                      &ch->pair[slot], &ch->z_top[slot]);
 }
 
 /* Head j's dominant rows of the chunk: one product u = W V, then each pair's
  * quantities (oracle_dominant_values). */
-static void sweep_dominant_values(const SweepPlan *plan, SweepChunk *ch, size_t j) {
-  size_t base = j * SWEEP_ROW_CHUNK, elem = oracle_precision_size(plan->precision);
-  oracle_dominant_values(plan->gemm, ch->n, ch->top + 1, (char *)ch->w + base * ch->ld * elem,
-                         ch->ld, (char *)ch->u + base * plan->head->head_dim * elem, ch->m + base,
+static void sweep_dominant_values(const WindowPass *pass, WindowChunk *ch, size_t j) {
+  size_t base = j * SWEEP_ROW_CHUNK, elem = oracle_precision_size(pass->precision);
+  oracle_dominant_values(pass->gemm, ch->n, ch->top + 1, (char *)ch->w + base * ch->ld * elem,
+                         ch->ld, (char *)ch->u + base * pass->head->head_dim * elem, ch->m + base,
                          ch->z_top + base, ch->packed + base, ch->pair + base);
 }
 
 /* Rows c0..c0+n-1 walked back from the last prompt row: GEMMs over fixed key
  * slabs, the dominant pairs, then every position block. Each step splits its
  * work in the same pieces for any thread count. */
-static void sweep_chunk(const SweepPlan *plan, SweepChunk *ch, double *acc_all, double *out) {
-  const OracleHead *head = plan->head;
+static void sweep_chunk(const WindowPass *pass, WindowChunk *ch, double *acc_all, double *out) {
+  const OracleHead *head = pass->head;
   size_t g = head->group_size, s = head->n_prompt;
-  size_t elem = oracle_precision_size(plan->precision);
+  size_t elem = oracle_precision_size(pass->precision);
   size_t n_keys = ch->top + 1, n_slabs = (n_keys + SWEEP_SLAB - 1) / SWEEP_SLAB;
-  oracle_gemm_gather_rows(plan->gemm, ch->row_lo, ch->n, ch->q, ch->o);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
+  oracle_gemm_gather_rows(pass->gemm, ch->row_lo, ch->n, ch->q, ch->o);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(pass->threads)
   for (size_t slab = 0; slab < n_slabs; slab++) {
     size_t k0 = slab * SWEEP_SLAB, nk = n_keys - k0 < SWEEP_SLAB ? n_keys - k0 : SWEEP_SLAB;
-    oracle_gemm_rows_raw(plan->gemm, ch->q, ch->o, g * ch->n, k0, nk, (char *)ch->z + k0 * elem,
+    oracle_gemm_rows_raw(pass->gemm, ch->q, ch->o, g * ch->n, k0, nk, (char *)ch->z + k0 * elem,
                          NULL, ch->ld);
   }
-#pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(pass->threads)
   for (size_t item = 0; item < g * ch->n; item++)
-    sweep_find_dominant(plan, ch, item / ch->n, item % ch->n);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
-  for (size_t j = 0; j < g; j++) sweep_dominant_values(plan, ch, j);
+    sweep_find_dominant(pass, ch, item / ch->n, item % ch->n);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(pass->threads)
+  for (size_t j = 0; j < g; j++) sweep_dominant_values(pass, ch, j);
   size_t n_blocks = (s + SWEEP_BLOCK - 1) / SWEEP_BLOCK, acc_n = g * ACC_COUNT * SWEEP_BLOCK;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(plan->threads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(pass->threads)
   for (size_t b = 0; b < n_blocks; b++) {
     size_t b0 = b * SWEEP_BLOCK, nb = s - b0 < SWEEP_BLOCK ? s - b0 : SWEEP_BLOCK;
     void *vo =
         (char *)ch->vo + (size_t)omp_get_thread_num() * g * SWEEP_ROW_CHUNK * SWEEP_BLOCK * elem;
-    sweep_block(plan, ch, b0, nb, acc_all + b * acc_n, vo, out);
+    sweep_block(pass, ch, b0, nb, acc_all + b * acc_n, vo, out);
   }
 }
 
@@ -405,19 +405,19 @@ static int sweep_check(const OracleHead *head, const size_t *windows, size_t n_w
                       windows[w], captured);
     if (windows[w] > *max_window) *max_window = windows[w];
   }
-  return 0;
+  return OBC_OK;
 }
 
 /* Buffers of one call, sized for one (layer, KV head). */
 typedef struct {
-  SweepChunk chunk;
+  WindowChunk chunk;
   double *acc;   /* (n_blocks, group_size, ACC_COUNT, SWEEP_BLOCK) */
   double *norms; /* v_sq, v_l1 (n_prompt each), o_sq, exp_neg_lse (group_size * n_rows each) */
   size_t *order;
-} SweepBuffers;
+} WindowBuffers;
 
-static void sweep_buffers_free(SweepBuffers *b) {
-  SweepChunk *ch = &b->chunk;
+static void sweep_buffers_free(WindowBuffers *b) {
+  WindowChunk *ch = &b->chunk;
   free(ch->z), free(ch->vo), free(ch->w), free(ch->u), free(ch->m), free(ch->packed);
   free(ch->q), free(ch->o);
   free(ch->pair);
@@ -425,14 +425,14 @@ static void sweep_buffers_free(SweepBuffers *b) {
   memset(b, 0, sizeof *b);
 }
 
-static int sweep_buffers_alloc(SweepBuffers *b, const OracleHead *head, OraclePrecision precision,
+static int sweep_buffers_alloc(WindowBuffers *b, const OracleHead *head, OraclePrecision precision,
                                int threads, size_t n_windows) {
   memset(b, 0, sizeof *b);
   size_t s = head->n_prompt, g = head->group_size, d = head->head_dim;
   size_t elem = oracle_precision_size(precision);
   size_t rows = g * SWEEP_ROW_CHUNK, n_blocks = (s + SWEEP_BLOCK - 1) / SWEEP_BLOCK;
   size_t n_ho = g * head->n_rows;
-  SweepChunk *ch = &b->chunk;
+  WindowChunk *ch = &b->chunk;
   ch->ld = s;
   ch->z = obc_malloc(rows * s * elem, "sweep logits");
   ch->vo = obc_malloc((size_t)threads * rows * SWEEP_BLOCK * elem, "sweep value-output dots");
@@ -491,7 +491,7 @@ int score_window_sweep(const OracleHead *head, const size_t *windows, size_t n_w
   size_t s = head->n_prompt, g = head->group_size, n_ho = g * head->n_rows;
   int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   OracleGemm gemm;
-  SweepBuffers b;
+  WindowBuffers b;
   rc = oracle_gemm_init(&gemm, head, s, options->precision);
   if (rc) return rc;
   if ((rc = sweep_buffers_alloc(&b, head, options->precision, threads, n_windows))) {
@@ -509,27 +509,25 @@ int score_window_sweep(const OracleHead *head, const size_t *windows, size_t n_w
   }
   double *v_sq = b.norms, *v_l1 = v_sq + s, *o_sq = v_l1 + s, *exp_neg_lse = o_sq + n_ho;
   sweep_norms(head, v_sq, v_l1, o_sq, exp_neg_lse);
-  SweepPlan plan = {.head = head,
-                    .gemm = &gemm,
-                    .precision = options->precision,
-                    .aggregation = options->aggregation,
-                    .threads = threads,
-                    .last_row = last_row,
-                    .max_window = max_window,
-                    .windows = windows,
-                    .order = b.order,
-                    .n_windows = n_windows,
-                    .v_sq = v_sq,
-                    .v_l1 = v_l1,
-                    .o_sq = o_sq,
-                    .exp_neg_lse = exp_neg_lse};
+  WindowPass pass = {.head = head,
+                     .gemm = &gemm,
+                     .precision = options->precision,
+                     .aggregation = options->aggregation,
+                     .threads = threads,
+                     .windows = windows,
+                     .order = b.order,
+                     .n_windows = n_windows,
+                     .v_sq = v_sq,
+                     .v_l1 = v_l1,
+                     .o_sq = o_sq,
+                     .exp_neg_lse = exp_neg_lse};
   for (size_t c0 = 0; c0 < max_window; c0 += SWEEP_ROW_CHUNK) {
-    SweepChunk *ch = &b.chunk;
+    WindowChunk *ch = &b.chunk;
     ch->c0 = c0;
     ch->n = max_window - c0 < SWEEP_ROW_CHUNK ? max_window - c0 : SWEEP_ROW_CHUNK;
     ch->row_lo = last_row - c0 + 1 - ch->n;
     ch->top = s - 1 - c0;
-    sweep_chunk(&plan, ch, b.acc, out);
+    sweep_chunk(&pass, ch, b.acc, out);
   }
   for (size_t w = 0; w < n_windows; w++)
     score_max_pool(out + (w * OBC_Q_COUNT + OBC_Q_ATTN) * s, s, options->snapkv_kernel,

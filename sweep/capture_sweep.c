@@ -148,5 +148,5 @@ int sweep_check_grid(const Model *model, const SweepOptions *o) {
       return obc_fail(OBC_EINVAL, "--lengths: %zu + --decode %zu is beyond %s's context of %zu",
                       o->lengths[i], o->capture.decode, model->config.name, context);
   }
-  return 0;
+  return OBC_OK;
 }

@@ -279,8 +279,8 @@ int sweep_cell_lock(const char *dir, const SweepPlanCell *cell, double stale_aft
     if (rc <= 0) break; /* taken (0) or an error */
     rc = 0;
     if (!lock_is_stale(path, stale_after, holder, size)) {
-      if (attempt == 2 || access(path, F_OK) == 0) return 0; /* a live holder */
-      continue;                                              /* released meanwhile */
+      if (attempt == 2 || access(path, F_OK) == 0) return OBC_OK; /* a live holder */
+      continue;                                                   /* released meanwhile */
     }
     fprintf(stderr, "sweep: cell %zu: breaking the stale lock of %s\n", cell->id, holder);
     unlink(path);
@@ -300,7 +300,7 @@ int sweep_cell_lock(const char *dir, const SweepPlanCell *cell, double stale_aft
     return obc_fail(OBC_EIO, "%s: cannot start the lock's heartbeat", path);
   }
   *out = lock;
-  return 0;
+  return OBC_OK;
 }
 
 void sweep_cell_unlock(SweepCellLock *lock) {
@@ -354,13 +354,13 @@ int sweep_cell_commit(const char *dir, const SweepPlanCell *cell, const char *pa
   side_path(dir, cell, "failed", failed, sizeof failed);
   if (rename(partial, final) == 0) {
     unlink(failed);
-    return 0;
+    return OBC_OK;
   }
   if (errno != EEXIST && errno != ENOTEMPTY)
     return obc_fail(OBC_EIO, "%s: cannot rename to %s: %s", partial, final, strerror(errno));
   if (verify(final, cell, detail, sizeof detail) == SWEEP_CELL_DONE) {
     sweep_cell_discard(partial); /* another process finished it first */
-    return 0;
+    return OBC_OK;
   }
   /* A corrupt or incomplete earlier result: move it aside, then replace it. */
   snprintf(aside, sizeof aside, "%s.bad.%ld", partial, (long)getpid());
@@ -368,7 +368,7 @@ int sweep_cell_commit(const char *dir, const SweepPlanCell *cell, const char *pa
     return obc_fail(OBC_EIO, "%s: cannot replace the damaged cell: %s", final, strerror(errno));
   sweep_cell_discard(aside);
   unlink(failed);
-  return 0;
+  return OBC_OK;
 }
 
 int sweep_cell_record_failure(const char *dir, const SweepPlanCell *cell, const char *message) {

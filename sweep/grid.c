@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_html.h"
+#include "common/obc_parse.h"
 #include "formats/json_file.h"
 #include "sweep/capture_sweep.h"
 #include "sweep/cell.h"
@@ -34,7 +34,7 @@ int sweep_selection_parse(const char *cell, const char *shard, double stale_afte
     s->shard = i;
     s->n_shards = n;
   }
-  return 0;
+  return OBC_OK;
 }
 
 static bool selected(const SweepSelection *s, size_t id) {
@@ -121,7 +121,7 @@ int sweep_run_cells(SweepCellRun run, void *context, const SweepPlan *plan, cons
   if (first_error)
     return obc_fail(first_error, "%zu of %zu cells failed (cells/<id>.failed has why)",
                     counts->failed, n);
-  return 0;
+  return OBC_OK;
 }
 
 void sweep_run_counts_print(const char *command, const char *dir, const char *what,
@@ -247,7 +247,7 @@ int sweep_merge_summary(const char *dir, const SweepPlan *plan, double stale_aft
     snprintf(rows, sizeof rows, "%s/cells/%zu/rows.csv", dir, i);
     if (status->states[i] == SWEEP_CELL_DONE) rc = append_file(rows, summary);
   }
-  int rc_close = obc_text_close(&pending, summary, rc == 0);
+  int rc_close = obc_text_close(&pending, summary, !rc);
   return rc ? rc : rc_close;
 }
 
@@ -273,7 +273,7 @@ int sweep_merge_index(const char *dir, const SweepPlan *plan, const SweepGridSta
                     "%s: %zu of %zu cells are not finished (listed above); summary.csv holds "
                     "the %zu finished ones",
                     dir, plan->n_cells - status->n_done, plan->n_cells, status->n_done);
-  return 0;
+  return OBC_OK;
 }
 
 void sweep_grid_status_free(SweepGridStatus *status) {

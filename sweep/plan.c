@@ -36,7 +36,7 @@ int sweep_plan_set_grid(SweepPlan *plan, const size_t *lengths, size_t n_lengths
       c->depth = depths[j];
       snprintf(c->name, sizeof c->name, "L%zu_D%zu", c->length, c->depth);
     }
-  return 0;
+  return OBC_OK;
 }
 
 static void sample_name(SweepPlanCell *c) {
@@ -64,7 +64,7 @@ int sweep_plan_set_samples(SweepPlan *plan, const char (*tasks)[32], size_t n_ta
         snprintf(c->task, sizeof c->task, "%s", tasks[t]);
         sample_name(c);
       }
-  return 0;
+  return OBC_OK;
 }
 
 int sweep_plan_add_option(SweepPlan *plan, const char *word) {
@@ -74,7 +74,7 @@ int sweep_plan_add_option(SweepPlan *plan, const char *word) {
   char *copy = strdup(word);
   if (!copy) return obc_fail(OBC_ENOMEM, "sweep: out of memory");
   plan->options[plan->n_options++] = copy;
-  return 0;
+  return OBC_OK;
 }
 
 int sweep_run_option_index(const SweepRunOption *table, size_t n, const char *word) {
@@ -313,7 +313,7 @@ static int read_cells(const PlanReader *r, SweepPlan *plan) {
     if (rc) return rc;
     i++;
   }
-  return 0;
+  return OBC_OK;
 }
 
 int sweep_plan_read(const char *dir, SweepPlan *plan) {
@@ -420,11 +420,11 @@ int sweep_plan_write_or_match(const char *dir, const SweepPlan *plan) {
                     "choose another folder, or run it with obcache %s %s",
                     dir, old.command[0] ? old.command : "sweep", command, dir);
   printf("%s: resuming the %s of the same plan\n", dir, command);
-  return 0;
+  return OBC_OK;
 }
 
 int sweep_plan_check_command(const char *dir, const SweepPlan *plan, const char *command) {
-  if (!strcmp(plan->command, command)) return 0;
+  if (!strcmp(plan->command, command)) return OBC_OK;
   return obc_fail(OBC_EINVAL,
                   "%s: holds an `obcache %s` plan, not a %s (run it with obcache %s %s)", dir,
                   plan->command, command, plan->command, dir);

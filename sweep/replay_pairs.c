@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_parse.h"
 #include "evict/policy.h"
 
 bool sweep_pair_baseline(const char *name, char *baseline, size_t size) {

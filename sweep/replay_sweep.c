@@ -14,10 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_json.h"
+#include "common/obc_time.h"
 #include "evict/model_replay.h"
 #include "evict/offline.h"
 #include "sweep/cell.h"
@@ -210,8 +210,8 @@ static int pending_flush(const SweepReplayConfig *c, EvictReplayer *replayer, Sw
   return rc;
 }
 
-/* The model replay of one cell's kept set (keep is taken over): now with
- * --batch 1, else queued for the next batched pass. */
+/* The model replay of one cell's kept set (keep is taken over): at once
+ * with --batch 1, else queued for the next batched pass. */
 static int replay_cell(const SweepReplayConfig *c, EvictReplayer *replayer, SweepRun *run,
                        size_t cell, EvictKeepSet *keep, SweepPending *q) {
   if (c->batch == 1) {

@@ -11,11 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_options.h"
+#include "common/obc_parse.h"
 #include "common/obc_startup.h"
+#include "common/obc_text.h"
 #include "tests/test_env.h"
 
 static char scratch[4096];
@@ -288,6 +289,48 @@ START_TEST(text_escape_shows_control_bytes_and_cuts_what_does_not_fit) {
 }
 END_TEST
 
+/* The recorded command line is "obcache" and the arguments as given, one
+ * space apart: an argument holding a space or a quote is not quoted (plans
+ * and reports store this text, so it must not change). */
+START_TEST(command_line_joins_the_arguments_as_given) {
+  char out[64];
+  char *argv[] = {"analyze", "a b.h5", "--window=\"16\"", "-o", "out dir"};
+  obc_text_command_line(5, argv, out, sizeof out);
+  ck_assert_str_eq(out, "obcache analyze a b.h5 --window=\"16\" -o out dir");
+  obc_text_command_line(0, argv, out, sizeof out);
+  ck_assert_str_eq(out, "obcache");
+  char small[16]; /* cut: 15 bytes and the NUL */
+  obc_text_command_line(5, argv, small, sizeof small);
+  ck_assert_str_eq(small, "obcache analyze");
+  char tiny[12];
+  obc_text_command_line(5, argv, tiny, sizeof tiny);
+  ck_assert_str_eq(tiny, "obcache ana");
+}
+END_TEST
+
+/* Wrapped text: words kept whole, lines at most width columns, every line
+ * it starts indented; the first line continues where the cursor stands. */
+START_TEST(wrapped_text_breaks_between_words_and_indents_new_lines) {
+  char *buf = NULL;
+  size_t size = 0;
+  FILE *out = open_memstream(&buf, &size);
+  ck_assert_ptr_nonnull(out);
+  fputs("  --x   ", out);
+  obc_text_print_wrapped(out, "one two  three fourfourfour five", 8, 8, 20);
+  fputs("    ", out);
+  obc_text_print_wrapped(out, "a-word-longer-than-the-line b", 4, 4, 10);
+  fclose(out);
+  ck_assert_str_eq(buf,
+                   "  --x   one two\n"
+                   "        three\n"
+                   "        fourfourfour\n"
+                   "        five\n"
+                   "    a-word-longer-than-the-line\n"
+                   "    b\n");
+  free(buf);
+}
+END_TEST
+
 START_TEST(options_help_lists_every_option_with_its_default) {
   Parsed p;
   memset(&p, 0, sizeof p);
@@ -524,6 +567,8 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, cpu_features_find_every_flag_the_kernel_lists);
   tcase_add_test(tc, suite_runs_the_kernels_users_get);
   tcase_add_test(tc, text_escape_shows_control_bytes_and_cuts_what_does_not_fit);
+  tcase_add_test(tc, command_line_joins_the_arguments_as_given);
+  tcase_add_test(tc, wrapped_text_breaks_between_words_and_indents_new_lines);
   suite_add_tcase(suite, tc);
   test_scratch_begin("common");
   SRunner *runner = srunner_create(suite);

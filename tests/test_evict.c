@@ -289,7 +289,7 @@ START_TEST(test_keep_file_is_refused_by_a_trace_with_another_content_hash) {
   meta.content_hash[0] = '\0';
   ck_assert_int_eq(read_keep_expect(keep, &meta, NULL), 0);
   trace_close(reader);
-  /* A keep file without a hash (older evict) on a trace with one: accepted. */
+  /* A keep file without a hash on a trace with one: accepted. */
   keep_fixture("evict_unbound.h5", "", keep, sizeof keep, &reader);
   meta = *trace_meta(reader);
   snprintf(meta.content_hash, sizeof meta.content_hash, "fedcba9876543210");
@@ -479,7 +479,7 @@ START_TEST(test_keep_file_values_out_of_range_are_refused_not_cast) {
   copy_file(keep, bad);
   set_keep(bad, H5T_IEEE_F64LE, 0, 1);
   ck_assert_int_eq(read_keep_expect(bad, meta, "dataset keep is not of integers"), OBC_EFORMAT);
-  /* Schema 1 (variable-length strings, written by earlier versions) reads. */
+  /* Schema 1 (variable-length strings) reads. */
   copy_file(keep, bad);
   set_attr_as(bad, "schema", 0, "obcache-keep/1", false, true);
   set_attr_as(bad, "complete", 0, "1", false, true);

@@ -169,7 +169,7 @@ START_TEST(report_reader_takes_parameters_and_defaults_main_k_to_40) {
   PlotReport report;
   ck_assert_int_eq(plot_report_read(scratch, &report), 0);
   ck_assert_str_eq(report.model, "SmolLM2 'tiny'");
-  ck_assert_str_eq(report.oracle, "oracle@T"); /* old names read as the new ones */
+  ck_assert_str_eq(report.oracle, "oracle@T"); /* "oracleT" reads as "oracle@T" */
   ck_assert_uint_eq(report.main_window, 4);
   ck_assert_uint_eq(report.main_k, 40);
   ck_assert_uint_eq(report.recent, 8);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The RULER prompts of tests/data/ruler/ (tests/make_ruler_fixtures.sh) are
-# what tests/ruler_dump builds now, byte for byte, so that any change to a
+# what tests/ruler_dump builds, byte for byte, so that any change to a
 # task's text, search, template or spans shows in the fixtures' diff. Needs
 # OBC_RULER_DUMP, OBC_SOURCE_DIR and OBC_MODEL; skips without the model.
 set -u

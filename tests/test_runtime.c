@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
 #include "common/obc_startup.h"
 #include "runtime/runtime.h"

@@ -49,6 +49,17 @@ F16=$dir/good-f16.h5
 "$OBCACHE" synth "${SMALL[@]}" --dtype f16 --compress 3 -o "$F16" && "$OBCACHE" verify "$F16" >/dev/null \
   && pass "verify passes an f16 trace with its default tolerance" || fail "verify on an f16 trace"
 
+# The trace writer's settings are refused in one text by every command
+# that takes them.
+for cmd in synth capture upgrade; do
+  expect_refused "$cmd --compress 12" "--compress: expected 0..9, got '12'" \
+    "$OBCACHE" $cmd --compress 12 "$dir/in.h5" -o "$dir/k.h5"
+done
+for cmd in synth capture; do
+  expect_refused "$cmd --dtype bf16" "--dtype: expected f32 or f16, got 'bf16'" \
+    "$OBCACHE" $cmd --dtype bf16 -o "$dir/k.h5"
+done
+
 for cmd in synth info verify; do
   "$OBCACHE" $cmd --help >"$dir/help" && grep -q "usage: obcache $cmd" "$dir/help" \
     && pass "$cmd --help" || fail "$cmd --help"

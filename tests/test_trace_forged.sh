@@ -5,7 +5,7 @@
 # positions, chunked, no chunk stored), and values that are wrong though
 # well-typed. `info`, `verify` and `analyze` must each refuse every one with
 # exit 1 and exactly one stderr line naming the file, within 20 s (no
-# signal: verify used to size its buffers by wrapped products). Strings with
+# signal: no buffer is sized by a product that wraps). Strings with
 # control bytes (ESC sequences, newlines) are printed escaped by info. The
 # copies are edited with h5py in HDF5 1.10 objects, the format of schema 2.
 set -u

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Schema-1 files from the command line: tests/data/trace_v1.h5 and a schema-1
-# keep file for it read as before (through the child process of
+# keep file for it are read (through the child process of
 # traces/trace_legacy.h); `obcache upgrade` rewrites each as schema 2 with the
 # same info, analysis and offline replay; a damaged schema-1 file (byte
-# changes that crashed HDF5) is one line naming it and exit 1 for info and
+# changes that crash HDF5) is one line naming it and exit 1 for info and
 # upgrade, which leaves nothing behind.
 set -u
 . "$(dirname "$0")/lib.sh"

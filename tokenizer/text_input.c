@@ -59,7 +59,7 @@ int text_read_file(const char *path, size_t max_bytes, char **text, size_t *leng
   buf[len] = '\0';
   *text = buf;
   *length = len;
-  return 0;
+  return OBC_OK;
 }
 
 int text_parse_ids(const char *option, const char *text, int32_t **ids, size_t *n) {
@@ -88,14 +88,14 @@ int text_parse_ids(const char *option, const char *text, int32_t **ids, size_t *
   }
   *ids = out;
   *n = count;
-  return 0;
+  return OBC_OK;
 }
 
 int text_encode(const Tokenizer *tok, const char *text, size_t length, int32_t **ids, size_t *n) {
   int32_t *body = NULL;
   size_t n_body = 0;
   int rc = tokenizer_encode(tok, text, length, &body, &n_body);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   int bos = tokenizer_adds_bos(tok) && tokenizer_bos_id(tok) >= 0;
   *ids = obc_malloc((n_body + 1) * sizeof(int32_t), "token ids");
   if (!*ids) {
@@ -106,5 +106,5 @@ int text_encode(const Tokenizer *tok, const char *text, size_t length, int32_t *
   if (n_body) memcpy(*ids + bos, body, n_body * sizeof(int32_t));
   *n = n_body + (size_t)bos;
   free(body);
-  return 0;
+  return OBC_OK;
 }

@@ -19,7 +19,7 @@ int tokenizer_id_list_push(TokenizerIdList *list, int32_t id) {
     list->capacity = capacity;
   }
   list->ids[list->count++] = id;
-  return 0;
+  return OBC_OK;
 }
 
 typedef struct {
@@ -152,7 +152,7 @@ int tokenizer_bpe_piece(const Tokenizer *tokenizer, const char *piece, size_t le
   }
   merge_all(tokenizer, &state, length);
   int rc = 0;
-  for (int32_t i = 0; i >= 0 && rc == 0; i = state.next[i])
+  for (int32_t i = 0; i >= 0 && !rc; i = state.next[i])
     if (state.id[i] >= 0)
       rc = tokenizer_id_list_push(out, state.id[i]); /* -1: a byte without a token */
   if (ints != small_ints) free(ints);

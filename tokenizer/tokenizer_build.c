@@ -22,7 +22,7 @@ int tokenizer_alloc(size_t n_vocab, Tokenizer **out) {
     return OBC_ENOMEM;
   }
   *out = t;
-  return 0;
+  return OBC_OK;
 }
 
 int tokenizer_set_token(Tokenizer *tokenizer, size_t id, const char *text, size_t length,
@@ -36,12 +36,12 @@ int tokenizer_set_token(Tokenizer *tokenizer, size_t id, const char *text, size_
   tokenizer->tokens[id] = copy;
   tokenizer->token_lengths[id] = (uint32_t)length;
   tokenizer->token_types[id] = type;
-  return 0;
+  return OBC_OK;
 }
 
 int tokenizer_index_vocab(Tokenizer *tokenizer, size_t n_merges, const char *source) {
   int rc = tokenizer_string_map_init(&tokenizer->vocab, tokenizer->n_vocab);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   for (size_t i = 0; i < tokenizer->n_vocab; i++) {
     if (!tokenizer->tokens[i])
       return obc_fail(OBC_EFORMAT, "%s: token id %zu has no string (vocabulary has holes)", source,
@@ -77,7 +77,7 @@ int tokenizer_set_chat_template(Tokenizer *tokenizer, const char *text, size_t l
   if (!tokenizer->chat_template) return obc_fail(OBC_ENOMEM, "out of memory for the chat template");
   memcpy(tokenizer->chat_template, text, length);
   tokenizer->chat_template[length] = '\0';
-  return 0;
+  return OBC_OK;
 }
 
 /* GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves, the
@@ -136,7 +136,7 @@ static int collect_special(Tokenizer *tokenizer) {
       tokenizer->special_ids[k] = tokenizer->special_ids[k - 1];
     tokenizer->special_ids[k] = id;
   }
-  return 0;
+  return OBC_OK;
 }
 
 /* Tokens that end a generation: eos and the end-of-turn markers of the chat
@@ -153,7 +153,7 @@ static int collect_stops(Tokenizer *tokenizer) {
     int32_t id = tokenizer_token_id(tokenizer, names[i]);
     if (id >= 0 && !tokenizer_is_stop(tokenizer, id)) tokenizer->stop_ids[tokenizer->n_stop++] = id;
   }
-  return 0;
+  return OBC_OK;
 }
 
 int tokenizer_finish(Tokenizer *tokenizer, const char *source) {
@@ -180,7 +180,7 @@ int tokenizer_finish(Tokenizer *tokenizer, const char *source) {
     return obc_fail(OBC_EFORMAT, "%s: bos/eos token id %d/%d out of range (vocabulary of %zu)",
                     source, tokenizer->bos_id, tokenizer->eos_id, tokenizer->n_vocab);
   int rc = collect_special(tokenizer);
-  if (rc == 0) rc = collect_stops(tokenizer);
-  if (rc == 0) rc = tokenizer_chat_detect(tokenizer);
+  if (!rc) rc = collect_stops(tokenizer);
+  if (!rc) rc = tokenizer_chat_detect(tokenizer);
   return rc;
 }

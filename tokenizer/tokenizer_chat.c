@@ -105,10 +105,10 @@ static int find_chatml_default_system(const char *template_text, char **out) {
 static int find_llama3_preamble(const char *template_text, char **out) {
   *out = NULL;
   const char *cutoff = strstr(template_text, "Cutting Knowledge Date:");
-  if (!cutoff) return 0;
+  if (!cutoff) return OBC_OK;
   const char *cutoff_end = strstr(cutoff, "\\n");
   const char *date = strstr(template_text, "date_string = \"");
-  if (!cutoff_end) return 0;
+  if (!cutoff_end) return OBC_OK;
   ChatText t = {0};
   text_append(&t, cutoff, (size_t)(cutoff_end - cutoff));
   text_add(&t, "\n");
@@ -127,7 +127,7 @@ static int find_llama3_preamble(const char *template_text, char **out) {
     return obc_fail(OBC_ENOMEM, "out of memory for the chat preamble");
   }
   *out = t.data;
-  return 0;
+  return OBC_OK;
 }
 
 int tokenizer_chat_detect(Tokenizer *tokenizer) {
@@ -198,7 +198,7 @@ int tokenizer_render_chat(const Tokenizer *tokenizer, const char *system, const 
     return obc_fail(OBC_ENOMEM, "tokenizer: out of memory rendering the chat");
   }
   *text = t.data;
-  return 0;
+  return OBC_OK;
 }
 
 int tokenizer_encode_chat(const Tokenizer *tokenizer, const char *system, const char *user,
@@ -207,18 +207,18 @@ int tokenizer_encode_chat(const Tokenizer *tokenizer, const char *system, const 
   *n_ids = 0;
   char *text = NULL;
   int rc = tokenizer_render_chat(tokenizer, system, user, &text);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   int32_t *body = NULL;
   size_t n_body = 0;
   rc = tokenizer_encode(tokenizer, text, strlen(text), &body, &n_body);
   free(text);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   /* Without a template the BOS comes from the tokenizer's add_bos flag. */
   int bos = tokenizer->chat == OBC_CHAT_NONE && tokenizer->add_bos && tokenizer->bos_id >= 0;
   if (!bos) {
     *ids = body;
     *n_ids = n_body;
-    return 0;
+    return OBC_OK;
   }
   int32_t *all = malloc((n_body + 1) * sizeof(*all));
   if (!all) {
@@ -230,5 +230,5 @@ int tokenizer_encode_chat(const Tokenizer *tokenizer, const char *system, const 
   free(body);
   *ids = all;
   *n_ids = n_body + 1;
-  return 0;
+  return OBC_OK;
 }

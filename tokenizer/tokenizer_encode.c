@@ -78,7 +78,7 @@ int tokenizer_encode(const Tokenizer *tokenizer, const char *text, size_t length
   PieceContext context = {tokenizer, &out};
   int rc = 0;
   size_t plain_start = 0;
-  for (size_t i = 0; i <= length && rc == 0;) {
+  for (size_t i = 0; i <= length && !rc;) {
     int32_t special = i < length ? special_at(tokenizer, text + i, length - i) : -1;
     if (special < 0 && i < length) {
       i++;
@@ -86,12 +86,12 @@ int tokenizer_encode(const Tokenizer *tokenizer, const char *text, size_t length
     }
     rc = tokenizer_pre_split(&tokenizer->pre, text + plain_start, i - plain_start, encode_piece,
                              &context);
-    if (rc == 0 && special >= 0) rc = tokenizer_id_list_push(&out, special);
+    if (!rc && special >= 0) rc = tokenizer_id_list_push(&out, special);
     if (special < 0) break;
     i += tokenizer->token_lengths[special];
     plain_start = i;
   }
-  if (rc < 0) {
+  if (rc) {
     free(out.ids);
     return rc;
   }
@@ -99,7 +99,7 @@ int tokenizer_encode(const Tokenizer *tokenizer, const char *text, size_t length
   if (!out.ids) return obc_fail(OBC_ENOMEM, "tokenizer: out of memory");
   *ids = out.ids;
   *n_ids = out.count;
-  return 0;
+  return OBC_OK;
 }
 
 /* Writes the bytes of token id to out (room for its length, which is never
@@ -148,7 +148,7 @@ int tokenizer_decode(const Tokenizer *tokenizer, const int32_t *ids, size_t n_id
   for (size_t i = 0; i < n_ids; i++) k += token_bytes(tokenizer, ids[i], out + k);
   out[k] = '\0';
   *text = out;
-  return 0;
+  return OBC_OK;
 }
 
 int tokenizer_token_text(const Tokenizer *tokenizer, int32_t id, char *buf, size_t size) {
@@ -171,9 +171,9 @@ int tokenizer_token_text(const Tokenizer *tokenizer, int32_t id, char *buf, size
     if (!fits)
       return obc_fail(OBC_EINVAL, "tokenizer: text of token %d needs %zu bytes (buffer of %zu)", id,
                       n + 1, size);
-    return 0;
+    return OBC_OK;
   }
   size_t n = token_bytes(tokenizer, id, buf);
   buf[n] = '\0';
-  return 0;
+  return OBC_OK;
 }

@@ -24,11 +24,11 @@ static int read_special_id(const GgufFile *file, const char *key, int32_t *out) 
   int rc = gguf_get_u64(file, key, &value);
   if (rc == OBC_ENOTFOUND) {
     obc_error_clear();
-    return 0;
+    return OBC_OK;
   }
-  if (rc < 0) return rc;
+  if (rc) return rc;
   *out = value > INT32_MAX ? INT32_MAX : (int32_t)value; /* range-checked in tokenizer_finish */
-  return 0;
+  return OBC_OK;
 }
 
 static int read_tokens(Tokenizer *t, const GgufFile *file, const char *path) {
@@ -43,24 +43,24 @@ static int read_tokens(Tokenizer *t, const GgufFile *file, const char *path) {
   for (size_t i = 0; i < t->n_vocab; i++) {
     GgufString s;
     int rc = gguf_get_array_string(file, "tokenizer.ggml.tokens", i, &s);
-    if (rc < 0) return obc_fail_context(rc, "%s: tokenizer.ggml.tokens[%zu]", path, i);
+    if (rc) return obc_fail_context(rc, "%s: tokenizer.ggml.tokens[%zu]", path, i);
     int64_t type = TOKEN_TYPE_NORMAL;
     if (have_types) {
       rc = gguf_get_array_i64(file, "tokenizer.ggml.token_type", i, &type);
-      if (rc < 0) return obc_fail_context(rc, "%s: tokenizer.ggml.token_type[%zu]", path, i);
+      if (rc) return obc_fail_context(rc, "%s: tokenizer.ggml.token_type[%zu]", path, i);
     }
     rc = tokenizer_set_token(t, i, s.data, (size_t)s.length,
                              (uint8_t)(type >= 1 && type <= 6 ? type : 1));
-    if (rc < 0) return rc;
+    if (rc) return rc;
   }
-  return 0;
+  return OBC_OK;
 }
 
 static int read_merges(Tokenizer *t, const GgufFile *file, uint64_t n_merges, const char *path) {
   for (uint64_t i = 0; i < n_merges; i++) {
     GgufString s;
     int rc = gguf_get_array_string(file, "tokenizer.ggml.merges", i, &s);
-    if (rc < 0)
+    if (rc)
       return obc_fail_context(rc, "%s: tokenizer.ggml.merges[%llu]", path, (unsigned long long)i);
     /* The separator is the first space after the first byte (a part may be a space itself only
      * in the stand-in spelling, where a space is 'Ġ'). */
@@ -72,24 +72,24 @@ static int read_merges(Tokenizer *t, const GgufFile *file, uint64_t n_merges, co
     size_t left = (size_t)(space - s.data);
     tokenizer_add_merge(t, s.data, left, space + 1, (size_t)s.length - left - 1, (int32_t)i);
   }
-  return 0;
+  return OBC_OK;
 }
 
 static int read_settings(Tokenizer *t, const GgufFile *file, const char *path) {
   int rc = read_special_id(file, "tokenizer.ggml.bos_token_id", &t->bos_id);
-  if (rc == 0) rc = read_special_id(file, "tokenizer.ggml.eos_token_id", &t->eos_id);
-  if (rc < 0) return obc_fail_context(rc, "%s", path);
+  if (!rc) rc = read_special_id(file, "tokenizer.ggml.eos_token_id", &t->eos_id);
+  if (rc) return obc_fail_context(rc, "%s", path);
   char pre_name[64] = "default";
   GgufString s;
   rc = gguf_get_string(file, "tokenizer.ggml.pre", &s);
-  if (rc == 0)
+  if (!rc)
     copy_string(&s, pre_name, sizeof(pre_name));
   else if (rc == OBC_ENOTFOUND)
     obc_error_clear();
   else
     return obc_fail_context(rc, "%s", path);
   rc = tokenizer_pre_from_name(&t->pre, pre_name, path);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   /* As llama.cpp: Llama 3 takes a piece that is already a token whole and
    * starts prompts with BOS unless the file says otherwise. */
   int llama3 = !strcmp(pre_name, "llama3") || !strcmp(pre_name, "llama-bpe") ||
@@ -100,15 +100,15 @@ static int read_settings(Tokenizer *t, const GgufFile *file, const char *path) {
   rc = gguf_get_bool(file, "tokenizer.ggml.add_bos_token", &add_bos);
   if (rc == OBC_ENOTFOUND)
     obc_error_clear();
-  else if (rc < 0)
+  else if (rc)
     return obc_fail_context(rc, "%s", path);
   t->add_bos = add_bos;
 
   rc = gguf_get_string(file, "tokenizer.chat_template", &s);
-  if (rc == 0) return tokenizer_set_chat_template(t, s.data, (size_t)s.length);
+  if (!rc) return tokenizer_set_chat_template(t, s.data, (size_t)s.length);
   if (rc == OBC_ENOTFOUND) {
     obc_error_clear();
-    return 0;
+    return OBC_OK;
   }
   return obc_fail_context(rc, "%s", path);
 }
@@ -117,7 +117,7 @@ int tokenizer_from_gguf(const GgufFile *file, const char *path, Tokenizer **out)
   *out = NULL;
   GgufString model;
   int rc = gguf_get_string(file, "tokenizer.ggml.model", &model);
-  if (rc < 0) return obc_fail_context(rc, "%s: no tokenizer (tokenizer.ggml.model)", path);
+  if (rc) return obc_fail_context(rc, "%s: no tokenizer (tokenizer.ggml.model)", path);
   char model_name[64];
   copy_string(&model, model_name, sizeof(model_name));
   if (strcmp(model_name, "gpt2"))
@@ -128,29 +128,29 @@ int tokenizer_from_gguf(const GgufFile *file, const char *path, Tokenizer **out)
   uint32_t kind = 0;
   uint64_t n_vocab = 0, n_merges = 0;
   rc = gguf_get_array(file, "tokenizer.ggml.tokens", &kind, &n_vocab);
-  if (rc < 0) return obc_fail_context(rc, "%s: tokenizer.ggml.tokens", path);
+  if (rc) return obc_fail_context(rc, "%s: tokenizer.ggml.tokens", path);
   if (kind != GGUF_TYPE_STRING || n_vocab == 0 || n_vocab > INT32_MAX)
     return obc_fail(
         OBC_EFORMAT,
         "%s: tokenizer.ggml.tokens is not a non-empty string array (type %u, %llu entries)", path,
         kind, (unsigned long long)n_vocab);
   rc = gguf_get_array(file, "tokenizer.ggml.merges", &kind, &n_merges);
-  if (rc < 0) return obc_fail_context(rc, "%s: tokenizer.ggml.merges", path);
+  if (rc) return obc_fail_context(rc, "%s: tokenizer.ggml.merges", path);
   if (kind != GGUF_TYPE_STRING)
     return obc_fail(OBC_EFORMAT, "%s: tokenizer.ggml.merges is not a string array (type %u)", path,
                     kind);
 
   Tokenizer *t = NULL;
   rc = tokenizer_alloc((size_t)n_vocab, &t);
-  if (rc == 0) rc = read_tokens(t, file, path);
-  if (rc == 0) rc = tokenizer_index_vocab(t, (size_t)n_merges, path);
-  if (rc == 0) rc = read_merges(t, file, n_merges, path);
-  if (rc == 0) rc = read_settings(t, file, path);
-  if (rc == 0) rc = tokenizer_finish(t, path);
-  if (rc < 0) {
+  if (!rc) rc = read_tokens(t, file, path);
+  if (!rc) rc = tokenizer_index_vocab(t, (size_t)n_merges, path);
+  if (!rc) rc = read_merges(t, file, n_merges, path);
+  if (!rc) rc = read_settings(t, file, path);
+  if (!rc) rc = tokenizer_finish(t, path);
+  if (rc) {
     tokenizer_free(t);
     return rc;
   }
   *out = t;
-  return 0;
+  return OBC_OK;
 }

@@ -21,7 +21,7 @@ static int read_json(const char *path, int required, cJSON **out) {
   int rc = json_file_read(path, out);
   if (rc == OBC_ENOTFOUND && !required) {
     obc_error_clear();
-    return 0;
+    return OBC_OK;
   }
   return rc;
 }
@@ -44,9 +44,9 @@ static int add_pre_tokenizer(TokenizerPreSplit *pre, const cJSON *node, const ch
     const cJSON *item;
     cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(node, "pretokenizers")) {
       int rc = add_pre_tokenizer(pre, item, path);
-      if (rc < 0) return rc;
+      if (rc) return rc;
     }
-    return 0;
+    return OBC_OK;
   }
   if (!strcmp(name, "Split")) {
     const cJSON *pattern = cJSON_GetObjectItemCaseSensitive(node, "pattern");
@@ -70,7 +70,7 @@ static int add_pre_tokenizer(TokenizerPreSplit *pre, const cJSON *node, const ch
       return obc_fail(OBC_EUNSUPPORTED,
                       "%s: pre_tokenizer ByteLevel with add_prefix_space is not supported", path);
     const cJSON *use_regex = cJSON_GetObjectItemCaseSensitive(node, "use_regex");
-    if (use_regex && cJSON_IsFalse(use_regex)) return 0;
+    if (use_regex && cJSON_IsFalse(use_regex)) return OBC_OK;
     return tokenizer_pre_add_regex(
         pre, "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
         path);
@@ -95,7 +95,7 @@ static int check_id(const cJSON *id, size_t bound, const char *path, const char 
                     "added entries)",
                     path, what, v, bound);
   *out = (size_t)v;
-  return 0;
+  return OBC_OK;
 }
 
 static void vocab_entry_name(const cJSON *item, char *out, size_t size) {
@@ -128,7 +128,7 @@ static int count_vocab(const cJSON *vocab, const cJSON *added, const char *path,
   if (top > INT32_MAX)
     return obc_fail(OBC_EFORMAT, "%s: %zu tokens (at most %d supported)", path, top, INT32_MAX);
   *n_vocab = top;
-  return 0;
+  return OBC_OK;
 }
 
 static int read_model(Tokenizer **out, const cJSON *root, const char *path) {
@@ -146,12 +146,12 @@ static int read_model(Tokenizer **out, const cJSON *root, const char *path) {
     return obc_fail(OBC_EFORMAT, "%s: added_tokens is not an array", path);
   size_t n_vocab = 0;
   int rc = count_vocab(vocab, added, path, &n_vocab);
-  if (rc < 0) return rc;
+  if (rc) return rc;
 
   Tokenizer *t = NULL;
   rc = tokenizer_alloc(n_vocab, &t);
   *out = t;
-  if (rc < 0) return rc;
+  if (rc) return rc;
   const cJSON *item;
   size_t id = 0, index = 0; /* ids were checked by count_vocab */
   char what[96];
@@ -171,10 +171,10 @@ static int read_model(Tokenizer **out, const cJSON *root, const char *path) {
       return obc_fail(OBC_EFORMAT, "%s: %s has no content string", path, what);
     rc = tokenizer_set_token(t, id, content->valuestring, strlen(content->valuestring),
                              cJSON_IsTrue(special) ? TOKEN_TYPE_CONTROL : TOKEN_TYPE_USER_DEFINED);
-    if (rc < 0) return rc;
+    if (rc) return rc;
   }
   rc = tokenizer_index_vocab(t, (size_t)cJSON_GetArraySize(merges), path);
-  if (rc < 0) return rc;
+  if (rc) return rc;
   int32_t rank = 0;
   cJSON_ArrayForEach(item, merges) {
     if (cJSON_IsString(item)) {
@@ -263,7 +263,7 @@ static int read_template_file(Tokenizer *t, const char *folder) {
   char *text = NULL;
   size_t length = 0;
   int rc = text_read_file(path, OBC_TEXT_MAX_BYTES, &text, &length);
-  if (rc == 0) rc = tokenizer_set_chat_template(t, text, length);
+  if (!rc) rc = tokenizer_set_chat_template(t, text, length);
   free(text);
   return rc;
 }
@@ -275,15 +275,15 @@ int tokenizer_from_hf(const char *folder, Tokenizer **out) {
   snprintf(config_path, sizeof(config_path), "%s/tokenizer_config.json", folder);
   cJSON *root = NULL, *config = NULL;
   int rc = read_json(path, 1, &root);
-  if (rc == 0) rc = read_json(config_path, 0, &config);
+  if (!rc) rc = read_json(config_path, 0, &config);
   Tokenizer *t = NULL;
-  if (rc == 0) rc = read_model(&t, root, path);
-  if (rc == 0) rc = read_config(t, root, config, config_path);
-  if (rc == 0) rc = read_template_file(t, folder);
-  if (rc == 0) rc = tokenizer_finish(t, path);
+  if (!rc) rc = read_model(&t, root, path);
+  if (!rc) rc = read_config(t, root, config, config_path);
+  if (!rc) rc = read_template_file(t, folder);
+  if (!rc) rc = tokenizer_finish(t, path);
   cJSON_Delete(root);
   cJSON_Delete(config);
-  if (rc < 0) {
+  if (rc) {
     tokenizer_free(t);
     return rc;
   }

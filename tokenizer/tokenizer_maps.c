@@ -39,7 +39,7 @@ int tokenizer_string_map_init(TokenizerStringMap *map, size_t max_count) {
   map->key_lengths = obc_calloc(map->capacity, sizeof(*map->key_lengths), "token map lengths");
   map->values = obc_calloc(map->capacity, sizeof(*map->values), "token map values");
   if (!map->keys || !map->key_lengths || !map->values) return OBC_ENOMEM;
-  return 0;
+  return OBC_OK;
 }
 
 void tokenizer_string_map_free(TokenizerStringMap *map) {
@@ -86,7 +86,7 @@ int tokenizer_pair_map_init(TokenizerPairMap *map, size_t max_count) {
   map->merged = obc_calloc(map->capacity, sizeof(*map->merged), "merge map ids");
   if (!map->keys || !map->ranks || !map->merged) return OBC_ENOMEM;
   for (size_t i = 0; i < map->capacity; i++) map->keys[i] = TOKEN_PAIR_EMPTY;
-  return 0;
+  return OBC_OK;
 }
 
 void tokenizer_pair_map_free(TokenizerPairMap *map) {

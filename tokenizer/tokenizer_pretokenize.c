@@ -122,7 +122,7 @@ int tokenizer_pre_add_regex(TokenizerPreSplit *pre, const char *pattern, const c
   }
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE); /* interpreted when JIT is unavailable */
   pre->codes[pre->n_regexes++] = code;
-  return 0;
+  return OBC_OK;
 }
 
 int tokenizer_pre_from_name(TokenizerPreSplit *pre, const char *name, const char *source) {
@@ -131,9 +131,9 @@ int tokenizer_pre_from_name(TokenizerPreSplit *pre, const char *name, const char
     snprintf(pre->name, sizeof(pre->name), "%s", name);
     for (size_t r = 0; r < TOKENIZER_MAX_REGEXES && PRE_TYPES[i].regexes[r]; r++) {
       int rc = tokenizer_pre_add_regex(pre, PRE_TYPES[i].regexes[r], source);
-      if (rc < 0) return rc;
+      if (rc) return rc;
     }
-    return 0;
+    return OBC_OK;
   }
   return obc_fail(OBC_EUNSUPPORTED,
                   "%s: unknown pre-tokenizer type '%s' in tokenizer.ggml.pre (expected one of "
@@ -187,11 +187,11 @@ int tokenizer_pre_split(const TokenizerPreSplit *pre, const char *text, size_t l
                         TokenizerPieceFn piece, void *context) {
   SplitState state = {.pre = pre, .piece = piece, .context = context};
   int rc = 0;
-  for (size_t i = 0; i < pre->n_regexes && rc == 0; i++) {
+  for (size_t i = 0; i < pre->n_regexes && !rc; i++) {
     state.match[i] = pcre2_match_data_create_from_pattern(pre->codes[i], NULL);
     if (!state.match[i]) rc = obc_fail(OBC_ENOMEM, "tokenizer: out of memory for regex match data");
   }
-  if (rc == 0) rc = split_level(&state, 0, text, length);
+  if (!rc) rc = split_level(&state, 0, text, length);
   for (size_t i = 0; i < pre->n_regexes; i++) pcre2_match_data_free(state.match[i]);
   return rc;
 }

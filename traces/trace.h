@@ -154,7 +154,7 @@ size_t trace_meta_decode_rows(const TraceMeta *meta, size_t *first_index);
  * any other file, or a schema-1 trace, is read through a converted copy made
  * in a child process (traces/trace_legacy.h), a crash or hang there failing
  * with "<path>: damaged schema-1 file (the HDF5 library failed reading it)". */
-/* Error codes (added): OBC_EIO missing or unreadable file; OBC_EFORMAT not
+/* Error codes: OBC_EIO missing or unreadable file; OBC_EFORMAT not
  * HDF5, not a trace, incomplete (complete != 1), missing attribute or dataset,
  * inconsistent shape; OBC_EUNSUPPORTED another schema version; OBC_EVALUE a
  * NaN/Inf (message names dataset, layer, head, row and column). The read
@@ -239,7 +239,7 @@ int trace_compute_hash(TraceReader *reader, char out[17]);
  * trace_create writes under a temporary name beside path; trace_commit writes
  * `complete` last and renames. trace_abort (or a signal) removes the
  * temporary file. Every layer tensor must be written before commit. */
-/* Details (added): the writer copies meta and fills schema_version,
+/* Details: the writer copies meta and fills schema_version,
  * tool_version, created, dtype, has_attn and has_logits itself (from the
  * options); NULL tokens / texts are simply not stored. lse and logits are
  * always stored as f32 (store_f16 applies to K, V, Q, O, A). Both
@@ -257,6 +257,14 @@ typedef struct {
   /* create the pre-RoPE query statistics (needs store_column_sums) */
   bool store_query_stats;
 } TraceWriteOptions;
+
+/* The writer's settings as option values (custom rows of
+ * common/obc_options.h): "f32" or "f16" into a bool (store_f16), a level
+ * 0..9 into an int (compression_level); anything else is refused, naming
+ * the option; trace_show_dtype prints the bool as the help shows it. */
+int trace_parse_dtype(void *target, const char *option, const char *value);
+void trace_show_dtype(const void *target, char *text, size_t size);
+int trace_parse_compression(void *target, const char *option, const char *value);
 
 typedef struct TraceWriter TraceWriter;
 

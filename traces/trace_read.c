@@ -20,9 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/obc_cli.h"
 #include "common/obc_child.h"
 #include "common/obc_error.h"
+#include "common/obc_text.h"
 #include "traces/trace.h"
 #include "traces/trace_format.h"
 #include "traces/trace_h5.h"
@@ -404,7 +404,7 @@ static int read_attributes(TraceReader *r) {
   rc = rc ? rc : trace_h5_attr_read_f64(p, f, "rope_high_freq_factor", &c->rope_high_freq_factor);
   rc = rc ? rc : read_size_attr(r, "rope_original_context", &c->rope_original_context);
   rc = rc ? rc : trace_h5_attr_read_f64(p, f, "attn_scale", &c->attn_scale);
-  c->rope_layout[0] = '\0'; /* optional: absent in traces written before it was added */
+  c->rope_layout[0] = '\0'; /* optional (SCHEMA.md): a trace may lack it */
   if (!rc && H5Aexists(r->file, "rope_layout") > 0)
     rc = read_str_attr(r, "rope_layout", c->rope_layout, sizeof c->rope_layout);
   rc = rc ? rc : read_size_attr(r, "n_prompt", &m->n_prompt);

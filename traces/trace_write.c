@@ -7,12 +7,14 @@
  * metadata is checksummed throughout. See traces/SCHEMA.md. */
 #include <assert.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "common/obc_parse.h"
 #include "traces/trace.h"
 #include "traces/trace_h5.h"
 #include "traces/trace_hash.h"
@@ -40,6 +42,28 @@ struct TraceWriter {
 };
 
 static const char *writer_path(const TraceWriter *w) { return w->pending.final_path; }
+
+/* ---- option values --------------------------------------------------------- */
+
+int trace_parse_dtype(void *target, const char *option, const char *value) {
+  if (strcmp(value, "f32") && strcmp(value, "f16"))
+    return obc_fail(OBC_EINVAL, "%s: expected f32 or f16, got '%s'", option, value);
+  *(bool *)target = !strcmp(value, "f16");
+  return OBC_OK;
+}
+
+void trace_show_dtype(const void *target, char *text, size_t size) {
+  snprintf(text, size, "%s", *(const bool *)target ? "f16" : "f32");
+}
+
+int trace_parse_compression(void *target, const char *option, const char *value) {
+  long level = 0;
+  int rc = obc_parse_int(option, value, &level);
+  if (!rc && (level < 0 || level > 9))
+    rc = obc_fail(OBC_EINVAL, "%s: expected 0..9, got '%s'", option, value);
+  if (!rc) *(int *)target = (int)level;
+  return rc;
+}
 
 /* ---- validation ------------------------------------------------------------ */
 

@@ -14,8 +14,8 @@
 #include "runtime/cuda/backend_cuda.h"
 
 extern "C" {
-#include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_time.h"
 #include "formats/gguf.h"
 }
 #include "runtime/cuda/cuda_attention.h"
@@ -113,7 +113,7 @@ static void host_free(void *ptr) {
 
 static int upload_vector(const float *host, size_t count, float **dev, const char *what) {
   *dev = NULL;
-  if (!host) return 0;
+  if (!host) return OBC_OK;
   OBC_CUDA_TRY(OBC_CUDA_ALLOC(dev, count * sizeof(float), what));
   return OBC_CUDA(cudaMemcpy(*dev, host, count * sizeof(float), cudaMemcpyHostToDevice));
 }
@@ -245,7 +245,7 @@ static int alloc_activations(CudaState *s) {
     OBC_CUDA_TRY(OBC_CUDA(cudaEventCreateWithFlags(&s->slots[i].ready, cudaEventDisableTiming)));
     OBC_CUDA_TRY(OBC_CUDA(cudaEventCreateWithFlags(&s->slots[i].copied, cudaEventDisableTiming)));
   }
-  return 0;
+  return OBC_OK;
 }
 
 static void slot_free(CaptureSlot *slot) {
@@ -327,12 +327,12 @@ static int cuda_create_common(const Model *model, const RuntimeOptions *options,
   CudaState *s = (CudaState *)obc_calloc(1, sizeof(CudaState), "CUDA backend");
   if (!s) return OBC_ENOMEM;
   int rc = create_state(model, options, cache, bf16, s);
-  if (rc < 0) {
+  if (rc) {
     cuda_destroy(s);
     return rc;
   }
   *out = s;
-  return 0;
+  return OBC_OK;
 }
 
 static int cuda_create_f32(const Model *model, const RuntimeOptions *options, RuntimeCache *cache,
@@ -349,13 +349,13 @@ static int cuda_create_bf16(const Model *model, const RuntimeOptions *options, R
 
 static int span_begin(CudaState *s, SpanKind kind, size_t *index) {
   *index = s->n_spans;
-  if (s->n_spans == s->n_spans_cap) return 0; /* untimed beyond the pool */
+  if (s->n_spans == s->n_spans_cap) return OBC_OK; /* untimed beyond the pool */
   s->spans[s->n_spans].kind = kind;
   return OBC_CUDA(cudaEventRecord(s->spans[s->n_spans++].start, s->stream));
 }
 
 static int span_end(CudaState *s, size_t index) {
-  if (index >= s->n_spans) return 0;
+  if (index >= s->n_spans) return OBC_OK;
   return OBC_CUDA(cudaEventRecord(s->spans[index].stop, s->stream));
 }
 
@@ -627,7 +627,7 @@ static int chunk_rows(CudaState *s, const RuntimeCapture *capture, size_t pos0, 
   for (size_t r = 0; r < rows->n_rows; r++)
     s->host_row_t[r] = (int32_t)(capture->row_positions[first + r] - pos0);
   OBC_CUDA_TRY(slots_reserve(s, rows->n_rows, n, pos0 + n, capture->want_attn));
-  if (rows->n_rows == 0) return 0;
+  if (rows->n_rows == 0) return OBC_OK;
   return OBC_CUDA(cudaMemcpyAsync(s->row_t, s->host_row_t, rows->n_rows * sizeof(int32_t),
                                   cudaMemcpyHostToDevice, s->stream));
 }
@@ -679,7 +679,7 @@ static int cuda_forward(void *state, const int32_t *tokens, size_t n, RuntimeLog
   int sync = OBC_CUDA(cudaStreamSynchronize(s->stream));
   cudaStreamSynchronize(s->copy_stream);
   if (!rc) rc = sync;
-  if (rc < 0) return rc;
+  if (rc) return rc;
   s->cache->length = s->device_length = pos0 + n;
   double gemm_seconds = 0.0, attention_seconds = 0.0;
   OBC_CUDA_TRY(spans_collect(s, &gemm_seconds, &attention_seconds));

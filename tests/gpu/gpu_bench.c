@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/obc_cli.h"
+#include "common/obc_time.h"
 #include "runtime/runtime.h"
 #include "tests/gpu/gpu_common.h"
 

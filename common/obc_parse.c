@@ -1,13 +1,11 @@
-/* Option, number and list parsing for the subcommands; see obc_cli.h. */
-#include "common/obc_cli.h"
+/* Number and list parsing for the option tables; see obc_parse.h. */
+#include "common/obc_parse.h"
 
 #include <errno.h>
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/obc_error.h"
 
@@ -72,42 +70,4 @@ int obc_parse_size_list(const char *option, const char *text, size_t *values, si
     (*count)++;
   }
   return OBC_OK;
-}
-
-void obc_set_threads(size_t threads) {
-  if (threads > 0) omp_set_num_threads((int)threads);
-}
-
-double obc_now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-const char *obc_text_escape(char *out, size_t size, const char *text, bool quote) {
-  if (!size) return out;
-  size_t used = 0, n = strlen(text), i = 0;
-  for (; i < n; i++) {
-    unsigned char c = (unsigned char)text[i];
-    char piece[8];
-    if (c == '\n')
-      snprintf(piece, sizeof piece, "\\n");
-    else if (c == '\r')
-      snprintf(piece, sizeof piece, "\\r");
-    else if (c == '\t')
-      snprintf(piece, sizeof piece, "\\t");
-    else if (quote && c == '"')
-      snprintf(piece, sizeof piece, "\\\"");
-    else if (c < 32 || c == 127)
-      snprintf(piece, sizeof piece, "\\x%02x", c);
-    else
-      piece[0] = (char)c, piece[1] = '\0';
-    size_t len = strlen(piece);
-    if (used + len + (i + 1 < n ? 3 : 0) >= size) break; /* room for "..." after it */
-    memcpy(out + used, piece, len);
-    used += len;
-  }
-  if (i < n && used + 3 < size) memcpy(out + used, "...", 3), used += 3;
-  out[used] = '\0';
-  return out;
 }
