@@ -103,6 +103,7 @@ static Difference compare_models(const Model *a, const Model *b, double rel_tol)
   ck_assert_uint_eq(c->context_length, b->config.context_length);
   ck_assert(c->norm_eps == b->config.norm_eps && c->rope_theta == b->config.rope_theta);
   ck_assert(c->tied_embeddings == b->config.tied_embeddings && c->qkv_bias == b->config.qkv_bias);
+  ck_assert(c->qk_norm == b->config.qk_norm);
   bool permuted = c->rope_interleaved && !b->config.rope_interleaved;
   size_t hd = c->head_dim, q = c->n_heads * hd, kv = c->n_kv_heads * hd;
   Difference d = {0};
@@ -120,6 +121,8 @@ static Difference compare_models(const Model *a, const Model *b, double rel_tol)
     compare(&d, "bq", u->bq, v->bq, 1, q, hd, false, rel_tol);
     compare(&d, "bk", u->bk, v->bk, 1, kv, hd, false, rel_tol);
     compare(&d, "bv", u->bv, v->bv, 1, kv, hd, false, rel_tol);
+    compare(&d, "q_norm", u->q_norm, v->q_norm, 1, hd, hd, false, rel_tol);
+    compare(&d, "k_norm", u->k_norm, v->k_norm, 1, hd, hd, false, rel_tol);
     compare(&d, "wo", F32(u->wo), F32(v->wo), c->dim, q, hd, false, rel_tol);
     compare(&d, "ffn_norm", u->ffn_norm, v->ffn_norm, 1, c->dim, hd, false, rel_tol);
     compare(&d, "w_gate", F32(u->w_gate), F32(v->w_gate), c->ffn_dim, c->dim, hd, false, rel_tol);
@@ -178,7 +181,7 @@ END_TEST
 
 /* ---- tiny models ---- */
 
-/* arch "llama", "qwen2" or "llama-untied" (with output.weight / lm_head). */
+/* arch "llama", "qwen2", "qwen3" or "llama-untied" (with output.weight / lm_head). */
 static const char *tiny_folder(const char *arch, const char *name, const char *options) {
   static char folder[4300];
   char gguf[4300];
@@ -193,8 +196,8 @@ static const char *tiny_folder(const char *arch, const char *name, const char *o
 }
 
 START_TEST(sharded_index_loads_exactly_as_a_single_file) {
-  static const char *arches[] = {"llama", "qwen2", "llama-untied"};
-  for (size_t i = 0; i < 3; i++) {
+  static const char *arches[] = {"llama", "qwen2", "llama-untied", "qwen3"};
+  for (size_t i = 0; i < 4; i++) {
     char gguf[4300], single[4300], sharded[4300];
     snprintf(single, sizeof single, "%s", tiny_folder(arches[i], "single", "--dtype f32"));
     snprintf(sharded, sizeof sharded, "%s",
@@ -205,6 +208,7 @@ START_TEST(sharded_index_loads_exactly_as_a_single_file) {
     printf("tiny %s: single vs 4 shards %zu weights max |diff| %g; GGUF vs HF max |diff| %g\n",
            arches[i], d1.values, d1.max_abs, d2.max_abs);
     ck_assert(a->config.qkv_bias == (i == 1));
+    ck_assert(a->config.qk_norm == (i == 3) && (a->weights.layers[1].k_norm != NULL) == (i == 3));
     ck_assert(a->config.tied_embeddings == (i != 2) && g->config.tied_embeddings == (i != 2));
     ck_assert((a->weights.output.data == a->weights.token_embedding.data) == (i != 2));
     model_free(g);
@@ -270,6 +274,30 @@ START_TEST(unsupported_configs_are_refused_naming_the_field) {
   } cases[] = {
       {"\"model_type\": \"mistral\",", "model_type: \"mistral\" is not supported",
        OBC_EUNSUPPORTED},
+      /* Each family the runtime lacks: named, with the supported list. */
+      {"\"architectures\": [\"Qwen3MoeForCausalLM\"], \"model_type\": \"qwen3_moe\", "
+       "\"num_experts\": 128,",
+       "model_type: \"qwen3_moe\" is not supported (supported: llama, qwen2, qwen3)",
+       OBC_EUNSUPPORTED},
+      {"\"architectures\": [\"Gemma2ForCausalLM\"], \"model_type\": \"gemma2\",",
+       "model_type: \"gemma2\" is not supported (supported: llama, qwen2, qwen3)",
+       OBC_EUNSUPPORTED},
+      {"\"architectures\": [\"Phi3ForCausalLM\"], \"model_type\": \"phi3\",",
+       "model_type: \"phi3\" is not supported (supported: llama, qwen2, qwen3)", OBC_EUNSUPPORTED},
+      {"\"architectures\": [\"MistralForCausalLM\"], \"model_type\": \"mistral\", "
+       "\"sliding_window\": 4096,",
+       "model_type: \"mistral\" is not supported (supported: llama, qwen2, qwen3)",
+       OBC_EUNSUPPORTED},
+      /* Mistral weights under model_type llama still carry their window. */
+      {"\"sliding_window\": 4096,", "sliding_window: sliding-window attention", OBC_EUNSUPPORTED},
+      {"\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\", "
+       "\"layer_types\": [\"full_attention\", \"sliding_attention\"],",
+       "layer_types", OBC_EUNSUPPORTED},
+      {"\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\", "
+       "\"attention_bias\": true,",
+       "attention_bias: biases on the attention projections of a qwen3 model", OBC_EUNSUPPORTED},
+      {"\"architectures\": [\"Qwen3MoeForCausalLM\"], \"model_type\": \"qwen3\",",
+       "architectures: \"Qwen3MoeForCausalLM\" is not supported", OBC_EUNSUPPORTED},
       {"\"architectures\": [\"GemmaForCausalLM\"],", "architectures", OBC_EUNSUPPORTED},
       {"\"num_local_experts\": 8,", "num_local_experts", OBC_EUNSUPPORTED},
       {"\"use_sliding_window\": true,", "use_sliding_window", OBC_EUNSUPPORTED},
