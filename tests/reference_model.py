@@ -257,11 +257,14 @@ def _rope_halves(x, positions, inv_freq):
     return np.concatenate([a * cos - b * sin, a * sin + b * cos], axis=-1)
 
 
-def forward(weights, ids, allowed=None):
+def forward(weights, ids, allowed=None, record=None):
     """Logits (n, vocab) of every position of ids, starting at position 0.
     allowed: None (causal attention), or bool (n_layers, n_kv_heads, n, n),
     allowed[l, g, i, j] = query i of KV head g's group may attend to key j in
-    layer l (e.g. a compressed context under a query after it)."""
+    layer l (e.g. a compressed context under a query after it).
+    record: None, or a list that gets per layer the (q, k) attention scores
+    are computed from: q (n_heads, n, head_dim), k (n_kv_heads, n, head_dim),
+    after the Q/K norms and RoPE."""
     c, t = weights.config, weights.tensors
     n = len(ids)
     hd, nh, nkv = c["head_dim"], c["n_heads"], c["n_kv_heads"]
@@ -283,6 +286,8 @@ def forward(weights, ids, allowed=None):
             k = _rms_norm(k, t[p + "k_norm"], c["eps"])
         q = _rope_halves(q.transpose(1, 0, 2), positions, inv_freq)
         k = _rope_halves(k.transpose(1, 0, 2), positions, inv_freq)
+        if record is not None:
+            record.append((q, k))
         v = v.reshape(n, nkv, hd).transpose(1, 0, 2)
         k = np.repeat(k, nh // nkv, axis=0)  # query head j uses KV head j // group
         v = np.repeat(v, nh // nkv, axis=0)
