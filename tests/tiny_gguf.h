@@ -3,8 +3,8 @@
  * F32 weights with deterministic values tiny_value(tensor index, element)),
  * with optional damage: a tensor left out, reshaped, poisoned with a NaN or
  * given an unknown type, an extra tensor, a rope.dimension_count, an
- * attention.sliding_window; tiny_gguf_model writes the plain llama one and
- * loads it. Test code. */
+ * attention.sliding_window; tiny_gguf_model writes the plain llama one
+ * (tiny_gguf_model_of: of another architecture) and loads it. Test code. */
 #ifndef OBC_TEST_TINY_GGUF_H
 #define OBC_TEST_TINY_GGUF_H
 
@@ -149,14 +149,18 @@ static void tiny_gguf_write(const TinySpec *spec, const char *path) {
 /* The plain tiny llama model (no damage, tied embeddings), written to
  * file_name in the suite's scratch folder (tests/test_env.h) and loaded;
  * fails the current test when it does not load. */
-static inline Model *tiny_gguf_model(const char *file_name) {
+static inline Model *tiny_gguf_model_of(const char *file_name, const char *arch) {
   char path[4096];
   test_scratch_file(file_name, path, sizeof path);
-  TinySpec spec = {.arch = "llama"};
+  TinySpec spec = {.arch = arch};
   tiny_gguf_write(&spec, path);
   Model *model = NULL;
   ck_assert_int_eq(model_load(path, &model), 0);
   return model;
+}
+
+static inline Model *tiny_gguf_model(const char *file_name) {
+  return tiny_gguf_model_of(file_name, "llama");
 }
 
 #endif
