@@ -137,16 +137,32 @@ static int refuse_unsupported(const ConfigReader *r, const ModelConfig *config) 
   return 0;
 }
 
+/* transformers 5 writes rope_theta and the scaling fields into one object,
+ * rope_parameters, where older configs have rope_theta and rope_scaling at
+ * the top level; either is read, rope_scaling first. A rope_parameters
+ * without rope_theta (and none at the top level) is an error rather than
+ * the default 10000: a per-layer-type rope_parameters has that shape. */
 static int read_rope_scaling(const ConfigReader *r, ModelConfig *config) {
   config->rope_scaling = OBC_ROPE_NONE;
   const cJSON *scaling = field(r, NULL, "rope_scaling");
+  const char *name = "rope_scaling";
+  if (!scaling) {
+    scaling = field(r, NULL, "rope_parameters");
+    name = "rope_parameters";
+  }
   if (!scaling) return 0;
   if (!cJSON_IsObject(scaling))
-    return obc_fail(OBC_EFORMAT, "%s: field rope_scaling must be an object", r->path);
+    return obc_fail(OBC_EFORMAT, "%s: field %s must be an object", r->path, name);
+  bool parameters = !strcmp(name, "rope_parameters");
+  if (parameters && !field(r, NULL, "rope_theta")) {
+    int rc = read_double(r, scaling, "rope_theta", NAN, &config->rope_theta);
+    if (rc) return rc;
+  }
   const cJSON *type = field(r, scaling, "rope_type");
   if (!type) type = field(r, scaling, "type");
+  if (!type && parameters) return 0; /* rope_theta alone */
   if (!cJSON_IsString(type))
-    return obc_fail(OBC_EFORMAT, "%s: field rope_scaling.rope_type is missing", r->path);
+    return obc_fail(OBC_EFORMAT, "%s: field %s.rope_type is missing", r->path, name);
   if (!strcmp(type->valuestring, "default")) return 0;
   int rc;
   if (!strcmp(type->valuestring, "linear")) {
@@ -154,11 +170,12 @@ static int read_rope_scaling(const ConfigReader *r, ModelConfig *config) {
     return read_double(r, scaling, "factor", NAN, &config->rope_factor);
   }
   if (strcmp(type->valuestring, "llama3")) {
-    char why[160];
+    char why[160], where[64];
     snprintf(why, sizeof why,
              "type \"%.64s\" is not supported (expected llama3, linear or default)",
              type->valuestring);
-    return refuse(r, "rope_scaling.rope_type", why);
+    snprintf(where, sizeof where, "%s.rope_type", name);
+    return refuse(r, where, why);
   }
   config->rope_scaling = OBC_ROPE_LLAMA3;
   if ((rc = read_double(r, scaling, "factor", NAN, &config->rope_factor)) ||
@@ -168,8 +185,8 @@ static int read_rope_scaling(const ConfigReader *r, ModelConfig *config) {
                       &config->rope_original_context)))
     return rc;
   if (config->rope_high_freq_factor <= config->rope_low_freq_factor)
-    return obc_fail(OBC_EFORMAT, "%s: rope_scaling.high_freq_factor must exceed low_freq_factor",
-                    r->path);
+    return obc_fail(OBC_EFORMAT, "%s: %s.high_freq_factor must exceed low_freq_factor", r->path,
+                    name);
   return 0;
 }
 

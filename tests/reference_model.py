@@ -205,7 +205,8 @@ def load_hf(folder):
         # Qwen3Config's default head_dim is 128; the others derive it
         "head_dim": cfg.get("head_dim") or (128 if arch == "qwen3" else cfg["hidden_size"] // n_heads),
         "eps": cfg["rms_norm_eps"],
-        "theta": cfg.get("rope_theta", 10000.0),
+        # transformers 5 saves rope_theta and the scaling in rope_parameters
+        "theta": cfg.get("rope_theta") or (cfg.get("rope_parameters") or {}).get("rope_theta", 10000.0),
     }
     raw = {}
     index = os.path.join(folder, "model.safetensors.index.json")
@@ -232,7 +233,7 @@ def load_hf(folder):
             name = f"model.layers.{layer}.{suffix}"
             if name in raw:
                 tensors[f"{layer}.{short}"] = raw[name]
-    scaling = cfg.get("rope_scaling")
+    scaling = cfg.get("rope_scaling") or cfg.get("rope_parameters")
     if scaling and scaling.get("rope_type", scaling.get("type")) == "llama3":
         hd = config["head_dim"]
         inv = config["theta"] ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)

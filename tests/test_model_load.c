@@ -18,6 +18,7 @@
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_startup.h"
+#include "model/hf_config.h"
 #include "model/model.h"
 #include "model/model_load.h"
 #include "tests/tiny_gguf.h"
@@ -313,6 +314,9 @@ START_TEST(unsupported_configs_are_refused_naming_the_field) {
       {"\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0},",
        "low_freq_factor is missing", OBC_EFORMAT},
       {"\"rms_norm_eps\": \"small\",", "rms_norm_eps", OBC_EFORMAT},
+      /* transformers 5's rope_parameters: refused like rope_scaling */
+      {"\"rope_parameters\": {\"rope_type\": \"yarn\", \"rope_theta\": 1e6},",
+       "rope_parameters.rope_type: type \"yarn\" is not supported", OBC_EUNSUPPORTED},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char name[32];
@@ -332,6 +336,58 @@ START_TEST(unsupported_configs_are_refused_naming_the_field) {
   folder = config_folder("noweights", "");
   ck_assert_int_eq(model_load(folder, &m), OBC_ENOTFOUND);
   assert_message_names(folder, "no model.safetensors");
+}
+END_TEST
+
+/* Writes folder NAME/config.json with exactly TEXT and reads it. */
+static int read_config_text(const char *name, const char *text, ModelConfig *config) {
+  char folder[4300], path[4400];
+  make_scratch();
+  snprintf(folder, sizeof folder, "%s/%s", scratch, name);
+  ck_assert_int_eq(obc_make_dirs(folder), 0);
+  snprintf(path, sizeof path, "%s/config.json", folder);
+  FILE *fp = fopen(path, "w");
+  ck_assert_ptr_nonnull(fp);
+  fputs(text, fp);
+  fclose(fp);
+  return hf_config_read(folder, config);
+}
+
+/* A Qwen3-8B config.json as published (rope_theta at the top level), and as
+ * transformers 5 saves it (rope_theta inside rope_parameters); without
+ * head_dim, Qwen3Config's default 128, not hidden_size / heads. */
+START_TEST(qwen3_config_reads_head_dim_and_rope_theta_either_way) {
+  const char *published =
+      "{\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\", "
+      "\"attention_bias\": false, \"head_dim\": 128, \"hidden_act\": \"silu\", "
+      "\"hidden_size\": 4096, \"intermediate_size\": 12288, \"max_position_embeddings\": "
+      "40960, \"max_window_layers\": 36, \"num_attention_heads\": 32, \"num_hidden_layers\": "
+      "36, \"num_key_value_heads\": 8, \"rms_norm_eps\": 1e-06, \"rope_scaling\": null, "
+      "\"rope_theta\": 1000000, \"sliding_window\": null, \"tie_word_embeddings\": false, "
+      "\"use_sliding_window\": false, \"vocab_size\": 151936}";
+  ModelConfig c;
+  ck_assert_msg(read_config_text("qwen3_8b", published, &c) == 0, "%s", obc_error_message());
+  ck_assert_str_eq(c.architecture, "qwen3");
+  ck_assert(c.qk_norm && !c.qkv_bias && !c.rope_interleaved && !c.tied_embeddings);
+  ck_assert_uint_eq(c.head_dim, 128);
+  ck_assert(c.rope_theta == 1e6 && c.rope_scaling == OBC_ROPE_NONE && c.norm_eps == 1e-6);
+  const char *saved =
+      "{\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\", "
+      "\"hidden_size\": 1024, \"intermediate_size\": 3072, \"max_position_embeddings\": "
+      "40960, \"num_attention_heads\": 16, \"num_hidden_layers\": 28, "
+      "\"num_key_value_heads\": 8, \"rms_norm_eps\": 1e-06, \"rope_parameters\": "
+      "{\"rope_theta\": 1000000, \"rope_type\": \"default\"}, \"layer_types\": "
+      "[\"full_attention\", \"full_attention\"], \"vocab_size\": 151936}";
+  ck_assert_msg(read_config_text("qwen3_saved", saved, &c) == 0, "%s", obc_error_message());
+  ck_assert_uint_eq(c.head_dim, 128); /* not 1024 / 16 */
+  ck_assert(c.rope_theta == 1e6);
+  const char *per_type =
+      "{\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\", "
+      "\"hidden_size\": 1024, \"intermediate_size\": 3072, \"max_position_embeddings\": "
+      "40960, \"num_attention_heads\": 16, \"num_hidden_layers\": 28, \"rope_parameters\": "
+      "{\"full_attention\": {\"rope_theta\": 1000000}}, \"vocab_size\": 151936}";
+  ck_assert_int_eq(read_config_text("qwen3_per_type", per_type, &c), OBC_EFORMAT);
+  assert_message_names("config.json", "field rope_theta is missing");
 }
 END_TEST
 
@@ -551,6 +607,7 @@ static Suite *model_load_suite(void) {
   TCase *tiny = tcase_create("tiny");
   tcase_set_timeout(tiny, TEST_TIMEOUT_S); /* tests/test_env.h */
   tcase_add_test(tiny, sharded_index_loads_exactly_as_a_single_file);
+  tcase_add_test(tiny, qwen3_config_reads_head_dim_and_rope_theta_either_way);
   tcase_add_test(tiny, f16_and_bf16_folders_match_within_their_rounding);
   tcase_add_test(tiny, unsupported_configs_are_refused_naming_the_field);
   tcase_add_test(tiny, llama3_rope_scaling_follows_transformers);
