@@ -103,6 +103,9 @@ def load_gguf(path):
         "head_dim": int(meta("attention.key_length", dim // n_heads)),
         "eps": float(meta("attention.layer_norm_rms_epsilon")),
         "theta": float(meta("rope.freq_base", 10000.0)),
+        # linear rope scaling (positions / factor); Llama-3 scaling comes as rope_freqs.weight
+        "rope_linear": float(meta("rope.scaling.factor", 1.0))
+        if meta("rope.scaling.type") == "linear" else 1.0,
     }
     def rows(t):
         cols = int(t.shape[0])  # GGUF lists the fastest dimension first
@@ -207,6 +210,7 @@ def load_hf(folder):
         "eps": cfg["rms_norm_eps"],
         # transformers 5 saves rope_theta and the scaling in rope_parameters
         "theta": cfg.get("rope_theta") or (cfg.get("rope_parameters") or {}).get("rope_theta", 10000.0),
+        "rope_linear": 1.0,
     }
     raw = {}
     index = os.path.join(folder, "model.safetensors.index.json")
@@ -234,6 +238,8 @@ def load_hf(folder):
             if name in raw:
                 tensors[f"{layer}.{short}"] = raw[name]
     scaling = cfg.get("rope_scaling") or cfg.get("rope_parameters")
+    if scaling and scaling.get("rope_type", scaling.get("type")) == "linear":
+        config["rope_linear"] = float(scaling["factor"])
     if scaling and scaling.get("rope_type", scaling.get("type")) == "llama3":
         hd = config["head_dim"]
         inv = config["theta"] ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)
@@ -272,6 +278,7 @@ def forward(weights, ids, allowed=None, record=None):
     inv_freq = c["theta"] ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)
     if "rope_freq_factors" in t:
         inv_freq = inv_freq / t["rope_freq_factors"]
+    inv_freq = inv_freq / c.get("rope_linear", 1.0)  # transformers: position / factor
     positions = np.arange(n, dtype=np.float64)
     causal = np.triu(np.full((n, n), -np.inf), k=1)
     x = t["embed"].take(ids)

@@ -4,7 +4,7 @@
 real SmolLM2 model (OBC_MODEL, 64-token prompt). A qwen2 Hugging Face folder
 also comes from tests/gguf_to_hf.py (sharded, bf16). Every family the loader
 accepts is covered: llama (GGUF, HF, Q8_0), Llama-3.1 rope scaling (GGUF
-rope_freqs.weight, HF rope_scaling), qwen2 (biases; GGUF, HF) and qwen3 (per-head
+rope_freqs.weight, HF rope_scaling), linear rope scaling (GGUF, HF), qwen2 (biases; GGUF, HF) and qwen3 (per-head
 Q/K norms, head_dim != dim / heads; GGUF in --weights native and f32, HF).
 With --qwen3-8b it checks only one layer of Qwen3-8B's shape
 (tests/make_random_gguf.py qwen3-8b-1layer, Q8_0, vocab 151936), in both
@@ -128,7 +128,7 @@ def permute_rows(w, n_head):
     return w.reshape(n_head, 2, hd // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def write_gguf(path, arch, tiny, theta=10000.0, rope_freqs=None, quantize=False):
+def write_gguf(path, arch, tiny, theta=10000.0, rope_freqs=None, quantize=False, linear=None):
     import gguf
 
     writer = gguf.GGUFWriter(path, arch)
@@ -141,6 +141,9 @@ def write_gguf(path, arch, tiny, theta=10000.0, rope_freqs=None, quantize=False)
     writer.add_head_count_kv(tiny.n_kv_heads)
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_rope_freq_base(theta)
+    if linear:
+        writer.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        writer.add_rope_scaling_factor(linear)
     writer.add_rope_dimension_count(tiny.head_dim)
     writer.add_key_length(tiny.head_dim)
     writer.add_value_length(tiny.head_dim)
@@ -304,6 +307,15 @@ def main():
         path = os.path.join(scratch, "llama_q8.gguf")
         write_gguf(path, "llama", Tiny(4, 2, 64, 8, 2, 96, 200, False), quantize=True)
         ok &= compare("tiny llama GGUF, GQA 4:1, Q8_0 weights", path, ids, scratch)
+
+        path = os.path.join(scratch, "llama_linear.gguf")
+        write_gguf(path, "llama", Tiny(8, 2, 64, 4, 2, 96, 200, False), linear=4.0)
+        ok &= compare("tiny llama GGUF, linear rope scaling (factor 4)", path, ids, scratch)
+        folder = os.path.join(scratch, "llama_linear_hf")
+        write_hf(folder, Tiny(9, 2, 64, 4, 2, 96, 200, False), 10000.0,
+                 {"rope_type": "linear", "factor": 4.0})
+        ok &= compare("tiny llama HF folder, rope_scaling linear (factor 4), tied", folder, ids,
+                      scratch)
 
         folder = os.path.join(scratch, "llama_hf")
         scaling = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
