@@ -216,8 +216,8 @@ int hf_config_read(const char *folder, ModelConfig *config) {
   if (!rc) rc = read_size(&r, NULL, "num_attention_heads", 0, &config->n_heads);
   if (!rc) rc = read_size(&r, NULL, "num_key_value_heads", config->n_heads, &config->n_kv_heads);
   /* transformers' defaults: Qwen3Config's head_dim is 128, the others derive it. */
-  size_t head_dim = config->qk_norm ? 128 : config->dim / config->n_heads;
-  if (!rc) rc = read_size(&r, NULL, "head_dim", head_dim ? head_dim : 1, &config->head_dim);
+  size_t head_dim = rc ? 0 : config->qk_norm ? 128 : config->dim / config->n_heads;
+  if (!rc) rc = read_size(&r, NULL, "head_dim", head_dim, &config->head_dim);
   if (!rc) rc = read_size(&r, NULL, "vocab_size", 0, &config->vocab_size);
   if (!rc) rc = read_size(&r, NULL, "max_position_embeddings", 0, &config->context_length);
   if (!rc) rc = read_double(&r, NULL, "rms_norm_eps", 1e-6, &config->norm_eps);
