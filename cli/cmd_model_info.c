@@ -91,11 +91,11 @@ static void print_config(const Model *m, double seconds) {
     printf(" (factor %g)", c->rope_factor);
   if (c->rope_scaling == OBC_ROPE_LLAMA3 && c->rope_factor == 0)
     printf(" (from rope_freqs.weight)");
-  printf(", tied embeddings %s, qkv bias %s\n", c->tied_embeddings ? "yes" : "no",
-         c->qkv_bias ? "yes" : "no");
+  printf(", tied embeddings %s, qkv bias %s, q/k norm %s\n", c->tied_embeddings ? "yes" : "no",
+         c->qkv_bias ? "yes" : "no", c->qk_norm ? "yes" : "no");
   size_t q = c->n_heads * c->head_dim, kv = c->n_kv_heads * c->head_dim;
   size_t per_layer = 2 * c->dim + (q + 2 * kv) * c->dim + c->dim * q + 3 * c->ffn_dim * c->dim +
-                     (c->qkv_bias ? q + 2 * kv : 0);
+                     (c->qkv_bias ? q + 2 * kv : 0) + (c->qk_norm ? 2 * c->head_dim : 0);
   size_t params =
       c->vocab_size * c->dim * (c->tied_embeddings ? 1 : 2) + c->dim + c->n_layers * per_layer;
   char held[256];

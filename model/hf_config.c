@@ -1,8 +1,9 @@
-/* hf_config_read (model/hf_config.h): the fields of a Llama/Qwen2 config.json,
- * with transformers' defaults where a field may be absent (num_key_value_heads
- * = num_attention_heads, head_dim = hidden_size / num_attention_heads,
- * rope_theta = 10000, tie_word_embeddings = false), and a refusal naming the
- * field for every configuration the runtime does not implement. */
+/* hf_config_read (model/hf_config.h): the fields of a Llama/Qwen2/Qwen3
+ * config.json, with transformers' defaults where a field may be absent
+ * (num_key_value_heads = num_attention_heads, head_dim = hidden_size /
+ * num_attention_heads or 128 for Qwen3, rope_theta = 10000,
+ * tie_word_embeddings = false), and a refusal naming the field for every
+ * configuration the runtime does not implement. */
 #include "model/hf_config.h"
 
 #include <math.h>
@@ -70,32 +71,32 @@ static int refuse(const ConfigReader *r, const char *field_name, const char *why
 }
 
 static int read_architecture(const ConfigReader *r, ModelConfig *config) {
+  static const char *const classes[] = {"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
   const cJSON *type = field(r, NULL, "model_type");
   if (!cJSON_IsString(type))
     return obc_fail(OBC_EFORMAT, "%s: field model_type is missing", r->path);
-  if (strcmp(type->valuestring, "llama") && strcmp(type->valuestring, "qwen2")) {
+  if (strlen(type->valuestring) >= sizeof config->architecture ||
+      !model_architecture_set(config, type->valuestring)) {
     char why[160];
-    snprintf(why, sizeof why, "\"%.64s\" is not supported (expected llama or qwen2)",
+    snprintf(why, sizeof why, "\"%.64s\" is not supported (supported: " MODEL_ARCHITECTURES ")",
              type->valuestring);
     return refuse(r, "model_type", why);
   }
-  snprintf(config->architecture, sizeof config->architecture, "%s", type->valuestring);
   const cJSON *architectures = field(r, NULL, "architectures");
   const cJSON *first = cJSON_IsArray(architectures) ? cJSON_GetArrayItem(architectures, 0) : NULL;
-  if (cJSON_IsString(first) && strcmp(first->valuestring, "LlamaForCausalLM") &&
-      strcmp(first->valuestring, "Qwen2ForCausalLM")) {
-    char why[160];
-    snprintf(why, sizeof why,
-             "\"%.64s\" is not supported (expected LlamaForCausalLM or Qwen2ForCausalLM)",
-             first->valuestring);
-    return refuse(r, "architectures", why);
-  }
-  config->qkv_bias = !strcmp(config->architecture, "qwen2");
-  return OBC_OK;
+  if (!cJSON_IsString(first)) return OBC_OK;
+  for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++)
+    if (!strcmp(first->valuestring, classes[i])) return OBC_OK;
+  char why[200];
+  snprintf(why, sizeof why,
+           "\"%.64s\" is not supported (supported: LlamaForCausalLM, Qwen2ForCausalLM, "
+           "Qwen3ForCausalLM)",
+           first->valuestring);
+  return refuse(r, "architectures", why);
 }
 
 /* Features that would change the computation and that the runtime lacks. */
-static int refuse_unsupported(const ConfigReader *r, bool qwen2) {
+static int refuse_unsupported(const ConfigReader *r, const ModelConfig *config) {
   static const char *const expert_fields[] = {"num_local_experts", "num_experts",
                                               "n_routed_experts"};
   for (size_t i = 0; i < sizeof expert_fields / sizeof expert_fields[0]; i++) {
@@ -107,35 +108,61 @@ static int refuse_unsupported(const ConfigReader *r, bool qwen2) {
   int rc = read_bool(r, "use_sliding_window", false, &flag);
   if (rc) return rc;
   if (flag) return refuse(r, "use_sliding_window", "sliding-window attention is not supported");
-  if (!qwen2) { /* Qwen2 configs carry an inactive sliding_window value */
+  if (!strcmp(config->architecture, "llama")) { /* Qwen configs carry an inactive value */
     const cJSON *window = field(r, NULL, "sliding_window");
     if (cJSON_IsNumber(window) && window->valuedouble > 0)
       return refuse(r, "sliding_window", "sliding-window attention is not supported");
   }
+  const cJSON *layer_types = field(r, NULL, "layer_types");
+  const cJSON *layer_type;
+  if (!cJSON_IsArray(layer_types)) layer_types = NULL;
+  cJSON_ArrayForEach(layer_type, layer_types) {
+    if (!cJSON_IsString(layer_type) || strcmp(layer_type->valuestring, "full_attention"))
+      return refuse(r, "layer_types", "only \"full_attention\" layers are supported");
+  }
   rc = read_bool(r, "attention_bias", false, &flag);
   if (rc) return rc;
-  if (flag)
-    return refuse(r, "attention_bias",
-                  "biases on the attention projections of a llama model are not supported");
+  if (flag && !config->qkv_bias) {
+    char why[160];
+    snprintf(why, sizeof why, "biases on the attention projections of a %s model are not supported",
+             config->architecture);
+    return refuse(r, "attention_bias", why);
+  }
   rc = read_bool(r, "mlp_bias", false, &flag);
   if (rc) return rc;
   if (flag) return refuse(r, "mlp_bias", "MLP biases are not supported");
   const cJSON *act = field(r, NULL, "hidden_act");
   if (act && (!cJSON_IsString(act) || strcmp(act->valuestring, "silu")))
     return refuse(r, "hidden_act", "only \"silu\" (SwiGLU MLP) is supported");
-  return 0;
+  return OBC_OK;
 }
 
+/* transformers 5 writes rope_theta and the scaling fields into one object,
+ * rope_parameters, where older configs have rope_theta and rope_scaling at
+ * the top level; either is read, rope_scaling first. A rope_parameters
+ * without rope_theta (and none at the top level) is an error rather than
+ * the default 10000: a per-layer-type rope_parameters has that shape. */
 static int read_rope_scaling(const ConfigReader *r, ModelConfig *config) {
   config->rope_scaling = OBC_ROPE_NONE;
   const cJSON *scaling = field(r, NULL, "rope_scaling");
+  const char *name = "rope_scaling";
+  if (!scaling) {
+    scaling = field(r, NULL, "rope_parameters");
+    name = "rope_parameters";
+  }
   if (!scaling) return OBC_OK;
   if (!cJSON_IsObject(scaling))
-    return obc_fail(OBC_EFORMAT, "%s: field rope_scaling must be an object", r->path);
+    return obc_fail(OBC_EFORMAT, "%s: field %s must be an object", r->path, name);
+  bool parameters = !strcmp(name, "rope_parameters");
+  if (parameters && !field(r, NULL, "rope_theta")) {
+    int rc = read_double(r, scaling, "rope_theta", NAN, &config->rope_theta);
+    if (rc) return rc;
+  }
   const cJSON *type = field(r, scaling, "rope_type");
   if (!type) type = field(r, scaling, "type");
+  if (!type && parameters) return OBC_OK; /* rope_theta alone */
   if (!cJSON_IsString(type))
-    return obc_fail(OBC_EFORMAT, "%s: field rope_scaling.rope_type is missing", r->path);
+    return obc_fail(OBC_EFORMAT, "%s: field %s.rope_type is missing", r->path, name);
   if (!strcmp(type->valuestring, "default")) return OBC_OK;
   int rc;
   if (!strcmp(type->valuestring, "linear")) {
@@ -143,11 +170,12 @@ static int read_rope_scaling(const ConfigReader *r, ModelConfig *config) {
     return read_double(r, scaling, "factor", NAN, &config->rope_factor);
   }
   if (strcmp(type->valuestring, "llama3")) {
-    char why[160];
+    char why[160], where[64];
     snprintf(why, sizeof why,
              "type \"%.64s\" is not supported (expected llama3, linear or default)",
              type->valuestring);
-    return refuse(r, "rope_scaling.rope_type", why);
+    snprintf(where, sizeof where, "%s.rope_type", name);
+    return refuse(r, where, why);
   }
   config->rope_scaling = OBC_ROPE_LLAMA3;
   if ((rc = read_double(r, scaling, "factor", NAN, &config->rope_factor)) ||
@@ -157,8 +185,8 @@ static int read_rope_scaling(const ConfigReader *r, ModelConfig *config) {
                       &config->rope_original_context)))
     return rc;
   if (config->rope_high_freq_factor <= config->rope_low_freq_factor)
-    return obc_fail(OBC_EFORMAT, "%s: rope_scaling.high_freq_factor must exceed low_freq_factor",
-                    r->path);
+    return obc_fail(OBC_EFORMAT, "%s: %s.high_freq_factor must exceed low_freq_factor", r->path,
+                    name);
   return OBC_OK;
 }
 
@@ -181,13 +209,15 @@ int hf_config_read(const char *folder, ModelConfig *config) {
   folder_name(folder, config->name, sizeof config->name);
   if (!cJSON_IsObject(root)) rc = obc_fail(OBC_EFORMAT, "%s: not a JSON object", path);
   if (!rc) rc = read_architecture(&r, config);
-  if (!rc) rc = refuse_unsupported(&r, config->qkv_bias);
+  if (!rc) rc = refuse_unsupported(&r, config);
   if (!rc) rc = read_size(&r, NULL, "hidden_size", 0, &config->dim);
   if (!rc) rc = read_size(&r, NULL, "intermediate_size", 0, &config->ffn_dim);
   if (!rc) rc = read_size(&r, NULL, "num_hidden_layers", 0, &config->n_layers);
   if (!rc) rc = read_size(&r, NULL, "num_attention_heads", 0, &config->n_heads);
   if (!rc) rc = read_size(&r, NULL, "num_key_value_heads", config->n_heads, &config->n_kv_heads);
-  if (!rc) rc = read_size(&r, NULL, "head_dim", config->dim / config->n_heads, &config->head_dim);
+  /* transformers' defaults: Qwen3Config's head_dim is 128, the others derive it. */
+  size_t head_dim = rc ? 0 : config->qk_norm ? 128 : config->dim / config->n_heads;
+  if (!rc) rc = read_size(&r, NULL, "head_dim", head_dim, &config->head_dim);
   if (!rc) rc = read_size(&r, NULL, "vocab_size", 0, &config->vocab_size);
   if (!rc) rc = read_size(&r, NULL, "max_position_embeddings", 0, &config->context_length);
   if (!rc) rc = read_double(&r, NULL, "rms_norm_eps", 1e-6, &config->norm_eps);

@@ -21,7 +21,7 @@ typedef enum { OBC_ROPE_NONE = 0, OBC_ROPE_LLAMA3, OBC_ROPE_LINEAR } ObcRopeScal
 
 typedef struct {
   char name[256];        /* GGUF file name without .gguf / HF folder name */
-  char architecture[32]; /* "llama" or "qwen2" */
+  char architecture[32]; /* "llama", "qwen2" or "qwen3" */
   size_t n_layers;
   size_t dim;     /* hidden size */
   size_t ffn_dim; /* intermediate size */
@@ -44,6 +44,9 @@ typedef struct {
   bool rope_interleaved;
   bool tied_embeddings;
   bool qkv_bias; /* Qwen2 */
+  /* Qwen3: RMSNorm of every query and key head (weights of head_dim, shared
+   * by the heads, epsilon norm_eps) after the projections and before RoPE. */
+  bool qk_norm;
 } ModelConfig;
 
 /* A weight matrix (rows, cols) in a ggml type (GgufType of formats/gguf.h:
@@ -76,6 +79,8 @@ typedef struct {
   float *bq;          /* (n_heads * head_dim) or NULL */
   float *bk;          /* (n_kv_heads * head_dim) or NULL */
   float *bv;          /* (n_kv_heads * head_dim) or NULL */
+  float *q_norm;      /* (head_dim) or NULL: per-head RMSNorm of Q, before RoPE */
+  float *k_norm;      /* (head_dim) or NULL: per-head RMSNorm of K, before RoPE */
   ModelMatrix wo;     /* (dim, n_heads * head_dim) */
   float *ffn_norm;    /* (dim) */
   ModelMatrix w_gate; /* (ffn_dim, dim) */
@@ -147,6 +152,13 @@ void model_free(Model *model);
 /* RoPE inverse frequencies (head_dim / 2): theta^(-2i/head_dim), divided by
  * rope_freq_factors[i] when present. Both runtimes use this. */
 void model_rope_inv_freq(const Model *model, double *inv_freq);
+/* The architectures the runtime computes, as GGUF general.architecture and
+ * config.json model_type name them, for messages. */
+#define MODEL_ARCHITECTURES "llama, qwen2, qwen3"
+/* Whether arch (a GGUF general.architecture or config.json model_type) is one
+ * of MODEL_ARCHITECTURES; sets what differs between them (qkv_bias,
+ * qk_norm) in config. */
+bool model_architecture_set(ModelConfig *config, const char *arch);
 /* Checks the configuration is one the runtime supports (positive sizes,
  * n_heads % n_kv_heads == 0, even head_dim, ...). */
 int model_config_validate(const ModelConfig *config, const char *source);

@@ -117,6 +117,25 @@ void model_llama3_freq_factors(const ModelConfig *c, float *factors) {
   }
 }
 
+bool model_architecture_set(ModelConfig *c, const char *arch) {
+  static const struct {
+    const char *name;
+    bool qkv_bias, qk_norm;
+  } families[] = {
+      {.name = "llama"},
+      {.name = "qwen2", .qkv_bias = true},
+      {.name = "qwen3", .qk_norm = true},
+  };
+  for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
+    if (!strcmp(arch, families[i].name)) {
+      snprintf(c->architecture, sizeof c->architecture, "%s", families[i].name);
+      c->qkv_bias = families[i].qkv_bias;
+      c->qk_norm = families[i].qk_norm;
+      return true;
+    }
+  return false;
+}
+
 static int invalid(const char *source, const char *what) {
   return obc_fail(OBC_EUNSUPPORTED, "%s: %s", source, what);
 }
@@ -142,8 +161,10 @@ int model_config_validate(const ModelConfig *c, const char *source) {
       return invalid(source, text);
     }
   }
-  if (strcmp(c->architecture, "llama") && strcmp(c->architecture, "qwen2")) {
-    snprintf(text, sizeof text, "architecture \"%s\" is not supported (expected llama or qwen2)",
+  ModelConfig family = {0};
+  if (!model_architecture_set(&family, c->architecture)) {
+    snprintf(text, sizeof text,
+             "architecture \"%s\" is not supported (supported: " MODEL_ARCHITECTURES ")",
              c->architecture);
     return invalid(source, text);
   }
@@ -170,5 +191,5 @@ int model_config_validate(const ModelConfig *c, const char *source) {
         source,
         "llama3 rope scaling needs factor > 0, 0 < low_freq_factor < high_freq_factor and "
         "original_max_position_embeddings > 0");
-  return 0;
+  return OBC_OK;
 }

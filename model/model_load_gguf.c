@@ -1,11 +1,12 @@
-/* Loading a llama or qwen2 GGUF file: hyperparameters from the <arch>.*
+/* Loading a llama, qwen2 or qwen3 GGUF file: hyperparameters from the <arch>.*
  * metadata, every weight checked for presence and shape before anything is
  * read, matrices pointed into the mapping in their stored type (or dequantised
  * to fp32 under MODEL_WEIGHTS_F32), 1-D tensors copied to fp32, every value
  * checked finite, and the tokenizer from the tokenizer.ggml.* metadata.
  * llama.cpp permutes the Q/K rows of llama-arch models so that RoPE on
  * interleaved pairs reproduces Hugging Face's half-split rotation, hence
- * rope_interleaved for "llama" (qwen2 files are not permuted). */
+ * rope_interleaved for "llama" (qwen2 and qwen3 files are not permuted:
+ * llama.cpp rotates them NEOX-style, on halves). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -69,12 +70,12 @@ static int read_config(const GgufFile *file, ModelConfig *c) {
   GgufString text;
   int rc = gguf_get_string(file, "general.architecture", &text);
   if (rc) return rc;
-  if (!((text.length == 5 && !memcmp(text.data, "llama", 5)) ||
-        (text.length == 5 && !memcmp(text.data, "qwen2", 5))))
+  char name[32] = "";
+  if (text.length < sizeof name) snprintf(name, sizeof name, "%.*s", (int)text.length, text.data);
+  if (strlen(name) != text.length || !model_architecture_set(c, name))
     return obc_fail(OBC_EUNSUPPORTED,
-                    "%s: general.architecture is \"%.*s\" (supported: llama, qwen2)", path,
-                    (int)(text.length > 32 ? 32 : text.length), text.data);
-  snprintf(c->architecture, sizeof c->architecture, "%.*s", (int)text.length, text.data);
+                    "%s: general.architecture is \"%.*s\" (supported: " MODEL_ARCHITECTURES ")",
+                    path, (int)(text.length > 32 ? 32 : text.length), text.data);
   const char *arch = c->architecture;
   /* The name shown in reports and plot titles is the file's name without
    * .gguf (e.g. "SmolLM2-135M-Instruct.Q4_1"): it says which checkpoint and
@@ -116,13 +117,23 @@ static int read_config(const GgufFile *file, ModelConfig *c) {
                     "%s: %s.rope.dimension_count %zu differs from the head dimension %zu "
                     "(partial rotary embeddings are not supported)",
                     path, arch, rope_dims, c->head_dim);
+  char key[128]; /* Mistral-style sliding-window attention */
+  snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
+  uint64_t window = 0;
+  rc = gguf_get_u64(file, key, &window);
+  if (rc && rc != OBC_ENOTFOUND) return rc;
+  if (!rc && window > 0)
+    return obc_fail(OBC_EUNSUPPORTED,
+                    "%s: %s is %" PRIu64
+                    " (sliding-window attention is not supported; "
+                    "supported: " MODEL_ARCHITECTURES " with full attention)",
+                    path, key, window);
   const GgufTensor *embedding = gguf_find_tensor(file, "token_embd.weight");
   if (!embedding || embedding->n_dims != 2)
     return obc_fail(OBC_EFORMAT, "%s: tensor token_embd.weight is %s", path,
                     embedding ? "not a matrix" : "missing");
   c->vocab_size = (size_t)embedding->dims[1];
-  c->qkv_bias = !strcmp(arch, "qwen2");
-  c->rope_interleaved = !strcmp(arch, "llama");
+  c->rope_interleaved = !strcmp(arch, "llama"); /* qwen2 and qwen3 files are not permuted */
   return OBC_OK;
 }
 

@@ -53,7 +53,7 @@ int model_weight_slots(Model *model, ModelFormat format, ModelWeightSlot **slots
   *slots = NULL;
   *n_slots = 0;
   w->layers = obc_calloc(c->n_layers, sizeof *w->layers, "the layer weight table");
-  SlotList list = {obc_calloc(4 + 12 * c->n_layers, sizeof *list.slots, "the weight list"), 0,
+  SlotList list = {obc_calloc(4 + 14 * c->n_layers, sizeof *list.slots, "the weight list"), 0,
                    format};
   if (!w->layers || !list.slots) {
     free(list.slots);
@@ -78,6 +78,10 @@ int model_weight_slots(Model *model, ModelFormat format, ModelWeightSlot **slots
       add_layer(&list, l, "attn_q", "self_attn.q_proj", "bias", &lw->bq, q_dim, 0);
       add_layer(&list, l, "attn_k", "self_attn.k_proj", "bias", &lw->bk, kv_dim, 0);
       add_layer(&list, l, "attn_v", "self_attn.v_proj", "bias", &lw->bv, kv_dim, 0);
+    }
+    if (c->qk_norm) {
+      add_layer(&list, l, "attn_q_norm", "self_attn.q_norm", "weight", &lw->q_norm, c->head_dim, 0);
+      add_layer(&list, l, "attn_k_norm", "self_attn.k_norm", "weight", &lw->k_norm, c->head_dim, 0);
     }
     add_layer(&list, l, "attn_output", "self_attn.o_proj", "weight", &lw->wo, dim, q_dim);
     add_layer(&list, l, "ffn_norm", "post_attention_layernorm", "weight", &lw->ffn_norm, dim, 0);

@@ -140,16 +140,14 @@ static int run_layer(CpuState *s, size_t layer, size_t pos0, size_t n, CpuCaptur
                      const RuntimeCapture *capture, RuntimeProfile *profile) {
   const ModelConfig *c = &s->model->config;
   const ModelLayerWeights *w = &s->model->weights.layers[layer];
-  size_t hd = c->head_dim, q_dim = c->n_heads * hd, kv_dim = c->n_kv_heads * hd;
+  size_t hd = c->head_dim;
   double gemm = 0.0;
 
   cpu_rmsnorm(s->xb, s->x, w->attn_norm, n, c->dim, c->norm_eps);
   cpu_gemm_weight(s->q, s->xb, &w->wq, n, 0.0f, &gemm);
   cpu_gemm_weight(s->k, s->xb, &w->wk, n, 0.0f, &gemm);
   cpu_gemm_weight(s->v, s->xb, &w->wv, n, 0.0f, &gemm);
-  if (w->bq) cpu_add_bias(s->q, w->bq, n, q_dim);
-  if (w->bk) cpu_add_bias(s->k, w->bk, n, kv_dim);
-  if (w->bv) cpu_add_bias(s->v, w->bv, n, kv_dim);
+  cpu_attention_inputs(c, w, s->q, s->k, s->v, n);
   cpu_rope(s->q, n, c->n_heads, hd, pos0, s->rope_cos, s->rope_sin, c->rope_interleaved);
   cpu_rope(s->k, n, c->n_kv_heads, hd, pos0, s->rope_cos, s->rope_sin, c->rope_interleaved);
   store_kv(s, layer, pos0, n);

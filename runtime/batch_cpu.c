@@ -314,9 +314,7 @@ static void batch_layer(RuntimeBatch *b, size_t layer, const float *cos_row, con
   cpu_gemm_weight(b->q, b->xb, &w->wq, n, 0.0f, &gemm);
   cpu_gemm_weight(b->k, b->xb, &w->wk, n, 0.0f, &gemm);
   cpu_gemm_weight(b->v, b->xb, &w->wv, n, 0.0f, &gemm);
-  if (w->bq) cpu_add_bias(b->q, w->bq, n, q_dim);
-  if (w->bk) cpu_add_bias(b->k, w->bk, n, kv_dim);
-  if (w->bv) cpu_add_bias(b->v, w->bv, n, kv_dim);
+  cpu_attention_inputs(c, w, b->q, b->k, b->v, n);
   for (size_t seq = 0; seq < n; seq++) { /* every row at the same position */
     cpu_rope(b->q + seq * q_dim, 1, c->n_heads, hd, 0, cos_row, sin_row, c->rope_interleaved);
     cpu_rope(b->k + seq * kv_dim, 1, c->n_kv_heads, hd, 0, cos_row, sin_row, c->rope_interleaved);

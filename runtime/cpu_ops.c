@@ -80,6 +80,17 @@ void cpu_add_bias(float *rows, const float *bias, size_t n, size_t width) {
     for (size_t i = 0; i < width; i++) rows[t * width + i] += bias[i];
 }
 
+void cpu_attention_inputs(const ModelConfig *c, const ModelLayerWeights *w, float *q, float *k,
+                          float *v, size_t n) {
+  size_t q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+  if (w->bq) cpu_add_bias(q, w->bq, n, q_dim);
+  if (w->bk) cpu_add_bias(k, w->bk, n, kv_dim);
+  if (w->bv) cpu_add_bias(v, w->bv, n, kv_dim);
+  /* a row of heads is n_heads rows of head_dim: one RMSNorm row per head */
+  if (w->q_norm) cpu_rmsnorm(q, q, w->q_norm, n * c->n_heads, c->head_dim, c->norm_eps);
+  if (w->k_norm) cpu_rmsnorm(k, k, w->k_norm, n * c->n_kv_heads, c->head_dim, c->norm_eps);
+}
+
 /* Output rows per quant_dot_rows call in the decode path, and fp32 elements
  * of one dequantised tile (1 MB per thread) in the prefill path. */
 enum { DOT_ROWS = 32, TILE_FLOATS = 1 << 18, TILE_MAX_ROWS = 64 };

@@ -1,5 +1,5 @@
 /* Element-wise and row-wise kernels of the CPU forward pass (RMSNorm, RoPE,
- * SwiGLU, embedding lookup) and the one GEMM wrapper every weight product goes
+ * SwiGLU, embedding lookup, biases and Q/K norms) and the one GEMM wrapper every weight product goes
  * through. Rows are independent, so each kernel splits them over OpenMP
  * threads; fp32 GEMMs are OpenBLAS (OpenMP flavour), weights in a quantised
  * type go through formats/quant_dot.h or dequantised tiles. */
@@ -59,6 +59,14 @@ void cpu_embed(float *out /* (n, dim) */, const ModelMatrix *table /* (vocab, di
 /* rows[t] += bias for n rows. */
 void cpu_add_bias(float *rows /* (n, width) */, const float *bias /* (width) */, size_t n,
                   size_t width);
+
+/* What comes between the Q/K/V projections of n rows and RoPE: the biases
+ * (Qwen2) and the per-head RMSNorm of every query and key head (Qwen3), each
+ * when the layer has it. */
+void cpu_attention_inputs(const ModelConfig *config, const ModelLayerWeights *w,
+                          float *q /* (n, n_heads * head_dim) */,
+                          float *k /* (n, n_kv_heads * head_dim) */,
+                          float *v /* (n, n_kv_heads * head_dim) */, size_t n);
 
 /* Up to this many activation rows, a weight matrix in a quantised type is
  * multiplied by quant_dot_rows (dot products on the stored blocks, reading

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Convert a llama/qwen2 GGUF file into a Hugging Face folder (a test tool).
+"""Convert a llama/qwen2/qwen3 GGUF file into a Hugging Face folder (a test tool).
 
 Writes config.json, the weights as model.safetensors (or N shards plus
 model.safetensors.index.json) in F32, F16 or BF16, and optionally
@@ -53,7 +53,8 @@ def hf_name(name):
     table = {"attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm",
              "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
              "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
-             "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
+             "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj",
+             "attn_q_norm": "self_attn.q_norm", "attn_k_norm": "self_attn.k_norm"}
     return f"model.layers.{layer}.{table[what]}.{kind}"
 
 
@@ -89,14 +90,15 @@ def write_safetensors(path, tensors):
 
 def config_from_gguf(reader, tensors):
     arch = field_value(reader, "general.architecture")
-    if arch not in ("llama", "qwen2"):
+    classes = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}
+    if arch not in classes:
         sys.exit(f"gguf_to_hf: architecture {arch!r} not supported")
     if "rope_freqs.weight" in tensors:
         sys.exit("gguf_to_hf: rope_freqs.weight (Llama-3 scaling) cannot be turned back into config.json")
     k = lambda name, default=None: field_value(reader, f"{arch}.{name}", default)
     dim, heads = int(k("embedding_length")), int(k("attention.head_count"))
     return {
-        "architectures": ["LlamaForCausalLM" if arch == "llama" else "Qwen2ForCausalLM"],
+        "architectures": [classes[arch]],
         "model_type": arch,
         "hidden_size": dim,
         "intermediate_size": int(k("feed_forward_length")),

@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
-"""A random-weight llama GGUF of a real model's shape, for the memory and
-agreement tests of stored-type weights (tests/test_weights_memory.sh) and the
-8B benchmark (bench/run_weights.sh), and the GPU kit's small model (kit).
+"""A random-weight llama or qwen3 GGUF of a real model's shape, for the memory
+and agreement tests of stored-type weights (tests/test_weights_memory.sh), the
+8B benchmark (bench/run_weights.sh), the GPU kit's small model (kit) and the
+Qwen3 tests (tests/test_qwen3.sh, tests/test_model_reference.py).
 
 Shapes: llama-1b = Llama-3.2-1B (16 layers, dim 2048, ffn 8192, 32/8 heads of
 64, vocab 128256, tied embeddings); llama-8b = Llama-3.1-8B (32 layers, dim
-4096, ffn 14336, 32/8 heads of 128, vocab 128256, untied).
+4096, ffn 14336, 32/8 heads of 128, vocab 128256, untied); qwen3-8b-1layer =
+one layer of Qwen3-8B (dim 4096, ffn 12288, 32/8 heads of 128, vocab 151936,
+untied, rope theta 1e6); qwen3-small = a Qwen3 whose head_dim (64) is not
+dim / heads (128 / 4), tied. qwen3 shapes carry the per-head Q/K norms
+(attn_q_norm / attn_k_norm, head_dim F32 weights drawn from [1, 3], so that a
+swap of the two or a norm over the wrong axis shows).
 
 Every matrix is written in TYPE (Q4_K or Q8_0) as random blocks: random quant
 bytes (every code occurs) with f16 scales drawn so that weights have about the
@@ -33,6 +39,10 @@ SHAPES = {
     # GPU-vs-CPU comparison of rankings is not decided by near-ties.
     "kit": dict(layers=2, dim=128, ffn=256, heads=4, kv=2, head_dim=32, vocab=49152, tied=True,
                 scale=8.0),
+    "qwen3-small": dict(arch="qwen3", layers=2, dim=128, ffn=256, heads=4, kv=2, head_dim=64,
+                        vocab=49152, tied=True, scale=8.0),
+    "qwen3-8b-1layer": dict(arch="qwen3", layers=1, dim=4096, ffn=12288, heads=32, kv=8,
+                            head_dim=128, vocab=151936, tied=False),
 }
 # Byte offsets of the f16 scales in a block (formats/dequant.c) and the scale
 # that gives |w| ~ 0.02: Q8_0 w = d q, q in [-128, 127]; Q4_K w = d sc q - dmin m
@@ -82,10 +92,12 @@ def main():
     s = SHAPES[sys.argv[1]]
     qtype = T[sys.argv[2]]
     rng = np.random.default_rng(1)
-    writer = GGUFWriter(sys.argv[4], "llama")
+    arch = s.get("arch", "llama")
+    qwen3 = arch == "qwen3"
+    writer = GGUFWriter(sys.argv[4], arch)
     writer.add_name(f"random {sys.argv[1]} {sys.argv[2]}")
     writer.add_block_count(s["layers"])
-    writer.add_context_length(131072)
+    writer.add_context_length(40960 if qwen3 else 131072)
     writer.add_embedding_length(s["dim"])
     writer.add_feed_forward_length(s["ffn"])
     writer.add_head_count(s["heads"])
@@ -93,8 +105,8 @@ def main():
     writer.add_key_length(s["head_dim"])
     writer.add_value_length(s["head_dim"])
     writer.add_rope_dimension_count(s["head_dim"])
-    writer.add_rope_freq_base(500000.0)
-    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_rope_freq_base(1e6 if qwen3 else 500000.0)
+    writer.add_layer_norm_rms_eps(1e-6 if qwen3 else 1e-5)
     writer.add_vocab_size(s["vocab"])
     copy_tokenizer(sys.argv[3], writer, s["vocab"])
 
@@ -109,6 +121,9 @@ def main():
             ("attn_output.weight", dim, q_dim), ("ffn_norm.weight", dim, 0),
             ("ffn_gate.weight", ffn, dim), ("ffn_up.weight", ffn, dim),
             ("ffn_down.weight", dim, ffn)]]
+        if qwen3:
+            tensors += [(f"blk.{layer}.attn_q_norm.weight", s["head_dim"], 0),
+                        (f"blk.{layer}.attn_k_norm.weight", s["head_dim"], 0)]
     block, block_bytes = GGML_QUANT_SIZES[qtype]
     for name, rows, cols in tensors:
         if cols:
@@ -122,6 +137,8 @@ def main():
     for name, rows, cols in tensors:
         if cols:
             writer.write_tensor_data(random_matrix(rng, qtype, rows, cols, s.get("scale", 1.0)))
+        elif "_norm.weight" in name and ("attn_q" in name or "attn_k" in name):
+            writer.write_tensor_data((1.0 + 2.0 * rng.random(rows)).astype(np.float32))
         else:
             writer.write_tensor_data(np.ones(rows, dtype=np.float32))
     writer.close()

@@ -124,8 +124,10 @@ static void fill_prompt(int32_t *prompt) {
 
 /* Batched against separate runtimes, for n sequences (n > 16 spans several
  * attention blocks). */
-static void check_against_separate(size_t n) {
-  Model *model = tiny_gguf_model("batch_tiny.gguf");
+static void check_against_separate(size_t n, const char *arch) {
+  char file[64];
+  snprintf(file, sizeof file, "batch_tiny_%s.gguf", arch);
+  Model *model = tiny_gguf_model_of(file, arch);
   const ModelConfig *c = &model->config;
   size_t vocab = c->vocab_size;
   int32_t prompt[PROMPT];
@@ -155,9 +157,9 @@ static void check_against_separate(size_t n) {
     }
   }
   printf(
-      "batch of %zu: max relative logit difference to separate runtimes %.3g (tolerance %.3g); "
-      "the marks alone move them by up to %.3g\n",
-      n, worst, tol, spread);
+      "%s batch of %zu: max relative logit difference to separate runtimes %.3g (tolerance "
+      "%.3g); the marks alone move them by up to %.3g\n",
+      arch, n, worst, tol, spread);
   /* The marks matter: a batch that ignored them would fail above. */
   ck_assert_double_gt(spread, 10.0 * tol);
   free(batched);
@@ -167,10 +169,19 @@ static void check_against_separate(size_t n) {
   model_free(model);
 }
 
-START_TEST(test_batch_equals_separate_runtimes) { check_against_separate(5); }
+START_TEST(test_batch_equals_separate_runtimes) { check_against_separate(5, "llama"); }
 END_TEST
 
-START_TEST(test_batch_of_two_blocks_equals_separate_runtimes) { check_against_separate(MAX_SEQS); }
+START_TEST(test_batch_of_two_blocks_equals_separate_runtimes) {
+  check_against_separate(MAX_SEQS, "llama");
+}
+END_TEST
+
+/* Qwen2's biases and Qwen3's per-head Q/K norms on the batched path. */
+START_TEST(test_qwen_batches_equal_separate_runtimes) {
+  check_against_separate(5, "qwen2");
+  check_against_separate(5, "qwen3");
+}
 END_TEST
 
 /* The same sequences: all at once with 1 and 2 threads, and as the first
@@ -275,6 +286,7 @@ static Suite *batch_suite(void) {
   TCase *tc = tcase_create("batch");
   tcase_add_test(tc, test_batch_equals_separate_runtimes);
   tcase_add_test(tc, test_batch_of_two_blocks_equals_separate_runtimes);
+  tcase_add_test(tc, test_qwen_batches_equal_separate_runtimes);
   tcase_add_test(tc, test_batch_thread_count_and_reset_change_nothing_beyond_rounding);
   tcase_add_test(tc, test_batch_bad_calls_fail_with_one_line);
   suite_add_tcase(s, tc);

@@ -682,6 +682,61 @@ START_TEST(missing_tensor_shape_mismatch_and_bad_values_are_named) {
 }
 END_TEST
 
+START_TEST(qwen3_loads_with_its_qk_norms) {
+  Model *m = NULL;
+  TinySpec qwen3 = {.arch = "qwen3"};
+  const char *path = tiny_gguf(&qwen3, "tiny_qwen3.gguf");
+  ck_assert_msg(model_load(path, &m) == 0, "%s", obc_error_message());
+  ck_assert_str_eq(m->config.architecture, "qwen3");
+  ck_assert(m->config.qk_norm && !m->config.qkv_bias && !m->config.rope_interleaved);
+  for (size_t l = 0; l < TINY_LAYERS; l++) {
+    ck_assert_ptr_nonnull(m->weights.layers[l].q_norm);
+    ck_assert_ptr_nonnull(m->weights.layers[l].k_norm);
+    ck_assert_ptr_null(m->weights.layers[l].bq);
+  }
+  /* q_norm and k_norm are distinct tensors (tiny_value differs by index) */
+  ck_assert(m->weights.layers[1].q_norm[1] != m->weights.layers[1].k_norm[1]);
+  model_free(m);
+
+  TinySpec missing = {.arch = "qwen3", .skip = "blk.1.attn_k_norm.weight"};
+  path = tiny_gguf(&missing, "qwen3_no_k_norm.gguf");
+  ck_assert_int_eq(model_load(path, &m), OBC_EFORMAT);
+  ck_assert_ptr_null(m);
+  assert_message_names(path, "tensor blk.1.attn_k_norm.weight is missing");
+
+  TinySpec shape = {
+      .arch = "qwen3", .reshape = "blk.0.attn_q_norm.weight", .reshape_dims = {TINY_DIM, 0}};
+  path = tiny_gguf(&shape, "qwen3_q_norm_shape.gguf");
+  ck_assert_int_eq(model_load(path, &m), OBC_EFORMAT);
+  assert_message_names(path, "blk.0.attn_q_norm.weight");
+}
+END_TEST
+
+/* Families the runtime does not compute are refused in one line that names
+ * the architecture and lists the supported ones, before any weight is read. */
+START_TEST(other_families_are_refused_naming_the_architecture) {
+  static const char *const arches[] = {"qwen3moe", "gemma", "gemma3", "phi3", "mistral3"};
+  Model *m = NULL;
+  for (size_t i = 0; i < sizeof arches / sizeof arches[0]; i++) {
+    TinySpec spec = {.arch = arches[i]};
+    char file[64], expected[128];
+    snprintf(file, sizeof file, "refused_%s.gguf", arches[i]);
+    const char *path = tiny_gguf(&spec, file);
+    ck_assert_int_eq(model_load(path, &m), OBC_EUNSUPPORTED);
+    ck_assert_ptr_null(m);
+    snprintf(expected, sizeof expected,
+             "general.architecture is \"%s\" (supported: llama, qwen2, qwen3)", arches[i]);
+    assert_message_names(path, expected);
+    ck_assert_ptr_null(strchr(obc_error_message(), '\n'));
+  }
+  /* Mistral is written as a llama GGUF; its sliding window is what differs. */
+  TinySpec mistral = {.arch = "llama", .sliding_window = 4096};
+  const char *path = tiny_gguf(&mistral, "mistral_window.gguf");
+  ck_assert_int_eq(model_load(path, &m), OBC_EUNSUPPORTED);
+  assert_message_names(path, "llama.attention.sliding_window is 4096 (sliding-window attention");
+}
+END_TEST
+
 START_TEST(config_validation_rejects_impossible_shapes) {
   ModelConfig c = {.n_layers = 2,
                    .dim = 16,
@@ -751,6 +806,8 @@ static Suite *gguf_suite(void) {
   tcase_add_test(synthetic, unknown_tensor_type_is_named_when_used);
   tcase_add_test(synthetic, tiny_llama_gguf_loads_with_its_config_and_weights);
   tcase_add_test(synthetic, missing_tensor_shape_mismatch_and_bad_values_are_named);
+  tcase_add_test(synthetic, qwen3_loads_with_its_qk_norms);
+  tcase_add_test(synthetic, other_families_are_refused_naming_the_architecture);
   tcase_add_test(synthetic, config_validation_rejects_impossible_shapes);
   suite_add_tcase(s, synthetic);
   return s;

@@ -18,6 +18,7 @@
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_startup.h"
+#include "model/hf_config.h"
 #include "model/model.h"
 #include "model/model_load.h"
 #include "tests/tiny_gguf.h"
@@ -103,6 +104,7 @@ static Difference compare_models(const Model *a, const Model *b, double rel_tol)
   ck_assert_uint_eq(c->context_length, b->config.context_length);
   ck_assert(c->norm_eps == b->config.norm_eps && c->rope_theta == b->config.rope_theta);
   ck_assert(c->tied_embeddings == b->config.tied_embeddings && c->qkv_bias == b->config.qkv_bias);
+  ck_assert(c->qk_norm == b->config.qk_norm);
   bool permuted = c->rope_interleaved && !b->config.rope_interleaved;
   size_t hd = c->head_dim, q = c->n_heads * hd, kv = c->n_kv_heads * hd;
   Difference d = {0};
@@ -120,6 +122,8 @@ static Difference compare_models(const Model *a, const Model *b, double rel_tol)
     compare(&d, "bq", u->bq, v->bq, 1, q, hd, false, rel_tol);
     compare(&d, "bk", u->bk, v->bk, 1, kv, hd, false, rel_tol);
     compare(&d, "bv", u->bv, v->bv, 1, kv, hd, false, rel_tol);
+    compare(&d, "q_norm", u->q_norm, v->q_norm, 1, hd, hd, false, rel_tol);
+    compare(&d, "k_norm", u->k_norm, v->k_norm, 1, hd, hd, false, rel_tol);
     compare(&d, "wo", F32(u->wo), F32(v->wo), c->dim, q, hd, false, rel_tol);
     compare(&d, "ffn_norm", u->ffn_norm, v->ffn_norm, 1, c->dim, hd, false, rel_tol);
     compare(&d, "w_gate", F32(u->w_gate), F32(v->w_gate), c->ffn_dim, c->dim, hd, false, rel_tol);
@@ -178,7 +182,7 @@ END_TEST
 
 /* ---- tiny models ---- */
 
-/* arch "llama", "qwen2" or "llama-untied" (with output.weight / lm_head). */
+/* arch "llama", "qwen2", "qwen3" or "llama-untied" (with output.weight / lm_head). */
 static const char *tiny_folder(const char *arch, const char *name, const char *options) {
   static char folder[4300];
   char gguf[4300];
@@ -193,8 +197,8 @@ static const char *tiny_folder(const char *arch, const char *name, const char *o
 }
 
 START_TEST(sharded_index_loads_exactly_as_a_single_file) {
-  static const char *arches[] = {"llama", "qwen2", "llama-untied"};
-  for (size_t i = 0; i < 3; i++) {
+  static const char *arches[] = {"llama", "qwen2", "llama-untied", "qwen3"};
+  for (size_t i = 0; i < 4; i++) {
     char gguf[4300], single[4300], sharded[4300];
     snprintf(single, sizeof single, "%s", tiny_folder(arches[i], "single", "--dtype f32"));
     snprintf(sharded, sizeof sharded, "%s",
@@ -205,6 +209,7 @@ START_TEST(sharded_index_loads_exactly_as_a_single_file) {
     printf("tiny %s: single vs 4 shards %zu weights max |diff| %g; GGUF vs HF max |diff| %g\n",
            arches[i], d1.values, d1.max_abs, d2.max_abs);
     ck_assert(a->config.qkv_bias == (i == 1));
+    ck_assert(a->config.qk_norm == (i == 3) && (a->weights.layers[1].k_norm != NULL) == (i == 3));
     ck_assert(a->config.tied_embeddings == (i != 2) && g->config.tied_embeddings == (i != 2));
     ck_assert((a->weights.output.data == a->weights.token_embedding.data) == (i != 2));
     model_free(g);
@@ -270,6 +275,30 @@ START_TEST(unsupported_configs_are_refused_naming_the_field) {
   } cases[] = {
       {"\"model_type\": \"mistral\",", "model_type: \"mistral\" is not supported",
        OBC_EUNSUPPORTED},
+      /* Each family the runtime lacks: named, with the supported list. */
+      {"\"architectures\": [\"Qwen3MoeForCausalLM\"], \"model_type\": \"qwen3_moe\", "
+       "\"num_experts\": 128,",
+       "model_type: \"qwen3_moe\" is not supported (supported: llama, qwen2, qwen3)",
+       OBC_EUNSUPPORTED},
+      {"\"architectures\": [\"Gemma2ForCausalLM\"], \"model_type\": \"gemma2\",",
+       "model_type: \"gemma2\" is not supported (supported: llama, qwen2, qwen3)",
+       OBC_EUNSUPPORTED},
+      {"\"architectures\": [\"Phi3ForCausalLM\"], \"model_type\": \"phi3\",",
+       "model_type: \"phi3\" is not supported (supported: llama, qwen2, qwen3)", OBC_EUNSUPPORTED},
+      {"\"architectures\": [\"MistralForCausalLM\"], \"model_type\": \"mistral\", "
+       "\"sliding_window\": 4096,",
+       "model_type: \"mistral\" is not supported (supported: llama, qwen2, qwen3)",
+       OBC_EUNSUPPORTED},
+      /* Mistral weights under model_type llama still carry their window. */
+      {"\"sliding_window\": 4096,", "sliding_window: sliding-window attention", OBC_EUNSUPPORTED},
+      {"\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\", "
+       "\"layer_types\": [\"full_attention\", \"sliding_attention\"],",
+       "layer_types", OBC_EUNSUPPORTED},
+      {"\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\", "
+       "\"attention_bias\": true,",
+       "attention_bias: biases on the attention projections of a qwen3 model", OBC_EUNSUPPORTED},
+      {"\"architectures\": [\"Qwen3MoeForCausalLM\"], \"model_type\": \"qwen3\",",
+       "architectures: \"Qwen3MoeForCausalLM\" is not supported", OBC_EUNSUPPORTED},
       {"\"architectures\": [\"GemmaForCausalLM\"],", "architectures", OBC_EUNSUPPORTED},
       {"\"num_local_experts\": 8,", "num_local_experts", OBC_EUNSUPPORTED},
       {"\"use_sliding_window\": true,", "use_sliding_window", OBC_EUNSUPPORTED},
@@ -285,6 +314,9 @@ START_TEST(unsupported_configs_are_refused_naming_the_field) {
       {"\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0},",
        "low_freq_factor is missing", OBC_EFORMAT},
       {"\"rms_norm_eps\": \"small\",", "rms_norm_eps", OBC_EFORMAT},
+      /* transformers 5's rope_parameters: refused like rope_scaling */
+      {"\"rope_parameters\": {\"rope_type\": \"yarn\", \"rope_theta\": 1e6},",
+       "rope_parameters.rope_type: type \"yarn\" is not supported", OBC_EUNSUPPORTED},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char name[32];
@@ -304,6 +336,58 @@ START_TEST(unsupported_configs_are_refused_naming_the_field) {
   folder = config_folder("noweights", "");
   ck_assert_int_eq(model_load(folder, &m), OBC_ENOTFOUND);
   assert_message_names(folder, "no model.safetensors");
+}
+END_TEST
+
+/* Writes folder NAME/config.json with exactly TEXT and reads it. */
+static int read_config_text(const char *name, const char *text, ModelConfig *config) {
+  char folder[4300], path[4400];
+  make_scratch();
+  snprintf(folder, sizeof folder, "%s/%s", scratch, name);
+  ck_assert_int_eq(obc_make_dirs(folder), 0);
+  snprintf(path, sizeof path, "%s/config.json", folder);
+  FILE *fp = fopen(path, "w");
+  ck_assert_ptr_nonnull(fp);
+  fputs(text, fp);
+  fclose(fp);
+  return hf_config_read(folder, config);
+}
+
+/* A Qwen3-8B config.json as published (rope_theta at the top level), and as
+ * transformers 5 saves it (rope_theta inside rope_parameters); without
+ * head_dim, Qwen3Config's default 128, not hidden_size / heads. */
+START_TEST(qwen3_config_reads_head_dim_and_rope_theta_either_way) {
+  const char *published =
+      "{\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\", "
+      "\"attention_bias\": false, \"head_dim\": 128, \"hidden_act\": \"silu\", "
+      "\"hidden_size\": 4096, \"intermediate_size\": 12288, \"max_position_embeddings\": "
+      "40960, \"max_window_layers\": 36, \"num_attention_heads\": 32, \"num_hidden_layers\": "
+      "36, \"num_key_value_heads\": 8, \"rms_norm_eps\": 1e-06, \"rope_scaling\": null, "
+      "\"rope_theta\": 1000000, \"sliding_window\": null, \"tie_word_embeddings\": false, "
+      "\"use_sliding_window\": false, \"vocab_size\": 151936}";
+  ModelConfig c;
+  ck_assert_msg(read_config_text("qwen3_8b", published, &c) == 0, "%s", obc_error_message());
+  ck_assert_str_eq(c.architecture, "qwen3");
+  ck_assert(c.qk_norm && !c.qkv_bias && !c.rope_interleaved && !c.tied_embeddings);
+  ck_assert_uint_eq(c.head_dim, 128);
+  ck_assert(c.rope_theta == 1e6 && c.rope_scaling == OBC_ROPE_NONE && c.norm_eps == 1e-6);
+  const char *saved =
+      "{\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\", "
+      "\"hidden_size\": 1024, \"intermediate_size\": 3072, \"max_position_embeddings\": "
+      "40960, \"num_attention_heads\": 16, \"num_hidden_layers\": 28, "
+      "\"num_key_value_heads\": 8, \"rms_norm_eps\": 1e-06, \"rope_parameters\": "
+      "{\"rope_theta\": 1000000, \"rope_type\": \"default\"}, \"layer_types\": "
+      "[\"full_attention\", \"full_attention\"], \"vocab_size\": 151936}";
+  ck_assert_msg(read_config_text("qwen3_saved", saved, &c) == 0, "%s", obc_error_message());
+  ck_assert_uint_eq(c.head_dim, 128); /* not 1024 / 16 */
+  ck_assert(c.rope_theta == 1e6);
+  const char *per_type =
+      "{\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\", "
+      "\"hidden_size\": 1024, \"intermediate_size\": 3072, \"max_position_embeddings\": "
+      "40960, \"num_attention_heads\": 16, \"num_hidden_layers\": 28, \"rope_parameters\": "
+      "{\"full_attention\": {\"rope_theta\": 1000000}}, \"vocab_size\": 151936}";
+  ck_assert_int_eq(read_config_text("qwen3_per_type", per_type, &c), OBC_EFORMAT);
+  assert_message_names("config.json", "field rope_theta is missing");
 }
 END_TEST
 
@@ -523,6 +607,7 @@ static Suite *model_load_suite(void) {
   TCase *tiny = tcase_create("tiny");
   tcase_set_timeout(tiny, TEST_TIMEOUT_S); /* tests/test_env.h */
   tcase_add_test(tiny, sharded_index_loads_exactly_as_a_single_file);
+  tcase_add_test(tiny, qwen3_config_reads_head_dim_and_rope_theta_either_way);
   tcase_add_test(tiny, f16_and_bf16_folders_match_within_their_rounding);
   tcase_add_test(tiny, unsupported_configs_are_refused_naming_the_field);
   tcase_add_test(tiny, llama3_rope_scaling_follows_transformers);

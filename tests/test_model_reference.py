@@ -2,7 +2,13 @@
 (tests/reference_model.py), on tiny random-weight models this test writes
 (GGUF via the gguf package's GGUFWriter, and a Hugging Face folder) and on the
 real SmolLM2 model (OBC_MODEL, 64-token prompt). A qwen2 Hugging Face folder
-also comes from tests/gguf_to_hf.py (sharded, bf16).
+also comes from tests/gguf_to_hf.py (sharded, bf16). Every family the loader
+accepts is covered: llama (GGUF, HF, Q8_0), Llama-3.1 rope scaling (GGUF
+rope_freqs.weight, HF rope_scaling), linear rope scaling (GGUF, HF), qwen2 (biases; GGUF, HF) and qwen3 (per-head
+Q/K norms, head_dim != dim / heads; GGUF in --weights native and f32, HF).
+With --qwen3-8b it checks only one layer of Qwen3-8B's shape
+(tests/make_random_gguf.py qwen3-8b-1layer, Q8_0, vocab 151936), in both
+weight modes (tests/test_qwen3.sh runs it).
 
 Pass criteria: max relative error <= 1e-4 over the last position, where
 relative = max|C - ref| / max|ref| (the reference runs in float64), and the
@@ -27,31 +33,39 @@ os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 TOLERANCE = 1e-4
 
 
-def c_logits(model, ids, scratch, threads=2):
+def c_logits(model, ids, scratch, threads=2, weights="native"):
     out = os.path.join(scratch, "logits.f32")
     subprocess.run([OBCACHE, "logits", "--model", model, "--ids", ",".join(map(str, ids)),
-                    "--all", "-o", out, "--threads", str(threads)], check=True,
-                   stderr=subprocess.PIPE, text=True)
+                    "--all", "-o", out, "--threads", str(threads), "--weights", weights],
+                   check=True, stderr=subprocess.PIPE, text=True)
     return np.fromfile(out, dtype="<f4").reshape(len(ids), -1)
 
 
-def compare(label, model, ids, scratch):
+def compare(label, model, ids, scratch, modes=("native",)):
+    """The C logits in each --weights mode of modes against the reference."""
     ref = reference_model.forward(reference_model.load(model), ids)
-    try:
-        got = c_logits(model, ids, scratch)
-    except subprocess.CalledProcessError as error:
-        print(f"FAIL {label}: obcache logits exited with {error.returncode}: {error.stderr}")
-        return False
-    if got.shape != ref.shape:
-        print(f"FAIL {label}: shape {got.shape} vs reference {ref.shape}")
-        return False
-    rel_last = np.abs(got[-1] - ref[-1]).max() / np.abs(ref[-1]).max()
-    rel_all = np.abs(got - ref).max() / np.abs(ref).max()
-    same = got.argmax(axis=1) == ref.argmax(axis=1)
-    ok = rel_last <= TOLERANCE and same.all()
-    print(f"{'ok  ' if ok else 'FAIL'} {label}: {len(ids)} tokens, max relative error "
-          f"last position {rel_last:.3g}, all positions {rel_all:.3g}; argmax equal at "
-          f"{same.sum()}/{len(ids)} positions")
+    ok = True
+    for mode in modes:
+        name = f"{label}, --weights {mode}" if len(modes) > 1 else label
+        try:
+            got = c_logits(model, ids, scratch, weights=mode)
+        except subprocess.CalledProcessError as error:
+            print(f"FAIL {name}: obcache logits exited with {error.returncode}: {error.stderr}")
+            ok = False
+            continue
+        if got.shape != ref.shape:
+            print(f"FAIL {name}: shape {got.shape} vs reference {ref.shape}")
+            ok = False
+            continue
+        rel_last = np.abs(got[-1] - ref[-1]).max() / np.abs(ref[-1]).max()
+        rel_all = np.abs(got - ref).max() / np.abs(ref).max()
+        same = got.argmax(axis=1) == ref.argmax(axis=1)
+        good = bool(rel_last <= TOLERANCE and same.all())
+        print(f"{'ok  ' if good else 'FAIL'} {name}: {len(ids)} tokens, max relative error "
+              f"last position {rel_last:.3g}, all positions {rel_all:.3g} (max abs "
+              f"{np.abs(got - ref).max():.3g} of max |logit| {np.abs(ref).max():.3g}); argmax "
+              f"equal at {same.sum()}/{len(ids)} positions")
+        ok &= good
     return ok
 
 
@@ -75,10 +89,11 @@ def llama3_factors(head_dim, theta, factor, low, high, old_context):
 class Tiny:
     """Random weights of a tiny model, named by role, (out, in) matrices."""
 
-    def __init__(self, seed, n_layers, dim, n_heads, n_kv_heads, ffn, vocab, biases):
+    def __init__(self, seed, n_layers, dim, n_heads, n_kv_heads, ffn, vocab, biases,
+                 head_dim=None, qk_norm=False):
         rng = np.random.default_rng(seed)
         self.n_layers, self.dim, self.n_heads, self.n_kv_heads = n_layers, dim, n_heads, n_kv_heads
-        self.ffn, self.vocab, self.head_dim = ffn, vocab, dim // n_heads
+        self.ffn, self.vocab, self.head_dim = ffn, vocab, head_dim or dim // n_heads
         hd = self.head_dim
 
         def mat(rows, cols, scale=1.0):
@@ -101,6 +116,8 @@ class Tiny:
             if biases:
                 layer.update(bq=vec(n_heads * hd, 0, 0.5), bk=vec(n_kv_heads * hd, 0, 0.5),
                              bv=vec(n_kv_heads * hd, 0, 0.5))
+            if qk_norm:  # Qwen3: far from 1, and different, so that a swap shows
+                layer.update(q_norm=vec(hd, 2.0, 0.5), k_norm=vec(hd, 1.0, 0.3))
             self.layers.append(layer)
 
 
@@ -111,7 +128,7 @@ def permute_rows(w, n_head):
     return w.reshape(n_head, 2, hd // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def write_gguf(path, arch, tiny, theta=10000.0, rope_freqs=None, quantize=False):
+def write_gguf(path, arch, tiny, theta=10000.0, rope_freqs=None, quantize=False, linear=None):
     import gguf
 
     writer = gguf.GGUFWriter(path, arch)
@@ -124,7 +141,12 @@ def write_gguf(path, arch, tiny, theta=10000.0, rope_freqs=None, quantize=False)
     writer.add_head_count_kv(tiny.n_kv_heads)
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_rope_freq_base(theta)
+    if linear:
+        writer.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        writer.add_rope_scaling_factor(linear)
     writer.add_rope_dimension_count(tiny.head_dim)
+    writer.add_key_length(tiny.head_dim)
+    writer.add_value_length(tiny.head_dim)
     writer.add_vocab_size(tiny.vocab)
 
     def add(name, array):
@@ -142,7 +164,8 @@ def write_gguf(path, arch, tiny, theta=10000.0, rope_freqs=None, quantize=False)
     names = {"attn_norm": "attn_norm.weight", "q": "attn_q.weight", "k": "attn_k.weight",
              "v": "attn_v.weight", "o": "attn_output.weight", "ffn_norm": "ffn_norm.weight",
              "gate": "ffn_gate.weight", "up": "ffn_up.weight", "down": "ffn_down.weight",
-             "bq": "attn_q.bias", "bk": "attn_k.bias", "bv": "attn_v.bias"}
+             "bq": "attn_q.bias", "bk": "attn_k.bias", "bv": "attn_v.bias",
+             "q_norm": "attn_q_norm.weight", "k_norm": "attn_k_norm.weight"}
     for i, layer in enumerate(tiny.layers):
         for role, array in layer.items():
             if arch == "llama" and role in ("q", "k"):  # as llama.cpp's converter does
@@ -225,10 +248,24 @@ def threads_agree(model, prompt, scratch):
     return good
 
 
+def qwen3_8b(scratch):
+    """One layer of Qwen3-8B's shape, Q8_0, in both weight modes."""
+    path = os.path.join(scratch, "qwen3_8b_1layer.gguf")
+    maker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "make_random_gguf.py")
+    subprocess.run([sys.executable, maker, "qwen3-8b-1layer", "Q8_0", os.environ["OBC_MODEL"],
+                    path], check=True)
+    ids = [int(x) for x in (np.arange(24) * 6151 + 11) % 151936]
+    return compare("Qwen3-8B shape, 1 layer, Q8_0 GGUF", path, ids, scratch, ("native", "f32"))
+
+
 def main():
     ok = True
     ids = [int(x) for x in (np.arange(40) * 37 + 11) % 200]
     with tempfile.TemporaryDirectory(dir=os.environ.get("OBC_TMP")) as scratch:
+        if sys.argv[1:] == ["--qwen3-8b"]:
+            ok = qwen3_8b(scratch)
+            print("all comparisons passed" if ok else "some comparisons FAILED")
+            return 0 if ok else 1
         path = os.path.join(scratch, "llama_gqa2.gguf")
         write_gguf(path, "llama", Tiny(1, 2, 64, 4, 2, 96, 200, False))
         ok &= compare("tiny llama GGUF, GQA 2:1", path, ids, scratch)
@@ -250,9 +287,35 @@ def main():
             ok &= compare("tiny qwen2 HF folder (gguf_to_hf.py), bf16, 2 shards, biases",
                           folder, ids, scratch)
 
+        # Qwen3: head_dim 32 with dim 64 and 4 heads (q width 128 != dim), untied
+        path = os.path.join(scratch, "qwen3.gguf")
+        write_gguf(path, "qwen3", Tiny(6, 2, 64, 4, 2, 96, 200, False, 32, True), 1e6)
+        ok &= compare("tiny qwen3 GGUF, GQA 2:1, q/k norms, head_dim 32 != 64/4", path, ids,
+                      scratch)
+        path = os.path.join(scratch, "qwen3_q8.gguf")
+        write_gguf(path, "qwen3", Tiny(7, 2, 64, 2, 1, 96, 200, False, 64, True), 1e6,
+                   quantize=True)
+        ok &= compare("tiny qwen3 GGUF, GQA 2:1, q/k norms, head_dim 64 != 64/2, Q8_0", path,
+                      ids, scratch, ("native", "f32"))
+        if os.path.exists(converter):
+            folder = os.path.join(scratch, "qwen3_hf")
+            subprocess.run([sys.executable, converter, path, folder, "--dtype", "f32"],
+                           check=True, stdout=subprocess.DEVNULL)
+            ok &= compare("tiny qwen3 HF folder (gguf_to_hf.py), f32, untied", folder, ids,
+                          scratch)
+
         path = os.path.join(scratch, "llama_q8.gguf")
         write_gguf(path, "llama", Tiny(4, 2, 64, 8, 2, 96, 200, False), quantize=True)
         ok &= compare("tiny llama GGUF, GQA 4:1, Q8_0 weights", path, ids, scratch)
+
+        path = os.path.join(scratch, "llama_linear.gguf")
+        write_gguf(path, "llama", Tiny(8, 2, 64, 4, 2, 96, 200, False), linear=4.0)
+        ok &= compare("tiny llama GGUF, linear rope scaling (factor 4)", path, ids, scratch)
+        folder = os.path.join(scratch, "llama_linear_hf")
+        write_hf(folder, Tiny(9, 2, 64, 4, 2, 96, 200, False), 10000.0,
+                 {"rope_type": "linear", "factor": 4.0})
+        ok &= compare("tiny llama HF folder, rope_scaling linear (factor 4), tied", folder, ids,
+                      scratch)
 
         folder = os.path.join(scratch, "llama_hf")
         scaling = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,

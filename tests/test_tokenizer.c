@@ -271,6 +271,33 @@ START_TEST(chatml_default_system_inside_an_escaped_literal) {
 }
 END_TEST
 
+/* Qwen3's generation prompt: with enable_thinking false (how we render it),
+ * an empty reasoning block after the assistant header; no default system. */
+START_TEST(qwen3_template_renders_with_thinking_off) {
+  const char *t =
+      "{%- if messages[0].role == 'system' %}{{- '<|im_start|>system\\n' + "
+      "messages[0].content + '<|im_end|>\\n' }}{%- endif %}{%- for message in messages %}{{- "
+      "'<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}{%- "
+      "endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- if "
+      "enable_thinking is defined and enable_thinking is false %}{{- "
+      "'<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}";
+  ck_assert_int_eq(tokenizer_set_chat_template(tok, t, strlen(t)), 0);
+  ck_assert_int_eq(tokenizer_chat_detect(tok), 0);
+  ck_assert_int_eq(tokenizer_chat_template(tok), OBC_CHAT_CHATML);
+  ck_assert_ptr_null(tokenizer_default_system(tok));
+  char *text = render(NULL, "Where is the key?");
+  ck_assert_str_eq(text,
+                   "<|im_start|>user\nWhere is the key?<|im_end|>\n<|im_start|>assistant\n"
+                   "<think>\n\n</think>\n\n");
+  free(text);
+  text = render("Be brief.", "hi");
+  ck_assert_str_eq(text,
+                   "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n"
+                   "<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  free(text);
+}
+END_TEST
+
 START_TEST(llama3_header_format) {
   const char *t =
       "{{- bos_token }}{%- for message in messages %}{{- '<|start_header_id|>' + "
@@ -420,6 +447,7 @@ int main(int argc, char **argv) {
   TCase *chat_case = tcase_create("chat");
   tcase_add_checked_fixture(chat_case, load_tokenizer, free_tokenizer);
   tcase_add_test(chat_case, chatml_uses_the_templates_default_system_message);
+  tcase_add_test(chat_case, qwen3_template_renders_with_thinking_off);
   tcase_add_test(chat_case, chat_prompt_encodes_the_rendered_text_without_bos);
   tcase_add_test(chat_case, chatml_default_system_inside_an_escaped_literal);
   tcase_add_test(chat_case, llama3_header_format);

@@ -1,9 +1,10 @@
-/* A tiny llama or qwen2 model as a GGUF file (2 layers, dim 16, 4 query and 2
- * KV heads of dim 4, vocabulary 40, F32 weights with deterministic values
- * tiny_value(tensor index, element)), with optional damage: a tensor left out,
- * reshaped, poisoned with a NaN or given an unknown type, an extra tensor, a
- * rope.dimension_count; tiny_gguf_model writes the plain llama one and loads
- * it. Test code. */
+/* A tiny llama, qwen2 (q/k/v biases) or qwen3 (per-head Q/K norms) model as a
+ * GGUF file (2 layers, dim 16, 4 query and 2 KV heads of dim 4, vocabulary 40,
+ * F32 weights with deterministic values tiny_value(tensor index, element)),
+ * with optional damage: a tensor left out, reshaped, poisoned with a NaN or
+ * given an unknown type, an extra tensor, a rope.dimension_count, an
+ * attention.sliding_window; tiny_gguf_model writes the plain llama one
+ * (tiny_gguf_model_of: of another architecture) and loads it. Test code. */
 #ifndef OBC_TEST_TINY_GGUF_H
 #define OBC_TEST_TINY_GGUF_H
 
@@ -31,6 +32,7 @@ typedef struct {
   size_t extra_length;       /* its length (0: TINY_DIM) */
   const float *extra_values; /* its values (NULL: tiny_value) */
   bool untied;               /* with output.weight (else tied to token_embd) */
+  uint32_t sliding_window;   /* <arch>.attention.sliding_window when non-zero */
 } TinySpec;
 
 enum {
@@ -66,6 +68,7 @@ static void tiny_gguf_write(const TinySpec *spec, const char *path) {
   tg_kv_f32(&g, KEY("rope.freq_base"), 10000.0f);
   tg_kv_f32(&g, KEY("attention.layer_norm_rms_epsilon"), 1e-5f);
   if (spec->rope_dims) tg_kv_u32(&g, KEY("rope.dimension_count"), spec->rope_dims);
+  if (spec->sliding_window) tg_kv_u32(&g, KEY("attention.sliding_window"), spec->sliding_window);
 #undef KEY
   struct {
     char name[64];
@@ -77,7 +80,7 @@ static void tiny_gguf_write(const TinySpec *spec, const char *path) {
   T("token_embd.weight", TINY_DIM, TINY_VOCAB);
   T("output_norm.weight", TINY_DIM, 0);
   if (spec->untied) T("output.weight", TINY_DIM, TINY_VOCAB);
-  int qwen = !strcmp(arch, "qwen2");
+  int qwen = !strcmp(arch, "qwen2"), qwen3 = !strcmp(arch, "qwen3");
   for (int l = 0; l < TINY_LAYERS; l++) {
     static const struct {
       const char *what;
@@ -106,6 +109,13 @@ static void tiny_gguf_write(const TinySpec *spec, const char *path) {
       T(name, TINY_KV * TINY_HD, 0);
       snprintf(name, sizeof name, "blk.%d.attn_v.bias", l);
       T(name, TINY_KV * TINY_HD, 0);
+    }
+    if (qwen3) {
+      char name[64];
+      snprintf(name, sizeof name, "blk.%d.attn_q_norm.weight", l);
+      T(name, TINY_HD, 0);
+      snprintf(name, sizeof name, "blk.%d.attn_k_norm.weight", l);
+      T(name, TINY_HD, 0);
     }
   }
   if (spec->extra) T(spec->extra, spec->extra_length ? spec->extra_length : TINY_DIM, 0);
@@ -139,14 +149,18 @@ static void tiny_gguf_write(const TinySpec *spec, const char *path) {
 /* The plain tiny llama model (no damage, tied embeddings), written to
  * file_name in the suite's scratch folder (tests/test_env.h) and loaded;
  * fails the current test when it does not load. */
-static inline Model *tiny_gguf_model(const char *file_name) {
+static inline Model *tiny_gguf_model_of(const char *file_name, const char *arch) {
   char path[4096];
   test_scratch_file(file_name, path, sizeof path);
-  TinySpec spec = {.arch = "llama"};
+  TinySpec spec = {.arch = arch};
   tiny_gguf_write(&spec, path);
   Model *model = NULL;
   ck_assert_int_eq(model_load(path, &model), 0);
   return model;
+}
+
+static inline Model *tiny_gguf_model(const char *file_name) {
+  return tiny_gguf_model_of(file_name, "llama");
 }
 
 #endif

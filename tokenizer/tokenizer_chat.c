@@ -2,8 +2,12 @@
  * tokenizer.chat_template or tokenizer_config.json) uses, the default system
  * message it inserts, and the rendering of a one-turn chat that generation
  * continues from. We recognise the two formats of the models we run (ChatML
- * for SmolLM2 and Qwen2, header tokens for Llama 3) rather than run Jinja; the
- * tests compare the rendering with the template run by jinja2. */
+ * for SmolLM2, Qwen2 and Qwen3, header tokens for Llama 3) rather than run
+ * Jinja; the tests compare the rendering with the template run by jinja2.
+ * Qwen3's template can open the assistant turn with a reasoning block; we
+ * render it as transformers does with enable_thinking=False, an empty
+ * "<think>\n\n</think>\n\n", so that the model answers at once and captured
+ * prompts never contain a thinking block. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,9 +139,11 @@ int tokenizer_chat_detect(Tokenizer *tokenizer) {
   free(tokenizer->default_system);
   tokenizer->default_system = NULL;
   tokenizer->chat = OBC_CHAT_NONE;
+  tokenizer->empty_think = 0;
   if (!text) return 0;
   if (strstr(text, "<|im_start|>")) {
     tokenizer->chat = OBC_CHAT_CHATML;
+    tokenizer->empty_think = strstr(text, "enable_thinking") && strstr(text, "</think>");
     return find_chatml_default_system(text, &tokenizer->default_system);
   }
   if (strstr(text, "<|start_header_id|>")) {
@@ -171,6 +177,7 @@ int tokenizer_render_chat(const Tokenizer *tokenizer, const char *system, const 
       text_add(&t, "<|im_start|>user\n");
       text_add(&t, user);
       text_add(&t, "<|im_end|>\n<|im_start|>assistant\n");
+      if (tokenizer->empty_think) text_add(&t, "<think>\n\n</think>\n\n");
       break;
     case OBC_CHAT_LLAMA3:
       add_template_bos(tokenizer, &t);

@@ -77,6 +77,9 @@ struct Tokenizer {
   TokenizerChatTemplate chat;
   char *chat_template;  /* the template text from the metadata (NULL when none) */
   char *default_system; /* default system message of the template (NULL when none) */
+  /* Qwen3: the template has an enable_thinking switch; rendered with thinking
+   * off, the assistant turn opens with an empty "<think>\n\n</think>\n\n". */
+  int empty_think;
 };
 
 /* tokenizer_maps.c */

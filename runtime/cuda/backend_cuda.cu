@@ -30,6 +30,7 @@ typedef struct {
   float *attn_norm;                                 /* (dim) */
   float *ffn_norm;                                  /* (dim) */
   float *bq, *bk, *bv;                              /* biases or NULL */
+  float *q_norm, *k_norm;                           /* (head_dim) per-head Q/K norms or NULL */
 } CudaLayer;
 
 /* Device and pinned host buffers of one layer's capture, and what they hold. */
@@ -180,6 +181,8 @@ static int upload_weights(CudaState *s) {
     if (!rc) rc = upload_vector(lw->bq, q_dim, &d->bq, "q bias");
     if (!rc) rc = upload_vector(lw->bk, kv_dim, &d->bk, "k bias");
     if (!rc) rc = upload_vector(lw->bv, kv_dim, &d->bv, "v bias");
+    if (!rc) rc = upload_vector(lw->q_norm, c->head_dim, &d->q_norm, "q norm");
+    if (!rc) rc = upload_vector(lw->k_norm, c->head_dim, &d->k_norm, "k norm");
   }
   device_free(stage);
   return rc;
@@ -268,8 +271,8 @@ static void cuda_destroy(void *state) {
   if (s->layers) {
     for (size_t l = 0; l < s->model->config.n_layers; l++) {
       CudaLayer *d = &s->layers[l];
-      void *ptrs[] = {d->wq,     d->wk,        d->wv,       d->wo, d->w_gate, d->w_up,
-                      d->w_down, d->attn_norm, d->ffn_norm, d->bq, d->bk,     d->bv};
+      void *ptrs[] = {d->wq,        d->wk,       d->wv, d->wo, d->w_gate, d->w_up,   d->w_down,
+                      d->attn_norm, d->ffn_norm, d->bq, d->bk, d->bv,     d->q_norm, d->k_norm};
       for (size_t i = 0; i < sizeof ptrs / sizeof *ptrs; i++) device_free(ptrs[i]);
     }
     free(s->layers);
@@ -582,6 +585,11 @@ static int run_layer(CudaState *s, size_t layer, size_t pos0, size_t n, const Ch
   if (w->bq) OBC_CUDA_TRY(cuda_add_bias(s->q, w->bq, n, q_dim, st));
   if (w->bk) OBC_CUDA_TRY(cuda_add_bias(s->k, w->bk, n, kv_dim, st));
   if (w->bv) OBC_CUDA_TRY(cuda_add_bias(s->v, w->bv, n, kv_dim, st));
+  /* Qwen3: one RMSNorm row per head, as cpu_attention_inputs */
+  if (w->q_norm)
+    OBC_CUDA_TRY(cuda_rmsnorm(s->q, s->q, w->q_norm, n * c->n_heads, hd, c->norm_eps, st));
+  if (w->k_norm)
+    OBC_CUDA_TRY(cuda_rmsnorm(s->k, s->k, w->k_norm, n * c->n_kv_heads, hd, c->norm_eps, st));
   OBC_CUDA_TRY(
       cuda_rope(s->q, n, c->n_heads, hd, pos0, s->rope_cos, s->rope_sin, c->rope_interleaved, st));
   OBC_CUDA_TRY(cuda_rope(s->k, n, c->n_kv_heads, hd, pos0, s->rope_cos, s->rope_sin,

@@ -2,7 +2,7 @@
 """Builds the seed corpus of every libFuzzer harness of tests/fuzz/ from the
 project's own fixtures (CONTRIBUTING.md, "Fuzzing"), deterministically:
 
-  gguf         tiny llama and qwen2 GGUFs (the gguf package's GGUFWriter, as the
+  gguf         tiny llama, qwen2 and qwen3 GGUFs (the gguf package's GGUFWriter, as the
                Python references write them) with a byte-level BPE tokenizer
                in their metadata, one with Q8_0 weights, one metadata only
   safetensors  config.json NUL model.safetensors of the Hugging Face folders
@@ -144,6 +144,9 @@ def write_gguf(path, arch, tensors=True, quantize=False, seed=1):
             if arch == "qwen2":
                 for name, rows in (("attn_q", n_heads * hd), ("attn_k", n_kv * hd), ("attn_v", n_kv * hd)):
                     add(f"blk.{i}.{name}.bias", rows)
+            if arch == "qwen3":
+                add(f"blk.{i}.attn_q_norm.weight", hd)
+                add(f"blk.{i}.attn_k_norm.weight", hd)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -188,7 +191,7 @@ def tokenizer_seed(folder, text):
 
 def gguf_and_hf_seeds(out, work):
     seeds = {h: os.path.join(out, h) for h in ("gguf", "safetensors", "tokenizer")}
-    for arch in ("llama", "qwen2"):
+    for arch in ("llama", "qwen2", "qwen3"):
         path = os.path.join(work, f"{arch}.gguf")
         write_gguf(path, arch)
         shutil.copy(path, os.path.join(seeds["gguf"], f"{arch}.gguf"))

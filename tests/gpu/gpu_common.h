@@ -88,14 +88,16 @@ static inline int gpu_compare(const char *what, const float *a, const float *b, 
 }
 
 /* A model with random weights: matrices uniform with variance 1/in, norm
- * weights 1, biases small when config->qkv_bias. share_layers: every layer
+ * weights near 1, biases small when config->qkv_bias, per-head Q/K norm
+ * weights in [1, 2) (Q) and [0.5, 1) (K) when config->qk_norm. share_layers: every layer
  * points at the same matrices (benchmark shapes). model_free() frees it. */
 static inline int gpu_random_model(const ModelConfig *config, uint64_t seed, int share_layers,
                                    Model **out) {
   const ModelConfig *c = config;
   size_t q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
   size_t layer_floats = 2 * c->dim + q_dim * c->dim + 2 * kv_dim * c->dim + c->dim * q_dim +
-                        3 * c->ffn_dim * c->dim + (c->qkv_bias ? q_dim + 2 * kv_dim : 0);
+                        3 * c->ffn_dim * c->dim + (c->qkv_bias ? q_dim + 2 * kv_dim : 0) +
+                        (c->qk_norm ? 2 * c->head_dim : 0);
   size_t stored_layers = share_layers ? 1 : c->n_layers;
   size_t total =
       c->vocab_size * c->dim * (c->tied_embeddings ? 1 : 2) + c->dim + stored_layers * layer_floats;
@@ -152,6 +154,15 @@ static inline int gpu_random_model(const ModelConfig *config, uint64_t seed, int
       TAKE(w->bq, q_dim, 0.1f);
       TAKE(w->bk, kv_dim, 0.1f);
       TAKE(w->bv, kv_dim, 0.1f);
+    }
+    if (c->qk_norm) {
+      w->q_norm = p;
+      w->k_norm = p + c->head_dim;
+      for (size_t i = 0; i < c->head_dim; i++) {
+        w->q_norm[i] = 1.0f + (float)((i * 3) % 7) / 7.0f;
+        w->k_norm[i] = 0.5f + 0.5f * (float)((i * 5) % 11) / 11.0f;
+      }
+      p += 2 * c->head_dim;
     }
   }
 #undef TAKE

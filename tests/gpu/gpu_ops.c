@@ -70,6 +70,21 @@ static void check_rmsnorm(void) {
   free(x), free(w), free(ref), free(got);
 }
 
+/* Qwen3's Q/K norms: cuda_rmsnorm in place over one row per head (37 tokens
+ * of 8 heads of 128), as the backend calls it. */
+static void check_head_rmsnorm(void) {
+  size_t rows = 37 * 8, hd = 128;
+  float *x = random_floats(rows * hd, 2.0f, 11), *w = random_floats(hd, 1.0f, 12);
+  float *ref = malloc(rows * hd * sizeof(float)), *got = malloc(rows * hd * sizeof(float));
+  cpu_rmsnorm(ref, x, w, rows, hd, 1e-6);
+  float *dx = dev_upload(x, rows * hd * 4), *dw = dev_upload(w, hd * 4);
+  require(cuda_rmsnorm(dx, dx, dw, rows, hd, 1e-6, 0));
+  dev_download(got, dx, rows * hd * 4);
+  check(gpu_compare("per-head rmsnorm in place (296 x 128)", got, ref, rows * hd, 1e-6));
+  cudaFree(dx), cudaFree(dw);
+  free(x), free(w), free(ref), free(got);
+}
+
 static void check_rope(int interleaved) {
   size_t n = 19, heads = 9, hd = 64, half = hd / 2, pos0 = 5, max_ctx = 64;
   float *x = random_floats(n * heads * hd, 1.0f, 3);
@@ -254,6 +269,7 @@ int main(void) {
   gpu_require_device("gpu_ops");
   printf("CUDA kernels vs. C twins (normalised max error = max|gpu - cpu| / max|cpu|):\n");
   check_rmsnorm();
+  check_head_rmsnorm();
   check_rope(1);
   check_rope(0);
   check_elementwise();

@@ -1,5 +1,6 @@
 /* The CUDA runtime against the CPU runtime on whole forward passes: a tiny
- * random qwen2-style model (biases, half-split RoPE, GQA 4:2), random models
+ * random qwen2-style model (biases, half-split RoPE, GQA 4:2), a tiny qwen3
+ * one (per-head Q/K norms, head_dim 64 with dim 128 and 4 heads), random models
  * of SmolLM2's shape (interleaved RoPE, tied embeddings) and of
  * Llama-3.1-8B's (one shared layer, GQA 32:8, head_dim 128), and SmolLM2
  * itself when its GGUF is present, each in fp32 and bf16 weights; 600 tokens in chunks of 256 with rows
@@ -250,6 +251,19 @@ int main(void) {
   }
   failures += compare_model(model, "tiny random model");
   failures += check_replay(model);
+  model_free(model);
+  model = NULL;
+  ModelConfig qwen3 = tiny;
+  snprintf(qwen3.name, sizeof qwen3.name, "tiny-random-qwen3");
+  snprintf(qwen3.architecture, sizeof qwen3.architecture, "qwen3");
+  qwen3.dim = 128; /* q width n_heads * head_dim = 256: not dim */
+  qwen3.qkv_bias = false;
+  qwen3.qk_norm = true;
+  if (gpu_random_model(&qwen3, 11, 0, &model) < 0) {
+    printf("FAIL: %s\n", obc_error_message());
+    return 1;
+  }
+  failures += compare_model(model, "tiny random qwen3 model");
   model_free(model);
   model = NULL;
   /* The shapes the paper's models and the default model have, random weights
