@@ -13,8 +13,9 @@ CMAKE_FLAGS ?=
 SMOKE_SECONDS ?= 60
 FUZZ_SECONDS ?= 60
 FUZZ ?=
+PREFIX ?= /usr/local
 
-.PHONY: all setup build san-build fuzz-build demo test fuzz bench format check-format clean
+.PHONY: all setup build install san-build fuzz-build demo test fuzz bench format check-format clean
 
 all: build
 
@@ -24,6 +25,11 @@ setup:
 build: setup
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# PREFIX/bin/obcache and what it reads at run time under PREFIX/share/obcache
+# (the figure scripts, the default model): CMakeLists.txt, "make install".
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 demo: build
 	@scripts/demo.sh $(BUILD)/obcache

@@ -112,8 +112,10 @@ typedef struct {
   ModelWeightsMode weights_mode;
 } Model;
 
-/* The embedded default model (models/SmolLM2-135M-Instruct.Q4_1.gguf under the
- * source tree, or $OBC_MODEL when set). */
+/* The embedded default model: $OBC_MODEL when set, else
+ * models/MODEL_DEFAULT_FILE under the data folder (common/obc_paths.h: the
+ * installed share/obcache or the source tree). */
+#define MODEL_DEFAULT_FILE "SmolLM2-135M-Instruct.Q4_1.gguf"
 const char *model_default_path(void);
 /* Loads a GGUF file or a Hugging Face folder; path NULL = the default.
  * model_load keeps stored types (MODEL_WEIGHTS_NATIVE). */

@@ -15,6 +15,7 @@
 
 #include "common/obc_cli.h"
 #include "common/obc_error.h"
+#include "common/obc_paths.h"
 #include "common/obc_file.h"
 #include "plots/plot_eval.h"
 #include "plots/plot_gnuplot.h"
@@ -107,7 +108,9 @@ const char *plot_scripts_dir(const PlotOptions *options) {
   if (options->scripts_dir && options->scripts_dir[0]) return options->scripts_dir;
   const char *env = getenv("OBC_PLOTS_DIR");
   if (env && env[0]) return env;
-  return OBC_SOURCE_DIR "/plots";
+  static char dir[4096];
+  if (!dir[0]) snprintf(dir, sizeof dir, "%s/plots", obc_data_dir());
+  return dir;
 }
 
 /* The selected figures (selected[i] for FIGURES[i]) from --only; a figure
