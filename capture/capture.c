@@ -138,6 +138,9 @@ static int run_model(Runtime *runtime, const NiahPrompt *prompt, const CaptureOp
   if (!rc) rc = runtime_forward(runtime, prompt->tokens, s, RUNTIME_LOGITS_LAST, next, &capture);
   if (!rc && b->sums) capture_sums_finish(b->sums);
   if (!rc && b->qstats) capture_qstats_finish(b->qstats);
+  char phase[64];
+  snprintf(phase, sizeof phase, "prefill done, %zu tokens", s);
+  if (!rc) capture_progress_phase(b->progress, phase);
   double t1 = obc_now_seconds();
   b->stage = "decode";
   for (size_t t = 0; !rc && t < T; t++) {
@@ -150,6 +153,8 @@ static int run_model(Runtime *runtime, const NiahPrompt *prompt, const CaptureOp
                            .on_layer = on_layer};
     rc = runtime_forward(runtime, &token, 1, RUNTIME_LOGITS_LAST, next, &step);
     if (!rc) memcpy(logits + t * vocab, next, vocab * sizeof *next);
+    snprintf(phase, sizeof phase, "decode step %zu of %zu", t + 1, T);
+    if (!rc) capture_progress_phase(b->progress, phase);
   }
   result->prefill_seconds = t1 - t0;
   result->decode_seconds = obc_now_seconds() - t1;
@@ -325,7 +330,7 @@ int capture_run(const Model *model, const NiahPrompt *prompt, const CaptureOptio
     result->n_prompt = s;
     result->n_decode = T;
     result->needle_found = niah_answer_found(prompt, result->generated_text);
-    capture_progress_stage(&progress, "writing");
+    capture_progress_stage(&progress, "writing", "writing the trace");
     double t0 = obc_now_seconds();
     rc = write_trace(out_path, model, prompt, o, &b, runtime, tokens, logits, result);
     result->write_seconds = obc_now_seconds() - t0;

@@ -1,9 +1,10 @@
 /* Draws the capture progress bar with a carriage return, so the line is
  * rewritten in place; the rate counts whole tokens (layer-tokens divided by
- * the number of layers). */
+ * the number of layers). Off a terminal, prints a line per phase instead. */
 #include "capture/capture_progress.h"
 
 #include <stdio.h>
+#include <unistd.h>
 
 #include "common/obc_cli.h"
 
@@ -28,9 +29,13 @@ static void draw(CaptureProgress *p, const char *stage, size_t layer) {
   p->drawn = true;
 }
 
-void capture_progress_begin(CaptureProgress *p, bool enabled, size_t n_layers,
+CaptureProgressMode capture_progress_mode_for_stderr(void) {
+  return isatty(STDERR_FILENO) ? CAPTURE_PROGRESS_LIVE : CAPTURE_PROGRESS_LINES;
+}
+
+void capture_progress_begin(CaptureProgress *p, CaptureProgressMode mode, size_t n_layers,
                             size_t total_tokens) {
-  p->enabled = enabled;
+  p->mode = mode;
   p->n_layers = n_layers;
   p->total = total_tokens * n_layers;
   p->done = 0;
@@ -41,16 +46,23 @@ void capture_progress_begin(CaptureProgress *p, bool enabled, size_t n_layers,
 
 void capture_progress_add(CaptureProgress *p, const char *stage, size_t layer, size_t n_tokens) {
   p->done += n_tokens;
-  if (!p->enabled) return;
+  if (p->mode != CAPTURE_PROGRESS_LIVE) return;
   if (obc_now_seconds() - p->last_draw_seconds < 0.1 && p->done < p->total) return;
   draw(p, stage, layer);
 }
 
-void capture_progress_stage(CaptureProgress *p, const char *stage) {
-  if (p->enabled) draw(p, stage, p->n_layers ? p->n_layers - 1 : 0);
+void capture_progress_phase(CaptureProgress *p, const char *what) {
+  if (p->mode != CAPTURE_PROGRESS_LINES) return;
+  fprintf(stderr, "capture: %s, %.1f s\n", what, obc_now_seconds() - p->start_seconds);
+  fflush(stderr);
+}
+
+void capture_progress_stage(CaptureProgress *p, const char *stage, const char *line_text) {
+  if (p->mode == CAPTURE_PROGRESS_LIVE) draw(p, stage, p->n_layers ? p->n_layers - 1 : 0);
+  capture_progress_phase(p, line_text);
 }
 
 void capture_progress_end(CaptureProgress *p) {
-  if (p->enabled && p->drawn) fputc('\n', stderr);
+  if (p->mode == CAPTURE_PROGRESS_LIVE && p->drawn) fputc('\n', stderr);
   p->drawn = false;
 }

@@ -3,9 +3,12 @@
 # trace passes `obcache verify` and `obcache analyze`; two captures of the same
 # inputs hold identical datasets and attributes (apart from `created`); the
 # decode logits equal those of `obcache logits` on the same token ids (up to
-# the rounding of a different chunking); a SIGTERM mid-run and bad input
-# (depth 150, a length beyond the context, an unwritable output, a full disk)
-# give a non-zero exit, a one-line message and no trace file.
+# the rounding of a different chunking); off a terminal the progress is a line
+# per phase on stderr (prefill, each decode step, writing) and stdout holds
+# the result alone; a SIGTERM mid-run and bad input (depth 150, a length
+# beyond the context, an unwritable output, a full disk) give a non-zero
+# exit, a one-line message (after the progress lines of the phases that ran)
+# and no trace file.
 set -u
 . "$(dirname "$0")/lib.sh"
 : "${OBCACHE:?}" "${OBC_MODEL:?}" "${OBC_TMP:?}"
@@ -19,7 +22,16 @@ common=(--length 200 --depth 50 --haystack noise --decode 4 --rows 32)
 "$OBCACHE" capture "${common[@]}" --store-attn -o "$dir/t.h5" > "$dir/out1.txt" 2> "$dir/err1.txt"
 check "capture succeeds" test $? -eq 0 -a -s "$dir/t.h5"
 cat "$dir/out1.txt"
-check "progress bar only on a terminal (stderr empty here)" test ! -s "$dir/err1.txt"
+# A progress line of a capture off a terminal.
+PROGRESS='^capture: .*, [0-9]+\.[0-9] s$'
+# The phases, without their seconds.
+check "off a terminal: one progress line per phase on stderr, with the seconds" test \
+  "$(sed -E 's/, [0-9]+\.[0-9] s$//' "$dir/err1.txt")" = "$(printf '%s\n' \
+    "capture: prefill done, 200 tokens" "capture: decode step 1 of 4" \
+    "capture: decode step 2 of 4" "capture: decode step 3 of 4" "capture: decode step 4 of 4" \
+    "capture: writing the trace")" -a "$(grep -cE "$PROGRESS" "$dir/err1.txt")" -eq 6
+check "stdout: the result alone, no progress line" test \
+  "$(cut -d' ' -f1 "$dir/out1.txt" | tr '\n' ' ')" = "wrote answer: needle time: weights: "
 mv "$dir/t.h5" "$dir/first.h5"
 "$OBCACHE" capture "${common[@]}" --store-attn -o "$dir/t.h5" > /dev/null 2>&1
 check "second capture succeeds" test -s "$dir/t.h5"
@@ -92,8 +104,8 @@ one_line_error() { # one_line_error NAME EXPECTED_SUBSTRING OUTPUT ARGS...
   "$OBCACHE" capture "$@" -o "$out" > /dev/null 2> "$dir/err.txt"
   local rc=$?
   last_rc=$rc
-  local lines
-  lines=$(wc -l < "$dir/err.txt")
+  local lines # besides the progress lines of the phases that ran
+  lines=$(grep -cvE "$PROGRESS" "$dir/err.txt")
   local leftovers
   leftovers=$(ls "$(dirname "$out")" 2>/dev/null | grep -c "$(basename "$out")")
   echo "     $name: exit $rc, message: $(cat "$dir/err.txt")"
