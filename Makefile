@@ -1,5 +1,9 @@
 # The two entry points of the README. Both install what is missing, configure
 # and build with CMake, then either run the demo or the whole test suite.
+# scripts/setup.sh installs what building and running obcache needs; the
+# tests and the developer targets (test, san-build, fuzz-build, format,
+# check-format) set SETUP_FLAGS=--tests, which the setup they depend on
+# inherits: the format checker, clang, Slurm and the Python references too.
 # `make test` runs, in order: the format check, the whole CTest suite of the
 # Release build, the sanitizer stage (scripts/sanitizer_tests.sh, from
 # $(SAN_BUILD): GCC with ASan and UBSan) and the fuzz smoke (scripts/fuzz.sh,
@@ -20,7 +24,7 @@ PREFIX ?= /usr/local
 all: build
 
 setup:
-	@scripts/setup.sh
+	@scripts/setup.sh $(SETUP_FLAGS)
 
 build: setup
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
@@ -41,17 +45,20 @@ demo: build
 # 14) aborts at start-up under `ulimit -f 0`, which the disk-full tests use,
 # where GCC's libgomp does not; float-cast-overflow is added to GCC's
 # `undefined`, which lacks it (clang's has it). The fuzzers need clang.
+san-build: SETUP_FLAGS = --tests
 san-build: setup
 	@cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOBC_CUDA=OFF \
 	  -DOBC_SANITIZE=address,undefined,float-cast-overflow >/dev/null
 	@cmake --build $(SAN_BUILD) -j $(JOBS)
 
+fuzz-build: SETUP_FLAGS = --tests
 fuzz-build: setup
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DOBC_CUDA=OFF -DOBC_SANITIZE=address,undefined -DOBC_FUZZ=ON >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target obcache fuzzers
 
 # Each stage says how long it took (README, Tests).
+test: SETUP_FLAGS = --tests
 test: build
 	@scripts/check_format.sh
 	@t=$$(date +%s) && cd $(BUILD) && ctest --output-on-failure -j $(JOBS) && \
@@ -76,9 +83,11 @@ bench: build
 
 # Reformat every tracked C/H/CUDA file as .clang-format says; check-format
 # only lists the files that differ (`make test` runs it first).
+format: SETUP_FLAGS = --tests
 format: setup
 	@scripts/check_format.sh --fix
 
+check-format: SETUP_FLAGS = --tests
 check-format: setup
 	@scripts/check_format.sh
 
