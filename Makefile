@@ -35,8 +35,10 @@ build: setup
 install: build
 	@cmake --install $(BUILD) --prefix $(PREFIX)
 
-demo: build
-	@scripts/demo.sh $(BUILD)/obcache
+# The demo runs the setup and this build itself, as its first two stages, the
+# build quietly (its output in $(BUILD)/build.log, printed if it fails).
+demo:
+	@JOBS=$(JOBS) CMAKE_FLAGS='$(CMAKE_FLAGS)' scripts/demo.sh --build $(BUILD)
 
 # Two sanitizer trees, RelWithDebInfo for line numbers in reports, no CUDA
 # (CMakeLists.txt, OBC_SANITIZE), -Werror as everywhere: clang's warnings
