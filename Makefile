@@ -59,7 +59,7 @@ fuzz-build: setup
 	  -DOBC_CUDA=OFF -DOBC_SANITIZE=address,undefined -DOBC_FUZZ=ON >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target obcache fuzzers
 
-# Each stage says how long it took (README, Tests).
+# Each stage says how long it took (CONTRIBUTING.md, "Test").
 test: SETUP_FLAGS = --tests
 test: build
 	@scripts/check_format.sh
