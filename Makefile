@@ -1,9 +1,5 @@
 # The two entry points of the README. Both install what is missing, configure
 # and build with CMake, then either run the demo or the whole test suite.
-# scripts/setup.sh installs what building and running obcache needs; the
-# tests and the developer targets (test, san-build, fuzz-build, format,
-# check-format) set SETUP_FLAGS=--tests, which the setup they depend on
-# inherits: the format checker, clang, Slurm and the Python references too.
 # `make test` runs, in order: the format check, the whole CTest suite of the
 # Release build, the sanitizer stage (scripts/sanitizer_tests.sh, from
 # $(SAN_BUILD): GCC with ASan and UBSan) and the fuzz smoke (scripts/fuzz.sh,
@@ -22,6 +18,12 @@ PREFIX ?= /usr/local
 .PHONY: all setup build install san-build fuzz-build demo test fuzz bench format check-format clean
 
 all: build
+
+# scripts/setup.sh installs what building and running obcache needs; the tests
+# and the developer targets set SETUP_FLAGS=--tests, which the setup they
+# depend on inherits: the format checker, clang, Slurm and the Python
+# references too.
+test san-build fuzz-build format check-format: SETUP_FLAGS = --tests
 
 setup:
 	@scripts/setup.sh $(SETUP_FLAGS)
@@ -47,20 +49,17 @@ demo:
 # 14) aborts at start-up under `ulimit -f 0`, which the disk-full tests use,
 # where GCC's libgomp does not; float-cast-overflow is added to GCC's
 # `undefined`, which lacks it (clang's has it). The fuzzers need clang.
-san-build: SETUP_FLAGS = --tests
 san-build: setup
 	@cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOBC_CUDA=OFF \
 	  -DOBC_SANITIZE=address,undefined,float-cast-overflow >/dev/null
 	@cmake --build $(SAN_BUILD) -j $(JOBS)
 
-fuzz-build: SETUP_FLAGS = --tests
 fuzz-build: setup
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DOBC_CUDA=OFF -DOBC_SANITIZE=address,undefined -DOBC_FUZZ=ON >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target obcache fuzzers
 
 # Each stage says how long it took (CONTRIBUTING.md, "Test").
-test: SETUP_FLAGS = --tests
 test: build
 	@scripts/check_format.sh
 	@t=$$(date +%s) && cd $(BUILD) && ctest --output-on-failure -j $(JOBS) && \
@@ -85,11 +84,9 @@ bench: build
 
 # Reformat every tracked C/H/CUDA file as .clang-format says; check-format
 # only lists the files that differ (`make test` runs it first).
-format: SETUP_FLAGS = --tests
 format: setup
 	@scripts/check_format.sh --fix
 
-check-format: SETUP_FLAGS = --tests
 check-format: setup
 	@scripts/check_format.sh
 
