@@ -138,9 +138,6 @@ static int run_model(Runtime *runtime, const NiahPrompt *prompt, const CaptureOp
   if (!rc) rc = runtime_forward(runtime, prompt->tokens, s, RUNTIME_LOGITS_LAST, next, &capture);
   if (!rc && b->sums) capture_sums_finish(b->sums);
   if (!rc && b->qstats) capture_qstats_finish(b->qstats);
-  char phase[64];
-  snprintf(phase, sizeof phase, "prefill done, %zu tokens", s);
-  if (!rc) capture_progress_phase(b->progress, phase);
   double t1 = obc_now_seconds();
   b->stage = "decode";
   for (size_t t = 0; !rc && t < T; t++) {
@@ -153,8 +150,6 @@ static int run_model(Runtime *runtime, const NiahPrompt *prompt, const CaptureOp
                            .on_layer = on_layer};
     rc = runtime_forward(runtime, &token, 1, RUNTIME_LOGITS_LAST, next, &step);
     if (!rc) memcpy(logits + t * vocab, next, vocab * sizeof *next);
-    snprintf(phase, sizeof phase, "decode step %zu of %zu", t + 1, T);
-    if (!rc) capture_progress_phase(b->progress, phase);
   }
   result->prefill_seconds = t1 - t0;
   result->decode_seconds = obc_now_seconds() - t1;
@@ -288,7 +283,7 @@ int capture_run(const Model *model, const NiahPrompt *prompt, const CaptureOptio
   size_t s = prompt->n_tokens, T = o->decode;
   size_t R = o->all_rows || o->rows > s ? s : o->rows;
   CaptureProgress progress;
-  capture_progress_begin(&progress, o->progress, c->n_layers, s + T);
+  capture_progress_begin(&progress, o->progress, c->n_layers, s, T);
   CaptureBuffers b = {.n_layers = c->n_layers,
                       .n_heads = c->n_heads,
                       .head_dim = c->head_dim,
