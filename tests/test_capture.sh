@@ -3,12 +3,14 @@
 # trace passes `obcache verify` and `obcache analyze`; two captures of the same
 # inputs hold identical datasets and attributes (apart from `created`); the
 # decode logits equal those of `obcache logits` on the same token ids (up to
-# the rounding of a different chunking); off a terminal the progress is a line
-# on stderr at each quarter of the prefill and of the decode steps and at each
-# phase, and stdout holds the result alone; a SIGTERM mid-run and bad input (depth 150, a length
-# beyond the context, an unwritable output, a full disk) give a non-zero
-# exit, a one-line message (after the progress lines of the phases that ran)
-# and no trace file.
+# the rounding of a different chunking); a SIGTERM mid-run and bad input
+# (depth 150, a length beyond the context, an unwritable output, a full disk)
+# give a non-zero exit, a one-line message and no trace file.
+#
+# Off a terminal the progress is a line on stderr at each quarter of the
+# prefill and of the decode steps and at each phase, and stdout holds the
+# result alone; the one-line message is counted besides the progress lines
+# of the phases that ran.
 set -u
 . "$(dirname "$0")/lib.sh"
 : "${OBCACHE:?}" "${OBC_MODEL:?}" "${OBC_TMP:?}"
