@@ -13,20 +13,34 @@ CMAKE_FLAGS ?=
 SMOKE_SECONDS ?= 60
 FUZZ_SECONDS ?= 60
 FUZZ ?=
+PREFIX ?= /usr/local
 
-.PHONY: all setup build san-build fuzz-build demo test fuzz bench format check-format clean
+.PHONY: all setup build install san-build fuzz-build demo test fuzz bench format check-format clean
 
 all: build
 
+# scripts/setup.sh installs what building and running obcache needs; the tests
+# and the developer targets set SETUP_FLAGS=--tests, which the setup they
+# depend on inherits: the format checker, clang, Slurm and the Python
+# references too.
+test san-build fuzz-build format check-format: SETUP_FLAGS = --tests
+
 setup:
-	@scripts/setup.sh
+	@scripts/setup.sh $(SETUP_FLAGS)
 
 build: setup
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
-	@scripts/demo.sh $(BUILD)/obcache
+# PREFIX/bin/obcache and what it reads at run time under PREFIX/share/obcache
+# (the figure scripts, the default model): CMakeLists.txt, "make install".
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
+
+# The demo runs the setup and this build itself, as its first two stages, the
+# build quietly (its output in $(BUILD)/build.log, printed if it fails).
+demo:
+	@JOBS=$(JOBS) CMAKE_FLAGS='$(CMAKE_FLAGS)' scripts/demo.sh --build $(BUILD)
 
 # Two sanitizer trees, RelWithDebInfo for line numbers in reports, no CUDA
 # (CMakeLists.txt, OBC_SANITIZE), -Werror as everywhere: clang's warnings

@@ -283,7 +283,7 @@ int capture_run(const Model *model, const NiahPrompt *prompt, const CaptureOptio
   size_t s = prompt->n_tokens, T = o->decode;
   size_t R = o->all_rows || o->rows > s ? s : o->rows;
   CaptureProgress progress;
-  capture_progress_begin(&progress, o->progress, c->n_layers, s + T);
+  capture_progress_begin(&progress, o->progress, c->n_layers, s, T);
   CaptureBuffers b = {.n_layers = c->n_layers,
                       .n_heads = c->n_heads,
                       .head_dim = c->head_dim,
@@ -325,7 +325,7 @@ int capture_run(const Model *model, const NiahPrompt *prompt, const CaptureOptio
     result->n_prompt = s;
     result->n_decode = T;
     result->needle_found = niah_answer_found(prompt, result->generated_text);
-    capture_progress_stage(&progress, "writing");
+    capture_progress_stage(&progress, "writing", "writing the trace");
     double t0 = obc_now_seconds();
     rc = write_trace(out_path, model, prompt, o, &b, runtime, tokens, logits, result);
     result->write_seconds = obc_now_seconds() - t0;

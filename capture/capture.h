@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "capture/capture_progress.h"
 #include "capture/niah.h"
 #include "model/model.h"
 
@@ -23,11 +24,11 @@ typedef struct {
   /* leave out the column sums of every prompt row (capture/capture_sums.h),
    * which make the trace schema 3 */
   bool skip_column_sums;
-  int compression;      /* 0..9 */
-  size_t threads;       /* 0 = OpenMP default */
-  const char *device;   /* runtime backend: NULL/"cpu", "cuda", "cuda-bf16" */
-  bool progress;        /* progress bar on stderr */
-  const char *producer; /* the command line, recorded in the trace */
+  int compression;              /* 0..9 */
+  size_t threads;               /* 0 = OpenMP default */
+  const char *device;           /* runtime backend: NULL/"cpu", "cuda", "cuda-bf16" */
+  CaptureProgressMode progress; /* on stderr; CAPTURE_PROGRESS_OFF by default */
+  const char *producer;         /* the command line, recorded in the trace */
 } CaptureOptions;
 
 typedef struct {

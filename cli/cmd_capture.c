@@ -119,7 +119,7 @@ int cmd_capture(int argc, char **argv) {
   char producer[1024];
   obc_text_command_line(argc, argv, producer, sizeof producer);
   a.capture.producer = producer;
-  a.capture.progress = isatty(fileno(stderr));
+  a.capture.progress = capture_progress_mode_for_stderr();
 
   Model *model = NULL;
   rc = model_load_with(a.model_path, &(ModelLoadOptions){a.weights}, &model);

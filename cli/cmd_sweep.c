@@ -210,7 +210,8 @@ static int run_plan(const char *dir, const SweepPlan *plan, const SweepArgs *giv
     a.sweep.niah = a.capture.niah;
     a.sweep.capture = a.capture.capture;
     a.sweep.capture.threads = given->capture.capture.threads;
-    a.sweep.capture.progress = isatty(fileno(stderr));
+    a.sweep.capture.progress =
+        isatty(fileno(stderr)) ? CAPTURE_PROGRESS_LIVE : CAPTURE_PROGRESS_OFF;
     a.sweep.command_line = command_line;
     rc = check_cells(model, &a.sweep, plan);
     SweepModelOptions cells = {model, &a.sweep};

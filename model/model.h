@@ -120,8 +120,9 @@ typedef struct {
 /* The embedded default model's name, and the words of --model's help for it. */
 #define MODEL_DEFAULT_NAME "SmolLM2-135M-Instruct"
 #define MODEL_DEFAULT_TEXT "the embedded " MODEL_DEFAULT_NAME
-/* The embedded default model (models/SmolLM2-135M-Instruct.Q4_1.gguf under the
- * source tree, or $OBC_MODEL when set). */
+/* The embedded default model: $OBC_MODEL when set, else
+ * models/MODEL_DEFAULT_NAME.Q4_1.gguf under the data folder (common/obc_paths.h:
+ * the installed share/obcache or the source tree). */
 const char *model_default_path(void);
 /* Loads a GGUF file or a Hugging Face folder; path NULL = the default.
  * model_load keeps stored types (MODEL_WEIGHTS_NATIVE). */

@@ -15,18 +15,18 @@
 #include <sys/stat.h>
 
 #include "common/obc_error.h"
+#include "common/obc_paths.h"
 #include "formats/gguf.h"
 #include "model/model.h"
 #include "model/model_load.h"
 
-#ifndef OBC_SOURCE_DIR
-#define OBC_SOURCE_DIR "."
-#endif
-
 const char *model_default_path(void) {
   const char *env = getenv("OBC_MODEL");
   if (env && env[0]) return env;
-  return OBC_SOURCE_DIR "/models/" MODEL_DEFAULT_NAME ".Q4_1.gguf";
+  static char path[4096];
+  if (!path[0])
+    snprintf(path, sizeof path, "%s/models/%s.Q4_1.gguf", obc_data_dir(), MODEL_DEFAULT_NAME);
+  return path;
 }
 
 int model_load(const char *path, Model **out) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/obc_error.h"
+#include "common/obc_paths.h"
 #include "common/obc_file.h"
 #include "common/obc_parse.h"
 #include "plots/plot_eval.h"
@@ -109,7 +110,9 @@ const char *plot_scripts_dir(const PlotOptions *options) {
   if (options->scripts_dir && options->scripts_dir[0]) return options->scripts_dir;
   const char *env = getenv("OBC_PLOTS_DIR");
   if (env && env[0]) return env;
-  return OBC_SOURCE_DIR "/plots";
+  static char dir[4096];
+  if (!dir[0]) snprintf(dir, sizeof dir, "%s/plots", obc_data_dir());
+  return dir;
 }
 
 /* The selected figures (selected[i] for FIGURES[i]) from --only; a figure

@@ -35,7 +35,7 @@ typedef struct {
   size_t window;           /* 0: the report's main window */
   size_t k;                /* 0: the report's main budget */
   const char *only;        /* comma-separated figure names; NULL: every figure with data */
-  const char *scripts_dir; /* NULL: $OBC_PLOTS_DIR, else the source tree's plots/ */
+  const char *scripts_dir; /* NULL: $OBC_PLOTS_DIR, else the data folder's plots/ */
   size_t jobs;             /* gnuplot processes at once; 0: one per online processor */
 } PlotOptions;
 
@@ -64,8 +64,9 @@ int plot_render(const PlotOptions *options, PlotResult *result);
  * remove, oracle1, oracleT); names outside the list get a larger rank. */
 int plot_score_rank(const char *name);
 
-/* The scripts folder in effect: options->scripts_dir, $OBC_PLOTS_DIR or
- * OBC_SOURCE_DIR "/plots". */
+/* The scripts folder in effect: options->scripts_dir, $OBC_PLOTS_DIR or plots/
+ * of the data folder (common/obc_paths.h: the installed share/obcache or the
+ * source tree). */
 const char *plot_scripts_dir(const PlotOptions *options);
 
 #endif

@@ -23,7 +23,7 @@ esac
 
 CF=${CLANG_FORMAT:-clang-format}
 if ! command -v "$CF" >/dev/null; then
-  echo "check_format: $CF not found (hint: scripts/setup.sh installs clang-format)" >&2
+  echo "check_format: $CF not found (hint: scripts/setup.sh --tests installs clang-format)" >&2
   exit 2
 fi
 version=$("$CF" --version | sed -n 's/.*version \([0-9]*\).*/\1/p')

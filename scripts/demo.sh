@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The demo behind `make demo` (called as scripts/demo.sh build/obcache, from the
-# repository root). It captures one Needle-in-a-Haystack trace of the embedded
+# The demo behind `make demo` (called from the repository root as
+# `scripts/demo.sh --build build`: first the setup and a quiet build of build/,
+# its output in build/build.log; or as `scripts/demo.sh build/obcache` for a
+# binary already built). It captures one Needle-in-a-Haystack trace of the embedded
 # default model (SmolLM2-135M-Instruct), checks it, analyses it with the paper's
 # settings (top-40 recall, window sweep, with and without a recent window,
 # recall against oracle@1, the paper's first-decode-step oracle, and oracle@T,
@@ -8,17 +10,26 @@
 # eviction of every policy with the model (both oracles and decode_attn among
 # them), and writes a summary table and an index.html that shows every figure
 # with the exact commands that made it. Everything lands in one folder,
-# demo-out/ (git-ignored).
+# demo-out/ (git-ignored). One line per stage on the terminal ("demo: [3/9]
+# capture: ..."), each stage's output in a log of demo-out/ (named if the stage
+# fails), then the summary table.
 #
 # Settings (environment): DEMO_OUT (demo-out), DEMO_LENGTH (4096 tokens),
 # DEMO_DEPTH (50 %), DEMO_HAYSTACK (kjv: the King James Bible; or noise, or a
 # text file), DEMO_SEED (1), DEMO_RECENT (8), DEMO_THREADS (all cores), DEMO_REPLAY_MODEL (1 =
 # replay sweep with the model in the loop; 0 = offline only, quicker, and no
 # eval), DEMO_EVAL_TASKS (niah_single_1,niah_single_2,niah_multikey_1),
-# DEMO_EVAL_SAMPLES (6), DEMO_EVAL_LENGTH (2048).
+# DEMO_EVAL_SAMPLES (6), DEMO_EVAL_LENGTH (2048). With --build: JOBS (nproc) and
+# CMAKE_FLAGS (none), as for `make build`.
 set -Eeuo pipefail
 
-OBCACHE=${1:-build/obcache}
+BUILD_DIR=
+if [ "${1:-}" = --build ]; then
+  BUILD_DIR=${2:?usage: scripts/demo.sh --build BUILD_DIR | scripts/demo.sh [OBCACHE]}
+  OBCACHE=$BUILD_DIR/obcache
+else
+  OBCACHE=${1:-build/obcache}
+fi
 OUT=${DEMO_OUT:-demo-out}
 LENGTH=${DEMO_LENGTH:-4096}
 DEPTH=${DEMO_DEPTH:-50}
@@ -49,25 +60,44 @@ die() { echo "demo: error: $*" >&2; exit 1; }
 
 # --- stages, timing and the command log ------------------------------------
 STAGE="start-up"
+STAGE_LOG=
 T_START=$EPOCHREALTIME
 STAGE_NAMES=()
 STAGE_SECONDS=()
 FAILED=0
-trap '[ "$FAILED" = 1 ] || { FAILED=1; echo "demo: FAILED during stage \"$STAGE\" (see the message above); partial outputs are in $OUT/" >&2; }' ERR
+# failed: the stage, the tail of its log and the log's name.
+failed() {
+  [ "$FAILED" = 1 ] && return
+  FAILED=1
+  if [ -s "$STAGE_LOG" ]; then
+    echo "demo: the last lines of $STAGE_LOG:" >&2
+    tail -n 20 "$STAGE_LOG" | sed 's/^/  /' >&2
+  fi
+  echo "demo: FAILED during stage \"$STAGE\" (see the message above${STAGE_LOG:+; its whole output: $STAGE_LOG}); partial outputs are in $OUT/" >&2
+}
+trap failed ERR
 
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
-# stage NAME FUNCTION: runs FUNCTION, prints and records its wall time.
+# The stages in order, counted before the first runs ("[3/9]"): setup and
+# build (with --build), capture, verify, analyse, figures, replay, presets,
+# and eval with the model in the loop.
+N_STAGES=6
+[ -n "$BUILD_DIR" ] && N_STAGES=$((N_STAGES + 2))
+[ "${DEMO_REPLAY_MODEL:-1}" = 1 ] && N_STAGES=$((N_STAGES + 1))
+
+# stage NAME FUNCTION LOG: prints "demo: [I/N] NAME", runs FUNCTION (which
+# writes its output to LOG) and records its wall time.
 stage() {
   STAGE=$1
-  echo "demo: [$((${#STAGE_NAMES[@]} + 1))] $1"
+  STAGE_LOG=$3
+  echo "demo: [$((${#STAGE_NAMES[@]} + 1))/$N_STAGES] $1"
   local t0=$EPOCHREALTIME
   "$2"
   local s
   s=$(elapsed "$t0" "$EPOCHREALTIME")
   STAGE_NAMES+=("$1")
   STAGE_SECONDS+=("$s")
-  echo "demo:     ($s s)"
 }
 
 # run CMD...: logs the command (shell-quoted, as run from the repository root)
@@ -82,8 +112,6 @@ run() {
 }
 
 # --- preconditions ----------------------------------------------------------
-[ -x "$OBCACHE" ] || die "$OBCACHE is not an executable (build first: make build)"
-command -v gnuplot >/dev/null || die "gnuplot not found on PATH (install gnuplot-nox; make demo does it)"
 [[ $LENGTH =~ ^[1-9][0-9]*$ ]] || die "DEMO_LENGTH must be a number of tokens, found '$LENGTH'"
 if [ -e "$OUT" ] && [ ! -e "$MARKER" ] && [ -n "$(ls -A "$OUT" 2>/dev/null)" ]; then
   die "$OUT exists and was not written by this demo; move it away or set DEMO_OUT"
@@ -95,16 +123,27 @@ printf '# Commands run by scripts/demo.sh (from the repository root), in order.\
 
 echo "demo: SmolLM2-135M-Instruct, $LENGTH-token NIAH prompt ($HAYSTACK haystack), needle at ${DEPTH}%, seed $SEED -> $OUT/"
 
+# --- 0. setup and build (--build) -----------------------------------------------
+setup() {
+  scripts/setup.sh
+}
+build() {
+  local flags
+  read -ra flags <<< "${CMAKE_FLAGS:-}"
+  mkdir -p "$BUILD_DIR"
+  { cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release "${flags[@]}" &&
+    cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}"; } > "$BUILD_DIR/build.log" 2>&1
+}
+
 # --- 1. capture ---------------------------------------------------------------
 capture() {
   run "$OBCACHE" capture --length "$LENGTH" --depth "$DEPTH" --haystack "$HAYSTACK" \
-    --seed "$SEED" --rows 128 --decode 16 "${THREADS[@]}" -o "$TRACE" \
-    | tee "$OUT/capture.log"
+    --seed "$SEED" --rows 128 --decode 16 "${THREADS[@]}" -o "$TRACE" > "$OUT/capture.log"
 }
 
 # --- 2. verify and describe the trace ----------------------------------------
 check() {
-  run "$OBCACHE" verify "$TRACE" | tee "$OUT/verify.log"
+  run "$OBCACHE" verify "$TRACE" > "$OUT/verify.log"
   run "$OBCACHE" info "$TRACE" > "$OUT/info.txt"
 }
 
@@ -112,13 +151,12 @@ check() {
 analyse() {
   run "$OBCACHE" analyze "$TRACE" -o "$OUT/analysis" --window "$WINDOWS" \
     --recent "$RECENT" --oracle 1 "${THREADS[@]}" --scores-out "$OUT/scores.h5" \
-    | tee "$OUT/analyze.log"
+    > "$OUT/analyze.log"
 }
 
 # --- 4. figures -----------------------------------------------------------------
 figures() {
   run "$OBCACHE" plot "$OUT/analysis" -o "$OUT/plots" --format png,svg > "$OUT/plot.log"
-  echo "demo:     $(grep -c '\.png$' "$OUT/plot.log") figures in $OUT/plots/"
 }
 
 # === REPLAY SECTION (needle retrieval and KL against the budget) =============
@@ -136,12 +174,6 @@ figures() {
 # scores, streaming, random, oracle@1, oracle@T, decode_attn) x 6 budgets:
 # about 4 s per cell at 4096 tokens on 2 cores. DEMO_REPLAY_MODEL=0 keeps it
 # offline only (no model; about 1.5 minutes).
-replay_available() {
-  local top sub
-  top=$("$OBCACHE" --help 2>&1 || true)
-  sub=$("$OBCACHE" replay --help 2>&1 || true)
-  [[ $top == *$'\n  replay '* && $sub == *--sweep* ]]
-}
 replay() {
   mkdir -p "$OUT/replay"
   local model_flag=(--no-model)
@@ -150,7 +182,7 @@ replay() {
   # analysis (the paper's H2O-style split); streaming is then StreamingLLM.
   # Query-aware: the scores' window is the analysis's, the question in it.
   run "$OBCACHE" replay --sweep "$TRACE" "${model_flag[@]}" "${THREADS[@]}" --protocol aware \
-    --recent "$RECENT" --sinks 4 -o "$OUT/replay" | tee "$OUT/replay/table.txt"
+    --recent "$RECENT" --sinks 4 -o "$OUT/replay" > "$OUT/replay/table.txt"
   run "$OBCACHE" plot "$OUT/replay" -o "$OUT/replay/plots" --format png,svg > "$OUT/replay/plot.log"
   printf '%s\t%s\n' \
     replay_needle "Does the model still find the needle when each score chooses what to keep? Share of answers with the needle's value (model replay) and share of the needle span kept, against the budget." \
@@ -168,8 +200,8 @@ presets() {
   [ "${DEMO_REPLAY_MODEL:-1}" = 1 ] && model_flag=()
   run "$OBCACHE" replay --sweep "$TRACE" "${model_flag[@]}" "${THREADS[@]}" \
     --pairs h2o+obc_vk,tova+obc_vk,snapkv+obc_vk,adakv-snapkv+obc_vk \
-    --budgets 2%,5%,10%,20%,40% --protocol agnostic,aware -o "$OUT/presets" |
-    tee "$OUT/presets/table.txt"
+    --budgets 2%,5%,10%,20%,40% --protocol agnostic,aware -o "$OUT/presets" \
+    > "$OUT/presets/table.txt"
 }
 # Task accuracy over many samples (docs/SCIENCE.md, "Task accuracy"): RULER's
 # niah_single_1, niah_single_2 (the KJV as its essay) and niah_multikey_1, 6
@@ -183,26 +215,34 @@ evaluate() {
   mkdir -p "$OUT/eval"
   run "$OBCACHE" eval "${THREADS[@]}" --tasks "$EVAL_TASKS" --samples "$EVAL_SAMPLES" \
     --length "$EVAL_LENGTH" --pairs snapkv+obc_k,tova+obc_vk --budgets 10%,25%,50% \
-    --protocol agnostic --max-new-tokens "$EVAL_NEW_TOKENS" -o "$OUT/eval" |
-    tee "$OUT/eval/table.txt"
+    --protocol agnostic --max-new-tokens "$EVAL_NEW_TOKENS" -o "$OUT/eval" \
+    > "$OUT/eval/table.txt"
 }
 # === END OF REPLAY SECTION =====================================================
 
-stage "capture a $LENGTH-token NIAH trace" capture
-stage "verify the trace (recompute lse and O from Q, K, V)" check
-stage "analyse: recall@k of oracle@1 and oracle@T, windows $WINDOWS, recent 0 and $RECENT" analyse
-stage "render the figures (gnuplot)" figures
-if replay_available; then
-  if [ "${DEMO_REPLAY_MODEL:-1}" = 1 ]; then
-    stage "replay sweep with the model: needle retrieval, KL and output error per score and budget" replay
-  else
-    stage "replay sweep, offline: output error and needle span kept per score and budget" replay
-  fi
-  stage "the field's methods, baseline vs baseline + OBCache, both query protocols" presets
-  [ "${DEMO_REPLAY_MODEL:-1}" = 1 ] &&
-    stage "task accuracy over $EVAL_SAMPLES samples each of $EVAL_TASKS, with intervals" evaluate
+if [ -n "$BUILD_DIR" ]; then
+  stage "setup: what is missing of the Debian packages and the default model" setup ""
+  stage "build: CMake Release in $BUILD_DIR/ (output in $BUILD_DIR/build.log)" build "$BUILD_DIR/build.log"
+fi
+[ -x "$OBCACHE" ] || die "$OBCACHE is not an executable (build first: make build)"
+command -v gnuplot >/dev/null || die "gnuplot not found on PATH (install gnuplot-nox; make demo does it)"
+stage "capture: $LENGTH-token NIAH prompt, prefill and 16 decode steps" capture "$OUT/capture.log"
+stage "verify: recompute lse and O of the trace from Q, K, V" check "$OUT/verify.log"
+stage "analyse: recall@k of oracle@1 and oracle@T, windows $WINDOWS, recent 0 and $RECENT" \
+  analyse "$OUT/analyze.log"
+stage "figures: gnuplot, PNG and SVG" figures "$OUT/plot.log"
+if [ "${DEMO_REPLAY_MODEL:-1}" = 1 ]; then
+  stage "replay: the model with each score's cache, needle retrieval and KL per budget" \
+    replay "$OUT/replay/table.txt"
 else
-  echo "demo: (replay section skipped: this obcache has no 'replay --sweep' yet)"
+  stage "replay, offline: output error and needle span kept per score and budget" \
+    replay "$OUT/replay/table.txt"
+fi
+stage "presets: the field's methods, baseline vs baseline + OBCache, both protocols" \
+  presets "$OUT/presets/table.txt"
+if [ "${DEMO_REPLAY_MODEL:-1}" = 1 ]; then
+  stage "eval: task accuracy over $EVAL_SAMPLES samples each of $EVAL_TASKS" \
+    evaluate "$OUT/eval/table.txt"
 fi
 
 # --- 5. summary table ------------------------------------------------------------
@@ -243,6 +283,7 @@ replay_digest() {
 }
 
 STAGE="summary table and index.html"
+STAGE_LOG=
 ANSWER=$(awk '/^answer: "/ { on = 1; sub(/^answer: "/, "") }
               on && /^needle (found|not found) \(expected / { exit }
               on { lines = lines (n++ ? "\\n" : "") $0 }
@@ -413,4 +454,4 @@ for i in "${!STAGE_NAMES[@]}"; do
 done
 printf '  %7s s  total\n' "$(elapsed "$T_START" "$EPOCHREALTIME")"
 echo
-echo "demo: open $OUT/index.html (figures in $OUT/plots/, tables in $OUT/analysis/, commands in $OUT/commands.sh)"
+echo "demo: open $OUT/index.html (figures in $OUT/plots/, tables in $OUT/analysis/, commands in $OUT/commands.sh, each stage's output in $OUT/*.log and */table.txt)"

@@ -7,6 +7,11 @@
 # needle's value is said to be too short; a SIGTERM mid-run and bad input
 # (depth 150, a length beyond the context, an unwritable output, a full disk)
 # give a non-zero exit, a one-line message and no trace file.
+#
+# Off a terminal the progress is a line on stderr at each quarter of the
+# prefill and of the decode steps and at each phase, and stdout holds the
+# result alone; the one-line message is counted besides the progress lines
+# of the phases that ran.
 set -u
 . "$(dirname "$0")/lib.sh"
 : "${OBCACHE:?}" "${OBC_MODEL:?}" "${OBC_TMP:?}"
@@ -20,7 +25,29 @@ common=(--length 200 --depth 50 --haystack noise --decode 4 --rows 32)
 "$OBCACHE" capture "${common[@]}" --store-attn -o "$dir/t.h5" > "$dir/out1.txt" 2> "$dir/err1.txt"
 check "capture succeeds" test $? -eq 0 -a -s "$dir/t.h5"
 cat "$dir/out1.txt"
-check "progress bar only on a terminal (stderr empty here)" test ! -s "$dir/err1.txt"
+# A progress line of a capture off a terminal.
+PROGRESS='^capture: .*, [0-9]+\.[0-9] s$'
+# The lines without their seconds: a quarter of the prefill (its share of
+# the layer-tokens, rising, under 100), the end of the prefill, each decode
+# step (a quarter of the 4 steps each), writing.
+check "off a terminal: progress lines on stderr, each with the seconds" test \
+  "$(sed -E 's/, [0-9]+\.[0-9] s$//; s/^capture: prefill [0-9]+%$/capture: prefill N%/' \
+    "$dir/err1.txt")" = "$(printf '%s\n' "capture: prefill N%" "capture: prefill N%" \
+    "capture: prefill N%" "capture: prefill done, 200 tokens" "capture: decode step 1 of 4" \
+    "capture: decode step 2 of 4" "capture: decode step 3 of 4" "capture: decode step 4 of 4" \
+    "capture: writing the trace")" -a "$(grep -cE "$PROGRESS" "$dir/err1.txt")" -eq 9
+check "the prefill's quarters: 25% <= rising shares < 100%" test "$(sed -nE \
+  's/^capture: prefill ([0-9]+)%, .*/\1/p' "$dir/err1.txt" | awk 'BEGIN { ok = 1 }
+    { if ($1 < 25 * NR || $1 >= 25 * (NR + 1) || $1 >= 100) ok = 0 } END { print ok }')" = 1
+# 16 decode steps: a line at every 4th.
+"$OBCACHE" capture --length 200 --depth 50 --haystack noise --decode 16 --rows 32 \
+  -o "$dir/t16.h5" > /dev/null 2> "$dir/err16.txt"
+check "16 decode steps: lines at steps 4, 8, 12 and 16" test \
+  "$(sed -nE 's/^capture: decode step ([0-9]+) of 16, .*/\1/p' "$dir/err16.txt" | tr '\n' ,)" = \
+  "4,8,12,16,"
+rm -f "$dir/t16.h5"
+check "stdout: the result alone, no progress line" test \
+  "$(cut -d' ' -f1 "$dir/out1.txt" | tr '\n' ' ')" = "wrote answer: needle time: weights: "
 mv "$dir/t.h5" "$dir/first.h5"
 "$OBCACHE" capture "${common[@]}" --store-attn -o "$dir/t.h5" > /dev/null 2>&1
 check "second capture succeeds" test -s "$dir/t.h5"
@@ -93,8 +120,8 @@ one_line_error() { # one_line_error NAME EXPECTED_SUBSTRING OUTPUT ARGS...
   "$OBCACHE" capture "$@" -o "$out" > /dev/null 2> "$dir/err.txt"
   local rc=$?
   last_rc=$rc
-  local lines
-  lines=$(wc -l < "$dir/err.txt")
+  local lines # besides the progress lines of the phases that ran
+  lines=$(grep -cvE "$PROGRESS" "$dir/err.txt")
   local leftovers
   leftovers=$(ls "$(dirname "$out")" 2>/dev/null | grep -c "$(basename "$out")")
   echo "     $name: exit $rc, message: $(cat "$dir/err.txt")"

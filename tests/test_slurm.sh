@@ -14,7 +14,7 @@
 #   - an eval's plan (`obcache eval ... --plan`) runs through the same
 #     scripts, and its merged CSVs equal the one-process eval's.
 # The daemons are shut down whatever happens. Needs root, slurm-wlm and munge
-# (scripts/setup.sh installs them); skipped, saying why, without them.
+# (scripts/setup.sh --tests installs them); skipped, saying why, without them.
 set -u
 . "$(dirname "$0")/lib.sh"
 : "${OBCACHE:?}" "${OBC_MODEL:?}" "${OBC_TMP:?}" "${OBC_SOURCE_DIR:?}"

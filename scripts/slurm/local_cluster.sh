@@ -7,7 +7,7 @@
 # usage: scripts/slurm/local_cluster.sh start STATE_DIR   (waits until the node is idle)
 #        scripts/slurm/local_cluster.sh stop STATE_DIR    (kills the daemons; safe to repeat)
 # After start, export SLURM_CONF=STATE_DIR/slurm.conf for sbatch, squeue, ...
-# Needs Debian's slurm-wlm and munge (scripts/setup.sh installs them).
+# Needs Debian's slurm-wlm and munge (scripts/setup.sh --tests installs them).
 set -euo pipefail
 [ $# -eq 2 ] || { sed -n '7,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 action=$1
