@@ -7,11 +7,10 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "common/obc_parse.h"
-#include "common/obc_text.h"
-#include "common/obc_thread.h"
 #include "common/obc_error.h"
 #include "common/obc_options.h"
+#include "common/obc_text.h"
+#include "common/obc_thread.h"
 #include "evict/dynamic.h"
 #include "evict/policy_args.h"
 #include "model/model.h"
@@ -65,7 +64,7 @@ static int parse_args(int argc, char **argv, DynamicArgs *a, bool *help) {
   a->budgets = (ObcSizeList){c->budgets, &c->n_budgets, EVICT_DYNAMIC_MAX};
   const ObcOption options[] = {
       OBC_OPT_TEXT("--model", "M", &a->model_path, "GGUF file or HF folder",
-                   .default_text = "the embedded SmolLM2"),
+                   .default_text = MODEL_DEFAULT_TEXT),
       MODEL_WEIGHTS_OPTION(&a->weights),
       OBC_OPT_TEXT("--text", "kjv|FILE", &c->text,
                    "the text: kjv (Debian's bible-kjv) or a UTF-8 text file"),

@@ -126,7 +126,7 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
       OBC_OPT_TEXT("--model", "M", &a->model_path,
                    "GGUF file or HF folder (also the W_o of --score criticalkv-snapkv, "
                    "--no-model or not)",
-                   .default_text = "the embedded SmolLM2"),
+                   .default_text = MODEL_DEFAULT_TEXT),
       MODEL_WEIGHTS_OPTION(&a->weights),
       OBC_OPT_SIZE("--steps", "T", &a->steps, "decode steps of the model replay",
                    .default_text = "all captured", .seen = &a->steps_given),
