@@ -106,14 +106,15 @@ share_top(v) = (v != v || v <= 0) ? 1.0 : (v > 0.9 ? 1.02 : 1.06 * v)
 # --- the ranges gnuplot drew -----------------------------------------------
 # With ranges_out set (obcache plot does so under OBC_PLOT_RANGES), every
 # script runs "eval record_ranges" after each panel's plot: one line per panel,
-# "figure panel x_min x_max y_min y_max", the axis ranges gnuplot really used.
+# "figure panel x_min x_max y_min y_max cb_min cb_max", the axis ranges
+# gnuplot really used (the colour range matters to the heat maps only).
 panel_no = 0
 if (exists("ranges_out")) {
   set print ranges_out
-  print "# figure panel x_min x_max y_min y_max"
+  print "# figure panel x_min x_max y_min y_max cb_min cb_max"
   unset print
 }
-record_ranges = 'panel_no = panel_no + 1; if (exists("ranges_out")) { set print ranges_out append; print sprintf("%s %d %.9g %.9g %.9g %.9g", fig, panel_no, GPVAL_X_MIN, GPVAL_X_MAX, GPVAL_Y_MIN, GPVAL_Y_MAX); unset print }'
+record_ranges = 'panel_no = panel_no + 1; if (exists("ranges_out")) { set print ranges_out append; print sprintf("%s %d %.9g %.9g %.9g %.9g %.9g %.9g", fig, panel_no, GPVAL_X_MIN, GPVAL_X_MAX, GPVAL_Y_MIN, GPVAL_Y_MAX, GPVAL_CB_MIN, GPVAL_CB_MAX); unset print }'
 
 # --- the replay figures ------------------------------------------------------
 # The policies that are not analyser scores get their own colours here. A

@@ -5,14 +5,16 @@ usage: figure_ranges_check.py RANGES_DIR KIND FOLDER [OUTDIR]
 
 RANGES_DIR holds FIGURE.png.ranges, written by the figure scripts under
 OBC_PLOT_RANGES (plots/style.gp, record_ranges): one line per panel, "figure
-panel x_min x_max y_min y_max", the ranges gnuplot really drew. KIND is
-analysis, replay or eval; FOLDER the data folder the figures were drawn from
-(OUTDIR: where obcache plot wrote the derived tables, eval_paired.csv). For
-each figure this script reads the data file itself, computes what each panel
-shows (with the reference values that belong in range: 0 of a share or of an
-error, the uniform share, 0 and 1 of an accuracy) and fails when an axis cuts
-data off or leaves more than a third of its length empty (on a logarithmic
-axis, in decades). Prints one line per figure; exits 1 when one fails.
+panel x_min x_max y_min y_max cb_min cb_max", the ranges gnuplot really drew.
+KIND is analysis, replay, eval, sweep or dynamic; FOLDER the data folder the
+figures were drawn from (OUTDIR: where obcache plot wrote the derived tables,
+eval_paired.csv). For each figure this script reads the data file itself,
+computes what each panel shows (with the reference values that belong in
+range: 0 of a share or of an error, the uniform share, 0 and 1 of an
+accuracy) and fails when an axis cuts data off or leaves more than a third of
+its length empty (on a logarithmic axis, in decades). A heat map's axes must
+span exactly its categories, one unit per row or column, and its colour
+range be 0..1. Prints one line per figure; exits 1 when one fails.
 """
 import csv
 import json
@@ -49,6 +51,41 @@ class Panel:
 
     def __init__(self, x, y, x_log=False, y_log=False):
         self.x, self.y, self.x_log, self.y_log = x, y, x_log, y_log
+
+    def problems(self, axes):
+        out = []
+        for name, data, axis, log in (("x", self.x, axes[0:2], self.x_log),
+                                      ("y", self.y, axes[2:4], self.y_log)):
+            problem = axis_problem(name, data, axis, log)
+            if problem:
+                out.append(problem)
+        return out
+
+
+class Grid:
+    """A heat map: n_x columns and n_y rows of unit cells, each axis exactly
+    its categories ([first - 0.5, first - 0.5 + n], first the index of the
+    first cell), and the colour range the figure claims (0..1: a share)."""
+
+    def __init__(self, n_x, n_y, x_first=1, y_first=1, cb=(0.0, 1.0)):
+        self.x = (x_first - 0.5, x_first - 0.5 + n_x)
+        self.y = (y_first - 0.5, y_first - 0.5 + n_y)
+        self.cb = cb
+
+    def problems(self, axes):
+        out = []
+        for name, want, axis in (("x", self.x, axes[0:2]), ("y", self.y, axes[2:4]),
+                                 ("colour", self.cb, axes[4:6])):
+            if len(axis) < 2:
+                out.append("%s: no range recorded" % name)
+                continue
+            a_lo, a_hi = sorted(axis)
+            if abs(a_lo - want[0]) > 1e-6 or abs(a_hi - want[1]) > 1e-6:
+                what = ("%g categories" % (want[1] - want[0]) if name != "colour"
+                        else "shares")
+                out.append("%s: axis [%g, %g] for %s (expected [%g, %g])" % (
+                    name, a_lo, a_hi, what, want[0], want[1]))
+        return out
 
 
 def axis_problem(name, data, axis, log):
@@ -148,6 +185,24 @@ def analysis_panels(folder):
     x = extent([0.5 * (num(r["bucket_lo"]) + num(r["bucket_hi"])) for r in early_rows])
     out["bias_windows"] = [Panel(x, y) for _ in present]
 
+    # bias_score: the mean normalised score per bucket midpoint of every score
+    # (positive values: a log y axis) at the main window and budget, the
+    # average token (1) in range; x the relative position, [0, 1].
+    score_rows = [r for r in rows(os.path.join(folder, "bias.csv"))
+                  if num(r["window"]) == window and num(r["k"]) == k and num(r["recent"]) == 0
+                  and num(r["mean_norm_score"]) > 0]
+    out["bias_score"] = [Panel(
+        with_refs(extent([0.5 * (num(r["bucket_lo"]) + num(r["bucket_hi"])) for r in score_rows]),
+                  0.0, 1.0),
+        with_refs(extent([num(r["mean_norm_score"]) for r in score_rows]), 1.0), y_log=True)]
+
+    # recall_layers: one column per score, one row per layer (from 0), at the
+    # main window and budget without the recent window; recall in 0..1.
+    layer_rows = [r for r in rows(os.path.join(folder, "recall_layers.csv"))
+                  if num(r["window"]) == window and num(r["k"]) == k and num(r["recent"]) == 0]
+    n_layers = int(max(num(r["layer"]) for r in layer_rows)) + 1
+    out["recall_layers"] = [Grid(len({r["score"] for r in layer_rows}), n_layers, y_first=0)]
+
     taylor = rows(os.path.join(folder, "taylor.csv"))
     panels = []
     for xcol, ycol in (("obc_v", "exact_v"), ("obc_k", "exact_k"), ("obc_vk", "exact_vk"),
@@ -223,7 +278,42 @@ def eval_panels(folder, outdir):
     rec = rows(os.path.join(folder, "recall.csv"))
     y = with_refs(extent([num(r["ci_low"]) for r in rec] + [num(r["ci_high"]) for r in rec]), 0.0, 1.0)
     out["eval_recall"] = [Panel((0.5, 4.5), y)]  # the four quartiles
+    # eval_heatmap: one map per (policy, protocol), a column per budget, a row
+    # per (task, length); accuracy in 0..1.
+    policy_rows = [r for r in acc if r["policy"] != "full"]
+    n_rows = len({(r["task"], r["length"]) for r in policy_rows})
+    n_maps = len({(r["policy"], r["protocol"]) for r in policy_rows})
+    out["eval_heatmap"] = [Grid(n_budgets, n_rows) for _ in range(n_maps)]
     return out
+
+
+# --- sweep folders ------------------------------------------------------------------
+
+def sweep_panels(folder):
+    table = rows(os.path.join(folder, "summary.csv"))
+    sel = [r for r in table if num(r["k"]) == num(table[0]["k"])]  # the first row's budget
+    n_lengths = len({num(r["length"]) for r in sel})
+    n_depths = len({num(r["depth"]) for r in sel})
+    n_scores = len({r["score"] for r in sel})
+    # a column per context length, a row per needle depth; shares in 0..1
+    return {"sweep_needle": [Grid(n_lengths, n_depths)],
+            "sweep_recall": [Grid(n_lengths, n_depths) for _ in range(n_scores)]}
+
+
+# --- dynamic folders ----------------------------------------------------------------
+
+def dynamic_panels(folder):
+    table = rows(os.path.join(folder, "dynamic.csv"))
+    budgets = []
+    for r in table:
+        if num(r["budget"]) != 0 and num(r["budget"]) not in budgets:
+            budgets.append(num(r["budget"]))
+    panels = []
+    for b in budgets:  # the full cache in every panel
+        sel = [r for r in table if r["score"] == "full" or num(r["budget"]) == b]
+        panels.append(Panel(extent([num(r["position"]) for r in sel]),
+                            extent([num(r["ppl_window"]) for r in sel])))
+    return {"dynamic_ppl": panels}
 
 
 def read_ranges(path):
@@ -233,17 +323,21 @@ def read_ranges(path):
             if line.startswith("#") or not line.strip():
                 continue
             w = line.split()
-            panels.append(tuple(float(v) for v in w[2:6]))
+            panels.append(tuple(float(v) for v in w[2:8]))
     return panels
 
 
 def main():
-    if len(sys.argv) not in (4, 5) or sys.argv[2] not in ("analysis", "replay", "eval"):
+    kinds = {"analysis": lambda folder, outdir: analysis_panels(folder),
+             "replay": lambda folder, outdir: replay_panels(folder),
+             "eval": eval_panels,
+             "sweep": lambda folder, outdir: sweep_panels(folder),
+             "dynamic": lambda folder, outdir: dynamic_panels(folder)}
+    if len(sys.argv) not in (4, 5) or sys.argv[2] not in kinds:
         sys.exit(__doc__)
     ranges_dir, kind, folder = sys.argv[1:4]
     outdir = sys.argv[4] if len(sys.argv) == 5 else os.path.join(folder, "plots")
-    figures = (analysis_panels(folder) if kind == "analysis" else
-               replay_panels(folder) if kind == "replay" else eval_panels(folder, outdir))
+    figures = kinds[kind](folder, outdir)
     failed = 0
     for figure, expected in figures.items():
         path = os.path.join(ranges_dir, figure + ".png.ranges")
@@ -256,17 +350,12 @@ def main():
         if len(drawn) != len(expected):
             problems.append("%d panels recorded, %d expected" % (len(drawn), len(expected)))
         for i, (panel, axes) in enumerate(zip(expected, drawn), 1):
-            for name, data, axis, log in (("x", panel.x, axes[0:2], panel.x_log),
-                                          ("y", panel.y, axes[2:4], panel.y_log)):
-                problem = axis_problem("panel %d %s" % (i, name), data, axis, log)
-                if problem:
-                    problems.append(problem)
+            problems += ["panel %d %s" % (i, p) for p in panel.problems(axes)]
         if problems:
             print("FAIL  %s: %s" % (figure, "; ".join(problems)))
             failed += 1
         else:
-            print("ok    %s: %d panels, every axis holds its data and is at most a third empty"
-                  % (figure, len(drawn)))
+            print("ok    %s: %d panels, every axis fits its data" % (figure, len(drawn)))
     sys.exit(1 if failed else 0)
 
 
