@@ -57,11 +57,19 @@ do for [s in scores] {
 set datafile separator whitespace
 set datafile nocolumnheaders
 
+# The y range from the curves and the average token (1), a factor 1.5
+# beyond them on the log axis (as replay_kl.gp).
+undefine STATS_*
+stats $curves using 2 nooutput
+y_lo = exists("STATS_min") && STATS_min < 1 ? STATS_min : 1.0
+y_hi = exists("STATS_max") && STATS_max > 1 ? STATS_max : 1.0
+
 set title title font ",13" noenhanced
 set xrange [0:1]
 set xtics 0.1
 set logscale y 10
 eval log_tics_y
+set yrange [y_lo / 1.5 : y_hi * 1.5]
 set xlabel "relative position p / s in the prompt (bucket midpoint; 0 = first token, 1 = last)"
 set ylabel "mean of score_p / mean_p(score_p) in the bucket (log scale)" noenhanced
 set key outside right top

@@ -45,33 +45,41 @@ else
   fail "synthetic analysis: $(head -1 "$dir/err")"
 fi
 
-# 2. An eval folder: accuracy with intervals, the heat maps, the forest plot,
+# 2. An analysis folder shaped like a real model's (tests/plots_fixture.py):
+#    six layers, every window, scores that spread over fewer decades.
+python3 "$OBC_SOURCE_DIR/tests/plots_fixture.py" analysis "$dir/fixture" > /dev/null ||
+  fatal "analysis fixture"
+plot_ranges fixture "$dir/fixture" \
+  recall_k,needle_k,recall_window,recall_oracles,bias_share,bias_score,bias_windows,taylor,recall_layers \
+  analysis
+
+# 3. An eval folder: accuracy with intervals, the heat maps, the forest plot,
 #    recall quartiles.
 python3 "$OBC_SOURCE_DIR/tests/eval_plots_fixture.py" "$dir/eval" > /dev/null || fatal "eval fixture"
 plot_ranges eval "$dir/eval" eval_accuracy,eval_heatmap,eval_paired,eval_recall
 
-# 3. A replay sweep: one trace, so shares of 0 or 1 and policies that coincide.
+# 4. A replay sweep: one trace, so shares of 0 or 1 and policies that coincide.
 cp -r "$OBC_SOURCE_DIR/tests/data/replay_sweep" "$dir/replay"
 plot_ranges replay "$dir/replay" replay_needle,replay_kl,replay_kl_steps
 
-# 4. A sweep folder: the (length, depth) heat maps.
+# 5. A sweep folder: the (length, depth) heat maps.
 python3 "$OBC_SOURCE_DIR/tests/plots_fixture.py" sweep "$dir/sweep" > /dev/null || fatal "sweep fixture"
 plot_ranges sweep "$dir/sweep" sweep_needle,sweep_recall
 
-# 5. A dynamic folder: perplexity along a text, one panel per budget.
+# 6. A dynamic folder: perplexity along a text, one panel per budget.
 cp -r "$OBC_SOURCE_DIR/tests/data/dynamic" "$dir/dynamic"
 plot_ranges dynamic "$dir/dynamic" dynamic_ppl
 
-# 6. Every figure obcache plot --help lists was checked above.
+# 7. Every figure obcache plot --help lists was checked above.
 figures=$("$OBCACHE" plot --help 2>&1 | sed -n 's/^  \([a-z_0-9]*\)  (.*/\1/p' | sort)
-checked=$(cat "$dir"/{analysis,eval,replay,sweep,dynamic}.check 2> /dev/null |
+checked=$(cat "$dir"/{analysis,fixture,eval,replay,sweep,dynamic}.check 2> /dev/null |
   sed -n 's/^ok    \([a-z_0-9]*\):.*/\1/p' | sort -u)
 missing=$(comm -23 <(echo "$figures") <(echo "$checked") | tr '\n' ' ')
 [ -n "$figures" ] && [ -z "$missing" ] &&
   pass "all $(echo "$figures" | wc -l) figures of obcache plot checked" ||
   fail "figures not checked: ${missing:-obcache plot --help lists none}"
 
-# 7. The check fails on an axis three times too tall and on one that cuts the
+# 8. The check fails on an axis three times too tall and on one that cuts the
 #    data off (the right panel of replay_kl: the error from 0).
 if [ -f "$dir/replay.ranges/replay_kl.png.ranges" ]; then
   for case in "taller:3:more than a third empty:fill" "shorter:0.5:data cut off:cut off"; do
@@ -90,7 +98,7 @@ if [ -f "$dir/replay.ranges/replay_kl.png.ranges" ]; then
   done
 fi
 
-# 8. ...and on a heat map with a row too many, one column too few, or colours
+# 9. ...and on a heat map with a row too many, one column too few, or colours
 #    that are not its 0..1 (recall_layers: layers down the y axis, scores
 #    across).
 if [ -f "$dir/analysis.ranges/recall_layers.png.ranges" ]; then
@@ -113,7 +121,7 @@ if [ -f "$dir/analysis.ranges/recall_layers.png.ranges" ]; then
   done
 fi
 
-# 9. Without OBC_PLOT_RANGES the figures write no ranges.
+# 10. Without OBC_PLOT_RANGES the figures write no ranges.
 "$OBCACHE" plot "$dir/replay" -o "$dir/plain" --format png --only replay_kl > /dev/null 2>&1 || fail "plain plot failed"
 [ -z "$(find "$dir/plain" "$dir/replay" -name '*.ranges' -print -quit)" ] &&
   pass "no OBC_PLOT_RANGES: no ranges written" || fail "ranges written without OBC_PLOT_RANGES"
