@@ -17,6 +17,9 @@ set -u
 scratch test_figure_ranges
 CHECK="$OBC_SOURCE_DIR/tests/figure_ranges_check.py"
 
+ANALYSIS_FIGURES=recall_k,needle_k,recall_window,recall_oracles,bias_share,bias_score
+ANALYSIS_FIGURES=$ANALYSIS_FIGURES,bias_windows,taylor,recall_layers
+
 # plot_ranges NAME FOLDER FIGURES [KIND]: those figures as PNGs under
 # $dir/NAME.out, their ranges under $dir/NAME.ranges, then the check of a
 # folder of that KIND (default NAME) in $dir/NAME.check.
@@ -39,8 +42,7 @@ plot_ranges() {
 if "$OBCACHE" synth -o "$dir/t.h5" --prompt 256 --rows 32 > /dev/null 2> "$dir/err" &&
    "$OBCACHE" analyze "$dir/t.h5" -o "$dir/analysis" --window 4,16 --recent 8 --oracle 1 \
      > /dev/null 2>> "$dir/err"; then
-  plot_ranges analysis "$dir/analysis" \
-    recall_k,needle_k,recall_window,recall_oracles,bias_share,bias_score,bias_windows,taylor,recall_layers
+  plot_ranges analysis "$dir/analysis" "$ANALYSIS_FIGURES"
 else
   fail "synthetic analysis: $(head -1 "$dir/err")"
 fi
@@ -49,9 +51,7 @@ fi
 #    six layers, every window, scores that spread over fewer decades.
 python3 "$OBC_SOURCE_DIR/tests/plots_fixture.py" analysis "$dir/fixture" > /dev/null ||
   fatal "analysis fixture"
-plot_ranges fixture "$dir/fixture" \
-  recall_k,needle_k,recall_window,recall_oracles,bias_share,bias_score,bias_windows,taylor,recall_layers \
-  analysis
+plot_ranges fixture "$dir/fixture" "$ANALYSIS_FIGURES" analysis
 
 # 3. An eval folder: accuracy with intervals, the heat maps, the forest plot,
 #    recall quartiles.
@@ -63,7 +63,8 @@ cp -r "$OBC_SOURCE_DIR/tests/data/replay_sweep" "$dir/replay"
 plot_ranges replay "$dir/replay" replay_needle,replay_kl,replay_kl_steps
 
 # 5. A sweep folder: the (length, depth) heat maps.
-python3 "$OBC_SOURCE_DIR/tests/plots_fixture.py" sweep "$dir/sweep" > /dev/null || fatal "sweep fixture"
+python3 "$OBC_SOURCE_DIR/tests/plots_fixture.py" sweep "$dir/sweep" > /dev/null ||
+  fatal "sweep fixture"
 plot_ranges sweep "$dir/sweep" sweep_needle,sweep_recall
 
 # 6. A dynamic folder: perplexity along a text, one panel per budget.
@@ -75,9 +76,11 @@ figures=$("$OBCACHE" plot --help 2>&1 | sed -n 's/^  \([a-z_0-9]*\)  (.*/\1/p' |
 checked=$(cat "$dir"/{analysis,fixture,eval,replay,sweep,dynamic}.check 2> /dev/null |
   sed -n 's/^ok    \([a-z_0-9]*\):.*/\1/p' | sort -u)
 missing=$(comm -23 <(echo "$figures") <(echo "$checked") | tr '\n' ' ')
-[ -n "$figures" ] && [ -z "$missing" ] &&
-  pass "all $(echo "$figures" | wc -l) figures of obcache plot checked" ||
+if [ -n "$figures" ] && [ -z "$missing" ]; then
+  pass "all $(echo "$figures" | wc -l) figures of obcache plot checked"
+else
   fail "figures not checked: ${missing:-obcache plot --help lists none}"
+fi
 
 # 8. The check fails on an axis three times too tall and on one that cuts the
 #    data off (the right panel of replay_kl: the error from 0).
@@ -108,8 +111,8 @@ if [ -f "$dir/analysis.ranges/recall_layers.png.ranges" ]; then
     IFS='|' read -r name edit pattern what <<< "$case"
     mkdir -p "$dir/$name"
     cp "$dir/analysis.ranges/"*.ranges "$dir/$name/"
-    awk "\$1 == \"recall_layers\" { $edit } { print }" "$dir/analysis.ranges/recall_layers.png.ranges" \
-      > "$dir/$name/recall_layers.png.ranges"
+    awk "\$1 == \"recall_layers\" { $edit } { print }" \
+      "$dir/analysis.ranges/recall_layers.png.ranges" > "$dir/$name/recall_layers.png.ranges"
     if python3 "$CHECK" "$dir/$name" analysis "$dir/analysis" > "$dir/$name.check" 2>&1; then
       fail "check: accepted a heat map with $what"
     elif grep -q "^FAIL  recall_layers: panel 1 $pattern" "$dir/$name.check" &&
