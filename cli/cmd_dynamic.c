@@ -38,14 +38,6 @@ typedef struct {
   const char *scores;  /* --scores S,.. */
 } DynamicArgs;
 
-/* "256,512,1024", as the help shows the budgets' default. */
-static void join_sizes(const size_t *values, size_t n, char *out, size_t size) {
-  size_t used = 0;
-  out[0] = '\0';
-  for (size_t i = 0; i < n && used < size; i++)
-    used += (size_t)snprintf(out + used, size - used, "%s%zu", i ? ", " : "", values[i]);
-}
-
 static int score_check(EvictPolicy *probe, const char *name) {
   (void)probe;
   EvictDynamicScore score;
@@ -54,13 +46,12 @@ static int score_check(EvictPolicy *probe, const char *name) {
 
 static int parse_args(int argc, char **argv, DynamicArgs *a, bool *help) {
   EvictDynamicConfig *c = &a->config;
-  char score_names[128], scores_help[256], default_scores[256], default_budgets[256];
+  char score_names[128], scores_help[256], default_scores[256];
   evict_dynamic_score_list(", ", " or ", score_names, sizeof score_names);
   snprintf(scores_help, sizeof scores_help, "running scores to evict by: %s (attn is H2O's)",
            score_names);
   evict_join_names((const char(*)[32])c->scores, c->n_scores, ", ", default_scores,
                    sizeof default_scores);
-  join_sizes(c->budgets, c->n_budgets, default_budgets, sizeof default_budgets);
   a->budgets = (ObcSizeList){c->budgets, &c->n_budgets, EVICT_DYNAMIC_MAX};
   const ObcOption options[] = {
       OBC_OPT_TEXT("--model", "M", &a->model_path, "GGUF file or HF folder",
@@ -72,7 +63,7 @@ static int parse_args(int argc, char **argv, DynamicArgs *a, bool *help) {
       text_max_bytes_option(&c->max_text_bytes),
       OBC_OPT_CUSTOM("--budgets", "B,..", &a->budgets, obc_option_parse_size_list,
                      "cache budgets in tokens per (layer, KV head)",
-                     .default_text = default_budgets),
+                     .show = obc_option_show_size_list),
       OBC_OPT_TEXT("--scores", "S,..", &a->scores, scores_help, .default_text = default_scores),
       OBC_OPT_SIZE("--sinks", "N", &c->sinks, "first N positions never evicted"),
       OBC_OPT_SIZE("--recent", "R", &c->recent, "last R positions never evicted",
