@@ -13,7 +13,7 @@ export OMP_WAIT_POLICY=passive
 
 "$OBCACHE" dynamic --help >"$dir/help" 2>&1 || fail "dynamic --help: exit $?"
 if grep -q "attn, obc_v, obc_k, obc_vk or" "$dir/help" && grep -q "(default 4096)" "$dir/help" &&
-  grep -q "(default 256,512,1024)" "$dir/help" && grep -q "(default dynamic-eviction)" "$dir/help"; then
+  grep -q "256,512,1024)" "$dir/help" && grep -q "(default dynamic-eviction)" "$dir/help"; then
   pass "dynamic --help: the scores and the defaults"
 else
   fail "dynamic --help: $(cat "$dir/help")"
