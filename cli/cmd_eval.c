@@ -28,7 +28,7 @@
 
 typedef struct {
   EvalConfig config;
-  const char *tasks, *scores, *pairs, *budgets, *protocols, *out_dir, *model_path;
+  const char *tasks, *scores, *pairs, *budgets, *budget_rule, *protocols, *out_dir, *model_path;
   ModelWeightsMode weights;
   bool plan_only, merge, no_figures;
   const char *cell, *shard;
@@ -106,6 +106,11 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
       OBC_OPT_TEXT("--budgets", "B,..", &a->budgets,
                    "kept share (10%, 0.25) or tokens of the candidates",
                    .default_text = "10%,25%,50%"),
+      OBC_OPT_TEXT("--budget-rule", "R", &a->budget_rule,
+                   "how a fractional budget becomes a count for every policy and the oracle: "
+                   "floor (floor(n x B)) or kvpress (int(n * (1 - cr)) in double, as kvpress; "
+                   "obcache evict --help)",
+                   .default_text = "floor"),
       OBC_OPT_TEXT(
           "--protocol", "P,..", &a->protocols,
           "agnostic (the context compressed before the question is seen, the question re-run), "
@@ -211,6 +216,7 @@ static int resolve_lists(EvalArgs *a) {
   if (!rc && a->budgets)
     rc = evict_parse_names("--budgets", a->budgets, c->budgets, &c->n_budgets, EVAL_MAX_BUDGETS,
                            evict_policy_set_budget);
+  if (!rc && a->budget_rule) rc = evict_policy_set_budget_rule(&c->base, a->budget_rule);
   if (!rc && a->protocols) {
     char buf[256], *items[EVICT_N_PROTOCOLS];
     size_t n = 0;

@@ -119,11 +119,12 @@ int cmd_evict(int argc, char **argv) {
     evict_policy_protect_text(&policy, spans, sizeof spans);
     if (spans[0]) snprintf(protect, sizeof protect, ", protect %s", spans);
     printf(
-        "evict: %s, budget %zu of %zu candidates (%s, %s, window %zu, recent %zu, sinks %zu%s): "
-        "%zu..%zu kept per KV head -> %s\n",
+        "evict: %s, budget %zu of %zu candidates (%s, %s, window %zu, recent %zu, sinks %zu%s, "
+        "budget rule %s): %zu..%zu kept per KV head -> %s\n",
         keep.policy.score, keep.budget, keep.n_candidates,
         evict_allocation_name(keep.policy.allocation), evict_protocol_name(policy.protocol),
-        keep.window, policy.recent, keep.policy.sinks, protect, lo, hi, out_path);
+        keep.window, policy.recent, keep.policy.sinks, protect,
+        evict_budget_rule_name(keep.policy.budget_rule), lo, hi, out_path);
   }
   evict_keep_set_free(&keep);
   trace_close(reader);

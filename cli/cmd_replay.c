@@ -235,9 +235,10 @@ static int run_sweep(const ReplayArgs *a, const char *command_line) {
 static void print_offline(const EvictKeepSet *keep, const EvictOfflineResult *r, const char *dir) {
   EvictOfflineSummary s;
   evict_offline_summarise(r, &s);
-  printf("offline replay: %s, budget %zu of %zu (%s, %s), %zu decode steps\n", keep->policy.score,
-         keep->budget, keep->n_candidates, evict_allocation_name(keep->policy.allocation),
-         evict_protocol_name(keep->policy.protocol), r->n_steps);
+  printf("offline replay: %s, budget %zu of %zu (%s, %s, budget rule %s), %zu decode steps\n",
+         keep->policy.score, keep->budget, keep->n_candidates,
+         evict_allocation_name(keep->policy.allocation), evict_protocol_name(keep->policy.protocol),
+         evict_budget_rule_name(keep->policy.budget_rule), r->n_steps);
   if (keep->policy.protocol != EVICT_PROTOCOL_AWARE && keep->n_candidates < keep->n_prompt)
     printf(
         "  (%s: the captured decode queries and question K/V, computed with the whole "
@@ -259,9 +260,10 @@ static void print_model_replay(const EvictKeepSet *keep, const EvictReplayer *re
                                const EvictModelReplay *r, const char *dir) {
   int full_found = -1;
   const char *full = evict_replayer_full_answer(replayer, &full_found);
-  printf("model replay: %s, budget %zu of %zu (%s, %s), %zu steps\n", keep->policy.score,
-         keep->budget, keep->n_candidates, evict_allocation_name(keep->policy.allocation),
-         evict_protocol_name(keep->policy.protocol), r->n_steps);
+  printf("model replay: %s, budget %zu of %zu (%s, %s, budget rule %s), %zu steps\n",
+         keep->policy.score, keep->budget, keep->n_candidates,
+         evict_allocation_name(keep->policy.allocation), evict_protocol_name(keep->policy.protocol),
+         evict_budget_rule_name(keep->policy.budget_rule), r->n_steps);
   if (r->rerun_tokens) {
     printf(
         "  question re-run: %zu prompt tokens against the evicted cache, first answer "

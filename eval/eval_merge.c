@@ -564,6 +564,7 @@ static cJSON *eval_json(const EvalData *d, const SweepPlan *plan, size_t done) {
   cJSON_AddStringToObject(root, "seed", seed);
   cJSON_AddItemToObject(root, "policies", string_array(c->scores, c->n_scores));
   cJSON_AddItemToObject(root, "budgets", string_array(c->budgets, c->n_budgets));
+  cJSON_AddStringToObject(root, "budget_rule", evict_budget_rule_name(c->base.budget_rule));
   for (size_t q = 0; q < c->n_protocols; q++)
     cJSON_AddItemToArray(protocols, cJSON_CreateString(evict_protocol_name(c->protocols[q])));
   cJSON_AddItemToObject(root, "protocols", protocols);
@@ -594,7 +595,8 @@ static void print_tables(const EvalData *d) {
   const EvalConfig *c = d->config;
   char text[64];
   for (size_t l = 0; l < c->n_lengths; l++) {
-    printf("\naccuracy at %zu tokens, all tasks (Wilson 95%%)\n%-28s", c->lengths[l], "policy");
+    printf("\naccuracy at %zu tokens, all tasks (Wilson 95%%; budget rule %s)\n%-28s",
+           c->lengths[l], evict_budget_rule_name(c->base.budget_rule), "policy");
     for (size_t b = 0; b < c->n_budgets; b++) printf(" %18s", c->budgets[b]);
     Tally full = {0};
     for (size_t i = 0; i < d->n_samples; i++)

@@ -125,6 +125,8 @@ int evict_keep_write(const char *path, const EvictKeepSet *k, const char *trace_
       trace_h5_attr_write_str(tmp, file, "score", p->score) == 0 &&
       trace_h5_attr_write_str(tmp, file, "score_kind", kind_name(p->kind)) == 0 &&
       trace_h5_attr_write_str(tmp, file, "budget_given", p->budget_text) == 0 &&
+      trace_h5_attr_write_str(tmp, file, "budget_rule", evict_budget_rule_name(p->budget_rule)) ==
+          0 &&
       trace_h5_attr_write_f64(tmp, file, "budget", (double)k->budget) == 0 &&
       trace_h5_attr_write_f64(tmp, file, "window", (double)k->window) == 0 &&
       trace_h5_attr_write_f64(tmp, file, "recent", (double)p->recent) == 0 &&
@@ -395,7 +397,7 @@ static int read_policy(hid_t file, const char *path, bool schema_1, const TraceM
                        EvictKeepSet *k) {
   EvictPolicy *p = &k->policy;
   evict_policy_default(p);
-  int allocation = (int)p->allocation;
+  int allocation = (int)p->allocation, rule = (int)EVICT_BUDGET_RULE_FLOOR;
   int rc = read_text_attr(file, path, schema_1, "score", p->score, sizeof p->score);
   if (!rc)
     rc =
@@ -403,12 +405,16 @@ static int read_policy(hid_t file, const char *path, bool schema_1, const TraceM
   if (!rc)
     rc = read_choice_attr(file, path, schema_1, "allocation", "uniform", "adakv", "pyramid",
                           &allocation);
+  /* files written before the attribute existed counted with the floor rule */
+  if (!rc)
+    rc = read_choice_attr(file, path, schema_1, "budget_rule", "floor", "kvpress", NULL, &rule);
   if (!rc) rc = read_protocol(file, path, schema_1, p);
   if (!rc) rc = read_protect(file, path, schema_1, p);
   if (!rc) rc = read_count_attr(file, path, "window", false, 0, meta->n_rows, &k->window);
   if (!rc) rc = read_count_attr(file, path, "recent", false, 0, k->n_prompt, &p->recent);
   if (!rc) rc = read_count_attr(file, path, "sinks", false, 0, k->n_prompt, &p->sinks);
   p->allocation = (EvictAllocation)allocation;
+  p->budget_rule = (EvictBudgetRule)rule;
   return rc;
 }
 

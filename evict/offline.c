@@ -183,6 +183,7 @@ cJSON *evict_policy_json(const EvictKeepSet *keep) {
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "score", p->score);
   cJSON_AddStringToObject(j, "budget_given", p->budget_text);
+  cJSON_AddStringToObject(j, "budget_rule", evict_budget_rule_name(p->budget_rule));
   cJSON_AddNumberToObject(j, "budget", (double)keep->budget);
   cJSON_AddNumberToObject(j, "candidates", (double)keep->n_candidates);
   cJSON_AddNumberToObject(j, "window", (double)keep->window);

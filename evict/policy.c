@@ -6,6 +6,7 @@
 #include "evict/policy.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,7 @@ void evict_policy_default(EvictPolicy *p) {
   p->kind = EVICT_SCORE_QUANTITY;
   p->quantity = OBC_Q_OBC_VK;
   snprintf(p->budget_text, sizeof p->budget_text, "10%%");
-  p->budget_fraction = 0.1;
+  p->budget_rule = EVICT_BUDGET_RULE_FLOOR;
   p->adakv_floor = EVICT_DEFAULT_ADAKV_FLOOR;
   p->seed = 1;
 }
@@ -124,25 +125,105 @@ int evict_policy_set_budget(EvictPolicy *p, const char *text) {
                     "--budget '%s': expected a positive number of tokens (40), a "
                     "fraction (0.1) or a percentage (10%%)",
                     text);
-  p->budget_fraction = 0.0;
-  p->budget_tokens = 0;
-  if (percent) {
-    if (value > 100.0)
-      return obc_fail(OBC_EINVAL, "--budget %s: more than the whole prompt (expected <= 100%%)",
-                      text);
-    p->budget_fraction = value / 100.0;
-  } else if (strchr(text, '.') || strchr(text, 'e')) {
-    if (value > 1.0)
-      return obc_fail(OBC_EINVAL, "--budget %s: a fraction must be <= 1 (tokens are integers)",
-                      text);
-    p->budget_fraction = value;
-  } else {
-    p->budget_tokens = (size_t)value;
-    if ((double)p->budget_tokens != value)
-      return obc_fail(OBC_EINVAL, "--budget %s: expected a whole number of tokens", text);
-  }
+  if (percent && value > 100.0)
+    return obc_fail(OBC_EINVAL, "--budget %s: more than the whole prompt (expected <= 100%%)",
+                    text);
+  bool fraction = !percent && (strchr(text, '.') || strchr(text, 'e') || strchr(text, 'E'));
+  if (fraction && value > 1.0)
+    return obc_fail(OBC_EINVAL, "--budget %s: a fraction must be <= 1 (tokens are integers)", text);
+  if (!percent && !fraction && (double)(size_t)value != value)
+    return obc_fail(OBC_EINVAL, "--budget %s: expected a whole number of tokens", text);
+  uint64_t num = 0, den = 1;
+  bool tokens = false;
+  int rc = evict_budget_ratio(text, &num, &den, &tokens);
+  if (rc) return rc;
   snprintf(p->budget_text, sizeof p->budget_text, "%s", text);
   return OBC_OK;
+}
+
+static const char *const budget_rule_names[EVICT_N_BUDGET_RULES] = {
+    [EVICT_BUDGET_RULE_FLOOR] = "floor", [EVICT_BUDGET_RULE_KVPRESS] = "kvpress"};
+
+int evict_policy_set_budget_rule(EvictPolicy *p, const char *name) {
+  for (int i = 0; i < EVICT_N_BUDGET_RULES; i++)
+    if (!strcmp(name, budget_rule_names[i])) {
+      p->budget_rule = (EvictBudgetRule)i;
+      return OBC_OK;
+    }
+  return obc_fail(OBC_EINVAL, "--budget-rule %s: expected floor or kvpress", name);
+}
+
+const char *evict_budget_rule_name(EvictBudgetRule rule) {
+  return (unsigned)rule < EVICT_N_BUDGET_RULES ? budget_rule_names[rule] : "floor";
+}
+
+/* ==== Budget counts ==== */
+
+int evict_budget_ratio(const char *text, uint64_t *num, uint64_t *den, bool *tokens) {
+  uint64_t n = 0, d = 1;
+  const char *c = text;
+  bool dot = false, digits = false;
+  *tokens = !strchr(text, '.') && !strchr(text, 'e') && !strchr(text, 'E') && !strchr(text, '%');
+  for (; *c && (isdigit((unsigned char)*c) || (*c == '.' && !dot)); c++) {
+    if (*c == '.') {
+      dot = true;
+      continue;
+    }
+    if (n > UINT64_MAX / 100 || (dot && d > UINT64_MAX / 100))
+      return obc_fail(OBC_EINVAL, "--budget %s: too many digits for an exact budget", text);
+    n = n * 10 + (uint64_t)(*c - '0');
+    if (dot) d *= 10;
+    digits = true;
+  }
+  if (*c == 'e' || *c == 'E') {
+    char *end = NULL;
+    long e = strtol(c + 1, &end, 10);
+    if (end == c + 1 || e < -18 || e > 18)
+      return obc_fail(OBC_EINVAL, "--budget %s: exponent out of range", text);
+    for (; e > 0; e--) {
+      if (n > UINT64_MAX / 10) return obc_fail(OBC_EINVAL, "--budget %s: too large", text);
+      n *= 10;
+    }
+    for (; e < 0; e++) {
+      if (d > UINT64_MAX / 10) return obc_fail(OBC_EINVAL, "--budget %s: too many digits", text);
+      d *= 10;
+    }
+    c = end;
+  }
+  if (*c == '%') {
+    if (d > UINT64_MAX / 100) return obc_fail(OBC_EINVAL, "--budget %s: too many digits", text);
+    d *= 100;
+    c++;
+  }
+  if (!digits || *c || n == 0 || (!*tokens && n > d))
+    return obc_fail(OBC_EINVAL, "--budget %s: expected tokens, a fraction <= 1 or a percentage",
+                    text);
+  *num = n;
+  *den = d;
+  return OBC_OK;
+}
+
+double evict_budget_compression_ratio(uint64_t num, uint64_t den) {
+  return (double)(den - num) / (double)den;
+}
+
+int evict_budget_count(const EvictPolicy *p, size_t n, size_t *count) {
+  uint64_t num = 0, den = 1;
+  bool tokens = false;
+  int rc = evict_budget_ratio(p->budget_text, &num, &den, &tokens);
+  if (rc) return rc;
+  if (tokens)
+    *count = num > SIZE_MAX ? SIZE_MAX : (size_t)num;
+  else if (p->budget_rule == EVICT_BUDGET_RULE_KVPRESS)
+    *count = (size_t)((double)n * (1.0 - evict_budget_compression_ratio(num, den)));
+  else
+    *count = (size_t)((unsigned __int128)n * num / den);
+  return OBC_OK;
+}
+
+size_t evict_budget_share(const EvictPolicy *p, size_t k, size_t divisor, double factor) {
+  if (p->budget_rule == EVICT_BUDGET_RULE_KVPRESS) return (size_t)((double)k * factor);
+  return k / divisor;
 }
 
 int evict_policy_set_allocation(EvictPolicy *p, const char *name) {
@@ -230,11 +311,9 @@ bool evict_protocol_reruns_tail(EvictProtocol protocol) {
 
 int evict_policy_budget_tokens(const EvictPolicy *p, size_t n_candidates, size_t *tokens) {
   if (p->kind == EVICT_SCORE_PRESET) return evict_preset_budget_tokens(p, n_candidates, tokens);
-  size_t k = p->budget_tokens;
-  if (p->budget_fraction > 0.0) {
-    k = (size_t)llround(p->budget_fraction * (double)n_candidates);
-    if (k == 0) k = 1;
-  }
+  size_t k = 0;
+  int rc = evict_budget_count(p, n_candidates, &k);
+  if (rc) return rc;
   if (k == 0 || k > n_candidates)
     return obc_fail(OBC_EINVAL, "--budget %s: %zu tokens (expected 1..%zu, the %s)", p->budget_text,
                     k, n_candidates,

@@ -69,19 +69,27 @@ typedef enum {
 /* Where protected positions count, as outputs record it (protect_budget). */
 #define EVICT_PROTECT_BUDGET "inside"
 
+/* How a fractional budget B of n candidates becomes a count k
+ * (evict_budget_count; docs/SCIENCE.md, "Budget rounding"):
+ * - floor (the default): k = floor(n x B), B read as an exact decimal.
+ * - kvpress: k = int(n * (1 - cr)) in IEEE double, as kvpress's presses
+ *   compute it, with cr = compression_ratio the double nearest 1 - B
+ *   (evict_budget_compression_ratio), as a user writes 0.9 for 10%. */
+typedef enum { EVICT_BUDGET_RULE_FLOOR = 0, EVICT_BUDGET_RULE_KVPRESS } EvictBudgetRule;
+#define EVICT_N_BUDGET_RULES 2
+
 #define EVICT_DEFAULT_WINDOW 64
 #define EVICT_DEFAULT_ADAKV_FLOOR 0.2
 
 typedef struct {
   char score[32]; /* "obc_vk", "random", "oracle@T", ... (canonical once applied) */
   EvictScoreKind kind;
-  int quantity;           /* ScoreQuantity for EVICT_SCORE_QUANTITY */
-  int preset;             /* EVICT_SCORE_PRESET: index into evict/preset.c's table */
-  int preset_inner;       /* EVICT_SCORE_PRESET: EvictPresetInner */
-  char budget_text[32];   /* as given: "40", "0.1", "10%" */
-  double budget_fraction; /* > 0: a fraction of the candidates */
-  size_t budget_tokens;   /* else tokens */
-  size_t window;          /* rows of the score window; 0 = min(64, captured) */
+  int quantity;                /* ScoreQuantity for EVICT_SCORE_QUANTITY */
+  int preset;                  /* EVICT_SCORE_PRESET: index into evict/preset.c's table */
+  int preset_inner;            /* EVICT_SCORE_PRESET: EvictPresetInner */
+  char budget_text[32];        /* as given: "40", "0.1", "10%" */
+  EvictBudgetRule budget_rule; /* how a fraction becomes a count */
+  size_t window;               /* rows of the score window; 0 = min(64, captured) */
   size_t recent;
   size_t sinks;
   EvictAllocation allocation;
@@ -145,8 +153,34 @@ void evict_policy_protect_text(const EvictPolicy *policy, char *out, size_t size
 int evict_policy_protected(const EvictPolicy *policy, const TraceMeta *meta, const char *trace,
                            unsigned char **mask);
 
-/* Budget in tokens for n_candidates; checks 0 < budget <= n_candidates and
- * room for the sinks and recent window. */
+/* "floor" or "kvpress" (--budget-rule). */
+int evict_policy_set_budget_rule(EvictPolicy *policy, const char *name);
+const char *evict_budget_rule_name(EvictBudgetRule rule);
+
+/* ---- budget counts: the one place a budget becomes a number of tokens ---- */
+
+/* The budget text as an exact ratio num / den: "0.4" = 4/10, "40%" = 40/100,
+ * "1e-1" = 1/10; *tokens (num, den 1) when it is a whole number of tokens
+ * ("40"). OBC_EINVAL naming the text otherwise. */
+int evict_budget_ratio(const char *text, uint64_t *num, uint64_t *den, bool *tokens);
+/* kvpress's compression_ratio of a fractional budget num / den: the double
+ * nearest 1 - num / den, (double)(den - num) / (double)den (one correctly
+ * rounded division of two exact integers, so it equals Python's float of
+ * the decimal 1 - B: 0.9 for 10%). */
+double evict_budget_compression_ratio(uint64_t num, uint64_t den);
+/* The kept count of n candidates under the policy's budget text and rule,
+ * unchecked (may be 0 or, for tokens, more than n): tokens keep that many;
+ * a fraction floor(n x B) (floor) or (size_t)(n * (1.0 - cr)) (kvpress).
+ * Every policy, preset and the oracle count through this function. */
+int evict_budget_count(const EvictPolicy *policy, size_t n, size_t *count);
+/* A share of the kept count k that a method derives from it, as the
+ * method's reference computes it: under the floor rule k / divisor
+ * (integer division), under the kvpress rule (size_t)(k * factor) in
+ * double (AdaKV's safeguard int(n_kept * 0.2): divisor 5, factor 0.2). */
+size_t evict_budget_share(const EvictPolicy *policy, size_t k, size_t divisor, double factor);
+
+/* Budget in tokens for n_candidates (evict_budget_count); checks 0 < budget
+ * <= n_candidates and room for the sinks and recent window. */
 int evict_policy_budget_tokens(const EvictPolicy *policy, size_t n_candidates, size_t *tokens);
 /* First position after the candidates under the protocol (n_prompt when
  * query-aware or without a question span, else the question's begin). */

@@ -21,6 +21,13 @@ static int parse_budget(void *p, const char *o, const char *v) {
   (void)o;
   return evict_policy_set_budget(p, v);
 }
+static int parse_budget_rule(void *p, const char *o, const char *v) {
+  (void)o;
+  return evict_policy_set_budget_rule(p, v);
+}
+static void show_budget_rule(const void *p, char *text, size_t size) {
+  snprintf(text, size, "%s", evict_budget_rule_name(((const EvictPolicy *)p)->budget_rule));
+}
 static int parse_alloc(void *p, const char *o, const char *v) {
   (void)o;
   return evict_policy_set_allocation(p, v);
@@ -103,6 +110,12 @@ void evict_policy_options(EvictPolicy *p, bool *sinks_given, bool *recent_given,
           "kept positions per KV head: tokens (40), a fraction (0.1) or a percentage (10%) of the "
           "candidates",
           .show = show_budget),
+      OBC_OPT_CUSTOM(
+          "--budget-rule", "R", p, parse_budget_rule,
+          "how a fractional budget B of n candidates becomes a count, for every score, preset "
+          "and the oracle: floor (floor(n x B), B an exact decimal) or kvpress (kvpress's "
+          "int(n * (1 - cr)) in double, cr the double nearest 1 - B, and its dependent counts)",
+          .show = show_budget_rule),
       OBC_OPT_CUSTOM("--window", "W", &p->window, parse_window, "score window in prompt rows",
                      .default_text = "min(" OBC_OPTION_SPELLED(EVICT_DEFAULT_WINDOW) ", captured)"),
       OBC_OPT_SIZE("--recent", "R", &p->recent, "last R candidates always kept",

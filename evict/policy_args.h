@@ -1,5 +1,5 @@
 /* The policy options shared by `obcache evict` and `obcache replay`
- * (--score, --oracle, --budget, --window, --recent, --sinks, --alloc,
+ * (--score, --oracle, --budget, --budget-rule, --window, --recent, --sinks, --alloc,
  * --adakv-floor, --protocol (and its deprecated alias --mode), --protect,
  * --seed) as an option table that fills an
  * EvictPolicy (common/obc_options.h), and a
@@ -26,8 +26,8 @@ typedef struct {
   EvictProtocolList *list;
 } EvictPolicyProtocolTarget;
 
-enum { EVICT_POLICY_N_OPTIONS = 13 };
-/* Fills options with the policy options (a heading and 12 options), parsed
+enum { EVICT_POLICY_N_OPTIONS = 14 };
+/* Fills options with the policy options (a heading and 13 options), parsed
  * into policy; --sinks and --recent also set *sinks_given / *recent_given
  * (either may be NULL); protocol->list (may be NULL) receives a --protocol
  * list. protocol must outlive the parsing. */

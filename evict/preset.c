@@ -9,7 +9,6 @@
 
 #include <assert.h>
 #include <cblas.h>
-#include <ctype.h>
 #include <float.h>
 #include <math.h>
 #include <stdbool.h>
@@ -58,15 +57,19 @@ typedef struct {
   bool critical; /* CriticalKV's two stages around the score (the model's W_o) */
 } Preset;
 
-/* AdaKV's safeguard: every head keeps at least floor(kept / 5) of its own
- * (kvpress alpha_safeguard 0.20, int(n_kept * 0.2) == n_kept / 5 exactly). */
+/* AdaKV's safeguard: every head keeps at least kept / 5 of its own under
+ * the floor rule, kvpress's int(n_kept * alpha_safeguard 0.20) in double
+ * under the kvpress rule (evict_budget_share). */
 enum { ADAKV_SAFEGUARD_DIVISOR = 5 };
+#define ADAKV_SAFEGUARD 0.20
 /* PyramidKV's beta (kvpress default). */
 #define PYRAMID_BETA 20.0
 /* CriticalKV (kvpress CriticalKVPress defaults): the first stage keeps
- * int(kept x first_stage_ratio 0.5) = kept / 2 outright; the second scores
+ * kept / 2 outright (evict_preset_critical_first_stage: kvpress's int((1 - cr) x n x
+ * first_stage_ratio 0.5) under the kvpress rule); the second scores
  * (s_p + epsilon) x w_p. */
 enum { CRITICAL_FIRST_STAGE_DIVISOR = 2 };
+#define CRITICAL_FIRST_STAGE_RATIO 0.5
 #define CRITICAL_EPSILON 1e-4
 
 static const Preset presets[] = {
@@ -179,52 +182,6 @@ bool evict_preset_reads_prompt_sums(const EvictPolicy *p) {
 
 /* ==== Budgets ==== */
 
-/* The budget text as an exact ratio num / den: "0.4" = 4/10, "40%" = 40/100,
- * "1e-1" = 1/10; *tokens when it is a whole number of tokens ("40"). */
-static int budget_ratio(const char *text, uint64_t *num, uint64_t *den, bool *tokens) {
-  uint64_t n = 0, d = 1;
-  const char *c = text;
-  bool dot = false, digits = false;
-  *tokens = !strchr(text, '.') && !strchr(text, 'e') && !strchr(text, 'E') && !strchr(text, '%');
-  for (; *c && (isdigit((unsigned char)*c) || (*c == '.' && !dot)); c++) {
-    if (*c == '.') {
-      dot = true;
-      continue;
-    }
-    if (n > UINT64_MAX / 100 || (dot && d > UINT64_MAX / 100))
-      return obc_fail(OBC_EINVAL, "--budget %s: too many digits for an exact budget", text);
-    n = n * 10 + (uint64_t)(*c - '0');
-    if (dot) d *= 10;
-    digits = true;
-  }
-  if (*c == 'e' || *c == 'E') {
-    char *end = NULL;
-    long e = strtol(c + 1, &end, 10);
-    if (end == c + 1 || e < -18 || e > 18)
-      return obc_fail(OBC_EINVAL, "--budget %s: exponent out of range", text);
-    for (; e > 0; e--) {
-      if (n > UINT64_MAX / 10) return obc_fail(OBC_EINVAL, "--budget %s: too large", text);
-      n *= 10;
-    }
-    for (; e < 0; e++) {
-      if (d > UINT64_MAX / 10) return obc_fail(OBC_EINVAL, "--budget %s: too many digits", text);
-      d *= 10;
-    }
-    c = end;
-  }
-  if (*c == '%') {
-    if (d > UINT64_MAX / 100) return obc_fail(OBC_EINVAL, "--budget %s: too many digits", text);
-    d *= 100;
-    c++;
-  }
-  if (!digits || *c || n == 0 || (!*tokens && n > d))
-    return obc_fail(OBC_EINVAL, "--budget %s: expected tokens, a fraction <= 1 or a percentage",
-                    text);
-  *num = n;
-  *den = d;
-  return OBC_OK;
-}
-
 /* The checks every preset makes before its scores: the generic knobs it
  * fixes itself were not given. */
 static int check_fixed_knobs(const EvictPolicy *p) {
@@ -237,16 +194,14 @@ static int check_fixed_knobs(const EvictPolicy *p) {
 }
 
 int evict_preset_budget_tokens(const EvictPolicy *p, size_t n, size_t *tokens) {
-  uint64_t num = 0, den = 1;
-  bool whole = false;
+  size_t k = 0;
   int rc = check_fixed_knobs(p);
-  if (!rc) rc = budget_ratio(p->budget_text, &num, &den, &whole);
+  if (!rc) rc = evict_budget_count(p, n, &k);
   if (rc) return rc;
-  unsigned __int128 k = whole ? num : (unsigned __int128)n * num / den;
   if (k == 0 || k > n)
-    return obc_fail(OBC_EINVAL, "--budget %s: keeps %llu of the %zu candidates (expected 1..%zu)",
-                    p->budget_text, (unsigned long long)k, n, n);
-  *tokens = (size_t)k;
+    return obc_fail(OBC_EINVAL, "--budget %s: keeps %zu of the %zu candidates (expected 1..%zu)",
+                    p->budget_text, k, n, n);
+  *tokens = k;
   return OBC_OK;
 }
 
@@ -254,10 +209,16 @@ int evict_preset_pyramid_budget(const EvictPolicy *p, size_t n, size_t window, s
                                 size_t layer, size_t *kept) {
   uint64_t num = 0, den = 1;
   bool whole = false;
-  int rc = budget_ratio(p->budget_text, &num, &den, &whole);
+  size_t count = 0;
+  int rc = evict_budget_ratio(p->budget_text, &num, &den, &whole);
+  if (!rc) rc = evict_budget_count(p, n, &count);
   if (rc) return rc;
-  /* kvpress's q_len * (1 - compression_ratio), here n x B correctly rounded. */
-  double mean = whole ? (double)num : (double)((unsigned __int128)n * num) / (double)den;
+  /* kvpress's q_len * (1 - compression_ratio): under the kvpress rule that
+   * double itself, under the floor rule n x B correctly rounded. */
+  bool kvpress = p->budget_rule == EVICT_BUDGET_RULE_KVPRESS && !whole;
+  double mean = whole     ? (double)num
+                : kvpress ? (double)n * (1.0 - evict_budget_compression_ratio(num, den))
+                          : (double)((unsigned __int128)n * num) / (double)den;
   double w = (double)window, q_len = (double)n;
   double max_capacity = w + mean;
   double min_num = (max_capacity - w) / PYRAMID_BETA;
@@ -268,7 +229,9 @@ int evict_preset_pyramid_budget(const EvictPolicy *p, size_t n, size_t window, s
   }
   double budget = 0.0;
   if (!(q_len >= max_num && max_num >= min_num && min_num >= w)) {
-    budget = nearbyint(mean); /* Python's round: half to even */
+    /* SnapKV's count: kvpress rounds here (Python's round, half to even),
+     * the floor rule keeps the one count of every policy. */
+    budget = kvpress ? nearbyint(mean) : (double)count;
   } else {
     double steps = n_layers > 1 ? (max_num - min_num) / (double)(n_layers - 1) : 0.0;
     budget = nearbyint(max_num - (double)layer * steps);
@@ -276,6 +239,16 @@ int evict_preset_pyramid_budget(const EvictPolicy *p, size_t n, size_t window, s
   if (!(budget >= 1.0)) budget = 1.0;
   *kept = budget > q_len ? n : (size_t)budget;
   return OBC_OK;
+}
+
+size_t evict_preset_critical_first_stage(const EvictPolicy *p, size_t n, size_t k) {
+  uint64_t num = 0, den = 1;
+  bool whole = false;
+  if (p->budget_rule != EVICT_BUDGET_RULE_KVPRESS ||
+      evict_budget_ratio(p->budget_text, &num, &den, &whole) || whole)
+    return evict_budget_share(p, k, CRITICAL_FIRST_STAGE_DIVISOR, CRITICAL_FIRST_STAGE_RATIO);
+  double keep_share = 1.0 - evict_budget_compression_ratio(num, den);
+  return (size_t)(keep_share * (double)n * CRITICAL_FIRST_STAGE_RATIO);
 }
 
 /* ==== Scores ==== */
@@ -769,7 +742,7 @@ int evict_preset_final_scores(const EvictPolicy *p, const double *scores, size_t
   }
   int rc = evict_preset_budget_tokens(p, n, &k);
   if (rc) return rc;
-  size_t first = k / CRITICAL_FIRST_STAGE_DIVISOR;
+  size_t first = evict_preset_critical_first_stage(p, n, k);
   size_t *ranked = obc_malloc((first + 1) * sizeof *ranked, "first-stage ranking");
   if (!ranked) return OBC_ENOMEM;
   for (size_t i = 0; i < n_layers * n_kv_heads; i++) {
@@ -849,7 +822,8 @@ int evict_preset_keep(const EvictPolicy *p, const double *scores, size_t n_layer
     size_t per_head = k;
     if (pr->allocation == EVICT_ALLOC_PYRAMID)
       rc = evict_preset_pyramid_budget(p, n, pr->window, n_layers, l, &per_head);
-    if (pr->allocation == EVICT_ALLOC_ADAKV) per_head = k / ADAKV_SAFEGUARD_DIVISOR;
+    if (pr->allocation == EVICT_ALLOC_ADAKV)
+      per_head = evict_budget_share(p, k, ADAKV_SAFEGUARD_DIVISOR, ADAKV_SAFEGUARD);
     if (!rc && per_head < n_protected) {
       if (pr->allocation == EVICT_ALLOC_PYRAMID)
         rc = obc_fail(OBC_EINVAL,

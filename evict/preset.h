@@ -12,10 +12,13 @@
  * attention score inside an attention preset by OBCache's score over the
  * same query rows, with everything else unchanged (the paper's pairing).
  *
- * Budgets: a fraction B (0.4, 40%) keeps floor(n x B) of the n candidates
- * of a KV head, B read as an exact decimal (kvpress: int(n * (1 -
- * compression_ratio)) with compression_ratio = 1 - B); tokens keep that
- * many. Protected positions count inside the budget.
+ * Budgets: evict_budget_count (evict/policy.h), the one count of every
+ * policy: a fraction B (0.4, 40%) keeps floor(n x B) of the n candidates of
+ * a KV head, B read as an exact decimal, or under --budget-rule kvpress
+ * kvpress's int(n * (1 - compression_ratio)) in double, with the counts that
+ * depend on it (AdaKV's safeguard, CriticalKV's first stage, PyramidKV's
+ * layer budgets) as kvpress computes them; tokens keep that many.
+ * Protected positions count inside the budget.
  *
  * criticalkv-snapkv (CriticalKV, arXiv 2502.03805; kvpress CriticalKVPress
  * around SnapKVPress) needs the model's attention output projection W_o
@@ -24,9 +27,8 @@
  * two planes (evict_preset_score_planes), the SnapKV score s_p and the
  * projected value norm w_p = mean over the KV head's query heads h of
  * ||W_o[:, h d:(h+1) d] v_p||_1, and evict_preset_keep makes the two
- * stages for the budget at hand: of the k = floor(n x B) kept, the k / 2
- * (integer division: kvpress's int(n (1 - compression_ratio) x 0.5), exact)
- * best by s_p are kept outright (final score DBL_MAX), the others score
+ * stages for the budget at hand: of the k kept, the
+ * evict_preset_critical_first_stage (k / 2) best by s_p are kept outright (final score DBL_MAX), the others score
  * (s_p + 1e-4) x w_p, and the top k of the final scores are kept. */
 #ifndef OBC_EVICT_PRESET_H
 #define OBC_EVICT_PRESET_H
@@ -73,6 +75,11 @@ int evict_preset_final_scores(const EvictPolicy *policy, const double *scores, s
 /* Kept candidates per KV head for n candidates (adakv: the mean; pyramid:
  * the uniform count the layers average to), checked to be 1..n. */
 int evict_preset_budget_tokens(const EvictPolicy *policy, size_t n, size_t *tokens);
+/* CriticalKV's first stage for k kept of n candidates: kvpress's int((1 -
+ * compression_ratio) * n * first_stage_ratio 0.5) in double under the
+ * kvpress rule (equal to k / 2: halving the double n (1 - cr) is exact),
+ * k / 2 under the floor rule and for token budgets. */
+size_t evict_preset_critical_first_stage(const EvictPolicy *policy, size_t n, size_t k);
 /* Kept candidates of every KV head of `layer` under PyramidKV's rule
  * (kvpress PyramidKVPress.get_layer_budget, beta 20) for n candidates, the
  * budget text of policy, the score window and n_layers. */

@@ -740,6 +740,7 @@ static int write_files(ObcOutputSet *set, const SweepReplayConfig *c, const Swee
   cJSON_AddNumberToObject(root, "recent", (double)c->base.recent);
   cJSON_AddNumberToObject(root, "sinks", (double)c->base.sinks);
   cJSON_AddStringToObject(root, "allocation", evict_allocation_name(c->base.allocation));
+  cJSON_AddStringToObject(root, "budget_rule", evict_budget_rule_name(c->base.budget_rule));
   cJSON *protocols = cJSON_AddArrayToObject(root, "protocols");
   for (size_t i = 0; i < run->n_protocols; i++)
     cJSON_AddItemToArray(

@@ -185,8 +185,8 @@ START_TEST(test_kept_sets_have_the_requested_size_sinks_recent_and_no_duplicates
             size_t budget = !strcmp(budgets[bi], "1")     ? 1
                             : !strcmp(budgets[bi], "10")  ? 10
                             : !strcmp(budgets[bi], "60")  ? 60
-                            : !strcmp(budgets[bi], "25%") ? (size_t)llround(0.25 * n_cand)
-                                                          : (size_t)llround(0.5 * n_cand);
+                            : !strcmp(budgets[bi], "25%") ? n_cand * 25 / 100 /* floor(n B) */
+                                                          : n_cand * 50 / 100;
             size_t recent = fixed[fi][0], sinks = fixed[fi][1];
             bool streaming = !strcmp(scores[si], "streaming");
             if (sinks + (streaming ? 0 : recent) > budget || (streaming && sinks >= budget)) {

@@ -1,6 +1,7 @@
 /* Check suite for evict/preset.c: preset names and their refusals, the
- * exact budget arithmetic (floor(n x B) with B read as a decimal, where
- * kvpress's int(n * (1 - compression_ratio)) in floats can keep one fewer),
+ * exact budget arithmetic (floor(n x B) with B read as a decimal; under
+ * --budget-rule kvpress kvpress's int(n * (1 - compression_ratio)) in
+ * double, which can keep one fewer), the one count of every kind of score,
  * PyramidKV's per-layer budgets worked out by hand from kvpress's
  * get_layer_budget, the three allocations of evict_preset_keep and
  * CriticalKV's two stages on scores made up for the purpose. The scores themselves are checked against
@@ -65,8 +66,26 @@ START_TEST(budgets_keep_floor_of_n_times_the_exact_decimal) {
     ck_assert_msg(kept == cases[i].kept, "%s of %zu: %zu kept, expected %zu", cases[i].budget,
                   cases[i].n, kept, cases[i].kept);
   }
+  /* --budget-rule kvpress: int(n * (1 - cr)) in double, cr = 0.9 for 10% */
+  static const struct {
+    const char *budget;
+    size_t n, kept;
+  } kvpress[] = {
+      {"0.1", 510, 50}, {"10%", 510, 50},    {"29%", 100, 29}, /* 1 - 0.71 = 0.29000000000000004 */
+      {"18%", 60, 10},  {"40%", 4058, 1623}, {"40", 4058, 40},
+  };
+  for (size_t i = 0; i < sizeof kvpress / sizeof kvpress[0]; i++) {
+    EvictPolicy p = preset_policy("tova", kvpress[i].budget);
+    ck_assert_int_eq(evict_policy_set_budget_rule(&p, "kvpress"), OBC_OK);
+    size_t kept = 0;
+    ck_assert_int_eq(evict_policy_budget_tokens(&p, kvpress[i].n, &kept), OBC_OK);
+    ck_assert_msg(kept == kvpress[i].kept, "kvpress %s of %zu: %zu kept, expected %zu",
+                  kvpress[i].budget, kvpress[i].n, kept, kvpress[i].kept);
+  }
   EvictPolicy p = preset_policy("tova", "0.001");
   size_t kept = 0;
+  ck_assert_int_eq(evict_policy_set_budget_rule(&p, "round"), OBC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "expected floor or kvpress"));
   ck_assert_int_eq(evict_policy_budget_tokens(&p, 256, &kept), OBC_EINVAL);
   ck_assert_ptr_nonnull(strstr(obc_error_message(), "keeps 0 of the 256 candidates"));
   p.window = 8; /* a preset fixes its own window */
@@ -75,11 +94,35 @@ START_TEST(budgets_keep_floor_of_n_times_the_exact_decimal) {
 }
 END_TEST
 
+/* One count for every kind of score: 18% of 60 is floor(10.8) = 10 for a
+ * preset, a generic score, random, streaming and the oracle alike. */
+START_TEST(every_score_keeps_the_same_count) {
+  static const char *const scores[] = {"knorm",        "tova",      "attn",     "snapkv",
+                                       "random",       "streaming", "oracle@T", "decode_attn",
+                                       "adakv-snapkv", "pyramidkv"};
+  for (size_t i = 0; i < sizeof scores / sizeof *scores; i++) {
+    for (int rule = 0; rule < EVICT_N_BUDGET_RULES; rule++) {
+      EvictPolicy p;
+      evict_policy_default(&p);
+      ck_assert_int_eq(evict_policy_set_score(&p, scores[i]), OBC_OK);
+      ck_assert_int_eq(evict_policy_set_budget(&p, "18%"), OBC_OK);
+      p.budget_rule = (EvictBudgetRule)rule;
+      size_t kept = 0;
+      ck_assert_int_eq(evict_policy_budget_tokens(&p, 60, &kept), OBC_OK);
+      ck_assert_msg(kept == 10, "%s (%s): %zu kept of 60 at 18%%, expected 10", scores[i],
+                    evict_budget_rule_name(p.budget_rule), kept);
+    }
+  }
+}
+END_TEST
+
 /* n = 4058, B = 40%, W = 64, 30 layers: M = 1623.2, min = M / 20 = 81.16,
  * max = 2M - min = 3165.24 (< n - W), steps = (max - min) / 29 = 106.348;
  * layer 0 round(3165.24) = 3165, layer 29 round(81.16) = 81, layer 15
- * round(3165.24 - 1595.22) = 1570. At 10% min = 20.29 < W: round(405.8) =
- * 406 in every layer (kvpress falls back to SnapKV's budget). */
+ * round(3165.24 - 1595.22) = 1570. At 10% min = 20.29 < W: kvpress falls
+ * back to SnapKV's budget in every layer, round(4058 * (1 - 0.9)) = 406
+ * under the kvpress rule, the one count floor(405.8) = 405 under the floor
+ * rule. */
 START_TEST(pyramid_budgets_follow_kvpress_get_layer_budget) {
   EvictPolicy p = preset_policy("pyramidkv", "40%");
   size_t kept = 0;
@@ -90,6 +133,9 @@ START_TEST(pyramid_budgets_follow_kvpress_get_layer_budget) {
                   expected[i]);
   }
   p = preset_policy("pyramidkv", "10%");
+  ck_assert_int_eq(evict_preset_pyramid_budget(&p, 4058, 64, 30, 7, &kept), OBC_OK);
+  ck_assert_uint_eq(kept, 405);
+  ck_assert_int_eq(evict_policy_set_budget_rule(&p, "kvpress"), OBC_OK);
   ck_assert_int_eq(evict_preset_pyramid_budget(&p, 4058, 64, 30, 7, &kept), OBC_OK);
   ck_assert_uint_eq(kept, 406);
 }
@@ -178,6 +224,7 @@ int main(void) {
   TCase *tc = tcase_create("presets");
   tcase_add_test(tc, names_select_presets_and_generic_names_stay_generic);
   tcase_add_test(tc, budgets_keep_floor_of_n_times_the_exact_decimal);
+  tcase_add_test(tc, every_score_keeps_the_same_count);
   tcase_add_test(tc, pyramid_budgets_follow_kvpress_get_layer_budget);
   tcase_add_test(tc, allocations_keep_what_each_rule_says);
   tcase_add_test(tc, criticalkv_selects_in_two_stages_per_budget);
