@@ -91,8 +91,9 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
                    "plain text even when the model has a chat template"),
       OBC_OPT_SIZE(
           "--max-new-tokens", "N", &c->max_new_tokens,
-          "decode at most N answer tokens (RULER: niah 128, vt 30, cwe 120, fwe 50); prompts do "
-          "not change",
+          "at most N answer tokens, the prefill's token included as in transformers' "
+          "max_new_tokens, so N - 1 decode steps (oracle@T's T); N >= 2 (RULER: niah 128, vt 30, "
+          "cwe 120, fwe 50); prompts do not change",
           .default_text = "RULER's"),
       OBC_OPTION_HEADING("\npolicies:"),
       OBC_OPT_TEXT(

@@ -19,7 +19,8 @@ static const char *usage =
     "                        [--threads N] [--device cpu|cuda|cuda-bf16]\n"
     "                        [--weights native|f32]\n"
     "\n"
-    "Greedy generation (argmax, no sampling) until a stop token or --max-new tokens.\n"
+    "Greedy generation (argmax, no sampling) until a stop token or --max-new tokens\n"
+    "(answer tokens: the prefill's token is the first, then N - 1 decode steps).\n"
     "--chat wraps the prompt in the model's chat template (with --system as the\n"
     "system message). --model takes a GGUF file or a Hugging Face folder. --context\n"
     "is the KV cache size in tokens; a prompt that does not fit is an error. Prints\n"
@@ -51,7 +52,10 @@ static int parse_args(int argc, char **argv, GenerateArgs *a, bool *help) {
       OBC_OPT_TEXT("--prompt-file", "FILE", &a->prompt_file, "read the prompt from FILE"),
       OBC_OPT_FLAG("--chat", &a->chat, "wrap the prompt in the model's chat template"),
       OBC_OPT_TEXT("--system", "TEXT", &a->system, "the system message (needs --chat)"),
-      OBC_OPT_SIZE("--max-new", "N", &a->max_new, "most tokens to generate"),
+      OBC_OPT_SIZE("--max-new", "N", &a->max_new,
+                   "most answer tokens to generate, the prefill's token included (transformers' "
+                   "max_new_tokens): N - 1 decode steps",
+                   .alias = "--max-new-tokens"),
       OBC_OPT_SIZE(
           "--context", "N", &a->context, "KV cache size in tokens",
           .default_text = "min(model context, " OBC_OPTION_SPELLED(RUNTIME_DEFAULT_CONTEXT) ")"),

@@ -64,6 +64,8 @@ typedef struct {
   bool offline, sweep, sinks_given, recent_given;
   size_t steps, threads;
   bool steps_given;
+  size_t max_new_tokens; /* --max-new-tokens N: N answer tokens = N - 1 decode steps */
+  bool max_new_tokens_given;
   const char *device; /* --device: the model replay's runtime backend */
   bool save_logits;
   ModelWeightsMode weights;
@@ -100,9 +102,17 @@ static int check_mode_options(const ReplayArgs *a) {
   if (a->save_logits && (a->sweep || a->offline))
     return obc_fail(OBC_EINVAL, "--save-logits: model replay only (not with %s)",
                     a->sweep ? "--sweep" : "--offline");
-  if (a->offline && a->steps_given)
+  if (a->offline && (a->steps_given || a->max_new_tokens_given))
+    return obc_fail(OBC_EINVAL, "%s: the model replay's (--offline reads every captured step)",
+                    a->steps_given ? "--steps" : "--max-new-tokens");
+  if (a->steps_given && a->max_new_tokens_given)
     return obc_fail(OBC_EINVAL,
-                    "--steps: the model replay's (--offline reads every captured step)");
+                    "--steps and --max-new-tokens: give one (--max-new-tokens N = --steps N-1)");
+  if (a->max_new_tokens_given && a->max_new_tokens < 2)
+    return obc_fail(OBC_EINVAL,
+                    "--max-new-tokens %zu: expected at least 2 (the first answer token and one "
+                    "decode step)",
+                    a->max_new_tokens);
   if (a->offline && a->device)
     return obc_fail(OBC_EINVAL, "--device: the model replay's (--offline runs no model)");
   return OBC_OK;
@@ -128,8 +138,14 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
                    "--no-model or not)",
                    .default_text = MODEL_DEFAULT_TEXT),
       MODEL_WEIGHTS_OPTION(&a->weights),
-      OBC_OPT_SIZE("--steps", "T", &a->steps, "decode steps of the model replay",
+      OBC_OPT_SIZE("--steps", "T", &a->steps,
+                   "decode steps of the model replay after the first answer token (the answer "
+                   "has T + 1 tokens)",
                    .default_text = "all captured", .seen = &a->steps_given),
+      OBC_OPT_SIZE("--max-new-tokens", "N", &a->max_new_tokens,
+                   "answer tokens of the model replay, the first answer token included as in "
+                   "transformers' max_new_tokens: --steps N-1 (N >= 2)",
+                   .default_text = "all captured", .seen = &a->max_new_tokens_given),
       OBC_OPT_SIZE("--threads", "N", &a->threads, "OpenMP threads", .default_text = "all cores"),
       RUNTIME_DEVICE_OPTION(&a->device),
       OBC_OPT_FLAG("--save-logits", &a->save_logits,
@@ -188,7 +204,9 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
                     args.positional[1]);
   if (args.n_positional) a->trace_path = args.positional[0];
   if (!a->trace_path) return obc_fail(OBC_EINVAL, "missing TRACE (see obcache replay --help)");
-  return check_mode_options(a);
+  rc = check_mode_options(a);
+  if (!rc && a->max_new_tokens_given) a->steps = a->max_new_tokens - 1;
+  return rc;
 }
 
 static int run_sweep(const ReplayArgs *a, const char *command_line) {
@@ -235,7 +253,7 @@ static int run_sweep(const ReplayArgs *a, const char *command_line) {
 static void print_offline(const EvictKeepSet *keep, const EvictOfflineResult *r, const char *dir) {
   EvictOfflineSummary s;
   evict_offline_summarise(r, &s);
-  printf("offline replay: %s, budget %zu of %zu (%s, %s, budget rule %s), %zu decode steps\n",
+  printf("offline replay: %s, budget %zu of %zu (%s, %s), budget rule %s, %zu decode steps\n",
          keep->policy.score, keep->budget, keep->n_candidates,
          evict_allocation_name(keep->policy.allocation), evict_protocol_name(keep->policy.protocol),
          evict_budget_rule_name(keep->policy.budget_rule), r->n_steps);
@@ -260,7 +278,7 @@ static void print_model_replay(const EvictKeepSet *keep, const EvictReplayer *re
                                const EvictModelReplay *r, const char *dir) {
   int full_found = -1;
   const char *full = evict_replayer_full_answer(replayer, &full_found);
-  printf("model replay: %s, budget %zu of %zu (%s, %s, budget rule %s), %zu steps\n",
+  printf("model replay: %s, budget %zu of %zu (%s, %s), budget rule %s, %zu steps\n",
          keep->policy.score, keep->budget, keep->n_candidates,
          evict_allocation_name(keep->policy.allocation), evict_protocol_name(keep->policy.protocol),
          evict_budget_rule_name(keep->policy.budget_rule), r->n_steps);

@@ -39,11 +39,17 @@ void eval_config_default(EvalConfig *c) {
   ruler_options_default(&c->ruler);
 }
 
-/* Tokens the sample decodes: RULER's tokens_to_generate, capped. */
+/* Answer tokens of the sample, N: RULER's tokens_to_generate, capped by
+ * --max-new-tokens. As in transformers' max_new_tokens (and kvpress's
+ * generate_answer), the prefill's token is the first of them, so the
+ * sample decodes N - 1 steps after it (decode_steps). */
+static size_t answer_tokens(const EvalConfig *c, const RulerTask *task) {
+  size_t n = task->tokens_to_generate;
+  if (c->max_new_tokens && c->max_new_tokens < n) n = c->max_new_tokens;
+  return n < 2 ? 2 : n > EVICT_REPLAY_MAX_STEPS ? EVICT_REPLAY_MAX_STEPS : n;
+}
 static size_t decode_steps(const EvalConfig *c, const RulerTask *task) {
-  size_t t = task->tokens_to_generate;
-  if (c->max_new_tokens && c->max_new_tokens < t) t = c->max_new_tokens;
-  return t < 1 ? 1 : t > EVICT_REPLAY_MAX_STEPS - 1 ? EVICT_REPLAY_MAX_STEPS - 1 : t;
+  return answer_tokens(c, task) - 1;
 }
 
 int eval_config_check(const EvalConfig *c, const Model *model) {
@@ -51,6 +57,10 @@ int eval_config_check(const EvalConfig *c, const Model *model) {
     return obc_fail(OBC_EINVAL,
                     "eval: nothing to run (--tasks, --lengths, --samples, --scores and "
                     "--budgets must not be empty)");
+  if (c->max_new_tokens == 1)
+    return obc_fail(OBC_EINVAL,
+                    "--max-new-tokens 1: expected at least 2 (the prefill's token and one decode "
+                    "step, which oracle@T needs)");
   for (size_t t = 0; t < c->n_tasks; t++) {
     const RulerTask *task = ruler_task_find(c->tasks[t]);
     if (!task) return obc_fail(OBC_EINVAL, "--tasks: unknown task '%s'", c->tasks[t]);
@@ -223,10 +233,9 @@ static size_t count_correct(const cJSON *rows) {
 
 /* out/sample.json. */
 static int write_sample(const EvalRunner *r, const SweepPlanCell *cell, uint64_t seed,
-                        const NiahPrompt *prompt, const CaptureResult *captured,
-                        const EvalSets *sets, const EvictModelReplay *outs, size_t steps,
-                        size_t oracle_steps, double seconds, const char *out, size_t *right,
-                        bool *full_right) {
+                        const NiahPrompt *prompt, const char *full_answer, const EvalSets *sets,
+                        const EvictModelReplay *outs, size_t steps, size_t oracle_steps,
+                        double seconds, const char *out, size_t *right, bool *full_right) {
   const EvalConfig *c = r->config;
   const char *refs[RULER_MAX_ANSWERS];
   for (size_t i = 0; i < prompt->n_answers; i++) refs[i] = prompt->answers[i];
@@ -238,12 +247,13 @@ static int write_sample(const EvalRunner *r, const SweepPlanCell *cell, uint64_t
   cJSON_AddNumberToObject(root, "sample", (double)cell->sample);
   cJSON_AddStringToObject(root, "seed", seed_text);
   cJSON_AddNumberToObject(root, "tokens", (double)prompt->n_tokens);
+  cJSON_AddNumberToObject(root, "answer_tokens", (double)(steps + 1));
   cJSON_AddNumberToObject(root, "decode", (double)steps);
   cJSON_AddNumberToObject(root, "oracle_steps", (double)oracle_steps);
   for (size_t i = 0; i < prompt->n_answers; i++)
     cJSON_AddItemToArray(answers, cJSON_CreateString(prompt->answers[i]));
   cJSON_AddItemToObject(root, "answers", answers);
-  cJSON *full = answer_json(captured->generated_text, refs, prompt->n_answers);
+  cJSON *full = answer_json(full_answer, refs, prompt->n_answers);
   *full_right = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(full, "correct"));
   cJSON_AddItemToObject(root, "full", full);
   for (size_t i = 0; i < sets->n; i++) {
@@ -363,10 +373,13 @@ int eval_run_sample(void *context, const SweepPlanCell *cell, const char *out) {
   EvictReplayer *replayer = NULL;
   if (!rc) rc = evict_replayer_open(r->model, reader, steps, c->threads, c->device, &replayer);
   if (!rc) rc = evict_replayer_free_running_only(replayer, true);
-  char oracle_steps[32] = "T";
+  char oracle_steps[32] = "T", full_answer[4096] = "";
   size_t answer = steps;
   if (!rc)
     answer_steps(replayer, r->model->tokenizer, steps, oracle_steps, sizeof oracle_steps, &answer);
+  /* g0 and the steps' predictions: the answer tokens, as every replay's */
+  if (!rc)
+    snprintf(full_answer, sizeof full_answer, "%s", evict_replayer_full_answer(replayer, NULL));
   EvalSets sets = {0};
   EvictModelReplay *outs = NULL;
   if (!rc) rc = make_sets(c, reader, trace, oracle_steps, &sets);
@@ -380,8 +393,8 @@ int eval_run_sample(void *context, const SweepPlanCell *cell, const char *out) {
   bool full_right = false;
   double seconds = obc_now_seconds() - start;
   if (!rc)
-    rc = write_sample(r, cell, seed, p, &captured, &sets, outs, steps, answer, seconds, out, &right,
-                      &full_right);
+    rc = write_sample(r, cell, seed, p, full_answer, &sets, outs, steps, answer, seconds, out,
+                      &right, &full_right);
   if (!rc && !c->keep_traces && unlink(trace))
     rc = obc_fail(OBC_EIO, "%s: cannot remove the trace", trace);
   if (!rc) {

@@ -44,7 +44,7 @@ WINDOWS=$MAIN_W,1,2,4,8,16,32,128      # first = main; up to the 128 captured ro
 EVAL_TASKS=${DEMO_EVAL_TASKS:-niah_single_1,niah_single_2,niah_multikey_1}
 EVAL_SAMPLES=${DEMO_EVAL_SAMPLES:-6}
 EVAL_LENGTH=${DEMO_EVAL_LENGTH:-2048}
-EVAL_NEW_TOKENS=16                     # the answers of these tasks fit in 16 tokens
+EVAL_NEW_TOKENS=16 # answer tokens, the prefill's first (15 decode steps); these answers fit
 # Budgets: analyze's default, k = 40 (main) and the curve 1, 2, 5, ..., 100
 # (budgets k <= the recent window get r = 0 only).
 

