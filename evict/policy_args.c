@@ -102,7 +102,9 @@ void evict_policy_options(EvictPolicy *p, bool *sinks_given, bool *recent_given,
           .show = show_score),
       OBC_OPT_CUSTOM(
           "--oracle", "1|T|N|a-b", p, parse_steps,
-          "decode steps of oracle and decode_attn: 1 (the paper's oracle@1, default for oracle), T "
+          "decode steps of oracle and decode_attn (steps, not answer tokens: the prefill gives the "
+          "first answer token, step t feeds answer token t): 1 (the paper's oracle@1, default for "
+          "oracle), T "
           "(every captured step, default for decode_attn), N (step N alone) or a-b (steps a..b, "
           "1-based, inclusive)"),
       OBC_OPT_CUSTOM(

@@ -4,8 +4,9 @@
 # numbers as the policy options; keeping everything gives zero error; the
 # budget sweep (offline) writes its tables and `obcache plot` draws them;
 # options of another mode are refused; with the real model,
-# the answer-aware oracle@T keeps the needle at 10%, and the sweep's batched
-# model replay fills the same cells as one set at a time. Bad input (budget
+# the answer-aware oracle@T keeps the needle at 10%, --max-new-tokens N
+# replays N - 1 decode steps into an answer of at most N tokens, and the
+# sweep's batched model replay fills the same cells as one set at a time. Bad input (budget
 # beyond the prompt or <= 0, unknown score, a trace without decode rows, a
 # model that does not match the trace, a full disk) is one stderr line,
 # non-zero exit and no output file.
@@ -297,6 +298,21 @@ EOF
   else
     fail "oracle@T at 10%: $(cat "$dir/out")"
   fi
+  # --max-new-tokens N counts answer tokens, the first included: N - 1 steps,
+  # and the replayed answer tokenizes to at most N tokens.
+  if "$OBCACHE" replay "$dir/t768.h5" --keep "$dir/keepT.h5" --model "$MODEL" \
+      --max-new-tokens 5 -o "$dir/r5" >"$dir/out" 2>&1 &&
+    grep -q "), budget rule floor, 4 steps$" "$dir/out" &&
+    answer=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["answer"])' \
+      "$dir/r5/replay.json") &&
+    n=$("$OBCACHE" tokenize --model "$MODEL" "$answer" | wc -w) && [ "$n" -ge 1 ] && [ "$n" -le 5 ]
+  then
+    pass "replay --max-new-tokens 5: 4 decode steps, an answer of $n tokens"
+  else
+    fail "replay --max-new-tokens 5: $(cat "$dir/out")"
+  fi
+  expect_refused "replay --steps with --max-new-tokens" "--steps and --max-new-tokens: give one" \
+    "$OBCACHE" replay "$dir/t768.h5" --keep "$dir/keepT.h5" --steps 3 --max-new-tokens 4
 else
   echo "skip  model checks (OBC_MODEL not set or missing)"
 fi
