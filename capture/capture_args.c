@@ -53,7 +53,9 @@ void capture_args_options(CaptureArgs *a, ObcOption options[CAPTURE_ARGS_N_OPTIO
       OBC_OPTION_HEADING("what to record:"),
       OBC_OPT_SIZE("--rows", "R", &c->rows, "last R prompt rows of Q/O/lse"),
       OBC_OPT_FLAG("--all-rows", &c->all_rows, "every prompt row (full-history windows)"),
-      OBC_OPT_SIZE("--decode", "T", &c->decode, "greedy decode steps, every one captured"),
+      OBC_OPT_SIZE("--decode", "T", &c->decode,
+                   "greedy decode steps after the prefill's answer token, every one captured "
+                   "(decode steps, oracle@T's T; not answer tokens)"),
       OBC_OPT_FLAG("--store-attn", &c->store_attn, "also store the attention rows A"),
       OBC_OPT_FLAG("--no-column-sums", &c->skip_column_sums,
                    "leave out the column sums of every prompt row (H2O's scores; the trace is then "

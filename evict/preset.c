@@ -1,10 +1,12 @@
 /* Eviction methods as presets (evict/preset.h): the preset table, the
- * exact budget arithmetic, the per-method scores computed from a trace's
- * captured query rows, keys and values in double precision, and the three
- * allocation rules (per KV head, PyramidKV's per layer, AdaKV's across a
- * layer's heads). Attention is recomputed from Q and K (softmax over every
- * causal key, as kvpress recomputes it), so the scores are exact functions
- * of the trace's tensors. */
+ * counts the methods derive from the one budget count (evict_budget_count:
+ * PyramidKV's layers, AdaKV's safeguard, CriticalKV's first stage), the
+ * per-method scores computed from a trace's captured query rows, keys and
+ * values in double precision, and the three allocation rules (per KV
+ * head, PyramidKV's per layer, AdaKV's across a layer's heads). Attention
+ * is recomputed from Q and K (softmax over every causal key, as kvpress
+ * recomputes it), so the scores are exact functions of the trace's
+ * tensors. */
 #include "evict/preset.h"
 
 #include <assert.h>
@@ -65,9 +67,9 @@ enum { ADAKV_SAFEGUARD_DIVISOR = 5 };
 /* PyramidKV's beta (kvpress default). */
 #define PYRAMID_BETA 20.0
 /* CriticalKV (kvpress CriticalKVPress defaults): the first stage keeps
- * kept / 2 outright (evict_preset_critical_first_stage: kvpress's int((1 - cr) x n x
- * first_stage_ratio 0.5) under the kvpress rule); the second scores
- * (s_p + epsilon) x w_p. */
+ * kept / 2 outright (evict_preset_critical_first_stage: under the kvpress
+ * rule kvpress's int((1 - cr) x n x first_stage_ratio 0.5)); the second
+ * scores (s_p + epsilon) x w_p. */
 enum { CRITICAL_FIRST_STAGE_DIVISOR = 2 };
 #define CRITICAL_FIRST_STAGE_RATIO 0.5
 #define CRITICAL_EPSILON 1e-4

@@ -27,9 +27,10 @@
  * two planes (evict_preset_score_planes), the SnapKV score s_p and the
  * projected value norm w_p = mean over the KV head's query heads h of
  * ||W_o[:, h d:(h+1) d] v_p||_1, and evict_preset_keep makes the two
- * stages for the budget at hand: of the k kept, the
- * evict_preset_critical_first_stage (k / 2) best by s_p are kept outright (final score DBL_MAX), the others score
- * (s_p + 1e-4) x w_p, and the top k of the final scores are kept. */
+ * stages for the budget at hand: of the k kept, the k / 2
+ * (evict_preset_critical_first_stage) best by s_p are kept outright (final
+ * score DBL_MAX), the others score (s_p + 1e-4) x w_p, and the top k of the
+ * final scores are kept. */
 #ifndef OBC_EVICT_PRESET_H
 #define OBC_EVICT_PRESET_H
 

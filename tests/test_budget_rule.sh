@@ -47,7 +47,8 @@ done
   fatal "evict old"
 python3 -c "import h5py,sys; f=h5py.File(sys.argv[1],'r+'); del f.attrs['budget_rule']" \
   "$dir/old.h5" || fatal "strip budget_rule"
-if "$OBCACHE" replay --offline "$TRACE" --keep "$dir/old.h5" -o "$dir/r" >"$dir/out" 2>"$dir/err" &&
+if "$OBCACHE" replay --offline "$TRACE" --keep "$dir/old.h5" -o "$dir/r" \
+  >"$dir/out" 2>"$dir/err" &&
   grep -q "budget 10 of 60 (uniform, agnostic), budget rule floor," "$dir/out"; then
   pass "a keep file without budget_rule reads as floor"
 else

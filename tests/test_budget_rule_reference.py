@@ -51,7 +51,8 @@ def expected(rule, budget, cr, n):
         mean, fallback = float(n * b), max(1, k)
     if n % STRIDE or n <= WINDOW:
         return row + ["-"] * 3
-    return row + [min(n, pyramid(n, layer, mean, fallback)) for layer in (0, LAYERS // 2, LAYERS - 1)]
+    layers = (0, LAYERS // 2, LAYERS - 1)
+    return row + [min(n, pyramid(n, layer, mean, fallback)) for layer in layers]
 
 
 def main():

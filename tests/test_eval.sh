@@ -8,7 +8,8 @@
 # CSVs byte for byte, a plan run as two shards and merged gives them too, a
 # finished folder runs nothing again; with --max-new-tokens 8 every answer
 # has at most 8 tokens (counted with obcache tokenize; the prefill's token
-# is the first of them); bad input fails with one line.
+# is the first of them); --budget-rule kvpress gives a preset, a generic
+# score and oracle@T one count; bad input fails with one line.
 set -u
 . "$(dirname "$0")/lib.sh"
 : "${OBCACHE:?}" "${OBC_MODEL:?}" "${OBC_TMP:?}"
@@ -82,7 +83,27 @@ check "two shards merged give the one-process CSVs" \
 check "expected_attention alone gets the query statistics it reads" \
   grep -q "^sample 1/1 .*replays right" "$dir/e.txt"
 
+# --budget-rule kvpress: eval.json records it, and a preset, a generic score
+# and oracle@T keep the same count, kvpress's int(n * (1 - 0.9)) of the n
+# candidates.
+"$OBCACHE" eval --tasks niah_single_1 --samples 1 --length 512 --scores knorm,attn \
+  --budgets 10% --budget-rule kvpress --max-new-tokens 4 --no-figures -o "$dir/k" \
+  > "$dir/k.txt" 2>&1
+check "--budget-rule kvpress: one count for knorm, attn and oracle@T, recorded in eval.json" \
+  python3 -c 'import json, sys
+folder = sys.argv[1]
+assert json.load(open(folder + "/eval.json"))["budget_rule"] == "kvpress"
+s = json.load(open(folder + "/cells/0/sample.json"))
+kept = {r["policy"]: r["kept"] for r in s["rows"]}
+n = s["rows"][0]["candidates"]
+assert set(kept) == {"knorm", "attn", "oracle@T"}, kept
+assert set(kept.values()) == {int(n * (1 - 0.9))}, (n, kept)
+print("     %d candidates, %d kept by each" % (n, int(n * (1 - 0.9))))' "$dir/k"
+check "the accuracy table names the budget rule" grep -q "budget rule kvpress" "$dir/k.txt"
+
 fails "an unknown task" "unknown task 'niah_single_9'" eval --tasks niah_single_9 -o "$dir/x"
+fails "an unknown budget rule" "--budget-rule round: expected floor or kvpress" \
+  eval --budget-rule round -o "$dir/x"
 fails "oracle@T among the policies" "always replayed" eval --scores oracle@T -o "$dir/x"
 fails "a bad budget" "150%: more than the whole prompt" eval --budgets 150% -o "$dir/x"
 fails "a plan option given with DIR" "takes its settings from DIR/plan.json; --samples" \

