@@ -68,6 +68,20 @@ static const char *usage =
     "`eval DIR --merge` verifies them and writes the tables. The merge of shards\n"
     "equals the one-process run; scripts/slurm/submit.sh DIR N runs it on Slurm.\n";
 
+/* --answer-prefix-space drop|keep into RulerOptions.answer_space. */
+static int parse_answer_space(void *target, const char *option, const char *value) {
+  bool *space = target;
+  if (!strcmp(value, "drop") || !strcmp(value, "keep")) {
+    *space = !strcmp(value, "keep");
+    return OBC_OK;
+  }
+  return obc_fail(OBC_EINVAL, "%s %s: expected drop (kvpress) or keep (RULER)", option, value);
+}
+
+static void show_answer_space(const void *target, char *text, size_t size) {
+  snprintf(text, size, "%s", *(const bool *)target ? "keep" : "drop");
+}
+
 static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bool print) {
   EvalConfig *c = &a->config;
   ObcSizeList lengths = {c->lengths, &c->n_lengths, EVAL_MAX_LENGTHS};
@@ -89,6 +103,12 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
                    .default_text = "/usr/share/dict/words (wamerican)"),
       OBC_OPT_FLAG("--no-chat-template", &c->ruler.no_chat_template,
                    "plain text even when the model has a chat template"),
+      OBC_OPT_CUSTOM("--answer-prefix-space", "drop|keep", &c->ruler.answer_space,
+                     parse_answer_space,
+                     "after the chat template, the answer prefix without its leading space (drop: "
+                     "kvpress's RULER data) or with it (keep: RULER's template + \" The special "
+                     "...\"); without a template the space is always there",
+                     .show = show_answer_space),
       OBC_OPT_SIZE(
           "--max-new-tokens", "N", &c->max_new_tokens,
           "decode at most N answer tokens (RULER: niah 128, vt 30, cwe 120, fwe 50); prompts do "
