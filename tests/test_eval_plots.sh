@@ -39,7 +39,7 @@ damaged() {
 
 # 1. Damaged files. Line 2 of accuracy.csv is the first task's full-cache
 #    row, line 3 its oracle@T row at the smallest budget.
-damaged "ragged row" accuracy.csv 3 's/,agnostic,/,/' "line 3 has 12 fields (expected 13"
+damaged "ragged row" accuracy.csv 3 's/,agnostic,/,/' "line 3 has 14 fields (expected 15"
 damaged "correct above n" accuracy.csv 3 's/,24,22,/,24,25,/' "line 3, column 'correct': 25 is outside \[0, 24\]"
 damaged "share not a number" accuracy.csv 3 's/,0.916666667,0.741511978,/,abc,0.741511978,/' \
   "line 3, column 'accuracy': expected a number, found 'abc'"
@@ -57,7 +57,10 @@ damaged "quote in a policy name" accuracy.csv 3 "s/,oracle@T,/,x');system('id,/"
 damaged "huge count" accuracy.csv 3 's/,24,22,/,1e400,22,/' "line 3, column 'n': 1e400 is outside"
 damaged "fractional count" accuracy.csv 3 's/,24,22,/,24,21.5,/' "line 3, column 'correct': 21.5 is not a whole number"
 damaged "missing column" accuracy.csv 1 's/,fraction$/,share/' "no column 'fraction'"
-damaged "paired p above 1" paired.csv 2 's/,0.25$/,1.5/' "line 2, column 'mcnemar_p': 1.5 is outside \[0, 1\]"
+damaged "paired p above 1" paired.csv 2 's/,0.25,0.375,/,1.5,0.375,/' "line 2, column 'mcnemar_p': 1.5 is outside \[0, 1\]"
+damaged "sign-flip p above 1" paired.csv 2 's/,0.25$/,1.5/' "line 2, column 'sign_flip_p': 1.5 is outside \[0, 1\]"
+damaged "score interval misses the score" accuracy.csv 3 's/,0.916666667,0.741511978,0.976841185,,/,0.916666667,0.95,0.976841185,,/' \
+  "line 3: interval \[0.95, 0.976841185\] does not contain score"
 damaged "paired counts disagree" paired.csv 2 's/,0.125,0,0.291666667,/,0.5,0,0.291666667,/' \
   "line 2: difference 0.5 and the counts disagree"
 damaged "paired interval reversed" paired.csv 2 's/,0.125,0,0.291666667,/,0.125,0.3,0.291666667,/' \
