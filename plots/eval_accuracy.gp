@@ -78,7 +78,7 @@ do for [p = 1:n_panels] {
   }
   set datafile separator whitespace
   set datafile nocolumnheaders
-  set title word(tasks, p) . (word(tasks, p) eq "all" ? " tasks pooled" : "") . (several_lengths ? " @ " . word(lengths, p) . " tokens" : "") font ",12"
+  set title word(tasks, p) . (word(tasks, p) eq "all" ? (value eq "score" ? " tasks (mean of the task means)" : " tasks pooled") : "") . (several_lengths ? " @ " . word(lengths, p) . " tokens" : "") font ",12"
   fv = word(full, p) + 0
   if (p == n_panels) { set key at screen 0.98, 0.04 right bottom font ",10" } else { unset key }
   plot for [s = 1:n_series] sprintf("$series%d", s) using 1:2:3:4 \

@@ -144,4 +144,29 @@ else
   fail "accuracy only: $(cat "$dir/err.txt")"
 fi
 
+# 5. Without RULER's score columns: the figures draw the accuracy and the
+# forest plot the accuracy difference and McNemar p.
+cp -r "$dir/eval" "$dir/no-score"
+rm -rf "$dir/no-score/plots"
+python3 - "$dir/no-score" <<'PY'
+import csv, sys
+for name, drop in (("accuracy.csv", {"score_ci_low", "score_ci_high"}),
+                   ("paired.csv", {"baseline_score", "paired_score", "score_difference",
+                                   "score_ci_low", "score_ci_high", "sign_flip_p"})):
+    path = f"{sys.argv[1]}/{name}"
+    rows = list(csv.reader(open(path)))
+    keep = [i for i, c in enumerate(rows[0]) if c not in drop]
+    with open(path, "w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows([[r[i] for i in keep] for r in rows])
+PY
+if "$OBCACHE" plot "$dir/no-score" --format svg > /dev/null 2> "$dir/err.txt" &&
+  grep -q "accuracy against the KV-cache budget" "$dir/no-score/plots/eval_accuracy.svg" &&
+  grep -q "McNemar p" "$dir/no-score/plots/eval_paired.svg" &&
+  grep -q "RULER score" "$dir/eval/plots/eval_accuracy.svg" &&
+  grep -q "sign-flip p" "$dir/eval/plots/eval_paired.svg"; then
+  pass "without the score columns: accuracy and McNemar; with them: RULER's score and sign-flip"
+else
+  fail "no-score folder: $(cat "$dir/err.txt")"
+fi
+
 finish
