@@ -121,7 +121,9 @@ void evict_policy_options(EvictPolicy *p, bool *sinks_given, bool *recent_given,
           "agnostic (as in kvpress: the context is compressed alone, the window ends "
           "where the question span begins; model replay then re-runs the question and the "
           "template tail through the model against the compressed cache, at their own positions), "
-          "aware (context and question compressed together, window at the end of the prompt) or "
+          "aware (context and question compressed together as kvpress does: the window ends at "
+          "the question's last token, and the template tail and answer prefix after it are kept, "
+          "not counted in the budget, and re-run the same way) or "
           "agnostic-captured (agnostic's kept set, replayed with the question's K/V as captured "
           "with the full context, which leaks the evicted tokens). replay --sweep takes a list "
           "(agnostic,aware)",

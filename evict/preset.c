@@ -647,6 +647,16 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
   *window = pr->window;
   int rc = check_fixed_knobs(p);
   if (rc) return rc;
+  /* The capture sums the context's rows and every prompt row; query-aware
+   * candidates ending at the question, before the template tail, would need
+   * the rows up to the question's end. */
+  if ((pr->source == SOURCE_COLUMN_SUMS || pr->source == SOURCE_EXPECTED) &&
+      p->protocol == EVICT_PROTOCOL_AWARE && n < meta->n_prompt)
+    return obc_fail(OBC_EINVAL,
+                    "%s: --score %s under --protocol aware needs sums over the %zu rows up to "
+                    "the question's end, which the trace does not record (it sums the context's "
+                    "%zu rows and all %zu; hint: --protocol agnostic)",
+                    path, p->score, n, meta->agnostic_rows, meta->n_prompt);
   if (pr->source == SOURCE_COLUMN_SUMS) {
     /* Query-agnostic candidates end at the question: the sums of the rows
      * before it; else those of every prompt row. */
