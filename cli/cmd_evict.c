@@ -123,7 +123,7 @@ int cmd_evict(int argc, char **argv) {
         "%zu..%zu kept per KV head -> %s\n",
         keep.policy.score, keep.budget, keep.n_candidates,
         evict_allocation_name(keep.policy.allocation), evict_protocol_name(policy.protocol),
-        keep.window, policy.recent, keep.policy.sinks, protect, lo, hi, out_path);
+        keep.window, keep.policy.recent, keep.policy.sinks, protect, lo, hi, out_path);
   }
   evict_keep_set_free(&keep);
   trace_close(reader);
