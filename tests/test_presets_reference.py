@@ -398,7 +398,8 @@ def compare(trace, trace_path, name, budget, mode, work, report_agreement=False)
             break
     agreement = (mask & want).sum() / want.sum()
     first = f", {first_ties} first-stage ties" if first_ties else ""
-    print(f"{'ok' if not failures else 'FAIL':5} {name:26} {mode:8} {budget:4} max rel {worst:.1e}, "
+    status = "FAIL" if failures else "ok"
+    print(f"{status:5} {name:26} {mode:8} {budget:4} max rel {worst:.1e}, "
           f"{len(differ)} kept positions differ ({ties} at ties{first}), agreement {agreement:.4f}")
     return failures
 
