@@ -70,10 +70,10 @@ enum { ADAKV_SAFEGUARD_DIVISOR = 5 };
  * int(kept x first_stage_ratio 0.5) = kept / 2 outright; the second scores
  * (s_p + epsilon) x w_p. */
 enum { CRITICAL_FIRST_STAGE_DIVISOR = 2 };
+#define CRITICAL_EPSILON 1e-4
 /* H2O's recent window: of the k kept, the last k / 2 candidates (the H2O
  * paper's equal heavy-hitter and recent budgets; k - k / 2 heavy hitters). */
 enum { H2O_RECENT_DIVISOR = 2 };
-#define CRITICAL_EPSILON 1e-4
 
 static const Preset presets[] = {
     {.name = "h2o",

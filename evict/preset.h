@@ -102,7 +102,8 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *policy, size_t n
                         size_t *window);
 /* The preset's kept sets from its scores (planes, n_layers, n_kv_heads,
  * n_candidates);
- * protect (n_prompt) or NULL: positions kept first, inside the budget. */
+ * protect (n_prompt) or NULL: positions kept first, inside the budget,
+ * beside h2o's recent window (out->policy.recent: k / 2 for h2o, else 0). */
 int evict_preset_keep(const EvictPolicy *policy, const double *scores, size_t n_layers,
                       size_t n_kv_heads, size_t n_prompt, size_t n_candidates,
                       const unsigned char *protect, EvictKeepSet *out);
