@@ -7,7 +7,7 @@
 # exactly PRESET's set (the keep files' masks are equal), and PRESET+obc_vk
 # records the same budget, window, recent window, sinks and allocation as
 # PRESET. h2o's recent window is k / 2 of the k kept (the keep file's
-# recent attribute, and evict's summary line).
+# recent attribute, and evict's summary line), and its keep file replays.
 set -u
 . "$(dirname "$0")/lib.sh"
 OBCACHE=${OBCACHE:?set OBCACHE to the obcache binary}
@@ -66,8 +66,9 @@ if "$OBCACHE" evict "$TRACE" --score h2o --budget 30% -o "$dir/h.h5" >"$dir/out"
   grep -q "budget 74 of 248 candidates (uniform, agnostic, window 0, recent 37," "$dir/out" &&
   python3 -c "import h5py,sys; f=h5py.File(sys.argv[1],'r'); k=f['keep'][()][:, :, :248]; \
 sys.exit(not (int(f.attrs['recent'])==37 and k[:, :, 248-37:].all() and (k.sum(-1)==74).all()))" \
-    "$dir/h.h5"; then
-  pass "h2o keeps the last 37 of its 74 as the recent window, recorded and printed"
+    "$dir/h.h5" &&
+  "$OBCACHE" replay --offline "$TRACE" --keep "$dir/h.h5" -o "$dir/r" >/dev/null 2>"$dir/err"; then
+  pass "h2o keeps the last 37 of its 74 as the recent window, recorded, printed, read back"
 else
   fail "h2o's recent window: $(cat "$dir/out" "$dir/err")"
 fi
