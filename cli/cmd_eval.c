@@ -123,7 +123,8 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
       OBC_OPTION_HEADING("\npolicies:"),
       OBC_OPT_TEXT(
           "--scores", "S,..", &a->scores,
-          "policies: the presets (h2o, tova, snapkv, pyramidkv, adakv-snapkv, ..., and their "
+          "policies: the presets (h2o, observed-attention, tova, tova-group, snapkv, pyramidkv, "
+          "adakv-snapkv, ..., and their "
           "pairings such as snapkv+obc_k; a name that is also a generic score means the preset) "
           "or any other replay score (attn, obc_vk, random); oracle@T is always added",
           .default_text = "snapkv,snapkv+obc_k"),

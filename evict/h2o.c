@@ -1,8 +1,10 @@
-/* H2O (kvpress ObservedAttentionPress) and H2O+OBC scores from the column
- * sums of a trace (evict/h2o.h). kvpress divides each query head's summed
- * attention by the number of queries that could attend the token
- * (torch.arange(n, 0, -1)), then averages the query heads of each KV head
- * (view(..., n_kv_heads, group, n).mean(2)): the same order here. */
+/* H2O and H2O+OBC scores from the column sums of a trace (evict/h2o.h).
+ * Accumulated (the H2O paper's heavy-hitter score): the sums of the query
+ * heads of each KV head added up. Observed (kvpress
+ * ObservedAttentionPress): each query head's sum divided by the number of
+ * queries that could attend the token (torch.arange(n, 0, -1)), then the
+ * mean of the query heads of each KV head (view(..., n_kv_heads, group,
+ * n).mean(2)), in that order. */
 #include "evict/h2o.h"
 
 #include <assert.h>
@@ -11,10 +13,11 @@
 #include "common/obc_error.h"
 
 int h2o_scores(TraceReader *r, size_t layer, size_t n_candidates, TraceSumRows rows, H2oTerm term,
-               double *out) {
+               H2oForm form, double *out) {
   const TraceMeta *m = trace_meta(r);
   assert(layer < m->model.n_layers && out);
   assert(term >= H2O_ATTN && term <= H2O_OBC_VK);
+  assert(form == H2O_ACCUMULATED || form == H2O_OBSERVED);
   size_t n = m->n_prompt, heads = m->model.n_heads, group = heads / m->model.n_kv_heads;
   if (!m->has_column_sums)
     return trace_read_column_sums(r, layer, rows, NULL, NULL, NULL); /* its OBC_ENOTFOUND */
@@ -38,6 +41,11 @@ int h2o_scores(TraceReader *r, size_t layer, size_t n_candidates, TraceSumRows r
   for (size_t g = 0; !rc && g < m->model.n_kv_heads; g++)
     for (size_t p = 0; p < n_candidates; p++) {
       double total = 0.0;
+      if (form == H2O_ACCUMULATED) {
+        for (size_t h = g * group; h < (g + 1) * group; h++) total += plane[h * n + p];
+        out[g * n_candidates + p] = total;
+        continue;
+      }
       for (size_t h = g * group; h < (g + 1) * group; h++) total += plane[h * n + p] / counts[p];
       out[g * n_candidates + p] = total / group;
     }

@@ -40,8 +40,9 @@ typedef enum { POOL_NONE = 0, POOL_AVG, POOL_MAX } PresetPool;
 
 /* How the query heads' scores become one score per KV head. */
 typedef enum {
-  HEADS_GROUP_MEAN = 0, /* mean over the KV head's query group */
-  HEADS_LAYER_MEAN      /* mean over every query head of the layer, shared by its KV heads */
+  HEADS_GROUP_MEAN = 0, /* mean over the KV head's query group (kvpress) */
+  HEADS_LAYER_MEAN,     /* mean over every query head of the layer, shared by its KV heads */
+  HEADS_GROUP_SUM       /* sum over the KV head's query group (the OBCache paper's GQA form) */
 } PresetHeads;
 
 typedef struct {
@@ -51,9 +52,11 @@ typedef struct {
   PresetPool pool;
   size_t kernel; /* pooling width (odd) */
   PresetHeads heads;
-  bool value_l1; /* the attention times ||v_p||_1 (VATP) */
-  bool pairs;    /* takes +obc_v|obc_k|obc_vk */
-  size_t sinks;  /* first positions kept (SOURCE_POSITION, SOURCE_EXPECTED) */
+  bool row_mean;    /* SOURCE_COLUMN_SUMS: each sum / the rows that saw p (kvpress) */
+  bool recent_half; /* of the k kept, the last k / 2 candidates outright (H2O) */
+  bool value_l1;    /* the attention times ||v_p||_1 (VATP) */
+  bool pairs;       /* takes +obc_v|obc_k|obc_vk */
+  size_t sinks;     /* first positions kept (SOURCE_POSITION, SOURCE_EXPECTED) */
   EvictAllocation allocation;
   bool critical; /* CriticalKV's two stages around the score (the model's W_o) */
 } Preset;
@@ -68,13 +71,30 @@ enum { ADAKV_SAFEGUARD_DIVISOR = 5 };
  * (s_p + epsilon) x w_p. */
 enum { CRITICAL_FIRST_STAGE_DIVISOR = 2 };
 #define CRITICAL_EPSILON 1e-4
+/* H2O's recent window: of the k kept, the last k / 2 candidates (the H2O
+ * paper's equal heavy-hitter and recent budgets; k - k / 2 heavy hitters). */
+enum { H2O_RECENT_DIVISOR = 2 };
 
 static const Preset presets[] = {
-    {.name = "h2o", .source = SOURCE_COLUMN_SUMS, .heads = HEADS_GROUP_MEAN, .pairs = true},
+    {.name = "h2o",
+     .source = SOURCE_COLUMN_SUMS,
+     .heads = HEADS_GROUP_SUM,
+     .recent_half = true,
+     .pairs = true},
+    {.name = "observed-attention",
+     .source = SOURCE_COLUMN_SUMS,
+     .heads = HEADS_GROUP_MEAN,
+     .row_mean = true,
+     .pairs = true},
     {.name = "tova",
      .source = SOURCE_ATTENTION,
      .window = 1,
      .heads = HEADS_LAYER_MEAN,
+     .pairs = true},
+    {.name = "tova-group",
+     .source = SOURCE_ATTENTION,
+     .window = 1,
+     .heads = HEADS_GROUP_SUM,
      .pairs = true},
     {.name = "snapkv",
      .source = SOURCE_ATTENTION,
@@ -125,11 +145,12 @@ static const Preset presets[] = {
 };
 enum { N_PRESETS = sizeof presets / sizeof presets[0] };
 
-static const char *const inner_names[] = {"attn", "obc_v", "obc_k", "obc_vk"};
+/* The inner scores after '+', by EvictPresetInner ("attn" is the swap). */
+static const char *const inner_names[] = {"", "obc_v", "obc_k", "obc_vk", "attn"};
 
 const char *evict_preset_names(void) {
-  return "h2o, tova, snapkv, snapkv-max7, pyramidkv, adakv-snapkv, criticalkv-snapkv, vatp, "
-         "streaming, knorm, keydiff, expected_attention";
+  return "h2o, observed-attention, tova, tova-group, snapkv, snapkv-max7, pyramidkv, "
+         "adakv-snapkv, criticalkv-snapkv, vatp, streaming, knorm, keydiff, expected_attention";
 }
 
 static const Preset *preset_of(const EvictPolicy *p) {
@@ -152,17 +173,18 @@ int evict_preset_parse(const char *name, int *preset, int *inner) {
   int which = EVICT_PRESET_INNER_ATTN;
   if (plus) {
     which = -1;
-    for (int i = EVICT_PRESET_INNER_OBC_V; i <= EVICT_PRESET_INNER_OBC_VK; i++)
+    for (int i = EVICT_PRESET_INNER_OBC_V; i <= EVICT_PRESET_INNER_SWAP; i++)
       if (!strcmp(plus + 1, inner_names[i])) which = i;
     if (which < 0)
       return obc_fail(OBC_EINVAL,
                       "--score %s: unknown score '%s' inside the preset (expected "
-                      "obc_v, obc_k or obc_vk)",
+                      "obc_v, obc_k, obc_vk, or attn for the swap test)",
                       name, plus + 1);
     if (!presets[found].pairs)
       return obc_fail(OBC_EINVAL,
                       "--score %s: %s has no attention score to replace (+%s pairs with h2o, "
-                      "tova, snapkv, snapkv-max7, pyramidkv, adakv-snapkv)",
+                      "observed-attention, tova, tova-group, snapkv, snapkv-max7, pyramidkv, "
+                      "adakv-snapkv)",
                       name, presets[found].name, plus + 1);
   }
   *preset = found;
@@ -284,7 +306,9 @@ int evict_preset_pyramid_budget(const EvictPolicy *p, size_t n, size_t window, s
  * n-W..n-1, for columns [0, n - W): out (n - W). Per row t: z_p = scale
  * q_t.k_p and A_tp = softmax over p in [0, t]; the output o_t = sum_p A_tp
  * v_p is recomputed the same way. attn is the mean over the rows (kvpress),
- * the OBCache terms their sum (SPEC.md section 2). z: scratch (n). */
+ * the OBCache terms their sum (SPEC.md section 2), and the swap the sum of
+ * A_tp on the OBCache terms' path (W x attn, the same ranking). z: scratch
+ * (n). */
 static void attention_scores(const OracleHead *h, const TraceMeta *meta, size_t j, size_t n,
                              size_t W, EvictPresetInner inner, const double *v_sq, double *z,
                              double *out) {
@@ -326,6 +350,7 @@ static void attention_scores(const OracleHead *h, const TraceMeta *meta, size_t 
       double value = a * a * vv, key = (a * z[p]) * (a * z[p]) * dd;
       out[p] += inner == EVICT_PRESET_INNER_OBC_V   ? value
                 : inner == EVICT_PRESET_INNER_OBC_K ? key
+                : inner == EVICT_PRESET_INNER_SWAP  ? a
                                                     : value + key + 2.0 * a * a * z[p] * (vv - vo);
     }
   }
@@ -453,7 +478,7 @@ static int layer_attention(const Preset *pr, EvictPresetInner inner, TraceReader
     for (size_t p = 0; p < cols; p++) {
       double sum = 0.0;
       for (size_t i = first; i < first + count; i++) sum += heads[i * cols + p];
-      dst[p] = sum / (double)count;
+      dst[p] = pr->heads == HEADS_GROUP_SUM ? sum : sum / (double)count;
     }
   }
   double max = -INFINITY;
@@ -661,9 +686,12 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
     /* Query-agnostic candidates end at the question: the sums of the rows
      * before it; else those of every prompt row. */
     TraceSumRows rows = n < meta->n_prompt ? TRACE_ROWS_AGNOSTIC : TRACE_ROWS_ALL;
-    static const H2oTerm terms[] = {H2O_ATTN, H2O_OBC_V, H2O_OBC_K, H2O_OBC_VK};
+    /* The swap is the attention term: h2o_scores is one path for every term. */
+    static const H2oTerm terms[] = {H2O_ATTN, H2O_OBC_V, H2O_OBC_K, H2O_OBC_VK, H2O_ATTN};
+    H2oForm form = pr->row_mean ? H2O_OBSERVED : H2O_ACCUMULATED;
+    assert((form == H2O_OBSERVED) == (pr->heads == HEADS_GROUP_MEAN));
     for (size_t l = 0; l < L && !rc; l++)
-      rc = h2o_scores(reader, l, n, rows, terms[p->preset_inner], scores + l * G * n);
+      rc = h2o_scores(reader, l, n, rows, terms[p->preset_inner], form, scores + l * G * n);
     if (rc == OBC_ENOTFOUND)
       return obc_fail(OBC_EINVAL,
                       "%s: --score %s: the trace has no accumulated column sums (capture it "
@@ -812,24 +840,33 @@ int evict_preset_keep(const EvictPolicy *p, const double *scores, size_t n_layer
     }
     scores = final;
   }
-  for (size_t q = 0; protect && q < n; q++) n_protected += protect[q];
-  if (n_protected > k) {
+  /* H2O: the recent window [n - recent, n), kept outright. */
+  size_t recent = pr->recent_half ? k / H2O_RECENT_DIVISOR : 0;
+  for (size_t q = 0; protect && q < n - recent; q++) n_protected += protect[q];
+  if (n_protected + recent > k) {
     free(final);
+    if (recent)
+      return obc_fail(OBC_EINVAL,
+                      "--budget %s: %zu tokens leave no room for the %zu protected positions "
+                      "beside the recent window of %zu (--protect, inside the budget; hint: a "
+                      "larger budget)",
+                      p->budget_text, k, n_protected, recent);
     return obc_fail(OBC_EINVAL,
                     "--budget %s: %zu tokens leave no room for the %zu protected positions "
                     "(--protect, inside the budget; hint: a larger budget)",
                     p->budget_text, k, n_protected);
   }
-  /* Protected candidates rank first in every head (kvpress: score max + 1). */
+  /* Protected candidates and the recent window rank first in every head
+   * (kvpress: score max + 1). */
   double *boosted = NULL;
-  if (protect) {
+  if (protect || recent) {
     boosted = obc_malloc((n_layers * n_kv_heads * n + 1) * sizeof *boosted, "protected scores");
     if (!boosted) {
       free(final);
       return OBC_ENOMEM;
     }
     for (size_t i = 0; i < n_layers * n_kv_heads * n; i++)
-      boosted[i] = protect[i % n] ? INFINITY : scores[i];
+      boosted[i] = (protect && protect[i % n]) || i % n >= n - recent ? INFINITY : scores[i];
     scores = boosted;
   }
   out->n_layers = n_layers;
@@ -841,6 +878,7 @@ int evict_preset_keep(const EvictPolicy *p, const double *scores, size_t n_layer
   out->policy = *p;
   out->policy.allocation = pr->allocation;
   out->policy.sinks = pr->sinks;
+  out->policy.recent = recent;
   out->keep = obc_calloc(n_layers * G * n_prompt, 1, "kept positions");
   out->n_kept = obc_calloc(n_layers * G, sizeof(size_t), "kept counts");
   size_t *ranked = obc_malloc((n + 1) * sizeof *ranked, "selection ranking");
