@@ -14,6 +14,11 @@
 
 int h2o_scores(TraceReader *r, size_t layer, size_t n_candidates, TraceSumRows rows, H2oTerm term,
                H2oForm form, double *out) {
+  return h2o_scores_less(r, layer, n_candidates, rows, term, form, NULL, 0, out);
+}
+
+int h2o_scores_less(TraceReader *r, size_t layer, size_t n_candidates, TraceSumRows rows,
+                    H2oTerm term, H2oForm form, const double *less, size_t less_rows, double *out) {
   const TraceMeta *m = trace_meta(r);
   assert(layer < m->model.n_layers && out);
   assert(term >= H2O_ATTN && term <= H2O_OBC_VK);
@@ -38,17 +43,23 @@ int h2o_scores(TraceReader *r, size_t layer, size_t n_candidates, TraceSumRows r
   int rc = term == H2O_ATTN ? trace_read_column_sums(r, layer, rows, sums, NULL, counts)
                             : trace_read_column_sums(r, layer, rows, NULL, sums, counts);
   const double *plane = term == H2O_ATTN ? sums : sums + (size_t)(term - H2O_OBC_V) * heads * n;
+#define SUM(h, p) (plane[(h)*n + (p)] - (less ? less[(h)*n_candidates + (p)] : 0.0))
+  for (size_t p = 0; !rc && p < n_candidates; p++)
+    if (counts[p] <= (int64_t)less_rows)
+      rc = obc_fail(OBC_EINVAL, "%s: position %zu was seen by %lld rows, not more than %zu",
+                    trace_path(r), p, (long long)counts[p], less_rows);
   for (size_t g = 0; !rc && g < m->model.n_kv_heads; g++)
     for (size_t p = 0; p < n_candidates; p++) {
-      double total = 0.0;
+      double total = 0.0, count = (double)(counts[p] - (int64_t)less_rows);
       if (form == H2O_ACCUMULATED) {
-        for (size_t h = g * group; h < (g + 1) * group; h++) total += plane[h * n + p];
+        for (size_t h = g * group; h < (g + 1) * group; h++) total += SUM(h, p);
         out[g * n_candidates + p] = total;
         continue;
       }
-      for (size_t h = g * group; h < (g + 1) * group; h++) total += plane[h * n + p] / counts[p];
+      for (size_t h = g * group; h < (g + 1) * group; h++) total += SUM(h, p) / count;
       out[g * n_candidates + p] = total / group;
     }
+#undef SUM
   free(sums);
   free(counts);
   return rc;

@@ -10,7 +10,7 @@
  *   observed (kvpress ObservedAttentionPress): score_gp = mean over the
  *     query heads h of g of S_hp / count_p.
  * The query-agnostic protocol scores the context alone (the rows before
- * the question); the query-aware one every prompt row. */
+ * the question); the query-aware one the rows up to the question's end. */
 #ifndef OBC_EVICT_H2O_H
 #define OBC_EVICT_H2O_H
 
@@ -33,5 +33,12 @@ typedef enum {
  * (OBC_EINVAL). OBC_ENOTFOUND when the trace has no column sums. */
 int h2o_scores(TraceReader *reader, size_t layer, size_t n_candidates, TraceSumRows rows,
                H2oTerm term, H2oForm form, double *out /* (n_kv_heads, n_candidates) */);
+/* Same, from the sums of `rows` less those of `less_rows` further rows that
+ * every candidate was seen by: less (n_heads, n_candidates) their sums per
+ * query head (their counts are less_rows). The query-aware protocol's rows
+ * up to the question's end are every prompt row less the template tail's. */
+int h2o_scores_less(TraceReader *reader, size_t layer, size_t n_candidates, TraceSumRows rows,
+                    H2oTerm term, H2oForm form, const double *less, size_t less_rows,
+                    double *out /* (n_kv_heads, n_candidates) */);
 
 #endif

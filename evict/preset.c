@@ -489,6 +489,72 @@ static int layer_attention(const Preset *pr, EvictPresetInner inner, TraceReader
   return OBC_OK;
 }
 
+/* H2O's scores of candidates [0, n) under the query-aware protocol, the
+ * candidates ending at the question's end n < n_prompt: every prompt row's
+ * column sums less the sums of the tail rows [n, n_prompt), which the
+ * capture keeps among its last rows; their terms are recomputed from the
+ * trace's Q, K and V as attention_scores computes them (the capture's
+ * definitions, capture/capture_sums.h). The sums are stored as f32, so the
+ * difference carries their rounding (relative 2^-24 of the whole sum). */
+static int aware_h2o_scores(TraceReader *reader, const EvictPolicy *p, size_t n, H2oTerm term,
+                            H2oForm form, double *scores) {
+  const TraceMeta *meta = trace_meta(reader);
+  const char *path = trace_path(reader);
+  size_t L = meta->model.n_layers, G = meta->model.n_kv_heads, H = meta->model.n_heads;
+  size_t n_prompt = meta->n_prompt, tail = n_prompt - n, d = meta->model.head_dim;
+  if (!meta->has_column_sums)
+    return obc_fail(OBC_EINVAL,
+                    "%s: --score %s: the trace has no accumulated column sums (capture it "
+                    "without --no-column-sums)",
+                    path, p->score);
+  if (evict_rows_ending_at(meta, n_prompt) < tail)
+    return obc_fail(OBC_EINVAL,
+                    "%s: --score %s under --protocol aware takes the %zu rows after the "
+                    "question out of its sums, but the trace captures %zu there (hint: capture "
+                    "with more --rows)",
+                    path, p->score, tail, evict_rows_ending_at(meta, n_prompt));
+  if (d > 512) return obc_fail(OBC_EINVAL, "%s: head_dim %zu (expected at most 512)", path, d);
+  static const EvictPresetInner inners[] = {EVICT_PRESET_INNER_ATTN, EVICT_PRESET_INNER_OBC_V,
+                                            EVICT_PRESET_INNER_OBC_K, EVICT_PRESET_INNER_OBC_VK};
+  EvictPresetInner inner = inners[term];
+  ScoreHead h;
+  int rc = score_head_alloc(&h, reader);
+  if (rc) return rc;
+  double *less = obc_malloc((H * n + 1) * sizeof *less, "tail rows' sums");
+  double *work = obc_malloc((2 * n_prompt + 1) * sizeof *work, "tail scratch");
+  if (!less || !work) rc = OBC_ENOMEM;
+  size_t group = H / G;
+  for (size_t l = 0; l < L && !rc; l++) {
+    for (size_t g = 0; g < G && !rc; g++) {
+      rc = score_head_read(&h, reader, l, g);
+      if (rc) {
+        obc_fail_context(rc, "%s: layer %zu, KV head %zu", path, l, g);
+        break;
+      }
+      double *z = work, *v_sq = work + n_prompt;
+      for (size_t q = 0; q < n_prompt; q++) {
+        const double *v = h.data.V + q * d;
+        double sq = 0.0;
+        for (size_t c = 0; c < d; c++) sq += v[c] * v[c];
+        v_sq[q] = sq;
+      }
+      for (size_t j = 0; j < group; j++) {
+        double *dst = less + (g * group + j) * n;
+        attention_scores(&h.data, meta, j, n_prompt, tail, inner, v_sq, z, dst);
+        if (inner == EVICT_PRESET_INNER_ATTN) /* attention_scores' mean over the rows */
+          for (size_t q = 0; q < n; q++) dst[q] *= (double)tail;
+      }
+    }
+    if (!rc)
+      rc =
+          h2o_scores_less(reader, l, n, TRACE_ROWS_ALL, term, form, less, tail, scores + l * G * n);
+  }
+  free(less);
+  free(work);
+  score_head_free(&h);
+  return rc;
+}
+
 /* kvpress ExpectedAttentionPress's future positions (n_future_positions). */
 enum { EXPECTED_FUTURE_POSITIONS = 512 };
 
@@ -672,24 +738,27 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
   *window = pr->window;
   int rc = check_fixed_knobs(p);
   if (rc) return rc;
-  /* The capture sums the context's rows and every prompt row; query-aware
-   * candidates ending at the question, before the template tail, would need
-   * the rows up to the question's end. */
-  if ((pr->source == SOURCE_COLUMN_SUMS || pr->source == SOURCE_EXPECTED) &&
-      p->protocol == EVICT_PROTOCOL_AWARE && n < meta->n_prompt)
+  /* The capture records the query statistics of the context's rows and of
+   * every prompt row; query-aware candidates ending at the question, before
+   * the template tail, would need those of the rows up to its end. */
+  if (pr->source == SOURCE_EXPECTED && p->protocol == EVICT_PROTOCOL_AWARE && n < meta->n_prompt)
     return obc_fail(OBC_EINVAL,
-                    "%s: --score %s under --protocol aware needs sums over the %zu rows up to "
-                    "the question's end, which the trace does not record (it sums the context's "
-                    "%zu rows and all %zu; hint: --protocol agnostic)",
+                    "%s: --score %s under --protocol aware needs the query statistics of the "
+                    "%zu rows up to the question's end, which the trace does not record (it "
+                    "holds the context's %zu rows and all %zu; hint: --protocol agnostic)",
                     path, p->score, n, meta->agnostic_rows, meta->n_prompt);
   if (pr->source == SOURCE_COLUMN_SUMS) {
     /* Query-agnostic candidates end at the question: the sums of the rows
-     * before it; else those of every prompt row. */
-    TraceSumRows rows = n < meta->n_prompt ? TRACE_ROWS_AGNOSTIC : TRACE_ROWS_ALL;
+     * before it. Query-aware ones end at the question's end: every prompt
+     * row's sums less the template tail's rows, recomputed from the trace
+     * (tail_sums); without a tail, every prompt row's. */
+    bool aware_tail = p->protocol == EVICT_PROTOCOL_AWARE && n < meta->n_prompt;
+    TraceSumRows rows = n < meta->n_prompt && !aware_tail ? TRACE_ROWS_AGNOSTIC : TRACE_ROWS_ALL;
     /* The swap is the attention term: h2o_scores is one path for every term. */
     static const H2oTerm terms[] = {H2O_ATTN, H2O_OBC_V, H2O_OBC_K, H2O_OBC_VK, H2O_ATTN};
     H2oForm form = pr->row_mean ? H2O_OBSERVED : H2O_ACCUMULATED;
     assert((form == H2O_OBSERVED) == (pr->heads == HEADS_GROUP_MEAN));
+    if (aware_tail) return aware_h2o_scores(reader, p, n, terms[p->preset_inner], form, scores);
     for (size_t l = 0; l < L && !rc; l++)
       rc = h2o_scores(reader, l, n, rows, terms[p->preset_inner], form, scores + l * G * n);
     if (rc == OBC_ENOTFOUND)

@@ -11,9 +11,10 @@ topk beside num_recent recent tokens; tova-group is TOVA's score in that
 form), and the OBCache closed forms of docs/SPEC.md section 2, not from
 the C code. It captures a real 512-token
 NIAH trace with the default model, runs `obcache evict --score PRESET
---scores-out` for every preset and both protocols (aware: every prompt
-position a candidate; agnostic: candidates end where the question begins),
-and checks
+--scores-out` for every preset and both protocols (aware: candidates end
+at the question's end, kvpress's query-aware compression of context and
+question, the template tail after it kept; agnostic: candidates end where
+the question begins), and checks
 
 - every per-token score elementwise (relative error <= 1e-5; both sides are
   double, so the error seen is ~1e-13);
@@ -99,7 +100,7 @@ class Trace:
         self.d, self.s = int(a["head_dim"]), int(a["n_prompt"])
         self.scale = float(a["attn_scale"])
         self.rows = {int(p): i for i, p in enumerate(self.f["row_positions"][()])}
-        self.question = int(self.f["spans/question"][()][0])
+        self.question, self.question_end = (int(x) for x in self.f["spans/question"][()])
         self._wo = None
 
     def wo(self):
@@ -176,10 +177,17 @@ def preset_scores(trace, name, n):
             # Column sums over every prompt row: the capture's (its own
             # reference test, test_column_sums_reference.py, recomputes them
             # from Q and K); plane 0 holds the rows before the question
-            # (query-agnostic).
-            plane = 0 if n < trace.s else 1
+            # (query-agnostic), plane 1 every prompt row. Query-aware sums
+            # end at the question's end: every row's less those of the
+            # template tail's rows [n, s), computed here from the captured
+            # rows as SnapKV's window quantity over them.
+            plane = 0 if n == trace.question else 1
             dataset = "col_attn" if inner == "attn" else "col_" + inner
             sums = trace.f[f"layers/{l:03d}/{dataset}"][plane].astype(np.float64)[:, :n]
+            if plane == 1 and n < trace.s:
+                tail = trace.s - n
+                less = window_quantity(K, V, Q, trace.rows, trace.scale, group, trace.s, tail, inner)
+                sums = sums - (less * tail if inner == "attn" else less)
             if press == "ObservedAttentionPress":
                 # kvpress: divided by the n - p rows that could attend p, mean
                 # over the group.
@@ -336,7 +344,7 @@ def read_scores_csv(path, L, G, n):
 
 def compare(trace, trace_path, name, budget, mode, work, report_agreement=False):
     """One preset at one budget and protocol; returns the failures."""
-    n = trace.s if mode == "aware" else trace.question
+    n = trace.question_end if mode == "aware" else trace.question
     keep_path = os.path.join(work, "keep.h5")
     csv_path = os.path.join(work, "scores.csv")
     run([OBCACHE, "evict", trace_path, "--score", name, "--budget", budget, "--mode", mode,
