@@ -1,7 +1,8 @@
 /* Column sums of every prompt row's attention, accumulated during the
- * capture's prefill: H2O (kvpress's ObservedAttentionPress) and the OBCache
- * authors' H2O+OBC score a token by what every query row gave it, but a
- * trace keeps only the last R rows. For each layer, query head h and prompt
+ * capture's prefill: H2O (the H2O paper's accumulated attention and
+ * kvpress's ObservedAttentionPress) and the OBCache authors' H2O+OBC score
+ * a token by what every query row gave it, but a trace keeps only the last
+ * R rows. For each layer, query head h and prompt
  * position p the accumulator adds, over the prompt rows i >= p,
  *   A_ip,  A_ip^2 vv_p (obc_v),  (A_ip z_ip)^2 dd_ip (obc_k),
  *   A_ip^2 ||v_p + z_ip (v_p - o_i)||^2 (obc_vk)

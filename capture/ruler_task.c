@@ -7,6 +7,9 @@
  * text afresh from (seed, size). Sizes double from 1 until one does not fit,
  * then bisection keeps "size fits, size + 1 does not", so the result is
  * maximal against its neighbour even where token counts are not monotonic.
+ * fwe follows its own generator's rule (freq_words_extraction.py): sizes in
+ * steps of 1/32 of the budget, grown once per run on the run's sample and
+ * stepped down per sample (search_steps).
  *
  * The user text is tokenized in pieces cut only where the byte-level BPE
  * pre-tokenizers never merge across (after a newline followed by a
@@ -85,6 +88,7 @@ static const RulerTask tasks[] = {
      .ruler_task = "freq_words_extraction",
      .tokens_to_generate = RULER_FWE_TOKENS_TO_GENERATE,
      .min_size = RULER_FWE_MIN_WORDS,
+     .fit_in_steps = true,
      .generate = ruler_fwe_text},
 };
 
@@ -188,6 +192,7 @@ typedef struct {
   const RulerTask *task;
   size_t length; /* the target length, which some generators read */
   uint64_t seed;
+  bool answer_space; /* RulerOptions.answer_space */
   ChatTurn turn;
 } Frame;
 
@@ -305,11 +310,14 @@ static int assemble(const Frame *f, const RulerText *t, RulerSample *out) {
   if (!rc) rc = encode_pieces(f->tokenizer, out->user, length, &cuts, &user_ids, &n_user);
   char *answer = NULL;
   bool has_answer = t->answer_prefix[0] != '\0';
-  if (!rc && has_answer) { /* RULER's base template: user turn, a space, the answer prefix */
+  /* RULER's base template: user turn, a space, the answer prefix; after a
+   * chat template the space only with answer_space. */
+  if (!rc && has_answer) {
     size_t n = strlen(t->answer_prefix) + 2;
     answer = obc_malloc(n, "answer prefix");
     if (!answer) rc = OBC_ENOMEM;
-    if (!rc) snprintf(answer, n, "%s%s", f->turn.chat ? "" : " ", t->answer_prefix);
+    bool space = !f->turn.chat || f->answer_space;
+    if (!rc) snprintf(answer, n, "%s%s", space ? " " : "", t->answer_prefix);
     if (!rc) rc = tokenizer_encode(f->tokenizer, answer, strlen(answer), &answer_ids, &n_answer);
   }
   NiahPrompt *p = &out->prompt;
@@ -402,15 +410,61 @@ static int search(const Frame *f, size_t length, RulerSample *out) {
   return rc;
 }
 
+/* RULER's fit in steps (RulerTask.fit_in_steps), as freq_words_extraction.py
+ * fits fwe: the first size is budget / 6 (max_len // coded_wordlen), the
+ * step budget / 32 (at least 1: RULER's 0 would never end). */
+enum { STEP_FIRST_DIVISOR = 6, STEP_DIVISOR = 32 };
+
+static int search_steps(const Frame *f, uint64_t run_seed, size_t length, RulerSample *out) {
+  size_t budget = length > f->task->tokens_to_generate ? length - f->task->tokens_to_generate : 0;
+  size_t step = budget / STEP_DIVISOR ? budget / STEP_DIVISOR : 1;
+  size_t min = f->task->min_size ? f->task->min_size : 1, size = budget / STEP_FIRST_DIVISOR;
+  size_t n = 0;
+  if (size < min) size = min;
+  /* Once per run: grow on the run's sample while it is under the budget,
+   * then step back once (unconditionally, as RULER does). A unit is a word
+   * of at least one token, less the rounding of the counts, so sizes past
+   * 2 * budget + 2 are over the budget. */
+  Frame run = *f;
+  run.seed = run_seed;
+  int rc = tokens_at(&run, size, &n);
+  while (!rc && n < budget && size <= 2 * budget + 2) {
+    size += step;
+    rc = tokens_at(&run, size, &n);
+  }
+  size = size >= min + step ? size - step : min;
+  /* Per sample: step down while it is over the budget. */
+  if (!rc) rc = tokens_at(f, size, &n);
+  while (!rc && n > budget && size >= min + step) {
+    size -= step;
+    rc = tokens_at(f, size, &n);
+  }
+  if (!rc && n > budget)
+    return obc_fail(OBC_EINVAL,
+                    "%s: --length %zu is too short: a haystack of %zu takes %zu tokens, plus %zu "
+                    "to generate",
+                    f->task->name, length, size, n, f->task->tokens_to_generate);
+  if (!rc) rc = tokens_at(f, size + step, &n);
+  if (!rc) rc = build_at(f, size, out);
+  if (!rc) out->next_tokens = n;
+  return rc;
+}
+
 int ruler_sample_build(const Tokenizer *tokenizer, const RulerSources *sources,
                        const RulerOptions *options, const RulerTask *task, size_t length,
                        uint64_t seed, RulerSample *out) {
   assert(tokenizer && sources && options && task && out);
   memset(out, 0, sizeof *out);
-  Frame f = {
-      .tokenizer = tokenizer, .sources = sources, .task = task, .length = length, .seed = seed};
+  Frame f = {.tokenizer = tokenizer,
+             .sources = sources,
+             .task = task,
+             .length = length,
+             .seed = seed,
+             .answer_space = options->answer_space};
+  uint64_t run_seed = options->has_run_seed ? options->run_seed : seed;
   int rc = chat_turn_open(tokenizer, options->no_chat_template, &f.turn);
-  if (!rc) rc = search(&f, length, out);
+  if (!rc)
+    rc = task->fit_in_steps ? search_steps(&f, run_seed, length, out) : search(&f, length, out);
   NiahPrompt *p = &out->prompt;
   const TraceSpan *answer = NULL;
   for (size_t i = 0; !rc && i < p->n_spans; i++)

@@ -52,14 +52,20 @@ static const char *usage =
     "recall against oracle@T's at the same budget is recorded beside it.\n"
     "\n"
     "Writes DIR/accuracy.csv (task, length, policy, budget, protocol, n, correct,\n"
-    "accuracy with its Wilson 95% interval, RULER score, recall, kept share; task\n"
-    "\"all\" pools the tasks; policy \"full\" is the uncompressed cache), paired.csv\n"
-    "(each X vs X+obc_S on the same samples: accuracy difference with a paired\n"
-    "bootstrap 95% interval, exact McNemar p), recall.csv (accuracy by recall\n"
-    "quartile and the AUC of recall as a predictor of correctness), recall_policy.csv\n"
-    "(that AUC within each policy, budget and protocol), samples.csv (every answer),\n"
-    "prompts.jsonl (every prompt: text, ids, spans, answers), eval.json, and\n"
-    "DIR/plots/ (the figures and index.html).\n"
+    "accuracy with its Wilson 95% interval, RULER's score = mean string_match_all\n"
+    "(0..1) with its bootstrap 95% interval, recall, kept share; task \"all\" pools\n"
+    "the samples for the accuracy and, as RULER averages, takes the mean of the\n"
+    "task means for the score; policy \"full\" is the uncompressed cache),\n"
+    "paired.csv (each X vs X+obc_S on the same samples: accuracy difference with a\n"
+    "paired bootstrap 95% interval and the exact McNemar p; RULER's score of each,\n"
+    "their difference with a paired bootstrap 95% interval and the sign-flip p,\n"
+    "exact up to 16 non-zero differences, else 10000 Monte Carlo draws),\n"
+    "recall.csv (accuracy by recall quartile and the AUC of recall as a predictor\n"
+    "of correctness), recall_policy.csv (that AUC within each policy, budget and\n"
+    "protocol), samples.csv (every answer), prompts.jsonl (every prompt: text, ids,\n"
+    "spans, answers), eval.json, and\n"
+    "DIR/plots/ (the figures and index.html). The printed tables lead with RULER's\n"
+    "score x100 [bootstrap 95%], the accuracy beside it.\n"
     "\n"
     "A run is resumable and shardable like obcache sweep: --plan writes\n"
     "DIR/plan.json; `eval DIR` runs the samples that are not finished (all, one with\n"
@@ -67,6 +73,20 @@ static const char *usage =
     "DIR/cells/<id>/ (sample.json, prompt.json; trace.h5 with --keep-traces);\n"
     "`eval DIR --merge` verifies them and writes the tables. The merge of shards\n"
     "equals the one-process run; scripts/slurm/submit.sh DIR N runs it on Slurm.\n";
+
+/* --answer-prefix-space drop|keep into RulerOptions.answer_space. */
+static int parse_answer_space(void *target, const char *option, const char *value) {
+  bool *space = target;
+  if (!strcmp(value, "drop") || !strcmp(value, "keep")) {
+    *space = !strcmp(value, "keep");
+    return OBC_OK;
+  }
+  return obc_fail(OBC_EINVAL, "%s %s: expected drop (kvpress) or keep (RULER)", option, value);
+}
+
+static void show_answer_space(const void *target, char *text, size_t size) {
+  snprintf(text, size, "%s", *(const bool *)target ? "keep" : "drop");
+}
 
 static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bool print) {
   EvalConfig *c = &a->config;
@@ -89,6 +109,12 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
                    .default_text = "/usr/share/dict/words (wamerican)"),
       OBC_OPT_FLAG("--no-chat-template", &c->ruler.no_chat_template,
                    "plain text even when the model has a chat template"),
+      OBC_OPT_CUSTOM("--answer-prefix-space", "drop|keep", &c->ruler.answer_space,
+                     parse_answer_space,
+                     "after the chat template, the answer prefix without its leading space (drop: "
+                     "kvpress's RULER data) or with it (keep: RULER's template + \" The special "
+                     "...\"); without a template the space is always there",
+                     .show = show_answer_space),
       OBC_OPT_SIZE(
           "--max-new-tokens", "N", &c->max_new_tokens,
           "at most N answer tokens, the prefill's token included as in transformers' "
@@ -98,7 +124,8 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
       OBC_OPTION_HEADING("\npolicies:"),
       OBC_OPT_TEXT(
           "--scores", "S,..", &a->scores,
-          "policies: the presets (h2o, tova, snapkv, pyramidkv, adakv-snapkv, ..., and their "
+          "policies: the presets (h2o, observed-attention, tova, tova-group, snapkv, pyramidkv, "
+          "adakv-snapkv, ..., and their "
           "pairings such as snapkv+obc_k; a name that is also a generic score means the preset) "
           "or any other replay score (attn, obc_vk, random); oracle@T is always added",
           .default_text = "snapkv,snapkv+obc_k"),

@@ -27,9 +27,16 @@ static const char *usage =
     "\n"
     "Presets (--score NAME; preset:NAME for snapkv, vatp and streaming, whose bare\n"
     "names are the generic scores; NAME+obc_v|obc_k|obc_vk puts OBCache's score\n"
-    "inside an attention preset; docs/SCIENCE.md, \"Methods as presets\"):\n"
-    "  h2o           kvpress ObservedAttention, every prompt row (the column sums)\n"
-    "  tova          last query row, mean over the layer's query heads\n"
+    "inside an attention preset, everything else unchanged; NAME+attn, the swap\n"
+    "test, runs that path with the attention itself; docs/SCIENCE.md, \"Methods as\n"
+    "presets\"):\n"
+    "  h2o           the H2O paper's: attention accumulated over every prompt row,\n"
+    "                summed over the query group; of the k kept, the last k/2\n"
+    "                candidates (the recent window), then the heavy hitters\n"
+    "  observed-attention  kvpress ObservedAttention: each sum / the rows that\n"
+    "                saw the position, group mean, no recent window\n"
+    "  tova          last query row, mean over the layer's query heads (kvpress)\n"
+    "  tova-group    last query row, summed over the KV head's query group\n"
     "  snapkv        kvpress SnapKV: 64 rows, mean, avg pool 5, group mean\n"
     "  snapkv-max7   the OBCache authors' SnapKV: 16 rows, max pool 7\n"
     "  pyramidkv     SnapKV scores, per-layer pyramid budgets (beta 20)\n"
@@ -123,7 +130,7 @@ int cmd_evict(int argc, char **argv) {
         "budget rule %s): %zu..%zu kept per KV head -> %s\n",
         keep.policy.score, keep.budget, keep.n_candidates,
         evict_allocation_name(keep.policy.allocation), evict_protocol_name(policy.protocol),
-        keep.window, policy.recent, keep.policy.sinks, protect,
+        keep.window, keep.policy.recent, keep.policy.sinks, protect,
         evict_budget_rule_name(keep.policy.budget_rule), lo, hi, out_path);
   }
   evict_keep_set_free(&keep);

@@ -44,7 +44,8 @@ static const char usage[] =
     "the context alone, then re-runs the question and the template tail through the\n"
     "model against the compressed cache at their own positions (their K/V and the\n"
     "first answer token recomputed), then decodes; aware compresses context and\n"
-    "question together; agnostic-captured keeps agnostic's set but the question's\n"
+    "question together and re-runs the template tail and answer prefix after the\n"
+    "question the same way; agnostic-captured keeps agnostic's set but the question's\n"
     "K/V as captured with the whole context (a leak of the evicted tokens). A keep\n"
     "file brings its own protocol.\n"
     "\n"
@@ -284,12 +285,12 @@ static void print_model_replay(const EvictKeepSet *keep, const EvictReplayer *re
          evict_budget_rule_name(keep->policy.budget_rule), r->n_steps);
   if (r->rerun_tokens) {
     printf(
-        "  question re-run: %zu prompt tokens against the evicted cache, first answer "
+        "  %s re-run: %zu prompt tokens against the evicted cache, first answer "
         "token %s the full cache's (KL %.4g)\n",
-        r->rerun_tokens,
+        keep->policy.protocol == EVICT_PROTOCOL_AWARE ? "tail" : "question", r->rerun_tokens,
         r->first_token == evict_replayer_full_token(replayer, 0) ? "equals" : "differs from",
         r->kl_prefill);
-    fprintf(stderr, "replay: the question re-run took %.3f s\n", r->rerun_seconds);
+    fprintf(stderr, "replay: the re-run took %.3f s\n", r->rerun_seconds);
   }
   printf("  full cache: \"%s\" (needle %s)\n", full, needle_word(full_found));
   printf("  evicted:    \"%s\" (needle %s, prefix %zu of %zu characters, %.3g of its tokens)\n",

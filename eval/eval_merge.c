@@ -4,12 +4,16 @@
  *   accuracy.csv  one row per (task or "all", length, policy, budget,
  *                 protocol): n, correct (every answer found), accuracy with
  *                 its Wilson 95% interval, RULER's score (mean
- *                 string_match_all), mean recall against oracle@T, mean kept
+ *                 string_match_all; over all tasks the mean of the task
+ *                 means) with its bootstrap 95% interval (task-stratified
+ *                 over all tasks), mean recall against oracle@T, mean kept
  *                 share of the candidates; policy "full" is the uncompressed
  *                 cache (budget and protocol empty)
  *   paired.csv    each pairing X vs X+obc_S on the same samples: the counts,
  *                 the accuracy difference with a paired bootstrap interval,
- *                 the exact McNemar p
+ *                 the exact McNemar p; beside them RULER's score of each,
+ *                 its difference with a paired bootstrap interval and the
+ *                 sign-flip p
  *   recall.csv    accuracy by quartile of recall (per budget and pooled),
  *                 with the AUC of recall as a predictor of correctness
  *   recall_policy.csv  the same AUC within each policy, budget and protocol,
@@ -58,7 +62,14 @@ typedef struct {
 typedef struct {
   size_t n, baseline, paired, baseline_only, paired_only;
   double difference, low, high, p;
+  /* RULER's score: each method's, the difference, its interval, sign-flip p */
+  double baseline_score, paired_score, score_difference, score_low, score_high, sign_flip_p;
 } PairedResult;
+
+/* RULER's score of one accuracy row and its bootstrap interval. */
+typedef struct {
+  double score, low, high;
+} ScoreResult;
 
 typedef struct {
   const EvalConfig *config;
@@ -69,6 +80,7 @@ typedef struct {
   SweepPair pairs[EVAL_MAX_SCORES]; /* (n_pairs) X vs X+obc_S among the scores */
   size_t n_pairs;
   PairedResult *paired; /* (n_tasks + 1, n_lengths, n_pairs, n_protocols, n_budgets), once */
+  ScoreResult *scores;  /* (n_tasks + 1, n_lengths, 1 + rows): full, then row_index, once */
 } EvalData;
 
 static size_t row_index(const EvalData *d, size_t q, size_t s, size_t b) {
@@ -77,6 +89,7 @@ static size_t row_index(const EvalData *d, size_t q, size_t s, size_t b) {
 
 static void data_free(EvalData *d) {
   free(d->paired);
+  free(d->scores);
   size_t rows = d->config->n_protocols * d->n_policies * d->config->n_budgets;
   for (size_t i = 0; i < d->n_samples; i++) {
     free(d->samples[i].full.answer);
@@ -219,14 +232,13 @@ static int read_samples(const char *dir, const SweepPlan *plan, double stale_aft
 
 typedef struct {
   size_t n, correct;
-  double score, recall, fraction;
+  double recall, fraction;
   size_t n_recall;
 } Tally;
 
 static void tally_add(Tally *t, const EvalAnswer *a) {
   t->n++;
   t->correct += a->correct != 0;
-  t->score += a->score;
   if (a->candidates) t->fraction += (double)a->kept / (double)a->candidates;
   if (!isnan(a->recall)) {
     t->recall += a->recall;
@@ -247,30 +259,71 @@ static const char *policy_name(const EvalConfig *c, size_t p) {
   return p < c->n_scores ? c->scores[p] : EVAL_ORACLE;
 }
 
-static void write_tally(FILE *fp, const Tally *t, bool full) {
+static void write_tally(FILE *fp, const Tally *t, const ScoreResult *score, bool full) {
   double low = 0, high = 1;
   eval_wilson(t->correct, t->n, WILSON_Z, &low, &high);
   double accuracy = t->n ? (double)t->correct / (double)t->n : NAN;
-  fprintf(fp, "%zu,%zu,%.9g,%.9g,%.9g,%.9g,", t->n, t->correct, accuracy, low, high,
-          t->n ? t->score / (double)t->n : NAN);
+  fprintf(fp, "%zu,%zu,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,", t->n, t->correct, accuracy, low, high,
+          score->score, score->low, score->high);
   if (t->n_recall) fprintf(fp, "%.9g", t->recall / (double)t->n_recall);
   fputc(',', fp);
   if (!full && t->n) fprintf(fp, "%.9g", t->fraction / (double)t->n);
   fputc('\n', fp);
 }
 
+/* The answer of sample s in accuracy row r: 0 the full cache, else
+ * 1 + row_index. */
+static const EvalAnswer *row_answer(const EvalSample *s, size_t r) {
+  return r ? &s->rows[r - 1] : &s->full;
+}
+
+static size_t score_index(const EvalData *d, size_t t, size_t l, size_t r) {
+  size_t rows = 1 + d->config->n_protocols * d->n_policies * d->config->n_budgets;
+  return (t * d->config->n_lengths + l) * rows + r;
+}
+
+/* RULER's score of every accuracy row, computed once for the file and the
+ * printed table (each holds a bootstrap): the mean string_match_all of the
+ * row's answers, over all tasks the mean of the task means, and its
+ * percentile bootstrap interval, stratified by task over all tasks. */
+static int compute_scores(EvalData *d) {
+  const EvalConfig *c = d->config;
+  size_t rows = 1 + c->n_protocols * d->n_policies * c->n_budgets;
+  d->scores = obc_calloc((c->n_tasks + 1) * c->n_lengths * rows + 1, sizeof *d->scores, "scores");
+  double *x = obc_malloc((d->n_samples + 1) * sizeof *x, "score values");
+  size_t *task = obc_malloc((d->n_samples + 1) * sizeof *task, "score values");
+  int rc = d->scores && x && task ? OBC_OK : OBC_ENOMEM;
+  for (size_t t = 0; !rc && t <= c->n_tasks; t++)
+    for (size_t l = 0; l < c->n_lengths; l++)
+      for (size_t r = 0; r < rows; r++) {
+        size_t n = 0;
+        for (size_t i = 0; i < d->n_samples; i++)
+          if (in_task(d, &d->samples[i], t, l)) {
+            x[n] = row_answer(&d->samples[i], r)->score;
+            task[n++] = d->samples[i].task;
+          }
+        ScoreResult *out = &d->scores[score_index(d, t, l, r)];
+        out->score = eval_stratified_mean(x, task, n, c->n_tasks);
+        eval_stratified_bootstrap(x, task, n, c->n_tasks, EVAL_BOOTSTRAP_RESAMPLES, 0.95,
+                                  EVAL_BOOTSTRAP_SEED, &out->low, &out->high);
+      }
+  free(x);
+  free(task);
+  return rc;
+}
+
 static void write_accuracy(FILE *fp, const EvalData *d) {
   const EvalConfig *c = d->config;
   fprintf(fp,
-          "task,length,policy,budget,protocol,n,correct,accuracy,ci_low,ci_high,score,recall,"
-          "fraction\n");
+          "task,length,policy,budget,protocol,n,correct,accuracy,ci_low,ci_high,score,"
+          "score_ci_low,score_ci_high,recall,fraction\n");
   for (size_t t = 0; t <= c->n_tasks; t++)
     for (size_t l = 0; l < c->n_lengths; l++) {
       Tally full = {0};
       for (size_t i = 0; i < d->n_samples; i++)
         if (in_task(d, &d->samples[i], t, l)) tally_add(&full, &d->samples[i].full);
       fprintf(fp, "%s,%zu,%s,,,", task_name(c, t), c->lengths[l], EVAL_FULL);
-      write_tally(fp, &full, true);
+      write_tally(fp, &full, &d->scores[score_index(d, t, l, 0)], true);
       for (size_t q = 0; q < c->n_protocols; q++)
         for (size_t p = 0; p < d->n_policies; p++)
           for (size_t b = 0; b < c->n_budgets; b++) {
@@ -280,7 +333,7 @@ static void write_accuracy(FILE *fp, const EvalData *d) {
                 tally_add(&x, &d->samples[i].rows[row_index(d, q, p, b)]);
             fprintf(fp, "%s,%zu,%s,%s,%s,", task_name(c, t), c->lengths[l], policy_name(c, p),
                     c->budgets[b], evict_protocol_name(c->protocols[q]));
-            write_tally(fp, &x, false);
+            write_tally(fp, &x, &d->scores[score_index(d, t, l, 1 + row_index(d, q, p, b))], false);
           }
     }
 }
@@ -290,18 +343,30 @@ static void write_accuracy(FILE *fp, const EvalData *d) {
 static int paired_result(const EvalData *d, size_t t, size_t l, const SweepPair *pair, size_t q,
                          size_t b, PairedResult *r) {
   memset(r, 0, sizeof *r);
-  double *x = obc_malloc((d->n_samples + 1) * sizeof *x, "paired values");
-  double *y = obc_malloc((d->n_samples + 1) * sizeof *y, "paired values");
-  if (!x || !y) {
-    free(x);
-    free(y);
+  const EvalConfig *c = d->config;
+  size_t n_max = d->n_samples + 1;
+  double *x = obc_malloc(n_max * sizeof *x, "paired values");
+  double *y = obc_malloc(n_max * sizeof *y, "paired values");
+  double *sx = obc_malloc(n_max * sizeof *sx, "paired values"); /* scores */
+  double *sy = obc_malloc(n_max * sizeof *sy, "paired values");
+  double *dz = obc_malloc(n_max * sizeof *dz, "paired values"); /* sy - sx */
+  size_t *task = obc_malloc(n_max * sizeof *task, "paired values");
+  size_t *per_task = obc_calloc(c->n_tasks + 1, sizeof *per_task, "paired values");
+  if (!x || !y || !sx || !sy || !dz || !task || !per_task) {
+    free(x), free(y), free(sx), free(sy), free(dz), free(task), free(per_task);
     return OBC_ENOMEM;
   }
   for (size_t i = 0; i < d->n_samples; i++) {
     const EvalSample *s = &d->samples[i];
     if (!in_task(d, s, t, l)) continue;
-    int a = s->rows[row_index(d, q, pair->baseline, b)].correct;
-    int z = s->rows[row_index(d, q, pair->paired, b)].correct;
+    const EvalAnswer *ba = &s->rows[row_index(d, q, pair->baseline, b)];
+    const EvalAnswer *pa = &s->rows[row_index(d, q, pair->paired, b)];
+    int a = ba->correct, z = pa->correct;
+    sx[r->n] = ba->score;
+    sy[r->n] = pa->score;
+    dz[r->n] = pa->score - ba->score;
+    task[r->n] = s->task;
+    per_task[s->task]++;
     x[r->n] = a;
     y[r->n++] = z;
     r->baseline += a != 0;
@@ -313,8 +378,19 @@ static int paired_result(const EvalData *d, size_t t, size_t l, const SweepPair 
   eval_paired_bootstrap(x, y, r->n, EVAL_BOOTSTRAP_RESAMPLES, 0.95, EVAL_BOOTSTRAP_SEED, &r->low,
                         &r->high);
   r->p = eval_mcnemar_exact(r->baseline_only, r->paired_only);
-  free(x);
-  free(y);
+  /* RULER's score: the difference of the (task-averaged) means is the
+   * task-averaged mean of the differences, resampled by task; the sign-flip
+   * statistic weighs each difference by 1 / its task's count, the same
+   * average up to the number of tasks. */
+  r->baseline_score = eval_stratified_mean(sx, task, r->n, c->n_tasks);
+  r->paired_score = eval_stratified_mean(sy, task, r->n, c->n_tasks);
+  r->score_difference = eval_stratified_mean(dz, task, r->n, c->n_tasks);
+  eval_stratified_bootstrap(dz, task, r->n, c->n_tasks, EVAL_BOOTSTRAP_RESAMPLES, 0.95,
+                            EVAL_BOOTSTRAP_SEED, &r->score_low, &r->score_high);
+  for (size_t i = 0; i < r->n; i++) dz[i] /= (double)per_task[task[i]];
+  r->sign_flip_p =
+      r->n ? eval_sign_flip_p(dz, r->n, EVAL_BOOTSTRAP_RESAMPLES, EVAL_BOOTSTRAP_SEED) : NAN;
+  free(x), free(y), free(sx), free(sy), free(dz), free(task), free(per_task);
   return OBC_OK;
 }
 
@@ -347,18 +423,22 @@ static void write_paired(FILE *fp, const EvalData *d) {
   const SweepPair *pairs = d->pairs;
   fprintf(fp,
           "task,length,baseline,paired,budget,protocol,n,baseline_correct,paired_correct,"
-          "baseline_only,paired_only,difference,ci_low,ci_high,mcnemar_p\n");
+          "baseline_only,paired_only,difference,ci_low,ci_high,mcnemar_p,baseline_score,"
+          "paired_score,score_difference,score_ci_low,score_ci_high,sign_flip_p\n");
   for (size_t t = 0; t <= c->n_tasks; t++)
     for (size_t l = 0; l < c->n_lengths; l++)
       for (size_t k = 0; k < d->n_pairs; k++)
         for (size_t q = 0; q < c->n_protocols; q++)
           for (size_t b = 0; b < c->n_budgets; b++) {
             const PairedResult r = d->paired[paired_index(d, t, l, k, q, b)];
-            fprintf(fp, "%s,%zu,%s,%s,%s,%s,%zu,%zu,%zu,%zu,%zu,%.9g,%.9g,%.9g,%.9g\n",
+            fprintf(fp,
+                    "%s,%zu,%s,%s,%s,%s,%zu,%zu,%zu,%zu,%zu,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,"
+                    "%.9g,%.9g,%.9g\n",
                     task_name(c, t), c->lengths[l], c->scores[pairs[k].baseline],
                     c->scores[pairs[k].paired], c->budgets[b], evict_protocol_name(c->protocols[q]),
                     r.n, r.baseline, r.paired, r.baseline_only, r.paired_only, r.difference, r.low,
-                    r.high, r.p);
+                    r.high, r.p, r.baseline_score, r.paired_score, r.score_difference, r.score_low,
+                    r.score_high, r.sign_flip_p);
           }
 }
 
@@ -572,7 +652,42 @@ static cJSON *eval_json(const EvalData *d, const SweepPlan *plan, size_t done) {
   cJSON_AddStringToObject(root, "correct", "every answer found (RULER string_match_all = 1)");
   cJSON_AddStringToObject(root, "interval", "Wilson 95%");
   cJSON_AddStringToObject(root, "paired_test", "exact McNemar; paired bootstrap 95% interval");
+  cJSON_AddStringToObject(root, "headline", "score");
+  cJSON_AddStringToObject(root, "score",
+                          "RULER's: mean string_match_all (0..1; tables print x100), over all "
+                          "tasks the mean of the task means");
+  cJSON_AddStringToObject(root, "score_interval",
+                          "percentile bootstrap 95%, stratified by task over all tasks");
+  cJSON_AddStringToObject(root, "score_paired_test",
+                          "sign-flip p (exact with <= 16 non-zero differences, else Monte Carlo "
+                          "of bootstrap_resamples draws); paired bootstrap 95% interval");
   cJSON_AddNumberToObject(root, "bootstrap_resamples", EVAL_BOOTSTRAP_RESAMPLES);
+  cJSON_AddNumberToObject(root, "bootstrap_seed", EVAL_BOOTSTRAP_SEED);
+  cJSON *headline = cJSON_AddArrayToObject(root, "headline_rows");
+  size_t rows = 1 + c->n_protocols * d->n_policies * c->n_budgets;
+  for (size_t l = 0; l < c->n_lengths; l++)
+    for (size_t r = 0; r < rows; r++) {
+      /* r - 1 = row_index(q, p, b) = (q * n_policies + p) * n_budgets + b */
+      size_t b = r ? (r - 1) % c->n_budgets : 0, p = r ? (r - 1) / c->n_budgets % d->n_policies : 0;
+      size_t q = r ? (r - 1) / c->n_budgets / d->n_policies : 0;
+      const ScoreResult *sr = &d->scores[score_index(d, c->n_tasks, l, r)];
+      Tally x = {0};
+      for (size_t i = 0; i < d->n_samples; i++)
+        if (in_task(d, &d->samples[i], c->n_tasks, l)) tally_add(&x, row_answer(&d->samples[i], r));
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddNumberToObject(o, "length", (double)c->lengths[l]);
+      cJSON_AddStringToObject(o, "policy", r ? policy_name(c, p) : EVAL_FULL);
+      cJSON_AddStringToObject(o, "budget", r ? c->budgets[b] : "");
+      cJSON_AddStringToObject(o, "protocol", r ? evict_protocol_name(c->protocols[q]) : "");
+      cJSON_AddNumberToObject(o, "n", (double)x.n);
+      if (x.n) {
+        cJSON_AddNumberToObject(o, "score", sr->score);
+        cJSON_AddNumberToObject(o, "score_ci_low", sr->low);
+        cJSON_AddNumberToObject(o, "score_ci_high", sr->high);
+        cJSON_AddNumberToObject(o, "accuracy", (double)x.correct / (double)x.n);
+      }
+      cJSON_AddItemToArray(headline, o);
+    }
   for (size_t i = 0; i < plan->n_options; i++)
     cJSON_AddItemToArray(options, cJSON_CreateString(plan->options[i]));
   cJSON_AddItemToObject(root, "options", options);
@@ -581,12 +696,12 @@ static cJSON *eval_json(const EvalData *d, const SweepPlan *plan, size_t done) {
   return root;
 }
 
-/* "0.62 [0.41,0.79]" of k of n. */
-static void accuracy_text(size_t k, size_t n, char *out, size_t size) {
-  double low = 0, high = 1;
-  eval_wilson(k, n, WILSON_Z, &low, &high);
-  if (n)
-    snprintf(out, size, "%.2f [%.2f,%.2f]", (double)k / (double)n, low, high);
+/* "62.5 [41.0,79.2] 0.60": RULER's score x100 with its interval, then the
+ * all-or-nothing accuracy of the same answers. */
+static void score_text(const ScoreResult *score, const Tally *t, char *out, size_t size) {
+  if (t->n)
+    snprintf(out, size, "%.1f [%.1f,%.1f] %.2f", 100 * score->score, 100 * score->low,
+             100 * score->high, (double)t->correct / (double)t->n);
   else
     snprintf(out, size, "-");
 }
@@ -595,14 +710,16 @@ static void print_tables(const EvalData *d) {
   const EvalConfig *c = d->config;
   char text[64];
   for (size_t l = 0; l < c->n_lengths; l++) {
-    printf("\naccuracy at %zu tokens, all tasks (Wilson 95%%; budget rule %s)\n%-28s",
-           c->lengths[l], evict_budget_rule_name(c->base.budget_rule), "policy");
-    for (size_t b = 0; b < c->n_budgets; b++) printf(" %18s", c->budgets[b]);
+    printf(
+        "\nRULER score at %zu tokens, all tasks (mean string_match_all x100, mean of the "
+        "task means) [bootstrap 95%%], then accuracy (every answer found); budget rule %s\n%-28s",
+        c->lengths[l], evict_budget_rule_name(c->base.budget_rule), "policy");
+    for (size_t b = 0; b < c->n_budgets; b++) printf(" %22s", c->budgets[b]);
     Tally full = {0};
     for (size_t i = 0; i < d->n_samples; i++)
       if (in_task(d, &d->samples[i], c->n_tasks, l)) tally_add(&full, &d->samples[i].full);
-    accuracy_text(full.correct, full.n, text, sizeof text);
-    printf("\n%-28s %18s\n", "full cache", text);
+    score_text(&d->scores[score_index(d, c->n_tasks, l, 0)], &full, text, sizeof text);
+    printf("\n%-28s %22s\n", "full cache", text);
     for (size_t q = 0; q < c->n_protocols; q++)
       for (size_t p = 0; p < d->n_policies; p++) {
         char label[64];
@@ -614,16 +731,17 @@ static void print_tables(const EvalData *d) {
           for (size_t i = 0; i < d->n_samples; i++)
             if (in_task(d, &d->samples[i], c->n_tasks, l))
               tally_add(&x, &d->samples[i].rows[row_index(d, q, p, b)]);
-          accuracy_text(x.correct, x.n, text, sizeof text);
-          printf(" %18s", text);
+          score_text(&d->scores[score_index(d, c->n_tasks, l, 1 + row_index(d, q, p, b))], &x, text,
+                     sizeof text);
+          printf(" %22s", text);
         }
         printf("\n");
       }
   }
   if (!d->n_pairs) return;
   printf(
-      "\nbaseline vs baseline + OBCache, all tasks: accuracy difference [paired bootstrap 95%%], "
-      "McNemar p\n");
+      "\nbaseline vs baseline + OBCache, all tasks: RULER score difference x100 [paired "
+      "bootstrap 95%%] sign-flip p; accuracy difference, McNemar p\n");
   for (size_t l = 0; l < c->n_lengths; l++)
     for (size_t k = 0; k < d->n_pairs; k++)
       for (size_t q = 0; q < c->n_protocols; q++) {
@@ -631,8 +749,9 @@ static void print_tables(const EvalData *d) {
                c->scores[d->pairs[k].paired]);
         for (size_t b = 0; b < c->n_budgets; b++) {
           const PairedResult r = d->paired[paired_index(d, c->n_tasks, l, k, q, b)];
-          printf("  %s %+.2f [%+.2f,%+.2f] p=%.2g", c->budgets[b], r.difference, r.low, r.high,
-                 r.p);
+          printf("  %s %+.1f [%+.1f,%+.1f] p=%.2g; %+.2f p=%.2g", c->budgets[b],
+                 100 * r.score_difference, 100 * r.score_low, 100 * r.score_high, r.sign_flip_p,
+                 r.difference, r.p);
         }
         printf("\n");
       }
@@ -643,6 +762,7 @@ int eval_merge(const char *dir, const SweepPlan *plan, const EvalConfig *config,
   EvalData d = {.config = config, .dir = dir, .n_policies = config->n_scores + 1};
   SweepGridStatus status;
   int rc = read_samples(dir, plan, stale_after, &d, &status);
+  if (!rc) rc = compute_scores(&d);
   if (!rc) rc = compute_paired(&d);
   ObcOutputSet set;
   FILE *fp = NULL;

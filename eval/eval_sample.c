@@ -354,7 +354,10 @@ int eval_run_sample(void *context, const SweepPlanCell *cell, const char *out) {
            c->command_line ? c->command_line : "obcache eval", cell->id, cell->name);
   progress(r, cell, "building the prompt");
   RulerSample sample;
-  int rc = ruler_sample_build(r->model->tokenizer, &r->sources, &c->ruler, task, cell->length, seed,
+  RulerOptions ruler = c->ruler; /* fwe fits its size once, on sample 0's seed */
+  ruler.run_seed = c->seed;
+  ruler.has_run_seed = true;
+  int rc = ruler_sample_build(r->model->tokenizer, &r->sources, &ruler, task, cell->length, seed,
                               &sample);
   const NiahPrompt *p = &sample.prompt;
   cJSON *prompt_json = NULL;

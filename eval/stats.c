@@ -2,7 +2,8 @@
  * the Wilson interval, the exact McNemar test (binomial tail from its
  * largest term down, so b + c in the thousands neither overflows nor loses
  * the tail), the paired bootstrap (indices drawn with niah_random_below from
- * one splitmix64 stream) and the Mann-Whitney AUC (midranks of the sorted
+ * one splitmix64 stream), its stratified form for RULER's score, the
+ * sign-flip test (enumerated with a Gray code, or drawn) and the Mann-Whitney AUC (midranks of the sorted
  * values, O(n log n)). */
 #include "eval/stats.h"
 
@@ -124,6 +125,120 @@ void eval_paired_bootstrap(const double *x, const double *y, size_t n, size_t re
   }
   free(difference);
   free(means);
+}
+
+/* ---- RULER's score: stratified mean and bootstrap ---- */
+
+double eval_stratified_mean(const double *x, const size_t *stratum, size_t n, size_t n_strata) {
+  if (n == 0 || n_strata == 0) return NAN;
+  double *sum = calloc(n_strata, sizeof *sum);     /* (n_strata) */
+  size_t *count = calloc(n_strata, sizeof *count); /* (n_strata) */
+  double mean = NAN;
+  if (sum && count) {
+    for (size_t i = 0; i < n; i++) {
+      sum[stratum[i]] += x[i];
+      count[stratum[i]]++;
+    }
+    double total = 0.0;
+    size_t used = 0;
+    for (size_t k = 0; k < n_strata; k++)
+      if (count[k]) {
+        total += sum[k] / (double)count[k];
+        used++;
+      }
+    mean = total / (double)used;
+  }
+  free(sum);
+  free(count);
+  return mean;
+}
+
+void eval_stratified_bootstrap(const double *x, const size_t *stratum, size_t n, size_t n_strata,
+                               size_t resamples, double level, uint64_t seed, double *low,
+                               double *high) {
+  *low = *high = NAN;
+  if (n == 0 || resamples == 0 || n_strata == 0) return;
+  size_t *start = calloc(n_strata + 1, sizeof *start); /* (n_strata + 1) offsets into members */
+  size_t *members = malloc(n * sizeof *members);       /* (n) indices grouped by stratum */
+  size_t *fill = calloc(n_strata, sizeof *fill);       /* (n_strata) */
+  double *means = malloc(resamples * sizeof *means);   /* (resamples) */
+  if (start && members && fill && means) {
+    for (size_t i = 0; i < n; i++) start[stratum[i] + 1]++;
+    for (size_t k = 0; k < n_strata; k++) start[k + 1] += start[k];
+    for (size_t i = 0; i < n; i++) members[start[stratum[i]] + fill[stratum[i]]++] = i;
+    size_t used = 0;
+    for (size_t k = 0; k < n_strata; k++) used += start[k + 1] > start[k];
+    NiahRandom random;
+    niah_random_seed(&random, seed);
+    for (size_t r = 0; r < resamples; r++) {
+      double total = 0.0;
+      for (size_t k = 0; k < n_strata; k++) {
+        size_t count = start[k + 1] - start[k];
+        if (!count) continue;
+        double sum = 0.0;
+        for (size_t i = 0; i < count; i++)
+          sum += x[members[start[k] + niah_random_below(&random, count)]];
+        total += sum / (double)count;
+      }
+      means[r] = total / (double)used;
+    }
+    qsort(means, resamples, sizeof *means, compare_doubles);
+    *low = sorted_quantile(means, resamples, (1 - level) / 2);
+    *high = sorted_quantile(means, resamples, (1 + level) / 2);
+  }
+  free(start);
+  free(members);
+  free(fill);
+  free(means);
+}
+
+/* ---- sign-flip test ---- */
+
+double eval_sign_flip_p(const double *d, size_t n, size_t resamples, uint64_t seed) {
+  double *v = malloc((n + 1) * sizeof *v); /* (m) the non-zero differences */
+  if (!v) return NAN;
+  size_t m = 0;
+  double observed = 0.0, scale = 0.0;
+  for (size_t i = 0; i < n; i++)
+    if (d[i] != 0.0) {
+      v[m++] = d[i];
+      observed += d[i];
+      scale += fabs(d[i]);
+    }
+  double p = 1.0;
+  double reach = fabs(observed) - 1e-9 * scale; /* |sum| >= reach counts */
+  if (m > 0 && m <= EVAL_SIGN_FLIP_EXACT_MAX) {
+    /* Every assignment in Gray-code order: step g flips the sign of the
+     * value at the lowest set bit of g, so the sum updates by 2 v. */
+    double sum = observed;
+    size_t hits = fabs(sum) >= reach, total = (size_t)1 << m;
+    unsigned char *negated = calloc(m, 1);
+    if (!negated) {
+      free(v);
+      return NAN;
+    }
+    for (size_t g = 1; g < total; g++) {
+      size_t bit = 0;
+      while (!((g >> bit) & 1)) bit++;
+      sum += negated[bit] ? 2 * v[bit] : -2 * v[bit];
+      negated[bit] ^= 1;
+      hits += fabs(sum) >= reach;
+    }
+    free(negated);
+    p = (double)hits / (double)total;
+  } else if (m > 0) {
+    NiahRandom random;
+    niah_random_seed(&random, seed);
+    size_t hits = 0;
+    for (size_t r = 0; r < resamples; r++) {
+      double sum = 0.0;
+      for (size_t i = 0; i < m; i++) sum += (niah_random_next(&random) >> 63) ? -v[i] : v[i];
+      hits += fabs(sum) >= reach;
+    }
+    p = (double)(1 + hits) / (double)(1 + resamples);
+  }
+  free(v);
+  return p;
 }
 
 /* ---- AUC ---- */

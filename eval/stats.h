@@ -1,7 +1,9 @@
 /* The statistics of `obcache eval` (docs/SCIENCE.md, "Task accuracy"):
  * RULER's two scoring functions, the Wilson score interval of an accuracy,
  * the exact McNemar test and a paired bootstrap interval for two methods
- * scored on the same samples, and the AUC with which a per-sample number
+ * scored on the same samples, a (task-stratified) bootstrap interval of
+ * RULER's score, an exact or Monte Carlo sign-flip test on paired score
+ * differences, and the AUC with which a per-sample number
  * (recall against the oracle) separates correct answers from wrong ones.
  * Pure functions of their inputs; the bootstrap draws from a fixed seed. */
 #ifndef OBC_EVAL_STATS_H
@@ -33,6 +35,37 @@ double eval_mcnemar_exact(size_t b, size_t c);
  * (linear interpolation between order statistics). n = 0 gives NaN. */
 void eval_paired_bootstrap(const double *x, const double *y, size_t n, size_t resamples,
                            double level, uint64_t seed, double *low, double *high);
+
+/* RULER's average of n per-answer values x in strata (tasks): the mean over
+ * the strata that hold a value of each stratum's mean (one stratum: the
+ * plain mean). stratum[i] < n_strata; NaN when n is 0. */
+double eval_stratified_mean(const double *x, const size_t *stratum, size_t n, size_t n_strata);
+
+/* Percentile bootstrap interval of eval_stratified_mean: every resample
+ * draws, stratum by stratum in order 0 .. n_strata - 1, as many indices as
+ * the stratum holds, each niah_random_below(count) among the stratum's
+ * values in input order, from one stream seeded once with seed; the
+ * statistic is the mean of the resampled stratum means (each the
+ * left-to-right sum divided by the count); the interval is the (1 - level)/2
+ * and (1 + level)/2 type 7 quantiles. With one stratum the draws are those
+ * of eval_paired_bootstrap. n = 0 gives NaN. */
+void eval_stratified_bootstrap(const double *x, const size_t *stratum, size_t n, size_t n_strata,
+                               size_t resamples, double level, uint64_t seed, double *low,
+                               double *high);
+
+/* Two-sided sign-flip (paired permutation) test of n paired differences d:
+ * under the null every non-zero difference is as likely negated, and p is
+ * the share of sign assignments whose |sum| reaches the observed |sum|
+ * (within 1e-9 of sum |d|, so equal sums reached in another order count).
+ * Exact enumeration of the 2^m assignments when m, the count of non-zero
+ * differences, is at most EVAL_SIGN_FLIP_EXACT_MAX; otherwise Monte Carlo,
+ * (1 + hits) / (1 + resamples), where each resample takes one
+ * niah_random_next draw per non-zero difference, in order, from one stream
+ * seeded once with seed, and negates it when the draw's top bit is set.
+ * 1 when m = 0. For differences in {-1, 0, 1} the exact p is the exact
+ * McNemar p. */
+#define EVAL_SIGN_FLIP_EXACT_MAX 16
+double eval_sign_flip_p(const double *d, size_t n, size_t resamples, uint64_t seed);
 
 /* Area under the ROC curve of value as a predictor of label (1 = positive):
  * P(value of a positive > value of a negative) + P(equal)/2 over all pairs

@@ -477,8 +477,9 @@ const float *evict_replayer_logits(const EvictReplayer *r, size_t *rows, size_t 
   return r->keep_logits ? r->kept_logits : NULL;
 }
 
-/* Whether the kept set's replay re-runs the question: agnostic, with prompt
- * positions after the candidates. */
+/* Whether the kept set's replay re-runs the prompt after its candidates:
+ * agnostic (the question and what follows it) or aware (what follows the
+ * question), with prompt positions after the candidates. */
 static bool reruns_tail(const EvictKeepSet *keep) {
   return evict_protocol_reruns_tail(keep->policy.protocol) && keep->n_candidates < keep->n_prompt;
 }
@@ -496,7 +497,10 @@ static int prepare_tail(EvictReplayer *r, const EvictKeepSet *keep, EvictModelRe
                     "trace's question (position %zu), so the question cannot be re-run",
                     keep->n_candidates, r->tail_begin);
   double start = obc_now_seconds();
-  int rc = rerun_tail(r, keep->n_candidates, r->logits);
+  /* A query-aware tail begins after the question: the question's rows must
+   * be the captured ones, not an earlier agnostic re-run's. */
+  int rc = r->tail_rerun && keep->n_candidates > r->tail_begin ? copy_tail(r, true) : OBC_OK;
+  if (!rc) rc = rerun_tail(r, keep->n_candidates, r->logits);
   out->rerun_seconds = obc_now_seconds() - start;
   if (rc) return rc;
   out->rerun_tokens = r->n_prompt - keep->n_candidates;

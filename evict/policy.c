@@ -306,7 +306,7 @@ const char *evict_protocol_name(EvictProtocol protocol) {
   return (unsigned)protocol < EVICT_N_PROTOCOLS ? protocol_names[protocol] : "agnostic";
 }
 bool evict_protocol_reruns_tail(EvictProtocol protocol) {
-  return protocol == EVICT_PROTOCOL_AGNOSTIC;
+  return protocol == EVICT_PROTOCOL_AGNOSTIC || protocol == EVICT_PROTOCOL_AWARE;
 }
 
 int evict_policy_budget_tokens(const EvictPolicy *p, size_t n_candidates, size_t *tokens) {
@@ -331,9 +331,19 @@ int evict_policy_budget_tokens(const EvictPolicy *p, size_t n_candidates, size_t
 
 int evict_policy_candidates(const EvictPolicy *p, const TraceMeta *meta, size_t *n) {
   *n = meta->n_prompt;
-  if (p->protocol == EVICT_PROTOCOL_AWARE) return OBC_OK;
   const TraceSpan *question = trace_meta_find_span(meta, "question");
   if (!question) return OBC_OK; /* no question: the whole prompt is the context */
+  if (p->protocol == EVICT_PROTOCOL_AWARE) {
+    /* context + question compressed; the template tail and the answer
+     * prefix after the question are not candidates */
+    if (question->end <= 0 || question->end > (int64_t)meta->n_prompt)
+      return obc_fail(OBC_EINVAL,
+                      "--protocol aware: the \"question\" span ends at %lld, outside the "
+                      "prompt's positions 1..%zu",
+                      (long long)question->end, meta->n_prompt);
+    *n = (size_t)question->end;
+    return OBC_OK;
+  }
   if (question->begin <= 0 || question->begin >= (int64_t)meta->n_prompt)
     return obc_fail(OBC_EINVAL,
                     "--protocol %s: the \"question\" span begins at %lld, outside the "

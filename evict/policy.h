@@ -13,8 +13,11 @@
  *   replay then re-runs the question and the template tail (every prompt
  *   position from the question's begin on) through the model against the
  *   compressed cache, at their own positions, and decodes from there.
- * - aware: context and question are compressed together: the window ends at
- *   the end of the prompt and every prompt position is a candidate.
+ * - aware: context and question are compressed together (kvpress's
+ *   query-aware compression): the window ends at the question span's last
+ *   token and candidates are the positions up to it; the template tail and
+ *   answer prefix after it are kept on top of the budget and, in model
+ *   replay, re-run against the compressed cache as agnostic's tail is.
  * - agnostic-captured: agnostic's kept set, but model replay keeps the
  *   question's K/V as captured (computed while attending to the whole
  *   context, so they carry information from evicted tokens). A variant for
@@ -143,7 +146,8 @@ int evict_policy_set_protocol(EvictPolicy *policy, const char *name);
 int evict_policy_set_protect(EvictPolicy *policy, const char *list);
 const char *evict_allocation_name(EvictAllocation allocation);
 const char *evict_protocol_name(EvictProtocol protocol);
-/* Whether the protocol re-runs the question and the template tail. */
+/* Whether the protocol re-runs the prompt after its candidates (agnostic:
+ * question and template tail; aware: the template tail). */
 bool evict_protocol_reruns_tail(EvictProtocol protocol);
 /* The protected spans as "question,needle" ("" for none). */
 void evict_policy_protect_text(const EvictPolicy *policy, char *out, size_t size);
@@ -182,8 +186,9 @@ size_t evict_budget_share(const EvictPolicy *policy, size_t k, size_t divisor, d
 /* Budget in tokens for n_candidates (evict_budget_count); checks 0 < budget
  * <= n_candidates and room for the sinks and recent window. */
 int evict_policy_budget_tokens(const EvictPolicy *policy, size_t n_candidates, size_t *tokens);
-/* First position after the candidates under the protocol (n_prompt when
- * query-aware or without a question span, else the question's begin). */
+/* First position after the candidates under the protocol (n_prompt without
+ * a question span; else the question's end when query-aware, its begin
+ * otherwise). */
 int evict_policy_candidates(const EvictPolicy *policy, const TraceMeta *meta, size_t *n);
 
 /* The policy's scores of every candidate: *scores (planes, n_layers,

@@ -96,9 +96,11 @@ void evict_policy_options(EvictPolicy *p, bool *sinks_given, bool *recent_given,
           "token's true eviction error over the --oracle steps: a reference, not a bound), "
           "decode_attn (attention mass from the captured decode queries of the --oracle steps; "
           "like oracle, it sees the answer). oracle@1, oracle@T, oracle@a-b, decode_attn@a-b name "
-          "the steps directly. Presets, one published method each (evict/preset.h): h2o, tova, "
-          "preset:snapkv, snapkv-max7, pyramidkv, adakv-snapkv, preset:vatp, preset:streaming, "
-          "knorm, keydiff; PRESET+obc_v|obc_k|obc_vk puts OBCache's score inside one",
+          "the steps directly. Presets, one published method each (evict/preset.h): h2o (the H2O "
+          "paper's, with its recent half), observed-attention (kvpress's H2O), tova, tova-group, "
+          "preset:snapkv, snapkv-max7, pyramidkv, adakv-snapkv, criticalkv-snapkv, preset:vatp, "
+          "preset:streaming, knorm, keydiff, expected_attention; PRESET+obc_v|obc_k|obc_vk puts "
+          "OBCache's score inside one",
           .show = show_score),
       OBC_OPT_CUSTOM(
           "--oracle", "1|T|N|a-b", p, parse_steps,
@@ -136,7 +138,9 @@ void evict_policy_options(EvictPolicy *p, bool *sinks_given, bool *recent_given,
           "agnostic (as in kvpress: the context is compressed alone, the window ends "
           "where the question span begins; model replay then re-runs the question and the "
           "template tail through the model against the compressed cache, at their own positions), "
-          "aware (context and question compressed together, window at the end of the prompt) or "
+          "aware (context and question compressed together as kvpress does: the window ends at "
+          "the question's last token, and the template tail and answer prefix after it are kept, "
+          "not counted in the budget, and re-run the same way) or "
           "agnostic-captured (agnostic's kept set, replayed with the question's K/V as captured "
           "with the full context, which leaks the evicted tokens). replay --sweep takes a list "
           "(agnostic,aware)",

@@ -41,8 +41,9 @@ typedef enum { POOL_NONE = 0, POOL_AVG, POOL_MAX } PresetPool;
 
 /* How the query heads' scores become one score per KV head. */
 typedef enum {
-  HEADS_GROUP_MEAN = 0, /* mean over the KV head's query group */
-  HEADS_LAYER_MEAN      /* mean over every query head of the layer, shared by its KV heads */
+  HEADS_GROUP_MEAN = 0, /* mean over the KV head's query group (kvpress) */
+  HEADS_LAYER_MEAN,     /* mean over every query head of the layer, shared by its KV heads */
+  HEADS_GROUP_SUM       /* sum over the KV head's query group (the OBCache paper's GQA form) */
 } PresetHeads;
 
 typedef struct {
@@ -52,9 +53,11 @@ typedef struct {
   PresetPool pool;
   size_t kernel; /* pooling width (odd) */
   PresetHeads heads;
-  bool value_l1; /* the attention times ||v_p||_1 (VATP) */
-  bool pairs;    /* takes +obc_v|obc_k|obc_vk */
-  size_t sinks;  /* first positions kept (SOURCE_POSITION, SOURCE_EXPECTED) */
+  bool row_mean;    /* SOURCE_COLUMN_SUMS: each sum / the rows that saw p (kvpress) */
+  bool recent_half; /* of the k kept, the last k / 2 candidates outright (H2O) */
+  bool value_l1;    /* the attention times ||v_p||_1 (VATP) */
+  bool pairs;       /* takes +obc_v|obc_k|obc_vk */
+  size_t sinks;     /* first positions kept (SOURCE_POSITION, SOURCE_EXPECTED) */
   EvictAllocation allocation;
   bool critical; /* CriticalKV's two stages around the score (the model's W_o) */
 } Preset;
@@ -73,13 +76,30 @@ enum { ADAKV_SAFEGUARD_DIVISOR = 5 };
 enum { CRITICAL_FIRST_STAGE_DIVISOR = 2 };
 #define CRITICAL_FIRST_STAGE_RATIO 0.5
 #define CRITICAL_EPSILON 1e-4
+/* H2O's recent window: of the k kept, the last k / 2 candidates (the H2O
+ * paper's equal heavy-hitter and recent budgets; k - k / 2 heavy hitters). */
+enum { H2O_RECENT_DIVISOR = 2 };
 
 static const Preset presets[] = {
-    {.name = "h2o", .source = SOURCE_COLUMN_SUMS, .heads = HEADS_GROUP_MEAN, .pairs = true},
+    {.name = "h2o",
+     .source = SOURCE_COLUMN_SUMS,
+     .heads = HEADS_GROUP_SUM,
+     .recent_half = true,
+     .pairs = true},
+    {.name = "observed-attention",
+     .source = SOURCE_COLUMN_SUMS,
+     .heads = HEADS_GROUP_MEAN,
+     .row_mean = true,
+     .pairs = true},
     {.name = "tova",
      .source = SOURCE_ATTENTION,
      .window = 1,
      .heads = HEADS_LAYER_MEAN,
+     .pairs = true},
+    {.name = "tova-group",
+     .source = SOURCE_ATTENTION,
+     .window = 1,
+     .heads = HEADS_GROUP_SUM,
      .pairs = true},
     {.name = "snapkv",
      .source = SOURCE_ATTENTION,
@@ -130,11 +150,12 @@ static const Preset presets[] = {
 };
 enum { N_PRESETS = sizeof presets / sizeof presets[0] };
 
-static const char *const inner_names[] = {"attn", "obc_v", "obc_k", "obc_vk"};
+/* The inner scores after '+', by EvictPresetInner ("attn" is the swap). */
+static const char *const inner_names[] = {"", "obc_v", "obc_k", "obc_vk", "attn"};
 
 const char *evict_preset_names(void) {
-  return "h2o, tova, snapkv, snapkv-max7, pyramidkv, adakv-snapkv, criticalkv-snapkv, vatp, "
-         "streaming, knorm, keydiff, expected_attention";
+  return "h2o, observed-attention, tova, tova-group, snapkv, snapkv-max7, pyramidkv, "
+         "adakv-snapkv, criticalkv-snapkv, vatp, streaming, knorm, keydiff, expected_attention";
 }
 
 static const Preset *preset_of(const EvictPolicy *p) {
@@ -157,17 +178,18 @@ int evict_preset_parse(const char *name, int *preset, int *inner) {
   int which = EVICT_PRESET_INNER_ATTN;
   if (plus) {
     which = -1;
-    for (int i = EVICT_PRESET_INNER_OBC_V; i <= EVICT_PRESET_INNER_OBC_VK; i++)
+    for (int i = EVICT_PRESET_INNER_OBC_V; i <= EVICT_PRESET_INNER_SWAP; i++)
       if (!strcmp(plus + 1, inner_names[i])) which = i;
     if (which < 0)
       return obc_fail(OBC_EINVAL,
                       "--score %s: unknown score '%s' inside the preset (expected "
-                      "obc_v, obc_k or obc_vk)",
+                      "obc_v, obc_k, obc_vk, or attn for the swap test)",
                       name, plus + 1);
     if (!presets[found].pairs)
       return obc_fail(OBC_EINVAL,
                       "--score %s: %s has no attention score to replace (+%s pairs with h2o, "
-                      "tova, snapkv, snapkv-max7, pyramidkv, adakv-snapkv)",
+                      "observed-attention, tova, tova-group, snapkv, snapkv-max7, pyramidkv, "
+                      "adakv-snapkv)",
                       name, presets[found].name, plus + 1);
   }
   *preset = found;
@@ -259,7 +281,9 @@ size_t evict_preset_critical_first_stage(const EvictPolicy *p, size_t n, size_t 
  * n-W..n-1, for columns [0, n - W): out (n - W). Per row t: z_p = scale
  * q_t.k_p and A_tp = softmax over p in [0, t]; the output o_t = sum_p A_tp
  * v_p is recomputed the same way. attn is the mean over the rows (kvpress),
- * the OBCache terms their sum (SPEC.md section 2). z: scratch (n). */
+ * the OBCache terms their sum (SPEC.md section 2), and the swap the sum of
+ * A_tp on the OBCache terms' path (W x attn, the same ranking). z: scratch
+ * (n). */
 static void attention_scores(const OracleHead *h, const TraceMeta *meta, size_t j, size_t n,
                              size_t W, EvictPresetInner inner, const double *v_sq, double *z,
                              double *out) {
@@ -301,6 +325,7 @@ static void attention_scores(const OracleHead *h, const TraceMeta *meta, size_t 
       double value = a * a * vv, key = (a * z[p]) * (a * z[p]) * dd;
       out[p] += inner == EVICT_PRESET_INNER_OBC_V   ? value
                 : inner == EVICT_PRESET_INNER_OBC_K ? key
+                : inner == EVICT_PRESET_INNER_SWAP  ? a
                                                     : value + key + 2.0 * a * a * z[p] * (vv - vo);
     }
   }
@@ -428,7 +453,7 @@ static int layer_attention(const Preset *pr, EvictPresetInner inner, TraceReader
     for (size_t p = 0; p < cols; p++) {
       double sum = 0.0;
       for (size_t i = first; i < first + count; i++) sum += heads[i * cols + p];
-      dst[p] = sum / (double)count;
+      dst[p] = pr->heads == HEADS_GROUP_SUM ? sum : sum / (double)count;
     }
   }
   double max = -INFINITY;
@@ -437,6 +462,72 @@ static int layer_attention(const Preset *pr, EvictPresetInner inner, TraceReader
   for (size_t g = 0; g < G; g++)
     for (size_t p = cols; p < n; p++) out[g * n + p] = max + 1.0;
   return OBC_OK;
+}
+
+/* H2O's scores of candidates [0, n) under the query-aware protocol, the
+ * candidates ending at the question's end n < n_prompt: every prompt row's
+ * column sums less the sums of the tail rows [n, n_prompt), which the
+ * capture keeps among its last rows; their terms are recomputed from the
+ * trace's Q, K and V as attention_scores computes them (the capture's
+ * definitions, capture/capture_sums.h). The sums are stored as f32, so the
+ * difference carries their rounding (relative 2^-24 of the whole sum). */
+static int aware_h2o_scores(TraceReader *reader, const EvictPolicy *p, size_t n, H2oTerm term,
+                            H2oForm form, double *scores) {
+  const TraceMeta *meta = trace_meta(reader);
+  const char *path = trace_path(reader);
+  size_t L = meta->model.n_layers, G = meta->model.n_kv_heads, H = meta->model.n_heads;
+  size_t n_prompt = meta->n_prompt, tail = n_prompt - n, d = meta->model.head_dim;
+  if (!meta->has_column_sums)
+    return obc_fail(OBC_EINVAL,
+                    "%s: --score %s: the trace has no accumulated column sums (capture it "
+                    "without --no-column-sums)",
+                    path, p->score);
+  if (evict_rows_ending_at(meta, n_prompt) < tail)
+    return obc_fail(OBC_EINVAL,
+                    "%s: --score %s under --protocol aware takes the %zu rows after the "
+                    "question out of its sums, but the trace captures %zu there (hint: capture "
+                    "with more --rows)",
+                    path, p->score, tail, evict_rows_ending_at(meta, n_prompt));
+  if (d > 512) return obc_fail(OBC_EINVAL, "%s: head_dim %zu (expected at most 512)", path, d);
+  static const EvictPresetInner inners[] = {EVICT_PRESET_INNER_ATTN, EVICT_PRESET_INNER_OBC_V,
+                                            EVICT_PRESET_INNER_OBC_K, EVICT_PRESET_INNER_OBC_VK};
+  EvictPresetInner inner = inners[term];
+  ScoreHead h;
+  int rc = score_head_alloc(&h, reader);
+  if (rc) return rc;
+  double *less = obc_malloc((H * n + 1) * sizeof *less, "tail rows' sums");
+  double *work = obc_malloc((2 * n_prompt + 1) * sizeof *work, "tail scratch");
+  if (!less || !work) rc = OBC_ENOMEM;
+  size_t group = H / G;
+  for (size_t l = 0; l < L && !rc; l++) {
+    for (size_t g = 0; g < G && !rc; g++) {
+      rc = score_head_read(&h, reader, l, g);
+      if (rc) {
+        obc_fail_context(rc, "%s: layer %zu, KV head %zu", path, l, g);
+        break;
+      }
+      double *z = work, *v_sq = work + n_prompt;
+      for (size_t q = 0; q < n_prompt; q++) {
+        const double *v = h.data.V + q * d;
+        double sq = 0.0;
+        for (size_t c = 0; c < d; c++) sq += v[c] * v[c];
+        v_sq[q] = sq;
+      }
+      for (size_t j = 0; j < group; j++) {
+        double *dst = less + (g * group + j) * n;
+        attention_scores(&h.data, meta, j, n_prompt, tail, inner, v_sq, z, dst);
+        if (inner == EVICT_PRESET_INNER_ATTN) /* attention_scores' mean over the rows */
+          for (size_t q = 0; q < n; q++) dst[q] *= (double)tail;
+      }
+    }
+    if (!rc)
+      rc =
+          h2o_scores_less(reader, l, n, TRACE_ROWS_ALL, term, form, less, tail, scores + l * G * n);
+  }
+  free(less);
+  free(work);
+  score_head_free(&h);
+  return rc;
 }
 
 /* kvpress ExpectedAttentionPress's future positions (n_future_positions). */
@@ -622,13 +713,29 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
   *window = pr->window;
   int rc = check_fixed_knobs(p);
   if (rc) return rc;
+  /* The capture records the query statistics of the context's rows and of
+   * every prompt row; query-aware candidates ending at the question, before
+   * the template tail, would need those of the rows up to its end. */
+  if (pr->source == SOURCE_EXPECTED && p->protocol == EVICT_PROTOCOL_AWARE && n < meta->n_prompt)
+    return obc_fail(OBC_EINVAL,
+                    "%s: --score %s under --protocol aware needs the query statistics of the "
+                    "%zu rows up to the question's end, which the trace does not record (it "
+                    "holds the context's %zu rows and all %zu; hint: --protocol agnostic)",
+                    path, p->score, n, meta->agnostic_rows, meta->n_prompt);
   if (pr->source == SOURCE_COLUMN_SUMS) {
     /* Query-agnostic candidates end at the question: the sums of the rows
-     * before it; else those of every prompt row. */
-    TraceSumRows rows = n < meta->n_prompt ? TRACE_ROWS_AGNOSTIC : TRACE_ROWS_ALL;
-    static const H2oTerm terms[] = {H2O_ATTN, H2O_OBC_V, H2O_OBC_K, H2O_OBC_VK};
+     * before it. Query-aware ones end at the question's end: every prompt
+     * row's sums less the template tail's rows, recomputed from the trace
+     * (tail_sums); without a tail, every prompt row's. */
+    bool aware_tail = p->protocol == EVICT_PROTOCOL_AWARE && n < meta->n_prompt;
+    TraceSumRows rows = n < meta->n_prompt && !aware_tail ? TRACE_ROWS_AGNOSTIC : TRACE_ROWS_ALL;
+    /* The swap is the attention term: h2o_scores is one path for every term. */
+    static const H2oTerm terms[] = {H2O_ATTN, H2O_OBC_V, H2O_OBC_K, H2O_OBC_VK, H2O_ATTN};
+    H2oForm form = pr->row_mean ? H2O_OBSERVED : H2O_ACCUMULATED;
+    assert((form == H2O_OBSERVED) == (pr->heads == HEADS_GROUP_MEAN));
+    if (aware_tail) return aware_h2o_scores(reader, p, n, terms[p->preset_inner], form, scores);
     for (size_t l = 0; l < L && !rc; l++)
-      rc = h2o_scores(reader, l, n, rows, terms[p->preset_inner], scores + l * G * n);
+      rc = h2o_scores(reader, l, n, rows, terms[p->preset_inner], form, scores + l * G * n);
     if (rc == OBC_ENOTFOUND)
       return obc_fail(OBC_EINVAL,
                       "%s: --score %s: the trace has no accumulated column sums (capture it "
@@ -777,24 +884,33 @@ int evict_preset_keep(const EvictPolicy *p, const double *scores, size_t n_layer
     }
     scores = final;
   }
-  for (size_t q = 0; protect && q < n; q++) n_protected += protect[q];
-  if (n_protected > k) {
+  /* H2O: the recent window [n - recent, n), kept outright. */
+  size_t recent = pr->recent_half ? k / H2O_RECENT_DIVISOR : 0;
+  for (size_t q = 0; protect && q < n - recent; q++) n_protected += protect[q];
+  if (n_protected + recent > k) {
     free(final);
+    if (recent)
+      return obc_fail(OBC_EINVAL,
+                      "--budget %s: %zu tokens leave no room for the %zu protected positions "
+                      "beside the recent window of %zu (--protect, inside the budget; hint: a "
+                      "larger budget)",
+                      p->budget_text, k, n_protected, recent);
     return obc_fail(OBC_EINVAL,
                     "--budget %s: %zu tokens leave no room for the %zu protected positions "
                     "(--protect, inside the budget; hint: a larger budget)",
                     p->budget_text, k, n_protected);
   }
-  /* Protected candidates rank first in every head (kvpress: score max + 1). */
+  /* Protected candidates and the recent window rank first in every head
+   * (kvpress: score max + 1). */
   double *boosted = NULL;
-  if (protect) {
+  if (protect || recent) {
     boosted = obc_malloc((n_layers * n_kv_heads * n + 1) * sizeof *boosted, "protected scores");
     if (!boosted) {
       free(final);
       return OBC_ENOMEM;
     }
     for (size_t i = 0; i < n_layers * n_kv_heads * n; i++)
-      boosted[i] = protect[i % n] ? INFINITY : scores[i];
+      boosted[i] = (protect && protect[i % n]) || i % n >= n - recent ? INFINITY : scores[i];
     scores = boosted;
   }
   out->n_layers = n_layers;
@@ -806,6 +922,7 @@ int evict_preset_keep(const EvictPolicy *p, const double *scores, size_t n_layer
   out->policy = *p;
   out->policy.allocation = pr->allocation;
   out->policy.sinks = pr->sinks;
+  out->policy.recent = recent;
   out->keep = obc_calloc(n_layers * G * n_prompt, 1, "kept positions");
   out->n_kept = obc_calloc(n_layers * G, sizeof(size_t), "kept counts");
   size_t *ranked = obc_malloc((n + 1) * sizeof *ranked, "selection ranking");

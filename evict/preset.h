@@ -10,7 +10,19 @@
  * that are also generic scores (snapkv, vatp, streaming) stay generic and
  * name the preset as `preset:NAME`. `NAME+obc_v|obc_k|obc_vk` replaces the
  * attention score inside an attention preset by OBCache's score over the
- * same query rows, with everything else unchanged (the paper's pairing).
+ * same query rows, with everything else unchanged (the paper's pairing):
+ * the window, pooling, head aggregation, protected positions, recent
+ * window, budget and allocation. `NAME+attn` (the swap, for tests) runs the
+ * pairing's code path with the baseline's own attention as the term, so
+ * that it keeps exactly NAME's set (tests/test_presets_swap.sh).
+ *
+ * h2o is the H2O paper's (arXiv 2306.14048) and the OBCache paper's: the
+ * attention accumulated over every prompt row, summed over the KV head's
+ * query group, and of the k kept candidates the last r = k / 2 (integer
+ * division) kept outright as the recent window, the k - r heavy hitters
+ * by score among the others (the keep file records r as `recent`).
+ * observed-attention is kvpress's ObservedAttentionPress (each sum divided
+ * by the rows that saw the position, group mean, no recent window).
  *
  * Budgets: evict_budget_count (evict/policy.h), the one count of every
  * policy: a fraction B (0.4, 40%) keeps floor(n x B) of the n candidates of
@@ -44,10 +56,12 @@ typedef enum {
   EVICT_PRESET_INNER_ATTN = 0, /* the method's own: softmax attention */
   EVICT_PRESET_INNER_OBC_V,    /* sum_i A_ip^2 ||v_p||^2 */
   EVICT_PRESET_INNER_OBC_K,    /* sum_i (A_ip z_ip)^2 ||v_p - o_i||^2 */
-  EVICT_PRESET_INNER_OBC_VK    /* obc_v + obc_k + 2 sum_i A_ip^2 z_ip (||v_p||^2 - v_p.o_i) */
+  EVICT_PRESET_INNER_OBC_VK,   /* obc_v + obc_k + 2 sum_i A_ip^2 z_ip (||v_p||^2 - v_p.o_i) */
+  EVICT_PRESET_INNER_SWAP      /* NAME+attn: the pairing's code path with A_ip as its term */
 } EvictPresetInner;
 
-/* Parses "NAME", "preset:NAME", "NAME+obc_x" or "preset:NAME+obc_x" into
+/* Parses "NAME", "preset:NAME", "NAME+obc_x" or "preset:NAME+obc_x" (obc_x
+ * also attn, the swap) into
  * *preset (an index into the table) and *inner. Returns 1 when name is no
  * preset at all (no message), OBC_OK, or OBC_EINVAL with a message when it
  * names a preset that cannot take that inner score or an unknown one. */
@@ -96,7 +110,8 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *policy, size_t n
                         size_t *window);
 /* The preset's kept sets from its scores (planes, n_layers, n_kv_heads,
  * n_candidates);
- * protect (n_prompt) or NULL: positions kept first, inside the budget. */
+ * protect (n_prompt) or NULL: positions kept first, inside the budget,
+ * beside h2o's recent window (out->policy.recent: k / 2 for h2o, else 0). */
 int evict_preset_keep(const EvictPolicy *policy, const double *scores, size_t n_layers,
                       size_t n_kv_heads, size_t n_prompt, size_t n_candidates,
                       const unsigned char *protect, EvictKeepSet *out);

@@ -1,14 +1,18 @@
 # eval_accuracy.gp: how close does each eviction policy stay to the full
-# cache? Task accuracy (share of samples answered right, RULER's string
-# match) against the budget, with Wilson 95% error bars, one panel per
+# cache? RULER's score (mean string_match_all; over all tasks the mean of
+# the task means) with its bootstrap 95% error bars, or, for a folder
+# without it, task accuracy (share of samples with every answer found) with
+# Wilson 95% error bars, against the budget, one panel per
 # (task, length) and one for all tasks pooled, one line per policy (per
 # policy and protocol when the run has several protocols); the full cache's
-# accuracy is the dashed ceiling, oracle@T the thick black line.
+# value is the dashed ceiling, oracle@T the thick black line.
 #
 # Variables (gnuplot -e "name=value; ..."), besides those of style.gp:
 #   data       accuracy.csv of `obcache eval`                  [accuracy.csv]
 #   tasks, lengths  space-separated, one word each per panel (in order)
-#   full       the full cache's accuracy per panel ("NaN": none)
+#   value, value_low, value_high  the columns drawn  [accuracy ci_low ci_high]
+#   value_label, interval_label   their names in the axis and title
+#   full       the full cache's value per panel ("NaN": none)
 #   budgets    space-separated budgets in axis order (ascending share)
 #   policies, protocols  one word each per line ("-": no protocol)
 #   several_lengths, several_protocols  1 to name them in titles and keys
@@ -21,6 +25,11 @@ if (!exists("plots_dir")) { plots_dir = ""; do for [i = strlen(ARG0):1:-1] { if 
 if (!exists("data")) data = "accuracy.csv"
 if (!exists("tasks")) tasks = "all"
 if (!exists("lengths")) lengths = "4096"
+if (!exists("value")) value = "accuracy"
+if (!exists("value_low")) value_low = "ci_low"
+if (!exists("value_high")) value_high = "ci_high"
+if (!exists("value_label")) value_label = "accuracy"
+if (!exists("interval_label")) interval_label = "Wilson 95%"
 if (!exists("full")) full = "NaN"
 if (!exists("budgets")) budgets = "10%"
 if (!exists("policies")) policies = "oracle@T"
@@ -37,7 +46,7 @@ rows = int(ceil(slots / (1.0 * columns)))
 if (!exists("width")) width = 560 * columns + 40
 if (!exists("height")) height = 430 * rows + 110
 load plots_dir . "style.gp"
-if (!exists("title")) title = "How close does each policy stay to the full cache?\ntask accuracy against the KV-cache budget (Wilson 95% intervals; dashed: full cache)"
+if (!exists("title")) title = "How close does each policy stay to the full cache?\n" . value_label . " against the KV-cache budget (" . interval_label . " intervals; dashed: full cache)"
 
 budget_index(b) = sum [i = 1:n_budgets] (word(budgets, i) eq b ? i : 0)
 # Points of one series sit side by side around their budget, not on top.
@@ -52,7 +61,7 @@ set xtics () scale 0
 do for [i = 1:n_budgets] { set xtics add (tic_text(word(budgets, i)) i) }
 set ytics 0.1
 set xlabel "budget (share of the prompt kept)"
-set ylabel "accuracy"
+set ylabel value_label
 set style fill empty
 set errorbars small
 
@@ -64,12 +73,12 @@ do for [p = 1:n_panels] {
   set datafile columnheaders
   do for [s = 1:n_series] {
     eval sprintf("set table $series%d", s)
-    plot data using (budget_index(strcol("budget")) + offset(s)):"accuracy":"ci_low":"ci_high" with table if (row_of(p, s))
+    plot data using (budget_index(strcol("budget")) + offset(s)):(column(value)):(column(value_low)):(column(value_high)) with table if (row_of(p, s))
     unset table
   }
   set datafile separator whitespace
   set datafile nocolumnheaders
-  set title word(tasks, p) . (word(tasks, p) eq "all" ? " tasks pooled" : "") . (several_lengths ? " @ " . word(lengths, p) . " tokens" : "") font ",12"
+  set title word(tasks, p) . (word(tasks, p) eq "all" ? (value eq "score" ? " tasks (mean of the task means)" : " tasks pooled") : "") . (several_lengths ? " @ " . word(lengths, p) . " tokens" : "") font ",12"
   fv = word(full, p) + 0
   if (p == n_panels) { set key at screen 0.98, 0.04 right bottom font ",10" } else { unset key }
   plot for [s = 1:n_series] sprintf("$series%d", s) using 1:2:3:4 \

@@ -1,5 +1,5 @@
-# eval_heatmap.gp: which tasks break first as the budget shrinks? Accuracy
-# of each (task, length) (rows; all tasks pooled last) at each budget
+# eval_heatmap.gp: which tasks break first as the budget shrinks? RULER's
+# score (or, for a folder without it, the accuracy) of each (task, length) (rows; all tasks pooled last) at each budget
 # (columns), one small heat map per policy (per policy and protocol when the
 # run has several), all on one colour scale, the value written in each cell.
 #
@@ -8,6 +8,7 @@
 #   tasks, lengths  space-separated, one word each per row (in order)
 #   budgets    space-separated budgets in column order (ascending share)
 #   policies, protocols  one word each per panel ("-": no protocol)
+#   value, value_label  the column drawn and its name          [accuracy]
 #   several_lengths, several_protocols  1 to name them in labels and titles
 #   title      replaces the whole title
 # `obcache plot DIR` passes them all; by hand, e.g.:
@@ -21,6 +22,8 @@ if (!exists("lengths")) lengths = "4096"
 if (!exists("budgets")) budgets = "10%"
 if (!exists("policies")) policies = "oracle@T"
 if (!exists("protocols")) protocols = "-"
+if (!exists("value")) value = "accuracy"
+if (!exists("value_label")) value_label = "accuracy"
 if (!exists("several_lengths")) several_lengths = 0
 if (!exists("several_protocols")) several_protocols = 0
 n_rows = words(tasks)
@@ -41,7 +44,7 @@ design_h = rows * panel_h + 90
 if (!exists("width")) width = design_w
 if (!exists("height")) height = design_h
 load plots_dir . "style.gp"
-if (!exists("title")) title = "Which tasks break first as the budget shrinks?\naccuracy per task and budget, one map per policy"
+if (!exists("title")) title = "Which tasks break first as the budget shrinks?\n" . value_label . " per task and budget, one map per policy"
 
 budget_index(b) = sum [i = 1:n_budgets] (word(budgets, i) eq b ? i : 0)
 row_index(t, l) = sum [i = 1:n_rows] (word(tasks, i) eq t && word(lengths, i) + 0 == l ? i : 0)
@@ -72,9 +75,9 @@ do for [p = 1:n] {
   set tmargin at screen 1 - (90.0 + row * panel_h + 25) / design_h
   set bmargin at screen 1 - (90.0 + row * panel_h + 25 + cells_h) / design_h
   set title word(policies, p) . (several_protocols && word(protocols, p) ne "-" ? " (" . word(protocols, p) . ")" : "") font ",11" offset 0, -0.5
-  if (p == n) { set colorbox user origin screen (columns * panel_w + 30.0) / design_w, 0.2 size screen 18.0 / design_w, 0.6; set cbtics 0.2 font ",9"; set cblabel "accuracy" font ",10" }
-  plot data using (cell_x(p)):(cell_y(0)):(0.5):(0.5):(column("accuracy")) with boxxyerror fc palette, \
-       data using (cell_x(p)):(cell_y(0)):(sprintf("%.2f", column("accuracy"))) with labels font ",8" tc rgb "#000000"
+  if (p == n) { set colorbox user origin screen (columns * panel_w + 30.0) / design_w, 0.2 size screen 18.0 / design_w, 0.6; set cbtics 0.2 font ",9"; set cblabel value_label font ",10" }
+  plot data using (cell_x(p)):(cell_y(0)):(0.5):(0.5):(column(value)) with boxxyerror fc palette, \
+       data using (cell_x(p)):(cell_y(0)):(sprintf("%.2f", column(value))) with labels font ",8" tc rgb "#000000"
   eval record_ranges
 }
 unset multiplot

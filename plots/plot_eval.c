@@ -20,6 +20,11 @@ static const char *const ACCURACY_COLUMNS =
 static const char *const PAIRED_COLUMNS =
     "task,length,baseline,paired,budget,protocol,n,baseline_correct,paired_correct,"
     "baseline_only,paired_only,difference,ci_low,ci_high,mcnemar_p";
+/* Optional: RULER's score interval and the score's paired test (written by
+ * `obcache eval`; a folder without them is drawn by accuracy). */
+static const char *const SCORE_COLUMNS = "score_ci_low,score_ci_high";
+static const char *const PAIRED_SCORE_COLUMNS =
+    "baseline_score,paired_score,score_difference,score_ci_low,score_ci_high,sign_flip_p";
 static const char *const RECALL_COLUMNS =
     "budget,quartile,recall_low,recall_high,n,correct,accuracy,ci_low,ci_high,auc";
 
@@ -138,6 +143,32 @@ static int check_share(const PlotTable *table, size_t row, double *accuracy) {
   return OBC_OK;
 }
 
+/* Whether the table has every column of the list. */
+static int has_columns(const PlotTable *table, const char *columns) {
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", columns);
+  char *save = NULL;
+  for (char *name = strtok_r(buf, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+    size_t unused;
+    if (plot_table_column(table, name, &unused)) return 0;
+  }
+  return 1;
+}
+
+/* value inside [low, high] of the named columns, all in [lo, hi]. */
+static int check_interval(const PlotTable *table, size_t row, const char *value_name,
+                          const char *low_name, const char *high_name, double lo, double hi) {
+  double value, low, high;
+  int rc = check_number(table, row, value_name, lo, hi, 0, &value);
+  if (!rc) rc = check_number(table, row, low_name, lo, hi, 0, &low);
+  if (!rc) rc = check_number(table, row, high_name, lo, hi, 0, &high);
+  if (!rc && (low > value + EVAL_ROUNDING || high < value - EVAL_ROUNDING))
+    rc = obc_fail(OBC_EFORMAT, "%s: line %zu: interval [%s, %s] does not contain %s %s",
+                  table->path, row + 2, cell(table, row, low_name), cell(table, row, high_name),
+                  value_name, cell(table, row, value_name));
+  return rc;
+}
+
 /* ---- the three files ---- */
 
 static size_t name_index(char (*names)[PLOT_EVAL_NAME_SIZE], size_t n, const char *name) {
@@ -176,6 +207,7 @@ static int budget_insert(PlotEval *eval, const PlotTable *table, size_t row, dou
 static int read_accuracy(PlotEval *eval) {
   const PlotTable *t = &eval->accuracy;
   int rc = plot_table_require(t, ACCURACY_COLUMNS);
+  eval->has_score = !rc && has_columns(t, SCORE_COLUMNS);
   if (!rc && t->n_rows == 0) rc = obc_fail(OBC_EFORMAT, "%s: no data rows", t->path);
   char tasks[PLOT_EVAL_MAX_NAMES][PLOT_EVAL_NAME_SIZE], protocols[4][PLOT_EVAL_NAME_SIZE];
   size_t n_tasks = 0, n_protocols = 0;
@@ -195,6 +227,8 @@ static int read_accuracy(PlotEval *eval) {
     if (!rc && !full) rc = check_protocol(t, row, oracle);
     if (!rc) rc = check_share(t, row, &accuracy);
     if (!rc) rc = check_number(t, row, "score", 0, 1, 0, &value);
+    if (!rc && eval->has_score)
+      rc = check_interval(t, row, "score", "score_ci_low", "score_ci_high", 0, 1);
     if (!rc) rc = check_number(t, row, "recall", 0, 1, 1, &value);
     if (!rc) rc = check_number(t, row, "fraction", 0, 1, 1, &value);
     if (rc) break;
@@ -247,7 +281,7 @@ static int read_accuracy(PlotEval *eval) {
           if (length != lengths[l] || strcmp(cell(t, row, "task"), tasks[k])) continue;
           present = 1;
           if (!strcmp(cell(t, row, "policy"), "full"))
-            full = strtod(cell(t, row, "accuracy"), NULL);
+            full = strtod(cell(t, row, eval->has_score ? "score" : "accuracy"), NULL);
         }
         if (!present) continue;
         if (eval->n_panels == PLOT_EVAL_MAX_NAMES)
@@ -261,8 +295,10 @@ static int read_accuracy(PlotEval *eval) {
   return OBC_OK;
 }
 
-static int read_paired(const PlotTable *t) {
+static int read_paired(PlotEval *eval) {
+  const PlotTable *t = &eval->paired;
   int rc = plot_table_require(t, PAIRED_COLUMNS);
+  eval->paired_has_score = !rc && has_columns(t, PAIRED_SCORE_COLUMNS);
   for (size_t row = 0; row < t->n_rows && !rc; row++) {
     double length, percent, n, base, paired, base_only, paired_only, difference, low, high, p;
     rc = check_name(t, row, "task", 0);
@@ -280,6 +316,14 @@ static int read_paired(const PlotTable *t) {
     if (!rc) rc = check_number(t, row, "ci_low", -1, 1, 0, &low);
     if (!rc) rc = check_number(t, row, "ci_high", -1, 1, 0, &high);
     if (!rc) rc = check_number(t, row, "mcnemar_p", 0, 1, 0, &p);
+    if (!rc && eval->paired_has_score) {
+      double score;
+      rc = check_number(t, row, "baseline_score", 0, 1, 0, &score);
+      if (!rc) rc = check_number(t, row, "paired_score", 0, 1, 0, &score);
+      if (!rc)
+        rc = check_interval(t, row, "score_difference", "score_ci_low", "score_ci_high", -1, 1);
+      if (!rc) rc = check_number(t, row, "sign_flip_p", 0, 1, 0, &p);
+    }
     if (rc) break;
     if (fabs(difference - (paired - base) / n) > EVAL_ROUNDING ||
         paired - paired_only != base - base_only)
@@ -334,7 +378,7 @@ int plot_eval_read(const char *dir, PlotEval *eval) {
     snprintf(path, sizeof path, "%s/paired.csv", dir);
     rc = plot_table_read(path, &eval->paired);
     eval->has_paired = !rc;
-    if (!rc) rc = read_paired(&eval->paired);
+    if (!rc) rc = read_paired(eval);
   }
   if (!rc && plot_file_exists(dir, "recall.csv")) {
     snprintf(path, sizeof path, "%s/recall.csv", dir);
@@ -350,7 +394,7 @@ void plot_eval_free(PlotEval *eval) {
   plot_table_free(&eval->accuracy);
   plot_table_free(&eval->paired);
   plot_table_free(&eval->recall);
-  eval->has_paired = eval->has_recall = 0;
+  eval->has_paired = eval->has_recall = eval->has_score = eval->paired_has_score = 0;
 }
 
 /* ---- gnuplot variables ---- */
@@ -367,6 +411,9 @@ void plot_eval_args(const PlotEval *eval, const char *name, const char *dir, con
   if (!strcmp(name, "eval_paired")) {
     snprintf(path, sizeof path, "%s/eval_paired.csv", out_dir);
     plot_args_string(args, "data", path);
+    plot_args_string(args, "metric",
+                     eval->paired_has_score ? "RULER score difference" : "accuracy difference");
+    plot_args_string(args, "test", eval->paired_has_score ? "sign-flip" : "McNemar");
     return;
   }
   if (!strcmp(name, "eval_recall")) {
@@ -386,6 +433,12 @@ void plot_eval_args(const PlotEval *eval, const char *name, const char *dir, con
   }
   snprintf(path, sizeof path, "%s/accuracy.csv", dir);
   plot_args_string(args, "data", path);
+  plot_args_string(args, "value", eval->has_score ? "score" : "accuracy");
+  plot_args_string(args, "value_low", eval->has_score ? "score_ci_low" : "ci_low");
+  plot_args_string(args, "value_high", eval->has_score ? "score_ci_high" : "ci_high");
+  plot_args_string(args, "value_label",
+                   eval->has_score ? "RULER score (mean string_match_all)" : "accuracy");
+  plot_args_string(args, "interval_label", eval->has_score ? "bootstrap 95%" : "Wilson 95%");
   list[0] = '\0';
   for (size_t p = 0; p < eval->n_panels; p++) list_add(list, sizeof list, eval->panel_task[p]);
   plot_args_string(args, "tasks", list);
@@ -429,7 +482,11 @@ int plot_eval_write_paired(const PlotEval *eval, const char *out_dir, PlotResult
   FILE *fp;
   int rc = obc_text_open_in(&file, out_dir, "eval_paired.csv", &fp);
   if (rc) return rc;
-  fprintf(fp, "row,label,difference,ci_low,ci_high,mcnemar_p\n");
+  fprintf(fp, "row,label,difference,ci_low,ci_high,p\n");
+  int score = eval->paired_has_score;
+  const char *difference = score ? "score_difference" : "difference";
+  const char *low = score ? "score_ci_low" : "ci_low", *high = score ? "score_ci_high" : "ci_high";
+  const char *p = score ? "sign_flip_p" : "mcnemar_p";
   size_t written = 0;
   for (size_t row = 0; row < t->n_rows; row++) {
     if (pooled && strcmp(cell(t, row, "task"), "all")) continue;
@@ -441,9 +498,8 @@ int plot_eval_write_paired(const PlotEval *eval, const char *out_dir, PlotResult
       fprintf(fp, " %s", cell(t, row, "protocol"));
     if (!pooled) fprintf(fp, " %s", cell(t, row, "task"));
     if (several_lengths) fprintf(fp, " L%s", cell(t, row, "length"));
-    fprintf(fp, "  (p = %.2g),%s,%s,%s,%s\n", strtod(cell(t, row, "mcnemar_p"), NULL),
-            cell(t, row, "difference"), cell(t, row, "ci_low"), cell(t, row, "ci_high"),
-            cell(t, row, "mcnemar_p"));
+    fprintf(fp, "  (p = %.2g),%s,%s,%s,%s\n", strtod(cell(t, row, p), NULL),
+            cell(t, row, difference), cell(t, row, low), cell(t, row, high), cell(t, row, p));
   }
   rc = obc_text_close(&file, fp, 1);
   if (!rc) plot_result_add(result, file.final_path);
@@ -492,11 +548,16 @@ int plot_eval_write_index(const PlotEval *eval, const char *dir, const char *out
       "<h1>Task accuracy under KV-cache eviction</h1>\n<p>Folder <code>",
       out);
   obc_html_text(out, dir);
-  fprintf(out,
-          "</code>: %zu (task, length) panels, %zu budgets, %zu policies. Accuracy with its "
-          "Wilson 95%% interval; paired differences with a paired bootstrap interval and the "
-          "exact McNemar p.</p>\n",
-          eval->n_panels, eval->n_budgets, eval->n_series);
+  fprintf(out, "</code>: %zu (task, length) panels, %zu budgets, %zu policies. %s</p>\n",
+          eval->n_panels, eval->n_budgets, eval->n_series,
+          eval->has_score
+              ? "The figures draw RULER's score (mean string_match_all, over all tasks the mean "
+                "of the task means) with its bootstrap 95% interval; the tables give it beside "
+                "the accuracy (every answer found) with its Wilson 95% interval, and each "
+                "paired difference with a paired bootstrap interval, the sign-flip p of the "
+                "score and the exact McNemar p of the accuracy."
+              : "Accuracy with its Wilson 95% interval; paired differences with a paired "
+                "bootstrap interval and the exact McNemar p.");
   size_t count = 0;
   const PlotFigure *figures = plot_figures(&count);
   for (size_t i = 0; i < count; i++) {

@@ -1,7 +1,8 @@
 /* The figures of an eval folder (`obcache eval DIR`): accuracy.csv (task x
  * length x policy x budget x protocol, Wilson intervals), paired.csv (each
  * "+ OBCache" policy against its baseline on the same samples: difference,
- * bootstrap interval, exact McNemar p) and recall.csv (accuracy by quartile
+ * bootstrap interval, exact McNemar p, and the same for RULER's score with a
+ * sign-flip p) and recall.csv (accuracy by quartile
  * of recall against the oracle, AUC). The files are untrusted: every row is
  * checked (names, counts, shares in [0, 1], intervals around their value)
  * and the first bad one fails with one line naming the file and its line.
@@ -30,9 +31,13 @@ typedef struct {
   PlotTable paired;   /* paired.csv, checked; n_rows 0 when absent */
   PlotTable recall;   /* recall.csv, checked; n_rows 0 when absent */
   int has_paired, has_recall;
+  /* accuracy.csv has RULER's score interval (score_ci_low, score_ci_high),
+   * paired.csv the score's paired test (score_difference .. sign_flip_p):
+   * the figures then draw RULER's score, else the accuracy. */
+  int has_score, paired_has_score;
   /* (n_panels) one accuracy panel per (task, length): lengths ascending,
-   * tasks in file order with "all" last; full[] the full-cache accuracy of
-   * the panel, NaN when the file has none. */
+   * tasks in file order with "all" last; full[] the full-cache score (with
+   * has_score, else accuracy) of the panel, NaN when the file has none. */
   char panel_task[PLOT_EVAL_MAX_NAMES][PLOT_EVAL_NAME_SIZE];
   char panel_length[PLOT_EVAL_MAX_NAMES][24];
   double full[PLOT_EVAL_MAX_NAMES];
@@ -58,7 +63,10 @@ void plot_eval_args(const PlotEval *eval, const char *name, const char *dir, con
                     PlotArgs *args);
 
 /* Writes out_dir/eval_paired.csv, the forest plot's rows (the pooled "all"
- * rows of paired.csv when it has them, else every row), under a temporary
+ * rows of paired.csv when it has them, else every row): row, label,
+ * difference, ci_low, ci_high, p, with RULER's score difference, its
+ * interval and the sign-flip p when paired.csv has them, else the accuracy
+ * difference and the McNemar p; under a temporary
  * name first, and adds it to result. */
 int plot_eval_write_paired(const PlotEval *eval, const char *out_dir, PlotResult *result);
 

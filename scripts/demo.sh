@@ -190,7 +190,8 @@ replay() {
     replay_kl_steps "Which answer token breaks? Teacher-forced KL(full || evicted) at each decode step, one panel per budget." \
     > "$OUT/replay/captions.tsv"
 }
-# The paper's comparison: H2O, TOVA, SnapKV and AdaKV as kvpress runs them
+# The paper's comparison: H2O (the H2O paper's, h2o, and kvpress's,
+# observed-attention), TOVA, SnapKV and AdaKV as kvpress runs them
 # (presets), each against itself with OBCache's obc_vk inside, under both
 # query protocols (docs/SCIENCE.md, "Methods as presets" and "Paired sweep").
 # Writes $OUT/presets/ (table.txt: the printed tables, replay_pairs.csv).
@@ -199,7 +200,7 @@ presets() {
   local model_flag=(--no-model)
   [ "${DEMO_REPLAY_MODEL:-1}" = 1 ] && model_flag=()
   run "$OBCACHE" replay --sweep "$TRACE" "${model_flag[@]}" "${THREADS[@]}" \
-    --pairs h2o+obc_vk,tova+obc_vk,snapkv+obc_vk,adakv-snapkv+obc_vk \
+    --pairs h2o+obc_vk,observed-attention+obc_vk,tova+obc_vk,snapkv+obc_vk,adakv-snapkv+obc_vk \
     --budgets 2%,5%,10%,20%,40% --protocol agnostic,aware -o "$OUT/presets" \
     > "$OUT/presets/table.txt"
 }

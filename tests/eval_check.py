@@ -2,13 +2,17 @@
 """Independent check of an eval folder's tables (`obcache eval`): recomputes
 accuracy.csv, paired.csv and recall.csv from samples.csv with textbook
 formulas (Wilson's interval, the exact binomial McNemar test, the
-Mann-Whitney AUC, quartiles by rank) and compares them field by field; the
-paired bootstrap interval is only checked to be an interval around its
-difference (its resampling is tested in tests/test_eval_stats.c).
+Mann-Whitney AUC, quartiles by rank, RULER's score as the mean of the task
+means, the sign-flip p by enumerating every sign assignment) and compares
+them field by field; the bootstrap intervals are only checked to be
+intervals around their estimates (their resampling is tested in
+tests/test_eval_stats.c), a Monte Carlo sign-flip p (over 16 non-zero
+differences) only to be a probability.
 
 usage: eval_check.py DIR TASK,.. POLICY,.. BUDGET,.. PROTOCOL,..
 Prints one line per failed check and exits 1 when any failed."""
 import csv
+import itertools
 import math
 import sys
 
@@ -41,6 +45,28 @@ def mcnemar(b, c):
         return 1.0
     tail = sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2 ** n
     return min(1.0, 2 * tail)
+
+
+def task_mean(pairs):
+    """RULER's average: the mean over tasks of each task's mean (pairs of
+    (task, value))."""
+    by_task = {}
+    for t, v in pairs:
+        by_task.setdefault(t, []).append(v)
+    return sum(sum(v) / len(v) for v in by_task.values()) / len(by_task)
+
+
+def sign_flip(d):
+    """Two-sided sign-flip p by enumeration; None beyond 16 non-zero values."""
+    v = [x for x in d if x != 0]
+    if len(v) > 16:
+        return None
+    if not v:
+        return 1.0
+    observed = abs(sum(v)) - 1e-9 * sum(abs(x) for x in v)
+    hits = sum(1 for signs in itertools.product((1, -1), repeat=len(v))
+               if abs(sum(s * x for s, x in zip(signs, v))) >= observed)
+    return hits / 2 ** len(v)
 
 
 def auc(points):
@@ -94,8 +120,12 @@ def main():
             check(close(r["ci_low"], low) and close(r["ci_high"], high),
                   f"{name}: Wilson [{r['ci_low']}, {r['ci_high']}] != [{low:.6f}, {high:.6f}]")
             check(float(r["ci_low"]) <= float(r["accuracy"]) <= float(r["ci_high"]), f"{name}: interval")
-            score = sum(float(s["score"]) for s in sel) / n
+            score = task_mean([(s["task"], float(s["score"])) for s in sel])
             check(close(r["score"], score, 1e-5), f"{name}: score {r['score']} != {score}")
+            check(float(r["score_ci_low"]) <= float(r["score"]) + 1e-9
+                  and float(r["score"]) - 1e-9 <= float(r["score_ci_high"]),
+                  f"{name}: score interval [{r['score_ci_low']}, {r['score_ci_high']}]")
+            check(0 <= float(r["score_ci_low"]) and float(r["score_ci_high"]) <= 1, f"{name}: score in 0..1")
             rec = [float(s["recall"]) for s in sel if s["recall"] != ""]
             check((r["recall"] == "") == (not rec), f"{name}: recall present")
             if rec:
@@ -124,6 +154,23 @@ def main():
         check(float(r["ci_low"]) <= d + 1e-9 and d - 1e-9 <= float(r["ci_high"]), f"{name}: interval")
         check(math.isclose(float(r["mcnemar_p"]), mcnemar(b, c), rel_tol=1e-4),
               f"{name}: McNemar {r['mcnemar_p']} != {mcnemar(b, c)}")
+        ys = {key(s): float(s["score"]) for s in y}
+        scored = [(s["task"], float(s["score"]), ys[key(s)]) for s in x]
+        base = task_mean([(t, u) for t, u, _ in scored])
+        pair = task_mean([(t, v) for t, _, v in scored])
+        check(close(r["baseline_score"], base, 1e-5) and close(r["paired_score"], pair, 1e-5),
+              f"{name}: scores {r['baseline_score']}, {r['paired_score']} != {base}, {pair}")
+        check(close(r["score_difference"], pair - base, 1e-5), f"{name}: score difference")
+        check(float(r["score_ci_low"]) <= pair - base + 1e-9 <= float(r["score_ci_high"]) + 2e-9,
+              f"{name}: score interval")
+        # the all-tasks statistic weighs a difference by 1 / its task's count
+        count = {}
+        for t, _, _ in scored:
+            count[t] = count.get(t, 0) + 1
+        want = sign_flip([(v - u) / count[t] for t, u, v in scored])
+        got_p = float(r["sign_flip_p"])
+        check(0 < got_p <= 1 if want is None else math.isclose(got_p, want, rel_tol=1e-9),
+              f"{name}: sign-flip p {r['sign_flip_p']} != {want}")
 
     # recall.csv: quartiles of recall by rank, per budget and pooled.
     for group in budgets + ["all"]:

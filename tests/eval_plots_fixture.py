@@ -115,8 +115,11 @@ def main(folder):
                 recalls = [r[2] for r in rows if r[2] is not None]
                 recall = sum(recalls) / len(recalls) if recalls else None
                 fraction = None if policy == "full" else float(budget[:-1]) / 100 * 0.98
+                # 0/1 outcomes and equal samples per task: RULER's score (the
+                # mean of the task means) is the accuracy; the Wilson bounds
+                # stand in for its bootstrap interval
                 accuracy.append([task, str(length), policy, budget, protocol, n, correct, correct / n,
-                                 low, high, correct / n, recall, fraction])
+                                 low, high, correct / n, low, high, recall, fraction])
             for baseline, better in PAIRS:
                 for budget in BUDGETS:
                     for protocol in PROTOCOLS:
@@ -128,9 +131,11 @@ def main(folder):
                         b = sum(1 for a, c in zip(x, y) if a and not c)
                         c = sum(1 for a, c2 in zip(x, y) if c2 and not a)
                         low, high = bootstrap(x, y, rng)
+                        # on 0/1 outcomes the sign-flip p is McNemar's
+                        d = (sum(y) - sum(x)) / len(x)
                         paired.append([task, str(length), baseline, better, budget, protocol, len(x),
-                                       sum(x), sum(y), b, c, (sum(y) - sum(x)) / len(x), low, high,
-                                       mcnemar(b, c)])
+                                       sum(x), sum(y), b, c, d, low, high, mcnemar(b, c),
+                                       sum(x) / len(x), sum(y) / len(y), d, low, high, mcnemar(b, c)])
     for (task, length, s, policy, budget, protocol), (correct, _, recall, kept) in sorted(
             samples.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][3], kv[0][4])):
         answer = '"The answer is ""%s""\\nand more"' % ("1234567" if correct else "0000000")
@@ -149,11 +154,13 @@ def main(folder):
             recall_rows.append([group, str(q + 1), part[0][0], part[-1][0], n, correct, correct / n,
                                 low, high, value_auc])
     write_csv(os.path.join(folder, "accuracy.csv"),
-              "task,length,policy,budget,protocol,n,correct,accuracy,ci_low,ci_high,score,recall,fraction",
+              "task,length,policy,budget,protocol,n,correct,accuracy,ci_low,ci_high,score,score_ci_low,"
+              "score_ci_high,recall,fraction",
               accuracy)
     write_csv(os.path.join(folder, "paired.csv"),
               "task,length,baseline,paired,budget,protocol,n,baseline_correct,paired_correct,"
-              "baseline_only,paired_only,difference,ci_low,ci_high,mcnemar_p", paired)
+              "baseline_only,paired_only,difference,ci_low,ci_high,mcnemar_p,baseline_score,paired_score,"
+              "score_difference,score_ci_low,score_ci_high,sign_flip_p", paired)
     write_csv(os.path.join(folder, "recall.csv"),
               "budget,quartile,recall_low,recall_high,n,correct,accuracy,ci_low,ci_high,auc",
               recall_rows)

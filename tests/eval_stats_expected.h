@@ -18,6 +18,18 @@ static const double BOOT_LARGE_Y[] = {1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.
 enum { BOOT_LARGE_RESAMPLES = 1000 };
 #define BOOT_LARGE_LEVEL 0.95
 #define BOOT_LARGE_SEED 7uLL
+static const double SCORE_X[] = {1.0, 0.5, 0.75, 1.0, 0.0, 1.0, 0.25, 0.5, 1.0, 1.0, 0.0};
+static const size_t SCORE_TASK[] = {0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 2};
+enum { SCORE_BOOT_RESAMPLES = 2000 };
+#define SCORE_BOOT_LEVEL 0.95
+#define SCORE_BOOT_SEED 11uLL
+static const double SIGN_FLIP_PARTIAL[] = {0.5, -0.25, 0.0, 0.75, 0.5, 1.0, -0.5, 0.25};
+static const double SIGN_FLIP_TIES[] = {1.0, -1.0, 0.5, 0.5, -0.5, 0.0};
+static const double SIGN_FLIP_ZERO[] = {0.0, 0.0, 0.0};
+static const double SIGN_FLIP_SIXTEEN[] = {0.25, 0.25, 0.75, 0.5, 0.5, -0.25, 0.75, 0.75, 0.0, 1.0, -0.25, 0.25, 1.25, 0.0, 0.5, 0.25};
+static const double SIGN_FLIP_MC[] = {-0.375, 0.875, 0.375, -0.125, 1.125, 0.625, 0.125, -0.375, 0.875, 0.375, -0.125, 1.125, 0.625, 0.125, -0.375, 0.875, 0.375, -0.125, 1.125, 0.625};
+enum { SIGN_FLIP_MC_RESAMPLES = 3000 };
+#define SIGN_FLIP_MC_SEED 5uLL
 static const double AUC_HAND_VALUE[] = {0.1, 0.4, 0.35, 0.8};
 static const unsigned char AUC_HAND_LABEL[] = {0, 0, 1, 1};
 static const double AUC_TIES_VALUE[] = {0.5, 0.5, 0.2, 0.9, 0.5, 0.2};
@@ -67,6 +79,17 @@ static const EvalExpected EVAL_EXPECTED[] = {
     {"bootstrap_large_low", 0.0},
     {"bootstrap_large_high", 0.375},
     {"bootstrap_large_mean", 0.175},
+    {"score_mean", 0.6180555555555556},
+    {"score_mean_pooled", 0.6363636363636364},
+    {"score_boot_low", 0.3956597222222225},
+    {"score_boot_high", 0.8333333333333334},
+    {"score_boot_pooled_low", 0.4090909090909091},
+    {"score_boot_pooled_high", 0.8636363636363636},
+    {"sign_flip_partial", 0.21875},
+    {"sign_flip_ties", 1.0},
+    {"sign_flip_zero", 1.0},
+    {"sign_flip_sixteen", 0.0030517578125},
+    {"sign_flip_mc", 0.003998667110963012},
     {"auc_hand", 0.75},
     {"auc_ties", 0.6875},
     {"match_all_three_refs", 0.6666666666666666},

@@ -14,6 +14,14 @@ tests/eval_stats_expected.h that tests/test_eval_stats.c includes.
   >= 2^64 - 1 - (2^64 - 1) mod n and returns x mod n. The mean is the
   left-to-right float sum of the drawn y - x divided by n; the interval is
   the linearly interpolated (type 7) quantile of the sorted means.
+- RULER's score over tasks: the mean of the task means; its stratified
+  bootstrap replays the draw rule of eval/stats.h (per resample, task by task,
+  as many below(count) draws among the task's values as it holds).
+- Sign-flip p: every one of the 2^m sign assignments of the m non-zero
+  differences enumerated with itertools.product, sums in exact fractions
+  (so ties are exact); the Monte Carlo form replays the draw rule of
+  eval/stats.h (one splitmix64 draw per non-zero difference, negated when
+  its top bit is set; (1 + hits) / (1 + resamples)).
 - AUC: every (positive, negative) pair counted, 1 for a win, 1/2 for a tie,
   in fractions.
 - Matches: RULER's string_match_all / string_match_part expressions
@@ -23,6 +31,7 @@ tests/eval_stats_expected.h that tests/test_eval_stats.c includes.
 usage: eval_stats_reference.py            print the header
        eval_stats_reference.py --check H  exit 1 unless H is what it prints
 """
+import itertools
 import math
 import sys
 from fractions import Fraction
@@ -101,6 +110,56 @@ def auc(values, labels):
     return float(wins / (len(pos) * len(neg)))
 
 
+def stratified_mean(x, strata):
+    groups = {}
+    for v, k in zip(x, strata):
+        groups.setdefault(k, []).append(v)
+    means = [sum(groups[k]) / len(groups[k]) for k in sorted(groups)]
+    return sum(means) / len(means)
+
+
+def stratified_bootstrap(x, strata, resamples, level, seed):
+    groups = {}
+    for v, k in zip(x, strata):
+        groups.setdefault(k, []).append(v)
+    rng = SplitMix64(seed)
+    means = []
+    for _ in range(resamples):
+        total = 0.0
+        for k in sorted(groups):
+            g = groups[k]
+            s = 0.0
+            for _ in range(len(g)):
+                s += g[rng.below(len(g))]
+            total += s / len(g)
+        means.append(total / len(groups))
+    means.sort()
+    return quantile(means, (1 - level) / 2), quantile(means, (1 + level) / 2)
+
+
+def sign_flip_exact(d):
+    v = [Fraction(x) for x in d if x != 0]
+    if not v:
+        return 1.0
+    observed = abs(sum(v))
+    hits = sum(1 for signs in itertools.product((1, -1), repeat=len(v))
+               if abs(sum(s * x for s, x in zip(signs, v))) >= observed)
+    return hits / 2 ** len(v)
+
+
+def sign_flip_monte_carlo(d, resamples, seed):
+    v = [x for x in d if x != 0]
+    reach = abs(sum(v)) - 1e-9 * sum(abs(x) for x in v)
+    rng = SplitMix64(seed)
+    hits = 0
+    for _ in range(resamples):
+        s = 0.0
+        for x in v:
+            s += -x if rng.next() >> 63 else x
+        hits += abs(s) >= reach
+    return (1 + hits) / (1 + resamples)
+
+
 def match_all(pred, refs):
     return sum([1.0 if r.lower() in pred.lower() else 0.0 for r in refs]) / len(refs)
 
@@ -123,6 +182,19 @@ MATCHES = [
     ("none", "no idea", ["42", "43"]),
     ("empty_ref", "anything", ["", "zzz"]),
 ]
+# RULER scores (string_match_all) of 11 answers in 3 tasks, and paired score
+# differences: a few exact-enumeration cases (ties of equal sums included)
+# and one Monte Carlo case (20 non-zero differences).
+SCORE_X = [1.0, 0.5, 0.75, 1.0, 0.0, 1.0, 0.25, 0.5, 1.0, 1.0, 0.0]
+SCORE_TASK = [0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 2]
+SCORE_BOOT = (2000, 0.95, 11)
+SIGN_FLIP = [
+    ("partial", [0.5, -0.25, 0.0, 0.75, 0.5, 1.0, -0.5, 0.25]),
+    ("ties", [1.0, -1.0, 0.5, 0.5, -0.5, 0.0]),
+    ("zero", [0.0, 0.0, 0.0]),
+    ("sixteen", [0.25 * ((i * 7) % 5 - 1) + (0.5 if i % 3 == 0 else 0.0) for i in range(16)]),
+]
+SIGN_FLIP_MC = ([0.25 * ((i * 5) % 7 - 2) + 0.125 for i in range(20)], 3000, 5)
 MCNEMAR = [(0, 0), (0, 5), (5, 0), (1, 9), (9, 1), (10, 25), (25, 10), (7, 7),
            (980, 1020), (900, 1100), (1100, 900), (0, 2000)]
 WILSON = [(0, 10), (10, 10), (5, 10), (81, 263), (0, 0)]
@@ -149,6 +221,15 @@ def header():
     lo, hi = bootstrap(bx, by, *BOOT_LARGE)
     values += [("bootstrap_large_low", lo), ("bootstrap_large_high", hi),
                ("bootstrap_large_mean", (sum(by) - sum(bx)) / len(bx))]
+    values.append(("score_mean", stratified_mean(SCORE_X, SCORE_TASK)))
+    values.append(("score_mean_pooled", stratified_mean(SCORE_X, [0] * len(SCORE_X))))
+    lo, hi = stratified_bootstrap(SCORE_X, SCORE_TASK, *SCORE_BOOT)
+    values += [("score_boot_low", lo), ("score_boot_high", hi)]
+    lo, hi = stratified_bootstrap(SCORE_X, [0] * len(SCORE_X), *SCORE_BOOT)
+    values += [("score_boot_pooled_low", lo), ("score_boot_pooled_high", hi)]
+    for name, d in SIGN_FLIP:
+        values.append(("sign_flip_" + name, sign_flip_exact(d)))
+    values.append(("sign_flip_mc", sign_flip_monte_carlo(*SIGN_FLIP_MC)))
     values += [("auc_hand", auc(*AUC_HAND)), ("auc_ties", auc(*AUC_TIES))]
     for name, pred, refs in MATCHES:
         values += [("match_all_" + name, match_all(pred, refs)),
@@ -175,6 +256,15 @@ def header():
     out.append(doubles("BOOT_LARGE_Y", by))
     out.append("enum { BOOT_LARGE_RESAMPLES = %d };\n" % BOOT_LARGE[0])
     out.append("#define BOOT_LARGE_LEVEL %r\n#define BOOT_LARGE_SEED %duLL\n" % BOOT_LARGE[1:])
+    out.append(doubles("SCORE_X", SCORE_X))
+    out.append("static const size_t SCORE_TASK[] = {%s};\n" % ", ".join(str(k) for k in SCORE_TASK))
+    out.append("enum { SCORE_BOOT_RESAMPLES = %d };\n" % SCORE_BOOT[0])
+    out.append("#define SCORE_BOOT_LEVEL %r\n#define SCORE_BOOT_SEED %duLL\n" % SCORE_BOOT[1:])
+    for name, d in SIGN_FLIP:
+        out.append(doubles("SIGN_FLIP_" + name.upper(), d))
+    out.append(doubles("SIGN_FLIP_MC", SIGN_FLIP_MC[0]))
+    out.append("enum { SIGN_FLIP_MC_RESAMPLES = %d };\n#define SIGN_FLIP_MC_SEED %duLL\n"
+               % SIGN_FLIP_MC[1:])
     for name, (v, l) in (("AUC_HAND", AUC_HAND), ("AUC_TIES", AUC_TIES)):
         out.append(doubles(name + "_VALUE", v))
         out.append("static const unsigned char %s_LABEL[] = {%s};\n"

@@ -268,7 +268,9 @@ def eval_panels(folder, outdir):
         panels.setdefault((r["task"], r["length"]), []).append(r)
     accuracy = []
     for sel in panels.values():
-        lows = [num(r["ci_low"]) for r in sel] + [num(r["ci_high"]) for r in sel]
+        # the figure draws RULER's score interval when the file has it
+        low, high = ("score_ci_low", "score_ci_high") if "score_ci_low" in sel[0] else ("ci_low", "ci_high")
+        lows = [num(r[low]) for r in sel] + [num(r[high]) for r in sel]
         # an accuracy axis keeps 0 and 1 in range
         accuracy.append(Panel((0.5, n_budgets + 0.5), with_refs(extent(lows), 0.0, 1.0)))
     out = {"eval_accuracy": accuracy}

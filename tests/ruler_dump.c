@@ -32,6 +32,8 @@ int main(int argc, char **argv) {
     const char *value = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(argv[i], "--no-chat-template"))
       options.no_chat_template = true;
+    else if (!strcmp(argv[i], "--answer-space"))
+      options.answer_space = true;
     else if (!value)
       return usage();
     else if (!strcmp(argv[i], "--model"))
@@ -42,7 +44,10 @@ int main(int argc, char **argv) {
       length = strtoull(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--seed"))
       seed = strtoull(argv[++i], NULL, 10);
-    else
+    else if (!strcmp(argv[i], "--run-seed")) {
+      options.run_seed = strtoull(argv[++i], NULL, 10);
+      options.has_run_seed = true;
+    } else
       return usage();
   }
   if (!model || !name || !length) return usage();

@@ -28,6 +28,17 @@ check "eval writes the five CSVs, prompts.jsonl and eval.json" \
   eval 'for f in $csvs eval.json; do [ -s "$dir/a/$f" ] || exit 1; done'
 check "accuracy.csv has the issue's columns" \
   eval 'head -1 "$dir/a/accuracy.csv" | grep -q "^task,length,policy,budget,protocol,n,correct,accuracy,ci_low,ci_high"'
+check "the printed table leads with RULER's score, accuracy beside it" \
+  eval 'grep -q "^RULER score at 1024 tokens, all tasks" "$dir/a.txt" &&
+    grep -Eq "^full cache +[0-9.]+ \[[0-9.]+,[0-9.]+\] [01]\.[0-9]{2}$" "$dir/a.txt"'
+check "eval.json's headline is RULER's score, one row per policy, budget and protocol" \
+  python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["headline"] == "score", j["headline"]
+rows = j["headline_rows"]
+assert len(rows) == 1 + 3 * 2, len(rows)  # full, then (snapkv, +obc_k, oracle@T) x 2 budgets
+assert all(r["score_ci_low"] <= r["score"] <= r["score_ci_high"] for r in rows), rows' \
+  "$dir/a/eval.json"
 check "a full-cache row for every task" \
   eval '[ "$(grep -c ",1024,full,,," "$dir/a/accuracy.csv")" -eq 3 ]'
 check "one line per sample on stdout, with an ETA" \

@@ -39,7 +39,7 @@ damaged() {
 
 # 1. Damaged files. Line 2 of accuracy.csv is the first task's full-cache
 #    row, line 3 its oracle@T row at the smallest budget.
-damaged "ragged row" accuracy.csv 3 's/,agnostic,/,/' "line 3 has 12 fields (expected 13"
+damaged "ragged row" accuracy.csv 3 's/,agnostic,/,/' "line 3 has 14 fields (expected 15"
 damaged "correct above n" accuracy.csv 3 's/,24,22,/,24,25,/' "line 3, column 'correct': 25 is outside \[0, 24\]"
 damaged "share not a number" accuracy.csv 3 's/,0.916666667,0.741511978,/,abc,0.741511978,/' \
   "line 3, column 'accuracy': expected a number, found 'abc'"
@@ -57,7 +57,10 @@ damaged "quote in a policy name" accuracy.csv 3 "s/,oracle@T,/,x');system('id,/"
 damaged "huge count" accuracy.csv 3 's/,24,22,/,1e400,22,/' "line 3, column 'n': 1e400 is outside"
 damaged "fractional count" accuracy.csv 3 's/,24,22,/,24,21.5,/' "line 3, column 'correct': 21.5 is not a whole number"
 damaged "missing column" accuracy.csv 1 's/,fraction$/,share/' "no column 'fraction'"
-damaged "paired p above 1" paired.csv 2 's/,0.25$/,1.5/' "line 2, column 'mcnemar_p': 1.5 is outside \[0, 1\]"
+damaged "paired p above 1" paired.csv 2 's/,0.25,0.375,/,1.5,0.375,/' "line 2, column 'mcnemar_p': 1.5 is outside \[0, 1\]"
+damaged "sign-flip p above 1" paired.csv 2 's/,0.25$/,1.5/' "line 2, column 'sign_flip_p': 1.5 is outside \[0, 1\]"
+damaged "score interval misses the score" accuracy.csv 3 's/,0.916666667,0.741511978,0.976841185,,/,0.916666667,0.95,0.976841185,,/' \
+  "line 3: interval \[0.95, 0.976841185\] does not contain score"
 damaged "paired counts disagree" paired.csv 2 's/,0.125,0,0.291666667,/,0.5,0,0.291666667,/' \
   "line 2: difference 0.5 and the counts disagree"
 damaged "paired interval reversed" paired.csv 2 's/,0.125,0,0.291666667,/,0.125,0.3,0.291666667,/' \
@@ -139,6 +142,31 @@ if "$OBCACHE" plot "$dir/accuracy-only" --format svg > /dev/null 2> "$dir/err.tx
   pass "accuracy.csv alone: eval_accuracy, eval_heatmap, index.html; the others skipped"
 else
   fail "accuracy only: $(cat "$dir/err.txt")"
+fi
+
+# 5. Without RULER's score columns: the figures draw the accuracy and the
+# forest plot the accuracy difference and McNemar p.
+cp -r "$dir/eval" "$dir/no-score"
+rm -rf "$dir/no-score/plots"
+python3 - "$dir/no-score" <<'PY'
+import csv, sys
+for name, drop in (("accuracy.csv", {"score_ci_low", "score_ci_high"}),
+                   ("paired.csv", {"baseline_score", "paired_score", "score_difference",
+                                   "score_ci_low", "score_ci_high", "sign_flip_p"})):
+    path = f"{sys.argv[1]}/{name}"
+    rows = list(csv.reader(open(path)))
+    keep = [i for i, c in enumerate(rows[0]) if c not in drop]
+    with open(path, "w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows([[r[i] for i in keep] for r in rows])
+PY
+if "$OBCACHE" plot "$dir/no-score" --format svg > /dev/null 2> "$dir/err.txt" &&
+  grep -q "accuracy against the KV-cache budget" "$dir/no-score/plots/eval_accuracy.svg" &&
+  grep -q "McNemar p" "$dir/no-score/plots/eval_paired.svg" &&
+  grep -q "RULER score" "$dir/eval/plots/eval_accuracy.svg" &&
+  grep -q "sign-flip p" "$dir/eval/plots/eval_paired.svg"; then
+  pass "without the score columns: accuracy and McNemar; with them: RULER's score and sign-flip"
+else
+  fail "no-score folder: $(cat "$dir/err.txt")"
 fi
 
 finish

@@ -3,8 +3,9 @@
  * into tests/eval_stats_expected.h; the CTest eval_stats_fixture checks
  * that the header is what the script prints), plus the properties each
  * statistic must have whatever its input: Wilson contains the share,
- * McNemar is symmetric, the bootstrap is a pure function of its seed, the
- * AUC equals the brute-force count over all pairs. */
+ * McNemar is symmetric, the bootstrap is a pure function of its seed,
+ * RULER's score interval holds its mean, the sign-flip p on 0/1 outcomes is
+ * McNemar's, the AUC equals the brute-force count over all pairs. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -178,6 +179,95 @@ START_TEST(bootstrap_of_identical_or_shifted_values_is_a_point) {
 }
 END_TEST
 
+/* ---- RULER's score ---- */
+
+static const size_t NO_STRATA[16] = {0};
+
+START_TEST(score_mean_and_bootstrap_replay_the_reference) {
+  size_t n = sizeof SCORE_X / sizeof SCORE_X[0];
+  /* The same sums in the same order: bit-equal. */
+  ck_assert_double_eq(eval_stratified_mean(SCORE_X, SCORE_TASK, n, 3), expected("score_mean"));
+  ck_assert_double_eq(eval_stratified_mean(SCORE_X, NO_STRATA, n, 1),
+                      expected("score_mean_pooled"));
+  double low, high;
+  eval_stratified_bootstrap(SCORE_X, SCORE_TASK, n, 3, SCORE_BOOT_RESAMPLES, SCORE_BOOT_LEVEL,
+                            SCORE_BOOT_SEED, &low, &high);
+  ck_assert_double_eq(low, expected("score_boot_low"));
+  ck_assert_double_eq(high, expected("score_boot_high"));
+  ck_assert(low <= expected("score_mean") && expected("score_mean") <= high);
+  eval_stratified_bootstrap(SCORE_X, NO_STRATA, n, 1, SCORE_BOOT_RESAMPLES, SCORE_BOOT_LEVEL,
+                            SCORE_BOOT_SEED, &low, &high);
+  ck_assert_double_eq(low, expected("score_boot_pooled_low"));
+  ck_assert_double_eq(high, expected("score_boot_pooled_high"));
+}
+END_TEST
+
+START_TEST(score_bootstrap_with_one_stratum_is_the_paired_bootstrap) {
+  size_t n = sizeof BOOT_LARGE_X / sizeof BOOT_LARGE_X[0];
+  double zero[64] = {0}, difference[64], a_low, a_high, b_low, b_high;
+  size_t strata[64] = {0};
+  for (size_t i = 0; i < n; i++) difference[i] = BOOT_LARGE_Y[i] - BOOT_LARGE_X[i];
+  eval_paired_bootstrap(zero, difference, n, 700, 0.9, 9, &a_low, &a_high);
+  eval_stratified_bootstrap(difference, strata, n, 1, 700, 0.9, 9, &b_low, &b_high);
+  ck_assert(a_low == b_low && a_high == b_high);
+  /* Empty strata are skipped; a constant gives a point; no values gives NaN. */
+  for (size_t i = 0; i < n; i++) strata[i] = 2 * (i % 2);
+  double mean = eval_stratified_mean(difference, strata, n, 4);
+  eval_stratified_bootstrap(difference, strata, n, 4, 700, 0.95, 9, &b_low, &b_high);
+  ck_assert(b_low <= mean && mean <= b_high);
+  const double half[4] = {0.5, 0.5, 0.5, 0.5};
+  eval_stratified_bootstrap(half, strata, 4, 3, 100, 0.95, 1, &b_low, &b_high);
+  ck_assert(b_low == 0.5 && b_high == 0.5);
+  eval_stratified_bootstrap(half, strata, 0, 3, 100, 0.95, 1, &b_low, &b_high);
+  ck_assert(isnan(b_low) && isnan(b_high) && isnan(eval_stratified_mean(half, strata, 0, 3)));
+}
+END_TEST
+
+/* ---- sign-flip test ---- */
+
+START_TEST(sign_flip_matches_the_enumeration_and_the_replayed_draws) {
+  static const struct {
+    const char *name;
+    const double *d;
+    size_t n;
+  } cases[] = {
+      {"sign_flip_partial", SIGN_FLIP_PARTIAL, sizeof SIGN_FLIP_PARTIAL / sizeof(double)},
+      {"sign_flip_ties", SIGN_FLIP_TIES, sizeof SIGN_FLIP_TIES / sizeof(double)},
+      {"sign_flip_zero", SIGN_FLIP_ZERO, sizeof SIGN_FLIP_ZERO / sizeof(double)},
+      {"sign_flip_sixteen", SIGN_FLIP_SIXTEEN, sizeof SIGN_FLIP_SIXTEEN / sizeof(double)},
+  };
+  /* Exact: a count of assignments over a power of two, exact in double. */
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    ck_assert_msg(eval_sign_flip_p(cases[i].d, cases[i].n, 100, 1) == expected(cases[i].name), "%s",
+                  cases[i].name);
+  size_t n = sizeof SIGN_FLIP_MC / sizeof SIGN_FLIP_MC[0];
+  ck_assert_double_eq(eval_sign_flip_p(SIGN_FLIP_MC, n, SIGN_FLIP_MC_RESAMPLES, SIGN_FLIP_MC_SEED),
+                      expected("sign_flip_mc"));
+}
+END_TEST
+
+START_TEST(sign_flip_of_zero_one_outcomes_is_mcnemar) {
+  /* b differences of -1 and c of +1: P(|sum| >= |c - b|) is the exact
+   * two-sided McNemar p, enumerated up to 16 and drawn beyond. */
+  double d[40];
+  for (size_t b = 0; b <= 8; b++)
+    for (size_t c = 0; b + c <= 16; c++) {
+      for (size_t i = 0; i < b + c; i++) d[i] = i < b ? -1.0 : 1.0;
+      d[b + c] = 0.0;
+      double want = eval_mcnemar_exact(b, c); /* from lgamma: MCNEMAR_RELATIVE_TOLERANCE */
+      ck_assert_double_eq_tol(eval_sign_flip_p(d, b + c + 1, 10, 1), want,
+                              MCNEMAR_RELATIVE_TOLERANCE * want);
+    }
+  /* 10 vs 26: the Monte Carlo p of 20000 draws within 4 standard errors of
+   * the exact 0.0113 (a fixed seed, so this is a check of the draw rule,
+   * not a flaky bound). */
+  for (size_t i = 0; i < 36; i++) d[i] = i < 10 ? -1.0 : 1.0;
+  double want = eval_mcnemar_exact(10, 26), p = eval_sign_flip_p(d, 36, 20000, 3);
+  ck_assert_double_eq_tol(p, want, 4 * sqrt(want * (1 - want) / 20000) + 1.0 / 20001);
+  ck_assert(p == eval_sign_flip_p(d, 36, 20000, 3));
+}
+END_TEST
+
 /* ---- AUC ---- */
 
 /* The brute-force twin: every (positive, negative) pair, 1 for a win, 1/2 for a tie. */
@@ -238,6 +328,10 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, bootstrap_replays_the_reference_draws_exactly);
   tcase_add_test(tc, bootstrap_is_a_pure_function_of_its_seed);
   tcase_add_test(tc, bootstrap_of_identical_or_shifted_values_is_a_point);
+  tcase_add_test(tc, score_mean_and_bootstrap_replay_the_reference);
+  tcase_add_test(tc, score_bootstrap_with_one_stratum_is_the_paired_bootstrap);
+  tcase_add_test(tc, sign_flip_matches_the_enumeration_and_the_replayed_draws);
+  tcase_add_test(tc, sign_flip_of_zero_one_outcomes_is_mcnemar);
   tcase_add_test(tc, auc_of_separated_reversed_and_tied_classes);
   tcase_add_test(tc, auc_equals_the_count_over_all_pairs);
   suite_add_tcase(suite, tc);

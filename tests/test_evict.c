@@ -588,7 +588,7 @@ START_TEST(test_protocol_and_protect_parse_and_reject_bad_names) {
     ck_assert_int_eq(p.protocol, i);
   }
   ck_assert(evict_protocol_reruns_tail(EVICT_PROTOCOL_AGNOSTIC));
-  ck_assert(!evict_protocol_reruns_tail(EVICT_PROTOCOL_AWARE));
+  ck_assert(evict_protocol_reruns_tail(EVICT_PROTOCOL_AWARE));
   ck_assert(!evict_protocol_reruns_tail(EVICT_PROTOCOL_AGNOSTIC_CAPTURED));
   ck_assert_int_eq(evict_policy_set_protocol(&p, "query-aware"), OBC_EINVAL);
   ck_assert(strstr(obc_error_message(), "--protocol query-aware: expected agnostic, aware"));

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""evict/h2o.h's scores against kvpress's ObservedAttentionPress formula,
-written in NumPy from a short capture with every prompt row captured: the
-eager attention A of the n rows a protocol compresses over (the context
-before the question for the query-agnostic protocol, every prompt row for
-the query-aware one) is recomputed from Q, K and lse in double,
-  scores = A.sum(rows) / arange(n, 0, -1), then the mean over each KV head's
-  group of query heads,
+"""evict/h2o.h's scores against the two published H2O formulas, written in
+NumPy from a short capture with every prompt row captured: the eager
+attention A of the n rows a protocol compresses over (the context before
+the question for the query-agnostic protocol, every prompt row for the
+query-aware one) is recomputed from Q, K and lse in double,
+  accumulated (the H2O paper, arXiv 2306.14048, and the OBCache paper's
+  H2O): scores = A.sum(rows), then the sum over each KV head's group of
+  query heads (the paper's GQA form);
+  observed (kvpress ObservedAttentionPress): scores = A.sum(rows) /
+  arange(n, 0, -1), then the mean over each KV head's group,
 and H2O+OBC is the same with A replaced by each OBCache term
 (test_column_sums_reference.head_sums). Checked, to 1e-5 relative:
   1. every score, H2O and H2O+OBC, against the formula applied to the
@@ -33,11 +36,21 @@ TERMS = ("attn", "obc_v", "obc_k", "obc_vk")
 RELATIVE = 1e-5
 
 
+def h2o_accumulated(per_head, kv_heads):
+    """per_head (heads, n) summed over the rows that saw each position."""
+    heads, n = per_head.shape
+    return per_head.reshape(kv_heads, heads // kv_heads, n).sum(axis=1)
+
+
 def kvpress_observed_attention(per_head, kv_heads):
     """per_head (heads, n) summed over the rows that saw each position."""
     heads, n = per_head.shape
     scores = per_head / np.arange(n, 0, -1)
     return scores.reshape(kv_heads, heads // kv_heads, n).mean(axis=1)
+
+
+# dump order: accumulated, then observed (tests/h2o_dump.c)
+FORMS = (("h2o", h2o_accumulated), ("observed-attention", kvpress_observed_attention))
 
 
 def main():
@@ -86,7 +99,7 @@ def compare(f, got):
             stored[(0, t, layer)] = both[0][:, :agnostic]
             stored[(1, t, layer)] = both[1]
     offset, failures = 0, 0
-    for variant, n in ((0, agnostic), (1, s)):
+    for (form, formula), (variant, n) in ((f, v) for f in FORMS for v in ((0, agnostic), (1, s))):
         for t in TERMS:
             worst = {"stored": (0.0, 0, 0, 0), "recomputed": (0.0, 0, 0, 0)}
             for layer in range(layers):
@@ -94,14 +107,14 @@ def compare(f, got):
                 mine = got[offset:offset + count].reshape(kv_heads, n)
                 offset += count
                 for source, table in (("stored", stored), ("recomputed", sums)):
-                    want = kvpress_observed_attention(table[(variant, t, layer)], kv_heads)
+                    want = formula(table[(variant, t, layer)], kv_heads)
                     rel = np.abs(mine - want) / np.abs(want)
                     at_worst = np.unravel_index(np.argmax(rel), rel.shape)
                     if rel[at_worst] > worst[source][0]:
                         worst[source] = (float(rel[at_worst]), layer, int(at_worst[0]),
                                          int(at_worst[1]))
-            name = ("h2o" if t == "attn" else "h2o+" + t) + (" agnostic" if variant == 0
-                                                               else " aware")
+            name = (form if t == "attn" else form + "+" + t) + (" agnostic" if variant == 0
+                                                                 else " aware")
             for source in ("stored", "recomputed"):
                 rel, layer, kv, pos = worst[source]
                 checked = source == "stored" or t == "attn"

@@ -3,8 +3,9 @@
  * --budget-rule kvpress kvpress's int(n * (1 - compression_ratio)) in
  * double, which can keep one fewer), the one count of every kind of score,
  * PyramidKV's per-layer budgets worked out by hand from kvpress's
- * get_layer_budget, the three allocations of evict_preset_keep and
- * CriticalKV's two stages on scores made up for the purpose. The scores themselves are checked against
+ * get_layer_budget, the three allocations of evict_preset_keep, H2O's
+ * recent half and CriticalKV's two stages on scores made up for the
+ * purpose. The scores themselves are checked against
  * kvpress's formulas by tests/test_presets_reference.py. */
 #include <check.h>
 #include <float.h>
@@ -45,7 +46,15 @@ START_TEST(names_select_presets_and_generic_names_stay_generic) {
   ck_assert_ptr_nonnull(strstr(obc_error_message(), "unknown preset 'attn'"));
   ck_assert_int_eq(evict_policy_set_score(&p, "tova+attn2"), OBC_EINVAL);
   ck_assert_int_eq(evict_policy_set_score(&p, "tovaa"), OBC_EINVAL);
-  ck_assert_ptr_nonnull(strstr(obc_error_message(), "or a preset: h2o, tova"));
+  ck_assert_ptr_nonnull(
+      strstr(obc_error_message(), "or a preset: h2o, observed-attention, tova, tova-group"));
+  /* the swap: the pairing's path with the attention as its term */
+  ck_assert_int_eq(evict_policy_set_score(&p, "snapkv+attn"), OBC_OK);
+  ck_assert_int_eq(p.preset_inner, EVICT_PRESET_INNER_SWAP);
+  ck_assert_str_eq(p.score, "preset:snapkv+attn");
+  ck_assert_int_eq(evict_policy_set_score(&p, "observed-attention+obc_vk"), OBC_OK);
+  ck_assert_int_eq(evict_policy_set_score(&p, "tova-group+obc_k"), OBC_OK);
+  ck_assert_int_eq(evict_policy_set_score(&p, "knorm+attn"), OBC_EINVAL);
 }
 END_TEST
 
@@ -187,6 +196,39 @@ START_TEST(criticalkv_selects_in_two_stages_per_budget) {
 }
 END_TEST
 
+/* H2O: of k kept, the last k / 2 candidates, then the k - k / 2 best of the
+ * others (the high scores of the recent window do not count twice). */
+START_TEST(h2o_keeps_the_recent_half_then_the_heavy_hitters) {
+  const double scores[10] = {5, 1, 4, 2, 3, 0, 0.5, 6, 1.5, 9};
+  EvictKeepSet keep;
+  EvictPolicy p = preset_policy("h2o", "50%"); /* k = 5: recent 2 (8, 9), heavy 3 */
+  ck_assert_int_eq(evict_keep_from_scores(&p, scores, 1, 1, 12, 10, NULL, &keep), OBC_OK);
+  const unsigned char want[12] = {1, 0, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1};
+  ck_assert_mem_eq(keep.keep, want, 12);
+  ck_assert_uint_eq(keep.policy.recent, 2);
+  ck_assert_uint_eq(keep.n_kept[0], 5);
+  evict_keep_set_free(&keep);
+  p = preset_policy("h2o", "10%"); /* k = 1: recent 0, the best */
+  ck_assert_int_eq(evict_keep_from_scores(&p, scores, 1, 1, 10, 10, NULL, &keep), OBC_OK);
+  ck_assert_uint_eq(keep.policy.recent, 0);
+  ck_assert(keep.keep[9] && keep.n_kept[0] == 1);
+  evict_keep_set_free(&keep);
+  /* protected positions outside the recent window fill the heavy part */
+  const unsigned char protect[10] = {0, 1, 0, 0, 0, 1, 0, 0, 0, 1};
+  p = preset_policy("h2o", "40%"); /* k = 4: recent 2 (8, 9), then 1 and 5 */
+  ck_assert_int_eq(evict_keep_from_scores(&p, scores, 1, 1, 10, 10, protect, &keep), OBC_OK);
+  const unsigned char want_protected[10] = {0, 1, 0, 0, 0, 1, 0, 0, 1, 1};
+  ck_assert_mem_eq(keep.keep, want_protected, 10);
+  evict_keep_set_free(&keep);
+  p = preset_policy("h2o", "30%"); /* k = 3: recent 1, two protected outside it */
+  ck_assert_int_eq(evict_keep_from_scores(&p, scores, 1, 1, 10, 10, protect, &keep), OBC_OK);
+  evict_keep_set_free(&keep);
+  p = preset_policy("h2o", "20%"); /* k = 2: recent 1 + 2 protected > 2 */
+  ck_assert_int_eq(evict_keep_from_scores(&p, scores, 1, 1, 10, 10, protect, &keep), OBC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "beside the recent window of 1"));
+}
+END_TEST
+
 START_TEST(allocations_keep_what_each_rule_says) {
   double scores[L * G * N];
   made_up_scores(scores);
@@ -227,6 +269,7 @@ int main(void) {
   tcase_add_test(tc, every_score_keeps_the_same_count);
   tcase_add_test(tc, pyramid_budgets_follow_kvpress_get_layer_budget);
   tcase_add_test(tc, allocations_keep_what_each_rule_says);
+  tcase_add_test(tc, h2o_keeps_the_recent_half_then_the_heavy_hitters);
   tcase_add_test(tc, criticalkv_selects_in_two_stages_per_budget);
   suite_add_tcase(suite, tc);
   SRunner *runner = srunner_create(suite);

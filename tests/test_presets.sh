@@ -66,7 +66,7 @@ expect_refused "no more candidates than the window" \
   "$OBCACHE" evict "$SMALL" --score pyramidkv --budget 40% -o "$dir/k.h5"
 expect_refused "unknown preset" "unknown preset 'snapkw'" \
   "$OBCACHE" evict "$BIG" --score snapkw+obc_k --budget 40% -o "$dir/k.h5"
-expect_refused "unknown score lists the presets" "or a preset: h2o, tova" \
+expect_refused "unknown score lists the presets" "or a preset: h2o, observed-attention, tova, tova-group" \
   "$OBCACHE" evict "$BIG" --score tova2 --budget 40% -o "$dir/k.h5"
 expect_refused "+obc on a preset without attention" "knorm has no attention score to replace" \
   "$OBCACHE" evict "$BIG" --score knorm+obc_vk --budget 40% -o "$dir/k.h5"

@@ -2,13 +2,19 @@
 """Independent NumPy reference for the eviction presets (evict/preset.h),
 written from NVIDIA kvpress's presses (scorer_press.py, snapkv_press.py,
 tova_press.py, pyramidkv_press.py, adakv_press.py, criticalkv_press.py,
-streaming_llm_press.py, knorm_press.py, keydiff_press.py) and the OBCache
-closed forms of
-docs/SPEC.md section 2, not from the C code. It captures a real 512-token
+streaming_llm_press.py, knorm_press.py, keydiff_press.py,
+observed_attention_press.py), from the H2O paper (arXiv 2306.14048: heavy
+hitters by accumulated attention, the budget split into equal heavy and
+recent halves) and the OBCache paper (arXiv 2510.07651: a KV head's score
+is the sum over its query group; its H2O keeps num_hh heavy hitters by
+topk beside num_recent recent tokens; tova-group is TOVA's score in that
+form), and the OBCache closed forms of docs/SPEC.md section 2, not from
+the C code. It captures a real 512-token
 NIAH trace with the default model, runs `obcache evict --score PRESET
---scores-out` for every preset and both protocols (aware: every prompt
-position a candidate; agnostic: candidates end where the question begins),
-and checks
+--scores-out` for every preset and both protocols (aware: candidates end
+at the question's end, kvpress's query-aware compression of context and
+question, the template tail after it kept; agnostic: candidates end where
+the question begins), and checks
 
 - every per-token score elementwise (relative error <= 1e-5; both sides are
   double, so the error seen is ~1e-13);
@@ -48,10 +54,13 @@ TMP = os.environ.get("OBC_TMP", tempfile.gettempdir())
 SCORE_RTOL = 1e-5
 TIE_RTOL = 1e-9
 
-# name -> (kvpress class, window, pooling, kernel, heads, value_l1, allocation)
+# name -> (kvpress class or published method, window, pooling, kernel, heads, value_l1,
+#          allocation)
 PRESETS = {
-    "h2o": ("ObservedAttentionPress", 0, None, 0, "group", False, "uniform"),
+    "h2o": ("H2O (heavy hitters + recent half)", 0, None, 0, "group-sum", False, "h2o"),
+    "observed-attention": ("ObservedAttentionPress", 0, None, 0, "group", False, "uniform"),
     "tova": ("TOVAPress", 1, None, 0, "layer", False, "uniform"),
+    "tova-group": ("TOVA, OBCache's GQA sum", 1, None, 0, "group-sum", False, "uniform"),
     "preset:snapkv": ("SnapKVPress", 64, "avg", 5, "group", False, "uniform"),
     "snapkv-max7": ("SnapKVPress, max pooling 7 (OBCache authors)", 16, "max", 7, "group", False,
                     "uniform"),
@@ -64,8 +73,9 @@ PRESETS = {
     "knorm": ("KnormPress", 0, None, 0, None, False, "uniform"),
     "keydiff": ("KeyDiffPress", 0, None, 0, None, False, "uniform"),
 }
-PAIRED = ["h2o+obc_vk", "h2o+obc_v", "tova+obc_k", "snapkv+obc_vk", "snapkv-max7+obc_v", "adakv-snapkv+obc_k",
-          "pyramidkv+obc_vk"]
+PAIRED = ["h2o+obc_vk", "h2o+obc_k", "observed-attention+obc_vk", "observed-attention+obc_v",
+          "tova+obc_k", "tova-group+obc_vk", "snapkv+obc_vk", "snapkv-max7+obc_v",
+          "adakv-snapkv+obc_k", "pyramidkv+obc_vk"]
 
 
 def run(args):
@@ -90,7 +100,7 @@ class Trace:
         self.d, self.s = int(a["head_dim"]), int(a["n_prompt"])
         self.scale = float(a["attn_scale"])
         self.rows = {int(p): i for i, p in enumerate(self.f["row_positions"][()])}
-        self.question = int(self.f["spans/question"][()][0])
+        self.question, self.question_end = (int(x) for x in self.f["spans/question"][()])
         self._wo = None
 
     def wo(self):
@@ -163,17 +173,29 @@ def preset_scores(trace, name, n):
                 np.linalg.norm(k, axis=-1) * np.linalg.norm(anchor, axis=-1), 1e-8)
             out[l] = -cos
             continue
-        if press == "ObservedAttentionPress":
-            # kvpress: attention summed over the rows, divided by the n - p
-            # rows that could attend p, mean over the group. The sums over
-            # every prompt row are the capture's (its own reference test,
-            # test_column_sums_reference.py, recomputes them from Q and K);
-            # plane 0 holds the rows before the question (query-agnostic).
-            plane = 0 if n < trace.s else 1
+        if W == 0 and heads is not None:
+            # Column sums over every prompt row: the capture's (its own
+            # reference test, test_column_sums_reference.py, recomputes them
+            # from Q and K); plane 0 holds the rows before the question
+            # (query-agnostic), plane 1 every prompt row. Query-aware sums
+            # end at the question's end: every row's less those of the
+            # template tail's rows [n, s), computed here from the captured
+            # rows as SnapKV's window quantity over them.
+            plane = 0 if n == trace.question else 1
             dataset = "col_attn" if inner == "attn" else "col_" + inner
             sums = trace.f[f"layers/{l:03d}/{dataset}"][plane].astype(np.float64)[:, :n]
-            per_head = sums / np.arange(n, 0, -1, dtype=np.float64)
-            out[l] = per_head.reshape(trace.G, group, n).mean(1)
+            if plane == 1 and n < trace.s:
+                tail = trace.s - n
+                less = window_quantity(K, V, Q, trace.rows, trace.scale, group, trace.s, tail, inner)
+                sums = sums - (less * tail if inner == "attn" else less)
+            if press == "ObservedAttentionPress":
+                # kvpress: divided by the n - p rows that could attend p, mean
+                # over the group.
+                per_head = sums / np.arange(n, 0, -1, dtype=np.float64)
+                out[l] = per_head.reshape(trace.G, group, n).mean(1)
+            else:
+                # H2O: the accumulated sum itself, summed over the group.
+                out[l] = sums.reshape(trace.G, group, n).sum(1)
             continue
         if press == "StreamingLLMPress":
             out[l] = np.where(np.arange(n) < 4, float(n), np.arange(n, dtype=float))[None, :]
@@ -185,6 +207,8 @@ def preset_scores(trace, name, n):
             per_head = np.stack([pool(x, pooling, kernel) for x in per_head])
         if heads == "layer":   # TOVA: mean over all heads, repeated for every KV head
             scores = np.repeat(per_head.mean(0, keepdims=True), trace.G, 0)
+        elif heads == "group-sum":  # OBCache's GQA form: sum over the KV head's group
+            scores = per_head.reshape(trace.G, group, n - W).sum(1)
         else:                  # mean over the KV head's group
             scores = per_head.reshape(trace.G, group, n - W).mean(1)
         out[l] = np.pad(scores, ((0, 0), (0, W)), constant_values=scores.max() + 1)
@@ -295,6 +319,15 @@ def kvpress_keep(scores, name, n, budget):
             order = np.lexsort((positions, heads, -flat))
             mask[l].reshape(-1)[order[:G * n_kept]] = True
             continue
+        if allocation == "h2o":
+            # H2O: the last n_kept // 2 candidates (the recent half), then the
+            # n_kept - n_kept // 2 heavy hitters by score among the others.
+            recent = n_kept // 2
+            for g in range(G):
+                heavy = top(scores[l, g, :n - recent], n_kept - recent)
+                mask[l, g, sorted(heavy)] = True
+                mask[l, g, n - recent:] = True
+            continue
         count = n_kept
         if allocation == "pyramid":
             count = pyramid_budget(n, float(n * keep), W, L, l)
@@ -311,7 +344,7 @@ def read_scores_csv(path, L, G, n):
 
 def compare(trace, trace_path, name, budget, mode, work, report_agreement=False):
     """One preset at one budget and protocol; returns the failures."""
-    n = trace.s if mode == "aware" else trace.question
+    n = trace.question_end if mode == "aware" else trace.question
     keep_path = os.path.join(work, "keep.h5")
     csv_path = os.path.join(work, "scores.csv")
     run([OBCACHE, "evict", trace_path, "--score", name, "--budget", budget, "--mode", mode,
@@ -344,15 +377,27 @@ def compare(trace, trace_path, name, budget, mode, work, report_agreement=False)
         l, g, p = np.unravel_index(int(rel.argmax()), rel.shape)
         failures.append(f"{name} {mode}: score[{l}][{g}][{p}] {got[l, g, p]!r} vs {ref[l, g, p]!r}"
                         f" (rel {worst:.2e})")
+    # The boundary is the lowest kept score of the candidates that compete:
+    # H2O's recent window is kept whatever its score.
+    competing, recent = ref.copy(), 0
+    if parse_name(name)[0][6] == "h2o":
+        keep, tokens = ratio(budget)
+        recent = (keep if tokens else int(n * keep)) // 2
+        if recent:
+            competing[..., n - recent:] = np.inf
     with h5py.File(keep_path, "r") as f:
         mask = f["keep"][()][:, :, :n].astype(bool)
+        recorded = int(f.attrs["recent"])
+    if recorded != recent:
+        failures.append(f"{name} {mode} {budget}: the keep file records recent {recorded}, "
+                        f"expected {recent}")
     want = kvpress_keep(ref, name, n, budget)
     differ = np.argwhere(mask != want)
     ties = 0
     for l, g, p in differ:
-        kept = np.sort(ref[l, g][want[l, g]])
+        kept = np.sort(competing[l, g][want[l, g]])
         boundary = kept[0] if len(kept) else np.inf
-        if abs(ref[l, g, p] - boundary) <= TIE_RTOL * max(abs(boundary), 1e-30):
+        if abs(competing[l, g, p] - boundary) <= TIE_RTOL * max(abs(boundary), 1e-30):
             ties += 1
         else:
             failures.append(f"{name} {mode} {budget}: keep[{l}][{g}][{p}] = {int(mask[l, g, p])}, "
@@ -361,7 +406,8 @@ def compare(trace, trace_path, name, budget, mode, work, report_agreement=False)
             break
     agreement = (mask & want).sum() / want.sum()
     first = f", {first_ties} first-stage ties" if first_ties else ""
-    print(f"{'ok' if not failures else 'FAIL':5} {name:20} {mode:8} {budget:4} max rel {worst:.1e}, "
+    status = "FAIL" if failures else "ok"
+    print(f"{status:5} {name:26} {mode:8} {budget:4} max rel {worst:.1e}, "
           f"{len(differ)} kept positions differ ({ties} at ties{first}), agreement {agreement:.4f}")
     return failures
 

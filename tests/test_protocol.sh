@@ -159,11 +159,14 @@ else
   fail "replay --sweep over protocols: $(tail -3 "$dir/out")"
 fi
 
-# With the model: the sweep re-runs the question for its agnostic sets, one
-# at a time inside the batched call, and gives the cells of --batch 1.
+# With the model: the sweep re-runs what follows the candidates (agnostic:
+# the question on; aware: the template tail after the question), one set at a
+# time inside the batched call, and gives the cells of --batch 1. 96 rows:
+# aware's 64-row window ends at the question's end, 21 positions before the
+# prompt's.
 MODEL=${OBC_MODEL:-}
 if [ -n "$MODEL" ] && [ -f "$MODEL" ]; then
-  if "$OBCACHE" capture --length 128 --depth 50 --haystack kjv --seed 1 --rows 64 --decode 3 \
+  if "$OBCACHE" capture --length 128 --depth 50 --haystack kjv --seed 1 --rows 96 --decode 3 \
     --model "$MODEL" -o "$dir/t128.h5" >"$dir/out" 2>&1; then
     sweep_ok=1
     for b in 1 0; do
@@ -177,15 +180,13 @@ import csv, sys
 one, batched = [list(csv.DictReader(open(p))) for p in sys.argv[1:]]
 assert len(one) == len(batched) == 8
 for a, b in zip(one, batched):
-    # agnostic sets run the same code either way; aware ones batch (rounding).
-    for c in ("score", "budget", "protocol", "tokens", "candidates", "needle_found"):
+    # sets that re-run run the same code either way: the same bits.
+    for c in ("score", "budget", "protocol", "tokens", "candidates", "needle_found", "kl_forced"):
         assert a[c] == b[c], (c, a, b)
-    ka, kb = float(a["kl_forced"]), float(b["kl_forced"])
-    assert ka >= 0 and abs(ka - kb) <= 0.01 * ka + 1e-4, (ka, kb)
-    if a["protocol"] == "agnostic":
-        assert a["kl_forced"] == b["kl_forced"], (a, b)
+    assert float(a["kl_forced"]) >= 0, a
+# agnostic: the context before the question [90, 107); aware: up to its end.
 assert {r["candidates"] for r in one if r["protocol"] == "agnostic"} == {"90"}
-assert {r["candidates"] for r in one if r["protocol"] == "aware"} == {"128"}
+assert {r["candidates"] for r in one if r["protocol"] == "aware"} == {"107"}
 EOF
     then
       pass "model sweep under agnostic and aware: --batch 1 and batched give the same cells"

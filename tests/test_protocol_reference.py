@@ -1,16 +1,19 @@
-"""The agnostic query protocol of model replay against the independent NumPy
+"""The query protocols of model replay against the independent NumPy
 reference model (tests/reference_model.py): on a short NIAH capture of the
 real SmolLM2 model (OBC_MODEL), `obcache evict --protocol agnostic` keeps a
 seeded random set of the context positions before the question; `obcache
 replay --keep --save-logits` then re-runs the question and template tail
-against that compressed cache and decodes teacher-forced. The reference
-computes the same thing from its definition: one forward pass over the
-prompt and the teacher-forced tokens at position ids 0, 1, ..., in which
-the context positions attend causally to the whole context (the context is
-compressed after its own prefill) and every later position attends to the
-kept context positions of its KV head and to all earlier positions from the
-question on. Its logits at the last prompt position (the first answer
-token) and at each teacher-forced step must equal the replay's.
+against that compressed cache and decodes teacher-forced. `--protocol
+aware` compresses context and question together, as kvpress does: its
+candidates end at the question's end, the template tail and answer prefix
+after it are all kept and re-run the same way. The reference computes the
+same thing from its definition: one forward pass over the prompt and the
+teacher-forced tokens at position ids 0, 1, ..., in which the compressed
+segment's positions attend causally to the whole segment (it is compressed
+after its own prefill) and every later position attends to the kept
+segment positions of its KV head and to all earlier positions after the
+segment. Its logits at the last prompt position (the first answer token)
+and at each teacher-forced step must equal the replay's.
 
 Pass criteria: max relative error <= 1e-4 on every compared row, relative =
 max|C - ref| / max|ref|, and the same argmax. The bound is the one
@@ -62,7 +65,7 @@ def reference(weights, tokens, n_prompt, begin, keep, forced):
     n = len(ids)
     n_layers, n_kv = keep.shape[0], keep.shape[1]
     allowed = np.tril(np.ones((n, n), dtype=bool))[None, None].repeat(n_layers, 0).repeat(n_kv, 1)
-    # Queries from the question on see only the kept context keys.
+    # Queries after the compressed segment [0, begin) see only its kept keys.
     allowed[:, :, begin:, :begin] &= keep[:, :, None, :begin].astype(bool)
     logits = reference_model.forward(weights, ids, allowed)
     return logits[n_prompt - 1:]
@@ -98,30 +101,38 @@ def main():
             question = f["spans"]["question"][()]  # [begin, end)
             n_decode = f["logits"].shape[0]
         n_prompt = len(tokens) - n_decode
-        begin = int(question[0])
         weights = reference_model.load(model)
         vocab = weights.tensors["lm_head"].shape[0]
+        assert int(question[1]) < n_prompt, "the trace has a template tail after the question"
         for label, budget, protocol, equal in [
                 ("agnostic, random 25%", "25%", "agnostic", True),
                 ("agnostic, every context position kept", "100%", "agnostic", True),
+                ("aware, random 25%", "25%", "aware", True),
                 ("agnostic-captured, random 25%", "25%", "agnostic-captured", False)]:
+            # The compressed segment ends at the question's begin, or its end.
+            begin = int(question[1] if protocol == "aware" else question[0])
             keep_path = os.path.join(scratch, "keep.h5")
             run("evict", trace, "--score", "random", "--seed", "7", "--budget", budget,
                 "--protocol", protocol, "-o", keep_path)
             with h5py.File(keep_path, "r") as f:
                 keep = f["keep"][()]
-            assert keep[:, :, begin:].all(), "the question and tail are kept"
+                candidates = int(f.attrs["n_candidates"])
+            if candidates != begin or not keep[:, :, begin:].all():
+                print(f"FAIL {label}: candidates {candidates} (expected {begin}), "
+                      f"everything after them kept: {bool(keep[:, :, begin:].all())}")
+                ok = False
+                continue
             out = os.path.join(scratch, "replay")
             got, forced = replay_logits(trace, keep_path, model, out)
             ref = reference(weights, tokens, n_prompt, begin, keep, forced)
             got = got.reshape(-1, vocab)
-            if protocol != "agnostic":  # no re-run: the teacher-forced rows only
+            if protocol == "agnostic-captured":  # no re-run: the teacher-forced rows only
                 ref = ref[1:]
             if got.shape != ref.shape:
                 print(f"FAIL {label}: logits {got.shape}, reference {ref.shape}")
                 ok = False
                 continue
-            ok = compare(label, got, ref, equal, 0 if protocol == "agnostic" else 1) and ok
+            ok = compare(label, got, ref, equal, 1 if protocol == "agnostic-captured" else 0) and ok
     print("protocol reference:", "ok" if ok else "FAILED")
     return 0 if ok else 1
 

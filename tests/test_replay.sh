@@ -207,7 +207,7 @@ if [ -n "$MODEL" ] && [ -f "$MODEL" ]; then
     "hint: a synthetic trace (obcache synth) has no model to replay with; replay it with --offline)" \
     "$OBCACHE" replay "$T" --model "$MODEL" --budget 10
   # Model replay onto a full disk: no empty replay folder left.
-  if "$OBCACHE" capture --length 128 --depth 50 --haystack kjv --seed 1 --rows 16 --decode 3 \
+  if "$OBCACHE" capture --length 128 --depth 50 --haystack kjv --seed 1 --rows 48 --decode 3 \
       --model "$MODEL" -o "$dir/t128.h5" >"$dir/out" 2>&1; then
     expect_nothing_left "model replay, disk full at once" 0 \
       "$OBCACHE" replay "$dir/t128.h5" --model "$MODEL" --budget 10% --protocol aware \
@@ -274,15 +274,16 @@ EOF
     fail "replay --sweep: the KL table and replay_sweep.csv round differently"
   fi
   # The answer-aware oracle keeps what the later digits of the needle need
-  # (docs/SCIENCE.md, "The oracle"): on a 768-token KJV trace, 10% (floor(76.8)
-  # = 76 positions) chosen by oracle@T reproduces the value (teacher-forced KL
-  # ~1e-3 nats, far from any rounding flip), and the replay reports the KL of
-  # every decode step.
+  # (docs/SCIENCE.md, "The oracle"): on a 768-token KJV trace, 10% of the
+  # 747 candidates (floor(74.7) = 74 positions) chosen by oracle@T reproduces
+  # the value (teacher-forced KL ~2e-2 nats, far from any rounding flip; the
+  # tail after the question is re-run against the kept set, so what follows
+  # the value may differ), and the replay reports the KL of every decode step.
   if "$OBCACHE" capture --length 768 --depth 50 --haystack kjv --seed 1 --rows 64 --decode 12 \
       --model "$MODEL" -o "$dir/t768.h5" >"$dir/out" 2>&1 &&
     "$OBCACHE" evict "$dir/t768.h5" --score oracle --oracle T --budget 10% --protocol aware \
       -o "$dir/keepT.h5" \
-      >"$dir/out" && grep -q "oracle@T, budget 76 of 768" "$dir/out" &&
+      >"$dir/out" && grep -q "oracle@T, budget 74 of 747" "$dir/out" &&
     "$OBCACHE" replay "$dir/t768.h5" --keep "$dir/keepT.h5" --model "$MODEL" -o "$dir/rT" \
       >"$dir/out" && grep -q "needle found, prefix 7 of 7" "$dir/out" &&
     [ "$(wc -l <"$dir/rT/replay_steps.csv")" -eq 13 ] &&
@@ -291,7 +292,7 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 steps = r["kl_forced_steps"]
 assert len(steps) == 12 and abs(sum(steps) / 12 - r["kl_forced_mean"]) <= 1e-9 * max(1.0, r["kl_forced_mean"])
-assert r["kl_forced_mean"] < 0.05 and r["first_divergence"] == 0 and "kl_free_mean" not in r
+assert r["kl_forced_mean"] < 0.05 and "kl_free_mean" not in r
 EOF
   then
     pass "oracle@T at 10% of a 768-token KJV trace keeps the needle: $(grep -m1 'evicted:' "$dir/out")"

@@ -56,10 +56,10 @@ def check(name, ok, detail=""):
     return ok
 
 
-def dump(task, length, seed, plain=False):
+def dump(task, length, seed, plain=False, space=False):
     args = [DUMP, "--model", MODEL, "--task", task, "--length", str(length), "--seed", str(seed)]
-    out = subprocess.run(args + (["--no-chat-template"] if plain else []), check=True,
-                         capture_output=True, text=True).stdout
+    args += (["--no-chat-template"] if plain else []) + (["--answer-space"] if space else [])
+    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
 
@@ -133,7 +133,7 @@ def check_context(task, sample, context, query, label):
     return real
 
 
-def check_tokens(sample, reference, fast, meta, length, context, plain, label):
+def check_tokens(sample, reference, fast, meta, length, context, plain, space, label):
     ids = sample["ids"]
     if plain:
         text = sample["user"] + " " + sample["answer_prefix"]
@@ -141,7 +141,9 @@ def check_tokens(sample, reference, fast, meta, length, context, plain, label):
     else:
         rendered = fast.apply_chat_template([{"role": "user", "content": sample["user"]}], tokenize=False,
                                             add_generation_prompt=True)
-        text = rendered + sample["answer_prefix"]
+        # kvpress's RULER data drop the answer prefix's leading space; RULER's
+        # model_template + answer_prefix keeps it (--answer-prefix-space keep).
+        text = rendered + (" " if space else "") + sample["answer_prefix"]
         want = reference.encode(text, add_special_tokens=False).ids
     check(f"{label}: the reference tokenizer gives the ids", want == ids,
           f"lengths {len(want)} / {len(ids)}")
@@ -158,7 +160,7 @@ def check_tokens(sample, reference, fast, meta, length, context, plain, label):
           repr(decode("context")[-40:]))
     question = sample["user"][sample["user"].rindex("\n") + 1:]
     check(f"{label}: the question span", decode("question") == question, repr(decode("question")))
-    want_answer = (" " if plain else "") + sample["answer_prefix"]
+    want_answer = (" " if plain or space else "") + sample["answer_prefix"]
     check(f"{label}: the answer_prefix span ends the prompt",
           decode("answer_prefix") == want_answer and spans["answer_prefix"][1] == len(ids))
     return spans, decode
@@ -190,17 +192,18 @@ def main():
     fast = PreTrainedTokenizerFast(tokenizer_object=reference, bos_token=meta["tokens"][meta["bos"]],
                                    eos_token=meta["tokens"][meta["eos"]])
     fast.chat_template = meta["chat_template"]
-    runs = [(length, seed, False) for length in (512, 1024, 2048) for seed in (1, 2)]
-    runs += [(1024, 3, True)]
+    runs = [(length, seed, False, False) for length in (512, 1024, 2048) for seed in (1, 2)]
+    runs += [(1024, 3, True, False), (1024, 4, False, True)]
     for task in TASKS:
-        for length, seed, plain in runs:
-            label = f"{task} L{length} s{seed}{' plain' if plain else ''}"
-            sample = dump(task, length, seed, plain)
+        for length, seed, plain, space in runs:
+            label = f"{task} L{length} s{seed}{' plain' if plain else ''}{' space' if space else ''}"
+            sample = dump(task, length, seed, plain, space)
             context, query = parse_user(task, sample, label)
             if context is None:
                 continue
             real = check_context(task, sample, context, query, label)
-            spans, decode = check_tokens(sample, reference, fast, meta, length, context, plain, label)
+            spans, decode = check_tokens(sample, reference, fast, meta, length, context, plain, space,
+                                         label)
             check_marks(real if TASKS[task][0] != "needle" else
                         [kv for kv in real if kv[0] == query], spans, decode, context, label)
         a, b = dump(task, 1024, 1), dump(task, 1024, 2)

@@ -1,7 +1,8 @@
 /* Check suite of capture/ruler_task.c, the frame around RULER's task texts,
  * with the default model's tokenizer (OBC_MODEL): the task table, the length
  * search (the size found fits with tokens_to_generate and the next one does
- * not, checked against the generator and the tokenizer directly), the essay
+ * not, checked against the generator and the tokenizer directly; fwe's
+ * size RULER's steps, replayed the same way), the essay
  * needles at RULER's depths, the one-line
  * failure when nothing fits, the chat template, and determinism (the same
  * inputs give the same ids, another seed another prompt). */
@@ -90,6 +91,42 @@ START_TEST(test_the_size_found_fits_and_the_next_does_not) {
                     s.size, next, budget);
       ck_assert_uint_eq(s.next_tokens, next);
       ck_assert(s.prompt.boundary_consistent);
+      ruler_sample_free(&s);
+    }
+}
+END_TEST
+
+/* fwe's size as RULER's freq_words_extraction.py fits it, replayed with the
+ * generator and the tokenizer directly: from max_len // 6 words, grow by
+ * max_len // 32 while the run's sample is under max_len, step back once, then
+ * step down while this sample is over it. */
+static size_t ruler_fwe_size(size_t length, uint64_t seed, uint64_t run_seed) {
+  const RulerTask *task = ruler_task_find("fwe");
+  size_t max_len = length - task->tokens_to_generate, incremental = max_len / 32;
+  size_t words = max_len / 6;
+  while (plain_tokens_at(task, length, run_seed, words) < max_len) words += incremental;
+  words -= incremental;
+  while (plain_tokens_at(task, length, seed, words) > max_len) words -= incremental;
+  return words;
+}
+
+START_TEST(test_fwe_fits_in_rulers_steps_once_per_run) {
+  static const size_t lengths[] = {600, 1500, 4096};
+  static const uint64_t runs[][2] = {{3, 3}, {3, 11}, {5, 11}}; /* (seed, run seed) */
+  const RulerTask *task = ruler_task_find("fwe");
+  for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++)
+    for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+      RulerOptions o = options_plain();
+      o.run_seed = runs[r][1];
+      o.has_run_seed = true;
+      RulerSample s;
+      build_ok("fwe", lengths[i], runs[r][0], &o, &s);
+      size_t want = ruler_fwe_size(lengths[i], runs[r][0], runs[r][1]);
+      ck_assert_msg(s.size == want, "fwe at %zu, seed %llu, run seed %llu: size %zu, RULER's %zu",
+                    lengths[i], (unsigned long long)runs[r][0], (unsigned long long)runs[r][1],
+                    s.size, want);
+      ck_assert_uint_le(s.prompt.n_tokens, lengths[i] - task->tokens_to_generate);
+      ck_assert_uint_eq(plain_tokens_at(task, lengths[i], runs[r][0], s.size), s.prompt.n_tokens);
       ruler_sample_free(&s);
     }
 }
@@ -239,6 +276,7 @@ static Suite *ruler_task_suite(void) {
   tcase_set_timeout(frame, TEST_TIMEOUT_S);
   tcase_add_test(frame, test_the_table_lists_rulers_niah_tasks_in_order);
   tcase_add_test(frame, test_the_size_found_fits_and_the_next_does_not);
+  tcase_add_test(frame, test_fwe_fits_in_rulers_steps_once_per_run);
   tcase_add_test(frame, test_a_length_nothing_fits_fails_with_one_line);
   tcase_add_test(frame, test_the_chat_template_counts_toward_the_length);
   tcase_add_test(frame, test_same_inputs_same_ids_other_seed_other_prompt_consistent_cuts);

@@ -11,7 +11,7 @@ set -u
 [ -r "$OBC_MODEL" ] || { echo "SKIP: no model at $OBC_MODEL (run scripts/setup.sh)"; exit 0; }
 scratch sweep_plan
 
-grid=(--lengths 160 --depths 0,100 --haystack noise --decode 2 --rows 16)
+grid=(--lengths 160 --depths 0,100 --haystack noise --decode 2 --rows 48)
 "$OBCACHE" sweep "${grid[@]}" --plan -o "$dir/s" > "$dir/plan.txt"
 check "sweep --plan writes a plan of 2 cells and nothing else" \
   eval '[ -s "$dir/s/plan.json" ] && [ ! -e "$dir/s/cells" ] && grep -q "2 cells" "$dir/plan.txt"'
@@ -47,10 +47,10 @@ check "--shard 0/2 runs the rest and the merge succeeds" test $? -eq 0
 "$OBCACHE" sweep "$dir/s" > "$dir/again.txt" 2>&1
 check "running a finished plan again runs nothing" grep -q "0 ran, 2 already done" "$dir/again.txt"
 fails "another plan in the same folder" "another plan" \
-  sweep --lengths 160 --depths 0,50 --haystack noise --decode 2 --rows 16 -o "$dir/s"
+  sweep --lengths 160 --depths 0,50 --haystack noise --decode 2 --rows 48 -o "$dir/s"
 
 # Two processes on the same cell: one runs it, the other leaves it alone.
-"$OBCACHE" sweep --lengths 160 --depths 50 --haystack noise --decode 2 --rows 16 --plan \
+"$OBCACHE" sweep --lengths 160 --depths 50 --haystack noise --decode 2 --rows 48 --plan \
   -o "$dir/two" > /dev/null
 "$OBCACHE" sweep "$dir/two" --cell 0 > "$dir/two1.txt" 2>&1 &
 first=$!

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# One change per pairing (evict/preset.h): PRESET+obc_v|obc_k|obc_vk differs
+# from PRESET only in the score. The swap PRESET+attn runs the pairing's
+# code path with the baseline's own attention as its term; on a synthetic
+# trace with every prompt row and the column sums, for every preset that
+# pairs, both protocols, two budgets and with protected spans, it keeps
+# exactly PRESET's set (the keep files' masks are equal), and PRESET+obc_vk
+# records the same budget, window, recent window, sinks and allocation as
+# PRESET. h2o's recent window is k / 2 of the k kept (the keep file's
+# recent attribute, and evict's summary line), and its keep file replays.
+set -u
+. "$(dirname "$0")/lib.sh"
+OBCACHE=${OBCACHE:?set OBCACHE to the obcache binary}
+scratch presets_swap
+export OMP_WAIT_POLICY=passive
+
+TRACE=$dir/t.h5 # 256 rows of 256 positions, column sums: every preset's rows
+"$OBCACHE" synth --layers 4 --prompt 256 --rows 256 --column-sums --decode 2 --seed 5 \
+  -o "$TRACE" >/dev/null || fatal "synth"
+
+# same_keep A B: the masks of two keep files are equal, and their policy
+# attributes other than the score.
+same_keep() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+import h5py
+import numpy as np
+a, b = (h5py.File(p, "r") for p in sys.argv[1:3])
+if not np.array_equal(a["keep"][()], b["keep"][()]):
+    sys.exit(f"masks differ at {int((a['keep'][()] != b['keep'][()]).sum())} positions")
+for key in ("budget", "n_candidates", "window", "recent", "sinks", "allocation", "protocol"):
+    x, y = a.attrs[key], b.attrs[key]
+    if np.asarray(x).tobytes() != np.asarray(y).tobytes():
+        sys.exit(f"attribute {key}: {x!r} vs {y!r}")
+PY
+}
+
+for preset in h2o observed-attention tova tova-group preset:snapkv snapkv-max7 pyramidkv \
+  adakv-snapkv; do
+  for mode in aware agnostic; do
+    for case in "10%" "30%" "25% --protect needle"; do
+      # shellcheck disable=SC2086 # the case's words are options
+      set -- --budget $case --protocol "$mode"
+      if "$OBCACHE" evict "$TRACE" --score "$preset" "$@" -o "$dir/base.h5" >/dev/null \
+        2>"$dir/err" &&
+        "$OBCACHE" evict "$TRACE" --score "$preset+attn" "$@" -o "$dir/swap.h5" >/dev/null \
+          2>>"$dir/err" &&
+        "$OBCACHE" evict "$TRACE" --score "$preset+obc_vk" "$@" -o "$dir/pair.h5" >/dev/null \
+          2>>"$dir/err" &&
+        same_keep "$dir/base.h5" "$dir/swap.h5" 2>>"$dir/err" &&
+        python3 -c "import h5py,sys; a,b=(h5py.File(p,'r') for p in sys.argv[1:3]); \
+sys.exit(any(a.attrs[k].tobytes()!=b.attrs[k].tobytes() for k in \
+('budget','window','recent','sinks','allocation','protocol')))" "$dir/base.h5" "$dir/pair.h5" \
+          2>>"$dir/err"; then
+        pass "$preset $mode $case: +attn keeps its set, +obc_vk its knobs"
+      else
+        fail "$preset $mode $case: $(tail -3 "$dir/err")"
+      fi
+    done
+  done
+done
+
+# h2o's recent window: k / 2 of the k = floor(248 x 0.3) = 74 kept (agnostic:
+# 248 candidates before the question), in the keep file and the summary.
+if "$OBCACHE" evict "$TRACE" --score h2o --budget 30% -o "$dir/h.h5" >"$dir/out" 2>"$dir/err" &&
+  grep -q "budget 74 of 248 candidates (uniform, agnostic, window 0, recent 37," "$dir/out" &&
+  python3 -c "import h5py,sys; f=h5py.File(sys.argv[1],'r'); k=f['keep'][()][:, :, :248]; \
+sys.exit(not (int(f.attrs['recent'])==37 and k[:, :, 248-37:].all() and (k.sum(-1)==74).all()))" \
+    "$dir/h.h5" &&
+  "$OBCACHE" replay --offline "$TRACE" --keep "$dir/h.h5" -o "$dir/r" >/dev/null 2>"$dir/err"; then
+  pass "h2o keeps the last 37 of its 74 as the recent window, recorded, printed, read back"
+else
+  fail "h2o's recent window: $(cat "$dir/out" "$dir/err")"
+fi
+expect_refused "+attn only on a preset that pairs" "knorm has no attention score to replace" \
+  "$OBCACHE" evict "$TRACE" --score knorm+attn --budget 40% -o "$dir/k.h5"
+
+finish
