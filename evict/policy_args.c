@@ -91,7 +91,9 @@ void evict_policy_options(EvictPolicy *p, bool *sinks_given, bool *recent_given,
           "like oracle, it sees the answer). oracle@1, oracle@T, oracle@a-b, decode_attn@a-b name "
           "the steps directly. Presets, one published method each (evict/preset.h): h2o, tova, "
           "preset:snapkv, snapkv-max7, pyramidkv, adakv-snapkv, preset:vatp, preset:streaming, "
-          "knorm, keydiff; PRESET+obc_v|obc_k|obc_vk puts OBCache's score inside one",
+          "criticalkv-snapkv, knorm, keydiff, expected_attention, adakv-vatp, criticalkv-adakv; "
+          "PRESET+obc_v|obc_k|obc_vk puts "
+          "OBCache's score inside one",
           .show = show_score),
       OBC_OPT_CUSTOM(
           "--oracle", "1|T|N|a-b", p, parse_steps,
