@@ -77,16 +77,19 @@ set style fill solid 1.0 noborder
 # A policy of `obcache eval` ("preset:snapkv", "tova+obc_vk", "oracle@T") takes
 # the colour of the score it adds ("+obc_vk": obc_vk's purple), else of its
 # base method (snapkv's; TOVA ranks by the last query's attention: attn's;
-# H2O by accumulated attention: attn2's), and the point type of its base
-# method, so a method and its "+obc" twin share their points and differ in
-# colour. The protocol sets the dash (agnostic solid).
+# H2O by accumulated attention: attn2's; the value-aware AdaKV baselines:
+# adakv-vatp vatp's, criticalkv-* an olive of their own), and the point type
+# of its base method, so a method and its "+obc" twin share their points and
+# differ in colour. The protocol sets the dash (agnostic solid).
 policy_rest(p) = p[1:7] eq "preset:" ? p[8:*] : p
 policy_plus(p) = strstrt(policy_rest(p), "+")
 policy_base(p) = policy_plus(p) > 0 ? substr(policy_rest(p), 1, policy_plus(p) - 1) : policy_rest(p)
 policy_added(p) = policy_plus(p) > 0 ? substr(policy_rest(p), policy_plus(p) + 1, strlen(policy_rest(p))) : ""
 base_colour(b) = b eq "tova" ? score_colour("attn") : b eq "h2o" ? score_colour("attn2") : \
+  b eq "adakv-vatp" ? score_colour("vatp") : b[1:10] eq "criticalkv" ? "#6b8e23" : \
   b eq "streaming" ? "#bcbd22" : b eq "random" ? "#aaaaaa" : score_colour(b)
-base_point(b) = b eq "tova" ? score_point("attn") : b eq "h2o" ? score_point("attn2") : score_point(b)
+base_point(b) = b eq "tova" ? score_point("attn") : b eq "h2o" ? score_point("attn2") : \
+  b eq "adakv-vatp" ? score_point("vatp") : b[1:10] eq "criticalkv" ? 14 : score_point(b)
 policy_colour(p) = p[1:6] eq "oracle" ? "#000000" : (policy_added(p) ne "" ? score_colour(policy_added(p)) : base_colour(policy_base(p)))
 policy_point(p) = p[1:6] eq "oracle" ? 1 : base_point(policy_base(p))
 policy_width(p) = p[1:6] eq "oracle" ? 3.5 : (policy_added(p) ne "" ? 2.5 : 1.8)
