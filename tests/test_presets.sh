@@ -112,11 +112,13 @@ if [ -n "$MODEL" ] && [ -e "$MODEL" ]; then
     --model "$MODEL" -o "$REAL" >/dev/null 2>&1 || fatal "capture with the model"
   for score in criticalkv-snapkv criticalkv-adakv+obc_k; do
     "$OBCACHE" replay --sweep "$REAL" --no-model --scores "$score" --budgets 10%,40% \
-      --model "$MODEL" -o "$dir/csweep" >/dev/null 2>"$dir/err" || fail "$score sweep: $(cat "$dir/err")"
+      --model "$MODEL" -o "$dir/csweep" >/dev/null 2>"$dir/err" ||
+      fail "$score sweep: $(cat "$dir/err")"
     for budget in 10% 40%; do
       if "$OBCACHE" evict "$REAL" --score "$score" --budget "$budget" --model "$MODEL" \
         -o "$dir/ck.h5" >/dev/null 2>"$dir/err" &&
-        "$OBCACHE" replay --offline "$REAL" --keep "$dir/ck.h5" -o "$dir/cr" >/dev/null 2>>"$dir/err" &&
+        "$OBCACHE" replay --offline "$REAL" --keep "$dir/ck.h5" -o "$dir/cr" >/dev/null \
+          2>>"$dir/err" &&
         python3 -c "import csv,json,sys; \
 row=[r for r in csv.DictReader(open(sys.argv[1])) if r['budget']==sys.argv[3]][0]; \
 off=json.load(open(sys.argv[2]))['overall']['rel_error']; \

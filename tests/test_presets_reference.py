@@ -25,7 +25,14 @@ the budget's final score, and the reference computes it from the SnapKV
 score and W_o read from the GGUF file with the `gguf` package (dequantised
 by gguf.quants, not by obcache). A position whose SnapKV score ties the
 first stage's boundary within 1e-9 may fall on either side of it; such
-positions are allowed and counted.
+positions are allowed and counted. criticalkv-adakv follows
+CriticalAdaKVPress.compress step by step (safeguard, head budgets, the two
+stages inside each head's budget): its final scores, every head's budget
+and the kept sets are compared.
+
+adakv-vatp is VATP (arXiv 2406.12335: the method's own token score times
+||v_p||_1) on AdaKV(SnapKV): SnapKV's pooled score times the value's l1
+norm, the window's max+1 after, AdaKV's selection.
 
 With --trace PATH --score S --budget B --mode M it compares one preset on a
 given trace and prints the share of kept positions that agree with the
