@@ -325,10 +325,12 @@ int evict_preset_pyramid_budget(const EvictPolicy *p, size_t n, size_t window, s
 /* The raw score of query head j of the KV head in h over the window's rows
  * n-W..n-1, for columns [0, n - W): out (n - W). Per row t: z_p = scale
  * q_t.k_p and A_tp = softmax over p in [0, t]; the output o_t = sum_p A_tp
- * v_p is recomputed the same way. attn is the mean over the rows (kvpress),
- * the OBCache terms their sum (SPEC.md section 2), and the swap the sum of
- * A_tp on the OBCache terms' path (W x attn, the same ranking). z: scratch
- * (n). */
+ * v_p is recomputed the same way. Every term is the mean over the rows:
+ * attn as kvpress takes it, the OBCache terms (SPEC.md section 2, sums over
+ * the rows) divided by W, so that a pairing scores on its baseline's scale
+ * (a constant factor, the same ranking, except where a method adds a
+ * constant to the score: CriticalKV's epsilon), and the swap A_tp / W on
+ * the OBCache terms' path, bit for bit attn's. z: scratch (n). */
 static void attention_scores(const OracleHead *h, const TraceMeta *meta, size_t j, size_t n,
                              size_t W, EvictPresetInner inner, const double *v_sq, double *z,
                              double *out) {
@@ -368,10 +370,12 @@ static void attention_scores(const OracleHead *h, const TraceMeta *meta, size_t 
         dd += (v[c] - o[c]) * (v[c] - o[c]);
       }
       double value = a * a * vv, key = (a * z[p]) * (a * z[p]) * dd;
-      out[p] += inner == EVICT_PRESET_INNER_OBC_V   ? value
-                : inner == EVICT_PRESET_INNER_OBC_K ? key
-                : inner == EVICT_PRESET_INNER_SWAP  ? a
-                                                    : value + key + 2.0 * a * a * z[p] * (vv - vo);
+      double term = inner == EVICT_PRESET_INNER_OBC_V   ? value
+                    : inner == EVICT_PRESET_INNER_OBC_K ? key
+                    : inner == EVICT_PRESET_INNER_SWAP
+                        ? a
+                        : value + key + 2.0 * a * a * z[p] * (vv - vo);
+      out[p] += term / (double)W;
     }
   }
 }
@@ -562,8 +566,7 @@ static int aware_h2o_scores(TraceReader *reader, const EvictPolicy *p, size_t n,
       for (size_t j = 0; j < group; j++) {
         double *dst = less + (g * group + j) * n;
         attention_scores(&h.data, meta, j, n_prompt, tail, inner, v_sq, z, dst);
-        if (inner == EVICT_PRESET_INNER_ATTN) /* attention_scores' mean over the rows */
-          for (size_t q = 0; q < n; q++) dst[q] *= (double)tail;
+        for (size_t q = 0; q < n; q++) dst[q] *= (double)tail; /* its mean, as the sum */
       }
     }
     if (!rc)

@@ -213,6 +213,10 @@ def preset_scores(trace, name, n):
             out[l] = np.where(np.arange(n) < 4, float(n), np.arange(n, dtype=float))[None, :]
             continue
         per_head = window_quantity(K, V, Q, trace.rows, trace.scale, group, n, W, inner)
+        if inner != "attn":
+            # a pairing scores on its baseline's scale: the mean over the
+            # window's rows, as kvpress's attention (CriticalKV adds 1e-4)
+            per_head = per_head / W
         if pooling:
             per_head = np.stack([pool(x, pooling, kernel) for x in per_head])
         if value_l1:
