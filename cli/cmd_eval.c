@@ -338,7 +338,8 @@ static int run_plan(const char *dir, const SweepPlan *plan, const EvalArgs *give
   Model *model = NULL;
   if (!rc && n) rc = load_model(plan, given->model_path, a.weights, &model);
   if (!rc && n) rc = eval_config_check(&a.config, model);
-  if (!rc && n) a.config.base.model = model->path; /* the W_o of criticalkv-snapkv */
+  if (!rc && n)
+    a.config.base.model = model->path; /* the W_o of criticalkv-snapkv, criticalkv-adakv */
   EvalRunner runner;
   if (!rc && n && !(rc = eval_runner_open(&runner, model, &a.config, n))) {
     rc = sweep_run_cells(eval_run_sample, &runner, plan, dir, &selection, ids, n, &counts);

@@ -50,7 +50,10 @@ static const char *usage =
     "  keydiff       keys least like the mean key\n"
     "  expected_attention  kvpress ExpectedAttention: the pre-RoPE query statistics'\n"
     "                mean and covariance under the next 512 positions' mean RoPE,\n"
-    "                group mean, x ||v||_2, 4 sinks\n";
+    "                group mean, x ||v||_2, 4 sinks\n"
+    "  adakv-vatp    AdaKV with VATP's score: SnapKV's (pooled) x ||v||_1\n"
+    "  criticalkv-adakv  kvpress CriticalAdaKV around SnapKV: AdaKV's head budgets,\n"
+    "                CriticalKV's two stages inside each (reads --model)\n";
 
 /* The scores (n_layers, n_kv_heads, n_candidates) as CSV through a pending file. */
 static int write_scores(const char *path, const EvictKeepSet *keep, const double *scores) {
@@ -77,12 +80,12 @@ int cmd_evict(int argc, char **argv) {
       OBC_OPT_TEXT(
           "--scores-out", "FILE.csv", &scores_path,
           "also write the scores the policy selected from: layer,kv_head,position,score for every "
-          "candidate (criticalkv-snapkv: the budget's final scores, DBL_MAX for its first stage)"),
-      OBC_OPT_TEXT(
-          "--model", "M", &policy.model,
-          "GGUF file or HF folder whose attention output projection criticalkv-snapkv reads (the "
-          "model that captured TRACE)",
-          .default_text = MODEL_DEFAULT_TEXT),
+          "candidate (criticalkv-snapkv: the budget's final scores, DBL_MAX for its first stage; "
+          "criticalkv-adakv: DBL_MAX for every kept position)"),
+      OBC_OPT_TEXT("--model", "M", &policy.model,
+                   "GGUF file or HF folder whose attention output projection criticalkv-snapkv and "
+                   "criticalkv-adakv read (the model that captured TRACE)",
+                   .default_text = MODEL_DEFAULT_TEXT),
       OBC_OPTION_HEADING(""),
   };
   ObcOption policy_options[EVICT_POLICY_N_OPTIONS];

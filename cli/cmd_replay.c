@@ -135,8 +135,8 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
                    "kept positions from obcache evict (else the policy options); not with "
                    "--sweep"),
       OBC_OPT_TEXT("--model", "M", &a->model_path,
-                   "GGUF file or HF folder (also the W_o of --score criticalkv-snapkv, "
-                   "--no-model or not)",
+                   "GGUF file or HF folder (also the W_o of --score criticalkv-snapkv and "
+                   "criticalkv-adakv, --no-model or not)",
                    .default_text = MODEL_DEFAULT_TEXT),
       MODEL_WEIGHTS_OPTION(&a->weights),
       OBC_OPT_SIZE("--steps", "T", &a->steps,

@@ -99,7 +99,8 @@ void evict_policy_options(EvictPolicy *p, bool *sinks_given, bool *recent_given,
           "the steps directly. Presets, one published method each (evict/preset.h): h2o (the H2O "
           "paper's, with its recent half), observed-attention (kvpress's H2O), tova, tova-group, "
           "preset:snapkv, snapkv-max7, pyramidkv, adakv-snapkv, criticalkv-snapkv, preset:vatp, "
-          "preset:streaming, knorm, keydiff, expected_attention; PRESET+obc_v|obc_k|obc_vk puts "
+          "preset:streaming, knorm, keydiff, expected_attention, adakv-vatp, criticalkv-adakv; "
+          "PRESET+obc_v|obc_k|obc_vk puts "
           "OBCache's score inside one",
           .show = show_score),
       OBC_OPT_CUSTOM(

@@ -55,7 +55,7 @@ typedef struct {
   PresetHeads heads;
   bool row_mean;    /* SOURCE_COLUMN_SUMS: each sum / the rows that saw p (kvpress) */
   bool recent_half; /* of the k kept, the last k / 2 candidates outright (H2O) */
-  bool value_l1;    /* the attention times ||v_p||_1 (VATP) */
+  bool value_l1;    /* the pooled score times ||v_p||_1 (VATP), before the window's max+1 */
   bool pairs;       /* takes +obc_v|obc_k|obc_vk */
   size_t sinks;     /* first positions kept (SOURCE_POSITION, SOURCE_EXPECTED) */
   EvictAllocation allocation;
@@ -147,6 +147,25 @@ static const Preset presets[] = {
     {.name = "knorm", .source = SOURCE_KEY_NORM},
     {.name = "keydiff", .source = SOURCE_KEY_DIFF},
     {.name = "expected_attention", .source = SOURCE_EXPECTED, .sinks = TRACE_QSTATS_FIRST_ROW},
+    /* The paper's value-aware baselines (its Fig. 4), on AdaKV. */
+    {.name = "adakv-vatp",
+     .source = SOURCE_ATTENTION,
+     .window = 64,
+     .pool = POOL_AVG,
+     .kernel = 5,
+     .heads = HEADS_GROUP_MEAN,
+     .value_l1 = true,
+     .pairs = true,
+     .allocation = EVICT_ALLOC_ADAKV},
+    {.name = "criticalkv-adakv",
+     .source = SOURCE_ATTENTION,
+     .window = 64,
+     .pool = POOL_AVG,
+     .kernel = 5,
+     .heads = HEADS_GROUP_MEAN,
+     .pairs = true,
+     .allocation = EVICT_ALLOC_ADAKV,
+     .critical = true},
 };
 enum { N_PRESETS = sizeof presets / sizeof presets[0] };
 
@@ -155,7 +174,8 @@ static const char *const inner_names[] = {"", "obc_v", "obc_k", "obc_vk", "attn"
 
 const char *evict_preset_names(void) {
   return "h2o, observed-attention, tova, tova-group, snapkv, snapkv-max7, pyramidkv, "
-         "adakv-snapkv, criticalkv-snapkv, vatp, streaming, knorm, keydiff, expected_attention";
+         "adakv-snapkv, criticalkv-snapkv, vatp, streaming, knorm, keydiff, expected_attention, "
+         "adakv-vatp, criticalkv-adakv";
 }
 
 static const Preset *preset_of(const EvictPolicy *p) {
@@ -189,7 +209,7 @@ int evict_preset_parse(const char *name, int *preset, int *inner) {
       return obc_fail(OBC_EINVAL,
                       "--score %s: %s has no attention score to replace (+%s pairs with h2o, "
                       "observed-attention, tova, tova-group, snapkv, snapkv-max7, pyramidkv, "
-                      "adakv-snapkv)",
+                      "adakv-snapkv, adakv-vatp, criticalkv-adakv)",
                       name, presets[found].name, plus + 1);
   }
   *preset = found;
@@ -280,10 +300,12 @@ size_t evict_preset_critical_first_stage(const EvictPolicy *p, size_t n, size_t 
 /* The raw score of query head j of the KV head in h over the window's rows
  * n-W..n-1, for columns [0, n - W): out (n - W). Per row t: z_p = scale
  * q_t.k_p and A_tp = softmax over p in [0, t]; the output o_t = sum_p A_tp
- * v_p is recomputed the same way. attn is the mean over the rows (kvpress),
- * the OBCache terms their sum (SPEC.md section 2), and the swap the sum of
- * A_tp on the OBCache terms' path (W x attn, the same ranking). z: scratch
- * (n). */
+ * v_p is recomputed the same way. Every term is the mean over the rows:
+ * attn as kvpress takes it, the OBCache terms (SPEC.md section 2, sums over
+ * the rows) divided by W, so that a pairing scores on its baseline's scale
+ * (a constant factor, the same ranking, except where a method adds a
+ * constant to the score: CriticalKV's epsilon), and the swap A_tp / W on
+ * the OBCache terms' path, bit for bit attn's. z: scratch (n). */
 static void attention_scores(const OracleHead *h, const TraceMeta *meta, size_t j, size_t n,
                              size_t W, EvictPresetInner inner, const double *v_sq, double *z,
                              double *out) {
@@ -323,10 +345,12 @@ static void attention_scores(const OracleHead *h, const TraceMeta *meta, size_t 
         dd += (v[c] - o[c]) * (v[c] - o[c]);
       }
       double value = a * a * vv, key = (a * z[p]) * (a * z[p]) * dd;
-      out[p] += inner == EVICT_PRESET_INNER_OBC_V   ? value
-                : inner == EVICT_PRESET_INNER_OBC_K ? key
-                : inner == EVICT_PRESET_INNER_SWAP  ? a
-                                                    : value + key + 2.0 * a * a * z[p] * (vv - vo);
+      double term = inner == EVICT_PRESET_INNER_OBC_V   ? value
+                    : inner == EVICT_PRESET_INNER_OBC_K ? key
+                    : inner == EVICT_PRESET_INNER_SWAP
+                        ? a
+                        : value + key + 2.0 * a * a * z[p] * (vv - vo);
+      out[p] += term / (double)W;
     }
   }
 }
@@ -410,7 +434,8 @@ static void projected_norms(const OracleHead *h, const double *wo, size_t dim, s
 }
 
 /* The attention preset's scores of one layer: every query head's raw score
- * (heads: n_heads x (n - W)), pooled and combined, then the protected
+ * (heads: n_heads x (n - W)), pooled (VATP: then times ||v_p||_1) and
+ * combined, then the protected
  * window padded with the layer's maximum + 1. out (G, n). With wo (the
  * layer's W_o, dim x n_heads d), also the projected value norms into
  * norms (G, n). */
@@ -438,12 +463,12 @@ static int layer_attention(const Preset *pr, EvictPresetInner inner, TraceReader
     for (size_t j = 0; j < group; j++) {
       double *s = heads + (g * group + j) * cols;
       attention_scores(&h->data, meta, j, n, W, inner, v_sq, z, s);
-      if (pr->value_l1)
-        for (size_t p = 0; p < cols; p++) s[p] *= v_l1[p];
       if (pr->pool != POOL_NONE) {
         pool_scores(s, cols, pr->pool, pr->kernel, pooled);
         memcpy(s, pooled, cols * sizeof *s);
       }
+      if (pr->value_l1) /* VATP: the method's score, pooled, times the value's l1 norm */
+        for (size_t p = 0; p < cols; p++) s[p] *= v_l1[p];
     }
   }
   for (size_t g = 0; g < G; g++) {
@@ -516,8 +541,7 @@ static int aware_h2o_scores(TraceReader *reader, const EvictPolicy *p, size_t n,
       for (size_t j = 0; j < group; j++) {
         double *dst = less + (g * group + j) * n;
         attention_scores(&h.data, meta, j, n_prompt, tail, inner, v_sq, z, dst);
-        if (inner == EVICT_PRESET_INNER_ATTN) /* attention_scores' mean over the rows */
-          for (size_t q = 0; q < n; q++) dst[q] *= (double)tail;
+        for (size_t q = 0; q < n; q++) dst[q] *= (double)tail; /* its mean, as the sum */
       }
     }
     if (!rc)
@@ -842,6 +866,45 @@ static void keep_top(const double *scores, size_t n, size_t count, unsigned char
   for (size_t i = 0; i < count; i++) keep[ranked[i]] = 1;
 }
 
+/* kvpress CriticalAdaKVPress.compress on one layer of G KV heads, k kept
+ * per head on average: base (G, n) the base score s, norm (G, n) the
+ * projected value norms w; into out (G, n) the scores its bottom-k across
+ * heads is taken from, DBL_MAX on exactly the G k it keeps.
+ *  1. safeguard: each head's best floor(k / 5) by s get DBL_MAX (s');
+ *  2. head budgets: b_g = head g's share of the layer's best G k of s'
+ *     (score, then lower head, then lower position: evict_keep_layer_best);
+ *  3. first stage: each head's best floor(b_g / 2) of s' get DBL_MAX (s'');
+ *  4. second stage: (s'' + 1e-4) w, and its best b_g per head DBL_MAX.
+ * A position at DBL_MAX in s'' scores DBL_MAX w in stage 4 (inf when w > 1,
+ * as in kvpress's floats): with w > 0, every one of them is among its
+ * head's b_g (there are max(floor(k / 5), floor(b_g / 2)) <= b_g).
+ * work (G n), mask (G n), pool (G n), ranked (n): scratch. */
+static void critical_adakv_layer(const EvictPolicy *p, const double *base, const double *norm,
+                                 size_t G, size_t n, size_t k, double *out, double *work,
+                                 unsigned char *mask, EvictCandidate *pool, size_t *ranked) {
+  size_t safe = evict_budget_share(p, k, ADAKV_SAFEGUARD_DIVISOR, ADAKV_SAFEGUARD);
+  memcpy(work, base, G * n * sizeof *work);
+  for (size_t g = 0; g < G; g++) {
+    select_rank_top(base + g * n, n, safe, ranked);
+    for (size_t r = 0; r < safe; r++) work[g * n + ranked[r]] = DBL_MAX;
+  }
+  memset(mask, 0, G * n);
+  evict_keep_layer_best(work, G, n, n, G * k, mask, pool);
+  for (size_t g = 0; g < G; g++) {
+    double *s = work + g * n, *dst = out + g * n;
+    size_t budget = 0;
+    for (size_t q = 0; q < n; q++) budget += mask[g * n + q];
+    /* kvpress: (head_budgets * first_stage_ratio).to(int64) */
+    size_t first =
+        evict_budget_share(p, budget, CRITICAL_FIRST_STAGE_DIVISOR, CRITICAL_FIRST_STAGE_RATIO);
+    select_rank_top(s, n, first, ranked);
+    for (size_t r = 0; r < first; r++) s[ranked[r]] = DBL_MAX;
+    for (size_t q = 0; q < n; q++) dst[q] = (s[q] + CRITICAL_EPSILON) * norm[g * n + q];
+    select_rank_top(dst, n, budget, ranked);
+    for (size_t r = 0; r < budget; r++) dst[ranked[r]] = DBL_MAX;
+  }
+}
+
 int evict_preset_final_scores(const EvictPolicy *p, const double *scores, size_t n_layers,
                               size_t n_kv_heads, size_t n, double *out) {
   size_t cells = n_layers * n_kv_heads * n, k = 0;
@@ -851,6 +914,22 @@ int evict_preset_final_scores(const EvictPolicy *p, const double *scores, size_t
   }
   int rc = evict_preset_budget_tokens(p, n, &k);
   if (rc) return rc;
+  if (preset_of(p)->allocation == EVICT_ALLOC_ADAKV) {
+    size_t G = n_kv_heads;
+    double *work = obc_malloc((G * n + 1) * sizeof *work, "CriticalAdaKV scores");
+    unsigned char *mask = obc_malloc(G * n + 1, "CriticalAdaKV head budgets");
+    EvictCandidate *pool = obc_malloc((G * n + 1) * sizeof *pool, "CriticalAdaKV candidates");
+    size_t *ranked = obc_malloc((n + 1) * sizeof *ranked, "CriticalAdaKV ranking");
+    rc = work && mask && pool && ranked ? OBC_OK : OBC_ENOMEM;
+    for (size_t l = 0; l < n_layers && !rc; l++)
+      critical_adakv_layer(p, scores + l * G * n, scores + cells + l * G * n, G, n, k,
+                           out + l * G * n, work, mask, pool, ranked);
+    free(work);
+    free(mask);
+    free(pool);
+    free(ranked);
+    return rc;
+  }
   size_t first = evict_preset_critical_first_stage(p, n, k);
   size_t *ranked = obc_malloc((first + 1) * sizeof *ranked, "first-stage ranking");
   if (!ranked) return OBC_ENOMEM;

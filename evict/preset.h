@@ -40,9 +40,17 @@
  * projected value norm w_p = mean over the KV head's query heads h of
  * ||W_o[:, h d:(h+1) d] v_p||_1, and evict_preset_keep makes the two
  * stages for the budget at hand: of the k kept, the k / 2
- * (evict_preset_critical_first_stage) best by s_p are kept outright (final
- * score DBL_MAX), the others score (s_p + 1e-4) x w_p, and the top k of the
- * final scores are kept. */
+ * (evict_preset_critical_first_stage) best by s_p are kept outright (final score DBL_MAX), the others score
+ * (s_p + 1e-4) x w_p, and the top k of the final scores are kept.
+ *
+ * criticalkv-adakv (kvpress CriticalAdaKVPress around SnapKVPress) has the
+ * same two planes and runs the two stages inside AdaKV's allocation: each
+ * KV head's budget b_g is its share of the layer's best G k after the
+ * safeguard (k / 5 per head; evict_budget_share), the first stage keeps floor(b_g / 2)
+ * by s_p (the safeguard's positions too), the second the rest of b_g by
+ * (s_p + 1e-4) x w_p; its final scores are DBL_MAX on exactly the G k kept.
+ * adakv-vatp is adakv-snapkv with VATP's value factor: the SnapKV score
+ * (pooled, group mean) times ||v_p||_1, then the window's max+1. */
 #ifndef OBC_EVICT_PRESET_H
 #define OBC_EVICT_PRESET_H
 
@@ -78,8 +86,8 @@ size_t evict_preset_window(const EvictPolicy *policy);
  * the query statistics (capture/capture_qstats.h; expected_attention). */
 bool evict_preset_reads_prompt_sums(const EvictPolicy *policy);
 /* Score planes of (n_layers, n_kv_heads, n) the preset's scores hold: 2
- * for criticalkv-snapkv (the SnapKV score, then the projected value norm),
- * else 1. */
+ * for criticalkv-snapkv and criticalkv-adakv (the SnapKV score, then the
+ * projected value norm), else 1. */
 size_t evict_preset_score_planes(const EvictPolicy *policy);
 /* The budget's final scores (n_layers, n_kv_heads, n) of a two-plane
  * preset into out, the ones its top k is taken from (--scores-out); for a

@@ -78,19 +78,22 @@ set style fill solid 1.0 noborder
 # the colour of the score it adds ("+obc_vk": obc_vk's purple), else of its
 # base method (snapkv's; TOVA and tova-group rank by the last query's
 # attention: attn's; h2o and observed-attention by the attention of every
-# row: attn2's), and the point type of its base method (its own for
-# tova-group and observed-attention), so a method and its "+obc" twin share
-# their points and differ in colour. The protocol sets the dash (agnostic
-# solid).
+# row: attn2's; the value-aware AdaKV baselines: adakv-vatp vatp's,
+# criticalkv-* an olive of their own), and the point type of its base method
+# (its own for tova-group and observed-attention), so a method and its
+# "+obc" twin share their points and differ in colour. The protocol sets the
+# dash (agnostic solid).
 policy_rest(p) = p[1:7] eq "preset:" ? p[8:*] : p
 policy_plus(p) = strstrt(policy_rest(p), "+")
 policy_base(p) = policy_plus(p) > 0 ? substr(policy_rest(p), 1, policy_plus(p) - 1) : policy_rest(p)
 policy_added(p) = policy_plus(p) > 0 ? substr(policy_rest(p), policy_plus(p) + 1, strlen(policy_rest(p))) : ""
 base_colour(b) = b eq "tova" || b eq "tova-group" ? score_colour("attn") : \
   b eq "h2o" || b eq "observed-attention" ? score_colour("attn2") : \
+  b eq "adakv-vatp" ? score_colour("vatp") : b[1:10] eq "criticalkv" ? "#6b8e23" : \
   b eq "streaming" ? "#bcbd22" : b eq "random" ? "#aaaaaa" : score_colour(b)
 base_point(b) = b eq "tova" ? score_point("attn") : b eq "tova-group" ? 15 : \
-  b eq "h2o" ? score_point("attn2") : b eq "observed-attention" ? 14 : score_point(b)
+  b eq "h2o" ? score_point("attn2") : b eq "observed-attention" ? 14 : \
+  b eq "adakv-vatp" ? score_point("vatp") : b[1:10] eq "criticalkv" ? 16 : score_point(b)
 policy_colour(p) = p[1:6] eq "oracle" ? "#000000" : (policy_added(p) ne "" ? score_colour(policy_added(p)) : base_colour(policy_base(p)))
 policy_point(p) = p[1:6] eq "oracle" ? 1 : base_point(policy_base(p))
 policy_width(p) = p[1:6] eq "oracle" ? 3.5 : (policy_added(p) ne "" ? 2.5 : 1.8)

@@ -4,8 +4,8 @@
  * double, which can keep one fewer), the one count of every kind of score,
  * PyramidKV's per-layer budgets worked out by hand from kvpress's
  * get_layer_budget, the three allocations of evict_preset_keep, H2O's
- * recent half and CriticalKV's two stages on scores made up for the
- * purpose. The scores themselves are checked against
+ * recent half and CriticalKV's two stages, alone and inside AdaKV's
+ * allocation, on scores made up for the purpose. The scores themselves are checked against
  * kvpress's formulas by tests/test_presets_reference.py. */
 #include <check.h>
 #include <float.h>
@@ -229,6 +229,62 @@ START_TEST(h2o_keeps_the_recent_half_then_the_heavy_hitters) {
 }
 END_TEST
 
+/* CriticalAdaKV (kvpress CriticalAdaKVPress) on one layer of two KV heads
+ * of 10 candidates at 50%, worked by hand: k = 5, safeguard floor(5 / 5) =
+ * 1 per head (head 0: 7, head 1: 1 at DBL_MAX); the layer's best 10 of
+ * those scores give head 0 its safeguard and 0, 2, 4, 3, 8, 1, 6 (b_0 = 8)
+ * and head 1 its safeguard and 5 (0.25 beats head 0's 0.2; b_1 = 2). The
+ * first stage keeps floor(8 / 2) = 4 of head 0 (7, 0, 2, 4) and floor(2 /
+ * 2) = 1 of head 1 (its safeguard, 1); the second stage ranks (s + 1e-4) w:
+ * head 0 keeps 1 (10.001), 3 (2.0001), 8 (1.5001) and 5 (1.0001, where the
+ * base alone keeps 6), head 1 keeps 9 (2.005, where the base keeps 5). */
+START_TEST(criticalkv_adakv_allocates_then_selects_in_two_stages) {
+  const double base[2][10] = {{5, 1, 4, 2, 3, 0, 0.5, 6, 1.5, 0.2},
+                              {0.1, 0.3, 0.05, 0.2, 0.15, 0.25, 0.01, 0.02, 0.03, 0.04}};
+  const double norm[2][10] = {{1, 10, 1, 1, 1, 10000, 1, 1, 1, 1}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 50}};
+  double scores[40], final[20];
+  memcpy(scores, base, sizeof base);
+  memcpy(scores + 20, norm, sizeof norm);
+  EvictPolicy p = preset_policy("criticalkv-adakv", "50%");
+  ck_assert_uint_eq(evict_preset_score_planes(&p), 2);
+  ck_assert_int_eq(evict_preset_allocation(&p), EVICT_ALLOC_ADAKV);
+  const unsigned char want[20] = {1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1};
+  ck_assert_int_eq(evict_preset_final_scores(&p, scores, 1, 2, 10, final), OBC_OK);
+  for (size_t i = 0; i < 20; i++) {
+    double other = (base[i / 10][i % 10] + 1e-4) * norm[i / 10][i % 10];
+    ck_assert_msg(final[i] == (want[i] ? DBL_MAX : other), "final[%zu] = %g", i, final[i]);
+  }
+  EvictKeepSet keep;
+  ck_assert_int_eq(evict_keep_from_scores(&p, scores, 1, 2, 10, 10, NULL, &keep), OBC_OK);
+  ck_assert_mem_eq(keep.keep, want, 20);
+  ck_assert_uint_eq(keep.n_kept[0], 8);
+  ck_assert_uint_eq(keep.n_kept[1], 2);
+  evict_keep_set_free(&keep);
+  /* The base score alone under AdaKV keeps 6 for 5 in head 0, 5 for 9 in head 1. */
+  p = preset_policy("adakv-snapkv", "50%");
+  ck_assert_int_eq(evict_keep_from_scores(&p, scores, 1, 2, 10, 10, NULL, &keep), OBC_OK);
+  const unsigned char want_adakv[20] = {1, 1, 1, 1, 1, 0, 1, 1, 1, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0};
+  ck_assert_mem_eq(keep.keep, want_adakv, 20);
+  evict_keep_set_free(&keep);
+}
+END_TEST
+
+START_TEST(value_aware_adakv_presets_parse_and_pair) {
+  EvictPolicy p = preset_policy("adakv-vatp", "40%");
+  ck_assert_uint_eq(evict_preset_score_planes(&p), 1);
+  ck_assert_int_eq(evict_preset_allocation(&p), EVICT_ALLOC_ADAKV);
+  ck_assert_uint_eq(evict_preset_window(&p), 64);
+  p = preset_policy("adakv-vatp+obc_k", "40%");
+  ck_assert_int_eq(p.preset_inner, EVICT_PRESET_INNER_OBC_K);
+  p = preset_policy("criticalkv-adakv+obc_vk", "40%");
+  ck_assert_int_eq(p.preset_inner, EVICT_PRESET_INNER_OBC_VK);
+  ck_assert_uint_eq(evict_preset_score_planes(&p), 2);
+  ck_assert_ptr_nonnull(strstr(evict_preset_names(), "adakv-vatp, criticalkv-adakv"));
+  ck_assert_int_eq(evict_policy_set_score(&p, "knorm+obc_v"), OBC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "adakv-snapkv, adakv-vatp, criticalkv-adakv)"));
+}
+END_TEST
+
 START_TEST(allocations_keep_what_each_rule_says) {
   double scores[L * G * N];
   made_up_scores(scores);
@@ -271,6 +327,8 @@ int main(void) {
   tcase_add_test(tc, allocations_keep_what_each_rule_says);
   tcase_add_test(tc, h2o_keeps_the_recent_half_then_the_heavy_hitters);
   tcase_add_test(tc, criticalkv_selects_in_two_stages_per_budget);
+  tcase_add_test(tc, criticalkv_adakv_allocates_then_selects_in_two_stages);
+  tcase_add_test(tc, value_aware_adakv_presets_parse_and_pair);
   suite_add_tcase(suite, tc);
   SRunner *runner = srunner_create(suite);
   srunner_run_all(runner, CK_NORMAL);

@@ -8,8 +8,9 @@
 # captured rows, an unknown preset, +obc_x on a preset without an attention
 # score, h2o on a trace without column sums, a preset given --window, a
 # --scores-out that cannot be written (the keep file goes too),
-# criticalkv-snapkv with a model whose shape is not the trace's or with no
-# model at all (exit 1).
+# criticalkv-snapkv (and criticalkv-adakv) with a model whose shape is not
+# the trace's or with no model at all (exit 1). With the model, the
+# two-stage presets' sweep selects per budget as evict does.
 # tests/test_presets_reference.py checks the numbers.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -26,7 +27,8 @@ BIG=$dir/big.h5         # 96 rows
   fatal "synth big"
 
 for score in tova preset:snapkv snapkv-max7 pyramidkv adakv-snapkv preset:vatp preset:streaming \
-  knorm keydiff tova+obc_k snapkv+obc_vk pyramidkv+obc_v adakv-snapkv+obc_k; do
+  knorm keydiff tova+obc_k snapkv+obc_vk pyramidkv+obc_v adakv-snapkv+obc_k adakv-vatp \
+  adakv-vatp+obc_vk; do
   for mode in aware agnostic; do
     if "$OBCACHE" evict "$BIG" --score "$score" --mode "$mode" --budget 30% -o "$dir/k.h5" \
       >"$dir/out" 2>"$dir/err" &&
@@ -100,26 +102,34 @@ if [ -n "$MODEL" ] && [ -e "$MODEL" ]; then
     "the model $MODEL does not match the trace" \
     "$OBCACHE" replay --offline "$BIG" --score criticalkv-snapkv --budget 40% --model "$MODEL" \
     -o "$dir/k.h5"
+  expect_exit1 "criticalkv-adakv: the model does not match the trace" \
+    "--score criticalkv-adakv: the model $MODEL does not match the trace" \
+    "$OBCACHE" evict "$BIG" --score criticalkv-adakv --budget 40% --model "$MODEL" -o "$dir/k.h5"
   # On a trace of the model: the keep file reads back, and the sweep's
   # per-budget two-stage selection is evict's (same offline rel_error).
   REAL=$dir/real.h5
   "$OBCACHE" capture --length 256 --depth 50 --haystack kjv --seed 3 --rows 128 --decode 2 \
     --model "$MODEL" -o "$REAL" >/dev/null 2>&1 || fatal "capture with the model"
-  "$OBCACHE" replay --sweep "$REAL" --no-model --scores criticalkv-snapkv --budgets 10%,40% \
-    --model "$MODEL" -o "$dir/csweep" >/dev/null 2>"$dir/err" || fail "criticalkv sweep: $(cat "$dir/err")"
-  for budget in 10% 40%; do
-    if "$OBCACHE" evict "$REAL" --score criticalkv-snapkv --budget "$budget" --model "$MODEL" \
-      -o "$dir/ck.h5" >/dev/null 2>"$dir/err" &&
-      "$OBCACHE" replay --offline "$REAL" --keep "$dir/ck.h5" -o "$dir/cr" >/dev/null 2>>"$dir/err" &&
-      python3 -c "import csv,json,sys; \
+  for score in criticalkv-snapkv criticalkv-adakv+obc_k; do
+    "$OBCACHE" replay --sweep "$REAL" --no-model --scores "$score" --budgets 10%,40% \
+      --model "$MODEL" -o "$dir/csweep" >/dev/null 2>"$dir/err" ||
+      fail "$score sweep: $(cat "$dir/err")"
+    for budget in 10% 40%; do
+      if "$OBCACHE" evict "$REAL" --score "$score" --budget "$budget" --model "$MODEL" \
+        -o "$dir/ck.h5" >/dev/null 2>"$dir/err" &&
+        "$OBCACHE" replay --offline "$REAL" --keep "$dir/ck.h5" -o "$dir/cr" >/dev/null \
+          2>>"$dir/err" &&
+        python3 -c "import csv,json,sys; \
 row=[r for r in csv.DictReader(open(sys.argv[1])) if r['budget']==sys.argv[3]][0]; \
 off=json.load(open(sys.argv[2]))['overall']['rel_error']; \
 sys.exit(abs(float(row['rel_error'])-off)>1e-5*off)" \
-        "$dir/csweep/replay_sweep.csv" "$dir/cr/offline.json" "$budget"; then
-      pass "criticalkv-snapkv $budget: evict's kept set replays as the sweep's"
-    else
-      fail "criticalkv-snapkv $budget: sweep and evict differ: $(cat "$dir/err")"
-    fi
+          "$dir/csweep/replay_sweep.csv" "$dir/cr/offline.json" "$budget"; then
+        pass "$score $budget: evict's kept set replays as the sweep's"
+      else
+        fail "$score $budget: sweep and evict differ: $(cat "$dir/err")"
+      fi
+    done
+    rm -rf "$dir/csweep"
   done
 else
   echo "skip  criticalkv-snapkv with the model (OBC_MODEL not set or missing)"
@@ -133,6 +143,12 @@ if "$OBCACHE" evict --help | grep -q "criticalkv-snapkv  kvpress CriticalKV"; th
   pass "evict --help lists criticalkv-snapkv"
 else
   fail "evict --help lists criticalkv-snapkv"
+fi
+if "$OBCACHE" evict --help | grep -q "criticalkv-adakv  kvpress CriticalAdaKV" &&
+  "$OBCACHE" evict --help | grep -q "adakv-vatp    AdaKV with VATP"; then
+  pass "evict --help lists adakv-vatp and criticalkv-adakv"
+else
+  fail "evict --help lists adakv-vatp and criticalkv-adakv"
 fi
 if "$OBCACHE" evict --help | grep -q "adakv-snapkv  SnapKV scores"; then
   pass "evict --help lists the presets"

@@ -31,7 +31,14 @@ the budget's final score, and the reference computes it from the SnapKV
 score and W_o read from the GGUF file with the `gguf` package (dequantised
 by gguf.quants, not by obcache). A position whose SnapKV score ties the
 first stage's boundary within 1e-9 may fall on either side of it; such
-positions are allowed and counted.
+positions are allowed and counted. criticalkv-adakv follows
+CriticalAdaKVPress.compress step by step (safeguard, head budgets, the two
+stages inside each head's budget): its final scores, every head's budget
+and the kept sets are compared.
+
+adakv-vatp is VATP (arXiv 2406.12335: the method's own token score times
+||v_p||_1) on AdaKV(SnapKV): SnapKV's pooled score times the value's l1
+norm, the window's max+1 after, AdaKV's selection.
 
 With --trace PATH --score S --budget B --mode M it compares one preset on a
 given trace and prints the share of kept positions that agree with the
@@ -72,10 +79,15 @@ PRESETS = {
     "preset:streaming": ("StreamingLLMPress", 0, None, 0, None, False, "uniform"),
     "knorm": ("KnormPress", 0, None, 0, None, False, "uniform"),
     "keydiff": ("KeyDiffPress", 0, None, 0, None, False, "uniform"),
+    # The paper's value-aware baselines on AdaKV (its Fig. 4).
+    "adakv-vatp": ("AdaKVPress(SnapKVPress) x ||v||_1 (VATP)", 64, "avg", 5, "group", True,
+                   "adakv"),
+    "criticalkv-adakv": ("CriticalAdaKVPress(SnapKVPress)", 64, "avg", 5, "group", False,
+                         "critical-adakv"),
 }
 PAIRED = ["h2o+obc_vk", "h2o+obc_k", "observed-attention+obc_vk", "observed-attention+obc_v",
           "tova+obc_k", "tova-group+obc_vk", "snapkv+obc_vk", "snapkv-max7+obc_v",
-          "adakv-snapkv+obc_k", "pyramidkv+obc_vk"]
+          "adakv-snapkv+obc_k", "pyramidkv+obc_vk", "adakv-vatp+obc_v", "criticalkv-adakv+obc_k"]
 
 
 def run(args):
@@ -201,10 +213,16 @@ def preset_scores(trace, name, n):
             out[l] = np.where(np.arange(n) < 4, float(n), np.arange(n, dtype=float))[None, :]
             continue
         per_head = window_quantity(K, V, Q, trace.rows, trace.scale, group, n, W, inner)
-        if value_l1:
-            per_head *= np.abs(V[np.arange(trace.H) // group, :n - W]).sum(-1)
+        if inner != "attn":
+            # a pairing scores on its baseline's scale: the mean over the
+            # window's rows, as kvpress's attention (CriticalKV adds 1e-4)
+            per_head = per_head / W
         if pooling:
             per_head = np.stack([pool(x, pooling, kernel) for x in per_head])
+        if value_l1:
+            # VATP (arXiv 2406.12335): the method's token score S_p (here
+            # SnapKV's, pooled) times ||v_p||_1, before the window's max+1
+            per_head *= np.abs(V[np.arange(trace.H) // group, :n - W]).sum(-1)
         if heads == "layer":   # TOVA: mean over all heads, repeated for every KV head
             scores = np.repeat(per_head.mean(0, keepdims=True), trace.G, 0)
         elif heads == "group-sum":  # OBCache's GQA form: sum over the KV head's group
@@ -259,6 +277,37 @@ def critical_scores(base, norms, n_kept):
     return scores, boundary
 
 
+def critical_adakv_scores(base, norms, n_kept):
+    """kvpress CriticalAdaKVPress.compress up to its bottom-k across heads,
+    per layer: the top int(n_kept * 0.2) of each head by the base score set
+    to the float maximum (the safeguard); each head's budget its count among
+    the layer's top n_kept * G of those scores; the top int(budget * 0.5) of
+    each head (safeguarded scores) set to the maximum; then (scores + 1e-4)
+    x the norm, the top budget of each head set to the maximum. Returns the
+    scores (L, G, n) and the head budgets (L, G)."""
+    big = np.finfo(np.float64).max
+    L, G, n = base.shape
+    n_safe = int(n_kept * 0.20)
+    out = np.zeros_like(base)
+    budgets = np.zeros((L, G), dtype=np.int64)
+    heads, positions = np.divmod(np.arange(G * n), n)
+    for l in range(L):
+        s = base[l].copy()
+        for g in range(G):
+            s[g, sorted(top(s[g], n_safe))] = big
+        order = np.lexsort((positions, heads, -s.reshape(-1)))
+        budget = np.bincount(heads[order[:n_kept * G]], minlength=G)
+        for g in range(G):
+            s[g, sorted(top(s[g], int(budget[g] * 0.5)))] = big
+        with np.errstate(over="ignore"):  # big x norm > 1 is inf, as in kvpress's floats
+            s = (s + 1e-4) * norms[l]
+        for g in range(G):
+            s[g, sorted(top(s[g], int(budget[g])))] = big
+        out[l] = s
+        budgets[l] = budget
+    return out, budgets
+
+
 def ratio(budget):
     """The kept fraction B = 1 - compression_ratio as an exact Fraction, and
     whether the budget is tokens. kvpress's int(n * (1 - compression_ratio))
@@ -309,6 +358,12 @@ def kvpress_keep(scores, name, n, budget):
             for g in range(G):
                 mask[l, g, sorted(top(s, n_kept))] = True
             continue
+        if allocation == "critical-adakv":  # the bottom-k across the layer's heads
+            flat = scores[l].reshape(-1)
+            heads, positions = np.divmod(np.arange(G * n), n)
+            order = np.lexsort((positions, heads, -flat))
+            mask[l].reshape(-1)[order[:G * n_kept]] = True
+            continue
         if allocation == "adakv":
             s = scores[l].copy()
             n_safe = int(n_kept * 0.20)
@@ -353,6 +408,15 @@ def compare(trace, trace_path, name, budget, mode, work, report_agreement=False)
     ref = preset_scores(trace, name, n)
     failures = []
     first_ties = 0
+    if parse_name(name)[0][6] == "critical-adakv":
+        keep, tokens = ratio(budget)
+        n_kept = keep if tokens else int(n * keep)
+        ref, budgets = critical_adakv_scores(ref, projected_norms(trace, n, trace.wo()), n_kept)
+        counts = (got == np.finfo(np.float64).max).sum(-1)
+        if (counts != budgets).any():
+            l, g = np.argwhere(counts != budgets)[0]
+            failures.append(f"{name} {mode} {budget}: layer {l} head {g} keeps {counts[l, g]}, "
+                            f"kvpress's head budget {budgets[l, g]}")
     if parse_name(name)[0][6] == "critical":
         keep, tokens = ratio(budget)
         base = ref

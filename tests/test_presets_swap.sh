@@ -35,8 +35,11 @@ for key in ("budget", "n_candidates", "window", "recent", "sinks", "allocation",
 PY
 }
 
+# criticalkv-adakv pairs too, but projects with a model's W_o, which a
+# synthetic trace has no model for: tests/test_presets_reference.py checks
+# its pairing on a captured trace.
 for preset in h2o observed-attention tova tova-group preset:snapkv snapkv-max7 pyramidkv \
-  adakv-snapkv; do
+  adakv-snapkv adakv-vatp; do
   for mode in aware agnostic; do
     for case in "10%" "30%" "25% --protect needle"; do
       # shellcheck disable=SC2086 # the case's words are options
