@@ -18,11 +18,13 @@ trace's layout), mu' = R mu, S' = R S R^T, and the scores
   softmax_p(k_p . mu' / sqrt(d) + k_p^T S' k_p / (2 d)) over p >= 4,
   mean over the GQA group, x ||v_p||_2, the first 4 padded with max + 1,
 
-for both protocols (aware: n = n_prompt; agnostic: n = where the question
-begins). It checks every score elementwise against `obcache evict --score
+for the agnostic protocol (n = where the question begins). It checks every score elementwise against `obcache evict --score
 expected_attention --scores-out` (relative <= 1e-5; see SCORE_RTOL) and the
 kept sets at 40% and 10% (identical, except positions whose score ties the
-selection boundary within 1e-9 relative, which are counted). It also checks
+selection boundary within 1e-9 relative, which are counted). Under the
+aware protocol the candidates end at the question's end, before the
+template tail, and the trace records no query statistics of those rows:
+`obcache evict` must refuse with one line that says so. It also checks
 the trace's /rope_inv_freq against rope_theta. Without the model, skips."""
 import os
 import shutil
@@ -191,8 +193,16 @@ def main():
              "--seed", "3", "--all-rows", "--decode", "2", "--model", MODEL, "-o", path])
         failures = []
         with h5py.File(path, "r") as f:
-            for mode in ("aware", "agnostic"):
-                failures += compare(f, path, mode, work)
+            failures += compare(f, path, "agnostic", work)
+        refused = subprocess.run([OBCACHE, "evict", path, "--score", "expected_attention",
+                                  "--budget", "40%", "--protocol", "aware", "-o",
+                                  os.path.join(work, "aware.h5")], capture_output=True, text=True)
+        lines = refused.stderr.strip().splitlines()
+        ok = (refused.returncode == 1 and len(lines) == 1 and "rows up to the question's end" in
+              lines[0] and not os.path.exists(os.path.join(work, "aware.h5")))
+        print(f"{'ok' if ok else 'FAIL':5} expected_attention aware refused: {refused.stderr.strip()}")
+        if not ok:
+            failures.append("aware: expected a one-line refusal")
         for line in failures:
             print("FAIL ", line)
         print("expected_attention reference:", "FAIL" if failures else "ok")
