@@ -3,6 +3,7 @@
  * trace alone (--offline), or for every score x budget of a sweep (--sweep,
  * sweep/replay_sweep.h). Decoding-time eviction over a long text is
  * `obcache dynamic` (cli/cmd_dynamic.c). */
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,10 +287,11 @@ static void print_model_replay(const EvictKeepSet *keep, const EvictReplayer *re
   if (r->rerun_tokens) {
     printf(
         "  %s re-run: %zu prompt tokens against the evicted cache, first answer "
-        "token %s the full cache's (KL %.4g)\n",
+        "token %s the full cache's",
         keep->policy.protocol == EVICT_PROTOCOL_AWARE ? "tail" : "question", r->rerun_tokens,
-        r->first_token == evict_replayer_full_token(replayer, 0) ? "equals" : "differs from",
-        r->kl_prefill);
+        r->first_token == evict_replayer_full_token(replayer, 0) ? "equals" : "differs from");
+    if (!isnan(r->kl_prefill)) printf(" (KL %.4g)", r->kl_prefill);
+    printf("\n");
     fprintf(stderr, "replay: the re-run took %.3f s\n", r->rerun_seconds);
   }
   printf("  full cache: \"%s\" (needle %s)\n", full, needle_word(full_found));

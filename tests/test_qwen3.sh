@@ -42,7 +42,7 @@ for model in "$dir/qwen3.gguf" "$dir/qwen3_hf"; do
   check "$kind: generate succeeds" test $? -eq 0
   grep -q "generated 4 tokens" "$dir/gen_err.txt" || fail "$kind: generate: $(cat "$dir/gen_err.txt")"
   "$OBCACHE" capture --model "$model" --length 200 --depth 50 --haystack noise --decode 4 \
-    --rows 16 -o "$dir/t.h5" > "$dir/cap.txt" 2>&1
+    --rows 48 -o "$dir/t.h5" > "$dir/cap.txt" 2>&1
   check "$kind: capture succeeds" test $? -eq 0 -a -s "$dir/t.h5"
   "$OBCACHE" verify "$dir/t.h5" > "$dir/verify.txt" 2>&1
   check "$kind: obcache verify passes on the trace" test $? -eq 0
