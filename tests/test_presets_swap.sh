@@ -36,8 +36,7 @@ PY
 }
 
 # criticalkv-adakv pairs too, but projects with a model's W_o, which a
-# synthetic trace has no model for: tests/test_presets_reference.py checks
-# its pairing on a captured trace.
+# synthetic trace has no model for: its swap is checked below on a capture.
 for preset in h2o observed-attention tova tova-group preset:snapkv snapkv-max7 pyramidkv \
   adakv-snapkv adakv-vatp; do
   for mode in aware agnostic; do
@@ -77,5 +76,29 @@ else
 fi
 expect_refused "+attn only on a preset that pairs" "knorm has no attention score to replace" \
   "$OBCACHE" evict "$TRACE" --score knorm+attn --budget 40% -o "$dir/k.h5"
+
+# criticalkv-adakv projects with the model's W_o: its swap on a captured
+# trace of the default model (skipped without it), both protocols. Its
+# second stage adds 1e-4 to the score, so the swap holds only if the
+# pairing's term is on the baseline's scale.
+MODEL=${OBC_MODEL:-}
+if [ -n "$MODEL" ] && [ -f "$MODEL" ]; then
+  if "$OBCACHE" capture --model "$MODEL" --length 256 --depth 50 --haystack kjv --seed 2 \
+    --rows 128 --decode 2 -o "$dir/c.h5" >/dev/null 2>&1; then
+    for mode in aware agnostic; do
+      if "$OBCACHE" evict "$dir/c.h5" --score criticalkv-adakv --budget 10% --protocol "$mode" \
+        --model "$MODEL" -o "$dir/base.h5" >/dev/null 2>"$dir/err" &&
+        "$OBCACHE" evict "$dir/c.h5" --score criticalkv-adakv+attn --budget 10% \
+          --protocol "$mode" --model "$MODEL" -o "$dir/swap.h5" >/dev/null 2>>"$dir/err" &&
+        same_keep "$dir/base.h5" "$dir/swap.h5" 2>>"$dir/err"; then
+        pass "criticalkv-adakv $mode 10%: +attn keeps its set"
+      else
+        fail "criticalkv-adakv $mode 10%: $(tail -3 "$dir/err")"
+      fi
+    done
+  else
+    fail "capture of a 256-token trace for criticalkv-adakv"
+  fi
+fi
 
 finish
