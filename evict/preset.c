@@ -433,6 +433,22 @@ static void projected_norms(const OracleHead *h, const double *wo, size_t dim, s
   for (size_t p = 0; p < n; p++) out[p] /= (double)group;
 }
 
+/* ||v_p||^2 into sq and, when l1 is not NULL, ||v_p||_1 into l1, for the
+ * positions [0, n) of one KV head. */
+static void value_norms(const OracleHead *h, size_t n, double *sq, double *l1) {
+  size_t d = h->head_dim;
+  for (size_t p = 0; p < n; p++) {
+    const double *v = h->V + p * d;
+    double s2 = 0.0, s1 = 0.0;
+    for (size_t c = 0; c < d; c++) {
+      s2 += v[c] * v[c];
+      s1 += fabs(v[c]);
+    }
+    sq[p] = s2;
+    if (l1) l1[p] = s1;
+  }
+}
+
 /* The attention preset's scores of one layer: every query head's raw score
  * (heads: n_heads x (n - W)), pooled (VATP: then times ||v_p||_1) and
  * combined, then the protected
@@ -449,16 +465,7 @@ static int layer_attention(const Preset *pr, EvictPresetInner inner, TraceReader
   for (size_t g = 0; g < G; g++) {
     int rc = score_head_read(h, reader, layer, g);
     if (rc) return obc_fail_context(rc, "%s: layer %zu, KV head %zu", trace_path(reader), layer, g);
-    for (size_t p = 0; p < n; p++) {
-      const double *v = h->data.V + p * d;
-      double sq = 0.0, l1 = 0.0;
-      for (size_t c = 0; c < d; c++) {
-        sq += v[c] * v[c];
-        l1 += fabs(v[c]);
-      }
-      v_sq[p] = sq;
-      v_l1[p] = l1;
-    }
+    value_norms(&h->data, n, v_sq, v_l1);
     if (wo) projected_norms(&h->data, wo, dim, H, g, n, (double *)wo + dim * H * d, norms + g * n);
     for (size_t j = 0; j < group; j++) {
       double *s = heads + (g * group + j) * cols;
@@ -532,12 +539,7 @@ static int aware_h2o_scores(TraceReader *reader, const EvictPolicy *p, size_t n,
         break;
       }
       double *z = work, *v_sq = work + n_prompt;
-      for (size_t q = 0; q < n_prompt; q++) {
-        const double *v = h.data.V + q * d;
-        double sq = 0.0;
-        for (size_t c = 0; c < d; c++) sq += v[c] * v[c];
-        v_sq[q] = sq;
-      }
+      value_norms(&h.data, n_prompt, v_sq, NULL);
       for (size_t j = 0; j < group; j++) {
         double *dst = less + (g * group + j) * n;
         attention_scores(&h.data, meta, j, n_prompt, tail, inner, v_sq, z, dst);
