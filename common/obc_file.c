@@ -115,11 +115,14 @@ void obc_pending_abort(ObcPendingFile *file) {
 int obc_text_open(ObcPendingFile *file, const char *final_path, FILE **out) {
   int rc = obc_pending_init(file, final_path);
   if (rc) return rc;
+  obc_pending_register(file); /* before the file exists: a signal may come at once */
   FILE *fp = fopen(file->temp_path, "w");
-  if (!fp)
+  if (!fp) {
+    int err = errno;
+    obc_pending_unregister(file);
     return obc_fail(OBC_EIO, "%s: cannot create %s: %s", final_path, file->temp_path,
-                    strerror(errno));
-  obc_pending_register(file);
+                    strerror(err));
+  }
   *out = fp;
   return OBC_OK;
 }

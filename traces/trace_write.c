@@ -421,6 +421,9 @@ int trace_create(const char *path, const TraceMeta *meta, const TraceWriteOption
   /* HDF5 1.10 formats exactly (superblock 3, object headers 2, checksummed
    * metadata): neither older unchecksummed ones nor newer ones that a 1.10
    * reader would refuse. */
+  /* Registered before the file exists: a signal between the create and the
+   * registration would otherwise leave it behind. */
+  obc_pending_register(&w->pending);
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   errno = 0;
   if (fapl >= 0 && H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110) >= 0)
@@ -434,7 +437,6 @@ int trace_create(const char *path, const TraceMeta *meta, const TraceWriteOption
     writer_free(w);
     return rc;
   }
-  obc_pending_register(&w->pending);
   rc = create_contents(w);
   if (rc) {
     trace_abort(w);
