@@ -484,31 +484,50 @@ static bool reruns_tail(const EvictKeepSet *keep) {
   return evict_protocol_reruns_tail(keep->policy.protocol) && keep->n_candidates < keep->n_prompt;
 }
 
+/* The first answer token of a re-run from position start, from the logits
+ * of its last position: its argmax and top-2 margin, and kl_prefill when the
+ * reference re-ran the same tail (start == tail_begin). */
+static void first_answer(EvictReplayer *r, size_t start, const float *logits,
+                         EvictModelReplay *out) {
+  out->first_token = (int32_t)generate_argmax(logits, r->vocab);
+  float second = -INFINITY;
+  for (size_t i = 0; i < r->vocab; i++)
+    if (i != (size_t)out->first_token && logits[i] > second) second = logits[i];
+  out->first_margin = (double)logits[out->first_token] - second;
+  out->rerun_tokens = r->n_prompt - start;
+  if (start == r->tail_begin) {
+    log_softmax(r->prefill_full, r->vocab, r->full_logp, r->full_prob);
+    out->kl_prefill = kl_divergence(r->full_logp, r->full_prob, logits, r->vocab);
+  }
+}
+
+/* A kept set whose candidates end before the question cannot re-run it. */
+static int check_rerun(const EvictReplayer *r, const EvictKeepSet *keep) {
+  if (!reruns_tail(keep) || keep->n_candidates >= r->tail_begin) return OBC_OK;
+  return obc_fail(OBC_EINVAL,
+                  "replay: the kept set's candidates end at position %zu, before the "
+                  "trace's question (position %zu), so the question cannot be re-run",
+                  keep->n_candidates, r->tail_begin);
+}
+
 /* Before the decode steps: under a re-run the tail re-run against the
  * evicted cache (its last logits into row 0 of kept_logits); else the
  * captured tail rows, restored after an earlier re-run. */
 static int prepare_tail(EvictReplayer *r, const EvictKeepSet *keep, EvictModelReplay *out) {
   out->first_token = r->full_tokens[0];
+  out->first_margin = NAN;
   out->kl_prefill = NAN;
   if (!reruns_tail(keep)) return r->tail_rerun ? copy_tail(r, true) : OBC_OK;
-  if (keep->n_candidates < r->tail_begin)
-    return obc_fail(OBC_EINVAL,
-                    "replay: the kept set's candidates end at position %zu, before the "
-                    "trace's question (position %zu), so the question cannot be re-run",
-                    keep->n_candidates, r->tail_begin);
+  int rc = check_rerun(r, keep);
+  if (rc) return rc;
   double start = obc_now_seconds();
   /* A query-aware tail begins after the question: the question's rows must
    * be the captured ones, not an earlier agnostic re-run's. */
-  int rc = r->tail_rerun && keep->n_candidates > r->tail_begin ? copy_tail(r, true) : OBC_OK;
+  if (r->tail_rerun && keep->n_candidates > r->tail_begin) rc = copy_tail(r, true);
   if (!rc) rc = rerun_tail(r, keep->n_candidates, r->logits);
   out->rerun_seconds = obc_now_seconds() - start;
   if (rc) return rc;
-  out->rerun_tokens = r->n_prompt - keep->n_candidates;
-  out->first_token = (int32_t)generate_argmax(r->logits, r->vocab);
-  if (keep->n_candidates == r->tail_begin) { /* the reference re-ran the same tail */
-    log_softmax(r->prefill_full, r->vocab, r->full_logp, r->full_prob);
-    out->kl_prefill = kl_divergence(r->full_logp, r->full_prob, r->logits, r->vocab);
-  }
+  first_answer(r, keep->n_candidates, r->logits, out);
   if (r->kept_logits) memcpy(r->kept_logits, r->logits, r->vocab * sizeof *r->logits);
   return OBC_OK;
 }
@@ -542,53 +561,95 @@ int evict_replayer_run(EvictReplayer *r, const EvictKeepSet *keep, EvictModelRep
   return rc;
 }
 
-size_t evict_replayer_batch_seqs(const EvictReplayer *r, size_t max_seqs) {
+/* Sequences per pass for max_seqs (0 = by memory) of a batch whose
+ * sequences run steps tokens each. */
+static size_t batch_cap(const EvictReplayer *r, size_t max_seqs, size_t steps) {
   if (max_seqs == 0) {
-    size_t per = runtime_batch_bytes_per_seq(r->runtime, r->n_steps);
+    size_t per = runtime_batch_bytes_per_seq(r->runtime, steps);
     max_seqs = EVICT_REPLAY_BATCH_BYTES / (per ? per : 1);
   }
   return max_seqs < 2 ? 2 : max_seqs / 2 * 2;
+}
+
+size_t evict_replayer_batch_seqs(const EvictReplayer *r, size_t max_seqs) {
+  return batch_cap(r, max_seqs, r->n_steps);
 }
 
 /* Sequences of one kept set in a batch: free-running, and teacher-forced
  * unless the replayer runs free-running only. */
 static size_t seqs_per_set(const EvictReplayer *r) { return r->free_only ? 1 : 2; }
 
+/* Where the sequences of a kept set begin their own rows: after their
+ * candidates when they re-run what follows them, else after the prompt. */
+static size_t own_rows_begin(const EvictReplayer *r, const EvictKeepSet *keep) {
+  return reruns_tail(keep) ? keep->n_candidates : r->n_prompt;
+}
+
 /* Sets m kept sets into batch, keeps[order[j]] for j < m: sequence per j
  * free-running, per j + 1 teacher-forced (per = 2), all with the set's
- * marks. */
+ * marks over the shared rows [0, shared). */
 static int batch_marks(RuntimeBatch *batch, const EvictKeepSet *keeps, const size_t *order,
-                       size_t m, size_t per) {
+                       size_t m, size_t per, size_t shared) {
   int rc = runtime_batch_reset(batch, per * m);
   for (size_t j = 0; j < m && !rc; j++) {
     const EvictKeepSet *keep = &keeps[order[j]];
+    size_t n = keep->n_prompt < shared ? keep->n_prompt : shared;
     for (size_t l = 0; l < keep->n_layers && !rc; l++)
       for (size_t g = 0; g < keep->n_kv_heads && !rc; g++) {
         const unsigned char *k = keep->keep + (l * keep->n_kv_heads + g) * keep->n_prompt;
         for (size_t q = 0; q < per && !rc; q++)
-          rc = runtime_batch_set_kept(batch, per * j + q, l, g, k, keep->n_prompt);
+          rc = runtime_batch_set_kept(batch, per * j + q, l, g, k, n);
       }
   }
   return rc;
 }
 
-/* One pass: the m kept sets keeps[order[j]], per m sequences, every step. */
-static int batch_pass(EvictReplayer *r, RuntimeBatch *batch, const EvictKeepSet *keeps,
-                      const size_t *order, size_t m, EvictModelReplay *outs, int32_t *tokens,
-                      size_t *agree, float *logits) {
+/* The re-run of prompt positions [shared, n_prompt) in every sequence of
+ * the batch, one token per call, each over its own marks; the last call's
+ * logits give each of the m sets its first answer token. */
+static int batch_rerun(EvictReplayer *r, RuntimeBatch *batch, const size_t *order, size_t m,
+                       size_t shared, EvictModelReplay *outs, int32_t *tokens, float *logits) {
+  const TraceMeta *meta = trace_meta(r->reader);
   size_t per = seqs_per_set(r);
-  int rc = batch_marks(batch, keeps, order, m, per);
-  size_t running = m; /* sets whose answer has not ended */
+  double start = obc_now_seconds();
+  int rc = OBC_OK;
+  for (size_t i = shared; i < r->n_prompt && !rc; i++) {
+    for (size_t b = 0; b < per * m; b++) tokens[b] = meta->tokens[i];
+    rc = runtime_batch_forward(batch, tokens, i + 1 == r->n_prompt ? logits : NULL);
+  }
+  double seconds = obc_now_seconds() - start;
+  for (size_t j = 0; j < m && !rc; j++) {
+    first_answer(r, shared, logits + per * j * r->vocab, &outs[order[j]]);
+    outs[order[j]].rerun_seconds = seconds;
+  }
+  return rc;
+}
+
+/* One pass: the m kept sets keeps[order[j]], per m sequences, over the
+ * shared rows [0, shared): the re-run of the rest of the prompt, if any,
+ * then every decode step. */
+static int batch_pass(EvictReplayer *r, RuntimeBatch *batch, const EvictKeepSet *keeps,
+                      const size_t *order, size_t m, size_t shared, EvictModelReplay *outs,
+                      int32_t *tokens, size_t *agree, float *logits) {
+  size_t per = seqs_per_set(r);
+  int rc = batch_marks(batch, keeps, order, m, per, shared);
   for (size_t j = 0; j < m; j++) {
     memset(&outs[order[j]], 0, sizeof outs[order[j]]);
     outs[order[j]].n_steps = r->n_steps;
     outs[order[j]].first_token = r->full_tokens[0];
+    outs[order[j]].first_margin = NAN;
     outs[order[j]].kl_prefill = NAN;
     agree[j] = 0;
-    for (size_t q = 0; q < per; q++) tokens[per * j + q] = r->full_tokens[0];
   }
-  if (ends_answer(r, r->full_tokens[0]))
-    for (size_t j = 0; j < m; j++) outs[order[j]].n_steps = 0, running--;
+  if (!rc && shared < r->n_prompt)
+    rc = batch_rerun(r, batch, order, m, shared, outs, tokens, logits);
+  size_t running = m; /* sets whose answer has not ended */
+  for (size_t j = 0; j < m; j++) {
+    EvictModelReplay *out = &outs[order[j]];
+    tokens[per * j] = out->first_token;
+    if (per == 2) tokens[per * j + 1] = r->full_tokens[0];
+    if (ends_answer(r, out->first_token)) out->n_steps = 0, running--;
+  }
   for (size_t t = 0; t < r->n_steps && running && !rc; t++) {
     if ((rc = runtime_batch_forward(batch, tokens, logits))) break;
     log_softmax(r->logits_full + t * r->vocab, r->vocab, r->full_logp, r->full_prob);
@@ -646,47 +707,57 @@ static size_t *order_by_kept(const EvictKeepSet *keeps, size_t n) {
 }
 
 static int run_batch_sets(EvictReplayer *r, const EvictKeepSet *keeps, size_t n, size_t max_seqs,
-                          EvictModelReplay *outs);
+                          size_t shared, EvictModelReplay *outs);
 
 int evict_replayer_run_batch(EvictReplayer *r, const EvictKeepSet *keeps, size_t n, size_t max_seqs,
                              EvictModelReplay *outs) {
   int rc = OBC_OK;
   for (size_t i = 0; i < n && !rc; i++) rc = check_keep(r, &keeps[i]);
+  for (size_t i = 0; i < n && !rc; i++) rc = check_rerun(r, &keeps[i]);
   if (rc || n == 0) return rc;
-  /* Sets that re-run the question, and every set off the CPU (the batched
-   * runtime is the CPU's), one after another; the rest together. */
-  size_t n_batch = 0;
-  for (size_t i = 0; i < n && !rc; i++) {
-    if (r->on_cpu && !reruns_tail(&keeps[i]))
-      n_batch++;
-    else
-      rc = evict_replayer_run(r, &keeps[i], &outs[i]);
+  if (!r->on_cpu) { /* the batched runtime is the CPU's */
+    for (size_t i = 0; i < n && !rc; i++) rc = evict_replayer_run(r, &keeps[i], &outs[i]);
+    return rc;
   }
-  if (rc || n_batch == 0) return rc;
-  EvictKeepSet *batched = obc_malloc(n_batch * sizeof *batched, "batched kept sets");
-  EvictModelReplay *batched_outs = obc_malloc(n_batch * sizeof *batched_outs, "batched results");
-  rc = batched && batched_outs ? OBC_OK : OBC_ENOMEM;
-  for (size_t i = 0, j = 0; i < n && !rc; i++)
-    if (!reruns_tail(&keeps[i])) batched[j++] = keeps[i]; /* shallow: masks stay the caller's */
-  if (!rc && r->tail_rerun) rc = copy_tail(r, true);      /* the batch shares the captured prompt */
-  if (!rc) rc = run_batch_sets(r, batched, n_batch, max_seqs, batched_outs);
-  for (size_t i = 0, j = 0; i < n && !rc; i++)
-    if (!reruns_tail(&keeps[i])) outs[i] = batched_outs[j++];
-  free(batched);
-  free(batched_outs);
+  /* One batched replay per group of sets whose own rows begin at the same
+   * position, the groups in the order of their first set. */
+  EvictKeepSet *group = obc_malloc(n * sizeof *group, "batched kept sets");
+  EvictModelReplay *group_outs = obc_malloc(n * sizeof *group_outs, "batched results");
+  bool *done = obc_calloc(n, sizeof *done, "batched kept sets");
+  rc = group && group_outs && done ? OBC_OK : OBC_ENOMEM;
+  for (size_t first = 0; first < n && !rc; first++) {
+    if (done[first]) continue;
+    size_t shared = own_rows_begin(r, &keeps[first]), m = 0;
+    for (size_t i = first; i < n; i++)
+      if (!done[i] && own_rows_begin(r, &keeps[i]) == shared)
+        group[m++] = keeps[i]; /* shallow: masks stay the caller's */
+    rc = run_batch_sets(r, group, m, max_seqs, shared, group_outs);
+    for (size_t i = first, j = 0; i < n && !rc; i++)
+      if (!done[i] && own_rows_begin(r, &keeps[i]) == shared) {
+        outs[i] = group_outs[j++];
+        done[i] = true;
+      }
+  }
+  free(group);
+  free(group_outs);
+  free(done);
   return rc;
 }
 
-/* The batched replay of n sets that share the captured prompt rows. */
+/* The batched replay of n sets that share the captured prompt rows
+ * [0, shared) and re-run [shared, n_prompt), if any, each on its own. */
 static int run_batch_sets(EvictReplayer *r, const EvictKeepSet *keeps, size_t n, size_t max_seqs,
-                          EvictModelReplay *outs) {
-  int rc = OBC_OK;
-  size_t per = seqs_per_set(r), cap = evict_replayer_batch_seqs(r, max_seqs);
+                          size_t shared, EvictModelReplay *outs) {
+  size_t per = seqs_per_set(r), steps = r->n_prompt - shared + r->n_steps;
+  /* The batch reads the captured rows [0, shared), never an earlier
+   * one-at-a-time re-run's. */
+  int rc = r->tail_rerun ? copy_tail(r, true) : OBC_OK;
+  if (!rc) rc = runtime_rewind(r->runtime, shared);
+  if (rc) return rc;
+  size_t cap = batch_cap(r, max_seqs, steps);
   if (cap > per * n) cap = per * n;
-  /* The batch shares the prompt rows [0, s); decode rows after them are its own. */
-  if ((rc = runtime_rewind(r->runtime, r->n_prompt))) return rc;
   RuntimeBatch *batch = NULL;
-  rc = runtime_batch_create(r->runtime, cap, r->n_steps, &batch);
+  rc = runtime_batch_create(r->runtime, cap, steps, &batch);
   float *logits = rc ? NULL : obc_malloc(cap * r->vocab * sizeof *logits, "batched logits");
   int32_t *tokens = rc ? NULL : obc_malloc(cap * sizeof *tokens, "batched tokens");
   size_t *agree = rc ? NULL : obc_malloc(cap / per * sizeof *agree, "batched agreement");
@@ -694,12 +765,14 @@ static int run_batch_sets(EvictReplayer *r, const EvictKeepSet *keeps, size_t n,
   if (!rc && (!logits || !tokens || !agree || !order)) rc = OBC_ENOMEM;
   for (size_t i = 0; i < n && !rc; i += cap / per) {
     size_t m = n - i < cap / per ? n - i : cap / per;
-    rc = batch_pass(r, batch, keeps, order + i, m, outs, tokens, agree, logits);
+    rc = batch_pass(r, batch, keeps, order + i, m, shared, outs, tokens, agree, logits);
   }
   free(order);
   free(logits);
   free(tokens);
   free(agree);
   runtime_batch_free(batch);
-  return rc;
+  /* The host rows are untouched: the whole captured prompt is valid again. */
+  int restored = shared < r->n_prompt ? runtime_set_position(r->runtime, r->n_prompt) : OBC_OK;
+  return rc ? rc : restored;
 }

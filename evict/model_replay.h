@@ -58,6 +58,7 @@ typedef struct {
   double margin[EVICT_REPLAY_MAX_STEPS];
   double logit_scale;
   int32_t first_token;  /* first answer token: the re-run's argmax, else the captured g0 */
+  double first_margin;  /* its top-1 minus top-2 logit under a re-run; NaN without one */
   size_t rerun_tokens;  /* prompt positions re-run (agnostic); 0 = none */
   double kl_prefill;    /* KL(full || evicted) of the first answer token; NaN unless re-run */
   double rerun_seconds; /* wall time of the re-run */
@@ -95,10 +96,13 @@ int evict_replayer_run(EvictReplayer *replayer, const EvictKeepSet *keep, EvictM
 /* Replays n kept sets together (runtime/batch.h): the free-running and the
  * teacher-forced sequence of every set, at most max_seqs sequences per pass
  * (0 = as many as EVICT_REPLAY_BATCH_BYTES of batch state allow; at least 2,
- * one set); sets that re-run the question (agnostic), each with its own
- * question rows, are replayed one after another (evict_replayer_run).
- * outs[i] equals evict_replayer_run of keeps[i] up to rounding
- * (docs/SCIENCE.md, "Batched replay"). */
+ * one set). Sets that re-run what follows their candidates (the question
+ * under agnostic, the template's tail under aware) share the prompt up to
+ * their candidates' end and re-run the rest in the batch, each sequence over
+ * its own marks, one token per call, before decoding. On a GPU the sets are
+ * replayed one after another (evict_replayer_run). outs[i] equals
+ * evict_replayer_run of keeps[i] up to rounding (docs/SCIENCE.md, "Batched
+ * replay"). */
 int evict_replayer_run_batch(EvictReplayer *replayer, const EvictKeepSet *keeps, size_t n,
                              size_t max_seqs, EvictModelReplay *outs);
 /* Sequences per pass of evict_replayer_run_batch for max_seqs (0 = by memory). */

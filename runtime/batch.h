@@ -41,10 +41,11 @@ int runtime_batch_set_kept(RuntimeBatch *batch, size_t seq, size_t layer, size_t
                            const unsigned char *keep /* (n) */, size_t n);
 /* Runs one token per sequence (tokens[b] for sequence b) at position s + t,
  * t = tokens run since the reset, and writes the next-token logits of every
- * sequence. Fails (one-line message) beyond max_steps or on a token id
+ * sequence (logits NULL: none, the LM head is skipped, for tokens whose
+ * successor is known). Fails (one-line message) beyond max_steps or on a token id
  * outside the vocabulary; the batch is then unchanged. */
 int runtime_batch_forward(RuntimeBatch *batch, const int32_t *tokens /* (n_seqs) */,
-                          float *logits /* (n_seqs, vocab_size) */);
+                          float *logits /* (n_seqs, vocab_size) or NULL */);
 
 size_t runtime_batch_max_seqs(const RuntimeBatch *batch);
 size_t runtime_batch_steps(const RuntimeBatch *batch); /* tokens run since the reset */

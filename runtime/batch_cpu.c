@@ -331,7 +331,7 @@ static void batch_layer(RuntimeBatch *b, size_t layer, const float *cos_row, con
 }
 
 int runtime_batch_forward(RuntimeBatch *b, const int32_t *tokens, float *logits) {
-  assert(b && tokens && logits);
+  assert(b && tokens);
   const ModelConfig *c = &b->model->config;
   const ModelWeights *w = &b->model->weights;
   size_t n = b->n_seqs, pos = b->n_prompt + b->step, half = c->head_dim / 2;
@@ -367,8 +367,10 @@ int runtime_batch_forward(RuntimeBatch *b, const int32_t *tokens, float *logits)
     for (size_t layer = 0; layer < c->n_layers; layer++)
       batch_layer(b, layer, cos_row, sin_row, &sc);
     double gemm = 0.0;
-    cpu_rmsnorm(b->xb, b->x, w->output_norm, n, c->dim, c->norm_eps);
-    cpu_gemm_weight(logits, b->xb, &w->output, n, 0.0f, &gemm);
+    if (logits) {
+      cpu_rmsnorm(b->xb, b->x, w->output_norm, n, c->dim, c->norm_eps);
+      cpu_gemm_weight(logits, b->xb, &w->output, n, 0.0f, &gemm);
+    }
     b->step++;
   }
   free(cos_row);
