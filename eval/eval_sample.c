@@ -231,11 +231,32 @@ static size_t count_correct(const cJSON *rows) {
   return n;
 }
 
+/* Wall time of each stage of a sample, in seconds. */
+typedef struct {
+  double prompt;  /* the RULER prompt, tokenised, and prompt.json */
+  double capture; /* the prefill, its captured rows and sums, the full-cache answer */
+  double load;    /* the trace reopened and its K/V loaded into the replay cache */
+  double scores;  /* every policy's scores and kept sets */
+  double replay;  /* the batched replay of every kept set */
+  double total;
+} SampleTimes;
+
+static cJSON *times_json(const SampleTimes *t) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "prompt", t->prompt);
+  cJSON_AddNumberToObject(o, "capture", t->capture);
+  cJSON_AddNumberToObject(o, "load", t->load);
+  cJSON_AddNumberToObject(o, "scores", t->scores);
+  cJSON_AddNumberToObject(o, "replay", t->replay);
+  return o;
+}
+
 /* out/sample.json. */
 static int write_sample(const EvalRunner *r, const SweepPlanCell *cell, uint64_t seed,
                         const NiahPrompt *prompt, const char *full_answer, const EvalSets *sets,
                         const EvictModelReplay *outs, size_t steps, size_t oracle_steps,
-                        double seconds, const char *out, size_t *right, bool *full_right) {
+                        const SampleTimes *times, const char *out, size_t *right,
+                        bool *full_right) {
   const EvalConfig *c = r->config;
   const char *refs[RULER_MAX_ANSWERS];
   for (size_t i = 0; i < prompt->n_answers; i++) refs[i] = prompt->answers[i];
@@ -273,7 +294,8 @@ static int write_sample(const EvalRunner *r, const SweepPlanCell *cell, uint64_t
   }
   *right = count_correct(rows);
   cJSON_AddItemToObject(root, "rows", rows);
-  cJSON_AddNumberToObject(root, "seconds", seconds);
+  cJSON_AddNumberToObject(root, "seconds", times->total);
+  cJSON_AddItemToObject(root, "stage_seconds", times_json(times));
   return obc_json_write(out, "sample.json", root);
 }
 
@@ -339,10 +361,18 @@ static CaptureOptions capture_options(const EvalConfig *c, const NiahPrompt *pro
   return o;
 }
 
+/* Seconds since *mark, which moves to now. */
+static double lap(double *mark) {
+  double now = obc_now_seconds(), t = now - *mark;
+  *mark = now;
+  return t;
+}
+
 int eval_run_sample(void *context, const SweepPlanCell *cell, const char *out) {
   EvalRunner *r = context;
   const EvalConfig *c = r->config;
-  double start = obc_now_seconds();
+  double start = obc_now_seconds(), mark = start;
+  SampleTimes times = {0};
   const RulerTask *task = ruler_task_find(cell->task);
   if (!task) return obc_fail(OBC_EINVAL, "sample %zu: unknown task '%s'", cell->id, cell->task);
   uint64_t seed = c->seed + cell->sample;
@@ -367,10 +397,12 @@ int eval_run_sample(void *context, const SweepPlanCell *cell, const char *out) {
     ruler_sample_free(&sample);
     return obc_fail_context(rc, "sample %zu (%s)", cell->id, cell->name);
   }
+  times.prompt = lap(&mark);
   CaptureOptions capture = capture_options(c, p, steps, producer);
   CaptureResult captured;
   progress(r, cell, "prefill and full-cache answer");
   if (!rc) rc = capture_run(r->model, p, &capture, trace, &captured);
+  times.capture = lap(&mark);
   TraceReader *reader = NULL;
   if (!rc) rc = trace_open(trace, &reader);
   EvictReplayer *replayer = NULL;
@@ -385,18 +417,21 @@ int eval_run_sample(void *context, const SweepPlanCell *cell, const char *out) {
     snprintf(full_answer, sizeof full_answer, "%s", evict_replayer_full_answer(replayer, NULL));
   EvalSets sets = {0};
   EvictModelReplay *outs = NULL;
+  times.load = lap(&mark);
   if (!rc) rc = make_sets(c, reader, trace, oracle_steps, &sets);
+  times.scores = lap(&mark);
   char what[64];
   snprintf(what, sizeof what, "replaying %zu kept sets", sets.n);
   progress(r, cell, what);
   if (!rc) rc = replay_sets(r, replayer, &sets, &outs);
+  times.replay = lap(&mark);
   evict_replayer_close(replayer);
   trace_close(reader);
   size_t right = 0;
   bool full_right = false;
-  double seconds = obc_now_seconds() - start;
+  times.total = obc_now_seconds() - start;
   if (!rc)
-    rc = write_sample(r, cell, seed, p, full_answer, &sets, outs, steps, answer, seconds, out,
+    rc = write_sample(r, cell, seed, p, full_answer, &sets, outs, steps, answer, &times, out,
                       &right, &full_right);
   if (!rc && !c->keep_traces && unlink(trace))
     rc = obc_fail(OBC_EIO, "%s: cannot remove the trace", trace);
@@ -410,7 +445,7 @@ int eval_run_sample(void *context, const SweepPlanCell *cell, const char *out) {
         "sample %zu/%zu %s: %zu tokens, full cache %s, %zu of %zu replays right; %.1f s; "
         "ETA %s\n",
         r->done, r->total, cell->name, p->n_tokens, full_right ? "right" : "wrong", right, sets.n,
-        seconds, eta);
+        times.total, eta);
     fflush(stdout);
   }
   free(outs);
