@@ -3,8 +3,9 @@
  * largest term down, so b + c in the thousands neither overflows nor loses
  * the tail), the paired bootstrap (indices drawn with niah_random_below from
  * one splitmix64 stream), its stratified form for RULER's score, the
- * sign-flip test (enumerated with a Gray code, or drawn) and the Mann-Whitney AUC (midranks of the sorted
- * values, O(n log n)). */
+ * sign-flip test (enumerated with a Gray code, or drawn), the McNemar test's
+ * power and minimum detectable difference, Holm's adjustment and the
+ * Mann-Whitney AUC (midranks of the sorted values, O(n log n)). */
 #include "eval/stats.h"
 
 #include <math.h>
@@ -82,6 +83,102 @@ double eval_mcnemar_exact(size_t b, size_t c) {
   }
   double p = 2.0 * exp(log_top) * tail_over_top;
   return p < 1.0 ? p : 1.0;
+}
+
+/* ---- McNemar power ---- */
+
+/* P(X <= k) for X ~ Bin(m, pi), k < m: the terms from i = 0 up, each from
+ * the last in log space, log C(m, i + 1) / C(m, i) = log_j[m - i] -
+ * log_j[i + 1] (log_j[j] = log j). */
+static double binomial_cdf(size_t m, size_t k, double pi, const double *log_j) {
+  if (pi <= 0.0) return 1.0;
+  if (pi >= 1.0) return 0.0;
+  double log_term = (double)m * log1p(-pi), log_ratio = log(pi) - log1p(-pi), sum = 0.0;
+  for (size_t i = 0; i <= k; i++) {
+    sum += exp(log_term);
+    log_term += log_j[m - i] - log_j[i + 1] + log_ratio;
+  }
+  return sum;
+}
+
+/* Weights below this of the discordant count m are left out: all of them
+ * together hold less than n times it. */
+#define POWER_NEGLIGIBLE 1e-20
+
+double eval_mcnemar_power(size_t n, double psi, double delta, double alpha) {
+  if (!(psi > 0.0) || n == 0) return 0.0;
+  psi = fmin(psi, 1.0);
+  double *log_j = malloc((n + 2) * sizeof *log_j);
+  if (!log_j) return NAN;
+  log_j[0] = 0.0;
+  for (size_t j = 1; j <= n + 1; j++) log_j[j] = log((double)j);
+  double pi = fmin(1.0, fmax(0.0, (1.0 + delta / psi) / 2.0)), power = 0.0, nn = (double)n;
+  long k = -1; /* k(m): nondecreasing in m, so the search resumes from k(m - 1) */
+  for (size_t m = 1; m <= n; m++) {
+    while ((size_t)(k + 1) * 2 < m &&
+           eval_mcnemar_exact((size_t)(k + 1), m - (size_t)(k + 1)) <= alpha)
+      k++;
+    if (k < 0) continue;
+    double mm = (double)m;
+    double weight = psi >= 1.0 ? (m == n)
+                               : exp(lgamma(nn + 1) - lgamma(mm + 1) - lgamma(nn - mm + 1) +
+                                     mm * log(psi) + (nn - mm) * log1p(-psi));
+    if (weight < POWER_NEGLIGIBLE) continue;
+    /* c <= k or c >= m - k for c ~ Bin(m, pi): the second by symmetry */
+    double reject =
+        binomial_cdf(m, (size_t)k, pi, log_j) + binomial_cdf(m, (size_t)k, 1.0 - pi, log_j);
+    power += weight * fmin(1.0, reject);
+  }
+  free(log_j);
+  return fmin(1.0, power);
+}
+
+double eval_mcnemar_mde(size_t n, double psi, double alpha, double power) {
+  if (!(psi > 0.0) || eval_mcnemar_power(n, psi, psi, alpha) < power) return NAN;
+  double lo = 0.0, hi = psi;
+  while (hi - lo > 1e-9) {
+    double mid = (lo + hi) / 2.0;
+    if (eval_mcnemar_power(n, psi, mid, alpha) >= power)
+      hi = mid;
+    else
+      lo = mid;
+  }
+  return hi;
+}
+
+double eval_mcnemar_samples_normal(double psi, double delta) {
+  static const double z_alpha = 1.959963984540054, z_power = 0.8416212335729143;
+  double d = fabs(delta);
+  if (!(d > 0.0) || d > psi || psi > 1.0) return NAN;
+  double root = z_alpha * sqrt(psi) + z_power * sqrt(psi - d * d);
+  return root * root / (d * d);
+}
+
+typedef struct {
+  double p;
+  size_t index;
+} RankedP;
+
+static int compare_ranked(const void *a, const void *b) {
+  const RankedP *x = a, *y = b;
+  if (x->p != y->p) return x->p < y->p ? -1 : 1;
+  return (x->index > y->index) - (x->index < y->index);
+}
+
+void eval_holm(double *p, size_t n) {
+  RankedP *r = malloc(n * sizeof *r);
+  if (!r) { /* out of memory: Bonferroni, never smaller than Holm's */
+    for (size_t i = 0; i < n; i++) p[i] = fmin(1.0, p[i] * (double)n);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) r[i] = (RankedP){p[i], i};
+  qsort(r, n, sizeof *r, compare_ranked);
+  double running = 0.0;
+  for (size_t j = 0; j < n; j++) {
+    running = fmax(running, fmin(1.0, (double)(n - j) * r[j].p));
+    p[r[j].index] = running;
+  }
+  free(r);
 }
 
 /* ---- paired bootstrap ---- */

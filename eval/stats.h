@@ -29,6 +29,34 @@ void eval_wilson(size_t k, size_t n, double z, double *low, double *high);
  * b + c = 0. */
 double eval_mcnemar_exact(size_t b, size_t c);
 
+/* Power of the exact two-sided McNemar test (eval_mcnemar_exact) at level
+ * alpha for n pairs whose discordance is psi (the probability that exactly
+ * one method is right) and whose accuracy difference is delta (P(only the
+ * second right) - P(only the first right)), 0 <= |delta| <= psi <= 1.
+ * Unconditional over the discordant count m ~ Bin(n, psi); given m, the
+ * second method's share of the discordant pairs is Bin(m, (1 + delta /
+ * psi) / 2) and the test rejects when the smaller count is at most k(m),
+ * the largest k with eval_mcnemar_exact(k, m - k) <= alpha. 0 when psi is 0
+ * (no discordant pair ever rejects). */
+double eval_mcnemar_power(size_t n, double psi, double delta, double alpha);
+
+/* The minimum detectable difference of that test: the smallest delta in
+ * (0, psi] whose power at (n, psi) reaches power (bisection to 1e-9; the
+ * power grows with delta). NaN when psi is 0 or even delta = psi, every
+ * discordant pair one way, falls short. */
+double eval_mcnemar_mde(size_t n, double psi, double alpha, double power);
+
+/* Pairs that the McNemar test needs to detect delta at discordance psi with
+ * 80% power at alpha 0.05, by Connor's normal approximation (Biometrics
+ * 1987): ((z_0.975 sqrt(psi) + z_0.8 sqrt(psi - delta^2)) / delta)^2, not
+ * rounded. NaN unless 0 < |delta| <= psi <= 1. */
+double eval_mcnemar_samples_normal(double psi, double delta);
+
+/* Holm's step-down adjustment of n p-values, in place: the i-th smallest
+ * becomes max over j <= i of min(1, (n - j) p_(j)) (0-based ranks; ties
+ * keep their input order). */
+void eval_holm(double *p, size_t n);
+
 /* Paired bootstrap percentile interval of mean(y - x) over n paired values:
  * `resamples` resamples of the n indices drawn with replacement from seed,
  * the (1 - level)/2 and (1 + level)/2 quantiles of the resampled means

@@ -30,6 +30,10 @@ static const double SIGN_FLIP_SIXTEEN[] = {0.25, 0.25, 0.75, 0.5, 0.5, -0.25, 0.
 static const double SIGN_FLIP_MC[] = {-0.375, 0.875, 0.375, -0.125, 1.125, 0.625, 0.125, -0.375, 0.875, 0.375, -0.125, 1.125, 0.625, 0.125, -0.375, 0.875, 0.375, -0.125, 1.125, 0.625};
 enum { SIGN_FLIP_MC_RESAMPLES = 3000 };
 #define SIGN_FLIP_MC_SEED 5uLL
+static const double POWER_CASES[][3] = {{30, 0.3, 0.2}, {60, 0.2, 0.1}, {60, 0.5, 0.0}, {200, 0.15, 0.08}, {200, 0.1, -0.05}, {40, 1.0, 0.5}, {25, 0.4, 0.4}};
+static const double MDE_CASES[][2] = {{60, 0.2}, {200, 0.15}, {200, 0.05}, {120, 0.6}};
+static const double CONNOR_CASES[][2] = {{0.2, 0.05}, {0.1, 0.1}, {0.35, 0.03}};
+static const double HOLM_P[] = {0.01, 0.04, 0.03, 0.005, 0.04, 0.6};
 static const double AUC_HAND_VALUE[] = {0.1, 0.4, 0.35, 0.8};
 static const unsigned char AUC_HAND_LABEL[] = {0, 0, 1, 1};
 static const double AUC_TIES_VALUE[] = {0.5, 0.5, 0.2, 0.9, 0.5, 0.2};
@@ -92,6 +96,26 @@ static const EvalExpected EVAL_EXPECTED[] = {
     {"sign_flip_mc", 0.003998667110963012},
     {"auc_hand", 0.75},
     {"auc_ties", 0.6875},
+    {"power_0", 0.40317610724317493},
+    {"power_1", 0.30753441885659993},
+    {"power_2", 0.030592559900325993},
+    {"power_3", 0.8066089825139195},
+    {"power_4", 0.5432963571965544},
+    {"power_5", 0.8967682946505681},
+    {"power_6", 0.9706377952077458},
+    {"mde_0", 0.1620954904705286},
+    {"mde_1", 0.07942829201929272},
+    {"mde_2", 0.04434873480349781},
+    {"mde_3", 0.20281750371213997},
+    {"connor_0", 625.5473178337215},
+    {"connor_1", 76.08748449318014},
+    {"connor_2", 3049.9831835174405},
+    {"holm_0", 0.05},
+    {"holm_1", 0.12},
+    {"holm_2", 0.12},
+    {"holm_3", 0.03},
+    {"holm_4", 0.12},
+    {"holm_5", 0.6},
     {"match_all_three_refs", 0.6666666666666666},
     {"match_part_three_refs", 1.0},
     {"match_all_case", 0.5},

@@ -22,6 +22,13 @@ tests/eval_stats_expected.h that tests/test_eval_stats.c includes.
   (so ties are exact); the Monte Carlo form replays the draw rule of
   eval/stats.h (one splitmix64 draw per non-zero difference, negated when
   its top bit is set; (1 + hits) / (1 + resamples)).
+- McNemar power: every outcome (b, c, rest) of the n pairs enumerated with
+  its trinomial probability n! / (b! c! rest!) p10^b p01^c (1 - psi)^rest,
+  p10 = (psi - delta) / 2, p01 = (psi + delta) / 2, summed where the exact
+  McNemar p above is <= alpha (not the conditional decomposition
+  eval/stats.c uses); the minimum detectable difference by bisection of
+  that power; Connor's sample size from statistics.NormalDist's quantiles.
+- Holm: the textbook step-down, min(1, (n - j) p_(j)) made monotone.
 - AUC: every (positive, negative) pair counted, 1 for a win, 1/2 for a tie,
   in fractions.
 - Matches: RULER's string_match_all / string_match_part expressions
@@ -160,6 +167,57 @@ def sign_flip_monte_carlo(d, resamples, seed):
     return (1 + hits) / (1 + resamples)
 
 
+def mcnemar_rejects(n, alpha):
+    """The outcomes (b, c) with b + c <= n whose exact McNemar p is <= alpha."""
+    rejects, cache = [], {}
+    for b in range(n + 1):
+        for c in range(n + 1 - b):
+            key = (b + c, min(b, c))
+            if key not in cache:
+                cache[key] = mcnemar(b, c) <= alpha
+            if cache[key]:
+                rejects.append((b, c))
+    return rejects
+
+
+def mcnemar_power(n, psi, delta, rejects):
+    p10, p01, rest = (psi - delta) / 2, (psi + delta) / 2, 1 - psi
+    total = 0.0
+    for b, c in rejects:
+        ways = math.comb(n, b) * math.comb(n - b, c)
+        total += ways * p10 ** b * p01 ** c * rest ** (n - b - c)
+    return min(1.0, total)
+
+
+def mcnemar_mde(n, psi, alpha, power):
+    rejects = mcnemar_rejects(n, alpha)
+    if mcnemar_power(n, psi, psi, rejects) < power:
+        return float("nan")
+    lo, hi = 0.0, psi
+    while hi - lo > 1e-10:
+        mid = (lo + hi) / 2
+        if mcnemar_power(n, psi, mid, rejects) >= power:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def connor_samples(psi, delta):
+    from statistics import NormalDist
+    za, zb = NormalDist().inv_cdf(0.975), NormalDist().inv_cdf(0.8)
+    return ((za * math.sqrt(psi) + zb * math.sqrt(psi - delta * delta)) / delta) ** 2
+
+
+def holm(ps):
+    order = sorted(range(len(ps)), key=lambda i: (ps[i], i))
+    out, running = [0.0] * len(ps), 0.0
+    for j, i in enumerate(order):
+        running = max(running, min(1.0, (len(ps) - j) * ps[i]))
+        out[i] = running
+    return out
+
+
 def match_all(pred, refs):
     return sum([1.0 if r.lower() in pred.lower() else 0.0 for r in refs]) / len(refs)
 
@@ -198,6 +256,12 @@ SIGN_FLIP_MC = ([0.25 * ((i * 5) % 7 - 2) + 0.125 for i in range(20)], 3000, 5)
 MCNEMAR = [(0, 0), (0, 5), (5, 0), (1, 9), (9, 1), (10, 25), (25, 10), (7, 7),
            (980, 1020), (900, 1100), (1100, 900), (0, 2000)]
 WILSON = [(0, 10), (10, 10), (5, 10), (81, 263), (0, 0)]
+# (n, psi, delta) at alpha 0.05; the size (delta 0) must stay below alpha.
+POWER = [(30, 0.3, 0.2), (60, 0.2, 0.1), (60, 0.5, 0.0), (200, 0.15, 0.08),
+         (200, 0.1, -0.05), (40, 1.0, 0.5), (25, 0.4, 0.4)]
+MDE = [(60, 0.2), (200, 0.15), (200, 0.05), (120, 0.6)]  # 80% power, alpha 0.05
+CONNOR = [(0.2, 0.05), (0.1, 0.1), (0.35, 0.03)]
+HOLM = [0.01, 0.04, 0.03, 0.005, 0.04, 0.6]
 
 
 def large_bootstrap_inputs():
@@ -231,6 +295,14 @@ def header():
         values.append(("sign_flip_" + name, sign_flip_exact(d)))
     values.append(("sign_flip_mc", sign_flip_monte_carlo(*SIGN_FLIP_MC)))
     values += [("auc_hand", auc(*AUC_HAND)), ("auc_ties", auc(*AUC_TIES))]
+    for i, (n, psi, delta) in enumerate(POWER):
+        values.append(("power_%d" % i, mcnemar_power(n, psi, delta, mcnemar_rejects(n, 0.05))))
+    for i, (n, psi) in enumerate(MDE):
+        values.append(("mde_%d" % i, mcnemar_mde(n, psi, 0.05, 0.8)))
+    for i, (psi, delta) in enumerate(CONNOR):
+        values.append(("connor_%d" % i, connor_samples(psi, delta)))
+    for i, p in enumerate(holm(HOLM)):
+        values.append(("holm_%d" % i, p))
     for name, pred, refs in MATCHES:
         values += [("match_all_" + name, match_all(pred, refs)),
                    ("match_part_" + name, match_part(pred, refs))]
@@ -265,6 +337,13 @@ def header():
     out.append(doubles("SIGN_FLIP_MC", SIGN_FLIP_MC[0]))
     out.append("enum { SIGN_FLIP_MC_RESAMPLES = %d };\n#define SIGN_FLIP_MC_SEED %duLL\n"
                % SIGN_FLIP_MC[1:])
+    out.append("static const double POWER_CASES[][3] = {%s};\n"
+               % ", ".join("{%d, %r, %r}" % c for c in POWER))
+    out.append("static const double MDE_CASES[][2] = {%s};\n"
+               % ", ".join("{%d, %r}" % c for c in MDE))
+    out.append("static const double CONNOR_CASES[][2] = {%s};\n"
+               % ", ".join("{%r, %r}" % c for c in CONNOR))
+    out.append(doubles("HOLM_P", HOLM))
     for name, (v, l) in (("AUC_HAND", AUC_HAND), ("AUC_TIES", AUC_TIES)):
         out.append(doubles(name + "_VALUE", v))
         out.append("static const unsigned char %s_LABEL[] = {%s};\n"

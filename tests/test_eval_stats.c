@@ -282,6 +282,73 @@ static double auc_brute_force(const double *value, const unsigned char *label, s
   return pairs ? wins / pairs : NAN;
 }
 
+/* The power is a sum of positive terms, each an exp of lgamma and log
+ * sums of magnitude below 2000 (n <= 200): an absolute error of about
+ * 2000 * 2^-52 in each exponent, 5e-13 relative in each term and so in the
+ * sum; 1e-10 leaves room for the reference's float products. */
+#define POWER_RELATIVE_TOLERANCE 1e-10
+/* Both sides bisect (to 1e-9 and 1e-10) a power curve whose slope in delta
+ * is above 1 where it crosses 80%: the roots agree within the coarser
+ * step plus the power's error over the slope. */
+#define MDE_TOLERANCE 2e-9
+
+START_TEST(mcnemar_power_matches_the_enumeration_of_every_outcome) {
+  for (size_t i = 0; i < sizeof POWER_CASES / sizeof POWER_CASES[0]; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "power_%zu", i);
+    const double *c = POWER_CASES[i];
+    double got = eval_mcnemar_power((size_t)c[0], c[1], c[2], 0.05), want = expected(name);
+    ck_assert_msg(fabs(got - want) <= POWER_RELATIVE_TOLERANCE * want,
+                  "%s (n %g, psi %g, delta %g): %.17g, expected %.17g", name, c[0], c[1], c[2], got,
+                  want);
+  }
+  /* the size of the exact test stays below alpha; no discordance, no power */
+  ck_assert_double_le(eval_mcnemar_power(60, 0.5, 0.0, 0.05), 0.05);
+  ck_assert_double_eq(eval_mcnemar_power(100, 0.0, 0.0, 0.05), 0.0);
+  /* symmetric in the sign of the difference */
+  ck_assert_double_eq_tol(eval_mcnemar_power(200, 0.1, 0.05, 0.05),
+                          eval_mcnemar_power(200, 0.1, -0.05, 0.05), 1e-12);
+}
+END_TEST
+
+START_TEST(mcnemar_mde_matches_the_bisected_enumeration) {
+  for (size_t i = 0; i < sizeof MDE_CASES / sizeof MDE_CASES[0]; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "mde_%zu", i);
+    double got = eval_mcnemar_mde((size_t)MDE_CASES[i][0], MDE_CASES[i][1], 0.05, 0.8);
+    ck_assert_msg(fabs(got - expected(name)) <= MDE_TOLERANCE, "%s: %.12g, expected %.12g", name,
+                  got, expected(name));
+  }
+  /* 20 pairs at 5% discordance: about one discordant pair, never significant */
+  ck_assert(isnan(eval_mcnemar_mde(20, 0.05, 0.05, 0.8)));
+  ck_assert(isnan(eval_mcnemar_mde(600, 0.0, 0.05, 0.8)));
+  /* more pairs detect less */
+  ck_assert_double_lt(eval_mcnemar_mde(600, 0.2, 0.05, 0.8), eval_mcnemar_mde(200, 0.2, 0.05, 0.8));
+}
+END_TEST
+
+START_TEST(connor_samples_and_holm_match_their_formulas) {
+  for (size_t i = 0; i < sizeof CONNOR_CASES / sizeof CONNOR_CASES[0]; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "connor_%zu", i);
+    double got = eval_mcnemar_samples_normal(CONNOR_CASES[i][0], CONNOR_CASES[i][1]);
+    ck_assert_double_eq_tol(got, expected(name), 1e-12 * expected(name));
+  }
+  ck_assert(isnan(eval_mcnemar_samples_normal(0.1, 0.2))); /* delta beyond the discordance */
+  ck_assert(isnan(eval_mcnemar_samples_normal(0.1, 0.0)));
+  enum { N_HOLM = sizeof HOLM_P / sizeof HOLM_P[0] };
+  double p[N_HOLM];
+  memcpy(p, HOLM_P, sizeof p);
+  eval_holm(p, N_HOLM);
+  for (size_t i = 0; i < N_HOLM; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "holm_%zu", i);
+    /* products of a p by a small integer: one rounding each side */
+    ck_assert_double_eq_tol(p[i], expected(name), 1e-15);
+  }
+}
+END_TEST
+
 START_TEST(auc_of_separated_reversed_and_tied_classes) {
   const double value[] = {0.1, 0.2, 0.3, 0.7, 0.8, 0.9};
   const unsigned char up[] = {0, 0, 0, 1, 1, 1}, down[] = {1, 1, 1, 0, 0, 0};
@@ -334,6 +401,9 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, sign_flip_of_zero_one_outcomes_is_mcnemar);
   tcase_add_test(tc, auc_of_separated_reversed_and_tied_classes);
   tcase_add_test(tc, auc_equals_the_count_over_all_pairs);
+  tcase_add_test(tc, mcnemar_power_matches_the_enumeration_of_every_outcome);
+  tcase_add_test(tc, mcnemar_mde_matches_the_bisected_enumeration);
+  tcase_add_test(tc, connor_samples_and_holm_match_their_formulas);
   suite_add_tcase(suite, tc);
   test_scratch_begin("eval_stats");
   SRunner *runner = srunner_create(suite);
