@@ -4,6 +4,7 @@
  * runs every sample and merges; or --plan makes the plan, `eval DIR --cell I
  * | --shard i/N` runs samples (a Slurm array task each, scripts/slurm/), and
  * `eval DIR --merge` writes the tables and figures from the finished ones. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,7 @@ typedef struct {
   const char *tasks, *scores, *pairs, *budgets, *budget_rule, *protocols, *out_dir, *model_path;
   ModelWeightsMode weights;
   bool plan_only, merge, no_figures;
-  const char *cell, *shard;
+  const char *cell, *shard, *samples_for;
   double stale_after;
 } EvalArgs;
 
@@ -40,6 +41,7 @@ static const char *usage =
     "       obcache eval ... --plan -o DIR\n"
     "       obcache eval DIR [--cell I | --shard i/N] [--threads N]\n"
     "       obcache eval DIR --merge\n"
+    "       obcache eval DIR --samples-for D\n"
     "\n"
     "Task accuracy of eviction policies over many samples of RULER's synthetic tasks\n"
     "(niah_single_1/2/3, niah_multikey_1/2/3, niah_multivalue, niah_multiquery, vt,\n"
@@ -59,7 +61,10 @@ static const char *usage =
     "paired.csv (each X vs X+obc_S on the same samples: accuracy difference with a\n"
     "paired bootstrap 95% interval and the exact McNemar p; RULER's score of each,\n"
     "their difference with a paired bootstrap 95% interval and the sign-flip p,\n"
-    "exact up to 16 non-zero differences, else 10000 Monte Carlo draws),\n"
+    "exact up to 16 non-zero differences, else 10000 Monte Carlo draws; the\n"
+    "discordant pairs and mde80, the accuracy difference the exact McNemar test\n"
+    "detects with 80% power at alpha 0.05 for that n; over the pooled rows the\n"
+    "Holm-adjusted p and a verdict: holds, fails or undecided),\n"
     "recall.csv (accuracy by recall quartile and the AUC of recall as a predictor\n"
     "of correctness), recall_policy.csv (that AUC within each policy, budget and\n"
     "protocol), samples.csv (every answer), prompts.jsonl (every prompt: text, ids,\n"
@@ -71,7 +76,9 @@ static const char *usage =
     "DIR/plan.json; `eval DIR` runs the samples that are not finished (all, one with\n"
     "--cell, or those with id % N == i with --shard i/N) under locks, each into\n"
     "DIR/cells/<id>/ (sample.json, prompt.json; trace.h5 with --keep-traces);\n"
-    "`eval DIR --merge` verifies them and writes the tables. The merge of shards\n"
+    "`eval DIR --merge` verifies them and writes the tables; `eval DIR --samples-for\n"
+    "D` reads a pilot's finished samples and prints how many each pairing needs to\n"
+    "detect an accuracy difference D. The merge of shards\n"
     "equals the one-process run; scripts/slurm/submit.sh DIR N runs it on Slurm.\n";
 
 /* --answer-prefix-space drop|keep into RulerOptions.answer_space. */
@@ -167,6 +174,10 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
       OBC_OPT_DOUBLE("--stale-after", "S", &a->stale_after,
                      "seconds without a heartbeat after which another host's lock is stale"),
       OBC_OPT_FLAG("--no-figures", &a->no_figures, "merge without drawing the figures"),
+      OBC_OPT_TEXT("--samples-for", "D", &a->samples_for,
+                   "with DIR, a pilot: the samples each pooled pairing needs to detect an "
+                   "accuracy difference D (0.05 or 5%) with 80% power at alpha 0.05, from the "
+                   "discordance of DIR's finished samples; writes nothing"),
   };
   const ObcOptionList lists[] = {OBC_OPTION_LIST(own)};
   int rc = obc_options_parse("eval", lists, 1, argc, argv, args);
@@ -268,11 +279,19 @@ static int resolve_lists(EvalArgs *a) {
 /* Options that belong to one run, not to the plan: where it goes (-o, which
  * cannot be given with DIR), the model (stored with its checksum), threads,
  * backend, batch, which samples run. */
-static const SweepRunOption run_only[] = {
-    {"-o", false},        {"--output", false}, {"--model", false},
-    {"--threads", false}, {"--device", false}, {"--batch", false},
-    {"--cell", false},    {"--shard", false},  {"--stale-after", false},
-    {"--plan", true},     {"--merge", true},   {"--no-figures", true}};
+static const SweepRunOption run_only[] = {{"-o", false},
+                                          {"--output", false},
+                                          {"--model", false},
+                                          {"--threads", false},
+                                          {"--device", false},
+                                          {"--batch", false},
+                                          {"--cell", false},
+                                          {"--shard", false},
+                                          {"--stale-after", false},
+                                          {"--samples-for", false},
+                                          {"--plan", true},
+                                          {"--merge", true},
+                                          {"--no-figures", true}};
 enum { N_RUN_ONLY = sizeof run_only / sizeof *run_only, RUN_ONLY_PLAN_OWNED = 2 };
 /* Option values that name files, made absolute in the plan. */
 static const char *const file_options[] = {"--essay", "--words"};
@@ -372,6 +391,24 @@ static int merge(const char *dir, const SweepPlan *plan, const EvalArgs *given) 
   return OBC_OK;
 }
 
+/* --samples-for D: "5%" or "0.05", a difference in (0, 1). */
+static int samples_for(const char *dir, const SweepPlan *plan, const EvalArgs *given) {
+  char *end = NULL;
+  double delta = strtod(given->samples_for, &end);
+  if (end != given->samples_for && *end == '%' && !end[1])
+    delta /= 100.0;
+  else if (end == given->samples_for || *end)
+    delta = NAN;
+  if (!(delta > 0.0 && delta < 1.0))
+    return obc_fail(OBC_EINVAL,
+                    "--samples-for: expected an accuracy difference in (0, 1) such "
+                    "as 0.05 or 5%%, not '%s'",
+                    given->samples_for);
+  EvalArgs a;
+  int rc = plan_config(plan, &a);
+  return rc ? rc : eval_samples_needed(dir, plan, &a.config, given->stale_after, delta);
+}
+
 /* `eval DIR ...`: only the run-time options may be given. */
 static int check_dir_mode(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
@@ -380,8 +417,8 @@ static int check_dir_mode(int argc, char **argv) {
     if (k < RUN_ONLY_PLAN_OWNED)
       return obc_fail(OBC_EINVAL,
                       "obcache eval DIR takes its settings from DIR/plan.json; %s cannot be "
-                      "given here (only --cell, --shard, --merge, --threads, --device, --batch, "
-                      "--model, --stale-after, --no-figures)",
+                      "given here (only --cell, --shard, --merge, --samples-for, --threads, "
+                      "--device, --batch, --model, --stale-after, --no-figures)",
                       argv[i]);
     if (!run_only[k].flag && !strchr(argv[i], '=')) i++;
   }
@@ -405,15 +442,21 @@ int cmd_eval(int argc, char **argv) {
     if ((rc = check_dir_mode(argc, argv))) return rc;
     if ((rc = sweep_plan_read(dir, &plan))) return rc;
     rc = sweep_plan_check_command(dir, &plan, "eval");
-    if (!rc) rc = a.merge ? merge(dir, &plan, &a) : run_plan(dir, &plan, &a, command_line);
+    if (!rc && a.merge && a.samples_for)
+      rc = obc_fail(OBC_EINVAL, "--merge and --samples-for are two commands: give one");
+    if (!rc)
+      rc = a.samples_for ? samples_for(dir, &plan, &a)
+           : a.merge     ? merge(dir, &plan, &a)
+                         : run_plan(dir, &plan, &a, command_line);
     sweep_plan_free(&plan);
     return rc;
   }
   const char *dir = a.out_dir;
-  if (!dir) return obc_fail(OBC_EINVAL, "missing -o DIR (see obcache eval --help)");
-  if (a.merge || a.cell || a.shard)
+  if (a.merge || a.cell || a.shard || a.samples_for)
     return obc_fail(OBC_EINVAL,
-                    "--merge, --cell and --shard take an eval folder: obcache eval DIR --merge");
+                    "--merge, --cell, --shard and --samples-for take an eval folder: "
+                    "obcache eval DIR --merge");
+  if (!dir) return obc_fail(OBC_EINVAL, "missing -o DIR (see obcache eval --help)");
   if ((rc = resolve_lists(&a))) return rc;
   if ((rc = eval_config_check(&a.config, NULL))) return rc;
   rc = make_plan(&a, argc, argv, &plan);

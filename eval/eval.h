@@ -91,5 +91,12 @@ int eval_run_sample(void *runner, const SweepPlanCell *cell, const char *out);
  * (the files then hold the finished ones). */
 int eval_merge(const char *dir, const SweepPlan *plan, const EvalConfig *config,
                double stale_after);
+/* Prints, from the discordance of DIR's finished samples (a pilot), the
+ * pairs (samples per length) and samples per task that each pooled pairing
+ * needs to detect an accuracy difference delta with 80% power at alpha 0.05:
+ * Connor's normal approximation (eval_mcnemar_samples_normal) and the first
+ * count from there at which the exact test's power reaches 80%. */
+int eval_samples_needed(const char *dir, const SweepPlan *plan, const EvalConfig *config,
+                        double stale_after, double delta);
 
 #endif

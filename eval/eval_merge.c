@@ -13,7 +13,11 @@
  *                 the accuracy difference with a paired bootstrap interval,
  *                 the exact McNemar p; beside them RULER's score of each,
  *                 its difference with a paired bootstrap interval and the
- *                 sign-flip p
+ *                 sign-flip p; the discordant pairs and the accuracy
+ *                 difference detectable with 80% power (exact McNemar at
+ *                 alpha 0.05, at the observed discordance); over the pooled
+ *                 rows (task "all") the Holm-adjusted McNemar p and the
+ *                 verdict on the pairing's claim (holds, fails, undecided)
  *   recall.csv    accuracy by quartile of recall (per budget and pooled),
  *                 with the AUC of recall as a predictor of correctness
  *   recall_policy.csv  the same AUC within each policy, budget and protocol,
@@ -64,7 +68,20 @@ typedef struct {
   double difference, low, high, p;
   /* RULER's score: each method's, the difference, its interval, sign-flip p */
   double baseline_score, paired_score, score_difference, score_low, score_high, sign_flip_p;
+  /* Power: the accuracy difference the exact McNemar test detects with 80%
+   * power at alpha 0.05 for this n at the observed discordance
+   * (discordant / n); over the pooled rows the Holm-adjusted McNemar p and
+   * the verdict on the pairing's claim (EVAL_VERDICT_GAIN). */
+  size_t discordant;
+  double mde80, holm_p;
+  const char *verdict;
 } PairedResult;
+
+/* The smallest gain the paper reports (2 points of accuracy): a pooled
+ * pairing whose interval lies below it, with an MDE below it too, refutes
+ * a gain of that size. */
+#define EVAL_VERDICT_GAIN 0.02
+#define EVAL_ALPHA 0.05
 
 /* RULER's score of one accuracy row and its bootstrap interval. */
 typedef struct {
@@ -132,6 +149,14 @@ static int read_answer(const cJSON *o, const char *path, EvalAnswer *a) {
   return a->answer ? OBC_OK : obc_fail(OBC_ENOMEM, "%s: out of memory", path);
 }
 
+/* x as samples.csv prints it (9 significant digits): recalls equal but for
+ * the rounding of their per-head sums tie in the AUC and the quartiles. */
+static double printed(double x) {
+  char text[32];
+  snprintf(text, sizeof text, "%.9g", x);
+  return strtod(text, NULL);
+}
+
 static int read_row(const EvalData *d, const cJSON *o, const char *path, EvalSample *s) {
   const EvalConfig *c = d->config;
   const char *policy = get_text(o, "policy"), *budget = get_text(o, "budget");
@@ -162,7 +187,7 @@ static int read_row(const EvalData *d, const cJSON *o, const char *path, EvalSam
   if (!rc) {
     a->kept = (size_t)kept;
     a->candidates = (size_t)candidates;
-    a->recall = cJSON_IsNumber(recall) ? recall->valuedouble : NAN;
+    a->recall = cJSON_IsNumber(recall) ? printed(recall->valuedouble) : NAN;
   }
   return rc;
 }
@@ -378,6 +403,11 @@ static int paired_result(const EvalData *d, size_t t, size_t l, const SweepPair 
   eval_paired_bootstrap(x, y, r->n, EVAL_BOOTSTRAP_RESAMPLES, 0.95, EVAL_BOOTSTRAP_SEED, &r->low,
                         &r->high);
   r->p = eval_mcnemar_exact(r->baseline_only, r->paired_only);
+  r->discordant = r->baseline_only + r->paired_only;
+  r->mde80 =
+      r->n ? eval_mcnemar_mde(r->n, (double)r->discordant / (double)r->n, EVAL_ALPHA, 0.8) : NAN;
+  r->holm_p = NAN;
+  r->verdict = "";
   /* RULER's score: the difference of the (task-averaged) means is the
    * task-averaged mean of the differences, resampled by task; the sign-flip
    * statistic weighs each difference by 1 / its task's count, the same
@@ -399,6 +429,35 @@ static size_t paired_index(const EvalData *d, size_t t, size_t l, size_t k, size
   return (((t * c->n_lengths + l) * d->n_pairs + k) * c->n_protocols + q) * c->n_budgets + b;
 }
 
+/* The claim of pooled pairing r: holds (Holm-adjusted p < alpha, a gain),
+ * fails (significant loss, or an interval below EVAL_VERDICT_GAIN with the
+ * MDE below it: a gain that large would have been seen), else undecided. */
+static const char *verdict(const PairedResult *r) {
+  if (r->holm_p < EVAL_ALPHA && r->difference > 0) return "holds";
+  if (r->holm_p < EVAL_ALPHA && r->difference < 0) return "fails";
+  if (r->high < EVAL_VERDICT_GAIN && r->mde80 < EVAL_VERDICT_GAIN) return "fails";
+  return "undecided";
+}
+
+/* Holm's adjustment over the family of every pooled row (task "all": each
+ * length, pairing, protocol and budget), and each one's verdict. */
+static int pooled_verdicts(EvalData *d) {
+  const EvalConfig *c = d->config;
+  size_t first = paired_index(d, c->n_tasks, 0, 0, 0, 0);
+  size_t n = c->n_lengths * d->n_pairs * c->n_protocols * c->n_budgets;
+  double *p = obc_malloc(n * sizeof *p + 1, "Holm's adjustment");
+  if (!p) return OBC_ENOMEM;
+  for (size_t i = 0; i < n; i++) p[i] = d->paired[first + i].p;
+  eval_holm(p, n);
+  for (size_t i = 0; i < n; i++) {
+    PairedResult *r = &d->paired[first + i];
+    r->holm_p = r->n ? p[i] : NAN;
+    r->verdict = r->n ? verdict(r) : "";
+  }
+  free(p);
+  return OBC_OK;
+}
+
 /* Every pairing's result, computed once for the file and the printed table
  * (each holds a bootstrap). */
 static int compute_paired(EvalData *d) {
@@ -415,6 +474,7 @@ static int compute_paired(EvalData *d) {
           for (size_t b = 0; b < c->n_budgets && !rc; b++)
             rc = paired_result(d, t, l, &d->pairs[k], q, b,
                                &d->paired[paired_index(d, t, l, k, q, b)]);
+  if (!rc) rc = pooled_verdicts(d);
   return rc;
 }
 
@@ -424,7 +484,8 @@ static void write_paired(FILE *fp, const EvalData *d) {
   fprintf(fp,
           "task,length,baseline,paired,budget,protocol,n,baseline_correct,paired_correct,"
           "baseline_only,paired_only,difference,ci_low,ci_high,mcnemar_p,baseline_score,"
-          "paired_score,score_difference,score_ci_low,score_ci_high,sign_flip_p\n");
+          "paired_score,score_difference,score_ci_low,score_ci_high,sign_flip_p,discordant,"
+          "mde80,holm_p,verdict\n");
   for (size_t t = 0; t <= c->n_tasks; t++)
     for (size_t l = 0; l < c->n_lengths; l++)
       for (size_t k = 0; k < d->n_pairs; k++)
@@ -433,12 +494,12 @@ static void write_paired(FILE *fp, const EvalData *d) {
             const PairedResult r = d->paired[paired_index(d, t, l, k, q, b)];
             fprintf(fp,
                     "%s,%zu,%s,%s,%s,%s,%zu,%zu,%zu,%zu,%zu,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,"
-                    "%.9g,%.9g,%.9g\n",
+                    "%.9g,%.9g,%.9g,%zu,%.9g,%.9g,%s\n",
                     task_name(c, t), c->lengths[l], c->scores[pairs[k].baseline],
                     c->scores[pairs[k].paired], c->budgets[b], evict_protocol_name(c->protocols[q]),
                     r.n, r.baseline, r.paired, r.baseline_only, r.paired_only, r.difference, r.low,
                     r.high, r.p, r.baseline_score, r.paired_score, r.score_difference, r.score_low,
-                    r.score_high, r.sign_flip_p);
+                    r.score_high, r.sign_flip_p, r.discordant, r.mde80, r.holm_p, r.verdict);
           }
 }
 
@@ -652,6 +713,15 @@ static cJSON *eval_json(const EvalData *d, const SweepPlan *plan, size_t done) {
   cJSON_AddStringToObject(root, "correct", "every answer found (RULER string_match_all = 1)");
   cJSON_AddStringToObject(root, "interval", "Wilson 95%");
   cJSON_AddStringToObject(root, "paired_test", "exact McNemar; paired bootstrap 95% interval");
+  cJSON_AddStringToObject(root, "power",
+                          "mde80: the accuracy difference the exact McNemar test detects with "
+                          "80% power at alpha 0.05, unconditional over the discordant count "
+                          "~ Bin(n, discordant / n)");
+  cJSON_AddStringToObject(root, "multiple_testing",
+                          "holm_p: Holm over every pooled row (task all) of paired.csv");
+  cJSON_AddStringToObject(root, "verdict",
+                          "holds: holm_p < 0.05 and a gain; fails: holm_p < 0.05 and a loss, or "
+                          "ci_high < +0.02 with mde80 < 0.02; else undecided");
   cJSON_AddStringToObject(root, "headline", "score");
   cJSON_AddStringToObject(root, "score",
                           "RULER's: mean string_match_all (0..1; tables print x100), over all "
@@ -741,20 +811,22 @@ static void print_tables(const EvalData *d) {
   if (!d->n_pairs) return;
   printf(
       "\nbaseline vs baseline + OBCache, all tasks: RULER score difference x100 [paired "
-      "bootstrap 95%%] sign-flip p; accuracy difference, McNemar p\n");
+      "bootstrap 95%%] sign-flip p; accuracy difference x100, exact McNemar p and its Holm "
+      "adjustment over these rows; discordant pairs of n and the accuracy difference x100 "
+      "detectable with 80%% power at alpha 0.05 (MDE); the claim\n");
   for (size_t l = 0; l < c->n_lengths; l++)
     for (size_t k = 0; k < d->n_pairs; k++)
-      for (size_t q = 0; q < c->n_protocols; q++) {
-        printf("%zu %-9s %-34s", c->lengths[l], evict_protocol_name(c->protocols[q]),
-               c->scores[d->pairs[k].paired]);
+      for (size_t q = 0; q < c->n_protocols; q++)
         for (size_t b = 0; b < c->n_budgets; b++) {
           const PairedResult r = d->paired[paired_index(d, c->n_tasks, l, k, q, b)];
-          printf("  %s %+.1f [%+.1f,%+.1f] p=%.2g; %+.2f p=%.2g", c->budgets[b],
-                 100 * r.score_difference, 100 * r.score_low, 100 * r.score_high, r.sign_flip_p,
-                 r.difference, r.p);
+          printf(
+              "%zu %-9s %-28s %-5s %+5.1f [%+5.1f,%+5.1f] p=%-7.2g %+5.1f p=%-7.2g holm=%-7.2g "
+              "%3zu of %zu, MDE %4.1f  %s\n",
+              c->lengths[l], evict_protocol_name(c->protocols[q]), c->scores[d->pairs[k].paired],
+              c->budgets[b], 100 * r.score_difference, 100 * r.score_low, 100 * r.score_high,
+              r.sign_flip_p, 100 * r.difference, r.p, r.holm_p, r.discordant, r.n, 100 * r.mde80,
+              r.verdict);
         }
-        printf("\n");
-      }
 }
 
 int eval_merge(const char *dir, const SweepPlan *plan, const EvalConfig *config,
@@ -810,6 +882,57 @@ int eval_merge(const char *dir, const SweepPlan *plan, const EvalConfig *config,
                     "%zu finished ones",
                     dir, plan->n_cells - status.n_done, plan->n_cells, status.n_done);
   }
+  data_free(&d);
+  sweep_grid_status_free(&status);
+  return rc;
+}
+
+/* The first pair count from normal (Connor's), in steps of about normal /
+ * 256, at which the exact test's power reaches 80%; 8 normal at most. */
+static size_t exact_pairs(size_t normal, double psi, double delta) {
+  size_t step = normal / 256 ? normal / 256 : 1, n = normal;
+  while (n < 8 * normal && eval_mcnemar_power(n, psi, delta, EVAL_ALPHA) < 0.8) n += step;
+  return n;
+}
+
+int eval_samples_needed(const char *dir, const SweepPlan *plan, const EvalConfig *config,
+                        double stale_after, double delta) {
+  EvalData d = {.config = config, .dir = dir, .n_policies = config->n_scores + 1};
+  SweepGridStatus status;
+  int rc = read_samples(dir, plan, stale_after, &d, &status);
+  if (!rc) rc = compute_paired(&d);
+  if (!rc && !d.n_pairs)
+    rc = obc_fail(OBC_EINVAL, "%s: the plan has no pairing (X and X+obc_S)", dir);
+  if (!rc && !status.n_done) rc = obc_fail(OBC_EINVAL, "%s: no finished sample to plan from", dir);
+  const EvalConfig *c = config;
+  if (!rc)
+    printf(
+        "samples for an accuracy difference of %.1f points, from the discordance of %zu "
+        "finished samples of %s (exact McNemar, 80%% power, alpha 0.05; pairs by Connor's "
+        "normal approximation, then the first count from there, in steps of 1/256 of it, at which "
+        "the exact test reaches 80%%; per task: the exact count over the tasks)\n"
+        "%-6s %-9s %-28s %-6s %6s %11s %8s %8s %9s\n",
+        100 * delta, status.n_done, dir, "length", "protocol", "paired", "budget", "pilot",
+        "discordance", "normal", "exact", "per task");
+  for (size_t l = 0; l < c->n_lengths && !rc; l++)
+    for (size_t k = 0; k < d.n_pairs; k++)
+      for (size_t q = 0; q < c->n_protocols; q++)
+        for (size_t b = 0; b < c->n_budgets; b++) {
+          const PairedResult *r = &d.paired[paired_index(&d, c->n_tasks, l, k, q, b)];
+          double psi = r->n ? (double)r->discordant / (double)r->n : NAN;
+          double pairs = eval_mcnemar_samples_normal(psi, delta);
+          printf("%-6zu %-9s %-28s %-6s %6zu %11.3f ", c->lengths[l],
+                 evict_protocol_name(c->protocols[q]), c->scores[d.pairs[k].paired], c->budgets[b],
+                 r->n, psi);
+          if (isnan(pairs) || pairs > 1e7) {
+            printf("%8s %8s %9s  (%s)\n", "-", "-", "-",
+                   psi > 0 ? "the difference exceeds the discordance"
+                           : "no discordant pair in the pilot");
+            continue;
+          }
+          size_t normal = (size_t)ceil(pairs), need = exact_pairs(normal, psi, delta);
+          printf("%8zu %8zu %9zu\n", normal, need, (need + c->n_tasks - 1) / c->n_tasks);
+        }
   data_free(&d);
   sweep_grid_status_free(&status);
   return rc;

@@ -3,7 +3,9 @@
 accuracy.csv, paired.csv and recall.csv from samples.csv with textbook
 formulas (Wilson's interval, the exact binomial McNemar test, the
 Mann-Whitney AUC, quartiles by rank, RULER's score as the mean of the task
-means, the sign-flip p by enumerating every sign assignment) and compares
+means, the sign-flip p by enumerating every sign assignment, the McNemar
+test's power by enumerating every outcome and its minimum detectable
+difference by bisection, Holm's step-down) and compares
 them field by field; the bootstrap intervals are only checked to be
 intervals around their estimates (their resampling is tested in
 tests/test_eval_stats.c), a Monte Carlo sign-flip p (over 16 non-zero
@@ -45,6 +47,36 @@ def mcnemar(b, c):
         return 1.0
     tail = sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2 ** n
     return min(1.0, 2 * tail)
+
+
+def mde80(n, psi):
+    """The smallest difference in (0, psi] that the exact McNemar test at
+    alpha 0.05 detects with 80% power among n pairs of discordance psi: the
+    power summed over every outcome (b, c, rest) with its trinomial
+    probability, bisected; NaN when even psi falls short."""
+    rejects = [(b, c) for b in range(n + 1) for c in range(n + 1 - b) if mcnemar(b, c) <= 0.05]
+
+    def power(delta):
+        p10, p01 = (psi - delta) / 2, (psi + delta) / 2
+        return sum(math.comb(n, b) * math.comb(n - b, c) * p10 ** b * p01 ** c
+                   * (1 - psi) ** (n - b - c) for b, c in rejects)
+
+    if psi == 0 or power(psi) < 0.8:
+        return math.nan
+    lo, hi = 0.0, psi
+    while hi - lo > 1e-10:
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if power(mid) >= 0.8 else (mid, hi)
+    return hi
+
+
+def holm(ps):
+    order = sorted(range(len(ps)), key=lambda i: (ps[i], i))
+    out, running = [0.0] * len(ps), 0.0
+    for j, i in enumerate(order):
+        running = max(running, min(1.0, (len(ps) - j) * ps[i]))
+        out[i] = running
+    return out
 
 
 def task_mean(pairs):
@@ -171,6 +203,29 @@ def main():
         got_p = float(r["sign_flip_p"])
         check(0 < got_p <= 1 if want is None else math.isclose(got_p, want, rel_tol=1e-9),
               f"{name}: sign-flip p {r['sign_flip_p']} != {want}")
+
+    # power: discordant pairs, the MDE at their share; over the pooled rows
+    # Holm's adjustment of the McNemar p and the verdict.
+    for r in paired:
+        n, disc = int(r["n"]), int(r["baseline_only"]) + int(r["paired_only"])
+        name = f'paired.csv {r["task"]} {r["paired"]} {r["budget"]}'
+        check(int(r["discordant"]) == disc, f"{name}: discordant {r['discordant']} != {disc}")
+        want = mde80(n, disc / n) if n else math.nan
+        got_mde = float(r["mde80"])
+        check(math.isnan(got_mde) if math.isnan(want) else abs(got_mde - want) <= 5e-9,
+              f"{name}: mde80 {r['mde80']} != {want}")
+    pooled = [r for r in paired if r["task"] == "all"]
+    adjusted = holm([mcnemar(int(r["baseline_only"]), int(r["paired_only"])) for r in pooled])
+    for r, h in zip(pooled, adjusted):
+        name = f'paired.csv all {r["paired"]} {r["budget"]}'
+        check(math.isclose(float(r["holm_p"]), h, rel_tol=1e-4), f"{name}: holm_p {r['holm_p']} != {h}")
+        d, mde = float(r["difference"]), float(r["mde80"])
+        verdict = ("holds" if h < 0.05 and d > 0 else "fails" if h < 0.05 and d < 0 else
+                   "fails" if float(r["ci_high"]) < 0.02 and mde < 0.02 else "undecided")
+        check(r["verdict"] == verdict, f"{name}: verdict {r['verdict']} != {verdict}")
+    for r in paired:
+        if r["task"] != "all":
+            check(math.isnan(float(r["holm_p"])) and r["verdict"] == "", "per-task holm_p and verdict")
 
     # recall.csv: quartiles of recall by rank, per budget and pooled.
     for group in budgets + ["all"]:
