@@ -305,54 +305,67 @@ size_t evict_preset_critical_first_stage(const EvictPolicy *p, size_t n, size_t 
  * the rows) divided by W, so that a pairing scores on its baseline's scale
  * (a constant factor, the same ranking, except where a method adds a
  * constant to the score: CriticalKV's epsilon), and the swap A_tp / W on
- * the OBCache terms' path, bit for bit attn's. z: scratch (n). */
-static void attention_scores(const OracleHead *h, const TraceMeta *meta, size_t j, size_t n,
-                             size_t W, EvictPresetInner inner, const double *v_sq, double *z,
-                             double *out) {
-  size_t d = h->head_dim, cols = n - W;
-  double o[512];
-  memset(out, 0, cols * sizeof *out);
-  for (size_t t = n - W; t < n; t++) {
-    size_t r = trace_meta_row_index(meta, (int64_t)t);
-    const double *q = h->Q + (j * h->n_rows + r) * d;
-    double m = -INFINITY;
-    for (size_t p = 0; p <= t; p++) {
-      const double *k = h->K + p * d;
-      double dot = 0.0;
-      for (size_t c = 0; c < d; c++) dot += q[c] * k[c];
-      z[p] = h->attn_scale * dot;
-      m = z[p] > m ? z[p] : m;
-    }
-    double sum = 0.0;
-    for (size_t p = 0; p <= t; p++) sum += exp(z[p] - m);
+ * the OBCache terms' path, bit for bit attn's (both read the same A_tp).
+ * The products q.k, A V and o.v are dgemms over the window's rows;
+ * ||v_p - o_t||^2 is ||v_p||^2 - 2 v_p.o_t + ||o_t||^2. */
+static int attention_scores(const OracleHead *h, const TraceMeta *meta, size_t j, size_t n,
+                            size_t W, EvictPresetInner inner, const double *v_sq, double *out) {
+  size_t d = h->head_dim, cols = n - W, t0 = n - W;
+  bool attn = inner == EVICT_PRESET_INNER_ATTN;
+  double *q = obc_malloc(W * d * sizeof *q, "window queries");
+  double *a = obc_malloc(W * n * sizeof *a, "window attention"); /* z, then A */
+  double *z = attn ? NULL : obc_malloc((W * cols + 1) * sizeof *z, "window logits");
+  double *o = attn ? NULL : obc_malloc(W * d * sizeof *o, "window outputs");
+  double *vo = attn ? NULL : obc_malloc((W * cols + 1) * sizeof *vo, "window v.o");
+  int rc = q && a && (attn || (z && o && vo)) ? OBC_OK : OBC_ENOMEM;
+  for (size_t i = 0; i < W && !rc; i++) {
+    size_t r = trace_meta_row_index(meta, (int64_t)(t0 + i));
+    memcpy(q + i * d, h->Q + (j * h->n_rows + r) * d, d * sizeof *q);
+  }
+  if (!rc)
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)W, (int)n, (int)d, h->attn_scale, q,
+                (int)d, h->K, (int)d, 0.0, a, (int)n);
+  if (!rc) memset(out, 0, cols * sizeof *out);
+  for (size_t i = 0; i < W && !rc; i++) {
+    double *row = a + i * n, m = -INFINITY, sum = 0.0;
+    size_t t = t0 + i;
+    for (size_t p = 0; p <= t; p++) m = row[p] > m ? row[p] : m;
+    for (size_t p = 0; p <= t; p++) sum += exp(row[p] - m);
     double lse = m + log(sum);
-    if (inner == EVICT_PRESET_INNER_ATTN) {
-      for (size_t p = 0; p < cols; p++) out[p] += exp(z[p] - lse) / (double)W;
+    if (attn) {
+      for (size_t p = 0; p < cols; p++) out[p] += exp(row[p] - lse) / (double)W;
       continue;
     }
-    memset(o, 0, d * sizeof *o);
-    for (size_t p = 0; p <= t; p++) {
-      double a = exp(z[p] - lse);
-      const double *v = h->V + p * d;
-      for (size_t c = 0; c < d; c++) o[c] += a * v[c];
-    }
-    /* Legend: a = A_tp, vv = ||v_p||^2, vo = v_p.o_t, dd = ||v_p - o_t||^2. */
-    for (size_t p = 0; p < cols; p++) {
-      const double *v = h->V + p * d;
-      double a = exp(z[p] - lse), vv = v_sq[p], vo = 0.0, dd = 0.0;
-      for (size_t c = 0; c < d; c++) {
-        vo += v[c] * o[c];
-        dd += (v[c] - o[c]) * (v[c] - o[c]);
+    memcpy(z + i * cols, row, cols * sizeof *z);
+    for (size_t p = 0; p <= t; p++) row[p] = exp(row[p] - lse);
+    for (size_t p = t + 1; p < n; p++) row[p] = 0.0;
+  }
+  if (!rc && !attn) {
+    /* o (W, d) = A (W, n) V (n, d); vo (W, cols) = o V[0, cols)^T */
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)W, (int)d, (int)n, 1.0, a, (int)n,
+                h->V, (int)d, 0.0, o, (int)d);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)W, (int)cols, (int)d, 1.0, o, (int)d,
+                h->V, (int)d, 0.0, vo, (int)cols);
+    for (size_t i = 0; i < W; i++) {
+      double oo = 0.0;
+      for (size_t c = 0; c < d; c++) oo += o[i * d + c] * o[i * d + c];
+      const double *ai = a + i * n, *zi = z + i * cols, *voi = vo + i * cols;
+      /* Legend: a = A_tp, vv = ||v_p||^2, vo = v_p.o_t, dd = ||v_p - o_t||^2. */
+      for (size_t p = 0; p < cols; p++) {
+        double ap = ai[p], zp = zi[p], vv = v_sq[p];
+        double dd = fmax(0.0, vv - 2.0 * voi[p] + oo);
+        double value = ap * ap * vv, key = (ap * zp) * (ap * zp) * dd;
+        double term = inner == EVICT_PRESET_INNER_OBC_V   ? value
+                      : inner == EVICT_PRESET_INNER_OBC_K ? key
+                      : inner == EVICT_PRESET_INNER_SWAP
+                          ? ap
+                          : value + key + 2.0 * ap * ap * zp * (vv - voi[p]);
+        out[p] += term / (double)W;
       }
-      double value = a * a * vv, key = (a * z[p]) * (a * z[p]) * dd;
-      double term = inner == EVICT_PRESET_INNER_OBC_V   ? value
-                    : inner == EVICT_PRESET_INNER_OBC_K ? key
-                    : inner == EVICT_PRESET_INNER_SWAP
-                        ? a
-                        : value + key + 2.0 * a * a * z[p] * (vv - vo);
-      out[p] += term / (double)W;
     }
   }
+  free(q), free(a), free(z), free(o), free(vo);
+  return rc;
 }
 
 /* Pooling over positions [0, n) into out: average with zero padding (torch
@@ -461,7 +474,7 @@ static int layer_attention(const Preset *pr, EvictPresetInner inner, TraceReader
   const TraceMeta *meta = trace_meta(reader);
   size_t G = meta->model.n_kv_heads, group = h->data.group_size, H = G * group;
   size_t W = pr->window, cols = n - W, d = h->data.head_dim;
-  double *z = work, *pooled = work + n, *v_sq = pooled + n, *v_l1 = v_sq + n;
+  double *pooled = work + n, *v_sq = pooled + n, *v_l1 = v_sq + n;
   for (size_t g = 0; g < G; g++) {
     int rc = score_head_read(h, reader, layer, g);
     if (rc) return obc_fail_context(rc, "%s: layer %zu, KV head %zu", trace_path(reader), layer, g);
@@ -469,7 +482,7 @@ static int layer_attention(const Preset *pr, EvictPresetInner inner, TraceReader
     if (wo) projected_norms(&h->data, wo, dim, H, g, n, (double *)wo + dim * H * d, norms + g * n);
     for (size_t j = 0; j < group; j++) {
       double *s = heads + (g * group + j) * cols;
-      attention_scores(&h->data, meta, j, n, W, inner, v_sq, z, s);
+      if ((rc = attention_scores(&h->data, meta, j, n, W, inner, v_sq, s))) return rc;
       if (pr->pool != POOL_NONE) {
         pool_scores(s, cols, pr->pool, pr->kernel, pooled);
         memcpy(s, pooled, cols * sizeof *s);
@@ -538,11 +551,11 @@ static int aware_h2o_scores(TraceReader *reader, const EvictPolicy *p, size_t n,
         obc_fail_context(rc, "%s: layer %zu, KV head %zu", path, l, g);
         break;
       }
-      double *z = work, *v_sq = work + n_prompt;
+      double *v_sq = work + n_prompt;
       value_norms(&h.data, n_prompt, v_sq, NULL);
       for (size_t j = 0; j < group; j++) {
         double *dst = less + (g * group + j) * n;
-        attention_scores(&h.data, meta, j, n_prompt, tail, inner, v_sq, z, dst);
+        if ((rc = attention_scores(&h.data, meta, j, n_prompt, tail, inner, v_sq, dst))) break;
         for (size_t q = 0; q < n; q++) dst[q] *= (double)tail; /* its mean, as the sum */
       }
     }
