@@ -4,8 +4,10 @@
  * the same work one sequence at a time (runtime_forward of one token with the
  * marks set by runtime_set_kept), in the same run.
  *
- * usage: bench_batch [MODEL [S [B [STEPS]]]]   (defaults: the default model,
- *        4096, 132 = the demo sweep's 66 kept sets x 2, 4) */
+ * usage: bench_batch [MODEL [S [B [STEPS [QUIET]]]]]   (defaults: the default
+ *        model, 4096, 132 = the demo sweep's 66 kept sets x 2, 4, 0); the
+ *        first QUIET steps compute no logits, as a re-run's tokens before
+ *        its last (bench/run_eval.sh). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,9 +39,10 @@ static void marks(size_t b, size_t n, unsigned char *keep, size_t s) {
 
 int main(int argc, char **argv) {
   obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
-  const char *path = argc > 1 ? argv[1] : model_default_path();
+  const char *path = argc > 1 && argv[1][0] ? argv[1] : model_default_path();
   size_t s = argc > 2 ? (size_t)atol(argv[2]) : 4096, n = argc > 3 ? (size_t)atol(argv[3]) : 132;
   size_t steps = argc > 4 ? (size_t)atol(argv[4]) : 4;
+  size_t quiet = argc > 5 ? (size_t)atol(argv[5]) : 0;
   Model *model = NULL;
   if (model_load(path, &model)) {
     fprintf(stderr, "%s\n", obc_error_message());
@@ -73,7 +76,7 @@ int main(int argc, char **argv) {
   for (size_t b = 0; b < n; b++) tokens[b] = (int32_t)(b * 31 % c->vocab_size);
   double start = obc_now_seconds();
   for (size_t t = 0; t < steps; t++)
-    if (runtime_batch_forward(batch, tokens, logits)) return 1;
+    if (runtime_batch_forward(batch, tokens, t < quiet ? NULL : logits)) return 1;
   double batched = (obc_now_seconds() - start) / (double)steps;
 
   /* One at a time: a few sequences, their marks, all steps; scaled to n. */

@@ -314,7 +314,7 @@ static int attention_scores(const OracleHead *h, const TraceMeta *meta, size_t j
   bool attn = inner == EVICT_PRESET_INNER_ATTN;
   double *q = obc_malloc(W * d * sizeof *q, "window queries");
   double *a = obc_malloc(W * n * sizeof *a, "window attention"); /* z, then A */
-  double *z = attn ? NULL : obc_malloc((W * cols + 1) * sizeof *z, "window logits");
+  double *z = attn ? NULL : obc_malloc((W * cols + W) * sizeof *z, "window logits, |o_t|^2");
   double *o = attn ? NULL : obc_malloc(W * d * sizeof *o, "window outputs");
   double *vo = attn ? NULL : obc_malloc((W * cols + 1) * sizeof *vo, "window v.o");
   int rc = q && a && (attn || (z && o && vo)) ? OBC_OK : OBC_ENOMEM;
@@ -325,20 +325,28 @@ static int attention_scores(const OracleHead *h, const TraceMeta *meta, size_t j
   if (!rc)
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)W, (int)n, (int)d, h->attn_scale, q,
                 (int)d, h->K, (int)d, 0.0, a, (int)n);
-  if (!rc) memset(out, 0, cols * sizeof *out);
-  for (size_t i = 0; i < W && !rc; i++) {
-    double *row = a + i * n, m = -INFINITY, sum = 0.0;
-    size_t t = t0 + i;
-    for (size_t p = 0; p <= t; p++) m = row[p] > m ? row[p] : m;
-    for (size_t p = 0; p <= t; p++) sum += exp(row[p] - m);
-    double lse = m + log(sum);
-    if (attn) {
-      for (size_t p = 0; p < cols; p++) out[p] += exp(row[p] - lse) / (double)W;
-      continue;
+  /* Rows in parallel, then each column's sum over the rows in row order:
+   * the same bits on any thread count. */
+  if (!rc) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < W; i++) {
+      double *row = a + i * n, m = -INFINITY, sum = 0.0;
+      size_t t = t0 + i;
+      for (size_t p = 0; p <= t; p++) m = row[p] > m ? row[p] : m;
+      for (size_t p = 0; p <= t; p++) sum += exp(row[p] - m);
+      double lse = m + log(sum);
+      if (!attn) memcpy(z + i * cols, row, cols * sizeof *z);
+      for (size_t p = 0; p <= t; p++) row[p] = exp(row[p] - lse);
+      for (size_t p = t + 1; p < n; p++) row[p] = 0.0;
     }
-    memcpy(z + i * cols, row, cols * sizeof *z);
-    for (size_t p = 0; p <= t; p++) row[p] = exp(row[p] - lse);
-    for (size_t p = t + 1; p < n; p++) row[p] = 0.0;
+  }
+  if (!rc && attn) {
+#pragma omp parallel for schedule(static)
+    for (size_t p = 0; p < cols; p++) {
+      double acc = 0.0;
+      for (size_t i = 0; i < W; i++) acc += a[i * n + p] / (double)W;
+      out[p] = acc;
+    }
   }
   if (!rc && !attn) {
     /* o (W, d) = A (W, n) V (n, d); vo (W, cols) = o V[0, cols)^T */
@@ -346,22 +354,27 @@ static int attention_scores(const OracleHead *h, const TraceMeta *meta, size_t j
                 h->V, (int)d, 0.0, o, (int)d);
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)W, (int)cols, (int)d, 1.0, o, (int)d,
                 h->V, (int)d, 0.0, vo, (int)cols);
+    double *oo = z + W * cols; /* (W) after the logits */
     for (size_t i = 0; i < W; i++) {
-      double oo = 0.0;
-      for (size_t c = 0; c < d; c++) oo += o[i * d + c] * o[i * d + c];
-      const double *ai = a + i * n, *zi = z + i * cols, *voi = vo + i * cols;
-      /* Legend: a = A_tp, vv = ||v_p||^2, vo = v_p.o_t, dd = ||v_p - o_t||^2. */
-      for (size_t p = 0; p < cols; p++) {
-        double ap = ai[p], zp = zi[p], vv = v_sq[p];
-        double dd = fmax(0.0, vv - 2.0 * voi[p] + oo);
+      oo[i] = 0.0;
+      for (size_t c = 0; c < d; c++) oo[i] += o[i * d + c] * o[i * d + c];
+    }
+    /* Legend: a = A_tp, vv = ||v_p||^2, vo = v_p.o_t, dd = ||v_p - o_t||^2. */
+#pragma omp parallel for schedule(static)
+    for (size_t p = 0; p < cols; p++) {
+      double vv = v_sq[p], acc = 0.0;
+      for (size_t i = 0; i < W; i++) {
+        double ap = a[i * n + p], zp = z[i * cols + p], vop = vo[i * cols + p];
+        double dd = fmax(0.0, vv - 2.0 * vop + oo[i]);
         double value = ap * ap * vv, key = (ap * zp) * (ap * zp) * dd;
         double term = inner == EVICT_PRESET_INNER_OBC_V   ? value
                       : inner == EVICT_PRESET_INNER_OBC_K ? key
                       : inner == EVICT_PRESET_INNER_SWAP
                           ? ap
-                          : value + key + 2.0 * ap * ap * zp * (vv - voi[p]);
-        out[p] += term / (double)W;
+                          : value + key + 2.0 * ap * ap * zp * (vv - vop);
+        acc += term / (double)W;
       }
+      out[p] = acc;
     }
   }
   free(q), free(a), free(z), free(o), free(vo);
