@@ -3,12 +3,12 @@
 # against a reference measured in the same run) for `make bench`.
 #
 # usage: bench/run.sh [BUILD_DIR]   (default build; the benchmarks target must be built)
-#   ONLY=scores,analyze,model,attention,load,tokenizer,waitpolicy,weights,slurm,quantdot,replay
+#   ONLY=scores,analyze,model,attention,load,tokenizer,waitpolicy,weights,slurm,quantdot,replay,eval
 #   runs a subset
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
-ONLY=${ONLY:-scores,load,tokenizer,model,attention,analyze,waitpolicy,weights,slurm,quantdot,replay}
+ONLY=${ONLY:-scores,load,tokenizer,model,attention,analyze,waitpolicy,weights,slurm,quantdot,replay,eval}
 
 want() { case ",$ONLY," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 section() { printf '\n== %s ==\n' "$1"; }
@@ -56,4 +56,8 @@ fi
 if want replay; then
   section "replay --sweep: batched model replay against one set at a time (run_replay.sh)"
   bench/run_replay.sh "$BUILD"
+fi
+if want eval; then
+  section "eval: a sample's time against prefill + one batched decode (run_eval.sh)"
+  bench/run_eval.sh "$BUILD"
 fi
