@@ -117,8 +117,12 @@ wait_jobs "$dir/array/logs"
 check "the damaged cell is run again and the merge equals the unsharded run" \
   same "$dir/ref" "$dir/array"
 
-# 5. An eval's plan through the same scripts (they read its "command").
-ev=(--tasks niah_single_1 --samples 3 --length 400 --scores tova --budgets 50% --max-new-tokens 4)
+# 5. An eval's plan through the same scripts (they read its "command"),
+# with the options of docs/results/ruler-niah-2048 (its pairings, the
+# agnostic protocol, two tasks), smaller.
+ev=(--tasks niah_single_1,niah_multikey_1 --samples 2 --length 400
+  --pairs h2o+obc_k,tova+obc_k,snapkv+obc_k,adakv-snapkv+obc_k --budgets 10%,50%
+  --protocol agnostic --max-new-tokens 4)
 "$OBCACHE" eval "${ev[@]}" --no-figures -o "$dir/eval-ref" > "$dir/eval-ref.log" 2>&1
 "$OBCACHE" eval "${ev[@]}" --plan -o "$dir/eval-array" > /dev/null
 "$slurm/submit.sh" "$dir/eval-array" 2 --obcache "$OBCACHE" --logs "$dir/eval-array/logs" > /dev/null
