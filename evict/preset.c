@@ -297,6 +297,26 @@ size_t evict_preset_critical_first_stage(const EvictPolicy *p, size_t n, size_t 
 
 /* ==== Scores ==== */
 
+/* Scratch of attention_scores for windows of at most W rows over n keys of
+ * head_dim d: allocated once per scoring pass, not per head. */
+typedef struct {
+  double *q, *a, *z, *o, *vo; /* (W, d), (W, n), (W, n) + (W), (W, d), (W, n) */
+} WindowScratch;
+
+static int window_scratch_alloc(WindowScratch *ws, size_t W, size_t n, size_t d) {
+  ws->q = obc_malloc(W * d * sizeof *ws->q, "window queries");
+  ws->a = obc_malloc(W * n * sizeof *ws->a, "window attention");
+  ws->z = obc_malloc((W * n + W) * sizeof *ws->z, "window logits, |o_t|^2");
+  ws->o = obc_malloc(W * d * sizeof *ws->o, "window outputs");
+  ws->vo = obc_malloc((W * n + 1) * sizeof *ws->vo, "window v.o");
+  return ws->q && ws->a && ws->z && ws->o && ws->vo ? OBC_OK : OBC_ENOMEM;
+}
+
+static void window_scratch_free(WindowScratch *ws) {
+  free(ws->q), free(ws->a), free(ws->z), free(ws->o), free(ws->vo);
+  memset(ws, 0, sizeof *ws);
+}
+
 /* The raw score of query head j of the KV head in h over the window's rows
  * n-W..n-1, for columns [0, n - W): out (n - W). Per row t: z_p = scale
  * q_t.k_p and A_tp = softmax over p in [0, t]; the output o_t = sum_p A_tp
@@ -305,42 +325,35 @@ size_t evict_preset_critical_first_stage(const EvictPolicy *p, size_t n, size_t 
  * the rows) divided by W, so that a pairing scores on its baseline's scale
  * (a constant factor, the same ranking, except where a method adds a
  * constant to the score: CriticalKV's epsilon), and the swap A_tp / W on
- * the OBCache terms' path, bit for bit attn's (both read the same A_tp).
+ * the OBCache terms' path, bit for bit attn's (both read the same A_tp =
+ * exp(z_tp - max) / sum).
  * The products q.k, A V and o.v are dgemms over the window's rows;
  * ||v_p - o_t||^2 is ||v_p||^2 - 2 v_p.o_t + ||o_t||^2. */
-static int attention_scores(const OracleHead *h, const TraceMeta *meta, size_t j, size_t n,
-                            size_t W, EvictPresetInner inner, const double *v_sq, double *out) {
+static void attention_scores(const OracleHead *h, const TraceMeta *meta, size_t j, size_t n,
+                             size_t W, EvictPresetInner inner, const double *v_sq,
+                             const WindowScratch *ws, double *out) {
   size_t d = h->head_dim, cols = n - W, t0 = n - W;
   bool attn = inner == EVICT_PRESET_INNER_ATTN;
-  double *q = obc_malloc(W * d * sizeof *q, "window queries");
-  double *a = obc_malloc(W * n * sizeof *a, "window attention"); /* z, then A */
-  double *z = attn ? NULL : obc_malloc((W * cols + W) * sizeof *z, "window logits, |o_t|^2");
-  double *o = attn ? NULL : obc_malloc(W * d * sizeof *o, "window outputs");
-  double *vo = attn ? NULL : obc_malloc((W * cols + 1) * sizeof *vo, "window v.o");
-  int rc = q && a && (attn || (z && o && vo)) ? OBC_OK : OBC_ENOMEM;
-  for (size_t i = 0; i < W && !rc; i++) {
+  double *q = ws->q, *a = ws->a, *z = ws->z, *o = ws->o, *vo = ws->vo; /* a: z, then A */
+  for (size_t i = 0; i < W; i++) {
     size_t r = trace_meta_row_index(meta, (int64_t)(t0 + i));
     memcpy(q + i * d, h->Q + (j * h->n_rows + r) * d, d * sizeof *q);
   }
-  if (!rc)
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)W, (int)n, (int)d, h->attn_scale, q,
-                (int)d, h->K, (int)d, 0.0, a, (int)n);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)W, (int)n, (int)d, h->attn_scale, q,
+              (int)d, h->K, (int)d, 0.0, a, (int)n);
   /* Rows in parallel, then each column's sum over the rows in row order:
    * the same bits on any thread count. */
-  if (!rc) {
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < W; i++) {
-      double *row = a + i * n, m = -INFINITY, sum = 0.0;
-      size_t t = t0 + i;
-      for (size_t p = 0; p <= t; p++) m = row[p] > m ? row[p] : m;
-      for (size_t p = 0; p <= t; p++) sum += exp(row[p] - m);
-      double lse = m + log(sum);
-      if (!attn) memcpy(z + i * cols, row, cols * sizeof *z);
-      for (size_t p = 0; p <= t; p++) row[p] = exp(row[p] - lse);
-      for (size_t p = t + 1; p < n; p++) row[p] = 0.0;
-    }
+  for (size_t i = 0; i < W; i++) {
+    double *row = a + i * n, m = -INFINITY, sum = 0.0;
+    size_t t = t0 + i;
+    if (!attn) memcpy(z + i * cols, row, cols * sizeof *z);
+    for (size_t p = 0; p <= t; p++) m = row[p] > m ? row[p] : m;
+    for (size_t p = 0; p <= t; p++) sum += row[p] = exp(row[p] - m);
+    for (size_t p = 0; p <= t; p++) row[p] /= sum;
+    for (size_t p = t + 1; p < n; p++) row[p] = 0.0;
   }
-  if (!rc && attn) {
+  if (attn) {
 #pragma omp parallel for schedule(static)
     for (size_t p = 0; p < cols; p++) {
       double acc = 0.0;
@@ -348,7 +361,7 @@ static int attention_scores(const OracleHead *h, const TraceMeta *meta, size_t j
       out[p] = acc;
     }
   }
-  if (!rc && !attn) {
+  if (!attn) {
     /* o (W, d) = A (W, n) V (n, d); vo (W, cols) = o V[0, cols)^T */
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)W, (int)d, (int)n, 1.0, a, (int)n,
                 h->V, (int)d, 0.0, o, (int)d);
@@ -359,26 +372,32 @@ static int attention_scores(const OracleHead *h, const TraceMeta *meta, size_t j
       oo[i] = 0.0;
       for (size_t c = 0; c < d; c++) oo[i] += o[i * d + c] * o[i * d + c];
     }
-    /* Legend: a = A_tp, vv = ||v_p||^2, vo = v_p.o_t, dd = ||v_p - o_t||^2. */
+    /* Legend: a = A_tp, vv = ||v_p||^2, vo = v_p.o_t, dd = ||v_p - o_t||^2.
+     * Column blocks in parallel; within one, row by row over contiguous
+     * columns, so that each column still sums its rows in row order. */
+    enum { BLOCK = 256 };
+    size_t blocks = (cols + BLOCK - 1) / BLOCK;
 #pragma omp parallel for schedule(static)
-    for (size_t p = 0; p < cols; p++) {
-      double vv = v_sq[p], acc = 0.0;
+    for (size_t k = 0; k < blocks; k++) {
+      size_t p0 = k * BLOCK, p1 = p0 + BLOCK < cols ? p0 + BLOCK : cols;
+      for (size_t p = p0; p < p1; p++) out[p] = 0.0;
       for (size_t i = 0; i < W; i++) {
-        double ap = a[i * n + p], zp = z[i * cols + p], vop = vo[i * cols + p];
-        double dd = fmax(0.0, vv - 2.0 * vop + oo[i]);
-        double value = ap * ap * vv, key = (ap * zp) * (ap * zp) * dd;
-        double term = inner == EVICT_PRESET_INNER_OBC_V   ? value
-                      : inner == EVICT_PRESET_INNER_OBC_K ? key
-                      : inner == EVICT_PRESET_INNER_SWAP
-                          ? ap
-                          : value + key + 2.0 * ap * ap * zp * (vv - vop);
-        acc += term / (double)W;
+        const double *ai = a + i * n, *zi = z + i * cols, *voi = vo + i * cols;
+        double ooi = oo[i];
+        for (size_t p = p0; p < p1; p++) {
+          double ap = ai[p], zp = zi[p], vv = v_sq[p];
+          double dd = fmax(0.0, vv - 2.0 * voi[p] + ooi);
+          double value = ap * ap * vv, key = (ap * zp) * (ap * zp) * dd;
+          double term = inner == EVICT_PRESET_INNER_OBC_V   ? value
+                        : inner == EVICT_PRESET_INNER_OBC_K ? key
+                        : inner == EVICT_PRESET_INNER_SWAP
+                            ? ap
+                            : value + key + 2.0 * ap * ap * zp * (vv - voi[p]);
+          out[p] += term / (double)W;
+        }
       }
-      out[p] = acc;
     }
   }
-  free(q), free(a), free(z), free(o), free(vo);
-  return rc;
 }
 
 /* Pooling over positions [0, n) into out: average with zero padding (torch
@@ -483,7 +502,8 @@ static void value_norms(const OracleHead *h, size_t n, double *sq, double *l1) {
  * norms (G, n). */
 static int layer_attention(const Preset *pr, EvictPresetInner inner, TraceReader *reader,
                            ScoreHead *h, size_t layer, size_t n, double *heads, double *work,
-                           const double *wo, size_t dim, double *out, double *norms) {
+                           const WindowScratch *ws, const double *wo, size_t dim, double *out,
+                           double *norms) {
   const TraceMeta *meta = trace_meta(reader);
   size_t G = meta->model.n_kv_heads, group = h->data.group_size, H = G * group;
   size_t W = pr->window, cols = n - W, d = h->data.head_dim;
@@ -495,7 +515,7 @@ static int layer_attention(const Preset *pr, EvictPresetInner inner, TraceReader
     if (wo) projected_norms(&h->data, wo, dim, H, g, n, (double *)wo + dim * H * d, norms + g * n);
     for (size_t j = 0; j < group; j++) {
       double *s = heads + (g * group + j) * cols;
-      if ((rc = attention_scores(&h->data, meta, j, n, W, inner, v_sq, s))) return rc;
+      attention_scores(&h->data, meta, j, n, W, inner, v_sq, ws, s);
       if (pr->pool != POOL_NONE) {
         pool_scores(s, cols, pr->pool, pr->kernel, pooled);
         memcpy(s, pooled, cols * sizeof *s);
@@ -555,7 +575,9 @@ static int aware_h2o_scores(TraceReader *reader, const EvictPolicy *p, size_t n,
   if (rc) return rc;
   double *less = obc_malloc((H * n + 1) * sizeof *less, "tail rows' sums");
   double *work = obc_malloc((2 * n_prompt + 1) * sizeof *work, "tail scratch");
+  WindowScratch ws = {0};
   if (!less || !work) rc = OBC_ENOMEM;
+  if (!rc) rc = window_scratch_alloc(&ws, tail, n_prompt, d);
   size_t group = H / G;
   for (size_t l = 0; l < L && !rc; l++) {
     for (size_t g = 0; g < G && !rc; g++) {
@@ -568,7 +590,7 @@ static int aware_h2o_scores(TraceReader *reader, const EvictPolicy *p, size_t n,
       value_norms(&h.data, n_prompt, v_sq, NULL);
       for (size_t j = 0; j < group; j++) {
         double *dst = less + (g * group + j) * n;
-        if ((rc = attention_scores(&h.data, meta, j, n_prompt, tail, inner, v_sq, dst))) break;
+        attention_scores(&h.data, meta, j, n_prompt, tail, inner, v_sq, &ws, dst);
         for (size_t q = 0; q < n; q++) dst[q] *= (double)tail; /* its mean, as the sum */
       }
     }
@@ -578,6 +600,7 @@ static int aware_h2o_scores(TraceReader *reader, const EvictPolicy *p, size_t n,
   }
   free(less);
   free(work);
+  window_scratch_free(&ws);
   score_head_free(&h);
   return rc;
 }
@@ -852,12 +875,15 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
   }
   double *heads = obc_malloc((H * cols + 1) * sizeof *heads, "preset scores per query head");
   double *work = obc_malloc((4 * n + meta->model.head_dim) * sizeof *work, "preset scratch");
+  WindowScratch ws = {0};
   if (!heads || !work) rc = OBC_ENOMEM;
+  if (!rc && pr->source == SOURCE_ATTENTION)
+    rc = window_scratch_alloc(&ws, pr->window, n, meta->model.head_dim);
   for (size_t l = 0; l < L && !rc; l++) {
     if (pr->source == SOURCE_ATTENTION) {
       EvictPresetInner inner = (EvictPresetInner)p->preset_inner;
       if (model && (rc = layer_wo(model, l, wo_row, wo))) break;
-      rc = layer_attention(pr, inner, reader, &h, l, n, heads, work, model ? wo : NULL, dim,
+      rc = layer_attention(pr, inner, reader, &h, l, n, heads, work, &ws, model ? wo : NULL, dim,
                            scores + l * G * n, model ? scores + (L + l) * G * n : NULL);
       continue;
     }
@@ -876,6 +902,7 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
   }
   free(heads);
   free(work);
+  window_scratch_free(&ws);
   free(wo);
   free(wo_row);
   model_free(model);
