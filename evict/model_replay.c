@@ -3,8 +3,8 @@
  * Between replays only the eviction marks change; decode rows written after
  * the prompt are simply overwritten by the next replay. A batched replay
  * (runtime/batch.h) reads the same prompt rows and keeps every sequence's
- * decode rows and marks in the batch; both paths record each step with the
- * same code (observe_step). */
+ * own rows (a re-run tail's, then its decode's) and marks in the batch;
+ * both paths record each step with the same code (observe_step). */
 #include "evict/model_replay.h"
 
 #include <ctype.h>
