@@ -507,7 +507,7 @@ static int layer_attention(const Preset *pr, EvictPresetInner inner, TraceReader
   const TraceMeta *meta = trace_meta(reader);
   size_t G = meta->model.n_kv_heads, group = h->data.group_size, H = G * group;
   size_t W = pr->window, cols = n - W, d = h->data.head_dim;
-  double *pooled = work + n, *v_sq = pooled + n, *v_l1 = v_sq + n;
+  double *pooled = work, *v_sq = pooled + n, *v_l1 = v_sq + n;
   for (size_t g = 0; g < G; g++) {
     int rc = score_head_read(h, reader, layer, g);
     if (rc) return obc_fail_context(rc, "%s: layer %zu, KV head %zu", trace_path(reader), layer, g);

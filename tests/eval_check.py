@@ -18,6 +18,8 @@ import itertools
 import math
 import sys
 
+from eval_stats_reference import holm  # the textbook step-down, shared
+
 Z = 1.959963984540054
 failures = []
 
@@ -68,15 +70,6 @@ def mde80(n, psi):
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if power(mid) >= 0.8 else (mid, hi)
     return hi
-
-
-def holm(ps):
-    order = sorted(range(len(ps)), key=lambda i: (ps[i], i))
-    out, running = [0.0] * len(ps), 0.0
-    for j, i in enumerate(order):
-        running = max(running, min(1.0, (len(ps) - j) * ps[i]))
-        out[i] = running
-    return out
 
 
 def task_mean(pairs):
