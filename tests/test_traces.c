@@ -212,6 +212,52 @@ static void check_round_trip(bool f16, int level) {
   trace_close(r);
 }
 
+/* Every K, V, Q, O and lse slab read twice, by several threads at once,
+ * with slabs kept in memory up to limit bytes: what a kept slab gives is
+ * what the file gives, whether the limit kept none, some or all of them. */
+static void check_kept_slabs(const char *path, size_t limit) {
+  TraceReader *r = NULL;
+  ck_assert_msg(trace_open(path, &r) == 0, "%s", obc_error_message());
+  ck_assert_int_eq(trace_keep_slabs(r, limit), 0);
+  int failures = 0;
+#pragma omp parallel for num_threads(4) reduction(+ : failures) schedule(static, 1)
+  for (int pass = 0; pass < 8; pass++) {
+    float K[NP * D], V[NP * D], Q[(R + T) * D], O[(R + T) * D], lse[R + T];
+    for (size_t layer = 0; layer < L; layer++) {
+      for (size_t g = 0; g < KVH; g++) {
+        failures += trace_read_kv(r, layer, g, K, V) != 0;
+        for (size_t i = 0; i < NP * D; i++)
+          failures += K[i] != trace_h5_float_from_half(
+                                  trace_h5_half_from_float(fixture_value(0, layer, g, i))) ||
+                      V[i] != trace_h5_float_from_half(
+                                  trace_h5_half_from_float(fixture_value(1, layer, g, i)));
+      }
+      for (size_t h = 0; h < H; h++) {
+        failures += trace_read_rows(r, layer, h, Q, O, lse) != 0;
+        for (size_t i = 0; i < (R + T) * D; i++)
+          failures += Q[i] != trace_h5_float_from_half(
+                                  trace_h5_half_from_float(fixture_value(2, layer, h, i))) ||
+                      O[i] != trace_h5_float_from_half(
+                                  trace_h5_half_from_float(fixture_value(3, layer, h, i)));
+        for (size_t i = 0; i < R + T; i++) failures += lse[i] != fixture_value(4, layer, h, i);
+      }
+    }
+  }
+  ck_assert_int_eq(failures, 0);
+  trace_close(r);
+}
+
+START_TEST(kept_slabs_read_as_the_file_below_and_above_their_limit) {
+  char path[4200];
+  scratch_path(path, sizeof path, "kept.h5");
+  ck_assert_msg(fixture_write(path, true, 1) == 0, "%s", obc_error_message());
+  check_kept_slabs(path, 0);                          /* none kept */
+  check_kept_slabs(path, 3 * NP * D * sizeof(float)); /* the first three */
+  check_kept_slabs(path, SIZE_MAX);                   /* all */
+  unlink(path);
+}
+END_TEST
+
 START_TEST(round_trip_preserves_every_field_and_tensor_f32) { check_round_trip(false, 0); }
 END_TEST
 START_TEST(round_trip_preserves_every_field_and_tensor_f32_compressed) {
@@ -1298,6 +1344,7 @@ static Suite *traces_suite(void) {
   tcase_add_test(tc, round_trip_preserves_every_field_and_tensor_f32_compressed);
   tcase_add_test(tc, round_trip_preserves_every_field_and_tensor_f16);
   tcase_add_test(tc, round_trip_preserves_every_field_and_tensor_f16_compressed);
+  tcase_add_test(tc, kept_slabs_read_as_the_file_below_and_above_their_limit);
   tcase_add_test(tc, half_conversion_rounds_to_nearest_even_and_keeps_specials);
   tcase_add_test(tc, trace_appears_only_on_commit_and_abort_leaves_nothing);
   tcase_add_test(tc, interrupt_removes_the_temporary_file);

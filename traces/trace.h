@@ -177,6 +177,15 @@ void trace_close(TraceReader *reader);
 const TraceMeta *trace_meta(const TraceReader *reader);
 const char *trace_path(const TraceReader *reader);
 
+/* From now on, keeps each K, V, Q, O and lse slab in memory after its first
+ * read, max_bytes of them in all (the first read until the limit is met),
+ * so that a later read of a kept slab is a copy: for a caller that reads
+ * one trace several times over (obcache eval scores every policy of a
+ * sample from its trace). Kept slabs are freed by trace_close. OBC_ENOMEM
+ * when their table cannot be allocated; a slab that cannot be kept is
+ * read from the file each time. */
+int trace_keep_slabs(TraceReader *reader, size_t max_bytes);
+
 /* K and V of one (layer, KV head): each (n_positions, head_dim). Either
  * pointer may be NULL to skip it. */
 int trace_read_kv(TraceReader *reader, size_t layer, size_t kv_head, float *K, float *V);

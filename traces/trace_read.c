@@ -38,7 +38,15 @@ struct TraceReader {
   double *original_stored; /* (n_layers, OBC_TRACE_SLAB_KINDS) bytes in the original of a
                             * converted copy (trace_legacy.h); NULL otherwise */
   TraceMeta meta;
+  /* trace_keep_slabs: the K, V, Q, O and lse slabs read so far, each
+   * (layer, kind, head) at kept[(layer * KEPT_KINDS + kind) * n_heads +
+   * head] or NULL, and their bytes against the limit. */
+  float **kept;
+  size_t kept_bytes, kept_limit;
 };
+
+enum { KEPT_KINDS = 5 };
+static const char *const kept_names[KEPT_KINDS] = {"K", "V", "Q", "O", "lse"};
 
 const TraceMeta *trace_meta(const TraceReader *reader) { return &reader->meta; }
 const char *trace_path(const TraceReader *reader) { return reader->path; }
@@ -69,8 +77,22 @@ void trace_close(TraceReader *reader) {
   WITH_HDF5_LOCK(if (reader->file >= 0) H5Fclose(reader->file));
   if (reader->raw_fd >= 0) close(reader->raw_fd);
   free(reader->original_stored);
+  if (reader->kept) {
+    size_t n = reader->meta.model.n_layers * KEPT_KINDS * reader->meta.model.n_heads;
+    for (size_t i = 0; i < n; i++) free(reader->kept[i]);
+    free(reader->kept);
+  }
   trace_meta_free(&reader->meta);
   free(reader);
+}
+
+int trace_keep_slabs(TraceReader *r, size_t max_bytes) {
+  if (r->kept) return OBC_OK;
+  const TraceModel *c = &r->meta.model;
+  r->kept = obc_calloc(c->n_layers * KEPT_KINDS * c->n_heads, sizeof *r->kept, "kept slabs");
+  if (!r->kept) return OBC_ENOMEM;
+  r->kept_limit = max_bytes;
+  return OBC_OK;
 }
 
 void trace_reader_relabel(TraceReader *r, const char *path, TraceLegacyLabels *legacy) {
@@ -854,13 +876,55 @@ static int check_finite(const TraceReader *r, const char *dset_name, size_t laye
   return OBC_OK;
 }
 
+/* The slot of slab (layer, name, head) among the kept ones, or NULL when
+ * slabs are not kept or name is not a kind that is. */
+static float **kept_slot(const TraceReader *r, size_t layer, const char *name, size_t head) {
+  if (!r->kept) return NULL;
+  for (size_t kind = 0; kind < KEPT_KINDS; kind++)
+    if (!strcmp(name, kept_names[kind]))
+      return &r->kept[(layer * KEPT_KINDS + kind) * r->meta.model.n_heads + head];
+  return NULL;
+}
+
+/* Copies the kept slab of slot into out (bytes); false when there is none. */
+static bool copy_kept(float *const *slot, float *out, size_t bytes) {
+  bool kept = false;
+#pragma omp critical(obc_trace_kept)
+  {
+    if (*slot) {
+      memcpy(out, *slot, bytes);
+      kept = true;
+    }
+  }
+  return kept;
+}
+
+/* Keeps a copy of data (bytes) in slot while the limit allows. */
+static void keep_slab(TraceReader *r, float **slot, const float *data, size_t bytes) {
+#pragma omp critical(obc_trace_kept)
+  {
+    if (!*slot && bytes <= r->kept_limit - r->kept_bytes) {
+      float *copy = malloc(bytes);
+      if (copy) {
+        memcpy(copy, data, bytes);
+        *slot = copy;
+        r->kept_bytes += bytes;
+      }
+    }
+  }
+}
+
 static int read_layer_head(TraceReader *r, size_t layer, const char *name, const char *head_kind,
                            size_t head, float *out, size_t rows, size_t cols,
                            const char *row_kind) {
+  float **slot = kept_slot(r, layer, name, head);
+  size_t bytes = rows * cols * sizeof *out;
+  if (slot && copy_kept(slot, out, bytes)) return OBC_OK;
   char dset_name[64];
   trace_h5_layer_dataset(dset_name, sizeof dset_name, layer, name);
   int rc = read_slab(r, dset_name, head, false, out, rows * cols);
   if (!rc) rc = check_finite(r, dset_name, layer, head_kind, head, out, rows, cols, row_kind);
+  if (!rc && slot) keep_slab(r, slot, out, bytes);
   return rc;
 }
 
