@@ -9,7 +9,9 @@
 # batched decode of every kept set of the sample (bench_batch over the
 # context before the question: the question and template tail re-run, then
 # the answer's decode steps, logits only where the eval needs them), and
-# the ratio eval / floor.
+# the ratio eval / floor; then, per thread count, the median ratio over the
+# samples (a sample's eval and its floor run minutes apart, so one ratio
+# carries the machine's drift; the median is the figure to quote).
 #
 # usage: bench/run_eval.sh [BUILD_DIR]
 #   SAMPLES=1 per task; THREADS="2 1"
@@ -33,6 +35,7 @@ for t in $THREADS; do
   echo "eval at $t thread(s): seconds per sample against the floor (prefill + one batched decode)"
   printf '  %-26s %6s %7s %6s %6s %6s | %7s %7s %6s %5s\n' sample eval capture load scores \
     replay prefill batched floor ratio
+  : > "$WORK/ratios"
   for cell in "$dir"/cells/*/; do
     read -r name tokens candidates sets steps eval capture load scores replay < <(python3 - \
       "$cell" <<'PY'
@@ -53,13 +56,21 @@ PY
     per_step=$(OMP_NUM_THREADS=$t "$BUILD/bench/bench_batch" "" "$candidates" "$sets" \
       $((rerun + steps)) $((rerun - 1)) | sed -n 's/ *batched: *\([0-9.]*\) s per step.*/\1/p')
     python3 - "$name" "$eval" "$capture" "$load" "$scores" "$replay" "$prefill" "$per_step" \
-      "$((rerun + steps))" <<'PY'
+      "$((rerun + steps))" "$WORK/ratios" <<'PY'
 import sys
-name, ev, cap, load, sc, rep, pre, step, n = sys.argv[1:]
+name, ev, cap, load, sc, rep, pre, step, n = sys.argv[1:10]
 batched = float(step) * int(n)
 floor = float(pre) + batched
 print(f"  {name:26s} {float(ev):6.2f} {float(cap):7.2f} {float(load):6.2f} {float(sc):6.2f} "
       f"{float(rep):6.2f} | {float(pre):7.2f} {batched:7.2f} {floor:6.2f} {float(ev) / floor:5.2f}")
+with open(sys.argv[10], "a") as f:
+    f.write(f"{float(ev) / floor}\n")
 PY
   done
+  python3 - "$WORK/ratios" "$t" <<'PY'
+import statistics, sys
+r = [float(x) for x in open(sys.argv[1])]
+print(f"  median eval / floor at {sys.argv[2]} thread(s) over {len(r)} samples: "
+      f"{statistics.median(r):.2f} (range {min(r):.2f}-{max(r):.2f})")
+PY
 done

@@ -168,11 +168,11 @@ static double keep_recall(const EvictKeepSet *k, const EvictKeepSet *oracle) {
   return heads ? sum / (double)heads : NAN;
 }
 
-/* The kept sets of score index s (n_scores: the oracle) under protocol
- * for every budget, appended to sets. */
+/* The kept sets of score index s (n_scores: the oracle) under protocol,
+ * one per budget, into sets->keeps and sets->sets from slot `first` on. */
 static int score_sets(const EvalConfig *c, TraceReader *reader, const char *trace, size_t s,
-                      EvictProtocol protocol, const char *oracle_steps, const EvictKeepSet *oracle,
-                      EvalSets *sets) {
+                      EvictProtocol protocol, const char *oracle_steps, EvalSets *sets,
+                      size_t first) {
   EvictPolicy p = c->base;
   p.protocol = protocol;
   const TraceMeta *meta = trace_meta(reader);
@@ -185,38 +185,55 @@ static int score_sets(const EvalConfig *c, TraceReader *reader, const char *trac
   if (!rc) rc = evict_policy_scores(reader, &p, &scores, &n, &window);
   for (size_t b = 0; b < c->n_budgets && !rc; b++) {
     rc = evict_policy_set_budget(&p, c->budgets[b]);
-    EvictKeepSet *keep = &sets->keeps[sets->n];
+    EvictKeepSet *keep = &sets->keeps[first + b];
     if (!rc)
       rc = evict_keep_from_scores(&p, scores, meta->model.n_layers, meta->model.n_kv_heads,
                                   meta->n_prompt, n, protect, keep);
     if (rc) break;
     keep->window = window;
-    sets->sets[sets->n++] = (EvalSet){.score = s,
-                                      .budget = b,
-                                      .protocol = protocol,
-                                      .recall = oracle ? keep_recall(keep, &oracle[b]) : NAN,
-                                      .candidates = n};
+    sets->sets[first + b] =
+        (EvalSet){.score = s, .budget = b, .protocol = protocol, .recall = NAN, .candidates = n};
   }
   free(scores);
   free(protect);
   return rc;
 }
 
-/* Every kept set of the sample: per protocol the oracle's (one per
- * budget, over the decode steps oracle_steps) first, then each score's. */
+/* Every kept set of the sample: per protocol the oracle's (one per budget,
+ * over the decode steps oracle_steps) first, then each score's, and each
+ * score's recall against the oracle's set of its budget. The scores of a
+ * protocol run in parallel, one score a thread (each alone computes the
+ * same bits on any thread count, docs/SCIENCE.md); a failure is reported
+ * for the first failing score in the order given. */
 static int make_sets(const EvalConfig *c, TraceReader *reader, const char *trace,
                      const char *oracle_steps, EvalSets *sets) {
-  sets->cap = c->n_protocols * (c->n_scores + 1) * c->n_budgets;
+  size_t S = c->n_scores + 1, B = c->n_budgets;
+  sets->cap = c->n_protocols * S * B;
   sets->keeps = obc_calloc(sets->cap, sizeof *sets->keeps, "kept sets");
   sets->sets = obc_calloc(sets->cap, sizeof *sets->sets, "kept sets");
-  if (!sets->keeps || !sets->sets) return OBC_ENOMEM;
-  int rc = OBC_OK;
+  int *codes = obc_calloc(S, sizeof *codes, "score results");
+  char(*messages)[1024] = obc_calloc(S, sizeof *messages, "score messages");
+  int rc = sets->keeps && sets->sets && codes && messages ? OBC_OK : OBC_ENOMEM;
   for (size_t q = 0; q < c->n_protocols && !rc; q++) {
     size_t first = sets->n;
-    rc = score_sets(c, reader, trace, c->n_scores, c->protocols[q], oracle_steps, NULL, sets);
-    for (size_t s = 0; s < c->n_scores && !rc; s++)
-      rc = score_sets(c, reader, trace, s, c->protocols[q], NULL, &sets->keeps[first], sets);
+    /* Slot first + i * B + b: the oracle's (i = 0), then score i - 1's;
+     * every slot, filled or not, is freed with the sets. */
+    sets->n += S * B;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (size_t i = 0; i < S; i++) {
+      size_t s = i ? i - 1 : c->n_scores;
+      codes[i] = score_sets(c, reader, trace, s, c->protocols[q], i ? NULL : oracle_steps, sets,
+                            first + i * B);
+      if (codes[i]) snprintf(messages[i], sizeof messages[i], "%s", obc_error_message());
+    }
+    for (size_t i = 0; i < S && !rc; i++)
+      if (codes[i]) rc = obc_fail(codes[i], "%s", messages[i]);
+    for (size_t i = B; i < S * B && !rc; i++)
+      sets->sets[first + i].recall =
+          keep_recall(&sets->keeps[first + i], &sets->keeps[first + i % B]);
   }
+  free(codes);
+  free(messages);
   return rc;
 }
 

@@ -9,7 +9,9 @@
 # finished folder runs nothing again; with --max-new-tokens 8 every answer
 # has at most 8 tokens (counted with obcache tokenize; the prefill's token
 # is the first of them); --budget-rule kvpress gives a preset, a generic
-# score and oracle@T one count; bad input fails with one line.
+# score and oracle@T one count; the kept sets, scored in parallel, are those
+# `obcache evict` keeps from the sample's trace; bad input fails with one
+# line.
 set -u
 . "$(dirname "$0")/lib.sh"
 : "${OBCACHE:?}" "${OBC_MODEL:?}" "${OBC_TMP:?}"
@@ -119,6 +121,14 @@ assert set(kept) == {"knorm", "attn", "oracle@T"}, kept
 assert set(kept.values()) == {int(n * (1 - 0.9))}, (n, kept)
 print("     %d candidates, %d kept by each" % (n, int(n * (1 - 0.9))))' "$dir/k"
 check "the accuracy table names the budget rule" grep -q "budget rule kvpress" "$dir/k.txt"
+
+# The eval scores its policies in parallel, one a thread: each kept set is
+# the one evict keeps from the sample's trace, one score a process.
+"$OBCACHE" eval --tasks niah_single_1 --samples 1 --length 512 --scores snapkv,snapkv+obc_k,tova,h2o \
+  --budgets 25%,50% --max-new-tokens 4 --threads 2 --keep-traces --no-figures -o "$dir/p" \
+  > "$dir/p.txt" 2>&1
+check "eval's kept sets, scored in parallel, are evict's" \
+  python3 "$here/eval_kept_check.py" "$OBCACHE" "$dir/p"
 
 fails "an unknown task" "unknown task 'niah_single_9'" eval --tasks niah_single_9 -o "$dir/x"
 fails "an unknown budget rule" "--budget-rule round: expected floor or kvpress" \
