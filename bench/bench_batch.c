@@ -31,7 +31,7 @@ static double uniform(void) {
 
 /* Keep mask of sequence b of n: 4 sinks, 8 recent and a random share of the
  * rest, 1%, 2%, 5%, 10%, 20%, 40% for a sixth of the sequences each, in
- * increasing order (as evict_replayer_run_batch orders its sets). */
+ * increasing order (as replay_model_run_batch orders its sets). */
 static void marks(size_t b, size_t n, unsigned char *keep, size_t s) {
   static const double share[6] = {0.01, 0.02, 0.05, 0.10, 0.20, 0.40};
   for (size_t p = 0; p < s; p++) keep[p] = p < 4 || p + 8 >= s || uniform() < share[b * 6 / n];

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "capture/capture_progress.h"
-#include "capture/niah.h"
+#include "prompts/niah.h"
 #include "model/model.h"
 
 typedef struct {

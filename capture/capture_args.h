@@ -1,5 +1,5 @@
 /* The options `obcache capture` and `obcache sweep` share: the model, the
- * NIAH prompt (capture/niah.h) and what to record (capture/capture.h), as an
+ * NIAH prompt (prompts/niah.h) and what to record (capture/capture.h), as an
  * option table (common/obc_options.h) that each command parses beside its own. */
 #ifndef OBC_CAPTURE_ARGS_H
 #define OBC_CAPTURE_ARGS_H
@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "capture/capture.h"
-#include "capture/niah.h"
+#include "prompts/niah.h"
 #include "common/obc_options.h"
 #include "model/model.h"
 

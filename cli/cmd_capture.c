@@ -11,7 +11,7 @@
 
 #include "capture/capture.h"
 #include "capture/capture_args.h"
-#include "capture/niah.h"
+#include "prompts/niah.h"
 #include "cli/commands.h"
 #include "common/obc_error.h"
 #include "common/obc_file.h"

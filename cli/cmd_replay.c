@@ -17,10 +17,10 @@
 #include "common/obc_parse.h"
 #include "common/obc_text.h"
 #include "common/obc_thread.h"
-#include "evict/model_replay.h"
-#include "evict/offline.h"
+#include "replay/model_replay.h"
+#include "replay/offline.h"
 #include "evict/policy_args.h"
-#include "evict/replay_report.h"
+#include "replay/replay_report.h"
 #include "runtime/runtime.h"
 #include "sweep/replay_pairs.h"
 #include "sweep/replay_sweep.h"
@@ -252,9 +252,9 @@ static int run_sweep(const ReplayArgs *a, const char *command_line) {
   return sweep_replay_run(a->trace_path, out_dir, &config, command_line);
 }
 
-static void print_offline(const EvictKeepSet *keep, const EvictOfflineResult *r, const char *dir) {
-  EvictOfflineSummary s;
-  evict_offline_summarise(r, &s);
+static void print_offline(const EvictKeepSet *keep, const ReplayOfflineResult *r, const char *dir) {
+  ReplayOfflineSummary s;
+  replay_offline_summarise(r, &s);
   printf("offline replay: %s, budget %zu of %zu (%s, %s), budget rule %s, %zu decode steps\n",
          keep->policy.score, keep->budget, keep->n_candidates,
          evict_allocation_name(keep->policy.allocation), evict_protocol_name(keep->policy.protocol),
@@ -276,10 +276,10 @@ static const char *needle_word(int found) {
 
 /* The model replay's lines: the policy, the re-run, both answers and whether
  * each holds the needle, agreement and the teacher-forced KL. */
-static void print_model_replay(const EvictKeepSet *keep, const EvictReplayer *replayer,
-                               const EvictModelReplay *r, const char *dir) {
+static void print_model_replay(const EvictKeepSet *keep, const Replayer *replayer,
+                               const ReplayAnswer *r, const char *dir) {
   int full_found = -1;
-  const char *full = evict_replayer_full_answer(replayer, &full_found);
+  const char *full = replay_model_full_answer(replayer, &full_found);
   printf("model replay: %s, budget %zu of %zu (%s, %s), budget rule %s, %zu steps\n",
          keep->policy.score, keep->budget, keep->n_candidates,
          evict_allocation_name(keep->policy.allocation), evict_protocol_name(keep->policy.protocol),
@@ -289,7 +289,7 @@ static void print_model_replay(const EvictKeepSet *keep, const EvictReplayer *re
         "  %s re-run: %zu prompt tokens against the evicted cache, first answer "
         "token %s the full cache's",
         keep->policy.protocol == EVICT_PROTOCOL_AWARE ? "tail" : "question", r->rerun_tokens,
-        r->first_token == evict_replayer_full_token(replayer, 0) ? "equals" : "differs from");
+        r->first_token == replay_model_full_token(replayer, 0) ? "equals" : "differs from");
     if (!isnan(r->kl_prefill)) printf(" (KL %.4g)", r->kl_prefill);
     printf("\n");
     fprintf(stderr, "replay: the re-run took %.3f s\n", r->rerun_seconds);
@@ -311,29 +311,28 @@ static int run_model_replay(const ReplayArgs *a, TraceReader *reader, const Evic
                             const char *out_dir, const char *command_line) {
   const char *path = a->model_path ? a->model_path : model_default_path();
   Model *model = NULL;
-  EvictReplayer *replayer = NULL;
-  EvictModelReplay *result = obc_malloc(sizeof *result, "replay result");
+  Replayer *replayer = NULL;
+  ReplayAnswer *result = obc_malloc(sizeof *result, "replay result");
   int rc = result ? model_load_with(path, &(ModelLoadOptions){a->weights}, &model) : OBC_ENOMEM;
-  if (!rc) rc = evict_replayer_open(model, reader, a->steps, a->threads, a->device, &replayer);
-  if (!rc && a->save_logits) rc = evict_replayer_keep_logits(replayer, true);
-  if (!rc) rc = evict_replayer_run(replayer, keep, result);
-  if (!rc)
-    rc = evict_replay_write(out_dir, a->trace_path, path, keep, replayer, result, command_line);
+  if (!rc) rc = replay_model_open(model, reader, a->steps, a->threads, a->device, &replayer);
+  if (!rc && a->save_logits) rc = replay_model_keep_logits(replayer, true);
+  if (!rc) rc = replay_model_run(replayer, keep, result);
+  if (!rc) rc = replay_write(out_dir, a->trace_path, path, keep, replayer, result, command_line);
   if (!rc) print_model_replay(keep, replayer, result, out_dir);
   free(result);
-  evict_replayer_close(replayer);
+  replay_model_close(replayer);
   model_free(model);
   return rc;
 }
 
 static int run_offline(const ReplayArgs *a, TraceReader *reader, const EvictKeepSet *keep,
                        const char *out_dir, const char *command_line) {
-  EvictOfflineResult result;
-  int rc = evict_offline_run(reader, keep, &result); /* frees its own on failure */
+  ReplayOfflineResult result;
+  int rc = replay_offline_run(reader, keep, &result); /* frees its own on failure */
   if (rc) return rc;
-  rc = evict_offline_write(out_dir, a->trace_path, keep, &result, command_line);
+  rc = replay_offline_write(out_dir, a->trace_path, keep, &result, command_line);
   if (!rc) print_offline(keep, &result, out_dir);
-  evict_offline_result_free(&result);
+  replay_offline_result_free(&result);
   return rc;
 }
 

@@ -1,7 +1,7 @@
 /* Task accuracy over many samples (`obcache eval`, docs/SCIENCE.md "Task
  * accuracy"). An eval is a sweep folder (sweep/plan.h, sweep/cell.h) whose
  * cells are samples (task, length, sample index). Running a sample: build
- * its RULER prompt (capture/ruler_task.h), capture one prefill and the
+ * its RULER prompt (prompts/ruler_task.h), capture one prefill and the
  * full-cache answer into the cell's trace, then replay every policy x
  * budget x protocol with the model in the loop (free-running, batched),
  * plus oracle@T, and score each answer with RULER's string_match_all; the
@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "capture/ruler_task.h"
+#include "prompts/ruler_task.h"
 #include "evict/policy.h"
 #include "model/model.h"
 #include "sweep/plan.h"

@@ -17,7 +17,7 @@
 #include "common/obc_time.h"
 #include "eval/eval.h"
 #include "eval/stats.h"
-#include "evict/model_replay.h"
+#include "replay/model_replay.h"
 #include "evict/preset.h"
 #include "tokenizer/tokenizer.h"
 #include "traces/trace.h"
@@ -51,7 +51,7 @@ void eval_config_default(EvalConfig *c) {
 static size_t answer_tokens(const EvalConfig *c, const RulerTask *task) {
   size_t n = task->tokens_to_generate;
   if (c->max_new_tokens && c->max_new_tokens < n) n = c->max_new_tokens;
-  return n < 2 ? 2 : n > EVICT_REPLAY_MAX_STEPS ? EVICT_REPLAY_MAX_STEPS : n;
+  return n < 2 ? 2 : n > REPLAY_MAX_STEPS ? REPLAY_MAX_STEPS : n;
 }
 static size_t decode_steps(const EvalConfig *c, const RulerTask *task) {
   return answer_tokens(c, task) - 1;
@@ -276,7 +276,7 @@ static cJSON *times_json(const SampleTimes *t) {
 /* out/sample.json. */
 static int write_sample(const EvalRunner *r, const SweepPlanCell *cell, uint64_t seed,
                         const NiahPrompt *prompt, const char *full_answer, const EvalSets *sets,
-                        const EvictModelReplay *outs, size_t steps, size_t oracle_steps,
+                        const ReplayAnswer *outs, size_t steps, size_t oracle_steps,
                         const SampleTimes *times, const char *out, size_t *right,
                         bool *full_right) {
   const EvalConfig *c = r->config;
@@ -342,11 +342,11 @@ static void duration_text(double s, char *out, size_t size) {
  * tokens after the first, its stop token included, are 1..k, k the index of
  * the first stop token (all captured steps without one; step 1 when the
  * first token stops). As oracle steps: "1-k", or "T". */
-static void answer_steps(const EvictReplayer *replayer, const Tokenizer *tokenizer, size_t steps,
+static void answer_steps(const Replayer *replayer, const Tokenizer *tokenizer, size_t steps,
                          char *out, size_t size, size_t *k) {
   *k = steps;
   for (size_t t = 0; t <= steps; t++)
-    if (tokenizer_is_stop(tokenizer, evict_replayer_full_token(replayer, t))) {
+    if (tokenizer_is_stop(tokenizer, replay_model_full_token(replayer, t))) {
       *k = t ? t : 1;
       break;
     }
@@ -356,11 +356,11 @@ static void answer_steps(const EvictReplayer *replayer, const Tokenizer *tokeniz
     snprintf(out, size, "1-%zu", *k);
 }
 
-static int replay_sets(const EvalRunner *r, EvictReplayer *replayer, EvalSets *sets,
-                       EvictModelReplay **outs) {
+static int replay_sets(const EvalRunner *r, Replayer *replayer, EvalSets *sets,
+                       ReplayAnswer **outs) {
   *outs = obc_malloc(sets->n * sizeof **outs + 1, "replay results");
   if (!*outs) return OBC_ENOMEM;
-  return evict_replayer_run_batch(replayer, sets->keeps, sets->n, r->config->batch, *outs);
+  return replay_model_run_batch(replayer, sets->keeps, sets->n, r->config->batch, *outs);
 }
 
 /* The capture options of the sample: the rows the policies' windows need
@@ -428,18 +428,18 @@ int eval_run_sample(void *context, const SweepPlanCell *cell, const char *out) {
   TraceReader *reader = NULL;
   if (!rc) rc = trace_open(trace, &reader);
   if (!rc) rc = trace_keep_slabs(reader, EVAL_KEPT_SLAB_BYTES);
-  EvictReplayer *replayer = NULL;
-  if (!rc) rc = evict_replayer_open(r->model, reader, steps, c->threads, c->device, &replayer);
-  if (!rc) rc = evict_replayer_free_running_only(replayer, true);
+  Replayer *replayer = NULL;
+  if (!rc) rc = replay_model_open(r->model, reader, steps, c->threads, c->device, &replayer);
+  if (!rc) rc = replay_model_free_running_only(replayer, true);
   char oracle_steps[32] = "T", full_answer[4096] = "";
   size_t answer = steps;
   if (!rc)
     answer_steps(replayer, r->model->tokenizer, steps, oracle_steps, sizeof oracle_steps, &answer);
   /* g0 and the steps' predictions: the answer tokens, as every replay's */
   if (!rc)
-    snprintf(full_answer, sizeof full_answer, "%s", evict_replayer_full_answer(replayer, NULL));
+    snprintf(full_answer, sizeof full_answer, "%s", replay_model_full_answer(replayer, NULL));
   EvalSets sets = {0};
-  EvictModelReplay *outs = NULL;
+  ReplayAnswer *outs = NULL;
   times.load = lap(&mark);
   if (!rc) rc = make_sets(c, reader, trace, oracle_steps, &sets);
   times.scores = lap(&mark);
@@ -448,7 +448,7 @@ int eval_run_sample(void *context, const SweepPlanCell *cell, const char *out) {
   progress(r, cell, what);
   if (!rc) rc = replay_sets(r, replayer, &sets, &outs);
   times.replay = lap(&mark);
-  evict_replayer_close(replayer);
+  replay_model_close(replayer);
   trace_close(reader);
   size_t right = 0;
   bool full_right = false;

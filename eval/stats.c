@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture/niah_random.h"
+#include "prompts/niah_random.h"
 
 /* ---- RULER's string matches ---- */
 

@@ -36,7 +36,7 @@ typedef struct {
  * permutation, so their dot products, and all attention, are the same).
  * Positions [0, length) hold valid rows.
  *
- * Model replay (evict/model_replay.c) writes a trace's rows into k/v directly
+ * Model replay (replay/model_replay.c) writes a trace's rows into k/v directly
  * and then sets the length with runtime_set_position(). Eviction
  * (runtime_evict, runtime_set_kept) marks cached rows of one (layer, KV head)
  * as dropped: attention then runs over the kept positions only, plus every

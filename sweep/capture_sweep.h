@@ -14,7 +14,7 @@
 
 #include "analyze/analysis.h"
 #include "capture/capture.h"
-#include "capture/niah.h"
+#include "prompts/niah.h"
 #include "model/model.h"
 #include "sweep/cell.h"
 #include "sweep/plan.h"

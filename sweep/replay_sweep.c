@@ -18,8 +18,8 @@
 #include "common/obc_file.h"
 #include "common/obc_json.h"
 #include "common/obc_time.h"
-#include "evict/model_replay.h"
-#include "evict/offline.h"
+#include "replay/model_replay.h"
+#include "replay/offline.h"
 #include "sweep/cell.h"
 #include "sweep/plan.h"
 #include "sweep/replay_pairs.h"
@@ -42,7 +42,7 @@ void sweep_replay_config_default(SweepReplayConfig *c) {
 typedef struct {
   size_t trace, score, budget; /* indices */
   size_t tokens, candidates;
-  EvictOfflineSummary offline;
+  ReplayOfflineSummary offline;
   int needle_found;                                  /* -1 without model replay or needle */
   double needle_prefix, needle_chars, needle_tokens; /* NaN without model replay or needle */
   double agreement, first_divergence, kl_forced;     /* first_divergence: none = steps + 1 */
@@ -147,7 +147,7 @@ static int check_budgets(const SweepReplayConfig *c, const SweepRun *run, TraceR
 }
 
 /* The model-replay fields of a cell. */
-static int sweep_cell_from_replay(const EvictModelReplay *replay, SweepCell *cell) {
+static int sweep_cell_from_replay(const ReplayAnswer *replay, SweepCell *cell) {
   cell->needle_found = replay->needle_found;
   if (replay->needle_chars > 0) {
     cell->needle_prefix = (double)replay->needle_prefix;
@@ -177,12 +177,12 @@ static void report_cell(const SweepReplayConfig *c, const SweepRun *run, const S
           cell->kl_forced);
 }
 
-/* Kept sets waiting for one batched model replay (evict_replayer_run_batch),
+/* Kept sets waiting for one batched model replay (replay_model_run_batch),
  * with the cells they fill. */
 typedef struct {
-  EvictKeepSet *keeps;    /* (cap) */
-  size_t *cells;          /* (cap) indices into run->cells */
-  EvictModelReplay *outs; /* (cap) */
+  EvictKeepSet *keeps; /* (cap) */
+  size_t *cells;       /* (cap) indices into run->cells */
+  ReplayAnswer *outs;  /* (cap) */
   size_t n, cap;
 } SweepPending;
 
@@ -195,10 +195,10 @@ static void pending_free(SweepPending *q) {
 }
 
 /* Replays the waiting sets together and fills their cells. */
-static int pending_flush(const SweepReplayConfig *c, EvictReplayer *replayer, SweepRun *run,
+static int pending_flush(const SweepReplayConfig *c, Replayer *replayer, SweepRun *run,
                          SweepPending *q) {
   double start = obc_now_seconds();
-  int rc = evict_replayer_run_batch(replayer, q->keeps, q->n, c->batch, q->outs);
+  int rc = replay_model_run_batch(replayer, q->keeps, q->n, c->batch, q->outs);
   run->model_seconds += obc_now_seconds() - start;
   run->model_sets += q->n;
   for (size_t i = 0; i < q->n && !rc; i++) {
@@ -212,11 +212,11 @@ static int pending_flush(const SweepReplayConfig *c, EvictReplayer *replayer, Sw
 
 /* The model replay of one cell's kept set (keep is taken over): at once
  * with --batch 1, else queued for the next batched pass. */
-static int replay_cell(const SweepReplayConfig *c, EvictReplayer *replayer, SweepRun *run,
-                       size_t cell, EvictKeepSet *keep, SweepPending *q) {
+static int replay_cell(const SweepReplayConfig *c, Replayer *replayer, SweepRun *run, size_t cell,
+                       EvictKeepSet *keep, SweepPending *q) {
   if (c->batch == 1) {
     double start = obc_now_seconds();
-    int rc = evict_replayer_run(replayer, keep, q->outs);
+    int rc = replay_model_run(replayer, keep, q->outs);
     run->model_seconds += obc_now_seconds() - start;
     run->model_sets++;
     if (!rc) rc = sweep_cell_from_replay(q->outs, &run->cells[cell]);
@@ -229,10 +229,10 @@ static int replay_cell(const SweepReplayConfig *c, EvictReplayer *replayer, Swee
   return q->n == q->cap ? pending_flush(c, replayer, run, q) : OBC_OK;
 }
 
-static int pending_init(const SweepReplayConfig *c, const SweepRun *run, EvictReplayer *replayer,
+static int pending_init(const SweepReplayConfig *c, const SweepRun *run, Replayer *replayer,
                         SweepPending *q) {
   memset(q, 0, sizeof *q);
-  q->cap = c->batch == 1 ? 1 : evict_replayer_batch_seqs(replayer, c->batch) / 2;
+  q->cap = c->batch == 1 ? 1 : replay_model_batch_seqs(replayer, c->batch) / 2;
   size_t cells = run->n_rows * c->n_budgets;
   if (q->cap > cells) q->cap = cells ? cells : 1;
   q->keeps = obc_malloc(q->cap * sizeof *q->keeps, "batched replay sets");
@@ -285,23 +285,23 @@ static void chunk_free(SweepChunk *chunk) {
   memset(chunk, 0, sizeof *chunk);
 }
 
-/* The chunk's offline replay, one pass (evict_offline_run_many), or one set
- * at a time with --offline-batch 1 (evict_offline_run, the reference), into
+/* The chunk's offline replay, one pass (replay_offline_run_many), or one set
+ * at a time with --offline-batch 1 (replay_offline_run, the reference), into
  * its cells, which then count as made; then its model replays in order (the
  * sets are handed over, the chunk left empty). */
-static int chunk_flush(const SweepReplayConfig *c, TraceReader *reader, EvictReplayer *replayer,
+static int chunk_flush(const SweepReplayConfig *c, TraceReader *reader, Replayer *replayer,
                        SweepRun *run, SweepChunk *chunk, SweepPending *pending) {
   size_t n = chunk->n, cell0 = run->n_cells;
-  EvictOfflineResult *outs = obc_malloc(n * sizeof *outs, "offline results");
+  ReplayOfflineResult *outs = obc_malloc(n * sizeof *outs, "offline results");
   int rc = outs ? OBC_OK : OBC_ENOMEM;
   double start = obc_now_seconds();
   for (size_t i = 0; i < n && !rc && c->offline_batch == 1; i++)
-    rc = evict_offline_run(reader, &chunk->keeps[i], &outs[i]);
-  if (!rc && c->offline_batch != 1) rc = evict_offline_run_many(reader, chunk->keeps, n, outs);
+    rc = replay_offline_run(reader, &chunk->keeps[i], &outs[i]);
+  if (!rc && c->offline_batch != 1) rc = replay_offline_run_many(reader, chunk->keeps, n, outs);
   run->offline_seconds += obc_now_seconds() - start;
   for (size_t i = 0; i < n && !rc; i++) {
-    evict_offline_summarise(&outs[i], &run->cells[cell0 + i].offline);
-    evict_offline_result_free(&outs[i]);
+    replay_offline_summarise(&outs[i], &run->cells[cell0 + i].offline);
+    replay_offline_result_free(&outs[i]);
   }
   free(outs);
   if (!rc) run->n_cells += n;
@@ -329,14 +329,14 @@ static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t,
   if (!rc) rc = check_budgets(c, run, reader);
   unsigned char *protect = NULL;
   if (!rc) rc = evict_policy_protected(&c->base, trace_meta(reader), run->traces[t], &protect);
-  EvictReplayer *replayer = NULL;
+  Replayer *replayer = NULL;
   if (!rc && model)
-    rc = evict_replayer_open(model, reader, c->steps, c->threads, c->device, &replayer);
+    rc = replay_model_open(model, reader, c->steps, c->threads, c->device, &replayer);
   SweepPending pending = {0};
   if (!rc && replayer) rc = pending_init(c, run, replayer, &pending);
   /* The (score, budget) kept sets are gathered in chunks (all of the
    * trace's when their masks fit in SWEEP_SETS_BYTES), each replayed offline
-   * in one pass (evict_offline_run_many) and then handed to the model replay
+   * in one pass (replay_offline_run_many) and then handed to the model replay
    * in order. */
   SweepChunk chunk = {0};
   if (!rc) rc = chunk_init(c, run, trace_meta(reader), &chunk);
@@ -369,7 +369,7 @@ static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t,
   if (!rc && pending.n > 0) rc = pending_flush(c, replayer, run, &pending);
   if (isatty(STDERR_FILENO) && run->n_cells > 0) fprintf(stderr, "\n");
   pending_free(&pending);
-  evict_replayer_close(replayer);
+  replay_model_close(replayer);
   free(protect);
   trace_close(reader);
   return rc;

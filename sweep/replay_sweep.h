@@ -39,12 +39,12 @@ typedef struct {
   size_t steps;             /* decode steps of the model replay (0 = all captured) */
   size_t threads;
   const char *device; /* runtime backend of the model replay: NULL/"cpu", "cuda", "cuda-bf16" */
-  /* Model-replay sequences decoded together (evict_replayer_run_batch; each
+  /* Model-replay sequences decoded together (replay_model_run_batch; each
    * kept set is two, free-running and teacher-forced): 0 = as many as
-   * memory allows, 1 = one set after another (evict_replayer_run). */
+   * memory allows, 1 = one set after another (replay_model_run). */
   size_t batch;
-  /* Kept sets replayed offline together (evict_offline_run_many): 0 = all of
-   * a trace, 1 = one after another (evict_offline_run, the reference). */
+  /* Kept sets replayed offline together (replay_offline_run_many): 0 = all of
+   * a trace, 1 = one after another (replay_offline_run, the reference). */
   size_t offline_batch;
 } SweepReplayConfig;
 

@@ -9,7 +9,7 @@ tests/eval_stats_expected.h that tests/test_eval_stats.c includes.
 - McNemar exact: 2 * sum_{i <= min(b, c)} C(b + c, i) / 2^(b + c) in exact
   fractions, capped at 1.
 - Paired bootstrap: the draw rule of eval/stats.h replayed with a Python
-  splitmix64 (capture/niah_random.c): resample r takes n indices
+  splitmix64 (prompts/niah_random.c): resample r takes n indices
   below(n) in order from one stream seeded once; below(n) rejects draws
   >= 2^64 - 1 - (2^64 - 1) mod n and returns x mod n. The mean is the
   left-to-right float sum of the drawn y - x divided by n; the interval is

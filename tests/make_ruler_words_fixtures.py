@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Fixtures of tests/test_ruler_words_reference.py: one sample of each of
-RULER's vt, cwe and fwe texts (capture/ruler_words.h) as printed by
+RULER's vt, cwe and fwe texts (prompts/ruler_words.h) as printed by
 tests/ruler_words_dump, in tests/data/ruler/{vt,cwe,fwe}-text.json, drawn
 from the word list tests/data/ruler/words.txt so that they do not depend on
 the system's dictionary.
 
 With --words-from DICT (a word list such as /usr/share/dict/words), first
 rewrites words.txt: every 50th of DICT's words of 3-12 lowercase letters,
-sorted and distinct (capture/ruler_sources.c's filter).
+sorted and distinct (prompts/ruler_sources.c's filter).
 
 usage: make_ruler_words_fixtures.py DUMP [--words-from DICT]
 """

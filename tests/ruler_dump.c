@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture/ruler_task.h"
+#include "prompts/ruler_task.h"
 #include "common/obc_error.h"
 #include "formats/gguf.h"
 

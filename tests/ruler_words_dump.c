@@ -1,5 +1,5 @@
 /* Test helper for tests/test_ruler_words_reference.py: prints one sample of
- * RULER's vt, cwe or fwe text (capture/ruler_words.h) as a JSON object with
+ * RULER's vt, cwe or fwe text (prompts/ruler_words.h) as a JSON object with
  * the fields of RulerText, for
  *   ruler_words_dump --task vt|cwe|fwe --length N --seed N --size N [--words FILE] */
 #include <cjson/cJSON.h>
@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture/ruler_task.h"
-#include "capture/ruler_words.h"
+#include "prompts/ruler_task.h"
+#include "prompts/ruler_words.h"
 #include "common/obc_error.h"
 
 static int parse_size(const char *text, size_t *out) {

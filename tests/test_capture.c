@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "capture/capture.h"
-#include "capture/niah.h"
+#include "prompts/niah.h"
 #include "common/obc_startup.h"
 #include "corpus/niah_haystack.h"
 #include "common/obc_error.h"

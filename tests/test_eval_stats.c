@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "capture/niah_random.h"
+#include "prompts/niah_random.h"
 #include "common/obc_startup.h"
 #include "eval/stats.h"
 #include "tests/eval_stats_expected.h"

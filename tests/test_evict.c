@@ -17,10 +17,10 @@
 #include "scores/score_head.h"
 #include "common/obc_error.h"
 #include "evict/dynamic.h"
-#include "evict/model_replay.h"
-#include "evict/offline.h"
+#include "replay/model_replay.h"
+#include "replay/offline.h"
 #include "evict/policy.h"
-#include "evict/replay_metrics.h"
+#include "replay/replay_metrics.h"
 #include "oracle/decode_attention.h"
 #include "oracle/oracle_steps.h"
 #include "runtime/generate.h"
@@ -621,8 +621,8 @@ START_TEST(test_offline_replay_equals_brute_force_attention_over_the_kept_set) {
     policy_for(&p, scores[c / 3], budgets[c % 3], 0, c / 3 == 2 ? 1 : 0, "uniform", "aware");
     EvictKeepSet k;
     ck_assert_int_eq(evict_policy_apply(reader, &p, &k), 0);
-    EvictOfflineResult r;
-    ck_assert_int_eq(evict_offline_run(reader, &k, &r), 0);
+    ReplayOfflineResult r;
+    ck_assert_int_eq(replay_offline_run(reader, &k, &r), 0);
     for (size_t l = 0; l < meta->model.n_layers; l++)
       for (size_t g = 0; g < G; g++) {
         ck_assert_int_eq(score_head_read(&h, reader, l, g), 0);
@@ -644,7 +644,7 @@ START_TEST(test_offline_replay_equals_brute_force_attention_over_the_kept_set) {
             worst = fmax(worst, fabs(got - expected) / (1e-3 + expected));
           }
       }
-    evict_offline_result_free(&r);
+    replay_offline_result_free(&r);
     evict_keep_set_free(&k);
   }
   printf("offline replay vs brute force: max relative difference of the output errors %.3g\n",
@@ -668,14 +668,14 @@ START_TEST(test_keeping_everything_loses_nothing) {
   policy_for(&p, "attn", "100%", 0, 0, "uniform", "aware");
   EvictKeepSet k;
   ck_assert_int_eq(evict_policy_apply(reader, &p, &k), 0);
-  EvictOfflineResult r;
-  ck_assert_int_eq(evict_offline_run(reader, &k, &r), 0);
-  EvictOfflineSummary s;
-  evict_offline_summarise(&r, &s);
+  ReplayOfflineResult r;
+  ck_assert_int_eq(replay_offline_run(reader, &k, &r), 0);
+  ReplayOfflineSummary s;
+  replay_offline_summarise(&r, &s);
   ck_assert_double_eq(s.rel_error, 0.0);
   ck_assert_double_eq(s.mass_lost, 0.0);
   ck_assert_double_eq(s.needle_kept, 1.0);
-  evict_offline_result_free(&r);
+  replay_offline_result_free(&r);
   evict_keep_set_free(&k);
   trace_close(reader);
 }
@@ -696,15 +696,15 @@ START_TEST(test_oracle_single_eviction_is_never_worse_at_step_one) {
     snprintf(budget, sizeof budget, "%zu", s - 1); /* evict exactly one token per head */
     EvictPolicy p;
     EvictKeepSet k;
-    EvictOfflineResult oracle, other;
+    ReplayOfflineResult oracle, other;
     policy_for(&p, "oracle", budget, 0, 0, "uniform", "aware");
     ck_assert_int_eq(evict_policy_apply(reader, &p, &k), 0);
-    ck_assert_int_eq(evict_offline_run(reader, &k, &oracle), 0);
+    ck_assert_int_eq(replay_offline_run(reader, &k, &oracle), 0);
     evict_keep_set_free(&k);
     for (size_t o = 0; o < sizeof others / sizeof *others; o++) {
       policy_for(&p, others[o], budget, 0, 0, "uniform", "aware");
       ck_assert_int_eq(evict_policy_apply(reader, &p, &k), 0);
-      ck_assert_int_eq(evict_offline_run(reader, &k, &other), 0);
+      ck_assert_int_eq(replay_offline_run(reader, &k, &other), 0);
       size_t T = oracle.n_steps;
       for (size_t i = 0; i < oracle.n_layers * oracle.n_kv_heads; i++) {
         /* oracle@1 is the exact squared error of evicting each token at step
@@ -712,10 +712,10 @@ START_TEST(test_oracle_single_eviction_is_never_worse_at_step_one) {
         ck_assert_double_le(oracle.sq_error[i * T], other.sq_error[i * T] * (1 + 1e-9) + 1e-15);
         compared++;
       }
-      evict_offline_result_free(&other);
+      replay_offline_result_free(&other);
       evict_keep_set_free(&k);
     }
-    evict_offline_result_free(&oracle);
+    replay_offline_result_free(&oracle);
     trace_close(reader);
   }
   printf("oracle single eviction: %zu (head, policy) pairs, never worse at step 1\n", compared);
@@ -790,15 +790,15 @@ START_TEST(test_model_replay_without_eviction_reproduces_the_captured_logits) {
   tiny_trace(model, trace);
   TraceReader *reader = NULL;
   ck_assert_int_eq(trace_open(trace, &reader), 0);
-  EvictReplayer *replayer = NULL;
-  ck_assert_msg(evict_replayer_open(model, reader, 0, 1, NULL, &replayer) == 0, "%s",
+  Replayer *replayer = NULL;
+  ck_assert_msg(replay_model_open(model, reader, 0, 1, NULL, &replayer) == 0, "%s",
                 obc_error_message());
   EvictPolicy p;
   EvictKeepSet keep_all;
   policy_for(&p, "random", "100%", 0, 0, "uniform", "aware");
   ck_assert_int_eq(evict_policy_apply(reader, &p, &keep_all), 0);
-  EvictModelReplay *r = malloc(sizeof *r);
-  ck_assert_int_eq(evict_replayer_run(replayer, &keep_all, r), 0);
+  ReplayAnswer *r = malloc(sizeof *r);
+  ck_assert_int_eq(replay_model_run(replayer, &keep_all, r), 0);
   printf(
       "model replay, nothing evicted: max relative logit difference %.3g, KL %.3g, "
       "agreement %.2f\n",
@@ -812,7 +812,7 @@ START_TEST(test_model_replay_without_eviction_reproduces_the_captured_logits) {
   EvictKeepSet few;
   policy_for(&p, "streaming", "4", 0, 1, "uniform", "aware");
   ck_assert_int_eq(evict_policy_apply(reader, &p, &few), 0);
-  ck_assert_int_eq(evict_replayer_run(replayer, &few, r), 0);
+  ck_assert_int_eq(replay_model_run(replayer, &few, r), 0);
   printf("model replay, 4 of 24 kept: max relative logit difference %.3g, KL %.3g\n",
          r->logits_rel_diff, r->kl_forced_mean);
   ck_assert_double_gt(r->logits_rel_diff, 1e-3); /* the tiny model's logits are flat: KL is small */
@@ -824,21 +824,21 @@ START_TEST(test_model_replay_without_eviction_reproduces_the_captured_logits) {
   ck_assert_double_eq_tol(sum / (double)r->n_steps, r->kl_forced_mean, 1e-12 * r->kl_forced_mean);
   size_t mismatch = 0; /* the first step whose token differs, by hand */
   for (size_t t = r->n_steps; t-- > 0;)
-    if (r->tokens[t] != evict_replayer_full_token(replayer, t + 1)) mismatch = t + 1;
+    if (r->tokens[t] != replay_model_full_token(replayer, t + 1)) mismatch = t + 1;
   ck_assert_uint_eq(r->first_divergence, mismatch);
   /* ...and keeping everything again restores them. */
-  ck_assert_int_eq(evict_replayer_run(replayer, &keep_all, r), 0);
+  ck_assert_int_eq(replay_model_run(replayer, &keep_all, r), 0);
   ck_assert_double_le(r->logits_rel_diff, 1e-4);
   evict_keep_set_free(&few);
   evict_keep_set_free(&keep_all);
-  evict_replayer_close(replayer);
+  replay_model_close(replayer);
   trace_close(reader);
 
   /* A trace of another shape (the synthetic one: head dim 16) is refused. */
   tmp_path(other, sizeof other, "evict_other_shape.h5");
   synth_trace(other, 2, 1);
   ck_assert_int_eq(trace_open(other, &reader), 0);
-  ck_assert_int_eq(evict_replayer_open(model, reader, 0, 1, NULL, &replayer), OBC_EINVAL);
+  ck_assert_int_eq(replay_model_open(model, reader, 0, 1, NULL, &replayer), OBC_EINVAL);
   ck_assert_ptr_nonnull(strstr(obc_error_message(), "does not match the trace"));
   trace_close(reader);
   free(r);

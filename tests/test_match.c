@@ -6,7 +6,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "capture/niah.h"
+#include "prompts/niah.h"
 #include "common/obc_match.h"
 
 START_TEST(value_found_anywhere_ignoring_case) {

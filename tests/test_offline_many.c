@@ -1,5 +1,5 @@
-/* Offline replay of many kept sets at once (evict_offline_run_many) against
- * the one-set reference path (evict_offline_run) on a synthetic trace: all
+/* Offline replay of many kept sets at once (replay_offline_run_many) against
+ * the one-set reference path (replay_offline_run) on a synthetic trace: all
  * kept, none kept, random sets of several densities, a policy's set, and sets
  * that evict more than half the mass (both with few and with many evicted
  * keys); the same numbers for 1 and 3 threads. */
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "common/obc_startup.h"
-#include "evict/offline.h"
+#include "replay/offline.h"
 #include "evict/policy.h"
 #include "scores/score_head.h"
 #include "traces/synth.h"
@@ -125,14 +125,14 @@ static void make_masks(EvictKeepSet *sets, TraceReader *reader, ScoreHead *h, Bo
 }
 
 static void run_many(TraceReader *reader, const EvictKeepSet *sets, int threads, size_t max_rows,
-                     EvictOfflineResult *out) {
+                     ReplayOfflineResult *out) {
   int saved = omp_get_max_threads();
   omp_set_num_threads(threads);
-  ck_assert_int_eq(evict_offline_run_many_rows(reader, sets, N_SETS, max_rows, out), 0);
+  ck_assert_int_eq(replay_offline_run_many_rows(reader, sets, N_SETS, max_rows, out), 0);
   omp_set_num_threads(saved);
 }
 
-static void same_numbers(const EvictOfflineResult *a, const EvictOfflineResult *b) {
+static void same_numbers(const ReplayOfflineResult *a, const ReplayOfflineResult *b) {
   size_t n = a->n_layers * a->n_heads * a->n_steps, m = a->n_layers * a->n_kv_heads;
   ck_assert(!memcmp(a->rel_error, b->rel_error, n * sizeof(double)));
   ck_assert(!memcmp(a->mass_lost, b->mass_lost, n * sizeof(double)));
@@ -170,9 +170,9 @@ START_TEST(test_many_sets_equal_the_one_set_path) {
 
   /* The default blocks (all rows of a head at once) on 1 and 3 threads, and
    * blocks of 4 rows (T = 5: blocks straddle query heads) on 2. */
-  EvictOfflineResult ref[N_SETS], one[N_SETS], three[N_SETS], small[N_SETS];
+  ReplayOfflineResult ref[N_SETS], one[N_SETS], three[N_SETS], small[N_SETS];
   for (size_t k = 0; k < N_SETS; k++)
-    ck_assert_int_eq(evict_offline_run(reader, &sets[k], &ref[k]), 0);
+    ck_assert_int_eq(replay_offline_run(reader, &sets[k], &ref[k]), 0);
   run_many(reader, sets, 1, 0, one);
   run_many(reader, sets, 3, 0, three);
   run_many(reader, sets, 2, 4, small);
@@ -210,7 +210,7 @@ START_TEST(test_many_sets_equal_the_one_set_path) {
   size_t G = meta->model.n_kv_heads, T = ref[0].n_steps, s = meta->n_prompt;
   for (size_t k = 0; k < 2 * N_SETS; k++) {
     if (k < N_SETS) same_numbers(&one[k], &three[k]);
-    const EvictOfflineResult *r = &ref[k % N_SETS], *m = k < N_SETS ? &one[k] : &small[k - N_SETS];
+    const ReplayOfflineResult *r = &ref[k % N_SETS], *m = k < N_SETS ? &one[k] : &small[k - N_SETS];
     ck_assert(r->has_needle == m->has_needle);
     for (size_t i = 0; i < r->n_layers * G; i++) {
       if (r->has_needle) ck_assert_double_eq(r->needle_kept[i], m->needle_kept[i]);
@@ -244,10 +244,10 @@ START_TEST(test_many_sets_equal_the_one_set_path) {
   ck_assert_uint_gt(half_lost, 0);
   ck_assert_uint_gt(half_lost_few, 0);
   for (size_t k = 0; k < N_SETS; k++) {
-    evict_offline_result_free(&ref[k]);
-    evict_offline_result_free(&one[k]);
-    evict_offline_result_free(&three[k]);
-    evict_offline_result_free(&small[k]);
+    replay_offline_result_free(&ref[k]);
+    replay_offline_result_free(&one[k]);
+    replay_offline_result_free(&three[k]);
+    replay_offline_result_free(&small[k]);
     evict_keep_set_free(&sets[k]);
   }
   free(b.o_norm);

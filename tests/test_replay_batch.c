@@ -1,7 +1,7 @@
-/* Check suite of batched model replay (evict_replayer_run_batch) on a real
+/* Check suite of batched model replay (replay_model_run_batch) on a real
  * trace: a 256-token NIAH prompt captured with the default model (OBC_MODEL)
  * and 4 decode steps, replayed under a few policies one set at a time
- * (evict_replayer_run) and batched (all sets in one pass, and two sets per
+ * (replay_model_run) and batched (all sets in one pass, and two sets per
  * pass). Free-running tokens, answers and needle metrics must be identical,
  * except that a token may differ where the one-at-a-time path's top-2 logit
  * margin at that step is within the rounding tolerance (from there on the two
@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "capture/capture.h"
-#include "capture/niah.h"
+#include "prompts/niah.h"
 #include "common/obc_error.h"
 #include "common/obc_startup.h"
-#include "evict/model_replay.h"
+#include "replay/model_replay.h"
 #include "evict/policy.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -53,7 +53,7 @@ static int same_double(double a, double b) { return (isnan(a) && isnan(b)) || a 
 
 /* Compares a batched replay with the one-at-a-time one (ref); returns the
  * number of free-running steps compared before a justified divergence. */
-static size_t compare(const char *name, const EvictModelReplay *ref, const EvictModelReplay *got,
+static size_t compare(const char *name, const ReplayAnswer *ref, const ReplayAnswer *got,
                       double tol_rel, double *worst_kl) {
   ck_assert_uint_eq(got->n_steps, ref->n_steps);
   /* Each logit differs by at most delta between the paths, so the top token
@@ -112,8 +112,7 @@ static size_t compare(const char *name, const EvictModelReplay *ref, const Evict
  * tokens up to got's last step, which ends the answer early only at a stop
  * token, the same answer text, and no teacher-forced numbers; one at a time
  * (tol 0) bit for bit, batched up to a rounding flip as in compare. */
-static void free_running_same(const EvictModelReplay *ref, const EvictModelReplay *got,
-                              double tol_rel) {
+static void free_running_same(const ReplayAnswer *ref, const ReplayAnswer *got, double tol_rel) {
   ck_assert_uint_le(got->n_steps, ref->n_steps);
   ck_assert(isnan(got->kl_forced_mean) && isnan(got->kl_forced[0]) && isnan(got->logits_rel_diff));
   double delta = tol_rel * fmax(ref->logit_scale, got->logit_scale);
@@ -160,8 +159,8 @@ START_TEST(test_batched_replay_equals_one_at_a_time) {
 
   TraceReader *reader = NULL;
   ck_assert_int_eq(trace_open(path, &reader), 0);
-  EvictReplayer *replayer = NULL;
-  ck_assert_msg(evict_replayer_open(model, reader, 0, 0, NULL, &replayer) == 0, "%s",
+  Replayer *replayer = NULL;
+  ck_assert_msg(replay_model_open(model, reader, 0, 0, NULL, &replayer) == 0, "%s",
                 obc_error_message());
   /* agnostic-captured sets batch over the whole prompt; agnostic and aware
    * ones re-run what follows their candidates, batched by where that
@@ -186,21 +185,21 @@ START_TEST(test_batched_replay_equals_one_at_a_time) {
     policy.sinks = 2;
     ck_assert_msg(evict_policy_apply(reader, &policy, &keeps[i]) == 0, "%s", obc_error_message());
   }
-  EvictModelReplay *ref = malloc(N_SETS * sizeof *ref), *all = malloc(N_SETS * sizeof *all);
-  EvictModelReplay *pairs = malloc(N_SETS * sizeof *pairs);
+  ReplayAnswer *ref = malloc(N_SETS * sizeof *ref), *all = malloc(N_SETS * sizeof *all);
+  ReplayAnswer *pairs = malloc(N_SETS * sizeof *pairs);
   ck_assert(ref && all && pairs);
   for (size_t i = 0; i < N_SETS; i++)
-    ck_assert_int_eq(evict_replayer_run(replayer, &keeps[i], &ref[i]), 0);
-  ck_assert_int_eq(evict_replayer_run_batch(replayer, keeps, N_SETS, 0, all), 0);
-  ck_assert_int_eq(evict_replayer_run_batch(replayer, keeps, N_SETS, 4, pairs), 0);
+    ck_assert_int_eq(replay_model_run(replayer, &keeps[i], &ref[i]), 0);
+  ck_assert_int_eq(replay_model_run_batch(replayer, keeps, N_SETS, 0, all), 0);
+  ck_assert_int_eq(replay_model_run_batch(replayer, keeps, N_SETS, 4, pairs), 0);
   /* ...and the one-at-a-time path still works after a batched run, and
    * right after an agnostic re-run (which overwrote the question rows). */
-  EvictModelReplay *again = malloc(sizeof *again);
-  ck_assert_int_eq(evict_replayer_run(replayer, &keeps[0], again), 0);
+  ReplayAnswer *again = malloc(sizeof *again);
+  ck_assert_int_eq(replay_model_run(replayer, &keeps[0], again), 0);
   ck_assert_int_eq(memcmp(again->tokens, ref[0].tokens, sizeof again->tokens), 0);
-  ck_assert_int_eq(evict_replayer_run(replayer, &keeps[1], again), 0);
+  ck_assert_int_eq(replay_model_run(replayer, &keeps[1], again), 0);
   ck_assert_uint_gt(again->rerun_tokens, 0);
-  ck_assert_int_eq(evict_replayer_run(replayer, &keeps[0], again), 0);
+  ck_assert_int_eq(replay_model_run(replayer, &keeps[0], again), 0);
   ck_assert_int_eq(memcmp(again->tokens, ref[0].tokens, sizeof again->tokens), 0);
   ck_assert_double_eq(again->kl_forced_mean, ref[0].kl_forced_mean);
 
@@ -227,34 +226,34 @@ START_TEST(test_batched_replay_equals_one_at_a_time) {
   /* Free-running only: one sequence per set instead of two, the same
    * free-running answers up to the first stop token (bit for bit one at a
    * time: the same operations), no teacher-forced numbers. */
-  ck_assert_int_eq(evict_replayer_free_running_only(replayer, true), 0);
-  ck_assert_int_eq(evict_replayer_keep_logits(replayer, true), 0);
-  ck_assert_int_eq(evict_replayer_free_running_only(replayer, true), OBC_EINVAL);
+  ck_assert_int_eq(replay_model_free_running_only(replayer, true), 0);
+  ck_assert_int_eq(replay_model_keep_logits(replayer, true), 0);
+  ck_assert_int_eq(replay_model_free_running_only(replayer, true), OBC_EINVAL);
   obc_error_clear();
-  ck_assert_int_eq(evict_replayer_keep_logits(replayer, false), 0);
-  ck_assert_int_eq(evict_replayer_free_running_only(replayer, true), 0);
+  ck_assert_int_eq(replay_model_keep_logits(replayer, false), 0);
+  ck_assert_int_eq(replay_model_free_running_only(replayer, true), 0);
   for (size_t i = 0; i < N_SETS; i++) {
-    ck_assert_int_eq(evict_replayer_run(replayer, &keeps[i], again), 0);
+    ck_assert_int_eq(replay_model_run(replayer, &keeps[i], again), 0);
     free_running_same(&ref[i], again, 0);
   }
-  ck_assert_int_eq(evict_replayer_run_batch(replayer, keeps, N_SETS, 0, all), 0);
-  ck_assert_int_eq(evict_replayer_run_batch(replayer, keeps, N_SETS, 3, pairs), 0);
+  ck_assert_int_eq(replay_model_run_batch(replayer, keeps, N_SETS, 0, all), 0);
+  ck_assert_int_eq(replay_model_run_batch(replayer, keeps, N_SETS, 3, pairs), 0);
   for (size_t i = 0; i < N_SETS; i++) {
     free_running_same(&ref[i], &all[i], tol);
     free_running_same(&ref[i], &pairs[i], tol);
   }
-  ck_assert_int_eq(evict_replayer_free_running_only(replayer, false), 0);
+  ck_assert_int_eq(replay_model_free_running_only(replayer, false), 0);
 
-  ck_assert_int_eq(evict_replayer_run_batch(replayer, keeps, 0, 0, all), 0); /* nothing to do */
+  ck_assert_int_eq(replay_model_run_batch(replayer, keeps, 0, 0, all), 0); /* nothing to do */
   keeps[1].n_prompt--;
-  ck_assert_int_eq(evict_replayer_run_batch(replayer, keeps, N_SETS, 0, all), OBC_EINVAL);
+  ck_assert_int_eq(replay_model_run_batch(replayer, keeps, N_SETS, 0, all), OBC_EINVAL);
   keeps[1].n_prompt++;
   for (size_t i = 0; i < N_SETS; i++) evict_keep_set_free(&keeps[i]);
   free(ref);
   free(all);
   free(pairs);
   free(again);
-  evict_replayer_close(replayer);
+  replay_model_close(replayer);
   trace_close(reader);
 }
 END_TEST

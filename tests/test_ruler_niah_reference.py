@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent check of the niah prompts of capture/ruler_task.c.
+"""Independent check of the niah prompts of prompts/ruler_task.c.
 
 For every niah task at a few seeds and lengths, tests/ruler_dump prints one
 sample; this script rebuilds RULER's template from the strings of RULER's

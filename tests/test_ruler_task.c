@@ -1,4 +1,4 @@
-/* Check suite of capture/ruler_task.c, the frame around RULER's task texts,
+/* Check suite of prompts/ruler_task.c, the frame around RULER's task texts,
  * with the default model's tokenizer (OBC_MODEL): the task table, the length
  * search (the size found fits with tokens_to_generate and the next one does
  * not, checked against the generator and the tokenizer directly; fwe's
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "capture/ruler_task.h"
+#include "prompts/ruler_task.h"
 #include "common/obc_error.h"
 #include "formats/gguf.h"
 #include "tests/test_env.h"

@@ -1,4 +1,4 @@
-/* Check suite for capture/ruler_words.h: RULER's definitions of vt, cwe and
+/* Check suite for prompts/ruler_words.h: RULER's definitions of vt, cwe and
  * fwe checked on the generated texts (chain structure and answers, word
  * repeat counts and numbering, zeta counts), the ICL and few-shot examples,
  * determinism in the seed and growth with the size. The word list is made
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture/ruler_words.h"
+#include "prompts/ruler_words.h"
 #include "common/obc_error.h"
 
 #define N_TEST_WORDS 3000

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Independent reference for RULER's vt, cwe and fwe texts
-(capture/ruler_words.h), written from NVIDIA RULER's
+(prompts/ruler_words.h), written from NVIDIA RULER's
 scripts/data/synthetic/{variable_tracking,common_words_extraction,
 freq_words_extraction}.py and constants.py, not from the C code.
 

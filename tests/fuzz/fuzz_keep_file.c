@@ -2,7 +2,7 @@
  * read it, bound to one small synthetic trace made once at start (the default
  * shape of synth_options_default, seed 1). The input is the whole HDF5 keep
  * file. It is read with evict_keep_read against the trace and, when accepted,
- * replayed offline on it (evict_offline_run), which uses every kept mask and
+ * replayed offline on it (replay_offline_run), which uses every kept mask and
  * count. With OBC_FUZZ_KEEP_TRACE=PATH set, the harness writes its trace to
  * PATH and exits, so that tests/fuzz/make_seeds.py can make seed keep files of
  * `obcache evict` from exactly this trace. */
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "common/obc_error.h"
-#include "evict/offline.h"
+#include "replay/offline.h"
 #include "evict/policy.h"
 #include "tests/fuzz/fuzz_common.h"
 #include "traces/synth.h"
@@ -55,8 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fuzz_write("keep.h5", data, size, path, sizeof path);
   EvictKeepSet keep;
   if (!evict_keep_read(path, trace_meta(fuzz_reader), &keep)) {
-    EvictOfflineResult result;
-    if (!evict_offline_run(fuzz_reader, &keep, &result)) evict_offline_result_free(&result);
+    ReplayOfflineResult result;
+    if (!replay_offline_run(fuzz_reader, &keep, &result)) replay_offline_result_free(&result);
     evict_keep_set_free(&keep);
   }
   unlink(path);

@@ -1,5 +1,5 @@
-/* Offline replay of many kept sets at once (evict/offline.h,
- * evict_offline_run_many; docs/SCIENCE.md, "Offline replay of many sets"):
+/* Offline replay of many kept sets at once (replay/offline.h,
+ * replay_offline_run_many; docs/SCIENCE.md, "Offline replay of many sets"):
  * each (layer, KV head) is read once, its decode rows' logits and
  * probabilities e_p = exp(z_p - lse) are computed once with GEMMs, and each
  * set then only sums e_p and e_p v_p over its evicted or its kept prompt
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
-#include "evict/offline.h"
+#include "replay/offline.h"
 #include "scores/score_head.h"
 
 /* The shared part of one block of decode rows of a (layer, KV head): of its
@@ -199,10 +199,10 @@ static double many_row_output(const ManyRows *m, const OracleHead *h, const unsi
 
 /* One set on the current block of rows of (l, g): gathers the shorter of
  * its kept and evicted prompt lists, sums over it with one GEMM, and writes
- * every row's results as evict_offline_run does (sq_error adds the group's
+ * every row's results as replay_offline_run does (sq_error adds the group's
  * query heads in order, as there). */
 static void many_set_head(const ManyRows *m, const OracleHead *h, const unsigned char *mask,
-                          ManyScratch *w, size_t l, size_t g, EvictOfflineResult *out) {
+                          ManyScratch *w, size_t l, size_t g, ReplayOfflineResult *out) {
   size_t s = m->s, d = m->d, n = m->n_pos, R = m->R, T = m->T, H = out->n_heads;
   size_t G = out->n_kv_heads, group = H / G, n_k = 0, n_e = 0;
   for (size_t p = 0; p < s; p++) {
@@ -230,16 +230,16 @@ static void many_set_head(const ManyRows *m, const OracleHead *h, const unsigned
     size_t j = (m->r0 + r) / T, t = (m->r0 + r) % T, head = g * group + j;
     const double *o = h->O + (j * h->n_rows + m->first + t) * d;
     double lost = many_row_output(m, h, mask, w, use_kept, n_k, r, o);
-    evict_offline_record(out, l, g, head, t, o_new, o, d, lost);
+    replay_offline_record(out, l, g, head, t, o_new, o, d, lost);
   }
 }
 
-/* Needle share kept of every set for (l, g) (evict_offline_needle). */
+/* Needle share kept of every set for (l, g) (replay_offline_needle). */
 static void many_needle(const TraceMeta *meta, const EvictKeepSet *keeps, size_t n, size_t l,
-                        size_t g, EvictOfflineResult *outs) {
+                        size_t g, ReplayOfflineResult *outs) {
   size_t s = meta->n_prompt, G = meta->model.n_kv_heads;
   for (size_t k = 0; k < n; k++)
-    evict_offline_needle(&outs[k], meta, keeps[k].keep + (l * G + g) * s, l, g);
+    replay_offline_needle(&outs[k], meta, keeps[k].keep + (l * G + g) * s, l, g);
 }
 
 /* The shared rows of (l, g) block by block, then every set on them; query
@@ -247,7 +247,7 @@ static void many_needle(const TraceMeta *meta, const EvictKeepSet *keeps, size_t
  * in a fixed order, so the same for any thread count. */
 static int many_head(const TraceMeta *meta, const OracleHead *h, ManyRows *m,
                      const EvictKeepSet *keeps, size_t n, size_t l, size_t g,
-                     EvictOfflineResult *outs) {
+                     ReplayOfflineResult *outs) {
   size_t group = meta->model.n_heads / meta->model.n_kv_heads, s = meta->n_prompt;
   size_t G = meta->model.n_kv_heads, T = m->T, rows = group * T;
   int failed = 0;
@@ -280,13 +280,13 @@ static int many_head(const TraceMeta *meta, const OracleHead *h, ManyRows *m,
   return OBC_OK;
 }
 
-int evict_offline_run_many(TraceReader *reader, const EvictKeepSet *keeps, size_t n,
-                           EvictOfflineResult *outs) {
-  return evict_offline_run_many_rows(reader, keeps, n, 0, outs);
+int replay_offline_run_many(TraceReader *reader, const EvictKeepSet *keeps, size_t n,
+                            ReplayOfflineResult *outs) {
+  return replay_offline_run_many_rows(reader, keeps, n, 0, outs);
 }
 
-int evict_offline_run_many_rows(TraceReader *reader, const EvictKeepSet *keeps, size_t n,
-                                size_t max_rows, EvictOfflineResult *outs) {
+int replay_offline_run_many_rows(TraceReader *reader, const EvictKeepSet *keeps, size_t n,
+                                 size_t max_rows, ReplayOfflineResult *outs) {
   const TraceMeta *meta = trace_meta(reader);
   for (size_t k = 0; k < n; k++) memset(&outs[k], 0, sizeof outs[k]);
   size_t first = 0, T = trace_meta_decode_rows(meta, &first);
@@ -302,7 +302,7 @@ int evict_offline_run_many_rows(TraceReader *reader, const EvictKeepSet *keeps, 
     if (keep->n_layers != L || keep->n_kv_heads != G || keep->n_prompt != meta->n_prompt)
       rc = obc_fail(OBC_EINVAL, "%s: kept set %zu has another shape than the trace",
                     trace_path(reader), k);
-    if (!rc) rc = evict_offline_result_alloc(&outs[k], meta, T);
+    if (!rc) rc = replay_offline_result_alloc(&outs[k], meta, T);
   }
   ScoreHead h;
   ManyRows m;
@@ -318,6 +318,6 @@ int evict_offline_run_many_rows(TraceReader *reader, const EvictKeepSet *keeps, 
   many_rows_free(&m);
   score_head_free(&h);
   if (rc)
-    for (size_t k = 0; k < n; k++) evict_offline_result_free(&outs[k]);
+    for (size_t k = 0; k < n; k++) replay_offline_result_free(&outs[k]);
   return rc;
 }

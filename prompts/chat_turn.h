@@ -1,5 +1,5 @@
 /* The model's chat template around one user turn, in token ids, for the
- * prompt builders (capture/niah.c, capture/ruler_task.c) that tokenize the
+ * prompt builders (prompts/niah.c, prompts/ruler_task.c) that tokenize the
  * user text themselves, piece by piece, so that their spans are exact: the
  * template is rendered once around an empty user turn and split where the
  * user text goes. Without a template (or when plain text is asked for) the

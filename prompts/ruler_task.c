@@ -16,8 +16,8 @@
  * non-space, before a space followed by a non-space, after a needle's
  * value, which punctuation follows), and the ids are the concatenation, so
  * every span is exact; boundary_consistent reports whether the whole text
- * tokenized at once gives the same ids (capture/niah.h). */
-#include "capture/ruler_task.h"
+ * tokenized at once gives the same ids (prompts/niah.h). */
+#include "prompts/ruler_task.h"
 
 #include <assert.h>
 #include <cjson/cJSON.h>
@@ -25,9 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture/chat_turn.h"
-#include "capture/ruler_niah.h"
-#include "capture/ruler_words.h"
+#include "prompts/chat_turn.h"
+#include "prompts/ruler_niah.h"
+#include "prompts/ruler_words.h"
 #include "common/obc_error.h"
 
 #define NIAH_TOKENS 128 /* RULER's tokens_to_generate for niah */

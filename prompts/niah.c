@@ -8,7 +8,7 @@
  * the whole text. The haystack is first filled by cached per-sentence token
  * counts, then trimmed or extended word by word until the assembled prompt has
  * the target length (or the closest length below it). */
-#include "capture/niah.h"
+#include "prompts/niah.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "corpus/niah_haystack.h"
-#include "capture/chat_turn.h"
-#include "capture/niah_task.h"
+#include "prompts/chat_turn.h"
+#include "prompts/niah_task.h"
 #include "common/obc_error.h"
 #include "common/obc_match.h"
 

@@ -1,7 +1,7 @@
 /* Offline replay: streams the trace one (layer, KV head) at a time and
  * evaluates the exact set-eviction output of every captured decode row of
- * its query heads (evict/offline.h); then the CSV and JSON outputs. */
-#include "evict/offline.h"
+ * its query heads (replay/offline.h); then the CSV and JSON outputs. */
+#include "replay/offline.h"
 
 #include <assert.h>
 #include <cjson/cJSON.h>
@@ -16,7 +16,7 @@
 #include "common/obc_json.h"
 #include "oracle/oracle.h"
 
-void evict_offline_result_free(EvictOfflineResult *r) {
+void replay_offline_result_free(ReplayOfflineResult *r) {
   free(r->rel_error);
   free(r->mass_lost);
   free(r->sq_error);
@@ -24,7 +24,7 @@ void evict_offline_result_free(EvictOfflineResult *r) {
   memset(r, 0, sizeof *r);
 }
 
-int evict_offline_run(TraceReader *reader, const EvictKeepSet *keep, EvictOfflineResult *out) {
+int replay_offline_run(TraceReader *reader, const EvictKeepSet *keep, ReplayOfflineResult *out) {
   const TraceMeta *meta = trace_meta(reader);
   memset(out, 0, sizeof *out);
   size_t first = 0, T = trace_meta_decode_rows(meta, &first);
@@ -36,7 +36,7 @@ int evict_offline_run(TraceReader *reader, const EvictKeepSet *keep, EvictOfflin
   size_t L = meta->model.n_layers, H = meta->model.n_heads, G = meta->model.n_kv_heads;
   size_t group = H / G, d = meta->model.head_dim, s = meta->n_prompt;
   assert(keep->n_layers == L && keep->n_kv_heads == G && keep->n_prompt == s);
-  int rc = evict_offline_result_alloc(out, meta, T);
+  int rc = replay_offline_result_alloc(out, meta, T);
   unsigned char *mask = obc_malloc(meta->n_positions, "keep mask");
   double *o_new = obc_malloc(d * sizeof(double), "replayed output");
   ScoreHead h;
@@ -47,15 +47,15 @@ int evict_offline_run(TraceReader *reader, const EvictKeepSet *keep, EvictOfflin
       if ((rc = score_head_read(&h, reader, l, g))) break;
       memcpy(mask, keep->keep + (l * G + g) * s, s);
       memset(mask + s, 1, meta->n_positions - s); /* generated tokens stay */
-      evict_offline_needle(out, meta, mask, l, g);
+      replay_offline_needle(out, meta, mask, l, g);
       for (size_t j = 0; j < group && !rc; j++) {
         size_t head = g * group + j;
         for (size_t t = 0; t < T && !rc; t++) {
           size_t r = first + t;
           double lost = 0.0;
           rc = oracle_set_eviction_output(&h.data, j, r, mask, o_new, &lost);
-          evict_offline_record(out, l, g, head, t, o_new, h.O + (j * meta->n_rows + r) * d, d,
-                               lost);
+          replay_offline_record(out, l, g, head, t, o_new, h.O + (j * meta->n_rows + r) * d, d,
+                                lost);
         }
       }
     }
@@ -63,11 +63,11 @@ int evict_offline_run(TraceReader *reader, const EvictKeepSet *keep, EvictOfflin
   score_head_free(&h);
   free(mask);
   free(o_new);
-  if (rc) evict_offline_result_free(out);
+  if (rc) replay_offline_result_free(out);
   return rc;
 }
 
-int evict_offline_result_alloc(EvictOfflineResult *out, const TraceMeta *meta, size_t T) {
+int replay_offline_result_alloc(ReplayOfflineResult *out, const TraceMeta *meta, size_t T) {
   size_t L = meta->model.n_layers, H = meta->model.n_heads, G = meta->model.n_kv_heads;
   memset(out, 0, sizeof *out);
   out->n_layers = L;
@@ -82,8 +82,8 @@ int evict_offline_result_alloc(EvictOfflineResult *out, const TraceMeta *meta, s
                                                                                : OBC_ENOMEM;
 }
 
-void evict_offline_needle(EvictOfflineResult *out, const TraceMeta *meta, const unsigned char *keep,
-                          size_t l, size_t g) {
+void replay_offline_needle(ReplayOfflineResult *out, const TraceMeta *meta,
+                           const unsigned char *keep, size_t l, size_t g) {
   const TraceSpan *needle = trace_meta_find_span(meta, "needle");
   size_t s = meta->n_prompt, nb = 0, ne = 0, kept = 0;
   out->has_needle = needle && needle->begin >= 0 && needle->end > needle->begin;
@@ -96,8 +96,8 @@ void evict_offline_needle(EvictOfflineResult *out, const TraceMeta *meta, const 
       out->has_needle && ne > nb ? (double)kept / (ne - nb) : NAN;
 }
 
-void evict_offline_record(EvictOfflineResult *out, size_t l, size_t g, size_t head, size_t t,
-                          const double *o_new, const double *o, size_t d, double lost) {
+void replay_offline_record(ReplayOfflineResult *out, size_t l, size_t g, size_t head, size_t t,
+                           const double *o_new, const double *o, size_t d, double lost) {
   size_t H = out->n_heads, G = out->n_kv_heads, T = out->n_steps;
   double diff = 0.0, norm = 0.0;
   for (size_t c = 0; c < d; c++) {
@@ -109,7 +109,7 @@ void evict_offline_record(EvictOfflineResult *out, size_t l, size_t g, size_t he
   out->sq_error[(l * G + g) * T + t] += diff;
 }
 
-void evict_offline_summarise(const EvictOfflineResult *r, EvictOfflineSummary *s) {
+void replay_offline_summarise(const ReplayOfflineResult *r, ReplayOfflineSummary *s) {
   size_t n = r->n_layers * r->n_heads, T = r->n_steps;
   memset(s, 0, sizeof *s);
   for (size_t i = 0; i < n; i++) {
@@ -124,7 +124,7 @@ void evict_offline_summarise(const EvictOfflineResult *r, EvictOfflineSummary *s
   for (size_t i = 0; r->has_needle && i < nk; i++) s->needle_kept += r->needle_kept[i] / nk;
 }
 
-static int write_heads_csv(ObcOutputSet *set, const EvictOfflineResult *r) {
+static int write_heads_csv(ObcOutputSet *set, const ReplayOfflineResult *r) {
   FILE *fp = NULL;
   int rc = obc_output_open(set, "offline_heads.csv", &fp);
   if (rc) return rc;
@@ -142,7 +142,7 @@ static int write_heads_csv(ObcOutputSet *set, const EvictOfflineResult *r) {
   return obc_output_close(set, fp);
 }
 
-static int write_layers_csv(ObcOutputSet *set, const EvictOfflineResult *r) {
+static int write_layers_csv(ObcOutputSet *set, const ReplayOfflineResult *r) {
   FILE *fp = NULL;
   int rc = obc_output_open(set, "offline_layers.csv", &fp);
   if (rc) return rc;
@@ -163,7 +163,7 @@ static int write_layers_csv(ObcOutputSet *set, const EvictOfflineResult *r) {
   return obc_output_close(set, fp);
 }
 
-static int write_steps_csv(ObcOutputSet *set, const EvictOfflineResult *r) {
+static int write_steps_csv(ObcOutputSet *set, const ReplayOfflineResult *r) {
   FILE *fp = NULL;
   int rc = obc_output_open(set, "offline_steps.csv", &fp);
   if (rc) return rc;
@@ -178,7 +178,7 @@ static int write_steps_csv(ObcOutputSet *set, const EvictOfflineResult *r) {
   return obc_output_close(set, fp);
 }
 
-cJSON *evict_policy_json(const EvictKeepSet *keep) {
+cJSON *replay_policy_json(const EvictKeepSet *keep) {
   const EvictPolicy *p = &keep->policy;
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "score", p->score);
@@ -205,18 +205,18 @@ static cJSON *json_number(double v) {
 
 /* The four files of the set, in order. */
 static int write_offline_files(ObcOutputSet *set, const char *trace_path, const EvictKeepSet *keep,
-                               const EvictOfflineResult *r, const char *command_line) {
+                               const ReplayOfflineResult *r, const char *command_line) {
   int rc = write_heads_csv(set, r);
   if (!rc) rc = write_layers_csv(set, r);
   if (!rc) rc = write_steps_csv(set, r);
   if (rc) return rc;
-  EvictOfflineSummary s;
-  evict_offline_summarise(r, &s);
+  ReplayOfflineSummary s;
+  replay_offline_summarise(r, &s);
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "tool_version", OBC_VERSION);
   cJSON_AddStringToObject(root, "command_line", command_line ? command_line : "");
   cJSON_AddStringToObject(root, "trace", trace_path);
-  cJSON_AddItemToObject(root, "policy", evict_policy_json(keep));
+  cJSON_AddItemToObject(root, "policy", replay_policy_json(keep));
   cJSON_AddNumberToObject(root, "decode_steps", (double)r->n_steps);
   cJSON *m = cJSON_AddObjectToObject(root, "overall");
   cJSON_AddItemToObject(m, "rel_error", json_number(s.rel_error));
@@ -226,8 +226,8 @@ static int write_offline_files(ObcOutputSet *set, const char *trace_path, const 
   return obc_output_json(set, "offline.json", root);
 }
 
-int evict_offline_write(const char *dir, const char *trace_path, const EvictKeepSet *keep,
-                        const EvictOfflineResult *r, const char *command_line) {
+int replay_offline_write(const char *dir, const char *trace_path, const EvictKeepSet *keep,
+                         const ReplayOfflineResult *r, const char *command_line) {
   ObcOutputSet set;
   int rc = obc_output_begin(&set, dir);
   if (!rc) rc = write_offline_files(&set, trace_path, keep, r, command_line);

@@ -1,5 +1,5 @@
 /* RULER's tracing and aggregation tasks as text generators (RulerTextFn,
- * capture/ruler_text.h): vt (variable tracking), cwe (common words
+ * prompts/ruler_text.h): vt (variable tracking), cwe (common words
  * extraction) and fwe (frequent words extraction), with RULER's templates,
  * parameters (scripts/synthetic.yaml) and answer prefixes (docs/SCIENCE.md,
  * "RULER's vt, cwe and fwe").
@@ -29,8 +29,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "capture/niah_random.h"
-#include "capture/ruler_text.h"
+#include "prompts/niah_random.h"
+#include "prompts/ruler_text.h"
 
 /* vt (synthetic.yaml: noise haystack, num_chains 1, num_hops 4). */
 #define RULER_VT_HOPS 4

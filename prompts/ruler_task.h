@@ -2,7 +2,7 @@
  * niah_multikey_1/2/3, niah_multivalue, niah_multiquery, vt, cwe and fwe, with
  * RULER's templates, variables and answer prefixes (docs/SCIENCE.md, "Task
  * accuracy"). A sample is a pure function of (task, length, seed): the text
- * comes from the task's generator (capture/ruler_text.h), the haystack size
+ * comes from the task's generator (prompts/ruler_text.h), the haystack size
  * is fitted so that the prompt plus RULER's tokens_to_generate fit in
  * `length` tokens (the largest such size; fwe: RULER's steps, below), and the
  * user turn sits in the model's chat template with the answer prefix opening
@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "capture/niah.h"
-#include "capture/ruler_text.h"
+#include "prompts/niah.h"
+#include "prompts/ruler_text.h"
 #include "tokenizer/tokenizer.h"
 
 typedef struct {

@@ -1,5 +1,5 @@
-/* Answer metrics of a model replay (evict/replay_metrics.h). */
-#include "evict/replay_metrics.h"
+/* Answer metrics of a model replay (replay/replay_metrics.h). */
+#include "replay/replay_metrics.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "capture/ruler_words.h"
+#include "prompts/ruler_words.h"
 #include "common/obc_error.h"
 
 #define VT_NOISE \

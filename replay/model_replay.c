@@ -1,11 +1,11 @@
 /* Model replay: loads the trace's prompt K/V into a runtime once, checks the
- * model against the trace, and replays kept sets (evict/model_replay.h).
+ * model against the trace, and replays kept sets (replay/model_replay.h).
  * Between replays only the eviction marks change; decode rows written after
  * the prompt are simply overwritten by the next replay. A batched replay
  * (runtime/batch.h) reads the same prompt rows and keeps every sequence's
  * own rows (a re-run tail's, then its decode's) and marks in the batch;
  * both paths record each step with the same code (observe_step). */
-#include "evict/model_replay.h"
+#include "replay/model_replay.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -16,7 +16,7 @@
 #include "common/obc_error.h"
 #include "common/obc_match.h"
 #include "common/obc_time.h"
-#include "evict/replay_metrics.h"
+#include "replay/replay_metrics.h"
 #include "runtime/batch.h"
 #include "runtime/generate.h"
 #include "runtime/runtime.h"
@@ -32,7 +32,7 @@
 #define REPLAY_MATCH_TOLERANCE_BF16 5e-2
 #define REPLAY_MAX_PIECES 64
 
-struct EvictReplayer {
+struct Replayer {
   const Model *model;
   TraceReader *reader;
   Runtime *runtime;
@@ -56,8 +56,8 @@ struct EvictReplayer {
   bool tail_rerun;        /* the cache's tail rows are a re-run's, not the captured ones */
   float *prefill_full;    /* (vocab) */
   bool keep_logits;
-  bool free_only;     /* no teacher-forced run (evict_replayer_free_running_only) */
-  float *kept_logits; /* (n_steps + 1, vocab) of the last evict_replayer_run */
+  bool free_only;     /* no teacher-forced run (replay_model_free_running_only) */
+  float *kept_logits; /* (n_steps + 1, vocab) of the last replay_model_run */
   size_t kept_rows;
 };
 
@@ -118,7 +118,7 @@ static const TraceSpan *needle_value_span(const TraceMeta *meta) {
 }
 
 /* The needle value's tokens as trimmed pieces (empty ones dropped). */
-static int value_pieces(EvictReplayer *r, const TraceMeta *meta) {
+static int value_pieces(Replayer *r, const TraceMeta *meta) {
   const TraceSpan *span = needle_value_span(meta);
   r->n_value_pieces = 0;
   if (!r->needle[0] || !span || !r->model->tokenizer) return OBC_OK;
@@ -133,8 +133,7 @@ static int value_pieces(EvictReplayer *r, const TraceMeta *meta) {
 
 /* needle_prefix, needle_chars and needle_tokens of an answer: tokens (n) are
  * g0 and the predictions, up to the first stop token. */
-static int needle_metrics(const EvictReplayer *r, const int32_t *tokens, size_t n,
-                          EvictModelReplay *out) {
+static int needle_metrics(const Replayer *r, const int32_t *tokens, size_t n, ReplayAnswer *out) {
   out->needle_chars = strlen(r->needle);
   out->needle_prefix = replay_needle_prefix(out->answer, r->needle);
   out->needle_tokens = NAN;
@@ -208,7 +207,7 @@ static double relative_diff(const float *a, const float *ref, size_t n) {
   return scale > 0 ? diff / scale : diff;
 }
 
-static int load_cache(EvictReplayer *r, const TraceMeta *meta) {
+static int load_cache(Replayer *r, const TraceMeta *meta) {
   RuntimeCache *cache = runtime_cache(r->runtime);
   size_t d = meta->model.head_dim, s = meta->n_prompt;
   float *K = trace_alloc(r->reader, meta->n_positions * d, sizeof *K, "K of one KV head");
@@ -230,7 +229,7 @@ static int load_cache(EvictReplayer *r, const TraceMeta *meta) {
 /* Copies the captured tail rows [tail_begin, n_prompt) between the cache
  * and r->tail_k/tail_v: to_cache restores them (and declares the prompt
  * valid again, so that a device copy is refreshed). */
-static int copy_tail(EvictReplayer *r, bool to_cache) {
+static int copy_tail(Replayer *r, bool to_cache) {
   RuntimeCache *cache = runtime_cache(r->runtime);
   size_t d = cache->head_dim, rows = r->n_prompt - r->tail_begin;
   for (size_t l = 0; l < cache->n_layers; l++)
@@ -250,7 +249,7 @@ static int copy_tail(EvictReplayer *r, bool to_cache) {
 /* Runs the prompt tokens [begin, n_prompt) at their positions against the
  * cache's rows [0, begin) (with the current eviction marks) into logits
  * (vocab): the last position's. */
-static int rerun_tail(EvictReplayer *r, size_t begin, float *logits) {
+static int rerun_tail(Replayer *r, size_t begin, float *logits) {
   const TraceMeta *meta = trace_meta(r->reader);
   int rc = runtime_rewind(r->runtime, begin);
   r->tail_rerun = true;
@@ -263,7 +262,7 @@ static int rerun_tail(EvictReplayer *r, size_t begin, float *logits) {
 /* The tail of an agnostic re-run (from the "question" span's begin, as
  * evict_policy_candidates places it), saved as captured, and its re-run over
  * the full cache: the first answer token's reference logits. */
-static int save_tail(EvictReplayer *r, const TraceMeta *meta) {
+static int save_tail(Replayer *r, const TraceMeta *meta) {
   const TraceSpan *question = trace_meta_find_span(meta, "question");
   r->tail_begin = r->n_prompt;
   if (!question || question->begin <= 0 || question->begin >= (int64_t)r->n_prompt) return OBC_OK;
@@ -280,7 +279,7 @@ static int save_tail(EvictReplayer *r, const TraceMeta *meta) {
   return rc;
 }
 
-void evict_replayer_close(EvictReplayer *r) {
+void replay_model_close(Replayer *r) {
   if (!r) return;
   runtime_free(r->runtime);
   free(r->logits_full);
@@ -295,8 +294,8 @@ void evict_replayer_close(EvictReplayer *r) {
   free(r);
 }
 
-int evict_replayer_open(const Model *model, TraceReader *reader, size_t steps, size_t threads,
-                        const char *device, EvictReplayer **out) {
+int replay_model_open(const Model *model, TraceReader *reader, size_t steps, size_t threads,
+                      const char *device, Replayer **out) {
   *out = NULL;
   const TraceMeta *meta = trace_meta(reader);
   const char *trace = trace_path(reader);
@@ -305,8 +304,8 @@ int evict_replayer_open(const Model *model, TraceReader *reader, size_t steps, s
   if (meta->n_decode == 0)
     return obc_fail(OBC_EINVAL, "%s: no decode steps captured (model replay needs them)", trace);
   if (steps == 0 || steps > meta->n_decode) steps = meta->n_decode;
-  if (steps > EVICT_REPLAY_MAX_STEPS) steps = EVICT_REPLAY_MAX_STEPS;
-  EvictReplayer *r = obc_calloc(1, sizeof *r, "replayer");
+  if (steps > REPLAY_MAX_STEPS) steps = REPLAY_MAX_STEPS;
+  Replayer *r = obc_calloc(1, sizeof *r, "replayer");
   if (!r) return OBC_ENOMEM;
   r->model = model;
   r->reader = reader;
@@ -354,23 +353,23 @@ int evict_replayer_open(const Model *model, TraceReader *reader, size_t steps, s
   if (!rc) rc = runtime_rewind(r->runtime, r->n_prompt); /* keeps the loaded rows */
   if (!rc) rc = save_tail(r, meta);
   if (rc) {
-    evict_replayer_close(r);
+    replay_model_close(r);
     return rc;
   }
   *out = r;
   return OBC_OK;
 }
 
-const char *evict_replayer_full_answer(const EvictReplayer *r, int *needle_found) {
+const char *replay_model_full_answer(const Replayer *r, int *needle_found) {
   if (needle_found) *needle_found = r->full_needle_found;
   return r->full_answer;
 }
 
-int32_t evict_replayer_full_token(const EvictReplayer *r, size_t t) {
+int32_t replay_model_full_token(const Replayer *r, size_t t) {
   return t <= r->n_steps ? r->full_tokens[t] : -1;
 }
 
-static int apply_marks(EvictReplayer *r, const EvictKeepSet *keep) {
+static int apply_marks(Replayer *r, const EvictKeepSet *keep) {
   runtime_clear_evictions(r->runtime);
   for (size_t l = 0; l < keep->n_layers; l++)
     for (size_t g = 0; g < keep->n_kv_heads; g++) {
@@ -390,8 +389,8 @@ typedef enum { REPLAY_FREE_RUNNING, REPLAY_TEACHER_FORCED } ReplayDecoding;
  * the KL against the full cache (r->full_logp/full_prob: step t's
  * log_softmax), returning the full cache's next token; free-running, the
  * prediction (returned: the next token), its top-2 margin and agreement. */
-static int32_t observe_step(const EvictReplayer *r, ReplayDecoding decoding, size_t t,
-                            const float *logits, EvictModelReplay *out, size_t *agree) {
+static int32_t observe_step(const Replayer *r, ReplayDecoding decoding, size_t t,
+                            const float *logits, ReplayAnswer *out, size_t *agree) {
   bool forced = decoding == REPLAY_TEACHER_FORCED;
   const float *full = r->logits_full + t * r->vocab;
   for (size_t i = 0; i < r->vocab; i++) out->logit_scale = fmax(out->logit_scale, fabs(logits[i]));
@@ -413,20 +412,20 @@ static int32_t observe_step(const EvictReplayer *r, ReplayDecoding decoding, siz
 }
 
 /* The free-running summary after the last step (out->n_steps of them). */
-static void finish_free_running(const EvictReplayer *r, size_t agree, EvictModelReplay *out) {
+static void finish_free_running(const Replayer *r, size_t agree, ReplayAnswer *out) {
   out->agreement = out->n_steps ? (double)agree / out->n_steps : NAN;
   out->first_divergence = replay_first_divergence(r->full_tokens + 1, out->tokens, out->n_steps);
 }
 
 /* Whether a free-running-only replay ends after predicting token. */
-static bool ends_answer(const EvictReplayer *r, int32_t token) {
+static bool ends_answer(const Replayer *r, int32_t token) {
   return r->free_only && r->model->tokenizer && tokenizer_is_stop(r->model->tokenizer, token);
 }
 
 /* T steps from position s; teacher-forced: feed the full-cache tokens from
  * g0, free-running: the previous prediction from out->first_token.
  * Teacher-forced logits go to kept_logits when kept (row `row0` + t). */
-static int decode(EvictReplayer *r, ReplayDecoding decoding, size_t row0, EvictModelReplay *out) {
+static int decode(Replayer *r, ReplayDecoding decoding, size_t row0, ReplayAnswer *out) {
   bool forced = decoding == REPLAY_TEACHER_FORCED;
   int rc = runtime_rewind(r->runtime, r->n_prompt);
   int32_t token = forced ? r->full_tokens[0] : out->first_token;
@@ -446,8 +445,8 @@ static int decode(EvictReplayer *r, ReplayDecoding decoding, size_t row0, EvictM
 }
 
 /* The answer text and needle metrics of a replayed free-running run. */
-static int finish_replay(const EvictReplayer *r, EvictModelReplay *out) {
-  int32_t answer[EVICT_REPLAY_MAX_STEPS + 1];
+static int finish_replay(const Replayer *r, ReplayAnswer *out) {
+  int32_t answer[REPLAY_MAX_STEPS + 1];
   answer[0] = out->first_token;
   memcpy(answer + 1, out->tokens, out->n_steps * sizeof *answer);
   int rc = generate_answer_text(r->model->tokenizer, answer, out->n_steps + 1, out->answer,
@@ -457,21 +456,21 @@ static int finish_replay(const EvictReplayer *r, EvictModelReplay *out) {
   return rc;
 }
 
-static int check_keep(const EvictReplayer *r, const EvictKeepSet *keep) {
+static int check_keep(const Replayer *r, const EvictKeepSet *keep) {
   if (keep->n_prompt != r->n_prompt)
     return obc_fail(OBC_EINVAL, "replay: the kept set covers %zu prompt positions (expected %zu)",
                     keep->n_prompt, r->n_prompt);
   return OBC_OK;
 }
 
-int evict_replayer_keep_logits(EvictReplayer *r, bool on) {
+int replay_model_keep_logits(Replayer *r, bool on) {
   r->keep_logits = on;
   if (on && !r->kept_logits)
     r->kept_logits = obc_malloc((r->n_steps + 1) * r->vocab * sizeof(float), "kept logits");
   return !on || r->kept_logits ? OBC_OK : OBC_ENOMEM;
 }
 
-const float *evict_replayer_logits(const EvictReplayer *r, size_t *rows, size_t *vocab) {
+const float *replay_model_logits(const Replayer *r, size_t *rows, size_t *vocab) {
   *rows = r->keep_logits ? r->kept_rows : 0;
   *vocab = r->vocab;
   return r->keep_logits ? r->kept_logits : NULL;
@@ -487,8 +486,7 @@ static bool reruns_tail(const EvictKeepSet *keep) {
 /* The first answer token of a re-run from position start, from the logits
  * of its last position: its argmax and top-2 margin, and kl_prefill when the
  * reference re-ran the same tail (start == tail_begin). */
-static void first_answer(EvictReplayer *r, size_t start, const float *logits,
-                         EvictModelReplay *out) {
+static void first_answer(Replayer *r, size_t start, const float *logits, ReplayAnswer *out) {
   out->first_token = (int32_t)generate_argmax(logits, r->vocab);
   float second = -INFINITY;
   for (size_t i = 0; i < r->vocab; i++)
@@ -502,7 +500,7 @@ static void first_answer(EvictReplayer *r, size_t start, const float *logits,
 }
 
 /* A kept set whose candidates end before the question cannot re-run it. */
-static int check_rerun(const EvictReplayer *r, const EvictKeepSet *keep) {
+static int check_rerun(const Replayer *r, const EvictKeepSet *keep) {
   if (!reruns_tail(keep) || keep->n_candidates >= r->tail_begin) return OBC_OK;
   return obc_fail(OBC_EINVAL,
                   "replay: the kept set's candidates end at position %zu, before the "
@@ -513,7 +511,7 @@ static int check_rerun(const EvictReplayer *r, const EvictKeepSet *keep) {
 /* Before the decode steps: under a re-run the tail re-run against the
  * evicted cache (its last logits into row 0 of kept_logits); else the
  * captured tail rows, restored after an earlier re-run. */
-static int prepare_tail(EvictReplayer *r, const EvictKeepSet *keep, EvictModelReplay *out) {
+static int prepare_tail(Replayer *r, const EvictKeepSet *keep, ReplayAnswer *out) {
   out->first_token = r->full_tokens[0];
   out->first_margin = NAN;
   out->kl_prefill = NAN;
@@ -532,7 +530,7 @@ static int prepare_tail(EvictReplayer *r, const EvictKeepSet *keep, EvictModelRe
   return OBC_OK;
 }
 
-int evict_replayer_free_running_only(EvictReplayer *r, bool on) {
+int replay_model_free_running_only(Replayer *r, bool on) {
   if (on && r->keep_logits)
     return obc_fail(OBC_EINVAL, "replay: kept logits are the teacher-forced run's");
   r->free_only = on;
@@ -540,13 +538,13 @@ int evict_replayer_free_running_only(EvictReplayer *r, bool on) {
 }
 
 /* The teacher-forced fields of a replay without that run. */
-static void no_forced_run(EvictModelReplay *out) {
+static void no_forced_run(ReplayAnswer *out) {
   for (size_t t = 0; t < out->n_steps; t++) out->kl_forced[t] = NAN;
   out->kl_forced_mean = NAN;
   out->logits_rel_diff = NAN;
 }
 
-int evict_replayer_run(EvictReplayer *r, const EvictKeepSet *keep, EvictModelReplay *out) {
+int replay_model_run(Replayer *r, const EvictKeepSet *keep, ReplayAnswer *out) {
   memset(out, 0, sizeof *out);
   out->n_steps = r->n_steps;
   int rc = check_keep(r, keep);
@@ -563,25 +561,25 @@ int evict_replayer_run(EvictReplayer *r, const EvictKeepSet *keep, EvictModelRep
 
 /* Sequences per pass for max_seqs (0 = by memory) of a batch whose
  * sequences run steps tokens each. */
-static size_t batch_cap(const EvictReplayer *r, size_t max_seqs, size_t steps) {
+static size_t batch_cap(const Replayer *r, size_t max_seqs, size_t steps) {
   if (max_seqs == 0) {
     size_t per = runtime_batch_bytes_per_seq(r->runtime, steps);
-    max_seqs = EVICT_REPLAY_BATCH_BYTES / (per ? per : 1);
+    max_seqs = REPLAY_BATCH_BYTES / (per ? per : 1);
   }
   return max_seqs < 2 ? 2 : max_seqs / 2 * 2;
 }
 
-size_t evict_replayer_batch_seqs(const EvictReplayer *r, size_t max_seqs) {
+size_t replay_model_batch_seqs(const Replayer *r, size_t max_seqs) {
   return batch_cap(r, max_seqs, r->n_steps);
 }
 
 /* Sequences of one kept set in a batch: free-running, and teacher-forced
  * unless the replayer runs free-running only. */
-static size_t seqs_per_set(const EvictReplayer *r) { return r->free_only ? 1 : 2; }
+static size_t seqs_per_set(const Replayer *r) { return r->free_only ? 1 : 2; }
 
 /* Where the sequences of a kept set begin their own rows: after their
  * candidates when they re-run what follows them, else after the prompt. */
-static size_t own_rows_begin(const EvictReplayer *r, const EvictKeepSet *keep) {
+static size_t own_rows_begin(const Replayer *r, const EvictKeepSet *keep) {
   return reruns_tail(keep) ? keep->n_candidates : r->n_prompt;
 }
 
@@ -607,8 +605,8 @@ static int batch_marks(RuntimeBatch *batch, const EvictKeepSet *keeps, const siz
 /* The re-run of prompt positions [shared, n_prompt) in every sequence of
  * the batch, one token per call, each over its own marks; the last call's
  * logits give each of the m sets its first answer token. */
-static int batch_rerun(EvictReplayer *r, RuntimeBatch *batch, const size_t *order, size_t m,
-                       size_t shared, EvictModelReplay *outs, int32_t *tokens, float *logits) {
+static int batch_rerun(Replayer *r, RuntimeBatch *batch, const size_t *order, size_t m,
+                       size_t shared, ReplayAnswer *outs, int32_t *tokens, float *logits) {
   const TraceMeta *meta = trace_meta(r->reader);
   size_t per = seqs_per_set(r);
   double start = obc_now_seconds();
@@ -628,8 +626,8 @@ static int batch_rerun(EvictReplayer *r, RuntimeBatch *batch, const size_t *orde
 /* One pass: the m kept sets keeps[order[j]], per m sequences, over the
  * shared rows [0, shared): the re-run of the rest of the prompt, if any,
  * then every decode step. */
-static int batch_pass(EvictReplayer *r, RuntimeBatch *batch, const EvictKeepSet *keeps,
-                      const size_t *order, size_t m, size_t shared, EvictModelReplay *outs,
+static int batch_pass(Replayer *r, RuntimeBatch *batch, const EvictKeepSet *keeps,
+                      const size_t *order, size_t m, size_t shared, ReplayAnswer *outs,
                       int32_t *tokens, size_t *agree, float *logits) {
   size_t per = seqs_per_set(r);
   int rc = batch_marks(batch, keeps, order, m, per, shared);
@@ -645,7 +643,7 @@ static int batch_pass(EvictReplayer *r, RuntimeBatch *batch, const EvictKeepSet 
     rc = batch_rerun(r, batch, order, m, shared, outs, tokens, logits);
   size_t running = m; /* sets whose answer has not ended */
   for (size_t j = 0; j < m; j++) {
-    EvictModelReplay *out = &outs[order[j]];
+    ReplayAnswer *out = &outs[order[j]];
     tokens[per * j] = out->first_token;
     if (per == 2) tokens[per * j + 1] = r->full_tokens[0];
     if (ends_answer(r, out->first_token)) out->n_steps = 0, running--;
@@ -656,7 +654,7 @@ static int batch_pass(EvictReplayer *r, RuntimeBatch *batch, const EvictKeepSet 
     /* Sets are independent: each writes only its own result and tokens. */
 #pragma omp parallel for schedule(dynamic, 1) reduction(- : running)
     for (size_t j = 0; j < m; j++) {
-      EvictModelReplay *out = &outs[order[j]];
+      ReplayAnswer *out = &outs[order[j]];
       if (t >= out->n_steps) continue; /* its answer ended: fed on, not observed */
       tokens[per * j] =
           observe_step(r, REPLAY_FREE_RUNNING, t, logits + per * j * r->vocab, out, &agree[j]);
@@ -706,23 +704,23 @@ static size_t *order_by_kept(const EvictKeepSet *keeps, size_t n) {
   return order;
 }
 
-static int run_batch_sets(EvictReplayer *r, const EvictKeepSet *keeps, size_t n, size_t max_seqs,
-                          size_t shared, EvictModelReplay *outs);
+static int run_batch_sets(Replayer *r, const EvictKeepSet *keeps, size_t n, size_t max_seqs,
+                          size_t shared, ReplayAnswer *outs);
 
-int evict_replayer_run_batch(EvictReplayer *r, const EvictKeepSet *keeps, size_t n, size_t max_seqs,
-                             EvictModelReplay *outs) {
+int replay_model_run_batch(Replayer *r, const EvictKeepSet *keeps, size_t n, size_t max_seqs,
+                           ReplayAnswer *outs) {
   int rc = OBC_OK;
   for (size_t i = 0; i < n && !rc; i++) rc = check_keep(r, &keeps[i]);
   for (size_t i = 0; i < n && !rc; i++) rc = check_rerun(r, &keeps[i]);
   if (rc || n == 0) return rc;
   if (!r->on_cpu) { /* the batched runtime is the CPU's */
-    for (size_t i = 0; i < n && !rc; i++) rc = evict_replayer_run(r, &keeps[i], &outs[i]);
+    for (size_t i = 0; i < n && !rc; i++) rc = replay_model_run(r, &keeps[i], &outs[i]);
     return rc;
   }
   /* One batched replay per group of sets whose own rows begin at the same
    * position, the groups in the order of their first set. */
   EvictKeepSet *group = obc_malloc(n * sizeof *group, "batched kept sets");
-  EvictModelReplay *group_outs = obc_malloc(n * sizeof *group_outs, "batched results");
+  ReplayAnswer *group_outs = obc_malloc(n * sizeof *group_outs, "batched results");
   bool *done = obc_calloc(n, sizeof *done, "batched kept sets");
   rc = group && group_outs && done ? OBC_OK : OBC_ENOMEM;
   for (size_t first = 0; first < n && !rc; first++) {
@@ -746,8 +744,8 @@ int evict_replayer_run_batch(EvictReplayer *r, const EvictKeepSet *keeps, size_t
 
 /* The batched replay of n sets that share the captured prompt rows
  * [0, shared) and re-run [shared, n_prompt), if any, each on its own. */
-static int run_batch_sets(EvictReplayer *r, const EvictKeepSet *keeps, size_t n, size_t max_seqs,
-                          size_t shared, EvictModelReplay *outs) {
+static int run_batch_sets(Replayer *r, const EvictKeepSet *keeps, size_t n, size_t max_seqs,
+                          size_t shared, ReplayAnswer *outs) {
   size_t per = seqs_per_set(r), steps = r->n_prompt - shared + r->n_steps;
   /* The batch reads the captured rows [0, shared), never an earlier
    * one-at-a-time re-run's. */

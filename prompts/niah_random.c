@@ -2,7 +2,7 @@
  * has no platform-dependent state, so the same seed gives the same needles on
  * every machine. The word lists are plain, common English words chosen so that
  * each usually stays a single word-piece or two for BPE tokenizers. */
-#include "capture/niah_random.h"
+#include "prompts/niah_random.h"
 
 #include <assert.h>
 #include <stdio.h>

@@ -3,8 +3,8 @@
  * how long a prefix of the needle's value the answer still holds, and the
  * share of the value's tokens it reproduces in order. Pure functions, so the
  * tests check them on constructed answers. */
-#ifndef OBC_EVICT_REPLAY_METRICS_H
-#define OBC_EVICT_REPLAY_METRICS_H
+#ifndef OBC_REPLAY_REPLAY_METRICS_H
+#define OBC_REPLAY_REPLAY_METRICS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,9 +1,9 @@
 /* RULER's aggregation tasks, cwe and fwe (common_words_extraction.py and
  * freq_words_extraction.py), and what the three generators of
- * capture/ruler_words.h share: the seeded stream and the text buffers. The
+ * prompts/ruler_words.h share: the seeded stream and the text buffers. The
  * texts are written to open_memstream buffers, so a context of any size is
  * one stream of fprintf calls. */
-#include "capture/ruler_words.h"
+#include "prompts/ruler_words.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture/ruler_task.h"
+#include "prompts/ruler_task.h"
 #include "common/obc_error.h"
 
 #define RULER_DEFAULT_WORDS "/usr/share/dict/words"

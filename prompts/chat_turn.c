@@ -2,7 +2,7 @@
  * first token where it differs from a rendering with text; the rest must be
  * the same tail in both, else the template is not one the builders can
  * fill piece by piece. */
-#include "capture/chat_turn.h"
+#include "prompts/chat_turn.h"
 
 #include <stdlib.h>
 #include <string.h>

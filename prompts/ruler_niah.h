@@ -1,11 +1,11 @@
 /* The eight variants of RULER's niah task (scripts/synthetic.yaml:
  * niah_single_1/2/3, niah_multikey_1/2/3, niah_multivalue,
- * niah_multiquery) as RulerTextFn generators for capture/ruler_task.c's
+ * niah_multiquery) as RulerTextFn generators for prompts/ruler_task.c's
  * task table. */
 #ifndef OBC_RULER_NIAH_H
 #define OBC_RULER_NIAH_H
 
-#include "capture/ruler_text.h"
+#include "prompts/ruler_text.h"
 
 int ruler_niah_single_1(const RulerSources *sources, size_t length, uint64_t seed, size_t size,
                         RulerText *out);

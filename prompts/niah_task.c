@@ -2,12 +2,12 @@
  * drawn from the seed (distinct keys, or one shared key for multi-value;
  * distinct values), its instruction, question and answer prefix in the
  * "number" or "uuid" wording, or a custom needle split around its answer. */
-#include "capture/niah_task.h"
+#include "prompts/niah_task.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "capture/niah_random.h"
+#include "prompts/niah_random.h"
 #include "common/obc_error.h"
 
 static int ruler_needles(const NiahOptions *o, NiahTask *task) {

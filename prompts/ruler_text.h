@@ -5,7 +5,7 @@
  * it (the question), the start of the answer, and the strings the answer
  * must contain. A generator is a pure function of (length, seed, size): the size is
  * the number of haystack units the task grows with (noise paragraphs, essay
- * sentences, words), which capture/ruler_task.c searches so that the prompt
+ * sentences, words), which prompts/ruler_task.c searches so that the prompt
  * fits the target length. */
 #ifndef OBC_RULER_TEXT_H
 #define OBC_RULER_TEXT_H
@@ -13,14 +13,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "capture/niah.h"
+#include "prompts/niah.h"
 #include "corpus/niah_haystack.h"
 
 #define RULER_MAX_ANSWERS NIAH_MAX_NEEDLES
 #define RULER_MAX_MARKS 64
 
 /* A named byte range of the context (a needle, a chain's assignment), so
- * that capture/ruler_task.c can record its token span. */
+ * that prompts/ruler_task.c can record its token span. */
 typedef struct {
   char name[32]; /* "needle", "needle_value", "needle_2", ... */
   size_t begin, end;

@@ -3,16 +3,16 @@
  * per step and its mean; under agnostic the re-run's tokens, first answer
  * token and its KL) and replay_steps.csv (step, full-cache token, replayed
  * token, teacher-forced KL), and replay_logits.f32 when the replayer kept
- * its logits (evict_replayer_keep_logits), each written under a temporary
+ * its logits (replay_model_keep_logits), each written under a temporary
  * name. */
-#ifndef OBC_EVICT_REPLAY_REPORT_H
-#define OBC_EVICT_REPLAY_REPORT_H
+#ifndef OBC_REPLAY_REPLAY_REPORT_H
+#define OBC_REPLAY_REPLAY_REPORT_H
 
-#include "evict/model_replay.h"
+#include "replay/model_replay.h"
 #include "evict/policy.h"
 
-int evict_replay_write(const char *dir, const char *trace_path, const char *model_path,
-                       const EvictKeepSet *keep, const EvictReplayer *replayer,
-                       const EvictModelReplay *result, const char *command_line);
+int replay_write(const char *dir, const char *trace_path, const char *model_path,
+                 const EvictKeepSet *keep, const Replayer *replayer, const ReplayAnswer *result,
+                 const char *command_line);
 
 #endif

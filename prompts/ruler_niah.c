@@ -10,12 +10,12 @@
  * `size` (needle positions, distractor needles). The needles and the
  * question are therefore the same at every size the length search tries.
  * Where obcache differs from RULER (docs/SCIENCE.md, "RULER's tasks"): the
- * essay haystack is capture/ruler_sources.c's (the King James Bible by
+ * essay haystack is prompts/ruler_sources.c's (the King James Bible by
  * default), counted in sentences; keys are niah_random_key's adjective-noun
  * pairs, distinct among the needles, and a distractor of the "needle"
  * haystack never takes a real needle's key; essay items are joined by
  * exactly one space. */
-#include "capture/ruler_niah.h"
+#include "prompts/ruler_niah.h"
 
 #include <assert.h>
 #include <stdbool.h>
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture/niah_random.h"
+#include "prompts/niah_random.h"
 #include "common/obc_error.h"
 #include "common/obc_hash.h"
 

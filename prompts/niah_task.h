@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "capture/niah.h"
+#include "prompts/niah.h"
 
 typedef struct {
   char key[64];
