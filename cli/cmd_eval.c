@@ -300,10 +300,8 @@ static int make_plan(const EvalArgs *a, int argc, char **argv, SweepPlan *plan) 
   memset(plan, 0, sizeof *plan);
   snprintf(plan->command, sizeof plan->command, "eval");
   snprintf(plan->version, sizeof plan->version, "%s", OBC_VERSION);
-  const char *model = a->model_path ? a->model_path : model_default_path();
-  if (!realpath(model, plan->model_path))
-    return obc_fail(OBC_ENOTFOUND, "%s: no such model file or folder", model);
-  int rc = sweep_plan_hash_model(plan->model_path, &plan->model_hash, &plan->model_bytes);
+  int rc = model_locate(a->model_path, NULL, plan->model_path);
+  if (!rc) rc = sweep_plan_hash_model(plan->model_path, &plan->model_hash, &plan->model_bytes);
   if (!rc) rc = sweep_plan_add_argv(plan, argc, argv, run_only, N_RUN_ONLY, file_options, 2);
   if (!rc) snprintf(plan->haystack, sizeof plan->haystack, "%s", a->config.ruler.essay);
   plan->seed = a->config.seed;

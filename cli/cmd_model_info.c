@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/commands.h"
 #include "common/obc_error.h"
@@ -137,15 +136,11 @@ int cmd_model_info(int argc, char **argv) {
     return obc_fail(OBC_EINVAL, "unexpected argument '%s' (try obcache model-info --help)",
                     args.positional[0]);
   if (!path) path = model_default_path();
-  struct stat st;
-  if (stat(path, &st) != 0)
-    return obc_fail(OBC_ENOTFOUND,
-                    "%s: no such model file or folder (hint: run scripts/setup.sh for the default "
-                    "model, or pass --model PATH)",
-                    path);
+  bool folder = false;
+  int rc = model_locate(path, &folder, NULL);
+  if (rc) return rc;
   printf("model: %s\n", path);
-  int rc;
-  if (S_ISDIR(st.st_mode)) {
+  if (folder) {
     SafetensorsModel *tensors;
     if ((rc = safetensors_open_folder(path, &tensors))) return rc;
     print_safetensors_table(tensors, list);

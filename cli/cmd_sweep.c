@@ -138,14 +138,14 @@ static const char *const file_options[] = {"--haystack"};
 
 static int make_plan(const SweepArgs *a, int argc, char **argv, SweepPlan *plan) {
   memset(plan, 0, sizeof *plan);
-  const char *model = a->capture.model_path ? a->capture.model_path : model_default_path();
   char real[PATH_MAX];
-  if (!realpath(model, real)) return obc_fail(OBC_ENOTFOUND, "%s: no such model", model);
+  int rc = model_locate(a->capture.model_path, NULL, real);
+  if (rc) return rc;
   snprintf(plan->version, sizeof plan->version, "%s", OBC_VERSION);
   snprintf(plan->model_path, sizeof plan->model_path, "%s", real);
   snprintf(plan->haystack, sizeof plan->haystack, "%s", a->capture.niah.haystack);
   plan->seed = a->capture.niah.seed;
-  int rc = sweep_plan_hash_model(real, &plan->model_hash, &plan->model_bytes);
+  rc = sweep_plan_hash_model(real, &plan->model_hash, &plan->model_bytes);
   if (!rc) rc = sweep_plan_add_argv(plan, argc, argv, run_only, N_RUN_ONLY, file_options, 1);
   if (!rc)
     rc = sweep_plan_set_grid(plan, a->sweep.lengths, a->sweep.n_lengths, a->sweep.depths,

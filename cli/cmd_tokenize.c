@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/commands.h"
 #include "common/obc_error.h"
@@ -76,15 +75,12 @@ static int parse_args(int argc, char **argv, TokenizeArgs *a, bool *help) {
 
 /* The tokenizer alone: a folder is a Hugging Face checkpoint, anything else a GGUF file. */
 static int open_tokenizer(const char *path, Tokenizer **out) {
-  struct stat st;
-  if (stat(path, &st) != 0)
-    return obc_fail(OBC_ENOTFOUND,
-                    "%s: no such model file or folder (hint: run scripts/setup.sh for the default "
-                    "model, or pass --model PATH)",
-                    path);
-  if (S_ISDIR(st.st_mode)) return tokenizer_from_hf(path, out);
+  bool folder = false;
+  int rc = model_locate(path, &folder, NULL);
+  if (rc) return rc;
+  if (folder) return tokenizer_from_hf(path, out);
   GgufFile *file = NULL;
-  int rc = gguf_open(path, &file);
+  rc = gguf_open(path, &file);
   if (rc) return rc;
   rc = tokenizer_from_gguf(file, path, out);
   gguf_close(file);

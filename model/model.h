@@ -124,6 +124,11 @@ typedef struct {
  * models/MODEL_DEFAULT_NAME.Q4_1.gguf under the data folder (common/obc_paths.h:
  * the installed share/obcache or the source tree). */
 const char *model_default_path(void);
+/* The one check that a model exists: the GGUF file or Hugging Face folder
+ * at path (NULL: the default), whether it is a folder, and with resolved
+ * (PATH_MAX bytes; may be NULL) its absolute path. OBC_ENOTFOUND "<path>:
+ * no such model file or folder (hint: ...)" when there is none. */
+int model_locate(const char *path, bool *folder, char *resolved);
 /* Loads a GGUF file or a Hugging Face folder; path NULL = the default.
  * model_load keeps stored types (MODEL_WEIGHTS_NATIVE). */
 int model_load(const char *path, Model **out);

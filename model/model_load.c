@@ -53,21 +53,30 @@ void model_weights_mode_show(const void *target, char *text, size_t size) {
   snprintf(text, size, "%s", model_weights_mode_name(*(const ModelWeightsMode *)target));
 }
 
-int model_load_with(const char *path, const ModelLoadOptions *options, Model **out) {
-  assert(out && options);
-  *out = NULL;
+int model_locate(const char *path, bool *folder, char *resolved) {
   if (!path) path = model_default_path();
   struct stat st;
-  if (stat(path, &st) != 0)
+  if (stat(path, &st) != 0 || (resolved && !realpath(path, resolved)))
     return obc_fail(OBC_ENOTFOUND,
                     "%s: no such model file or folder (hint: run scripts/setup.sh for the default "
                     "model, or pass --model PATH)",
                     path);
+  if (folder) *folder = S_ISDIR(st.st_mode);
+  return OBC_OK;
+}
+
+int model_load_with(const char *path, const ModelLoadOptions *options, Model **out) {
+  assert(out && options);
+  *out = NULL;
+  if (!path) path = model_default_path();
+  bool folder = false;
+  int rc = model_locate(path, &folder, NULL);
+  if (rc) return rc;
   Model *model = obc_calloc(1, sizeof *model, "a model");
   if (!model) return OBC_ENOMEM;
   snprintf(model->path, sizeof model->path, "%s", path);
   model->weights_mode = options->weights;
-  int rc = S_ISDIR(st.st_mode) ? model_load_hf(path, model) : model_load_gguf(path, model);
+  rc = folder ? model_load_hf(path, model) : model_load_gguf(path, model);
   if (rc) {
     model_free(model);
     return rc;

@@ -17,6 +17,7 @@
 #include "common/obc_hash.h"
 #include "common/obc_json.h"
 #include "formats/json_file.h"
+#include "model/model.h"
 
 int sweep_plan_set_grid(SweepPlan *plan, const size_t *lengths, size_t n_lengths,
                         const size_t *depths, size_t n_depths) {
@@ -146,10 +147,10 @@ static int hash_folder(const char *path, uint64_t *hash, uint64_t *bytes) {
 }
 
 int sweep_plan_hash_model(const char *path, uint64_t *hash, uint64_t *bytes) {
-  struct stat st;
-  if (stat(path, &st)) return obc_fail(OBC_ENOTFOUND, "%s: no such model file or folder", path);
-  if (S_ISDIR(st.st_mode)) return hash_folder(path, hash, bytes);
-  return obc_hash_file(path, hash, bytes);
+  bool folder = false;
+  int rc = model_locate(path, &folder, NULL);
+  if (rc) return rc;
+  return folder ? hash_folder(path, hash, bytes) : obc_hash_file(path, hash, bytes);
 }
 
 int sweep_plan_check_model(const SweepPlan *plan, const char *path) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CLI test of `obcache model-info`: on the default SmolLM2 GGUF it reports the
 # tensor table as stored (Q4_1, Q8_0 and F32) and the configuration model_load
-# derives; a missing or damaged model is a one-line error and exit status 1.
+# derives; a missing or damaged model is a one-line error and exit status 1,
+# and every command that takes a model refuses a missing one with that line.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 : "${OBCACHE:?}" "${OBC_TMP:?}"
@@ -41,4 +42,19 @@ echo '{"model_type": "mistral"}' >"$dir/folder/config.json"
 printf '\010\000\000\000\000\000\000\000{}      ' >"$dir/folder/model.safetensors"
 expect_error "config.json: model_type" --model "$dir/folder"
 expect_error "unknown option '--bogus' (try obcache model-info --help)" --bogus
+
+# Every command that takes a model refuses a missing one with the same line
+# (model_locate), and writes nothing.
+missing="$dir/no-such-model.gguf"
+set +e # fails runs commands that exit 1
+for cmd in "model-info" "tokenize x" "generate --prompt x" "capture --length 256 -o $dir/t.h5" \
+  "eval -o $dir/ev" "sweep -o $dir/sw"; do
+  # shellcheck disable=SC2086 # the command's words
+  fails "$cmd: a missing model" \
+    "^obcache ${cmd%% *}: $missing: no such model file or folder (hint: run scripts/setup.sh" \
+    $cmd --model "$missing"
+done
+check "the refused capture, eval and sweep wrote nothing" \
+  eval '[ ! -e "$dir/t.h5" ] && [ ! -e "$dir/ev" ] && [ ! -e "$dir/sw" ]'
+set -e
 finish
