@@ -23,7 +23,7 @@
 #include "plots/plot.h"
 #include "plots/plot_eval.h"
 #include "runtime/runtime.h"
-#include "sweep/capture_sweep.h"
+#include "sweep/grid.h"
 #include "sweep/plan.h"
 #include "sweep/replay_pairs.h"
 

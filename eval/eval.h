@@ -81,7 +81,7 @@ typedef struct {
 int eval_runner_open(EvalRunner *runner, const Model *model, const EvalConfig *config,
                      size_t total);
 void eval_runner_close(EvalRunner *runner);
-/* A SweepCellRun (sweep/capture_sweep.h): runs one sample into out. */
+/* A SweepCellRun (sweep/grid.h): runs one sample into out. */
 int eval_run_sample(void *runner, const SweepPlanCell *cell, const char *out);
 
 /* Merges DIR's finished samples (sweep/grid.c states) into DIR/accuracy.csv,

@@ -37,8 +37,8 @@
 #include "eval/eval.h"
 #include "eval/stats.h"
 #include "formats/json_file.h"
-#include "sweep/capture_sweep.h"
 #include "sweep/cell.h"
+#include "sweep/grid.h"
 #include "sweep/replay_pairs.h"
 
 #define WILSON_Z 1.959963984540054

@@ -16,8 +16,7 @@
 #include "capture/capture.h"
 #include "prompts/niah.h"
 #include "model/model.h"
-#include "sweep/cell.h"
-#include "sweep/plan.h"
+#include "sweep/grid.h"
 
 #define SWEEP_MAX_CELLS 64
 
@@ -44,56 +43,12 @@ int sweep_check_grid(const Model *model, const SweepOptions *options);
 int sweep_run_cell(const Model *model, const SweepOptions *options, const SweepPlanCell *cell,
                    const char *out);
 
-/* Which cells a process runs: all, one (cell >= 0), or a shard (the cells
- * with id % n_shards == shard). */
-typedef struct {
-  long cell;          /* -1: not one cell */
-  size_t shard;       /* with n_shards > 0 */
-  size_t n_shards;    /* 0: no sharding */
-  double stale_after; /* seconds without a heartbeat after which a lock is stale */
-} SweepSelection;
-
-/* --cell I / --shard i/N (either may be NULL) into *selection. */
-int sweep_selection_parse(const char *cell, const char *shard, double stale_after,
-                          const SweepPlan *plan, SweepSelection *selection);
-/* Counts of a run over a selection. */
-typedef struct {
-  size_t selected, skipped_done, skipped_running, ran, failed;
-} SweepRunCounts;
-
-/* The selected cells that still need running (not done, not running
- * elsewhere); *n of them in ids (room for plan->n_cells). */
-int sweep_pending_cells(const char *dir, const SweepPlan *plan, const SweepSelection *selection,
-                        size_t *ids, size_t *n, SweepRunCounts *counts);
-
-/* What runs one cell into the folder out (which exists and is empty); a
- * sweep's is sweep_run_cell, an eval's its own. */
-typedef int (*SweepCellRun)(void *context, const SweepPlanCell *cell, const char *out);
 /* The capture sweep's SweepCellRun; context is the SweepModelOptions. */
 typedef struct {
   const Model *model;
   const SweepOptions *options;
 } SweepModelOptions;
 int sweep_run_cell_with(void *context, const SweepPlanCell *cell, const char *out);
-/* Runs the cells ids[0..n) of the plan with run (each under its lock,
- * skipping one that another process took or finished meanwhile). A failing
- * cell is recorded (cells/<id>.failed) and the others still run; returns an
- * error when any failed. */
-int sweep_run_cells(SweepCellRun run, void *context, const SweepPlan *plan, const char *dir,
-                    const SweepSelection *selection, const size_t *ids, size_t n,
-                    SweepRunCounts *counts);
-
-/* "sweep DIR: 6 cells selected: 4 ran, 2 already done, ..." on stdout
- * (nothing when none was selected); what names the cells ("samples"). */
-void sweep_run_counts_print(const char *command, const char *dir, const char *what,
-                            const SweepRunCounts *counts);
-/* Where the finished cells stand, for the merge. */
-typedef struct {
-  SweepCellState *states; /* (n_cells) */
-  char (*details)[512];   /* (n_cells) why, for the cells not done */
-  size_t n_done;
-} SweepGridStatus;
-
 /* Checks every cell (verifying the finished ones) and writes their rows, in
  * plan order, to DIR/summary.csv (under a temporary name). */
 int sweep_merge_summary(const char *dir, const SweepPlan *plan, double stale_after,
@@ -104,6 +59,5 @@ int sweep_merge_summary(const char *dir, const SweepPlan *plan, double stale_aft
  * incomplete. */
 int sweep_merge_index(const char *dir, const SweepPlan *plan, const SweepGridStatus *status,
                       const char *const *figures, size_t n_figures);
-void sweep_grid_status_free(SweepGridStatus *status);
 
 #endif
