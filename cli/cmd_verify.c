@@ -1,14 +1,8 @@
-/* `obcache verify TRACE`: recomputes every head's lse, O (and A when stored)
- * from its Q, K, V in double precision, one (layer, KV head) at a time, and
- * reports the worst relative difference per quantity; then reads every
- * dataset exactly as stored and recomputes the content hash, which must
- * equal the one the trace records. Every read checks each chunk's Fletcher32
- * checksum (schema 2). A damaged trace, one whose stored outputs disagree
- * with its own inputs beyond the tolerance, or one whose contents changed
- * since it was written fails. */
-#include <math.h>
+/* `obcache verify TRACE`: the checks of traces/trace_verify.h, printed. A
+ * damaged trace, one whose stored outputs disagree with its own inputs
+ * beyond the tolerance, or one whose contents changed since it was written
+ * fails. */
 #include <stdbool.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,29 +12,7 @@
 #include "common/obc_options.h"
 #include "common/obc_parse.h"
 #include "traces/trace.h"
-#include "traces/trace_attend.h"
-
-/* Default tolerances. f32 storage: Q, K, V, O are rounded to 2^-24 relative;
- * a logit q.k/sqrt(d) of magnitude up to ~30 then moves by ~1e-6, and the
- * producer (a model runtime) accumulated in float over up to 10^5 keys, so
- * honest traces stay around 1e-6..1e-5: 1e-4 leaves a margin of ten and still
- * catches any real inconsistency (wrong head mapping, scale or causality gives
- * errors of order 1). f16 storage: every input is rounded to 2^-11 ~ 5e-4
- * relative, so a logit moves by ~5e-4 |q||k|/sqrt(d): up to a few 1e-2 for the
- * large logits of real models (sinks, |q||k|/sqrt(d) ~ 50), and the output by
- * about that times its attention weight. A SmolLM2 capture stored in f16
- * measured 1.2e-2 on O; 5e-2 keeps a margin and still catches structural
- * errors (of order 1). */
-#define VERIFY_TOLERANCE_F32 1e-4
-#define VERIFY_TOLERANCE_F16 5e-2
-
-typedef struct {
-  const char *name; /* "lse", "O", "A" */
-  double worst;     /* worst relative difference */
-  size_t layer, head, row;
-} VerifyWorst;
-
-enum { WORST_LSE, WORST_O, WORST_A, WORST_KINDS };
+#include "traces/trace_verify.h"
 
 static const char *usage =
     "usage: obcache verify [options] TRACE.h5\n"
@@ -55,280 +27,6 @@ static const char *usage =
     "  A:   max |stored - exact| (probabilities; a row sums to 1)\n"
     "Exits non-zero when any is above the tolerance.\n";
 
-static void record(VerifyWorst *w, double value, size_t layer, size_t head, size_t row) {
-  if (!(value <= w->worst)) { /* also catches NaN */
-    w->worst = value;
-    w->layer = layer, w->head = head, w->row = row;
-  }
-}
-
-/* Thread-private buffers for one KV head and its query heads. */
-typedef struct {
-  float *K, *V;                   /* stored: (P, d) each */
-  double *Kd, *Vd;                /* the same in double */
-  float *Q, *O, *lse, *A;         /* stored: (R, d), (R, d), (R), (R, P) */
-  double *Qd, *Od, *lsed, *probs; /* exact: (R, d), (R, d), (R), (R, P) */
-  VerifyWorst worst[WORST_KINDS];
-  /* With column sums: the exact A of the captured prompt rows summed per
-   * position, (n_heads, TRACE_ROWS_VARIANTS, n_prompt), shared by the threads
-   * (each head writes its own rows). */
-  double *captured_sums;
-} VerifyScratch;
-
-static void scratch_free(VerifyScratch *s) {
-  free(s->K), free(s->V), free(s->Kd), free(s->Vd);
-  free(s->Q), free(s->O), free(s->lse), free(s->A), free(s->Qd), free(s->Od), free(s->lsed),
-      free(s->probs);
-  memset(s, 0, sizeof *s);
-}
-
-/* Sizes are products of the trace's extents, which trace_open bounds so that
- * none wraps; each buffer only when the ones before it were allocated, so
- * the message names the first that did not fit. */
-static int scratch_alloc(VerifyScratch *s, const TraceReader *reader) {
-  const TraceMeta *m = trace_meta(reader);
-  const TraceReader *r = reader;
-  size_t R = m->n_rows, d = m->model.head_dim, P = m->n_positions;
-  memset(s, 0, sizeof *s);
-  bool allocated =
-      (s->K = trace_alloc(r, P * d, sizeof(float), "K of one KV head")) &&
-      (s->V = trace_alloc(r, P * d, sizeof(float), "V of one KV head")) &&
-      (s->Kd = trace_alloc(r, P * d, sizeof(double), "K of one KV head (double)")) &&
-      (s->Vd = trace_alloc(r, P * d, sizeof(double), "V of one KV head (double)")) &&
-      (s->Q = trace_alloc(r, R * d, sizeof(float), "Q of one head")) &&
-      (s->O = trace_alloc(r, R * d, sizeof(float), "O of one head")) &&
-      (s->lse = trace_alloc(r, R, sizeof(float), "lse of one head")) &&
-      (!m->has_attn || (s->A = trace_alloc(r, R * P, sizeof(float), "A of one head"))) &&
-      (s->Qd = trace_alloc(r, R * d, sizeof(double), "Q of one head (double)")) &&
-      (s->Od = trace_alloc(r, R * d, sizeof(double), "the exact O of one head")) &&
-      (s->lsed = trace_alloc(r, R, sizeof(double), "the exact lse of one head")) &&
-      (s->probs = trace_alloc(r, R * P, sizeof(double), "the exact A of one head"));
-  if (!allocated) {
-    scratch_free(s);
-    return OBC_ENOMEM;
-  }
-  s->worst[WORST_LSE].name = "lse", s->worst[WORST_O].name = "O", s->worst[WORST_A].name = "A";
-  return OBC_OK;
-}
-
-/* Compares one query head against the exact recomputation from s->Kd, s->Vd. */
-static int verify_head(TraceReader *reader, size_t layer, size_t head, VerifyScratch *s) {
-  const TraceMeta *m = trace_meta(reader);
-  size_t R = m->n_rows, d = m->model.head_dim, P = m->n_positions;
-  int rc = trace_read_rows(reader, layer, head, s->Q, s->O, s->lse);
-  if (!rc && s->A) rc = trace_read_attn(reader, layer, head, s->A);
-  if (rc) return rc;
-  for (size_t i = 0; i < R * d; i++) s->Qd[i] = s->Q[i];
-  TraceAttendShape shape = {R, P, d, m->model.attn_scale, m->row_positions};
-  trace_attend_rows(&shape, s->Qd, s->Kd, s->Vd, s->probs, s->Od, s->lsed);
-  for (size_t i = 0; i < R; i++) {
-    record(&s->worst[WORST_LSE], fabs(s->lse[i] - s->lsed[i]) / fmax(1.0, fabs(s->lsed[i])), layer,
-           head, i);
-    double diff2 = 0.0, norm2 = 0.0;
-    for (size_t j = 0; j < d; j++) {
-      double exact = s->Od[i * d + j], delta = s->O[i * d + j] - exact;
-      diff2 += delta * delta, norm2 += exact * exact;
-    }
-    record(&s->worst[WORST_O], sqrt(diff2) / fmax(sqrt(norm2), 1e-30), layer, head, i);
-    if (s->A) {
-      double worst = 0.0;
-      for (size_t p = 0; p < P; p++)
-        worst = fmax(worst, fabs(s->A[i * P + p] - s->probs[i * P + p]));
-      record(&s->worst[WORST_A], worst, layer, head, i);
-    }
-  }
-  if (s->captured_sums) { /* the captured prompt rows' share of the column sums */
-    size_t n = m->n_prompt;
-    double *sums = s->captured_sums + head * TRACE_ROWS_VARIANTS * n;
-    memset(sums, 0, TRACE_ROWS_VARIANTS * n * sizeof *sums);
-    for (size_t i = 0; i < R && (size_t)m->row_positions[i] < n; i++) {
-      size_t position = (size_t)m->row_positions[i];
-      for (size_t v = 0; v < TRACE_ROWS_VARIANTS; v++) {
-        if (v == TRACE_ROWS_AGNOSTIC && position >= m->agnostic_rows) continue;
-        for (size_t p = 0; p <= position; p++) sums[v * n + p] += s->probs[i * P + p];
-      }
-    }
-  }
-  return OBC_OK;
-}
-
-/* One KV head: its keys and values, then each of its query heads. */
-static int verify_kv_head(TraceReader *reader, size_t layer, size_t kv_head, VerifyScratch *s) {
-  const TraceMeta *m = trace_meta(reader);
-  size_t n = m->n_positions * m->model.head_dim, group = m->model.n_heads / m->model.n_kv_heads;
-  int rc = trace_read_kv(reader, layer, kv_head, s->K, s->V);
-  if (rc) return rc;
-  for (size_t i = 0; i < n; i++) s->Kd[i] = s->K[i], s->Vd[i] = s->V[i];
-  for (size_t k = 0; !rc && k < group; k++) rc = verify_head(reader, layer, kv_head * group + k, s);
-  return rc;
-}
-
-/* ---- column sums ------------------------------------------------------------ */
-
-/* What the column sums of a trace (schema 3) must satisfy, beyond what
- * trace_read_column_sums checks (finite, >= 0, exact counts): every agnostic
- * sum is at most the all-rows one (a sum over fewer non-negative terms) and
- * 0 where no agnostic row reached, and the attention sums agree with the
- * captured rows' exact attention: equal within the tolerance where the
- * captured rows are every row of the variant, at least their sum otherwise.
- * The OBCache terms are checked for the first two only. */
-typedef struct {
-  double *stored_attn; /* (TRACE_ROWS_VARIANTS, n_heads, n_prompt) */
-  double *stored_obc;  /* (TRACE_ROWS_VARIANTS, TRACE_OBC_TERMS, n_heads, n_prompt) */
-  double *captured;    /* (n_heads, TRACE_ROWS_VARIANTS, n_prompt) */
-  int64_t *counts;     /* (n_prompt) */
-  bool complete[TRACE_ROWS_VARIANTS]; /* the captured rows are every row of the variant */
-  double worst;                       /* worst relative difference against the captured rows */
-  size_t worst_layer, worst_head, worst_position;
-} VerifySums;
-
-static int sums_alloc(VerifySums *v, const TraceReader *r) {
-  const TraceMeta *m = trace_meta(r);
-  size_t plane = m->model.n_heads * m->n_prompt;
-  memset(v, 0, sizeof *v);
-  v->stored_attn = trace_alloc(r, TRACE_ROWS_VARIANTS * plane, sizeof(double), "column sums");
-  v->stored_obc = v->stored_attn ? trace_alloc(r, TRACE_ROWS_VARIANTS * TRACE_OBC_TERMS * plane,
-                                               sizeof(double), "OBCache column sums")
-                                 : NULL;
-  v->captured = v->stored_obc ? trace_alloc(r, TRACE_ROWS_VARIANTS * plane, sizeof(double),
-                                            "the captured rows' column sums")
-                              : NULL;
-  v->counts = v->captured ? trace_alloc(r, m->n_prompt, sizeof(int64_t), "column counts") : NULL;
-  if (!v->counts) {
-    free(v->stored_attn), free(v->stored_obc), free(v->captured);
-    return OBC_ENOMEM;
-  }
-  /* rows [0, end) all captured: the trace's first prompt row is 0 and its
-   * prompt rows are contiguous up to end */
-  size_t window = trace_meta_window_rows(m);
-  for (int k = 0; k < TRACE_ROWS_VARIANTS; k++) {
-    size_t end = k == TRACE_ROWS_AGNOSTIC ? m->agnostic_rows : m->n_prompt;
-    v->complete[k] = window == m->n_prompt || end == 0;
-  }
-  return OBC_OK;
-}
-
-static void sums_free(VerifySums *v) {
-  free(v->stored_attn), free(v->stored_obc), free(v->captured), free(v->counts);
-  memset(v, 0, sizeof *v);
-}
-
-static int sums_read_layer(TraceReader *r, size_t layer, VerifySums *v) {
-  const TraceMeta *m = trace_meta(r);
-  size_t plane = m->model.n_heads * m->n_prompt;
-  int rc = OBC_OK;
-  for (int k = 0; !rc && k < TRACE_ROWS_VARIANTS; k++)
-    rc = trace_read_column_sums(r, layer, (TraceSumRows)k, v->stored_attn + k * plane,
-                                v->stored_obc + k * TRACE_OBC_TERMS * plane, v->counts);
-  return rc;
-}
-
-static int sums_check_layer(TraceReader *r, size_t layer, VerifySums *v, double tolerance) {
-  const TraceMeta *m = trace_meta(r);
-  size_t n = m->n_prompt, heads = m->model.n_heads, plane = heads * n;
-  const char *path = trace_path(r);
-  /* agnostic <= all, and 0 beyond the agnostic rows */
-  for (size_t t = 0; t <= TRACE_OBC_TERMS; t++) {
-    const double *agnostic = t == 0 ? v->stored_attn : v->stored_obc + (t - 1) * plane;
-    const double *all =
-        t == 0 ? v->stored_attn + plane : v->stored_obc + (TRACE_OBC_TERMS + t - 1) * plane;
-    const char *name = t == 0   ? "col_attn"
-                       : t == 1 ? "col_obc_v"
-                       : t == 2 ? "col_obc_k"
-                                : "col_obc_vk";
-    for (size_t i = 0; i < plane; i++) {
-      size_t p = i % n;
-      bool ok = p < m->agnostic_rows ? agnostic[i] <= all[i] * (1.0 + tolerance) + 1e-30
-                                     : agnostic[i] == 0.0;
-      if (!ok)
-        return obc_fail(OBC_EFORMAT,
-                        "%s: /layers/%03zu/%s, head %zu, position %zu: the agnostic sum %.6g %s",
-                        path, layer, name, i / n, p, agnostic[i],
-                        p < m->agnostic_rows ? "exceeds the sum over all prompt rows"
-                                             : "is not 0 beyond the rows before the question");
-    }
-  }
-  for (size_t h = 0; h < heads; h++)
-    for (int k = 0; k < TRACE_ROWS_VARIANTS; k++)
-      for (size_t p = 0; p < n; p++) {
-        double stored = v->stored_attn[k * plane + h * n + p];
-        double captured = v->captured[(h * TRACE_ROWS_VARIANTS + k) * n + p];
-        double excess = captured - stored; /* > 0: the captured rows alone exceed the sum */
-        double diff = v->complete[k] ? fabs(excess) : excess;
-        double relative = diff / fmax(captured, 1e-30);
-        if (relative > v->worst) {
-          v->worst = relative;
-          v->worst_layer = layer, v->worst_head = h, v->worst_position = p;
-        }
-        if (diff > tolerance * captured + 1e-30)
-          return obc_fail(OBC_EFORMAT,
-                          "%s: /layers/%03zu/col_attn, rows %s, head %zu, position %zu: stored "
-                          "%.9g, but the captured rows' attention %s %.9g (tolerance %g)",
-                          path, layer, k == TRACE_ROWS_AGNOSTIC ? "agnostic" : "all", h, p, stored,
-                          v->complete[k] ? "sums to" : "alone sums to", captured, tolerance);
-      }
-  return OBC_OK;
-}
-
-/* Layer by layer; the KV heads of a layer in parallel, each thread streaming
- * one KV head at a time, so memory stays at a few heads whatever the trace. */
-static int verify_trace(TraceReader *reader, VerifyScratch *scratch, size_t n_threads,
-                        VerifySums *sums, double tolerance) {
-  const TraceModel *c = &trace_meta(reader)->model;
-  for (size_t layer = 0; layer < c->n_layers; layer++) {
-    if (sums) {
-      int rc = sums_read_layer(reader, layer, sums);
-      if (rc) return rc;
-    }
-    if (trace_meta(reader)->has_query_stats) { /* both variants' checks */
-      int rc = trace_read_query_stats(reader, layer, TRACE_ROWS_ALL, NULL, NULL, NULL, NULL);
-      if (rc) return rc;
-    }
-    int failed = OBC_OK;
-    char message[1024] = "";
-#pragma omp parallel for schedule(dynamic, 1) num_threads((int)n_threads)
-    for (size_t g = 0; g < c->n_kv_heads; g++) {
-      int stop;
-#pragma omp atomic read
-      stop = failed;
-      if (stop) continue;
-      int rc = verify_kv_head(reader, layer, g, &scratch[omp_get_thread_num()]);
-      if (rc) {
-#pragma omp critical(verify_failure)
-        if (!message[0]) {
-          snprintf(message, sizeof message, "%s", obc_error_message());
-#pragma omp atomic write
-          failed = rc;
-        }
-      }
-    }
-    if (failed) return obc_fail(failed, "%s", message);
-    if (sums) {
-      int rc = sums_check_layer(reader, layer, sums, tolerance);
-      if (rc) return rc;
-    }
-  }
-  return OBC_OK;
-}
-
-/* Reads every dataset as stored (Fletcher32 fails a damaged chunk, naming
- * it) and compares the recomputed content hash with the recorded one. */
-static int verify_contents(TraceReader *reader) {
-  const TraceMeta *m = trace_meta(reader);
-  char computed[17];
-  int rc = trace_compute_hash(reader, computed);
-  if (rc) return rc;
-  if (m->content_hash[0] && strcmp(m->content_hash, computed))
-    return obc_fail(OBC_EFORMAT,
-                    "%s: content hash mismatch: recorded %s, the contents hash to %s (the file "
-                    "was damaged or modified)",
-                    trace_path(reader), m->content_hash, computed);
-  printf("  content hash %s  %s\n", computed,
-         m->content_hash[0] ? "ok (equal to the recorded one; every chunk's checksum checked)"
-                            : "(schema 1: no recorded hash, no checksums)");
-  return OBC_OK;
-}
-
 static int parse_tolerance(void *target, const char *option, const char *value) {
   int rc = obc_parse_double(option, value, target);
   if (!rc && *(double *)target <= 0) rc = obc_fail(OBC_EINVAL, "--tolerance: must be > 0");
@@ -342,8 +40,8 @@ static int parse_args(int argc, char **argv, const char **path, double *toleranc
           "--tolerance", "X", tolerance, parse_tolerance,
           "largest accepted difference (larger for f16: half precision keeps 11 bits)",
           .default_text =
-              OBC_OPTION_SPELLED(VERIFY_TOLERANCE_F32) " for f32 traces, " OBC_OPTION_SPELLED(
-                  VERIFY_TOLERANCE_F16) " for f16 ones"),
+              OBC_OPTION_SPELLED(TRACE_VERIFY_TOLERANCE_F32) " for f32 traces, " OBC_OPTION_SPELLED(
+                  TRACE_VERIFY_TOLERANCE_F16) " for f16 ones"),
       OBC_OPT_SIZE("--threads", "N", threads, "OpenMP threads", .default_text = "all cores"),
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);
@@ -374,60 +72,35 @@ int cmd_verify(int argc, char **argv) {
   rc = trace_open(path, &reader);
   if (rc) return rc;
   const TraceMeta *m = trace_meta(reader);
-  if (tolerance == 0.0)
-    tolerance = strcmp(m->dtype, "f16") ? VERIFY_TOLERANCE_F32 : VERIFY_TOLERANCE_F16;
-  size_t n_threads = threads ? threads : (size_t)omp_get_max_threads();
-  if (n_threads > m->model.n_kv_heads) n_threads = m->model.n_kv_heads;
-  VerifyScratch *scratch = calloc(n_threads, sizeof *scratch);
-  size_t allocated = 0;
-  if (!scratch) rc = obc_fail(OBC_ENOMEM, "%s: out of memory", path);
-  for (; !rc && allocated < n_threads; allocated++) rc = scratch_alloc(&scratch[allocated], reader);
-  VerifySums sums = {0};
-  bool has_sums = m->has_column_sums;
-  if (!rc && has_sums) rc = sums_alloc(&sums, reader);
-  for (size_t t = 0; !rc && has_sums && t < n_threads; t++)
-    scratch[t].captured_sums = sums.captured;
-  if (!rc) rc = verify_trace(reader, scratch, n_threads, has_sums ? &sums : NULL, tolerance);
-  if (!rc) {
+  TraceVerifyReport r;
+  rc = trace_verify(reader, tolerance, threads, &r);
+  if (r.recomputed) {
     printf("verify %s: %zu layers x %zu heads, %zu rows, %zu positions, dtype %s, tolerance %g\n",
            path, m->model.n_layers, m->model.n_heads, m->n_rows, m->n_positions, m->dtype,
-           tolerance);
-    const char *failing = NULL;
-    VerifyWorst worst_failing = {0};
-    for (int k = 0; k < WORST_KINDS; k++) {
-      if (k == WORST_A && !m->has_attn) continue;
-      VerifyWorst w = scratch[0].worst[k];
-      for (size_t t = 1; t < n_threads; t++)
-        if (!(scratch[t].worst[k].worst <= w.worst)) w = scratch[t].worst[k];
-      bool ok = w.worst <= tolerance;
-      printf("  %-3s worst relative difference %.3g (layer %zu, head %zu, row %zu)  %s\n", w.name,
-             w.worst, w.layer, w.head, w.row, ok ? "ok" : "ABOVE TOLERANCE");
-      if (!ok && !failing) failing = w.name, worst_failing = w;
+           r.tolerance);
+    for (int k = 0; k < TRACE_VERIFY_KINDS; k++) {
+      if (k == TRACE_VERIFY_A && !m->has_attn) continue;
+      const TraceVerifyWorst *w = &r.worst[k];
+      printf("  %-3s worst relative difference %.3g (layer %zu, head %zu, row %zu)  %s\n", w->name,
+             w->worst, w->layer, w->head, w->row,
+             w->worst <= r.tolerance ? "ok" : "ABOVE TOLERANCE");
     }
-    if (failing)
-      rc = obc_fail(
-          OBC_EFORMAT,
-          "%s: stored %s differs from its recomputation from Q, K, V by %.3g at layer %zu, "
-          "head %zu, row %zu (tolerance %g)",
-          path, failing, worst_failing.worst, worst_failing.layer, worst_failing.head,
-          worst_failing.row, tolerance);
-    if (!failing && has_sums)
-      printf(
-          "  column sums: %s, every value finite and >= 0, counts exact, agnostic rows "
-          "[0, %zu) <= all rows; attention %s the captured rows' (worst relative "
-          "difference %.3g, layer %zu, head %zu, position %zu)  ok\n",
-          "attn obc_v obc_k obc_vk", m->agnostic_rows,
-          sums.complete[TRACE_ROWS_ALL] ? "equal to" : "at least", sums.worst, sums.worst_layer,
-          sums.worst_head, sums.worst_position);
-    if (!failing && m->has_query_stats)
-      printf(
-          "  query statistics: q_sum q_outer, every value finite, q_outer symmetric, "
-          "variances >= 0, counts exact, RoPE frequencies > 0  ok\n");
-    if (!failing) rc = verify_contents(reader);
   }
-  if (has_sums) sums_free(&sums);
-  for (size_t t = 0; scratch && t < allocated; t++) scratch_free(&scratch[t]);
-  free(scratch);
+  if (r.recomputed && r.failing < 0 && r.has_sums)
+    printf(
+        "  column sums: %s, every value finite and >= 0, counts exact, agnostic rows "
+        "[0, %zu) <= all rows; attention %s the captured rows' (worst relative "
+        "difference %.3g, layer %zu, head %zu, position %zu)  ok\n",
+        "attn obc_v obc_k obc_vk", m->agnostic_rows, r.sums_complete ? "equal to" : "at least",
+        r.sums_worst, r.sums_layer, r.sums_head, r.sums_position);
+  if (r.recomputed && r.failing < 0 && m->has_query_stats)
+    printf(
+        "  query statistics: q_sum q_outer, every value finite, q_outer symmetric, "
+        "variances >= 0, counts exact, RoPE frequencies > 0  ok\n");
+  if (!rc)
+    printf("  content hash %s  %s\n", r.content_hash,
+           m->content_hash[0] ? "ok (equal to the recorded one; every chunk's checksum checked)"
+                              : "(schema 1: no recorded hash, no checksums)");
   trace_close(reader);
   return rc;
 }
