@@ -18,7 +18,7 @@
 
 #include "scores/score_head.h"
 #include "analyze/bias.h"
-#include "analyze/scores_file.h"
+#include "scores/scores_file.h"
 #include "scores/select.h"
 #include "scores/stats.h"
 #include "common/obc_error.h"
@@ -332,7 +332,7 @@ static const char *gqa_name(ScoreGqa a) {
 }
 
 static int open_scores_file(const AnalysisConfig *config, const AnalysisResult *result,
-                            const char *trace_path, ScoresFile **out) {
+                            TraceReader *reader, ScoresFile **out) {
   const char *names[OBC_Q_COUNT + OBC_ANALYSIS_MAX_REFERENCES];
   size_t n = 0;
   for (int q = 0; q < OBC_Q_COUNT; q++) names[n++] = score_quantity_name((ScoreQuantity)q);
@@ -342,7 +342,8 @@ static int open_scores_file(const AnalysisConfig *config, const AnalysisResult *
       .n_kv_heads = result->n_kv_heads,
       .n_prompt = result->n_prompt,
       .window = config->main_window,
-      .trace_path = trace_path,
+      .trace_path = trace_path(reader),
+      .trace_hash = trace_meta(reader)->content_hash,
       .gqa = gqa_name(config->score_options.aggregation),
       .precision = config->score_options.precision == OBC_PRECISION_DOUBLE ? "double" : "float",
       .oracle_steps = result->oracle_steps,
@@ -447,7 +448,7 @@ int analysis_run(TraceReader *reader, const AnalysisConfig *config, bool progres
     analysis_result_free(result);
     return rc;
   }
-  if (config->scores_out) rc = open_scores_file(config, result, trace_path(reader), &scores_file);
+  if (config->scores_out) rc = open_scores_file(config, result, reader, &scores_file);
 
   for (size_t layer = 0; layer < result->n_layers && !rc; layer++) {
     for (size_t g = 0; g < result->n_kv_heads && !rc; g++) {

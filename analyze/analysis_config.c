@@ -112,9 +112,15 @@ int analysis_config_resolve(AnalysisConfig *config, const TraceMeta *meta) {
   if (config->buckets < 1 || config->buckets > meta->n_prompt)
     return obc_fail(OBC_EINVAL, "--buckets: B=%zu out of range (valid 1..%zu, the prompt length)",
                     config->buckets, meta->n_prompt);
-  size_t kernel = config->score_options.snapkv_kernel;
+  const char *dot = config->scores_out ? strrchr(config->scores_out, '.') : NULL;
+  if (dot && !strcmp(dot, ".csv"))
+    return obc_fail(OBC_EINVAL,
+                    "--scores-out %.200s: analyze writes every quantity of every head as HDF5 "
+                    "(name it FILE.h5; evict --scores-out writes one score as CSV)",
+                    config->scores_out);
+  size_t kernel = config->score_options.maxpool_kernel;
   if (kernel < 1 || kernel % 2 == 0 || kernel > meta->n_prompt)
-    return obc_fail(OBC_EINVAL, "--snapkv-kernel: %zu is not valid (expected an odd width 1..%zu)",
+    return obc_fail(OBC_EINVAL, "--maxpool-kernel: %zu is not valid (expected an odd width 1..%zu)",
                     kernel, meta->n_prompt);
   return OBC_OK;
 }

@@ -233,7 +233,7 @@ static cJSON *parameters_json(const AnalysisConfig *config, const AnalysisResult
     cJSON_AddItemToArray(references, cJSON_CreateString(result->reference_names[ref]));
   ScoreGqa a = config->score_options.aggregation;
   cJSON_AddStringToObject(p, "gqa", a == OBC_GQA_MEAN ? "mean" : a == OBC_GQA_MAX ? "max" : "sum");
-  cJSON_AddNumberToObject(p, "snapkv_kernel", (double)config->score_options.snapkv_kernel);
+  cJSON_AddNumberToObject(p, "maxpool_kernel", (double)config->score_options.maxpool_kernel);
   cJSON_AddNumberToObject(p, "buckets", (double)config->buckets);
   cJSON_AddStringToObject(
       p, "precision", config->score_options.precision == OBC_PRECISION_DOUBLE ? "double" : "float");

@@ -16,7 +16,7 @@ import time
 import h5py
 import numpy as np
 
-NAMES = ["attn", "attn2", "vatp", "obc_v", "obc_k", "obc_vk",
+NAMES = ["attn", "attn2", "attn_vl1", "obc_v", "obc_k", "obc_vk",
          "exact_v", "exact_k", "exact_vk", "remove"]
 
 
@@ -41,7 +41,7 @@ def head_scores(key_states, value_states, q, o, lse, positions, scale, w, dt):
     S_joint = (2 * A ** 2 * Z * VVmO).sum(-2) + S_value + S_key
     # --- attention-only baselines ---
     attn = A.sum(-2)
-    vatp = attn * np.abs(value_states).sum(-1)
+    attn_vl1 = attn * np.abs(value_states).sum(-1)
     # --- exact errors: o' - o = alpha o + beta v, squared norm expanded ---
     e = np.exp(-lse)[:, None]
 
@@ -51,7 +51,7 @@ def head_scores(key_states, value_states, q, o, lse, positions, scale, w, dt):
 
     r = 1 / (1 - A + e)
     live = np.maximum(1 - A, dt(1e-30))
-    return {"attn": attn, "attn2": S_attn, "vatp": vatp, "obc_v": S_value, "obc_k": S_key,
+    return {"attn": attn, "attn2": S_attn, "attn_vl1": attn_vl1, "obc_v": S_value, "obc_k": S_key,
             "obc_vk": S_joint, "exact_v": err(dt(0), -A), "exact_k": err(r - 1, r * (e - A)),
             "exact_vk": err(r - 1, -r * A), "remove": err(A / live, -A / live)}
 

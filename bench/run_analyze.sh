@@ -40,7 +40,7 @@ if [ ! -s "$TRACE" ]; then
   TRACE=$WORK/smollm2-4096.h5
   if [ ! -s "$TRACE" ]; then
     echo "bench: no demo trace; synthesising $TRACE (SmolLM2 shape, 4096 tokens)"
-    "$OBCACHE" synth --shape smollm2 --prompt 4096 --rows 128 --decode 16 --seed 1 -o "$TRACE"
+    "$OBCACHE" synth --shape smollm2 --length 4096 --rows 128 --decode 16 --seed 1 -o "$TRACE"
   fi
 fi
 
@@ -99,7 +99,7 @@ import sys, h5py, numpy as np
 ref = np.load(sys.argv[1])
 worst, p99 = {}, {}
 with h5py.File(sys.argv[2], "r") as f:
-    for name in ["attn", "attn2", "vatp", "obc_v", "obc_k", "obc_vk",
+    for name in ["attn", "attn2", "attn_vl1", "obc_v", "obc_k", "obc_vk",
                  "exact_v", "exact_k", "exact_vk", "remove"]:
         a, b = f[name][()], ref[name]
         # Error relative to each head's largest value: float32 NumPy loses

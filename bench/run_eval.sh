@@ -5,7 +5,7 @@
 # 16 answer tokens), SAMPLES per task, for each thread count, in one run.
 # Per sample it prints the eval's wall time and its stages (sample.json's
 # stage_seconds) against the floor measured in the same run: the prefill of
-# the same prompt (obcache generate --max-new 1: prefill only) plus one
+# the same prompt (obcache generate --max-new-tokens 1: prefill only) plus one
 # batched decode of every kept set of the sample (bench_batch over the
 # context before the question: the question and template tail re-run, then
 # the answer's decode steps, logits only where the eval needs them), and
@@ -51,7 +51,7 @@ PY
     python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['text'], end='')" \
       "$cell/prompt.json" > "$WORK/prompt.txt"
     prefill=$(OMP_NUM_THREADS=$t "$OBCACHE" generate --threads "$t" --prompt-file \
-      "$WORK/prompt.txt" --max-new 1 2>&1 >/dev/null | sed -n 's/.*prefill [0-9.]* tokens\/s (\([0-9.]*\) s).*/\1/p')
+      "$WORK/prompt.txt" --max-new-tokens 1 2>&1 >/dev/null | sed -n 's/.*prefill [0-9.]* tokens\/s (\([0-9.]*\) s).*/\1/p')
     rerun=$((tokens - candidates))
     per_step=$(OMP_NUM_THREADS=$t "$BUILD/bench/bench_batch" "" "$candidates" "$sets" \
       $((rerun + steps)) $((rerun - 1)) | sed -n 's/ *batched: *\([0-9.]*\) s per step.*/\1/p')

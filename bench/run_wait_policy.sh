@@ -65,7 +65,7 @@ decode_rate() {
       passive) env_args+=(OMP_WAIT_POLICY=passive) ;;
     esac
     rate=$(env "${env_args[@]}" "$OBCACHE" generate --model "$MODEL" --chat --prompt "$PROMPT" \
-      --max-new "$MAX_NEW" --threads "$THREADS" --device cpu 2>&1 > /dev/null |
+      --max-new-tokens "$MAX_NEW" --threads "$THREADS" --device cpu 2>&1 > /dev/null |
       sed -n 's/.*decode \([0-9.]*\) tokens\/s.*/\1/p')
     rates+=("${rate:-0}")
   done

@@ -42,7 +42,7 @@ if [ -x /usr/bin/time ]; then
   /usr/bin/time -f "peak %M" "$OBCACHE" version > /dev/null 2> "$tmp/bench-base.txt"
   base=$(tail -n 1 "$tmp/bench-base.txt" | sed -nE 's/^peak ([0-9]+)$/\1/p')
   if ! /usr/bin/time -f "peak %M" "$OBCACHE" generate --model "$model" --context $context \
-    --prompt "The capital of France is a city that" --max-new 2 > /dev/null 2> "$tmp/bench-gen.txt"; then
+    --prompt "The capital of France is a city that" --max-new-tokens 2 > /dev/null 2> "$tmp/bench-gen.txt"; then
     cat "$tmp/bench-gen.txt" >&2
     exit 1
   fi

@@ -21,10 +21,11 @@ static const char *usage =
     "usage: obcache analyze TRACE [options]\n"
     "\n"
     "Ranks every prompt token of every (layer, KV head) of TRACE by each eviction\n"
-    "score and exact error (attn, attn2, vatp, snapkv, obc_v, obc_k, obc_vk,\n"
-    "exact_v, exact_k, exact_vk, remove) over the last W prompt rows, and measures\n"
-    "how well each finds the tokens whose eviction really hurts: the true eviction\n"
-    "error of the first decode step (oracle@1) or of all captured steps (oracle@T).\n"
+    "score and exact error (attn, attn2, attn_vl1, attn_maxpool, obc_v, obc_k,\n"
+    "obc_vk, exact_v, exact_k, exact_vk, remove) over the last W prompt rows, and\n"
+    "measures how well each finds the tokens whose eviction really hurts: the true\n"
+    "eviction error of the first decode step (oracle@1) or of all captured steps\n"
+    "(oracle@T).\n"
     "\n"
     "files written to DIR (all appear together when the run succeeds):\n"
     "  report.json          trace, model, every parameter, tool version, summary\n"
@@ -76,8 +77,8 @@ static int parse_args(int argc, char **argv, AnalyzeArgs *args, bool *help) {
   ObcSizeList windows = {c->windows, &c->n_windows, OBC_ANALYSIS_MAX_LIST};
   ObcSizeList topk = {c->topk, &c->n_topk, OBC_ANALYSIS_MAX_LIST};
   const ObcOption options[] = {
-      OBC_OPT_TEXT("-o", "DIR", &args->out_dir,
-                   "output folder (default: TRACE without .h5 + \"-analysis\")"),
+      OBC_OPT_TEXT("--output", "DIR", &args->out_dir,
+                   "output folder (default: TRACE without .h5 + \"-analysis\")", .alias = "-o"),
       OBC_OPT_CUSTOM(
           "--window", "W[,W...]", &windows, obc_option_parse_size_list,
           "perturbation windows (prompt rows). The first value is the main window. Default: "
@@ -100,8 +101,8 @@ static int parse_args(int argc, char **argv, AnalyzeArgs *args, bool *help) {
           "--gqa", "sum|mean|max", &c->score_options.aggregation, parse_gqa,
           "how query heads of a KV group combine scores (default sum; exact errors and the oracle "
           "are always summed)"),
-      OBC_OPT_SIZE("--snapkv-kernel", "K", &c->score_options.snapkv_kernel,
-                   "odd max-pooling width of snapkv"),
+      OBC_OPT_SIZE("--maxpool-kernel", "K", &c->score_options.maxpool_kernel,
+                   "odd max-pooling width of attn_maxpool"),
       OBC_OPT_SIZE("--buckets", "B", &c->buckets, "relative-position buckets of bias.csv"),
       OBC_OPT_CUSTOM("--precision", "P", &c->score_options.precision, parse_precision,
                      "float (default; sgemm) or double (dgemm) for q.k and v.o"),

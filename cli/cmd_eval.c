@@ -110,8 +110,9 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
       OBC_OPT_UINT64("--seed", "S", &c->seed,
                      "sample i of every task and length draws from seed S + i"),
       OBC_OPT_TEXT(
-          "--essay", "H", &c->ruler.essay,
+          "--haystack", "H", &c->ruler.essay,
           "haystack of RULER's essay tasks (RULER: Paul Graham's essays): kjv or a text file"),
+      OBC_OPT_TEXT("--essay", "H", &c->ruler.essay, NULL, .renamed = "--haystack"),
       OBC_OPT_TEXT("--words", "FILE", &c->ruler.words, "word list of cwe (RULER: wonderwords)",
                    .default_text = "/usr/share/dict/words (wamerican)"),
       OBC_OPT_FLAG("--no-chat-template", &c->ruler.no_chat_template,
@@ -131,10 +132,9 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
       OBC_OPTION_HEADING("\npolicies:"),
       OBC_OPT_TEXT(
           "--scores", "S,..", &a->scores,
-          "policies: the presets (h2o, observed-attention, tova, tova-group, snapkv, pyramidkv, "
-          "adakv-snapkv, ..., and their "
-          "pairings such as snapkv+obc_k; a name that is also a generic score means the preset) "
-          "or any other replay score (attn, obc_vk, random); oracle@T is always added",
+          "policies, as evict --score names them: the published methods (h2o, tova, snapkv, "
+          "adakv-snapkv, ...) and their pairings such as snapkv+obc_k, or any other score "
+          "(attn, obc_vk, random); oracle@T is always added",
           .default_text = "snapkv,snapkv+obc_k"),
       OBC_OPT_TEXT("--pairs", "X+obc_S,..", &a->pairs,
                    "adds each entry and its baseline X to --scores"),
@@ -153,7 +153,7 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
           .default_text = "agnostic"),
       OBC_OPT_SIZE("--window", "W", &c->base.window,
                    "score window of the generic scores (presets fix their own)",
-                   .default_text = OBC_OPTION_SPELLED(EVICT_DEFAULT_WINDOW)),
+                   .default_text = "min(" OBC_OPTION_SPELLED(EVICT_DEFAULT_WINDOW) ", captured)"),
       OBC_OPT_FLAG("--keep-traces", &c->keep_traces,
                    "keep each sample's trace.h5 in its cell (large)"),
       OBC_OPTION_HEADING("\nrunning:"),
@@ -201,22 +201,6 @@ static const char *task_names(char *out, size_t size) {
   return out;
 }
 
-/* An eval's policies are the published methods: a name that is both a
- * generic score and a preset (snapkv, vatp, streaming) means the preset, so
- * that snapkv pairs with snapkv+obc_k. */
-static int prefer_preset(char name[32]) {
-  EvictPolicy p;
-  evict_policy_default(&p);
-  int preset = 0, inner = 0;
-  int rc = evict_policy_set_score(&p, name);
-  if (rc || p.kind == EVICT_SCORE_PRESET || evict_preset_parse(name, &preset, &inner)) return rc;
-  char prefixed[64];
-  snprintf(prefixed, sizeof prefixed, "preset:%s", name);
-  if ((rc = evict_policy_set_score(&p, prefixed))) return rc;
-  snprintf(name, 32, "%s", p.score);
-  return OBC_OK;
-}
-
 /* The lists into the configuration, checked. */
 static int resolve_lists(EvalArgs *a) {
   EvalConfig *c = &a->config;
@@ -248,7 +232,6 @@ static int resolve_lists(EvalArgs *a) {
       if (!rc) snprintf(c->scores[i], sizeof c->scores[i], "%s", probe.score);
     }
   }
-  for (size_t i = 0; i < c->n_scores && !rc; i++) rc = prefer_preset(c->scores[i]);
   for (size_t i = 0; i < c->n_scores && !rc; i++)
     if (!strcmp(c->scores[i], EVAL_ORACLE))
       rc = obc_fail(OBC_EINVAL, "--scores: %s is always replayed, as the reference", EVAL_ORACLE);
@@ -294,7 +277,7 @@ static const SweepRunOption run_only[] = {{"-o", false},
                                           {"--no-figures", true}};
 enum { N_RUN_ONLY = sizeof run_only / sizeof *run_only, RUN_ONLY_PLAN_OWNED = 2 };
 /* Option values that name files, made absolute in the plan. */
-static const char *const file_options[] = {"--essay", "--words"};
+static const char *const file_options[] = {"--haystack", "--essay", "--words"};
 
 static int make_plan(const EvalArgs *a, int argc, char **argv, SweepPlan *plan) {
   memset(plan, 0, sizeof *plan);

@@ -1,6 +1,7 @@
 /* `obcache evict TRACE --score S --budget B ... -o KEEP.h5`: applies one
  * eviction policy (evict/policy.h) to a trace and writes the kept prompt
  * positions of every (layer, KV head), with a one-line summary. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,10 +10,11 @@
 #include "common/obc_error.h"
 #include "evict/policy.h"
 #include "evict/policy_args.h"
-#include "evict/preset.h"
+#include "evict/source.h"
 #include "model/model.h"
 #include "common/obc_file.h"
 #include "common/obc_text.h"
+#include "scores/scores_file.h"
 
 static const char *usage =
     "usage: obcache evict TRACE [policy options] -o KEEP.h5\n"
@@ -25,38 +27,51 @@ static const char *usage =
     "The keep file records the query protocol (attribute protocol): replay reads it\n"
     "from there, so an agnostic kept set is replayed with the question re-run.\n"
     "\n"
-    "Presets (--score NAME; preset:NAME for snapkv, vatp and streaming, whose bare\n"
-    "names are the generic scores; NAME+obc_v|obc_k|obc_vk puts OBCache's score\n"
-    "inside an attention preset, everything else unchanged; NAME+attn, the swap\n"
-    "test, runs that path with the attention itself; docs/SCIENCE.md, \"Methods as\n"
-    "presets\"):\n"
-    "  h2o           the H2O paper's: attention accumulated over every prompt row,\n"
-    "                summed over the query group; of the k kept, the last k/2\n"
-    "                candidates (the recent window), then the heavy hitters\n"
-    "  observed-attention  kvpress ObservedAttention: each sum / the rows that\n"
-    "                saw the position, group mean, no recent window\n"
-    "  tova          last query row, mean over the layer's query heads (kvpress)\n"
-    "  tova-group    last query row, summed over the KV head's query group\n"
-    "  snapkv        kvpress SnapKV: 64 rows, mean, avg pool 5, group mean\n"
-    "  snapkv-max7   the OBCache authors' SnapKV: 16 rows, max pool 7\n"
-    "  pyramidkv     SnapKV scores, per-layer pyramid budgets (beta 20)\n"
-    "  adakv-snapkv  SnapKV scores, AdaKV allocation across a layer's heads\n"
-    "  criticalkv-snapkv  kvpress CriticalKV around SnapKV: half the budget by\n"
-    "                SnapKV, the rest by (SnapKV + 1e-4) x ||W_o v||_1 (reads\n"
-    "                --model)\n"
-    "  vatp          64-row mean attention x ||v||_1\n"
-    "  streaming     4 sinks + the most recent\n"
-    "  knorm         lowest key norm first kept\n"
-    "  keydiff       keys least like the mean key\n"
-    "  expected_attention  kvpress ExpectedAttention: the pre-RoPE query statistics'\n"
-    "                mean and covariance under the next 512 positions' mean RoPE,\n"
-    "                group mean, x ||v||_2, 4 sinks\n"
-    "  adakv-vatp    AdaKV with VATP's score: SnapKV's (pooled) x ||v||_1\n"
-    "  criticalkv-adakv  kvpress CriticalAdaKV around SnapKV: AdaKV's head budgets,\n"
-    "                CriticalKV's two stages inside each (reads --model)\n";
+    "Published methods (--score NAME, the same name in every command;\n"
+    "NAME+obc_v|obc_k|obc_vk puts OBCache's score inside an attention method,\n"
+    "everything else unchanged; NAME+attn, the swap test, runs that path with the\n"
+    "attention itself; docs/SCIENCE.md, \"Methods as presets\"):\n";
+
+/* --list-scores: the table of score sources, a tab-separated line a row. */
+static void print_scores(void) {
+  static const char *const kinds[] = {
+      [EVICT_SCORE_QUANTITY] = "quantity",     [EVICT_SCORE_RANDOM] = "random",
+      [EVICT_SCORE_RECENCY] = "recency",       [EVICT_SCORE_ORACLE] = "reference",
+      [EVICT_SCORE_DECODE_ATTN] = "reference", [EVICT_SCORE_PRESET] = "method"};
+  for (size_t i = 0; i < evict_source_count(); i++) {
+    const EvictSource *row = evict_source_at(i);
+    printf("%s\t%s\t%s\t%s\n", row->name, kinds[row->kind], row->pairs ? "pairs" : "-",
+           row->describe);
+  }
+}
+
+/* usage, then every method of the table with what it does, wrapped at 80
+ * columns under a 16-column name. */
+static void print_usage_and_methods(char *out, size_t size) {
+  size_t used = (size_t)snprintf(out, size, "%s", usage);
+  for (size_t i = 0; i < evict_source_count() && used < size; i++) {
+    const EvictSource *row = evict_source_at(i);
+    if (row->kind != EVICT_SCORE_PRESET) continue;
+    size_t name = strlen(row->name) + 2, column = name < 16 ? 16 : name + 2;
+    used += (size_t)snprintf(out + used, size - used, "  %-*s", (int)(column - 2), row->name);
+    bool first = true;
+    for (const char *word = row->describe; *word && used < size; first = false) {
+      size_t len = strcspn(word, " ");
+      bool wrap = !first && column + 1 + len > 79;
+      used += (size_t)snprintf(out + used, size - used, "%s%.*s",
+                               wrap    ? "\n                "
+                               : first ? ""
+                                       : " ",
+                               (int)len, word);
+      column = (wrap ? 16 : column + !first) + len;
+      word += len + (word[len] == ' ');
+    }
+    if (used < size) used += (size_t)snprintf(out + used, size - used, "\n");
+  }
+}
 
 /* The scores (n_layers, n_kv_heads, n_candidates) as CSV through a pending file. */
-static int write_scores(const char *path, const EvictKeepSet *keep, const double *scores) {
+static int write_scores_csv(const char *path, const EvictKeepSet *keep, const double *scores) {
   ObcPendingFile pending;
   FILE *fp = NULL;
   int rc = obc_text_open(&pending, path, &fp);
@@ -71,16 +86,64 @@ static int write_scores(const char *path, const EvictKeepSet *keep, const double
   return obc_text_close(&pending, fp, ok);
 }
 
+/* The same as analyze --scores-out writes them: one dataset named by the
+ * score, (n_layers, n_kv_heads, n_candidates) float64. */
+static int write_scores_h5(const char *path, const EvictKeepSet *keep, const double *scores,
+                           const char *trace) {
+  const char *names[] = {keep->policy.score};
+  ScoresFileLayout layout = {.n_layers = keep->n_layers,
+                             .n_kv_heads = keep->n_kv_heads,
+                             .n_prompt = keep->n_candidates,
+                             .window = keep->window,
+                             .trace_path = trace,
+                             .trace_hash = keep->trace_hash,
+                             .gqa = "",
+                             .precision = "double",
+                             .names = names,
+                             .n_datasets = 1};
+  ScoresFile *file = NULL;
+  int rc = scores_file_create(path, &layout, &file);
+  size_t n = keep->n_candidates;
+  for (size_t l = 0; l < keep->n_layers && !rc; l++)
+    for (size_t g = 0; g < keep->n_kv_heads && !rc; g++)
+      rc = scores_file_write_head(file, 0, l, g, scores + (l * keep->n_kv_heads + g) * n);
+  if (rc) {
+    scores_file_abort(file);
+    return rc;
+  }
+  return scores_file_commit(file);
+}
+
+/* --scores-out's format from its name: FILE.csv or FILE.h5 (FILE.hdf5). */
+static int scores_format(const char *path, bool *csv) {
+  const char *dot = strrchr(path, '.');
+  *csv = dot && !strcmp(dot, ".csv");
+  if (*csv || (dot && (!strcmp(dot, ".h5") || !strcmp(dot, ".hdf5")))) return OBC_OK;
+  char shown[256];
+  obc_text_escape(shown, sizeof shown, path, false);
+  return obc_fail(OBC_EINVAL,
+                  "--scores-out %s: the name says the format: FILE.csv (layer,kv_head,"
+                  "position,score) or FILE.h5 (as analyze --scores-out writes it)",
+                  shown);
+}
+
 int cmd_evict(int argc, char **argv) {
   EvictPolicy policy;
   evict_policy_default(&policy);
   const char *trace_path = NULL, *out_path = NULL, *scores_path = NULL;
+  bool list = false;
   const ObcOption own[] = {
-      OBC_OPT_TEXT("-o", "KEEP.h5", &out_path, "the kept positions (required)"),
+      OBC_OPT_TEXT("--output", "KEEP.h5", &out_path, "the kept positions (required)",
+                   .alias = "-o"),
+      OBC_OPT_FLAG("--list-scores", &list,
+                   "print every name --score takes (in every command), a line each: name, kind, "
+                   "whether it pairs with +obc_*, what it does; no TRACE"),
       OBC_OPT_TEXT(
-          "--scores-out", "FILE.csv", &scores_path,
-          "also write the scores the policy selected from: layer,kv_head,position,score for every "
-          "candidate (criticalkv-snapkv: the budget's final scores, DBL_MAX for its first stage; "
+          "--scores-out", "FILE", &scores_path,
+          "also write the scores the policy selected from, for every candidate, in the format "
+          "the name says: FILE.csv (layer,kv_head,position,score) or FILE.h5 (one dataset named "
+          "by the score, (layers, kv_heads, candidates) float64, as analyze --scores-out writes "
+          "them) (criticalkv-snapkv: the budget's final scores, DBL_MAX for its first stage; "
           "criticalkv-adakv: DBL_MAX for every kept position)"),
       OBC_OPT_TEXT("--model", "M", &policy.model,
                    "GGUF file or HF folder whose attention output projection criticalkv-snapkv and "
@@ -96,7 +159,13 @@ int cmd_evict(int argc, char **argv) {
   int rc = obc_options_parse("evict", lists, 2, argc, argv, &args);
   if (rc) return rc;
   if (args.help) {
-    obc_options_print_usage(stdout, usage, lists, 2);
+    char text[8192];
+    print_usage_and_methods(text, sizeof text);
+    obc_options_print_usage(stdout, text, lists, 2);
+    return 0;
+  }
+  if (list) {
+    print_scores();
     return 0;
   }
   if (args.n_positional > 1)
@@ -105,6 +174,8 @@ int cmd_evict(int argc, char **argv) {
   if (args.n_positional) trace_path = args.positional[0];
   if (!trace_path) return obc_fail(OBC_EINVAL, "missing TRACE (see obcache evict --help)");
   if (!out_path) return obc_fail(OBC_EINVAL, "missing -o KEEP.h5 (see obcache evict --help)");
+  bool csv = false;
+  if (scores_path && (rc = scores_format(scores_path, &csv))) return rc;
   TraceReader *reader = NULL;
   rc = trace_open(trace_path, &reader);
   if (rc) return rc;
@@ -116,7 +187,9 @@ int cmd_evict(int argc, char **argv) {
     obc_text_command_line(argc, argv, command_line, sizeof command_line);
     rc = evict_keep_write(out_path, &keep, trace_path, command_line);
   }
-  if (!rc && scores_path && (rc = write_scores(scores_path, &keep, scores)))
+  if (!rc && scores_path &&
+      (rc = csv ? write_scores_csv(scores_path, &keep, scores)
+                : write_scores_h5(scores_path, &keep, scores, trace_path)))
     remove(out_path); /* both outputs or neither */
   free(scores);
   if (!rc) {

@@ -85,13 +85,14 @@ typedef struct {
 /* Refuses, in one line, an option that the chosen mode does not take. */
 static int check_mode_options(const ReplayArgs *a) {
   if (!a->sweep) {
-    const char *sweep_only = a->scores                ? "--scores"
-                             : a->budgets             ? "--budgets"
-                             : a->pairs               ? "--pairs"
-                             : a->no_model            ? "--no-model"
-                             : a->batch_given         ? "--batch"
-                             : a->offline_batch_given ? "--offline-batch"
-                                                      : NULL;
+    const char *sweep_only = a->scores                  ? "--scores"
+                             : a->budgets               ? "--budgets"
+                             : a->pairs                 ? "--pairs"
+                             : a->no_model              ? "--no-model"
+                             : a->sweep_config.keep_out ? "--keep-out"
+                             : a->batch_given           ? "--batch"
+                             : a->offline_batch_given   ? "--offline-batch"
+                                                        : NULL;
     if (sweep_only) return obc_fail(OBC_EINVAL, "%s: only with --sweep", sweep_only);
     if (a->protocols.n > 1)
       return obc_fail(OBC_EINVAL, "--protocol: a list of protocols only with --sweep");
@@ -154,7 +155,7 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
                    "model replay only: also write DIR/replay_logits.f32, float32 (rows, vocab): "
                    "under --protocol agnostic first the re-run's logits of the first answer "
                    "token, then every teacher-forced step's"),
-      OBC_OPT_TEXT("-o", "DIR", &a->out_dir, "output folder",
+      OBC_OPT_TEXT("--output", "DIR", &a->out_dir, "output folder", .alias = "-o",
                    .default_text =
                        "TRACE without .h5 + \"-replay\"; for --sweep \"-replay-sweep\", "
                        "or DIR/replay for a sweep folder"),
@@ -176,6 +177,9 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
                    .default_text = default_budgets),
       OBC_OPT_FLAG("--no-model", &a->no_model,
                    "offline replay only (synthetic traces, quick looks)"),
+      OBC_OPT_TEXT("--keep-out", "DIR", &a->sweep_config.keep_out,
+                   "also write every kept set as a keep file (obcache evict's format) into the "
+                   "existing folder DIR, named TRACE.SCORE.BUDGET.PROTOCOL.h5"),
       OBC_OPT_SIZE("--batch", "N", &a->batch,
                    "model-replay sequences decoded together, two per kept set (free-running and "
                    "teacher-forced), sharing every weight pass; 1 = one set after another (the "

@@ -74,48 +74,6 @@ void obc_option_show_size_list(const void *target, char *text, size_t size) {
     used += (size_t)snprintf(text + used, size - used, "%s%zu", i ? "," : "", list->values[i]);
 }
 
-static bool is_help(const char *arg) { return !strcmp(arg, "--help") || !strcmp(arg, "-h"); }
-
-int obc_options_parse(const char *command, const ObcOptionList *lists, size_t n_lists, int argc,
-                      char **argv, ObcArguments *args) {
-  memset(args, 0, sizeof *args);
-  for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-    if (is_help(argv[i])) {
-      args->help = true;
-      return OBC_OK;
-    }
-  bool options_done = false;
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    if (!options_done && !strcmp(arg, "--")) {
-      options_done = true;
-      continue;
-    }
-    if (options_done || arg[0] != '-' || arg[1] == '\0') {
-      if (args->n_positional == OBC_OPTIONS_MAX_POSITIONAL)
-        return obc_fail(OBC_EINVAL, "too many arguments ('%s'; try obcache %s --help)", arg,
-                        command);
-      args->positional[args->n_positional++] = arg;
-      continue;
-    }
-    const ObcOption *option = find_option(lists, n_lists, arg);
-    if (!option)
-      return obc_fail(OBC_EINVAL, "unknown option '%s' (try obcache %s --help)", arg, command);
-    const char *equals = strchr(arg, '=');
-    const char *value = NULL;
-    if (!option->value) {
-      if (equals) return obc_fail(OBC_EINVAL, "%s: takes no value", option->name);
-    } else {
-      value = equals ? equals + 1 : i + 1 < argc ? argv[++i] : NULL;
-      if (!value || !value[0]) return obc_fail(OBC_EINVAL, "%s: missing value", option->name);
-    }
-    int rc = store_value(option, value);
-    if (rc) return rc;
-    if (option->seen) *option->seen = true;
-  }
-  return OBC_OK;
-}
-
 /* The default the help shows: default_text, else the target's value
  * (formatted into buf), else NULL. */
 static const char *default_shown(const ObcOption *option, char *buf, size_t size) {
@@ -150,6 +108,76 @@ static const char *default_shown(const ObcOption *option, char *buf, size_t size
   }
 }
 
+static bool is_help(const char *arg) {
+  return !strcmp(arg, "--help") || !strcmp(arg, "-h") || !strcmp(arg, OBC_OPTIONS_TABLE);
+}
+
+/* Set when the command line asked for the option table: the usage the
+ * command then prints is the table. */
+static bool table_asked;
+
+static void print_table(FILE *out, const char *command, const ObcOptionList *lists,
+                        size_t n_lists) {
+  for (size_t l = 0; l < n_lists; l++)
+    for (size_t o = 0; o < lists[l].count; o++) {
+      const ObcOption *option = &lists[l].options[o];
+      if (!option->name) continue;
+      char fallback[64];
+      const char *shown = default_shown(option, fallback, sizeof fallback);
+      fprintf(out, "%s\t%s\t%s\t%s\t%s\t%s\n", command, option->name,
+              option->alias ? option->alias : "", option->value ? option->value : "",
+              shown ? shown : "",
+              option->renamed ? option->renamed
+              : option->help  ? ""
+                              : "hidden");
+    }
+}
+
+int obc_options_parse(const char *command, const ObcOptionList *lists, size_t n_lists, int argc,
+                      char **argv, ObcArguments *args) {
+  memset(args, 0, sizeof *args);
+  for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+    if (is_help(argv[i])) {
+      args->help = true;
+      table_asked = !strcmp(argv[i], OBC_OPTIONS_TABLE);
+      if (table_asked) print_table(stdout, command, lists, n_lists);
+      return OBC_OK;
+    }
+  bool options_done = false;
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (!options_done && !strcmp(arg, "--")) {
+      options_done = true;
+      continue;
+    }
+    if (options_done || arg[0] != '-' || arg[1] == '\0') {
+      if (args->n_positional == OBC_OPTIONS_MAX_POSITIONAL)
+        return obc_fail(OBC_EINVAL, "too many arguments ('%s'; try obcache %s --help)", arg,
+                        command);
+      args->positional[args->n_positional++] = arg;
+      continue;
+    }
+    const ObcOption *option = find_option(lists, n_lists, arg);
+    if (!option)
+      return obc_fail(OBC_EINVAL, "unknown option '%s' (try obcache %s --help)", arg, command);
+    const char *equals = strchr(arg, '=');
+    const char *value = NULL;
+    if (!option->value) {
+      if (equals) return obc_fail(OBC_EINVAL, "%s: takes no value", option->name);
+    } else {
+      value = equals ? equals + 1 : i + 1 < argc ? argv[++i] : NULL;
+      if (!value || !value[0]) return obc_fail(OBC_EINVAL, "%s: missing value", option->name);
+    }
+    if (option->renamed)
+      fprintf(stderr, "obcache %s: note: %s is spelled %s\n", command, option->name,
+              option->renamed);
+    int rc = store_value(option, value);
+    if (rc) return rc;
+    if (option->seen) *option->seen = true;
+  }
+  return OBC_OK;
+}
+
 static void print_option(FILE *out, const ObcOption *option) {
   char left[128];
   snprintf(left, sizeof left, "%s%s%s%s%s", option->alias ? option->alias : "",
@@ -181,6 +209,7 @@ void obc_options_print_help(FILE *out, const ObcOptionList *lists, size_t n_list
 
 void obc_options_print_usage(FILE *out, const char *usage, const ObcOptionList *lists,
                              size_t n_lists) {
+  if (table_asked) return; /* printed by obc_options_parse */
   fputs(usage, out);
   fputs("\noptions:\n", out);
   obc_options_print_help(out, lists, n_lists);

@@ -57,6 +57,8 @@ typedef struct {
   ObcOptionParse parse; /* OBC_OPTION_CUSTOM */
   bool *seen;           /* set to true when the option is given, or NULL */
   ObcOptionShow show;   /* OBC_OPTION_CUSTOM: its default from the target, or NULL */
+  const char *renamed;  /* an old spelling of this option: taken with a one-line note on
+                         * stderr, hidden from the help (help NULL) */
 } ObcOption;
 
 /* A macro's value as text, for a default_text that names a constant:
@@ -117,6 +119,13 @@ typedef struct {
 #define OBC_OPTION_LIST(array) ((ObcOptionList){(array), sizeof(array) / sizeof *(array)})
 
 enum { OBC_OPTIONS_MAX_POSITIONAL = 16 };
+
+/* `obcache COMMAND --help-options` prints the command's option table, a
+ * line per option: command, name, short form, value placeholder, default,
+ * and the new spelling of an old one ("hidden" for another option the help
+ * does not list), tab-separated (for scripts, completions and
+ * tests/test_option_vocabulary.py). */
+#define OBC_OPTIONS_TABLE "--help-options"
 
 typedef struct {
   bool help;                                          /* -h or --help given */

@@ -24,7 +24,7 @@
 
 #define EVAL_MAX_TASKS 16
 #define EVAL_MAX_LENGTHS 16
-#define EVAL_MAX_SCORES 32
+#define EVAL_MAX_SCORES 64
 #define EVAL_MAX_BUDGETS 16
 #define EVAL_ORACLE "oracle@T"
 #define EVAL_FULL "full"

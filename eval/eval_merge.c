@@ -163,11 +163,16 @@ static int read_row(const EvalData *d, const cJSON *o, const char *path, EvalSam
   const char *protocol = get_text(o, "protocol");
   if (!policy || !budget || !protocol)
     return obc_fail(OBC_EFORMAT, "%s: a row needs \"policy\", \"budget\" and \"protocol\"", path);
-  size_t p = strcmp(policy, EVAL_ORACLE) ? find_name(c->scores, c->n_scores, policy) : c->n_scores;
+  /* the name as recorded now: a folder of an earlier version may write a
+   * method as preset:NAME */
+  char name[64];
+  evict_policy_canonical_score(policy, name, sizeof name);
+  bool oracle = !strcmp(name, EVAL_ORACLE);
+  size_t p = oracle ? c->n_scores : find_name(c->scores, c->n_scores, name);
   size_t b = find_name(c->budgets, c->n_budgets, budget), q = c->n_protocols;
   for (size_t i = 0; i < c->n_protocols; i++)
     if (!strcmp(evict_protocol_name(c->protocols[i]), protocol)) q = i;
-  if (p == d->n_policies || b == c->n_budgets || q == c->n_protocols)
+  if ((!oracle && p == c->n_scores) || b == c->n_budgets || q == c->n_protocols)
     return obc_fail(OBC_EFORMAT, "%s: row %s %s %s is not in the eval's plan", path, policy, budget,
                     protocol);
   EvalAnswer *a = &s->rows[row_index(d, q, p, b)];

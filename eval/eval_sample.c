@@ -33,7 +33,7 @@ void eval_config_default(EvalConfig *c) {
   c->lengths[c->n_lengths++] = 1024;
   c->samples = 8;
   c->seed = 1;
-  static const char *const scores[] = {"preset:snapkv", "preset:snapkv+obc_k"};
+  static const char *const scores[] = {"snapkv", "snapkv+obc_k"};
   for (size_t i = 0; i < sizeof scores / sizeof *scores; i++)
     snprintf(c->scores[c->n_scores++], sizeof c->scores[0], "%s", scores[i]);
   static const char *const budgets[] = {"10%", "25%", "50%"};
@@ -143,8 +143,8 @@ static void sets_free(EvalSets *s) {
 static bool needs_column_sums(const EvalConfig *c) {
   for (size_t s = 0; s < c->n_scores; s++) {
     EvictPolicy p = c->base;
-    if (!evict_policy_set_score(&p, c->scores[s]) && p.kind == EVICT_SCORE_PRESET &&
-        evict_preset_reads_prompt_sums(&p))
+    if (!evict_policy_set_score(&p, c->scores[s]) &&
+        (p.source->reads & (EVICT_READS_SUMS | EVICT_READS_QSTATS)))
       return true;
   }
   obc_error_clear();

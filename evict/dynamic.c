@@ -23,9 +23,9 @@
 #include "runtime/runtime.h"
 
 const char *const evict_dynamic_score_names[EVICT_DYNAMIC_N_SCORES] = {
-    [EVICT_DYNAMIC_ATTN] = "attn",           [EVICT_DYNAMIC_OBC_V] = "obc_v",
-    [EVICT_DYNAMIC_OBC_K] = "obc_k",         [EVICT_DYNAMIC_OBC_VK] = "obc_vk",
-    [EVICT_DYNAMIC_STREAMING] = "streaming",
+    [EVICT_DYNAMIC_ATTN] = "attn",       [EVICT_DYNAMIC_OBC_V] = "obc_v",
+    [EVICT_DYNAMIC_OBC_K] = "obc_k",     [EVICT_DYNAMIC_OBC_VK] = "obc_vk",
+    [EVICT_DYNAMIC_RECENCY] = "recency",
 };
 
 /* The scores a run evicts by, and the full cache it is compared with. */
@@ -34,7 +34,7 @@ typedef enum {
   DYN_OBC_V = EVICT_DYNAMIC_OBC_V,
   DYN_OBC_K = EVICT_DYNAMIC_OBC_K,
   DYN_OBC_VK = EVICT_DYNAMIC_OBC_VK,
-  DYN_STREAMING = EVICT_DYNAMIC_STREAMING,
+  DYN_STREAMING = EVICT_DYNAMIC_RECENCY,
   DYN_FULL = EVICT_DYNAMIC_N_SCORES,
 } DynScore;
 
@@ -77,8 +77,8 @@ void evict_dynamic_config_default(EvictDynamicConfig *c) {
   for (size_t i = 0; i < EVICT_DYNAMIC_N_SCORES; i++)
     snprintf(c->scores[i], sizeof c->scores[0], "%s", evict_dynamic_score_names[i]);
   c->n_scores = EVICT_DYNAMIC_N_SCORES;
-  c->sinks = 4;
-  c->recent = 0; /* half of each budget, H2O's split */
+  c->sinks = 0;
+  c->recent = 0;
   c->chunk = 16;
   c->ppl_window = 256;
 }
@@ -234,6 +234,11 @@ static int evict_to_budget(DynRun *run, size_t length) {
 /* One teacher-forced pass; nll (n - 1): nll[t] = -log p(tokens[t+1] | ..t).
  * scores_out (n_layers, n_kv_heads, n), may be NULL: the running scores at
  * the end. */
+/* The recent window of a budget: --recent tokens, or its share of the budget. */
+static size_t recent_of(const EvictDynamicConfig *cfg, size_t budget) {
+  return cfg->recent_percent ? budget * cfg->recent_percent / 100 : cfg->recent;
+}
+
 static int run_policy(const Model *model, const EvictDynamicConfig *cfg, DynScore score,
                       size_t budget, const int32_t *tokens, double *nll, double *scores_out) {
   const ModelConfig *c = &model->config;
@@ -242,7 +247,7 @@ static int run_policy(const Model *model, const EvictDynamicConfig *cfg, DynScor
                 .score = score,
                 .budget = budget,
                 .sinks = cfg->sinks,
-                .recent = cfg->recent ? cfg->recent : budget / 2,
+                .recent = recent_of(cfg, budget),
                 .max_context = n};
   RuntimeOptions options = {.max_context = n, .threads = cfg->threads, .backend = cfg->device};
   size_t step_max = score == DYN_FULL ? 256 : cfg->chunk;
@@ -330,7 +335,8 @@ static int write_files(ObcOutputSet *set, const EvictDynamicConfig *cfg, const M
   cJSON_AddStringToObject(root, "text", cfg->text);
   cJSON_AddNumberToObject(root, "tokens", (double)cfg->n_tokens);
   cJSON_AddNumberToObject(root, "sinks", (double)cfg->sinks);
-  cJSON_AddNumberToObject(root, "recent", (double)cfg->recent); /* 0: half of each budget */
+  cJSON_AddNumberToObject(root, "recent", (double)cfg->recent);
+  cJSON_AddNumberToObject(root, "recent_percent", (double)cfg->recent_percent);
   cJSON_AddNumberToObject(root, "chunk", (double)cfg->chunk);
   cJSON_AddNumberToObject(root, "ppl_window", (double)cfg->ppl_window);
   cJSON *runs = cJSON_AddArrayToObject(root, "runs");
@@ -359,10 +365,10 @@ static void print_table(const EvictDynamicConfig *cfg, const DynResult *results,
     if (end > 0) marks[n_marks++] = end;
   }
   char recent[32];
-  if (cfg->recent)
-    snprintf(recent, sizeof recent, "%zu", cfg->recent);
+  if (cfg->recent_percent)
+    snprintf(recent, sizeof recent, "%zu%% of the budget", cfg->recent_percent);
   else
-    snprintf(recent, sizeof recent, "budget/2");
+    snprintf(recent, sizeof recent, "%zu", cfg->recent);
   printf(
       "\nperplexity of the text (cumulative up to the position), chunk %zu, sinks %zu, recent "
       "%s\n%-10s %7s",
@@ -393,14 +399,12 @@ int evict_dynamic_run(const Model *model, const EvictDynamicConfig *cfg, const c
     return obc_fail(OBC_EINVAL, "dynamic: --tokens %zu beyond the model's context of %zu",
                     cfg->n_tokens, model->config.context_length);
   for (size_t b = 0; b < cfg->n_budgets; b++)
-    if (cfg->budgets[b] <= cfg->sinks + (cfg->recent ? cfg->recent : cfg->budgets[b] / 2) ||
+    if (cfg->budgets[b] <= cfg->sinks + recent_of(cfg, cfg->budgets[b]) ||
         cfg->budgets[b] >= cfg->n_tokens)
       return obc_fail(OBC_EINVAL,
                       "dynamic: budget %zu (expected more than sinks + recent = %zu "
                       "and fewer than --tokens %zu)",
-                      cfg->budgets[b],
-                      cfg->sinks + (cfg->recent ? cfg->recent : cfg->budgets[b] / 2),
-                      cfg->n_tokens);
+                      cfg->budgets[b], cfg->sinks + recent_of(cfg, cfg->budgets[b]), cfg->n_tokens);
   int32_t *tokens = NULL;
   int rc = text_tokens(model, cfg->text, cfg->max_text_bytes, cfg->n_tokens, &tokens);
   if (rc) return rc;

@@ -8,7 +8,7 @@
  *   obc_v       A_ip^2 ||v_p||^2
  *   obc_k       (A_ip z_ip)^2 ||v_p - o_i||^2
  *   obc_vk      obc_v + obc_k + 2 A_ip^2 z_ip (||v_p||^2 - v_p . o_i)
- *   streaming   the position itself (sinks + most recent, no accumulation)
+ *   recency     the position itself (sinks + most recent, no accumulation)
  * and whenever a head holds more than the budget, its lowest-scoring tokens
  * outside the sinks and the recent window are evicted (ties: older first).
  * Tokens are fed in chunks of C (the cache holds at most budget + C - 1
@@ -25,25 +25,25 @@
 
 /* The running scores, in the order the help and the default list them. */
 typedef enum {
-  EVICT_DYNAMIC_ATTN,      /* H2O's accumulated attention */
-  EVICT_DYNAMIC_OBC_V,     /* OBCache's value term */
-  EVICT_DYNAMIC_OBC_K,     /* OBCache's key term */
-  EVICT_DYNAMIC_OBC_VK,    /* both and their cross term */
-  EVICT_DYNAMIC_STREAMING, /* sinks + most recent */
+  EVICT_DYNAMIC_ATTN,    /* H2O's accumulated attention */
+  EVICT_DYNAMIC_OBC_V,   /* OBCache's value term */
+  EVICT_DYNAMIC_OBC_K,   /* OBCache's key term */
+  EVICT_DYNAMIC_OBC_VK,  /* both and their cross term */
+  EVICT_DYNAMIC_RECENCY, /* sinks + most recent */
   EVICT_DYNAMIC_N_SCORES,
 } EvictDynamicScore;
 
-/* The name of each score ("attn", ... "streaming"), the one table that the
+/* The name of each score ("attn", ... "recency"), the one table that the
  * parser, the default list, the help and the error messages read. */
 extern const char *const evict_dynamic_score_names[EVICT_DYNAMIC_N_SCORES];
 
 /* The score called name; fails, naming option and listing the scores
  * ("--scores x: not a dynamic score (expected attn, obc_v, ... or
- * streaming)"), for any other. */
+ * recency)"), for any other. */
 int evict_dynamic_score_parse(const char *option, const char *name, EvictDynamicScore *score);
 
 /* The score names joined into out (size bytes): separator between them,
- * last before the final one ("attn, obc_v, obc_k, obc_vk or streaming"
+ * last before the final one ("attn, obc_v, obc_k, obc_vk or recency"
  * from ", " and " or "). */
 void evict_dynamic_score_list(const char *separator, const char *last, char *out, size_t size);
 
@@ -54,11 +54,12 @@ typedef struct {
   size_t budgets[EVICT_DYNAMIC_MAX];
   size_t n_budgets; /* default 256, 512, 1024 */
   char scores[EVICT_DYNAMIC_MAX][32];
-  size_t n_scores;   /* default every score of evict_dynamic_score_names */
-  size_t sinks;      /* default 4 */
-  size_t recent;     /* 0 (default) = half of each budget, H2O's split */
-  size_t chunk;      /* C, default 16 */
-  size_t ppl_window; /* positions per perplexity window (default 256) */
+  size_t n_scores;       /* default every score of evict_dynamic_score_names */
+  size_t sinks;          /* default none (H2O's split: 4) */
+  size_t recent;         /* tokens, default none */
+  size_t recent_percent; /* else this share of each budget (H2O's split: 50) */
+  size_t chunk;          /* C, default 16 */
+  size_t ppl_window;     /* positions per perplexity window (default 256) */
   size_t threads;
   const char *device; /* runtime backend: NULL/"cpu", "cuda", "cuda-bf16" */
 } EvictDynamicConfig;

@@ -49,10 +49,13 @@ static herr_t write_dataset(hid_t file, const char *name, hid_t file_type, hid_t
   return status;
 }
 
-static const char *kind_name(EvictScoreKind kind) {
-  switch (kind) {
+/* The score's kind as the keep file records it ("unknown" for a policy
+ * read back from a file, whose row is not looked up). */
+static const char *kind_name(const EvictSource *source) {
+  if (!source) return "unknown";
+  switch (source->kind) {
     case EVICT_SCORE_RANDOM: return "random";
-    case EVICT_SCORE_STREAMING: return "streaming";
+    case EVICT_SCORE_RECENCY: return "recency";
     case EVICT_SCORE_ORACLE: return "oracle";
     case EVICT_SCORE_DECODE_ATTN: return "decode_attn";
     case EVICT_SCORE_PRESET: return "preset";
@@ -123,7 +126,7 @@ int evict_keep_write(const char *path, const EvictKeepSet *k, const char *trace_
       trace_h5_attr_write_str(tmp, file, "trace_hash", k->trace_hash) == 0 &&
       trace_h5_attr_write_str(tmp, file, "command_line", command_line ? command_line : "") == 0 &&
       trace_h5_attr_write_str(tmp, file, "score", p->score) == 0 &&
-      trace_h5_attr_write_str(tmp, file, "score_kind", kind_name(p->kind)) == 0 &&
+      trace_h5_attr_write_str(tmp, file, "score_kind", kind_name(p->source)) == 0 &&
       trace_h5_attr_write_str(tmp, file, "budget_given", p->budget_text) == 0 &&
       trace_h5_attr_write_str(tmp, file, "budget_rule", evict_budget_rule_name(p->budget_rule)) ==
           0 &&

@@ -1,8 +1,7 @@
-/* Policies: turn per-(layer, KV head) scores into kept prompt positions with
- * sinks, a recent window and a uniform or AdaKV-style budget (evict/policy.h).
- * Scores come from the analyser's window sweep, the oracle, a seeded hash or
- * the position itself (streaming); selection reuses scores/select.h so ties
- * break exactly as in the recall figures. */
+/* Policies (evict/policy.h): the options that make one, the one budget
+ * count, the candidates and protected positions of a trace, and the scores
+ * and kept sets of a policy through its row of the table of score sources
+ * (evict/source.h). */
 #include "evict/policy.h"
 
 #include <assert.h>
@@ -12,76 +11,99 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scores/score_head.h"
-#include "scores/scores.h"
-#include "scores/select.h"
 #include "common/obc_error.h"
 #include "common/obc_parse.h"
-#include "oracle/decode_attention.h"
-#include "evict/preset.h"
+#include "common/obc_text.h"
 
 void evict_policy_default(EvictPolicy *p) {
   memset(p, 0, sizeof *p);
   snprintf(p->score, sizeof p->score, "obc_vk");
-  p->kind = EVICT_SCORE_QUANTITY;
-  p->quantity = OBC_Q_OBC_VK;
+  p->source = evict_source_find("obc_vk", 6);
   snprintf(p->budget_text, sizeof p->budget_text, "10%%");
   p->budget_rule = EVICT_BUDGET_RULE_FLOOR;
   p->adakv_floor = EVICT_DEFAULT_ADAKV_FLOOR;
   p->seed = 1;
 }
 
-/* snapkv, vatp and streaming: names of generic scores and of presets. */
-static bool names_generic_score(const char *name, size_t n) {
-  char base[32];
-  if (n >= sizeof base) return false;
-  memcpy(base, name, n);
-  base[n] = '\0';
-  return score_quantity_from_name(base) >= 0 || !strcmp(base, "streaming");
-}
+#define OLD_PREFIX "preset:"
 
 void evict_policy_canonical_score(const char *name, char *out, size_t size) {
-  const char *plus = strchr(name, '+');
-  bool shadowed =
-      strncmp(name, "preset:", 7) && plus && names_generic_score(name, (size_t)(plus - name));
-  snprintf(out, size, "%s%s", shadowed ? "preset:" : "", name);
+  bool old = !strncmp(name, OLD_PREFIX, strlen(OLD_PREFIX));
+  snprintf(out, size, "%s", old ? name + strlen(OLD_PREFIX) : name);
 }
 
-int evict_policy_set_score(EvictPolicy *p, const char *name) {
-  int q = score_quantity_from_name(name), rc = OBC_OK;
-  if (q >= 0) {
-    p->kind = EVICT_SCORE_QUANTITY;
-    p->quantity = q;
-  } else if (!strcmp(name, "random")) {
-    p->kind = EVICT_SCORE_RANDOM;
-  } else if (!strcmp(name, "streaming")) {
-    p->kind = EVICT_SCORE_STREAMING;
-  } else if (!strcmp(name, "oracle") || !strncmp(name, "oracle@", 7) ||
-             !strcmp(name, "decode_attn") || !strncmp(name, "decode_attn@", 12)) {
-    p->kind = name[0] == 'o' ? EVICT_SCORE_ORACLE : EVICT_SCORE_DECODE_ATTN;
-    const char *at = strchr(name, '@');
-    if (at) {
-      rc = oracle_steps_parse("--score", at + 1, &p->steps);
-      if (rc) return rc;
-      p->steps_given = true;
+/* The inner scores after '+', by EvictPresetInner ("attn" is the swap). */
+static const char *const inner_names[] = {"", "obc_v", "obc_k", "obc_vk", "attn"};
+
+void evict_policy_score_help(char *out, size_t size) {
+  char quantities[512], methods[1024];
+  evict_source_names(EVICT_SCORE_QUANTITY, quantities, sizeof quantities);
+  evict_source_names(EVICT_SCORE_PRESET, methods, sizeof methods);
+  snprintf(out, size,
+           "%s (analyser quantities over --window), random (seeded), recency (--sinks + most "
+           "recent), oracle (each token's true eviction error over the --oracle steps: a "
+           "reference, not a bound), decode_attn (attention mass from the captured decode "
+           "queries of the --oracle steps; like oracle, it sees the answer); oracle@1, "
+           "oracle@T, oracle@a-b, decode_attn@a-b name the steps directly. Published methods, "
+           "each as its reference implementation runs it: %s; METHOD+obc_v|obc_k|obc_vk puts "
+           "OBCache's score inside one",
+           quantities, methods);
+}
+
+/* The message for a name that is no row. */
+static int unknown_score(const char *name) {
+  char text[2048], shown[96];
+  evict_policy_score_help(text, sizeof text);
+  obc_text_escape(shown, sizeof shown, name, false);
+  return obc_fail(OBC_EINVAL, "--score %s: unknown score (expected %s)", shown, text);
+}
+
+int evict_policy_set_score(EvictPolicy *p, const char *given) {
+  char name[sizeof p->score], shown[96];
+  obc_text_escape(shown, sizeof shown, given, false);
+  if (strlen(given) >= sizeof name)
+    return obc_fail(OBC_EINVAL, "--score %s: longer than %zu characters", shown, sizeof name - 1);
+  evict_policy_canonical_score(given, name, sizeof name);
+  if (strcmp(name, given))
+    fprintf(stderr, "obcache: note: --score %s is spelled %s\n", shown, name);
+  size_t len = strcspn(name, "@+");
+  const EvictSource *row = evict_source_find(name, len);
+  if (!row) return unknown_score(given);
+  int inner = EVICT_PRESET_INNER_ATTN;
+  if (name[len] == '+') {
+    inner = -1;
+    for (int i = EVICT_PRESET_INNER_OBC_V; i <= EVICT_PRESET_INNER_SWAP; i++)
+      if (!strcmp(name + len + 1, inner_names[i])) inner = i;
+    if (inner < 0)
+      return obc_fail(OBC_EINVAL,
+                      "--score %s: unknown score '%s' inside the method (expected obc_v, obc_k, "
+                      "obc_vk, or attn for the swap test)",
+                      shown, name + len + 1);
+    if (!row->pairs) {
+      char paired[512] = "";
+      for (size_t i = 0; i < evict_source_count(); i++) {
+        const EvictSource *s = evict_source_at(i);
+        if (!s->pairs) continue;
+        if (*paired) strncat(paired, ", ", sizeof paired - strlen(paired) - 1);
+        strncat(paired, s->name, sizeof paired - strlen(paired) - 1);
+      }
+      return obc_fail(OBC_EINVAL,
+                      "--score %s: %s has no attention score to replace (+%s pairs with %s)", shown,
+                      row->name, name + len + 1, paired);
     }
-  } else if ((rc = evict_preset_parse(name, &p->preset, &p->preset_inner)) <= 0) {
-    if (rc) return rc;
-    p->kind = EVICT_SCORE_PRESET;
-    evict_policy_canonical_score(name, p->score, sizeof p->score);
-    return OBC_OK;
-  } else {
-    char names[512] = "";
-    for (int i = 0; i < OBC_Q_COUNT; i++) {
-      strncat(names, score_quantity_name((ScoreQuantity)i), sizeof names - strlen(names) - 1);
-      strncat(names, ", ", sizeof names - strlen(names) - 1);
-    }
-    return obc_fail(OBC_EINVAL,
-                    "--score %s: unknown score (expected one of %srandom, streaming, "
-                    "oracle[@1|@T|@a-b], decode_attn[@...] or a preset: %s, as NAME or "
-                    "preset:NAME, +obc_v|obc_k|obc_vk inside)",
-                    name, names, evict_preset_names());
   }
+  if (name[len] == '@') {
+    if (!row->steps)
+      return obc_fail(OBC_EINVAL,
+                      "--score %s: %s takes no decode steps (only oracle and "
+                      "decode_attn do)",
+                      shown, row->name);
+    int rc = oracle_steps_parse("--score", name + len + 1, &p->steps);
+    if (rc) return rc;
+    p->steps_given = true;
+  }
+  p->source = row;
+  p->inner = inner;
   snprintf(p->score, sizeof p->score, "%s", name);
   return OBC_OK;
 }
@@ -94,19 +116,17 @@ int evict_policy_set_steps(EvictPolicy *p, const char *text) {
 
 OracleSteps evict_policy_steps(const EvictPolicy *p) {
   if (p->steps_given) return p->steps;
-  return p->kind == EVICT_SCORE_DECODE_ATTN ? ORACLE_STEPS_ALL : ORACLE_STEPS_ONE;
+  return p->source && p->source->steps_all ? ORACLE_STEPS_ALL : ORACLE_STEPS_ONE;
 }
 
 void evict_policy_score_name(const EvictPolicy *p, char *out, size_t size) {
   OracleSteps steps = evict_policy_steps(p);
-  if (p->kind == EVICT_SCORE_ORACLE)
-    oracle_steps_name("oracle", &steps, out, size);
-  else if (p->kind == EVICT_SCORE_DECODE_ATTN && steps.all)
-    snprintf(out, size, "decode_attn");
-  else if (p->kind == EVICT_SCORE_DECODE_ATTN)
-    oracle_steps_name("decode_attn", &steps, out, size);
-  else
+  if (!p->source || !p->source->steps)
     snprintf(out, size, "%s", p->score);
+  else if (p->source->steps_all && steps.all) /* the default, unnamed */
+    snprintf(out, size, "%s", p->source->name);
+  else
+    oracle_steps_name(p->source->name, &steps, out, size);
 }
 
 int evict_policy_set_budget(EvictPolicy *p, const char *text) {
@@ -310,23 +330,7 @@ bool evict_protocol_reruns_tail(EvictProtocol protocol) {
 }
 
 int evict_policy_budget_tokens(const EvictPolicy *p, size_t n_candidates, size_t *tokens) {
-  if (p->kind == EVICT_SCORE_PRESET) return evict_preset_budget_tokens(p, n_candidates, tokens);
-  size_t k = 0;
-  int rc = evict_budget_count(p, n_candidates, &k);
-  if (rc) return rc;
-  if (k == 0 || k > n_candidates)
-    return obc_fail(OBC_EINVAL, "--budget %s: %zu tokens (expected 1..%zu, the %s)", p->budget_text,
-                    k, n_candidates,
-                    p->protocol == EVICT_PROTOCOL_AWARE ? "prompt positions"
-                                                        : "context positions before the question");
-  size_t fixed = p->sinks + (p->kind == EVICT_SCORE_STREAMING ? 0 : p->recent);
-  if (fixed > k || (p->kind == EVICT_SCORE_STREAMING && p->sinks >= k && k < n_candidates))
-    return obc_fail(OBC_EINVAL,
-                    "--budget %s: %zu tokens leave no room beside %zu sinks and a "
-                    "recent window of %zu (hint: a larger budget or fewer --sinks/--recent)",
-                    p->budget_text, k, p->sinks, p->recent);
-  *tokens = k;
-  return OBC_OK;
+  return p->source->count(p, n_candidates, tokens);
 }
 
 int evict_policy_candidates(const EvictPolicy *p, const TraceMeta *meta, size_t *n) {
@@ -360,31 +364,6 @@ void evict_keep_set_free(EvictKeepSet *k) {
   memset(k, 0, sizeof *k);
 }
 
-/* A uniform number in [0, 1) from (seed, layer, head, position): the
- * splitmix64 finaliser, so every run and thread count agrees. */
-static double seeded_uniform(uint64_t seed, size_t layer, size_t head, size_t position) {
-  uint64_t x = seed * 0x9E3779B97F4A7C15ULL + layer * 0xBF58476D1CE4E5B9ULL +
-               head * 0x94D049BB133111EBULL + position + 1;
-  x ^= x >> 30;
-  x *= 0xBF58476D1CE4E5B9ULL;
-  x ^= x >> 27;
-  x *= 0x94D049BB133111EBULL;
-  x ^= x >> 31;
-  return (double)(x >> 11) / 9007199254740992.0;
-}
-
-/* Sinks, recent window and the best `extra` of the middle: marks keep (n)
- * for candidates [0, n) of one head. ranked: scratch (n). */
-static void select_head(const double *scores, size_t n, size_t sinks, size_t recent, size_t extra,
-                        unsigned char *keep, size_t *ranked) {
-  for (size_t p = 0; p < sinks && p < n; p++) keep[p] = 1;
-  for (size_t p = n - recent; p < n; p++) keep[p] = 1;
-  size_t middle = n - sinks - recent;
-  if (extra > middle) extra = middle;
-  select_rank_top(scores + sinks, middle, extra, ranked);
-  for (size_t i = 0; i < extra; i++) keep[sinks + ranked[i]] = 1;
-}
-
 /* Higher score first, NaN last, then lower head, then lower position. */
 static int candidate_order(const void *a, const void *b) {
   const EvictCandidate *x = a, *y = b;
@@ -415,95 +394,10 @@ void evict_keep_count_layer(EvictKeepSet *k, size_t layer) {
   }
 }
 
-/* Streaming with protected positions: the sinks, the protected candidates,
- * then the most recent others until the head keeps k. */
-static void select_streaming_protected(size_t n, size_t sinks, size_t k,
-                                       const unsigned char *protect, unsigned char *keep) {
-  size_t count = 0;
-  for (size_t q = 0; q < n; q++)
-    if (q < sinks || protect[q]) keep[q] = 1, count++;
-  for (size_t q = n; q-- > 0 && count < k;)
-    if (!keep[q]) keep[q] = 1, count++;
-}
-
 int evict_keep_from_scores(const EvictPolicy *p, const double *scores, size_t n_layers,
                            size_t n_kv_heads, size_t n_prompt, size_t n_candidates,
                            const unsigned char *protect, EvictKeepSet *out) {
-  if (p->kind == EVICT_SCORE_PRESET)
-    return evict_preset_keep(p, scores, n_layers, n_kv_heads, n_prompt, n_candidates, protect, out);
-  memset(out, 0, sizeof *out);
-  size_t k = 0;
-  int rc = evict_policy_budget_tokens(p, n_candidates, &k);
-  if (rc) return rc;
-  bool streaming = p->kind == EVICT_SCORE_STREAMING;
-  size_t sinks = p->sinks, recent = streaming ? 0 : p->recent;
-  if (streaming) recent = k - (sinks < k ? sinks : k);
-  if (sinks > k) sinks = k;
-  size_t n = n_candidates, G = n_kv_heads;
-  /* Protected candidates not already kept as sinks (or, scored, as recent):
-   * they take their share of the budget first. */
-  size_t n_protected = 0;
-  for (size_t q = 0; protect && q < n; q++)
-    n_protected += protect[q] && q >= sinks && (streaming || q < n - recent);
-  if (sinks + (streaming ? 0 : recent) + n_protected > k)
-    return obc_fail(OBC_EINVAL,
-                    "--budget %s: %zu tokens leave no room for the %zu protected positions "
-                    "(--protect, inside the budget) beside %zu sinks and a recent window of "
-                    "%zu (hint: a larger budget)",
-                    p->budget_text, k, n_protected, sinks, streaming ? 0 : recent);
-  out->n_layers = n_layers;
-  out->n_kv_heads = G;
-  out->n_prompt = n_prompt;
-  out->n_candidates = n;
-  out->budget = k;
-  out->policy = *p;
-  evict_policy_score_name(p, out->policy.score, sizeof out->policy.score);
-  out->keep = obc_calloc(n_layers * G * n_prompt, 1, "kept positions");
-  out->n_kept = obc_calloc(n_layers * G, sizeof(size_t), "kept counts");
-  size_t *ranked = obc_malloc((n + 1) * sizeof *ranked, "selection ranking");
-  double *boosted = protect ? obc_malloc((n + 1) * sizeof *boosted, "protected scores") : NULL;
-  EvictCandidate *pool = p->allocation == EVICT_ALLOC_ADAKV
-                             ? obc_malloc((G * n + 1) * sizeof *pool, "AdaKV candidates")
-                             : NULL;
-  if (!out->keep || !out->n_kept || !ranked || (protect && !boosted) ||
-      (p->allocation == EVICT_ALLOC_ADAKV && !pool)) {
-    free(ranked);
-    free(boosted);
-    free(pool);
-    evict_keep_set_free(out);
-    return OBC_ENOMEM;
-  }
-  size_t per_head = k;
-  if (p->allocation == EVICT_ALLOC_ADAKV) {
-    per_head = (size_t)ceil(p->adakv_floor * (double)k);
-    if (per_head < sinks + recent + n_protected) per_head = sinks + recent + n_protected;
-    if (per_head > k) per_head = k;
-  }
-  for (size_t l = 0; l < n_layers; l++) {
-    for (size_t g = 0; g < G; g++) {
-      size_t head = l * G + g;
-      unsigned char *keep = out->keep + head * n_prompt;
-      const double *head_scores = scores + head * n;
-      if (protect && streaming) {
-        select_streaming_protected(n, sinks, per_head, protect, keep);
-      } else {
-        if (protect) { /* protected candidates rank first (kvpress: score max + 1) */
-          for (size_t q = 0; q < n; q++) boosted[q] = protect[q] ? INFINITY : head_scores[q];
-          head_scores = boosted;
-        }
-        select_head(head_scores, n, sinks, recent, per_head - sinks - recent, keep, ranked);
-      }
-      for (size_t q = n; q < n_prompt; q++) keep[q] = 1; /* after the candidates: always kept */
-    }
-    if (p->allocation == EVICT_ALLOC_ADAKV && per_head < k)
-      evict_keep_layer_best(scores + l * G * n, G, n, n_prompt, (k - per_head) * G,
-                            out->keep + l * G * n_prompt, pool);
-    evict_keep_count_layer(out, l);
-  }
-  free(ranked);
-  free(boosted);
-  free(pool);
-  return OBC_OK;
+  return p->source->keep(p, scores, n_layers, n_kv_heads, n_prompt, n_candidates, protect, out);
 }
 
 size_t evict_rows_ending_at(const TraceMeta *meta, size_t end) {
@@ -513,105 +407,16 @@ size_t evict_rows_ending_at(const TraceMeta *meta, size_t end) {
   return count;
 }
 
-/* Scores of the candidates of one head into out (n); steps: the resolved
- * decode steps (first, count) of oracle / decode_attn. */
-static int head_scores(const EvictPolicy *p, ScoreHead *h, size_t layer, size_t g, size_t n,
-                       size_t window, const size_t steps[2], double *oracle, double *sweep,
-                       double *out) {
-  switch (p->kind) {
-    case EVICT_SCORE_PRESET: /* whole layers at once: evict_preset_scores */ return OBC_EINVAL;
-    case EVICT_SCORE_RANDOM:
-      for (size_t q = 0; q < n; q++) out[q] = seeded_uniform(p->seed, layer, g, q);
-      return OBC_OK;
-    case EVICT_SCORE_STREAMING: /* the most recent score highest */
-      for (size_t q = 0; q < n; q++) out[q] = (double)q;
-      return OBC_OK;
-    case EVICT_SCORE_ORACLE: {
-      int rc = oracle_eviction_error(&h->data, steps[0], steps[1], OBC_PRECISION_DOUBLE, oracle);
-      if (!rc) memcpy(out, oracle, n * sizeof *out);
-      return rc;
-    }
-    case EVICT_SCORE_DECODE_ATTN: {
-      int rc = oracle_decode_attention(&h->data, steps[0], steps[1], OBC_PRECISION_DOUBLE, oracle);
-      if (!rc) memcpy(out, oracle, n * sizeof *out);
-      return rc;
-    }
-    case EVICT_SCORE_QUANTITY: {
-      OracleHead data = h->data;
-      data.n_prompt = n; /* the window ends at the candidates' end */
-      ScoreOptions options;
-      score_options_default(&options);
-      int rc = score_window_sweep(&data, &window, 1, &options, sweep);
-      if (!rc) memcpy(out, sweep + (size_t)p->quantity * n, n * sizeof *out);
-      return rc;
-    }
-  }
-  return OBC_EINVAL;
-}
-
 int evict_policy_scores(TraceReader *reader, const EvictPolicy *p, double **scores_out,
                         size_t *n_candidates, size_t *window_out) {
   const TraceMeta *meta = trace_meta(reader);
   *scores_out = NULL;
-  size_t n = 0, first = 0;
+  size_t n = 0, window = 0;
   int rc = evict_policy_candidates(p, meta, &n);
   if (rc) return obc_fail_context(rc, "%s", trace_path(reader));
-  size_t window = 0;
-  if (p->kind == EVICT_SCORE_QUANTITY) {
-    size_t captured = evict_rows_ending_at(meta, n);
-    if (captured == 0)
-      return obc_fail(OBC_EINVAL,
-                      "%s: no captured prompt rows end at position %zu (the %s window needs "
-                      "them; hint: capture with more --rows%s)",
-                      trace_path(reader), n - 1, evict_protocol_name(p->protocol),
-                      p->protocol == EVICT_PROTOCOL_AWARE ? "" : ", or --protocol aware");
-    window =
-        p->window ? p->window : (captured < EVICT_DEFAULT_WINDOW ? captured : EVICT_DEFAULT_WINDOW);
-    if (window > captured)
-      return obc_fail(OBC_EINVAL,
-                      "%s: --window %zu (expected 1..%zu, the captured rows ending "
-                      "at position %zu)",
-                      trace_path(reader), window, captured, n - 1);
-  }
-  size_t steps[2] = {0, 0}; /* first step, count */
-  bool decode = p->kind == EVICT_SCORE_ORACLE || p->kind == EVICT_SCORE_DECODE_ATTN;
-  if (decode) {
-    OracleSteps wanted = evict_policy_steps(p);
-    rc = oracle_steps_resolve(&wanted, trace_meta_decode_rows(meta, &first), trace_path(reader),
-                              &steps[0], &steps[1]);
-    if (rc) return rc;
-  }
-  size_t L = meta->model.n_layers, G = meta->model.n_kv_heads;
-  size_t planes = p->kind == EVICT_SCORE_PRESET ? evict_preset_score_planes(p) : 1;
-  double *scores = obc_malloc(planes * L * G * n * sizeof *scores, "policy scores");
-  if (p->kind == EVICT_SCORE_PRESET) {
-    rc = scores ? evict_preset_scores(reader, p, n, scores, &window) : OBC_ENOMEM;
-    if (rc) {
-      free(scores);
-      return rc;
-    }
-    *scores_out = scores;
-    *n_candidates = n;
-    *window_out = window;
-    return OBC_OK;
-  }
-  double *oracle = obc_malloc(meta->n_prompt * sizeof *oracle, "oracle@1");
-  double *sweep = obc_malloc(OBC_Q_COUNT * n * sizeof *sweep, "score sweep");
-  ScoreHead h;
-  memset(&h, 0, sizeof h);
-  bool need_head = p->kind == EVICT_SCORE_QUANTITY || decode;
-  rc = scores && oracle && sweep ? OBC_OK : OBC_ENOMEM;
-  if (!rc && need_head) rc = score_head_alloc(&h, reader);
-  for (size_t l = 0; l < L && !rc; l++) {
-    for (size_t g = 0; g < G && !rc; g++) {
-      if (need_head && (rc = score_head_read(&h, reader, l, g))) break;
-      rc = head_scores(p, &h, l, g, n, window, steps, oracle, sweep, scores + (l * G + g) * n);
-      if (rc) obc_fail_context(rc, "%s: layer %zu, KV head %zu", trace_path(reader), l, g);
-    }
-  }
-  score_head_free(&h);
-  free(oracle);
-  free(sweep);
+  size_t cells = p->source->planes * meta->model.n_layers * meta->model.n_kv_heads * n;
+  double *scores = obc_malloc((cells + 1) * sizeof *scores, "policy scores");
+  rc = scores ? p->source->scores(reader, p, n, scores, &window) : OBC_ENOMEM;
   if (rc) {
     free(scores);
     return rc;
@@ -642,11 +447,11 @@ int evict_policy_apply_scores(TraceReader *reader, const EvictPolicy *p, EvictKe
     out->window = window;
     snprintf(out->trace_hash, sizeof out->trace_hash, "%s", meta->content_hash);
   }
-  if (!rc && scores_out && p->kind == EVICT_SCORE_PRESET && evict_preset_score_planes(p) > 1) {
+  if (!rc && scores_out && p->source->final_scores) {
     size_t cells = meta->model.n_layers * meta->model.n_kv_heads * n;
-    double *final = obc_malloc(cells * sizeof *final, "final scores");
-    rc = final ? evict_preset_final_scores(p, scores, meta->model.n_layers, meta->model.n_kv_heads,
-                                           n, final)
+    double *final = obc_malloc((cells + 1) * sizeof *final, "final scores");
+    rc = final ? p->source->final_scores(p, scores, meta->model.n_layers, meta->model.n_kv_heads, n,
+                                         final)
                : OBC_ENOMEM;
     free(scores);
     scores = final;

@@ -46,21 +46,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "evict/source.h"
 #include "oracle/oracle_steps.h"
 #include "traces/trace.h"
 
-typedef enum {
-  EVICT_SCORE_QUANTITY = 0, /* an analyser quantity (scores/scores.h) */
-  EVICT_SCORE_RANDOM,       /* uniform scores from the seed */
-  EVICT_SCORE_STREAMING,    /* sinks + the most recent positions */
-  EVICT_SCORE_ORACLE,       /* oracle@a-b, the true eviction error (a reference) */
-  EVICT_SCORE_DECODE_ATTN,  /* attention mass from the decode queries of steps a-b */
-  EVICT_SCORE_PRESET        /* a published method as a whole (evict/preset.h) */
-} EvictScoreKind;
-
-/* PYRAMID (the pyramidkv preset only): every KV head of a layer keeps the
- * layer's budget of evict_preset_pyramid_budget. */
-typedef enum { EVICT_ALLOC_UNIFORM = 0, EVICT_ALLOC_ADAKV, EVICT_ALLOC_PYRAMID } EvictAllocation;
 typedef enum {
   EVICT_PROTOCOL_AGNOSTIC = 0,     /* context compressed alone, question re-run */
   EVICT_PROTOCOL_AWARE,            /* context + question compressed together */
@@ -84,12 +73,10 @@ typedef enum { EVICT_BUDGET_RULE_FLOOR = 0, EVICT_BUDGET_RULE_KVPRESS } EvictBud
 #define EVICT_DEFAULT_WINDOW 64
 #define EVICT_DEFAULT_ADAKV_FLOOR 0.2
 
-typedef struct {
-  char score[32]; /* "obc_vk", "random", "oracle@T", ... (canonical once applied) */
-  EvictScoreKind kind;
-  int quantity;                /* ScoreQuantity for EVICT_SCORE_QUANTITY */
-  int preset;                  /* EVICT_SCORE_PRESET: index into evict/preset.c's table */
-  int preset_inner;            /* EVICT_SCORE_PRESET: EvictPresetInner */
+typedef struct EvictPolicy {
+  char score[32];              /* "obc_vk", "random", "oracle@T", ... (canonical once applied) */
+  const EvictSource *source;   /* its row of the table (evict/source.h); NULL when read back */
+  int inner;                   /* a paired method's: EvictPresetInner */
   char budget_text[32];        /* as given: "40", "0.1", "10%" */
   EvictBudgetRule budget_rule; /* how a fraction becomes a count */
   size_t window;               /* rows of the score window; 0 = min(64, captured) */
@@ -107,7 +94,7 @@ typedef struct {
 } EvictPolicy;
 
 /* The kept prompt positions of every (layer, KV head). */
-typedef struct {
+typedef struct EvictKeepSet {
   size_t n_layers, n_kv_heads, n_prompt;
   size_t n_candidates; /* positions [0, n_candidates) compete; the rest are always kept */
   size_t budget;       /* kept candidates per KV head (AdaKV: the mean) */
@@ -119,16 +106,19 @@ typedef struct {
 } EvictKeepSet;
 
 void evict_policy_default(EvictPolicy *policy);
-/* Sets the score from its name (analyser quantity names, random, streaming,
- * oracle, decode_attn; the last two also with their steps: oracle@T,
- * decode_attn@3-9; then the presets of evict/preset.h); OBC_EINVAL naming
- * the valid ones otherwise. */
+/* Sets the score from its name: a row of the table (evict/source.h),
+ * oracle and decode_attn also with their steps (oracle@T, decode_attn@3-9),
+ * a method that pairs also with +obc_v|obc_k|obc_vk inside (or +attn, the
+ * swap); OBC_EINVAL naming the valid ones otherwise. The old spelling
+ * preset:NAME is taken as NAME with a one-line note on stderr; vatp,
+ * snapkv and streaming name the methods (the generic quantities are
+ * attn_vl1 and attn_maxpool, the generic sinks + recent window recency). */
 int evict_policy_set_score(EvictPolicy *policy, const char *name);
-/* The name a score is recorded and paired under: as given, except that a
- * preset with OBCache's score inside whose bare name is also a generic score
- * (snapkv+obc_vk) is named as the preset (preset:snapkv+obc_vk), so that it
- * pairs with preset:snapkv, not with the generic snapkv. */
+/* The name a score is recorded and paired under: the name without the
+ * preset: prefix that result folders of earlier versions carry. */
 void evict_policy_canonical_score(const char *name, char *out, size_t size);
+/* The help text of --score: every row of the table by kind. */
+void evict_policy_score_help(char *out, size_t size);
 /* --oracle 1|T|N|a-b: the steps of oracle and decode_attn. */
 int evict_policy_set_steps(EvictPolicy *policy, const char *text);
 /* The decode steps the score sums over (oracle / decode_attn). */
@@ -183,8 +173,8 @@ int evict_budget_count(const EvictPolicy *policy, size_t n, size_t *count);
  * double (AdaKV's safeguard int(n_kept * 0.2): divisor 5, factor 0.2). */
 size_t evict_budget_share(const EvictPolicy *policy, size_t k, size_t divisor, double factor);
 
-/* Budget in tokens for n_candidates (evict_budget_count); checks 0 < budget
- * <= n_candidates and room for the sinks and recent window. */
+/* Budget in tokens for n_candidates: the row's count (evict_budget_count,
+ * checked against what the row keeps outright). */
 int evict_policy_budget_tokens(const EvictPolicy *policy, size_t n_candidates, size_t *tokens);
 /* First position after the candidates under the protocol (n_prompt without
  * a question span; else the question's end when query-aware, its begin
@@ -193,7 +183,7 @@ int evict_policy_candidates(const EvictPolicy *policy, const TraceMeta *meta, si
 
 /* The policy's scores of every candidate: *scores (planes, n_layers,
  * n_kv_heads, *n_candidates), malloc'd, with one plane except for a
- * two-stage preset (evict_preset_score_planes: criticalkv-snapkv holds its
+ * two-stage preset (EvictSource.planes: criticalkv-snapkv holds its
  * base score in plane 0 and the projected value norm in plane 1, and
  * evict_keep_from_scores combines them for each budget); *window is the
  * score window used (0 when the score has none). Computed once, they serve
@@ -204,7 +194,7 @@ int evict_policy_scores(TraceReader *reader, const EvictPolicy *policy, double *
 int evict_policy_apply(TraceReader *reader, const EvictPolicy *policy, EvictKeepSet *out);
 /* Same, and hands the scores it selected from to *scores (n_layers,
  * n_kv_heads, out->n_candidates), malloc'd, when scores is not NULL: for a
- * two-stage preset the budget's final scores (evict_preset_final_scores). */
+ * two-stage preset the budget's final scores (EvictSource.final_scores). */
 int evict_policy_apply_scores(TraceReader *reader, const EvictPolicy *policy, EvictKeepSet *out,
                               double **scores);
 /* Same, on scores given per head: scores as evict_policy_scores makes them.

@@ -86,23 +86,12 @@ static int parse_floor(void *target, const char *option, const char *value) {
 void evict_policy_options(EvictPolicy *p, bool *sinks_given, bool *recent_given,
                           EvictPolicyProtocolTarget *protocol,
                           ObcOption options[EVICT_POLICY_N_OPTIONS]) {
+  static char score_help[2048]; /* the table's names (evict/source.h) */
+  evict_policy_score_help(score_help, sizeof score_help);
   protocol->policy = p;
   const ObcOption table[] = {
       OBC_OPTION_HEADING("policy options:"),
-      OBC_OPT_CUSTOM(
-          "--score", "S", p, parse_score,
-          "attn, attn2, vatp, snapkv, obc_v, obc_k, obc_vk, exact_v, exact_k, exact_vk, remove "
-          "(analyser scores), random (seeded), streaming (sinks + most recent), oracle (each "
-          "token's true eviction error over the --oracle steps: a reference, not a bound), "
-          "decode_attn (attention mass from the captured decode queries of the --oracle steps; "
-          "like oracle, it sees the answer). oracle@1, oracle@T, oracle@a-b, decode_attn@a-b name "
-          "the steps directly. Presets, one published method each (evict/preset.h): h2o (the H2O "
-          "paper's, with its recent half), observed-attention (kvpress's H2O), tova, tova-group, "
-          "preset:snapkv, snapkv-max7, pyramidkv, adakv-snapkv, criticalkv-snapkv, preset:vatp, "
-          "preset:streaming, knorm, keydiff, expected_attention, adakv-vatp, criticalkv-adakv; "
-          "PRESET+obc_v|obc_k|obc_vk puts "
-          "OBCache's score inside one",
-          .show = show_score),
+      OBC_OPT_CUSTOM("--score", "S", p, parse_score, score_help, .show = show_score),
       OBC_OPT_CUSTOM(
           "--oracle", "1|T|N|a-b", p, parse_steps,
           "decode steps of oracle and decode_attn (steps, not answer tokens: the prefill gives the "
@@ -146,7 +135,7 @@ void evict_policy_options(EvictPolicy *p, bool *sinks_given, bool *recent_given,
           "with the full context, which leaks the evicted tokens). replay --sweep takes a list "
           "(agnostic,aware)",
           .show = show_protocol),
-      OBC_OPT_CUSTOM("--mode", "P", protocol, parse_protocol, "deprecated alias of --protocol"),
+      OBC_OPT_CUSTOM("--mode", "P", protocol, parse_protocol, NULL, .renamed = "--protocol"),
       OBC_OPT_CUSTOM(
           "--protect", "SPAN,..", p, parse_protect,
           "trace spans kept in every KV head (obcache info TRACE lists them: needle, "

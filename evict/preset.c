@@ -25,42 +25,7 @@
 #include "scores/score_head.h"
 #include "scores/select.h"
 
-/* ==== The table ==== */
-
-/* What a preset's score is computed from. */
-typedef enum {
-  SOURCE_ATTENTION,   /* softmax attention of the window's query rows */
-  SOURCE_COLUMN_SUMS, /* sums over every prompt row, recorded at capture (H2O) */
-  SOURCE_KEY_NORM,    /* -||k_p||_2 */
-  SOURCE_KEY_DIFF,    /* -cos(k_p, mean of the unit keys) */
-  SOURCE_POSITION,    /* sinks, then the most recent */
-  SOURCE_EXPECTED     /* expected attention of future queries (query statistics) */
-} PresetSource;
-
-typedef enum { POOL_NONE = 0, POOL_AVG, POOL_MAX } PresetPool;
-
-/* How the query heads' scores become one score per KV head. */
-typedef enum {
-  HEADS_GROUP_MEAN = 0, /* mean over the KV head's query group (kvpress) */
-  HEADS_LAYER_MEAN,     /* mean over every query head of the layer, shared by its KV heads */
-  HEADS_GROUP_SUM       /* sum over the KV head's query group (the OBCache paper's GQA form) */
-} PresetHeads;
-
-typedef struct {
-  const char *name;
-  PresetSource source;
-  size_t window; /* query rows ending at the last candidate */
-  PresetPool pool;
-  size_t kernel; /* pooling width (odd) */
-  PresetHeads heads;
-  bool row_mean;    /* SOURCE_COLUMN_SUMS: each sum / the rows that saw p (kvpress) */
-  bool recent_half; /* of the k kept, the last k / 2 candidates outright (H2O) */
-  bool value_l1;    /* the pooled score times ||v_p||_1 (VATP), before the window's max+1 */
-  bool pairs;       /* takes +obc_v|obc_k|obc_vk */
-  size_t sinks;     /* first positions kept (SOURCE_POSITION, SOURCE_EXPECTED) */
-  EvictAllocation allocation;
-  bool critical; /* CriticalKV's two stages around the score (the model's W_o) */
-} Preset;
+/* ==== Constants of the methods ==== */
 
 /* AdaKV's safeguard: every head keeps at least kept / 5 of its own under
  * the floor rule, kvpress's int(n_kept * alpha_safeguard 0.20) in double
@@ -80,148 +45,9 @@ enum { CRITICAL_FIRST_STAGE_DIVISOR = 2 };
  * paper's equal heavy-hitter and recent budgets; k - k / 2 heavy hitters). */
 enum { H2O_RECENT_DIVISOR = 2 };
 
-static const Preset presets[] = {
-    {.name = "h2o",
-     .source = SOURCE_COLUMN_SUMS,
-     .heads = HEADS_GROUP_SUM,
-     .recent_half = true,
-     .pairs = true},
-    {.name = "observed-attention",
-     .source = SOURCE_COLUMN_SUMS,
-     .heads = HEADS_GROUP_MEAN,
-     .row_mean = true,
-     .pairs = true},
-    {.name = "tova",
-     .source = SOURCE_ATTENTION,
-     .window = 1,
-     .heads = HEADS_LAYER_MEAN,
-     .pairs = true},
-    {.name = "tova-group",
-     .source = SOURCE_ATTENTION,
-     .window = 1,
-     .heads = HEADS_GROUP_SUM,
-     .pairs = true},
-    {.name = "snapkv",
-     .source = SOURCE_ATTENTION,
-     .window = 64,
-     .pool = POOL_AVG,
-     .kernel = 5,
-     .heads = HEADS_GROUP_MEAN,
-     .pairs = true},
-    {.name = "snapkv-max7",
-     .source = SOURCE_ATTENTION,
-     .window = 16,
-     .pool = POOL_MAX,
-     .kernel = 7,
-     .heads = HEADS_GROUP_MEAN,
-     .pairs = true},
-    {.name = "pyramidkv",
-     .source = SOURCE_ATTENTION,
-     .window = 64,
-     .pool = POOL_AVG,
-     .kernel = 5,
-     .heads = HEADS_GROUP_MEAN,
-     .pairs = true,
-     .allocation = EVICT_ALLOC_PYRAMID},
-    {.name = "adakv-snapkv",
-     .source = SOURCE_ATTENTION,
-     .window = 64,
-     .pool = POOL_AVG,
-     .kernel = 5,
-     .heads = HEADS_GROUP_MEAN,
-     .pairs = true,
-     .allocation = EVICT_ALLOC_ADAKV},
-    {.name = "criticalkv-snapkv",
-     .source = SOURCE_ATTENTION,
-     .window = 64,
-     .pool = POOL_AVG,
-     .kernel = 5,
-     .heads = HEADS_GROUP_MEAN,
-     .critical = true},
-    {.name = "vatp",
-     .source = SOURCE_ATTENTION,
-     .window = 64,
-     .heads = HEADS_GROUP_MEAN,
-     .value_l1 = true},
-    {.name = "streaming", .source = SOURCE_POSITION, .sinks = 4},
-    {.name = "knorm", .source = SOURCE_KEY_NORM},
-    {.name = "keydiff", .source = SOURCE_KEY_DIFF},
-    {.name = "expected_attention", .source = SOURCE_EXPECTED, .sinks = TRACE_QSTATS_FIRST_ROW},
-    /* The paper's value-aware baselines (its Fig. 4), on AdaKV. */
-    {.name = "adakv-vatp",
-     .source = SOURCE_ATTENTION,
-     .window = 64,
-     .pool = POOL_AVG,
-     .kernel = 5,
-     .heads = HEADS_GROUP_MEAN,
-     .value_l1 = true,
-     .pairs = true,
-     .allocation = EVICT_ALLOC_ADAKV},
-    {.name = "criticalkv-adakv",
-     .source = SOURCE_ATTENTION,
-     .window = 64,
-     .pool = POOL_AVG,
-     .kernel = 5,
-     .heads = HEADS_GROUP_MEAN,
-     .pairs = true,
-     .allocation = EVICT_ALLOC_ADAKV,
-     .critical = true},
-};
-enum { N_PRESETS = sizeof presets / sizeof presets[0] };
-
-/* The inner scores after '+', by EvictPresetInner ("attn" is the swap). */
-static const char *const inner_names[] = {"", "obc_v", "obc_k", "obc_vk", "attn"};
-
-const char *evict_preset_names(void) {
-  return "h2o, observed-attention, tova, tova-group, snapkv, snapkv-max7, pyramidkv, "
-         "adakv-snapkv, criticalkv-snapkv, vatp, streaming, knorm, keydiff, expected_attention, "
-         "adakv-vatp, criticalkv-adakv";
-}
-
-static const Preset *preset_of(const EvictPolicy *p) {
-  assert(p->kind == EVICT_SCORE_PRESET && p->preset >= 0 && p->preset < N_PRESETS);
-  return &presets[p->preset];
-}
-
-int evict_preset_parse(const char *name, int *preset, int *inner) {
-  bool explicit = !strncmp(name, "preset:", 7);
-  const char *base = explicit ? name + 7 : name, *plus = strchr(base, '+');
-  size_t len = plus ? (size_t)(plus - base) : strlen(base);
-  int found = -1;
-  for (int i = 0; i < N_PRESETS && found < 0; i++)
-    if (strlen(presets[i].name) == len && !strncmp(presets[i].name, base, len)) found = i;
-  if (found < 0) {
-    if (!explicit && !plus) return 1;
-    return obc_fail(OBC_EINVAL, "--score %s: unknown preset '%.*s' (expected one of %s)", name,
-                    (int)len, base, evict_preset_names());
-  }
-  int which = EVICT_PRESET_INNER_ATTN;
-  if (plus) {
-    which = -1;
-    for (int i = EVICT_PRESET_INNER_OBC_V; i <= EVICT_PRESET_INNER_SWAP; i++)
-      if (!strcmp(plus + 1, inner_names[i])) which = i;
-    if (which < 0)
-      return obc_fail(OBC_EINVAL,
-                      "--score %s: unknown score '%s' inside the preset (expected "
-                      "obc_v, obc_k, obc_vk, or attn for the swap test)",
-                      name, plus + 1);
-    if (!presets[found].pairs)
-      return obc_fail(OBC_EINVAL,
-                      "--score %s: %s has no attention score to replace (+%s pairs with h2o, "
-                      "observed-attention, tova, tova-group, snapkv, snapkv-max7, pyramidkv, "
-                      "adakv-snapkv, adakv-vatp, criticalkv-adakv)",
-                      name, presets[found].name, plus + 1);
-  }
-  *preset = found;
-  *inner = which;
-  return OBC_OK;
-}
-
-EvictAllocation evict_preset_allocation(const EvictPolicy *p) { return preset_of(p)->allocation; }
-size_t evict_preset_window(const EvictPolicy *p) { return preset_of(p)->window; }
-size_t evict_preset_score_planes(const EvictPolicy *p) { return preset_of(p)->critical ? 2 : 1; }
-bool evict_preset_reads_prompt_sums(const EvictPolicy *p) {
-  return preset_of(p)->source == SOURCE_COLUMN_SUMS || preset_of(p)->source == SOURCE_EXPECTED;
+static const EvictMethod *method_of(const EvictPolicy *p) {
+  assert(p->source && p->source->kind == EVICT_SCORE_PRESET);
+  return &p->source->method;
 }
 
 /* ==== Budgets ==== */
@@ -237,7 +63,7 @@ static int check_fixed_knobs(const EvictPolicy *p) {
   return OBC_OK;
 }
 
-int evict_preset_budget_tokens(const EvictPolicy *p, size_t n, size_t *tokens) {
+int evict_preset_count(const EvictPolicy *p, size_t n, size_t *tokens) {
   size_t k = 0;
   int rc = check_fixed_knobs(p);
   if (!rc) rc = evict_budget_count(p, n, &k);
@@ -403,22 +229,22 @@ static void attention_scores(const OracleHead *h, const TraceMeta *meta, size_t 
 /* Pooling over positions [0, n) into out: average with zero padding (torch
  * avg_pool1d, count_include_pad: every window divides by the kernel) or
  * maximum over the clamped window (max_pool1d pads with -inf). */
-static void pool_scores(const double *in, size_t n, PresetPool pool, size_t kernel, double *out) {
+static void pool_scores(const double *in, size_t n, EvictPool pool, size_t kernel, double *out) {
   size_t half = kernel / 2;
   for (size_t p = 0; p < n; p++) {
     size_t lo = p > half ? p - half : 0, hi = p + half < n ? p + half : n - 1;
-    double acc = pool == POOL_MAX ? in[lo] : 0.0;
+    double acc = pool == EVICT_POOL_MAX ? in[lo] : 0.0;
     for (size_t q = lo; q <= hi; q++)
-      acc = pool == POOL_MAX ? (in[q] > acc ? in[q] : acc) : acc + in[q];
-    out[p] = pool == POOL_MAX ? acc : acc / (double)kernel;
+      acc = pool == EVICT_POOL_MAX ? (in[q] > acc ? in[q] : acc) : acc + in[q];
+    out[p] = pool == EVICT_POOL_MAX ? acc : acc / (double)kernel;
   }
 }
 
 /* Key-only scores of candidates [0, n) of one KV head into out (n). */
-static void key_scores(const OracleHead *h, size_t n, PresetSource source, double *anchor,
+static void key_scores(const OracleHead *h, size_t n, EvictMethodSource source, double *anchor,
                        double *out) {
   size_t d = h->head_dim;
-  if (source == SOURCE_KEY_DIFF) {
+  if (source == EVICT_METHOD_KEY_DIFF) {
     memset(anchor, 0, d * sizeof *anchor);
     for (size_t p = 0; p < n; p++) {
       const double *k = h->K + p * d;
@@ -430,7 +256,7 @@ static void key_scores(const OracleHead *h, size_t n, PresetSource source, doubl
     for (size_t c = 0; c < d; c++) anchor[c] /= (double)n;
   }
   double anchor_norm = 0.0;
-  if (source == SOURCE_KEY_DIFF) {
+  if (source == EVICT_METHOD_KEY_DIFF) {
     for (size_t c = 0; c < d; c++) anchor_norm += anchor[c] * anchor[c];
     anchor_norm = sqrt(anchor_norm);
   }
@@ -438,7 +264,7 @@ static void key_scores(const OracleHead *h, size_t n, PresetSource source, doubl
     const double *k = h->K + p * d;
     double sq = 0.0, dot = 0.0;
     for (size_t c = 0; c < d; c++) sq += k[c] * k[c];
-    if (source == SOURCE_KEY_NORM) {
+    if (source == EVICT_METHOD_KEY_NORM) {
       out[p] = -sqrt(sq);
       continue;
     }
@@ -500,7 +326,7 @@ static void value_norms(const OracleHead *h, size_t n, double *sq, double *l1) {
  * window padded with the layer's maximum + 1. out (G, n). With wo (the
  * layer's W_o, dim x n_heads d), also the projected value norms into
  * norms (G, n). */
-static int layer_attention(const Preset *pr, EvictPresetInner inner, TraceReader *reader,
+static int layer_attention(const EvictMethod *pr, EvictPresetInner inner, TraceReader *reader,
                            ScoreHead *h, size_t layer, size_t n, double *heads, double *work,
                            const WindowScratch *ws, const double *wo, size_t dim, double *out,
                            double *norms) {
@@ -516,7 +342,7 @@ static int layer_attention(const Preset *pr, EvictPresetInner inner, TraceReader
     for (size_t j = 0; j < group; j++) {
       double *s = heads + (g * group + j) * cols;
       attention_scores(&h->data, meta, j, n, W, inner, v_sq, ws, s);
-      if (pr->pool != POOL_NONE) {
+      if (pr->pool != EVICT_POOL_NONE) {
         pool_scores(s, cols, pr->pool, pr->kernel, pooled);
         memcpy(s, pooled, cols * sizeof *s);
       }
@@ -526,12 +352,12 @@ static int layer_attention(const Preset *pr, EvictPresetInner inner, TraceReader
   }
   for (size_t g = 0; g < G; g++) {
     double *dst = out + g * n;
-    size_t first = pr->heads == HEADS_LAYER_MEAN ? 0 : g * group;
-    size_t count = pr->heads == HEADS_LAYER_MEAN ? H : group;
+    size_t first = pr->heads == EVICT_HEADS_LAYER_MEAN ? 0 : g * group;
+    size_t count = pr->heads == EVICT_HEADS_LAYER_MEAN ? H : group;
     for (size_t p = 0; p < cols; p++) {
       double sum = 0.0;
       for (size_t i = first; i < first + count; i++) sum += heads[i * cols + p];
-      dst[p] = pr->heads == HEADS_GROUP_SUM ? sum : sum / (double)count;
+      dst[p] = pr->heads == EVICT_HEADS_GROUP_SUM ? sum : sum / (double)count;
     }
   }
   double max = -INFINITY;
@@ -639,7 +465,7 @@ static void expected_rotation(const double *inv_freq, size_t d, bool interleaved
  * softmax of z over those keys, averaged over the KV head's query group and
  * times ||v_p||_2; the sinks get the layer's maximum + 1. out (G, n). */
 static int layer_expected(TraceReader *reader, ScoreHead *h, size_t layer, size_t n,
-                          const Preset *pr, double *out) {
+                          const EvictMethod *pr, double *out) {
   const TraceMeta *meta = trace_meta(reader);
   const char *path = trace_path(reader);
   size_t G = meta->model.n_kv_heads, H = meta->model.n_heads, group = H / G;
@@ -781,7 +607,7 @@ static int layer_wo(const Model *model, size_t layer, float *row, double *out) {
 
 int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, double *scores,
                         size_t *window) {
-  const Preset *pr = preset_of(p);
+  const EvictMethod *pr = method_of(p);
   const TraceMeta *meta = trace_meta(reader);
   const char *path = trace_path(reader);
   size_t L = meta->model.n_layers, G = meta->model.n_kv_heads;
@@ -791,13 +617,14 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
   /* The capture records the query statistics of the context's rows and of
    * every prompt row; query-aware candidates ending at the question, before
    * the template tail, would need those of the rows up to its end. */
-  if (pr->source == SOURCE_EXPECTED && p->protocol == EVICT_PROTOCOL_AWARE && n < meta->n_prompt)
+  if (pr->source == EVICT_METHOD_EXPECTED && p->protocol == EVICT_PROTOCOL_AWARE &&
+      n < meta->n_prompt)
     return obc_fail(OBC_EINVAL,
                     "%s: --score %s under --protocol aware needs the query statistics of the "
                     "%zu rows up to the question's end, which the trace does not record (it "
                     "holds the context's %zu rows and all %zu; hint: --protocol agnostic)",
                     path, p->score, n, meta->agnostic_rows, meta->n_prompt);
-  if (pr->source == SOURCE_COLUMN_SUMS) {
+  if (pr->source == EVICT_METHOD_COLUMN_SUMS) {
     /* Query-agnostic candidates end at the question: the sums of the rows
      * before it. Query-aware ones end at the question's end: every prompt
      * row's sums less the template tail's rows, recomputed from the trace
@@ -807,10 +634,10 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
     /* The swap is the attention term: h2o_scores is one path for every term. */
     static const H2oTerm terms[] = {H2O_ATTN, H2O_OBC_V, H2O_OBC_K, H2O_OBC_VK, H2O_ATTN};
     H2oForm form = pr->row_mean ? H2O_OBSERVED : H2O_ACCUMULATED;
-    assert((form == H2O_OBSERVED) == (pr->heads == HEADS_GROUP_MEAN));
-    if (aware_tail) return aware_h2o_scores(reader, p, n, terms[p->preset_inner], form, scores);
+    assert((form == H2O_OBSERVED) == (pr->heads == EVICT_HEADS_GROUP_MEAN));
+    if (aware_tail) return aware_h2o_scores(reader, p, n, terms[p->inner], form, scores);
     for (size_t l = 0; l < L && !rc; l++)
-      rc = h2o_scores(reader, l, n, rows, terms[p->preset_inner], form, scores + l * G * n);
+      rc = h2o_scores(reader, l, n, rows, terms[p->inner], form, scores + l * G * n);
     if (rc == OBC_ENOTFOUND)
       return obc_fail(OBC_EINVAL,
                       "%s: --score %s: the trace has no accumulated column sums (capture it "
@@ -818,7 +645,7 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
                       path, p->score);
     return rc;
   }
-  if (pr->source == SOURCE_EXPECTED) {
+  if (pr->source == EVICT_METHOD_EXPECTED) {
     const char *layout = meta->model.rope_layout;
     if (!meta->has_query_stats)
       return obc_fail(OBC_EINVAL,
@@ -837,12 +664,12 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
       return obc_fail(OBC_EINVAL, "%s: head_dim %zu (expected at most 512)", path,
                       meta->model.head_dim);
   }
-  if (pr->source == SOURCE_POSITION) {
+  if (pr->source == EVICT_METHOD_POSITION) {
     for (size_t i = 0; i < L * G; i++)
       for (size_t q = 0; q < n; q++) scores[i * n + q] = q < pr->sinks ? (double)n : (double)q;
     return OBC_OK;
   }
-  if (pr->source == SOURCE_ATTENTION) {
+  if (pr->source == EVICT_METHOD_ATTENTION) {
     size_t captured = evict_rows_ending_at(meta, n);
     if (n <= pr->window)
       return obc_fail(OBC_EINVAL,
@@ -877,17 +704,17 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *p, size_t n, dou
   double *work = obc_malloc((4 * n + meta->model.head_dim) * sizeof *work, "preset scratch");
   WindowScratch ws = {0};
   if (!heads || !work) rc = OBC_ENOMEM;
-  if (!rc && pr->source == SOURCE_ATTENTION)
+  if (!rc && pr->source == EVICT_METHOD_ATTENTION)
     rc = window_scratch_alloc(&ws, pr->window, n, meta->model.head_dim);
   for (size_t l = 0; l < L && !rc; l++) {
-    if (pr->source == SOURCE_ATTENTION) {
-      EvictPresetInner inner = (EvictPresetInner)p->preset_inner;
+    if (pr->source == EVICT_METHOD_ATTENTION) {
+      EvictPresetInner inner = (EvictPresetInner)p->inner;
       if (model && (rc = layer_wo(model, l, wo_row, wo))) break;
       rc = layer_attention(pr, inner, reader, &h, l, n, heads, work, &ws, model ? wo : NULL, dim,
                            scores + l * G * n, model ? scores + (L + l) * G * n : NULL);
       continue;
     }
-    if (pr->source == SOURCE_EXPECTED) {
+    if (pr->source == EVICT_METHOD_EXPECTED) {
       rc = layer_expected(reader, &h, l, n, pr, scores + l * G * n);
       continue;
     }
@@ -963,13 +790,13 @@ static void critical_adakv_layer(const EvictPolicy *p, const double *base, const
 int evict_preset_final_scores(const EvictPolicy *p, const double *scores, size_t n_layers,
                               size_t n_kv_heads, size_t n, double *out) {
   size_t cells = n_layers * n_kv_heads * n, k = 0;
-  if (!preset_of(p)->critical) {
+  if (!method_of(p)->critical) {
     memcpy(out, scores, cells * sizeof *out);
     return OBC_OK;
   }
-  int rc = evict_preset_budget_tokens(p, n, &k);
+  int rc = evict_preset_count(p, n, &k);
   if (rc) return rc;
-  if (preset_of(p)->allocation == EVICT_ALLOC_ADAKV) {
+  if (method_of(p)->allocation == EVICT_ALLOC_ADAKV) {
     size_t G = n_kv_heads;
     double *work = obc_malloc((G * n + 1) * sizeof *work, "CriticalAdaKV scores");
     unsigned char *mask = obc_malloc(G * n + 1, "CriticalAdaKV head budgets");
@@ -1002,10 +829,10 @@ int evict_preset_final_scores(const EvictPolicy *p, const double *scores, size_t
 int evict_preset_keep(const EvictPolicy *p, const double *scores, size_t n_layers,
                       size_t n_kv_heads, size_t n_prompt, size_t n, const unsigned char *protect,
                       EvictKeepSet *out) {
-  const Preset *pr = preset_of(p);
+  const EvictMethod *pr = method_of(p);
   memset(out, 0, sizeof *out);
   size_t k = 0, G = n_kv_heads, n_protected = 0;
-  int rc = evict_preset_budget_tokens(p, n, &k);
+  int rc = evict_preset_count(p, n, &k);
   if (rc) return rc;
   /* Two stages: select from the budget's final scores. */
   double *final = NULL;

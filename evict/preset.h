@@ -6,9 +6,9 @@
  * combined, the positions it protects, and how its budget turns into kept
  * counts (per KV head, per layer or across a layer's heads).
  *
- * `--score NAME` selects a preset wherever a score is accepted; the names
- * that are also generic scores (snapkv, vatp, streaming) stay generic and
- * name the preset as `preset:NAME`. `NAME+obc_v|obc_k|obc_vk` replaces the
+ * Each is a row of the table of score sources (evict/source.h): `--score
+ * NAME` selects it wherever a score is accepted, and means the method in
+ * every command. `NAME+obc_v|obc_k|obc_vk` replaces the
  * attention score inside an attention preset by OBCache's score over the
  * same query rows, with everything else unchanged (the paper's pairing):
  * the window, pooling, head aggregation, protected positions, recent
@@ -36,7 +36,7 @@
  * around SnapKVPress) needs the model's attention output projection W_o
  * (policy->model, NULL = the default model; refused when its shape is not
  * the trace's) and a selection that depends on the budget: its scores carry
- * two planes (evict_preset_score_planes), the SnapKV score s_p and the
+ * two planes (EvictSource.planes), the SnapKV score s_p and the
  * projected value norm w_p = mean over the KV head's query heads h of
  * ||W_o[:, h d:(h+1) d] v_p||_1, and evict_preset_keep makes the two
  * stages for the budget at hand: of the k kept, the k / 2
@@ -59,45 +59,13 @@
 
 #include "evict/policy.h"
 
-/* The score inside an attention preset. */
-typedef enum {
-  EVICT_PRESET_INNER_ATTN = 0, /* the method's own: softmax attention */
-  EVICT_PRESET_INNER_OBC_V,    /* sum_i A_ip^2 ||v_p||^2 */
-  EVICT_PRESET_INNER_OBC_K,    /* sum_i (A_ip z_ip)^2 ||v_p - o_i||^2 */
-  EVICT_PRESET_INNER_OBC_VK,   /* obc_v + obc_k + 2 sum_i A_ip^2 z_ip (||v_p||^2 - v_p.o_i) */
-  EVICT_PRESET_INNER_SWAP      /* NAME+attn: the pairing's code path with A_ip as its term */
-} EvictPresetInner;
-
-/* Parses "NAME", "preset:NAME", "NAME+obc_x" or "preset:NAME+obc_x" (obc_x
- * also attn, the swap) into
- * *preset (an index into the table) and *inner. Returns 1 when name is no
- * preset at all (no message), OBC_OK, or OBC_EINVAL with a message when it
- * names a preset that cannot take that inner score or an unknown one. */
-int evict_preset_parse(const char *name, int *preset, int *inner);
-/* The preset names, comma-separated, for help texts and messages. */
-const char *evict_preset_names(void);
-/* The allocation the preset's kept sets carry (uniform, adakv or pyramid). */
-EvictAllocation evict_preset_allocation(const EvictPolicy *policy);
-/* The preset's score window in query rows (0 when it reads no rows). */
-size_t evict_preset_window(const EvictPolicy *policy);
-
-/* Whether the preset reads what the capture accumulates over every prompt
- * row: the column sums (capture/capture_sums.h; h2o and its pairings) or
- * the query statistics (capture/capture_qstats.h; expected_attention). */
-bool evict_preset_reads_prompt_sums(const EvictPolicy *policy);
-/* Score planes of (n_layers, n_kv_heads, n) the preset's scores hold: 2
- * for criticalkv-snapkv and criticalkv-adakv (the SnapKV score, then the
- * projected value norm), else 1. */
-size_t evict_preset_score_planes(const EvictPolicy *policy);
-/* The budget's final scores (n_layers, n_kv_heads, n) of a two-plane
- * preset into out, the ones its top k is taken from (--scores-out); for a
- * one-plane preset a copy of its scores. */
-int evict_preset_final_scores(const EvictPolicy *policy, const double *scores, size_t n_layers,
-                              size_t n_kv_heads, size_t n, double *out);
-
+/* The functions of the methods' rows in the table (evict/source.h):
+ * EvictSource.count, .scores, .keep and, for the two-stage ones,
+ * .final_scores; each reads the method's choices from
+ * policy->source->method. */
 /* Kept candidates per KV head for n candidates (adakv: the mean; pyramid:
  * the uniform count the layers average to), checked to be 1..n. */
-int evict_preset_budget_tokens(const EvictPolicy *policy, size_t n, size_t *tokens);
+int evict_preset_count(const EvictPolicy *policy, size_t n, size_t *tokens);
 /* CriticalKV's first stage for k kept of n candidates: kvpress's int((1 -
  * compression_ratio) * n * first_stage_ratio 0.5) in double under the
  * kvpress rule (equal to k / 2: halving the double n (1 - cr) is exact),
@@ -123,5 +91,10 @@ int evict_preset_scores(TraceReader *reader, const EvictPolicy *policy, size_t n
 int evict_preset_keep(const EvictPolicy *policy, const double *scores, size_t n_layers,
                       size_t n_kv_heads, size_t n_prompt, size_t n_candidates,
                       const unsigned char *protect, EvictKeepSet *out);
+/* The budget's final scores (n_layers, n_kv_heads, n) of a two-plane
+ * method into out, the ones its top k is taken from (--scores-out); for a
+ * one-plane method a copy of its scores. */
+int evict_preset_final_scores(const EvictPolicy *policy, const double *scores, size_t n_layers,
+                              size_t n_kv_heads, size_t n, double *out);
 
 #endif

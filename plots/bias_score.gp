@@ -22,7 +22,7 @@ if (!exists("plots_dir")) { plots_dir = ""; do for [i = strlen(ARG0):1:-1] { if 
 if (!exists("data")) data = "bias.csv"
 if (!exists("k")) k = 40
 if (!exists("recent")) recent = 0
-if (!exists("scores")) scores = "attn attn2 vatp snapkv obc_v obc_k obc_vk exact_v exact_k exact_vk remove oracle@1"
+if (!exists("scores")) scores = "attn attn2 attn_vl1 attn_maxpool obc_v obc_k obc_vk exact_v exact_k exact_vk remove oracle@1"
 if (!exists("model")) model = "model"
 if (!exists("width")) width = 1100
 if (!exists("height")) height = 620

@@ -9,7 +9,7 @@
 #   data     bias.csv of an analysis folder                        [bias.csv]
 #   windows  space-separated windows to draw               [1 2 4 ... 1024]
 #   k        the budget                                                  [40]
-#   scores   space-separated scores, one panel each      [attn vatp obc_vk remove]
+#   scores   space-separated scores, one panel each      [attn attn_vl1 obc_vk remove]
 #   oracle   the oracle's name in bias.csv                         [oracle@1]
 #   model    model name used in the title                           ["model"]
 #   title    replaces the whole title
@@ -21,7 +21,7 @@ if (!exists("plots_dir")) { plots_dir = ""; do for [i = strlen(ARG0):1:-1] { if 
 if (!exists("data")) data = "bias.csv"
 if (!exists("k")) k = 40
 if (!exists("windows")) windows = "1 2 4 8 16 32 64 128 256 512 1024"
-if (!exists("scores")) scores = "attn vatp obc_vk remove"
+if (!exists("scores")) scores = "attn attn_vl1 obc_vk remove"
 if (!exists("oracle")) oracle = "oracle@1"
 if (!exists("model")) model = "model"
 n = words(scores)

@@ -1,7 +1,7 @@
 # dynamic_ppl.gp: decoding-time eviction over a long text (the paper's PG19
 # experiment). One panel per cache budget: the perplexity of the text in
 # windows of positions, teacher-forced, for each running score (attn = H2O,
-# obc_v, obc_k, obc_vk; streaming = sinks + recent) against the full cache
+# obc_v, obc_k, obc_vk; recency = sinks + recent) against the full cache
 # (black, dashed). Lower is better; the gap to the full cache is what the
 # policy's evictions cost.
 #
@@ -17,7 +17,7 @@
 fig = "dynamic_ppl"
 if (!exists("plots_dir")) { plots_dir = ""; do for [i = strlen(ARG0):1:-1] { if (ARG0[i:i] eq "/") { plots_dir = ARG0[1:i]; break } } }
 if (!exists("data")) data = "dynamic.csv"
-if (!exists("scores")) scores = "full attn obc_v obc_k obc_vk streaming"
+if (!exists("scores")) scores = "full attn obc_v obc_k obc_vk recency"
 if (!exists("budgets")) budgets = "0 256 512 1024"
 if (!exists("model")) model = "model"
 # Panels: the budgets other than 0.

@@ -48,7 +48,7 @@ static const PlotFigure FIGURES[] = {
      "oracle: where along the prompt does score accumulate?"},
     {"bias_windows", "bias_windows.gp", "bias.csv", 0,
      "the same selection shares for every window W (dark = short, light = long), one panel each "
-     "for attn, vatp, obc_vk and remove, with the oracle dashed: does the bias grow with W?"},
+     "for attn, attn_vl1, obc_vk and remove, with the oracle dashed: does the bias grow with W?"},
     {"taylor", "taylor.gp", "taylor.csv", 0,
      "log-log scatter of exact_v/exact_k/exact_vk against obc_v/obc_k/obc_vk and of the true "
      "eviction error against the window's removal error, with y = x: does each Taylor score "
@@ -96,9 +96,10 @@ const PlotFigure *plot_figures(size_t *count) {
   return FIGURES;
 }
 
-static const char *const SCORE_ORDER[] = {
-    "attn",    "attn2",    "vatp",   "snapkv",   "obc_v",    "obc_k",   "obc_vk",  "exact_v",
-    "exact_k", "exact_vk", "remove", "oracle@1", "oracle@T", "oracle1", "oracleT", "decode_attn"};
+static const char *const SCORE_ORDER[] = {"attn",     "attn2",    "attn_vl1", "attn_maxpool",
+                                          "obc_v",    "obc_k",    "obc_vk",   "exact_v",
+                                          "exact_k",  "exact_vk", "remove",   "oracle@1",
+                                          "oracle@T", "oracle1",  "oracleT",  "decode_attn"};
 
 int plot_score_rank(const char *name) {
   for (size_t i = 0; i < sizeof SCORE_ORDER / sizeof SCORE_ORDER[0]; i++)
@@ -228,7 +229,7 @@ static void figure_args(const PlotFigure *f, const char *dir, const char *data_d
   plot_args_size(args, "k", in->k);
   if (!strcmp(f->name, "bias_windows")) {
     char panels[256];
-    names_present("attn vatp obc_vk remove", in->bias_names, panels, sizeof panels);
+    names_present("attn attn_vl1 obc_vk remove", in->bias_names, panels, sizeof panels);
     plot_args_string(args, "scores", panels);
     plot_args_string(args, "windows", in->windows);
     return;

@@ -60,7 +60,7 @@ void plot_result_add(PlotResult *result, const char *path);
 int plot_render(const PlotOptions *options, PlotResult *result);
 
 /* Position of a score name in the order every figure lists scores (attn,
- * attn2, vatp, snapkv, obc_v, obc_k, obc_vk, exact_v, exact_k, exact_vk,
+ * attn2, attn_vl1, attn_maxpool, obc_v, obc_k, obc_vk, exact_v, exact_k, exact_vk,
  * remove, oracle1, oracleT); names outside the list get a larger rank. */
 int plot_score_rank(const char *name);
 

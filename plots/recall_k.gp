@@ -21,7 +21,7 @@ fig = "recall_k"
 if (!exists("plots_dir")) { plots_dir = ""; do for [i = strlen(ARG0):1:-1] { if (ARG0[i:i] eq "/") { plots_dir = ARG0[1:i]; break } } }
 if (!exists("data")) data = "recall.csv"
 if (!exists("recent")) recent = 0
-if (!exists("scores")) scores = "attn attn2 vatp snapkv obc_v obc_k obc_vk exact_v exact_k exact_vk remove"
+if (!exists("scores")) scores = "attn attn2 attn_vl1 attn_maxpool obc_v obc_k obc_vk exact_v exact_k exact_vk remove"
 if (!exists("model")) model = "model"
 if (!exists("oracle")) oracle = "oracle@1"
 if (!exists("reference")) reference = ""

@@ -25,7 +25,7 @@
 fig = "replay_kl"
 if (!exists("plots_dir")) { plots_dir = ""; do for [i = strlen(ARG0):1:-1] { if (ARG0[i:i] eq "/") { plots_dir = ARG0[1:i]; break } } }
 if (!exists("data")) data = "replay_sweep.csv"
-if (!exists("scores")) scores = "attn attn2 vatp snapkv obc_v obc_k obc_vk exact_v exact_k exact_vk remove streaming random oracle@1 oracle@T decode_attn"
+if (!exists("scores")) scores = "attn attn2 attn_vl1 attn_maxpool obc_v obc_k obc_vk exact_v exact_k exact_vk remove recency random oracle@1 oracle@T decode_attn"
 if (!exists("kl_groups")) kl_groups = scores
 if (!exists("error_groups")) error_groups = scores
 if (!exists("budgets")) budgets = "1% 2% 5% 10% 20% 40%"

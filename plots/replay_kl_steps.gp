@@ -17,7 +17,7 @@
 fig = "replay_kl_steps"
 if (!exists("plots_dir")) { plots_dir = ""; do for [i = strlen(ARG0):1:-1] { if (ARG0[i:i] eq "/") { plots_dir = ARG0[1:i]; break } } }
 if (!exists("data")) data = "kl_steps.csv"
-if (!exists("scores")) scores = "attn snapkv vatp obc_v obc_k obc_vk streaming random oracle@1 oracle@T decode_attn"
+if (!exists("scores")) scores = "attn attn_maxpool attn_vl1 obc_v obc_k obc_vk recency random oracle@1 oracle@T decode_attn"
 if (!exists("budgets")) budgets = "1% 2% 5% 10% 20% 40%"
 if (!exists("model")) model = "model"
 columns = (words(budgets) < 3 ? words(budgets) : 3)

@@ -8,8 +8,8 @@
 # needle span's tokens the policy kept (mean over heads and traces). Both
 # against the budget (% of the prompt kept per KV head, log axis), one line
 # per group of policies whose values coincide at every budget (the key names
-# them all: "attn, vatp: identical"), the y axis up to the largest value; the oracles (oracle@1, oracle@T) and decode_attn, which see the
-# captured answer's queries, are references (not bounds), streaming (sinks +
+# them all: "attn, attn_vl1: identical"), the y axis up to the largest value; the oracles (oracle@1, oracle@T) and decode_attn, which see the
+# captured answer's queries, are references (not bounds), recency (sinks +
 # recent) and random the floor.
 #
 # Variables (gnuplot -e "name=value; ..."), besides those of style.gp:
@@ -18,7 +18,7 @@
 #   budgets  the budgets' labels in the data's order ("1% 2%"; from the data)
 #   prefix_groups, kept_groups  the scores of each line of the middle and
 #            right panels, groups separated by spaces, members by commas
-#            ("attn,vatp snapkv"; obcache plot finds the coinciding scores)
+#            ("attn,attn_vl1 attn_maxpool"; obcache plot finds the coinciding scores)
 #                                                     [each score on its own]
 #   model    model name used in the title                           ["model"]
 #   with_model  0 when the sweep ran without the model (--no-model): the
@@ -30,7 +30,7 @@
 fig = "replay_needle"
 if (!exists("plots_dir")) { plots_dir = ""; do for [i = strlen(ARG0):1:-1] { if (ARG0[i:i] eq "/") { plots_dir = ARG0[1:i]; break } } }
 if (!exists("data")) data = "replay_sweep.csv"
-if (!exists("scores")) scores = "attn attn2 vatp snapkv obc_v obc_k obc_vk exact_v exact_k exact_vk remove streaming random oracle@1 oracle@T decode_attn"
+if (!exists("scores")) scores = "attn attn2 attn_vl1 attn_maxpool obc_v obc_k obc_vk exact_v exact_k exact_vk remove recency random oracle@1 oracle@T decode_attn"
 if (!exists("prefix_groups")) prefix_groups = scores
 if (!exists("kept_groups")) kept_groups = scores
 if (!exists("model")) model = "model"

@@ -39,8 +39,8 @@ set datafile columnheaders
 score_colour(s) = \
   s eq "attn"     ? "#1f77b4" : \
   s eq "attn2"    ? "#6baed6" : \
-  s eq "snapkv"   ? "#17becf" : \
-  s eq "vatp"     ? "#2ca02c" : \
+  s eq "attn_maxpool" ? "#17becf" : \
+  s eq "attn_vl1" ? "#2ca02c" : \
   s eq "obc_v"    ? "#ff7f0e" : \
   s eq "obc_k"    ? "#d62728" : \
   s eq "obc_vk"   ? "#9467bd" : \
@@ -53,8 +53,8 @@ score_colour(s) = \
 score_point(s) = \
   s eq "attn"     ? 5  : \
   s eq "attn2"    ? 4  : \
-  s eq "snapkv"   ? 9  : \
-  s eq "vatp"     ? 8  : \
+  s eq "attn_maxpool" ? 9  : \
+  s eq "attn_vl1" ? 8  : \
   s eq "obc_v"    ? 7  : \
   s eq "obc_k"    ? 13 : \
   s eq "obc_vk"   ? 11 : \
@@ -74,11 +74,12 @@ set key noautotitle Left reverse box lc rgb "#bbbbbb" opaque samplen 2.5 spacing
 set style fill solid 1.0 noborder
 
 # --- one colour per eval policy ----------------------------------------------
-# A policy of `obcache eval` ("preset:snapkv", "tova+obc_vk", "oracle@T") takes
+# A policy of `obcache eval` ("snapkv", "tova+obc_vk", "oracle@T") takes
 # the colour of the score it adds ("+obc_vk": obc_vk's purple), else of its
-# base method (snapkv's; TOVA and tova-group rank by the last query's
+# base method (snapkv: attn_maxpool's, vatp: attn_vl1's; TOVA and tova-group
+# rank by the last query's
 # attention: attn's; h2o and observed-attention by the attention of every
-# row: attn2's; the value-aware AdaKV baselines: adakv-vatp vatp's,
+# row: attn2's; the value-aware AdaKV baselines: adakv-vatp attn_vl1's,
 # criticalkv-* an olive of their own), and the point type of its base method
 # (its own for tova-group and observed-attention), so a method and its
 # "+obc" twin share their points and differ in colour. The protocol sets the
@@ -89,11 +90,13 @@ policy_base(p) = policy_plus(p) > 0 ? substr(policy_rest(p), 1, policy_plus(p) -
 policy_added(p) = policy_plus(p) > 0 ? substr(policy_rest(p), policy_plus(p) + 1, strlen(policy_rest(p))) : ""
 base_colour(b) = b eq "tova" || b eq "tova-group" ? score_colour("attn") : \
   b eq "h2o" || b eq "observed-attention" ? score_colour("attn2") : \
-  b eq "adakv-vatp" ? score_colour("vatp") : b[1:10] eq "criticalkv" ? "#6b8e23" : \
-  b eq "streaming" ? "#bcbd22" : b eq "random" ? "#aaaaaa" : score_colour(b)
+  b eq "adakv-vatp" || b eq "vatp" ? score_colour("attn_vl1") : b[1:10] eq "criticalkv" ? "#6b8e23" : \
+  b eq "snapkv" ? score_colour("attn_maxpool") : \
+  b eq "recency" || b eq "streaming" ? "#bcbd22" : b eq "random" ? "#aaaaaa" : score_colour(b)
 base_point(b) = b eq "tova" ? score_point("attn") : b eq "tova-group" ? 15 : \
   b eq "h2o" ? score_point("attn2") : b eq "observed-attention" ? 14 : \
-  b eq "adakv-vatp" ? score_point("vatp") : b[1:10] eq "criticalkv" ? 16 : score_point(b)
+  b eq "adakv-vatp" || b eq "vatp" ? score_point("attn_vl1") : b[1:10] eq "criticalkv" ? 16 : \
+  b eq "snapkv" ? score_point("attn_maxpool") : score_point(b)
 policy_colour(p) = p[1:6] eq "oracle" ? "#000000" : (policy_added(p) ne "" ? score_colour(policy_added(p)) : base_colour(policy_base(p)))
 policy_point(p) = p[1:6] eq "oracle" ? 1 : base_point(policy_base(p))
 policy_width(p) = p[1:6] eq "oracle" ? 3.5 : (policy_added(p) ne "" ? 2.5 : 1.8)
@@ -131,11 +134,11 @@ last_colon(s, i) = i < 1 ? 0 : (s[i:i] eq ":" ? i : last_colon(s, i - 1))
 replay_colon(s) = last_colon(s, strlen(s))
 replay_policy(s) = s[1:replay_colon(s) - 1]
 replay_colour(s) = replay_colon(s) > 0 ? policy_colour(replay_policy(s)) : \
-  s eq "streaming" ? "#bcbd22" : (s eq "random" ? "#aaaaaa" : (s eq "decode_attn" ? "#8c564b" : (s eq "oracle@T" ? "#555555" : score_colour(s))))
+  s eq "recency" ? "#bcbd22" : (s eq "random" ? "#aaaaaa" : (s eq "decode_attn" ? "#8c564b" : (s eq "oracle@T" ? "#555555" : score_colour(s))))
 replay_point(s) = replay_colon(s) > 0 ? policy_point(replay_policy(s)) : score_point(s)
 replay_width(s) = replay_colon(s) > 0 ? policy_width(replay_policy(s)) : score_width(s)
 replay_dash(s) = replay_colon(s) > 0 ? protocol_dash(s[replay_colon(s) + 1:*]) : 1
-# A group of coinciding policies, "attn,vatp,obc_k": drawn once, in the style
+# A group of coinciding policies, "attn,attn_vl1,obc_k": drawn once, in the style
 # of its first member, named in full in the key.
 same_first(g) = strstrt(g, ",") > 0 ? g[1:strstrt(g, ",") - 1] : g
 same_names(g) = strstrt(g, ",") > 0 ? g[1:strstrt(g, ",") - 1] . ", " . same_names(g[strstrt(g, ",") + 1:*]) : g

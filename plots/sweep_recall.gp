@@ -18,7 +18,7 @@ fig = "sweep_recall"
 if (!exists("plots_dir")) { plots_dir = ""; do for [i = strlen(ARG0):1:-1] { if (ARG0[i:i] eq "/") { plots_dir = ARG0[1:i]; break } } }
 if (!exists("data")) data = "sweep_recall.csv"
 if (!exists("k")) k = 40
-if (!exists("scores")) scores = "attn attn2 vatp snapkv obc_v obc_k obc_vk exact_v exact_k exact_vk remove"
+if (!exists("scores")) scores = "attn attn2 attn_vl1 attn_maxpool obc_v obc_k obc_vk exact_v exact_k exact_vk remove"
 if (!exists("model")) model = ""
 load plots_dir . "sweep_axes.gp"
 n = words(scores)

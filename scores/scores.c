@@ -8,7 +8,7 @@
  *   vv = ||v_p||^2, vo = v_p.o_i, oo = ||o_i||^2,
  *   dd = ||v_p - o_i||^2 = vv - 2 vo + oo, vd = v_p.(v_p - o_i) = vv - vo.
  * Then each quantity is a sum over window rows (and heads) of
- *   attn: a        attn2: a^2        vatp: (sum a) * ||v_p||_1 (after the sum)
+ *   attn: a        attn2: a^2        attn_vl1: (sum a) * ||v_p||_1 (after the sum)
  *   obc_v = exact_v: a^2 vv                       (o' - o = -a v)
  *   obc_k: (a z)^2 dd
  *   obc_vk: a^2 vv + (a z)^2 dd + 2 a^2 z vd      (the cross term 2 a^2 z (vv - vo))
@@ -67,14 +67,14 @@ enum {
   ACC_COUNT
 };
 
-static const char *const score_names[OBC_Q_COUNT] = {"attn",    "attn2",    "vatp",   "snapkv",
-                                                     "obc_v",   "obc_k",    "obc_vk", "exact_v",
-                                                     "exact_k", "exact_vk", "remove"};
+static const char *const score_names[OBC_Q_COUNT] = {
+    "attn",   "attn2",   "attn_vl1", "attn_maxpool", "obc_v", "obc_k",
+    "obc_vk", "exact_v", "exact_k",  "exact_vk",     "remove"};
 
 void score_options_default(ScoreOptions *options) {
   options->precision = OBC_PRECISION_FLOAT;
   options->aggregation = OBC_GQA_SUM;
-  options->snapkv_kernel = 7;
+  options->maxpool_kernel = 7;
 }
 
 const char *score_quantity_name(ScoreQuantity q) {
@@ -265,8 +265,8 @@ static void sweep_snapshot(const WindowPass *pass, const double *acc, size_t b0,
     sweep_combine(acc, g, map[m].acc, nb, map[m].is_score ? pass->aggregation : OBC_GQA_SUM,
                   row[map[m].quantity]);
   for (size_t t = 0; t < nb; t++) {
-    row[OBC_Q_VATP][t] = row[OBC_Q_ATTN][t] * pass->v_l1[b0 + t];
-    row[OBC_Q_SNAPKV][t] = row[OBC_Q_ATTN][t];
+    row[OBC_Q_ATTN_VL1][t] = row[OBC_Q_ATTN][t] * pass->v_l1[b0 + t];
+    row[OBC_Q_ATTN_MAXPOOL][t] = row[OBC_Q_ATTN][t];
   }
 }
 
@@ -379,9 +379,9 @@ static void sweep_chunk(const WindowPass *pass, WindowChunk *ch, double *acc_all
 static int sweep_check(const OracleHead *head, const size_t *windows, size_t n_windows,
                        const ScoreOptions *options, size_t *last_row, size_t *max_window) {
   size_t s = head->n_prompt;
-  if (options->snapkv_kernel % 2 == 0)
+  if (options->maxpool_kernel % 2 == 0)
     return obc_fail(OBC_EINVAL, "score sweep: SnapKV kernel %zu (expected an odd width >= 1)",
-                    options->snapkv_kernel);
+                    options->maxpool_kernel);
   if (n_windows == 0) return obc_fail(OBC_EINVAL, "score sweep: no window requested");
   if (head->head_dim > 512)
     return obc_fail(OBC_EINVAL, "score sweep: head_dim %zu (expected at most 512)", head->head_dim);
@@ -530,8 +530,8 @@ int score_window_sweep(const OracleHead *head, const size_t *windows, size_t n_w
     sweep_chunk(&pass, ch, b.acc, out);
   }
   for (size_t w = 0; w < n_windows; w++)
-    score_max_pool(out + (w * OBC_Q_COUNT + OBC_Q_ATTN) * s, s, options->snapkv_kernel,
-                   out + (w * OBC_Q_COUNT + OBC_Q_SNAPKV) * s);
+    score_max_pool(out + (w * OBC_Q_COUNT + OBC_Q_ATTN) * s, s, options->maxpool_kernel,
+                   out + (w * OBC_Q_COUNT + OBC_Q_ATTN_MAXPOOL) * s);
   sweep_buffers_free(&b);
   oracle_gemm_free(&gemm);
   return OBC_OK;

@@ -15,14 +15,14 @@
 /* Every per-token quantity the analyser ranks, in report order. The names
  * (score_quantity_name) are the dataset names of --scores-out. */
 typedef enum {
-  OBC_Q_ATTN = 0, /* sum_i A_ip                        (H2O / TOVA) */
-  OBC_Q_ATTN2,    /* sum_i A_ip^2                      (paper pseudo-code) */
-  OBC_Q_VATP,     /* (sum_i A_ip) * ||v_p||_1          (VATP / CriticalKV) */
-  OBC_Q_SNAPKV,   /* attn, then 1-D max pooling over positions */
-  OBC_Q_OBC_V,    /* OBCache value */
-  OBC_Q_OBC_K,    /* OBCache key */
-  OBC_Q_OBC_VK,   /* OBCache joint */
-  OBC_Q_EXACT_V,  /* exact errors of oracle.h, summed over the group */
+  OBC_Q_ATTN = 0,     /* sum_i A_ip                        (H2O / TOVA) */
+  OBC_Q_ATTN2,        /* sum_i A_ip^2                      (paper pseudo-code) */
+  OBC_Q_ATTN_VL1,     /* (sum_i A_ip) * ||v_p||_1          (VATP's term, unpooled) */
+  OBC_Q_ATTN_MAXPOOL, /* attn, then 1-D max pooling over positions */
+  OBC_Q_OBC_V,        /* OBCache value */
+  OBC_Q_OBC_K,        /* OBCache key */
+  OBC_Q_OBC_VK,       /* OBCache joint */
+  OBC_Q_EXACT_V,      /* exact errors of oracle.h, summed over the group */
   OBC_Q_EXACT_K,
   OBC_Q_EXACT_VK,
   OBC_Q_REMOVE,
@@ -36,7 +36,7 @@ typedef enum { OBC_GQA_SUM = 0, OBC_GQA_MEAN, OBC_GQA_MAX } ScoreGqa;
 typedef struct {
   OraclePrecision precision; /* default OBC_PRECISION_FLOAT */
   ScoreGqa aggregation;
-  size_t snapkv_kernel; /* odd pooling width, default 7 */
+  size_t maxpool_kernel; /* odd pooling width, default 7 */
 } ScoreOptions;
 
 void score_options_default(ScoreOptions *options);

@@ -171,7 +171,7 @@ figures() {
 # By default the sweep runs the model in the loop (needle retrieval by the
 # replayed answer, teacher-forced KL, plus the offline output error and
 # needle-span retention) over replay's default 11 policies (the analyser's
-# scores, streaming, random, oracle@1, oracle@T, decode_attn) x 6 budgets:
+# quantities, recency, random, oracle@1, oracle@T, decode_attn) x 6 budgets:
 # about 4 s per cell at 4096 tokens on 2 cores. DEMO_REPLAY_MODEL=0 keeps it
 # offline only (no model; about 1.5 minutes).
 replay() {
@@ -179,7 +179,7 @@ replay() {
   local model_flag=(--no-model)
   [ "${DEMO_REPLAY_MODEL:-1}" = 1 ] && model_flag=()
   # Every policy keeps the attention sinks and the same recent window as the
-  # analysis (the paper's H2O-style split); streaming is then StreamingLLM.
+  # analysis (the paper's H2O-style split); recency is then StreamingLLM's rule.
   # Query-aware: the scores' window is the analysis's, the question in it.
   run "$OBCACHE" replay --sweep "$TRACE" "${model_flag[@]}" "${THREADS[@]}" --protocol aware \
     --recent "$RECENT" --sinks 4 -o "$OUT/replay" > "$OUT/replay/table.txt"

@@ -25,9 +25,9 @@
 #include "sweep/replay_pairs.h"
 
 void sweep_replay_config_default(SweepReplayConfig *c) {
-  static const char *const scores[] = {"attn",     "snapkv",   "vatp",       "obc_v",
-                                       "obc_k",    "obc_vk",   "streaming",  "random",
-                                       "oracle@1", "oracle@T", "decode_attn"};
+  static const char *const scores[] = {"attn",     "attn_maxpool", "attn_vl1",   "obc_v",
+                                       "obc_k",    "obc_vk",       "recency",    "random",
+                                       "oracle@1", "oracle@T",     "decode_attn"};
   static const char *const budgets[] = {"1%", "2%", "5%", "10%", "20%", "40%"};
   memset(c, 0, sizeof *c);
   for (size_t i = 0; i < sizeof scores / sizeof *scores; i++)
@@ -65,10 +65,11 @@ typedef struct {
   size_t n_traces;
   SweepCell *cells; /* (n_traces * n_scores * n_budgets) */
   size_t n_cells;
-  char trace_model[256];  /* the model named by the first trace (titles without --model) */
-  double model_seconds;   /* wall time of the model replays (not their set-up) */
-  size_t model_sets;      /* kept sets replayed with the model */
-  double offline_seconds; /* wall time of the offline replays */
+  char trace_model[256];    /* the model named by the first trace (titles without --model) */
+  double model_seconds;     /* wall time of the model replays (not their set-up) */
+  size_t model_sets;        /* kept sets replayed with the model */
+  double offline_seconds;   /* wall time of the offline replays */
+  const char *command_line; /* recorded in the --keep-out files */
 } SweepRun;
 
 static int name_order(const void *a, const void *b) { return strcmp(a, b); }
@@ -128,6 +129,20 @@ static int list_traces(const char *input, SweepRun *run) {
                     input);
   qsort(run->traces, run->n_traces, sizeof *run->traces, name_order);
   return OBC_OK;
+}
+
+/* A kept set as DIR/TRACE.SCORE.BUDGET.PROTOCOL.h5 (--keep-out). */
+static int write_keep(const SweepReplayConfig *c, const SweepRun *run, size_t t, size_t s, size_t b,
+                      const EvictKeepSet *keep) {
+  const char *base = strrchr(run->traces[t], '/');
+  base = base ? base + 1 : run->traces[t];
+  char path[PATH_MAX];
+  int n = snprintf(path, sizeof path, "%s/%.*s.%s.%s.%s.h5", c->keep_out, (int)(strlen(base) - 3),
+                   base, c->scores[run->rows[s].score], c->budgets[b],
+                   evict_protocol_name(run->rows[s].protocol));
+  if (n < 0 || (size_t)n >= sizeof path)
+    return obc_fail(OBC_EINVAL, "--keep-out %s: a keep file's path is too long", c->keep_out);
+  return evict_keep_write(path, keep, run->traces[t], run->command_line);
 }
 
 /* Checks every budget against the trace before any long computation. */
@@ -359,6 +374,8 @@ static int sweep_trace(const SweepReplayConfig *c, const Model *model, size_t t,
         break;
       }
       keep->window = window;
+      snprintf(keep->trace_hash, sizeof keep->trace_hash, "%s", meta->content_hash);
+      if (c->keep_out && (rc = write_keep(c, run, t, s, b, keep))) break;
       run->cells[run->n_cells + chunk.n++] = cell_new(t, s, b, keep->budget, n);
       if (chunk.n == chunk.cap) rc = chunk_flush(c, reader, replayer, run, &chunk, &pending);
     }
@@ -808,6 +825,7 @@ int sweep_replay_run(const char *input, const char *out_dir, const SweepReplayCo
   if (rc) return rc;
   SweepRun run;
   memset(&run, 0, sizeof run);
+  run.command_line = command_line ? command_line : "";
   rc = build_rows(c, &run);
   if (!rc) rc = list_traces(input, &run);
   if (!rc) {

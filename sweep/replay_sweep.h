@@ -46,10 +46,13 @@ typedef struct {
   /* Kept sets replayed offline together (replay_offline_run_many): 0 = all of
    * a trace, 1 = one after another (replay_offline_run, the reference). */
   size_t offline_batch;
+  /* A folder for every kept set as a keep file (obcache evict's format),
+   * named TRACE.SCORE.BUDGET.PROTOCOL.h5; NULL = none. */
+  const char *keep_out;
 } SweepReplayConfig;
 
-/* Default scores (attn snapkv vatp obc_v obc_k obc_vk streaming random
- * oracle@1 oracle@T decode_attn) and budgets (1% 2% 5% 10% 20% 40%), with
+/* Default scores (attn attn_maxpool attn_vl1 obc_v obc_k obc_vk recency
+ * random oracle@1 oracle@T decode_attn) and budgets (1% 2% 5% 10% 20% 40%), with
  * the model. */
 void sweep_replay_config_default(SweepReplayConfig *config);
 /* input: a trace file or a folder of traces. */

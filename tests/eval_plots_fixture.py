@@ -21,10 +21,10 @@ TASKS = ["niah_single_1", "niah_multikey_2", "vt", "cwe"]
 LENGTHS = [4096]
 SAMPLES = 24
 BUDGETS = ["5%", "10%", "25%", "50%"]
-POLICIES = ["preset:snapkv", "preset:snapkv+obc_k", "tova", "tova+obc_vk", "h2o"]
+POLICIES = ["snapkv", "snapkv+obc_k", "tova", "tova+obc_vk", "h2o"]
 PROTOCOLS = ["agnostic"]
-PAIRS = [("preset:snapkv", "preset:snapkv+obc_k"), ("tova", "tova+obc_vk")]
-QUALITY = {"full": 1.0, "oracle@T": 0.97, "preset:snapkv": 0.70, "preset:snapkv+obc_k": 0.78,
+PAIRS = [("snapkv", "snapkv+obc_k"), ("tova", "tova+obc_vk")]
+QUALITY = {"full": 1.0, "oracle@T": 0.97, "snapkv": 0.70, "snapkv+obc_k": 0.78,
            "tova": 0.62, "tova+obc_vk": 0.74, "h2o": 0.55}
 DIFFICULTY = {"niah_single_1": 0.95, "niah_multikey_2": 0.8, "vt": 0.75, "cwe": 0.6}
 Z95 = 1.959963984540054

@@ -173,11 +173,11 @@ def analysis_panels(folder):
         Panel(with_refs(extent([m[1] for m in last]), 0.0), (0.65, n_scores + 0.35)),
     ]
 
-    # bias_windows: one panel per score of attn vatp obc_vk remove present,
+    # bias_windows: one panel per score of attn attn_vl1 obc_vk remove present,
     # every window, the oracle of the first window; before the last bucket.
     all_bias = [r for r in rows(os.path.join(folder, "bias.csv"))
                 if num(r["k"]) == k and num(r["recent"]) == 0]
-    present = [s for s in ("attn", "vatp", "obc_vk", "remove") if any(r["score"] == s for r in all_bias)]
+    present = [s for s in ("attn", "attn_vl1", "obc_vk", "remove") if any(r["score"] == s for r in all_bias)]
     first_w = min(num(r["window"]) for r in all_bias)
     early_rows = [r for r in all_bias if 0.5 * (num(r["bucket_lo"]) + num(r["bucket_hi"])) < last_lo and
                   (r["score"] in present or (r["score"] == oracle and num(r["window"]) == first_w))]

@@ -236,12 +236,12 @@ static inline void fixture_scores(const FixtureProblem *t, size_t window, ScoreG
   for (size_t p = 0; p < s; p++) {
     double l1 = 0.0;
     for (size_t c = 0; c < d; c++) l1 += fabs(t->V[p * d + c]);
-    out[OBC_Q_VATP * s + p] = out[OBC_Q_ATTN * s + p] * l1;
+    out[OBC_Q_ATTN_VL1 * s + p] = out[OBC_Q_ATTN * s + p] * l1;
     double best = -HUGE_VAL;
     for (size_t k = 0; k < s; k++)
       if (k + kernel / 2 >= p && k <= p + kernel / 2 && out[OBC_Q_ATTN * s + k] > best)
         best = out[OBC_Q_ATTN * s + k];
-    out[OBC_Q_SNAPKV * s + p] = best;
+    out[OBC_Q_ATTN_MAXPOOL * s + p] = best;
   }
   free(per_head);
   free(o);

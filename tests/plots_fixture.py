@@ -15,10 +15,10 @@ import os
 import random
 import sys
 
-SCORES = ["attn", "attn2", "vatp", "snapkv", "obc_v", "obc_k", "obc_vk",
+SCORES = ["attn", "attn2", "attn_vl1", "attn_maxpool", "obc_v", "obc_k", "obc_vk",
           "exact_v", "exact_k", "exact_vk", "remove"]
 # How close each score's selection comes to the oracle's (fixture only).
-QUALITY = {"attn": 0.55, "attn2": 0.52, "vatp": 0.62, "snapkv": 0.58,
+QUALITY = {"attn": 0.55, "attn2": 0.52, "attn_vl1": 0.62, "attn_maxpool": 0.58,
            "obc_v": 0.70, "obc_k": 0.66, "obc_vk": 0.76, "exact_v": 0.70,
            "exact_k": 0.68, "exact_vk": 0.78, "remove": 0.85}
 WINDOWS = [1, 2, 4, 8, 16, 32, 64]
@@ -64,7 +64,7 @@ def bias_rows(rng):
     for score in SCORES + [ORACLE]:
         for window in WINDOWS:
             for k in TOPK:
-                early = {"attn": 3.0, "attn2": 3.2, "vatp": 2.4, "snapkv": 2.8,
+                early = {"attn": 3.0, "attn2": 3.2, "attn_vl1": 2.4, "attn_maxpool": 2.8,
                          "obc_v": 1.8, "obc_k": 1.5, "obc_vk": 1.4, "exact_v": 1.8,
                          "exact_k": 1.5, "exact_vk": 1.3, "remove": 1.1,
                          ORACLE: 0.6}[score] * (1 + math.log2(window) / 6)
@@ -162,7 +162,7 @@ def write_analysis(out, n_layers):
                   "needle": {"start": 140, "end": 152}},
         "parameters": {"windows": WINDOWS, "main_window": MAIN_WINDOW, "topk": TOPK, "main_k": 40,
                        "recent": RECENT, "oracle": ORACLE, "gqa": "sum",
-                       "snapkv_kernel": 7, "buckets": BUCKETS, "precision": "float",
+                       "maxpool_kernel": 7, "buckets": BUCKETS, "precision": "float",
                        "threads": 1},
         "summary": summary,
         "files": files,

@@ -2,11 +2,11 @@
 """Independent NumPy reference for `obcache analyze`, written from
 docs/SCIENCE.md (from "Notation" to "Recall of the oracle"), not from the C
 code: it reads a synthetic trace with h5py only, recomputes every per-token
-quantity (attn, attn2, vatp, snapkv, obc_v, obc_k, obc_vk, exact_v, exact_k,
+quantity (attn, attn2, attn_vl1, attn_maxpool, obc_v, obc_k, obc_vk, exact_v, exact_k,
 exact_vk, remove) for every window, oracle@1 and oracle@T, and the recall@k of each score (last r prompt
 positions plus the k - r best others, ties to the lower position), then
 compares them with --scores-out (relative error <= 1e-4 with --precision
-float, <= 1e-6 with double; also --gqa max --snapkv-kernel 5) and with recall_heads.csv / recall.csv (exactly
+float, <= 1e-6 with double; also --gqa max --maxpool-kernel 5) and with recall_heads.csv / recall.csv (exactly
 equal, except where the scores tie within rounding at the selection
 boundary: allowed and reported), and Spearman's rho (average ranks for
 ties) of every score against the oracles and of each Taylor score against its
@@ -23,7 +23,7 @@ import numpy as np
 
 OBCACHE = os.environ.get("OBCACHE", "build/obcache")
 TMP = os.environ.get("OBC_TMP", tempfile.gettempdir())
-NAMES = ["attn", "attn2", "vatp", "snapkv", "obc_v", "obc_k", "obc_vk",
+NAMES = ["attn", "attn2", "attn_vl1", "attn_maxpool", "obc_v", "obc_k", "obc_vk",
          "exact_v", "exact_k", "exact_vk", "remove"]
 WINDOWS = [8, 1, 4, 16, 32]       # first = main window
 TOPK = [10, 5, 20, 40]            # first = main budget
@@ -54,7 +54,7 @@ def max_pool(x, kernel):
     return np.array([x[max(0, p - half):min(n, p + half + 1)].max() for p in range(n)])
 
 
-SCORES = ["attn", "attn2", "vatp", "obc_v", "obc_k", "obc_vk"]
+SCORES = ["attn", "attn2", "attn_vl1", "obc_v", "obc_k", "obc_vk"]
 COMBINE = {"sum": lambda x: x.sum(0), "mean": lambda x: x.mean(0), "max": lambda x: x.max(0)}
 
 
@@ -79,7 +79,7 @@ def pair_attention(z, mask, lse, O, V):
 def head_quantities(K, V, Q, O, lse, rows, s, scale, window, gqa="sum", kernel=KERNEL):
     """Every quantity of SPEC sections 2-3 for one KV head: K, V (n_pos, d);
     Q, O (group, n_rows, d); lse (group, n_rows). Scores of the group's query
-    heads combined by `gqa` (snapkv pools the combined attn), exact errors
+    heads combined by `gqa` (attn_maxpool pools the combined attn), exact errors
     always summed as the spec says."""
     idx = np.nonzero((rows >= s - window) & (rows < s))[0]
     assert len(idx) == window
@@ -99,7 +99,7 @@ def head_quantities(K, V, Q, O, lse, rows, s, scale, window, gqa="sum", kernel=K
         vmo2 = (diff ** 2).sum(-1)
         per_head["attn"].append(A.sum(0))
         per_head["attn2"].append((A ** 2).sum(0))
-        per_head["vatp"].append(A.sum(0) * v1)
+        per_head["attn_vl1"].append(A.sum(0) * v1)
         per_head["obc_v"].append((A ** 2).sum(0) * v2)
         per_head["obc_k"].append(((A * z) ** 2 * vmo2).sum(0))
         per_head["obc_vk"].append((A ** 2).sum(0) * v2 + ((A * z) ** 2 * vmo2).sum(0)
@@ -119,7 +119,7 @@ def head_quantities(K, V, Q, O, lse, rows, s, scale, window, gqa="sum", kernel=K
             total[name] += np.where(mask, (d ** 2).sum(-1), 0.0).sum(0)
     for name in SCORES:
         total[name] = COMBINE[gqa](np.array(per_head[name]))
-    total["snapkv"] = max_pool(total["attn"], kernel)
+    total["attn_maxpool"] = max_pool(total["attn"], kernel)
     return total
 
 
@@ -192,7 +192,7 @@ def main():
     work = tempfile.mkdtemp(prefix="analyze_ref.", dir=TMP)
     trace = os.path.join(work, "ref.h5")
     run([OBCACHE, "synth", "-o", trace, "--layers", "2", "--heads", "6", "--kv-heads", "2",
-         "--head-dim", "32", "--prompt", "256", "--rows", "32", "--decode", "4", "--seed", "11"])
+         "--head-dim", "32", "--length", "256", "--rows", "32", "--decode", "4", "--seed", "11"])
     f, m = read_trace(trace)
     L, H, G, d, s = (int(m[k]) for k in ("n_layers", "n_heads", "n_kv_heads", "head_dim", "n_prompt"))
     group = H // G
@@ -209,11 +209,11 @@ def main():
 
     out_m = os.path.join(work, "max")
     run([OBCACHE, "analyze", trace, "-o", out_m, "--scores-out", out_m + ".h5",
-         "--precision", "double", "--gqa", "max", "--snapkv-kernel", "5"] + common)
+         "--precision", "double", "--gqa", "max", "--maxpool-kernel", "5"] + common)
 
     windows = sorted(set(WINDOWS))
     ref = {}       # (layer, g) -> {window: quantities}
-    ref_max = {}   # (layer, g) -> main-window quantities with --gqa max --snapkv-kernel 5
+    ref_max = {}   # (layer, g) -> main-window quantities with --gqa max --maxpool-kernel 5
     oracle1, oracleT = {}, {}
     for layer in range(L):
         grp = f[f"layers/{layer:03d}"]
@@ -232,7 +232,7 @@ def main():
     failures = []
     main_w = WINDOWS[0]
     for label, path, tol in (("float", out_f + ".h5", 1e-4), ("double", out_d + ".h5", 1e-6),
-                             ("double, --gqa max --snapkv-kernel 5", out_m + ".h5", 1e-6)):
+                             ("double, --gqa max --maxpool-kernel 5", out_m + ".h5", 1e-6)):
         with h5py.File(path, "r") as sf:
             if sf.attrs["window"] != main_w or sf.attrs["schema"] != "obcache-scores/1":
                 failures.append(f"{path}: attributes window/schema wrong")

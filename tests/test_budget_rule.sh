@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One budget count for every score (evict/policy.h, evict_budget_count):
 # on a synthetic trace of 60 candidates (64 positions, the question the last
-# 4), `--budget 18%` keeps floor(10.8) = 10 per KV head with a preset
-# (knorm), the generic scores (attn, snapkv), random, streaming and the
-# oracle (oracle@T) alike, under both budget rules; `--budget 10%` keeps 6
+# 4), `--budget 18%` keeps floor(10.8) = 10 per KV head with the methods
+# (knorm, streaming, tova), the generic scores (attn, attn_maxpool), random,
+# recency and the oracle (oracle@T) alike, under both budget rules; `--budget 10%` keeps 6
 # under the floor rule and kvpress's int(60 * (1 - 0.9)) = 5 under
 # --budget-rule kvpress. The keep file records the rule (budget_rule), a
 # keep file without the attribute reads as floor, and an unknown rule is
@@ -27,7 +27,7 @@ for rule in floor kvpress; do
     set -- $case
     budget=$1
     want=$([ "$rule" = floor ] && echo "$2" || echo "$3")
-    for score in knorm attn snapkv random streaming oracle@T; do
+    for score in knorm streaming tova attn attn_maxpool random recency oracle@T; do
       if "$OBCACHE" evict "$TRACE" --score "$score" --budget "$budget" --budget-rule "$rule" \
         -o "$dir/k.h5" >"$dir/out" 2>"$dir/err" &&
         grep -q "budget $want of 60 candidates" "$dir/out" &&

@@ -181,7 +181,7 @@ static void check_sweep(double one_minus_a, int storage) {
       fixture_exact_error(&t, begin, end, FIX_REMOVE, ref + OBC_Q_REMOVE * s);
       fixture_exact_error(&t, begin, end, FIX_ZERO_K, ref + OBC_Q_EXACT_K * s);
       fixture_exact_error(&t, begin, end, FIX_ZERO_VK, ref + OBC_Q_EXACT_VK * s);
-      fixture_scores(&t, windows[w], OBC_GQA_SUM, options.snapkv_kernel, ref);
+      fixture_scores(&t, windows[w], OBC_GQA_SUM, options.maxpool_kernel, ref);
       static const ScoreQuantity checked[] = {OBC_Q_REMOVE, OBC_Q_EXACT_K, OBC_Q_EXACT_VK,
                                               OBC_Q_OBC_K, OBC_Q_OBC_VK};
       for (size_t k = 0; k < sizeof checked / sizeof checked[0]; k++) {

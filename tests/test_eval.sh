@@ -53,12 +53,12 @@ assert [l["task"] for l in lines] == ["niah_single_1"] * 2 + ["vt"] * 2, lines
 assert all(len(l["ids"]) == l["tokens"] <= 1024 and l["answers"] for l in lines)' \
   "$dir/a/prompts.jsonl"
 check "the tables agree with an independent recomputation from samples.csv" \
-  python3 "$here/eval_check.py" "$dir/a" niah_single_1,vt preset:snapkv,preset:snapkv+obc_k \
+  python3 "$here/eval_check.py" "$dir/a" niah_single_1,vt snapkv,snapkv+obc_k \
   25%,50% agnostic
 "$OBCACHE" eval "$dir/a" --samples-for 10% > "$dir/plan-n.txt" 2>&1 || echo "rc $?" >> "$dir/plan-n.txt"
 check "--samples-for plans from the folder's discordance, one row per pooled pairing" \
   eval 'grep -q "^samples for an accuracy difference of 10.0 points" "$dir/plan-n.txt" &&
-    [ "$(grep -c "^1024 *agnostic *preset:snapkv+obc_k" "$dir/plan-n.txt")" -eq 2 ] &&
+    [ "$(grep -c "^1024 *agnostic *snapkv+obc_k" "$dir/plan-n.txt")" -eq 2 ] &&
     ! grep -q "^rc" "$dir/plan-n.txt"'
 check "--samples-for refuses a difference outside (0, 1) and --merge beside it" \
   eval '! "$OBCACHE" eval "$dir/a" --samples-for 150% 2> "$dir/e1" && grep -q "in (0, 1)" "$dir/e1" &&

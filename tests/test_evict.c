@@ -164,7 +164,8 @@ START_TEST(test_kept_sets_have_the_requested_size_sinks_recent_and_no_duplicates
   synth_trace(trace, 4, 3);
   TraceReader *reader = NULL;
   ck_assert_int_eq(trace_open(trace, &reader), 0);
-  static const char *const scores[] = {"obc_vk", "attn", "snapkv", "random", "streaming", "oracle"};
+  static const char *const scores[] = {"obc_vk", "attn",    "attn_maxpool",
+                                       "random", "recency", "oracle"};
   static const char *const budgets[] = {"1", "10", "25%", "0.5", "60"};
   static const char *const allocs[] = {"uniform", "adakv"};
   static const char *const modes[] = {"aware", "agnostic"};
@@ -175,7 +176,7 @@ START_TEST(test_kept_sets_have_the_requested_size_sinks_recent_and_no_duplicates
       for (size_t ai = 0; ai < 2; ai++)
         for (size_t mi = 0; mi < 2; mi++)
           for (size_t fi = 0; fi < 2; fi++) {
-            if (!strcmp(scores[si], "streaming") && ai == 1) continue;
+            if (!strcmp(scores[si], "recency") && ai == 1) continue;
             EvictPolicy p;
             policy_for(&p, scores[si], budgets[bi], fixed[fi][0], fixed[fi][1], allocs[ai],
                        modes[mi]);
@@ -188,7 +189,7 @@ START_TEST(test_kept_sets_have_the_requested_size_sinks_recent_and_no_duplicates
                             : !strcmp(budgets[bi], "25%") ? n_cand * 25 / 100 /* floor(n B) */
                                                           : n_cand * 50 / 100;
             size_t recent = fixed[fi][0], sinks = fixed[fi][1];
-            bool streaming = !strcmp(scores[si], "streaming");
+            bool streaming = !strcmp(scores[si], "recency");
             if (sinks + (streaming ? 0 : recent) > budget || (streaming && sinks >= budget)) {
               ck_assert_int_eq(rc, OBC_EINVAL); /* no room: refused */
               continue;
@@ -608,7 +609,7 @@ START_TEST(test_offline_replay_equals_brute_force_attention_over_the_kept_set) {
   TraceReader *reader = NULL;
   ck_assert_int_eq(trace_open(trace, &reader), 0);
   const TraceMeta *meta = trace_meta(reader);
-  static const char *const scores[] = {"obc_vk", "random", "streaming"};
+  static const char *const scores[] = {"obc_vk", "random", "recency"};
   static const char *const budgets[] = {"3", "16", "50%"};
   ScoreHead h;
   ck_assert_int_eq(score_head_alloc(&h, reader), 0);
@@ -684,8 +685,8 @@ END_TEST
 START_TEST(test_oracle_single_eviction_is_never_worse_at_step_one) {
   char trace[4096];
   tmp_path(trace, sizeof trace, "evict_oracle.h5");
-  static const char *const others[] = {"attn",  "attn2",  "vatp",   "snapkv", "obc_v",
-                                       "obc_k", "obc_vk", "remove", "random", "streaming"};
+  static const char *const others[] = {"attn",  "attn2",  "attn_vl1", "attn_maxpool", "obc_v",
+                                       "obc_k", "obc_vk", "remove",   "random",       "recency"};
   size_t compared = 0;
   for (uint64_t seed = 1; seed <= 3; seed++) {
     synth_trace(trace, 2, seed);
@@ -810,7 +811,7 @@ START_TEST(test_model_replay_without_eviction_reproduces_the_captured_logits) {
 
   /* Evicting most of the prompt changes the predictions. */
   EvictKeepSet few;
-  policy_for(&p, "streaming", "4", 0, 1, "uniform", "aware");
+  policy_for(&p, "recency", "4", 0, 1, "uniform", "aware");
   ck_assert_int_eq(evict_policy_apply(reader, &p, &few), 0);
   ck_assert_int_eq(replay_model_run(replayer, &few, r), 0);
   printf("model replay, 4 of 24 kept: max relative logit difference %.3g, KL %.3g\n",

@@ -15,46 +15,71 @@
 #include "common/obc_error.h"
 #include "evict/policy.h"
 #include "evict/preset.h"
+#include "scores/scores.h"
 
 static EvictPolicy preset_policy(const char *score, const char *budget) {
   EvictPolicy p;
   evict_policy_default(&p);
   ck_assert_int_eq(evict_policy_set_score(&p, score), OBC_OK);
   ck_assert_int_eq(evict_policy_set_budget(&p, budget), OBC_OK);
-  ck_assert_int_eq(p.kind, EVICT_SCORE_PRESET);
+  ck_assert_int_eq(p.source->kind, EVICT_SCORE_PRESET);
   return p;
 }
 
-START_TEST(names_select_presets_and_generic_names_stay_generic) {
+START_TEST(names_mean_the_method_and_the_table_names_every_score) {
   EvictPolicy p;
   evict_policy_default(&p);
+  ck_assert_str_eq(p.source->name, "obc_vk");
+  /* a published method's name means the method */
   ck_assert_int_eq(evict_policy_set_score(&p, "snapkv"), OBC_OK);
-  ck_assert_int_eq(p.kind, EVICT_SCORE_QUANTITY);
+  ck_assert_int_eq(p.source->kind, EVICT_SCORE_PRESET);
+  ck_assert_int_eq(p.inner, EVICT_PRESET_INNER_ATTN);
   ck_assert_int_eq(evict_policy_set_score(&p, "streaming"), OBC_OK);
-  ck_assert_int_eq(p.kind, EVICT_SCORE_STREAMING);
-  ck_assert_int_eq(evict_policy_set_score(&p, "preset:snapkv"), OBC_OK);
-  ck_assert_int_eq(p.kind, EVICT_SCORE_PRESET);
-  ck_assert_int_eq(p.preset_inner, EVICT_PRESET_INNER_ATTN);
+  ck_assert_int_eq(p.source->kind, EVICT_SCORE_PRESET);
+  ck_assert_int_eq(evict_policy_set_score(&p, "vatp"), OBC_OK);
+  ck_assert_int_eq(p.source->kind, EVICT_SCORE_PRESET);
+  /* the generic quantities and recency have names of their own */
+  ck_assert_int_eq(evict_policy_set_score(&p, "attn_maxpool"), OBC_OK);
+  ck_assert_int_eq(p.source->kind, EVICT_SCORE_QUANTITY);
+  ck_assert_int_eq(p.source->quantity, OBC_Q_ATTN_MAXPOOL);
+  ck_assert_int_eq(evict_policy_set_score(&p, "attn_vl1"), OBC_OK);
+  ck_assert_int_eq(p.source->quantity, OBC_Q_ATTN_VL1);
+  ck_assert_int_eq(evict_policy_set_score(&p, "recency"), OBC_OK);
+  ck_assert_int_eq(p.source->kind, EVICT_SCORE_RECENCY);
+  /* the old prefix: the same method, recorded under its name */
+  ck_assert_int_eq(evict_policy_set_score(&p, "preset:snapkv+obc_k"), OBC_OK);
+  ck_assert_str_eq(p.score, "snapkv+obc_k");
+  ck_assert_int_eq(p.inner, EVICT_PRESET_INNER_OBC_K);
   ck_assert_int_eq(evict_policy_set_score(&p, "snapkv+obc_vk"), OBC_OK);
-  ck_assert_int_eq(p.preset_inner, EVICT_PRESET_INNER_OBC_VK);
+  ck_assert_int_eq(p.inner, EVICT_PRESET_INNER_OBC_VK);
   ck_assert_int_eq(evict_policy_set_score(&p, "tova+obc_k"), OBC_OK);
-  ck_assert_int_eq(p.preset_inner, EVICT_PRESET_INNER_OBC_K);
+  ck_assert_int_eq(p.inner, EVICT_PRESET_INNER_OBC_K);
   ck_assert_str_eq(p.score, "tova+obc_k");
   ck_assert_int_eq(evict_policy_set_score(&p, "knorm+obc_v"), OBC_EINVAL);
   ck_assert_ptr_nonnull(strstr(obc_error_message(), "knorm has no attention score to replace"));
-  ck_assert_int_eq(evict_policy_set_score(&p, "preset:attn"), OBC_EINVAL);
-  ck_assert_ptr_nonnull(strstr(obc_error_message(), "unknown preset 'attn'"));
   ck_assert_int_eq(evict_policy_set_score(&p, "tova+attn2"), OBC_EINVAL);
+  ck_assert_int_eq(evict_policy_set_score(&p, "tova@3"), OBC_EINVAL);
   ck_assert_int_eq(evict_policy_set_score(&p, "tovaa"), OBC_EINVAL);
-  ck_assert_ptr_nonnull(
-      strstr(obc_error_message(), "or a preset: h2o, observed-attention, tova, tova-group"));
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "h2o, observed-attention, tova, tova-group"));
   /* the swap: the pairing's path with the attention as its term */
   ck_assert_int_eq(evict_policy_set_score(&p, "snapkv+attn"), OBC_OK);
-  ck_assert_int_eq(p.preset_inner, EVICT_PRESET_INNER_SWAP);
-  ck_assert_str_eq(p.score, "preset:snapkv+attn");
+  ck_assert_int_eq(p.inner, EVICT_PRESET_INNER_SWAP);
+  ck_assert_str_eq(p.score, "snapkv+attn");
   ck_assert_int_eq(evict_policy_set_score(&p, "observed-attention+obc_vk"), OBC_OK);
   ck_assert_int_eq(evict_policy_set_score(&p, "tova-group+obc_k"), OBC_OK);
   ck_assert_int_eq(evict_policy_set_score(&p, "knorm+attn"), OBC_EINVAL);
+  /* every row: its name selects it, names are unique, quantity rows carry
+   * the analyser's names, and each row has its functions */
+  for (size_t i = 0; i < evict_source_count(); i++) {
+    const EvictSource *row = evict_source_at(i);
+    ck_assert_int_eq(evict_policy_set_score(&p, row->name), OBC_OK);
+    ck_assert_ptr_eq(p.source, row);
+    ck_assert_ptr_eq(evict_source_find(row->name, strlen(row->name)), row);
+    ck_assert(row->count && row->scores && row->keep && row->planes >= 1);
+    ck_assert((row->planes > 1) == (row->final_scores != NULL));
+    if (row->kind == EVICT_SCORE_QUANTITY)
+      ck_assert_str_eq(row->name, score_quantity_name((ScoreQuantity)row->quantity));
+  }
 }
 END_TEST
 
@@ -103,23 +128,33 @@ START_TEST(budgets_keep_floor_of_n_times_the_exact_decimal) {
 }
 END_TEST
 
-/* One count for every kind of score: 18% of 60 is floor(10.8) = 10 for a
- * preset, a generic score, random, streaming and the oracle alike. */
+/* One count for every row of the table of score sources (generic, random,
+ * recency, the oracles, every method and its pairing): 18% of 60 is
+ * floor(10.8) = 10 under both rules (kvpress: int(60 * (1 - 0.82)) =
+ * int(10.800000000000001) = 10); 0.01 of 60 keeps 0 and is refused, 0.01
+ * of 300 keeps 3, alike for every row. */
 START_TEST(every_score_keeps_the_same_count) {
-  static const char *const scores[] = {"knorm",        "tova",      "attn",     "snapkv",
-                                       "random",       "streaming", "oracle@T", "decode_attn",
-                                       "adakv-snapkv", "pyramidkv"};
-  for (size_t i = 0; i < sizeof scores / sizeof *scores; i++) {
-    for (int rule = 0; rule < EVICT_N_BUDGET_RULES; rule++) {
-      EvictPolicy p;
-      evict_policy_default(&p);
-      ck_assert_int_eq(evict_policy_set_score(&p, scores[i]), OBC_OK);
-      ck_assert_int_eq(evict_policy_set_budget(&p, "18%"), OBC_OK);
-      p.budget_rule = (EvictBudgetRule)rule;
-      size_t kept = 0;
-      ck_assert_int_eq(evict_policy_budget_tokens(&p, 60, &kept), OBC_OK);
-      ck_assert_msg(kept == 10, "%s (%s): %zu kept of 60 at 18%%, expected 10", scores[i],
-                    evict_budget_rule_name(p.budget_rule), kept);
+  for (size_t i = 0; i < evict_source_count(); i++) {
+    const EvictSource *row = evict_source_at(i);
+    for (int paired = 0; paired <= (row->pairs ? 1 : 0); paired++) {
+      char name[64];
+      snprintf(name, sizeof name, "%s%s", row->name, paired ? "+obc_vk" : "");
+      for (int rule = 0; rule < EVICT_N_BUDGET_RULES; rule++) {
+        EvictPolicy p;
+        evict_policy_default(&p);
+        ck_assert_int_eq(evict_policy_set_score(&p, name), OBC_OK);
+        p.budget_rule = (EvictBudgetRule)rule;
+        size_t kept = 0;
+        ck_assert_int_eq(evict_policy_set_budget(&p, "18%"), OBC_OK);
+        ck_assert_int_eq(evict_policy_budget_tokens(&p, 60, &kept), OBC_OK);
+        ck_assert_msg(kept == 10, "%s (%s): %zu kept of 60 at 18%%, expected 10", name,
+                      evict_budget_rule_name(p.budget_rule), kept);
+        ck_assert_int_eq(evict_policy_set_budget(&p, "0.01"), OBC_OK);
+        ck_assert_msg(evict_policy_budget_tokens(&p, 60, &kept) == OBC_EINVAL,
+                      "%s: 0.01 of 60 accepted", name);
+        ck_assert_int_eq(evict_policy_budget_tokens(&p, 300, &kept), OBC_OK);
+        ck_assert_msg(kept == 3, "%s: %zu kept of 300 at 0.01, expected 3", name, kept);
+      }
     }
   }
 }
@@ -171,7 +206,7 @@ START_TEST(criticalkv_selects_in_two_stages_per_budget) {
   memcpy(scores, base, sizeof base);
   memcpy(scores + 10, norm, sizeof norm);
   EvictPolicy p = preset_policy("criticalkv-snapkv", "40%");
-  ck_assert_uint_eq(evict_preset_score_planes(&p), 2);
+  ck_assert_uint_eq(p.source->planes, 2);
   ck_assert_int_eq(evict_preset_final_scores(&p, scores, 1, 1, 10, final), OBC_OK);
   ck_assert(final[7] == DBL_MAX && final[0] == DBL_MAX);
   for (size_t q = 0; q < 10; q++)
@@ -187,8 +222,8 @@ START_TEST(criticalkv_selects_in_two_stages_per_budget) {
   const unsigned char want1[10] = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
   ck_assert_mem_eq(keep.keep, want1, 10);
   evict_keep_set_free(&keep);
-  p = preset_policy("preset:snapkv", "40%");
-  ck_assert_uint_eq(evict_preset_score_planes(&p), 1);
+  p = preset_policy("snapkv", "40%");
+  ck_assert_uint_eq(p.source->planes, 1);
   ck_assert_int_eq(evict_keep_from_scores(&p, base, 1, 1, 10, 10, NULL, &keep), OBC_OK);
   const unsigned char want_snapkv[10] = {1, 0, 1, 0, 1, 0, 0, 1, 0, 0};
   ck_assert_mem_eq(keep.keep, want_snapkv, 10);
@@ -246,8 +281,8 @@ START_TEST(criticalkv_adakv_allocates_then_selects_in_two_stages) {
   memcpy(scores, base, sizeof base);
   memcpy(scores + 20, norm, sizeof norm);
   EvictPolicy p = preset_policy("criticalkv-adakv", "50%");
-  ck_assert_uint_eq(evict_preset_score_planes(&p), 2);
-  ck_assert_int_eq(evict_preset_allocation(&p), EVICT_ALLOC_ADAKV);
+  ck_assert_uint_eq(p.source->planes, 2);
+  ck_assert_int_eq(p.source->method.allocation, EVICT_ALLOC_ADAKV);
   const unsigned char want[20] = {1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1};
   ck_assert_int_eq(evict_preset_final_scores(&p, scores, 1, 2, 10, final), OBC_OK);
   for (size_t i = 0; i < 20; i++) {
@@ -271,15 +306,17 @@ END_TEST
 
 START_TEST(value_aware_adakv_presets_parse_and_pair) {
   EvictPolicy p = preset_policy("adakv-vatp", "40%");
-  ck_assert_uint_eq(evict_preset_score_planes(&p), 1);
-  ck_assert_int_eq(evict_preset_allocation(&p), EVICT_ALLOC_ADAKV);
-  ck_assert_uint_eq(evict_preset_window(&p), 64);
+  ck_assert_uint_eq(p.source->planes, 1);
+  ck_assert_int_eq(p.source->method.allocation, EVICT_ALLOC_ADAKV);
+  ck_assert_uint_eq(p.source->method.window, 64);
   p = preset_policy("adakv-vatp+obc_k", "40%");
-  ck_assert_int_eq(p.preset_inner, EVICT_PRESET_INNER_OBC_K);
+  ck_assert_int_eq(p.inner, EVICT_PRESET_INNER_OBC_K);
   p = preset_policy("criticalkv-adakv+obc_vk", "40%");
-  ck_assert_int_eq(p.preset_inner, EVICT_PRESET_INNER_OBC_VK);
-  ck_assert_uint_eq(evict_preset_score_planes(&p), 2);
-  ck_assert_ptr_nonnull(strstr(evict_preset_names(), "adakv-vatp, criticalkv-adakv"));
+  ck_assert_int_eq(p.inner, EVICT_PRESET_INNER_OBC_VK);
+  ck_assert_uint_eq(p.source->planes, 2);
+  char names[1024];
+  evict_source_names(EVICT_SCORE_PRESET, names, sizeof names);
+  ck_assert_ptr_nonnull(strstr(names, "adakv-vatp, criticalkv-adakv"));
   ck_assert_int_eq(evict_policy_set_score(&p, "knorm+obc_v"), OBC_EINVAL);
   ck_assert_ptr_nonnull(strstr(obc_error_message(), "adakv-snapkv, adakv-vatp, criticalkv-adakv)"));
 }
@@ -290,7 +327,7 @@ START_TEST(allocations_keep_what_each_rule_says) {
   made_up_scores(scores);
   EvictKeepSet keep;
   /* Uniform: 4 per head, the 4 best, and the 2 positions after the candidates. */
-  EvictPolicy p = preset_policy("preset:snapkv", "40%");
+  EvictPolicy p = preset_policy("snapkv", "40%");
   ck_assert_int_eq(evict_keep_from_scores(&p, scores, L, G, PROMPT, N, NULL, &keep), OBC_OK);
   for (size_t i = 0; i < L * G; i++) {
     ck_assert_uint_eq(keep.n_kept[i], 4);
@@ -320,7 +357,7 @@ END_TEST
 int main(void) {
   Suite *suite = suite_create("presets");
   TCase *tc = tcase_create("presets");
-  tcase_add_test(tc, names_select_presets_and_generic_names_stay_generic);
+  tcase_add_test(tc, names_mean_the_method_and_the_table_names_every_score);
   tcase_add_test(tc, budgets_keep_floor_of_n_times_the_exact_decimal);
   tcase_add_test(tc, every_score_keeps_the_same_count);
   tcase_add_test(tc, pyramid_budgets_follow_kvpress_get_layer_budget);

@@ -22,20 +22,20 @@ SMALL=$dir/small.h5     # 64 positions: no more candidates than a 64-row window
 SMALL80=$dir/small80.h5 # 16 captured rows: too few for a 64-row window
 BIG=$dir/big.h5         # 96 rows
 "$OBCACHE" synth --decode 2 --seed 4 -o "$SMALL" >/dev/null || fatal "synth small"
-"$OBCACHE" synth --decode 2 --seed 4 --prompt 80 -o "$SMALL80" >/dev/null || fatal "synth small80"
-"$OBCACHE" synth --layers 4 --prompt 256 --rows 96 --decode 2 --seed 5 -o "$BIG" >/dev/null ||
+"$OBCACHE" synth --decode 2 --seed 4 --length 80 -o "$SMALL80" >/dev/null || fatal "synth small80"
+"$OBCACHE" synth --layers 4 --length 256 --rows 96 --decode 2 --seed 5 -o "$BIG" >/dev/null ||
   fatal "synth big"
 
-for score in tova preset:snapkv snapkv-max7 pyramidkv adakv-snapkv preset:vatp preset:streaming \
+for score in tova snapkv snapkv-max7 pyramidkv adakv-snapkv vatp streaming \
   knorm keydiff tova+obc_k snapkv+obc_vk pyramidkv+obc_v adakv-snapkv+obc_k adakv-vatp \
   adakv-vatp+obc_vk; do
   for mode in aware agnostic; do
-    if "$OBCACHE" evict "$BIG" --score "$score" --mode "$mode" --budget 30% -o "$dir/k.h5" \
+    if "$OBCACHE" evict "$BIG" --score "$score" --protocol "$mode" --budget 30% -o "$dir/k.h5" \
       >"$dir/out" 2>"$dir/err" &&
       "$OBCACHE" replay --offline "$BIG" --keep "$dir/k.h5" -o "$dir/r" >/dev/null 2>"$dir/err" &&
       python3 -c "import h5py,sys; f=h5py.File(sys.argv[1],'r'); \
 v=f.attrs['score']; v=v.decode() if isinstance(v,bytes) else str(v); sys.exit(v.strip('\0')!=sys.argv[2])" \
-        "$dir/k.h5" "${score/#snapkv+/preset:snapkv+}"; then
+        "$dir/k.h5" "$score"; then
       pass "$score $mode: keep file reads back ($(cat "$dir/out"))"
     else
       fail "$score $mode: $(cat "$dir/err")"
@@ -61,18 +61,19 @@ else
 fi
 
 expect_refused "window beyond the captured rows" \
-  "--score preset:snapkv needs the 64 query rows ending at position 79, but the trace captures 16" \
-  "$OBCACHE" evict "$SMALL80" --score preset:snapkv --protocol aware --budget 40% -o "$dir/k.h5"
+  "--score snapkv needs the 64 query rows ending at position 79, but the trace captures 16" \
+  "$OBCACHE" evict "$SMALL80" --score snapkv --protocol aware --budget 40% -o "$dir/k.h5"
 expect_refused "no more candidates than the window" \
   "--score pyramidkv scores with a window of 64 query rows and needs more candidates than that" \
   "$OBCACHE" evict "$SMALL" --score pyramidkv --budget 40% -o "$dir/k.h5"
-expect_refused "unknown preset" "unknown preset 'snapkw'" \
+expect_refused "unknown method" "--score snapkw+obc_k: unknown score" \
   "$OBCACHE" evict "$BIG" --score snapkw+obc_k --budget 40% -o "$dir/k.h5"
-expect_refused "unknown score lists the presets" "or a preset: h2o, observed-attention, tova, tova-group" \
+expect_refused "unknown score lists the methods" \
+  "Published methods, each as its reference implementation runs it: h2o, observed-attention, tova" \
   "$OBCACHE" evict "$BIG" --score tova2 --budget 40% -o "$dir/k.h5"
 expect_refused "+obc on a preset without attention" "knorm has no attention score to replace" \
   "$OBCACHE" evict "$BIG" --score knorm+obc_vk --budget 40% -o "$dir/k.h5"
-expect_refused "unknown inner score" "unknown score 'obc_q' inside the preset" \
+expect_refused "unknown inner score" "unknown score 'obc_q' inside the method" \
   "$OBCACHE" evict "$BIG" --score tova+obc_q --budget 40% -o "$dir/k.h5"
 expect_refused "h2o without column sums" \
   "the trace has no accumulated column sums (capture it without --no-column-sums)" \
@@ -83,6 +84,31 @@ expect_refused "budget below one token" "keeps 0 of the 256 candidates" \
   "$OBCACHE" evict "$BIG" --score tova --protocol aware --budget 0.001 -o "$dir/k.h5"
 expect_refused "--scores-out into a missing folder: no keep file either" "does not exist" \
   "$OBCACHE" evict "$BIG" --score tova --budget 40% -o "$dir/k.h5" --scores-out "$dir/no/s.csv"
+expect_refused "--scores-out names its format" "the name says the format: FILE.csv" \
+  "$OBCACHE" evict "$BIG" --score tova --budget 40% -o "$dir/k.h5" --scores-out "$dir/s.txt"
+# The same scores as CSV and as HDF5 in analyze's layout, with the trace's hash.
+if "$OBCACHE" evict "$BIG" --score snapkv+obc_vk --budget 40% -o "$dir/k.h5" \
+  --scores-out "$dir/s.csv" >/dev/null 2>"$dir/err" &&
+  "$OBCACHE" evict "$BIG" --score snapkv+obc_vk --budget 40% -o "$dir/k2.h5" \
+    --scores-out "$dir/s.h5" >/dev/null 2>>"$dir/err" &&
+  python3 - "$dir/s.csv" "$dir/s.h5" "$dir/k2.h5" <<'EOF'
+import csv, sys
+import h5py
+rows = list(csv.DictReader(open(sys.argv[1])))
+text = lambda v: (v.decode() if isinstance(v, bytes) else str(v)).strip("\0")
+with h5py.File(sys.argv[2], "r") as f, h5py.File(sys.argv[3], "r") as k:
+    got = f["snapkv+obc_vk"][()]
+    assert text(f.attrs["trace_hash"]) == text(k.attrs["trace_hash"]) != "", f.attrs["trace_hash"]
+assert got.shape[:2] == (4, 2) and got.size == len(rows), (got.shape, len(rows))
+for r in rows:
+    assert got[int(r["layer"]), int(r["kv_head"]), int(r["position"])] == float(r["score"]), r
+EOF
+then
+  pass "--scores-out FILE.h5: the CSV's scores, [layers, kv_heads, candidates], the trace's hash"
+else
+  fail "--scores-out FILE.h5: $(cat "$dir/err")"
+fi
+rm -f "$dir/k2.h5" "$dir/s.csv" "$dir/s.h5"
 # expect_exit1 NAME TEXT CMD...: expect_refused, with exit status 1.
 expect_exit1() {
   local name=$1 text=$2
@@ -150,7 +176,7 @@ if "$OBCACHE" evict --help | grep -q "criticalkv-adakv  kvpress CriticalAdaKV" &
 else
   fail "evict --help lists adakv-vatp and criticalkv-adakv"
 fi
-if "$OBCACHE" evict --help | grep -q "adakv-snapkv  SnapKV scores"; then
+if "$OBCACHE" evict --help | grep -q "adakv-snapkv  SnapKV's scores, AdaKV allocation"; then
   pass "evict --help lists the presets"
 else
   fail "evict --help lists the presets"

@@ -40,7 +40,7 @@ adakv-vatp is VATP (arXiv 2406.12335: the method's own token score times
 ||v_p||_1) on AdaKV(SnapKV): SnapKV's pooled score times the value's l1
 norm, the window's max+1 after, AdaKV's selection.
 
-With --trace PATH --score S --budget B --mode M it compares one preset on a
+With --trace PATH --score S --budget B --protocol M it compares one preset on a
 given trace and prints the share of kept positions that agree with the
 reference. Exits non-zero on any failure; without the model, skips."""
 import argparse
@@ -68,15 +68,15 @@ PRESETS = {
     "observed-attention": ("ObservedAttentionPress", 0, None, 0, "group", False, "uniform"),
     "tova": ("TOVAPress", 1, None, 0, "layer", False, "uniform"),
     "tova-group": ("TOVA, OBCache's GQA sum", 1, None, 0, "group-sum", False, "uniform"),
-    "preset:snapkv": ("SnapKVPress", 64, "avg", 5, "group", False, "uniform"),
+    "snapkv": ("SnapKVPress", 64, "avg", 5, "group", False, "uniform"),
     "snapkv-max7": ("SnapKVPress, max pooling 7 (OBCache authors)", 16, "max", 7, "group", False,
                     "uniform"),
     "pyramidkv": ("PyramidKVPress", 64, "avg", 5, "group", False, "pyramid"),
     "adakv-snapkv": ("AdaKVPress(SnapKVPress)", 64, "avg", 5, "group", False, "adakv"),
     "criticalkv-snapkv": ("CriticalKVPress(SnapKVPress)", 64, "avg", 5, "group", False,
                           "critical"),
-    "preset:vatp": ("VATP (window attention x ||v||_1)", 64, None, 0, "group", True, "uniform"),
-    "preset:streaming": ("StreamingLLMPress", 0, None, 0, None, False, "uniform"),
+    "vatp": ("VATP (window attention x ||v||_1)", 64, None, 0, "group", True, "uniform"),
+    "streaming": ("StreamingLLMPress", 0, None, 0, None, False, "uniform"),
     "knorm": ("KnormPress", 0, None, 0, None, False, "uniform"),
     "keydiff": ("KeyDiffPress", 0, None, 0, None, False, "uniform"),
     # The paper's value-aware baselines on AdaKV (its Fig. 4).
@@ -100,8 +100,7 @@ def run(args):
 def parse_name(name):
     """(base preset entry, inner score) of "NAME[+obc_x]"."""
     base, _, inner = name.partition("+")
-    key = base if base in PRESETS else "preset:" + base
-    return PRESETS[key], inner or "attn"
+    return PRESETS[base], inner or "attn"
 
 
 class Trace:
@@ -402,7 +401,7 @@ def compare(trace, trace_path, name, budget, mode, work, report_agreement=False)
     n = trace.question_end if mode == "aware" else trace.question
     keep_path = os.path.join(work, "keep.h5")
     csv_path = os.path.join(work, "scores.csv")
-    run([OBCACHE, "evict", trace_path, "--score", name, "--budget", budget, "--mode", mode,
+    run([OBCACHE, "evict", trace_path, "--score", name, "--budget", budget, "--protocol", mode,
          "-o", keep_path, "--scores-out", csv_path, "--model", MODEL])
     got = read_scores_csv(csv_path, trace.L, trace.G, n)
     ref = preset_scores(trace, name, n)

@@ -15,7 +15,7 @@ scratch presets_swap
 export OMP_WAIT_POLICY=passive
 
 TRACE=$dir/t.h5 # 256 rows of 256 positions, column sums: every preset's rows
-"$OBCACHE" synth --layers 4 --prompt 256 --rows 256 --column-sums --decode 2 --seed 5 \
+"$OBCACHE" synth --layers 4 --length 256 --rows 256 --column-sums --decode 2 --seed 5 \
   -o "$TRACE" >/dev/null || fatal "synth"
 
 # same_keep A B: the masks of two keep files are equal, and their policy
@@ -37,7 +37,7 @@ PY
 
 # criticalkv-adakv pairs too, but projects with a model's W_o, which a
 # synthetic trace has no model for: its swap is checked below on a capture.
-for preset in h2o observed-attention tova tova-group preset:snapkv snapkv-max7 pyramidkv \
+for preset in h2o observed-attention tova tova-group snapkv snapkv-max7 pyramidkv \
   adakv-snapkv adakv-vatp; do
   for mode in aware agnostic; do
     for case in "10%" "30%" "25% --protect needle"; do

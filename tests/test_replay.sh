@@ -108,8 +108,8 @@ fi
 # A sweep folder: every trace of it, means over traces.
 mkdir -p "$dir/folder"
 "$OBCACHE" synth --decode 2 --seed 8 -o "$dir/folder/L64_D25.h5" >/dev/null &&
-  "$OBCACHE" synth --decode 3 --seed 9 --prompt 80 -o "$dir/folder/L80_D50.h5" >/dev/null
-if "$OBCACHE" replay --sweep "$dir/folder" --no-model --scores attn,streaming --budgets 10%,50% \
+  "$OBCACHE" synth --decode 3 --seed 9 --length 80 -o "$dir/folder/L80_D50.h5" >/dev/null
+if "$OBCACHE" replay --sweep "$dir/folder" --no-model --scores attn,recency --budgets 10%,50% \
     >"$dir/out" && grep -q "2 trace(s)" "$dir/out" &&
   [ "$(wc -l <"$dir/folder/replay/replay_cells.csv")" -eq 9 ] &&
   awk -F, 'NR > 1 && $4 != 2 { bad = 1 } END { exit bad }' "$dir/folder/replay/replay_sweep.csv"; then
@@ -158,7 +158,7 @@ expect_failure "--steps offline" "--steps: the model replay's" \
 expect_failure "--dynamic is obcache dynamic" "its own command: obcache dynamic" \
   "$OBCACHE" replay --dynamic --tokens 64
 expect_failure "no room beside sinks and recent" "no room" "$OBCACHE" evict "$T" --budget 4 --recent 3 --sinks 2 -o "$dir/x.h5"
-"$OBCACHE" synth --prompt 48 --decode 2 -o "$dir/other.h5" >/dev/null || fail "synth other"
+"$OBCACHE" synth --length 48 --decode 2 -o "$dir/other.h5" >/dev/null || fail "synth other"
 expect_failure "keep file of another trace" "made from another trace" \
   "$OBCACHE" replay --offline "$dir/other.h5" --keep "$dir/keep.h5"
 [ ! -e "$dir/x.h5" ] && pass "no keep file left by the failures" || fail "a keep file was left"
@@ -224,7 +224,7 @@ if [ -n "$MODEL" ] && [ -f "$MODEL" ]; then
   # test_replay_batch bounds: here within 1% of the KL, plus 1e-4.
   sweep_ok=1
   for b in 1 2 0; do
-    "$OBCACHE" replay --sweep "$dir/t128.h5" --model "$MODEL" --scores attn,streaming,random \
+    "$OBCACHE" replay --sweep "$dir/t128.h5" --model "$MODEL" --scores attn,recency,random \
       --budgets 10%,50% --recent 4 --sinks 2 --protocol aware --batch $b -o "$dir/sweep_b$b" \
       >"$dir/table_b$b" 2>"$dir/err_b$b" || sweep_ok=0
   done

@@ -166,14 +166,11 @@ START_TEST(test_batched_replay_equals_one_at_a_time) {
    * ones re-run what follows their candidates, batched by where that
    * begins; the one-at-a-time replays after a batched call must find the
    * captured question rows again. */
-  static const char *const policies[N_SETS][3] = {{"attn", "5%", "agnostic-captured"},
-                                                  {"random", "20%", "agnostic"},
-                                                  {"streaming", "10%", "aware"},
-                                                  {"random", "20%", "agnostic-captured"},
-                                                  {"obc_vk", "8%", "agnostic-captured"},
-                                                  {"streaming", "10%", "agnostic"},
-                                                  {"snapkv", "40%", "aware"},
-                                                  {"attn", "100%", "agnostic-captured"}};
+  static const char *const policies[N_SETS][3] = {
+      {"attn", "5%", "agnostic-captured"},   {"random", "20%", "agnostic"},
+      {"recency", "10%", "aware"},           {"random", "20%", "agnostic-captured"},
+      {"obc_vk", "8%", "agnostic-captured"}, {"recency", "10%", "agnostic"},
+      {"attn_maxpool", "40%", "aware"},      {"attn", "100%", "agnostic-captured"}};
   EvictKeepSet keeps[N_SETS];
   for (size_t i = 0; i < N_SETS; i++) {
     EvictPolicy policy;

@@ -324,13 +324,13 @@ START_TEST(names_round_trip_and_defaults_are_float_sum_kernel_7) {
   ck_assert_str_eq(score_quantity_name(OBC_Q_OBC_VK), "obc_vk");
   ck_assert_str_eq(score_quantity_name(OBC_Q_REMOVE), "remove");
   ck_assert_int_eq(score_quantity_from_name("h2o"), -1);
-  ck_assert(score_quantity_is_score(OBC_Q_SNAPKV));
+  ck_assert(score_quantity_is_score(OBC_Q_ATTN_MAXPOOL));
   ck_assert(!score_quantity_is_score(OBC_Q_EXACT_V));
   ScoreOptions options;
   score_options_default(&options);
   ck_assert_int_eq(options.precision, OBC_PRECISION_FLOAT);
   ck_assert_int_eq(options.aggregation, OBC_GQA_SUM);
-  ck_assert_uint_eq(options.snapkv_kernel, 7);
+  ck_assert_uint_eq(options.maxpool_kernel, 7);
 }
 END_TEST
 
@@ -345,10 +345,10 @@ START_TEST(bad_windows_and_kernels_are_rejected_with_a_message) {
   ck_assert_ptr_nonnull(strstr(obc_error_message(), "window 11"));
   ck_assert_int_eq(score_window_sweep(&t.head, zero, 1, &options, out), OBC_EINVAL);
   ck_assert_int_eq(score_window_sweep(&t.head, ok, 0, &options, out), OBC_EINVAL);
-  options.snapkv_kernel = 6;
+  options.maxpool_kernel = 6;
   ck_assert_int_eq(score_window_sweep(&t.head, ok, 2, &options, out), OBC_EINVAL);
   ck_assert_ptr_nonnull(strstr(obc_error_message(), "kernel 6"));
-  options.snapkv_kernel = 7;
+  options.maxpool_kernel = 7;
   ck_assert_int_eq(score_window_sweep(&t.head, ok, 2, &options, out), 0); /* duplicates are fine */
   ck_assert(memcmp(out, out + OBC_Q_COUNT * 30, OBC_Q_COUNT * 30 * sizeof *out) == 0);
   free(out);

@@ -2,7 +2,7 @@
  * the file `obcache eval --merge` reads back from every cell. The input is the
  * file; the harness commits it as cell 0 of a one-sample plan (so that its
  * manifest verifies and the merge reads it) under the default configuration
- * (niah_single_1 at 1024 tokens; preset:snapkv and preset:snapkv+obc_k at 10,
+ * (niah_single_1 at 1024 tokens; snapkv and snapkv+obc_k at 10,
  * 25 and 50%, agnostic) and merges: every field is checked, and a sample that
  * does not fit the configuration is refused with one line. Seeds:
  * tests/fuzz/make_seeds.py. */

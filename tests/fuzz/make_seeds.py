@@ -231,7 +231,7 @@ def real_tokenizer_seed(out, work, model):
 
 def trace_seeds(out, work, obcache):
     folder = os.path.join(out, "trace")
-    small = ["--layers", "1", "--heads", "2", "--kv-heads", "1", "--head-dim", "4", "--prompt", "12",
+    small = ["--layers", "1", "--heads", "2", "--kv-heads", "1", "--head-dim", "4", "--length", "12",
              "--rows", "4", "--decode", "2", "--needle-length", "2"]
     variants = {"default": [], "small": small, "small-f16": small + ["--dtype", "f16"],
                 "small-deflate": small + ["--compress", "4"], "small-attn": small + ["--store-attn"],
@@ -247,9 +247,9 @@ def keep_seeds(out, work, obcache, harness):
     folder = os.path.join(out, "keep_file")
     trace = os.path.join(work, "keep-trace.h5")
     subprocess.run([harness], env=dict(os.environ, OBC_FUZZ_KEEP_TRACE=trace), check=True)
-    policies = {"obc_vk": [], "streaming": ["--score", "streaming", "--sinks", "2", "--recent", "4"],
+    policies = {"obc_vk": [], "recency": ["--score", "recency", "--sinks", "2", "--recent", "4"],
                 "random-adakv": ["--score", "random", "--alloc", "adakv", "--budget", "8"],
-                "agnostic": ["--mode", "agnostic", "--budget", "0.25"]}
+                "agnostic": ["--protocol", "agnostic", "--budget", "0.25"]}
     for name, args in policies.items():
         subprocess.run([obcache, "evict", trace, "-o", os.path.join(folder, name + ".h5")] + args,
                        check=True, stdout=subprocess.DEVNULL)
@@ -332,11 +332,11 @@ def sweep_folder_seeds(out):
 
 def eval_sample_seeds(out):
     """sample.json files for the default configuration of eval/eval.h
-    (eval_config_default): niah_single_1 at 1024 tokens, preset:snapkv and
-    preset:snapkv+obc_k and oracle@T at 10, 25 and 50%, agnostic."""
+    (eval_config_default): niah_single_1 at 1024 tokens, snapkv and
+    snapkv+obc_k and oracle@T at 10, 25 and 50%, agnostic."""
     folder = os.path.join(out, "eval_sample")
     rows = []
-    for policy in ("oracle@T", "preset:snapkv", "preset:snapkv+obc_k"):
+    for policy in ("oracle@T", "snapkv", "snapkv+obc_k"):
         for budget, kept in (("10%", 84), ("25%", 212), ("50%", 424)):
             rows.append({"answer": " 5982137.", "score": 1, "correct": True, "policy": policy,
                          "budget": budget, "protocol": "agnostic", "kept": kept,

@@ -1,6 +1,6 @@
 /* HDF5 writer of the --scores-out file; see scores_file.h. Datasets are
  * contiguous float64 arrays; each write is a (1, 1, n_prompt) hyperslab. */
-#include "analyze/scores_file.h"
+#include "scores/scores_file.h"
 
 #include <errno.h>
 #include <hdf5.h>
@@ -101,6 +101,7 @@ int scores_file_create(const char *path, const ScoresFileLayout *layout, ScoresF
   if ((rc = attr_write_str(sf, "schema", OBC_SCORES_SCHEMA)) ||
       (rc = attr_write_str(sf, "tool_version", OBC_VERSION)) ||
       (rc = attr_write_str(sf, "trace", layout->trace_path)) ||
+      (rc = attr_write_str(sf, "trace_hash", layout->trace_hash ? layout->trace_hash : "")) ||
       (rc = attr_write_str(sf, "gqa", layout->gqa)) ||
       (rc = attr_write_str(sf, "precision", layout->precision)) ||
       (rc = attr_write_i64(sf, "window", (long long)layout->window)) ||

@@ -1,9 +1,10 @@
-/* The --scores-out file: every per-token quantity of the main window as one
- * HDF5 dataset per quantity (attn, ..., remove, oracle1, oracleT), each
- * float64 of shape (n_layers, n_kv_heads, n_prompt), written one (layer, KV
- * head) hyperslab at a time as the analysis streams, under a temporary name
- * renamed by scores_file_commit. Attributes: schema "obcache-scores/1",
- * window, trace, gqa, precision, tool_version, oracle_steps. */
+/* The --scores-out file of analyze and evict: per-token scores as one HDF5
+ * dataset per score (analyze: attn, ..., remove, oracle@1, oracle@T at the
+ * main window; evict: the policy's), each float64 of shape (n_layers,
+ * n_kv_heads, positions), written one (layer, KV head) hyperslab at a time,
+ * under a temporary name renamed by scores_file_commit. Attributes: schema
+ * "obcache-scores/1", window, trace, trace_hash (the trace's content hash,
+ * "" when unknown), gqa, precision, tool_version, oracle_steps. */
 #ifndef OBC_SCORES_FILE_H
 #define OBC_SCORES_FILE_H
 
@@ -15,9 +16,10 @@
 typedef struct ScoresFile ScoresFile;
 
 typedef struct {
-  size_t n_layers, n_kv_heads, n_prompt;
-  size_t window; /* main window */
+  size_t n_layers, n_kv_heads, n_prompt; /* n_prompt: the positions of each head scored */
+  size_t window;                         /* main window */
   const char *trace_path;
+  const char *trace_hash;   /* content hash of the trace, or NULL */
   const char *gqa;          /* "sum" / "mean" / "max" */
   const char *precision;    /* "float" / "double" */
   size_t oracle_steps;      /* T of oracleT; 0 when only oracle1 is written */
