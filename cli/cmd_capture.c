@@ -95,7 +95,7 @@ int cmd_capture(int argc, char **argv) {
       OBC_OPT_CUSTOM("--depth", "D", &a.niah.depth, parse_depth,
                      "needle depth, 0 (start) .. 100 (end) percent",
                      .show = obc_option_show_double),
-      OBC_OPT_TEXT("-o", "TRACE.h5", &a.out_path, "the trace (required)"),
+      OBC_OPT_TEXT("--output", "TRACE.h5", &a.out_path, "the trace (required)", .alias = "-o"),
       OBC_OPTION_HEADING(""),
   };
   ObcOption shared[CAPTURE_ARGS_N_OPTIONS];

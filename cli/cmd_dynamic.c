@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "common/obc_error.h"
+#include "common/obc_parse.h"
 #include "common/obc_options.h"
 #include "common/obc_text.h"
 #include "common/obc_thread.h"
@@ -18,17 +19,18 @@
 #include "tokenizer/text_input.h"
 
 static const char usage[] =
-    "usage: obcache dynamic [--model M] [--text kjv|FILE] [--tokens N]\n"
-    "                       [--budgets B,..] [--scores S,..] [--chunk C] [-o DIR]\n"
+    "usage: obcache dynamic [--model M] [--haystack kjv|FILE] [--tokens N]\n"
+    "                       [--budgets B,..] [--scores S,..] [--sinks N]\n"
+    "                       [--recent R|P%] [--chunk C] [-o DIR]\n"
     "\n"
     "Teacher-forced decoding over a long text with a fixed cache budget per (layer,\n"
     "KV head): every new row adds to each cached token's running score, and whenever\n"
     "a head holds more than the budget its lowest-scoring tokens are evicted (outside\n"
-    "the --sinks and the --recent window; streaming keeps the sinks and the most\n"
-    "recent tokens only). Prints the perplexity of the text under each score and\n"
-    "budget against the full cache, and writes DIR/dynamic.csv (score, budget,\n"
-    "position, window and cumulative perplexity) and DIR/dynamic.json; draw them\n"
-    "with obcache plot DIR.\n";
+    "the --sinks and the --recent window; recency keeps the sinks and the most\n"
+    "recent tokens only; the H2O paper's split is --sinks 4 --recent 50%). Prints\n"
+    "the perplexity of the text under each score and budget against the full\n"
+    "cache, and writes DIR/dynamic.csv (score, budget, position, window and\n"
+    "cumulative perplexity) and DIR/dynamic.json; draw them with obcache plot DIR.\n";
 
 typedef struct {
   EvictDynamicConfig config;
@@ -37,6 +39,24 @@ typedef struct {
   ObcSizeList budgets; /* --budgets into config.budgets */
   const char *scores;  /* --scores S,.. */
 } DynamicArgs;
+
+/* --recent R (tokens) or P% (of each budget, 1..99). */
+static int parse_recent(void *target, const char *option, const char *value) {
+  EvictDynamicConfig *c = target;
+  size_t n = strlen(value);
+  if (n > 1 && value[n - 1] == '%') {
+    char digits[32];
+    size_t percent = 0;
+    snprintf(digits, sizeof digits, "%.*s", (int)(n - 1), value);
+    int rc = obc_parse_size(option, digits, &percent);
+    if (!rc && (percent < 1 || percent > 99))
+      rc = obc_fail(OBC_EINVAL, "%s %s: expected a share of 1..99%% of each budget", option, value);
+    if (!rc) c->recent_percent = percent, c->recent = 0;
+    return rc;
+  }
+  c->recent_percent = 0;
+  return obc_parse_size(option, value, &c->recent);
+}
 
 static int score_check(EvictPolicy *probe, const char *name) {
   (void)probe;
@@ -57,24 +77,29 @@ static int parse_args(int argc, char **argv, DynamicArgs *a, bool *help) {
       OBC_OPT_TEXT("--model", "M", &a->model_path, "GGUF file or HF folder",
                    .default_text = MODEL_DEFAULT_TEXT),
       MODEL_WEIGHTS_OPTION(&a->weights),
-      OBC_OPT_TEXT("--text", "kjv|FILE", &c->text,
+      OBC_OPT_TEXT("--haystack", "kjv|FILE", &c->text,
                    "the text: kjv (Debian's bible-kjv) or a UTF-8 text file"),
+      OBC_OPT_TEXT("--text", "kjv|FILE", &c->text, NULL, .renamed = "--haystack"),
       OBC_OPT_SIZE("--tokens", "N", &c->n_tokens, "tokens of the text to decode"),
       text_max_bytes_option(&c->max_text_bytes),
       OBC_OPT_CUSTOM("--budgets", "B,..", &a->budgets, obc_option_parse_size_list,
                      "cache budgets in tokens per (layer, KV head)",
                      .show = obc_option_show_size_list),
       OBC_OPT_TEXT("--scores", "S,..", &a->scores, scores_help, .default_text = default_scores),
-      OBC_OPT_SIZE("--sinks", "N", &c->sinks, "first N positions never evicted"),
-      OBC_OPT_SIZE("--recent", "R", &c->recent, "last R positions never evicted",
-                   .default_text = "half of each budget, as in H2O"),
+      OBC_OPT_SIZE("--sinks", "N", &c->sinks,
+                   "first N positions never evicted (the H2O paper's split: --sinks 4 "
+                   "--recent 50%)",
+                   .default_text = "none"),
+      OBC_OPT_CUSTOM("--recent", "R|P%", c, parse_recent,
+                     "last R positions never evicted, or P% of each budget",
+                     .default_text = "none"),
       OBC_OPT_SIZE("--chunk", "C", &c->chunk,
                    "tokens fed per forward call, eviction after each (the cache holds at most "
                    "budget + C - 1; 1 = strict)"),
       OBC_OPT_SIZE("--ppl-window", "N", &c->ppl_window, "positions per perplexity window"),
       OBC_OPT_SIZE("--threads", "N", &c->threads, "OpenMP threads", .default_text = "all cores"),
       RUNTIME_DEVICE_OPTION(&c->device),
-      OBC_OPT_TEXT("-o", "DIR", &a->out_dir, "output folder"),
+      OBC_OPT_TEXT("--output", "DIR", &a->out_dir, "output folder", .alias = "-o"),
   };
   const ObcOptionList lists[] = {OBC_OPTION_LIST(options)};
   ObcArguments args;
@@ -86,7 +111,7 @@ static int parse_args(int argc, char **argv, DynamicArgs *a, bool *help) {
     return OBC_OK;
   }
   if (args.n_positional)
-    return obc_fail(OBC_EINVAL, "'%s': obcache dynamic takes no trace (it reads --text)",
+    return obc_fail(OBC_EINVAL, "'%s': obcache dynamic takes no trace (it reads --haystack)",
                     args.positional[0]);
   if (a->scores)
     rc = evict_parse_names("--scores", a->scores, c->scores, &c->n_scores, EVICT_DYNAMIC_MAX,

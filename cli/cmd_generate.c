@@ -52,10 +52,10 @@ static int parse_args(int argc, char **argv, GenerateArgs *a, bool *help) {
       OBC_OPT_TEXT("--prompt-file", "FILE", &a->prompt_file, "read the prompt from FILE"),
       OBC_OPT_FLAG("--chat", &a->chat, "wrap the prompt in the model's chat template"),
       OBC_OPT_TEXT("--system", "TEXT", &a->system, "the system message (needs --chat)"),
-      OBC_OPT_SIZE("--max-new", "N", &a->max_new,
+      OBC_OPT_SIZE("--max-new-tokens", "N", &a->max_new,
                    "most answer tokens to generate, the prefill's token included (transformers' "
-                   "max_new_tokens): N - 1 decode steps",
-                   .alias = "--max-new-tokens"),
+                   "max_new_tokens): N - 1 decode steps"),
+      OBC_OPT_SIZE("--max-new", "N", &a->max_new, NULL, .renamed = "--max-new-tokens"),
       OBC_OPT_SIZE(
           "--context", "N", &a->context, "KV cache size in tokens",
           .default_text = "min(model context, " OBC_OPTION_SPELLED(RUNTIME_DEFAULT_CONTEXT) ")"),

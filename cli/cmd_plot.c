@@ -98,9 +98,10 @@ int cmd_plot(int argc, char **argv) {
           "the perturbation window the recall_k, needle_k, bias_* and recall_layers figures show "
           "(default: the report's main_window)"),
       OBC_OPT_SIZE(
-          "--k", "K", &options.k,
+          "--topk", "K", &options.k,
           "the budget of recall_window, bias_* and recall_layers (default: the report's main_k, "
           "else 40); for a sweep, the k rows of summary.csv to draw"),
+      OBC_OPT_SIZE("--k", "K", &options.k, NULL, .renamed = "--topk"),
       OBC_OPT_TEXT("--only", "LIST", &options.only,
                    "draw only these figures (comma-separated names below)"),
       OBC_OPT_SIZE("--jobs", "N", &options.jobs,

@@ -74,7 +74,8 @@ static int parse_args(int argc, char **argv, SweepArgs *a, ObcArguments *args, b
                      "prompt lengths in tokens", .show = obc_option_show_size_list),
       OBC_OPT_CUSTOM("--depths", "D[,D...]", &depths, obc_option_parse_size_list,
                      "needle depths in percent", .show = obc_option_show_size_list),
-      OBC_OPT_TEXT("-o", "DIR", &a->capture.out_path, "output folder (required to make a plan)"),
+      OBC_OPT_TEXT("--output", "DIR", &a->capture.out_path,
+                   "output folder (required to make a plan)", .alias = "-o"),
       OBC_OPT_CUSTOM("--length", "N", NULL, reject_single_cell, NULL),
       OBC_OPT_CUSTOM("--depth", "D", NULL, reject_single_cell, NULL),
       OBC_OPTION_HEADING("\nplan, cells and merge:"),
@@ -129,9 +130,10 @@ static void args_default(SweepArgs *a) {
  * many threads, and the model (stored with its checksum). The first three
  * belong to the plan and cannot be given with DIR. */
 static const SweepRunOption run_only[] = {
-    {"-o", false},        {"--lengths", false}, {"--depths", false},   {"--model", false},
-    {"--threads", false}, {"--cell", false},    {"--shard", false},    {"--stale-after", false},
-    {"--plan", true},     {"--merge", true},    {"--no-figures", true}};
+    {"-o", false},       {"--output", false}, {"--lengths", false},
+    {"--depths", false}, {"--model", false},  {"--threads", false},
+    {"--cell", false},   {"--shard", false},  {"--stale-after", false},
+    {"--plan", true},    {"--merge", true},   {"--no-figures", true}};
 enum { N_RUN_ONLY = sizeof run_only / sizeof *run_only };
 /* Option values that name files, made absolute in the plan. */
 static const char *const file_options[] = {"--haystack"};

@@ -27,7 +27,7 @@ static int parse_shape(void *target, const char *option, const char *value) {
 }
 
 /* Default --max-bytes: 16 GiB, twice the largest named shape (--shape
- * llama8b, about 8.7 GB in f32 without A), so a typo in --layers or --prompt
+ * llama8b, about 8.7 GB in f32 without A), so a typo in --layers or --length
  * is refused instead of filling the disk. */
 #define OBC_SYNTH_MAX_BYTES ((uint64_t)16 << 30)
 
@@ -46,7 +46,8 @@ static int parse_args(int argc, char **argv, SynthOptions *o, const char **outpu
       OBC_OPT_SIZE("--heads", "N", &o->n_heads, "query heads"),
       OBC_OPT_SIZE("--kv-heads", "N", &o->n_kv_heads, "KV heads, must divide --heads"),
       OBC_OPT_SIZE("--head-dim", "N", &o->head_dim, "head dimension d"),
-      OBC_OPT_SIZE("--prompt", "S", &o->n_prompt, "prompt positions s"),
+      OBC_OPT_SIZE("--length", "N", &o->n_prompt, "prompt positions s"),
+      OBC_OPT_SIZE("--prompt", "N", &o->n_prompt, NULL, .renamed = "--length"),
       OBC_OPT_SIZE("--rows", "R", &o->n_prompt_rows,
                    "captured prompt rows: the last R prompt positions"),
       OBC_OPT_SIZE("--decode", "T", &o->n_decode, "decode steps, all captured"),
@@ -65,7 +66,7 @@ static int parse_args(int argc, char **argv, SynthOptions *o, const char **outpu
       OBC_OPT_FLAG(
           "--column-sums", &o->store_column_sums,
           "also store the column sums of every prompt row (schema 3; needs --rows equal to "
-          "--prompt)"),
+          "--length)"),
       OBC_OPT_CUSTOM("--dtype", "f32|f16", &o->store_f16, trace_parse_dtype,
                      "storage precision of the tensors", .show = trace_show_dtype),
       OBC_OPT_CUSTOM("--compress", "0-9", &o->compression_level, trace_parse_compression,

@@ -1,6 +1,6 @@
 /* `obcache tokenize`: the token ids of a text (or of each line of a file, or
  * of the text wrapped in the chat template), and with --show each id beside
- * its token text; --decode turns ids back into text. Opens only the
+ * its token text; --ids turns ids back into text. Opens only the
  * tokenizer: a GGUF file's metadata, never its weights. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@
 
 static const char *usage =
     "usage: obcache tokenize [--model PATH] [--chat] [--system TEXT] [--lines]\n"
-    "                        [--show] (--file FILE | TEXT | --decode IDS)\n"
+    "                        [--show] (--file FILE | TEXT | --ids IDS)\n"
     "\n"
     "Prints the token ids of TEXT (or of the file's contents) on one line,\n"
     "space-separated; BOS first when the tokenizer asks for it. --chat wraps the\n"
@@ -24,7 +24,7 @@ static const char *usage =
     "message). --lines encodes each line of the input separately (without its\n"
     "newline) and prints one line of ids per line. --show prints one token per line\n"
     "instead: id, tab, its text (\\n, \\t, \\\\ and bytes that are not printable\n"
-    "UTF-8 escaped). --decode \"1,2,3\" prints the text of those ids. --model takes\n"
+    "UTF-8 escaped). --ids \"1,2,3\" prints the text of those ids. --model takes\n"
     "a GGUF file or a Hugging Face folder with tokenizer.json.\n";
 
 typedef struct {
@@ -49,7 +49,8 @@ static int parse_args(int argc, char **argv, TokenizeArgs *a, bool *help) {
                    .default_text = "the template's"),
       OBC_OPT_FLAG("--lines", &a->lines, "encode each line separately, one line of ids per line"),
       OBC_OPT_FLAG("--show", &a->show, "one token per line: id, tab, its text"),
-      OBC_OPT_TEXT("--decode", "IDS", &a->decode, "print the text of these comma-separated ids"),
+      OBC_OPT_TEXT("--ids", "IDS", &a->decode, "print the text of these comma-separated ids"),
+      OBC_OPT_TEXT("--decode", "IDS", &a->decode, NULL, .renamed = "--ids"),
       text_max_bytes_option(&a->max_text_bytes),
   };
   const ObcOptionList list = OBC_OPTION_LIST(options);
@@ -69,7 +70,7 @@ static int parse_args(int argc, char **argv, TokenizeArgs *a, bool *help) {
   if (sources != 1)
     return obc_fail(
         OBC_EINVAL,
-        "give exactly one of TEXT, --file FILE or --decode IDS (see obcache tokenize --help)");
+        "give exactly one of TEXT, --file FILE or --ids IDS (see obcache tokenize --help)");
   return OBC_OK;
 }
 
@@ -178,7 +179,7 @@ static int run(const Tokenizer *tok, const TokenizeArgs *a) {
     int32_t *ids = NULL;
     size_t n = 0;
     char *text = NULL;
-    int rc = text_parse_ids("--decode", a->decode, &ids, &n);
+    int rc = text_parse_ids("--ids", a->decode, &ids, &n);
     if (!rc) rc = tokenizer_decode(tok, ids, n, &text);
     if (!rc) fputs(text, stdout);
     free(ids);

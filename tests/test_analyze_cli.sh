@@ -14,9 +14,9 @@ logs=$dir/logs
 mkdir "$work" "$logs"
 
 "$OBCACHE" synth -o "$work/t.h5" --layers 1 --heads 2 --kv-heads 1 --head-dim 8 \
-  --prompt 64 --rows 8 --decode 2 --seed 3 >/dev/null || fatal "synth"
+  --length 64 --rows 8 --decode 2 --seed 3 >/dev/null || fatal "synth"
 "$OBCACHE" synth -o "$work/nodecode.h5" --layers 1 --heads 2 --kv-heads 1 --head-dim 8 \
-  --prompt 64 --rows 8 --decode 0 --seed 3 >/dev/null 2>&1 || true
+  --length 64 --rows 8 --decode 0 --seed 3 >/dev/null 2>&1 || true
 echo "not a trace" > "$work/text.h5"
 mkdir "$work/locked" && chmod a-w "$work/locked"
 

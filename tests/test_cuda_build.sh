@@ -30,7 +30,7 @@ else
 fi
 
 if [ "$cuda_on" = "ON" ]; then expect="no CUDA device"; else expect="this build has no CUDA support"; fi
-out=$("$OBCACHE" generate --device cuda --prompt "Hello" --max-new 1 2>&1 >/dev/null)
+out=$("$OBCACHE" generate --device cuda --prompt "Hello" --max-new-tokens 1 2>&1 >/dev/null)
 rc=$?
 if [ "$cuda_on" = "ON" ] && [ $rc -eq 0 ]; then
   echo "skipped: a CUDA device is present here (generate --device cuda ran); tests/gpu/run.sh checks it"

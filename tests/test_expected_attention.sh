@@ -35,7 +35,7 @@ check "info lists q_sum, q_outer and the query statistics" \
 grep -q "pre-RoPE query statistics" "$dir/out" || fail "info: no query statistics line"
 "$OBCACHE" verify "$GOOD" >"$dir/out" 2>&1
 check "verify checks the query statistics" grep -q "query statistics: .* ok" "$dir/out"
-if "$OBCACHE" evict "$GOOD" --score expected_attention --mode agnostic --budget 30% \
+if "$OBCACHE" evict "$GOOD" --score expected_attention --protocol agnostic --budget 30% \
   -o "$dir/k.h5" >"$dir/out" 2>"$dir/err"; then
   pass "expected_attention agnostic: $(cat "$dir/out")"
 else
@@ -45,7 +45,7 @@ fi
 # trace has no statistics of those rows.
 expect_refused "expected_attention aware on a trace with a tail" \
   "$GOOD: --score expected_attention under --protocol aware needs the query statistics" \
-  "$OBCACHE" evict "$GOOD" --score expected_attention --mode aware --budget 30% -o "$dir/k.h5"
+  "$OBCACHE" evict "$GOOD" --score expected_attention --protocol aware --budget 30% -o "$dir/k.h5"
 
 expect_refused "no query statistics (--no-column-sums)" "$PLAIN: --score expected_attention: the trace has no pre-RoPE query statistics" \
   "$OBCACHE" evict "$PLAIN" --score expected_attention --budget 30% -o "$dir/k.h5"
@@ -101,7 +101,7 @@ for case in "asymmetric|q_outer, rows all, head 3: [0][1]|expected a symmetric s
   grep -qF -- "$where" "$dir/err" && grep -qF -- "$what" "$dir/err" ||
     fail "verify $kind: the message does not name '$where' / '$what'"
   expect_refused "evict refuses $kind" "$what" \
-    "$OBCACHE" evict "$copy" --score expected_attention --mode agnostic --budget 30% -o "$dir/k.h5"
+    "$OBCACHE" evict "$copy" --score expected_attention --protocol agnostic --budget 30% -o "$dir/k.h5"
 done
 copy=$dir/moved.h5
 tamper moved "$copy" || fail "moved: h5py could not edit it"

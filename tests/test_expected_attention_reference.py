@@ -151,7 +151,7 @@ def compare(f, trace_path, mode, work):
         keep_path = os.path.join(work, "keep.h5")
         csv_path = os.path.join(work, "scores.csv")
         run([OBCACHE, "evict", trace_path, "--score", "expected_attention", "--budget", budget,
-             "--mode", mode, "-o", keep_path, "--scores-out", csv_path])
+             "--protocol", mode, "-o", keep_path, "--scores-out", csv_path])
         got = read_scores_csv(csv_path, L, G, n)
         rel = np.abs(got - ref) / np.maximum(np.abs(ref), 1e-300)
         worst = float(rel.max())

@@ -39,7 +39,7 @@ plot_ranges() {
 
 # 1. A real analysis of a tiny synthetic trace (with a needle span), the
 #    recent window 8 above the smallest budgets.
-if "$OBCACHE" synth -o "$dir/t.h5" --prompt 256 --rows 32 > /dev/null 2> "$dir/err" &&
+if "$OBCACHE" synth -o "$dir/t.h5" --length 256 --rows 32 > /dev/null 2> "$dir/err" &&
    "$OBCACHE" analyze "$dir/t.h5" -o "$dir/analysis" --window 4,16 --recent 8 --oracle 1 \
      > /dev/null 2>> "$dir/err"; then
   plot_ranges analysis "$dir/analysis" "$ANALYSIS_FIGURES"

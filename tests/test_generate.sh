@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CLI test of the model runtime on the default model: with the chat template,
 # greedy generation answers "What is the capital of France?" with Paris and
-# --max-new N generates N answer tokens (the prefill's token the first); the
+# --max-new-tokens N generates N answer tokens (the prefill's token the first); the
 # perplexity of the opening of Genesis (KJV, public domain) is that of a real
 # language model; bad input (a prompt longer than --context, a missing model,
 # a truncated model, an unknown option) gives one line on stderr and a
@@ -23,14 +23,14 @@ one_line_error() { # one_line_error NAME STATUS STDERR_FILE
 }
 
 "$OBCACHE" generate --model "$OBC_MODEL" --chat --prompt "What is the capital of France?" \
-  --max-new 32 > "$dir/answer.txt" 2> "$dir/stats.txt"
+  --max-new-tokens 32 > "$dir/answer.txt" 2> "$dir/stats.txt"
 check "generate succeeds" test $? -eq 0
 echo "     answer: $(cat "$dir/answer.txt")"
 echo "     $(cat "$dir/stats.txt")"
 check "the answer names Paris" grep -q "Paris" "$dir/answer.txt"
 check "stderr reports prefill and decode tokens/s" grep -q "prefill .* tokens/s.*decode .* tokens/s" "$dir/stats.txt"
 
-# --max-new N counts answer tokens, the prefill's token included: a prompt
+# --max-new-tokens N counts answer tokens, the prefill's token included: a prompt
 # that does not stop early generates exactly 5, and the answer tokenizes to
 # at most 5 (obcache tokenize; --max-new-tokens is the same option).
 "$OBCACHE" generate --model "$OBC_MODEL" --prompt "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12," \

@@ -74,7 +74,7 @@ expect_failure "synth with a byte count past 2^64 is refused" \
 ) || failures=$((failures + 1))
 
 # ---- a file-size limit hit mid-write is told from a full disk ----
-"$OBCACHE" synth --layers 2 --prompt 2048 --rows 64 -o "$dir/t.h5" > /dev/null
+"$OBCACHE" synth --layers 2 --length 2048 --rows 64 -o "$dir/t.h5" > /dev/null
 (
   trap '' XFSZ
   ulimit -f 64
@@ -95,7 +95,7 @@ expect_failure "synth with a byte count past 2^64 is refused" \
 # ---- SIGHUP and SIGQUIT remove the temporary file ----
 # A trace slow to compute (about 1 s a layer on one thread) but quick to
 # stop: the signal comes as soon as its temporary file exists.
-SLOW=(--threads 1 --layers 8 --heads 16 --kv-heads 1 --head-dim 256 --prompt 4096 --rows 1024
+SLOW=(--threads 1 --layers 8 --heads 16 --kv-heads 1 --head-dim 256 --length 4096 --rows 1024
   --decode 0)
 interrupt() { # interrupt SIGNAL: synth, the signal once the temporary file exists
   local sig=$1 out="$dir/$1.h5" pid rc seen=no left

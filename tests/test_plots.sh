@@ -177,7 +177,7 @@ done
 pass "killed half-way: $(ls "$dir/killed" 2> /dev/null | wc -l) whole images, no temporary file"
 
 # 8. The real analyser's output of a small synthetic trace renders too.
-if "$OBCACHE" synth -o "$dir/syn.h5" --layers 3 --prompt 256 --rows 32 --decode 2 > /dev/null 2>&1 &&
+if "$OBCACHE" synth -o "$dir/syn.h5" --layers 3 --length 256 --rows 32 --decode 2 > /dev/null 2>&1 &&
    "$OBCACHE" analyze "$dir/syn.h5" -o "$dir/real" --recent 4 > /dev/null 2>&1; then
   if "$OBCACHE" plot "$dir/real" --format png > /dev/null 2> "$dir/err.txt"; then
     for f in $ANALYSIS_FIGURES; do

@@ -37,7 +37,7 @@ for model in "$dir/qwen3.gguf" "$dir/qwen3_hf"; do
     "$dir/info.txt"
   check "$kind: model-info reports the Q/K norms, halves, no biases" grep -q \
     "on halves, rope scaling none, tied embeddings yes, qkv bias no, q/k norm yes" "$dir/info.txt"
-  "$OBCACHE" generate --model "$model" --prompt "The capital of France is" --max-new 4 \
+  "$OBCACHE" generate --model "$model" --prompt "The capital of France is" --max-new-tokens 4 \
     > "$dir/gen.txt" 2> "$dir/gen_err.txt"
   check "$kind: generate succeeds" test $? -eq 0
   grep -q "generated 4 tokens" "$dir/gen_err.txt" || fail "$kind: generate: $(cat "$dir/gen_err.txt")"

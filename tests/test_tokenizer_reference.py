@@ -7,7 +7,7 @@ builder on top of the `tokenizers` package; the metadata is read with the
 Compared, on tests/tokenizer_corpus.txt (line by line and as one text) and on
 1000 lines drawn at random (fixed seed) from characters the regexes tell apart:
   1. the ids of the default model's GGUF (pre-tokenizer "smollm");
-  2. decode(encode(x)) == x, through `obcache tokenize --decode`;
+  2. decode(encode(x)) == x, through `obcache tokenize --ids`;
   3. the ids when the same tokenizer is loaded from a tokenizer.json +
      tokenizer_config.json written by the reference (the Hugging Face path);
   4. the ids of metadata-only GGUF copies whose tokenizer.ggml.pre is
@@ -274,7 +274,7 @@ def main():
     whole = compare_corpus("GGUF " + meta["pre"], MODEL, reference, meta, lines, corpus)
     generated = generated_lines()
     compare_generated("GGUF " + meta["pre"], MODEL, reference, meta, generated)
-    decoded = subprocess.run([OBCACHE, "tokenize", "--model", MODEL, "--decode", ",".join(map(str, whole))],
+    decoded = subprocess.run([OBCACHE, "tokenize", "--model", MODEL, "--ids", ",".join(map(str, whole))],
                              check=True, capture_output=True).stdout.decode("utf-8")
     check("decode(encode(corpus)) == corpus (obcache)", decoded == corpus)
     check("decode(encode(corpus)) == corpus (reference)",

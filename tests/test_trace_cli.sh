@@ -27,7 +27,7 @@ expect_failure() {
 }
 
 GOOD=$dir/good.h5
-SMALL=(--layers 2 --heads 4 --kv-heads 2 --head-dim 16 --prompt 64 --rows 16 --decode 4)
+SMALL=(--layers 2 --heads 4 --kv-heads 2 --head-dim 16 --length 64 --rows 16 --decode 4)
 if "$OBCACHE" synth "${SMALL[@]}" --store-attn -o "$GOOD" && [ -f "$GOOD" ]; then
   pass "synth writes $GOOD"
 else

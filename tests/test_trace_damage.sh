@@ -24,7 +24,7 @@ printf 'leak:libhdf5\n' >"$dir/lsan.supp"
 export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$dir/lsan.supp:print_suppressions=0"
 
 GOOD=$dir/good.h5
-"$OBCACHE" synth --layers 2 --heads 2 --kv-heads 1 --head-dim 8 --prompt 24 --rows 6 --decode 2 \
+"$OBCACHE" synth --layers 2 --heads 2 --kv-heads 1 --head-dim 8 --length 24 --rows 6 --decode 2 \
   --vocab 12 --needle-length 3 --store-attn -o "$GOOD" || fatal "synth"
 "$OBCACHE" verify "$GOOD" >"$dir/good.verify" || fatal "verify on the good trace"
 HASH=$(sed -n 's/^  content hash \([0-9a-f]\{16\}\) .*/\1/p' "$dir/good.verify")

@@ -16,7 +16,7 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 python3 -c 'import h5py' 2>/dev/null || { echo "skip  forged traces (h5py missing)"; finish; }
 
 GOOD=$dir/good.h5
-"$OBCACHE" synth --layers 1 --heads 4 --kv-heads 2 --head-dim 16 --prompt 64 --rows 16 \
+"$OBCACHE" synth --layers 1 --heads 4 --kv-heads 2 --head-dim 16 --length 64 --rows 16 \
   --decode 4 --vocab 8 --store-attn -o "$GOOD" || fatal "synth"
 
 # forge KIND COPY: a copy of GOOD edited as KIND says.

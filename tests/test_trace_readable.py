@@ -31,7 +31,7 @@ def synth(path, *extra):
     args = [OBCACHE, "synth", "-o", path, "--seed", "5", "--vocab", "32", "--store-attn",
             "--layers", str(SHAPE["layers"]), "--heads", str(SHAPE["heads"]),
             "--kv-heads", str(SHAPE["kv_heads"]), "--head-dim", str(SHAPE["head_dim"]),
-            "--prompt", str(SHAPE["prompt"]), "--rows", str(SHAPE["rows"]),
+            "--length", str(SHAPE["prompt"]), "--rows", str(SHAPE["rows"]),
             "--decode", str(SHAPE["decode"]), *extra]
     subprocess.run(args, check=True)
 

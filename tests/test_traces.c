@@ -1110,7 +1110,7 @@ END_TEST
 /* ---- schema 2: checksums, content hash, damage ------------------------------------------------- */
 
 /* tests/data/trace_v1.h5 was written by obcache synth before schema 2 (--layers 1 --heads 2
- * --kv-heads 1 --head-dim 4 --prompt 12 --rows 4 --decode 2 --vocab 16 --needle-length 2). */
+ * --kv-heads 1 --head-dim 4 --length 12 --rows 4 --decode 2 --vocab 16 --needle-length 2). */
 START_TEST(schema1_trace_still_opens_and_reads) {
   const char *source = getenv("OBC_SOURCE_DIR");
   char path[4200];

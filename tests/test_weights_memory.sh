@@ -62,7 +62,7 @@ for type in $types; do
 
   if [ $have_time = 1 ]; then
     /usr/bin/time -f "peak %M" "$OBCACHE" generate --model "$model" --context $context \
-      --prompt "The capital of France is a city that" --max-new 3 > /dev/null 2> "$dir/gen.txt"
+      --prompt "The capital of France is a city that" --max-new-tokens 3 > /dev/null 2> "$dir/gen.txt"
     check "$type: generate succeeds" test $? -eq 0
     grep -E "^(weights|prompt):" "$dir/gen.txt" | sed 's/^/     /'
     peak=$(peak_kb "$dir/gen.txt")
