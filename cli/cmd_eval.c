@@ -456,7 +456,7 @@ int cmd_eval(int argc, char **argv) {
                     "obcache eval DIR --merge");
   if (!dir) return obc_fail(OBC_EINVAL, "missing -o DIR (see obcache eval --help)");
   if ((rc = resolve_lists(&a))) return rc;
-  if ((rc = eval_config_check(&a.config, NULL))) return rc;
+  if ((rc = eval_config_check_model(&a.config, a.model_path))) return rc;
   rc = make_plan(&a, argc, argv, &plan);
   if (!rc) rc = sweep_plan_write_or_match(dir, &plan);
   if (!rc && a.plan_only)
