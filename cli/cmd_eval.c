@@ -320,9 +320,9 @@ static int plan_config(const SweepPlan *plan, EvalArgs *a) {
   ObcArguments args;
   int rc = parse_args((int)plan->n_options + 1, argv, a, &args, false);
   if (!rc && args.n_positional)
-    rc = obc_fail(OBC_EFORMAT, "plan.json: stray option word '%s'", args.positional[0]);
+    rc = obc_fail(OBC_EFORMAT, "stray option word '%s'", args.positional[0]);
   if (!rc) rc = resolve_lists(a);
-  if (rc) return obc_fail_context(rc, "plan.json");
+  if (rc) return obc_fail_context(rc, "%s", plan->path);
   return eval_config_check_plan(&a->config, plan);
 }
 

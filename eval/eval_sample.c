@@ -162,31 +162,32 @@ int eval_config_check_model(const EvalConfig *c, const char *model_path) {
 }
 
 int eval_config_check_plan(const EvalConfig *c, const SweepPlan *plan) {
+  const char *path = plan->path[0] ? plan->path : "plan.json";
   int rc = eval_config_check(c, NULL);
-  if (rc) return obc_fail_context(rc, "plan.json");
+  if (rc) return obc_fail_context(rc, "%s", path);
   if (plan->seed != c->seed)
     return obc_fail(OBC_EFORMAT,
-                    "plan.json: \"seed\" %" PRIu64 " is not the seed of its options (%" PRIu64 ")",
+                    "%s: \"seed\" %" PRIu64 " is not the seed of its options (%" PRIu64 ")", path,
                     plan->seed, c->seed);
   /* The cells are exactly the ones its options make, in their order. */
   SweepPlan expected;
   memset(&expected, 0, sizeof expected);
   rc =
       sweep_plan_set_samples(&expected, c->tasks, c->n_tasks, c->lengths, c->n_lengths, c->samples);
-  if (rc) return obc_fail_context(rc, "plan.json");
+  if (rc) return obc_fail_context(rc, "%s", path);
   if (expected.n_cells != plan->n_cells)
     rc = obc_fail(OBC_EFORMAT,
-                  "plan.json: %zu samples, where its options (--tasks, --lengths, --samples) "
+                  "%s: %zu samples, where its options (--tasks, --lengths, --samples) "
                   "make %zu",
-                  plan->n_cells, expected.n_cells);
+                  path, plan->n_cells, expected.n_cells);
   for (size_t i = 0; i < plan->n_cells && !rc; i++) {
     const SweepPlanCell *cell = &plan->cells[i], *want = &expected.cells[i];
     if (strcmp(cell->task, want->task) || cell->length != want->length ||
         cell->sample != want->sample)
       rc = obc_fail(OBC_EFORMAT,
-                    "plan.json: sample %zu (%s) is not one of the plan's options (--tasks, "
+                    "%s: sample %zu (%s) is not one of the plan's options (--tasks, "
                     "--lengths, --samples; expected %s)",
-                    i, cell->name, want->name);
+                    path, i, cell->name, want->name);
   }
   sweep_plan_free(&expected);
   return rc;

@@ -336,6 +336,7 @@ int sweep_plan_read(const char *dir, SweepPlan *plan) {
                     dir);
   if (rc) return rc;
   PlanReader r = {path, root};
+  snprintf(plan->path, sizeof plan->path, "%s", path);
   char format[64], seed[32], *end = NULL;
   if (!cJSON_IsObject(root) || !get_string(root, "format", format, sizeof format) ||
       strcmp(format, SWEEP_PLAN_FORMAT))
