@@ -28,6 +28,9 @@ typedef struct {
    * position, (n_heads, TRACE_ROWS_VARIANTS, n_prompt), shared by the threads
    * (each head writes its own rows). */
   double *captured_sums;
+  /* With column sums: ||v_p||^2 of every prompt position, (n_kv_heads,
+   * n_prompt), shared (each KV head writes its own row). */
+  double *v_norms;
 } VerifyScratch;
 
 static void scratch_free(VerifyScratch *s) {
@@ -115,6 +118,12 @@ static int verify_kv_head(TraceReader *reader, size_t layer, size_t kv_head, Ver
   int rc = trace_read_kv(reader, layer, kv_head, s->K, s->V);
   if (rc) return rc;
   for (size_t i = 0; i < n; i++) s->Kd[i] = s->K[i], s->Vd[i] = s->V[i];
+  size_t d = m->model.head_dim;
+  for (size_t p = 0; s->v_norms && p < m->n_prompt; p++) {
+    double norm2 = 0.0;
+    for (size_t j = 0; j < d; j++) norm2 += s->Vd[p * d + j] * s->Vd[p * d + j];
+    s->v_norms[kv_head * m->n_prompt + p] = norm2;
+  }
   for (size_t k = 0; !rc && k < group; k++) rc = verify_head(reader, layer, kv_head * group + k, s);
   return rc;
 }
@@ -132,6 +141,7 @@ typedef struct {
   double *stored_attn; /* (TRACE_ROWS_VARIANTS, n_heads, n_prompt) */
   double *stored_obc;  /* (TRACE_ROWS_VARIANTS, TRACE_OBC_TERMS, n_heads, n_prompt) */
   double *captured;    /* (n_heads, TRACE_ROWS_VARIANTS, n_prompt) */
+  double *v_norms;     /* (n_kv_heads, n_prompt) ||v_p||^2 */
   int64_t *counts;     /* (n_prompt) */
   bool complete[TRACE_ROWS_VARIANTS]; /* the captured rows are every row of the variant */
   double worst;                       /* worst relative difference against the captured rows */
@@ -150,8 +160,11 @@ static int sums_alloc(VerifySums *v, const TraceReader *r) {
                                             "the captured rows' column sums")
                               : NULL;
   v->counts = v->captured ? trace_alloc(r, m->n_prompt, sizeof(int64_t), "column counts") : NULL;
-  if (!v->counts) {
-    free(v->stored_attn), free(v->stored_obc), free(v->captured);
+  v->v_norms =
+      v->counts ? trace_alloc(r, m->model.n_kv_heads * m->n_prompt, sizeof(double), "value norms")
+                : NULL;
+  if (!v->v_norms) {
+    free(v->stored_attn), free(v->stored_obc), free(v->captured), free(v->counts);
     return OBC_ENOMEM;
   }
   /* rows [0, end) all captured: the trace's first prompt row is 0 and its
@@ -165,7 +178,7 @@ static int sums_alloc(VerifySums *v, const TraceReader *r) {
 }
 
 static void sums_free(VerifySums *v) {
-  free(v->stored_attn), free(v->stored_obc), free(v->captured), free(v->counts);
+  free(v->stored_attn), free(v->stored_obc), free(v->captured), free(v->counts), free(v->v_norms);
   memset(v, 0, sizeof *v);
 }
 
@@ -204,6 +217,22 @@ static int sums_check_layer(TraceReader *r, size_t layer, VerifySums *v, double 
                                              : "is not 0 beyond the rows before the question");
     }
   }
+  /* obc_v = sum_i A_ip^2 ||v_p||^2 <= ||v_p||^2 sum_i A_ip (0 <= A <= 1):
+   * at most the attention sum times the value's norm, from the stored V. */
+  size_t group = heads / m->model.n_kv_heads;
+  for (int k = 0; k < TRACE_ROWS_VARIANTS; k++)
+    for (size_t h = 0; h < heads; h++)
+      for (size_t p = 0; p < n; p++) {
+        double attn = v->stored_attn[k * plane + h * n + p];
+        double obc_v = v->stored_obc[(k * TRACE_OBC_TERMS + TRACE_OBC_V) * plane + h * n + p];
+        double bound = attn * v->v_norms[(h / group) * n + p];
+        if (obc_v > bound * (1.0 + tolerance) + 1e-30)
+          return obc_fail(OBC_EFORMAT,
+                          "%s: /layers/%03zu/col_obc_v, rows %s, head %zu, position %zu: %.9g "
+                          "exceeds col_attn x ||v||^2 = %.9g (each weight is at most 1)",
+                          path, layer, k == TRACE_ROWS_AGNOSTIC ? "agnostic" : "all", h, p, obc_v,
+                          bound);
+      }
   for (size_t h = 0; h < heads; h++)
     for (int k = 0; k < TRACE_ROWS_VARIANTS; k++)
       for (size_t p = 0; p < n; p++) {
@@ -226,6 +255,62 @@ static int sums_check_layer(TraceReader *r, size_t layer, VerifySums *v, double 
   return OBC_OK;
 }
 
+/* ---- query statistics --------------------------------------------------------- */
+
+/* Whether every covariance of the layer's query statistics is positive
+ * semi-definite, by a Cholesky factorisation of C + tau I. The stored C =
+ * outer/n - mean mean^T carries in each entry (a, b) a cancellation error of
+ * at most eps sqrt(s_a s_b), s the second moments outer_aa / n and eps the
+ * reader's QSTATS tolerance (1e-9, traces/trace_read.c), so the error
+ * matrix E has ||E||_2 <= ||E||_F <= eps sum_a s_a: a true PSD matrix
+ * stored with it has lambda_min(C) >= -eps tr(S), and C + tau I with tau =
+ * 2 eps tr(S) is positive definite. Cholesky in double is backward stable
+ * to ~d 2^-53 ||C|| (< 1e-13 ||C|| for d <= 512), far below tau, so a
+ * pivot <= 0 means a matrix no set of queries has. The reader checks the
+ * 2x2 minors at load; this is the whole matrix. */
+static int check_query_psd(TraceReader *reader, size_t layer) {
+  const TraceMeta *m = trace_meta(reader);
+  size_t H = m->model.n_heads, d = m->model.head_dim;
+  double *sum = trace_alloc(reader, H * d, sizeof *sum, "query sums");
+  double *outer = sum ? trace_alloc(reader, H * d * d, sizeof *outer, "query outer") : NULL;
+  double *c = outer ? trace_alloc(reader, d * d, sizeof *c, "a covariance") : NULL;
+  int rc = c ? OBC_OK : OBC_ENOMEM;
+  for (int v = 0; !rc && v < TRACE_ROWS_VARIANTS; v++) {
+    int64_t count = 0;
+    rc = trace_read_query_stats(reader, layer, (TraceSumRows)v, sum, outer, &count, NULL);
+    for (size_t h = 0; !rc && count > 0 && h < H; h++) {
+      const double *s = sum + h * d, *o = outer + h * d * d;
+      double n = (double)count, trace_s = 0.0;
+      for (size_t a = 0; a < d; a++) trace_s += o[a * d + a] / n;
+      double tau = 2e-9 * trace_s + 1e-300;
+      for (size_t a = 0; a < d; a++)
+        for (size_t b = 0; b < d; b++)
+          c[a * d + b] = o[a * d + b] / n - (s[a] / n) * (s[b] / n) + (a == b ? tau : 0.0);
+      for (size_t j = 0; !rc && j < d; j++) { /* c = L L^T in place, L below the diagonal */
+        double pivot = c[j * d + j];
+        for (size_t k = 0; k < j; k++) pivot -= c[j * d + k] * c[j * d + k];
+        if (!(pivot > 0.0)) {
+          rc = obc_fail(OBC_EFORMAT,
+                        "%s: /layers/%03zu/q_outer, rows %s, head %zu: the covariance is not "
+                        "positive semi-definite (Cholesky pivot %zu is %.3g with slack %.3g)",
+                        trace_path(reader), layer, v == TRACE_ROWS_AGNOSTIC ? "agnostic" : "all", h,
+                        j, pivot - tau, tau);
+          break;
+        }
+        double root = sqrt(pivot);
+        c[j * d + j] = root;
+        for (size_t i = j + 1; i < d; i++) {
+          double x = c[i * d + j];
+          for (size_t k = 0; k < j; k++) x -= c[i * d + k] * c[j * d + k];
+          c[i * d + j] = x / root;
+        }
+      }
+    }
+  }
+  free(sum), free(outer), free(c);
+  return rc;
+}
+
 /* Layer by layer; the KV heads of a layer in parallel, each thread streaming
  * one KV head at a time, so memory stays at a few heads whatever the trace. */
 static int verify_trace(TraceReader *reader, VerifyScratch *scratch, size_t n_threads,
@@ -236,8 +321,8 @@ static int verify_trace(TraceReader *reader, VerifyScratch *scratch, size_t n_th
       int rc = sums_read_layer(reader, layer, sums);
       if (rc) return rc;
     }
-    if (trace_meta(reader)->has_query_stats) { /* both variants' checks */
-      int rc = trace_read_query_stats(reader, layer, TRACE_ROWS_ALL, NULL, NULL, NULL, NULL);
+    if (trace_meta(reader)->has_query_stats) { /* both variants' checks, and PSD */
+      int rc = check_query_psd(reader, layer);
       if (rc) return rc;
     }
     int failed = OBC_OK;
@@ -300,7 +385,7 @@ int trace_verify(TraceReader *reader, double tolerance, size_t threads, TraceVer
   bool has_sums = m->has_column_sums;
   if (!rc && has_sums) rc = sums_alloc(&sums, reader);
   for (size_t t = 0; !rc && has_sums && t < n_threads; t++)
-    scratch[t].captured_sums = sums.captured;
+    scratch[t].captured_sums = sums.captured, scratch[t].v_norms = sums.v_norms;
   if (!rc) rc = verify_trace(reader, scratch, n_threads, has_sums ? &sums : NULL, tolerance);
   if (!rc) {
     report->recomputed = true;

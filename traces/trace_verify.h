@@ -2,7 +2,9 @@
  * (and A when stored) recomputed from its Q, K, V in double precision, one
  * (layer, KV head) at a time, with the worst relative difference of each
  * quantity; the column sums (schema 3) against the captured rows' exact
- * attention; then every dataset read exactly as stored (each chunk's
+ * attention and obc_v against col_attn x ||v||^2 from the stored V; every
+ * query-statistics covariance positive semi-definite (Cholesky with the
+ * slack of its rounding); then every dataset read exactly as stored (each chunk's
  * Fletcher32 checksum, schema 2) and the content hash recomputed, which must
  * equal the recorded one. */
 #ifndef OBC_TRACE_VERIFY_H
