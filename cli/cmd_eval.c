@@ -391,11 +391,14 @@ static int merge(const char *dir, const SweepPlan *plan, const EvalArgs *given) 
 
 /* --samples-for D: "5%" or "0.05", a difference in (0, 1). */
 static int samples_for(const char *dir, const SweepPlan *plan, const EvalArgs *given) {
-  char *end = NULL;
+  char *end = NULL, number[64];
   double delta = strtod(given->samples_for, &end);
-  if (end != given->samples_for && *end == '%' && !end[1])
+  snprintf(number, sizeof number, "%.*s", (int)(end - given->samples_for), given->samples_for);
+  if (!obc_parse_is_decimal(number))
+    delta = NAN;
+  else if (*end == '%' && !end[1])
     delta /= 100.0;
-  else if (end == given->samples_for || *end)
+  else if (*end)
     delta = NAN;
   if (!(delta > 0.0 && delta < 1.0))
     return obc_fail(OBC_EINVAL,
