@@ -233,9 +233,13 @@ static int read_row(const EvalData *d, const cJSON *o, const char *path, const E
   if (!rc && (size_t)kept != planned)
     rc = obc_fail(OBC_EFORMAT, "%s: row %s: kept %zu of %zu candidates, where the budget keeps %zu",
                   path, row, (size_t)kept, (size_t)candidates, planned);
-  if (!rc && !cJSON_IsNull(recall) &&
-      !(cJSON_IsNumber(recall) && recall->valuedouble >= 0 && recall->valuedouble <= 1))
-    rc = obc_fail(OBC_EFORMAT, "%s: row %s: \"recall\" must be 0..1 or null", path, row);
+  /* Recall is against oracle@T's kept set: null for the oracle itself. */
+  bool oracle = p == c->n_scores;
+  if (!rc &&
+      (oracle ? !cJSON_IsNull(recall)
+              : !(cJSON_IsNumber(recall) && recall->valuedouble >= 0 && recall->valuedouble <= 1)))
+    rc = obc_fail(OBC_EFORMAT, "%s: row %s: \"recall\" must be %s", path, row,
+                  oracle ? "null (oracle@T is the reference)" : "0..1");
   if (!rc) {
     a->kept = (size_t)kept;
     a->candidates = (size_t)candidates;

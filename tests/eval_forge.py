@@ -106,6 +106,8 @@ def main():
         edit_sample(copy, 0, lambda s: kept(s, 0))
     elif kind == "candidates-above-tokens":
         edit_sample(copy, 0, lambda s: row(s, "knorm").__setitem__("candidates", s["tokens"] + 1))
+    elif kind == "recall-of-the-oracle":
+        edit_sample(copy, 0, lambda s: row(s, "oracle@T").__setitem__("recall", 0.5))
     elif kind == "seed-not-the-plans":
         edit_sample(copy, 1, lambda s: s.__setitem__("seed", "5"))
     elif kind == "plan-seed-negative":

@@ -9,11 +9,12 @@
 # only the content betrays it): a sample.json whose correct flag or RULER
 # score contradicts its answer and prompt.json's references, whose kept
 # count is not its budget's, whose candidates outnumber the prompt, whose
-# seed is not the plan's; a plan.json with a negative, overflowing or
-# foreign seed, a huge sample count, repeated budgets or scores, a repeated
-# sample, a repeated key, or a score name with control bytes. `eval DIR
-# --merge` must refuse each with exit 1 and one stderr line naming the file
-# (control bytes escaped) and write no table; the unforged copy merges.
+# oracle row has a recall, whose seed is not the plan's; a plan.json with a
+# negative, overflowing or foreign seed, a huge sample count, repeated
+# budgets or scores, a repeated sample, a repeated key, or a score name
+# with control bytes. `eval DIR --merge` must refuse each with exit 1 and
+# one stderr line naming the file (control bytes escaped) and write no
+# table; the unforged copy merges.
 set -u
 . "$(dirname "$0")/lib.sh"
 : "${OBCACHE:?}" "${OBC_MODEL:?}"
@@ -80,6 +81,8 @@ merge_refused kept-not-the-budget "kept 82 of 324 candidates, where the budget k
   cells/0/sample.json
 merge_refused kept-above-candidates "where the budget keeps" cells/0/sample.json
 merge_refused candidates-above-tokens "\"candidates\" must be a count 1..362" cells/0/sample.json
+merge_refused recall-of-the-oracle "row oracle@T 25% agnostic: \"recall\" must be null" \
+  cells/0/sample.json
 merge_refused seed-not-the-plans "seed \"5\" is not the plan's 2 (seed + sample 1)" \
   cells/1/sample.json
 merge_refused plan-seed-negative "\"seed\" must be a string of digits" plan.json
@@ -95,6 +98,8 @@ if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$dir/err"; then
   fail "a score name from plan.json printed raw: $(od -c "$dir/err" | head -3)"
 fi
 
+fails "--samples-for in hexadecimal" "--samples-for: expected an accuracy difference" \
+  eval "$good" --samples-for 0x0.1
 python3 "$here/eval_forge.py" untouched "$good" "$dir/untouched" || fatal "untouched copy"
 check "the unforged copy, its manifests rewritten, merges" \
   "$OBCACHE" eval "$dir/untouched" --merge --no-figures
