@@ -90,7 +90,7 @@ int cmd_verify(int argc, char **argv) {
     printf(
         "  column sums: %s, every value finite and >= 0, counts exact, agnostic rows "
         "[0, %zu) <= all rows, attention within its rows, obc_v <= attention x ||v||^2; "
-        "attention %s the captured rows' (worst relative "
+        "every sum %s the captured rows' terms (attention: worst relative "
         "difference %.3g, layer %zu, head %zu, position %zu)  ok\n",
         "attn obc_v obc_k obc_vk", m->agnostic_rows, r.sums_complete ? "equal to" : "at least",
         r.sums_worst, r.sums_layer, r.sums_head, r.sums_position);
