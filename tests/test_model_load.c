@@ -533,6 +533,24 @@ static void edit_header(const char *path, const char *tensor, const char *dtype,
   cJSON_Delete(root);
 }
 
+/* Rewrites the header of a safetensors file with the first tensor's "shape"
+ * key renamed "dtype" (as long), so that its entry holds "dtype" twice. */
+static void repeat_dtype(const char *path) {
+  FILE *fp = fopen(path, "r+b");
+  ck_assert_ptr_nonnull(fp);
+  uint64_t length;
+  ck_assert_uint_eq(fread(&length, 8, 1, fp), 1);
+  char *text = calloc(length + 1, 1);
+  ck_assert_uint_eq(fread(text, 1, length, fp), length);
+  char *at = strstr(text, "\"shape\"");
+  ck_assert_ptr_nonnull(at);
+  memcpy(at, "\"dtype\"", 7);
+  ck_assert_int_eq(fseek(fp, 8, SEEK_SET), 0);
+  ck_assert_uint_eq(fwrite(text, 1, length, fp), length);
+  fclose(fp);
+  free(text);
+}
+
 START_TEST(damaged_safetensors_fail_naming_file_and_tensor) {
   const char *folder = tiny_folder("llama", "damaged", "--dtype f32");
   char file[4400], backup[4400], command[9000];
@@ -572,6 +590,11 @@ START_TEST(damaged_safetensors_fail_naming_file_and_tensor) {
   edit_header(file, "model.layers.0.self_attn.k_proj.weight", NULL, wrong_size, false);
   ck_assert_int_eq(model_load(folder, &m), OBC_EFORMAT);
   assert_message_names(file, "data bytes");
+
+  ck_assert_int_eq(system(command), 0);
+  repeat_dtype(file);
+  ck_assert_int_eq(model_load(folder, &m), OBC_EFORMAT);
+  assert_message_names(file, "the header holds the key \"dtype\" twice in one object");
 
   ck_assert_int_eq(system(command), 0);
   edit_header(file, "model.norm.weight", NULL, NULL, true);
