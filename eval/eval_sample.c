@@ -5,6 +5,7 @@
  * RULER score and the kept set's recall against oracle@T) and prompt.json
  * (the prompt: text, ids, spans, answers). */
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "eval/stats.h"
 #include "replay/model_replay.h"
 #include "evict/preset.h"
+#include "model/hf_config.h"
 #include "tokenizer/tokenizer.h"
 #include "traces/trace.h"
 
@@ -154,8 +156,23 @@ int eval_config_check(const EvalConfig *c, const Model *model) {
 
 int eval_config_check_model(const EvalConfig *c, const char *model_path) {
   int rc = eval_config_check(c, NULL);
-  Model *model = NULL;
-  if (!rc) rc = model_load(model_path, &model);
+  bool folder = false;
+  char resolved[PATH_MAX];
+  if (!rc) rc = model_locate(model_path, &folder, resolved);
+  if (rc) return rc;
+  /* A Hugging Face folder: its config.json alone (its weights load as fp32);
+   * a GGUF file: mapped, its matrices as stored. */
+  Model *model = obc_calloc(1, sizeof *model, "the model's configuration");
+  if (!model) return OBC_ENOMEM;
+  if (folder) {
+    rc = hf_config_read(resolved, &model->config);
+    if (!rc) rc = eval_config_check(c, model);
+    free(model);
+    return rc;
+  }
+  free(model);
+  model = NULL;
+  rc = model_load(resolved, &model);
   if (!rc) rc = eval_config_check(c, model);
   model_free(model);
   return rc;

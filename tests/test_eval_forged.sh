@@ -39,6 +39,13 @@ refused "--length 2^40" "--lengths: 1099511627776 is outside" \
   eval --length 1099511627776 --plan -o "$dir/x"
 refused "--length beyond the model's context" "--lengths: 100000 is beyond .*context of 8192" \
   eval --length 100000 --plan -o "$dir/x"
+mkdir -p "$dir/hf" # a Hugging Face folder's context, from its config.json alone
+printf '%s' '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 16,
+  "intermediate_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+  "num_key_value_heads": 2, "rms_norm_eps": 1e-5, "max_position_embeddings": 256,
+  "vocab_size": 40, "rope_theta": 10000.0}' >"$dir/hf/config.json"
+refused "--length beyond a Hugging Face folder's context" "--lengths: 512 is beyond hf's context of 256" \
+  eval --model "$dir/hf" --length 512 --plan -o "$dir/x"
 refused "--samples whose product with 4 tasks wraps to 4" "--samples 4611686018427387905: 4 tasks" \
   eval --tasks $four --samples 4611686018427387905 --plan -o "$dir/x"
 refused "--samples beyond a plan" "more than the 4096 samples" eval --samples 5000 --plan -o "$dir/x"
