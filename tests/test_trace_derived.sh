@@ -3,7 +3,7 @@
 # (300 tokens: column sums, pre-RoPE query statistics, a question span) is
 # copied and forged with h5py, one impossibility a copy: a column sum of
 # attention above the rows that saw its position, a head's sums that do not
-# add up to its rows, has_column_sums / has_query_stats flags that
+# add up to its rows, an agnostic sum above the all-rows one, has_column_sums / has_query_stats flags that
 # contradict the datasets, agnostic rows that reach into the question, a
 # query covariance with a 2x2 minor below 0, RoPE frequencies that do not
 # follow rope_theta (one frequency, or the base itself changed). Each is
@@ -53,8 +53,12 @@ with h5py.File(out, "r+", libver=("v110", "v110")) as f:
         f["layers/000/col_attn"][...] = data
     elif kind == "col-attn-total":
         data = f["layers/000/col_attn"][...]
-        data[1, 2] *= 0.75
+        data[1, 2, 280] += 5  # 20 rows saw position 280, none of them agnostic
         f["layers/000/col_attn"][...] = data
+    elif kind == "agnostic-above-all":
+        data = f["layers/000/col_obc_vk"][...]
+        data[0, 1, 10] = 2 * data[1, 1, 10] + 1
+        f["layers/000/col_obc_vk"][...] = data
     elif kind == "has-query-stats-0":
         f.attrs["has_query_stats"] = np.int64(0)
     elif kind == "has-column-sums-2":
@@ -113,6 +117,10 @@ refused col-attn-above-rows "col_attn, rows all, head 0, position 299: 3, more t
 refused col-attn-above-rows "more than the 1 rows that saw it allow" evict "${h2o[@]}"
 refused col-attn-total "col_attn, rows all, head 2: the sums add up to .*not to the 300 rows" verify
 refused col-attn-total "head 2: the sums add up to" evict "${h2o[@]}"
+refused agnostic-above-all "col_obc_vk, head 1, position 10: the agnostic sum .* exceeds the sum over all" \
+  verify
+refused agnostic-above-all "the agnostic sum .* exceeds" evict --score h2o+obc_vk --budget 10% \
+  -o "$dir/k.h5"
 refused has-query-stats-0 "has_query_stats is 0 (or absent), but the trace holds /query_counts" verify
 refused has-query-stats-0 "has_query_stats is 0" evict "${h2o[@]}"
 refused has-column-sums-2 "has_column_sums is 2 (expected 0 or 1)" verify

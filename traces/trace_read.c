@@ -1074,6 +1074,18 @@ static int read_sums_dataset(TraceReader *r, size_t layer, int kind, TraceSumRow
                       : isinf(x) ? "Inf"
                                  : "negative");
     }
+  /* The agnostic rows are a part of all rows: a sum over fewer non-negative
+   * terms (the capture keeps it as a snapshot of the running one), and 0
+   * where none of them reached. */
+  for (size_t i = 0; !rc && i < plane; i++) {
+    size_t p = i % m->n_prompt;
+    double agnostic = scratch[i], all = scratch[plane + i];
+    if (p < m->agnostic_rows ? agnostic > all * (1.0 + SUMS_ROW_TOLERANCE) : agnostic != 0.0)
+      rc = obc_fail(OBC_EVALUE, "%s: %s, head %zu, position %zu: the agnostic sum %.9g %s", r->path,
+                    name, i / m->n_prompt, p, agnostic,
+                    p < m->agnostic_rows ? "exceeds the sum over all prompt rows"
+                                         : "is not 0 beyond the rows before the question");
+  }
   for (size_t v = 0; !rc && kind == OBC_TRACE_SUMS_ATTN && v < TRACE_ROWS_VARIANTS; v++)
     rc = check_attn_sums(r, name, v, scratch + v * plane);
   for (size_t i = 0; !rc && i < plane; i++) out[i] = scratch[(size_t)rows * plane + i];
