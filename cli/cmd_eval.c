@@ -303,9 +303,9 @@ static int plan_config(const SweepPlan *plan, EvalArgs *a) {
   ObcArguments args;
   int rc = parse_args((int)plan->n_options + 1, argv, a, &args, false);
   if (!rc && args.n_positional)
-    rc = obc_fail(OBC_EFORMAT, "plan.json: stray option word '%s'", args.positional[0]);
+    rc = obc_fail(OBC_EFORMAT, "stray option word '%s'", args.positional[0]);
   if (!rc) rc = resolve_lists(a);
-  if (rc) return obc_fail_context(rc, "plan.json");
+  if (rc) return obc_fail_context(rc, "%s", plan->path);
   return eval_config_check_plan(&a->config, plan);
 }
 
@@ -374,11 +374,14 @@ static int merge(const char *dir, const SweepPlan *plan, const EvalArgs *given) 
 
 /* --samples-for D: "5%" or "0.05", a difference in (0, 1). */
 static int samples_for(const char *dir, const SweepPlan *plan, const EvalArgs *given) {
-  char *end = NULL;
+  char *end = NULL, number[64];
   double delta = strtod(given->samples_for, &end);
-  if (end != given->samples_for && *end == '%' && !end[1])
+  snprintf(number, sizeof number, "%.*s", (int)(end - given->samples_for), given->samples_for);
+  if (!obc_parse_is_decimal(number))
+    delta = NAN;
+  else if (*end == '%' && !end[1])
     delta /= 100.0;
-  else if (end == given->samples_for || *end)
+  else if (*end)
     delta = NAN;
   if (!(delta > 0.0 && delta < 1.0))
     return obc_fail(OBC_EINVAL,
@@ -439,7 +442,7 @@ int cmd_eval(int argc, char **argv) {
                     "obcache eval DIR --merge");
   if (!dir) return obc_fail(OBC_EINVAL, "missing -o DIR (see obcache eval --help)");
   if ((rc = resolve_lists(&a))) return rc;
-  if ((rc = eval_config_check(&a.config, NULL))) return rc;
+  if ((rc = eval_config_check_model(&a.config, a.model_path))) return rc;
   rc = make_plan(&a, argc, argv, &plan);
   if (!rc) rc = sweep_plan_write_or_match(dir, &plan);
   if (!rc && a.plan_only)

@@ -89,14 +89,16 @@ int cmd_verify(int argc, char **argv) {
   if (r.recomputed && r.failing < 0 && r.has_sums)
     printf(
         "  column sums: %s, every value finite and >= 0, counts exact, agnostic rows "
-        "[0, %zu) <= all rows; attention %s the captured rows' (worst relative "
+        "[0, %zu) <= all rows, attention within its rows, obc_v <= attention x ||v||^2; "
+        "every sum %s the captured rows' terms (attention: worst relative "
         "difference %.3g, layer %zu, head %zu, position %zu)  ok\n",
         "attn obc_v obc_k obc_vk", m->agnostic_rows, r.sums_complete ? "equal to" : "at least",
         r.sums_worst, r.sums_layer, r.sums_head, r.sums_position);
   if (r.recomputed && r.failing < 0 && m->has_query_stats)
     printf(
         "  query statistics: q_sum q_outer, every value finite, q_outer symmetric, "
-        "variances >= 0, counts exact, RoPE frequencies > 0  ok\n");
+        "covariances positive semi-definite, counts exact, RoPE frequencies follow "
+        "rope_theta  ok\n");
   if (!rc)
     printf("  content hash %s  %s\n", r.content_hash,
            m->content_hash[0] ? "ok (equal to the recorded one; every chunk's checksum checked)"

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "common/obc_error.h"
 #include "common/obc_startup.h"
+#include "common/obc_text.h"
 #include "formats/quant_dot.h"
 
 typedef struct {
@@ -112,7 +113,10 @@ int main(int argc, char **argv) {
     if (strcmp(name, commands[i].name)) continue;
     int rc = commands[i].run(argc - 1, argv + 1);
     if (rc < 0) {
-      const char *msg = obc_error_message();
+      /* Escaped once more as a whole: a value from a file or an option that
+       * reached the message unescaped still prints on one line. */
+      static char msg[OBC_ESCAPED_SIZE(1024)];
+      obc_text_escape(msg, sizeof msg, obc_error_message(), false);
       fprintf(stderr, "obcache %s: %s\n", name, msg[0] ? msg : obc_error_name(rc));
       return 1;
     }

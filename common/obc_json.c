@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/obc_error.h"
 #include "common/obc_file.h"
@@ -34,4 +35,41 @@ int obc_output_json(ObcOutputSet *set, const char *name, cJSON *root) {
   }
   free(text);
   return rc;
+}
+
+static int compare_keys(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The repeated key among the n members of an object: sorted, a repeat is
+ * next to its twin (n log n, for the 50k-key vocabularies of
+ * tokenizer.json); pairwise when the list cannot be allocated. */
+static const char *repeated_key(const cJSON *object, size_t n) {
+  const char **keys = n > 8 ? malloc(n * sizeof *keys) : NULL;
+  if (!keys) {
+    for (const cJSON *a = object->child; a; a = a->next)
+      for (const cJSON *b = a->next; b; b = b->next)
+        if (a->string && b->string && !strcmp(a->string, b->string)) return a->string;
+    return NULL;
+  }
+  size_t k = 0;
+  for (const cJSON *a = object->child; a; a = a->next)
+    if (a->string) keys[k++] = a->string;
+  qsort(keys, k, sizeof *keys, compare_keys);
+  const char *found = NULL;
+  for (size_t i = 1; i < k && !found; i++)
+    if (!strcmp(keys[i - 1], keys[i])) found = keys[i];
+  free(keys);
+  return found;
+}
+
+const char *obc_json_duplicate_key(const cJSON *item) {
+  if (!item || !(cJSON_IsObject(item) || cJSON_IsArray(item))) return NULL;
+  size_t n = 0;
+  for (const cJSON *child = item->child; child; child = child->next) {
+    const char *found = obc_json_duplicate_key(child);
+    if (found) return found;
+    n++;
+  }
+  return cJSON_IsObject(item) ? repeated_key(item, n) : NULL;
 }

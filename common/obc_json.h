@@ -16,4 +16,12 @@ int obc_json_write(const char *dir, const char *name, cJSON *root);
  * until obc_output_commit. Frees root. */
 int obc_output_json(ObcOutputSet *set, const char *name, cJSON *root);
 
+/* The first key that one object inside item (item itself, and every object
+ * nested in its objects and arrays) holds twice; NULL when none. JSON
+ * leaves a duplicate's meaning open and cJSON answers lookups with the
+ * first, so a file read with one would mean what a reader of its last value
+ * does not see: every JSON file the tool reads is refused with one
+ * (formats/json_file.h). */
+const char *obc_json_duplicate_key(const cJSON *item);
+
 #endif

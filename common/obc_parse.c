@@ -9,11 +9,30 @@
 
 #include "common/obc_error.h"
 
+/* The digits from text: how many. */
+static size_t digits(const char *text) { return strspn(text, "0123456789"); }
+
+bool obc_parse_is_decimal(const char *text) {
+  const char *c = text + (*text == '-');
+  size_t whole = digits(c);
+  c += whole;
+  size_t part = 0;
+  if (*c == '.') part = digits(++c), c += part;
+  if (!whole && !part) return false;
+  if (*c == 'e' || *c == 'E') {
+    c += 1 + (c[1] == '-' || c[1] == '+');
+    size_t exponent = digits(c);
+    if (!exponent) return false;
+    c += exponent;
+  }
+  return !*c;
+}
+
 int obc_parse_int(const char *option, const char *text, long *out) {
   char *end = NULL;
   errno = 0;
   long v = strtol(text, &end, 10);
-  if (errno || !end || end == text || *end)
+  if (errno || !end || end == text || *end || strpbrk(text, ".eE") || !obc_parse_is_decimal(text))
     return obc_fail(OBC_EINVAL, "%s: expected an integer, got '%s'", option, text);
   *out = v;
   return OBC_OK;
@@ -33,7 +52,7 @@ int obc_parse_double(const char *option, const char *text, double *out) {
   char *end = NULL;
   errno = 0;
   double v = strtod(text, &end);
-  if (errno || !end || end == text || *end || !isfinite(v))
+  if (errno || !end || end == text || *end || !isfinite(v) || !obc_parse_is_decimal(text))
     return obc_fail(OBC_EINVAL, "%s: expected a number, got '%s'", option, text);
   *out = v;
   return OBC_OK;

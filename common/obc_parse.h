@@ -4,8 +4,16 @@
 #ifndef OBC_PARSE_H
 #define OBC_PARSE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
+/* Whether text is a plain decimal number: an optional '-', digits with at
+ * most one '.', an optional exponent (e or E, a sign, digits), nothing
+ * else: no spaces, '+', hexadecimal (strtod reads 0x10 as 16), inf or nan.
+ * Every number of an option or a file passes it before strtol/strtod. */
+bool obc_parse_is_decimal(const char *text);
+/* Integers: decimal digits with an optional '-' (obc_parse_size: none),
+ * within long; OBC_EINVAL naming the option and the text otherwise. */
 int obc_parse_size(const char *option, const char *text, size_t *out);
 int obc_parse_int(const char *option, const char *text, long *out);
 int obc_parse_double(const char *option, const char *text, double *out);

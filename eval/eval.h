@@ -26,6 +26,8 @@
 #define EVAL_MAX_LENGTHS 16
 #define EVAL_MAX_SCORES 64
 #define EVAL_MAX_BUDGETS 16
+/* Longest prompt an eval plans (the plan file's bound on a length). */
+#define EVAL_MAX_LENGTH (1 << 30)
 #define EVAL_ORACLE "oracle@T"
 #define EVAL_FULL "full"
 /* Rows captured before the question beyond the question and template tail:
@@ -59,13 +61,20 @@ typedef struct {
 } EvalConfig;
 
 void eval_config_default(EvalConfig *config);
-/* Checks the configuration against the model before any sample runs: known
- * tasks, every length within the model's context, budgets and scores that
- * parse. */
+/* Checks the configuration before any sample runs: known tasks, scores and
+ * budgets that parse, no task, length, score or budget twice (25% and 0.25
+ * are one budget), at most SWEEP_PLAN_MAX_CELLS samples in all, every
+ * length longer than its task's answer and, with a model, within its
+ * context. */
 int eval_config_check(const EvalConfig *config, const Model *model);
+/* The same with the model at model_path (NULL: the default), loaded for its
+ * context and freed: what a plan is checked against before it is written. */
+int eval_config_check_model(const EvalConfig *config, const char *model_path);
 
-/* Fails (one line) when a sample of the plan is not one of the
- * configuration's (task, length, sample index): a damaged plan.json. */
+/* Fails (one line) when plan.json is not what its options make: the
+ * configuration does not pass eval_config_check, its seed is not the
+ * options' --seed, or its samples are not the (task, length, sample index)
+ * of the options, each once, in order: a damaged or forged plan.json. */
 int eval_config_check_plan(const EvalConfig *config, const SweepPlan *plan);
 
 /* What running samples shares: the model, the configuration, the sources

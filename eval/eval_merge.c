@@ -34,6 +34,7 @@
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_json.h"
+#include "common/obc_text.h"
 #include "eval/eval.h"
 #include "eval/stats.h"
 #include "formats/json_file.h"
@@ -136,14 +137,42 @@ static size_t find_name(const char (*names)[32], size_t n, const char *name) {
   return n;
 }
 
-static int read_answer(const cJSON *o, const char *path, EvalAnswer *a) {
+/* The references an answer is scored against: prompt.json's "answers". */
+typedef struct {
+  const char *refs[RULER_MAX_ANSWERS]; /* (n) point into the prompt's tree */
+  size_t n;
+} EvalRefs;
+
+/* Text from a file, escaped for a message (common/obc_text.h). */
+typedef struct {
+  char text[OBC_ESCAPED_SIZE(48)];
+} Escaped;
+
+static const char *escaped(Escaped *e, const char *text) {
+  return obc_text_escape(e->text, sizeof e->text, text, true);
+}
+
+/* An answer, its score and correct flag recomputed from the references
+ * (RULER's string_match_all, as the sample computed them): a file whose
+ * flag or score contradicts its answer is refused, not believed. */
+static int read_answer(const cJSON *o, const char *path, const EvalRefs *refs, EvalAnswer *a) {
   const char *answer = get_text(o, "answer");
   const cJSON *correct = cJSON_GetObjectItemCaseSensitive(o, "correct");
   if (!cJSON_IsObject(o) || !answer || !get_number(o, "score", 0, 1, &a->score) ||
       !cJSON_IsBool(correct))
     return obc_fail(OBC_EFORMAT, "%s: an answer needs \"answer\", \"score\" 0..1 and \"correct\"",
                     path);
-  a->correct = cJSON_IsTrue(correct);
+  double score = eval_match_all(answer, refs->refs, refs->n);
+  Escaped e;
+  /* The score is k / n for k of n references found, printed by cJSON to
+   * 17 significant digits: it reads back exactly. */
+  if (a->score != score || cJSON_IsTrue(correct) != (score == 1.0))
+    return obc_fail(OBC_EFORMAT,
+                    "%s: the answer \"%s\" scores %g (%s) against prompt.json's answers, not the "
+                    "recorded %g (%s)",
+                    path, escaped(&e, answer), score, score == 1.0 ? "correct" : "wrong", a->score,
+                    cJSON_IsTrue(correct) ? "correct" : "wrong");
+  a->correct = score == 1.0;
   a->recall = NAN;
   a->answer = strdup(answer);
   return a->answer ? OBC_OK : obc_fail(OBC_ENOMEM, "%s: out of memory", path);
@@ -157,12 +186,29 @@ static double printed(double x) {
   return strtod(text, NULL);
 }
 
-static int read_row(const EvalData *d, const cJSON *o, const char *path, EvalSample *s) {
+/* The kept count the plan's budget gives the policy of a row over its
+ * candidates (evict_policy_budget_tokens, as the sample counted). */
+static int planned_kept(const EvalConfig *c, size_t p, size_t b, size_t q, size_t candidates,
+                        size_t *kept) {
+  EvictPolicy policy = c->base;
+  int rc = evict_policy_set_score(&policy, p < c->n_scores ? c->scores[p] : EVAL_ORACLE);
+  if (!rc) rc = evict_policy_set_budget(&policy, c->budgets[b]);
+  policy.protocol = c->protocols[q];
+  if (!rc) rc = evict_policy_budget_tokens(&policy, candidates, kept);
+  return rc;
+}
+
+static int read_row(const EvalData *d, const cJSON *o, const char *path, const EvalRefs *refs,
+                    EvalSample *s) {
   const EvalConfig *c = d->config;
   const char *policy = get_text(o, "policy"), *budget = get_text(o, "budget");
   const char *protocol = get_text(o, "protocol");
   if (!policy || !budget || !protocol)
     return obc_fail(OBC_EFORMAT, "%s: a row needs \"policy\", \"budget\" and \"protocol\"", path);
+  Escaped e1, e2, e3;
+  char row[3 * sizeof e1.text + 8];
+  snprintf(row, sizeof row, "%s %s %s", escaped(&e1, policy), escaped(&e2, budget),
+           escaped(&e3, protocol));
   /* the name as recorded now: a folder of an earlier version may write a
    * method as preset:NAME */
   char name[64];
@@ -173,22 +219,31 @@ static int read_row(const EvalData *d, const cJSON *o, const char *path, EvalSam
   for (size_t i = 0; i < c->n_protocols; i++)
     if (!strcmp(evict_protocol_name(c->protocols[i]), protocol)) q = i;
   if ((!oracle && p == c->n_scores) || b == c->n_budgets || q == c->n_protocols)
-    return obc_fail(OBC_EFORMAT, "%s: row %s %s %s is not in the eval's plan", path, policy, budget,
-                    protocol);
+    return obc_fail(OBC_EFORMAT, "%s: row %s is not in the eval's plan", path, row);
   EvalAnswer *a = &s->rows[row_index(d, q, p, b)];
-  if (a->answer)
-    return obc_fail(OBC_EFORMAT, "%s: row %s %s %s twice", path, policy, budget, protocol);
+  if (a->answer) return obc_fail(OBC_EFORMAT, "%s: row %s twice", path, row);
   double kept = 0, candidates = 0;
+  size_t planned = 0;
   const cJSON *recall = cJSON_GetObjectItemCaseSensitive(o, "recall");
-  int rc = read_answer(o, path, a);
+  int rc = read_answer(o, path, refs, a);
   if (!rc && (!get_number(o, "kept", 0, 1e12, &kept) ||
-              !get_number(o, "candidates", 1, 1e12, &candidates) || kept > candidates))
-    rc = obc_fail(OBC_EFORMAT, "%s: row %s %s %s: \"kept\" must be 0..\"candidates\"", path, policy,
-                  budget, protocol);
-  if (!rc && !cJSON_IsNull(recall) &&
-      !(cJSON_IsNumber(recall) && recall->valuedouble >= 0 && recall->valuedouble <= 1))
-    rc = obc_fail(OBC_EFORMAT, "%s: row %s %s %s: \"recall\" must be 0..1 or null", path, policy,
-                  budget, protocol);
+              !get_number(o, "candidates", 1, (double)s->tokens, &candidates) ||
+              kept != floor(kept) || candidates != floor(candidates)))
+    rc = obc_fail(OBC_EFORMAT,
+                  "%s: row %s: \"candidates\" must be a count 1..%zu (the prompt's tokens) and "
+                  "\"kept\" a count",
+                  path, row, s->tokens);
+  if (!rc && planned_kept(c, p, b, q, (size_t)candidates, &planned))
+    rc = obc_fail_context(OBC_EFORMAT, "%s: row %s", path, row);
+  if (!rc && (size_t)kept != planned)
+    rc = obc_fail(OBC_EFORMAT, "%s: row %s: kept %zu of %zu candidates, where the budget keeps %zu",
+                  path, row, (size_t)kept, (size_t)candidates, planned);
+  /* Recall is against oracle@T's kept set: null for the oracle itself. */
+  if (!rc &&
+      (oracle ? !cJSON_IsNull(recall)
+              : !(cJSON_IsNumber(recall) && recall->valuedouble >= 0 && recall->valuedouble <= 1)))
+    rc = obc_fail(OBC_EFORMAT, "%s: row %s: \"recall\" must be %s", path, row,
+                  oracle ? "null (oracle@T is the reference)" : "0..1");
   if (!rc) {
     a->kept = (size_t)kept;
     a->candidates = (size_t)candidates;
@@ -197,11 +252,52 @@ static int read_row(const EvalData *d, const cJSON *o, const char *path, EvalSam
   return rc;
 }
 
+/* The references of the sample's prompt.json, which must be the answers
+ * its sample.json records; the prompt's tree is kept in *prompt (the
+ * references point into it). */
+static int read_refs(const char *dir, const SweepPlanCell *cell, uint64_t seed, const cJSON *sample,
+                     cJSON **prompt, EvalRefs *refs) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/cells/%zu/prompt.json", dir, cell->id);
+  int rc = json_file_read(path, prompt);
+  if (rc) return rc;
+  const cJSON *answers = cJSON_GetObjectItemCaseSensitive(*prompt, "answers");
+  const cJSON *recorded = cJSON_GetObjectItemCaseSensitive(sample, "answers");
+  const cJSON *task = cJSON_GetObjectItemCaseSensitive(*prompt, "task");
+  double length = 0, prompt_seed = -1;
+  refs->n = 0;
+  if (!cJSON_IsArray(answers) || cJSON_GetArraySize(answers) < 1 ||
+      cJSON_GetArraySize(answers) > RULER_MAX_ANSWERS || !cJSON_IsString(task) ||
+      strcmp(task->valuestring, cell->task) || !get_number(*prompt, "length", 0, 1e12, &length) ||
+      length != (double)cell->length || !get_number(*prompt, "seed", 0, 2e19, &prompt_seed) ||
+      prompt_seed != (double)seed)
+    return obc_fail(OBC_EFORMAT,
+                    "%s: expected the prompt of %s (task, length, seed %" PRIu64
+                    ") and 1..%d \"answers\"",
+                    path, cell->name, seed, RULER_MAX_ANSWERS);
+  const cJSON *item;
+  cJSON_ArrayForEach(item, answers) {
+    if (!cJSON_IsString(item))
+      return obc_fail(OBC_EFORMAT, "%s: \"answers\" must be strings", path);
+    refs->refs[refs->n++] = item->valuestring;
+  }
+  bool same = cJSON_IsArray(recorded) && (size_t)cJSON_GetArraySize(recorded) == refs->n;
+  size_t i = 0;
+  cJSON_ArrayForEach(item, recorded) {
+    same = same && cJSON_IsString(item) && !strcmp(item->valuestring, refs->refs[i]);
+    i++;
+  }
+  if (!same)
+    return obc_fail(OBC_EFORMAT, "%s/cells/%zu/sample.json: \"answers\" are not prompt.json's", dir,
+                    cell->id);
+  return OBC_OK;
+}
+
 static int read_sample(EvalData *d, const char *dir, const SweepPlanCell *cell, EvalSample *s) {
   const EvalConfig *c = d->config;
   char path[4096];
   snprintf(path, sizeof path, "%s/cells/%zu/sample.json", dir, cell->id);
-  cJSON *root = NULL;
+  cJSON *root = NULL, *prompt = NULL;
   int rc = json_file_read(path, &root);
   if (rc) return rc;
   s->cell = cell->id;
@@ -210,31 +306,46 @@ static int read_sample(EvalData *d, const char *dir, const SweepPlanCell *cell, 
   for (size_t l = 0; l < c->n_lengths; l++)
     if (c->lengths[l] == cell->length) s->length = l;
   s->sample = cell->sample;
-  double tokens = 0;
-  const char *task = get_text(root, "task"), *seed = get_text(root, "seed");
+  /* The plan's seed and the sample's index make its seed (eval/eval.h). */
+  uint64_t seed = c->seed + cell->sample;
+  char want_seed[32];
+  snprintf(want_seed, sizeof want_seed, "%" PRIu64, seed);
+  double tokens = 0, length = 0, index = 0;
+  const char *task = get_text(root, "task"), *seed_text = get_text(root, "seed");
   const cJSON *rows = cJSON_GetObjectItemCaseSensitive(root, "rows");
   size_t n_rows = c->n_protocols * d->n_policies * c->n_budgets;
   if (s->task == c->n_tasks || s->length == c->n_lengths)
     rc = obc_fail(OBC_EFORMAT, "%s: sample %s is not in the configuration", path, cell->name);
-  if (!rc && (!task || strcmp(task, cell->task) || !seed || strlen(seed) >= sizeof s->seed ||
-              !get_number(root, "tokens", 1, 1e9, &tokens) || !cJSON_IsArray(rows) ||
-              (size_t)cJSON_GetArraySize(rows) != n_rows))
+  if (!rc &&
+      (!task || strcmp(task, cell->task) || !get_number(root, "length", 0, 1e12, &length) ||
+       length != (double)cell->length || !get_number(root, "sample", 0, 1e12, &index) ||
+       index != (double)cell->sample ||
+       !get_number(root, "tokens", 1, (double)cell->length, &tokens) || tokens != floor(tokens) ||
+       !cJSON_IsArray(rows) || (size_t)cJSON_GetArraySize(rows) != n_rows))
     rc = obc_fail(OBC_EFORMAT,
-                  "%s: expected the task %s, a seed, the tokens and %zu rows (one per policy, "
-                  "budget and protocol)",
-                  path, cell->task, n_rows);
+                  "%s: expected the task %s, length %zu and sample %zu of the plan, the tokens "
+                  "(1..%zu) and %zu rows (one per policy, budget and protocol)",
+                  path, cell->task, cell->length, cell->sample, cell->length, n_rows);
+  if (!rc && (!seed_text || strcmp(seed_text, want_seed))) {
+    Escaped e;
+    rc = obc_fail(OBC_EFORMAT, "%s: seed \"%s\" is not the plan's %s (seed + sample %zu)", path,
+                  seed_text ? escaped(&e, seed_text) : "(none)", want_seed, cell->sample);
+  }
+  EvalRefs refs;
+  if (!rc) rc = read_refs(dir, cell, seed, root, &prompt, &refs);
   if (!rc) {
-    snprintf(s->seed, sizeof s->seed, "%s", seed);
+    snprintf(s->seed, sizeof s->seed, "%s", want_seed);
     s->tokens = (size_t)tokens;
     s->rows = obc_calloc(n_rows, sizeof *s->rows, "sample rows");
     if (!s->rows) rc = OBC_ENOMEM;
   }
-  if (!rc) rc = read_answer(cJSON_GetObjectItemCaseSensitive(root, "full"), path, &s->full);
+  if (!rc) rc = read_answer(cJSON_GetObjectItemCaseSensitive(root, "full"), path, &refs, &s->full);
   const cJSON *row;
   cJSON_ArrayForEach(row, rows) {
     if (rc) break;
-    rc = read_row(d, row, path, s);
+    rc = read_row(d, row, path, &refs, s);
   }
+  cJSON_Delete(prompt);
   cJSON_Delete(root);
   return rc;
 }

@@ -5,6 +5,7 @@
  * RULER score and the kept set's recall against oracle@T) and prompt.json
  * (the prompt: text, ids, spans, answers). */
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "eval/stats.h"
 #include "replay/model_replay.h"
 #include "evict/preset.h"
+#include "model/hf_config.h"
 #include "tokenizer/tokenizer.h"
 #include "traces/trace.h"
 
@@ -57,6 +59,61 @@ static size_t decode_steps(const EvalConfig *c, const RulerTask *task) {
   return answer_tokens(c, task) - 1;
 }
 
+static uint64_t gcd(uint64_t a, uint64_t b) {
+  while (b) {
+    uint64_t r = a % b;
+    a = b;
+    b = r;
+  }
+  return a;
+}
+
+/* Whether budgets a and b (evict_policy_set_budget texts) keep the same:
+ * both tokens or both fractions, of one ratio in lowest terms ("25%" and
+ * "0.25" are 1/4). */
+static bool same_budget(const char *a, const char *b) {
+  uint64_t na = 0, da = 1, nb = 0, db = 1;
+  bool ta = false, tb = false;
+  if (evict_budget_ratio(a, &na, &da, &ta) || evict_budget_ratio(b, &nb, &db, &tb)) {
+    obc_error_clear();
+    return !strcmp(a, b);
+  }
+  uint64_t ga = gcd(na, da), gb = gcd(nb, db); /* num >= 1: never 0 */
+  return ta == tb && na / ga == nb / gb && da / ga == db / gb;
+}
+
+/* The lists of the configuration: each item once (a repeated task, length,
+ * policy or budget would run twice and be refused by its own merge), the
+ * counts within the plan's reach. */
+static int check_lists(const EvalConfig *c) {
+  size_t cells = c->n_tasks * c->n_lengths; /* both <= 16 */
+  if (c->samples > SWEEP_PLAN_MAX_CELLS / cells)
+    return obc_fail(OBC_EINVAL,
+                    "--samples %zu: %zu tasks x %zu lengths x %zu samples is more than the %d "
+                    "samples a plan holds",
+                    c->samples, c->n_tasks, c->n_lengths, c->samples, SWEEP_PLAN_MAX_CELLS);
+  for (size_t i = 0; i < c->n_tasks; i++)
+    for (size_t j = 0; j < i; j++)
+      if (!strcmp(c->tasks[i], c->tasks[j]))
+        return obc_fail(OBC_EINVAL, "--tasks: %s given twice", c->tasks[i]);
+  for (size_t i = 0; i < c->n_lengths; i++)
+    for (size_t j = 0; j < i; j++)
+      if (c->lengths[i] == c->lengths[j])
+        return obc_fail(OBC_EINVAL, "--lengths: %zu given twice", c->lengths[i]);
+  for (size_t i = 0; i < c->n_scores; i++)
+    for (size_t j = 0; j < i; j++)
+      if (!strcmp(c->scores[i], c->scores[j]))
+        return obc_fail(OBC_EINVAL, "--scores: %s given twice", c->scores[i]);
+  for (size_t i = 0; i < c->n_budgets; i++)
+    for (size_t j = 0; j < i; j++)
+      if (!strcmp(c->budgets[i], c->budgets[j]))
+        return obc_fail(OBC_EINVAL, "--budgets: %s given twice", c->budgets[i]);
+      else if (same_budget(c->budgets[i], c->budgets[j]))
+        return obc_fail(OBC_EINVAL, "--budgets: %s and %s are the same budget", c->budgets[j],
+                        c->budgets[i]);
+  return OBC_OK;
+}
+
 int eval_config_check(const EvalConfig *c, const Model *model) {
   if (!c->n_tasks || !c->n_lengths || !c->samples || !c->n_scores || !c->n_budgets)
     return obc_fail(OBC_EINVAL,
@@ -66,14 +123,24 @@ int eval_config_check(const EvalConfig *c, const Model *model) {
     return obc_fail(OBC_EINVAL,
                     "--max-new-tokens 1: expected at least 2 (the prefill's token and one decode "
                     "step, which oracle@T needs)");
+  int rc = check_lists(c);
+  if (rc) return rc;
   for (size_t t = 0; t < c->n_tasks; t++) {
     const RulerTask *task = ruler_task_find(c->tasks[t]);
     if (!task) return obc_fail(OBC_EINVAL, "--tasks: unknown task '%s'", c->tasks[t]);
     size_t context = model ? model->config.context_length : 0;
-    for (size_t l = 0; l < c->n_lengths; l++)
+    for (size_t l = 0; l < c->n_lengths; l++) {
+      /* The prompt takes at least one token beside the answer's. */
+      if (c->lengths[l] <= answer_tokens(c, task) || c->lengths[l] > EVAL_MAX_LENGTH)
+        return obc_fail(OBC_EINVAL,
+                        "--lengths: %zu is outside %zu..%d (%s answers in %zu tokens, after the "
+                        "prompt)",
+                        c->lengths[l], answer_tokens(c, task) + 1, EVAL_MAX_LENGTH, task->name,
+                        answer_tokens(c, task));
       if (context && c->lengths[l] > context)
         return obc_fail(OBC_EINVAL, "--lengths: %zu is beyond %s's context of %zu", c->lengths[l],
                         model->config.name, context);
+    }
   }
   EvictPolicy p = c->base;
   for (size_t s = 0; s < c->n_scores; s++) {
@@ -87,19 +154,60 @@ int eval_config_check(const EvalConfig *c, const Model *model) {
   return OBC_OK;
 }
 
-int eval_config_check_plan(const EvalConfig *c, const SweepPlan *plan) {
-  for (size_t i = 0; i < plan->n_cells; i++) {
-    const SweepPlanCell *cell = &plan->cells[i];
-    bool task = false, length = false;
-    for (size_t t = 0; t < c->n_tasks; t++) task |= !strcmp(c->tasks[t], cell->task);
-    for (size_t l = 0; l < c->n_lengths; l++) length |= c->lengths[l] == cell->length;
-    if (!task || !length || cell->sample >= c->samples)
-      return obc_fail(OBC_EFORMAT,
-                      "plan.json: sample %zu (%s) is not one of the plan's options (--tasks, "
-                      "--lengths, --samples)",
-                      i, cell->name);
+int eval_config_check_model(const EvalConfig *c, const char *model_path) {
+  int rc = eval_config_check(c, NULL);
+  bool folder = false;
+  char resolved[PATH_MAX];
+  if (!rc) rc = model_locate(model_path, &folder, resolved);
+  if (rc) return rc;
+  /* A Hugging Face folder: its config.json alone (its weights load as fp32);
+   * a GGUF file: mapped, its matrices as stored. */
+  Model *model = obc_calloc(1, sizeof *model, "the model's configuration");
+  if (!model) return OBC_ENOMEM;
+  if (folder) {
+    rc = hf_config_read(resolved, &model->config);
+    if (!rc) rc = eval_config_check(c, model);
+    free(model);
+    return rc;
   }
-  return OBC_OK;
+  free(model);
+  model = NULL;
+  rc = model_load(resolved, &model);
+  if (!rc) rc = eval_config_check(c, model);
+  model_free(model);
+  return rc;
+}
+
+int eval_config_check_plan(const EvalConfig *c, const SweepPlan *plan) {
+  const char *path = plan->path[0] ? plan->path : "plan.json";
+  int rc = eval_config_check(c, NULL);
+  if (rc) return obc_fail_context(rc, "%s", path);
+  if (plan->seed != c->seed)
+    return obc_fail(OBC_EFORMAT,
+                    "%s: \"seed\" %" PRIu64 " is not the seed of its options (%" PRIu64 ")", path,
+                    plan->seed, c->seed);
+  /* The cells are exactly the ones its options make, in their order. */
+  SweepPlan expected;
+  memset(&expected, 0, sizeof expected);
+  rc =
+      sweep_plan_set_samples(&expected, c->tasks, c->n_tasks, c->lengths, c->n_lengths, c->samples);
+  if (rc) return obc_fail_context(rc, "%s", path);
+  if (expected.n_cells != plan->n_cells)
+    rc = obc_fail(OBC_EFORMAT,
+                  "%s: %zu samples, where its options (--tasks, --lengths, --samples) "
+                  "make %zu",
+                  path, plan->n_cells, expected.n_cells);
+  for (size_t i = 0; i < plan->n_cells && !rc; i++) {
+    const SweepPlanCell *cell = &plan->cells[i], *want = &expected.cells[i];
+    if (strcmp(cell->task, want->task) || cell->length != want->length ||
+        cell->sample != want->sample)
+      rc = obc_fail(OBC_EFORMAT,
+                    "%s: sample %zu (%s) is not one of the plan's options (--tasks, "
+                    "--lengths, --samples; expected %s)",
+                    path, i, cell->name, want->name);
+  }
+  sweep_plan_free(&expected);
+  return rc;
 }
 
 int eval_runner_open(EvalRunner *r, const Model *model, const EvalConfig *config, size_t total) {

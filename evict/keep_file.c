@@ -212,10 +212,12 @@ static int read_choice_attr(hid_t file, const char *path, bool schema_1, const c
   int rc = read_str_attr(file, path, name, schema_1, text, sizeof text);
   if (rc) return rc > 0 ? OBC_OK : rc;
   if (strcmp(text, first) && strcmp(text, second) && (!third || strcmp(text, third))) {
+    char escaped[OBC_ESCAPED_SIZE(sizeof text)];
+    obc_text_escape(escaped, sizeof escaped, text, false);
     if (third)
-      return obc_fail(OBC_EFORMAT, "%s: %s '%.31s' (expected %s, %s or %s)", path, name, text,
+      return obc_fail(OBC_EFORMAT, "%s: %s '%s' (expected %s, %s or %s)", path, name, escaped,
                       first, second, third);
-    return obc_fail(OBC_EFORMAT, "%s: %s '%.31s' (expected %s or %s)", path, name, text, first,
+    return obc_fail(OBC_EFORMAT, "%s: %s '%s' (expected %s or %s)", path, name, escaped, first,
                     second);
   }
   *out = !strcmp(text, first) ? 0 : !strcmp(text, second) ? 1 : 2;
@@ -373,9 +375,10 @@ static int read_protocol(hid_t file, const char *path, bool schema_1, EvictPolic
         p->protocol = (EvictProtocol)i;
         return OBC_OK;
       }
+    char escaped[OBC_ESCAPED_SIZE(sizeof text)];
     return obc_fail(OBC_EFORMAT,
-                    "%s: protocol '%.31s' (expected agnostic, aware or agnostic-captured)", path,
-                    text);
+                    "%s: protocol '%s' (expected agnostic, aware or agnostic-captured)", path,
+                    obc_text_escape(escaped, sizeof escaped, text, false));
   }
   int agnostic = 0;
   p->protocol = EVICT_PROTOCOL_AWARE;
@@ -391,7 +394,9 @@ static int read_protect(hid_t file, const char *path, bool schema_1, EvictPolicy
   if (rc) return rc > 0 ? OBC_OK : rc;
   if (!text[0]) return OBC_OK;
   rc = evict_policy_set_protect(p, text);
-  return rc ? obc_fail(OBC_EFORMAT, "%s: attribute protect '%.200s' is not a span list", path, text)
+  char escaped[OBC_ESCAPED_SIZE(200)];
+  return rc ? obc_fail(OBC_EFORMAT, "%s: attribute protect '%s' is not a span list", path,
+                       obc_text_escape(escaped, sizeof escaped, text, false))
             : OBC_OK;
 }
 
@@ -421,6 +426,46 @@ static int read_policy(hid_t file, const char *path, bool schema_1, const TraceM
   return rc;
 }
 
+/* The protected spans against the trace and the mask: each a span of the
+ * trace, each of its candidate positions kept in every KV head (protection
+ * keeps them first, inside the budget). */
+static int check_protect(const EvictKeepSet *k, const TraceMeta *meta, const char *path) {
+  unsigned char *protect = NULL;
+  if (evict_policy_protected(&k->policy, meta, path, &protect)) return OBC_EFORMAT;
+  int rc = OBC_OK;
+  for (size_t i = 0; protect && i < k->n_layers * k->n_kv_heads && !rc; i++)
+    for (size_t q = 0; q < k->n_candidates && !rc; q++)
+      if (protect[q] && !k->keep[i * k->n_prompt + q])
+        rc = obc_fail(OBC_EFORMAT,
+                      "%s: attribute protect names position %zu, but keep[%zu][%zu][%zu] is 0 "
+                      "(protected positions are always kept)",
+                      path, q, i / k->n_kv_heads, i % k->n_kv_heads, q);
+  free(protect);
+  return rc;
+}
+
+/* The budget attribute against budget_given and budget_rule: the count
+ * evict_budget_count gives over the candidates, as every policy counted it
+ * when evict wrote the file (protected positions take their share inside
+ * it, so it does not change with them). */
+static int check_budget_given(const EvictKeepSet *k, const char *path) {
+  EvictPolicy p = k->policy;
+  size_t tokens = 0;
+  if (!p.budget_text[0]) return OBC_OK; /* files from before the attribute */
+  char escaped[OBC_ESCAPED_SIZE(sizeof p.budget_text)];
+  obc_text_escape(escaped, sizeof escaped, p.budget_text, false);
+  if (evict_policy_set_budget(&p, k->policy.budget_text) ||
+      evict_budget_count(&p, k->n_candidates, &tokens))
+    return obc_fail(OBC_EFORMAT, "%s: attribute budget_given '%s' is no budget", path, escaped);
+  if (tokens != k->budget)
+    return obc_fail(OBC_EFORMAT,
+                    "%s: attribute budget is %zu, but budget_given %s (%s rule) keeps %zu of the "
+                    "%zu candidates",
+                    path, k->budget, escaped, evict_budget_rule_name(p.budget_rule), tokens,
+                    k->n_candidates);
+  return OBC_OK;
+}
+
 static int read_keep(hid_t file, const char *path, const TraceMeta *meta, EvictKeepSet *out) {
   bool schema_1 = false;
   int rc = check_schema(file, path, &schema_1);
@@ -445,6 +490,8 @@ static int read_keep(hid_t file, const char *path, const TraceMeta *meta, EvictK
   if (!rc) rc = check_mask(out, path);
   if (!rc) rc = read_policy(file, path, schema_1, meta, out);
   if (!rc) rc = check_budget(out, path);
+  if (!rc) rc = check_budget_given(out, path);
+  if (!rc) rc = check_protect(out, meta, path);
   if (set >= 0) H5Dclose(set);
   return rc;
 }

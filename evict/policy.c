@@ -138,9 +138,12 @@ int evict_policy_set_budget(EvictPolicy *p, const char *text) {
                     "--budget '%s': expected tokens (40), a fraction (0.1) or a "
                     "percentage (10%%)",
                     text);
+  char number[32]; /* the text without a '%' at its end */
+  snprintf(number, sizeof number, "%.*s", (int)(n - (text[n - 1] == '%')), text);
   value = strtod(text, &end);
   bool percent = end && *end == '%' && end[1] == '\0';
-  if (!end || end == text || (*end && !percent) || !isfinite(value) || value <= 0.0)
+  if (!end || end == text || (*end && !percent) || !isfinite(value) || value <= 0.0 ||
+      !obc_parse_is_decimal(number))
     return obc_fail(OBC_EINVAL,
                     "--budget '%s': expected a positive number of tokens (40), a "
                     "fraction (0.1) or a percentage (10%%)",

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "common/obc_error.h"
+#include "common/obc_json.h"
+#include "common/obc_text.h"
 
 int json_file_read(const char *path, cJSON **out) {
   *out = NULL;
@@ -42,6 +44,14 @@ int json_file_read(const char *path, cJSON **out) {
     return obc_fail(OBC_EFORMAT, "%s: invalid JSON near byte %ld", path, at);
   }
   free(text);
+  const char *repeated = obc_json_duplicate_key(root);
+  if (repeated) {
+    char key[OBC_ESCAPED_SIZE(64)];
+    obc_text_escape(key, sizeof key, repeated, true);
+    int rc = obc_fail(OBC_EFORMAT, "%s: the key \"%s\" appears twice in one object", path, key);
+    cJSON_Delete(root);
+    return rc;
+  }
   *out = root;
   return OBC_OK;
 }

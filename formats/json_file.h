@@ -6,7 +6,8 @@
 #include <cjson/cJSON.h>
 
 /* Parses the whole file; OBC_ENOTFOUND when it does not exist, OBC_EFORMAT
- * "<path>: invalid JSON near byte N" when it does not parse. Free the tree with
+ * "<path>: invalid JSON near byte N" when it does not parse or when one
+ * object holds a key twice (obc_json_duplicate_key). Free the tree with
  * cJSON_Delete. */
 int json_file_read(const char *path, cJSON **out);
 

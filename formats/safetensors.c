@@ -16,6 +16,8 @@
 
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "common/obc_json.h"
+#include "common/obc_text.h"
 #include "formats/float16.h"
 #include "formats/json_file.h"
 
@@ -184,12 +186,18 @@ static int parse_shard(SafetensorsModel *model, const Shard *shard) {
                     path, at);
   }
   int rc = 0;
+  char escaped[OBC_ESCAPED_SIZE(64)];
+  const char *repeated = obc_json_duplicate_key(header);
+  if (repeated)
+    rc = obc_fail(OBC_EFORMAT, "%s: the header holds the key \"%s\" twice in one object", path,
+                  obc_text_escape(escaped, sizeof escaped, repeated, true));
   const cJSON *entry;
   cJSON_ArrayForEach(entry, header) {
+    if (rc) break;
     if (!strcmp(entry->string, "__metadata__")) continue;
     if (safetensors_find(model, entry->string)) {
       rc = obc_fail(OBC_EFORMAT, "%s: tensor %s appears twice in the checkpoint", path,
-                    entry->string);
+                    obc_text_escape(escaped, sizeof escaped, entry->string, false));
       break;
     }
     rc = parse_entry(model, shard, entry, 8 + (size_t)header_length);

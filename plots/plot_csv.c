@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
+#include "common/obc_text.h"
 
 /* Reads a whole file into a NUL-terminated buffer. */
 static int read_text(const char *path, char **out, size_t *size) {
@@ -145,9 +146,13 @@ int plot_table_number(const PlotTable *table, size_t row, size_t column, double 
   const char *text = plot_table_cell(table, row, column);
   char *end = NULL;
   double v = strtod(text, &end); /* underflow to a denormal or 0 is fine */
-  if (end == text || *end)
+  if (end == text || *end) {
+    char name[OBC_ESCAPED_SIZE(32)], found[OBC_ESCAPED_SIZE(32)];
     return obc_fail(OBC_EFORMAT, "%s: line %zu, column '%s': expected a number, found '%s'",
-                    table->path, row + 2, table->cells[column], text);
+                    table->path, row + 2,
+                    obc_text_escape(name, sizeof name, table->cells[column], false),
+                    obc_text_escape(found, sizeof found, text, false));
+  }
   *out = v;
   return OBC_OK;
 }

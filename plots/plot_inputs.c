@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/obc_error.h"
+#include "common/obc_text.h"
 #include "plots/plot.h"
 #include "plots/plot_csv.h"
 
@@ -50,9 +51,10 @@ static int collect_names(const PlotTable *table, const char *column_name, char *
     while (i < n && strcmp(names[i], name)) i++;
     if (i < n) continue;
     if (n == 64) return obc_fail(OBC_EFORMAT, "%s: more than 64 score names", table->path);
+    char escaped[OBC_ESCAPED_SIZE(32)];
     if (!name[0] || strchr(name, ' ') || strchr(name, '\''))
       return obc_fail(OBC_EFORMAT, "%s: line %zu: score name '%s' is empty or has a space or quote",
-                      table->path, row + 2, name);
+                      table->path, row + 2, obc_text_escape(escaped, sizeof escaped, name, false));
     size_t at = n;
     while (at > 0 && plot_score_rank(names[at - 1]) > plot_score_rank(name)) at--;
     memmove(names + at + 1, names + at, (n - at) * sizeof *names);

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "common/obc_error.h"
+#include "common/obc_json.h"
+#include "common/obc_text.h"
 #include "oracle/oracle_steps.h"
 
 /* Reads a whole (small) JSON file and parses it. */
@@ -43,6 +45,14 @@ static int json_load(const char *path, cJSON **out) {
   cJSON *root = cJSON_Parse(text);
   free(text);
   if (!root) return obc_fail(OBC_EFORMAT, "%s: not valid JSON", path);
+  const char *repeated = obc_json_duplicate_key(root);
+  if (repeated) {
+    char escaped[OBC_ESCAPED_SIZE(64)];
+    int rc = obc_fail(OBC_EFORMAT, "%s: the key \"%s\" appears twice in one object", path,
+                      obc_text_escape(escaped, sizeof escaped, repeated, true));
+    cJSON_Delete(root);
+    return rc;
+  }
   *out = root;
   return OBC_OK;
 }

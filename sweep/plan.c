@@ -3,6 +3,7 @@
 #include "sweep/plan.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -46,7 +47,11 @@ static void sample_name(SweepPlanCell *c) {
 
 int sweep_plan_set_samples(SweepPlan *plan, const char (*tasks)[32], size_t n_tasks,
                            const size_t *lengths, size_t n_lengths, size_t n_samples) {
-  size_t n = n_tasks * n_lengths * n_samples;
+  /* The product only once each factor is known not to wrap it. */
+  size_t n = n_tasks && n_lengths && n_samples <= SWEEP_PLAN_MAX_CELLS / (n_tasks * n_lengths)
+                 ? n_tasks * n_lengths * n_samples
+             : n_tasks && n_lengths ? SIZE_MAX
+                                    : 0;
   if (!n || n > SWEEP_PLAN_MAX_CELLS)
     return obc_fail(OBC_EINVAL, "eval: %zu samples in all (1..%d allowed)", n,
                     SWEEP_PLAN_MAX_CELLS);
@@ -331,6 +336,7 @@ int sweep_plan_read(const char *dir, SweepPlan *plan) {
                     dir);
   if (rc) return rc;
   PlanReader r = {path, root};
+  snprintf(plan->path, sizeof plan->path, "%s", path);
   char format[64], seed[32], *end = NULL;
   if (!cJSON_IsObject(root) || !get_string(root, "format", format, sizeof format) ||
       strcmp(format, SWEEP_PLAN_FORMAT))
@@ -345,8 +351,9 @@ int sweep_plan_read(const char *dir, SweepPlan *plan) {
   if (!rc && !get_string(root, "haystack", plan->haystack, sizeof plan->haystack))
     rc = bad(&r, "\"haystack\" must be a string");
   if (!rc && (!get_string(root, "seed", seed, sizeof seed) || !*seed ||
-              (plan->seed = strtoull(seed, &end, 10), *end)))
-    rc = bad(&r, "\"seed\" must be a string of digits");
+              strspn(seed, "0123456789") != strlen(seed) ||
+              (errno = 0, plan->seed = strtoull(seed, &end, 10), *end || errno)))
+    rc = bad(&r, "\"seed\" must be a string of digits below 2^64");
   if (!rc) rc = read_model(&r, plan);
   if (!rc) rc = read_options(&r, plan);
   if (!rc) rc = read_cells(&r, plan);

@@ -37,6 +37,7 @@ typedef struct {
   uint64_t seed;
   SweepPlanCell *cells; /* (n_cells) by id */
   size_t n_cells;
+  char path[4096]; /* DIR/plan.json it was read from, for messages; "" when made here */
 } SweepPlan;
 
 /* The grid lengths x depths (lengths outer), ids 0, 1, ... in that order. */

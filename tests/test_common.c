@@ -13,6 +13,7 @@
 
 #include "common/obc_error.h"
 #include "common/obc_file.h"
+#include "common/obc_json.h"
 #include "common/obc_options.h"
 #include "common/obc_parse.h"
 #include "common/obc_startup.h"
@@ -269,6 +270,50 @@ START_TEST(options_help_anywhere_wins) {
   ObcArguments args;
   ck_assert_int_eq(parse_example(4, argv, &p, &args), OBC_OK);
   ck_assert(args.help);
+}
+END_TEST
+
+START_TEST(decimal_numbers_only_no_hex_inf_or_spaces) {
+  static const char *const good[] = {"0", "16", "-3", "0.25", ".5", "5.", "1e-3", "2E+4", "-0.5e2"};
+  static const char *const bad[] = {"",   "0x10", "0X1p4", "inf", "nan",   " 1",  "1 ",
+                                    "+1", "1e",   "e5",    ".",   "1.2.3", "--1", "1%"};
+  for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+    ck_assert_msg(obc_parse_is_decimal(good[i]), "%s", good[i]);
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    ck_assert_msg(!obc_parse_is_decimal(bad[i]), "%s", bad[i]);
+  double x = 0;
+  long n = 0;
+  ck_assert_int_eq(obc_parse_double("--x", "0x10", &x), OBC_EINVAL);
+  ck_assert_int_eq(obc_parse_int("--n", "1e3", &n), OBC_EINVAL);
+  ck_assert_int_eq(obc_parse_int("--n", "-12", &n), OBC_OK);
+  ck_assert_int_eq(n, -12);
+}
+END_TEST
+
+START_TEST(json_duplicate_keys_are_found_at_any_depth) {
+  static const struct {
+    const char *text, *repeated; /* NULL: none */
+  } cases[] = {
+      {"{\"a\": 1, \"b\": 2}", NULL},
+      {"{\"a\": 1, \"a\": 2}", "a"},
+      {"{\"x\": {\"k\": 1, \"k\": 1}}", "k"},
+      {"[{\"a\": 1}, {\"a\": 1, \"z\": [{\"q\": 0, \"q\": 1}]}]", "q"},
+      {"{\"a\": {\"a\": 1}, \"b\": [\"a\", \"a\"]}", NULL}, /* nesting and values repeat */
+      {"{\"k0\":0,\"k1\":1,\"k2\":2,\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,"
+       "\"k9\":9,\"k3\":10}",
+       "k3"}, /* past the pairwise size: sorted */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    cJSON *root = cJSON_Parse(cases[i].text);
+    ck_assert_ptr_nonnull(root);
+    const char *found = obc_json_duplicate_key(root);
+    if (cases[i].repeated)
+      ck_assert_msg(found && !strcmp(found, cases[i].repeated), "%s: %s", cases[i].text,
+                    found ? found : "none");
+    else
+      ck_assert_msg(!found, "%s: %s", cases[i].text, found);
+    cJSON_Delete(root);
+  }
 }
 END_TEST
 
@@ -567,6 +612,8 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, cpu_features_find_every_flag_the_kernel_lists);
   tcase_add_test(tc, suite_runs_the_kernels_users_get);
   tcase_add_test(tc, text_escape_shows_control_bytes_and_cuts_what_does_not_fit);
+  tcase_add_test(tc, decimal_numbers_only_no_hex_inf_or_spaces);
+  tcase_add_test(tc, json_duplicate_keys_are_found_at_any_depth);
   tcase_add_test(tc, command_line_joins_the_arguments_as_given);
   tcase_add_test(tc, wrapped_text_breaks_between_words_and_indents_new_lines);
   suite_add_tcase(suite, tc);

@@ -246,8 +246,9 @@ START_TEST(f16_and_bf16_folders_match_within_their_rounding) {
 }
 END_TEST
 
-/* Writes folder/config.json: the tiny llama config with extra fields first
- * (cJSON takes the first of duplicate keys, so they override). */
+/* Writes folder/config.json: the tiny llama config with the fields of extra
+ * ("\"name\": value," ...) replacing or added to its own; extra that is not
+ * JSON members is written in front of them as given. */
 static const char *config_folder(const char *name, const char *extra) {
   static char folder[4300];
   make_scratch();
@@ -255,15 +256,37 @@ static const char *config_folder(const char *name, const char *extra) {
   ck_assert_int_eq(obc_make_dirs(folder), 0);
   char path[4400];
   snprintf(path, sizeof path, "%s/config.json", folder);
+  static const char base[] =
+      "\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", "
+      "\"hidden_size\": 16,"
+      " \"intermediate_size\": 32, \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
+      " \"num_key_value_heads\": 2, \"rms_norm_eps\": 1e-5, \"max_position_embeddings\": 64,"
+      " \"vocab_size\": 40, \"rope_theta\": 10000.0, \"hidden_act\": \"silu\"";
+  char text[4096];
+  snprintf(text, sizeof text, "{%s}", base);
+  cJSON *config = cJSON_Parse(text);
+  ck_assert_ptr_nonnull(config);
+  snprintf(text, sizeof text, "{%s", extra);
+  char *comma = strrchr(text, ',');
+  if (comma && !comma[1]) *comma = '\0';
+  strcat(text, "}");
+  cJSON *fields = cJSON_Parse(text);
   FILE *fp = fopen(path, "w");
   ck_assert_ptr_nonnull(fp);
-  fprintf(fp,
-          "{%s\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", "
-          "\"hidden_size\": 16,"
-          " \"intermediate_size\": 32, \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
-          " \"num_key_value_heads\": 2, \"rms_norm_eps\": 1e-5, \"max_position_embeddings\": 64,"
-          " \"vocab_size\": 40, \"rope_theta\": 10000.0, \"hidden_act\": \"silu\"}",
-          extra);
+  if (fields) {
+    while (fields->child) {
+      cJSON *item = cJSON_DetachItemViaPointer(fields, fields->child);
+      cJSON_DeleteItemFromObjectCaseSensitive(config, item->string);
+      cJSON_AddItemToObject(config, item->string, item);
+    }
+    char *printed = cJSON_Print(config);
+    fputs(printed, fp);
+    free(printed);
+  } else {
+    fprintf(fp, "{%s%s}", extra, base);
+  }
+  cJSON_Delete(fields);
+  cJSON_Delete(config);
   fclose(fp);
   return folder;
 }
@@ -333,6 +356,19 @@ START_TEST(unsupported_configs_are_refused_naming_the_field) {
   Model *m = NULL;
   ck_assert_int_eq(model_load(folder, &m), OBC_EFORMAT);
   assert_message_names("config.json", "invalid JSON");
+  /* JSON leaves a repeated key's meaning open: refused, not read as the first. */
+  folder = config_folder("twice", "oops");
+  char path[4400];
+  snprintf(path, sizeof path, "%s/config.json", folder);
+  FILE *fp = fopen(path, "w");
+  ck_assert_ptr_nonnull(fp);
+  fputs(
+      "{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"linear\", "
+      "\"factor\": 2, \"factor\": 1}}",
+      fp);
+  fclose(fp);
+  ck_assert_int_eq(model_load(folder, &m), OBC_EFORMAT);
+  assert_message_names("config.json", "the key \"factor\" appears twice in one object");
   folder = config_folder("noweights", "");
   ck_assert_int_eq(model_load(folder, &m), OBC_ENOTFOUND);
   assert_message_names(folder, "no model.safetensors");
@@ -497,6 +533,24 @@ static void edit_header(const char *path, const char *tensor, const char *dtype,
   cJSON_Delete(root);
 }
 
+/* Rewrites the header of a safetensors file with the first tensor's "shape"
+ * key renamed "dtype" (as long), so that its entry holds "dtype" twice. */
+static void repeat_dtype(const char *path) {
+  FILE *fp = fopen(path, "r+b");
+  ck_assert_ptr_nonnull(fp);
+  uint64_t length;
+  ck_assert_uint_eq(fread(&length, 8, 1, fp), 1);
+  char *text = calloc(length + 1, 1);
+  ck_assert_uint_eq(fread(text, 1, length, fp), length);
+  char *at = strstr(text, "\"shape\"");
+  ck_assert_ptr_nonnull(at);
+  memcpy(at, "\"dtype\"", 7);
+  ck_assert_int_eq(fseek(fp, 8, SEEK_SET), 0);
+  ck_assert_uint_eq(fwrite(text, 1, length, fp), length);
+  fclose(fp);
+  free(text);
+}
+
 START_TEST(damaged_safetensors_fail_naming_file_and_tensor) {
   const char *folder = tiny_folder("llama", "damaged", "--dtype f32");
   char file[4400], backup[4400], command[9000];
@@ -536,6 +590,11 @@ START_TEST(damaged_safetensors_fail_naming_file_and_tensor) {
   edit_header(file, "model.layers.0.self_attn.k_proj.weight", NULL, wrong_size, false);
   ck_assert_int_eq(model_load(folder, &m), OBC_EFORMAT);
   assert_message_names(file, "data bytes");
+
+  ck_assert_int_eq(system(command), 0);
+  repeat_dtype(file);
+  ck_assert_int_eq(model_load(folder, &m), OBC_EFORMAT);
+  assert_message_names(file, "the header holds the key \"dtype\" twice in one object");
 
   ck_assert_int_eq(system(command), 0);
   edit_header(file, "model.norm.weight", NULL, NULL, true);

@@ -624,8 +624,22 @@ END_TEST
 enum { AGNOSTIC = 9 }; /* the fixture's question begins at 9 */
 
 /* Sum plane values: non-negative, the agnostic plane a part of the all-rows
- * one and 0 from AGNOSTIC on. */
+ * one and 0 from AGNOSTIC on. The attention sums (term 0) are those of an
+ * attention a row i spreads over positions 0..i in proportion to
+ * 1 + |fixture value|: each row's weights add up to 1, as the reader
+ * checks. */
 static double fixture_sum(int term, size_t layer, int variant, size_t head, size_t p) {
+  size_t end = variant == TRACE_ROWS_ALL ? S : AGNOSTIC;
+  if (term == 0) {
+    double sum = 0.0;
+    for (size_t i = p; i < end; i++) {
+      double total = 0.0;
+      for (size_t q = 0; q <= i; q++)
+        total += 1.0 + fabs((double)fixture_value(10, layer, head, q));
+      sum += (1.0 + fabs((double)fixture_value(10, layer, head, p))) / total;
+    }
+    return sum;
+  }
   double all = 1.0 + fabs((double)fixture_value(10 + term, layer, head, p));
   if (variant == TRACE_ROWS_ALL) return all;
   return p < AGNOSTIC ? 0.5 * all : 0.0;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/obc_error.h"
+#include "common/obc_text.h"
 #include "formats/json_file.h"
 #include "tokenizer/text_input.h"
 #include "tokenizer/tokenizer_internal.h"
@@ -134,9 +135,12 @@ static int count_vocab(const cJSON *vocab, const cJSON *added, const char *path,
 static int read_model(Tokenizer **out, const cJSON *root, const char *path) {
   const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
   const cJSON *type = cJSON_GetObjectItemCaseSensitive(model, "type");
+  char escaped[OBC_ESCAPED_SIZE(64)];
   if (!cJSON_IsString(type) || strcmp(type->valuestring, "BPE"))
     return obc_fail(OBC_EUNSUPPORTED, "%s: model.type is '%s' (expected 'BPE')", path,
-                    cJSON_IsString(type) ? type->valuestring : "missing");
+                    cJSON_IsString(type)
+                        ? obc_text_escape(escaped, sizeof escaped, type->valuestring, false)
+                        : "missing");
   const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
   const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
   const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
@@ -182,7 +186,7 @@ static int read_model(Tokenizer **out, const cJSON *root, const char *path) {
       const char *space = s[0] ? strchr(s + 1, ' ') : NULL;
       if (!space)
         return obc_fail(OBC_EFORMAT, "%s: merge %d is '%s' (expected \"left right\")", path, rank,
-                        s);
+                        obc_text_escape(escaped, sizeof escaped, s, false));
       tokenizer_add_merge(t, s, (size_t)(space - s), space + 1, strlen(space + 1), rank);
     } else if (cJSON_IsArray(item) && cJSON_GetArraySize(item) == 2 &&
                cJSON_IsString(cJSON_GetArrayItem(item, 0)) &&
@@ -202,8 +206,11 @@ static int read_model(Tokenizer **out, const cJSON *root, const char *path) {
   /* NFC (Qwen2) is accepted and not applied: text is taken to be NFC already. */
   if (normalizer && !cJSON_IsNull(normalizer) &&
       !(cJSON_IsString(normalizer_type) && !strcmp(normalizer_type->valuestring, "NFC")))
-    return obc_fail(OBC_EUNSUPPORTED, "%s: normalizer '%s' is not supported (expected none or NFC)",
-                    path, cJSON_IsString(normalizer_type) ? normalizer_type->valuestring : "?");
+    return obc_fail(
+        OBC_EUNSUPPORTED, "%s: normalizer '%s' is not supported (expected none or NFC)", path,
+        cJSON_IsString(normalizer_type)
+            ? obc_text_escape(escaped, sizeof escaped, normalizer_type->valuestring, false)
+            : "?");
   snprintf(t->pre.name, sizeof(t->pre.name), "tokenizer.json");
   const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
   if (!pre || cJSON_IsNull(pre))

@@ -315,6 +315,8 @@ static int read_size_attr(const TraceReader *r, const char *name, size_t *out) {
 static int read_flag_attr(const TraceReader *r, const char *name, bool *out) {
   int64_t v = 0;
   int rc = trace_h5_attr_read_i64(r->path, r->file, name, &v);
+  if (!rc && v != 0 && v != 1)
+    rc = obc_fail(OBC_EFORMAT, "%s: %s is %lld (expected 0 or 1)", r->path, name, (long long)v);
   *out = v != 0;
   return rc;
 }
@@ -713,6 +715,45 @@ static int check_readable(const char *path) {
   return OBC_OK;
 }
 
+/* The derived data's attributes against the rest: a flag that says the
+ * column sums or query statistics are absent while their datasets are
+ * there (or, in schema 2, a has_column_sums attribute of 1), and agnostic
+ * rows that are not the rows before the question span (all prompt rows
+ * when there is none): rows that reach into the question are not
+ * query-agnostic. */
+static int check_derived_meta(TraceReader *r) {
+  const TraceMeta *m = &r->meta;
+  static const struct {
+    const char *dataset, *flag;
+  } derived[] = {{"/column_counts", "has_column_sums"}, {"/query_counts", "has_query_stats"}};
+  for (size_t i = 0; i < sizeof derived / sizeof *derived; i++) {
+    bool flag = i == 0 ? m->has_column_sums : m->has_query_stats;
+    int exists = find_link(r, derived[i].dataset);
+    if (exists < 0) return exists;
+    if (exists && !flag)
+      return obc_fail(OBC_EFORMAT, "%s: %s is 0 (or absent), but the trace holds %s", r->path,
+                      derived[i].flag, derived[i].dataset);
+  }
+  if (m->schema_version < 3 && H5Aexists(r->file, "has_column_sums") > 0) {
+    bool flag = false;
+    int rc = read_flag_attr(r, "has_column_sums", &flag);
+    if (rc) return rc;
+    if (flag)
+      return obc_fail(OBC_EFORMAT,
+                      "%s: has_column_sums is 1 in a schema-%d trace (column sums are schema 3)",
+                      r->path, m->schema_version);
+  }
+  if (!m->has_column_sums) return OBC_OK;
+  const TraceSpan *question = trace_meta_find_span(m, "question");
+  size_t before = question ? (size_t)question->begin : m->n_prompt;
+  if (m->agnostic_rows != before)
+    return obc_fail(OBC_EFORMAT,
+                    "%s: agnostic_rows is %zu, but the rows before the question are %zu (%s)",
+                    r->path, m->agnostic_rows, before,
+                    question ? "the question span's begin" : "no question span: every prompt row");
+  return OBC_OK;
+}
+
 static int open_checked(TraceReader *r) {
   r->file = H5Fopen(r->path, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (r->file < 0)
@@ -754,6 +795,7 @@ static int open_checked(TraceReader *r) {
   if (!rc) rc = read_row_positions(r);
   if (!rc) rc = read_texts(r);
   if (!rc) rc = version >= 2 ? read_named_spans(r) : read_linked_spans(r);
+  if (!rc) rc = check_derived_meta(r);
   if (!rc) rc = check_layers(r);
   return rc;
 }
@@ -976,6 +1018,40 @@ int trace_read_logits(TraceReader *r, float *logits) {
 
 static const char *const rows_names[TRACE_ROWS_VARIANTS] = {"agnostic", "all"};
 
+/* How far a stored attention sum may stray from what its rows allow: each
+ * of its terms is a softmax weight the runtime computed in float (relative
+ * rounding ~1e-7 over a row of up to 10^5 keys, ~1e-5 accumulated), summed
+ * in double and stored as f32 (2^-24); 1e-3 leaves a margin of 100 and still
+ * catches a forged or misplaced sum (off by whole rows). */
+#define SUMS_ROW_TOLERANCE 1e-3
+
+/* What the rows of one variant allow the attention sums of a layer
+ * (n_heads, n_prompt): a weight is at most 1, so the sum at p is at most
+ * the number of rows that saw p (end - p); each row's weights over the
+ * prompt add up to 1, so every head's sums add up to the rows, end. */
+static int check_attn_sums(const TraceReader *r, const char *name, size_t v, const float *sums) {
+  const TraceMeta *m = &r->meta;
+  size_t n = m->n_prompt, end = v == TRACE_ROWS_AGNOSTIC ? m->agnostic_rows : n;
+  for (size_t h = 0; h < m->model.n_heads; h++) {
+    double total = 0.0;
+    for (size_t p = 0; p < n; p++) {
+      double x = sums[h * n + p], rows = p < end ? (double)(end - p) : 0.0;
+      total += x;
+      if (x > rows * (1.0 + SUMS_ROW_TOLERANCE))
+        return obc_fail(OBC_EVALUE,
+                        "%s: %s, rows %s, head %zu, position %zu: %.9g, more than the %.0f rows "
+                        "that saw it allow (each weight is at most 1)",
+                        r->path, name, rows_names[v], h, p, x, rows);
+    }
+    if (fabs(total - (double)end) > SUMS_ROW_TOLERANCE * (double)end)
+      return obc_fail(OBC_EVALUE,
+                      "%s: %s, rows %s, head %zu: the sums add up to %.9g, not to the %zu rows "
+                      "(each row's weights add up to 1)",
+                      r->path, name, rows_names[v], h, total, end);
+  }
+  return OBC_OK;
+}
+
 /* One variant of a column-sum dataset of layer into out (n_heads, n_prompt)
  * as doubles; OBC_EVALUE for a value that is not finite and >= 0. scratch
  * holds both variants as floats. */
@@ -998,6 +1074,20 @@ static int read_sums_dataset(TraceReader *r, size_t layer, int kind, TraceSumRow
                       : isinf(x) ? "Inf"
                                  : "negative");
     }
+  /* The agnostic rows are a part of all rows: a sum over fewer non-negative
+   * terms (the capture keeps it as a snapshot of the running one), and 0
+   * where none of them reached. */
+  for (size_t i = 0; !rc && i < plane; i++) {
+    size_t p = i % m->n_prompt;
+    double agnostic = scratch[i], all = scratch[plane + i];
+    if (p < m->agnostic_rows ? agnostic > all * (1.0 + SUMS_ROW_TOLERANCE) : agnostic != 0.0)
+      rc = obc_fail(OBC_EVALUE, "%s: %s, head %zu, position %zu: the agnostic sum %.9g %s", r->path,
+                    name, i / m->n_prompt, p, agnostic,
+                    p < m->agnostic_rows ? "exceeds the sum over all prompt rows"
+                                         : "is not 0 beyond the rows before the question");
+  }
+  for (size_t v = 0; !rc && kind == OBC_TRACE_SUMS_ATTN && v < TRACE_ROWS_VARIANTS; v++)
+    rc = check_attn_sums(r, name, v, scratch + v * plane);
   for (size_t i = 0; !rc && i < plane; i++) out[i] = scratch[(size_t)rows * plane + i];
   return rc;
 }
@@ -1055,6 +1145,60 @@ int trace_read_column_sums(TraceReader *r, size_t layer, TraceSumRows rows, doub
  * double; 1e-9 leaves a margin of 10^3 beyond 10^4 rows. */
 #define QSTATS_NEGATIVE_TOLERANCE 1e-9
 
+/* Every 2x2 principal minor of a positive semi-definite matrix is >= 0:
+ * |c_ab| <= sqrt(c_aa c_bb) for the covariance c = outer/n - mean mean^T of
+ * one head. This is the load-time check, O(d^2) per head; `obcache verify`
+ * factors the whole matrix (trace_verify.c). Slack: each entry of c carries
+ * the same cancellation error as a diagonal (QSTATS_NEGATIVE_TOLERANCE
+ * times the second moments it is made of, sqrt(second_a second_b) by
+ * Cauchy-Schwarz on the raw moments), so that is the margin. */
+static int check_covariance(const TraceReader *r, const char *name, size_t v, size_t h,
+                            const double *sum, const double *outer, double n) {
+  size_t d = r->meta.model.head_dim;
+  for (size_t a = 0; a < d; a++)
+    for (size_t b = a + 1; b < d; b++) {
+      double ma = sum[a] / n, mb = sum[b] / n;
+      double sa = outer[a * d + a] / n, sb = outer[b * d + b] / n;
+      double caa = fmax(sa - ma * ma, 0.0), cbb = fmax(sb - mb * mb, 0.0);
+      double cab = outer[a * d + b] / n - ma * mb;
+      double slack = QSTATS_NEGATIVE_TOLERANCE * sqrt(sa * sb);
+      if (fabs(cab) > sqrt(caa * cbb) + slack)
+        return obc_fail(OBC_EVALUE,
+                        "%s: %s, rows %s, head %zu: covariance [%zu][%zu] = %.9g exceeds "
+                        "sqrt(var[%zu] var[%zu]) = %.9g (not positive semi-definite)",
+                        r->path, name, rows_names[v], h, a, b, cab, a, b, sqrt(caa * cbb));
+    }
+  return OBC_OK;
+}
+
+/* The RoPE frequencies against the trace's rope_theta, as
+ * model_rope_inv_freq makes them: theta^(-2j/d), divided by rope_factor
+ * under linear scaling, equal up to the last bits of pow (1e-9 relative);
+ * under llama3 scaling divided by a factor between 1 and rope_factor (when
+ * recorded). A trace without RoPE (rope_theta 0, layout "none") has
+ * nothing to follow. */
+static int check_inv_freq(const TraceReader *r, const double *freq) {
+  const TraceModel *c = &r->meta.model;
+  size_t d = c->head_dim;
+  if (!(c->rope_theta > 0) || !strcmp(c->rope_layout, "none")) return OBC_OK;
+  bool linear = !strcmp(c->rope_scaling, "linear"), llama3 = !strcmp(c->rope_scaling, "llama3");
+  for (size_t j = 0; j < d / 2; j++) {
+    double base = pow(c->rope_theta, -2.0 * (double)j / (double)d);
+    if (linear && c->rope_factor > 0) base /= c->rope_factor;
+    double low = llama3 ? (c->rope_factor >= 1 ? base / c->rope_factor : 0.0) : base;
+    if (freq[j] > base * (1 + 1e-9) || freq[j] < low * (1 - 1e-9))
+      return obc_fail(OBC_EVALUE,
+                      "%s: /rope_inv_freq[%zu] is %.17g, but rope_theta %g (scaling %s) gives "
+                      "%.17g%s",
+                      r->path, j, freq[j], c->rope_theta,
+                      linear   ? "linear"
+                      : llama3 ? "llama3"
+                               : "none",
+                      base, llama3 ? " divided by 1..rope_factor" : "");
+  }
+  return OBC_OK;
+}
+
 int trace_read_query_stats(TraceReader *r, size_t layer, TraceSumRows rows, double *sum,
                            double *outer, int64_t *count, double *inv_freq) {
   const TraceMeta *m = &r->meta;
@@ -1085,6 +1229,7 @@ int trace_read_query_stats(TraceReader *r, size_t layer, TraceSumRows rows, doub
     if (!(isfinite(freq[j]) && freq[j] > 0))
       rc = obc_fail(OBC_EVALUE, "%s: /rope_inv_freq[%zu] is %g (expected a finite frequency > 0)",
                     r->path, j, freq[j]);
+  if (!rc) rc = check_inv_freq(r, freq);
   for (size_t v = 0; !rc && v < TRACE_ROWS_VARIANTS; v++) {
     size_t end = v == TRACE_ROWS_AGNOSTIC ? m->agnostic_rows : m->n_prompt;
     int64_t expected = end > TRACE_QSTATS_FIRST_ROW ? (int64_t)(end - TRACE_QSTATS_FIRST_ROW) : 0;
@@ -1121,6 +1266,7 @@ int trace_read_query_stats(TraceReader *r, size_t layer, TraceSumRows rows, doub
                         r->path, outer_name, rows_names[v], h, a, var,
                         counts[v] ? "" : ": no rows, every sum 0");
       }
+      if (!rc && counts[v]) rc = check_covariance(r, outer_name, v, h, s, o, n);
     }
   if (!rc && sum) memcpy(sum, sums + (size_t)rows * H * d, H * d * sizeof *sum);
   if (!rc && outer) memcpy(outer, outers + (size_t)rows * H * d * d, H * d * d * sizeof *outer);

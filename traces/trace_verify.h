@@ -1,8 +1,11 @@
 /* `obcache verify`'s checks of a trace against itself: every head's lse, O
  * (and A when stored) recomputed from its Q, K, V in double precision, one
  * (layer, KV head) at a time, with the worst relative difference of each
- * quantity; the column sums (schema 3) against the captured rows' exact
- * attention; then every dataset read exactly as stored (each chunk's
+ * quantity; the column sums (schema 3) against the captured rows' terms
+ * (their exact attention, the OBCache terms from it and the stored O and
+ * V) and obc_v against col_attn x ||v||^2 from the stored V; every
+ * query-statistics covariance positive semi-definite (Cholesky with the
+ * slack of its rounding); then every dataset read exactly as stored (each chunk's
  * Fletcher32 checksum, schema 2) and the content hash recomputed, which must
  * equal the recorded one. */
 #ifndef OBC_TRACE_VERIFY_H
