@@ -55,6 +55,20 @@ static int encode_piece(void *context, const char *start, size_t length) {
   return tokenizer_bpe_piece(c->tokenizer, start, length, c->out);
 }
 
+/* One stretch of text between special tokens: normalized (when the
+ * tokenizer has a normalizer), pre-tokenized, and each piece encoded. */
+static int encode_stretch(const Tokenizer *tokenizer, const char *text, size_t length, int first,
+                          PieceContext *context) {
+  if (tokenizer->normalizer.n_steps == 0)
+    return tokenizer_pre_split(&tokenizer->pre, text, length, encode_piece, context);
+  char *normalized = NULL;
+  size_t n = 0;
+  int rc = tokenizer_normalize(&tokenizer->normalizer, text, length, first, &normalized, &n);
+  if (!rc) rc = tokenizer_pre_split(&tokenizer->pre, normalized, n, encode_piece, context);
+  free(normalized);
+  return rc;
+}
+
 /* The special token starting at text (longest first), or -1. */
 static int32_t special_at(const Tokenizer *tokenizer, const char *text, size_t left) {
   if (!tokenizer->special_first_byte[(unsigned char)text[0]]) return -1;
@@ -84,8 +98,7 @@ int tokenizer_encode(const Tokenizer *tokenizer, const char *text, size_t length
       i++;
       continue;
     }
-    rc = tokenizer_pre_split(&tokenizer->pre, text + plain_start, i - plain_start, encode_piece,
-                             &context);
+    rc = encode_stretch(tokenizer, text + plain_start, i - plain_start, plain_start == 0, &context);
     if (!rc && special >= 0) rc = tokenizer_id_list_push(&out, special);
     if (special < 0) break;
     i += tokenizer->token_lengths[special];

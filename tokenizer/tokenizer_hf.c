@@ -33,6 +33,88 @@ static const char *token_content(const cJSON *item) {
   return cJSON_IsString(content) ? content->valuestring : NULL;
 }
 
+#define NORMALIZER_NAMES "Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Prepend, Replace or Strip"
+#define NORMALIZER_MAX_DEPTH 8
+
+/* A string field of a normalizer, required. */
+static int normalizer_string(const cJSON *node, const char *field, const char *type,
+                             const char *path, const char **out) {
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(node, field);
+  if (!cJSON_IsString(item))
+    return obc_fail(OBC_EFORMAT, "%s: normalizer %s without a string '%s'", path, type, field);
+  *out = item->valuestring;
+  return OBC_OK;
+}
+
+/* Appends the steps of one normalizer (a Sequence flattened). */
+static int add_normalizer(TokenizerNormalizer *normalizer, const cJSON *node, const char *path,
+                          int depth) {
+  const cJSON *type = cJSON_GetObjectItemCaseSensitive(node, "type");
+  if (!cJSON_IsString(type))
+    return obc_fail(OBC_EUNSUPPORTED,
+                    "%s: normalizer without a type (expected " NORMALIZER_NAMES ")", path);
+  const char *name = type->valuestring;
+  static const struct {
+    const char *name;
+    TokenizerNormalizeKind kind;
+  } simple[] = {{"NFC", NORMALIZE_NFC},
+                {"NFD", NORMALIZE_NFD},
+                {"NFKC", NORMALIZE_NFKC},
+                {"NFKD", NORMALIZE_NFKD},
+                {"Lowercase", NORMALIZE_LOWERCASE}};
+  for (size_t i = 0; i < sizeof simple / sizeof simple[0]; i++)
+    if (!strcmp(name, simple[i].name))
+      return tokenizer_normalizer_add(normalizer, simple[i].kind, NULL, NULL, path, NULL);
+  if (!strcmp(name, "Sequence")) {
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(node, "normalizers");
+    if (!cJSON_IsArray(list))
+      return obc_fail(OBC_EFORMAT, "%s: normalizer Sequence without a 'normalizers' array", path);
+    if (depth >= NORMALIZER_MAX_DEPTH)
+      return obc_fail(OBC_EUNSUPPORTED, "%s: normalizer Sequences nested deeper than %d", path,
+                      NORMALIZER_MAX_DEPTH);
+    const cJSON *item;
+    cJSON_ArrayForEach(item, list) {
+      int rc = add_normalizer(normalizer, item, path, depth + 1);
+      if (rc) return rc;
+    }
+    return OBC_OK;
+  }
+  if (!strcmp(name, "Prepend")) {
+    const char *text = NULL;
+    int rc = normalizer_string(node, "prepend", name, path, &text);
+    return rc ? rc
+              : tokenizer_normalizer_add(normalizer, NORMALIZE_PREPEND, NULL, text, path, NULL);
+  }
+  if (!strcmp(name, "Replace")) {
+    const cJSON *pattern = cJSON_GetObjectItemCaseSensitive(node, "pattern");
+    const cJSON *literal = cJSON_GetObjectItemCaseSensitive(pattern, "String");
+    const char *content = NULL;
+    if (cJSON_GetObjectItemCaseSensitive(pattern, "Regex"))
+      return obc_fail(OBC_EUNSUPPORTED,
+                      "%s: normalizer Replace with a Regex pattern is not supported (a String "
+                      "pattern is)",
+                      path);
+    if (!cJSON_IsString(literal) || !literal->valuestring[0])
+      return obc_fail(OBC_EFORMAT, "%s: normalizer Replace without a non-empty String pattern",
+                      path);
+    int rc = normalizer_string(node, "content", name, path, &content);
+    return rc ? rc
+              : tokenizer_normalizer_add(normalizer, NORMALIZE_REPLACE, literal->valuestring,
+                                         content, path, NULL);
+  }
+  if (!strcmp(name, "Strip")) {
+    TokenizerNormalizeStep *step = NULL;
+    int rc = tokenizer_normalizer_add(normalizer, NORMALIZE_STRIP, NULL, NULL, path, &step);
+    if (rc) return rc;
+    step->strip_left = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(node, "strip_left"));
+    step->strip_right = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(node, "strip_right"));
+    return OBC_OK;
+  }
+  return obc_fail(OBC_EUNSUPPORTED,
+                  "%s: normalizer '%s' is not supported (expected " NORMALIZER_NAMES ")", path,
+                  name);
+}
+
 static int add_pre_tokenizer(TokenizerPreSplit *pre, const cJSON *node, const char *path) {
   const cJSON *type = cJSON_GetObjectItemCaseSensitive(node, "type");
   if (!cJSON_IsString(type))
@@ -198,12 +280,10 @@ static int read_model(Tokenizer **out, const cJSON *root, const char *path) {
   }
   t->ignore_merges = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "ignore_merges"));
   const cJSON *normalizer = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
-  const cJSON *normalizer_type = cJSON_GetObjectItemCaseSensitive(normalizer, "type");
-  /* NFC (Qwen2) is accepted and not applied: text is taken to be NFC already. */
-  if (normalizer && !cJSON_IsNull(normalizer) &&
-      !(cJSON_IsString(normalizer_type) && !strcmp(normalizer_type->valuestring, "NFC")))
-    return obc_fail(OBC_EUNSUPPORTED, "%s: normalizer '%s' is not supported (expected none or NFC)",
-                    path, cJSON_IsString(normalizer_type) ? normalizer_type->valuestring : "?");
+  if (normalizer && !cJSON_IsNull(normalizer)) {
+    rc = add_normalizer(&t->normalizer, normalizer, path, 0);
+    if (rc) return rc;
+  }
   snprintf(t->pre.name, sizeof(t->pre.name), "tokenizer.json");
   const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
   if (!pre || cJSON_IsNull(pre))

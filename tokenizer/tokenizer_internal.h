@@ -49,6 +49,38 @@ typedef struct {
   void *codes[TOKENIZER_MAX_REGEXES]; /* pcre2_code_8 * */
 } TokenizerPreSplit;
 
+/* The normalizer: steps applied in turn to every stretch of text between
+ * special tokens, before pre-tokenization (tokenizer.json's normalizer, a
+ * Sequence flattened; a Metaspace pre-tokenizer adds its replacement and
+ * prefix as the last steps). */
+typedef enum {
+  NORMALIZE_NFC = 0,
+  NORMALIZE_NFD,
+  NORMALIZE_NFKC,
+  NORMALIZE_NFKD,
+  NORMALIZE_LOWERCASE,
+  NORMALIZE_PREPEND,       /* text before a non-empty stretch */
+  NORMALIZE_PREFIX_ALWAYS, /* text before a stretch that does not start with it */
+  NORMALIZE_PREFIX_FIRST,  /* the same, for the first stretch of the input only */
+  NORMALIZE_REPLACE,       /* every occurrence of pattern by text */
+  NORMALIZE_STRIP          /* White_Space at the left and/or right end */
+} TokenizerNormalizeKind;
+
+typedef struct {
+  TokenizerNormalizeKind kind;
+  char *pattern; /* NORMALIZE_REPLACE: what is replaced (non-empty) */
+  size_t pattern_length;
+  char *text; /* PREPEND, PREFIX_*, REPLACE: what is written */
+  size_t text_length;
+  int strip_left, strip_right; /* NORMALIZE_STRIP */
+} TokenizerNormalizeStep;
+
+#define TOKENIZER_MAX_NORMALIZE_STEPS 64
+typedef struct {
+  TokenizerNormalizeStep steps[TOKENIZER_MAX_NORMALIZE_STEPS];
+  size_t n_steps;
+} TokenizerNormalizer;
+
 struct Tokenizer {
   size_t n_vocab;
   char **tokens;           /* (n_vocab) token strings as stored (byte-level form), NUL-terminated */
@@ -67,6 +99,7 @@ struct Tokenizer {
   size_t n_special;
   uint8_t special_first_byte[256]; /* 1 where some special token starts with that byte */
 
+  TokenizerNormalizer normalizer;
   TokenizerPreSplit pre;
 
   int32_t bos_id, eos_id; /* -1 when none */
@@ -111,6 +144,18 @@ int tokenizer_set_chat_template(Tokenizer *tokenizer, const char *text, size_t l
 /* Byte mapping, special-token list, stop tokens and chat kind; checks that
  * every byte has its token. The pre-tokenizer must be set already. */
 int tokenizer_finish(Tokenizer *tokenizer, const char *source);
+
+/* tokenizer_normalize.c */
+/* Appends a step of that kind (pattern and text copied; either may be NULL)
+ * and returns it in *step (may be NULL), for the caller to set the rest. */
+int tokenizer_normalizer_add(TokenizerNormalizer *normalizer, TokenizerNormalizeKind kind,
+                             const char *pattern, const char *text, const char *source,
+                             TokenizerNormalizeStep **step);
+void tokenizer_normalizer_free(TokenizerNormalizer *normalizer);
+/* The normalized form of text[0, length) (valid UTF-8) as a malloc'ed
+ * NUL-terminated string; first says whether the stretch starts the input. */
+int tokenizer_normalize(const TokenizerNormalizer *normalizer, const char *text, size_t length,
+                        int first, char **out, size_t *out_length);
 
 /* tokenizer_pretokenize.c */
 /* The regexes llama.cpp uses for a GGUF tokenizer.ggml.pre value. */
