@@ -16,7 +16,7 @@ int tokenizer_alloc(size_t n_vocab, Tokenizer **out) {
   t->tokens = obc_calloc(n_vocab, sizeof(*t->tokens), "token strings");
   t->token_lengths = obc_calloc(n_vocab, sizeof(*t->token_lengths), "token lengths");
   t->token_types = obc_calloc(n_vocab, sizeof(*t->token_types), "token types");
-  t->bos_id = t->eos_id = -1;
+  t->bos_id = t->eos_id = t->unk_id = -1;
   if (!t->tokens || !t->token_lengths || !t->token_types) {
     tokenizer_free(t);
     return OBC_ENOMEM;
@@ -156,7 +156,10 @@ static int collect_stops(Tokenizer *tokenizer) {
   return OBC_OK;
 }
 
+static int finish_common(Tokenizer *tokenizer, const char *source);
+
 int tokenizer_finish(Tokenizer *tokenizer, const char *source) {
+  if (tokenizer->kind == TOKENIZER_SENTENCEPIECE) return finish_common(tokenizer, source);
   build_byte_mapping(tokenizer);
   /* A byte without a token (SmolLM2 lacks a few control bytes) is dropped
    * when encoding, as by llama.cpp and by Hugging Face's BPE without unk. */
@@ -175,10 +178,18 @@ int tokenizer_finish(Tokenizer *tokenizer, const char *source) {
         source, n_bytes);
   if (tokenizer->pre.n_regexes == 0)
     return obc_fail(OBC_EFORMAT, "%s: no pre-tokenizer set", source);
+  return finish_common(tokenizer, source);
+}
+
+/* What every kind of vocabulary needs: ids in range, special and stop tokens,
+ * the chat template's kind. */
+static int finish_common(Tokenizer *tokenizer, const char *source) {
   if (tokenizer->bos_id >= (int32_t)tokenizer->n_vocab ||
-      tokenizer->eos_id >= (int32_t)tokenizer->n_vocab)
-    return obc_fail(OBC_EFORMAT, "%s: bos/eos token id %d/%d out of range (vocabulary of %zu)",
-                    source, tokenizer->bos_id, tokenizer->eos_id, tokenizer->n_vocab);
+      tokenizer->eos_id >= (int32_t)tokenizer->n_vocab ||
+      tokenizer->unk_id >= (int32_t)tokenizer->n_vocab)
+    return obc_fail(OBC_EFORMAT,
+                    "%s: bos/eos/unk token id %d/%d/%d out of range (vocabulary of %zu)", source,
+                    tokenizer->bos_id, tokenizer->eos_id, tokenizer->unk_id, tokenizer->n_vocab);
   int rc = collect_special(tokenizer);
   if (!rc) rc = collect_stops(tokenizer);
   if (!rc) rc = tokenizer_chat_detect(tokenizer);

@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""obcache's SentencePiece-style tokenizers against independent references,
+on vocabularies this test trains (fixed seed):
+
+  1. a BPE with byte fallback trained by the `tokenizers` library, written as
+     tokenizer.json three ways: Llama 2 (normalizers Prepend("▁") +
+     Replace(" ", "▁"), decoder Replace/ByteFallback/Fuse/Strip), Metaspace
+     with prepend_scheme "first" and no split (Mistral, TinyLlama), and
+     Metaspace "always" with split; obcache's ids must equal `tokenizers`'
+     ids and its decoding `tokenizers`' decoding;
+  2. the same vocabulary as a GGUF (tokenizer.ggml.model "llama", scores =
+     -rank of the merge that makes each token, byte tokens <0xXX>), read as
+     llama.cpp's SPM tokenizer reads it: obcache's ids must equal a slow
+     Python twin of that algorithm below (and decoding must give the text
+     back), and the number of lines where they differ from `tokenizers`' BPE
+     is printed (score-ordered merging is not always rank-ordered merging);
+  3. if the `sentencepiece` package imports: a SentencePiece BPE model trained
+     by it (identity normalization, byte fallback), written as a GGUF with its
+     pieces, scores and types; obcache's ids must equal `sentencepiece`'s.
+
+Texts: ASCII, accented, combining marks, CJK, emoji, byte fallback (characters
+the vocabulary lacks), control characters, runs of spaces, and special tokens
+inside the text. Exits non-zero on any difference."""
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import gguf
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+OBCACHE = os.environ["OBCACHE"]
+SPACE = "\u2581"
+SPECIALS = ["<unk>", "<s>", "</s>"]
+BYTES = [f"<0x{b:02X}>" for b in range(256)]
+
+WORDS = ("the of and to in is was for on that with as by at from it his an were are which this "
+         "be or has had not but first one their its new after who they have her she two been "
+         "other when there all during into school time may years more most only over city some "
+         "world would where later up such used many can state about national out known "
+         "university united then made café naïve résumé déjà vu über straße").split()
+
+LINES = [
+    "Hello world! The needle is 42.",
+    "the school of the city was known for its university",
+    " leading space and  two  spaces and trailing ",
+    "café naïve résumé Ångström déjà vu",
+    "e\u0301 a\u0323\u0302 combining marks",
+    "漢字とカタカナ、中文测试",
+    "emoji 😀👍🏽👨‍👩‍👧 🇫🇷",
+    "tabs\tand\rcontrols\x01\x7f",
+    "<s>special</s> tokens <unk> inside",
+    "ÿ þ ß ø unknown letters ŋ ʃ",
+    "",
+]
+
+failures = []
+
+
+def check(name, ok, detail=""):
+    print(f"{'ok  ' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}")
+    if not ok:
+        failures.append(name)
+
+
+def corpus(rng, n):
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) for _ in range(n)]
+
+
+def train_vocab(rng):
+    """A Llama-2 layout: <unk> <s> </s>, the 256 byte tokens, then the BPE."""
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend(SPACE), normalizers.Replace(" ", SPACE)])
+    trainer = trainers.BpeTrainer(vocab_size=500, show_progress=False, limit_alphabet=60)
+    tok.train_from_iterator(corpus(rng, 600), trainer)
+    trained = json.loads(tok.to_str())["model"]
+    order = sorted(trained["vocab"].items(), key=lambda kv: kv[1])
+    tokens = SPECIALS + BYTES + [t for t, _ in order if t not in SPECIALS and t not in BYTES]
+    merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) for m in trained["merges"]]
+    return tokens, merges
+
+
+def hf_tokenizer(tokens, merges, style):
+    vocab = {t: i for i, t in enumerate(tokens)}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, byte_fallback=True, unk_token="<unk>"))
+    if style == "llama2":
+        tok.normalizer = normalizers.Sequence([normalizers.Prepend(SPACE), normalizers.Replace(" ", SPACE)])
+        tok.decoder = decoders.Sequence([decoders.Replace(SPACE, " "), decoders.ByteFallback(),
+                                         decoders.Fuse(), decoders.Strip(" ", 1, 0)])
+    else:
+        scheme, split = ("first", False) if style == "metaspace-first" else ("always", True)
+        tok.pre_tokenizer = pre_tokenizers.Metaspace(SPACE, prepend_scheme=scheme, split=split)
+        tok.decoder = decoders.Sequence([decoders.Metaspace(SPACE, prepend_scheme=scheme, split=split),
+                                         decoders.ByteFallback(), decoders.Fuse()])
+    tok.add_special_tokens(SPECIALS)
+    return tok
+
+
+def write_gguf(path, tokens, scores, types):
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(tokens)
+    writer.add_token_scores(scores)
+    writer.add_token_types(types)
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_add_bos_token(False)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def spm_twin(text, vocab, scores, specials):
+    """llama.cpp's SPM tokenizer, slowly: specials split out, " " before each
+    stretch, spaces as U+2581, then merge the adjacent pair whose concatenation
+    is a token of the highest score (leftmost on ties); a character that is
+    no token becomes its byte tokens."""
+    out, i, stretch = [], 0, ""
+    pieces = []
+    while i < len(text):
+        hit = next((s for s in sorted(specials, key=len, reverse=True) if text.startswith(s, i)), None)
+        if hit:
+            pieces += [("text", stretch), ("special", hit)]
+            stretch, i = "", i + len(hit)
+        else:
+            stretch += text[i]
+            i += 1
+    pieces.append(("text", stretch))
+    for kind, piece in pieces:
+        if kind == "special":
+            out.append(vocab[piece])
+            continue
+        if not piece:
+            continue
+        symbols = list((" " + piece).replace(" ", SPACE))
+        while True:
+            best = None
+            for k in range(len(symbols) - 1):
+                joined = symbols[k] + symbols[k + 1]
+                if joined in vocab and (best is None or scores[vocab[joined]] > scores[vocab[best[1]]]):
+                    best = (k, joined)
+            if best is None:
+                break
+            symbols[best[0]:best[0] + 2] = [best[1]]
+        for s in symbols:
+            if s in vocab:
+                out.append(vocab[s])
+            else:
+                out += [vocab[f"<0x{b:02X}>"] for b in s.encode("utf-8")]
+    return out
+
+
+def spm_decode(ids, tokens):
+    """llama.cpp's detokenizer: byte tokens as bytes, U+2581 as a space, special
+    tokens as their text, one leading space of the first token dropped."""
+    out = b""
+    for k, i in enumerate(ids):
+        t = tokens[i]
+        piece = bytes([int(t[3:5], 16)]) if t in BYTES else t.replace(SPACE, " ").encode("utf-8")
+        if k == 0 and piece.startswith(b" "):
+            piece = piece[1:]
+        out += piece
+    return out.decode("utf-8", "replace")
+
+
+def obcache_ids(model, text_path):
+    run = subprocess.run([OBCACHE, "tokenize", "--model", model, "--lines", "--file", text_path],
+                         capture_output=True, text=True)
+    if run.returncode:
+        return None, run.stderr.strip()
+    return [[int(x) for x in line.split()] for line in run.stdout.split("\n")[:-1]], ""
+
+
+def obcache_decode(model, ids):
+    if not ids:
+        return ""
+    run = subprocess.run([OBCACHE, "tokenize", "--model", model, "--decode", ",".join(map(str, ids))],
+                         capture_output=True)
+    return run.stdout.decode("utf-8", "replace") if run.returncode == 0 else None
+
+
+def compare(name, model, lines, text_path, expected, reference_decode=None):
+    got, err = obcache_ids(model, text_path)
+    if got is None:
+        check(f"{name}: obcache tokenize runs", False, err)
+        return
+    # --lines skips an empty last line; pad so indices line up.
+    got += [[]] * (len(lines) - len(got))
+    bad = [i for i in range(len(lines)) if got[i] != expected[i]]
+    detail = f"first {lines[bad[0]]!r}: got {got[bad[0]]}, expected {expected[bad[0]]}" if bad else ""
+    check(f"{name}: ids of {len(lines)} lines equal the reference's", not bad, detail)
+    sample = [i for i in range(len(lines)) if i < len(LINES)] + list(range(len(LINES), len(lines), 25))
+    wrong = []
+    for i in sample:
+        want = reference_decode(expected[i]) if reference_decode else lines[i]
+        if obcache_decode(model, expected[i]) != want:
+            wrong.append(i)
+    detail = ""
+    if wrong:
+        i = wrong[0]
+        want = reference_decode(expected[i]) if reference_decode else lines[i]
+        detail = f"first {lines[i]!r}: got {obcache_decode(model, expected[i])!r}, expected {want!r}"
+    check(f"{name}: decoding {len(sample)} lines gives the reference's text", not wrong, detail)
+
+
+def sentencepiece_case(tmp, rng, lines, text_path):
+    try:
+        import sentencepiece as spm
+    except ImportError:
+        print("SKIP (sentencepiece): the sentencepiece package does not import "
+              "(scripts/setup.sh --tests installs it)")
+        return
+    train_path = os.path.join(tmp, "sp_train.txt")
+    with open(train_path, "w", encoding="utf-8") as f:
+        f.write("\n".join(corpus(rng, 800)) + "\n")
+    prefix = os.path.join(tmp, "sp")
+    spm.SentencePieceTrainer.train(
+        input=train_path, model_prefix=prefix, model_type="bpe", vocab_size=400, byte_fallback=True,
+        normalization_rule_name="identity", remove_extra_whitespaces=False, add_dummy_prefix=True,
+        character_coverage=1.0, split_digits=False, minloglevel=2, num_threads=1)
+    sp = spm.SentencePieceProcessor(model_file=prefix + ".model")
+    tokens, scores, types = [], [], []
+    for i in range(sp.get_piece_size()):
+        tokens.append(sp.id_to_piece(i))
+        scores.append(sp.get_score(i))
+        types.append(2 if sp.is_unknown(i) else 3 if sp.is_control(i) else 6 if sp.is_byte(i) else 1)
+    path = os.path.join(tmp, "sp.gguf")
+    write_gguf(path, tokens, scores, types)
+    # sentencepiece knows nothing of special tokens in the text: leave those lines out.
+    plain = [line for line in lines if "<s>" not in line and "</s>" not in line and "<unk>" not in line]
+    plain_path = os.path.join(tmp, "sp_lines.txt")
+    with open(plain_path, "w", encoding="utf-8") as f:
+        f.write("\n".join(plain) + "\n")
+    compare("sentencepiece BPE as GGUF", path, plain, plain_path, [sp.encode(l) for l in plain],
+            lambda ids: sp.decode(ids))
+
+
+def main():
+    rng = random.Random(39)
+    tmp = tempfile.mkdtemp(prefix="sentencepiece_reference.", dir=os.environ.get("OBC_TMP"))
+    tokens, merges = train_vocab(rng)
+    lines = LINES + corpus(rng, 150)
+    alphabet = "abcdefghijklmnopqrstuvwxyz  éèüßøæœ漢字😀\u0301"
+    lines += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30))) for _ in range(150)]
+    text_path = os.path.join(tmp, "lines.txt")
+    with open(text_path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+    for style in ["llama2", "metaspace-first", "metaspace-always"]:
+        tok = hf_tokenizer(tokens, merges, style)
+        folder = os.path.join(tmp, style)
+        os.makedirs(folder)
+        tok.save(os.path.join(folder, "tokenizer.json"))
+        compare(f"tokenizer.json ({style})", folder, lines, text_path,
+                [tok.encode(l, add_special_tokens=False).ids for l in lines],
+                lambda ids, tok=tok: tok.decode(ids, skip_special_tokens=False))
+
+    # The merge that makes a token ranks it: score -rank; base tokens score 0 and never merge.
+    vocab = {t: i for i, t in enumerate(tokens)}
+    scores = [0.0] * len(tokens)
+    for rank, (left, right) in enumerate(merges):
+        if left + right in vocab and scores[vocab[left + right]] == 0.0:
+            scores[vocab[left + right]] = -1.0 - rank
+    types = [2, 3, 3] + [6] * 256 + [1] * (len(tokens) - 259)
+    path = os.path.join(tmp, "spm.gguf")
+    write_gguf(path, tokens, scores, types)
+    twin = [spm_twin(l, vocab, scores, ["<s>", "</s>"]) for l in lines]
+    compare("GGUF tokenizer.ggml.model llama", path, lines, text_path, twin,
+            lambda ids: spm_decode(ids, tokens))
+    bpe = hf_tokenizer(tokens, merges, "llama2")
+    differ = sum(bpe.encode(l, add_special_tokens=False).ids != t for l, t in zip(lines, twin))
+    print(f"note: the SPM twin and tokenizers' BPE differ on {differ} of {len(lines)} lines")
+
+    sentencepiece_case(tmp, rng, lines, text_path)
+    if failures:
+        print(f"{len(failures)} check(s) failed; files kept in {tmp}")
+        sys.exit(1)
+    shutil.rmtree(tmp)
+    print("all checks passed")
+
+
+if __name__ == "__main__":
+    main()
