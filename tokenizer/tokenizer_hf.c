@@ -159,6 +159,20 @@ static TokenizerDecodeSpace decoder_space(const cJSON *node, int depth) {
   return DECODE_SPACE_KEEP;
 }
 
+/* Whether s is one UTF-8 character (the encoder checks the text, not the file). */
+static int one_character(const char *s) {
+  unsigned char c = (unsigned char)s[0];
+  size_t width = c < 0x80                ? 1
+                 : c >= 0xC2 && c < 0xE0 ? 2
+                 : c >= 0xE0 && c < 0xF0 ? 3
+                 : c >= 0xF0 && c < 0xF5 ? 4
+                                         : 0;
+  if (!c || !width || strlen(s) != width) return 0;
+  for (size_t k = 1; k < width; k++)
+    if (((unsigned char)s[k] & 0xC0) != 0x80) return 0;
+  return 1;
+}
+
 /* Metaspace (SentencePiece style): spaces become the replacement character,
  * which is put before the text too (prepend_scheme always, or first: only
  * before the start of the input), as the normalizer's last steps; with split,
@@ -167,8 +181,7 @@ static int add_metaspace(Tokenizer *t, const cJSON *node, const char *path) {
   const cJSON *replacement = cJSON_GetObjectItemCaseSensitive(node, "replacement");
   const cJSON *scheme = cJSON_GetObjectItemCaseSensitive(node, "prepend_scheme");
   const cJSON *legacy = cJSON_GetObjectItemCaseSensitive(node, "add_prefix_space");
-  if (!cJSON_IsString(replacement) || !replacement->valuestring[0] ||
-      strlen(replacement->valuestring) >= sizeof t->space_marker)
+  if (!cJSON_IsString(replacement) || !one_character(replacement->valuestring))
     return obc_fail(OBC_EFORMAT, "%s: pre_tokenizer Metaspace without a one-character replacement",
                     path);
   const char *mode = cJSON_IsString(scheme)  ? scheme->valuestring
