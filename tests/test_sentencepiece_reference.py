@@ -21,7 +21,6 @@ on vocabularies this test trains (fixed seed):
 Texts: ASCII, accented, combining marks, CJK, emoji, byte fallback (characters
 the vocabulary lacks), control characters, runs of spaces, and special tokens
 inside the text. Exits non-zero on any difference."""
-import json
 import os
 import random
 import shutil
@@ -29,20 +28,12 @@ import subprocess
 import sys
 import tempfile
 
-import gguf
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+from make_sentencepiece_vocab import (BYTES, SPACE, SPECIALS, corpus, merge_scores, token_types,
+                                      train_vocab, write_gguf)
 
 OBCACHE = os.environ["OBCACHE"]
-SPACE = "\u2581"
-SPECIALS = ["<unk>", "<s>", "</s>"]
-BYTES = [f"<0x{b:02X}>" for b in range(256)]
-
-WORDS = ("the of and to in is was for on that with as by at from it his an were are which this "
-         "be or has had not but first one their its new after who they have her she two been "
-         "other when there all during into school time may years more most only over city some "
-         "world would where later up such used many can state about national out known "
-         "university united then made café naïve résumé déjà vu über straße").split()
-
 LINES = [
     "Hello world! The needle is 42.",
     "the school of the city was known for its university",
@@ -66,23 +57,6 @@ def check(name, ok, detail=""):
         failures.append(name)
 
 
-def corpus(rng, n):
-    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) for _ in range(n)]
-
-
-def train_vocab(rng):
-    """A Llama-2 layout: <unk> <s> </s>, the 256 byte tokens, then the BPE."""
-    tok = Tokenizer(models.BPE())
-    tok.normalizer = normalizers.Sequence([normalizers.Prepend(SPACE), normalizers.Replace(" ", SPACE)])
-    trainer = trainers.BpeTrainer(vocab_size=500, show_progress=False, limit_alphabet=60)
-    tok.train_from_iterator(corpus(rng, 600), trainer)
-    trained = json.loads(tok.to_str())["model"]
-    order = sorted(trained["vocab"].items(), key=lambda kv: kv[1])
-    tokens = SPECIALS + BYTES + [t for t, _ in order if t not in SPECIALS and t not in BYTES]
-    merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) for m in trained["merges"]]
-    return tokens, merges
-
-
 def hf_tokenizer(tokens, merges, style):
     vocab = {t: i for i, t in enumerate(tokens)}
     tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, byte_fallback=True, unk_token="<unk>"))
@@ -97,21 +71,6 @@ def hf_tokenizer(tokens, merges, style):
                                          decoders.ByteFallback(), decoders.Fuse()])
     tok.add_special_tokens(SPECIALS)
     return tok
-
-
-def write_gguf(path, tokens, scores, types):
-    writer = gguf.GGUFWriter(path, "llama")
-    writer.add_tokenizer_model("llama")
-    writer.add_token_list(tokens)
-    writer.add_token_scores(scores)
-    writer.add_token_types(types)
-    writer.add_bos_token_id(1)
-    writer.add_eos_token_id(2)
-    writer.add_add_bos_token(False)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
 
 
 def spm_twin(text, vocab, scores, specials):
@@ -261,13 +220,9 @@ def main():
 
     # The merge that makes a token ranks it: score -rank; base tokens score 0 and never merge.
     vocab = {t: i for i, t in enumerate(tokens)}
-    scores = [0.0] * len(tokens)
-    for rank, (left, right) in enumerate(merges):
-        if left + right in vocab and scores[vocab[left + right]] == 0.0:
-            scores[vocab[left + right]] = -1.0 - rank
-    types = [2, 3, 3] + [6] * 256 + [1] * (len(tokens) - 259)
+    scores = merge_scores(tokens, merges)
     path = os.path.join(tmp, "spm.gguf")
-    write_gguf(path, tokens, scores, types)
+    write_gguf(path, tokens, scores, token_types(tokens))
     twin = [spm_twin(l, vocab, scores, ["<s>", "</s>"]) for l in lines]
     compare("GGUF tokenizer.ggml.model llama", path, lines, text_path, twin,
             lambda ids: spm_decode(ids, tokens))
