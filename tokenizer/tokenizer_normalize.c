@@ -10,7 +10,7 @@
 
 #include "common/obc_error.h"
 #include "tokenizer/tokenizer_internal.h"
-#include "tokenizer/tokenizer_unicode.h"
+#include "tokenizer/unicode.h"
 
 #define NORMALIZED_GROWTH 64
 #define NORMALIZED_SLACK 4096

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
-#include "tokenizer/tokenizer_unicode.h"
+#include "tokenizer/unicode.h"
 
 /* Hangul: S = SBASE + (L - LBASE) * NCOUNT + (V - VBASE) * TCOUNT + (T - TBASE). */
 enum {
