@@ -10,6 +10,7 @@
 
 #include "common/obc_error.h"
 #include "tokenizer/tokenizer_internal.h"
+#include "tokenizer/unicode.h"
 
 int tokenizer_id_list_push(TokenizerIdList *list, int32_t id) {
   if (list->count == list->capacity) {
@@ -126,9 +127,8 @@ static size_t sentencepiece_symbols(const Tokenizer *tokenizer, const unsigned c
                                     size_t length, int32_t *id) {
   size_t n = 0;
   for (size_t i = 0; i < length;) {
-    unsigned char c = bytes[i];
-    size_t width = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    if (width > length - i) width = length - i;
+    size_t width = 1;
+    unicode_utf8_next((const char *)bytes + i, length - i, &width);
     int32_t token = tokenizer_string_map_find(&tokenizer->vocab, (const char *)bytes + i, width);
     int fallback = 1;
     for (size_t k = 0; k < width; k++) fallback &= tokenizer->byte_ids[bytes[i + k]] >= 0;

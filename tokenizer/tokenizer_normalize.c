@@ -82,16 +82,6 @@ static int text_append(TextBuffer *b, const char *s, size_t n) {
   return OBC_OK;
 }
 
-/* The code point of the UTF-8 character at s (n bytes long, stored in *n). */
-static uint32_t utf8_at(const unsigned char *s, size_t left, size_t *n) {
-  unsigned char c = s[0];
-  *n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-  if (*n > left) *n = left;
-  uint32_t cp = *n == 1 ? c : *n == 2 ? c & 0x1Fu : *n == 3 ? c & 0x0Fu : c & 0x07u;
-  for (size_t k = 1; k < *n; k++) cp = cp << 6 | (s[k] & 0x3Fu);
-  return cp;
-}
-
 static int apply_unicode(const TokenizerNormalizeStep *step, const char *in, size_t n,
                          TextBuffer *out) {
   UnicodeBuffer cps = {0};
@@ -146,15 +136,14 @@ static int apply_step(const TokenizerNormalizeStep *step, const char *in, size_t
       return text_append(out, in + done, n - done);
     }
     case NORMALIZE_STRIP: {
-      const unsigned char *s = (const unsigned char *)in;
       size_t begin = 0, end = n, k;
       while (step->strip_left && begin < end &&
-             unicode_is_whitespace(utf8_at(s + begin, end - begin, &k)))
+             unicode_is_whitespace(unicode_utf8_next(in + begin, end - begin, &k)))
         begin += k;
       while (step->strip_right && end > begin) {
         size_t start = end - 1;
-        while (start > begin && (s[start] & 0xC0) == 0x80) start--;
-        if (!unicode_is_whitespace(utf8_at(s + start, end - start, &k))) break;
+        while (start > begin && ((unsigned char)in[start] & 0xC0) == 0x80) start--;
+        if (!unicode_is_whitespace(unicode_utf8_next(in + start, end - start, &k))) break;
         end = start;
       }
       return text_append(out, in + begin, end - begin);

@@ -41,17 +41,24 @@ static int buffer_push(UnicodeBuffer *buffer, uint32_t cp) {
   return OBC_OK;
 }
 
+uint32_t unicode_utf8_next(const char *s, size_t left, size_t *width) {
+  const unsigned char *u = (const unsigned char *)s;
+  unsigned char c = u[0];
+  size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+  if (n > left) n = left;
+  uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1Fu : n == 3 ? c & 0x0Fu : c & 0x07u;
+  for (size_t k = 1; k < n; k++) cp = cp << 6 | (u[k] & 0x3Fu);
+  *width = n;
+  return cp;
+}
+
 int unicode_decode_utf8(const char *text, size_t length, UnicodeBuffer *out) {
   out->count = 0;
-  const unsigned char *s = (const unsigned char *)text;
   for (size_t i = 0; i < length;) {
-    unsigned char c = s[i];
-    size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1Fu : n == 3 ? c & 0x0Fu : c & 0x07u;
-    for (size_t k = 1; k < n && i + k < length; k++) cp = cp << 6 | (s[i + k] & 0x3Fu);
-    int rc = buffer_push(out, cp);
+    size_t width = 1;
+    int rc = buffer_push(out, unicode_utf8_next(text + i, length - i, &width));
     if (rc) return rc;
-    i += n;
+    i += width;
   }
   return OBC_OK;
 }

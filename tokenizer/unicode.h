@@ -18,6 +18,9 @@ typedef struct {
 
 typedef enum { UNICODE_NFC = 0, UNICODE_NFD, UNICODE_NFKC, UNICODE_NFKD } UnicodeForm;
 
+/* The code point of the UTF-8 character at s (of left > 0 bytes) and its
+ * width in *width, from the lead byte, never past left. */
+uint32_t unicode_utf8_next(const char *s, size_t left, size_t *width);
 /* Decodes valid UTF-8 (the encoder checks it first) into out (reset first). */
 int unicode_decode_utf8(const char *text, size_t length, UnicodeBuffer *out);
 /* The UTF-8 of cps as a malloc'ed NUL-terminated string. */
