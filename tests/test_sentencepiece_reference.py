@@ -74,7 +74,8 @@ def hf_tokenizer(tokens, merges, style):
 
 
 def spm_twin(text, vocab, scores, specials):
-    """llama.cpp's SPM tokenizer, slowly: specials split out, " " before each
+    """llama.cpp's SPM tokenizer, slowly: specials (control and unknown
+    tokens) split out, " " before each
     stretch, spaces as U+2581, then merge the adjacent pair whose concatenation
     is a token of the highest score (leftmost on ties); a character that is
     no token becomes its byte tokens."""
@@ -223,7 +224,7 @@ def main():
     scores = merge_scores(tokens, merges)
     path = os.path.join(tmp, "spm.gguf")
     write_gguf(path, tokens, scores, token_types(tokens))
-    twin = [spm_twin(l, vocab, scores, ["<s>", "</s>"]) for l in lines]
+    twin = [spm_twin(l, vocab, scores, SPECIALS) for l in lines]
     compare("GGUF tokenizer.ggml.model llama", path, lines, text_path, twin,
             lambda ids: spm_decode(ids, tokens))
     bpe = hf_tokenizer(tokens, merges, "llama2")

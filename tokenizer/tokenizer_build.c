@@ -103,39 +103,50 @@ static size_t spell_codepoint(uint16_t cp, char *out) {
   return 2;
 }
 
-/* Whether special token a is tried before b: longer first, then lower id. */
-static int special_before(const Tokenizer *tokenizer, int32_t a, int32_t b) {
-  uint32_t la = tokenizer->token_lengths[a], lb = tokenizer->token_lengths[b];
-  return la != lb ? la > lb : a < b;
+typedef struct {
+  uint32_t length;
+  int32_t id;
+} SpecialToken;
+
+/* The order special tokens are tried in: longer first, then lower id. */
+static int special_compare(const void *a, const void *b) {
+  const SpecialToken *x = a, *y = b;
+  if (x->length != y->length) return x->length > y->length ? -1 : 1;
+  return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Split out of the text whole: control and user-defined tokens and, as
+ * llama.cpp does, the unknown token (<unk> of a SentencePiece vocabulary). */
+static int split_out(const Tokenizer *tokenizer, size_t id) {
+  uint8_t type = tokenizer->token_types[id];
+  return (type == TOKEN_TYPE_CONTROL || type == TOKEN_TYPE_USER_DEFINED ||
+          type == TOKEN_TYPE_UNKNOWN) &&
+         tokenizer->token_lengths[id];
 }
 
 static int collect_special(Tokenizer *tokenizer) {
   size_t n = 0;
-  for (size_t i = 0; i < tokenizer->n_vocab; i++) {
-    uint8_t type = tokenizer->token_types[i];
-    if ((type == TOKEN_TYPE_CONTROL || type == TOKEN_TYPE_USER_DEFINED) &&
-        tokenizer->token_lengths[i])
-      n++;
-  }
+  for (size_t i = 0; i < tokenizer->n_vocab; i++) n += split_out(tokenizer, i);
   tokenizer->special_ids = obc_malloc((n ? n : 1) * sizeof(int32_t), "special token ids");
   if (!tokenizer->special_ids) return OBC_ENOMEM;
   tokenizer->n_special = 0;
   for (size_t i = 0; i < tokenizer->n_vocab; i++) {
-    uint8_t type = tokenizer->token_types[i];
-    if ((type == TOKEN_TYPE_CONTROL || type == TOKEN_TYPE_USER_DEFINED) &&
-        tokenizer->token_lengths[i]) {
+    if (split_out(tokenizer, i)) {
       tokenizer->special_ids[tokenizer->n_special++] = (int32_t)i;
       tokenizer->special_first_byte[(unsigned char)tokenizer->tokens[i][0]] = 1;
     }
   }
-  /* Insertion sort: a few hundred tokens at most, and no global qsort context. */
-  for (size_t i = 1; i < tokenizer->n_special; i++) {
+  /* Sorted with qsort: a file may hold a great many control tokens. */
+  SpecialToken *order = obc_malloc(
+      (tokenizer->n_special ? tokenizer->n_special : 1) * sizeof(*order), "special token order");
+  if (!order) return OBC_ENOMEM;
+  for (size_t i = 0; i < tokenizer->n_special; i++) {
     int32_t id = tokenizer->special_ids[i];
-    size_t k = i;
-    for (; k > 0 && special_before(tokenizer, id, tokenizer->special_ids[k - 1]); k--)
-      tokenizer->special_ids[k] = tokenizer->special_ids[k - 1];
-    tokenizer->special_ids[k] = id;
+    order[i] = (SpecialToken){.length = tokenizer->token_lengths[id], .id = id};
   }
+  qsort(order, tokenizer->n_special, sizeof(*order), special_compare);
+  for (size_t i = 0; i < tokenizer->n_special; i++) tokenizer->special_ids[i] = order[i].id;
+  free(order);
   return OBC_OK;
 }
 
