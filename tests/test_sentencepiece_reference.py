@@ -16,7 +16,10 @@ on vocabularies this test trains (fixed seed):
      is printed (score-ordered merging is not always rank-ordered merging);
   3. if the `sentencepiece` package imports: a SentencePiece BPE model trained
      by it (identity normalization, byte fallback), written as a GGUF with its
-     pieces, scores and types; obcache's ids must equal `sentencepiece`'s.
+     pieces, scores and types; obcache's ids must equal `sentencepiece`'s;
+     and, if `transformers` and `protobuf` import, the tokenizer.json that
+     transformers' LlamaTokenizer writes for that model (legacy and not), with
+     BOS, against `tokenizers`.
 
 Texts: ASCII, accented, combining marks, CJK, emoji, byte fallback (characters
 the vocabulary lacks), control characters, runs of spaces, and special tokens
@@ -197,6 +200,29 @@ def sentencepiece_case(tmp, rng, lines, text_path):
         f.write("\n".join(plain) + "\n")
     compare("sentencepiece BPE as GGUF", path, plain, plain_path, [sp.encode(l) for l in plain],
             lambda ids: sp.decode(ids))
+    transformers_case(tmp, prefix + ".model", lines, text_path)
+
+
+def transformers_case(tmp, model_file, lines, text_path):
+    """The tokenizer.json that transformers writes for that SentencePiece model
+    (LlamaTokenizer, legacy and not: Metaspace prepend_scheme always / first,
+    the Replace/ByteFallback/Fuse/Strip decoder, BOS by the post-processor)."""
+    try:
+        import google.protobuf  # noqa: F401 (transformers reads the model through it)
+        from transformers import LlamaTokenizer
+    except ImportError as error:
+        print(f"SKIP (transformers' Llama tokenizer.json): {error}")
+        return
+    source = os.path.join(tmp, "llama_source")
+    os.makedirs(source)
+    shutil.copy(model_file, os.path.join(source, "tokenizer.model"))
+    for legacy in (True, False):
+        folder = os.path.join(tmp, f"llama_legacy_{legacy}")
+        LlamaTokenizer.from_pretrained(source, legacy=legacy).save_pretrained(folder)
+        tok = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+        compare(f"transformers' Llama tokenizer.json (legacy={legacy})", folder, lines, text_path,
+                [tok.encode(l).ids for l in lines],
+                lambda ids, tok=tok: tok.decode(ids, skip_special_tokens=False))
 
 
 def main():
