@@ -179,7 +179,7 @@ static int bench_mode(const BenchArgs *a, ModelWeightsMode mode, BenchResult *r)
     max_len = a->lengths[i] > max_len ? a->lengths[i] : max_len;
   Model *model = NULL;
   double start = obc_now_seconds();
-  ModelLoadOptions load = {mode};
+  ModelLoadOptions load = {.weights = mode};
   int rc = model_load_with(a->path, &load, &model);
   if (rc) return rc;
   model_weights_describe(model, r->held, sizeof r->held);

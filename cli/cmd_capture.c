@@ -122,7 +122,7 @@ int cmd_capture(int argc, char **argv) {
   a.capture.progress = capture_progress_mode_for_stderr();
 
   Model *model = NULL;
-  rc = model_load_with(a.model_path, &(ModelLoadOptions){a.weights}, &model);
+  rc = model_load_with(a.model_path, &(ModelLoadOptions){.weights = a.weights}, &model);
   if (!rc) rc = check_length(model, &a);
   NiahPrompt prompt;
   memset(&prompt, 0, sizeof prompt);

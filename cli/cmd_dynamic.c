@@ -132,7 +132,7 @@ int cmd_dynamic(int argc, char **argv) {
   obc_text_command_line(argc, argv, command_line, sizeof command_line);
   Model *model = NULL;
   rc = model_load_with(a.model_path ? a.model_path : model_default_path(),
-                       &(ModelLoadOptions){a.weights}, &model);
+                       &(ModelLoadOptions){.weights = a.weights}, &model);
   if (!rc) rc = evict_dynamic_run(model, &a.config, a.out_dir, command_line);
   model_free(model);
   return rc;

@@ -316,7 +316,7 @@ static int load_model(const SweepPlan *plan, const char *override, ModelWeightsM
   const char *path = override ? override : plan->model_path;
   int rc = sweep_plan_check_model(plan, path);
   if (rc) return rc;
-  return model_load_with(path, &(ModelLoadOptions){weights}, model);
+  return model_load_with(path, &(ModelLoadOptions){.weights = weights}, model);
 }
 
 static int run_plan(const char *dir, const SweepPlan *plan, const EvalArgs *given,

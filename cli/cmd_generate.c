@@ -116,7 +116,8 @@ int cmd_generate(int argc, char **argv) {
   Runtime *rt = NULL;
   int32_t *prompt = NULL, *answer = NULL;
   size_t n_prompt = 0, n_answer = 0;
-  if ((rc = model_load_with(args.model, &(ModelLoadOptions){args.weights}, &model))) goto done;
+  if ((rc = model_load_with(args.model, &(ModelLoadOptions){.weights = args.weights}, &model)))
+    goto done;
   if (!model->tokenizer) {
     rc = obc_fail(OBC_EINVAL, "%s: the model has no tokenizer to encode the prompt", model->path);
     goto done;

@@ -107,7 +107,11 @@ int cmd_logits(int argc, char **argv) {
   int32_t *ids = NULL;
   float *logits = NULL;
   size_t n = 0;
-  if ((rc = model_load_with(args.model, &(ModelLoadOptions){args.weights}, &model))) return rc;
+  /* Ids need no tokenizer: it is not read, so a folder whose tokenizer files
+   * are missing or not understood still runs. */
+  ModelLoadOptions load = {.weights = args.weights,
+                           .tokenizer = args.ids ? MODEL_TOKENIZER_SKIP : MODEL_TOKENIZER_LOAD};
+  if ((rc = model_load_with(args.model, &load, &model))) return rc;
   rc = args.ids ? text_parse_ids("--ids", args.ids, &ids, &n)
                 : encode_text(model, args.text, &ids, &n);
   if (rc) goto done;

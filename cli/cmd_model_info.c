@@ -154,7 +154,7 @@ int cmd_model_info(int argc, char **argv) {
   if (no_load) return 0;
   double start = obc_now_seconds();
   Model *model;
-  if ((rc = model_load_with(path, &(ModelLoadOptions){weights}, &model))) return rc;
+  if ((rc = model_load_with(path, &(ModelLoadOptions){.weights = weights}, &model))) return rc;
   print_config(model, obc_now_seconds() - start);
   model_free(model);
   return 0;

@@ -109,7 +109,8 @@ int cmd_perplexity(int argc, char **argv) {
   int32_t *ids = NULL;
   float *logits = NULL;
   size_t n = 0;
-  if ((rc = model_load_with(args.model, &(ModelLoadOptions){args.weights}, &model))) goto done;
+  if ((rc = model_load_with(args.model, &(ModelLoadOptions){.weights = args.weights}, &model)))
+    goto done;
   if (!model->tokenizer) {
     rc = obc_fail(OBC_EINVAL, "%s: the model has no tokenizer to encode the text", model->path);
     goto done;

@@ -317,7 +317,8 @@ static int run_model_replay(const ReplayArgs *a, TraceReader *reader, const Evic
   Model *model = NULL;
   Replayer *replayer = NULL;
   ReplayAnswer *result = obc_malloc(sizeof *result, "replay result");
-  int rc = result ? model_load_with(path, &(ModelLoadOptions){a->weights}, &model) : OBC_ENOMEM;
+  int rc = result ? model_load_with(path, &(ModelLoadOptions){.weights = a->weights}, &model)
+                  : OBC_ENOMEM;
   if (!rc) rc = replay_model_open(model, reader, a->steps, a->threads, a->device, &replayer);
   if (!rc && a->save_logits) rc = replay_model_keep_logits(replayer, true);
   if (!rc) rc = replay_model_run(replayer, keep, result);

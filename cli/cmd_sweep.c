@@ -178,7 +178,7 @@ static int load_model(const SweepPlan *plan, const char *override, const Capture
   const char *path = override ? override : plan->model_path;
   int rc = sweep_plan_check_model(plan, path);
   if (rc) return rc;
-  rc = model_load_with(path, &(ModelLoadOptions){a->weights}, model);
+  rc = model_load_with(path, &(ModelLoadOptions){.weights = a->weights}, model);
   if (!rc && !(*model)->tokenizer)
     rc = obc_fail(OBC_EINVAL, "%s: the model has no tokenizer", (*model)->path);
   return rc;

@@ -103,15 +103,20 @@ typedef struct {
  * Face folders are always fp32) or dequantised to fp32 at load. */
 typedef enum { MODEL_WEIGHTS_NATIVE = 0, MODEL_WEIGHTS_F32 } ModelWeightsMode;
 
+/* Whether loading reads the tokenizer: commands that take token ids skip it,
+ * so that a model runs whatever its tokenizer files hold, or without them. */
+typedef enum { MODEL_TOKENIZER_LOAD = 0, MODEL_TOKENIZER_SKIP } ModelTokenizerMode;
+
 typedef struct {
   ModelWeightsMode weights;
+  ModelTokenizerMode tokenizer;
 } ModelLoadOptions;
 
 typedef struct {
   char path[4096]; /* what was loaded */
   ModelConfig config;
   ModelWeights weights;
-  Tokenizer *tokenizer; /* NULL when the source has none */
+  Tokenizer *tokenizer; /* NULL when the source has none or it was skipped */
   void *storage;        /* owned fp32 arena behind the fp32 weight pointers */
   void *mapping;        /* the GgufFile the native matrices point into, or NULL */
   ModelWeightsMode weights_mode;

@@ -30,7 +30,7 @@ const char *model_default_path(void) {
 }
 
 int model_load(const char *path, Model **out) {
-  ModelLoadOptions options = {MODEL_WEIGHTS_NATIVE};
+  ModelLoadOptions options = {.weights = MODEL_WEIGHTS_NATIVE};
   return model_load_with(path, &options, out);
 }
 
@@ -76,7 +76,8 @@ int model_load_with(const char *path, const ModelLoadOptions *options, Model **o
   if (!model) return OBC_ENOMEM;
   snprintf(model->path, sizeof model->path, "%s", path);
   model->weights_mode = options->weights;
-  rc = folder ? model_load_hf(path, model) : model_load_gguf(path, model);
+  rc = folder ? model_load_hf(path, options->tokenizer, model)
+              : model_load_gguf(path, options->tokenizer, model);
   if (rc) {
     model_free(model);
     return rc;

@@ -48,7 +48,8 @@ int model_check_finite_stored(const char *path, const char *tensor, uint32_t typ
  * of theta^(-2i/head_dim) (head_dim / 2 entries). */
 void model_llama3_freq_factors(const ModelConfig *config, float *factors);
 
-int model_load_gguf(const char *path, Model *model);
-int model_load_hf(const char *folder, Model *model);
+/* Each reads the tokenizer too unless tokenizer is MODEL_TOKENIZER_SKIP. */
+int model_load_gguf(const char *path, ModelTokenizerMode tokenizer, Model *model);
+int model_load_hf(const char *folder, ModelTokenizerMode tokenizer, Model *model);
 
 #endif

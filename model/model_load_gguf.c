@@ -212,7 +212,7 @@ static int load_weights(const GgufFile *file, Model *model) {
   return rc;
 }
 
-int model_load_gguf(const char *path, Model *model) {
+int model_load_gguf(const char *path, ModelTokenizerMode tokenizer, Model *model) {
   GgufFile *file;
   int rc = gguf_open(path, &file);
   if (rc) return rc;
@@ -220,7 +220,8 @@ int model_load_gguf(const char *path, Model *model) {
   if (!rc) rc = model_config_validate(&model->config, path);
   if (!rc) rc = load_weights(file, model);
   GgufString tokenizer_model;
-  if (!rc && gguf_get_string(file, "tokenizer.ggml.model", &tokenizer_model) == 0)
+  if (!rc && tokenizer == MODEL_TOKENIZER_LOAD &&
+      gguf_get_string(file, "tokenizer.ggml.model", &tokenizer_model) == 0)
     rc = tokenizer_from_gguf(file, path, &model->tokenizer);
   /* Native matrices point into the mapping: it lives as long as the model. */
   if (!rc && model->weights_mode == MODEL_WEIGHTS_NATIVE)

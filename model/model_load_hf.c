@@ -55,7 +55,7 @@ static int load_weights(const SafetensorsModel *st, const char *folder, Model *m
   return rc;
 }
 
-int model_load_hf(const char *folder, Model *model) {
+int model_load_hf(const char *folder, ModelTokenizerMode tokenizer, Model *model) {
   int rc = hf_config_read(folder, &model->config);
   char where[4200];
   snprintf(where, sizeof where, "%s/config.json", folder);
@@ -76,6 +76,7 @@ int model_load_hf(const char *folder, Model *model) {
   safetensors_close(st);
   struct stat info;
   snprintf(where, sizeof where, "%s/tokenizer.json", folder);
-  if (!rc && stat(where, &info) == 0) rc = tokenizer_from_hf(folder, &model->tokenizer);
+  if (!rc && tokenizer == MODEL_TOKENIZER_LOAD && stat(where, &info) == 0)
+    rc = tokenizer_from_hf(folder, &model->tokenizer);
   return rc;
 }

@@ -35,7 +35,7 @@ if [ "$tests" = 1 ]; then
   # build tree and fuzzers of `make test`. slurm-wlm and munge: the one-node
   # cluster of tests/test_slurm.sh.
   APT_PACKAGES+=(clang-format clang-14 libclang-rt-14-dev libomp-14-dev slurm-wlm munge)
-  PY_PACKAGES+=(numpy h5py gguf tokenizers safetensors transformers)
+  PY_PACKAGES+=(numpy h5py gguf tokenizers safetensors transformers sentencepiece protobuf)
 fi
 if [ "$list" = 1 ]; then
   echo "apt: ${APT_PACKAGES[*]}"
@@ -58,7 +58,9 @@ fi
 PY=${PYTHON:-python3}
 py_missing=()
 for p in "${PY_PACKAGES[@]}"; do
-  "$PY" -c "import $p" 2>/dev/null || py_missing+=("$p")
+  module=$p
+  [ "$p" = protobuf ] && module=google.protobuf # the one whose module is named otherwise
+  "$PY" -c "import $module" 2>/dev/null || py_missing+=("$p")
 done
 if [ ${#py_missing[@]} -gt 0 ]; then
   echo "setup: installing Python packages: ${py_missing[*]}"

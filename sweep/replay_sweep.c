@@ -836,7 +836,7 @@ int sweep_replay_run(const char *input, const char *out_dir, const SweepReplayCo
   Model *model = NULL;
   const char *model_path = c->model_path ? c->model_path : model_default_path();
   if (!rc && c->with_model)
-    rc = model_load_with(model_path, &(ModelLoadOptions){c->weights}, &model);
+    rc = model_load_with(model_path, &(ModelLoadOptions){.weights = c->weights}, &model);
   for (size_t t = 0; t < run.n_traces && !rc; t++) rc = sweep_trace(c, model, t, &run);
   if (!rc)
     rc =

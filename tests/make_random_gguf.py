@@ -11,16 +11,18 @@ one layer of Qwen3-8B (dim 4096, ffn 12288, 32/8 heads of 128, vocab 151936,
 untied, rope theta 1e6); qwen3-small = a Qwen3 whose head_dim (64) is not
 dim / heads (128 / 4), tied. qwen3 shapes carry the per-head Q/K norms
 (attn_q_norm / attn_k_norm, head_dim F32 weights drawn from [1, 3], so that a
-swap of the two or a norm over the wrong axis shows).
+swap of the two or a norm over the wrong axis shows); mistral-small = Mistral's
+layout (8/2 heads, untied) at dim 128 with vocab 1024, for a SentencePiece
+vocabulary (tests/test_sentencepiece_model.sh).
 
 Every matrix is written in TYPE (Q4_K or Q8_0) as random blocks: random quant
 bytes (every code occurs) with f16 scales drawn so that weights have about the
 magnitude of a trained model's (|w| ~ 0.02). The `gguf` package cannot
 quantise Q4_K, and quantising 1.2 G normal values in NumPy would take minutes;
 random blocks are valid weights of the stored type, which is all these tests
-need. Norms are F32 ones. The tokenizer is SmolLM2's (the default model's
-tokenizer.* metadata, 49152 tokens) padded with reserved control tokens to the
-shape's 128256 rows, so that every id the random model can emit decodes.
+need. Norms are F32 ones. The tokenizer is SOURCE's tokenizer.* metadata
+(SmolLM2's, 49152 tokens, for most shapes) padded with reserved control tokens
+to the shape's rows, so that every id the random model can emit decodes.
 
 usage: make_random_gguf.py SHAPE TYPE SOURCE.gguf OUT.gguf
 """
@@ -41,6 +43,11 @@ SHAPES = {
                 scale=8.0),
     "qwen3-small": dict(arch="qwen3", layers=2, dim=128, ffn=256, heads=4, kv=2, head_dim=64,
                         vocab=49152, tied=True, scale=8.0),
+    # Mistral's layout (llama architecture, 4:1 grouped-query attention,
+    # untied output) at a toy size, for a SentencePiece vocabulary
+    # (tests/make_sentencepiece_vocab.py) padded to 1024 rows.
+    "mistral-small": dict(layers=2, dim=128, ffn=256, heads=8, kv=2, head_dim=16, vocab=1024,
+                          tied=False, scale=8.0),
     "qwen3-8b-1layer": dict(arch="qwen3", layers=1, dim=4096, ffn=12288, heads=32, kv=8,
                             head_dim=128, vocab=151936, tied=False),
 }
@@ -71,12 +78,16 @@ def copy_tokenizer(source, writer, vocab):
             sub = field.types[1]
             if sub == GGUFValueType.STRING:
                 values = [bytes(field.parts[i]).decode("utf-8") for i in field.data]
+            elif sub == GGUFValueType.FLOAT32:
+                values = [float(field.parts[i][0]) for i in field.data]
             else:
                 values = [int(field.parts[i][0]) for i in field.data]
             if key == "tokenizer.ggml.tokens":
                 values += [f"<|reserved_special_token_{i}|>" for i in range(vocab - len(values))]
             elif key == "tokenizer.ggml.token_type":
                 values += [3] * (vocab - len(values))  # CONTROL
+            elif key == "tokenizer.ggml.scores":
+                values += [0.0] * (vocab - len(values))
             writer.add_array(key, values)
         elif kind == GGUFValueType.STRING:
             writer.add_string(key, bytes(field.parts[field.data[0]]).decode("utf-8"))

@@ -135,7 +135,8 @@ static Difference compare_models(const Model *a, const Model *b, double rel_tol)
 
 static Model *load_ok(const char *path) {
   Model *m = NULL;
-  ModelLoadOptions f32 = {MODEL_WEIGHTS_F32}; /* elementwise comparisons of fp32 values */
+  ModelLoadOptions f32 = {.weights =
+                              MODEL_WEIGHTS_F32}; /* elementwise comparisons of fp32 values */
   int rc = model_load_with(path, &f32, &m);
   ck_assert_msg(rc == 0, "model_load(%s): %s", path, obc_error_message());
   return m;

@@ -399,6 +399,35 @@ static const char *hf_folder(const char *vocab_id, const char *added_id) {
   return folder;
 }
 
+/* Writes FOLDER/tokenizer.json: the 256 byte tokens (no merges) with the
+ * given "normalizer" and "pre_tokenizer" JSON values. Returns the folder. */
+static const char *hf_folder_with(const char *normalizer, const char *pre_tokenizer) {
+  static char folder[4096], path[4200];
+  test_scratch_path("tokenizer_hf_normalizer", folder, sizeof folder, 1);
+  snprintf(path, sizeof path, "%s/tokenizer.json", folder);
+  FILE *fp = fopen(path, "w");
+  ck_assert_ptr_nonnull(fp);
+  fprintf(fp, "{\"model\": {\"type\": \"BPE\", \"vocab\": {");
+  for (int b = 0; b < 256; b++) {
+    char text[8];
+    byte_stand_in(b, text);
+    fprintf(fp, "%s\"%s\": %d", b ? ", " : "", text, b);
+  }
+  fprintf(fp, "}, \"merges\": []}, \"normalizer\": %s, \"pre_tokenizer\": %s}", normalizer,
+          pre_tokenizer);
+  fclose(fp);
+  return folder;
+}
+
+/* Loading fails with code and a message naming tokenizer.json and fragment. */
+static void assert_hf_fails(const char *folder, int code, const char *fragment) {
+  Tokenizer *t = (Tokenizer *)1;
+  ck_assert_int_eq(tokenizer_from_hf(folder, &t), code);
+  ck_assert_ptr_null(t);
+  const char *msg = obc_error_message();
+  ck_assert_msg(strstr(msg, "tokenizer.json") && strstr(msg, fragment), "message: %s", msg);
+}
+
 /* Loading fails with OBC_EFORMAT and a message naming tokenizer.json and fragment. */
 static void assert_hf_refused(const char *folder, const char *fragment) {
   Tokenizer *t = (Tokenizer *)1;
@@ -425,6 +454,64 @@ START_TEST(hf_ids_are_integers_below_the_number_of_entries) {
   assert_hf_refused(hf_folder("256", "2000000000"), "added_tokens[0] has id 2e+09");
   assert_hf_refused(hf_folder("256", "1e20"), "added_tokens[0]");
   assert_hf_refused(hf_folder("256", "null"), "added_tokens[0] has no numeric id");
+}
+END_TEST
+
+/* Twelve Replace("a", "aaaa") would make 4^12 bytes of each "a": the
+ * normalized text is capped, and encoding fails at once instead. */
+START_TEST(normalizer_growth_is_capped) {
+  char normalizer[2048] = "{\"type\": \"Sequence\", \"normalizers\": [";
+  for (int i = 0; i < 12; i++)
+    strcat(normalizer, i ? ", {\"type\": \"Replace\", \"pattern\": {\"String\": \"a\"}, "
+                           "\"content\": \"aaaa\"}"
+                         : "{\"type\": \"Replace\", \"pattern\": {\"String\": \"a\"}, "
+                           "\"content\": \"aaaa\"}");
+  strcat(normalizer, "]}");
+  Tokenizer *t = NULL;
+  ck_assert_msg(tokenizer_from_hf(hf_folder_with(normalizer, "{\"type\": \"ByteLevel\"}"), &t) == 0,
+                "%s", obc_error_message());
+  char text[101];
+  memset(text, 'a', 100);
+  text[100] = '\0';
+  int32_t *ids = NULL;
+  size_t n = 0;
+  ck_assert_int_eq(tokenizer_encode(t, text, 100, &ids, &n), OBC_EINVAL);
+  ck_assert_msg(strstr(obc_error_message(), "grows the text"), "%s", obc_error_message());
+  ck_assert_int_eq(tokenizer_encode(t, "b", 1, &ids, &n), 0); /* no "a": nothing grows */
+  ck_assert_uint_eq(n, 1);
+  free(ids);
+  tokenizer_free(t);
+}
+END_TEST
+
+START_TEST(normalizer_nesting_and_steps_are_bounded) {
+  char nested[1024] = "";
+  for (int i = 0; i < 10; i++) strcat(nested, "{\"type\": \"Sequence\", \"normalizers\": [");
+  strcat(nested, "{\"type\": \"NFC\"}");
+  for (int i = 0; i < 10; i++) strcat(nested, "]}");
+  assert_hf_fails(hf_folder_with(nested, "{\"type\": \"ByteLevel\"}"), OBC_EUNSUPPORTED,
+                  "nested deeper than 8");
+  char many[4096] = "{\"type\": \"Sequence\", \"normalizers\": [";
+  for (int i = 0; i < 65; i++) strcat(many, i ? ", {\"type\": \"NFC\"}" : "{\"type\": \"NFC\"}");
+  strcat(many, "]}");
+  assert_hf_fails(hf_folder_with(many, "{\"type\": \"ByteLevel\"}"), OBC_EUNSUPPORTED,
+                  "more than 64 normalizer steps");
+  assert_hf_fails(hf_folder_with("{\"type\": \"Replace\", \"pattern\": {\"String\": \"\"}, "
+                                 "\"content\": \"x\"}",
+                                 "{\"type\": \"ByteLevel\"}"),
+                  OBC_EFORMAT, "non-empty String pattern");
+  assert_hf_fails(hf_folder_with("{\"type\": \"Prepend\"}", "{\"type\": \"ByteLevel\"}"),
+                  OBC_EFORMAT, "Prepend without a string 'prepend'");
+}
+END_TEST
+
+START_TEST(metaspace_replacement_is_one_character) {
+  assert_hf_fails(hf_folder_with("null", "{\"type\": \"Metaspace\", \"replacement\": \"ab\"}"),
+                  OBC_EFORMAT, "one-character replacement");
+  assert_hf_fails(hf_folder_with("null",
+                                 "{\"type\": \"Metaspace\", \"replacement\": \"_\", "
+                                 "\"prepend_scheme\": \"sometimes\"}"),
+                  OBC_EFORMAT, "prepend_scheme 'sometimes'");
 }
 END_TEST
 
@@ -456,6 +543,9 @@ int main(int argc, char **argv) {
   suite_add_tcase(suite, chat_case);
   TCase *hf_case = tcase_create("hf");
   tcase_add_test(hf_case, hf_ids_are_integers_below_the_number_of_entries);
+  tcase_add_test(hf_case, normalizer_growth_is_capped);
+  tcase_add_test(hf_case, normalizer_nesting_and_steps_are_bounded);
+  tcase_add_test(hf_case, metaspace_replacement_is_one_character);
   suite_add_tcase(suite, hf_case);
   test_scratch_begin("tokenizer");
   SRunner *runner = srunner_create(suite);

@@ -223,7 +223,8 @@ START_TEST(smollm2_native_and_f32_weights_give_the_same_logits) {
   const char *path = test_real_model();
   if (!path) return;
   Model *native = NULL, *f32 = NULL;
-  ModelLoadOptions o_native = {MODEL_WEIGHTS_NATIVE}, o_f32 = {MODEL_WEIGHTS_F32};
+  ModelLoadOptions o_native = {.weights = MODEL_WEIGHTS_NATIVE},
+                   o_f32 = {.weights = MODEL_WEIGHTS_F32};
   ck_assert_msg(model_load_with(path, &o_native, &native) == 0, "%s", obc_error_message());
   ck_assert_msg(model_load_with(path, &o_f32, &f32) == 0, "%s", obc_error_message());
   ck_assert_uint_ne(native->weights.layers[0].wq.type, GGML_TYPE_F32);

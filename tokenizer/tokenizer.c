@@ -16,6 +16,7 @@ void tokenizer_free(Tokenizer *tokenizer) {
   tokenizer_string_map_free(&tokenizer->vocab);
   tokenizer_pair_map_free(&tokenizer->merges);
   tokenizer_pre_free(&tokenizer->pre);
+  tokenizer_normalizer_free(&tokenizer->normalizer);
   free(tokenizer->special_ids);
   free(tokenizer->stop_ids);
   free(tokenizer->chat_template);

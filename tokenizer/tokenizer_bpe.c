@@ -1,5 +1,6 @@
-/* Byte-level BPE on one pre-tokenized piece: every byte starts as its own
- * symbol (the token of its GPT-2 stand-in character), then the adjacent pair
+/* BPE on one pre-tokenized piece: every byte starts as its own symbol (the
+ * token of its GPT-2 stand-in character), or, for a SentencePiece vocabulary,
+ * every UTF-8 character (tokenizer_sentencepiece.c), then the adjacent pair
  * with the lowest merge rank is merged until none is left, leftmost first on
  * ties. Symbols form a linked list and candidate pairs sit in a binary heap
  * (stale entries are skipped when popped), so a piece of n bytes costs
@@ -9,6 +10,7 @@
 
 #include "common/obc_error.h"
 #include "tokenizer/tokenizer_internal.h"
+#include "tokenizer/unicode.h"
 
 int tokenizer_id_list_push(TokenizerIdList *list, int32_t id) {
   if (list->count == list->capacity) {
@@ -98,35 +100,66 @@ static void merge_all(const Tokenizer *tokenizer, MergeState *state, size_t n) {
   }
 }
 
+/* The token of the whole piece, or -1 (ignore_merges: such a piece is not
+ * merged). The byte-level vocabulary spells pieces with stand-ins. */
+static int32_t whole_piece(const Tokenizer *tokenizer, const unsigned char *bytes, size_t length) {
+  if (tokenizer->kind == TOKENIZER_SENTENCEPIECE)
+    return tokenizer_string_map_find(&tokenizer->vocab, (const char *)bytes, length);
+  char spelled[256];
+  size_t k = 0;
+  for (size_t i = 0; i < length; i++) {
+    if (k + 2 > sizeof(spelled)) return -1;
+    uint16_t cp = tokenizer->byte_codepoint[bytes[i]];
+    if (cp < 0x80) {
+      spelled[k++] = (char)cp;
+    } else {
+      spelled[k++] = (char)(0xC0 | (cp >> 6));
+      spelled[k++] = (char)(0x80 | (cp & 0x3F));
+    }
+  }
+  return tokenizer_string_map_find(&tokenizer->vocab, spelled, k);
+}
+
+/* SentencePiece symbols: each UTF-8 character as its token, or else its bytes
+ * as byte-fallback tokens, or else (a byte without one) a single unknown
+ * token, -1 when the vocabulary has none (dropped). Returns the count. */
+static size_t sentencepiece_symbols(const Tokenizer *tokenizer, const unsigned char *bytes,
+                                    size_t length, int32_t *id) {
+  size_t n = 0;
+  for (size_t i = 0; i < length;) {
+    size_t width = 1;
+    unicode_utf8_next((const char *)bytes + i, length - i, &width);
+    int32_t token = tokenizer_string_map_find(&tokenizer->vocab, (const char *)bytes + i, width);
+    int fallback = 1;
+    for (size_t k = 0; k < width; k++) fallback &= tokenizer->byte_ids[bytes[i + k]] >= 0;
+    if (token >= 0)
+      id[n++] = token;
+    else if (fallback)
+      for (size_t k = 0; k < width; k++) id[n++] = tokenizer->byte_ids[bytes[i + k]];
+    else
+      id[n++] = tokenizer->unk_id;
+    i += width;
+  }
+  return n;
+}
+
 int tokenizer_bpe_piece(const Tokenizer *tokenizer, const char *piece, size_t length,
                         TokenizerIdList *out) {
   if (length == 0) return 0;
   const unsigned char *bytes = (const unsigned char *)piece;
-  if (length == 1)
+  int byte_level = tokenizer->kind == TOKENIZER_BYTE_LEVEL;
+  if (byte_level && length == 1)
     return tokenizer->byte_ids[bytes[0]] < 0
                ? 0
                : tokenizer_id_list_push(out, tokenizer->byte_ids[bytes[0]]);
   if (tokenizer->ignore_merges) {
-    /* The vocabulary holds pieces in their stand-in spelling; build it. */
-    char spelled[256];
-    size_t k = 0;
-    for (size_t i = 0; i < length && k + 2 <= sizeof(spelled); i++) {
-      uint16_t cp = tokenizer->byte_codepoint[bytes[i]];
-      if (cp < 0x80) {
-        spelled[k++] = (char)cp;
-      } else {
-        spelled[k++] = (char)(0xC0 | (cp >> 6));
-        spelled[k++] = (char)(0x80 | (cp & 0x3F));
-      }
-      if (i + 1 == length) {
-        int32_t id = tokenizer_string_map_find(&tokenizer->vocab, spelled, k);
-        if (id >= 0) return tokenizer_id_list_push(out, id);
-      }
-    }
+    int32_t id = whole_piece(tokenizer, bytes, length);
+    if (id >= 0) return tokenizer_id_list_push(out, id);
   }
 
   /* The heap holds the n - 1 initial pairs plus at most two new pairs per
-   * merge (n - 1 merges): under 3n entries. Short pieces use the stack. */
+   * merge (n - 1 merges): under 3n entries, n symbols <= length bytes. Short
+   * pieces use the stack. */
   enum { SMALL = 64 };
   int32_t small_ints[3 * SMALL];
   MergeCandidate small_heap[3 * SMALL];
@@ -145,14 +178,18 @@ int tokenizer_bpe_piece(const Tokenizer *tokenizer, const char *piece, size_t le
   state.id = ints;
   state.prev = ints + length;
   state.next = ints + 2 * length;
-  for (size_t i = 0; i < length; i++) {
-    state.id[i] = tokenizer->byte_ids[bytes[i]];
+  size_t n = length;
+  if (byte_level)
+    for (size_t i = 0; i < length; i++) state.id[i] = tokenizer->byte_ids[bytes[i]];
+  else
+    n = sentencepiece_symbols(tokenizer, bytes, length, state.id);
+  for (size_t i = 0; i < n; i++) {
     state.prev[i] = (int32_t)i - 1;
-    state.next[i] = i + 1 < length ? (int32_t)i + 1 : -1;
+    state.next[i] = i + 1 < n ? (int32_t)i + 1 : -1;
   }
-  merge_all(tokenizer, &state, length);
+  merge_all(tokenizer, &state, n);
   int rc = 0;
-  for (int32_t i = 0; i >= 0 && !rc; i = state.next[i])
+  for (int32_t i = 0; n > 0 && i >= 0 && !rc; i = state.next[i])
     if (state.id[i] >= 0)
       rc = tokenizer_id_list_push(out, state.id[i]); /* -1: a byte without a token */
   if (ints != small_ints) free(ints);

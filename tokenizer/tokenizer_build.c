@@ -16,7 +16,7 @@ int tokenizer_alloc(size_t n_vocab, Tokenizer **out) {
   t->tokens = obc_calloc(n_vocab, sizeof(*t->tokens), "token strings");
   t->token_lengths = obc_calloc(n_vocab, sizeof(*t->token_lengths), "token lengths");
   t->token_types = obc_calloc(n_vocab, sizeof(*t->token_types), "token types");
-  t->bos_id = t->eos_id = -1;
+  t->bos_id = t->eos_id = t->unk_id = -1;
   if (!t->tokens || !t->token_lengths || !t->token_types) {
     tokenizer_free(t);
     return OBC_ENOMEM;
@@ -103,39 +103,50 @@ static size_t spell_codepoint(uint16_t cp, char *out) {
   return 2;
 }
 
-/* Whether special token a is tried before b: longer first, then lower id. */
-static int special_before(const Tokenizer *tokenizer, int32_t a, int32_t b) {
-  uint32_t la = tokenizer->token_lengths[a], lb = tokenizer->token_lengths[b];
-  return la != lb ? la > lb : a < b;
+typedef struct {
+  uint32_t length;
+  int32_t id;
+} SpecialToken;
+
+/* The order special tokens are tried in: longer first, then lower id. */
+static int special_compare(const void *a, const void *b) {
+  const SpecialToken *x = a, *y = b;
+  if (x->length != y->length) return x->length > y->length ? -1 : 1;
+  return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Split out of the text whole: control and user-defined tokens and, as
+ * llama.cpp does, the unknown token (<unk> of a SentencePiece vocabulary). */
+static int split_out(const Tokenizer *tokenizer, size_t id) {
+  uint8_t type = tokenizer->token_types[id];
+  return (type == TOKEN_TYPE_CONTROL || type == TOKEN_TYPE_USER_DEFINED ||
+          type == TOKEN_TYPE_UNKNOWN) &&
+         tokenizer->token_lengths[id];
 }
 
 static int collect_special(Tokenizer *tokenizer) {
   size_t n = 0;
-  for (size_t i = 0; i < tokenizer->n_vocab; i++) {
-    uint8_t type = tokenizer->token_types[i];
-    if ((type == TOKEN_TYPE_CONTROL || type == TOKEN_TYPE_USER_DEFINED) &&
-        tokenizer->token_lengths[i])
-      n++;
-  }
+  for (size_t i = 0; i < tokenizer->n_vocab; i++) n += split_out(tokenizer, i);
   tokenizer->special_ids = obc_malloc((n ? n : 1) * sizeof(int32_t), "special token ids");
   if (!tokenizer->special_ids) return OBC_ENOMEM;
   tokenizer->n_special = 0;
   for (size_t i = 0; i < tokenizer->n_vocab; i++) {
-    uint8_t type = tokenizer->token_types[i];
-    if ((type == TOKEN_TYPE_CONTROL || type == TOKEN_TYPE_USER_DEFINED) &&
-        tokenizer->token_lengths[i]) {
+    if (split_out(tokenizer, i)) {
       tokenizer->special_ids[tokenizer->n_special++] = (int32_t)i;
       tokenizer->special_first_byte[(unsigned char)tokenizer->tokens[i][0]] = 1;
     }
   }
-  /* Insertion sort: a few hundred tokens at most, and no global qsort context. */
-  for (size_t i = 1; i < tokenizer->n_special; i++) {
+  /* Sorted with qsort: a file may hold a great many control tokens. */
+  SpecialToken *order = obc_malloc(
+      (tokenizer->n_special ? tokenizer->n_special : 1) * sizeof(*order), "special token order");
+  if (!order) return OBC_ENOMEM;
+  for (size_t i = 0; i < tokenizer->n_special; i++) {
     int32_t id = tokenizer->special_ids[i];
-    size_t k = i;
-    for (; k > 0 && special_before(tokenizer, id, tokenizer->special_ids[k - 1]); k--)
-      tokenizer->special_ids[k] = tokenizer->special_ids[k - 1];
-    tokenizer->special_ids[k] = id;
+    order[i] = (SpecialToken){.length = tokenizer->token_lengths[id], .id = id};
   }
+  qsort(order, tokenizer->n_special, sizeof(*order), special_compare);
+  for (size_t i = 0; i < tokenizer->n_special; i++) tokenizer->special_ids[i] = order[i].id;
+  free(order);
   return OBC_OK;
 }
 
@@ -156,7 +167,10 @@ static int collect_stops(Tokenizer *tokenizer) {
   return OBC_OK;
 }
 
+static int finish_common(Tokenizer *tokenizer, const char *source);
+
 int tokenizer_finish(Tokenizer *tokenizer, const char *source) {
+  if (tokenizer->kind == TOKENIZER_SENTENCEPIECE) return finish_common(tokenizer, source);
   build_byte_mapping(tokenizer);
   /* A byte without a token (SmolLM2 lacks a few control bytes) is dropped
    * when encoding, as by llama.cpp and by Hugging Face's BPE without unk. */
@@ -175,10 +189,18 @@ int tokenizer_finish(Tokenizer *tokenizer, const char *source) {
         source, n_bytes);
   if (tokenizer->pre.n_regexes == 0)
     return obc_fail(OBC_EFORMAT, "%s: no pre-tokenizer set", source);
+  return finish_common(tokenizer, source);
+}
+
+/* What every kind of vocabulary needs: ids in range, special and stop tokens,
+ * the chat template's kind. */
+static int finish_common(Tokenizer *tokenizer, const char *source) {
   if (tokenizer->bos_id >= (int32_t)tokenizer->n_vocab ||
-      tokenizer->eos_id >= (int32_t)tokenizer->n_vocab)
-    return obc_fail(OBC_EFORMAT, "%s: bos/eos token id %d/%d out of range (vocabulary of %zu)",
-                    source, tokenizer->bos_id, tokenizer->eos_id, tokenizer->n_vocab);
+      tokenizer->eos_id >= (int32_t)tokenizer->n_vocab ||
+      tokenizer->unk_id >= (int32_t)tokenizer->n_vocab)
+    return obc_fail(OBC_EFORMAT,
+                    "%s: bos/eos/unk token id %d/%d/%d out of range (vocabulary of %zu)", source,
+                    tokenizer->bos_id, tokenizer->eos_id, tokenizer->unk_id, tokenizer->n_vocab);
   int rc = collect_special(tokenizer);
   if (!rc) rc = collect_stops(tokenizer);
   if (!rc) rc = tokenizer_chat_detect(tokenizer);

@@ -55,6 +55,20 @@ static int encode_piece(void *context, const char *start, size_t length) {
   return tokenizer_bpe_piece(c->tokenizer, start, length, c->out);
 }
 
+/* One stretch of text between special tokens: normalized (when the
+ * tokenizer has a normalizer), pre-tokenized, and each piece encoded. */
+static int encode_stretch(const Tokenizer *tokenizer, const char *text, size_t length, int first,
+                          PieceContext *context) {
+  if (tokenizer->normalizer.n_steps == 0)
+    return tokenizer_pre_split(&tokenizer->pre, text, length, encode_piece, context);
+  char *normalized = NULL;
+  size_t n = 0;
+  int rc = tokenizer_normalize(&tokenizer->normalizer, text, length, first, &normalized, &n);
+  if (!rc) rc = tokenizer_pre_split(&tokenizer->pre, normalized, n, encode_piece, context);
+  free(normalized);
+  return rc;
+}
+
 /* The special token starting at text (longest first), or -1. */
 static int32_t special_at(const Tokenizer *tokenizer, const char *text, size_t left) {
   if (!tokenizer->special_first_byte[(unsigned char)text[0]]) return -1;
@@ -84,8 +98,7 @@ int tokenizer_encode(const Tokenizer *tokenizer, const char *text, size_t length
       i++;
       continue;
     }
-    rc = tokenizer_pre_split(&tokenizer->pre, text + plain_start, i - plain_start, encode_piece,
-                             &context);
+    rc = encode_stretch(tokenizer, text + plain_start, i - plain_start, plain_start == 0, &context);
     if (!rc && special >= 0) rc = tokenizer_id_list_push(&out, special);
     if (special < 0) break;
     i += tokenizer->token_lengths[special];
@@ -102,6 +115,30 @@ int tokenizer_encode(const Tokenizer *tokenizer, const char *text, size_t length
   return OBC_OK;
 }
 
+/* A SentencePiece token: a byte-fallback token <0xXX> is its byte, any other
+ * token its text with the space marker turned back into spaces. */
+static size_t sentencepiece_bytes(const Tokenizer *tokenizer, int32_t id, int drop_markers,
+                                  char *out) {
+  const char *s = tokenizer->tokens[id];
+  size_t length = tokenizer->token_lengths[id];
+  if (tokenizer->token_types[id] == TOKEN_TYPE_BYTE && length == 6 && !memcmp(s, "<0x", 3)) {
+    char hex[3] = {s[3], s[4], '\0'};
+    out[0] = (char)strtol(hex, NULL, 16);
+    return 1;
+  }
+  const char *marker = tokenizer->space_marker;
+  size_t marker_length = strlen(marker), k = 0;
+  for (size_t i = 0; i < length;) {
+    if (marker_length && i + marker_length <= length && !memcmp(s + i, marker, marker_length)) {
+      if (!drop_markers) out[k++] = ' ';
+      i += marker_length;
+    } else {
+      out[k++] = s[i++];
+    }
+  }
+  return k;
+}
+
 /* Writes the bytes of token id to out (room for its length, which is never
  * less than the decoded size); returns the byte count. */
 static size_t token_bytes(const Tokenizer *tokenizer, int32_t id, char *out) {
@@ -112,6 +149,7 @@ static size_t token_bytes(const Tokenizer *tokenizer, int32_t id, char *out) {
     memcpy(out, s, length);
     return length;
   }
+  if (tokenizer->kind == TOKENIZER_SENTENCEPIECE) return sentencepiece_bytes(tokenizer, id, 0, out);
   size_t k = 0;
   for (size_t i = 0; i < length;) {
     unsigned char c = (unsigned char)s[i];
@@ -145,7 +183,20 @@ int tokenizer_decode(const Tokenizer *tokenizer, const int32_t *ids, size_t n_id
   char *out = malloc(total);
   if (!out) return obc_fail(OBC_ENOMEM, "tokenizer: out of memory for %zu bytes of text", total);
   size_t k = 0;
-  for (size_t i = 0; i < n_ids; i++) k += token_bytes(tokenizer, ids[i], out + k);
+  for (size_t i = 0; i < n_ids; i++) {
+    uint8_t type = tokenizer->token_types[ids[i]];
+    int plain = type != TOKEN_TYPE_CONTROL && type != TOKEN_TYPE_USER_DEFINED;
+    size_t n;
+    if (i == 0 && plain && tokenizer->decode_space == DECODE_SPACE_DROP_FIRST_MARKERS)
+      n = sentencepiece_bytes(tokenizer, ids[i], 1, out);
+    else
+      n = token_bytes(tokenizer, ids[i], out + k);
+    if (i == 0 && tokenizer->decode_space == DECODE_SPACE_STRIP_ONE && n > 0 && out[0] == ' ') {
+      memmove(out, out + 1, n - 1); /* the space the encoder put before the text */
+      n--;
+    }
+    k += n;
+  }
   out[k] = '\0';
   *text = out;
   return OBC_OK;

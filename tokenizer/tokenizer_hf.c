@@ -34,17 +34,198 @@ static const char *token_content(const cJSON *item) {
   return cJSON_IsString(content) ? content->valuestring : NULL;
 }
 
-static int add_pre_tokenizer(TokenizerPreSplit *pre, const cJSON *node, const char *path) {
+#define NORMALIZER_NAMES "Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Prepend, Replace or Strip"
+#define NORMALIZER_MAX_DEPTH 8
+
+/* A string field of a normalizer, required. */
+static int normalizer_string(const cJSON *node, const char *field, const char *type,
+                             const char *path, const char **out) {
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(node, field);
+  if (!cJSON_IsString(item))
+    return obc_fail(OBC_EFORMAT, "%s: normalizer %s without a string '%s'", path, type, field);
+  *out = item->valuestring;
+  return OBC_OK;
+}
+
+/* Appends the steps of one normalizer (a Sequence flattened). */
+static int add_normalizer(TokenizerNormalizer *normalizer, const cJSON *node, const char *path,
+                          int depth) {
+  const cJSON *type = cJSON_GetObjectItemCaseSensitive(node, "type");
+  if (!cJSON_IsString(type))
+    return obc_fail(OBC_EUNSUPPORTED,
+                    "%s: normalizer without a type (expected " NORMALIZER_NAMES ")", path);
+  const char *name = type->valuestring;
+  static const struct {
+    const char *name;
+    TokenizerNormalizeKind kind;
+  } simple[] = {{"NFC", NORMALIZE_NFC},
+                {"NFD", NORMALIZE_NFD},
+                {"NFKC", NORMALIZE_NFKC},
+                {"NFKD", NORMALIZE_NFKD},
+                {"Lowercase", NORMALIZE_LOWERCASE}};
+  for (size_t i = 0; i < sizeof simple / sizeof simple[0]; i++)
+    if (!strcmp(name, simple[i].name))
+      return tokenizer_normalizer_add(normalizer, simple[i].kind, NULL, NULL, path, NULL);
+  if (!strcmp(name, "Sequence")) {
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(node, "normalizers");
+    if (!cJSON_IsArray(list))
+      return obc_fail(OBC_EFORMAT, "%s: normalizer Sequence without a 'normalizers' array", path);
+    if (depth >= NORMALIZER_MAX_DEPTH)
+      return obc_fail(OBC_EUNSUPPORTED, "%s: normalizer Sequences nested deeper than %d", path,
+                      NORMALIZER_MAX_DEPTH);
+    const cJSON *item;
+    cJSON_ArrayForEach(item, list) {
+      int rc = add_normalizer(normalizer, item, path, depth + 1);
+      if (rc) return rc;
+    }
+    return OBC_OK;
+  }
+  if (!strcmp(name, "Prepend")) {
+    const char *text = NULL;
+    int rc = normalizer_string(node, "prepend", name, path, &text);
+    return rc ? rc
+              : tokenizer_normalizer_add(normalizer, NORMALIZE_PREPEND, NULL, text, path, NULL);
+  }
+  if (!strcmp(name, "Replace")) {
+    const cJSON *pattern = cJSON_GetObjectItemCaseSensitive(node, "pattern");
+    const cJSON *literal = cJSON_GetObjectItemCaseSensitive(pattern, "String");
+    const char *content = NULL;
+    if (cJSON_GetObjectItemCaseSensitive(pattern, "Regex"))
+      return obc_fail(OBC_EUNSUPPORTED,
+                      "%s: normalizer Replace with a Regex pattern is not supported (a String "
+                      "pattern is)",
+                      path);
+    if (!cJSON_IsString(literal) || !literal->valuestring[0])
+      return obc_fail(OBC_EFORMAT, "%s: normalizer Replace without a non-empty String pattern",
+                      path);
+    int rc = normalizer_string(node, "content", name, path, &content);
+    return rc ? rc
+              : tokenizer_normalizer_add(normalizer, NORMALIZE_REPLACE, literal->valuestring,
+                                         content, path, NULL);
+  }
+  if (!strcmp(name, "Strip")) {
+    TokenizerNormalizeStep *step = NULL;
+    int rc = tokenizer_normalizer_add(normalizer, NORMALIZE_STRIP, NULL, NULL, path, &step);
+    if (rc) return rc;
+    step->strip_left = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(node, "strip_left"));
+    step->strip_right = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(node, "strip_right"));
+    return OBC_OK;
+  }
+  char shown[OBC_ESCAPED_SIZE(64)];
+  return obc_fail(OBC_EUNSUPPORTED,
+                  "%s: normalizer '%s' is not supported (expected " NORMALIZER_NAMES ")", path,
+                  obc_text_escape(shown, sizeof shown, name, false));
+}
+
+/* Whether a pre-tokenizer or decoder (Sequences searched) has that type. */
+static int has_type(const cJSON *node, const char *name, int depth) {
+  const cJSON *type = cJSON_GetObjectItemCaseSensitive(node, "type");
+  if (!cJSON_IsString(type) || depth > 8) return 0;
+  if (!strcmp(type->valuestring, name)) return 1;
+  const cJSON *item;
+  cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(node, "pretokenizers")) {
+    if (has_type(item, name, depth + 1)) return 1;
+  }
+  cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(node, "decoders")) {
+    if (has_type(item, name, depth + 1)) return 1;
+  }
+  return 0;
+}
+
+/* What the decoder does with the space before the first token: a Metaspace
+ * decoder that prepends drops the first token's markers, a Strip of a
+ * leading " " (Llama 2) drops one space. */
+static TokenizerDecodeSpace decoder_space(const cJSON *node, int depth) {
+  const cJSON *type = cJSON_GetObjectItemCaseSensitive(node, "type");
+  if (!cJSON_IsString(type) || depth > 8) return DECODE_SPACE_KEEP;
+  const char *name = type->valuestring;
+  if (!strcmp(name, "Metaspace")) {
+    const cJSON *scheme = cJSON_GetObjectItemCaseSensitive(node, "prepend_scheme");
+    int prepends = cJSON_IsString(scheme)
+                       ? strcmp(scheme->valuestring, "never") != 0
+                       : !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(node, "add_prefix_space"));
+    return prepends ? DECODE_SPACE_DROP_FIRST_MARKERS : DECODE_SPACE_KEEP;
+  }
+  if (!strcmp(name, "Strip")) {
+    const cJSON *content = cJSON_GetObjectItemCaseSensitive(node, "content");
+    const cJSON *start = cJSON_GetObjectItemCaseSensitive(node, "start");
+    int strips = cJSON_IsString(content) && !strcmp(content->valuestring, " ") &&
+                 cJSON_IsNumber(start) && start->valuedouble >= 1;
+    return strips ? DECODE_SPACE_STRIP_ONE : DECODE_SPACE_KEEP;
+  }
+  const cJSON *item;
+  cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(node, "decoders")) {
+    TokenizerDecodeSpace space = decoder_space(item, depth + 1);
+    if (space != DECODE_SPACE_KEEP) return space;
+  }
+  return DECODE_SPACE_KEEP;
+}
+
+/* Whether s is one UTF-8 character (the encoder checks the text, not the file). */
+static int one_character(const char *s) {
+  unsigned char c = (unsigned char)s[0];
+  size_t width = c < 0x80                ? 1
+                 : c >= 0xC2 && c < 0xE0 ? 2
+                 : c >= 0xE0 && c < 0xF0 ? 3
+                 : c >= 0xF0 && c < 0xF5 ? 4
+                                         : 0;
+  if (!c || !width || strlen(s) != width) return 0;
+  for (size_t k = 1; k < width; k++)
+    if (((unsigned char)s[k] & 0xC0) != 0x80) return 0;
+  return 1;
+}
+
+/* Metaspace (SentencePiece style): spaces become the replacement character,
+ * which is put before the text too (prepend_scheme always, or first: only
+ * before the start of the input), as the normalizer's last steps; with split,
+ * the text is cut before every replacement character. */
+static int add_metaspace(Tokenizer *t, const cJSON *node, const char *path) {
+  const cJSON *replacement = cJSON_GetObjectItemCaseSensitive(node, "replacement");
+  const cJSON *scheme = cJSON_GetObjectItemCaseSensitive(node, "prepend_scheme");
+  const cJSON *legacy = cJSON_GetObjectItemCaseSensitive(node, "add_prefix_space");
+  if (!cJSON_IsString(replacement) || !one_character(replacement->valuestring))
+    return obc_fail(OBC_EFORMAT, "%s: pre_tokenizer Metaspace without a one-character replacement",
+                    path);
+  const char *mode = cJSON_IsString(scheme)  ? scheme->valuestring
+                     : cJSON_IsFalse(legacy) ? "never"
+                                             : "always";
+  TokenizerNormalizeKind prefix = NORMALIZE_PREFIX_ALWAYS;
+  if (!strcmp(mode, "always"))
+    prefix = NORMALIZE_PREFIX_ALWAYS;
+  else if (!strcmp(mode, "first"))
+    prefix = NORMALIZE_PREFIX_FIRST;
+  else if (strcmp(mode, "never"))
+    return obc_fail(OBC_EFORMAT,
+                    "%s: pre_tokenizer Metaspace prepend_scheme '%s' (expected always, first or "
+                    "never)",
+                    path, mode);
+  snprintf(t->space_marker, sizeof t->space_marker, "%s", replacement->valuestring);
+  int rc =
+      tokenizer_normalizer_add(&t->normalizer, NORMALIZE_REPLACE, " ", t->space_marker, path, NULL);
+  if (!rc && strcmp(mode, "never"))
+    rc = tokenizer_normalizer_add(&t->normalizer, prefix, NULL, t->space_marker, path, NULL);
+  if (rc || cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(node, "split"))) return rc;
+  /* Each piece starts at a replacement character (MergedWithNext). */
+  char pattern[128];
+  snprintf(pattern, sizeof pattern, "(?s)\\Q%s\\E(?:(?!\\Q%s\\E).)*|(?:(?!\\Q%s\\E).)+",
+           t->space_marker, t->space_marker, t->space_marker);
+  return tokenizer_pre_add_regex(&t->pre, pattern, path);
+}
+
+static int add_pre_tokenizer(Tokenizer *t, const cJSON *node, const char *path) {
+  TokenizerPreSplit *pre = &t->pre;
   const cJSON *type = cJSON_GetObjectItemCaseSensitive(node, "type");
   if (!cJSON_IsString(type))
     return obc_fail(
         OBC_EUNSUPPORTED,
-        "%s: pre_tokenizer without a type (expected Sequence, Split, Digits or ByteLevel)", path);
+        "%s: pre_tokenizer without a type (expected Sequence, Split, Digits, ByteLevel or "
+        "Metaspace)",
+        path);
   const char *name = type->valuestring;
   if (!strcmp(name, "Sequence")) {
     const cJSON *item;
     cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(node, "pretokenizers")) {
-      int rc = add_pre_tokenizer(pre, item, path);
+      int rc = add_pre_tokenizer(t, item, path);
       if (rc) return rc;
     }
     return OBC_OK;
@@ -76,10 +257,11 @@ static int add_pre_tokenizer(TokenizerPreSplit *pre, const cJSON *node, const ch
         pre, "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
         path);
   }
-  return obc_fail(
-      OBC_EUNSUPPORTED,
-      "%s: unknown pre_tokenizer type '%s' (expected Sequence, Split, Digits or ByteLevel)", path,
-      name);
+  if (!strcmp(name, "Metaspace")) return add_metaspace(t, node, path);
+  return obc_fail(OBC_EUNSUPPORTED,
+                  "%s: unknown pre_tokenizer type '%s' (expected Sequence, Split, Digits, "
+                  "ByteLevel or Metaspace)",
+                  path, name);
 }
 
 /* A token id: an integer in [0, bound). A vocabulary without holes (which
@@ -202,21 +384,26 @@ static int read_model(Tokenizer **out, const cJSON *root, const char *path) {
   }
   t->ignore_merges = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "ignore_merges"));
   const cJSON *normalizer = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
-  const cJSON *normalizer_type = cJSON_GetObjectItemCaseSensitive(normalizer, "type");
-  /* NFC (Qwen2) is accepted and not applied: text is taken to be NFC already. */
-  if (normalizer && !cJSON_IsNull(normalizer) &&
-      !(cJSON_IsString(normalizer_type) && !strcmp(normalizer_type->valuestring, "NFC")))
-    return obc_fail(
-        OBC_EUNSUPPORTED, "%s: normalizer '%s' is not supported (expected none or NFC)", path,
-        cJSON_IsString(normalizer_type)
-            ? obc_text_escape(escaped, sizeof escaped, normalizer_type->valuestring, false)
-            : "?");
+  if (normalizer && !cJSON_IsNull(normalizer)) {
+    rc = add_normalizer(&t->normalizer, normalizer, path, 0);
+    if (rc) return rc;
+  }
   snprintf(t->pre.name, sizeof(t->pre.name), "tokenizer.json");
   const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
+  const cJSON *decoder = cJSON_GetObjectItemCaseSensitive(root, "decoder");
+  /* Without ByteLevel the BPE works on characters, SentencePiece style. */
+  if (!has_type(pre, "ByteLevel", 0) && !has_type(decoder, "ByteLevel", 0)) {
+    const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
+    if (cJSON_IsString(unk)) t->unk_id = tokenizer_token_id(t, unk->valuestring);
+    tokenizer_sentencepiece_bytes(
+        t, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "byte_fallback")));
+    t->decode_space = decoder_space(decoder, 0);
+    return pre && !cJSON_IsNull(pre) ? add_pre_tokenizer(t, pre, path) : OBC_OK;
+  }
   if (!pre || cJSON_IsNull(pre))
     return obc_fail(OBC_EUNSUPPORTED, "%s: no pre_tokenizer (expected ByteLevel or a Split regex)",
                     path);
-  return add_pre_tokenizer(&t->pre, pre, path);
+  return add_pre_tokenizer(t, pre, path);
 }
 
 /* Whether the post-processor's template for one sequence starts with bos. */

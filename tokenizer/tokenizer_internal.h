@@ -49,7 +49,57 @@ typedef struct {
   void *codes[TOKENIZER_MAX_REGEXES]; /* pcre2_code_8 * */
 } TokenizerPreSplit;
 
+/* The normalizer: steps applied in turn to every stretch of text between
+ * special tokens, before pre-tokenization (tokenizer.json's normalizer, a
+ * Sequence flattened; a Metaspace pre-tokenizer adds its replacement and
+ * prefix as the last steps). */
+typedef enum {
+  NORMALIZE_NFC = 0,
+  NORMALIZE_NFD,
+  NORMALIZE_NFKC,
+  NORMALIZE_NFKD,
+  NORMALIZE_LOWERCASE,
+  NORMALIZE_PREPEND,       /* text before a non-empty stretch */
+  NORMALIZE_PREFIX_ALWAYS, /* text before a stretch that does not start with it */
+  NORMALIZE_PREFIX_FIRST,  /* the same, for the first stretch of the input only */
+  NORMALIZE_REPLACE,       /* every occurrence of pattern by text */
+  NORMALIZE_STRIP          /* White_Space at the left and/or right end */
+} TokenizerNormalizeKind;
+
+typedef struct {
+  TokenizerNormalizeKind kind;
+  char *pattern; /* NORMALIZE_REPLACE: what is replaced (non-empty) */
+  size_t pattern_length;
+  char *text; /* PREPEND, PREFIX_*, REPLACE: what is written */
+  size_t text_length;
+  int strip_left, strip_right; /* NORMALIZE_STRIP */
+} TokenizerNormalizeStep;
+
+#define TOKENIZER_MAX_NORMALIZE_STEPS 64
+typedef struct {
+  TokenizerNormalizeStep steps[TOKENIZER_MAX_NORMALIZE_STEPS];
+  size_t n_steps;
+} TokenizerNormalizer;
+
+/* What BPE starts from. Byte-level (GPT-2 style): every byte as the token of
+ * its stand-in character. SentencePiece style (Llama 2, Mistral, TinyLlama):
+ * every UTF-8 character as its token, or, when it has none, its bytes as the
+ * byte-fallback tokens <0xXX>; spaces are spelled with a marker (U+2581 "▁")
+ * that the normalizer writes and decoding turns back into spaces. */
+typedef enum { TOKENIZER_BYTE_LEVEL = 0, TOKENIZER_SENTENCEPIECE } TokenizerKind;
+
+/* The space the encoder put before the text, undone when decoding: kept;
+ * one leading space of the first token dropped (llama.cpp, the Strip decoder
+ * of Llama 2's tokenizer.json); or, as `tokenizers`' Metaspace decoder does,
+ * every space marker of the first token dropped. */
+typedef enum {
+  DECODE_SPACE_KEEP = 0,
+  DECODE_SPACE_STRIP_ONE,
+  DECODE_SPACE_DROP_FIRST_MARKERS
+} TokenizerDecodeSpace;
+
 struct Tokenizer {
+  TokenizerKind kind;
   size_t n_vocab;
   char **tokens;           /* (n_vocab) token strings as stored (byte-level form), NUL-terminated */
   uint32_t *token_lengths; /* (n_vocab) bytes */
@@ -61,12 +111,18 @@ struct Tokenizer {
   /* GPT-2 byte <-> unicode mapping: every byte has a printable stand-in. */
   uint16_t byte_codepoint[256]; /* byte -> code point of its stand-in */
   int16_t codepoint_byte[512];  /* code point (< 512) -> byte, -1 when none */
-  int32_t byte_ids[256];        /* id of the one-character token of each byte */
+  /* id of the token of each byte: byte-level, the one-character token of its
+   * stand-in; SentencePiece, its <0xXX> token (-1 when none) */
+  int32_t byte_ids[256];
+  int32_t unk_id;       /* SentencePiece: a character without any token; -1 when none */
+  char space_marker[8]; /* SentencePiece: what a space is spelled as (NUL-terminated) */
+  TokenizerDecodeSpace decode_space; /* what decoding does to the first token's spaces */
 
   int32_t *special_ids; /* (n_special) split out first, longest first */
   size_t n_special;
   uint8_t special_first_byte[256]; /* 1 where some special token starts with that byte */
 
+  TokenizerNormalizer normalizer;
   TokenizerPreSplit pre;
 
   int32_t bos_id, eos_id; /* -1 when none */
@@ -112,6 +168,18 @@ int tokenizer_set_chat_template(Tokenizer *tokenizer, const char *text, size_t l
  * every byte has its token. The pre-tokenizer must be set already. */
 int tokenizer_finish(Tokenizer *tokenizer, const char *source);
 
+/* tokenizer_normalize.c */
+/* Appends a step of that kind (pattern and text copied; either may be NULL)
+ * and returns it in *step (may be NULL), for the caller to set the rest. */
+int tokenizer_normalizer_add(TokenizerNormalizer *normalizer, TokenizerNormalizeKind kind,
+                             const char *pattern, const char *text, const char *source,
+                             TokenizerNormalizeStep **step);
+void tokenizer_normalizer_free(TokenizerNormalizer *normalizer);
+/* The normalized form of text[0, length) (valid UTF-8) as a malloc'ed
+ * NUL-terminated string; first says whether the stretch starts the input. */
+int tokenizer_normalize(const TokenizerNormalizer *normalizer, const char *text, size_t length,
+                        int first, char **out, size_t *out_length);
+
 /* tokenizer_pretokenize.c */
 /* The regexes llama.cpp uses for a GGUF tokenizer.ggml.pre value. */
 int tokenizer_pre_from_name(TokenizerPreSplit *pre, const char *name, const char *source);
@@ -132,6 +200,16 @@ typedef struct {
 int tokenizer_id_list_push(TokenizerIdList *list, int32_t id);
 int tokenizer_bpe_piece(const Tokenizer *tokenizer, const char *piece, size_t length,
                         TokenizerIdList *out);
+
+/* tokenizer_sentencepiece.c */
+/* Sets the SentencePiece kind, the space marker (U+2581 unless set) and,
+ * with byte_fallback, the ids of the <0xXX> tokens (else none: a character
+ * without a token is unknown). The vocabulary must be indexed. */
+void tokenizer_sentencepiece_bytes(Tokenizer *tokenizer, int byte_fallback);
+/* The merge table of a vocabulary with scores (llama.cpp's SPM): every split
+ * of a token into two tokens merges into it, the higher the token's score the
+ * earlier. scores (n_vocab); the vocabulary must be indexed. */
+int tokenizer_sentencepiece_merges(Tokenizer *tokenizer, const float *scores, const char *source);
 
 /* tokenizer_chat.c: finds the template kind and its default system message. */
 int tokenizer_chat_detect(Tokenizer *tokenizer);

@@ -4,12 +4,14 @@ project's own fixtures (CONTRIBUTING.md, "Fuzzing"), deterministically:
 
   gguf         tiny llama, qwen2 and qwen3 GGUFs (the gguf package's GGUFWriter, as the
                Python references write them) with a byte-level BPE tokenizer
-               in their metadata, one with Q8_0 weights, one metadata only
+               in their metadata, one with Q8_0 weights, one metadata only, and
+               a metadata-only one with a SentencePiece vocabulary
   safetensors  config.json NUL model.safetensors of the Hugging Face folders
                tests/gguf_to_hf.py makes of those GGUFs (F32, F16, BF16)
   tokenizer    tokenizer.json NUL tokenizer_config.json NUL text, from the same
-               folders, and SmolLM2's real tokenizer.json when the default model
-               is there
+               folders, SentencePiece-style ones (normalizers, Metaspace, byte
+               fallback), and SmolLM2's real tokenizer.json when the default
+               model is there
   trace        traces of `obcache synth` (f32, f16, deflate, attention rows,
                column sums (schema 3),
                logits), in whatever schema the current writer writes
@@ -214,6 +216,59 @@ def gguf_and_hf_seeds(out, work):
     data = json.loads(read(os.path.join(work, "llama-f32", "tokenizer.json")))
     data["model"]["merges"] = [m if isinstance(m, str) else " ".join(m) for m in data["model"]["merges"]]
     put(seeds["tokenizer"], "merges-as-strings", json.dumps(data).encode() + b"\0\0hello")
+    sentencepiece_seeds(seeds)
+
+
+def sentencepiece_vocab():
+    """A SentencePiece-style vocabulary: <unk> <s> </s>, the byte tokens, the
+    letters with and without the space marker, and merges of 'the'."""
+    space = "\u2581"
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    tokens += [space] + [chr(c) for c in range(ord("a"), ord("z") + 1)] + ["\u00e9"]
+    merges = [(space, "t"), ("h", "e"), (space + "t", "he")]
+    tokens += [left + right for left, right in merges]
+    return tokens, merges
+
+
+def sentencepiece_seeds(seeds):
+    """tokenizer.json in the Llama 2 (normalizers) and Mistral (Metaspace) forms,
+    with every normalizer the loader reads, and a GGUF with tokenizer.ggml.model llama."""
+    import gguf
+
+    tokens, merges = sentencepiece_vocab()
+    model = {"type": "BPE", "vocab": {t: i for i, t in enumerate(tokens)},
+             "merges": [list(m) for m in merges], "byte_fallback": True, "unk_token": "<unk>"}
+    added = [{"id": i, "content": t, "special": True} for i, t in enumerate(tokens[:3])]
+    llama2 = {"added_tokens": added, "model": model,
+              "normalizer": {"type": "Sequence", "normalizers": [
+                  {"type": "Prepend", "prepend": "\u2581"},
+                  {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+              "pre_tokenizer": None,
+              "decoder": {"type": "Sequence", "decoders": [
+                  {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+                  {"type": "ByteFallback"}, {"type": "Fuse"},
+                  {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}}
+    mistral = dict(llama2, normalizer={"type": "Sequence", "normalizers": [
+        {"type": "NFKC"}, {"type": "Lowercase"}, {"type": "Strip", "strip_left": True,
+                                                  "strip_right": False}]},
+        pre_tokenizer={"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first",
+                       "split": True},
+        decoder={"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first"})
+    text = "the cat \u00e9t\u00e9 \ufb01 \ud55c 😀 <s>the</s>".encode()
+    for name, data in (("sentencepiece-llama2", llama2), ("sentencepiece-metaspace", mistral)):
+        put(seeds["tokenizer"], name, json.dumps(data).encode() + b"\0\0" + text)
+    path = os.path.join(seeds["gguf"], "sentencepiece.gguf")
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(tokens)
+    writer.add_token_scores([0.0] * (len(tokens) - len(merges)) + [-1.0 - r for r in range(len(merges))])
+    writer.add_token_types([2, 3, 3] + [6] * 256 + [1] * (len(tokens) - 259))
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
 
 
 def real_tokenizer_seed(out, work, model):
