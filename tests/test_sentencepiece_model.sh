@@ -6,7 +6,8 @@
 # heads, untied, Q8_0). model-info reports it; `obcache tokenize` starts with
 # BOS, spells a space before the text, falls back to byte tokens for
 # characters the vocabulary lacks and decodes back to the text; generate runs;
-# a capture passes `obcache verify` and `obcache analyze`.
+# a capture passes `obcache verify` and `obcache analyze`, replays with the
+# model, and an eval runs a sample of niah_single_1.
 set -u
 . "$(dirname "$0")/lib.sh"
 : "${OBCACHE:?}" "${OBC_TMP:?}" "${OBC_SOURCE_DIR:?}"
@@ -45,4 +46,11 @@ check "capture succeeds" test $? -eq 0 -a -s "$dir/t.h5"
 check "obcache verify passes on the trace" test $? -eq 0
 "$OBCACHE" analyze "$dir/t.h5" -o "$dir/analysis" --quiet > "$dir/analyze.txt" 2>&1
 check "obcache analyze runs on the trace" test $? -eq 0 -a -s "$dir/analysis/recall.csv"
+"$OBCACHE" replay "$dir/t.h5" --model "$model" --score knorm --budget 50% -o "$dir/replay" \
+  > "$dir/replay.txt" 2>&1
+check "model replay runs on the trace" test $? -eq 0 -a -s "$dir/replay/replay.json"
+"$OBCACHE" eval --model "$model" --tasks niah_single_1 --samples 1 --length 512 \
+  --scores tova,tova+obc_vk --budgets 50% --max-new-tokens 2 --no-figures -o "$dir/eval" \
+  > "$dir/eval.txt" 2>&1
+check "eval runs a sample" test $? -eq 0 -a -s "$dir/eval/accuracy.csv"
 finish

@@ -14,8 +14,8 @@
 # minors hold but which is not positive semi-definite (a 3x3 block of
 # correlations 0.9, 0.9, -0.9), and an obc_v sum above col_attn x ||v||^2
 # from the stored V; evict accepts those. And one only verify recomputes: an
-# obc_k sum below what the captured rows alone add up to (from the exact
-# attention, the stored O and V). The unforged copy passes both.
+# obc_v sum below what the captured rows alone add up to (from the exact
+# attention and the stored V). The unforged copy passes both.
 set -u
 . "$(dirname "$0")/lib.sh"
 : "${OBCACHE:?}" "${OBC_MODEL:?}"
@@ -86,10 +86,10 @@ with h5py.File(out, "r+", libver=("v110", "v110")) as f:
         f["rope_inv_freq"][...] = data
     elif kind == "rope-theta-10000":
         f.attrs["rope_theta"] = 10000.0
-    elif kind == "obc-k-halved":  # position 290: only captured rows saw it
-        data = f["layers/000/col_obc_k"][...]
+    elif kind == "obc-v-halved":  # position 290: only captured rows saw it
+        data = f["layers/000/col_obc_v"][...]
         data[1, 0, 290] *= 0.5
-        f["layers/000/col_obc_k"][...] = data
+        f["layers/000/col_obc_v"][...] = data
     elif kind == "obc-v-above-bound":
         data = f["layers/000/col_obc_v"][...]
         data[1, 0, 5] = 1e6
@@ -135,7 +135,7 @@ refused inv-freq-one "/rope_inv_freq\[3\]" evict "${expected[@]}"
 refused rope-theta-10000 "/rope_inv_freq\[1\] is .*, but rope_theta 10000 (scaling none)" verify
 refused rope-theta-10000 "but rope_theta 10000" evict "${expected[@]}"
 refused obc-v-above-bound "col_obc_v, rows all, head 0, position 5: 1000000 exceeds col_attn" verify
-refused obc-k-halved "col_obc_k, rows all, head 0, position 290: stored .*captured rows' terms alone sum" \
+refused obc-v-halved "col_obc_v, rows all, head 0, position 290: stored .*captured rows' terms alone sum" \
   verify
 
 # What only verify sees: evict, which reads each value once, accepts it.
