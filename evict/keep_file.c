@@ -59,6 +59,7 @@ static const char *kind_name(const EvictSource *source) {
     case EVICT_SCORE_ORACLE: return "oracle";
     case EVICT_SCORE_DECODE_ATTN: return "decode_attn";
     case EVICT_SCORE_PRESET: return "preset";
+    case EVICT_SCORE_FILE: return "file";
     default: return "quantity";
   }
 }
