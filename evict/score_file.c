@@ -9,11 +9,7 @@
 #include "common/obc_text.h"
 #include "scores/scores_read.h"
 
-typedef struct {
-  char name[EVICT_FILE_NAME_MAX + 1];
-  char path[1024];
-  char dataset[128];
-} FileScore;
+typedef ScoresFileSpec FileScore;
 
 /* Recorded while the command line is parsed, read afterwards. */
 static FileScore recorded[EVICT_FILE_MAX_SCORES];
@@ -25,10 +21,7 @@ static const FileScore *find(const char *name) {
   return NULL;
 }
 
-bool evict_score_file_spelled(const char *text) {
-  const char *eq = strchr(text, '=');
-  return eq && !strncmp(eq + 1, EVICT_FILE_PREFIX, strlen(EVICT_FILE_PREFIX));
-}
+bool evict_score_file_spelled(const char *text) { return scores_file_spelled(text); }
 
 int evict_score_file_resolve(const char *text, char *name_out, size_t size) {
   char shown[96];
@@ -39,40 +32,13 @@ int evict_score_file_resolve(const char *text, char *name_out, size_t size) {
     return OBC_OK;
   }
   FileScore s;
-  memset(&s, 0, sizeof s);
-  size_t len = strcspn(text, "=");
-  if (len == 0 || len > EVICT_FILE_NAME_MAX)
-    return obc_fail(OBC_EINVAL, "--score %s: NAME of NAME=file:PATH must have 1..%d characters",
-                    shown, EVICT_FILE_NAME_MAX);
-  for (size_t i = 0; i < len; i++) {
-    char c = text[i];
-    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-          c == '.' || c == '-'))
-      return obc_fail(OBC_EINVAL,
-                      "--score %s: NAME of NAME=file:PATH may hold only A-Z a-z 0-9 _ . -", shown);
-  }
-  memcpy(s.name, text, len);
-  if (evict_source_find(s.name, len) || !strcmp(s.name, "file"))
+  int rc = scores_file_spec_parse("--score", text, &s);
+  if (rc) return rc;
+  if (evict_source_find(s.name, strlen(s.name)) || !strcmp(s.name, "file"))
     return obc_fail(OBC_EINVAL,
                     "--score %s: %s is a built-in score's name (obcache evict --list-scores); "
                     "name the file's score otherwise",
                     shown, s.name);
-  const char *rest = text + len + 1 + strlen(EVICT_FILE_PREFIX);
-  const char *colon = strrchr(rest, ':');
-  size_t path_len = strlen(rest);
-  if (colon && !strchr(colon + 1, '/')) {
-    path_len = (size_t)(colon - rest);
-    if (strlen(colon + 1) >= sizeof s.dataset)
-      return obc_fail(OBC_EINVAL, "--score %s: DATASET longer than %zu characters", shown,
-                      sizeof s.dataset - 1);
-    snprintf(s.dataset, sizeof s.dataset, "%s", colon + 1);
-  }
-  if (path_len == 0 || path_len >= sizeof s.path)
-    return obc_fail(OBC_EINVAL,
-                    "--score %s: expected NAME=file:PATH[:DATASET] with a PATH of "
-                    "1..%zu characters",
-                    shown, sizeof s.path - 1);
-  memcpy(s.path, rest, path_len);
   const FileScore *known = find(s.name);
   if (known && (strcmp(known->path, s.path) || strcmp(known->dataset, s.dataset)))
     return obc_fail(OBC_EINVAL, "--score %s: %s already names %s%s%s", shown, s.name, known->path,

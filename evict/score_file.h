@@ -12,14 +12,12 @@
 
 #include "evict/policy.h"
 
-#define EVICT_FILE_PREFIX "file:"
 #define EVICT_FILE_MAX_SCORES 16
-#define EVICT_FILE_NAME_MAX 31 /* characters of NAME (EvictPolicy.score) */
 
 /* Whether text is spelled NAME=file:... */
 bool evict_score_file_spelled(const char *text);
-/* Parses NAME=file:PATH[:DATASET] (DATASET: the text after the last ':'
- * when it holds no '/'), checks NAME and records it; NAME already recorded
+/* Parses NAME=file:PATH[:DATASET] (scores_file_spec_parse), checks that
+ * NAME is no row's and records it; NAME already recorded
  * must name the same file and dataset. A recorded NAME alone is taken as
  * it is. Copies NAME into name (size). */
 int evict_score_file_resolve(const char *text, char *name, size_t size);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/obc_error.h"
+#include "common/obc_text.h"
 #include "traces/trace_h5.h"
 
 #define MAX_LISTED 32 /* dataset names a message lists */
@@ -144,6 +145,47 @@ static int read_values(const ScoresReadRequest *r, hid_t set, const char *name, 
     if (!isfinite(out[i]))
       return obc_fail(OBC_EVALUE, "%s: %s: %s at layer %zu, KV head %zu, position %zu", r->path,
                       name, isnan(out[i]) ? "NaN" : "infinity", i / n / G, i / n % G, i % n);
+  return OBC_OK;
+}
+
+bool scores_file_spelled(const char *text) {
+  const char *eq = strchr(text, '=');
+  return eq && !strncmp(eq + 1, SCORES_FILE_PREFIX, strlen(SCORES_FILE_PREFIX));
+}
+
+int scores_file_spec_parse(const char *option, const char *text, ScoresFileSpec *out) {
+  char shown[96];
+  obc_text_escape(shown, sizeof shown, text, false);
+  memset(out, 0, sizeof *out);
+  size_t len = strcspn(text, "=");
+  if (!scores_file_spelled(text))
+    return obc_fail(OBC_EINVAL, "%s %s: expected NAME=file:PATH[:DATASET]", option, shown);
+  if (len == 0 || len > SCORES_FILE_NAME_MAX)
+    return obc_fail(OBC_EINVAL, "%s %s: NAME of NAME=file:PATH must have 1..%d characters", option,
+                    shown, SCORES_FILE_NAME_MAX);
+  for (size_t i = 0; i < len; i++) {
+    char c = text[i];
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+          c == '.' || c == '-'))
+      return obc_fail(OBC_EINVAL, "%s %s: NAME of NAME=file:PATH may hold only A-Z a-z 0-9 _ . -",
+                      option, shown);
+  }
+  memcpy(out->name, text, len);
+  const char *rest = text + len + 1 + strlen(SCORES_FILE_PREFIX);
+  const char *colon = strrchr(rest, ':');
+  size_t path_len = strlen(rest);
+  if (colon && !strchr(colon + 1, '/')) {
+    path_len = (size_t)(colon - rest);
+    if (strlen(colon + 1) >= sizeof out->dataset)
+      return obc_fail(OBC_EINVAL, "%s %s: DATASET longer than %zu characters", option, shown,
+                      sizeof out->dataset - 1);
+    snprintf(out->dataset, sizeof out->dataset, "%s", colon + 1);
+  }
+  if (path_len == 0 || path_len >= sizeof out->path)
+    return obc_fail(OBC_EINVAL,
+                    "%s %s: expected NAME=file:PATH[:DATASET] with a PATH of 1..%zu characters",
+                    option, shown, sizeof out->path - 1);
+  memcpy(out->path, rest, path_len);
   return OBC_OK;
 }
 

@@ -7,7 +7,25 @@
 #ifndef OBC_SCORES_READ_H
 #define OBC_SCORES_READ_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+/* A score named on the command line as NAME=file:PATH[:DATASET]. */
+#define SCORES_FILE_PREFIX "file:"
+#define SCORES_FILE_NAME_MAX 31 /* characters of NAME */
+typedef struct {
+  char name[SCORES_FILE_NAME_MAX + 1]; /* [A-Za-z0-9_.-]+ */
+  char path[1024];
+  char dataset[128]; /* "" when left out */
+} ScoresFileSpec;
+
+/* Whether text is spelled NAME=file:... */
+bool scores_file_spelled(const char *text);
+/* Parses NAME=file:PATH[:DATASET] (DATASET: the text after the last ':'
+ * when it holds no '/'; a PATH holding ':' needs one); OBC_EINVAL naming
+ * option and text when NAME is empty, too long or holds other characters,
+ * or PATH is empty or too long. */
+int scores_file_spec_parse(const char *option, const char *text, ScoresFileSpec *out);
 
 typedef struct {
   const char *path;       /* the HDF5 file */
