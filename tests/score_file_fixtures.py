@@ -7,7 +7,11 @@ usage: score_file_fixtures.py make SOURCE.h5 DATASET DIR
          as a user's tool would write it), f32.h5 (the same as float32) and
          one file per way a score file can be wrong (see the names below).
        score_file_fixtures.py same KEEP_A.h5 KEEP_B.h5
-         exit 0 when both keep files keep the same positions (keep mask)."""
+         exit 0 when both keep files keep the same positions (keep mask).
+       score_file_fixtures.py recall RECALL.csv NAME BUILTIN WINDOW
+         exit 0 when analyze's recall.csv gives file score NAME (window 0)
+         the same recall as BUILTIN at WINDOW for every recent, k and
+         reference (and has rows for both)."""
 import sys
 
 import h5py
@@ -57,9 +61,29 @@ def same(a, b):
     return 0
 
 
+def recall(path, name, builtin, window):
+    import csv
+
+    rows = {}
+    with open(path) as f:
+        for row in csv.DictReader(f):
+            key = (row["recent"], row["k"], row["reference"])
+            if row["score"] == name and row["window"] == "0":
+                rows.setdefault(key, {})["file"] = row["recall_mean"]
+            elif row["score"] == builtin and row["window"] == window:
+                rows.setdefault(key, {})["builtin"] = row["recall_mean"]
+    bad = [k for k, v in rows.items() if v.get("file") is None or v.get("file") != v.get("builtin")]
+    if not rows or bad:
+        print(f"{path}: {name} and {builtin} differ at {bad[:5]} ({len(rows)} rows)")
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "make":
         make(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif len(sys.argv) == 6 and sys.argv[1] == "recall":
+        sys.exit(recall(*sys.argv[2:]))
     elif len(sys.argv) == 4 and sys.argv[1] == "same":
         sys.exit(same(sys.argv[2], sys.argv[3]))
     else:

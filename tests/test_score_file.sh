@@ -9,6 +9,9 @@
 # missing, not HDF5, no such dataset, several and none named, wrong rank
 # or shape, another trace's hash or none, integers, NaN, infinity; so are
 # a NAME that is a built-in's, one with other characters, and one too long.
+# analyze --score reports the file's score's recall next to the quantities,
+# equal to the quantity the file holds, against both oracles; a bad file
+# stops it with no output folder and no --scores-out file.
 set -u
 . "$(dirname "$0")/lib.sh"
 OBCACHE=${OBCACHE:?set OBCACHE to the obcache binary}
@@ -103,5 +106,26 @@ refused "a NAME of 32 characters" "1..31 characters" \
 refused "no PATH" "expected NAME=file:PATH[:DATASET]" "m=file:"
 expect_refused "replay --sweep: a bad file" "scores of another trace" \
   "$OBCACHE" replay --sweep "$T" --no-model --scores "m=file:$dir/other.h5" -o "$dir/k.h5"
+
+# analyze: the file's obc_vk has obc_vk's recall (window 32) everywhere.
+if "$OBCACHE" analyze "$T" --window 32 --recent 4 --score "mine=file:$dir/S.h5:obc_vk" \
+  --score "copy=file:$dir/S.h5:attn" -o "$dir/an2" >"$dir/out" 2>"$dir/err"; then
+  check "analyze --score: mine's recall is obc_vk's (both oracles, r = 0 and 4)" \
+    python3 "$here/score_file_fixtures.py" recall "$dir/an2/recall.csv" mine obc_vk 32
+  check "analyze's summary table lists mine and copy" \
+    grep -qE "^  (mine .*)$" "$dir/out"
+  check "report.json records the file" grep -q "\"file\":" "$dir/an2/report.json"
+else
+  fail "analyze --score: $(cat "$dir/err")"
+fi
+expect_refused "analyze: another trace's file" "scores of another trace" \
+  "$OBCACHE" analyze "$T" --score "m=file:$dir/other.h5" --scores-out "$dir/k.h5" -o "$dir/an3"
+check "analyze refused: no output folder" test ! -e "$dir/an3"
+expect_refused "analyze: evict's file has too few positions" "got (3, 2, 120)" \
+  "$OBCACHE" analyze "$T" --score "m=file:$dir/copy.h5" -o "$dir/an3"
+expect_refused "analyze: a quantity's name" "obc_vk is taken" \
+  "$OBCACHE" analyze "$T" --score "obc_vk=file:$dir/copy.h5" -o "$dir/an3"
+expect_refused "analyze: a NAME twice" "m is taken" \
+  "$OBCACHE" analyze "$T" --score "m=file:$dir/copy.h5,m=file:$dir/S.h5:attn" -o "$dir/an3"
 
 finish
