@@ -46,8 +46,6 @@ static void print_scores(void) {
     printf("%s\t%s\t%s\t%s\n", row->name, kinds[row->kind], row->pairs ? "pairs" : "-",
            row->describe);
   }
-  const EvictSource *file = evict_source_file();
-  printf("NAME=file:PATH[:DATASET]\t%s\t-\t%s\n", kinds[file->kind], file->describe);
 }
 
 /* usage, then every method of the table with what it does, wrapped at 80

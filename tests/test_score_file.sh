@@ -67,8 +67,8 @@ check "an h5py copy in float32 is taken" \
 check "the keep file records the file score's NAME" python3 -c "import h5py,sys; \
 v=h5py.File(sys.argv[1],'r').attrs['score']; v=v.decode() if isinstance(v,bytes) else str(v); \
 sys.exit(v.strip('\0')!='f32')" "$dir/f.h5"
-check "--list-scores shows the file row" \
-  bash -c "\"$OBCACHE\" evict --list-scores | grep -q '^NAME=file:PATH\[:DATASET\]'"
+check "evict --help names the file form" \
+  bash -c "\"$OBCACHE\" evict --help | grep -q 'NAME=file:PATH\[:DATASET\]'"
 
 # replay --sweep: the file's score and the built-in keep the same sets.
 mkdir -p "$dir/keep"
