@@ -11,7 +11,8 @@
 # a NAME that is a built-in's, one with other characters, and one too long.
 # analyze --score reports the file's score's recall next to the quantities,
 # equal to the quantity the file holds, against both oracles; a bad file
-# stops it with no output folder and no --scores-out file.
+# stops it with no output folder and no --scores-out file. eval refuses a
+# file's score: it captures a trace per sample, the file fits one.
 set -u
 . "$(dirname "$0")/lib.sh"
 OBCACHE=${OBCACHE:?set OBCACHE to the obcache binary}
@@ -127,5 +128,8 @@ expect_refused "analyze: a quantity's name" "obc_vk is taken" \
   "$OBCACHE" analyze "$T" --score "obc_vk=file:$dir/copy.h5" -o "$dir/an3"
 expect_refused "analyze: a NAME twice" "m is taken" \
   "$OBCACHE" analyze "$T" --score "m=file:$dir/copy.h5,m=file:$dir/S.h5:attn" -o "$dir/an3"
+expect_refused "eval: a score from a file (a trace per sample)" "eval captures a trace per sample" \
+  "$OBCACHE" eval --tasks niah_single_1 --lengths 512 --samples 1 \
+  --scores "m=file:$dir/S.h5:obc_vk" -o "$dir/k.h5"
 
 finish
