@@ -68,6 +68,9 @@ check "an h5py copy in float32 is taken" \
 check "the keep file records the file score's NAME" python3 -c "import h5py,sys; \
 v=h5py.File(sys.argv[1],'r').attrs['score']; v=v.decode() if isinstance(v,bytes) else str(v); \
 sys.exit(v.strip('\0')!='f32')" "$dir/f.h5"
+check "the keep file records the file score's file" python3 -c "import h5py,sys; \
+v=h5py.File(sys.argv[1],'r').attrs['score_file']; v=v.decode() if isinstance(v,bytes) else str(v); \
+sys.exit(v.strip('\0')!=sys.argv[2])" "$dir/f.h5" "$dir/f32.h5"
 check "evict --help names the file form" \
   bash -c "\"$OBCACHE\" evict --help | grep -q 'NAME=file:PATH\[:DATASET\]'"
 
