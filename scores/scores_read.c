@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/obc_child.h"
 #include "common/obc_error.h"
 #include "common/obc_text.h"
 #include "traces/trace_h5.h"
@@ -189,7 +190,7 @@ int scores_file_spec_parse(const char *option, const char *text, ScoresFileSpec 
   return OBC_OK;
 }
 
-int scores_read(const ScoresReadRequest *r, double *out) {
+static int read_unlocked(const ScoresReadRequest *r, double *out) {
   trace_h5_silence();
   FILE *probe = fopen(r->path, "rb");
   if (!probe) return obc_fail(OBC_EIO, "%s: cannot open: %s", r->path, strerror(errno));
@@ -217,5 +218,16 @@ int scores_read(const ScoresReadRequest *r, double *out) {
   if (!rc) rc = read_values(r, set, *name == '/' ? name + 1 : name, out);
   if (set >= 0) H5Dclose(set);
   H5Fclose(file);
+  return rc;
+}
+
+/* HDF5 calls are serialised by the critical section obc_hdf5 the trace
+ * reader takes (traces/trace_read.c): scores may be read while another
+ * thread reads a trace. A child of obc_child_run has one thread. */
+int scores_read(const ScoresReadRequest *r, double *out) {
+  int rc = OBC_OK;
+  if (obc_child_active()) return read_unlocked(r, out);
+#pragma omp critical(obc_hdf5)
+  rc = read_unlocked(r, out);
   return rc;
 }
