@@ -12,7 +12,9 @@
 # analyze --score reports the file's score's recall next to the quantities,
 # equal to the quantity the file holds, against both oracles; a bad file
 # stops it with no output folder and no --scores-out file. eval refuses a
-# file's score: it captures a trace per sample, the file fits one.
+# file's score: it captures a trace per sample, the file fits one. With
+# the model, replay --sweep's model replay gives the file's score the
+# built-in's numbers.
 set -u
 . "$(dirname "$0")/lib.sh"
 OBCACHE=${OBCACHE:?set OBCACHE to the obcache binary}
@@ -134,5 +136,31 @@ expect_refused "analyze: a NAME twice" "m is taken" \
 expect_refused "eval: a score from a file (a trace per sample)" "eval captures a trace per sample" \
   "$OBCACHE" eval --tasks niah_single_1 --lengths 512 --samples 1 \
   --scores "m=file:$dir/S.h5:obc_vk" -o "$dir/k.h5"
+
+# With the model: on a captured trace (its candidates end before the
+# prompt does, so evict's --scores-out is the file), model replay in the
+# sweep gives the file's score the built-in's every number.
+MODEL=${OBC_MODEL:-}
+if [ -n "$MODEL" ] && [ -e "$MODEL" ]; then
+  REAL=$dir/real.h5
+  "$OBCACHE" capture --length 256 --depth 50 --haystack kjv --seed 3 --rows 128 --decode 2 \
+    --model "$MODEL" -o "$REAL" >/dev/null 2>&1 || fatal "capture with the model"
+  if "$OBCACHE" evict "$REAL" --protocol aware --score obc_vk --scores-out "$dir/RE.h5" \
+    -o "$dir/rk.h5" >/dev/null 2>"$dir/err" &&
+    "$OBCACHE" replay --sweep "$REAL" --protocol aware --budgets 20%,40 \
+      --scores "mine=file:$dir/RE.h5,obc_vk" --model "$MODEL" -o "$dir/rsweep" \
+      >/dev/null 2>>"$dir/err"; then
+    check "model replay sweep: mine's rows are obc_vk's" python3 -c "import csv,sys; \
+rows=list(csv.DictReader(open(sys.argv[1]))); \
+key=lambda r: (r['budget'], r['protocol']); \
+a={key(r): {k: v for k, v in r.items() if k != 'score'} for r in rows if r['score']=='mine'}; \
+b={key(r): {k: v for k, v in r.items() if k != 'score'} for r in rows if r['score']=='obc_vk'}; \
+sys.exit(not a or a != b)" "$dir/rsweep/replay_sweep.csv"
+  else
+    fail "model replay sweep with a file score: $(cat "$dir/err")"
+  fi
+else
+  echo "skip  model replay of a file score (OBC_MODEL not set or missing)"
+fi
 
 finish
