@@ -17,11 +17,11 @@
 /* Whether text is spelled NAME=file:... */
 bool evict_score_file_spelled(const char *text);
 /* Parses NAME=file:PATH[:DATASET] (scores_file_spec_parse), checks that
- * NAME is no row's and records it; NAME already recorded
- * must name the same file and dataset. A recorded NAME alone is taken as
- * it is. Copies NAME into name (size). */
+ * NAME is no row's and records it; NAME already recorded must name the
+ * same file and dataset. A recorded NAME alone is taken as it is. Copies
+ * NAME into name (size). */
 int evict_score_file_resolve(const char *text, char *name, size_t size);
-/* Whether NAME was recorded by evict_score_file_register. */
+/* Whether NAME was recorded by evict_score_file_resolve. */
 bool evict_score_file_known(const char *name);
 /* The path and dataset ("" when left out) of a recorded NAME, or NULL. */
 const char *evict_score_file_path(const char *name);
