@@ -58,6 +58,13 @@ static size_t bias_share_index(const AnalysisResult *result, const AnalysisConfi
          config->buckets;
 }
 
+size_t analysis_file_recall_index(const AnalysisResult *result, const AnalysisConfig *config,
+                                  size_t ref, size_t head, size_t f, size_t r, size_t k) {
+  return (((ref * result->n_heads + head) * config->n_file_scores + f) * result->n_recents + r) *
+             config->n_topk +
+         k;
+}
+
 size_t analysis_recall_stride(const AnalysisResult *result, const AnalysisConfig *config) {
   return result->n_heads * OBC_Q_COUNT * config->n_windows * result->n_recents * config->n_topk;
 }
@@ -69,6 +76,7 @@ const char *analysis_reference_name(const AnalysisResult *result, int reference)
 
 void analysis_result_free(AnalysisResult *result) {
   free(result->recall);
+  free(result->file_recall);
   free(result->needle);
   free(result->pairs);
   free(result->spearman);
@@ -184,8 +192,14 @@ static int result_alloc(AnalysisResult *result, const AnalysisConfig *config, bo
   result->bias_norm = obc_calloc((OBC_Q_COUNT + 1) * config->n_windows * config->buckets,
                                  sizeof(double), "bias scores");
   result->taylor = obc_malloc(taylor_capacity * sizeof(AnalysisTaylorPoint), "Taylor points");
-  if (!result->recall || (has_needle && !result->needle) || !result->spearman ||
-      !result->bias_share || !result->bias_norm || !result->taylor)
+  if (config->n_file_scores)
+    result->file_recall =
+        obc_malloc(result->n_references * result->n_heads * config->n_file_scores *
+                       result->n_recents * config->n_topk * sizeof(double),
+                   "file scores' recall");
+  if ((config->n_file_scores && !result->file_recall) || !result->recall ||
+      (has_needle && !result->needle) || !result->spearman || !result->bias_share ||
+      !result->bias_norm || !result->taylor)
     return OBC_ENOMEM;
   return OBC_OK;
 }
@@ -261,6 +275,50 @@ static void reduce_task(const ReduceContext *ctx, AnalysisResult *result, const 
       for (size_t i = 0; i < B; i++) acc[i] += share[i];
     }
   }
+}
+
+/* The recall of one file score for one head (after reduce_oracle), as
+ * reduce_task computes a quantity's. score: (n_prompt). */
+static void reduce_file_score(const ReduceContext *ctx, AnalysisResult *result,
+                              const HeadBuffers *b, const double *score, size_t head, size_t f,
+                              ThreadScratch *t) {
+  const AnalysisConfig *config = ctx->config;
+  size_t s = ctx->n_prompt;
+  const StatsRankPair *sorted = stats_sort_values(score, s, t->pairs);
+  for (size_t ri = 0; ri < result->n_recents; ri++) {
+    size_t r = result->recents[ri];
+    if (ctx->max_k > r) select_rank_top_sorted(sorted, s, s - r, ctx->max_k - r, t->ranked);
+    for (size_t ki = 0; ki < config->n_topk; ki++) {
+      size_t k = config->topk[ki];
+      if (k > r) select_budget_from_ranking(t->ranked, s, k, r, t->selected);
+      for (size_t ref = 0; ref < result->n_references; ref++)
+        result->file_recall[analysis_file_recall_index(result, config, ref, head, f, ri, ki)] =
+            k <= r ? NAN : select_recall(t->selected, k, b->oracle_rank_of[ref]);
+    }
+  }
+}
+
+/* The file scores of every (layer, KV head), read before the analysis so
+ * that a bad file stops it at once: values[f] (n_layers, n_kv_heads,
+ * n_prompt), malloc'd. */
+static int read_file_scores(TraceReader *reader, const AnalysisConfig *config,
+                            double *values[OBC_ANALYSIS_MAX_FILE_SCORES]) {
+  const TraceMeta *meta = trace_meta(reader);
+  size_t cells = meta->model.n_layers * meta->model.n_kv_heads * meta->n_prompt;
+  int rc = OBC_OK;
+  for (size_t f = 0; f < config->n_file_scores && !rc; f++) {
+    const ScoresFileSpec *spec = &config->file_scores[f];
+    values[f] = obc_malloc((cells + 1) * sizeof(double), "file scores");
+    if (!values[f]) return OBC_ENOMEM;
+    ScoresReadRequest request = {.path = spec->path,
+                                 .dataset = spec->dataset,
+                                 .trace_hash = meta->content_hash,
+                                 .n_layers = meta->model.n_layers,
+                                 .n_kv_heads = meta->model.n_kv_heads,
+                                 .n_positions = meta->n_prompt};
+    if ((rc = scores_read(&request, values[f]))) obc_fail_context(rc, "--score %s", spec->name);
+  }
+  return rc;
 }
 
 /* Every reduction of one head: the oracle's, then (quantity, window) tasks in
@@ -448,7 +506,9 @@ int analysis_run(TraceReader *reader, const AnalysisConfig *config, bool progres
     analysis_result_free(result);
     return rc;
   }
-  if (config->scores_out) rc = open_scores_file(config, result, reader, &scores_file);
+  double *file_values[OBC_ANALYSIS_MAX_FILE_SCORES] = {NULL};
+  rc = read_file_scores(reader, config, file_values);
+  if (!rc && config->scores_out) rc = open_scores_file(config, result, reader, &scores_file);
 
   for (size_t layer = 0; layer < result->n_layers && !rc; layer++) {
     for (size_t g = 0; g < result->n_kv_heads && !rc; g++) {
@@ -470,6 +530,8 @@ int analysis_run(TraceReader *reader, const AnalysisConfig *config, bool progres
       }
       double t3 = obc_now_seconds();
       reduce_head(&ctx, result, &b, head, &t);
+      for (size_t f = 0; f < config->n_file_scores; f++)
+        reduce_file_score(&ctx, result, &b, file_values[f] + head * meta->n_prompt, head, f, &t);
       double t4 = obc_now_seconds();
       result->seconds_read += t1 - t0;
       result->seconds_sweep += t2 - t1;
@@ -488,6 +550,7 @@ int analysis_run(TraceReader *reader, const AnalysisConfig *config, bool progres
   }
   head_buffers_free(&b);
   thread_scratch_free(&t);
+  for (size_t f = 0; f < OBC_ANALYSIS_MAX_FILE_SCORES; f++) free(file_values[f]);
   if (!rc && scores_file) {
     rc = scores_file_commit(scores_file);
     scores_file = NULL;

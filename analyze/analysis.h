@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "scores/scores.h"
+#include "scores/scores_read.h"
 #include "oracle/oracle_steps.h"
 #include "traces/trace.h"
 
@@ -22,6 +23,7 @@
 #define OBC_ANALYSIS_DEFAULT_BUCKETS 20
 #define OBC_ANALYSIS_DEFAULT_TAYLOR_POINTS 4000
 #define OBC_ANALYSIS_MAX_REFERENCES 3
+#define OBC_ANALYSIS_MAX_FILE_SCORES 8 /* --score NAME=file:PATH[:DATASET] */
 
 /* What to compute. Lists hold what the user asked for; analysis_config_resolve
  * fills the defaults from the trace, sorts and validates. */
@@ -40,6 +42,10 @@ typedef struct {
   size_t taylor_points;   /* points of taylor.csv in total */
   size_t threads;         /* 0 = OpenMP default */
   const char *scores_out; /* per-token quantities at the main window; NULL = none */
+  /* Scores read from files (scores/scores_read.h), ranked beside the
+   * quantities: they have no window. */
+  ScoresFileSpec file_scores[OBC_ANALYSIS_MAX_FILE_SCORES];
+  size_t n_file_scores;
 } AnalysisConfig;
 
 void analysis_config_default(AnalysisConfig *config);
@@ -80,7 +86,11 @@ typedef struct {
   /* (n_references, n_heads, OBC_Q_COUNT, n_windows, n_recents, n_topk); NaN
    * where k <= r. Reference i starts at i * analysis_recall_stride. */
   double *recall;
-  /* Same shape: share of the "needle" span kept; NULL without that span. */
+  /* The file scores' recall (config->file_scores), no window:
+   * (n_references, n_heads, n_file_scores, n_recents, n_topk); NaN where
+   * k <= r; NULL without file scores. */
+  double *file_recall;
+  /* Same shape as recall: share of the "needle" span kept; NULL without that span. */
   double *needle;
   size_t n_pairs;
   AnalysisSpearmanPair *pairs; /* (n_pairs) */
@@ -107,6 +117,10 @@ void analysis_result_free(AnalysisResult *result);
 /* Index helpers for the result arrays. */
 size_t analysis_recall_index(const AnalysisResult *result, const AnalysisConfig *config,
                              size_t head, size_t q, size_t w, size_t r, size_t k);
+
+/* The entry of result->file_recall. */
+size_t analysis_file_recall_index(const AnalysisResult *result, const AnalysisConfig *config,
+                                  size_t ref, size_t head, size_t f, size_t r, size_t k);
 
 /* Entries of one reference's block of result->recall. */
 size_t analysis_recall_stride(const AnalysisResult *result, const AnalysisConfig *config);

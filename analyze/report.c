@@ -43,6 +43,14 @@ static size_t recall_head_stride(const AnalysisConfig *config, const AnalysisRes
   return OBC_Q_COUNT * config->n_windows * result->n_recents * config->n_topk;
 }
 
+/* Mean, min and max over heads of a file score's recall. */
+static size_t summarise_file(const AnalysisConfig *config, const AnalysisResult *result, size_t ref,
+                             size_t f, size_t ri, size_t ki, double *mean, double *lo, double *hi) {
+  size_t at = analysis_file_recall_index(result, config, ref, 0, f, ri, ki);
+  size_t stride = config->n_file_scores * result->n_recents * config->n_topk;
+  return summarise(result->file_recall + at, result->n_heads, stride, mean, lo, hi);
+}
+
 static int write_recall_files(ObcOutputSet *set, const AnalysisConfig *config,
                               const AnalysisResult *result) {
   FILE *all, *layers, *heads;
@@ -63,6 +71,16 @@ static int write_recall_files(ObcOutputSet *set, const AnalysisConfig *config,
                     score_quantity_name((ScoreQuantity)q), config->windows[w], result->recents[ri],
                     config->topk[ki], result->reference_names[ref], mean, lo, hi);
           }
+  for (size_t ref = 0; ref < result->n_references; ref++) /* files: no window (0) */
+    for (size_t f = 0; f < config->n_file_scores; f++)
+      for (size_t ri = 0; ri < result->n_recents; ri++)
+        for (size_t ki = 0; ki < config->n_topk; ki++) {
+          double mean, lo, hi;
+          if (!summarise_file(config, result, ref, f, ri, ki, &mean, &lo, &hi)) continue;
+          fprintf(all, "%s,0,%zu,%zu,%s,%.9g,%.9g,%.9g\n", config->file_scores[f].name,
+                  result->recents[ri], config->topk[ki], result->reference_names[ref], mean, lo,
+                  hi);
+        }
   if ((rc = obc_output_close(set, all))) return rc;
 
   if ((rc = obc_output_open(set, "recall_layers.csv", &layers))) return rc;
@@ -293,6 +311,24 @@ static cJSON *recall_json(const AnalysisConfig *config, const AnalysisResult *re
 /* Per score: recall and Spearman against the main reference (--oracle), the
  * same against every reference (recall_by_reference, spearman_by_reference)
  * and the Taylor score's Spearman with its exact error. */
+/* recall_json of file score f. */
+static cJSON *file_recall_json(const AnalysisConfig *config, const AnalysisResult *result,
+                               size_t ref, size_t f) {
+  cJSON *recall = cJSON_CreateObject();
+  for (size_t ri = 0; ri < result->n_recents; ri++) {
+    char key[32];
+    snprintf(key, sizeof key, "recent=%zu", result->recents[ri]);
+    cJSON *by_k = cJSON_AddObjectToObject(recall, key);
+    for (size_t ki = 0; ki < config->n_topk; ki++) {
+      double mean, lo, hi;
+      if (!summarise_file(config, result, ref, f, ri, ki, &mean, &lo, &hi)) continue;
+      snprintf(key, sizeof key, "%zu", config->topk[ki]);
+      cJSON_AddNumberToObject(by_k, key, mean);
+    }
+  }
+  return recall;
+}
+
 static cJSON *summary_json(const AnalysisConfig *config, const AnalysisResult *result) {
   cJSON *summary = cJSON_CreateObject();
   size_t w = window_index(config, config->main_window);
@@ -317,6 +353,17 @@ static cJSON *summary_json(const AnalysisConfig *config, const AnalysisResult *r
         double r2 = mean_spearman(config, result, q, result->pairs[pi].reference, w);
         if (!isnan(r2)) cJSON_AddNumberToObject(entry, "spearman_exact", r2);
       }
+  }
+  for (size_t f = 0; f < config->n_file_scores; f++) {
+    const ScoresFileSpec *spec = &config->file_scores[f];
+    cJSON *entry = cJSON_AddObjectToObject(scores, spec->name);
+    cJSON_AddStringToObject(entry, "file", spec->path);
+    if (*spec->dataset) cJSON_AddStringToObject(entry, "dataset", spec->dataset);
+    cJSON_AddItemToObject(entry, "recall", file_recall_json(config, result, 0, f));
+    cJSON *by_ref = cJSON_AddObjectToObject(entry, "recall_by_reference");
+    for (size_t ref = 0; ref < result->n_references; ref++)
+      cJSON_AddItemToObject(by_ref, result->reference_names[ref],
+                            file_recall_json(config, result, ref, f));
   }
   return summary;
 }
@@ -395,6 +442,21 @@ void analysis_print_summary(FILE *out, const char *trace_path, const TraceMeta *
     fprintf(out, " %10.3f", mean_spearman(config, result, q, OBC_REF_ORACLE(0), w));
     for (size_t ref = 1; ref < result->n_references; ref++)
       fprintf(out, " %14.3f", mean_recall(config, result, ref, q, w, 0, ki));
+    fprintf(out, "\n");
+  }
+  for (size_t f = 0; f < config->n_file_scores; f++) { /* no window, no Spearman */
+    double mean, lo, hi;
+    summarise_file(config, result, 0, f, 0, ki, &mean, &lo, &hi);
+    fprintf(out, "  %-9s %8.3f", config->file_scores[f].name, mean);
+    if (result->n_recents > 1) {
+      summarise_file(config, result, 0, f, 1, ki, &mean, &lo, &hi);
+      fprintf(out, " %8.3f", mean);
+    }
+    fprintf(out, " %10s", "-");
+    for (size_t ref = 1; ref < result->n_references; ref++) {
+      summarise_file(config, result, ref, f, 0, ki, &mean, &lo, &hi);
+      fprintf(out, " %14.3f", mean);
+    }
     fprintf(out, "\n");
   }
 }

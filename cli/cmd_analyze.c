@@ -14,6 +14,7 @@
 #include "common/obc_error.h"
 #include "common/obc_file.h"
 #include "common/obc_options.h"
+#include "common/obc_parse.h"
 #include "common/obc_text.h"
 #include "common/obc_thread.h"
 
@@ -72,6 +73,33 @@ static int parse_precision(void *target, const char *option, const char *value) 
   return OBC_OK;
 }
 
+/* --score NAME=file:PATH[:DATASET][,...]: scores from files, appended;
+ * a NAME must be no quantity's, no reference's and given once. */
+static int parse_file_scores(void *target, const char *option, const char *value) {
+  AnalysisConfig *c = target;
+  char buf[4096], *items[OBC_ANALYSIS_MAX_FILE_SCORES];
+  size_t n = 0;
+  int rc = obc_split_list(option, value, buf, sizeof buf, items, OBC_ANALYSIS_MAX_FILE_SCORES, &n);
+  for (size_t i = 0; i < n && !rc; i++) {
+    if (c->n_file_scores == OBC_ANALYSIS_MAX_FILE_SCORES)
+      return obc_fail(OBC_EINVAL, "%s: at most %d scores from files", option,
+                      OBC_ANALYSIS_MAX_FILE_SCORES);
+    ScoresFileSpec *spec = &c->file_scores[c->n_file_scores];
+    if ((rc = scores_file_spec_parse(option, items[i], spec))) break;
+    bool taken = !strncmp(spec->name, "oracle", 6);
+    for (int q = 0; q < OBC_Q_COUNT; q++) taken |= !strcmp(spec->name, score_quantity_name(q));
+    for (size_t j = 0; j < c->n_file_scores; j++)
+      taken |= !strcmp(spec->name, c->file_scores[j].name);
+    if (taken)
+      return obc_fail(OBC_EINVAL,
+                      "%s %s: %s is taken (by a quantity, a reference or another --score); name "
+                      "the file's score otherwise",
+                      option, items[i], spec->name);
+    c->n_file_scores++;
+  }
+  return rc;
+}
+
 static int parse_args(int argc, char **argv, AnalyzeArgs *args, bool *help) {
   AnalysisConfig *c = &args->config;
   ObcSizeList windows = {c->windows, &c->n_windows, OBC_ANALYSIS_MAX_LIST};
@@ -112,6 +140,12 @@ static int parse_args(int argc, char **argv, AnalyzeArgs *args, bool *help) {
           "--scores-out", "FILE.h5", &c->scores_out,
           "write every per-token quantity at the main window (datasets attn ... remove, oracle@1, "
           "oracle@T [, the --oracle one], each float64 [layers, kv_heads, n_prompt])"),
+      OBC_OPT_CUSTOM(
+          "--score", "NAME=file:PATH[:DATASET]", c, parse_file_scores,
+          "also rank tokens by a score read from an HDF5 file of this trace (its trace_hash; "
+          "float32/float64 [layers, kv_heads, >= n_prompt]; DATASET may be left out when the "
+          "file holds one): reported as NAME beside the quantities, with no window (0 in the "
+          "CSVs). Repeatable, or a comma list; a --scores-out file is valid input"),
       OBC_OPT_FLAG("--quiet", &args->quiet,
                    "no progress line (shown on a terminal) and no summary table"),
   };

@@ -19,6 +19,7 @@
 #include "eval/eval.h"
 #include "evict/policy_args.h"
 #include "evict/preset.h"
+#include "evict/score_file.h"
 #include "model/model.h"
 #include "plots/plot.h"
 #include "plots/plot_eval.h"
@@ -232,6 +233,13 @@ static int resolve_lists(EvalArgs *a) {
       if (!rc) snprintf(c->scores[i], sizeof c->scores[i], "%s", probe.score);
     }
   }
+  for (size_t i = 0; i < c->n_scores && !rc; i++)
+    if (evict_score_file_known(c->scores[i]))
+      rc = obc_fail(OBC_EINVAL,
+                    "--scores %s: a score from a file fits the one trace whose hash it records, "
+                    "and eval captures a trace per sample (hint: evict or replay --sweep on a "
+                    "sample's trace, kept with --keep-traces)",
+                    c->scores[i]);
   for (size_t i = 0; i < c->n_scores && !rc; i++)
     if (!strcmp(c->scores[i], EVAL_ORACLE))
       rc = obc_fail(OBC_EINVAL, "--scores: %s is always replayed, as the reference", EVAL_ORACLE);

@@ -34,10 +34,13 @@ static const char *usage =
 
 /* --list-scores: the table of score sources, a tab-separated line a row. */
 static void print_scores(void) {
-  static const char *const kinds[] = {
-      [EVICT_SCORE_QUANTITY] = "quantity",     [EVICT_SCORE_RANDOM] = "random",
-      [EVICT_SCORE_RECENCY] = "recency",       [EVICT_SCORE_ORACLE] = "reference",
-      [EVICT_SCORE_DECODE_ATTN] = "reference", [EVICT_SCORE_PRESET] = "method"};
+  static const char *const kinds[] = {[EVICT_SCORE_QUANTITY] = "quantity",
+                                      [EVICT_SCORE_RANDOM] = "random",
+                                      [EVICT_SCORE_RECENCY] = "recency",
+                                      [EVICT_SCORE_ORACLE] = "reference",
+                                      [EVICT_SCORE_DECODE_ATTN] = "reference",
+                                      [EVICT_SCORE_PRESET] = "method",
+                                      [EVICT_SCORE_FILE] = "file"};
   for (size_t i = 0; i < evict_source_count(); i++) {
     const EvictSource *row = evict_source_at(i);
     printf("%s\t%s\t%s\t%s\n", row->name, kinds[row->kind], row->pairs ? "pairs" : "-",

@@ -130,7 +130,8 @@ static int parse_args(int argc, char **argv, ReplayArgs *a, bool *help) {
   snprintf(scores_help, sizeof scores_help,
            "the scores swept, as --score names them (oracle and decode_attn without @steps "
            "take --oracle: 1 and T); each entry is its own policy, so oracle@1 and oracle@T "
-           "sit side by side");
+           "sit side by side; NAME=file:PATH[:DATASET] sweeps a score read from a file "
+           "(docs/CLI.md, \"Scores from a file\")");
   const ObcOption own[] = {
       OBC_OPT_FLAG("--offline", &a->offline, "offline replay from the trace alone (see above)"),
       OBC_OPT_TEXT("--keep", "KEEP.h5", &a->keep_path,

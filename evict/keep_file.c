@@ -22,6 +22,7 @@
 #include "evict/keep_legacy.h"
 #include "evict/policy.h"
 #include "evict/preset.h"
+#include "evict/score_file.h"
 #include "traces/trace_format.h"
 #include "traces/trace_h5.h"
 
@@ -59,6 +60,7 @@ static const char *kind_name(const EvictSource *source) {
     case EVICT_SCORE_ORACLE: return "oracle";
     case EVICT_SCORE_DECODE_ATTN: return "decode_attn";
     case EVICT_SCORE_PRESET: return "preset";
+    case EVICT_SCORE_FILE: return "file";
     default: return "quantity";
   }
 }
@@ -114,6 +116,12 @@ int evict_keep_write(const char *path, const EvictKeepSet *k, const char *trace_
   hsize_t mask_dims[3] = {k->n_layers, k->n_kv_heads, k->n_prompt};
   hsize_t count_dims[2] = {k->n_layers, k->n_kv_heads};
   hsize_t list_dims[3] = {k->n_layers, k->n_kv_heads, max_kept};
+  char score_file[1200] = ""; /* a score from a file: PATH[:DATASET] */
+  if (p->source && p->source->kind == EVICT_SCORE_FILE && evict_score_file_path(p->score)) {
+    const char *dataset = evict_score_file_dataset(p->score);
+    snprintf(score_file, sizeof score_file, "%s%s%s", evict_score_file_path(p->score),
+             *dataset ? ":" : "", dataset);
+  }
   errno = 0; /* HDF5 keeps the errno of a failed write */
   bool ok =
       write_dataset(file, "keep", H5T_STD_U8LE, H5T_NATIVE_UCHAR, 3, mask_dims, k->keep) >= 0 &&
@@ -127,6 +135,7 @@ int evict_keep_write(const char *path, const EvictKeepSet *k, const char *trace_
       trace_h5_attr_write_str(tmp, file, "command_line", command_line ? command_line : "") == 0 &&
       trace_h5_attr_write_str(tmp, file, "score", p->score) == 0 &&
       trace_h5_attr_write_str(tmp, file, "score_kind", kind_name(p->source)) == 0 &&
+      (!*score_file || trace_h5_attr_write_str(tmp, file, "score_file", score_file) == 0) &&
       trace_h5_attr_write_str(tmp, file, "budget_given", p->budget_text) == 0 &&
       trace_h5_attr_write_str(tmp, file, "budget_rule", evict_budget_rule_name(p->budget_rule)) ==
           0 &&

@@ -14,6 +14,7 @@
 #include "common/obc_error.h"
 #include "common/obc_parse.h"
 #include "common/obc_text.h"
+#include "evict/score_file.h"
 
 void evict_policy_default(EvictPolicy *p) {
   memset(p, 0, sizeof *p);
@@ -46,7 +47,8 @@ void evict_policy_score_help(char *out, size_t size) {
            "queries of the --oracle steps; like oracle, it sees the answer); oracle@1, "
            "oracle@T, oracle@a-b, decode_attn@a-b name the steps directly. Published methods, "
            "each as its reference implementation runs it: %s; METHOD+obc_v|obc_k|obc_vk puts "
-           "OBCache's score inside one",
+           "OBCache's score inside one. NAME=file:PATH[:DATASET] reads a score from an HDF5 "
+           "file of the same trace (a --scores-out file, for one) and keeps it as the quantities",
            quantities, methods);
 }
 
@@ -61,6 +63,14 @@ static int unknown_score(const char *name) {
 int evict_policy_set_score(EvictPolicy *p, const char *given) {
   char name[sizeof p->score], shown[96];
   obc_text_escape(shown, sizeof shown, given, false);
+  if (evict_score_file_spelled(given) || evict_score_file_known(given)) {
+    int rc = evict_score_file_resolve(given, name, sizeof name);
+    if (rc) return rc;
+    p->source = evict_source_file();
+    p->inner = EVICT_PRESET_INNER_ATTN;
+    snprintf(p->score, sizeof p->score, "%s", name);
+    return OBC_OK;
+  }
   if (strlen(given) >= sizeof name)
     return obc_fail(OBC_EINVAL, "--score %s: longer than %zu characters", shown, sizeof name - 1);
   evict_policy_canonical_score(given, name, sizeof name);

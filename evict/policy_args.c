@@ -7,6 +7,7 @@
 
 #include "common/obc_error.h"
 #include "common/obc_parse.h"
+#include "evict/score_file.h"
 
 /* Adapters from the evict_policy_set_* setters to ObcOptionParse. */
 static int parse_score(void *p, const char *o, const char *v) {
@@ -170,7 +171,8 @@ int evict_parse_names(const char *option, const char *text, char (*names)[32], s
     if ((rc = check(&probe, items[i]))) break;
     char name[64]; /* scores under their recorded name (evict_policy_canonical_score) */
     snprintf(name, sizeof name, "%s", check == evict_policy_set_score ? probe.score : items[i]);
-    if (strlen(items[i]) >= 32 || strlen(name) >= 32)
+    bool spelled_file = check == evict_policy_set_score && evict_score_file_spelled(items[i]);
+    if ((strlen(items[i]) >= 32 && !spelled_file) || strlen(name) >= 32)
       return obc_fail(OBC_EINVAL, "%s: at most %zu entries of < 32 characters", option, max);
     snprintf(names[(*count)++], 32, "%s", name);
   }

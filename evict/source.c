@@ -6,6 +6,7 @@
 
 #include "evict/generic.h"
 #include "evict/preset.h"
+#include "evict/score_file.h"
 #include "scores/scores.h"
 
 /* An analyser quantity over the window of prompt rows ending at the last
@@ -138,6 +139,20 @@ static const EvictSource sources[] = {
              SNAPKV, .allocation = EVICT_ALLOC_ADAKV),
 };
 enum { N_SOURCES = sizeof sources / sizeof sources[0] };
+
+/* Scores read from a file, kept as the quantities are. */
+static const EvictSource file_source = {
+    .name = "file",
+    .kind = EVICT_SCORE_FILE,
+    .describe =
+        "NAME=file:PATH[:DATASET]: per-token scores (layers, KV heads, positions) read "
+        "from an HDF5 file of the same trace (its trace_hash), kept as the quantities are",
+    .planes = 1,
+    .count = evict_generic_count,
+    .scores = evict_file_scores,
+    .keep = evict_generic_keep};
+
+const EvictSource *evict_source_file(void) { return &file_source; }
 
 size_t evict_source_count(void) { return N_SOURCES; }
 

@@ -27,7 +27,8 @@ typedef enum {
   EVICT_SCORE_RECENCY,      /* recency: sinks + the most recent positions */
   EVICT_SCORE_ORACLE,       /* oracle@a-b, the true eviction error (a reference) */
   EVICT_SCORE_DECODE_ATTN,  /* attention mass from the decode queries of steps a-b */
-  EVICT_SCORE_PRESET        /* a published method as a whole (evict/preset.h) */
+  EVICT_SCORE_PRESET,       /* a published method as a whole (evict/preset.h) */
+  EVICT_SCORE_FILE          /* NAME=file:PATH[:DATASET], read from a file (evict/score_file.h) */
 } EvictScoreKind;
 
 /* How kept counts are spread over a layer's KV heads. PYRAMID (pyramidkv
@@ -122,6 +123,9 @@ size_t evict_source_count(void);
 const EvictSource *evict_source_at(size_t i);
 /* The row named by the first len characters of name, or NULL. */
 const EvictSource *evict_source_find(const char *name, size_t len);
+/* The row of scores read from a file (NAME=file:PATH[:DATASET]): not
+ * among the rows above, as its name is the user's. */
+const EvictSource *evict_source_file(void);
 /* The names of the rows of one kind, comma-separated, into out. */
 void evict_source_names(EvictScoreKind kind, char *out, size_t size);
 
