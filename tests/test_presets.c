@@ -9,6 +9,7 @@
  * kvpress's formulas by tests/test_presets_reference.py. */
 #include <check.h>
 #include <float.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
