@@ -35,7 +35,8 @@ if [ "$tests" = 1 ]; then
   # build tree and fuzzers of `make test`. slurm-wlm and munge: the one-node
   # cluster of tests/test_slurm.sh.
   APT_PACKAGES+=(clang-format clang-14 libclang-rt-14-dev libomp-14-dev slurm-wlm munge)
-  PY_PACKAGES+=(numpy h5py gguf tokenizers safetensors transformers sentencepiece protobuf)
+  PY_PACKAGES+=(numpy h5py gguf tokenizers safetensors transformers sentencepiece protobuf
+    setuptools wheel)
 fi
 if [ "$list" = 1 ]; then
   echo "apt: ${APT_PACKAGES[*]}"
