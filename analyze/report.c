@@ -290,16 +290,29 @@ static size_t window_index(const AnalysisConfig *config, size_t window) {
   return 0;
 }
 
-/* {"recent=R": {"k": recall}} of quantity q at window w against reference ref. */
+/* The mean recall of one (recent, k) cell of row i (a quantity at window
+ * w, or a file score) against reference ref; NaN when not reported. */
+typedef double (*RecallMean)(const AnalysisConfig *config, const AnalysisResult *result, size_t ref,
+                             size_t i, size_t w, size_t ri, size_t ki);
+
+/* mean_recall's twin for file score f (no window). */
+static double file_mean_recall(const AnalysisConfig *config, const AnalysisResult *result,
+                               size_t ref, size_t f, size_t w, size_t ri, size_t ki) {
+  (void)w;
+  double mean, lo, hi;
+  return summarise_file(config, result, ref, f, ri, ki, &mean, &lo, &hi) ? mean : NAN;
+}
+
+/* {"recent=R": {"k": recall}} of row i at window w against reference ref. */
 static cJSON *recall_json(const AnalysisConfig *config, const AnalysisResult *result, size_t ref,
-                          size_t q, size_t w) {
+                          size_t i, size_t w, RecallMean mean) {
   cJSON *recall = cJSON_CreateObject();
   for (size_t ri = 0; ri < result->n_recents; ri++) {
     char key[32];
     snprintf(key, sizeof key, "recent=%zu", result->recents[ri]);
     cJSON *by_k = cJSON_AddObjectToObject(recall, key);
     for (size_t ki = 0; ki < config->n_topk; ki++) {
-      double v = mean_recall(config, result, ref, q, w, ri, ki);
+      double v = mean(config, result, ref, i, w, ri, ki);
       if (isnan(v)) continue;
       snprintf(key, sizeof key, "%zu", config->topk[ki]);
       cJSON_AddNumberToObject(by_k, key, v);
@@ -311,24 +324,6 @@ static cJSON *recall_json(const AnalysisConfig *config, const AnalysisResult *re
 /* Per score: recall and Spearman against the main reference (--oracle), the
  * same against every reference (recall_by_reference, spearman_by_reference)
  * and the Taylor score's Spearman with its exact error. */
-/* recall_json of file score f. */
-static cJSON *file_recall_json(const AnalysisConfig *config, const AnalysisResult *result,
-                               size_t ref, size_t f) {
-  cJSON *recall = cJSON_CreateObject();
-  for (size_t ri = 0; ri < result->n_recents; ri++) {
-    char key[32];
-    snprintf(key, sizeof key, "recent=%zu", result->recents[ri]);
-    cJSON *by_k = cJSON_AddObjectToObject(recall, key);
-    for (size_t ki = 0; ki < config->n_topk; ki++) {
-      double mean, lo, hi;
-      if (!summarise_file(config, result, ref, f, ri, ki, &mean, &lo, &hi)) continue;
-      snprintf(key, sizeof key, "%zu", config->topk[ki]);
-      cJSON_AddNumberToObject(by_k, key, mean);
-    }
-  }
-  return recall;
-}
-
 static cJSON *summary_json(const AnalysisConfig *config, const AnalysisResult *result) {
   cJSON *summary = cJSON_CreateObject();
   size_t w = window_index(config, config->main_window);
@@ -337,14 +332,14 @@ static cJSON *summary_json(const AnalysisConfig *config, const AnalysisResult *r
   cJSON *scores = cJSON_AddObjectToObject(summary, "scores");
   for (size_t q = 0; q < OBC_Q_COUNT; q++) {
     cJSON *entry = cJSON_AddObjectToObject(scores, score_quantity_name((ScoreQuantity)q));
-    cJSON_AddItemToObject(entry, "recall", recall_json(config, result, 0, q, w));
+    cJSON_AddItemToObject(entry, "recall", recall_json(config, result, 0, q, w, mean_recall));
     double rho = mean_spearman(config, result, q, OBC_REF_ORACLE(0), w);
     if (!isnan(rho)) cJSON_AddNumberToObject(entry, "spearman_oracle", rho);
     cJSON *by_ref = cJSON_AddObjectToObject(entry, "recall_by_reference");
     cJSON *rho_by_ref = cJSON_AddObjectToObject(entry, "spearman_by_reference");
     for (size_t ref = 0; ref < result->n_references; ref++) {
       cJSON_AddItemToObject(by_ref, result->reference_names[ref],
-                            recall_json(config, result, ref, q, w));
+                            recall_json(config, result, ref, q, w, mean_recall));
       rho = mean_spearman(config, result, q, OBC_REF_ORACLE(ref), w);
       if (!isnan(rho)) cJSON_AddNumberToObject(rho_by_ref, result->reference_names[ref], rho);
     }
@@ -359,11 +354,11 @@ static cJSON *summary_json(const AnalysisConfig *config, const AnalysisResult *r
     cJSON *entry = cJSON_AddObjectToObject(scores, spec->name);
     cJSON_AddStringToObject(entry, "file", spec->path);
     if (*spec->dataset) cJSON_AddStringToObject(entry, "dataset", spec->dataset);
-    cJSON_AddItemToObject(entry, "recall", file_recall_json(config, result, 0, f));
+    cJSON_AddItemToObject(entry, "recall", recall_json(config, result, 0, f, 0, file_mean_recall));
     cJSON *by_ref = cJSON_AddObjectToObject(entry, "recall_by_reference");
     for (size_t ref = 0; ref < result->n_references; ref++)
       cJSON_AddItemToObject(by_ref, result->reference_names[ref],
-                            file_recall_json(config, result, ref, f));
+                            recall_json(config, result, ref, f, 0, file_mean_recall));
   }
   return summary;
 }
