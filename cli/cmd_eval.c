@@ -17,6 +17,7 @@
 #include "common/obc_parse.h"
 #include "common/obc_text.h"
 #include "eval/eval.h"
+#include "eval/score_cmd.h"
 #include "evict/policy_args.h"
 #include "evict/preset.h"
 #include "evict/score_file.h"
@@ -32,7 +33,7 @@ typedef struct {
   EvalConfig config;
   const char *tasks, *scores, *pairs, *budgets, *budget_rule, *protocols, *out_dir, *model_path;
   ModelWeightsMode weights;
-  bool plan_only, merge, no_figures;
+  bool plan_only, merge, no_figures, run_score_cmds;
   const char *cell, *shard, *samples_for;
   double stale_after;
 } EvalArgs;
@@ -96,6 +97,16 @@ static void show_answer_space(const void *target, char *text, size_t size) {
   snprintf(text, size, "%s", *(const bool *)target ? "keep" : "drop");
 }
 
+/* --score-cmd NAME=CMD, repeatable: one more command of the configuration. */
+static int parse_score_cmd(void *target, const char *option, const char *value) {
+  EvalConfig *c = target;
+  if (c->n_score_cmds == EVAL_MAX_SCORE_CMDS)
+    return obc_fail(OBC_EINVAL, "%s: at most %d commands", option, EVAL_MAX_SCORE_CMDS);
+  int rc = eval_score_cmd_parse(option, value, &c->score_cmds[c->n_score_cmds]);
+  if (!rc) c->n_score_cmds++;
+  return rc;
+}
+
 static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bool print) {
   EvalConfig *c = &a->config;
   ObcSizeList lengths = {c->lengths, &c->n_lengths, EVAL_MAX_LENGTHS};
@@ -139,6 +150,16 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
           .default_text = "snapkv,snapkv+obc_k"),
       OBC_OPT_TEXT("--pairs", "X+obc_S,..", &a->pairs,
                    "adds each entry and its baseline X to --scores"),
+      OBC_OPT_CUSTOM(
+          "--score-cmd", "NAME=CMD", c, parse_score_cmd,
+          "a policy NAME whose scores CMD writes for each sample: after the sample's capture, "
+          "/bin/sh -c CMD runs in this working directory with $OBC_TRACE (the sample's trace), "
+          "$OBC_SCORES (the HDF5 file it must write, as python/obcache's write_scores does: one "
+          "dataset [layers, kv_heads, >= prompt positions], higher = keep, the trace's "
+          "trace_hash), $OBC_SCORE_NAME, $OBC_PROMPT (prompt.json), $OBC_MODEL and $OBC_SAMPLE, "
+          "its output in the cell's score-cmd-NAME.log; NAME is then kept and replayed as "
+          "--scores entries are. A command that fails fails its sample (cells/<id>.failed says "
+          "why). Repeatable (docs/PYTHON.md)"),
       OBC_OPT_TEXT("--budgets", "B,..", &a->budgets,
                    "kept share (10%, 0.25) or tokens of the candidates",
                    .default_text = "10%,25%,50%"),
@@ -172,6 +193,9 @@ static int parse_args(int argc, char **argv, EvalArgs *a, ObcArguments *args, bo
       OBC_OPT_TEXT("--cell", "I", &a->cell, "run only sample I of DIR's plan (with DIR)"),
       OBC_OPT_TEXT("--shard", "i/N", &a->shard, "run the samples with id % N == i (with DIR)"),
       OBC_OPT_FLAG("--merge", &a->merge, "merge DIR's finished samples (with DIR)"),
+      OBC_OPT_FLAG("--run-score-cmds", &a->run_score_cmds,
+                   "with DIR, run the --score-cmd commands of DIR/plan.json: without it eval DIR "
+                   "refuses a plan that has any, since a folder's plan could run anything"),
       OBC_OPT_DOUBLE("--stale-after", "S", &a->stale_after,
                      "seconds without a heartbeat after which another host's lock is stale"),
       OBC_OPT_FLAG("--no-figures", &a->no_figures, "merge without drawing the figures"),
@@ -200,6 +224,30 @@ static const char *task_names(char *out, size_t size) {
     used +=
         (size_t)snprintf(out + used, size - used, "%s%s", i ? ", " : "", ruler_task_at(i)->name);
   return out;
+}
+
+/* The --score-cmd names after the --scores: each once, none the name of
+ * another policy or of the full cache, each recorded as a score from a
+ * file (evict/score_file.h) whose file each sample's command writes. */
+static int add_score_cmds(EvalConfig *c) {
+  size_t given = c->n_scores;
+  for (size_t i = 0; i < c->n_score_cmds; i++) {
+    const char *name = c->score_cmds[i].name;
+    for (size_t j = 0; j < c->n_scores; j++)
+      if (!strcmp(name, c->scores[j]))
+        return j < given
+                   ? obc_fail(OBC_EINVAL, "--score-cmd %s: already a policy of --scores", name)
+                   : obc_fail(OBC_EINVAL, "--score-cmd %s: given twice", name);
+    if (!strcmp(name, EVAL_FULL))
+      return obc_fail(OBC_EINVAL, "--score-cmd %s: %s is the uncompressed cache's row", name,
+                      EVAL_FULL);
+    if (c->n_scores == EVAL_MAX_SCORES)
+      return obc_fail(OBC_EINVAL, "--score-cmd %s: more than %d policies", name, EVAL_MAX_SCORES);
+    int rc = evict_score_file_set(name, "", "");
+    if (rc) return rc;
+    snprintf(c->scores[c->n_scores++], sizeof c->scores[0], "%s", name);
+  }
+  return OBC_OK;
 }
 
 /* The lists into the configuration, checked. */
@@ -243,6 +291,7 @@ static int resolve_lists(EvalArgs *a) {
   for (size_t i = 0; i < c->n_scores && !rc; i++)
     if (!strcmp(c->scores[i], EVAL_ORACLE))
       rc = obc_fail(OBC_EINVAL, "--scores: %s is always replayed, as the reference", EVAL_ORACLE);
+  if (!rc) rc = add_score_cmds(c);
   if (!rc && a->budgets)
     rc = evict_parse_names("--budgets", a->budgets, c->budgets, &c->n_budgets, EVAL_MAX_BUDGETS,
                            evict_policy_set_budget);
@@ -280,6 +329,7 @@ static const SweepRunOption run_only[] = {{"-o", false},
                                           {"--shard", false},
                                           {"--stale-after", false},
                                           {"--samples-for", false},
+                                          {"--run-score-cmds", true},
                                           {"--plan", true},
                                           {"--merge", true},
                                           {"--no-figures", true}};
@@ -327,8 +377,10 @@ static int load_model(const SweepPlan *plan, const char *override, ModelWeightsM
   return model_load_with(path, &(ModelLoadOptions){.weights = weights}, model);
 }
 
+/* Runs DIR's pending samples. trusted: the plan's --score-cmd commands may
+ * run (the command line that made the plan, or --run-score-cmds). */
 static int run_plan(const char *dir, const SweepPlan *plan, const EvalArgs *given,
-                    const char *command_line) {
+                    const char *command_line, bool trusted) {
   EvalArgs a;
   int rc = plan_config(plan, &a);
   a.config.threads = given->config.threads;
@@ -343,6 +395,15 @@ static int run_plan(const char *dir, const SweepPlan *plan, const EvalArgs *give
   SweepRunCounts counts = {0};
   if (!rc && !ids) rc = OBC_ENOMEM;
   if (!rc) rc = sweep_pending_cells(dir, plan, &selection, ids, &n, &counts);
+  if (!rc && n && a.config.n_score_cmds && !trusted) {
+    char shown[160];
+    obc_text_escape(shown, sizeof shown, a.config.score_cmds[0].command, false);
+    rc = obc_fail(OBC_EINVAL,
+                  "%s/plan.json runs %zu command(s) for each sample (--score-cmd %s=%s%s); give "
+                  "--run-score-cmds to run them",
+                  dir, a.config.n_score_cmds, a.config.score_cmds[0].name, shown,
+                  a.config.n_score_cmds > 1 ? ", ..." : "");
+  }
   Model *model = NULL;
   if (!rc && n) rc = load_model(plan, given->model_path, a.weights, &model);
   if (!rc && n) rc = eval_config_check(&a.config, model);
@@ -410,7 +471,8 @@ static int check_dir_mode(int argc, char **argv) {
       return obc_fail(OBC_EINVAL,
                       "obcache eval DIR takes its settings from DIR/plan.json; %s cannot be "
                       "given here (only --cell, --shard, --merge, --samples-for, --threads, "
-                      "--device, --batch, --model, --stale-after, --no-figures)",
+                      "--device, --batch, --model, --stale-after, --no-figures, "
+                      "--run-score-cmds)",
                       argv[i]);
     if (!run_only[k].flag && !strchr(argv[i], '=')) i++;
   }
@@ -439,7 +501,7 @@ int cmd_eval(int argc, char **argv) {
     if (!rc)
       rc = a.samples_for ? samples_for(dir, &plan, &a)
            : a.merge     ? merge(dir, &plan, &a)
-                         : run_plan(dir, &plan, &a, command_line);
+                         : run_plan(dir, &plan, &a, command_line, a.run_score_cmds);
     sweep_plan_free(&plan);
     return rc;
   }
@@ -456,7 +518,7 @@ int cmd_eval(int argc, char **argv) {
   if (!rc && a.plan_only)
     printf("wrote %s/plan.json: %zu samples; run them with obcache eval %s [--shard i/N]\n", dir,
            plan.n_cells, dir);
-  if (!rc && !a.plan_only) rc = run_plan(dir, &plan, &a, command_line);
+  if (!rc && !a.plan_only) rc = run_plan(dir, &plan, &a, command_line, true);
   if (!rc && !a.plan_only) rc = merge(dir, &plan, &a);
   sweep_plan_free(&plan);
   return rc;

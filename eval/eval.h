@@ -26,6 +26,7 @@
 #define EVAL_MAX_LENGTHS 16
 #define EVAL_MAX_SCORES 64
 #define EVAL_MAX_BUDGETS 16
+#define EVAL_MAX_SCORE_CMDS 8
 /* Longest prompt an eval plans (the plan file's bound on a length). */
 #define EVAL_MAX_LENGTH (1 << 30)
 #define EVAL_ORACLE "oracle@T"
@@ -36,6 +37,14 @@
 /* Resamples of the paired bootstrap, and its seed. */
 #define EVAL_BOOTSTRAP_RESAMPLES 10000
 #define EVAL_BOOTSTRAP_SEED 20251008u
+
+/* A policy whose scores a command writes for each sample (--score-cmd
+ * NAME=CMD, eval/score_cmd.h): NAME is among the configuration's scores,
+ * kept from the file CMD writes as a score from a file is. */
+typedef struct {
+  char name[32];
+  const char *command; /* run by /bin/sh -c; not owned */
+} EvalScoreCmd;
 
 typedef struct {
   char tasks[EVAL_MAX_TASKS][32]; /* (n_tasks) RULER task names */
@@ -48,6 +57,8 @@ typedef struct {
   size_t n_scores;
   char budgets[EVAL_MAX_BUDGETS][32]; /* (n_budgets) as given: "10%", "0.25", "512" */
   size_t n_budgets;
+  EvalScoreCmd score_cmds[EVAL_MAX_SCORE_CMDS]; /* (n_score_cmds) */
+  size_t n_score_cmds;
   EvictProtocol protocols[EVICT_N_PROTOCOLS]; /* (n_protocols) */
   size_t n_protocols;
   EvictPolicy base;      /* window, sinks, recent, protect, seed of every policy */

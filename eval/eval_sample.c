@@ -17,6 +17,7 @@
 #include "common/obc_json.h"
 #include "common/obc_time.h"
 #include "eval/eval.h"
+#include "eval/score_cmd.h"
 #include "eval/stats.h"
 #include "replay/model_replay.h"
 #include "evict/preset.h"
@@ -366,7 +367,7 @@ typedef struct {
   double prompt;  /* the RULER prompt, tokenised, and prompt.json */
   double capture; /* the prefill, its captured rows and sums, the full-cache answer */
   double load;    /* the trace reopened and its K/V loaded into the replay cache */
-  double scores;  /* every policy's scores and kept sets */
+  double scores;  /* the --score-cmd commands, every policy's scores and kept sets */
   double replay;  /* the batched replay of every kept set */
   double total;
 } SampleTimes;
@@ -549,6 +550,10 @@ int eval_run_sample(void *context, const SweepPlanCell *cell, const char *out) {
   EvalSets sets = {0};
   ReplayAnswer *outs = NULL;
   times.load = lap(&mark);
+  if (!rc && c->n_score_cmds) {
+    progress(r, cell, "running the --score-cmd commands");
+    rc = eval_score_cmds_run(c, r->model->path, cell->name, out, trace);
+  }
   if (!rc) rc = make_sets(c, reader, trace, oracle_steps, &sets);
   times.scores = lap(&mark);
   char what[64];
@@ -564,6 +569,7 @@ int eval_run_sample(void *context, const SweepPlanCell *cell, const char *out) {
   if (!rc)
     rc = write_sample(r, cell, seed, p, full_answer, &sets, outs, steps, answer, &times, out,
                       &right, &full_right);
+  if (!rc && !c->keep_traces) eval_score_cmds_clean(c, out);
   if (!rc && !c->keep_traces && unlink(trace))
     rc = obc_fail(OBC_EIO, "%s: cannot remove the trace", trace);
   if (!rc) {

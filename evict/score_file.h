@@ -21,7 +21,13 @@ bool evict_score_file_spelled(const char *text);
  * same file and dataset. A recorded NAME alone is taken as it is. Copies
  * NAME into name (size). */
 int evict_score_file_resolve(const char *text, char *name, size_t size);
-/* Whether NAME was recorded by evict_score_file_resolve. */
+/* Records NAME, the score a command writes for each eval sample (eval
+ * --score-cmd), with the file it is read from, or points NAME recorded so
+ * at another file (path "" until a command has written one). NAME must be
+ * spelled as in NAME=file: and be no row's name; a NAME recorded from
+ * NAME=file: is refused. */
+int evict_score_file_set(const char *name, const char *path, const char *dataset);
+/* Whether NAME was recorded by evict_score_file_resolve or _set. */
 bool evict_score_file_known(const char *name);
 /* The path and dataset ("" when left out) of a recorded NAME, or NULL. */
 const char *evict_score_file_path(const char *name);

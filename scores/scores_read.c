@@ -154,6 +154,17 @@ bool scores_file_spelled(const char *text) {
   return eq && !strncmp(eq + 1, SCORES_FILE_PREFIX, strlen(SCORES_FILE_PREFIX));
 }
 
+bool scores_file_name_valid(const char *name, size_t len) {
+  if (len == 0 || len > SCORES_FILE_NAME_MAX) return false;
+  for (size_t i = 0; i < len; i++) {
+    char c = name[i];
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+          c == '.' || c == '-'))
+      return false;
+  }
+  return true;
+}
+
 int scores_file_spec_parse(const char *option, const char *text, ScoresFileSpec *out) {
   char shown[96];
   obc_text_escape(shown, sizeof shown, text, false);
@@ -164,13 +175,9 @@ int scores_file_spec_parse(const char *option, const char *text, ScoresFileSpec 
   if (len == 0 || len > SCORES_FILE_NAME_MAX)
     return obc_fail(OBC_EINVAL, "%s %s: NAME of NAME=file:PATH must have 1..%d characters", option,
                     shown, SCORES_FILE_NAME_MAX);
-  for (size_t i = 0; i < len; i++) {
-    char c = text[i];
-    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-          c == '.' || c == '-'))
-      return obc_fail(OBC_EINVAL, "%s %s: NAME of NAME=file:PATH may hold only A-Z a-z 0-9 _ . -",
-                      option, shown);
-  }
+  if (!scores_file_name_valid(text, len))
+    return obc_fail(OBC_EINVAL, "%s %s: NAME of NAME=file:PATH may hold only A-Z a-z 0-9 _ . -",
+                    option, shown);
   memcpy(out->name, text, len);
   const char *rest = text + len + 1 + strlen(SCORES_FILE_PREFIX);
   const char *colon = strrchr(rest, ':');

@@ -19,6 +19,9 @@ typedef struct {
   char dataset[128]; /* "" when left out */
 } ScoresFileSpec;
 
+/* Whether name[0..len) is a NAME: 1..SCORES_FILE_NAME_MAX characters of
+ * A-Z a-z 0-9 _ . - */
+bool scores_file_name_valid(const char *name, size_t len);
 /* Whether text is spelled NAME=file:... */
 bool scores_file_spelled(const char *text);
 /* Parses NAME=file:PATH[:DATASET] (DATASET: the text after the last ':'

@@ -4,7 +4,9 @@
 # worked examples of docs/PYTHON.md run as written, in order, in a scratch
 # folder with the test's obcache on the PATH: a NumPy KNorm written as a
 # score file keeps exactly the built-in knorm's set, and a new score (key
-# norm x value norm) is analysed and swept. Bad input to write_scores (a
+# norm x value norm) is analysed and swept; the KNorm as an eval
+# --score-cmd gives the built-in's answer on both samples. A block fenced
+# "python file=NAME" is saved as NAME, not run. Bad input to write_scores (a
 # wrong shape, a NaN) is refused and leaves no file.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -31,7 +33,7 @@ mkdir -p "$dir/bin" "$dir/work"
 cat >"$dir/bin/obcache" <<SH
 #!/bin/sh
 case "\$1" in
-  capture|replay) cmd=\$1; shift; exec "$OBCACHE" "\$cmd" --model "$OBC_MODEL" "\$@" ;;
+  capture|replay|eval) cmd=\$1; shift; exec "$OBCACHE" "\$cmd" --model "$OBC_MODEL" "\$@" ;;
   *) exec "$OBCACHE" "\$@" ;;
 esac
 SH
@@ -40,14 +42,17 @@ python3 - "$OBC_SOURCE_DIR/docs/PYTHON.md" "$dir/blocks" <<'PY'
 import os, re, sys
 text = open(sys.argv[1]).read()
 os.makedirs(sys.argv[2], exist_ok=True)
-for i, (kind, body) in enumerate(re.findall(r"```(sh|python)\n(.*?)```", text, re.S)):
-    open(os.path.join(sys.argv[2], f"{i:02d}.{kind}"), "w").write(body)
+blocks = re.findall(r"```(sh|python)( file=[\w.]+)?\n(.*?)```", text, re.S)
+for i, (kind, file, body) in enumerate(blocks):
+    name = f"{i:02d}.{kind}" if not file else f"{i:02d}.file.{file[6:]}"
+    open(os.path.join(sys.argv[2], name), "w").write(body)
 PY
 ok=1
 for block in "$dir"/blocks/*; do
   case $block in
     *.sh) (cd "$dir/work" && PATH="$dir/bin:$PATH" \
       bash -e <(grep -v '^pip install ./python$' "$block")) >>"$dir/run.txt" 2>&1 ;;
+    *.file.*) cp "$block" "$dir/work/${block##*.file.}" ;;
     *.python) (cd "$dir/work" && python3 "$block") >>"$dir/run.txt" 2>&1 ;;
   esac || { ok=0; fail "docs/PYTHON.md block $(basename "$block"): $(tail -5 "$dir/run.txt")"; break; }
 done
@@ -56,6 +61,8 @@ check "the NumPy KNorm keeps the built-in knorm's set" grep -qx "kept sets: the 
 check "analyze reports the new score's recall" \
   eval 'grep -Eq "^recall rows of kvnorm: [1-9]" "$dir/run.txt"'
 check "the sweep replays the new score" grep -q "^kvnorm" "$dir/work/sweep.txt"
+check "eval --score-cmd: the NumPy KNorm gives the built-in's answers on 2 samples" \
+  grep -qx "4 answers of knorm_np: the built-in's" "$dir/run.txt"
 
 check "write_scores refuses a wrong shape and a NaN, and leaves no file" \
   python3 - "$dir/work/trace.h5" "$dir/work/bad.h5" <<'PY'

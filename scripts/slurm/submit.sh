@@ -13,8 +13,9 @@
 #   --time T        time limit per task (sbatch --time, e.g. 4:00:00)
 #   --logs LOGDIR   folder of the per-task logs (default DIR/logs)
 #   --obcache PATH  the obcache binary (default: obcache on PATH)
+#   --run-score-cmds  run the eval plan's --score-cmd commands (obcache eval --help)
 set -euo pipefail
-usage() { sed -n '9,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '8,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 2 ] || usage
 dir=$1 tasks=$2
 shift 2
@@ -24,7 +25,7 @@ shift 2
   exit 2
 }
 here=$(cd "$(dirname "$0")" && pwd)
-task_opts=() merge_opts=() extra=()
+task_opts=() merge_opts=() extra=() obcache_opts=()
 logs=$dir/logs
 obcache=$(command -v obcache || true)
 while [ $# -gt 0 ]; do
@@ -36,6 +37,7 @@ while [ $# -gt 0 ]; do
     --time) task_opts+=(--time "$2"); shift 2 ;;
     --logs) logs=$2; shift 2 ;;
     --obcache) obcache=$2; shift 2 ;;
+    --run-score-cmds) obcache_opts+=(--run-score-cmds); shift ;;
     --) shift; extra=("$@"); break ;;
     *) echo "submit.sh: unknown option $1" >&2; usage ;;
   esac
@@ -50,7 +52,7 @@ logs=$(cd "$logs" && pwd)
 export OBCACHE
 OBCACHE=$(cd "$(dirname "$obcache")" && pwd)/$(basename "$obcache")
 array=$(sbatch --parsable --array="0-$((tasks - 1))" --output="$logs/sweep-%A_%a.log" \
-  "${task_opts[@]}" "${extra[@]}" "$here/sweep.sbatch" "$dir")
+  "${task_opts[@]}" "${extra[@]}" "$here/sweep.sbatch" "$dir" "${obcache_opts[@]}")
 array=${array%%;*}
 merge=$(sbatch --parsable --dependency="afterany:$array" --output="$logs/merge-%j.log" \
   "${merge_opts[@]}" "${extra[@]}" "$here/merge.sbatch" "$dir")
