@@ -52,7 +52,8 @@ class Trace:
     Attributes: path, n_layers, n_heads, n_kv_heads, head_dim, n_prompt,
     content_hash, config (every root attribute, strings decoded), spans
     ({name: (begin, end)}, end exclusive), row_positions (the prompt
-    position of each captured row of Q and O)."""
+    position of each captured row of Q and O); tokens and candidates are
+    read when asked."""
 
     def __init__(self, path):
         self.path = path
@@ -83,6 +84,13 @@ class Trace:
         """Positions [0, candidates) compete under the query-agnostic
         protocol (obcache's default): those before the question span."""
         return self.spans["question"][0] if "question" in self.spans else self.n_prompt
+
+    @property
+    def tokens(self):
+        """The token ids (int64): the prompt's n_prompt, then the decoded
+        ones; empty when the trace has none."""
+        tokens = self._file.get("tokens")
+        return tokens[()].astype(np.int64) if tokens is not None else np.zeros(0, np.int64)
 
     def layer(self, layer, names=_ARRAYS):
         """{name: float64 array} of one layer: K and V (kv_heads, positions,
