@@ -481,6 +481,7 @@ static int check_dir_mode(int argc, char **argv) {
 
 int cmd_eval(int argc, char **argv) {
   EvalArgs a;
+  evict_score_file_clear();
   args_default(&a);
   ObcArguments args;
   int rc = parse_args(argc, argv, &a, &args, true);

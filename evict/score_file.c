@@ -87,6 +87,12 @@ int evict_score_file_set(const char *name, const char *path, const char *dataset
   return OBC_OK;
 }
 
+void evict_score_file_clear(void) {
+  memset(recorded, 0, sizeof recorded);
+  memset(from_command, 0, sizeof from_command);
+  n_recorded = 0;
+}
+
 bool evict_score_file_known(const char *name) { return find(name) != NULL; }
 
 const char *evict_score_file_path(const char *name) {

@@ -27,6 +27,8 @@ int evict_score_file_resolve(const char *text, char *name, size_t size);
  * spelled as in NAME=file: and be no row's name; a NAME recorded from
  * NAME=file: is refused. */
 int evict_score_file_set(const char *name, const char *path, const char *dataset);
+/* Forgets every recorded NAME: a command starts from none. */
+void evict_score_file_clear(void);
 /* Whether NAME was recorded by evict_score_file_resolve or _set. */
 bool evict_score_file_known(const char *name);
 /* The path and dataset ("" when left out) of a recorded NAME, or NULL. */

@@ -17,14 +17,14 @@
 # Prints per harness the executions, coverage (cov: edges, ft: features) and
 # the inputs saved in crashes/ by this run; exits 1 if any harness failed.
 set -euo pipefail
-usage="usage: scripts/fuzz.sh BUILD SECONDS [HARNESS...] (harnesses: gguf safetensors tokenizer trace keep_file sweep_folder eval_sample legacy)"
+usage="usage: scripts/fuzz.sh BUILD SECONDS [HARNESS...] (harnesses: gguf safetensors tokenizer trace keep_file sweep_folder eval_sample eval_folder legacy)"
 [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
 build=$(cd "$1" && pwd)
 seconds=$2
 shift 2
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(gguf safetensors tokenizer trace keep_file sweep_folder eval_sample legacy)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(gguf safetensors tokenizer trace keep_file sweep_folder eval_sample eval_folder legacy)
 jobs=${FUZZ_JOBS:-2}
 for h in "${harnesses[@]}"; do
   [ -x "$build/tests/fuzz/fuzz_$h" ] || {

@@ -23,6 +23,10 @@ project's own fixtures (CONTRIBUTING.md, "Fuzzing"), deterministically:
   eval_sample  sample.json of an eval's cell under fuzz_eval_sample.c's
                configuration: a complete one, one with a row twice, one with
                a policy of another plan
+  eval_folder  plan.json NUL sample.json NUL prompt.json of a real eval (one
+               sample of 512 tokens, knorm and snapkv at 25%, run with the
+               default model when it is there), and its plan made with a
+               --score-cmd and with two tasks
   legacy       tests/data/trace_v1.h5 (schema 1), the same relabelled
                schema_version 2, and a schema-1 keep file for it: read through
                the child process of traces/trace_legacy.h
@@ -407,6 +411,31 @@ def eval_sample_seeds(out):
     put(folder, "other-policy", json.dumps(other).encode())
 
 
+def eval_folder_seeds(out, work, obcache, model):
+    """A finished eval's plan.json, cell 0's sample.json and prompt.json, one
+    input; then the same cell under plans made with other options."""
+    folder = os.path.join(out, "eval_folder")
+    if not model or not os.path.exists(model):
+        put(folder, "empty", b"{}\0{}\0{}")
+        return
+    base = ["--tasks", "niah_single_1", "--samples", "1", "--length", "512",
+            "--max-new-tokens", "2", "--scores", "knorm,snapkv", "--budgets", "25%",
+            "--model", model, "--threads", "1"]
+    ev = os.path.join(work, "eval")
+    subprocess.run([obcache, "eval"] + base + ["--no-figures", "-o", ev], check=True,
+                   stdout=subprocess.DEVNULL)
+    cell = read(os.path.join(ev, "cells", "0", "sample.json")) + b"\0" + \
+        read(os.path.join(ev, "cells", "0", "prompt.json"))
+    put(folder, "complete", read(os.path.join(ev, "plan.json")) + b"\0" + cell)
+    plans = {"score-cmd": ["--score-cmd", "mine=python3 score.py"],
+             "two-tasks": ["--tasks", "niah_single_1,vt"]}
+    for name, extra in plans.items():
+        planned = os.path.join(work, "plan-" + name)
+        subprocess.run([obcache, "eval"] + base + extra + ["--plan", "-o", planned], check=True,
+                       stdout=subprocess.DEVNULL)
+        put(folder, name, read(os.path.join(planned, "plan.json")) + b"\0" + cell)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
@@ -417,7 +446,7 @@ def main():
     tmp = args.out.rstrip("/") + ".part"
     shutil.rmtree(tmp, ignore_errors=True)
     for harness in ("gguf", "safetensors", "tokenizer", "trace", "keep_file", "sweep_folder",
-                    "eval_sample", "legacy"):
+                    "eval_sample", "eval_folder", "legacy"):
         os.makedirs(os.path.join(tmp, harness))
     with tempfile.TemporaryDirectory() as work:
         gguf_and_hf_seeds(tmp, work)
@@ -426,6 +455,7 @@ def main():
         keep_seeds(tmp, work, args.obcache, args.keep_harness)
         sweep_folder_seeds(tmp)
         eval_sample_seeds(tmp)
+        eval_folder_seeds(tmp, work, args.obcache, args.model)
         legacy_seeds(tmp, work, args.obcache,
                      os.path.dirname(os.path.dirname(HERE)))
     for harness in os.listdir(tmp):
