@@ -1,0 +1,143 @@
+/* Kernels of cuda_sums.h. Every rounding is spelled out (fmaf, __fmul_rn,
+ * __fadd_rn, __dmul_rn, __dadd_rn) so that nvcc contracts nothing the C
+ * twins round separately, and the exponential is cpu_expf's polynomial with
+ * the same roundings: the kernels and twins.c give bit-equal sums.
+ * The column sums give each thread one key position p of one query head; a
+ * block stages its 32 keys and values in shared memory (rows padded by one
+ * float against bank conflicts) and walks the chunk's rows in order, each
+ * row's q and o read by every thread of the block alike. */
+#include <math.h>
+
+#include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/cuda_sums.h"
+
+enum { SUMS_TILE = 32, STATS_THREADS = 256 };
+
+extern "C" int cuda_sums_supports(size_t head_dim) {
+  return head_dim > 0 && head_dim <= CUDA_SUMS_MAX_HEAD_DIM && head_dim % 2 == 0;
+}
+
+/* cpu_expf (runtime/cpu_ops.h), rounding for rounding. */
+__device__ static float sums_expf(float x) {
+  x = x < -87.0f ? -87.0f : x;
+  x = x > 88.0f ? 88.0f : x;
+  float shifted = __fadd_rn(__fmul_rn(x, 1.44269504088896341f), 12582912.0f);
+  float n = __fsub_rn(shifted, 12582912.0f);
+  float r = __fadd_rn(__fsub_rn(x, __fmul_rn(n, 0.693359375f)), __fmul_rn(n, 2.12194440e-4f));
+  float p = 1.9875691500e-4f;
+  p = __fadd_rn(__fmul_rn(p, r), 1.3981999507e-3f);
+  p = __fadd_rn(__fmul_rn(p, r), 8.3334519073e-3f);
+  p = __fadd_rn(__fmul_rn(p, r), 4.1665795894e-2f);
+  p = __fadd_rn(__fmul_rn(p, r), 1.6666665459e-1f);
+  p = __fadd_rn(__fmul_rn(p, r), 5.0000001201e-1f);
+  p = __fadd_rn(__fadd_rn(__fmul_rn(__fmul_rn(p, r), r), r), 1.0f);
+  int bits = (__float_as_int(shifted) - 0x4B400000 + 127) * (1 << 23);
+  return __fmul_rn(p, __int_as_float(bits));
+}
+
+__global__ void column_sums_kernel(TwinSumsShape sh, const float *q, const float *o,
+                                   const float *lse, const float *k, const float *v, size_t t_begin,
+                                   size_t t_end, double *attn, double *obc) {
+  extern __shared__ float tile[]; /* keys then values: (SUMS_TILE, head_dim + 1) each */
+  size_t hd = sh.head_dim, row = hd + 1, H = sh.n_heads, n = sh.n_prompt;
+  size_t h = blockIdx.y, g = h / (H / sh.n_kv_heads), n_keys = sh.pos0 + t_end;
+  size_t p_first = (size_t)blockIdx.x * SUMS_TILE, p = p_first + threadIdx.x;
+  float *kt = tile, *vt = tile + SUMS_TILE * row;
+  for (size_t i = threadIdx.x; i < SUMS_TILE * hd; i += blockDim.x) {
+    size_t r = i / hd, c = i % hd, src = (g * sh.kv_stride + p_first + r) * hd + c;
+    kt[r * row + c] = p_first + r < n_keys ? k[src] : 0.0f;
+    vt[r * row + c] = p_first + r < n_keys ? v[src] : 0.0f;
+  }
+  __syncthreads();
+  if (p >= n_keys) return;
+  const float *kp = kt + threadIdx.x * row, *vp = vt + threadIdx.x * row;
+  float vv_f = 0.0f;
+  for (size_t c = 0; c < hd; c++) vv_f = fmaf(vp[c], vp[c], vv_f);
+  double vv = vv_f;
+  /* Legend as twin_column_sums_add: a = A_tp, z the scaled logit,
+   * dd = ||v_p - o_t||^2, uu = ||v_p + z (v_p - o_t)||^2. */
+  double sum_a = attn[h * n + p], sum_v = obc[h * n + p], sum_k = obc[(H + h) * n + p],
+         sum_vk = obc[(2 * H + h) * n + p];
+  size_t t0 = p > sh.pos0 + t_begin ? p - sh.pos0 : t_begin;
+  for (size_t t = t0; t < t_end; t++) {
+    const float *qt = q + (t * H + h) * hd, *ot = o + (t * H + h) * hd;
+    float dot = 0.0f;
+    for (size_t c = 0; c < hd; c++) dot = fmaf(qt[c], kp[c], dot);
+    float z = __fmul_rn(sh.scale, dot);
+    float a = sums_expf(__fsub_rn(z, lse[h * sh.n + t]));
+    float dd = 0.0f, uu = 0.0f;
+    for (size_t c = 0; c < hd; c++) {
+      float d = __fsub_rn(vp[c], ot[c]), u = fmaf(z, d, vp[c]);
+      dd = fmaf(d, d, dd);
+      uu = fmaf(u, u, uu);
+    }
+    double ad = a, zd = z, a2 = __dmul_rn(ad, ad), z2 = __dmul_rn(zd, zd);
+    sum_a = __dadd_rn(sum_a, ad);
+    sum_v = __dadd_rn(sum_v, __dmul_rn(a2, vv));
+    sum_k = __dadd_rn(sum_k, __dmul_rn(__dmul_rn(a2, z2), (double)dd));
+    sum_vk = __dadd_rn(sum_vk, __dmul_rn(a2, (double)uu));
+  }
+  attn[h * n + p] = sum_a;
+  obc[h * n + p] = sum_v;
+  obc[(H + h) * n + p] = sum_k;
+  obc[(2 * H + h) * n + p] = sum_vk;
+}
+
+extern "C" int cuda_column_sums_add(const TwinSumsShape *shape, const float *q, const float *o,
+                                    const float *lse, const float *k, const float *v,
+                                    size_t t_begin, size_t t_end, double *attn, double *obc,
+                                    cudaStream_t stream) {
+  if (t_end <= t_begin) return 0;
+  size_t n_keys = shape->pos0 + t_end, tiles = (n_keys + SUMS_TILE - 1) / SUMS_TILE;
+  size_t shared = 2 * SUMS_TILE * (shape->head_dim + 1) * sizeof(float);
+  dim3 grid((unsigned)tiles, (unsigned)shape->n_heads);
+  column_sums_kernel<<<grid, SUMS_TILE, shared, stream>>>(*shape, q, o, lse, k, v, t_begin, t_end,
+                                                          attn, obc);
+  return OBC_CUDA_LAUNCH("column_sums_kernel");
+}
+
+/* twin_unrope, on the device: both products of floats are exact in double,
+ * so the one rounding of their sum is the twin's whether or not it fuses. */
+__device__ static double sums_unrope(const float *q, const float *cos_row, const float *sin_row,
+                                     size_t head_dim, int interleaved, size_t c) {
+  size_t half = head_dim / 2, j = interleaved ? c / 2 : c % half;
+  size_t a = interleaved ? 2 * j : j, b = interleaved ? 2 * j + 1 : j + half;
+  double cs = cos_row[j], sn = sin_row[j], x0 = q[a], x1 = q[b];
+  return c == a ? __dadd_rn(__dmul_rn(x0, cs), __dmul_rn(x1, sn))
+                : __dsub_rn(__dmul_rn(x1, cs), __dmul_rn(x0, sn));
+}
+
+/* Entry e of head blockIdx.y: e < head_dim * head_dim is outer[c, c2] (upper
+ * triangle only), the head_dim after it sum[c]. */
+__global__ void query_stats_kernel(TwinSumsShape sh, const float *q, const float *cos_table,
+                                   const float *sin_table, int interleaved, size_t t_begin,
+                                   size_t t_end, double *sum, double *outer) {
+  size_t hd = sh.head_dim, half = hd / 2, H = sh.n_heads, h = blockIdx.y;
+  size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (e >= hd * hd + hd) return;
+  bool is_sum = e >= hd * hd;
+  size_t c = is_sum ? e - hd * hd : e / hd, c2 = is_sum ? c : e % hd;
+  if (c2 < c) return;
+  double *cell = is_sum ? sum + h * hd + c : outer + (h * hd + c) * hd + c2;
+  double acc = *cell;
+  for (size_t t = t_begin; t < t_end; t++) {
+    const float *qt = q + (t * H + h) * hd;
+    const float *cs = cos_table + (sh.pos0 + t) * half, *sn = sin_table + (sh.pos0 + t) * half;
+    double u = sums_unrope(qt, cs, sn, hd, interleaved, c);
+    acc = is_sum ? __dadd_rn(acc, u)
+                 : __dadd_rn(acc, __dmul_rn(u, sums_unrope(qt, cs, sn, hd, interleaved, c2)));
+  }
+  *cell = acc;
+}
+
+extern "C" int cuda_query_stats_add(const TwinSumsShape *shape, const float *q,
+                                    const float *cos_table, const float *sin_table, int interleaved,
+                                    size_t t_begin, size_t t_end, double *sum, double *outer,
+                                    cudaStream_t stream) {
+  if (t_end <= t_begin) return 0;
+  size_t hd = shape->head_dim, entries = hd * hd + hd;
+  dim3 grid((unsigned)((entries + STATS_THREADS - 1) / STATS_THREADS), (unsigned)shape->n_heads);
+  query_stats_kernel<<<grid, STATS_THREADS, 0, stream>>>(*shape, q, cos_table, sin_table,
+                                                         interleaved, t_begin, t_end, sum, outer);
+  return OBC_CUDA_LAUNCH("query_stats_kernel");
+}
