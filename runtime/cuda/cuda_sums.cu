@@ -2,16 +2,18 @@
  * __fadd_rn, __dmul_rn, __dadd_rn) so that nvcc contracts nothing the C
  * twins round separately, and the exponential is cpu_expf's polynomial with
  * the same roundings: the kernels and twins.c give bit-equal sums.
- * The column sums give each thread one key position p of one query head; a
- * block stages its 32 keys and values in shared memory (rows padded by one
- * float against bank conflicts) and walks the chunk's rows in order, each
- * row's q and o read by every thread of the block alike. */
+ * The column sums give each thread one key position p and query heads of
+ * one GQA group; a block stages its 32 keys and values in shared memory
+ * (rows padded by one float against bank conflicts) for the whole group and
+ * walks the chunk's rows in order, each row's q and o read by every thread of
+ * a warp alike. */
 #include <math.h>
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_sums.h"
 
-enum { SUMS_TILE = 32, STATS_THREADS = 256 };
+/* SUMS_MAX_GROUP: query heads of a group run side by side (warps of a block). */
+enum { SUMS_TILE = 32, SUMS_MAX_GROUP = 8, STATS_THREADS = 256 };
 
 extern "C" int cuda_sums_supports(size_t head_dim) {
   return head_dim > 0 && head_dim <= CUDA_SUMS_MAX_HEAD_DIM && head_dim % 2 == 0;
@@ -35,15 +37,20 @@ __device__ static float sums_expf(float x) {
   return __fmul_rn(p, __int_as_float(bits));
 }
 
+/* Block (key tile, KV head g): thread (x, y) takes key p_first + x for the
+ * query heads y, y + blockDim.y, ... of g's group, so that the group shares
+ * one staged tile and each warp holds one query head (its q and o reads are
+ * the same address for every lane). */
 __global__ void column_sums_kernel(TwinSumsShape sh, const float *q, const float *o,
                                    const float *lse, const float *k, const float *v, size_t t_begin,
                                    size_t t_end, double *attn, double *obc) {
   extern __shared__ float tile[]; /* keys then values: (SUMS_TILE, head_dim + 1) each */
   size_t hd = sh.head_dim, row = hd + 1, H = sh.n_heads, n = sh.n_prompt;
-  size_t h = blockIdx.y, g = h / (H / sh.n_kv_heads), n_keys = sh.pos0 + t_end;
+  size_t group = H / sh.n_kv_heads, g = blockIdx.y, n_keys = sh.pos0 + t_end;
   size_t p_first = (size_t)blockIdx.x * SUMS_TILE, p = p_first + threadIdx.x;
   float *kt = tile, *vt = tile + SUMS_TILE * row;
-  for (size_t i = threadIdx.x; i < SUMS_TILE * hd; i += blockDim.x) {
+  size_t thread = threadIdx.y * blockDim.x + threadIdx.x, threads = blockDim.x * blockDim.y;
+  for (size_t i = thread; i < SUMS_TILE * hd; i += threads) {
     size_t r = i / hd, c = i % hd, src = (g * sh.kv_stride + p_first + r) * hd + c;
     kt[r * row + c] = p_first + r < n_keys ? k[src] : 0.0f;
     vt[r * row + c] = p_first + r < n_keys ? v[src] : 0.0f;
@@ -54,33 +61,35 @@ __global__ void column_sums_kernel(TwinSumsShape sh, const float *q, const float
   float vv_f = 0.0f;
   for (size_t c = 0; c < hd; c++) vv_f = fmaf(vp[c], vp[c], vv_f);
   double vv = vv_f;
-  /* Legend as twin_column_sums_add: a = A_tp, z the scaled logit,
-   * dd = ||v_p - o_t||^2, uu = ||v_p + z (v_p - o_t)||^2. */
-  double sum_a = attn[h * n + p], sum_v = obc[h * n + p], sum_k = obc[(H + h) * n + p],
-         sum_vk = obc[(2 * H + h) * n + p];
   size_t t0 = p > sh.pos0 + t_begin ? p - sh.pos0 : t_begin;
-  for (size_t t = t0; t < t_end; t++) {
-    const float *qt = q + (t * H + h) * hd, *ot = o + (t * H + h) * hd;
-    float dot = 0.0f;
-    for (size_t c = 0; c < hd; c++) dot = fmaf(qt[c], kp[c], dot);
-    float z = __fmul_rn(sh.scale, dot);
-    float a = sums_expf(__fsub_rn(z, lse[h * sh.n + t]));
-    float dd = 0.0f, uu = 0.0f;
-    for (size_t c = 0; c < hd; c++) {
-      float d = __fsub_rn(vp[c], ot[c]), u = fmaf(z, d, vp[c]);
-      dd = fmaf(d, d, dd);
-      uu = fmaf(u, u, uu);
+  for (size_t h = g * group + threadIdx.y; h < (g + 1) * group; h += blockDim.y) {
+    /* Legend as twin_column_sums_add: a = A_tp, z the scaled logit,
+     * dd = ||v_p - o_t||^2, uu = ||v_p + z (v_p - o_t)||^2. */
+    double sum_a = attn[h * n + p], sum_v = obc[h * n + p], sum_k = obc[(H + h) * n + p],
+           sum_vk = obc[(2 * H + h) * n + p];
+    for (size_t t = t0; t < t_end; t++) {
+      const float *qt = q + (t * H + h) * hd, *ot = o + (t * H + h) * hd;
+      float dot = 0.0f;
+      for (size_t c = 0; c < hd; c++) dot = fmaf(qt[c], kp[c], dot);
+      float z = __fmul_rn(sh.scale, dot);
+      float a = sums_expf(__fsub_rn(z, lse[h * sh.n + t]));
+      float dd = 0.0f, uu = 0.0f;
+      for (size_t c = 0; c < hd; c++) {
+        float d = __fsub_rn(vp[c], ot[c]), u = fmaf(z, d, vp[c]);
+        dd = fmaf(d, d, dd);
+        uu = fmaf(u, u, uu);
+      }
+      double ad = a, zd = z, a2 = __dmul_rn(ad, ad), z2 = __dmul_rn(zd, zd);
+      sum_a = __dadd_rn(sum_a, ad);
+      sum_v = __dadd_rn(sum_v, __dmul_rn(a2, vv));
+      sum_k = __dadd_rn(sum_k, __dmul_rn(__dmul_rn(a2, z2), (double)dd));
+      sum_vk = __dadd_rn(sum_vk, __dmul_rn(a2, (double)uu));
     }
-    double ad = a, zd = z, a2 = __dmul_rn(ad, ad), z2 = __dmul_rn(zd, zd);
-    sum_a = __dadd_rn(sum_a, ad);
-    sum_v = __dadd_rn(sum_v, __dmul_rn(a2, vv));
-    sum_k = __dadd_rn(sum_k, __dmul_rn(__dmul_rn(a2, z2), (double)dd));
-    sum_vk = __dadd_rn(sum_vk, __dmul_rn(a2, (double)uu));
+    attn[h * n + p] = sum_a;
+    obc[h * n + p] = sum_v;
+    obc[(H + h) * n + p] = sum_k;
+    obc[(2 * H + h) * n + p] = sum_vk;
   }
-  attn[h * n + p] = sum_a;
-  obc[h * n + p] = sum_v;
-  obc[(H + h) * n + p] = sum_k;
-  obc[(2 * H + h) * n + p] = sum_vk;
 }
 
 extern "C" int cuda_column_sums_add(const TwinSumsShape *shape, const float *q, const float *o,
@@ -90,9 +99,11 @@ extern "C" int cuda_column_sums_add(const TwinSumsShape *shape, const float *q, 
   if (t_end <= t_begin) return 0;
   size_t n_keys = shape->pos0 + t_end, tiles = (n_keys + SUMS_TILE - 1) / SUMS_TILE;
   size_t shared = 2 * SUMS_TILE * (shape->head_dim + 1) * sizeof(float);
-  dim3 grid((unsigned)tiles, (unsigned)shape->n_heads);
-  column_sums_kernel<<<grid, SUMS_TILE, shared, stream>>>(*shape, q, o, lse, k, v, t_begin, t_end,
-                                                          attn, obc);
+  size_t group = shape->n_heads / shape->n_kv_heads;
+  dim3 grid((unsigned)tiles, (unsigned)shape->n_kv_heads);
+  dim3 block(SUMS_TILE, (unsigned)(group < SUMS_MAX_GROUP ? group : SUMS_MAX_GROUP));
+  column_sums_kernel<<<grid, block, shared, stream>>>(*shape, q, o, lse, k, v, t_begin, t_end, attn,
+                                                      obc);
   return OBC_CUDA_LAUNCH("column_sums_kernel");
 }
 

@@ -23,7 +23,8 @@ extern "C" {
 enum { CUDA_SUMS_MAX_HEAD_DIM = 128 };
 int cuda_sums_supports(size_t head_dim);
 
-/* As twin_column_sums_add: one thread per (query head, key position). */
+/* As twin_column_sums_add: one thread per key position and query head of
+ * a GQA group (up to 8 heads side by side, the rest in turn). */
 int cuda_column_sums_add(const TwinSumsShape *shape, const float *q /* (n, n_heads * head_dim) */,
                          const float *o /* (n, n_heads * head_dim) */,
                          const float *lse /* (n_heads, n) */,
