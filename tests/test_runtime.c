@@ -321,7 +321,11 @@ START_TEST(test_capture_reports_consistent_rows_and_keeps_logits) {
   ck_assert_int_eq(runtime_create(&m.model, &options, &rt), 0);
   size_t positions[] = {0, 9, 10, 17, 23, 24};
   CaptureCheck cc = {.rt = rt, .model = &m.model, .tokens = tokens};
-  RuntimeCapture capture = {positions, 6, true, &cc, check_layer};
+  RuntimeCapture capture = {.row_positions = positions,
+                            .n_rows = 6,
+                            .want_attn = true,
+                            .user = &cc,
+                            .on_layer = check_layer};
   float *captured = malloc((n + 1) * vocab * sizeof(float));
   ck_assert_int_eq(runtime_forward(rt, tokens, n, RUNTIME_LOGITS_ALL, captured, &capture), 0);
   ck_assert_int_eq(
@@ -363,7 +367,7 @@ START_TEST(test_failed_capture_and_overlong_input_leave_cache_unchanged) {
   ck_assert_int_eq(runtime_forward(rt, tokens, 7, RUNTIME_LOGITS_NONE, NULL, NULL), OBC_EINVAL);
   ck_assert_ptr_nonnull(strstr(obc_error_message(), "context"));
   size_t row = 11;
-  RuntimeCapture capture = {&row, 1, false, NULL, failing_layer};
+  RuntimeCapture capture = {.row_positions = &row, .n_rows = 1, .on_layer = failing_layer};
   ck_assert_int_eq(runtime_forward(rt, tokens, 2, RUNTIME_LOGITS_NONE, NULL, &capture), OBC_EIO);
   int32_t bad = 50;
   ck_assert_int_eq(runtime_forward(rt, &bad, 1, RUNTIME_LOGITS_NONE, NULL, NULL), OBC_EINVAL);
