@@ -20,7 +20,9 @@
 #   replay the model replay of that trace's kept sets (4 scores x 3 budgets,
 #          4 steps) on the GPU against the CPU's (compare_replays.py)
 #   bench  prefill tokens/s and TFLOP/s at 8K and 32K tokens of the 8B shape
-#          against a cuBLAS bf16 GEMM timed in the same run, capture overhead
+#          against a cuBLAS bf16 GEMM timed in the same run, capture overhead,
+#          and the capture with its column sums on the device (their cost and
+#          fp32 rate at the 8B shape)
 #
 # PASS means every step passed. Without a usable CUDA device every GPU step
 # FAILS (a GPU machine whose driver is missing must not pass), unless
@@ -154,7 +156,7 @@ step "replay cpu" 120 0 replay_on cpu
 step "replay cuda" 120 1 replay_on cuda
 step "replay: cuda vs cpu" 30 1 python3 "$here/compare_replays.py" \
   "$tmp/replay-cuda/replay_cells.csv" "$tmp/replay-cpu/replay_cells.csv"
-step bench 300 1 "$bin/gpu_bench" all
+step bench 360 1 "$bin/gpu_bench" all
 
 total=$(printf '%.0f' "$(echo "$(date +%s.%N) - $start" | bc)")
 failed=$(printf '%s\n' "${steps[@]}" | grep -c '"status": "fail' || true)
