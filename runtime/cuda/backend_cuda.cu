@@ -644,8 +644,8 @@ static int sums_check(CudaState *s, const RuntimeSums *request, size_t pos0) {
   const ModelConfig *c = &s->model->config;
   if (!cuda_sums_supports(c->head_dim))
     return obc_fail(OBC_EUNSUPPORTED,
-                    "%s: head_dim %zu is beyond the CUDA sums (expected at most %d; hint: "
-                    "OBC_CAPTURE_SUMS=cpu)",
+                    "%s: head_dim %zu is not one the CUDA sums take (expected a multiple of 4 "
+                    "up to %d; hint: OBC_CAPTURE_SUMS=cpu)",
                     s->model->path, c->head_dim, (int)CUDA_SUMS_MAX_HEAD_DIM);
   if (pos0 > 0 && pos0 < request->n_prompt && s->sums.n_prompt != request->n_prompt)
     return obc_fail(OBC_EINVAL,

@@ -4,7 +4,7 @@
  * the same roundings: the kernels and twins.c give bit-equal sums.
  * The column sums give each thread one key position p and query heads of
  * one GQA group; a block stages its 32 keys and values in shared memory
- * (rows padded by one float against bank conflicts) for the whole group and
+ * (rows padded by four floats against bank conflicts, read as float4) for the whole group and
  * walks the chunk's rows in order, each row's q and o read by every thread of
  * a warp alike. */
 #include <math.h>
@@ -16,7 +16,7 @@
 enum { SUMS_TILE = 32, SUMS_MAX_GROUP = 8, STATS_THREADS = 256 };
 
 extern "C" int cuda_sums_supports(size_t head_dim) {
-  return head_dim > 0 && head_dim <= CUDA_SUMS_MAX_HEAD_DIM && head_dim % 2 == 0;
+  return head_dim > 0 && head_dim <= CUDA_SUMS_MAX_HEAD_DIM && head_dim % 4 == 0;
 }
 
 /* cpu_expf (runtime/cpu_ops.h), rounding for rounding. */
@@ -37,6 +37,26 @@ __device__ static float sums_expf(float x) {
   return __fmul_rn(p, __int_as_float(bits));
 }
 
+/* The fmaf chain of twin_dot_fma over 4 n4 floats, read four at a time. */
+__device__ static float sums_dot4(const float4 *x, const float4 *y, size_t n4) {
+  float sum = 0.0f;
+  for (size_t i = 0; i < n4; i++) {
+    float4 a = x[i], b = y[i];
+    sum = fmaf(a.x, b.x, sum);
+    sum = fmaf(a.y, b.y, sum);
+    sum = fmaf(a.z, b.z, sum);
+    sum = fmaf(a.w, b.w, sum);
+  }
+  return sum;
+}
+
+/* One component of the pair's norms: d = v - o, dd += d^2, uu += (v + z d)^2. */
+__device__ static void sums_norms(float v, float o, float z, float *dd, float *uu) {
+  float d = __fsub_rn(v, o), u = fmaf(z, d, v);
+  *dd = fmaf(d, d, *dd);
+  *uu = fmaf(u, u, *uu);
+}
+
 /* Block (key tile, KV head g): thread (x, y) takes key p_first + x for the
  * query heads y, y + blockDim.y, ... of g's group, so that the group shares
  * one staged tile and each warp holds one query head (its q and o reads are
@@ -44,8 +64,12 @@ __device__ static float sums_expf(float x) {
 __global__ void column_sums_kernel(TwinSumsShape sh, const float *q, const float *o,
                                    const float *lse, const float *k, const float *v, size_t t_begin,
                                    size_t t_end, double *attn, double *obc) {
-  extern __shared__ float tile[]; /* keys then values: (SUMS_TILE, head_dim + 1) each */
-  size_t hd = sh.head_dim, row = hd + 1, H = sh.n_heads, n = sh.n_prompt;
+  /* keys then values, (SUMS_TILE, head_dim + 4) each: rows stay 16-byte
+   * aligned for float4 reads, and the 4-float pad spreads the 8 lanes of a
+   * float4 phase over distinct banks */
+  extern __shared__ float4 tile4[];
+  float *tile = (float *)tile4;
+  size_t hd = sh.head_dim, row = hd + 4, n4 = hd / 4, H = sh.n_heads, n = sh.n_prompt;
   size_t group = H / sh.n_kv_heads, g = blockIdx.y, n_keys = sh.pos0 + t_end;
   size_t p_first = (size_t)blockIdx.x * SUMS_TILE, p = p_first + threadIdx.x;
   float *kt = tile, *vt = tile + SUMS_TILE * row;
@@ -57,10 +81,9 @@ __global__ void column_sums_kernel(TwinSumsShape sh, const float *q, const float
   }
   __syncthreads();
   if (p >= n_keys) return;
-  const float *kp = kt + threadIdx.x * row, *vp = vt + threadIdx.x * row;
-  float vv_f = 0.0f;
-  for (size_t c = 0; c < hd; c++) vv_f = fmaf(vp[c], vp[c], vv_f);
-  double vv = vv_f;
+  const float4 *kp = (const float4 *)(kt + threadIdx.x * row);
+  const float4 *vp = (const float4 *)(vt + threadIdx.x * row);
+  double vv = sums_dot4(vp, vp, n4);
   size_t t0 = p > sh.pos0 + t_begin ? p - sh.pos0 : t_begin;
   for (size_t h = g * group + threadIdx.y; h < (g + 1) * group; h += blockDim.y) {
     /* Legend as twin_column_sums_add: a = A_tp, z the scaled logit,
@@ -68,16 +91,17 @@ __global__ void column_sums_kernel(TwinSumsShape sh, const float *q, const float
     double sum_a = attn[h * n + p], sum_v = obc[h * n + p], sum_k = obc[(H + h) * n + p],
            sum_vk = obc[(2 * H + h) * n + p];
     for (size_t t = t0; t < t_end; t++) {
-      const float *qt = q + (t * H + h) * hd, *ot = o + (t * H + h) * hd;
-      float dot = 0.0f;
-      for (size_t c = 0; c < hd; c++) dot = fmaf(qt[c], kp[c], dot);
-      float z = __fmul_rn(sh.scale, dot);
+      const float4 *qt = (const float4 *)(q + (t * H + h) * hd);
+      const float4 *ot = (const float4 *)(o + (t * H + h) * hd);
+      float z = __fmul_rn(sh.scale, sums_dot4(qt, kp, n4));
       float a = sums_expf(__fsub_rn(z, lse[h * sh.n + t]));
       float dd = 0.0f, uu = 0.0f;
-      for (size_t c = 0; c < hd; c++) {
-        float d = __fsub_rn(vp[c], ot[c]), u = fmaf(z, d, vp[c]);
-        dd = fmaf(d, d, dd);
-        uu = fmaf(u, u, uu);
+      for (size_t i = 0; i < n4; i++) {
+        float4 vc = vp[i], oc = ot[i];
+        sums_norms(vc.x, oc.x, z, &dd, &uu);
+        sums_norms(vc.y, oc.y, z, &dd, &uu);
+        sums_norms(vc.z, oc.z, z, &dd, &uu);
+        sums_norms(vc.w, oc.w, z, &dd, &uu);
       }
       double ad = a, zd = z, a2 = __dmul_rn(ad, ad), z2 = __dmul_rn(zd, zd);
       sum_a = __dadd_rn(sum_a, ad);
@@ -98,7 +122,7 @@ extern "C" int cuda_column_sums_add(const TwinSumsShape *shape, const float *q, 
                                     cudaStream_t stream) {
   if (t_end <= t_begin) return 0;
   size_t n_keys = shape->pos0 + t_end, tiles = (n_keys + SUMS_TILE - 1) / SUMS_TILE;
-  size_t shared = 2 * SUMS_TILE * (shape->head_dim + 1) * sizeof(float);
+  size_t shared = 2 * SUMS_TILE * (shape->head_dim + 4) * sizeof(float);
   size_t group = shape->n_heads / shape->n_kv_heads;
   dim3 grid((unsigned)tiles, (unsigned)shape->n_kv_heads);
   dim3 block(SUMS_TILE, (unsigned)(group < SUMS_MAX_GROUP ? group : SUMS_MAX_GROUP));

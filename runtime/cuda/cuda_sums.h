@@ -18,8 +18,9 @@ extern "C" {
 
 #include "runtime/cuda/twins.h"
 
-/* 1 when the kernels take this head_dim (their shared-memory tiles hold
- * rows of up to CUDA_SUMS_MAX_HEAD_DIM floats). */
+/* 1 when the kernels take this head_dim: a multiple of 4 (rows are read as
+ * float4) up to CUDA_SUMS_MAX_HEAD_DIM (their shared-memory tiles). Every
+ * row pointer must then be 16-byte aligned, as cudaMalloc's are. */
 enum { CUDA_SUMS_MAX_HEAD_DIM = 128 };
 int cuda_sums_supports(size_t head_dim);
 
