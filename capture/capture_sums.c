@@ -149,11 +149,16 @@ static void add_block(CaptureSums *s, const RuntimeLayerCapture *view, const flo
   }
 }
 
+/* Row i counts once at every position p <= i; rows [i, stop) together count
+ * stop - max(i, p) times at p < stop, taken up to where the agnostic rows end
+ * (their counts are a copy made there). */
 void capture_sums_count(CaptureSums *s, size_t first, size_t end) {
   size_t n = s->n_prompt;
-  for (size_t i = first; i < end; i++) {
+  for (size_t i = first; i < end;) {
     if (i == s->agnostic_rows) memcpy(s->counts, s->counts + n, n * sizeof *s->counts);
-    for (size_t p = 0; p <= i; p++) s->counts[n + p]++;
+    size_t stop = s->agnostic_rows > i && s->agnostic_rows < end ? s->agnostic_rows : end;
+    for (size_t p = 0; p < stop; p++) s->counts[n + p] += (int64_t)(stop - (p > i ? p : i));
+    i = stop;
   }
 }
 

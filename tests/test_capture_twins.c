@@ -132,6 +132,15 @@ static void run_case(const SumsCase *c) {
   capture_qstats_finish(&host_stats);
   capture_qstats_finish(&twin_stats);
 
+  /* Counts: row i sees positions p <= i, so n - p rows saw p, and
+   * agnostic_rows - p of the rows before the question (all rows when the
+   * prompt has none). */
+  for (size_t p = 0; p < n; p++) {
+    size_t agnostic = c->agnostic_rows < n ? c->agnostic_rows : n;
+    ck_assert_int_eq(host.counts[TRACE_ROWS_ALL * n + p], (int64_t)(n - p));
+    ck_assert_int_eq(host.counts[TRACE_ROWS_AGNOSTIC * n + p],
+                     (int64_t)(agnostic > p ? agnostic - p : 0));
+  }
   /* Counts are integers: equal. */
   ck_assert_mem_eq(host.counts, twin.counts, TRACE_ROWS_VARIANTS * n * sizeof *host.counts);
   ck_assert_mem_eq(host_stats.counts, twin_stats.counts, sizeof host_stats.counts);
