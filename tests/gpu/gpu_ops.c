@@ -269,23 +269,6 @@ static void check_attention(size_t hd, size_t heads, size_t kv_heads, size_t pos
       free(attn);
 }
 
-/* gpu_compare for doubles, and whether the two are bit-equal. */
-static int compare_doubles(const char *what, const double *a, const double *b, size_t count,
-                           double tol) {
-  double diff = 0.0, ref = 0.0;
-  int finite = 1;
-  for (size_t i = 0; i < count; i++) {
-    finite &= isfinite(a[i]) && isfinite(b[i]);
-    diff = fmax(diff, fabs(a[i] - b[i]));
-    ref = fmax(ref, fabs(b[i]));
-  }
-  double err = ref > 0.0 ? diff / ref : diff;
-  int ok = finite && err <= tol;
-  printf("  %-48s %.3g (tol %.0e, %s) %s\n", what, err, tol,
-         memcmp(a, b, count * sizeof *a) ? "not bit-equal" : "bit-equal", ok ? "OK" : "FAIL");
-  return ok;
-}
-
 /* The capture's device sums of one chunk (pos0 cached rows, n queries of
  * which the first `prompt` are prompt rows) against twin_column_sums_add and
  * twin_query_stats_add, added onto non-zero sums. */
@@ -339,7 +322,7 @@ static void check_sums(size_t hd, size_t heads, size_t kv_heads, size_t pos0, si
     char label[128];
     snprintf(label, sizeof label, "%s hd%zu %zu:%zu rows %zu..%zu at %zu%s", names[i], hd, heads,
              kv_heads, t_begin, prompt, pos0, interleaved ? " interleaved" : "");
-    check(compare_doubles(label, got[i], ref[i], counts[i], 1e-6));
+    check(gpu_compare_doubles(label, got[i], ref[i], counts[i], 1e-6));
   }
   cudaFree(dq), cudaFree(do_), cudaFree(dl), cudaFree(dk), cudaFree(dv), cudaFree(dc), cudaFree(ds);
   for (int i = 0; i < 4; i++) cudaFree(dsums[i]), free(ref[i]), free(got[i]);

@@ -129,19 +129,6 @@ static int host_sums_layer(void *user, const RuntimeLayerCapture *view) {
   return rc ? rc : capture_qstats_add(h->stats, view);
 }
 
-static int compare_sums(const char *what, const double *a, const double *b, size_t count,
-                        double tol) {
-  double diff = 0.0, ref = 0.0;
-  for (size_t i = 0; i < count; i++) {
-    diff = fmax(diff, fabs(a[i] - b[i]));
-    ref = fmax(ref, fabs(b[i]));
-  }
-  double err = ref > 0.0 ? diff / ref : diff;
-  int ok = isfinite(err) && err <= tol;
-  printf("  %-40s %.3g (tol %.0e) %s\n", what, err, tol, ok ? "OK" : "FAIL");
-  return ok;
-}
-
 /* One "cuda" forward pass of N_TOKENS tokens whose first n_prompt = 550 are
  * the prompt (the last chunk runs past it) and whose question starts at 300
  * (inside the second chunk): its device sums against the host sums of the
@@ -206,12 +193,15 @@ static int check_device_sums(const Model *model, const char *label) {
            agnostic);
     size_t plane = L * TRACE_ROWS_VARIANTS * c->n_heads * n_prompt;
     size_t stats = L * TRACE_ROWS_VARIANTS * c->n_heads * hd;
-    ok &= compare_sums("column sums A", device.attn, host.attn, plane, 1e-4);
-    ok &= compare_sums("column sums obc (v, k, vk)", device.obc, host.obc, 3 * plane, 1e-4);
-    ok &= compare_sums("query sums", device_stats.sum, host_stats.sum, stats, 1e-12);
-    ok &= compare_sums("query outer products", device_stats.outer, host_stats.outer, stats * hd,
-                       2.0 * (double)n_prompt * 2.2e-16);
-    ok &= !memcmp(device.counts, host.counts, TRACE_ROWS_VARIANTS * n_prompt * sizeof(int64_t));
+    ok &= gpu_compare_doubles("column sums A", device.attn, host.attn, plane, 1e-4);
+    ok &= gpu_compare_doubles("column sums obc (v, k, vk)", device.obc, host.obc, 3 * plane, 1e-4);
+    ok &= gpu_compare_doubles("query sums", device_stats.sum, host_stats.sum, stats, 1e-12);
+    ok &= gpu_compare_doubles("query outer products", device_stats.outer, host_stats.outer,
+                              stats * hd, 2.0 * (double)n_prompt * 2.2e-16);
+    int same =
+        !memcmp(device.counts, host.counts, TRACE_ROWS_VARIANTS * n_prompt * sizeof(int64_t));
+    printf("  %-40s %s\n", "column counts", same ? "equal OK" : "different FAIL");
+    ok &= same;
   }
   runtime_free(rt);
   capture_sums_free(&host), capture_sums_free(&device);
