@@ -5,9 +5,14 @@
  * their stored type (native) and dequantised to fp32 (f32), one after the
  * other in the same run. Decode is set against the memory roofline: the
  * weight bytes one step reads over the read bandwidth of a streaming sum
- * measured in the same run; and each path's peak RSS.
+ * measured in the same run; and each path's peak RSS. Last, the floor table
+ * (print_floor_table): each measured rate next to the best the machine allows,
+ * prefill from its FLOPs per token over the sgemm rate of the linked BLAS
+ * and decode from its bytes per token (weights in their held type plus the
+ * fp32 KV cache at the depth) over the read bandwidth, both measured here.
  * Run: cmake --build B --target bench_model && B/bench/bench_model [MODEL]
  *      [--threads N] [--lengths 512,2048,4096] [--decode N] [--weights native|f32|both] */
+#include <cblas.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,13 +82,15 @@ static void fill_tokens(int32_t *tokens, size_t n, size_t vocab) {
   }
 }
 
-static int bench_prefill(Runtime *rt, const int32_t *tokens, size_t n, float *logits) {
+static int bench_prefill(Runtime *rt, const int32_t *tokens, size_t n, float *logits,
+                         double *tokens_per_second) {
   runtime_reset(rt);
   runtime_profile_reset(rt);
   double start = obc_now_seconds();
   int rc = runtime_forward(rt, tokens, n, RUNTIME_LOGITS_LAST, logits, NULL);
   if (rc) return rc;
   double seconds = obc_now_seconds() - start;
+  if (tokens_per_second) *tokens_per_second = (double)n / seconds;
   const RuntimeProfile *p = runtime_profile(rt);
   printf(
       "prefill %5zu tokens: %8.1f tokens/s (%.2f s)  GEMM %4.1f%%  attention %4.1f%% "
@@ -132,8 +139,100 @@ typedef struct {
 
 typedef struct {
   double decode_tps, bytes_per_token, rss_mb, hwm_mb;
+  double prefill_tps[8];     /* (n_lengths) measured */
+  double prefill_flops[8];   /* (n_lengths) FLOPs per token at each length */
+  double decode_floor_bytes; /* bytes per decode token at the decode depth */
+  size_t decode_depth;       /* mean cached positions over the decode steps */
   char held[256];
 } BenchResult;
+
+/* ---- the floor: work per token over the machine's measured rates ---- */
+
+enum { DECODE_PROMPT = 512 };
+
+/* sgemm GFLOP/s of the BLAS the tool links: the best of 5 products of
+ * 1024 x 1024 matrices (2.1 GFLOP each), on the current OpenMP/BLAS threads. */
+static double sgemm_gflops(void) {
+  enum { SIDE = 1024 };
+  float *a = malloc((size_t)SIDE * SIDE * sizeof(float));
+  float *b = malloc((size_t)SIDE * SIDE * sizeof(float));
+  float *c = malloc((size_t)SIDE * SIDE * sizeof(float));
+  double best = -1.0;
+  for (size_t i = 0; a && b && c && i < (size_t)SIDE * SIDE; i++) {
+    a[i] = (float)((i * 7919) % 113) / 113.0f - 0.5f;
+    b[i] = (float)((i * 104729) % 127) / 127.0f - 0.5f;
+  }
+  for (int rep = 0; a && b && c && rep < 5; rep++) {
+    double start = obc_now_seconds();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, SIDE, SIDE, SIDE, 1.0f, a, SIDE, b, SIDE,
+                0.0f, c, SIDE);
+    double rate = 2.0 * SIDE * SIDE * (double)SIDE / (obc_now_seconds() - start) / 1e9;
+    best = rate > best ? rate : best;
+  }
+  free(a);
+  free(b);
+  free(c);
+  return best;
+}
+
+/* FLOPs of one prefill token at a prompt of n tokens: 2 per weight of the
+ * layer matrices (Q, K, V, O, gate, up, down), attention's 4 head_dim per
+ * (head, key) over the (n + 1) / 2 keys a row sees on average, and the LM
+ * head once per prefill (RUNTIME_LOGITS_LAST), shared by the n tokens. */
+static double prefill_flops_per_token(const ModelConfig *c, size_t n) {
+  double dim = (double)c->dim, q_dim = (double)(c->n_heads * c->head_dim);
+  double kv_dim = (double)(c->n_kv_heads * c->head_dim), ffn = (double)c->ffn_dim;
+  double layer_weights = dim * q_dim + 2.0 * dim * kv_dim + q_dim * dim + 3.0 * dim * ffn;
+  double attention = 4.0 * (double)(c->n_heads * c->head_dim) * ((double)n + 1.0) / 2.0;
+  double head = 2.0 * dim * (double)c->vocab_size / (double)n;
+  return (double)c->n_layers * (2.0 * layer_weights + attention) + head;
+}
+
+/* Bytes of one decode step at depth cached positions: the weights in their
+ * held type (decode_bytes) and the fp32 K and V rows of every layer. */
+static double decode_bytes_at(const Model *model, double weight_bytes, size_t depth) {
+  const ModelConfig *c = &model->config;
+  double kv = 2.0 * (double)(c->n_layers * c->n_kv_heads * c->head_dim) * sizeof(float);
+  return weight_bytes + kv * (double)depth;
+}
+
+/* One table row: the measured rate, the work per token, the floor's rate
+ * (the machine's rate over that work) and the fraction of it achieved. */
+static void print_floor_row(const char *phase, const char *weights, const char *at, double measured,
+                            double work, const char *unit, double rate) {
+  double floor_tps = rate / work;
+  printf("  %-8s %-7s %-8s %12.1f %12.3f %-7s %12.1f %8.1f%%\n", phase, weights, at, measured,
+         work / (unit[0] == 'G' ? 1e9 : 1e6), unit, floor_tps, 100.0 * measured / floor_tps);
+}
+
+static void print_floor_table(const BenchArgs *a, const BenchResult *results, const bool *ran,
+                              const char *const *names, double gflops, double bandwidth) {
+  printf(
+      "\nfloor: sgemm %.1f GFLOP/s (1024^3, linked BLAS), read bandwidth %.1f GB/s, same "
+      "threads\n",
+      gflops, bandwidth);
+  printf("  %-8s %-7s %-8s %12s %12s %-7s %12s %9s\n", "phase", "weights", "at", "tokens/s",
+         "per token", "", "floor tok/s", "achieved");
+  for (size_t m = 0; m < 2; m++) {
+    if (!ran[m]) continue;
+    const BenchResult *r = &results[m];
+    for (size_t i = 0; i < a->n_lengths; i++) {
+      char at[32];
+      snprintf(at, sizeof at, "%zu", a->lengths[i]);
+      print_floor_row("prefill", names[m], at, r->prefill_tps[i], r->prefill_flops[i], "GFLOP",
+                      gflops * 1e9);
+    }
+    if (a->decode_steps) {
+      char at[32];
+      snprintf(at, sizeof at, "@%zu", r->decode_depth);
+      print_floor_row("decode", names[m], at, r->decode_tps, r->decode_floor_bytes, "MB",
+                      bandwidth * 1e9);
+    }
+  }
+  printf(
+      "  (prefill: FLOPs per token / sgemm rate; decode: weight + KV-cache bytes per token / "
+      "read bandwidth)\n");
+}
 
 /* Seconds per call of one forced path, the best of a few repeats. */
 static double time_path(const ModelMatrix *w, const float *a, float *c, size_t n,
@@ -197,14 +296,18 @@ static int bench_mode(const BenchArgs *a, ModelWeightsMode mode, BenchResult *r)
   if (!rc) rc = runtime_create(model, &options, &rt);
   if (!rc) {
     fill_tokens(tokens, max_len, vocab);
-    rc = bench_prefill(rt, tokens, 64, logits); /* warm-up: page in weights and buffers */
+    rc = bench_prefill(rt, tokens, 64, logits, NULL); /* warm-up: page in weights and buffers */
   }
-  for (size_t i = 0; i < a->n_lengths && !rc; i++)
-    rc = bench_prefill(rt, tokens, a->lengths[i], logits);
+  for (size_t i = 0; i < a->n_lengths && !rc; i++) {
+    rc = bench_prefill(rt, tokens, a->lengths[i], logits, &r->prefill_tps[i]);
+    r->prefill_flops[i] = prefill_flops_per_token(&model->config, a->lengths[i]);
+  }
+  r->decode_depth = DECODE_PROMPT + a->decode_steps / 2;
+  r->decode_floor_bytes = decode_bytes_at(model, r->bytes_per_token, r->decode_depth);
   if (!rc && mode == MODEL_WEIGHTS_NATIVE) bench_paths(model);
   r->decode_tps = 0.0;
   if (!rc && a->decode_steps)
-    rc = bench_decode(rt, tokens, 512, a->decode_steps, logits, &r->decode_tps);
+    rc = bench_decode(rt, tokens, DECODE_PROMPT, a->decode_steps, logits, &r->decode_tps);
   r->rss_mb = status_mb("VmRSS");
   r->hwm_mb = status_mb("VmHWM");
   printf("RSS %.0f MB with the model and runtime alive; peak so far %.0f MB\n", r->rss_mb,
@@ -272,5 +375,7 @@ int main(int argc, char **argv) {
   }
   if (ran[0] && ran[1] && a.decode_steps)
     printf("decode native / f32: %.2fx\n", results[0].decode_tps / results[1].decode_tps);
+  const char *names[2] = {model_weights_mode_name(modes[0]), model_weights_mode_name(modes[1])};
+  print_floor_table(&a, results, ran, names, sgemm_gflops(), bandwidth);
   return 0;
 }

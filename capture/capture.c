@@ -8,6 +8,7 @@
 
 #include <assert.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,13 +37,23 @@ typedef struct {
   CaptureSums *sums;         /* column sums of every prompt row, or NULL */
   const RuntimeCache *cache; /* the runtime's, for the sums' keys and values */
   CaptureQueryStats *qstats; /* pre-RoPE query statistics (with the sums), or NULL */
+  RuntimeSums *device_sums;  /* sums and qstats made by the runtime's device, or NULL */
 } CaptureBuffers;
+
+/* The device sums write straight into CaptureSums and CaptureQueryStats. */
+_Static_assert((int)RUNTIME_SUMS_AGNOSTIC == (int)TRACE_ROWS_AGNOSTIC &&
+                   (int)RUNTIME_SUMS_ALL == (int)TRACE_ROWS_ALL &&
+                   (int)RUNTIME_SUMS_VARIANTS == (int)TRACE_ROWS_VARIANTS &&
+                   (int)RUNTIME_SUMS_OBC_TERMS == (int)TRACE_OBC_TERMS,
+               "runtime.h's RuntimeSums layout is the trace's");
 
 void capture_options_default(CaptureOptions *options) {
   memset(options, 0, sizeof *options);
   options->rows = 128;
   options->decode = 16;
   options->compression = 0;
+  const char *place = getenv(CAPTURE_SUMS_ENV);
+  options->sums_place = place && !strcmp(place, "cpu") ? CAPTURE_SUMS_HOST : CAPTURE_SUMS_DEVICE;
 }
 
 static int on_layer(void *user, const RuntimeLayerCapture *view) {
@@ -64,8 +75,9 @@ static int on_layer(void *user, const RuntimeLayerCapture *view) {
                view->n_keys * sizeof(float));
     }
   }
-  int rc = b->sums ? capture_sums_add(b->sums, view, b->cache) : OBC_OK;
-  if (!rc && b->qstats) rc = capture_qstats_add(b->qstats, view);
+  bool host_sums = !b->device_sums;
+  int rc = b->sums && host_sums ? capture_sums_add(b->sums, view, b->cache) : OBC_OK;
+  if (!rc && b->qstats && host_sums) rc = capture_qstats_add(b->qstats, view);
   capture_progress_add(b->progress, b->stage, view->layer, view->n_tokens);
   return rc;
 }
@@ -128,14 +140,20 @@ static int run_model(Runtime *runtime, const NiahPrompt *prompt, const CaptureOp
   memcpy(tokens, prompt->tokens, s * sizeof *tokens);
 
   double t0 = obc_now_seconds();
-  size_t first = b->sums ? 0 : b->first_row;
+  /* host sums need every prompt row, device sums and the trace the last R */
+  size_t first = b->sums && !b->device_sums ? 0 : b->first_row;
   RuntimeCapture capture = {.row_positions = positions + first,
                             .n_rows = s - first,
                             .want_attn = o->store_attn,
                             .user = b,
-                            .on_layer = on_layer};
+                            .on_layer = on_layer,
+                            .sums = b->device_sums};
   b->stage = "prefill";
   if (!rc) rc = runtime_forward(runtime, prompt->tokens, s, RUNTIME_LOGITS_LAST, next, &capture);
+  if (!rc && b->device_sums) {
+    capture_sums_count(b->sums, 0, s);
+    capture_qstats_count(b->qstats, 0, s);
+  }
   if (!rc && b->sums) capture_sums_finish(b->sums);
   if (!rc && b->qstats) capture_qstats_finish(b->qstats);
   double t1 = obc_now_seconds();
@@ -316,6 +334,19 @@ int capture_run(const Model *model, const NiahPrompt *prompt, const CaptureOptio
       rc = capture_qstats_init(&qstats, c->n_layers, c->n_heads, c->head_dim, s,
                                agnostic_rows(prompt), inv_freq, c->rope_interleaved);
     b.qstats = rc ? NULL : &qstats;
+  }
+  RuntimeSums device_sums;
+  if (!rc && b.qstats && o->sums_place == CAPTURE_SUMS_DEVICE && runtime_device_sums(runtime)) {
+    device_sums = (RuntimeSums){.n_prompt = s,
+                                .agnostic_rows = sums.agnostic_rows,
+                                .qstats_first_row = TRACE_QSTATS_FIRST_ROW,
+                                .scale = sums.scale,
+                                .attn = sums.attn,
+                                .obc = sums.obc,
+                                .q_sum = qstats.sum,
+                                .q_outer = qstats.outer};
+    b.device_sums = &device_sums;
+    result->sums_on_device = true;
   }
   if (!rc) rc = run_model(runtime, prompt, o, &b, tokens, logits, result);
   if (!rc)

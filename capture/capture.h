@@ -15,6 +15,17 @@
 #include "prompts/niah.h"
 #include "model/model.h"
 
+/* Where the column sums and query statistics run: on the runtime's device
+ * when its backend has device sums (runtime.h RuntimeSums: CUDA), else on
+ * the host from every prompt row's Q/O; or always on the host. The
+ * environment variable CAPTURE_SUMS_ENV=cpu makes the default the host
+ * (to time one against the other, tests/gpu/kit_run.sh). */
+typedef enum {
+  CAPTURE_SUMS_DEVICE = 0, /* the backend's device when it can */
+  CAPTURE_SUMS_HOST = 1    /* capture/capture_sums.c and capture_qstats.c */
+} CaptureSumsPlace;
+#define CAPTURE_SUMS_ENV "OBC_CAPTURE_SUMS"
+
 typedef struct {
   size_t rows;     /* last R prompt rows captured (clipped to the prompt) */
   bool all_rows;   /* capture every prompt row (full-history windows) */
@@ -24,6 +35,7 @@ typedef struct {
   /* leave out the column sums of every prompt row (capture/capture_sums.h),
    * which make the trace schema 3 */
   bool skip_column_sums;
+  CaptureSumsPlace sums_place;  /* CAPTURE_SUMS_DEVICE, or CAPTURE_SUMS_ENV's choice */
   int compression;              /* 0..9 */
   size_t threads;               /* 0 = OpenMP default */
   const char *device;           /* runtime backend: NULL/"cpu", "cuda", "cuda-bf16" */
@@ -39,6 +51,7 @@ typedef struct {
   double prefill_seconds;
   double decode_seconds;
   double write_seconds;
+  bool sums_on_device; /* the column sums ran on the runtime's device */
 } CaptureResult;
 
 void capture_options_default(CaptureOptions *options);

@@ -91,6 +91,13 @@ static void add_block(CaptureQueryStats *s, const RuntimeLayerCapture *view, siz
               outer, (int)d);
 }
 
+void capture_qstats_count(CaptureQueryStats *s, size_t first, size_t end) {
+  for (size_t i = first < TRACE_QSTATS_FIRST_ROW ? TRACE_QSTATS_FIRST_ROW : first; i < end; i++) {
+    if (i == s->agnostic_rows) s->counts[TRACE_ROWS_AGNOSTIC] = s->counts[TRACE_ROWS_ALL];
+    s->counts[TRACE_ROWS_ALL]++;
+  }
+}
+
 int capture_qstats_add(CaptureQueryStats *s, const RuntimeLayerCapture *view) {
   size_t d = s->head_dim, half = d / 2, n = s->n_prompt, layer = view->layer;
   size_t first = 0, rows = 0; /* the view's rows [first, rows) that are summed */
@@ -100,11 +107,7 @@ int capture_qstats_add(CaptureQueryStats *s, const RuntimeLayerCapture *view) {
     assert(view->row_positions[r] == view->pos0 + r);
   if (first == rows) return OBC_OK;
   size_t i_first = view->row_positions[first];
-  if (layer == 0)
-    for (size_t i = i_first; i < view->pos0 + rows; i++) {
-      if (i == s->agnostic_rows) s->counts[TRACE_ROWS_AGNOSTIC] = s->counts[TRACE_ROWS_ALL];
-      s->counts[TRACE_ROWS_ALL]++;
-    }
+  if (layer == 0) capture_qstats_count(s, i_first, view->pos0 + rows);
   float *cs = obc_malloc(rows * half * 2 * sizeof *cs, "RoPE angles of the query rows");
   int n_threads = omp_get_max_threads();
   double *scratch =

@@ -40,6 +40,9 @@ void capture_qstats_free(CaptureQueryStats *stats);
  * chunk must be there, in position order, and the chunks must come in
  * order). */
 int capture_qstats_add(CaptureQueryStats *stats, const RuntimeLayerCapture *view);
+/* Counts rows [first, end) of layer 0 that are summed (capture_qstats_add
+ * does it for its rows; sums made on a device need it once for every row). */
+void capture_qstats_count(CaptureQueryStats *stats, size_t first, size_t end);
 /* After the last prompt row: completes the agnostic variant when the prompt
  * has no question, and mirrors each q q^T sum (accumulated in its upper
  * triangle) into an exactly symmetric matrix. */

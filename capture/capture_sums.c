@@ -149,6 +149,19 @@ static void add_block(CaptureSums *s, const RuntimeLayerCapture *view, const flo
   }
 }
 
+/* Row i counts once at every position p <= i; rows [i, stop) together count
+ * stop - max(i, p) times at p < stop, taken up to where the agnostic rows end
+ * (their counts are a copy made there). */
+void capture_sums_count(CaptureSums *s, size_t first, size_t end) {
+  size_t n = s->n_prompt;
+  for (size_t i = first; i < end;) {
+    if (i == s->agnostic_rows) memcpy(s->counts, s->counts + n, n * sizeof *s->counts);
+    size_t stop = s->agnostic_rows > i && s->agnostic_rows < end ? s->agnostic_rows : end;
+    for (size_t p = 0; p < stop; p++) s->counts[n + p] += (int64_t)(stop - (p > i ? p : i));
+    i = stop;
+  }
+}
+
 int capture_sums_add(CaptureSums *s, const RuntimeLayerCapture *view, const RuntimeCache *cache) {
   size_t hd = s->head_dim, n = s->n_prompt, layer = view->layer;
   size_t rows = 0; /* the view's prompt rows: a prefix of its rows */
@@ -162,11 +175,7 @@ int capture_sums_add(CaptureSums *s, const RuntimeLayerCapture *view, const Runt
     for (size_t p = view->pos0; p < last; p++)
       s->vv[(layer * s->n_kv_heads + g) * n + p] = dot_double(V + p * hd, V + p * hd, hd);
   }
-  if (layer == 0)
-    for (size_t i = view->pos0; i < last; i++) {
-      if (i == s->agnostic_rows) memcpy(s->counts, s->counts + n, n * sizeof *s->counts);
-      for (size_t p = 0; p <= i; p++) s->counts[n + p]++;
-    }
+  if (layer == 0) capture_sums_count(s, view->pos0, last);
   size_t per_thread = (2 * SUMS_BLOCK + SUMS_TERMS + 1) * last;
   int n_threads = omp_get_max_threads();
   float *scratch =

@@ -37,6 +37,9 @@ void capture_sums_free(CaptureSums *sums);
  * the chunk must be there, in position order, and the chunks must come in
  * order); K and V of positions before the chunk are read from the cache. */
 int capture_sums_add(CaptureSums *sums, const RuntimeLayerCapture *view, const RuntimeCache *cache);
+/* Counts rows [first, end) of layer 0 (capture_sums_add does it for its
+ * rows; sums made elsewhere, on a device, need it once for every row). */
+void capture_sums_count(CaptureSums *sums, size_t first, size_t end);
 /* After the last prompt row: completes the agnostic variant when the prompt
  * has no question (it is then every row). counts holds, per variant and
  * position, the number of rows that saw it. */

@@ -82,6 +82,7 @@ static void print_result(const char *path, const Tokenizer *tokenizer, const Nia
            prompt->answers[0]);
   printf("time: prefill %.2f s, decode %.2f s, write %.2f s\n", r->prefill_seconds,
          r->decode_seconds, r->write_seconds);
+  if (r->sums_on_device) printf("column sums: on the device\n");
 }
 
 int cmd_capture(int argc, char **argv) {

@@ -165,6 +165,18 @@ int runtime_forward(Runtime *rt, const int32_t *tokens, size_t n, RuntimeLogits 
   if (capture)
     for (size_t r = 1; r < capture->n_rows; r++)
       assert(capture->row_positions[r] > capture->row_positions[r - 1]);
+  if (capture && capture->sums && !rt->backend->device_sums)
+    return obc_fail(OBC_EINVAL,
+                    "runtime: the %s backend has no device sums (hint: leave them "
+                    "to the capture's on_layer)",
+                    rt->backend->name);
+  if (capture && capture->sums &&
+      (capture->sums->n_prompt > rt->cache.max_context ||
+       capture->sums->agnostic_rows > capture->sums->n_prompt))
+    return obc_fail(OBC_EINVAL,
+                    "runtime: device sums over %zu prompt rows (agnostic %zu) do not fit the "
+                    "context of %zu",
+                    capture->sums->n_prompt, capture->sums->agnostic_rows, rt->cache.max_context);
 
   if (rt->cache.evicted) /* positions appended from here on are always kept */
     for (size_t layer = 0; layer < c->n_layers; layer++)
@@ -196,6 +208,7 @@ int runtime_forward(Runtime *rt, const int32_t *tokens, size_t n, RuntimeLogits 
   return OBC_OK;
 }
 
+bool runtime_device_sums(const Runtime *rt) { return rt->backend->device_sums; }
 size_t runtime_position(const Runtime *rt) { return rt->cache.length; }
 size_t runtime_max_context(const Runtime *rt) { return rt->cache.max_context; }
 const Model *runtime_model(const Runtime *rt) { return rt->model; }

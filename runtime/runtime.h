@@ -101,6 +101,34 @@ typedef struct {
   size_t n_keys;
 } RuntimeLayerCapture;
 
+/* Column sums of attention and pre-RoPE query statistics of every prompt
+ * row (capture/capture_sums.h and capture/capture_qstats.h define them),
+ * accumulated by a backend on its own device (RuntimeBackend.device_sums)
+ * from the queries, outputs, lse and K/V it already holds, so that neither
+ * every row's Q/O nor the work of the sums goes through the host. Rows
+ * [0, n_prompt) are summed as forward calls reach them, starting at
+ * position 0; just before row agnostic_rows (< n_prompt) each layer's
+ * all-rows sums are copied into its agnostic ones. The host arrays are
+ * written when the forward call that runs row n_prompt - 1 returns; the
+ * agnostic copy for agnostic_rows == n_prompt and the symmetric mirror of
+ * q_outer (its upper triangle holds the sums) are the caller's. */
+typedef enum {
+  RUNTIME_SUMS_AGNOSTIC = 0, /* rows [0, agnostic_rows) */
+  RUNTIME_SUMS_ALL = 1,      /* every prompt row */
+  RUNTIME_SUMS_VARIANTS = 2
+} RuntimeSumsRows;
+enum { RUNTIME_SUMS_OBC_TERMS = 3 }; /* obc_v, obc_k, obc_vk */
+typedef struct {
+  size_t n_prompt;         /* rows and key positions summed over */
+  size_t agnostic_rows;    /* <= n_prompt */
+  size_t qstats_first_row; /* query statistics sum rows [qstats_first_row, n_prompt) */
+  float scale;             /* logit scale, as the attention uses it */
+  double *attn;            /* host (n_layers, VARIANTS, n_heads, n_prompt) */
+  double *obc;             /* host (n_layers, VARIANTS, OBC_TERMS, n_heads, n_prompt) */
+  double *q_sum;           /* host (n_layers, VARIANTS, n_heads, head_dim) */
+  double *q_outer;         /* host (n_layers, VARIANTS, n_heads, head_dim, head_dim) */
+} RuntimeSums;
+
 /* Asks a forward call to report per layer. on_layer runs once per (chunk,
  * layer), chunks in order and layers in order within a chunk, right after that
  * layer's attention (its K/V rows are already in the cache). Rows outside the
@@ -113,6 +141,8 @@ typedef struct {
   bool want_attn;
   void *user;
   int (*on_layer)(void *user, const RuntimeLayerCapture *view);
+  /* Sums on the device (a backend with device_sums only), or NULL. */
+  const RuntimeSums *sums;
 } RuntimeCapture;
 
 /* The requested rows that fall inside one chunk, positions [pos0, pos0 + n):
@@ -153,6 +183,7 @@ typedef struct {
   int (*forward)(void *state, const int32_t *tokens /* (n) */, size_t n, RuntimeLogits which,
                  float *logits /* (1 or n, vocab_size) */, const RuntimeCapture *capture,
                  RuntimeProfile *profile);
+  bool device_sums; /* forward honours RuntimeCapture.sums */
 } RuntimeBackend;
 
 extern const RuntimeBackend runtime_backend_cpu; /* runtime/backend_cpu.c */
@@ -202,6 +233,9 @@ int runtime_set_kept(Runtime *runtime, size_t layer, size_t kv_head,
                      const unsigned char *keep /* (n) */, size_t n);
 /* Keeps every cached position again (runtime_reset does this too). */
 void runtime_clear_evictions(Runtime *runtime);
+
+/* Whether the backend accumulates RuntimeCapture.sums on its device. */
+bool runtime_device_sums(const Runtime *runtime);
 
 const RuntimeProfile *runtime_profile(const Runtime *runtime);
 void runtime_profile_reset(Runtime *runtime);

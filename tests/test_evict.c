@@ -55,8 +55,16 @@ START_TEST(test_evicted_keys_leave_the_softmax_and_new_positions_stay) {
   RuntimeOptions options = {.max_context = 32};
   size_t row = N;
   AttnRow full, evicted;
-  RuntimeCapture capture_full = {&row, 1, true, &full, keep_attn_row};
-  RuntimeCapture capture_evicted = {&row, 1, true, &evicted, keep_attn_row};
+  RuntimeCapture capture_full = {.row_positions = &row,
+                                 .n_rows = 1,
+                                 .want_attn = true,
+                                 .user = &full,
+                                 .on_layer = keep_attn_row};
+  RuntimeCapture capture_evicted = {.row_positions = &row,
+                                    .n_rows = 1,
+                                    .want_attn = true,
+                                    .user = &evicted,
+                                    .on_layer = keep_attn_row};
 
   Runtime *rt = NULL;
   ck_assert_int_eq(runtime_create(model, &options, &rt), 0);
@@ -879,7 +887,8 @@ START_TEST(test_dynamic_running_scores_equal_the_closed_forms_over_the_history) 
   RuntimeOptions options = {.max_context = N};
   Runtime *rt = NULL;
   ck_assert_int_eq(runtime_create(model, &options, &rt), 0);
-  RuntimeCapture capture = {positions, N, false, &rows, keep_all_rows};
+  RuntimeCapture capture = {
+      .row_positions = positions, .n_rows = N, .user = &rows, .on_layer = keep_all_rows};
   ck_assert_int_eq(runtime_forward(rt, tokens, N, RUNTIME_LOGITS_NONE, NULL, &capture), 0);
   RuntimeCache *cache = runtime_cache(rt);
   static const char *const names[] = {"attn", "obc_v", "obc_k", "obc_vk"};

@@ -321,7 +321,11 @@ START_TEST(test_capture_reports_consistent_rows_and_keeps_logits) {
   ck_assert_int_eq(runtime_create(&m.model, &options, &rt), 0);
   size_t positions[] = {0, 9, 10, 17, 23, 24};
   CaptureCheck cc = {.rt = rt, .model = &m.model, .tokens = tokens};
-  RuntimeCapture capture = {positions, 6, true, &cc, check_layer};
+  RuntimeCapture capture = {.row_positions = positions,
+                            .n_rows = 6,
+                            .want_attn = true,
+                            .user = &cc,
+                            .on_layer = check_layer};
   float *captured = malloc((n + 1) * vocab * sizeof(float));
   ck_assert_int_eq(runtime_forward(rt, tokens, n, RUNTIME_LOGITS_ALL, captured, &capture), 0);
   ck_assert_int_eq(
@@ -363,11 +367,34 @@ START_TEST(test_failed_capture_and_overlong_input_leave_cache_unchanged) {
   ck_assert_int_eq(runtime_forward(rt, tokens, 7, RUNTIME_LOGITS_NONE, NULL, NULL), OBC_EINVAL);
   ck_assert_ptr_nonnull(strstr(obc_error_message(), "context"));
   size_t row = 11;
-  RuntimeCapture capture = {&row, 1, false, NULL, failing_layer};
+  RuntimeCapture capture = {.row_positions = &row, .n_rows = 1, .on_layer = failing_layer};
   ck_assert_int_eq(runtime_forward(rt, tokens, 2, RUNTIME_LOGITS_NONE, NULL, &capture), OBC_EIO);
   int32_t bad = 50;
   ck_assert_int_eq(runtime_forward(rt, &bad, 1, RUNTIME_LOGITS_NONE, NULL, NULL), OBC_EINVAL);
   ck_assert_uint_eq(runtime_position(rt), 10);
+  runtime_free(rt);
+  tiny_free(&m);
+}
+END_TEST
+
+/* Device sums (RuntimeSums) are a request only a backend with device_sums
+ * takes: the CPU backend refuses it with a message, runs nothing and leaves
+ * the cache as it was. */
+START_TEST(test_device_sums_refused_by_the_cpu_backend) {
+  TinyModel m;
+  tiny_build(&m, 4, 2, 0, 0);
+  int32_t tokens[8];
+  tokens_fill(tokens, 8);
+  RuntimeOptions options = {.max_context = 16};
+  Runtime *rt = NULL;
+  ck_assert_int_eq(runtime_create(&m.model, &options, &rt), 0);
+  ck_assert(!runtime_device_sums(rt));
+  double sink[1];
+  RuntimeSums sums = {.n_prompt = 8, .attn = sink, .obc = sink, .q_sum = sink, .q_outer = sink};
+  RuntimeCapture capture = {.on_layer = failing_layer, .sums = &sums};
+  ck_assert_int_eq(runtime_forward(rt, tokens, 8, RUNTIME_LOGITS_NONE, NULL, &capture), OBC_EINVAL);
+  ck_assert_ptr_nonnull(strstr(obc_error_message(), "device sums"));
+  ck_assert_uint_eq(runtime_position(rt), 0);
   runtime_free(rt);
   tiny_free(&m);
 }
@@ -426,6 +453,7 @@ static Suite *runtime_suite(void) {
   tcase_add_test(tc, test_interleaved_rope_on_permuted_weights_gives_same_logits);
   tcase_add_test(tc, test_capture_reports_consistent_rows_and_keeps_logits);
   tcase_add_test(tc, test_failed_capture_and_overlong_input_leave_cache_unchanged);
+  tcase_add_test(tc, test_device_sums_refused_by_the_cpu_backend);
   tcase_add_test(tc, test_rewind_and_the_change_records_of_the_cache);
   suite_add_tcase(s, tc);
   return s;

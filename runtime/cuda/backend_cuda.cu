@@ -4,7 +4,9 @@
  * is the tiled kernel of cuda_attention.cu, the rest the kernels of
  * cuda_ops.cu. With a capture, each layer's captured rows and new K/V rows are
  * copied to pinned host buffers on a second stream while the next layer runs,
- * and handed to on_layer from there (two buffer slots, alternating layers). */
+ * and handed to on_layer from there (two buffer slots, alternating layers).
+ * A capture's device sums (RuntimeSums) are the kernels of cuda_sums.cu, run
+ * on every prompt row right after each layer's attention. */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -21,6 +23,7 @@ extern "C" {
 #include "runtime/cuda/cuda_attention.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_ops.h"
+#include "runtime/cuda/cuda_sums.h"
 
 /* Floats converted per step when uploading weights in bf16 (device staging). */
 enum { UPLOAD_STAGE_FLOATS = 1 << 24 };
@@ -44,6 +47,13 @@ typedef struct {
   cudaEvent_t copied; /* copy stream: the pinned buffers are filled */
   size_t layer;
 } CaptureSlot;
+
+/* The device accumulators of a capture's RuntimeSums, in its layout. */
+typedef struct {
+  size_t n_prompt;         /* what they are sized for; 0 = none yet */
+  double *attn, *obc;      /* (n_layers, VARIANTS, [OBC_TERMS,] n_heads, n_prompt) */
+  double *q_sum, *q_outer; /* (n_layers, VARIANTS, n_heads, head_dim [, head_dim]) */
+} DeviceSums;
 
 typedef enum { SPAN_GEMM = 0, SPAN_ATTENTION = 1 } SpanKind;
 
@@ -87,6 +97,7 @@ typedef struct {
   int32_t *row_t;         /* (max_batch) chunk index of each captured row */
   int32_t *host_row_t;    /* (max_batch) */
   CaptureSlot slots[2];
+  DeviceSums sums;
   TimedSpan *spans; /* (n_spans_cap) */
   size_t n_spans, n_spans_cap;
 } CudaState;
@@ -278,10 +289,11 @@ static void cuda_destroy(void *state) {
     free(s->layers);
   }
   if (s->output != s->embedding) device_free(s->output);
-  void *ptrs[] = {s->embedding, s->output_norm, s->rope_cos, s->rope_sin, s->k_cache,
-                  s->v_cache,   s->tokens,      s->x,        s->xb,       s->q,
-                  s->k,         s->v,           s->att,      s->lse,      s->gate,
-                  s->up,        s->logits,      s->act16,    s->row_t,    s->evicted};
+  void *ptrs[] = {s->embedding, s->output_norm, s->rope_cos,   s->rope_sin,    s->k_cache,
+                  s->v_cache,   s->tokens,      s->x,          s->xb,          s->q,
+                  s->k,         s->v,           s->att,        s->lse,         s->gate,
+                  s->up,        s->logits,      s->act16,      s->row_t,       s->evicted,
+                  s->sums.attn, s->sums.obc,    s->sums.q_sum, s->sums.q_outer};
   for (size_t i = 0; i < sizeof ptrs / sizeof *ptrs; i++) device_free(ptrs[i]);
   free(s->host_row_t);
   for (int i = 0; i < 2; i++) {
@@ -515,6 +527,134 @@ static int capture_deliver(CudaState *s, const ChunkRows *rows, const CaptureSlo
   return rows->capture->on_layer(rows->capture->user, &view);
 }
 
+/* ---- device sums ------------------------------------------------------------ */
+
+/* Floats of each accumulator of one layer, in RuntimeSums's layout. */
+static void sums_sizes(const CudaState *s, size_t n_prompt, size_t sizes[4]) {
+  const ModelConfig *c = &s->model->config;
+  size_t per = RUNTIME_SUMS_VARIANTS * c->n_heads;
+  sizes[0] = per * n_prompt;
+  sizes[1] = per * RUNTIME_SUMS_OBC_TERMS * n_prompt;
+  sizes[2] = per * c->head_dim;
+  sizes[3] = per * c->head_dim * c->head_dim;
+}
+
+/* At position 0: the accumulators, sized for the request and zeroed. */
+static int sums_begin(CudaState *s, const RuntimeSums *request) {
+  const ModelConfig *c = &s->model->config;
+  DeviceSums *d = &s->sums;
+  double **arrays[4] = {&d->attn, &d->obc, &d->q_sum, &d->q_outer};
+  static const char *const what[4] = {"column sums (GPU)", "OBCache column sums (GPU)",
+                                      "query sums (GPU)", "query outer-product sums (GPU)"};
+  size_t sizes[4];
+  sums_sizes(s, request->n_prompt, sizes);
+  if (d->n_prompt != request->n_prompt) {
+    for (int i = 0; i < 4; i++) {
+      device_free(*arrays[i]);
+      *arrays[i] = NULL;
+    }
+    d->n_prompt = 0;
+    for (int i = 0; i < 4; i++)
+      OBC_CUDA_TRY(OBC_CUDA_ALLOC(arrays[i], c->n_layers * sizes[i] * sizeof(double), what[i]));
+    d->n_prompt = request->n_prompt;
+  }
+  for (int i = 0; i < 4; i++)
+    OBC_CUDA_TRY(OBC_CUDA(
+        cudaMemsetAsync(*arrays[i], 0, c->n_layers * sizes[i] * sizeof(double), s->stream)));
+  return 0;
+}
+
+/* The all-rows sums of one layer become its agnostic ones. */
+static int sums_snapshot(CudaState *s, size_t layer) {
+  DeviceSums *d = &s->sums;
+  double *arrays[4] = {d->attn, d->obc, d->q_sum, d->q_outer};
+  size_t sizes[4];
+  sums_sizes(s, d->n_prompt, sizes);
+  for (int i = 0; i < 4; i++) {
+    size_t variant = sizes[i] / RUNTIME_SUMS_VARIANTS;
+    double *base = arrays[i] + layer * sizes[i];
+    OBC_CUDA_TRY(OBC_CUDA(
+        cudaMemcpyAsync(base + RUNTIME_SUMS_AGNOSTIC * variant, base + RUNTIME_SUMS_ALL * variant,
+                        variant * sizeof(double), cudaMemcpyDeviceToDevice, s->stream)));
+  }
+  return 0;
+}
+
+/* Rows [t_begin, t_end) of the chunk into one layer's all-rows sums; the
+ * query statistics from row stats_first on. */
+static int sums_rows(CudaState *s, const TwinSumsShape *shape, size_t layer, size_t t_begin,
+                     size_t t_end, size_t stats_first) {
+  const ModelConfig *c = &s->model->config;
+  DeviceSums *d = &s->sums;
+  size_t sizes[4];
+  sums_sizes(s, d->n_prompt, sizes);
+  size_t layer_offset = layer * c->n_kv_heads * s->cache->max_context * c->head_dim;
+  size_t all = RUNTIME_SUMS_ALL;
+  double *attn = d->attn + layer * sizes[0] + all * (sizes[0] / RUNTIME_SUMS_VARIANTS);
+  double *obc = d->obc + layer * sizes[1] + all * (sizes[1] / RUNTIME_SUMS_VARIANTS);
+  double *q_sum = d->q_sum + layer * sizes[2] + all * (sizes[2] / RUNTIME_SUMS_VARIANTS);
+  double *q_outer = d->q_outer + layer * sizes[3] + all * (sizes[3] / RUNTIME_SUMS_VARIANTS);
+  OBC_CUDA_TRY(cuda_column_sums_add(shape, s->q, s->att, s->lse, s->k_cache + layer_offset,
+                                    s->v_cache + layer_offset, t_begin, t_end, attn, obc,
+                                    s->stream));
+  size_t first = stats_first > t_begin ? stats_first : t_begin;
+  return cuda_query_stats_add(shape, s->q, s->rope_cos, s->rope_sin, c->rope_interleaved, first,
+                              t_end, q_sum, q_outer, s->stream);
+}
+
+/* One layer of the chunk [pos0, pos0 + n), as twin_sums_layer (twins.h)
+ * does it on the host: the plan of twin_sums_plan with the kernels. */
+static int sums_layer(CudaState *s, const RuntimeSums *request, size_t layer, size_t pos0,
+                      size_t n) {
+  const ModelConfig *c = &s->model->config;
+  TwinSumsPlan plan = twin_sums_plan(request, pos0, n);
+  if (plan.rows == 0) return 0;
+  TwinSumsShape shape;
+  shape.n_heads = c->n_heads;
+  shape.n_kv_heads = c->n_kv_heads;
+  shape.head_dim = c->head_dim;
+  shape.kv_stride = s->cache->max_context;
+  shape.pos0 = pos0;
+  shape.n = n;
+  shape.n_prompt = request->n_prompt;
+  shape.scale = request->scale;
+  OBC_CUDA_TRY(sums_rows(s, &shape, layer, 0, plan.cut, plan.stats_first));
+  if (plan.snapshot) OBC_CUDA_TRY(sums_snapshot(s, layer));
+  return sums_rows(s, &shape, layer, plan.cut, plan.rows, plan.stats_first);
+}
+
+/* After the chunk that holds row n_prompt - 1: the sums into the host arrays
+ * (ordinary host memory: copied through the driver's staging buffers). */
+static int sums_download(CudaState *s, const RuntimeSums *request) {
+  const ModelConfig *c = &s->model->config;
+  DeviceSums *d = &s->sums;
+  const double *arrays[4] = {d->attn, d->obc, d->q_sum, d->q_outer};
+  double *host[4] = {request->attn, request->obc, request->q_sum, request->q_outer};
+  size_t sizes[4];
+  sums_sizes(s, d->n_prompt, sizes);
+  for (int i = 0; i < 4; i++)
+    OBC_CUDA_TRY(
+        OBC_CUDA(cudaMemcpyAsync(host[i], arrays[i], c->n_layers * sizes[i] * sizeof(double),
+                                 cudaMemcpyDeviceToHost, s->stream)));
+  return 0;
+}
+
+/* Checks a forward call's sums request against the chunk and the state. */
+static int sums_check(CudaState *s, const RuntimeSums *request, size_t pos0) {
+  const ModelConfig *c = &s->model->config;
+  if (!cuda_sums_supports(c->head_dim))
+    return obc_fail(OBC_EUNSUPPORTED,
+                    "%s: head_dim %zu is not one the CUDA sums take (expected a multiple of 4 "
+                    "up to %d; hint: OBC_CAPTURE_SUMS=cpu)",
+                    s->model->path, c->head_dim, (int)CUDA_SUMS_MAX_HEAD_DIM);
+  if (pos0 > 0 && pos0 < request->n_prompt && s->sums.n_prompt != request->n_prompt)
+    return obc_fail(OBC_EINVAL,
+                    "--device cuda: device sums over %zu prompt rows must start at position 0 "
+                    "(this call starts at %zu)",
+                    request->n_prompt, pos0);
+  return 0;
+}
+
 /* ---- forward ------------------------------------------------------------------ */
 
 /* The eviction marks (runtime_evict, runtime_set_kept), uploaded whole (1
@@ -602,6 +742,7 @@ static int run_layer(CudaState *s, size_t layer, size_t pos0, size_t n, const Ch
   OBC_CUDA_TRY(span_begin(s, SPAN_ATTENTION, &span));
   OBC_CUDA_TRY(cuda_attention(&shape, s->q, k_cache, v_cache, s->att, s->lse, st));
   OBC_CUDA_TRY(span_end(s, span));
+  if (rows && rows->capture->sums) OBC_CUDA_TRY(sums_layer(s, rows->capture->sums, layer, pos0, n));
   if (rows) OBC_CUDA_TRY(capture_layer(s, layer, rows, &s->slots[layer % 2]));
 
   /* Residual adds are the GEMMs' beta = 1 (as on the CPU). */
@@ -680,8 +821,13 @@ static int cuda_forward(void *state, const int32_t *tokens, size_t n, RuntimeLog
     rc = OBC_CUDA(
         cudaMemcpyAsync(s->tokens, tokens, n * sizeof(int32_t), cudaMemcpyHostToDevice, s->stream));
   if (!rc) rc = cuda_embed(s->x, s->embedding, s->bf16, s->tokens, n, c->dim, s->stream);
+  const RuntimeSums *sums = capture ? capture->sums : NULL;
+  if (!rc && sums) rc = sums_check(s, sums, pos0);
+  if (!rc && sums && pos0 == 0) rc = sums_begin(s, sums);
   if (!rc && capture) rc = chunk_rows(s, capture, pos0, n, &rows);
   if (!rc) rc = forward_layers(s, pos0, n, capture ? &rows : NULL);
+  if (!rc && sums && pos0 < sums->n_prompt && pos0 + n >= sums->n_prompt)
+    rc = sums_download(s, sums);
   if (!rc && which != RUNTIME_LOGITS_NONE) rc = forward_logits(s, n, which, logits);
   /* Also reports a failure inside an earlier kernel. */
   int sync = OBC_CUDA(cudaStreamSynchronize(s->stream));
@@ -701,7 +847,7 @@ static int cuda_forward(void *state, const int32_t *tokens, size_t n, RuntimeLog
 }
 
 extern "C" const RuntimeBackend runtime_backend_cuda = {"cuda", cuda_create_f32, cuda_destroy,
-                                                        cuda_forward};
+                                                        cuda_forward, true};
 
 extern "C" const RuntimeBackend runtime_backend_cuda_bf16 = {"cuda-bf16", cuda_create_bf16,
-                                                             cuda_destroy, cuda_forward};
+                                                             cuda_destroy, cuda_forward, true};

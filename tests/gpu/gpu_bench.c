@@ -12,7 +12,11 @@
  * datasheet's 989 TFLOP/s dense bf16 peak is printed beside it). After each
  * prefill, decode tokens/s: plain, and with a third of every (layer, KV head)
  * evicted (the marks are uploaded once, not per token), with the share of
- * decode time in attention (one thread block per query head).
+ * decode time in attention (one thread block per query head). And the same
+ * capture with the capture's column sums and query statistics of every
+ * prompt row on the device (RuntimeSums, runtime/cuda/cuda_sums.cu): its time
+ * over the capture without them, and the sums kernels' fp32 rate (9 head_dim
+ * FLOPs per (row, key, head, layer) pair, docs/GPU.md).
  * Usage: gpu_bench [smollm2|llama8b|all] (default all). Exits 77 without a
  * CUDA device. A benchmark, not a test: nothing is asserted about timings. */
 #include <cublas_v2.h>
@@ -127,9 +131,36 @@ static double attention_flops(const ModelConfig *c, size_t tokens) {
   return 4.0 * (double)c->head_dim * (double)c->n_heads * (double)c->n_layers * key_pairs;
 }
 
-/* One prefill of `tokens` tokens, with or without a capture of the last rows. */
-static int prefill(Runtime *rt, const int32_t *ids, size_t tokens, int with_capture, float *logits,
-                   double *seconds, RuntimeProfile *profile) {
+/* FLOPs of the device column sums: 9 head_dim fp32 per causal pair. */
+static double sums_flops(const ModelConfig *c, size_t tokens) {
+  double key_pairs = (double)tokens * ((double)tokens + 1.0) / 2.0;
+  return 9.0 * (double)c->head_dim * (double)c->n_heads * (double)c->n_layers * key_pairs;
+}
+
+/* Host arrays for the device sums of a prompt of `tokens` rows (question at
+ * 90%), in RuntimeSums's layout; NULL arrays when out of memory. */
+static RuntimeSums sums_alloc(const ModelConfig *c, size_t tokens) {
+  size_t per = c->n_layers * RUNTIME_SUMS_VARIANTS * c->n_heads;
+  RuntimeSums s = {.n_prompt = tokens,
+                   .agnostic_rows = tokens / 10 * 9,
+                   .qstats_first_row = 4,
+                   .scale = (float)(1.0 / sqrt((double)c->head_dim)),
+                   .attn = malloc(per * tokens * sizeof(double)),
+                   .obc = malloc(per * RUNTIME_SUMS_OBC_TERMS * tokens * sizeof(double)),
+                   .q_sum = malloc(per * c->head_dim * sizeof(double)),
+                   .q_outer = malloc(per * c->head_dim * c->head_dim * sizeof(double))};
+  return s;
+}
+
+static void sums_free(RuntimeSums *s) {
+  free(s->attn), free(s->obc), free(s->q_sum), free(s->q_outer);
+}
+
+/* One prefill of `tokens` tokens, with or without a capture of the last rows
+ * (and with sums: the capture's device sums). */
+static int prefill(Runtime *rt, const int32_t *ids, size_t tokens, int with_capture,
+                   const RuntimeSums *sums, float *logits, double *seconds,
+                   RuntimeProfile *profile) {
   size_t positions[CAPTURE_ROWS];
   for (size_t r = 0; r < CAPTURE_ROWS; r++) positions[r] = tokens - CAPTURE_ROWS + r;
   Sink sink = {0};
@@ -137,7 +168,8 @@ static int prefill(Runtime *rt, const int32_t *ids, size_t tokens, int with_capt
                             .n_rows = CAPTURE_ROWS,
                             .want_attn = false,
                             .user = &sink,
-                            .on_layer = sink_layer};
+                            .on_layer = sink_layer,
+                            .sums = sums};
   runtime_reset(rt);
   runtime_profile_reset(rt);
   double start = obc_now_seconds();
@@ -168,14 +200,21 @@ static int bench_model(const Model *model, const char *label, const size_t *leng
   double seconds = 0.0;
   RuntimeProfile p;
   if (!rc)
-    rc = prefill(rt, ids, lengths[0] < 1024 ? lengths[0] : 1024, 0, logits, &seconds,
+    rc = prefill(rt, ids, lengths[0] < 1024 ? lengths[0] : 1024, 0, NULL, logits, &seconds,
                  &p); /* warm-up */
   for (size_t i = 0; i < n_lengths && !rc; i++) {
     size_t n = lengths[i];
     double plain = 0.0, captured = 0.0;
     RuntimeProfile pp, pc;
-    rc = prefill(rt, ids, n, 0, logits, &plain, &pp);
-    if (!rc) rc = prefill(rt, ids, n, 1, logits, &captured, &pc);
+    rc = prefill(rt, ids, n, 0, NULL, logits, &plain, &pp);
+    if (!rc) rc = prefill(rt, ids, n, 1, NULL, logits, &captured, &pc);
+    RuntimeSums sums = sums_alloc(c, n);
+    double summed = 0.0;
+    RuntimeProfile ps;
+    if (!rc && (!sums.attn || !sums.obc || !sums.q_sum || !sums.q_outer))
+      rc = obc_fail(OBC_ENOMEM, "gpu_bench: out of host memory for the sums");
+    if (!rc) rc = prefill(rt, ids, n, 1, &sums, logits, &summed, &ps);
+    sums_free(&sums);
     if (rc) break;
     double gf = gemm_flops(c, n), af = attention_flops(c, n);
     printf("  %6zu tokens: prefill %.2f s = %.0f tokens/s; %.1f TFLOP/s overall\n", n, plain,
@@ -190,6 +229,12 @@ static int bench_model(const Model *model, const char *label, const size_t *leng
            pp.attention_seconds, af / pp.attention_seconds * 1e-12, pp.other_seconds);
     printf("      capture (%d rows, all K/V to the host): %.2f s = %.2fx the plain prefill\n",
            CAPTURE_ROWS, captured, captured / plain);
+    printf(
+        "      capture with the column sums and query statistics on the device: %.2f s = %.2fx "
+        "the capture without; the sums %.1f TFLOP/s fp32 (%.2g FLOP)\n",
+        summed, summed / captured, sums_flops(c, n) / (summed - captured) * 1e-12,
+        sums_flops(c, n));
+    fflush(stdout);
     double plain_tps = 0.0, plain_att = 0.0, evicted_tps = 0.0, evicted_att = 0.0;
     rc = decode(rt, logits, &plain_tps, &plain_att);
     if (!rc) rc = evict_third(rt, c);
@@ -209,6 +254,7 @@ static int bench_model(const Model *model, const char *label, const size_t *leng
 
 int main(int argc, char **argv) {
   gpu_require_device("gpu_bench");
+  setvbuf(stdout, NULL, _IOLBF, 0); /* lines reach the kit's log even if the step times out */
   const char *which = argc > 1 ? argv[1] : "all";
   static const size_t lengths[] = {8192, 32768};
   int rc = 0;

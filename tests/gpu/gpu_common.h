@@ -87,6 +87,26 @@ static inline int gpu_compare(const char *what, const float *a, const float *b, 
   return ok;
 }
 
+/* gpu_compare for doubles (the capture's sums), also saying whether the two
+ * are bit-equal. */
+static inline int gpu_compare_doubles(const char *what, const double *a, const double *b,
+                                      size_t count, double tol) {
+  double max_diff = 0.0, max_ref = 0.0;
+  int finite = 1, same = 1;
+  for (size_t i = 0; i < count; i++) {
+    finite &= isfinite(a[i]) && isfinite(b[i]);
+    same &= !memcmp(&a[i], &b[i], sizeof a[i]);
+    max_diff = fmax(max_diff, fabs(a[i] - b[i]));
+    max_ref = fmax(max_ref, fabs(b[i]));
+  }
+  double rel = max_ref > 0 ? max_diff / max_ref : max_diff;
+  int ok = finite && rel <= tol;
+  printf("  %-40s n=%-10zu max|diff|=%.3e rel=%.3e (tol %.0e, %s) %s%s\n", what, count, max_diff,
+         rel, tol, same ? "bit-equal" : "not bit-equal", ok ? "OK" : "FAIL",
+         finite ? "" : " (non-finite values)");
+  return ok;
+}
+
 /* A model with random weights: matrices uniform with variance 1/in, norm
  * weights near 1, biases small when config->qkv_bias, per-head Q/K norm
  * weights in [1, 2) (Q) and [0.5, 1) (K) when config->qk_norm. share_layers: every layer

@@ -8,7 +8,10 @@
  * gathers, argmax) must match exactly. Element-wise arithmetic differs only by
  * the GPU's expf vs. cpu_expf (<= 2 ulp each) and FMA contraction: 1e-6 of
  * the tensor's scale. Attention sums up to a few hundred exp-weighted terms in
- * a different order (online softmax, tile by tile): 1e-5. */
+ * a different order (online softmax, tile by tile): 1e-5. The capture's
+ * device sums (cuda_sums.h) spell out every rounding as their twins do, so
+ * they should be bit-equal; each line says whether they are, and 1e-6 (a
+ * float rounding, e.g. one exponential) is the tolerance. */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +21,7 @@
 #include "runtime/cpu_ops.h"
 #include "runtime/cuda/cuda_attention.h"
 #include "runtime/cuda/cuda_ops.h"
+#include "runtime/cuda/cuda_sums.h"
 #include "runtime/cuda/twins.h"
 #include "tests/gpu/gpu_common.h"
 
@@ -265,6 +269,67 @@ static void check_attention(size_t hd, size_t heads, size_t kv_heads, size_t pos
       free(attn);
 }
 
+/* The capture's device sums of one chunk (pos0 cached rows, n queries of
+ * which the first `prompt` are prompt rows) against twin_column_sums_add and
+ * twin_query_stats_add, added onto non-zero sums. */
+static void check_sums(size_t hd, size_t heads, size_t kv_heads, size_t pos0, size_t n,
+                       size_t prompt, int interleaved) {
+  size_t stride = pos0 + n + 5, q_dim = heads * hd, half = hd / 2, n_prompt = pos0 + prompt;
+  CpuAttentionShape shape = {heads, kv_heads, hd, stride, pos0, n, NULL};
+  float *q = random_floats(n * q_dim, 1.5f, 40 + hd),
+        *k = random_floats(kv_heads * stride * hd, 1.5f, 41),
+        *v = random_floats(kv_heads * stride * hd, 1.0f, 42);
+  float *o = malloc(n * q_dim * 4), *lse = malloc(heads * n * 4);
+  double gemm_seconds = 0.0;
+  require(cpu_attention(&shape, q, k, v, o, lse, NULL, &gemm_seconds));
+  float *cos_table = malloc(stride * half * 4), *sin_table = malloc(stride * half * 4);
+  for (size_t p = 0; p < stride; p++)
+    for (size_t j = 0; j < half; j++) {
+      double angle = (double)p * pow(10000.0, -2.0 * (double)j / (double)hd);
+      cos_table[p * half + j] = (float)cos(angle);
+      sin_table[p * half + j] = (float)sin(angle);
+    }
+  size_t n_attn = heads * n_prompt, n_obc = 3 * n_attn, n_sum = heads * hd, n_outer = n_sum * hd;
+  double *start = malloc(n_outer * sizeof(double)), *ref[4], *got[4];
+  float *noise = random_floats(n_outer, 1.0f, 43);
+  for (size_t i = 0; i < n_outer; i++) start[i] = fabs((double)noise[i]);
+  size_t counts[4] = {n_attn, n_obc, n_sum, n_outer};
+  for (int i = 0; i < 4; i++) {
+    ref[i] = malloc(counts[i] * sizeof(double));
+    got[i] = malloc(counts[i] * sizeof(double));
+    memcpy(ref[i], start, counts[i] * sizeof(double));
+  }
+  TwinSumsShape sums = {heads, kv_heads, hd,       stride,
+                        pos0,  n,        n_prompt, (float)(1.0 / sqrt((double)hd))};
+  size_t t_begin = prompt / 3; /* rows before it were added by an earlier call */
+  twin_column_sums_add(&sums, q, o, lse, k, v, t_begin, prompt, ref[0], ref[1]);
+  twin_query_stats_add(&sums, q, cos_table, sin_table, interleaved, t_begin, prompt, ref[2],
+                       ref[3]);
+  float *dq = dev_upload(q, n * q_dim * 4), *do_ = dev_upload(o, n * q_dim * 4),
+        *dl = dev_upload(lse, heads * n * 4), *dk = dev_upload(k, kv_heads * stride * hd * 4),
+        *dv = dev_upload(v, kv_heads * stride * hd * 4),
+        *dc = dev_upload(cos_table, stride * half * 4),
+        *ds = dev_upload(sin_table, stride * half * 4);
+  double *dsums[4];
+  for (int i = 0; i < 4; i++) dsums[i] = dev_upload(start, counts[i] * sizeof(double));
+  require(cuda_column_sums_add(&sums, dq, do_, dl, dk, dv, t_begin, prompt, dsums[0], dsums[1], 0));
+  require(
+      cuda_query_stats_add(&sums, dq, dc, ds, interleaved, t_begin, prompt, dsums[2], dsums[3], 0));
+  for (int i = 0; i < 4; i++) dev_download(got[i], dsums[i], counts[i] * sizeof(double));
+  static const char *const names[4] = {"column sums A", "column sums obc (v, k, vk)", "query sums",
+                                       "query outer products"};
+  for (int i = 0; i < 4; i++) {
+    char label[128];
+    snprintf(label, sizeof label, "%s hd%zu %zu:%zu rows %zu..%zu at %zu%s", names[i], hd, heads,
+             kv_heads, t_begin, prompt, pos0, interleaved ? " interleaved" : "");
+    check(gpu_compare_doubles(label, got[i], ref[i], counts[i], 1e-6));
+  }
+  cudaFree(dq), cudaFree(do_), cudaFree(dl), cudaFree(dk), cudaFree(dv), cudaFree(dc), cudaFree(ds);
+  for (int i = 0; i < 4; i++) cudaFree(dsums[i]), free(ref[i]), free(got[i]);
+  free(q), free(k), free(v), free(o), free(lse), free(cos_table), free(sin_table), free(start),
+      free(noise);
+}
+
 int main(void) {
   gpu_require_device("gpu_ops");
   printf("CUDA kernels vs. C twins (normalised max error = max|gpu - cpu| / max|cpu|):\n");
@@ -282,6 +347,9 @@ int main(void) {
   check_attention(96, 6, 2, 40, 33, 0);
   check_attention(64, 9, 3, 300, 77, 1); /* runtime_evict marks on cached rows */
   check_attention(128, 8, 2, 70, 1, 1);
+  check_sums(64, 9, 3, 100, 77, 50, 0); /* a chunk that runs past the prompt's end */
+  check_sums(128, 8, 2, 0, 200, 200, 1);
+  check_sums(32, 4, 4, 37, 64, 64, 0);
   printf("gpu_ops: %s (%d failed)\n", failures ? "FAIL" : "PASS", failures);
   return failures ? 1 : 0;
 }

@@ -7,6 +7,9 @@
  * captured in every chunk, then one decode token after evicting every fifth
  * cached row (runtime_evict). Compares logits, the K/V
  * cache and the captured Q, O, lse and attention rows A layer by layer.
+ * Then the capture's device sums (RuntimeSums) of one CUDA forward pass
+ * against the host's capture_sums_add and capture_qstats_add on the same
+ * pass's rows (check_device_sums).
  *
  * Tolerances, as max|cuda - cpu| / max|cpu| per tensor:
  *  - "cuda" (fp32 weights, fp32 cuBLAS without TF32): rel <= 1e-4. Both sides
@@ -26,6 +29,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "capture/capture_qstats.h"
+#include "capture/capture_sums.h"
 #include "runtime/runtime.h"
 #include "tests/gpu/gpu_common.h"
 
@@ -108,6 +113,101 @@ static int run(const Model *model, const char *backend, const int32_t *tokens, R
   }
   runtime_free(rt);
   return rc;
+}
+
+/* ---- device sums ---- */
+
+typedef struct {
+  CaptureSums *sums;
+  CaptureQueryStats *stats;
+  const RuntimeCache *cache;
+} HostSums;
+
+static int host_sums_layer(void *user, const RuntimeLayerCapture *view) {
+  HostSums *h = user;
+  int rc = capture_sums_add(h->sums, view, h->cache);
+  return rc ? rc : capture_qstats_add(h->stats, view);
+}
+
+/* One "cuda" forward pass of N_TOKENS tokens whose first n_prompt = 550 are
+ * the prompt (the last chunk runs past it) and whose question starts at 300
+ * (inside the second chunk): its device sums against the host sums of the
+ * same pass's rows. Both take the same rows, so only the sums' arithmetic
+ * differs: the host adds blocks of 64 rows in float and takes the logit by
+ * sgemm; tests/test_capture_twins.c bounds that by 2 (64 + hd |z|max) eps_32
+ * on the tensor's scale; 1e-4 covers |z| up to 100 at hd 128. The query
+ * sums are bit-equal there; their outer products within 2 n eps_64. */
+static int check_device_sums(const Model *model, const char *label) {
+  const ModelConfig *c = &model->config;
+  size_t n_prompt = 550, agnostic = 300, L = c->n_layers, hd = c->head_dim;
+  float scale = (float)(1.0 / sqrt((double)hd));
+  int32_t tokens[N_TOKENS];
+  uint64_t state = 43;
+  for (size_t t = 0; t < N_TOKENS; t++) tokens[t] = (int32_t)(gpu_next(&state) % c->vocab_size);
+  double *inv_freq = malloc(hd / 2 * sizeof(double));
+  model_rope_inv_freq(model, inv_freq);
+  CaptureSums host, device;
+  CaptureQueryStats host_stats, device_stats;
+  int rc = capture_sums_init(&host, L, c->n_heads, c->n_kv_heads, hd, n_prompt, agnostic, scale);
+  if (!rc)
+    rc = capture_sums_init(&device, L, c->n_heads, c->n_kv_heads, hd, n_prompt, agnostic, scale);
+  if (!rc)
+    rc = capture_qstats_init(&host_stats, L, c->n_heads, hd, n_prompt, agnostic, inv_freq,
+                             c->rope_interleaved);
+  if (!rc)
+    rc = capture_qstats_init(&device_stats, L, c->n_heads, hd, n_prompt, agnostic, inv_freq,
+                             c->rope_interleaved);
+  RuntimeOptions options = {.max_context = MAX_CONTEXT, .max_batch = MAX_BATCH, .backend = "cuda"};
+  Runtime *rt = NULL;
+  if (!rc) rc = runtime_create(model, &options, &rt);
+  if (rc) {
+    printf("  FAIL: %s: %s\n", label, obc_error_message());
+    return 1;
+  }
+  RuntimeSums request = {.n_prompt = n_prompt,
+                         .agnostic_rows = agnostic,
+                         .qstats_first_row = TRACE_QSTATS_FIRST_ROW,
+                         .scale = scale,
+                         .attn = device.attn,
+                         .obc = device.obc,
+                         .q_sum = device_stats.sum,
+                         .q_outer = device_stats.outer};
+  size_t positions[N_TOKENS];
+  for (size_t t = 0; t < N_TOKENS; t++) positions[t] = t;
+  HostSums user = {&host, &host_stats, runtime_cache(rt)};
+  RuntimeCapture capture = {.row_positions = positions,
+                            .n_rows = n_prompt,
+                            .user = &user,
+                            .on_layer = host_sums_layer,
+                            .sums = &request};
+  float *logits = malloc(c->vocab_size * sizeof(float));
+  rc = runtime_forward(rt, tokens, N_TOKENS, RUNTIME_LOGITS_LAST, logits, &capture);
+  int ok = rc == 0;
+  if (!ok) printf("  FAIL: %s: %s\n", label, obc_error_message());
+  if (ok) {
+    capture_sums_count(&device, 0, n_prompt);
+    capture_qstats_count(&device_stats, 0, n_prompt);
+    capture_sums_finish(&host), capture_sums_finish(&device);
+    capture_qstats_finish(&host_stats), capture_qstats_finish(&device_stats);
+    printf("%s: device sums (%zu prompt rows, question at %zu) vs. host sums\n", label, n_prompt,
+           agnostic);
+    size_t plane = L * TRACE_ROWS_VARIANTS * c->n_heads * n_prompt;
+    size_t stats = L * TRACE_ROWS_VARIANTS * c->n_heads * hd;
+    ok &= gpu_compare_doubles("column sums A", device.attn, host.attn, plane, 1e-4);
+    ok &= gpu_compare_doubles("column sums obc (v, k, vk)", device.obc, host.obc, 3 * plane, 1e-4);
+    ok &= gpu_compare_doubles("query sums", device_stats.sum, host_stats.sum, stats, 1e-12);
+    ok &= gpu_compare_doubles("query outer products", device_stats.outer, host_stats.outer,
+                              stats * hd, 2.0 * (double)n_prompt * 2.2e-16);
+    int same =
+        !memcmp(device.counts, host.counts, TRACE_ROWS_VARIANTS * n_prompt * sizeof(int64_t));
+    printf("  %-40s %s\n", "column counts", same ? "equal OK" : "different FAIL");
+    ok &= same;
+  }
+  runtime_free(rt);
+  capture_sums_free(&host), capture_sums_free(&device);
+  capture_qstats_free(&host_stats), capture_qstats_free(&device_stats);
+  free(inv_freq), free(logits);
+  return ok ? 0 : 1;
 }
 
 static size_t argmax_row(const float *x, size_t n) {
@@ -250,6 +350,7 @@ int main(void) {
     return 1;
   }
   failures += compare_model(model, "tiny random model");
+  failures += check_device_sums(model, "tiny random model");
   failures += check_replay(model);
   model_free(model);
   model = NULL;
@@ -291,6 +392,7 @@ int main(void) {
       return 1;
     }
     failures += compare_model(model, shapes[i]->name);
+    failures += check_device_sums(model, shapes[i]->name);
     model_free(model);
     model = NULL;
   }

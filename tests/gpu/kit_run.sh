@@ -13,10 +13,16 @@
 #   capture a NIAH trace of the kit's random-weight model (random.gguf, 4 MB)
 #          captured on the GPU and on the CPU, both verified and analysed, their
 #          recall tables compared within a stated tolerance (compare_reports.py)
+#   sums   the capture's column sums and query statistics on the GPU against
+#          the same capture with OBC_CAPTURE_SUMS=cpu (sums on the host), at
+#          8K and 32K tokens: both traces verified, their analyses compared,
+#          and the prefill times of the two printed side by side
 #   replay the model replay of that trace's kept sets (4 scores x 3 budgets,
 #          4 steps) on the GPU against the CPU's (compare_replays.py)
 #   bench  prefill tokens/s and TFLOP/s at 8K and 32K tokens of the 8B shape
-#          against a cuBLAS bf16 GEMM timed in the same run, capture overhead
+#          against a cuBLAS bf16 GEMM timed in the same run, capture overhead,
+#          and the capture with its column sums on the device (their cost and
+#          fp32 rate at the 8B shape)
 #
 # PASS means every step passed. Without a usable CUDA device every GPU step
 # FAILS (a GPU machine whose driver is missing must not pass), unless
@@ -77,7 +83,7 @@ step() {
   local t0 rc
   t0=$(date +%s.%N)
   if declare -F "$1" > /dev/null; then # a function of this script: in a bash of its own
-    timeout "$limit" bash -c "$(declare -f "$1"); $(declare -p bin tmp model niah); \"\$@\"" \
+    timeout "$limit" bash -c "$(declare -f "$1"); $(declare -p bin tmp model niah here); \"\$@\"" \
       _ "$@" >> "$log" 2>&1
   else
     timeout "$limit" "$@" >> "$log" 2>&1
@@ -119,6 +125,28 @@ step "capture cpu" 180 0 capture_on cpu
 step "capture cuda" 120 1 capture_on cuda
 step "capture: cuda vs cpu" 30 1 python3 "$here/compare_reports.py" \
   "$tmp/cuda-analysis/report.json" "$tmp/cpu-analysis/report.json"
+# sums_gpu_vs_cpu: a capture on the GPU with the sums on the device and one
+# with them on the host (OBC_CAPTURE_SUMS=cpu), at 8K and 32K tokens; each
+# verified and analysed, the analyses compared, the prefill times printed.
+sums_gpu_vs_cpu() {
+  local length place prefill
+  for length in 8192 32768; do
+    for place in device cpu; do
+      local args=(--model "$model" --haystack noise --length "$length" --depth 50 --rows 64 --decode 4)
+      OBC_CAPTURE_SUMS=$place "$bin/obcache" capture "${args[@]}" --device cuda \
+        -o "$tmp/sums-$place-$length.h5" > "$tmp/sums-$place-$length.txt" || return 1
+      prefill=$(sed -n 's/^time: prefill \([0-9.]*\) s.*/\1/p' "$tmp/sums-$place-$length.txt")
+      echo "sums on the $place at $length tokens: prefill $prefill s" \
+        "($(grep -c '^column sums: on the device' "$tmp/sums-$place-$length.txt") = sums on the GPU)"
+      "$bin/obcache" verify "$tmp/sums-$place-$length.h5" > /dev/null || return 1
+      "$bin/obcache" analyze "$tmp/sums-$place-$length.h5" -o "$tmp/sums-$place-$length" > /dev/null || return 1
+    done
+    grep -q '^column sums: on the device' "$tmp/sums-device-$length.txt" || { echo "the GPU capture kept its sums on the host"; return 1; }
+    python3 "$here/compare_reports.py" "$tmp/sums-device-$length/report.json" \
+      "$tmp/sums-cpu-$length/report.json" || return 1
+  done
+}
+step "sums: gpu vs cpu" 240 1 sums_gpu_vs_cpu
 # replay_on DEVICE: the model replay of the CPU trace's kept sets on DEVICE.
 replay_on() {
   "$bin/obcache" replay --sweep "$tmp/cpu.h5" --model "$model" --scores attn,obc_vk,oracle@1,random \
@@ -128,7 +156,7 @@ step "replay cpu" 120 0 replay_on cpu
 step "replay cuda" 120 1 replay_on cuda
 step "replay: cuda vs cpu" 30 1 python3 "$here/compare_replays.py" \
   "$tmp/replay-cuda/replay_cells.csv" "$tmp/replay-cpu/replay_cells.csv"
-step bench 300 1 "$bin/gpu_bench" all
+step bench 360 1 "$bin/gpu_bench" all
 
 total=$(printf '%.0f' "$(echo "$(date +%s.%N) - $start" | bc)")
 failed=$(printf '%s\n' "${steps[@]}" | grep -c '"status": "fail' || true)
