@@ -90,8 +90,8 @@ samples=4
 if ldd "$OBCACHE" 2> /dev/null | grep -q libasan; then
   samples=2
 fi
-run=(--tasks niah_single_1 --samples $samples --length 512 --scores snapkv,snapkv+obc_k --budgets 25%,50%
-  --max-new-tokens 8)
+run=(--tasks niah_single_1 --samples $samples --length 512 --scores snapkv,snapkv+obc_k
+  --budgets 25%,50% --max-new-tokens 8)
 "$OBCACHE" eval "${run[@]}" --no-figures -o "$dir/s" > "$dir/s.txt" 2>&1
 "$OBCACHE" eval "${run[@]}" --no-figures -o "$dir/b" > "$dir/b.txt" 2>&1
 check "the same command again gives the same CSVs" \
