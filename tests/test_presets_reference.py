@@ -113,6 +113,13 @@ class Trace:
         self.rows = {int(p): i for i, p in enumerate(self.f["row_positions"][()])}
         self.question, self.question_end = (int(x) for x in self.f["spans/question"][()])
         self._wo = None
+        self._layers = {}
+        # Every score depends on the preset and the candidates, not on the
+        # budget: each is computed once and shared by both budgets
+        # (read-only, so that no caller can change another's reference).
+        self._scores = {}
+        self._norms = {}
+        self._windows = {}
 
     def wo(self):
         if self._wo is None:
@@ -120,18 +127,53 @@ class Trace:
         return self._wo
 
     def layer(self, l):
-        g = self.f[f"layers/{l:03d}"]
-        return (g["K"][()].astype(np.float64), g["V"][()].astype(np.float64),
-                g["Q"][()].astype(np.float64))
+        if l not in self._layers:
+            g = self.f[f"layers/{l:03d}"]
+            arrays = tuple(g[x][()].astype(np.float64) for x in ("K", "V", "Q"))
+            for a in arrays:
+                a.flags.writeable = False
+            self._layers[l] = arrays
+        return self._layers[l]
+
+    def window(self, l, n, W, inner):
+        """window_quantities of layer l, n and W: the quantity `inner`,
+        computed once for every preset that reads it."""
+        obc = inner != "attn"
+        if (l, n, W, obc) not in self._windows:
+            K, V, Q = self.layer(l)
+            group = self.H // self.G
+            out = window_quantities(K, V, Q, self.rows, self.scale, group, n, W, obc)
+            for a in out.values():
+                a.flags.writeable = False
+            self._windows[l, n, W, obc] = out
+        return self._windows[l, n, W, obc][inner]
+
+    def scores(self, name, n):
+        """preset_scores(self, name, n), computed once."""
+        if (name, n) not in self._scores:
+            out = preset_scores(self, name, n)
+            out.flags.writeable = False
+            self._scores[name, n] = out
+        return self._scores[name, n]
+
+    def norms(self, n):
+        """projected_norms(self, n, W_o), computed once."""
+        if n not in self._norms:
+            out = projected_norms(self, n, self.wo())
+            out.flags.writeable = False
+            self._norms[n] = out
+        return self._norms[n]
 
 
-def window_quantity(K, V, Q, rows, scale, group, n, W, inner):
+def window_quantities(K, V, Q, rows, scale, group, n, W, obc):
     """kvpress compute_window_attention for the last W of n queries (softmax
     over all n keys with the causal mask inside the window), per query head:
-    attn = the mean over the W rows (SnapKVPress.score); obc_* the sums of
-    SPEC.md section 2 over the same rows. Columns [0, n - W). (H, n - W)."""
+    "attn" = the mean over the W rows (SnapKVPress.score); with obc, also
+    "obc_v", "obc_k" and "obc_vk", the sums of SPEC.md section 2 over the
+    same rows. Columns [0, n - W). A dict of (H, n - W) arrays."""
     H = Q.shape[0]
-    out = np.zeros((H, n - W))
+    names = ("attn", "obc_v", "obc_k", "obc_vk") if obc else ("attn",)
+    out = {name: np.zeros((H, n - W)) for name in names}
     for h in range(H):
         k, v = K[h // group, :n], V[h // group, :n]
         q = Q[h, [rows[t] for t in range(n - W, n)]]
@@ -140,8 +182,8 @@ def window_quantity(K, V, Q, rows, scale, group, n, W, inner):
         z_m = np.where(mask, -np.inf, z)
         a = np.exp(z_m - z_m.max(-1, keepdims=True))
         a /= a.sum(-1, keepdims=True)
-        if inner == "attn":
-            out[h] = a.mean(0)[: n - W]
+        out["attn"][h] = a.mean(0)[: n - W]
+        if not obc:
             continue
         o = a @ v                                                # (W, d)
         vv = (v * v).sum(-1)                                     # (n,)
@@ -151,7 +193,9 @@ def window_quantity(K, V, Q, rows, scale, group, n, W, inner):
         value = (a ** 2 * vv[None, :]).sum(0)
         key = ((a * z0) ** 2 * dd).sum(0)
         cross = (2 * a ** 2 * z0 * (vv[None, :] - vo)).sum(0)
-        out[h] = {"obc_v": value, "obc_k": key, "obc_vk": value + key + cross}[inner][: n - W]
+        out["obc_v"][h] = value[: n - W]
+        out["obc_k"][h] = key[: n - W]
+        out["obc_vk"][h] = (value + key + cross)[: n - W]
     return out
 
 
@@ -197,7 +241,7 @@ def preset_scores(trace, name, n):
             sums = trace.f[f"layers/{l:03d}/{dataset}"][plane].astype(np.float64)[:, :n]
             if plane == 1 and n < trace.s:
                 tail = trace.s - n
-                less = window_quantity(K, V, Q, trace.rows, trace.scale, group, trace.s, tail, inner)
+                less = trace.window(l, trace.s, tail, inner)
                 sums = sums - (less * tail if inner == "attn" else less)
             if press == "ObservedAttentionPress":
                 # kvpress: divided by the n - p rows that could attend p, mean
@@ -211,7 +255,7 @@ def preset_scores(trace, name, n):
         if press == "StreamingLLMPress":
             out[l] = np.where(np.arange(n) < 4, float(n), np.arange(n, dtype=float))[None, :]
             continue
-        per_head = window_quantity(K, V, Q, trace.rows, trace.scale, group, n, W, inner)
+        per_head = trace.window(l, n, W, inner)
         if inner != "attn":
             # a pairing scores on its baseline's scale: the mean over the
             # window's rows, as kvpress's attention (CriticalKV adds 1e-4)
@@ -221,7 +265,7 @@ def preset_scores(trace, name, n):
         if value_l1:
             # VATP (arXiv 2406.12335): the method's token score S_p (here
             # SnapKV's, pooled) times ||v_p||_1, before the window's max+1
-            per_head *= np.abs(V[np.arange(trace.H) // group, :n - W]).sum(-1)
+            per_head = per_head * np.abs(V[np.arange(trace.H) // group, :n - W]).sum(-1)
         if heads == "layer":   # TOVA: mean over all heads, repeated for every KV head
             scores = np.repeat(per_head.mean(0, keepdims=True), trace.G, 0)
         elif heads == "group-sum":  # OBCache's GQA form: sum over the KV head's group
@@ -404,13 +448,13 @@ def compare(trace, trace_path, name, budget, mode, work, report_agreement=False)
     run([OBCACHE, "evict", trace_path, "--score", name, "--budget", budget, "--protocol", mode,
          "-o", keep_path, "--scores-out", csv_path, "--model", MODEL])
     got = read_scores_csv(csv_path, trace.L, trace.G, n)
-    ref = preset_scores(trace, name, n)
+    ref = trace.scores(name, n)
     failures = []
     first_ties = 0
     if parse_name(name)[0][6] == "critical-adakv":
         keep, tokens = ratio(budget)
         n_kept = keep if tokens else int(n * keep)
-        ref, budgets = critical_adakv_scores(ref, projected_norms(trace, n, trace.wo()), n_kept)
+        ref, budgets = critical_adakv_scores(ref, trace.norms(n), n_kept)
         counts = (got == np.finfo(np.float64).max).sum(-1)
         if (counts != budgets).any():
             l, g = np.argwhere(counts != budgets)[0]
@@ -420,7 +464,7 @@ def compare(trace, trace_path, name, budget, mode, work, report_agreement=False)
         keep, tokens = ratio(budget)
         base = ref
         n_kept = keep if tokens else int(n * keep)
-        ref, boundary = critical_scores(base, projected_norms(trace, n, trace.wo()), n_kept)
+        ref, boundary = critical_scores(base, trace.norms(n), n_kept)
         top_got, top_ref = got == np.finfo(np.float64).max, ref == np.finfo(np.float64).max
         counts = top_got.sum(-1)
         if (counts != int(n_kept * 0.5)).any():
