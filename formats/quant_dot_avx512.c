@@ -32,9 +32,10 @@
 /* MAX_X: vectors per pass (runtime/cpu_ops.c passes up to 16, in two
  * passes): passes of 16 ran 20 % slower than two of 8 (bench_quant_dot,
  * n_x = 16), as the compiler kept the 16 vector pointers on the stack and
- * reloaded one for every FMA. PREFETCH_BYTES: how far ahead of the weights being decoded a pass asks for
- * the next ones, as in formats/quant_dot_avx2.c. */
-enum { MAX_X = 8, PREFETCH_BYTES = 2048 };
+ * reloaded one for every FMA. PREFETCH_WEIGHTS: how far ahead of the
+ * weights being decoded a pass asks for the next ones, as in
+ * formats/quant_dot_avx2.c. */
+enum { MAX_X = 8, PREFETCH_WEIGHTS = 4096 };
 
 /* Every kernel below adds w * x[b][0..16) into acc[b] for the nx vectors of
  * a pass; x points at the element, successive vectors are `cols` apart. */
@@ -284,7 +285,7 @@ QD_INLINE float lane_sum(__m512 v) {
  * each (a block; 16 elements for the float types), and the float types' tail. */
 typedef struct {
   uint32_t type;
-  size_t unit, unit_bytes, units, tail, cols, row_bytes;
+  size_t unit, unit_bytes, units, tail, cols, row_bytes, ahead;
 } QdShape;
 
 /* R rows (R * nx accumulators, at most 16) from w, nx vectors from x, results
@@ -295,12 +296,12 @@ QD_INLINE void rows_pass(BlockKernel kernel, const QdShape *s, const uint8_t *w,
   for (int r = 0; r < R; r++)
     for (int b = 0; b < nx; b++) acc[r][b] = _mm512_setzero_ps();
   /* The R rows lie back to back and are read at one pace, so the pass streams
-   * through memory; the prefetch keeps PREFETCH_BYTES ahead of that stream
+   * through memory; the prefetch keeps s->ahead bytes ahead of that stream
    * (past the matrix's end it is a hint that never faults). */
   for (size_t u = 0; u < s->units; u++)
     for (int r = 0; r < R; r++) {
       const uint8_t *unit = w + r * s->row_bytes + u * s->unit_bytes;
-      uintptr_t ahead = (uintptr_t)w + (u * R + r) * s->unit_bytes + PREFETCH_BYTES;
+      uintptr_t ahead = (uintptr_t)w + (u * R + r) * s->unit_bytes + s->ahead;
       _mm_prefetch((const char *)ahead, _MM_HINT_T0);
       kernel(unit, x + u * s->unit, s->cols, nx, acc[r]);
     }
@@ -381,6 +382,7 @@ void quant_dot_rows_avx512(uint32_t type, const void *w, size_t row_bytes, size_
     return;
   }
   s.units = cols / s.unit;
+  s.ahead = PREFETCH_WEIGHTS / s.unit * s.unit_bytes;
   s.tail = cols % s.unit;
   const uint8_t *bytes = w;
   switch (type) {
