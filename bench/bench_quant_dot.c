@@ -1,10 +1,13 @@
 /* Benchmark of the quantised dot products (formats/quant_dot.h): one decode
  * step's matrix-vector products over a model-shaped set of weight matrices,
- * per ggml type, for 1 and 8 vectors, portable twin against the AVX2 kernel,
- * single-threaded. Prints GB/s of weight bytes streamed, GFLOP/s, and the
- * share of this machine's read bandwidth, measured in the same run by summing
- * a large array. Not a test: figures only.
- *
+ * per ggml type, for 1 and 16 vectors (decode, and the most the runtime
+ * passes at once), every kernel this processor runs (portable twin, AVX2,
+ * AVX-512), single-threaded. Prints GB/s of weight bytes streamed, GFLOP/s,
+ * and the share of this machine's read bandwidth, measured in the same run by
+ * summing a large array; each kernel's speed-up over the one before it.
+ * Every time is CPU time (obc_cpu_seconds: one thread, so this thread's): on
+ * a shared machine the wall clock also measures the other users. Not a test:
+ * figures only. *
  * usage: bench_quant_dot [smol|8b|all] [repeats] [TYPE,TYPE,...]
  *   smol: SmolLM2-135M (30 layers of 576/1536 columns, about 106M weights)
  *   8b:   one Llama-3.1-8B layer (4096x4096, 14336x4096, 4096x14336 ...),
@@ -20,6 +23,10 @@
 #include "common/obc_time.h"
 #include "formats/gguf.h"
 #include "formats/quant_dot.h"
+#include "runtime/cpu_ops.h"
+
+/* Vectors of the batched figure: the most runtime/cpu_ops.c passes at once. */
+enum { MAX_X = CPU_GEMM_DOT_MAX_ROWS };
 
 typedef struct {
   const char *name;
@@ -78,7 +85,7 @@ static void fill_matrix(uint32_t type, uint8_t *w, size_t bytes) {
  * in front when ahead > 0 (as the AVX2 kernels do). */
 static double sum_seconds(const uint64_t *a, size_t n, size_t ahead) {
   static volatile uint64_t sink;
-  double start = obc_now_seconds();
+  double start = obc_cpu_seconds();
   uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   for (size_t i = 0; i < n; i += 8) {
     if (ahead) __builtin_prefetch((const char *)(a + i) + ahead);
@@ -86,7 +93,7 @@ static double sum_seconds(const uint64_t *a, size_t n, size_t ahead) {
     s3 += a[i + 3] + a[i + 7];
   }
   sink += s0 + s1 + s2 + s3;
-  return obc_now_seconds() - start;
+  return obc_cpu_seconds() - start;
 }
 
 /* Bytes per second of a single-threaded sum over a 1 GiB array, best of 3
@@ -133,17 +140,32 @@ static void step(const MatrixSet *set, uint32_t type, QuantDotFn fn, const float
   }
 }
 
-static double best_seconds(const MatrixSet *set, uint32_t type, QuantDotFn fn, const float *x,
-                           size_t n_x, float *y, int repeats) {
-  double best = 1e30;
-  step(set, type, fn, x, n_x, y); /* warm-up: page faults, caches */
-  for (int r = 0; r < repeats; r++) {
-    double start = obc_now_seconds();
-    step(set, type, fn, x, n_x, y);
-    double t = obc_now_seconds() - start;
-    if (t < best) best = t;
-  }
-  return best;
+static double step_seconds(const MatrixSet *set, uint32_t type, QuantDotFn fn, const float *x,
+                           size_t n_x, float *y) {
+  double start = obc_cpu_seconds();
+  step(set, type, fn, x, n_x, y);
+  return obc_cpu_seconds() - start;
+}
+
+/* seconds[k][v]: the best of `repeats` steps of kernel k (NULL: skipped, 0)
+ * with 1 (v = 0) and MAX_X vectors, the kernels and vector counts in turns so
+ * that a change in the machine's load touches them all alike. */
+static void best_seconds(const MatrixSet *set, uint32_t type, const float *x, float *y, int repeats,
+                         double seconds[QUANT_SIMD_COUNT][2]) {
+  for (QuantSimd k = 0; k < QUANT_SIMD_COUNT; k++)
+    for (int v = 0; v < 2; v++) {
+      seconds[k][v] = 0.0;
+      if (!quant_dot_kernel(k)) continue;
+      step(set, type, quant_dot_kernel(k), x, v ? MAX_X : 1, y); /* warm-up: page faults */
+      seconds[k][v] = 1e30;
+    }
+  for (int r = 0; r < repeats; r++)
+    for (QuantSimd k = 0; k < QUANT_SIMD_COUNT; k++)
+      for (int v = 0; v < 2; v++) {
+        if (!quant_dot_kernel(k)) continue;
+        double t = step_seconds(set, type, quant_dot_kernel(k), x, v ? MAX_X : 1, y);
+        if (t < seconds[k][v]) seconds[k][v] = t;
+      }
 }
 
 /* GB/s of the kernel, one vector, on the first rows (up to 256 KiB) of the
@@ -158,10 +180,10 @@ static double cached_gbs(const MatrixSet *set, uint32_t type, QuantDotFn fn, con
   size_t passes = ((size_t)64 << 20) / (rows * row_bytes) + 1; /* 64 MiB per timing */
   double best = 1e30;
   for (int r = 0; r < 4; r++) {
-    double start = obc_now_seconds();
+    double start = obc_cpu_seconds();
     for (size_t p = 0; p < passes; p++)
       fn(type, set->w[0], row_bytes, m->cols, rows, x, 1, y, rows);
-    double t = obc_now_seconds() - start;
+    double t = obc_cpu_seconds() - start;
     if (r && t < best) best = t; /* the first warms the cache */
   }
   return (double)(passes * rows * row_bytes) / best / 1e9;
@@ -204,16 +226,16 @@ static void bench_set(const char *title, const MatrixShape *shapes, size_t n_sha
     if (shapes[s].cols > max_cols) max_cols = shapes[s].cols;
     if (shapes[s].rows > max_rows) max_rows = shapes[s].rows;
   }
-  float *x = malloc(8 * max_cols * sizeof *x), *y = malloc(8 * max_rows * sizeof *y);
+  float *x = malloc(MAX_X * max_cols * sizeof *x), *y = malloc(MAX_X * max_rows * sizeof *y);
   if (!x || !y) {
     fprintf(stderr, "bench_quant_dot: out of memory\n");
     exit(1);
   }
-  for (size_t i = 0; i < 8 * max_cols; i++) x[i] = (float)(next_random() % 2001) * 1e-3f - 1.0f;
+  for (size_t i = 0; i < MAX_X * max_cols; i++) x[i] = (float)(next_random() % 2001) * 1e-3f - 1.0f;
   double free_bytes = (double)sysconf(_SC_AVPHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
   printf("\n%s\n%-5s %8s | %-31s | %-31s | %s\n", title, "type", "MB",
-         "n_x = 1: GB/s (roofline), GFLOP/s", "n_x = 8: GB/s (roofline), GFLOP/s",
-         "avx2/portable n_x=1, n_x=8 | avx2 GB/s n_x=1 in L2");
+         "n_x = 1: GB/s (roofline), GFLOP/s", "n_x = 16: GB/s (roofline), GFLOP/s",
+         "x previous n_x=1, n_x=16 | GB/s n_x=1 in L2");
   for (size_t t = 0; t < sizeof TYPES / sizeof TYPES[0]; t++) {
     uint32_t type = TYPES[t];
     if (!wanted(types, type)) continue;
@@ -238,25 +260,25 @@ static void bench_set(const char *title, const MatrixShape *shapes, size_t n_sha
       printf("%-5s skipped: out of memory\n", gguf_type_name(type));
       continue;
     }
-    double seconds[2][2]; /* [kernel: portable, avx2][n_x: 1, 8] */
-    QuantDotFn fns[2] = {quant_dot_rows_portable,
-                         quant_dot_avx2_supported() ? quant_dot_rows_avx2 : NULL};
-    for (int k = 0; k < 2; k++)
-      for (int v = 0; v < 2; v++)
-        seconds[k][v] = fns[k] ? best_seconds(&set, type, fns[k], x, v ? 8 : 1, y, repeats) : 0;
-    for (int k = 0; k < 2; k++) {
-      if (!fns[k]) continue;
-      printf("%-5s %8.1f |", k ? gguf_type_name(type) : "", set.bytes / 1e6);
+    double seconds[QUANT_SIMD_COUNT][2]; /* [kernel][n_x: 1, MAX_X] */
+    best_seconds(&set, type, x, y, repeats, seconds);
+    int previous = -1;
+    for (QuantSimd k = 0; k < QUANT_SIMD_COUNT; k++) {
+      if (!quant_dot_kernel(k)) continue;
+      printf("%-5s %8.1f |", k ? "" : gguf_type_name(type), set.bytes / 1e6);
       for (int v = 0; v < 2; v++) {
         double gbs = set.bytes / seconds[k][v] / 1e9;
-        double gflops = 2.0 * set.weights * (v ? 8 : 1) / seconds[k][v] / 1e9;
-        printf(" %-8s %6.2f (%3.0f%%) %7.2f |", k ? "avx2" : "portable", gbs,
+        double gflops = 2.0 * set.weights * (v ? MAX_X : 1) / seconds[k][v] / 1e9;
+        printf(" %-8s %6.2f (%3.0f%%) %7.2f |", quant_dot_simd_name(k), gbs,
                100.0 * set.bytes / seconds[k][v] / bandwidth, gflops);
       }
-      if (k)
-        printf(" %5.1fx %5.1fx | %6.2f", seconds[0][0] / seconds[1][0],
-               seconds[0][1] / seconds[1][1], cached_gbs(&set, type, fns[k], x, y));
-      printf("\n");
+      if (previous >= 0)
+        printf(" %5.2fx %5.2fx", seconds[previous][0] / seconds[k][0],
+               seconds[previous][1] / seconds[k][1]);
+      else
+        printf(" %13s", "");
+      printf(" | %6.2f\n", cached_gbs(&set, type, quant_dot_kernel(k), x, y));
+      previous = (int)k;
     }
     free_set(&set);
   }

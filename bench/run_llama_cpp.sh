@@ -71,7 +71,9 @@ if [ ! -x "$LLAMA_BENCH" ]; then
     skip "llama-bench did not build (see $LLAMA_DIR/build.log)"
 fi
 [ -x "$LLAMA_BENCH" ] || skip "no $LLAMA_BENCH after the build"
-"$LLAMA_BENCH" --help 2>&1 | grep -q -- '--n-depth' ||
+# grep reads the whole help (not -q): under pipefail, llama-bench killed by
+# SIGPIPE when grep stopped early made the check fail at random.
+"$LLAMA_BENCH" --help 2>&1 | grep -- '--n-depth' > /dev/null ||
   skip "this llama-bench has no -d/--n-depth (decode after 512 tokens cannot be paired)"
 
 # --- paired runs ------------------------------------------------------------------

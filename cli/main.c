@@ -102,10 +102,12 @@ int main(int argc, char **argv) {
     char core[256];
     obc_blas_core_describe(core, sizeof core);
     printf("obcache %s\nblas    %s (core %s)\n", OBC_VERSION, openblas_get_config(), core);
+    QuantSimd simd = quant_dot_simd();
     printf(
-        "simd    quantised dot products and dequantisation: %s (OBC_SIMD=portable forces the "
-        "portable C)\n",
-        quant_dot_kernel_name());
+        "simd    quantised dot products: %s, dequantisation: %s (OBC_SIMD=portable|avx2|avx512 "
+        "picks)\n",
+        quant_dot_simd_name(simd),
+        quant_dot_simd_name(simd > QUANT_SIMD_AVX2 ? QUANT_SIMD_AVX2 : simd));
     main_print_wait_policy();
     return 0;
   }

@@ -223,6 +223,7 @@ int dequant_gguf_avx2(uint32_t type, const void *data, float *out, size_t n) {
 }
 
 int dequant_gguf(uint32_t type, const void *data, float *out, size_t n) {
-  return dequant_with(quant_dot_uses_avx2() ? dequant_span_avx2 : dequant_span_portable, type, data,
-                      out, n);
+  return dequant_with(
+      quant_dot_simd() >= QUANT_SIMD_AVX2 ? dequant_span_avx2 : dequant_span_portable, type, data,
+      out, n);
 }

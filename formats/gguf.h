@@ -99,8 +99,8 @@ size_t gguf_type_block_bytes(uint32_t type);
 /* Dequantises n elements of a tensor of the given type to fp32 (formats/dequant.c;
  * OpenMP over blocks for large n). n must be a multiple of the type's block
  * size. Unknown type: OBC_EUNSUPPORTED. Runs the AVX2 + F16C decoders where
- * quant_dot_rows runs its AVX2 kernel (formats/quant_dot.h: CPUID, and
- * OBC_SIMD=portable forces the portable C), with the same bits either way. */
+ * quant_dot_rows runs its AVX2 or AVX-512 kernel (formats/quant_dot.h: CPUID,
+ * and OBC_SIMD=portable forces the portable C), with the same bits either way. */
 int dequant_gguf(uint32_t type, const void *data, float *out, size_t n);
 /* dequant_gguf with its kernel forced, for the tests and benchmarks that
  * compare them: the portable C twin, and AVX2 (call it only where

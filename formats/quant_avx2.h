@@ -6,8 +6,10 @@
  * and the compiler computes what the registers share once. Shared by the dot
  * products (formats/quant_dot_avx2.c) and the tile dequantiser
  * (formats/dequant_avx2.c), the only files compiled with those instruction
- * sets (CMakeLists.txt); include it nowhere else, and call what they build
- * only where CPUID reports AVX2, FMA and F16C (quant_dot_avx2_supported).
+ * sets (CMakeLists.txt), and by the AVX-512 dot products
+ * (formats/quant_dot_avx512.c) for its scalar and scale helpers; include it
+ * nowhere else, and call what they build only where CPUID reports AVX2, FMA
+ * and F16C (quant_dot_avx2_supported).
  *
  * Why the bits agree with formats/dequant.c: every product below (d * q,
  * d * scale, (d * scale) * q) is exact in fp32, since an f16 scale has 11
@@ -34,11 +36,16 @@
 
 OBC_QUANT_INLINE float quant_f16_at(const uint8_t *p) { return _cvtsh_ss(float16_read_u16(p)); }
 
-/* The f16 pair at p (d and m or dmin), converted together, broadcast. */
-OBC_QUANT_INLINE void quant_f16_pair(const uint8_t *p, __m256 *first, __m256 *second) {
+/* The f16 pair at p (d and m or dmin) converted together: lanes 0 and 1. */
+OBC_QUANT_INLINE __m128 quant_f16_pair_ps(const uint8_t *p) {
   int32_t bits;
   memcpy(&bits, p, sizeof bits);
-  __m128 both = _mm_cvtph_ps(_mm_cvtsi32_si128(bits));
+  return _mm_cvtph_ps(_mm_cvtsi32_si128(bits));
+}
+
+/* The f16 pair at p, each broadcast. */
+OBC_QUANT_INLINE void quant_f16_pair(const uint8_t *p, __m256 *first, __m256 *second) {
+  __m128 both = quant_f16_pair_ps(p);
   *first = _mm256_broadcastss_ps(both);
   *second = _mm256_broadcastss_ps(_mm_movehdup_ps(both));
 }

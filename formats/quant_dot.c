@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,30 +41,66 @@ void quant_dot_rows_portable(uint32_t type, const void *w, size_t row_bytes, siz
   }
 }
 
-static QuantDotFn chosen_kernel = quant_dot_rows_portable;
-static const char *chosen_name = "portable";
-static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
+/* ---- the run-time choice ------------------------------------------------------- */
 
-/* Once per process, for quant_dot_rows and dequant_gguf alike: OBC_SIMD=portable,
- * else AVX2 when CPUID reports it. */
-static void choose_kernel(void) {
-  const char *simd = getenv("OBC_SIMD");
-  if (simd && strcmp(simd, "portable") == 0) return;
-  if (quant_dot_avx2_supported()) {
-    chosen_kernel = quant_dot_rows_avx2;
-    chosen_name = "avx2";
+static const char *const SIMD_NAMES[QUANT_SIMD_COUNT] = {
+    [QUANT_SIMD_PORTABLE] = "portable", [QUANT_SIMD_AVX2] = "avx2", [QUANT_SIMD_AVX512] = "avx512"};
+
+const char *quant_dot_simd_name(QuantSimd simd) {
+  return simd >= 0 && simd < QUANT_SIMD_COUNT ? SIMD_NAMES[simd] : "unknown";
+}
+
+static int simd_supported(QuantSimd simd) {
+  switch (simd) {
+    case QUANT_SIMD_PORTABLE: return 1;
+    case QUANT_SIMD_AVX2: return quant_dot_avx2_supported();
+    case QUANT_SIMD_AVX512: return quant_dot_avx512_supported();
+    default: return 0;
   }
 }
 
-int quant_dot_uses_avx2(void) {
-  pthread_once(&chosen_once, choose_kernel);
-  return chosen_kernel == quant_dot_rows_avx2;
+QuantDotFn quant_dot_kernel(QuantSimd simd) {
+  static const QuantDotFn kernels[QUANT_SIMD_COUNT] = {
+      [QUANT_SIMD_PORTABLE] = quant_dot_rows_portable,
+      [QUANT_SIMD_AVX2] = quant_dot_rows_avx2,
+      [QUANT_SIMD_AVX512] = quant_dot_rows_avx512};
+  return simd_supported(simd) ? kernels[simd] : NULL;
 }
 
-const char *quant_dot_kernel_name(void) {
-  pthread_once(&chosen_once, choose_kernel);
-  return chosen_name;
+static QuantSimd chosen_simd = QUANT_SIMD_PORTABLE;
+static QuantDotFn chosen_kernel = quant_dot_rows_portable;
+static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
+
+/* Once per process, for quant_dot_rows and dequant_gguf alike: the widest
+ * kernel this processor runs at or below OBC_SIMD's request (all of them when
+ * it is unset), with a note when that is not the kernel asked for. */
+static void choose_kernel(void) {
+  const char *request = getenv("OBC_SIMD");
+  QuantSimd ceiling = QUANT_SIMD_COUNT - 1;
+  if (request && *request) {
+    QuantSimd asked = 0;
+    while (asked < QUANT_SIMD_COUNT && strcmp(request, SIMD_NAMES[asked])) asked++;
+    if (asked == QUANT_SIMD_COUNT)
+      fprintf(stderr, "obcache: note: OBC_SIMD=%s is not portable, avx2 or avx512; ignored\n",
+              request);
+    else
+      ceiling = asked;
+  }
+  QuantSimd simd = ceiling;
+  while (!simd_supported(simd)) simd--;
+  if (request && simd != ceiling)
+    fprintf(stderr, "obcache: note: OBC_SIMD=%s: this processor cannot run it; using %s\n", request,
+            SIMD_NAMES[simd]);
+  chosen_simd = simd;
+  chosen_kernel = quant_dot_kernel(simd);
 }
+
+QuantSimd quant_dot_simd(void) {
+  pthread_once(&chosen_once, choose_kernel);
+  return chosen_simd;
+}
+
+const char *quant_dot_kernel_name(void) { return quant_dot_simd_name(quant_dot_simd()); }
 
 void quant_dot_rows(uint32_t type, const void *w, size_t row_bytes, size_t cols, size_t n_rows,
                     const float *x, size_t n_x, float *y, size_t y_stride) {

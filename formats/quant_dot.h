@@ -24,9 +24,34 @@ typedef void (*QuantDotFn)(uint32_t type, const void *w, size_t row_bytes, size_
                            size_t n_rows, const float *x /* (n_x, cols) */, size_t n_x,
                            float *y /* (n_x, y_stride) */, size_t y_stride);
 
-/* The kernel chosen for this processor at first use: AVX2 + FMA + F16C when
- * CPUID reports them, else the portable twin. OBC_SIMD=portable in the
- * environment forces the portable twin. */
+/* The kernels, in the order of the instruction sets they need: the portable
+ * twin (plain C), AVX2 + FMA + F16C, and AVX-512 F, BW, DQ and VL with FMA and
+ * F16C (a processor with AVX-512 also runs AVX2). */
+typedef enum {
+  QUANT_SIMD_PORTABLE,
+  QUANT_SIMD_AVX2,
+  QUANT_SIMD_AVX512,
+  QUANT_SIMD_COUNT
+} QuantSimd;
+
+/* The kernel quant_dot_rows uses, chosen once per process at first use: the
+ * widest this processor runs (CPUID), or the one OBC_SIMD=portable|avx2|avx512
+ * asks for. A request the processor cannot run gives the widest it runs below
+ * the request, and an unknown value the default, each with a one-line note on
+ * stderr. dequant_gguf runs AVX2 under both the avx2 and avx512 kernels. */
+QuantSimd quant_dot_simd(void);
+
+/* Name of a kernel: "portable", "avx2" or "avx512" (OBC_SIMD's values). */
+const char *quant_dot_simd_name(QuantSimd simd);
+
+/* Name of the kernel quant_dot_rows uses: quant_dot_simd_name(quant_dot_simd()). */
+const char *quant_dot_kernel_name(void);
+
+/* The kernel of a level, or NULL when this processor cannot run it: for the
+ * tests and benchmarks that compare them. */
+QuantDotFn quant_dot_kernel(QuantSimd simd);
+
+/* The chosen kernel (quant_dot_simd) on these arguments. */
 void quant_dot_rows(uint32_t type, const void *w, size_t row_bytes, size_t cols, size_t n_rows,
                     const float *x, size_t n_x, float *y, size_t y_stride);
 
@@ -34,19 +59,21 @@ void quant_dot_rows(uint32_t type, const void *w, size_t row_bytes, size_t cols,
 void quant_dot_rows_portable(uint32_t type, const void *w, size_t row_bytes, size_t cols,
                              size_t n_rows, const float *x, size_t n_x, float *y, size_t y_stride);
 
-/* Name of the kernel quant_dot_rows uses ("avx2" or "portable"). */
-const char *quant_dot_kernel_name(void);
-
 /* The AVX2 + FMA + F16C kernel (formats/quant_dot_avx2.c). Call it only when
  * quant_dot_avx2_supported() is 1; off x86 it is the portable twin. */
 void quant_dot_rows_avx2(uint32_t type, const void *w, size_t row_bytes, size_t cols, size_t n_rows,
                          const float *x, size_t n_x, float *y, size_t y_stride);
 
+/* The AVX-512 kernel (formats/quant_dot_avx512.c). Call it only when
+ * quant_dot_avx512_supported() is 1; off x86 it is the portable twin. */
+void quant_dot_rows_avx512(uint32_t type, const void *w, size_t row_bytes, size_t cols,
+                           size_t n_rows, const float *x, size_t n_x, float *y, size_t y_stride);
+
 /* 1 when the processor and the OS run AVX2, FMA and F16C code, else 0. */
 int quant_dot_avx2_supported(void);
 
-/* 1 when this process uses the AVX2 kernels (quant_dot_rows, dequant_gguf):
- * quant_dot_kernel_name() is "avx2". Chosen once per process. */
-int quant_dot_uses_avx2(void);
+/* 1 when they run AVX-512 F, BW, DQ and VL code besides AVX2, FMA and F16C
+ * (the OS saves the 512-bit registers), else 0. */
+int quant_dot_avx512_supported(void);
 
 #endif

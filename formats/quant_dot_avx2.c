@@ -27,11 +27,14 @@
 
 #define QD_INLINE OBC_QUANT_INLINE
 
-/* MAX_X: vectors per pass. PREFETCH_BYTES: how far ahead of the weights being
- * decoded a pass asks for the next ones (2 KiB last 200 ns at 10 GB/s, more
- * than a memory latency; with the hardware prefetcher alone decode streamed
- * at about half the rate it reaches in cache, bench/bench_quant_dot.c). */
-enum { MAX_X = 8, PREFETCH_BYTES = 2048 };
+/* MAX_X: vectors per pass. PREFETCH_WEIGHTS: how far ahead of the weights
+ * being decoded a pass asks for the next ones, in weights, so in bytes in
+ * proportion to a type's bytes per weight, which sets how fast it streams
+ * (Q4_1's 2.5 KiB last 250 ns at 10 GB/s, more than a memory latency; with
+ * the hardware prefetcher alone decode streamed at about half the rate it
+ * reaches in cache, bench/bench_quant_dot.c). A fixed 2 KiB served Q4_1 as
+ * well and left Q8_0 streaming 20 % slower. */
+enum { MAX_X = 8, PREFETCH_WEIGHTS = 4096 };
 
 /* Every kernel below adds w * x[b][0..8) into acc[b] for the nx vectors of a
  * pass; x points at the element, successive vectors are `cols` apart. */
@@ -156,7 +159,7 @@ QD_INLINE float lane_sum(__m256 v) {
  * each (a block; 8 elements for the float types), and the float types' tail. */
 typedef struct {
   uint32_t type;
-  size_t unit, unit_bytes, units, tail, cols, row_bytes;
+  size_t unit, unit_bytes, units, tail, cols, row_bytes, ahead;
 } QdShape;
 
 /* R rows (R * nx accumulators, at most 8 live registers) from w, nx vectors
@@ -167,12 +170,12 @@ QD_INLINE void rows_pass(BlockKernel kernel, const QdShape *s, const uint8_t *w,
   for (int r = 0; r < R; r++)
     for (int b = 0; b < nx; b++) acc[r][b] = _mm256_setzero_ps();
   /* The R rows lie back to back and are read at one pace, so the pass streams
-   * through memory; the prefetch keeps PREFETCH_BYTES ahead of that stream
+   * through memory; the prefetch keeps s->ahead bytes ahead of that stream
    * (past the matrix's end it is a hint that never faults). */
   for (size_t u = 0; u < s->units; u++)
     for (int r = 0; r < R; r++) {
       const uint8_t *unit = w + r * s->row_bytes + u * s->unit_bytes;
-      uintptr_t ahead = (uintptr_t)w + (u * R + r) * s->unit_bytes + PREFETCH_BYTES;
+      uintptr_t ahead = (uintptr_t)w + (u * R + r) * s->unit_bytes + s->ahead;
       _mm_prefetch((const char *)ahead, _MM_HINT_T0);
       kernel(unit, x + u * s->unit, s->cols, nx, acc[r]);
     }
@@ -240,6 +243,7 @@ void quant_dot_rows_avx2(uint32_t type, const void *w, size_t row_bytes, size_t 
     return;
   }
   s.units = cols / s.unit;
+  s.ahead = PREFETCH_WEIGHTS / s.unit * s.unit_bytes;
   s.tail = cols % s.unit;
   const uint8_t *bytes = w;
   switch (type) {

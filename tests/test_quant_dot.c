@@ -1,10 +1,12 @@
 /* Check suite for formats/quant_dot: the dot products of quantised weight rows
- * with fp32 vectors, for every ggml type the reader knows. The portable twin
- * and the AVX2 kernel are each compared with a double-precision reference
- * computed from dequant_gguf (within the fp32 summation bound of
- * docs/SCIENCE.md, "Quantised weights"), must reproduce every dequantised
- * weight exactly, and must give a (row, vector) the same bits whatever rows
- * and vectors are passed with it. OBC_SIMD=portable must select the twin. */
+ * with fp32 vectors, for every ggml type the reader knows. Every kernel this
+ * processor runs (the portable twin, AVX2, AVX-512; the others are skipped
+ * with a note) is compared with a double-precision reference computed from
+ * dequant_gguf (within the fp32 summation bound of docs/SCIENCE.md,
+ * "Quantised weights"), with the portable twin (twice that bound), must
+ * reproduce every dequantised weight exactly, and must give a (row, vector)
+ * the same bits whatever rows and vectors are passed with it. OBC_SIMD must
+ * select the kernel it names, or the widest below it that runs here. */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
@@ -22,22 +24,30 @@
 static const uint32_t TYPES[] = {GGML_TYPE_F32,  GGML_TYPE_F16,  GGML_TYPE_BF16, GGML_TYPE_Q8_0,
                                  GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
                                  GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
-enum { N_TYPES = sizeof TYPES / sizeof TYPES[0], MAX_ROWS = 9, MAX_X = 11 };
+/* MAX_X: more vectors than one pass of any kernel takes (8 for AVX2, 16 for
+ * AVX-512), so that the tests see a second, partial pass. */
+enum { N_TYPES = sizeof TYPES / sizeof TYPES[0], MAX_ROWS = 9, MAX_X = 19 };
 
 typedef struct {
   const char *name;
   QuantDotFn fn;
 } Kernel;
 
-/* The kernels to check on this processor: the twin always, AVX2 when it runs. */
-static int kernels(Kernel out[2]) {
-  out[0] = (Kernel){"portable", quant_dot_rows_portable};
-  if (!quant_dot_avx2_supported()) {
-    printf("SKIP: this processor lacks AVX2/FMA/F16C; only the portable twin is checked\n");
-    return 1;
+/* The kernels to check on this processor: the twin always, AVX2 and AVX-512
+ * where they run (a note on each one skipped, once per process). */
+static int kernels(Kernel out[QUANT_SIMD_COUNT]) {
+  static int noted;
+  int n = 0;
+  for (QuantSimd simd = 0; simd < QUANT_SIMD_COUNT; simd++) {
+    QuantDotFn fn = quant_dot_kernel(simd);
+    if (fn)
+      out[n++] = (Kernel){quant_dot_simd_name(simd), fn};
+    else if (!noted)
+      printf("SKIP: this processor cannot run the %s kernel; it is not checked\n",
+             quant_dot_simd_name(simd));
   }
-  out[1] = (Kernel){"avx2", quant_dot_rows_avx2};
-  return 2;
+  noted = 1;
+  return n;
 }
 
 /* ---- random but realistic rows ---------------------------------------------- */
@@ -138,21 +148,26 @@ static float *make_vectors(size_t n_x, size_t cols) {
 /* gamma_n = n u / (1 - n u): the relative bound of n roundings to unit u. */
 static double gamma_n(double n, double u) { return n * u / (1.0 - n * u); }
 
-/* Checks y against sum_i w_i x_i in double, w the dequant_gguf row.
+/* Checks y against sum_i w_i x_i in double, w the dequant_gguf row, and
+ * against the portable twin's result `twin` of the same call (unless NULL).
  *
  * Tolerance. A kernel forms the n = cols products w_i * x_i of fp32 numbers
- * and adds them in fp32 in some order (in blocks, in 8 lanes, with or without
- * FMA). Whatever the order, each term passes through at most n roundings (its
- * product, or the FMA that forms it, and at most n - 1 additions; adding an
- * exact zero, as the lane tree and padding do, rounds nothing), so with
- * u = 2^-24 and no underflow (the generated products are far above 2^-126)
+ * and adds them in fp32 in some order (in blocks, in 8 or 16 lanes, with or
+ * without FMA). Whatever the order, each term passes through at most n
+ * roundings (its product, or the FMA that forms it, and at most n - 1
+ * additions; adding an exact zero, as the lane tree and padding do, rounds
+ * nothing), so with u = 2^-24 and no underflow (the generated products are
+ * far above 2^-126)
  *   |y - sum w_i x_i| <= gamma_n(2^-24) * sum |w_i x_i|
  * (docs/SCIENCE.md, "Quantised weights"). The reference's products are exact
  * in double (24 + 24 bits < 53) and its n - 1 additions add at most
- * gamma_{n-1}(2^-53) * sum |w_i x_i|; the two bounds are added. */
+ * gamma_{n-1}(2^-53) * sum |w_i x_i|; the two bounds are added. The twin
+ * obeys the same bound, so a kernel and the twin differ by at most twice it
+ * (the double sum of |w_i x_i| is within gamma_n(2^-53) of the exact one). */
 static void check_against_reference(const char *kernel, uint32_t type, const uint8_t *w,
                                     size_t row_bytes, size_t cols, size_t n_rows, const float *x,
-                                    size_t n_x, const float *y, size_t y_stride) {
+                                    size_t n_x, const float *y, const float *twin,
+                                    size_t y_stride) {
   float *values = malloc(cols * sizeof *values);
   ck_assert_ptr_nonnull(values);
   for (size_t r = 0; r < n_rows; r++) {
@@ -171,24 +186,31 @@ static void check_against_reference(const char *kernel, uint32_t type, const uin
                     "%s %s cols %zu row %zu vector %zu: %.9g vs reference %.9g (error %.3g > "
                     "tolerance %.3g)",
                     kernel, gguf_type_name(type), cols, r, b, got, sum, err, tol);
+      if (!twin) continue;
+      double twin_tol = 2.0 * gamma_n(n, 0x1p-24) * magnitude * (1.0 + gamma_n(n, 0x1p-53));
+      double expected = twin[b * y_stride + r], twin_err = fabs(got - expected);
+      ck_assert_msg(twin_err <= twin_tol,
+                    "%s %s cols %zu row %zu vector %zu: %.9g vs portable %.9g (difference %.3g > "
+                    "tolerance %.3g)",
+                    kernel, gguf_type_name(type), cols, r, b, got, expected, twin_err, twin_tol);
     }
   }
   free(values);
 }
 
 /* Column counts to test: 1, 2 and 7 blocks; the float types (block of 1) also
- * get lengths that fill the 8-lane registers and leave a tail. */
+ * get lengths that fill the 8- and 16-lane registers and leave a tail. */
 static size_t shape_cols(uint32_t type, int k) {
-  static const size_t blocks[] = {1, 2, 7}, floats[] = {1, 2, 7, 8, 37, 64};
+  static const size_t blocks[] = {1, 2, 7}, floats[] = {1, 2, 7, 8, 16, 37, 64};
   size_t block = gguf_type_block_size(type);
-  if (block == 1) return k < 6 ? floats[k] : 0;
+  if (block == 1) return k < 7 ? floats[k] : 0;
   return k < 3 ? blocks[k] * block : 0;
 }
 
 static const float SENTINEL = -12345.0f;
 
-START_TEST(kernels_match_the_double_reference) {
-  Kernel ks[2];
+START_TEST(kernels_match_the_double_reference_and_the_twin) {
+  Kernel ks[QUANT_SIMD_COUNT];
   int n_kernels = kernels(ks);
   uint32_t type = TYPES[_i];
   for (int k = 0; shape_cols(type, k); k++) {
@@ -197,22 +219,25 @@ START_TEST(kernels_match_the_double_reference) {
     size_t row_bytes = natural + (k % 2 ? 24 : 0); /* rows with and without padding */
     for (size_t n_rows = 1; n_rows <= MAX_ROWS; n_rows++) {
       uint8_t *w = make_rows(type, cols, n_rows, row_bytes);
-      for (size_t n_x = 1; n_x <= 8; n_x++) {
+      for (size_t n_x = 1; n_x <= MAX_X; n_x++) {
         float *x = make_vectors(n_x, cols);
         size_t y_stride = n_rows + 3;
-        float *y = malloc(n_x * y_stride * sizeof *y);
+        float *y = malloc(n_x * y_stride * sizeof *y), *twin = malloc(n_x * y_stride * sizeof *y);
         ck_assert_ptr_nonnull(y);
-        for (int kk = 0; kk < n_kernels; kk++) {
-          for (size_t i = 0; i < n_x * y_stride; i++) y[i] = SENTINEL;
-          ks[kk].fn(type, w, row_bytes, cols, n_rows, x, n_x, y, y_stride);
-          check_against_reference(ks[kk].name, type, w, row_bytes, cols, n_rows, x, n_x, y,
-                                  y_stride);
+        ck_assert_ptr_nonnull(twin);
+        for (int kk = 0; kk < n_kernels; kk++) { /* ks[0], the twin, first */
+          float *out = kk ? y : twin;
+          for (size_t i = 0; i < n_x * y_stride; i++) out[i] = SENTINEL;
+          ks[kk].fn(type, w, row_bytes, cols, n_rows, x, n_x, out, y_stride);
+          check_against_reference(ks[kk].name, type, w, row_bytes, cols, n_rows, x, n_x, out,
+                                  kk ? twin : NULL, y_stride);
           for (size_t b = 0; b < n_x; b++) /* the gaps of y_stride stay untouched */
             for (size_t r = n_rows; r < y_stride; r++)
-              ck_assert_float_eq(y[b * y_stride + r], SENTINEL);
+              ck_assert_float_eq(out[b * y_stride + r], SENTINEL);
         }
         free(x);
         free(y);
+        free(twin);
       }
       free(w);
     }
@@ -224,15 +249,15 @@ END_TEST
  * are exact, so y = w_j: each kernel must rebuild every dequantised weight
  * exactly (a misplaced nibble or high bit shows here whatever the tolerance). */
 START_TEST(kernels_reproduce_every_dequantised_weight) {
-  Kernel ks[2];
+  Kernel ks[QUANT_SIMD_COUNT];
   int n_kernels = kernels(ks);
   uint32_t type = TYPES[_i];
   size_t block = gguf_type_block_size(type);
-  size_t cols = block == 1 ? 21 : 2 * block, n_rows = 5, n_x = 8;
+  size_t cols = block == 1 ? 21 : 2 * block, n_rows = 5, n_x = 16;
   size_t row_bytes = cols / block * gguf_type_block_bytes(type);
   uint8_t *w = make_rows(type, cols, n_rows, row_bytes);
   float *values = malloc(n_rows * cols * sizeof *values), *x = malloc(n_x * cols * sizeof *x);
-  float y[8 * 5];
+  float y[16 * 5];
   ck_assert_ptr_nonnull(values);
   ck_assert_ptr_nonnull(x);
   for (size_t r = 0; r < n_rows; r++)
@@ -261,7 +286,7 @@ END_TEST
  * operations whatever n_rows and n_x are, wherever the row starts in the call
  * and whichever slot the vector takes, so the bits must be equal. */
 START_TEST(a_result_does_not_depend_on_its_batch) {
-  Kernel ks[2];
+  Kernel ks[QUANT_SIMD_COUNT];
   int n_kernels = kernels(ks);
   uint32_t type = TYPES[_i];
   size_t block = gguf_type_block_size(type);
@@ -310,7 +335,7 @@ END_TEST
 /* The header's promise for input outside the contract: a row length that is
  * not a multiple of the block gives NaN, never a partial sum. */
 START_TEST(cols_off_the_block_give_nan) {
-  Kernel ks[2];
+  Kernel ks[QUANT_SIMD_COUNT];
   int n_kernels = kernels(ks);
   uint32_t type = TYPES[_i];
   size_t block = gguf_type_block_size(type);
@@ -354,12 +379,25 @@ static void kernel_name_in_child(const char *simd, char *out, size_t size) {
   out[n > 0 ? n : 0] = '\0';
 }
 
-START_TEST(obc_simd_portable_forces_the_twin) {
+/* OBC_SIMD=NAME selects that kernel where this processor runs it, else the
+ * widest below it (with a note on stderr); unset, empty or unknown, the
+ * widest of all. */
+START_TEST(obc_simd_selects_the_kernel_it_names) {
   char name[64];
-  kernel_name_in_child("portable", name, sizeof name);
-  ck_assert_str_eq(name, "portable");
+  QuantSimd widest = 0;
+  for (QuantSimd simd = 0; simd < QUANT_SIMD_COUNT; simd++) {
+    if (quant_dot_kernel(simd)) widest = simd;
+    QuantSimd runs = simd;
+    while (!quant_dot_kernel(runs)) runs--;
+    kernel_name_in_child(quant_dot_simd_name(simd), name, sizeof name);
+    ck_assert_str_eq(name, quant_dot_simd_name(runs));
+  }
   kernel_name_in_child(NULL, name, sizeof name);
-  ck_assert_str_eq(name, quant_dot_avx2_supported() ? "avx2" : "portable");
+  ck_assert_str_eq(name, quant_dot_simd_name(widest));
+  kernel_name_in_child("", name, sizeof name);
+  ck_assert_str_eq(name, quant_dot_simd_name(widest));
+  kernel_name_in_child("sse9", name, sizeof name);
+  ck_assert_str_eq(name, quant_dot_simd_name(widest));
 }
 END_TEST
 
@@ -372,11 +410,11 @@ int main(int argc, char **argv) {
   Suite *suite = suite_create("quant_dot");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, TEST_TIMEOUT_S); /* tests/test_env.h */
-  tcase_add_loop_test(tc, kernels_match_the_double_reference, 0, N_TYPES);
+  tcase_add_loop_test(tc, kernels_match_the_double_reference_and_the_twin, 0, N_TYPES);
   tcase_add_loop_test(tc, kernels_reproduce_every_dequantised_weight, 0, N_TYPES);
   tcase_add_loop_test(tc, a_result_does_not_depend_on_its_batch, 0, N_TYPES);
   tcase_add_loop_test(tc, cols_off_the_block_give_nan, 0, N_TYPES);
-  tcase_add_test(tc, obc_simd_portable_forces_the_twin);
+  tcase_add_test(tc, obc_simd_selects_the_kernel_it_names);
   suite_add_tcase(suite, tc);
   SRunner *runner = srunner_create(suite);
   srunner_run_all(runner, CK_NORMAL);
