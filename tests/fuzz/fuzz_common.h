@@ -72,15 +72,28 @@ static inline const char *fuzz_scratch(void) {
   return fuzz_dir;
 }
 
-/* Writes n bytes to <scratch>/name; path receives the full name. */
-static inline void fuzz_write(const char *name, const uint8_t *data, size_t n, char *path,
-                              size_t size) {
-  snprintf(path, size, "%s/%s", fuzz_scratch(), name);
+/* Writes n bytes to folder/name; path (size) receives the full name.
+ * Aborts when it cannot: the harness would otherwise test nothing. */
+static inline void fuzz_write_at(const char *folder, const char *name, const void *data, size_t n,
+                                 char *path, size_t size) {
+  snprintf(path, size, "%s/%s", folder, name);
   FILE *fp = fopen(path, "wb");
   if (!fp || (n && fwrite(data, 1, n, fp) != n) || fclose(fp)) {
     perror(path);
     abort();
   }
+}
+
+/* Writes n bytes to folder/name. */
+static inline void fuzz_write_in(const char *folder, const char *name, const void *data, size_t n) {
+  char path[8192];
+  fuzz_write_at(folder, name, data, n, path, sizeof path);
+}
+
+/* Writes n bytes to <scratch>/name; path receives the full name. */
+static inline void fuzz_write(const char *name, const uint8_t *data, size_t n, char *path,
+                              size_t size) {
+  fuzz_write_at(fuzz_scratch(), name, data, n, path, size);
 }
 
 /* Removes folder/name (a file the harness wrote). */

@@ -22,17 +22,6 @@ static const char *const outputs[] = {"accuracy.csv",      "paired.csv",  "recal
                                       "recall_policy.csv", "samples.csv", "prompts.jsonl",
                                       "eval.json",         "plan.json"};
 
-/* Writes n bytes to folder/name. */
-static void write_in(const char *folder, const char *name, const uint8_t *data, size_t n) {
-  char path[8192];
-  snprintf(path, sizeof path, "%s/%s", folder, name);
-  FILE *fp = fopen(path, "wb");
-  if (!fp || (n && fwrite(data, 1, n, fp) != n) || fclose(fp)) {
-    perror(path);
-    abort();
-  }
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static bool quiet;
   if (!quiet) /* the merge prints its tables on stdout */
@@ -42,14 +31,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fuzz_split(data, size, &plan_n, &rest, &rest_n);
   fuzz_split(rest, rest_n, &sample_n, &prompt, &prompt_n);
   const char *dir = fuzz_scratch();
-  write_in(dir, "plan.json", data, plan_n);
+  fuzz_write_in(dir, "plan.json", data, plan_n);
   SweepPlan plan;
   char cell_dir[4608] = "";
   if (sweep_plan_read(dir, &plan) == OBC_OK) {
     char partial[4096];
     if (plan.n_cells && sweep_cell_begin(dir, &plan.cells[0], partial, sizeof partial) == OBC_OK) {
-      write_in(partial, "sample.json", rest, sample_n);
-      write_in(partial, "prompt.json", prompt, prompt_n);
+      fuzz_write_in(partial, "sample.json", rest, sample_n);
+      fuzz_write_in(partial, "prompt.json", prompt, prompt_n);
       if (sweep_cell_commit(dir, &plan.cells[0], partial)) abort();
       sweep_cell_path(dir, &plan.cells[0], cell_dir, sizeof cell_dir);
     }

@@ -32,12 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char partial[4096], cell_dir[4608], path[8192];
   if (sweep_plan_set_samples(&plan, config.tasks, 1, config.lengths, 1, 1)) abort();
   if (sweep_cell_begin(dir, &plan.cells[0], partial, sizeof partial)) abort();
-  snprintf(path, sizeof path, "%s/sample.json", partial);
-  FILE *fp = fopen(path, "wb");
-  if (!fp || (size && fwrite(data, 1, size, fp) != size) || fclose(fp)) abort();
-  snprintf(path, sizeof path, "%s/prompt.json", partial);
-  fp = fopen(path, "wb");
-  if (!fp || fputs(fuzz_prompt, fp) < 0 || fclose(fp)) abort();
+  fuzz_write_in(partial, "sample.json", data, size);
+  fuzz_write_in(partial, "prompt.json", fuzz_prompt, sizeof fuzz_prompt - 1);
   if (sweep_cell_commit(dir, &plan.cells[0], partial)) abort();
   eval_merge(dir, &plan, &config, SWEEP_STALE_AFTER_S);
   obc_error_clear();

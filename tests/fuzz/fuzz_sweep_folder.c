@@ -20,16 +20,6 @@ static const char fuzz_cell[] =
     "{\"id\": 0, \"needle\": \"4242\", \"answer\": \" 4242\", "
     "\"found\": true}\n";
 
-static void write_in(const char *folder, const char *name, const void *data, size_t n) {
-  char path[8192];
-  snprintf(path, sizeof path, "%s/%s", folder, name);
-  FILE *fp = fopen(path, "wb");
-  if (!fp || (n && fwrite(data, 1, n, fp) != n) || fclose(fp)) {
-    perror(path);
-    abort();
-  }
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static bool quiet;
   if (!quiet) /* the merge lists unfinished cells on stdout */
@@ -44,9 +34,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fuzz_write("plan.json", data, plan_n, path, sizeof path);
   mkdir(cells, 0755);
   mkdir(cell, 0755);
-  write_in(cell, "complete.json", manifest, manifest_n);
-  write_in(cell, "rows.csv", fuzz_rows, sizeof fuzz_rows - 1);
-  write_in(cell, "cell.json", fuzz_cell, sizeof fuzz_cell - 1);
+  fuzz_write_in(cell, "complete.json", manifest, manifest_n);
+  fuzz_write_in(cell, "rows.csv", fuzz_rows, sizeof fuzz_rows - 1);
+  fuzz_write_in(cell, "cell.json", fuzz_cell, sizeof fuzz_cell - 1);
 
   SweepPlan plan;
   if (!sweep_plan_read(dir, &plan)) {
