@@ -5,9 +5,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -316,4 +320,43 @@ int obc_output_end(ObcOutputSet *set, int rc) {
   if (!rc) return obc_output_commit(set);
   obc_output_abort(set);
   return rc;
+}
+
+int obc_spawn_logged(const char *path, char *const argv[], char *const envp[], int log_fd,
+                     pid_t *child_out) {
+  fflush(NULL);
+  pid_t parent = getpid();
+  (void)parent; /* read by the child on Linux */
+  sigset_t stop, saved;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGHUP);
+  sigaddset(&stop, SIGQUIT);
+  sigprocmask(SIG_BLOCK, &stop, &saved);
+  pid_t child = fork();
+  int err = child < 0 ? errno : 0;
+  if (child > 0) obc_pending_child_add(child);
+  if (child != 0) sigprocmask(SIG_SETMASK, &saved, NULL);
+  if (child < 0) return err;
+  if (child == 0) {
+#ifdef __linux__
+    /* The child dies with us (Ctrl-C, kill), so that it cannot go on to
+     * write after our signal handler removed the temporary files. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+#endif
+    sigprocmask(SIG_SETMASK, &saved, NULL);
+    int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+    dup2(log_fd, STDOUT_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    if (envp)
+      execve(path, argv, envp);
+    else
+      execv(path, argv);
+    _exit(127);
+  }
+  *child_out = child;
+  return 0;
 }

@@ -106,4 +106,13 @@ enum { OBC_MAX_CHILDREN = 16 };
 void obc_pending_child_add(pid_t child);
 void obc_pending_child_remove(pid_t child);
 
+/* Starts the program at path with argv and envp (NULL: this process's
+ * environment), stdin from /dev/null, stdout and stderr into log_fd, as a
+ * pending child (above), which on Linux also dies with this process; the
+ * handler's signals are held from the fork until it is registered. Returns
+ * 0 with its pid in *child, or the errno of a failed fork (the caller
+ * words it); a child that cannot exec exits with 127. */
+int obc_spawn_logged(const char *path, char *const argv[], char *const envp[], int log_fd,
+                     pid_t *child);
+
 #endif

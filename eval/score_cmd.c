@@ -4,11 +4,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -95,37 +93,12 @@ static char **environment(const char *const *values, char **text_out) {
 static int run_shell(const char *command, char **envp, const char *log, int *status) {
   int log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log_fd < 0) return obc_fail(OBC_EIO, "%s: cannot create: %s", log, strerror(errno));
-  fflush(NULL);
-  pid_t parent = getpid();
-  /* Ctrl-C between fork and obc_pending_child_add would miss the child:
-   * hold the signals until it is registered (obc_file.h), which kills it
-   * with obcache. */
-  sigset_t stop, saved;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGHUP);
-  sigaddset(&stop, SIGQUIT);
-  sigprocmask(SIG_BLOCK, &stop, &saved);
-  pid_t child = fork();
-  if (child > 0) obc_pending_child_add(child);
-  if (child != 0) sigprocmask(SIG_SETMASK, &saved, NULL);
-  if (child < 0) {
-    int err = errno;
+  char *argv[] = {"sh", "-c", (char *)command, NULL};
+  pid_t child = 0;
+  int err = obc_spawn_logged("/bin/sh", argv, envp, log_fd, &child);
+  if (err) {
     close(log_fd);
     return obc_fail(OBC_EEXTERNAL, "cannot start /bin/sh: %s", strerror(err));
-  }
-  if (child == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-    sigprocmask(SIG_SETMASK, &saved, NULL);
-    int null_fd = open("/dev/null", O_RDONLY);
-    if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
-    dup2(log_fd, STDOUT_FILENO);
-    dup2(log_fd, STDERR_FILENO);
-    char *argv[] = {"sh", "-c", (char *)command, NULL};
-    execve("/bin/sh", argv, envp);
-    _exit(127);
   }
   close(log_fd);
   pid_t done;

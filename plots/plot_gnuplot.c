@@ -6,15 +6,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -64,42 +60,13 @@ int plot_gnuplot_start(const PlotGnuplot *gnuplot, const char *script, const cha
   int log_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (log_fd < 0)
     return obc_fail(OBC_EIO, "%s: cannot create gnuplot's log: %s", log_path, strerror(errno));
-  fflush(NULL);
-  pid_t parent = getpid();
-  (void)parent; /* read by the child on Linux */
-  /* Ctrl-C / kill between fork and obc_pending_child_add would miss the
-   * child: hold them until the child is registered (obc_file.h). */
-  sigset_t stop, saved;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGHUP);
-  sigaddset(&stop, SIGQUIT);
-  sigprocmask(SIG_BLOCK, &stop, &saved);
-  pid_t child = fork();
-  if (child > 0) obc_pending_child_add(child);
-  if (child != 0) sigprocmask(SIG_SETMASK, &saved, NULL);
-  if (child < 0) {
-    int err = errno;
+  char *argv[] = {"gnuplot", "-e", (char *)assignments, (char *)script, NULL};
+  pid_t child = 0;
+  int err = obc_spawn_logged(gnuplot->path, argv, NULL, log_fd, &child);
+  if (err) {
     close(log_fd);
     unlink(log_path);
     return obc_fail(OBC_EEXTERNAL, "%s: cannot start gnuplot: %s", script, strerror(err));
-  }
-  if (child == 0) {
-#ifdef __linux__
-    /* gnuplot dies with us (Ctrl-C, kill), so that it cannot go on to write
-     * an image after our signal handler removed the temporary files. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-#endif
-    sigprocmask(SIG_SETMASK, &saved, NULL);
-    int null_fd = open("/dev/null", O_RDONLY);
-    if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
-    dup2(log_fd, STDOUT_FILENO);
-    dup2(log_fd, STDERR_FILENO);
-    char *argv[] = {"gnuplot", "-e", (char *)assignments, (char *)script, NULL};
-    execv(gnuplot->path, argv);
-    _exit(127);
   }
   close(log_fd);
   *child_out = child;
