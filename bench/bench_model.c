@@ -107,6 +107,7 @@ static int bench_decode(Runtime *rt, const int32_t *tokens, size_t n_prompt, siz
   int rc = runtime_forward(rt, tokens, n_prompt, RUNTIME_LOGITS_LAST, logits, NULL);
   if (rc) return rc;
   size_t vocab = runtime_model(rt)->config.vocab_size;
+  runtime_profile_reset(rt);
   double start = obc_now_seconds();
   for (size_t i = 0; i < steps && !rc; i++) {
     int32_t next = (int32_t)generate_argmax(logits, vocab);
@@ -115,8 +116,12 @@ static int bench_decode(Runtime *rt, const int32_t *tokens, size_t n_prompt, siz
   if (rc) return rc;
   double seconds = obc_now_seconds() - start;
   *tokens_per_second = (double)steps / seconds;
-  printf("decode after %zu tokens: %.1f tokens/s (%zu steps, %.2f s)\n", n_prompt,
-         (double)steps / seconds, steps, seconds);
+  const RuntimeProfile *p = runtime_profile(rt);
+  printf(
+      "decode after %zu tokens: %.1f tokens/s (%zu steps, %.2f s)  weights %4.1f%%  attention "
+      "%4.1f%%  other %4.1f%%\n",
+      n_prompt, (double)steps / seconds, steps, seconds, 100 * p->gemm_seconds / seconds,
+      100 * p->attention_seconds / seconds, 100 * p->other_seconds / seconds);
   return 0;
 }
 
