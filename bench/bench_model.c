@@ -1,7 +1,7 @@
 /* Benchmark of the CPU runtime on a real model (default: SmolLM2-135M-Instruct):
  * prefill tokens/s at 512, 2048 and 4096 tokens with the share of time in the
  * weight GEMMs, in attention (and its sgemm part) and in element-wise work,
- * then decode tokens/s after a 512-token prompt, for the weights held in
+ * then decode tokens/s after a prompt (512 tokens by default), for the weights held in
  * their stored type (native) and dequantised to fp32 (f32), one after the
  * other in the same run. Decode is set against the memory roofline: the
  * weight bytes one step reads over the read bandwidth of a streaming sum
@@ -11,7 +11,10 @@
  * and decode from its bytes per token (weights in their held type plus the
  * fp32 KV cache at the depth) over the read bandwidth, both measured here.
  * Run: cmake --build B --target bench_model && B/bench/bench_model [MODEL]
- *      [--threads N] [--lengths 512,2048,4096] [--decode N] [--weights native|f32|both] */
+ *      [--threads N] [--lengths 512,2048,4096] [--decode N] [--decode-after N]
+ *      [--weights native|f32|both]
+ * --decode N: decode steps (default 64) after a prompt of --decode-after tokens
+ * (default 512). */
 #include <cblas.h>
 #include <omp.h>
 #include <stdio.h>
@@ -140,7 +143,7 @@ static double load_average(void) {
 
 typedef struct {
   const char *path;
-  size_t threads, decode_steps, lengths[8], n_lengths;
+  size_t threads, decode_steps, decode_after, lengths[8], n_lengths;
 } BenchArgs;
 
 typedef struct {
@@ -153,8 +156,6 @@ typedef struct {
 } BenchResult;
 
 /* ---- the floor: work per token over the machine's measured rates ---- */
-
-enum { DECODE_PROMPT = 512 };
 
 /* sgemm GFLOP/s of the BLAS the tool links: the best of 5 products of
  * 1024 x 1024 matrices (2.1 GFLOP each), on the current OpenMP/BLAS threads. */
@@ -279,7 +280,7 @@ static void bench_paths(const Model *model) {
 
 /* Loads the model in one weights mode and runs prefill and decode. */
 static int bench_mode(const BenchArgs *a, ModelWeightsMode mode, BenchResult *r) {
-  size_t max_len = 512;
+  size_t max_len = a->decode_after;
   for (size_t i = 0; i < a->n_lengths; i++)
     max_len = a->lengths[i] > max_len ? a->lengths[i] : max_len;
   Model *model = NULL;
@@ -294,7 +295,7 @@ static int bench_mode(const BenchArgs *a, ModelWeightsMode mode, BenchResult *r)
          obc_now_seconds() - start);
   r->bytes_per_token = decode_bytes(model);
   size_t vocab = model->config.vocab_size;
-  RuntimeOptions options = {.max_context = max_len + 64, .threads = a->threads};
+  RuntimeOptions options = {.max_context = max_len + a->decode_steps + 1, .threads = a->threads};
   Runtime *rt = NULL;
   int32_t *tokens = malloc(max_len * sizeof(int32_t));
   float *logits = malloc(vocab * sizeof(float));
@@ -308,12 +309,12 @@ static int bench_mode(const BenchArgs *a, ModelWeightsMode mode, BenchResult *r)
     rc = bench_prefill(rt, tokens, a->lengths[i], logits, &r->prefill_tps[i]);
     r->prefill_flops[i] = prefill_flops_per_token(&model->config, a->lengths[i]);
   }
-  r->decode_depth = DECODE_PROMPT + a->decode_steps / 2;
+  r->decode_depth = a->decode_after + a->decode_steps / 2;
   r->decode_floor_bytes = decode_bytes_at(model, r->bytes_per_token, r->decode_depth);
   if (!rc && mode == MODEL_WEIGHTS_NATIVE) bench_paths(model);
   r->decode_tps = 0.0;
   if (!rc && a->decode_steps)
-    rc = bench_decode(rt, tokens, DECODE_PROMPT, a->decode_steps, logits, &r->decode_tps);
+    rc = bench_decode(rt, tokens, a->decode_after, a->decode_steps, logits, &r->decode_tps);
   r->rss_mb = status_mb("VmRSS");
   r->hwm_mb = status_mb("VmHWM");
   printf("RSS %.0f MB with the model and runtime alive; peak so far %.0f MB\n", r->rss_mb,
@@ -327,7 +328,7 @@ static int bench_mode(const BenchArgs *a, ModelWeightsMode mode, BenchResult *r)
 
 int main(int argc, char **argv) {
   obc_startup_defaults(argv); /* the BLAS kernels users get (CONTRIBUTING.md, "Test") */
-  BenchArgs a = {NULL, 0, 64, {512, 2048, 4096}, 3};
+  BenchArgs a = {NULL, 0, 64, 512, {512, 2048, 4096}, 3};
   const char *weights = "both";
   for (int i = 1; i < argc; i++) {
     int rc = 0;
@@ -335,6 +336,9 @@ int main(int argc, char **argv) {
       rc = obc_parse_size("--threads", argv[++i], &a.threads);
     } else if (!strcmp(argv[i], "--decode") && i + 1 < argc) {
       rc = obc_parse_size("--decode", argv[++i], &a.decode_steps);
+    } else if (!strcmp(argv[i], "--decode-after") && i + 1 < argc) {
+      rc = obc_parse_size("--decode-after", argv[++i], &a.decode_after);
+      if (!rc && !a.decode_after) rc = obc_fail(OBC_EINVAL, "--decode-after: at least 1 token");
     } else if (!strcmp(argv[i], "--lengths") && i + 1 < argc) {
       a.n_lengths = 0;
       rc = obc_parse_size_list("--lengths", argv[++i], a.lengths, &a.n_lengths, 8);
