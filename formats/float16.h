@@ -40,12 +40,6 @@ static inline float float16_bf16_to_f32(uint16_t b) {
   return float16_f32_from_bits((uint32_t)b << 16);
 }
 
-/* float16_f16_to_f32 of every f16 bit pattern, filled once per process (256
- * KiB): the SIMD dot products look a block's scale up, one load that a
- * broadcast folds into, where converting it costs a conversion and a shuffle
- * per block. Thread-safe. */
-const float *float16_table(void);
-
 /* Reads a little-endian uint16 from unaligned memory. */
 static inline uint16_t float16_read_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 

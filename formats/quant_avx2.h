@@ -72,17 +72,11 @@ OBC_QUANT_INLINE __m256 quant_bf16x8(const uint8_t *b) {
 
 /* ---- 32-element blocks: quant_TYPE(b, k) is elements 8k..8k+7 (k = 0..3) -- */
 
-/* The 32-element types come in two forms: quant_TYPE(b, k) converts the
- * block's f16 scale (and min) itself, quant_TYPE_by(b, d, [m,] k) takes them
- * broadcast (the dot products look them up, formats/float16.h). */
-
 /* Q8_0: f16 d, int8 q[32]; w = d * q. */
-OBC_QUANT_INLINE __m256 quant_q8_0_by(const uint8_t *b, __m256 d, int k) {
-  __m128i q = quant_load16(b + 2 + 16 * (k / 2));
-  return _mm256_mul_ps(d, k % 2 ? quant_i8_high_ps(q) : quant_i8_low_ps(q));
-}
 OBC_QUANT_INLINE __m256 quant_q8_0(const uint8_t *b, int k) {
-  return quant_q8_0_by(b, _mm256_set1_ps(quant_f16_at(b)), k);
+  __m128i q = quant_load16(b + 2 + 16 * (k / 2));
+  return _mm256_mul_ps(_mm256_set1_ps(quant_f16_at(b)),
+                       k % 2 ? quant_i8_high_ps(q) : quant_i8_low_ps(q));
 }
 
 /* The 16 nibble bytes at p spread to 32-bit lanes: lo holds bytes 0-7 (one
@@ -119,21 +113,16 @@ OBC_QUANT_INLINE __m256i quant_nibbles8(const uint8_t *p, int k) {
 
 /* Q4_0: f16 d, 16 bytes of nibbles (elements 0-15 low, 16-31 high);
  * w = d * (q - 8). */
-OBC_QUANT_INLINE __m256 quant_q4_0_by(const uint8_t *b, __m256 d, int k) {
-  return quant_scaled8(_mm256_sub_epi32(quant_nibbles8(b + 2, k), _mm256_set1_epi32(8)), d);
-}
 OBC_QUANT_INLINE __m256 quant_q4_0(const uint8_t *b, int k) {
-  return quant_q4_0_by(b, _mm256_set1_ps(quant_f16_at(b)), k);
+  __m256i q = _mm256_sub_epi32(quant_nibbles8(b + 2, k), _mm256_set1_epi32(8));
+  return quant_scaled8(q, _mm256_set1_ps(quant_f16_at(b)));
 }
 
 /* Q4_1: f16 d, f16 m, 16 bytes of nibbles; w = d * q + m. */
-OBC_QUANT_INLINE __m256 quant_q4_1_by(const uint8_t *b, __m256 d, __m256 m, int k) {
-  return quant_affine8(quant_nibbles8(b + 4, k), d, m);
-}
 OBC_QUANT_INLINE __m256 quant_q4_1(const uint8_t *b, int k) {
   __m256 d, m;
   quant_f16_pair(b, &d, &m);
-  return quant_q4_1_by(b, d, m, k);
+  return quant_affine8(quant_nibbles8(b + 4, k), d, m);
 }
 
 /* The 32 five-bit quants of a Q5_0/Q5_1 block as bytes 0-31 of a register:
@@ -159,26 +148,20 @@ OBC_QUANT_INLINE __m256 quant_i8_ps(__m256i q, int k) {
 }
 
 /* Q5_0: f16 d, uint32 qh, 16 bytes of nibbles; w = d * (q - 16). */
-OBC_QUANT_INLINE __m256 quant_q5_0_by(const uint8_t *b, __m256 d, int k) {
+OBC_QUANT_INLINE __m256 quant_q5_0(const uint8_t *b, int k) {
   uint32_t qh;
   memcpy(&qh, b + 2, sizeof qh);
   __m256i q = _mm256_sub_epi8(quant_q5_bytes(qh, b + 6), _mm256_set1_epi8(16));
-  return _mm256_mul_ps(d, quant_i8_ps(q, k));
-}
-OBC_QUANT_INLINE __m256 quant_q5_0(const uint8_t *b, int k) {
-  return quant_q5_0_by(b, _mm256_set1_ps(quant_f16_at(b)), k);
+  return _mm256_mul_ps(_mm256_set1_ps(quant_f16_at(b)), quant_i8_ps(q, k));
 }
 
 /* Q5_1: f16 d, f16 m, uint32 qh, 16 bytes of nibbles; w = d * q + m. */
-OBC_QUANT_INLINE __m256 quant_q5_1_by(const uint8_t *b, __m256 d, __m256 m, int k) {
-  uint32_t qh;
-  memcpy(&qh, b + 4, sizeof qh);
-  return _mm256_fmadd_ps(d, quant_i8_ps(quant_q5_bytes(qh, b + 8), k), m);
-}
 OBC_QUANT_INLINE __m256 quant_q5_1(const uint8_t *b, int k) {
   __m256 d, m;
   quant_f16_pair(b, &d, &m);
-  return quant_q5_1_by(b, d, m, k);
+  uint32_t qh;
+  memcpy(&qh, b + 4, sizeof qh);
+  return _mm256_fmadd_ps(d, quant_i8_ps(quant_q5_bytes(qh, b + 8), k), m);
 }
 
 /* ---- 256-element K super-blocks --------------------------------------------- */

@@ -38,8 +38,7 @@ enum { MAX_X = 8, PREFETCH_WEIGHTS = 4096 };
 
 /* Every kernel below adds w * x[b][0..8) into acc[b] for the nx vectors of a
  * pass; x points at the element, successive vectors are `cols` apart. */
-typedef void (*BlockKernel)(const uint8_t *block, const float *f16, const float *x, size_t cols,
-                            int nx, __m256 *acc);
+typedef void (*BlockKernel)(const uint8_t *block, const float *x, size_t cols, int nx, __m256 *acc);
 
 QD_INLINE void fma_vectors(__m256 w, const float *x, size_t cols, int nx, __m256 *acc) {
   for (int b = 0; b < nx; b++)
@@ -48,18 +47,15 @@ QD_INLINE void fma_vectors(__m256 w, const float *x, size_t cols, int nx, __m256
 
 /* ---- the float types: a "block" of 8 elements ---------------------------- */
 
-QD_INLINE void unit_f32(const uint8_t *b, const float *f16, const float *x, size_t cols, int nx,
-                        __m256 *acc) {
+QD_INLINE void unit_f32(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
   fma_vectors(_mm256_loadu_ps((const float *)b), x, cols, nx, acc);
 }
 
-QD_INLINE void unit_f16(const uint8_t *b, const float *f16, const float *x, size_t cols, int nx,
-                        __m256 *acc) {
+QD_INLINE void unit_f16(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
   fma_vectors(quant_f16x8(b), x, cols, nx, acc);
 }
 
-QD_INLINE void unit_bf16(const uint8_t *b, const float *f16, const float *x, size_t cols, int nx,
-                         __m256 *acc) {
+QD_INLINE void unit_bf16(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
   fma_vectors(quant_bf16x8(b), x, cols, nx, acc);
 }
 
@@ -73,32 +69,23 @@ QD_INLINE void unit_bf16(const uint8_t *b, const float *f16, const float *x, siz
  * four at a time, the registers crowded out the accumulators and 8-vector
  * passes ran up to 20 % slower (bench_quant_dot). */
 
-/* The 32-element blocks' f16 scale d (and min m, at b + 2) are looked up in
- * f16 = float16_table(), the same values a conversion gives, in loads that
- * the broadcasts fold into (the conversion costs two more operations a block). */
-QD_INLINE __m256 f16_lookup(const float *f16, const uint8_t *p) {
-  return _mm256_set1_ps(f16[float16_read_u16(p)]);
-}
-
-#define QD_BLOCK32(NAME, ...)                                                                  \
-  QD_INLINE void block_##NAME(const uint8_t *b, const float *f16, const float *x, size_t cols, \
-                              int nx, __m256 *acc) {                                           \
-    __m256 d = f16_lookup(f16, b);                                                             \
-    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)                                        \
-        fma_vectors(quant_##NAME##_by(b, d, __VA_ARGS__ k), x + 8 * k, cols, nx, acc);         \
+#define QD_BLOCK32(NAME)                                                             \
+  QD_INLINE void block_##NAME(const uint8_t *b, const float *x, size_t cols, int nx, \
+                              __m256 *acc) {                                         \
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++)                              \
+        fma_vectors(quant_##NAME(b, k), x + 8 * k, cols, nx, acc);                   \
   }
 QD_BLOCK32(q8_0)
 QD_BLOCK32(q4_0)
-QD_BLOCK32(q4_1, f16_lookup(f16, b + 2), )
+QD_BLOCK32(q4_1)
 QD_BLOCK32(q5_0)
-QD_BLOCK32(q5_1, f16_lookup(f16, b + 2), )
+QD_BLOCK32(q5_1)
 
 /* ---- 256-element K super-blocks ------------------------------------------- */
 
 /* Q4_K takes a 32-byte chunk's two sub-blocks together, 16 bytes at a time:
  * elements 0-15 and 32-47 of the chunk, then 16-31 and 48-63. */
-QD_INLINE void block_q4_k(const uint8_t *b, const float *f16, const float *x, size_t cols, int nx,
-                          __m256 *acc) {
+QD_INLINE void block_q4_k(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
   __m256 ds, neg_dm, d[2], m[2];
   quant_k_factors(b, &ds, &neg_dm);
 #pragma GCC unroll 4
@@ -113,8 +100,7 @@ QD_INLINE void block_q4_k(const uint8_t *b, const float *f16, const float *x, si
   }
 }
 
-QD_INLINE void block_q5_k(const uint8_t *b, const float *f16, const float *x, size_t cols, int nx,
-                          __m256 *acc) {
+QD_INLINE void block_q5_k(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
   __m256 ds, neg_dm;
   quant_k_factors(b, &ds, &neg_dm);
   for (int sub = 0; sub < 8; sub++)
@@ -123,8 +109,7 @@ QD_INLINE void block_q5_k(const uint8_t *b, const float *f16, const float *x, si
       fma_vectors(quant_q5_k(b, ds, neg_dm, sub, k), x + 32 * sub + 8 * k, cols, nx, acc);
 }
 
-QD_INLINE void block_q6_k(const uint8_t *b, const float *f16, const float *x, size_t cols, int nx,
-                          __m256 *acc) {
+QD_INLINE void block_q6_k(const uint8_t *b, const float *x, size_t cols, int nx, __m256 *acc) {
   __m256 dsc[2], d[2];
   quant_q6_k_scales(b, dsc);
   for (int half = 0; half < 2; half++)
@@ -175,7 +160,6 @@ QD_INLINE float lane_sum(__m256 v) {
 typedef struct {
   uint32_t type;
   size_t unit, unit_bytes, units, tail, cols, row_bytes, ahead;
-  const float *f16; /* float16_table() */
 } QdShape;
 
 /* R rows (R * nx accumulators, at most 8 live registers) from w, nx vectors
@@ -193,7 +177,7 @@ QD_INLINE void rows_pass(BlockKernel kernel, const QdShape *s, const uint8_t *w,
       const uint8_t *unit = w + r * s->row_bytes + u * s->unit_bytes;
       uintptr_t ahead = (uintptr_t)w + (u * R + r) * s->unit_bytes + s->ahead;
       _mm_prefetch((const char *)ahead, _MM_HINT_T0);
-      kernel(unit, s->f16, x + u * s->unit, s->cols, nx, acc[r]);
+      kernel(unit, x + u * s->unit, s->cols, nx, acc[r]);
     }
   if (s->tail)
     for (int r = 0; r < R; r++)
@@ -249,7 +233,7 @@ QD_INLINE void rows_all(BlockKernel kernel, const QdShape *s, const uint8_t *w, 
 
 void quant_dot_rows_avx2(uint32_t type, const void *w, size_t row_bytes, size_t cols, size_t n_rows,
                          const float *x, size_t n_x, float *y, size_t y_stride) {
-  QdShape s = {.type = type, .cols = cols, .row_bytes = row_bytes, .f16 = float16_table()};
+  QdShape s = {.type = type, .cols = cols, .row_bytes = row_bytes};
   size_t element_bytes = type == GGML_TYPE_F32 ? 4 : 2;
   int is_float = type == GGML_TYPE_F32 || type == GGML_TYPE_F16 || type == GGML_TYPE_BF16;
   s.unit = is_float ? 8 : gguf_type_block_size(type);

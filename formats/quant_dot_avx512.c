@@ -24,7 +24,6 @@
 #include <string.h>
 
 #include "common/obc_startup.h"
-#include "formats/float16.h"
 #include "formats/gguf.h"
 #include "formats/quant_avx2.h"
 
@@ -40,8 +39,7 @@ enum { MAX_X = 8, PREFETCH_WEIGHTS = 4096 };
 
 /* Every kernel below adds w * x[b][0..16) into acc[b] for the nx vectors of
  * a pass; x points at the element, successive vectors are `cols` apart. */
-typedef void (*BlockKernel)(const uint8_t *block, const float *f16, const float *x, size_t cols,
-                            int nx, __m512 *acc);
+typedef void (*BlockKernel)(const uint8_t *block, const float *x, size_t cols, int nx, __m512 *acc);
 
 QD_INLINE void fma_vectors(__m512 w, const float *x, size_t cols, int nx, __m512 *acc) {
   for (int b = 0; b < nx; b++)
@@ -57,11 +55,12 @@ QD_INLINE __m512i i8_lanes(const uint8_t *p) { return _mm512_cvtepi8_epi32(quant
 /* Lane j of v in every lane. */
 QD_INLINE __m512 lane16(__m512 v, int j) { return _mm512_permutexvar_ps(_mm512_set1_epi32(j), v); }
 
-/* The f16 at p broadcast, looked up in f16 = float16_table(): a load that the
- * broadcast folds into, where converting it costs two more operations, one a
- * shuffle (the 32-element types decode 1.2x as fast, bench_quant_dot). */
-QD_INLINE __m512 f16_lookup(const float *f16, const uint8_t *p) {
-  return _mm512_set1_ps(f16[float16_read_u16(p)]);
+/* The f16 at p, and the f16 pair at p, broadcast. */
+QD_INLINE __m512 f16_broadcast(const uint8_t *p) { return _mm512_set1_ps(quant_f16_at(p)); }
+QD_INLINE void f16_pair16(const uint8_t *p, __m512 *first, __m512 *second) {
+  __m128 both = quant_f16_pair_ps(p);
+  *first = _mm512_broadcastss_ps(both);
+  *second = _mm512_broadcastss_ps(_mm_movehdup_ps(both));
 }
 
 /* The 4-bit quants of elements 16k..16k+15 (k = 0, 1) of the 16 nibble
@@ -82,8 +81,8 @@ QD_INLINE __m512 affine16(__m512i q, __m512 d, __m512 m) {
 }
 
 /* Q8_0: f16 d, int8 q[32]; w = d * q. */
-QD_INLINE __m512 q8_0(const uint8_t *b, const float *f16, int k) {
-  return scaled16(i8_lanes(b + 2 + 16 * k), f16_lookup(f16, b));
+QD_INLINE __m512 q8_0(const uint8_t *b, int k) {
+  return scaled16(i8_lanes(b + 2 + 16 * k), f16_broadcast(b));
 }
 
 /* Q4_0 and Q4_1 by table: a block's 16 possible weights, d * (q - 8) or
@@ -96,12 +95,14 @@ QD_INLINE __m512 iota16(void) {
   return _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 }
 
-QD_INLINE __m512 q4_0_table(const uint8_t *b, const float *f16) {
-  return _mm512_mul_ps(f16_lookup(f16, b), _mm512_sub_ps(iota16(), _mm512_set1_ps(8.0f)));
+QD_INLINE __m512 q4_0_table(const uint8_t *b) {
+  return _mm512_mul_ps(f16_broadcast(b), _mm512_sub_ps(iota16(), _mm512_set1_ps(8.0f)));
 }
 
-QD_INLINE __m512 q4_1_table(const uint8_t *b, const float *f16) {
-  return _mm512_fmadd_ps(f16_lookup(f16, b), iota16(), f16_lookup(f16, b + 2));
+QD_INLINE __m512 q4_1_table(const uint8_t *b) {
+  __m512 d, m;
+  f16_pair16(b, &d, &m);
+  return _mm512_fmadd_ps(d, iota16(), m);
 }
 
 QD_INLINE __m512 table_pick(__m512 table, __m512i bytes, int k) {
@@ -110,19 +111,20 @@ QD_INLINE __m512 table_pick(__m512 table, __m512i bytes, int k) {
 
 /* Q5_0: f16 d, uint32 qh (bit e: bit 4 of element e), 16 nibble bytes;
  * w = d * (q - 16). */
-QD_INLINE __m512 q5_0(const uint8_t *b, const float *f16, int k) {
+QD_INLINE __m512 q5_0(const uint8_t *b, int k) {
   uint32_t qh;
   memcpy(&qh, b + 2, sizeof qh);
   __m512i q = add_bit4(nibbles16(b + 6, k), (__mmask16)(qh >> 16 * k));
-  return scaled16(_mm512_sub_epi32(q, _mm512_set1_epi32(16)), f16_lookup(f16, b));
+  return scaled16(_mm512_sub_epi32(q, _mm512_set1_epi32(16)), f16_broadcast(b));
 }
 
 /* Q5_1: f16 d, f16 m, uint32 qh, 16 nibble bytes; w = d * q + m. */
-QD_INLINE __m512 q5_1(const uint8_t *b, const float *f16, int k) {
+QD_INLINE __m512 q5_1(const uint8_t *b, int k) {
+  __m512 d, m;
+  f16_pair16(b, &d, &m);
   uint32_t qh;
   memcpy(&qh, b + 4, sizeof qh);
-  return affine16(add_bit4(nibbles16(b + 8, k), (__mmask16)(qh >> 16 * k)), f16_lookup(f16, b),
-                  f16_lookup(f16, b + 2));
+  return affine16(add_bit4(nibbles16(b + 8, k), (__mmask16)(qh >> 16 * k)), d, m);
 }
 
 /* Q4_K and Q5_K: ds[sub] = d * scale[sub] in lanes 0-7 and -(dmin * min[sub])
@@ -160,8 +162,8 @@ QD_INLINE __m512 q5_k(const uint8_t *b, __m512 factors, int sub, int h) {
  * j (exact products). Element e = 128 half + 32 g + 16 h + l takes nibble
  * g / 2 of ql[64 half + 32 (g % 2) + 16 h + l] and bits 2g, 2g + 1 of
  * qh[32 half + 16 h + l]; w = dsc[e / 16] * (q - 32). */
-QD_INLINE __m512 q6_k_scales(const uint8_t *b, const float *f16) {
-  return _mm512_mul_ps(f16_lookup(f16, b + 208), _mm512_cvtepi32_ps(i8_lanes(b + 192)));
+QD_INLINE __m512 q6_k_scales(const uint8_t *b) {
+  return _mm512_mul_ps(f16_broadcast(b + 208), _mm512_cvtepi32_ps(i8_lanes(b + 192)));
 }
 
 QD_INLINE __m512 q6_k(const uint8_t *b, __m512 dsc, int half, int g, int h) {
@@ -177,8 +179,7 @@ QD_INLINE __m512 q6_k(const uint8_t *b, __m512 dsc, int half, int g, int h) {
 
 /* ---- the float types: a "block" of 16 elements ----------------------------- */
 
-QD_INLINE void unit_f32(const uint8_t *b, const float *f16, const float *x, size_t cols, int nx,
-                        __m512 *acc) {
+QD_INLINE void unit_f32(const uint8_t *b, const float *x, size_t cols, int nx, __m512 *acc) {
   fma_vectors(_mm512_loadu_ps((const float *)b), x, cols, nx, acc);
 }
 
@@ -186,13 +187,11 @@ QD_INLINE __m512 bf16_to_ps(__m256i v) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
 }
 
-QD_INLINE void unit_f16(const uint8_t *b, const float *f16, const float *x, size_t cols, int nx,
-                        __m512 *acc) {
+QD_INLINE void unit_f16(const uint8_t *b, const float *x, size_t cols, int nx, __m512 *acc) {
   fma_vectors(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b)), x, cols, nx, acc);
 }
 
-QD_INLINE void unit_bf16(const uint8_t *b, const float *f16, const float *x, size_t cols, int nx,
-                         __m512 *acc) {
+QD_INLINE void unit_bf16(const uint8_t *b, const float *x, size_t cols, int nx, __m512 *acc) {
   fma_vectors(bf16_to_ps(_mm256_loadu_si256((const __m256i *)b)), x, cols, nx, acc);
 }
 
@@ -220,29 +219,28 @@ static void float_tail(uint32_t type, const uint8_t *row, size_t start, size_t t
  * constants: the decoders' selections then fold away and the compiler shares
  * their common work (the scales, the bytes two registers take nibbles of). */
 
-#define QD_BLOCK32(NAME)                                                                       \
-  QD_INLINE void block_##NAME(const uint8_t *b, const float *f16, const float *x, size_t cols, \
-                              int nx, __m512 *acc) {                                           \
-    _Pragma("GCC unroll 2") for (int k = 0; k < 2; k++)                                        \
-        fma_vectors(NAME(b, f16, k), x + 16 * k, cols, nx, acc);                               \
+#define QD_BLOCK32(NAME)                                                             \
+  QD_INLINE void block_##NAME(const uint8_t *b, const float *x, size_t cols, int nx, \
+                              __m512 *acc) {                                         \
+    _Pragma("GCC unroll 2") for (int k = 0; k < 2; k++)                              \
+        fma_vectors(NAME(b, k), x + 16 * k, cols, nx, acc);                          \
   }
 QD_BLOCK32(q8_0)
 QD_BLOCK32(q5_0)
 QD_BLOCK32(q5_1)
 
-#define QD_BLOCK_TABLE4(NAME, QS)                                                              \
-  QD_INLINE void block_##NAME(const uint8_t *b, const float *f16, const float *x, size_t cols, \
-                              int nx, __m512 *acc) {                                           \
-    __m512 table = NAME##_table(b, f16);                                                       \
-    __m512i bytes = u8_lanes(b + QS);                                                          \
-    _Pragma("GCC unroll 2") for (int k = 0; k < 2; k++)                                        \
-        fma_vectors(table_pick(table, bytes, k), x + 16 * k, cols, nx, acc);                   \
+#define QD_BLOCK_TABLE4(NAME, QS)                                                    \
+  QD_INLINE void block_##NAME(const uint8_t *b, const float *x, size_t cols, int nx, \
+                              __m512 *acc) {                                         \
+    __m512 table = NAME##_table(b);                                                  \
+    __m512i bytes = u8_lanes(b + QS);                                                \
+    _Pragma("GCC unroll 2") for (int k = 0; k < 2; k++)                              \
+        fma_vectors(table_pick(table, bytes, k), x + 16 * k, cols, nx, acc);         \
   }
 QD_BLOCK_TABLE4(q4_0, 2)
 QD_BLOCK_TABLE4(q4_1, 4)
 
-QD_INLINE void block_q4_k(const uint8_t *b, const float *f16, const float *x, size_t cols, int nx,
-                          __m512 *acc) {
+QD_INLINE void block_q4_k(const uint8_t *b, const float *x, size_t cols, int nx, __m512 *acc) {
   __m512 factors = k_factors16(b);
 #pragma GCC unroll 8
   for (int sub = 0; sub < 8; sub++)
@@ -251,8 +249,7 @@ QD_INLINE void block_q4_k(const uint8_t *b, const float *f16, const float *x, si
       fma_vectors(q4_k(b, factors, sub, h), x + 32 * sub + 16 * h, cols, nx, acc);
 }
 
-QD_INLINE void block_q5_k(const uint8_t *b, const float *f16, const float *x, size_t cols, int nx,
-                          __m512 *acc) {
+QD_INLINE void block_q5_k(const uint8_t *b, const float *x, size_t cols, int nx, __m512 *acc) {
   __m512 factors = k_factors16(b);
 #pragma GCC unroll 8
   for (int sub = 0; sub < 8; sub++)
@@ -261,9 +258,8 @@ QD_INLINE void block_q5_k(const uint8_t *b, const float *f16, const float *x, si
       fma_vectors(q5_k(b, factors, sub, h), x + 32 * sub + 16 * h, cols, nx, acc);
 }
 
-QD_INLINE void block_q6_k(const uint8_t *b, const float *f16, const float *x, size_t cols, int nx,
-                          __m512 *acc) {
-  __m512 dsc = q6_k_scales(b, f16);
+QD_INLINE void block_q6_k(const uint8_t *b, const float *x, size_t cols, int nx, __m512 *acc) {
+  __m512 dsc = q6_k_scales(b);
 #pragma GCC unroll 2
   for (int half = 0; half < 2; half++)
 #pragma GCC unroll 4
@@ -290,7 +286,6 @@ QD_INLINE float lane_sum(__m512 v) {
 typedef struct {
   uint32_t type;
   size_t unit, unit_bytes, units, tail, cols, row_bytes, ahead;
-  const float *f16; /* float16_table() */
 } QdShape;
 
 /* R rows (R * nx accumulators, at most 16) from w, nx vectors from x, results
@@ -308,7 +303,7 @@ QD_INLINE void rows_pass(BlockKernel kernel, const QdShape *s, const uint8_t *w,
       const uint8_t *unit = w + r * s->row_bytes + u * s->unit_bytes;
       uintptr_t ahead = (uintptr_t)w + (u * R + r) * s->unit_bytes + s->ahead;
       _mm_prefetch((const char *)ahead, _MM_HINT_T0);
-      kernel(unit, s->f16, x + u * s->unit, s->cols, nx, acc[r]);
+      kernel(unit, x + u * s->unit, s->cols, nx, acc[r]);
     }
   if (s->tail)
     for (int r = 0; r < R; r++)
@@ -377,7 +372,7 @@ QD_INLINE void rows_all(BlockKernel kernel, const QdShape *s, const uint8_t *w, 
 
 void quant_dot_rows_avx512(uint32_t type, const void *w, size_t row_bytes, size_t cols,
                            size_t n_rows, const float *x, size_t n_x, float *y, size_t y_stride) {
-  QdShape s = {.type = type, .cols = cols, .row_bytes = row_bytes, .f16 = float16_table()};
+  QdShape s = {.type = type, .cols = cols, .row_bytes = row_bytes};
   size_t element_bytes = type == GGML_TYPE_F32 ? 4 : 2;
   int is_float = type == GGML_TYPE_F32 || type == GGML_TYPE_F16 || type == GGML_TYPE_BF16;
   s.unit = is_float ? 16 : gguf_type_block_size(type);

@@ -15,7 +15,6 @@
 
 #include "common/obc_error.h"
 #include "common/obc_time.h"
-#include "runtime/attention_few.h"
 #include "runtime/cpu_ops.h"
 
 /* An item is a block of BLOCK queries of up to STACK query heads of one KV
@@ -32,7 +31,7 @@
  * output rescaling: 512 measured 1-3% faster than 256 and 128 3% slower
  * (SmolLM2 shapes, 1 MiB L2), so 256 keeps most of the gain at half the
  * working set. */
-enum { BLOCK = 64, KEY_TILE = 256, STACK = ATTENTION_FEW_ROWS, LANES = 16 };
+enum { BLOCK = 64, KEY_TILE = 256, STACK = 4, LANES = 16 };
 
 /* Running state of one item's stacked rows (at most STACK * BLOCK). */
 typedef struct {
@@ -139,32 +138,25 @@ typedef struct {
   const CpuAttentionRows *rows;
   float scale;
   size_t tile;  /* keys per tile: KEY_TILE, or all keys for one query */
-  size_t stack; /* query heads of a group per item */
-  int few;      /* attention_few_avx2_runs: its kernels take up to ATTENTION_FEW_ROWS rows */
+  size_t stack; /* query heads of a group per item (1 for one query) */
 } AttentionJob;
 
-/* S (nq, kn) = scale * Q_blk K_tile^T: for the few stacked rows of a decode
- * step by runtime/attention_few.h where its kernel runs, else by sgemv for a
- * single row and by sgemm. */
+/* S (nq, kn) = scale * Q_blk K_tile^T; sgemv for a single query. */
 static void tile_scores(const AttentionJob *j, const float *q, size_t ldq, const float *k,
                         size_t nq, size_t kn, float *scores) {
   int hd = (int)j->s->head_dim;
-  if (nq <= ATTENTION_FEW_ROWS && j->few)
-    attention_few_scores_avx2(q, ldq, k, (size_t)hd, nq, kn, j->scale, scores);
-  else if (nq == 1)
+  if (nq == 1)
     cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)kn, hd, j->scale, k, hd, q, 1, 0.0f, scores, 1);
   else
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nq, (int)kn, hd, j->scale, q,
                 (int)ldq, k, hd, 0.0f, scores, (int)kn);
 }
 
-/* O (nq, head_dim) = P V_tile + beta O, by the same kernels as tile_scores. */
+/* O (nq, head_dim) = P V_tile + beta O; sgemv for a single query. */
 static void tile_values(const AttentionJob *j, const float *p, const float *v, size_t nq, size_t kn,
                         float beta, float *o, size_t ldo) {
   int hd = (int)j->s->head_dim;
-  if (nq <= ATTENTION_FEW_ROWS && j->few)
-    attention_few_values_avx2(p, v, (size_t)hd, nq, kn, beta, o, ldo);
-  else if (nq == 1)
+  if (nq == 1)
     cblas_sgemv(CblasRowMajor, CblasTrans, (int)kn, hd, 1.0f, v, hd, p, 1, beta, o, 1);
   else
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nq, hd, (int)kn, 1.0f, p, (int)kn,
@@ -333,18 +325,14 @@ static AttentionJob job_of(const CpuAttentionShape *s, const float *q, const flo
                         .scale = (float)(1.0 / sqrt((double)s->head_dim)),
                         /* one query: one tile of all its keys (no rescaling) */
                         .tile = s->n == 1 ? s->pos0 + 1 : KEY_TILE,
-                        .stack = 1,
-                        .few = attention_few_avx2_runs(s->head_dim)};
+                        .stack = 1};
 }
 
 int cpu_attention(const CpuAttentionShape *s, const float *q, const float *k, const float *v,
                   float *out, float *lse, const CpuAttentionRows *rows, double *gemm_seconds) {
   AttentionJob job = job_of(s, q, k, v, out, lse, rows);
   size_t group = s->n_heads / s->n_kv_heads;
-  /* one query: stacked too where the few-row kernels read each key and
-   * value row once for the stack; sgemm's packing of a 1-row stack is not
-   * worth it over sgemv per head */
-  if (s->n > 1 || job.few) job.stack = group < STACK ? group : STACK;
+  if (s->n > 1) job.stack = group < STACK ? group : STACK;
   return attention_run(&job, attention_item, gemm_seconds);
 }
 

@@ -3,8 +3,7 @@
  * pass (docs/SCIENCE.md, "Attention in one pass"): per block of queries, key
  * tiles are multiplied by sgemm (Q_block K_tile^T, then P V_tile) with a
  * running max and sum per row, so long prompts stay GEMM-bound; a single query
- * (decode) takes all its keys as one tile, the query heads of a KV group
- * stacked (runtime/attention_few.h). It also yields lse. */
+ * (decode) takes all its keys as one tile, by sgemv. It also yields lse. */
 #ifndef OBC_CPU_ATTENTION_H
 #define OBC_CPU_ATTENTION_H
 

@@ -15,7 +15,6 @@
 
 #include "common/obc_error.h"
 #include "common/obc_startup.h"
-#include "runtime/attention_few.h"
 #include "runtime/cpu_attention.h"
 
 /* One problem: shape, inputs and the captured rows. */
@@ -259,57 +258,12 @@ START_TEST(test_evicted_keys_get_exactly_zero) {
 }
 END_TEST
 
-/* The few-row kernels (runtime/attention_few.h) give their portable twins'
- * bits: every row count, head sizes that are and are not a multiple of 16,
- * key counts on both sides of the 8-key blocks, beta 0 (o ignored, NaN there
- * included) and not. */
-START_TEST(test_few_rows_kernels_match_their_twins) {
-  if (!attention_few_avx2_runs(64)) {
-    printf("SKIP: the AVX2 few-row kernels do not run here; the twins alone are used\n");
-    return;
-  }
-  const size_t dims[] = {8, 24, 64, 128}, keys[] = {1, 7, 8, 9, 100, 513};
-  const float betas[] = {0.0f, 1.0f, 0.75f};
-  uint64_t state = 77;
-  for (size_t di = 0; di < 4; di++)
-    for (size_t ki = 0; ki < 6; ki++)
-      for (size_t m = 1; m <= ATTENTION_FEW_ROWS; m++) {
-        size_t hd = dims[di], kn = keys[ki], ldq = hd + 3;
-        float *q = malloc(m * ldq * sizeof(float)), *k = malloc(kn * hd * sizeof(float));
-        float *v = malloc(kn * hd * sizeof(float)), *p = malloc(m * kn * sizeof(float));
-        float *s1 = malloc(m * kn * sizeof(float)), *s2 = malloc(m * kn * sizeof(float));
-        float *o1 = malloc(m * ldq * sizeof(float)), *o2 = malloc(m * ldq * sizeof(float));
-        ck_assert(q && k && v && p && s1 && s2 && o1 && o2);
-        for (size_t i = 0; i < m * ldq; i++) q[i] = next_uniform(&state);
-        for (size_t i = 0; i < kn * hd; i++)
-          k[i] = next_uniform(&state), v[i] = next_uniform(&state);
-        for (size_t i = 0; i < m * kn; i++) p[i] = 0.5f + 0.5f * next_uniform(&state);
-        attention_few_scores_portable(q, ldq, k, hd, m, kn, 0.125f, s1);
-        attention_few_scores_avx2(q, ldq, k, hd, m, kn, 0.125f, s2);
-        ck_assert_msg(!memcmp(s1, s2, m * kn * sizeof(float)),
-                      "scores differ: head_dim %zu, %zu keys, %zu rows", hd, kn, m);
-        for (size_t bi = 0; bi < 3; bi++) {
-          for (size_t i = 0; i < m * ldq; i++)
-            o1[i] = o2[i] = betas[bi] == 0.0f ? NAN : next_uniform(&state);
-          attention_few_values_portable(p, v, hd, m, kn, betas[bi], o1, ldq);
-          attention_few_values_avx2(p, v, hd, m, kn, betas[bi], o2, ldq);
-          for (size_t i = 0; i < m; i++)
-            ck_assert_msg(!memcmp(o1 + i * ldq, o2 + i * ldq, hd * sizeof(float)),
-                          "values differ: head_dim %zu, %zu keys, %zu rows, beta %g", hd, kn, m,
-                          (double)betas[bi]);
-        }
-        free(q), free(k), free(v), free(p), free(s1), free(s2), free(o1), free(o2);
-      }
-}
-END_TEST
-
 static Suite *attention_suite(void) {
   Suite *s = suite_create("attention");
   TCase *tc = tcase_create("cpu");
   tcase_add_test(tc, test_prefill_from_zero);
   tcase_add_test(tc, test_chunk_after_cached_keys);
   tcase_add_test(tc, test_evicted_keys_get_exactly_zero);
-  tcase_add_test(tc, test_few_rows_kernels_match_their_twins);
   suite_add_tcase(s, tc);
   return s;
 }
