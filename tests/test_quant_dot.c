@@ -4,7 +4,8 @@
  * with a note) is compared with a double-precision reference computed from
  * dequant_gguf (within the fp32 summation bound of docs/SCIENCE.md,
  * "Quantised weights"), with the portable twin (twice that bound), must
- * reproduce every dequantised weight exactly, and must give a (row, vector)
+ * reproduce every dequantised weight exactly (every finite f16 as a block
+ * scale among them), and must give a (row, vector)
  * the same bits whatever rows and vectors are passed with it. OBC_SIMD must
  * select the kernel it names, or the widest below it that runs here. */
 #include <check.h>
@@ -282,6 +283,57 @@ START_TEST(kernels_reproduce_every_dequantised_weight) {
 }
 END_TEST
 
+/* Every finite f16 bit pattern as a 32-element block's scale (and, shifted,
+ * its min), subnormals and signed zeros included: each kernel converts the
+ * scales its own way (F16C in the SIMD ones), and must again rebuild every
+ * weight as dequant_gguf does (one row per block, against the 32 unit
+ * vectors; realistic scales are the tests above). */
+START_TEST(every_f16_scale_is_rebuilt_exactly) {
+  static const uint32_t SCALED[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0,
+                                    GGML_TYPE_Q5_1};
+  uint32_t type = SCALED[_i];
+  Kernel ks[QUANT_SIMD_COUNT];
+  int n_kernels = kernels(ks);
+  size_t cols = 32, block_bytes = gguf_type_block_bytes(type), n_rows = 0;
+  int has_min = type == GGML_TYPE_Q4_1 || type == GGML_TYPE_Q5_1;
+  uint8_t *w = malloc((1u << 16) * block_bytes);
+  float *values = malloc((1u << 16) * cols * sizeof *values), *x = calloc(cols * cols, sizeof *x);
+  float *y = malloc((1u << 16) * cols * sizeof *y);
+  ck_assert(w && values && x && y);
+  for (uint32_t h = 0; h < 1u << 16; h++) {
+    if ((h >> 10 & 0x1f) == 0x1f) continue; /* infinity and NaN */
+    uint8_t *b = w + n_rows * block_bytes;
+    fill_random(b, block_bytes);
+    put_u16(b, (uint16_t)h);
+    if (has_min) put_u16(b + 2, (uint16_t)(h * 40503u) & 0xfbff); /* finite: exponent < 31 */
+    ck_assert_int_eq(dequant_gguf(type, b, values + n_rows * cols, cols), 0);
+    n_rows++;
+  }
+  for (size_t j = 0; j < cols; j++) x[j * cols + j] = 1.0f;
+  /* compared in plain C, asserted once: a check per weight costs Check a
+   * write each, 6 million of them */
+  for (int kk = 0; kk < n_kernels; kk++) {
+    ks[kk].fn(type, w, block_bytes, cols, n_rows, x, cols, y, n_rows);
+    size_t bad = n_rows * cols;
+    for (size_t i = 0; i < n_rows * cols && bad == n_rows * cols; i++) {
+      size_t r = i / cols, j = i % cols;
+      float got = y[j * n_rows + r], want = values[i];
+      if (got != want && !(isnan(got) && isnan(want))) bad = i;
+    }
+    if (bad < n_rows * cols) {
+      const uint8_t *b = w + bad / cols * block_bytes;
+      ck_abort_msg("%s %s scale 0x%04x element %zu: %.9g, dequantised %.9g", ks[kk].name,
+                   gguf_type_name(type), (unsigned)(b[0] | b[1] << 8), bad % cols,
+                   y[bad % cols * n_rows + bad / cols], values[bad]);
+    }
+  }
+  free(w);
+  free(values);
+  free(x);
+  free(y);
+}
+END_TEST
+
 /* The documented contract: a (row, vector) result is computed by the same
  * operations whatever n_rows and n_x are, wherever the row starts in the call
  * and whichever slot the vector takes, so the bits must be equal. */
@@ -412,6 +464,7 @@ int main(int argc, char **argv) {
   tcase_set_timeout(tc, TEST_TIMEOUT_S); /* tests/test_env.h */
   tcase_add_loop_test(tc, kernels_match_the_double_reference_and_the_twin, 0, N_TYPES);
   tcase_add_loop_test(tc, kernels_reproduce_every_dequantised_weight, 0, N_TYPES);
+  tcase_add_loop_test(tc, every_f16_scale_is_rebuilt_exactly, 0, 5);
   tcase_add_loop_test(tc, a_result_does_not_depend_on_its_batch, 0, N_TYPES);
   tcase_add_loop_test(tc, cols_off_the_block_give_nan, 0, N_TYPES);
   tcase_add_test(tc, obc_simd_selects_the_kernel_it_names);
