@@ -20,6 +20,7 @@ import sys
 import h5py
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reference_cache  # noqa: E402
 import test_tokenizer_reference as tokref  # noqa: E402  (reference tokenizer set-up)
 from transformers import PreTrainedTokenizerFast  # noqa: E402
 
@@ -58,7 +59,10 @@ def main():
         generated = text(f["generated_text"][()]) if "generated_text" in f else ""
         found = int(f.attrs["needle_found"])
         spans = {name: tuple(int(x) for x in f["spans"][name][()]) for name in f["spans"]}
-    meta = tokref.read_metadata(MODEL)
+    # The GGUF's tokenizer metadata, read once per run (tests/reference_cache.py).
+    meta = reference_cache.cached(
+        "tokenizer_metadata", [reference_cache.content(tokref.__file__), reference_cache.content(MODEL)],
+        lambda: tokref.read_metadata(MODEL))
     reference = tokref.build_reference(meta)
     fast = PreTrainedTokenizerFast(tokenizer_object=reference, bos_token=meta["tokens"][meta["bos"]],
                                    eos_token=meta["tokens"][meta["eos"]])

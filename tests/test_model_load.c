@@ -143,6 +143,12 @@ static Model *load_ok(const char *path) {
 }
 
 START_TEST(smollm2_gguf_and_converted_f32_folder_hold_identical_weights) {
+  if (test_blas_twin()) {
+    printf(
+        "SKIP: SmolLM2 as the f32 folder in an OpenBLAS twin (loading uses no BLAS; "
+        "test_model_load runs it)\n");
+    return;
+  }
   const char *gguf = test_real_model();
   if (!gguf) return;
   char folder[4200];
@@ -165,6 +171,12 @@ START_TEST(smollm2_gguf_and_converted_f32_folder_hold_identical_weights) {
 END_TEST
 
 START_TEST(smollm2_bf16_shards_match_gguf_within_bf16_rounding) {
+  if (test_blas_twin()) {
+    printf(
+        "SKIP: SmolLM2 as the bf16 shards in an OpenBLAS twin (loading uses no BLAS; "
+        "test_model_load runs it)\n");
+    return;
+  }
   const char *gguf = test_real_model();
   if (!gguf) return;
   char folder[4200];

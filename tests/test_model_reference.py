@@ -24,6 +24,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reference_cache  # noqa: E402
 import reference_model  # noqa: E402
 
 OBCACHE = os.environ.get("OBCACHE", "obcache")
@@ -43,7 +44,8 @@ def c_logits(model, ids, scratch, threads=2, weights="native"):
 
 def compare(label, model, ids, scratch, modes=("native",)):
     """The C logits in each --weights mode of modes against the reference."""
-    ref = reference_model.forward(reference_model.load(model), ids)
+    ref = reference_cache.cached("model_logits", [reference_cache.content(model), ids],
+                                 lambda: reference_model.forward(reference_model.load(model), ids))
     ok = True
     for mode in modes:
         name = f"{label}, --weights {mode}" if len(modes) > 1 else label
@@ -206,7 +208,12 @@ def write_hf(folder, tiny, theta, scaling):
 def smollm2_ids(model_path, count):
     """Token ids of an English passage, looked up word by word in the GGUF
     vocabulary (words that are single tokens, with the leading-space marker);
-    independent of the C tokenizer."""
+    independent of the C tokenizer. Once per run (tests/reference_cache.py)."""
+    return reference_cache.cached("smollm2_ids", [reference_cache.content(model_path), count],
+                                  lambda: _smollm2_ids(model_path, count))
+
+
+def _smollm2_ids(model_path, count):
     import gguf
 
     reader = gguf.GGUFReader(model_path)

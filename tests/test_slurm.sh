@@ -119,8 +119,15 @@ check "the damaged cell is run again and the merge equals the unsharded run" \
 
 # 5. An eval's plan through the same scripts (they read its "command"),
 # with the options of docs/results/ruler-niah-2048 (its pairings, the
-# agnostic protocol, two tasks), smaller.
-ev=(--tasks niah_single_1,niah_multikey_1 --samples 2 --length 400
+# agnostic protocol, two tasks), smaller: 2 samples a task, 1 under the
+# sanitizers (an obcache built with AddressSanitizer; the same commands on
+# less data, the numbers are the Release suite's), where each eval of 4
+# samples took 77 s on 2 busy cores (load 3.5, 2026-12-06).
+per_task=2
+if ldd "$OBCACHE" 2> /dev/null | grep -q libasan; then
+  per_task=1
+fi
+ev=(--tasks niah_single_1,niah_multikey_1 --samples $per_task --length 400
   --pairs h2o+obc_k,tova+obc_k,snapkv+obc_k,adakv-snapkv+obc_k --budgets 10%,50%
   --protocol agnostic --max-new-tokens 4)
 "$OBCACHE" eval "${ev[@]}" --no-figures -o "$dir/eval-ref" > "$dir/eval-ref.log" 2>&1
