@@ -10,7 +10,7 @@ SAN_BUILD ?= build-san
 FUZZ_BUILD ?= build-fuzz
 JOBS  ?= $(shell nproc)
 CMAKE_FLAGS ?=
-SMOKE_SECONDS ?= 20
+SMOKE_SECONDS ?= 12
 FUZZ_SECONDS ?= 60
 FUZZ ?=
 PREFIX ?= /usr/local
@@ -64,7 +64,8 @@ fuzz-build: setup
 # the rest of SMOKE_SECONDS: a harness that breaks shows in its seeds, and
 # the longer search is `make fuzz`'s (in 60 s runs from a grown corpus,
 # 2026-12-06, the coverage reached at 20 s was within 4% of the final one,
-# every harness).
+# every harness; from the seeds alone, 12 s reached 95.6 to 100.4% of 20 s's
+# coverage, every harness, 2026-12-06).
 test: build
 	@scripts/check_format.sh
 	@t=$$(date +%s) && cd $(BUILD) && ctest --output-on-failure -j $(JOBS) && \
