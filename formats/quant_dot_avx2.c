@@ -155,111 +155,17 @@ QD_INLINE float lane_sum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-/* How a type's rows are cut for the kernels: `unit` elements of `unit_bytes`
- * each (a block; 8 elements for the float types), and the float types' tail. */
-typedef struct {
-  uint32_t type;
-  size_t unit, unit_bytes, units, tail, cols, row_bytes, ahead;
-} QdShape;
-
-/* R rows (R * nx accumulators, at most 8 live registers) from w, nx vectors
- * from x, results into y[b * y_stride + r]. */
-QD_INLINE void rows_pass(BlockKernel kernel, const QdShape *s, const uint8_t *w, const float *x,
-                         int R, int nx, float *y, size_t y_stride) {
-  __m256 acc[4][MAX_X];
-  for (int r = 0; r < R; r++)
-    for (int b = 0; b < nx; b++) acc[r][b] = _mm256_setzero_ps();
-  /* The R rows lie back to back and are read at one pace, so the pass streams
-   * through memory; the prefetch keeps s->ahead bytes ahead of that stream
-   * (past the matrix's end it is a hint that never faults). */
-  for (size_t u = 0; u < s->units; u++)
-    for (int r = 0; r < R; r++) {
-      const uint8_t *unit = w + r * s->row_bytes + u * s->unit_bytes;
-      uintptr_t ahead = (uintptr_t)w + (u * R + r) * s->unit_bytes + s->ahead;
-      _mm_prefetch((const char *)ahead, _MM_HINT_T0);
-      kernel(unit, x + u * s->unit, s->cols, nx, acc[r]);
-    }
-  if (s->tail)
-    for (int r = 0; r < R; r++)
-      float_tail(s->type, w + r * s->row_bytes, s->units * s->unit, s->tail, x, s->cols, nx,
-                 acc[r]);
-  for (int r = 0; r < R; r++)
-    for (int b = 0; b < nx; b++) y[(size_t)b * y_stride + r] = lane_sum(acc[r][b]);
-}
-
-#define QD_PASS(R, NX) rows_pass(kernel, s, w + r * s->row_bytes, x, R, NX, y + r, y_stride)
-
-/* n_rows rows against nx (1..8) vectors: 4 rows at a time for 1-2 vectors and
- * 2 for 3-4 (enough independent FMA chains), then row by row. */
-QD_INLINE void rows_group(BlockKernel kernel, const QdShape *s, const uint8_t *w, size_t n_rows,
-                          const float *x, int nx, float *y, size_t y_stride) {
-  size_t r = 0;
-  switch (nx) {
-    case 1:
-      for (; r + 4 <= n_rows; r += 4) QD_PASS(4, 1);
-      break;
-    case 2:
-      for (; r + 4 <= n_rows; r += 4) QD_PASS(4, 2);
-      break;
-    case 3:
-      for (; r + 2 <= n_rows; r += 2) QD_PASS(2, 3);
-      break;
-    case 4:
-      for (; r + 2 <= n_rows; r += 2) QD_PASS(2, 4);
-      break;
-    default: break;
-  }
-  for (; r < n_rows; r++) {
-    switch (nx) {
-      case 1: QD_PASS(1, 1); break;
-      case 2: QD_PASS(1, 2); break;
-      case 3: QD_PASS(1, 3); break;
-      case 4: QD_PASS(1, 4); break;
-      case 5: QD_PASS(1, 5); break;
-      case 6: QD_PASS(1, 6); break;
-      case 7: QD_PASS(1, 7); break;
-      default: QD_PASS(1, 8); break;
-    }
-  }
-}
-
-QD_INLINE void rows_all(BlockKernel kernel, const QdShape *s, const uint8_t *w, size_t n_rows,
-                        const float *x, size_t n_x, float *y, size_t y_stride) {
-  for (size_t b = 0; b < n_x; b += MAX_X) {
-    int nx = n_x - b < MAX_X ? (int)(n_x - b) : MAX_X;
-    rows_group(kernel, s, w, n_rows, x + b * s->cols, nx, y + b * y_stride, y_stride);
-  }
-}
+typedef __m256 QdVec;
+QD_INLINE QdVec qd_zero(void) { return _mm256_setzero_ps(); }
+/* Rows a pass for nx vectors: 4 for 1-2, 2 for 3-4 (enough independent FMA
+ * chains in 16 registers), 1 for more. */
+#define QD_ROWS(NX) ((NX) <= 2 ? 4 : (NX) <= 4 ? 2 : 1)
+enum { QD_FLOAT_UNIT = 8 };
+#include "formats/quant_dot_rows.h"
 
 void quant_dot_rows_avx2(uint32_t type, const void *w, size_t row_bytes, size_t cols, size_t n_rows,
                          const float *x, size_t n_x, float *y, size_t y_stride) {
-  QdShape s = {.type = type, .cols = cols, .row_bytes = row_bytes};
-  size_t element_bytes = type == GGML_TYPE_F32 ? 4 : 2;
-  int is_float = type == GGML_TYPE_F32 || type == GGML_TYPE_F16 || type == GGML_TYPE_BF16;
-  s.unit = is_float ? 8 : gguf_type_block_size(type);
-  s.unit_bytes = is_float ? 8 * element_bytes : gguf_type_block_bytes(type);
-  if (!s.unit || (!is_float && cols % s.unit)) { /* the twin writes NaN */
-    quant_dot_rows_portable(type, w, row_bytes, cols, n_rows, x, n_x, y, y_stride);
-    return;
-  }
-  s.units = cols / s.unit;
-  s.ahead = PREFETCH_WEIGHTS / s.unit * s.unit_bytes;
-  s.tail = cols % s.unit;
-  const uint8_t *bytes = w;
-  switch (type) {
-    case GGML_TYPE_F32: rows_all(unit_f32, &s, bytes, n_rows, x, n_x, y, y_stride); break;
-    case GGML_TYPE_F16: rows_all(unit_f16, &s, bytes, n_rows, x, n_x, y, y_stride); break;
-    case GGML_TYPE_BF16: rows_all(unit_bf16, &s, bytes, n_rows, x, n_x, y, y_stride); break;
-    case GGML_TYPE_Q8_0: rows_all(block_q8_0, &s, bytes, n_rows, x, n_x, y, y_stride); break;
-    case GGML_TYPE_Q4_0: rows_all(block_q4_0, &s, bytes, n_rows, x, n_x, y, y_stride); break;
-    case GGML_TYPE_Q4_1: rows_all(block_q4_1, &s, bytes, n_rows, x, n_x, y, y_stride); break;
-    case GGML_TYPE_Q5_0: rows_all(block_q5_0, &s, bytes, n_rows, x, n_x, y, y_stride); break;
-    case GGML_TYPE_Q5_1: rows_all(block_q5_1, &s, bytes, n_rows, x, n_x, y, y_stride); break;
-    case GGML_TYPE_Q4_K: rows_all(block_q4_k, &s, bytes, n_rows, x, n_x, y, y_stride); break;
-    case GGML_TYPE_Q5_K: rows_all(block_q5_k, &s, bytes, n_rows, x, n_x, y, y_stride); break;
-    case GGML_TYPE_Q6_K: rows_all(block_q6_k, &s, bytes, n_rows, x, n_x, y, y_stride); break;
-    default: quant_dot_rows_portable(type, w, row_bytes, cols, n_rows, x, n_x, y, y_stride);
-  }
+  qd_rows(type, w, row_bytes, cols, n_rows, x, n_x, y, y_stride);
 }
 
 int quant_dot_avx2_supported(void) {
