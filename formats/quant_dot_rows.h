@@ -48,13 +48,14 @@ QD_INLINE void rows_pass(BlockKernel kernel, const QdShape *s, const uint8_t *w,
 }
 
 #define QD_PASS(R, NX) rows_pass(kernel, s, w + r * s->row_bytes, x, R, NX, y + r, y_stride)
-/* nx vectors: passes of QD_ROWS(nx) rows, R and nx constants in each. */
+/* nx vectors: passes of QD_ROWS(nx) rows (R and nx constants in each), or
+ * one row. */
 #define QD_GROUP(NX)                                                              \
   case NX:                                                                        \
     for (; r + QD_ROWS(NX) <= n_rows; r += QD_ROWS(NX)) QD_PASS(QD_ROWS(NX), NX); \
-    break;
+    break
 #define QD_SINGLE(NX) \
-  case NX: QD_PASS(1, NX); break;
+  case NX: QD_PASS(1, NX); break
 
 /* n_rows rows against nx (1..8) vectors: QD_ROWS(nx) rows a pass, then the
  * rows left one by one. */
@@ -62,16 +63,26 @@ QD_INLINE void rows_group(BlockKernel kernel, const QdShape *s, const uint8_t *w
                           const float *x, int nx, float *y, size_t y_stride) {
   size_t r = 0;
   switch (nx) {
-    QD_GROUP(1)
-    QD_GROUP(2) QD_GROUP(3) QD_GROUP(4) QD_GROUP(5) QD_GROUP(6) QD_GROUP(7) QD_GROUP(8) default
-        : break;
+    QD_GROUP(1);
+    QD_GROUP(2);
+    QD_GROUP(3);
+    QD_GROUP(4);
+    QD_GROUP(5);
+    QD_GROUP(6);
+    QD_GROUP(7);
+    QD_GROUP(8);
+    default: break;
   }
   for (; r < n_rows; r++) {
     switch (nx) {
-      QD_SINGLE(1)
-      QD_SINGLE(2) QD_SINGLE(3) QD_SINGLE(4) QD_SINGLE(5) QD_SINGLE(6) QD_SINGLE(7) default
-          : QD_PASS(1, 8);
-      break;
+      QD_SINGLE(1);
+      QD_SINGLE(2);
+      QD_SINGLE(3);
+      QD_SINGLE(4);
+      QD_SINGLE(5);
+      QD_SINGLE(6);
+      QD_SINGLE(7);
+      default: QD_PASS(1, 8); break;
     }
   }
 }
