@@ -3,7 +3,12 @@
 the one `obcache evict` keeps from the same trace, one score a process on one
 thread: the eval scores its policies in parallel, one a thread.
 
-usage: eval_kept_check.py OBCACHE FOLDER   (cell 0 of FOLDER)
+usage: eval_kept_check.py OBCACHE FOLDER [KEPT]   (cell 0 of FOLDER)
+
+KEPT: a folder of evict's keep files of the same trace, written one score a
+process on one thread as KEPT/evict.NAME.h5 at the eval's budget and
+protocol; a policy whose file is there is read from it instead of running
+evict again.
 
 The eval's sample.json records, per replayed set, the count kept per head
 and the recall against oracle@T's set (the mean over heads of |K & O| / |O|).
@@ -21,12 +26,21 @@ import h5py
 
 def main():
     obcache, folder = sys.argv[1:3]
+    kept_dir = sys.argv[3] if len(sys.argv) > 3 else None
     cell = folder + "/cells/0"
     sample = json.load(open(cell + "/sample.json"))
     trace = cell + "/trace.h5"
     env = dict(os.environ, OMP_NUM_THREADS="1")
 
     def keep(score, budget, protocol):
+        given = kept_dir and "%s/evict.%s.h5" % (kept_dir, score)
+        if given and os.path.exists(given):
+            with h5py.File(given, "r") as f:
+                recorded = f.attrs["protocol"]
+                if isinstance(recorded, bytes):
+                    recorded = recorded.decode()
+                assert recorded == protocol, (given, recorded, protocol)
+                return f["keep"][()].astype(bool), f.attrs["budget"]
         out = folder + "/kept-check.h5"
         subprocess.run([obcache, "evict", trace, "--score", score, "--budget", budget,
                         "--protocol", protocol, "-o", out], check=True, capture_output=True,

@@ -29,8 +29,14 @@ eval_names=$(tr ',' '\n' <<<"$names" | grep -vx "oracle" | paste -sd,)
   --scores "$eval_names,oracle@1" --budgets 25% --max-new-tokens 2 --keep-traces --no-figures \
   -o "$dir/e" >"$dir/e.txt" 2>&1 || fatal "eval: $(tail -3 "$dir/e.txt")"
 T=$dir/e/cells/0/trace.h5
+# evict, one score a process on one thread: the eval scores its policies in
+# parallel, one a thread.
+for name in ${names//,/ }; do
+  OMP_NUM_THREADS=1 "$OBCACHE" evict "$T" --model "$OBC_MODEL" --score "$name" --budget 25% \
+    -o "$dir/evict.$name.h5" >/dev/null 2>"$dir/err" || fail "evict --score $name: $(cat "$dir/err")"
+done
 check "eval's kept sets are evict's, every name" \
-  python3 "$here/eval_kept_check.py" "$OBCACHE" "$dir/e"
+  python3 "$here/eval_kept_check.py" "$OBCACHE" "$dir/e" "$dir"
 
 mkdir -p "$dir/sweep" "$dir/pairs"
 check "replay --sweep writes every kept set (--keep-out)" \
@@ -41,10 +47,6 @@ check "a --pairs sweep writes its kept sets" \
     --pairs h2o+obc_vk,snapkv+obc_vk,criticalkv-adakv+obc_vk --budgets 25% \
     --keep-out "$dir/pairs" -o "$dir/p" >"$dir/p.txt" 2>&1'
 
-for name in ${names//,/ }; do
-  "$OBCACHE" evict "$T" --model "$OBC_MODEL" --score "$name" --budget 25% \
-    -o "$dir/evict.$name.h5" >/dev/null 2>"$dir/err" || fail "evict --score $name: $(cat "$dir/err")"
-done
 check "replay --sweep's kept sets are evict's, mask for mask, every name" \
   python3 - "$dir" "$names" <<'EOF'
 import os, sys
