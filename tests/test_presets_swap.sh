@@ -18,49 +18,83 @@ TRACE=$dir/t.h5 # 256 rows of 256 positions, column sums: every preset's rows
 "$OBCACHE" synth --layers 4 --length 256 --rows 256 --column-sums --decode 2 --seed 5 \
   -o "$TRACE" >/dev/null || fatal "synth"
 
-# same_keep A B: the masks of two keep files are equal, and their policy
-# attributes other than the score.
-same_keep() {
-  python3 - "$1" "$2" <<'PY'
+# compare_keeps LABEL BASE SWAP PAIR [LABEL BASE SWAP PAIR ...]: a line per
+# case, "ok<TAB>LABEL" where SWAP's mask equals BASE's and it records the
+# same policy attributes, and PAIR (unless "-") records BASE's budget,
+# window, recent window, sinks, allocation and protocol; "fail<TAB>LABEL:
+# why" otherwise. One Python process for every case.
+compare_keeps() {
+  python3 - "$@" <<'PY'
 import sys
 import h5py
 import numpy as np
-a, b = (h5py.File(p, "r") for p in sys.argv[1:3])
-if not np.array_equal(a["keep"][()], b["keep"][()]):
-    sys.exit(f"masks differ at {int((a['keep'][()] != b['keep'][()]).sum())} positions")
-for key in ("budget", "n_candidates", "window", "recent", "sinks", "allocation", "protocol"):
-    x, y = a.attrs[key], b.attrs[key]
-    if np.asarray(x).tobytes() != np.asarray(y).tobytes():
-        sys.exit(f"attribute {key}: {x!r} vs {y!r}")
+
+
+def differ(a, b, keys):
+    for key in keys:
+        x, y = a.attrs[key], b.attrs[key]
+        if np.asarray(x).tobytes() != np.asarray(y).tobytes():
+            return f"attribute {key}: {x!r} vs {y!r}"
+    return None
+
+
+args = sys.argv[1:]
+for i in range(0, len(args), 4):
+    label, base, swap, pair = args[i:i + 4]
+    try:
+        with h5py.File(base, "r") as a, h5py.File(swap, "r") as b:
+            why = None
+            if not np.array_equal(a["keep"][()], b["keep"][()]):
+                why = f"masks differ at {int((a['keep'][()] != b['keep'][()]).sum())} positions"
+            why = why or differ(a, b, ("budget", "n_candidates", "window", "recent", "sinks",
+                                       "allocation", "protocol"))
+            if not why and pair != "-":
+                with h5py.File(pair, "r") as c:
+                    why = differ(a, c, ("budget", "window", "recent", "sinks", "allocation",
+                                        "protocol"))
+                    why = why and "+obc_vk: " + why
+    except Exception as e:  # a damaged or missing file fails its case alone
+        why = f"{type(e).__name__}: {e}"
+    print(f"fail\t{label}: {why}" if why else f"ok\t{label}")
 PY
+}
+# report N: a pass or a fail for each line of compare_keeps on standard
+# input, and a fail unless there were N.
+report() {
+  local seen=0 verdict label
+  while IFS=$'\t' read -r verdict label; do
+    seen=$((seen + 1))
+    if [ "$verdict" = ok ]; then pass "$label"; else fail "$label"; fi
+  done
+  [ "$seen" -eq "$1" ] || fail "compare_keeps reported $seen of $1 cases"
 }
 
 # criticalkv-adakv pairs too, but projects with a model's W_o, which a
 # synthetic trace has no model for: its swap is checked below on a capture.
+# Every case's three keep files first, then one comparison of them all.
+cases=()
 for preset in h2o observed-attention tova tova-group snapkv snapkv-max7 pyramidkv \
   adakv-snapkv adakv-vatp; do
   for mode in aware agnostic; do
     for case in "10%" "30%" "25% --protect needle"; do
       # shellcheck disable=SC2086 # the case's words are options
       set -- --budget $case --protocol "$mode"
-      if "$OBCACHE" evict "$TRACE" --score "$preset" "$@" -o "$dir/base.h5" >/dev/null \
+      k=$dir/${#cases[@]}
+      if "$OBCACHE" evict "$TRACE" --score "$preset" "$@" -o "$k.base.h5" >/dev/null \
         2>"$dir/err" &&
-        "$OBCACHE" evict "$TRACE" --score "$preset+attn" "$@" -o "$dir/swap.h5" >/dev/null \
+        "$OBCACHE" evict "$TRACE" --score "$preset+attn" "$@" -o "$k.swap.h5" >/dev/null \
           2>>"$dir/err" &&
-        "$OBCACHE" evict "$TRACE" --score "$preset+obc_vk" "$@" -o "$dir/pair.h5" >/dev/null \
-          2>>"$dir/err" &&
-        same_keep "$dir/base.h5" "$dir/swap.h5" 2>>"$dir/err" &&
-        python3 -c "import h5py,sys; a,b=(h5py.File(p,'r') for p in sys.argv[1:3]); \
-sys.exit(any(a.attrs[k].tobytes()!=b.attrs[k].tobytes() for k in \
-('budget','window','recent','sinks','allocation','protocol')))" "$dir/base.h5" "$dir/pair.h5" \
+        "$OBCACHE" evict "$TRACE" --score "$preset+obc_vk" "$@" -o "$k.pair.h5" >/dev/null \
           2>>"$dir/err"; then
-        pass "$preset $mode $case: +attn keeps its set, +obc_vk its knobs"
+        cases+=("$preset $mode $case: +attn keeps its set, +obc_vk its knobs"
+          "$k.base.h5" "$k.swap.h5" "$k.pair.h5")
       else
         fail "$preset $mode $case: $(tail -3 "$dir/err")"
       fi
     done
   done
 done
+report $((${#cases[@]} / 4)) < <(compare_keeps "${cases[@]}")
 
 # h2o's recent window: k / 2 of the k = floor(248 x 0.3) = 74 kept (agnostic:
 # 248 candidates before the question), in the keep file and the summary.
@@ -89,9 +123,9 @@ if [ -n "$MODEL" ] && [ -f "$MODEL" ]; then
       if "$OBCACHE" evict "$dir/c.h5" --score criticalkv-adakv --budget 10% --protocol "$mode" \
         --model "$MODEL" -o "$dir/base.h5" >/dev/null 2>"$dir/err" &&
         "$OBCACHE" evict "$dir/c.h5" --score criticalkv-adakv+attn --budget 10% \
-          --protocol "$mode" --model "$MODEL" -o "$dir/swap.h5" >/dev/null 2>>"$dir/err" &&
-        same_keep "$dir/base.h5" "$dir/swap.h5" 2>>"$dir/err"; then
-        pass "criticalkv-adakv $mode 10%: +attn keeps its set"
+          --protocol "$mode" --model "$MODEL" -o "$dir/swap.h5" >/dev/null 2>>"$dir/err"; then
+        report 1 < <(compare_keeps "criticalkv-adakv $mode 10%: +attn keeps its set" \
+          "$dir/base.h5" "$dir/swap.h5" -)
       else
         fail "criticalkv-adakv $mode 10%: $(tail -3 "$dir/err")"
       fi
