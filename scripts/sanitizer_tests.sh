@@ -25,16 +25,18 @@ mkdir -p "$reports"
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:allocator_may_return_null=1:log_path=$reports/report:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/report:${UBSAN_OPTIONS:-}"
 export LSAN_OPTIONS="suppressions=$source_dir/tests/sanitizers/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
-# The Check suites must run the SIMD kernels as ASan checks them (the tree
-# builds them twice, CMakeLists.txt, obcache_simd_checked): the kernels'
-# code in test_quant_dot calls ASan's reports.
-checked=$(objdump -d --no-show-raw-insn "$build/tests/test_quant_dot" |
-  awk '/^[0-9a-f]+ <(qd_rows|dequant_span_avx2)>:/ { on = 1 } /^$/ { on = 0 } on && /__asan_report/' |
-  wc -l)
-if [ "$checked" -eq 0 ]; then
-  echo "sanitizer_tests: test_quant_dot's SIMD kernels are not ASan-checked (see obcache_simd_checked)" >&2
-  exit 1
-fi
+# The suites of the SIMD kernels must run them as ASan checks them (the tree
+# builds them twice, CMakeLists.txt, obcache_simd_checked): their code in
+# those suites calls ASan's reports.
+for suite in test_quant_dot test_dequant test_weights; do
+  checked=$(objdump -d --no-show-raw-insn "$build/tests/$suite" |
+    awk '/^[0-9a-f]+ <(qd_rows|dequant_span_avx2)>:/ { on = 1 } /^$/ { on = 0 } on && /__asan_report/' |
+    wc -l)
+  if [ "$checked" -eq 0 ]; then
+    echo "sanitizer_tests: $suite's SIMD kernels are not ASan-checked (see obcache_simd_checked)" >&2
+    exit 1
+  fi
+done
 
 rc=0
 (cd "$build" && ctest -j "${JOBS:-2}" --output-on-failure -LE blas -E '^py_|@|gpu_kit') || rc=$?
