@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CLI test of a sweep's plan and cells without Slurm (tests/test_slurm.sh has
-# the cluster): `sweep --plan`, `sweep DIR --cell`, `--shard`, `--merge`;
+# the cluster): `sweep --plan`, `sweep DIR --cell`, `--shard`, `--merge`, and
+# the one-command `sweep ... -o DIR` equal to them;
 # a damaged or foreign plan.json, options the plan owns given again, a bad
 # --cell/--shard, another model file and another plan in the same folder each
 # fail with one line naming the problem; a merge of an unfinished grid lists
@@ -46,6 +47,13 @@ check "... and its summary holds the finished cell's rows" \
 check "--shard 0/2 runs the rest and the merge succeeds" test $? -eq 0
 "$OBCACHE" sweep "$dir/s" > "$dir/again.txt" 2>&1
 check "running a finished plan again runs nothing" grep -q "0 ran, 2 already done" "$dir/again.txt"
+# The one-command form is plan + run + merge: the same summary, page and heat
+# map byte for byte.
+"$OBCACHE" sweep "$dir/s" --merge > "$dir/merge-figures.txt" 2>&1
+"$OBCACHE" sweep "${grid[@]}" -o "$dir/one" > "$dir/one.txt" 2>&1
+check "the one-command sweep equals plan + run + merge" \
+  eval 'for f in summary.csv index.html plots/sweep_recall.png; do
+    cmp -s "$dir/s/$f" "$dir/one/$f" || exit 1; done'
 fails "another plan in the same folder" "another plan" \
   sweep --lengths 160 --depths 0,50 --haystack noise --decode 2 --rows 48 -o "$dir/s"
 
