@@ -54,8 +54,12 @@ QD_INLINE void rows_pass(BlockKernel kernel, const QdShape *s, const uint8_t *w,
   case NX:                                                                        \
     for (; r + QD_ROWS(NX) <= n_rows; r += QD_ROWS(NX)) QD_PASS(QD_ROWS(NX), NX); \
     break
-#define QD_SINGLE(NX) \
-  case NX: QD_PASS(1, NX); break
+/* The rows left after the passes, one by one: only where a pass takes
+ * several (a constant condition: the other cases inline no kernel). */
+#define QD_SINGLE(NX)                    \
+  case NX:                               \
+    if (QD_ROWS(NX) > 1) QD_PASS(1, NX); \
+    break
 
 /* n_rows rows against nx (1..8) vectors: QD_ROWS(nx) rows a pass, then the
  * rows left one by one. */
@@ -82,7 +86,8 @@ QD_INLINE void rows_group(BlockKernel kernel, const QdShape *s, const uint8_t *w
       QD_SINGLE(5);
       QD_SINGLE(6);
       QD_SINGLE(7);
-      default: QD_PASS(1, 8); break;
+      QD_SINGLE(8);
+      default: break;
     }
   }
 }
