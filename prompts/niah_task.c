@@ -15,7 +15,7 @@ static int ruler_needles(const NiahOptions *o, NiahTask *task) {
   niah_random_seed(&random, o->seed);
   const char *kind = o->value_kind == NIAH_VALUE_UUID ? "uuid" : "number";
   for (size_t j = 0; j < task->n_needles; j++) {
-    NiahNeedle *n = &task->needles[j];
+    NiahNeedle needle = {0}, *n = &needle; /* stored once complete */
     bool fresh;
     do { /* distinct keys (multi-key) and distinct values */
       if (j == 0 || !o->multi_value)
@@ -35,6 +35,7 @@ static int ruler_needles(const NiahOptions *o, NiahTask *task) {
     snprintf(n->before, sizeof n->before, "One of the special magic %ss for %s is:", kind, n->key);
     snprintf(n->after, sizeof n->after, ".");
     n->value_spaced = true;
+    task->needles[j] = needle;
   }
   const char *key = task->needles[0].key;
   snprintf(task->instruction, sizeof task->instruction,
