@@ -2,7 +2,7 @@
 # One meaning per name (evict/source.h): every name of the table of score
 # sources (obcache evict --list-scores), and every pairing NAME+obc_vk, keeps
 # the same set in every command that takes it, on one trace: the trace of an
-# eval sample (512 tokens of niah_single_1, kept with --keep-traces). The
+# eval sample (400 tokens of niah_single_1, kept with --keep-traces). The
 # eval's kept sets are evict's (tests/eval_kept_check.py: the count and the
 # recall against oracle@T of each set, recomputed from evict's keep file),
 # and replay --sweep's, written with --keep-out, are evict's mask for mask,
@@ -25,7 +25,7 @@ check "the table has every kind of source and pairing ($count names)" \
 
 # eval: oracle@T is its reference, always replayed; every other name.
 eval_names=$(tr ',' '\n' <<<"$names" | grep -vx "oracle" | paste -sd,)
-"$OBCACHE" eval --model "$OBC_MODEL" --tasks niah_single_1 --samples 1 --length 512 \
+"$OBCACHE" eval --model "$OBC_MODEL" --tasks niah_single_1 --samples 1 --length 400 \
   --scores "$eval_names,oracle@1" --budgets 25% --max-new-tokens 2 --keep-traces --no-figures \
   -o "$dir/e" >"$dir/e.txt" 2>&1 || fatal "eval: $(tail -3 "$dir/e.txt")"
 T=$dir/e/cells/0/trace.h5
