@@ -103,6 +103,11 @@ is_svg() { # is_svg FILE: an <svg> document of a minimal size that is closed pro
     [ "$(stat -c %s "$1")" -ge "$MIN_SVG_BYTES" ]
 }
 
+same_sweep() { # same_sweep DIR_A DIR_B: two sweep folders' summary.csv, index.html and recall heat map equal
+  cmp -s "$1/summary.csv" "$2/summary.csv" && cmp -s "$1/index.html" "$2/index.html" &&
+    cmp -s "$1/plots/sweep_recall.png" "$2/plots/sweep_recall.png"
+}
+
 scratch() { # scratch NAME
   dir=$(mktemp -d "${OBC_TMP:-/tmp}/$1.XXXXXX") || {
     echo "FAIL  cannot make a scratch folder under ${OBC_TMP:-/tmp}"
